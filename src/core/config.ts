@@ -1,0 +1,94 @@
+/**
+ * Configuration, read once from the environment (CONTRACT section 1).
+ * Every setting the server understands is named here and documented in docs/configuration.md.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  /** PostgreSQL schema to use (search_path); tests give each run its own. */
+  databaseSchema: string | undefined;
+  adminEmail: string | undefined;
+  adminPassword: string | undefined;
+  orgName: string;
+  /** undefined = default 1883 when free; 0 = off. */
+  mqttPort: number;
+  /** Whether MQTT_PORT was set explicitly (a taken port is then fatal). */
+  mqttPortExplicit: boolean;
+  mqttUrl: string | undefined;
+  smtpUrl: string | undefined;
+  smsUrl: string | undefined;
+  idpConfigPath: string | undefined;
+  logLevel: string;
+  tokenIdleTtlSeconds: number;
+  tokenMaxTtlSeconds: number;
+  allowPrivateWebhooks: boolean;
+  /** Base address used in URLs the server hands out (property-setting actions); default http://HOST:PORT. */
+  publicBaseUrl: string;
+  /** scrypt cost parameter N; lower values only make sense in tests. */
+  passwordHashCost: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Reads a duration: plain seconds or a number with s, m, h or d. */
+export function parseDuration(name: string, text: string): number {
+  const match = /^(\d+)\s*([smhd]?)$/.exec(text.trim());
+  if (!match) throw new ConfigError(`${name} must be a duration such as 3600, 90m, 12h or 7d (got "${text}")`);
+  const units: Record<string, number> = { '': 1, s: 1, m: 60, h: 3600, d: 86400 };
+  return Number(match[1]) * (units[match[2] ?? ''] ?? 1);
+}
+
+function parsePort(name: string, text: string): number {
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`${name} must be a port number between 0 and 65535 (got "${text}")`);
+  }
+  return port;
+}
+
+function parseBoolean(name: string, text: string | undefined): boolean {
+  if (text === undefined || text === '') return false;
+  if (/^(1|true|yes|on)$/i.test(text)) return true;
+  if (/^(0|false|no|off)$/i.test(text)) return false;
+  throw new ConfigError(`${name} must be true or false (got "${text}")`);
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = env.PORT ? parsePort('PORT', env.PORT) : 3000;
+  const host = env.HOST || '127.0.0.1';
+  const databaseUrl = env.DATABASE_URL || 'sqlite:./data/thingbase.db';
+  if (!/^(sqlite:|postgres:\/\/|postgresql:\/\/)/.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must start with sqlite: or postgres://');
+  }
+  const mqttPortExplicit = env.MQTT_PORT !== undefined && env.MQTT_PORT !== '';
+  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return {
+    port,
+    host,
+    databaseUrl,
+    databaseSchema: env.DATABASE_SCHEMA || undefined,
+    adminEmail: env.THINGBASE_ADMIN_EMAIL || undefined,
+    adminPassword: env.THINGBASE_ADMIN_PASSWORD || undefined,
+    orgName: env.THINGBASE_ORG_NAME || 'Default',
+    mqttPort: mqttPortExplicit ? parsePort('MQTT_PORT', env.MQTT_PORT as string) : 1883,
+    mqttPortExplicit,
+    mqttUrl: env.MQTT_URL || undefined,
+    smtpUrl: env.SMTP_URL || undefined,
+    smsUrl: env.SMS_URL || undefined,
+    idpConfigPath: env.IDP_CONFIG || undefined,
+    logLevel: env.LOG_LEVEL || 'info',
+    tokenIdleTtlSeconds: parseDuration('TOKEN_IDLE_TTL', env.TOKEN_IDLE_TTL || '7d'),
+    tokenMaxTtlSeconds: parseDuration('TOKEN_MAX_TTL', env.TOKEN_MAX_TTL || '30d'),
+    allowPrivateWebhooks: parseBoolean('ALLOW_PRIVATE_WEBHOOKS', env.ALLOW_PRIVATE_WEBHOOKS),
+    publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`).replace(/\/+$/, ''),
+    passwordHashCost: env.THINGBASE_PASSWORD_HASH_COST ? Number(env.THINGBASE_PASSWORD_HASH_COST) : 16384,
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * Request bodies. Every body is read as raw bytes whatever its Content-Type (device SDKs send none
+ * or a wrong one, and their signatures cover the raw bytes); JSON is parsed afterwards, and an empty
+ * body is no body (CONTRACT 2).
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError } from '../errors.ts';
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+export const BULK_BODY_LIMIT = 10 * 1024 * 1024;
+
+export function registerRawBodyParser(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+}
+
+export function rawBody(request: FastifyRequest): Buffer | undefined {
+  const body = request.body;
+  return Buffer.isBuffer(body) && body.length > 0 ? body : undefined;
+}
+
+/** Parses a JSON body text; undefined when there is none. Malformed JSON is a 400. */
+export function parseJsonBody(raw: Buffer | string | undefined): unknown {
+  if (raw === undefined) return undefined;
+  const text = typeof raw === 'string' ? raw : raw.toString('utf8');
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ApiError(400, [
+      { code: 'invalid', param: 'body', message: `is not valid JSON (${(error as Error).message})` },
+    ]);
+  }
+}
+
+/** The JSON body as an object of parameters; anything but an object (or nothing) is a 400. */
+export function jsonBodyParams(request: FastifyRequest): Record<string, unknown> | undefined {
+  const body = parseJsonBody(rawBody(request));
+  if (body === undefined || body === null) return undefined;
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    throw new ApiError(400, [{ code: 'invalid', param: 'body', message: 'must be a JSON object' }]);
+  }
+  return body as Record<string, unknown>;
+}

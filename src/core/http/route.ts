@@ -1,0 +1,216 @@
+/**
+ * How an endpoint is declared and served. Each route states, in one place, its path, who may call
+ * it (the permission it needs), the schema of its parameters and what it answers; the wrapper here
+ * authenticates, checks the permission, merges and validates parameters, and writes the JSON answer.
+ */
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, forbidden, invalidParam, unauthorized, unknownReference } from '../errors.ts';
+import { grants, type Operation, type PermissionClass } from '../permissions.ts';
+import type { Principal } from '../principal.ts';
+import { resolveTimeZone, type TimeFormatter, type TimestampFormat, timeFormatter } from '../time.ts';
+import { DEFAULT_BODY_LIMIT, jsonBodyParams } from './body.ts';
+import { compileParams } from './validation.ts';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** Who may call a route. */
+export type Access =
+  /** Anyone, no token (sign-in, health). */
+  | { kind: 'public' }
+  /** Any signed-in user (sign-out). */
+  | { kind: 'signed_in' }
+  /** A signed-in user whose role grants this permission (CONTRACT 5). */
+  | { kind: 'permission'; class: PermissionClass; operation: Operation }
+  /** The account admin of an OEM organisation (managing child organisations). */
+  | { kind: 'oem_admin' };
+
+export const permission = (cls: PermissionClass, operation: Operation): Access => ({
+  kind: 'permission',
+  class: cls,
+  operation,
+});
+
+export interface RouteCall<P> {
+  params: P;
+  /** The caller; for public routes a principal with no abilities. */
+  principal: Principal;
+  /** Presents epoch milliseconds per timestamp_format and time_zone. */
+  time: TimeFormatter;
+  /** `page` as it is echoed in list answers: a JSON string stays a string. */
+  pageEcho: number | string;
+  request: FastifyRequest;
+  reply: FastifyReply;
+  /** Organisations a read may see: the caller's, plus its children with is_oem=true. */
+  visibleOrganisations(): Promise<string[]>;
+  /** Organisation a create puts its resource in: the caller's, or `child_organisation_key`. */
+  targetOrganisation(): Promise<string>;
+}
+
+export interface RouteSpec<S extends TObject = TObject> {
+  method: HttpMethod;
+  url: string;
+  /** Further paths serving the same endpoint. */
+  aliases?: string[];
+  tags: string[];
+  summary: string;
+  description?: string;
+  access: Access;
+  /** Every parameter, wherever it comes from (query, body or path). */
+  params: S;
+  response?: TSchema;
+  bodyLimit?: number;
+  handler(call: RouteCall<Static<S>>): Promise<unknown> | unknown;
+}
+
+/** What routes need from the rest of the server, provided when the app is built. */
+export interface RouteServices {
+  authenticate(request: FastifyRequest): Promise<Principal | undefined>;
+  childOrganisations(organisationKey: string): Promise<string[]>;
+}
+
+export const defineRoute = <S extends TObject>(spec: RouteSpec<S>): RouteSpec<S> => spec;
+
+const ANONYMOUS: Principal = {
+  kind: 'user',
+  userKey: null,
+  userName: 'anonymous',
+  roleKey: '',
+  roleName: '',
+  accountAdmin: false,
+  abilities: new Set(),
+  organisationKey: '',
+  organisationIsOem: false,
+  timeZone: 'Etc/UTC',
+};
+
+interface CommonParamValues {
+  pretty?: boolean;
+  timestamp_format?: TimestampFormat;
+  time_format?: TimestampFormat;
+  time_zone?: string;
+  is_oem?: boolean;
+  child_organisation_key?: string;
+  page?: unknown;
+}
+
+export function registerRoutes(app: FastifyInstance, services: RouteServices, specs: RouteSpec[]): void {
+  for (const spec of specs) registerRoute(app, services, spec);
+}
+
+function registerRoute(app: FastifyInstance, services: RouteServices, spec: RouteSpec): void {
+  const validate = compileParams(spec.params);
+  const pathNames = [...spec.url.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1] as string);
+  const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+    const principal = await authorise(services, spec.access, request);
+    const body = jsonBodyParams(request);
+    const raw: Record<string, unknown> = {
+      ...(request.query as Record<string, unknown>),
+      ...body,
+      ...(request.params as Record<string, unknown>),
+    };
+    const params = validate(raw) as CommonParamValues;
+    const time = requestTimeFormatter(params, principal);
+    const call: RouteCall<Record<string, unknown>> = {
+      params: params as Record<string, unknown>,
+      principal,
+      time,
+      pageEcho: typeof body?.page === 'string' ? body.page : ((params.page as number | undefined) ?? 1),
+      request,
+      reply,
+      visibleOrganisations: () => visibleOrganisations(services, principal, params),
+      targetOrganisation: () => targetOrganisation(services, principal, params),
+    };
+    const result = await spec.handler(call);
+    if (reply.sent) return reply;
+    reply.header('content-type', 'application/json; charset=utf-8');
+    return reply.send(params.pretty ? JSON.stringify(result, null, 2) : JSON.stringify(result));
+  };
+  const schema = documentationSchema(spec, pathNames);
+  for (const url of [spec.url, ...(spec.aliases ?? [])]) {
+    app.route({
+      method: spec.method,
+      url,
+      handler,
+      schema: url === spec.url ? schema : { ...schema, hide: true },
+      bodyLimit: spec.bodyLimit ?? DEFAULT_BODY_LIMIT,
+      exposeHeadRoute: false,
+    });
+  }
+}
+
+async function authorise(services: RouteServices, access: Access, request: FastifyRequest): Promise<Principal> {
+  if (access.kind === 'public') return ANONYMOUS;
+  const principal = await services.authenticate(request);
+  if (!principal) throw unauthorized();
+  if (access.kind === 'permission' && !grants(principal.abilities, access.class, access.operation)) {
+    throw forbidden(`your role lacks the permission to ${access.operation} ${access.class}`);
+  }
+  if (access.kind === 'oem_admin' && !(principal.accountAdmin && principal.organisationIsOem)) {
+    throw forbidden('only the account admin of an OEM organisation may do this');
+  }
+  return principal;
+}
+
+function requestTimeFormatter(params: CommonParamValues, principal: Principal): TimeFormatter {
+  let zone = principal.timeZone;
+  if (params.time_zone !== undefined) {
+    const resolved = resolveTimeZone(params.time_zone);
+    if (!resolved) throw invalidParam('time_zone', `is not a known time zone (${params.time_zone})`);
+    zone = resolved;
+  }
+  return timeFormatter(params.timestamp_format ?? params.time_format ?? 'int', zone);
+}
+
+async function visibleOrganisations(
+  services: RouteServices,
+  principal: Principal,
+  params: CommonParamValues,
+): Promise<string[]> {
+  if (!params.is_oem) return [principal.organisationKey];
+  if (!principal.organisationIsOem) throw forbidden('is_oem is only for OEM organisations');
+  return [principal.organisationKey, ...(await services.childOrganisations(principal.organisationKey))];
+}
+
+async function targetOrganisation(
+  services: RouteServices,
+  principal: Principal,
+  params: CommonParamValues,
+): Promise<string> {
+  const child = params.child_organisation_key;
+  if (child === undefined) {
+    if (params.is_oem && !principal.organisationIsOem) throw forbidden('is_oem is only for OEM organisations');
+    return principal.organisationKey;
+  }
+  if (!principal.organisationIsOem) throw forbidden('child_organisation_key is only for OEM organisations');
+  const children = await services.childOrganisations(principal.organisationKey);
+  if (!children.includes(child)) throw unknownReference('child_organisation_key', child);
+  return child;
+}
+
+/** The route's schema as the OpenAPI generator reads it; validation itself happens in the handler. */
+function documentationSchema(spec: RouteSpec, pathNames: string[]): Record<string, unknown> {
+  const properties = (spec.params.properties ?? {}) as Record<string, TSchema>;
+  const required = new Set<string>((spec.params.required as string[] | undefined) ?? []);
+  const pick = (names: string[]) => ({
+    type: 'object',
+    properties: Object.fromEntries(names.map((n) => [n, properties[n]])),
+    required: names.filter((n) => required.has(n)),
+  });
+  const otherNames = Object.keys(properties).filter((n) => !pathNames.includes(n));
+  const schema: Record<string, unknown> = {
+    tags: spec.tags,
+    summary: spec.summary,
+    ...(spec.description ? { description: spec.description } : {}),
+    ...(spec.access.kind === 'public' ? {} : { security: [{ authToken: [] }] }),
+  };
+  if (pathNames.length > 0) schema.params = pick(pathNames);
+  if (otherNames.length > 0) {
+    if (spec.method === 'GET' || spec.method === 'DELETE') schema.querystring = pick(otherNames);
+    else schema.body = pick(otherNames);
+  }
+  if (spec.response) schema.response = { 200: spec.response };
+  return schema;
+}
+
+export { ApiError };

@@ -1,0 +1,52 @@
+/**
+ * Schema building blocks shared by every route. One TypeBox schema per endpoint drives validation,
+ * the OpenAPI document and the handler's TypeScript types.
+ */
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+
+/** A value that may also be null. Written as a JSON Schema type list, so coercion keeps null as null. */
+export const Nullable = <T extends TSchema>(schema: T) =>
+  Type.Unsafe<Static<T> | null>({
+    ...schema,
+    type: [schema.type, 'null'],
+    ...(schema.enum ? { enum: [...schema.enum, null] } : {}),
+  });
+
+/** A string limited to a fixed set of values (one `enum`, so errors list the allowed values). */
+export const StringEnum = <T extends string[]>(
+  values: [...T],
+  options: { description?: string; default?: T[number] } = {},
+) => Type.Unsafe<T[number]>({ type: 'string', enum: values, ...options });
+
+/** A resource key in a path or a reference. */
+export const Key = (description?: string) =>
+  Type.String({ minLength: 1, maxLength: 64, ...(description ? { description } : {}) });
+
+/** Parameters every endpoint accepts (CONTRACT 2). */
+export const CommonParams = {
+  pretty: Type.Optional(Type.Boolean({ default: false, description: 'indent the JSON answer with two spaces' })),
+  timestamp_format: Type.Optional(
+    StringEnum(['int', 'str'], {
+      description: 'int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone',
+    }),
+  ),
+  time_format: Type.Optional(StringEnum(['int', 'str'], { description: 'synonym of timestamp_format' })),
+  time_zone: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: 'IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone',
+    }),
+  ),
+};
+
+export const OemParams = {
+  is_oem: Type.Optional(Type.Boolean({ description: 'include or act on child organisations of an OEM organisation' })),
+};
+
+export const ChildOrganisationParams = {
+  ...OemParams,
+  child_organisation_key: Type.Optional(Key('create the resource in this child organisation')),
+};
+
+/** Answer of a delete. */
+export const EmptyObject = Type.Object({});

@@ -1,0 +1,84 @@
+/**
+ * Permission classes, operations and abilities (CONTRACT 5).
+ * An ability is `class * 10 + seqno`: 11 = read things, 35 = everything on rules, 995 = everything.
+ */
+export const PERMISSION_CLASSES = {
+  thing: 1,
+  thing_template: 2,
+  rule: 3,
+  instruction: 4,
+  group: 5,
+  role: 6,
+  user: 7,
+  gateway: 8,
+  alert: 9,
+  audit_trail: 10,
+  notification_action: 11,
+  data: 12,
+  key_pair: 13,
+  all: 99,
+} as const;
+
+export const OPERATIONS = { read: 1, create: 2, update: 3, delete: 4, all: 5 } as const;
+
+export type PermissionClass = keyof typeof PERMISSION_CLASSES;
+export type Operation = keyof typeof OPERATIONS;
+
+export interface Permission {
+  class: PermissionClass;
+  operation: Operation;
+  seqno: number;
+}
+
+const CLASS_BY_NUMBER = new Map<number, PermissionClass>(
+  Object.entries(PERMISSION_CLASSES).map(([name, n]) => [n, name as PermissionClass]),
+);
+const OPERATION_BY_SEQNO = new Map<number, Operation>(
+  Object.entries(OPERATIONS).map(([name, n]) => [n, name as Operation]),
+);
+
+export const ALL_ABILITY = PERMISSION_CLASSES.all * 10 + OPERATIONS.all;
+
+export function abilityOf(cls: PermissionClass, operation: Operation): number {
+  return PERMISSION_CLASSES[cls] * 10 + OPERATIONS[operation];
+}
+
+/** The permission an ability stands for, or undefined for a number outside the table. */
+export function permissionOf(ability: number): Permission | undefined {
+  if (!Number.isInteger(ability) || ability < 10) return undefined;
+  const cls = CLASS_BY_NUMBER.get(Math.floor(ability / 10));
+  const operation = OPERATION_BY_SEQNO.get(ability % 10);
+  if (!cls || !operation) return undefined;
+  return { class: cls, operation, seqno: OPERATIONS[operation] };
+}
+
+/** True when a set of abilities grants `operation` on `cls`, directly or through an `all`. */
+export function grants(abilities: ReadonlySet<number>, cls: PermissionClass, operation: Operation): boolean {
+  const c = PERMISSION_CLASSES[cls];
+  const o = OPERATIONS[operation];
+  const all = PERMISSION_CLASSES.all;
+  return (
+    abilities.has(c * 10 + o) ||
+    abilities.has(c * 10 + OPERATIONS.all) ||
+    abilities.has(all * 10 + o) ||
+    abilities.has(ALL_ABILITY)
+  );
+}
+
+/** The built-in roles every organisation has. They cannot be changed or deleted. */
+export const BUILT_IN_ROLES = {
+  account_admin: { name: 'Account Admin', abilities: [ALL_ABILITY], accountAdmin: true },
+  agent: {
+    name: 'Agent',
+    abilities: [
+      abilityOf('thing', 'read'),
+      abilityOf('thing', 'create'),
+      abilityOf('thing', 'update'),
+      abilityOf('alert', 'create'),
+      abilityOf('data', 'create'),
+    ],
+    accountAdmin: false,
+  },
+} as const;
+
+export type BuiltInRole = keyof typeof BUILT_IN_ROLES;

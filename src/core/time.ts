@@ -1,0 +1,79 @@
+/**
+ * Time zones and timestamp presentation (CONTRACT 2: timestamp_format, time_zone).
+ * Everything is stored as epoch milliseconds; this module turns them into what a request asked for.
+ */
+import { DateTime, IANAZone } from 'luxon';
+import { RAILS_TIME_ZONES } from './time-zones.ts';
+
+export type TimestampFormat = 'int' | 'str';
+
+const resolved = new Map<string, string | null>();
+
+/**
+ * Resolves an IANA name (`Asia/Kolkata`) or a Rails-style name (`Mumbai`,
+ * `Eastern Time (US & Canada)`) to an IANA zone; undefined when neither.
+ */
+export function resolveTimeZone(name: string): string | undefined {
+  const cached = resolved.get(name);
+  if (cached !== undefined) return cached ?? undefined;
+  let zone: string | null = RAILS_TIME_ZONES[name] ?? null;
+  if (zone === null && IANAZone.isValidZone(name)) zone = name;
+  if (zone === null) {
+    // Names are matched case-insensitively as a courtesy ("utc", "asia/kolkata").
+    const lower = name.toLowerCase();
+    const rails = Object.keys(RAILS_TIME_ZONES).find((k) => k.toLowerCase() === lower);
+    if (rails) zone = RAILS_TIME_ZONES[rails] ?? null;
+  }
+  if (resolved.size < 10_000) resolved.set(name, zone);
+  return zone ?? undefined;
+}
+
+export const STR_TIMESTAMP_PATTERN = 'yyyy/MM/dd HH:mm:ss';
+
+/** Presents stored epoch milliseconds per the request's timestamp_format and zone. */
+export interface TimeFormatter {
+  readonly format: TimestampFormat;
+  readonly zone: string;
+  (ms: number): number | string;
+}
+
+export function timeFormatter(format: TimestampFormat, zone: string): TimeFormatter {
+  const fn =
+    format === 'int'
+      ? (ms: number) => Math.floor(ms / 1000)
+      : (ms: number) => DateTime.fromMillis(ms, { zone }).toFormat(STR_TIMESTAMP_PATTERN);
+  return Object.assign(fn, { format, zone });
+}
+
+/** Like a formatter call, but passes null and undefined through. */
+export function formatOptional(time: TimeFormatter, ms: number | null | undefined): number | string | null {
+  return ms === null || ms === undefined ? null : time(ms);
+}
+
+/** ISO 8601 with milliseconds, as the v2 notification action create answer shows. */
+export const toIsoWithMillis = (ms: number): string => new Date(ms).toISOString();
+
+const DATE_TIME_PATTERNS = [
+  'yyyy/MM/dd HH:mm:ss',
+  'yyyy-MM-dd HH:mm:ss',
+  'yyyy/MM/dd',
+  'yyyy-MM-dd',
+  "yyyy-MM-dd'T'HH:mm:ss",
+];
+
+/**
+ * Reads a point in time given as `yyyy/mm/dd hh:mm:ss`, `yyyy-mm-dd hh:mm:ss` (in `zone`),
+ * ISO 8601 with an offset, or epoch seconds (number or numeric text). Returns epoch ms or undefined.
+ */
+export function parseDateTime(value: unknown, zone: string): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? Math.round(value * 1000) : undefined;
+  if (typeof value !== 'string') return undefined;
+  const text = value.trim();
+  if (/^-?\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+  for (const pattern of DATE_TIME_PATTERNS) {
+    const parsed = DateTime.fromFormat(text, pattern, { zone });
+    if (parsed.isValid) return parsed.toMillis();
+  }
+  const iso = DateTime.fromISO(text, { zone });
+  return iso.isValid ? iso.toMillis() : undefined;
+}

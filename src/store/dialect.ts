@@ -1,0 +1,53 @@
+/**
+ * Everything that differs between SQLite and PostgreSQL lives here, so the rest of the code
+ * runs one query path on both engines.
+ */
+import BetterSqlite3 from 'better-sqlite3';
+import { type Dialect, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+
+export type Engine = 'sqlite' | 'postgres';
+
+// int8 (bigint, count(*)) arrives as text from pg; our integers fit in a double (epoch ms, counts).
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
+
+export interface DialectSetup {
+  engine: Engine;
+  dialect: Dialect;
+  close?: () => Promise<void>;
+}
+
+export function engineOf(databaseUrl: string): Engine {
+  return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
+}
+
+export function sqlitePath(databaseUrl: string): string {
+  const path = databaseUrl.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+  return path === '' ? ':memory:' : path;
+}
+
+export function createDialect(databaseUrl: string, schema?: string): DialectSetup {
+  if (engineOf(databaseUrl) === 'sqlite') {
+    const database = new BetterSqlite3(sqlitePath(databaseUrl));
+    database.pragma('journal_mode = WAL');
+    // FULL: a commit is on disk before we acknowledge it, also across a power cut.
+    database.pragma('synchronous = FULL');
+    database.pragma('busy_timeout = 5000');
+    database.pragma('foreign_keys = ON');
+    return { engine: 'sqlite', dialect: new SqliteDialect({ database }) };
+  }
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: 10,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  });
+  return { engine: 'postgres', dialect: new PostgresDialect({ pool }) };
+}
+
+/** True when a failed statement broke a UNIQUE or PRIMARY KEY constraint. */
+export function isUniqueViolation(error: unknown): boolean {
+  if (!error || typeof error !== 'object') return false;
+  const code = (error as { code?: unknown }).code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

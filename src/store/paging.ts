@@ -1,0 +1,62 @@
+/**
+ * One page of a list query: keyword search over named columns, a sort on a declared field with the
+ * key as tie-break (so paging never repeats or skips a row), and the total count. Works on any
+ * Kysely select over any table, on both engines.
+ */
+import { type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
+import type { ListQuery } from '../core/http/list.ts';
+
+export interface PagingColumns {
+  /** field name (as in `order_by`) -> column reference */
+  sort: Record<string, string>;
+  /** Column that breaks ties: the resource key. */
+  key: string;
+  /** Columns a keyword may match (case-insensitive substring). */
+  search: string[];
+}
+
+const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+// biome-ignore lint/suspicious/noExplicitAny: these helpers apply to any table's query builder.
+type AnyTables = any;
+type AnySelect = SelectQueryBuilder<AnyTables, AnyTables, AnyTables>;
+
+/** `lower(column) like %keyword%` for each keyword over each column, combined per `matchAll`. */
+export function keywordFilter(
+  eb: ExpressionBuilder<AnyTables, AnyTables>,
+  keywords: string[],
+  columns: string[],
+  matchAll: boolean,
+) {
+  const perKeyword: Expression<SqlBool>[] = keywords.map((keyword) => {
+    const pattern = `%${escapeLike(keyword.toLowerCase())}%`;
+    return eb.or(columns.map((column) => sql<SqlBool>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`));
+  });
+  return matchAll ? eb.and(perKeyword) : eb.or(perKeyword);
+}
+
+
+export async function fetchPage<Q extends AnySelect>(
+  query: Q,
+  list: ListQuery,
+  columns: PagingColumns,
+): Promise<{ total: number; rows: Awaited<ReturnType<Q['execute']>> }> {
+  let filtered: AnySelect = query;
+  if (list.keywords.length > 0 && columns.search.length > 0) {
+    filtered = filtered.where((eb) => keywordFilter(eb, list.keywords, columns.search, list.matchAll));
+  }
+  const sortColumn = columns.sort[list.orderBy] ?? columns.key;
+  const [countRow, rows] = await Promise.all([
+    filtered
+      .clearSelect()
+      .select((eb) => eb.fn.countAll().as('count'))
+      .executeTakeFirst(),
+    filtered
+      .orderBy(sql.ref(sortColumn), list.order)
+      .orderBy(sql.ref(columns.key), list.order)
+      .limit(list.per)
+      .offset((list.page - 1) * list.per)
+      .execute(),
+  ]);
+  return { total: Number((countRow as { count?: unknown } | undefined)?.count ?? 0), rows: rows as never };
+}

@@ -1,0 +1,65 @@
+/**
+ * The store: one Kysely instance over SQLite or PostgreSQL, migrated on open.
+ */
+
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Kysely, type Migration, type MigrationProvider, Migrator, sql, type Transaction } from 'kysely';
+import { createDialect, type Engine, engineOf, sqlitePath } from './dialect.ts';
+import { MIGRATIONS } from './migrations/index.ts';
+import type { Database } from './tables.ts';
+
+export type Db = Kysely<Database>;
+export type Tx = Transaction<Database>;
+/** Either the database or an open transaction: repositories accept both. */
+export type Executor = Kysely<Database> | Transaction<Database>;
+
+export interface Store {
+  readonly db: Db;
+  readonly engine: Engine;
+  /** Runs `work` in one transaction: every change in it commits together or not at all. */
+  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+class StaticMigrations implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return MIGRATIONS;
+  }
+}
+
+export interface OpenStoreOptions {
+  databaseUrl: string;
+  schema?: string | undefined;
+}
+
+export async function openStore({ databaseUrl, schema }: OpenStoreOptions): Promise<Store> {
+  const engine = engineOf(databaseUrl);
+  if (engine === 'sqlite') {
+    const path = sqlitePath(databaseUrl);
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  }
+  const { dialect } = createDialect(databaseUrl, schema);
+  const db = new Kysely<Database>({ dialect });
+  try {
+    if (engine === 'postgres' && schema) {
+      await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+    }
+    const migrator = new Migrator({ db, provider: new StaticMigrations() });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+  return {
+    db,
+    engine,
+    transaction: (work) => db.transaction().execute(work),
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    close: () => db.destroy(),
+  };
+}

@@ -1,0 +1,80 @@
+/**
+ * Row types of every table, as Kysely sees them. Booleans are stored as 0/1 integers and JSON as text
+ * on both engines, so the same rows come back from SQLite and PostgreSQL; times are epoch milliseconds.
+ */
+export interface OrganisationRow {
+  organisation_key: string;
+  name: string;
+  is_oem: number;
+  parent_organisation_key: string | null;
+  license_key: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface RoleRow {
+  role_key: string;
+  organisation_key: string;
+  name: string;
+  /** JSON array of integers. */
+  abilities: string;
+  account_admin: number;
+  /** `account_admin` or `agent` for the built-in roles, else null. */
+  built_in: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface UserRow {
+  user_key: string;
+  organisation_key: string;
+  /** Stored lower-cased: addresses are unique across the server. */
+  email: string;
+  name: string;
+  password_hash: string;
+  role_key: string;
+  time_zone: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SessionRow {
+  /** SHA-256 of the token; the token itself is never stored. */
+  token_hash: string;
+  user_key: string;
+  /** The organisation the session acts in (a child one after an OEM sign-in into it). */
+  organisation_key: string;
+  role_key: string;
+  created_at: number;
+  last_used_at: number;
+  expires_at: number;
+}
+
+export interface AuditTrailRow {
+  audit_trail_key: string;
+  organisation_key: string;
+  action_taken: string;
+  entity_type: string;
+  entity_key: string;
+  entity_name: string | null;
+  new_entity_contents: string;
+  old_entity_contents: string;
+  timestamp: number;
+  user_name: string;
+  role_name: string;
+}
+
+export interface SignInFailureRow {
+  email: string;
+  client_address: string;
+  at: number;
+}
+
+export interface Database {
+  organisations: OrganisationRow;
+  roles: RoleRow;
+  users: UserRow;
+  sessions: SessionRow;
+  audit_trails: AuditTrailRow;
+  sign_in_failures: SignInFailureRow;
+}
