@@ -77,3 +77,39 @@ export function parseDateTime(value: unknown, zone: string): number | undefined 
   const iso = DateTime.fromISO(text, { zone });
   return iso.isValid ? iso.toMillis() : undefined;
 }
+
+const TIMESTAMP_MEMBERS = new Set(['created_at', 'updated_at', 'timestamp', 'last_beat']);
+/** Members whose contents belong to users (metrics, properties) and are never reinterpreted. */
+const OPAQUE_MEMBERS = new Set([
+  'data',
+  'user_defined_properties',
+  'definition',
+  'headers',
+  'query',
+  'body',
+  'configuration',
+]);
+
+/**
+ * Entity snapshots (audit trail contents, an alert's thing) are stored as presented with the `int`
+ * format, epoch seconds. This re-presents their timestamp members for the request's format.
+ */
+export function presentStoredTimestamps(value: unknown, time: TimeFormatter): unknown {
+  if (time.format === 'int') return value;
+  return restamp(value, time);
+}
+
+function restamp(value: unknown, time: TimeFormatter): unknown {
+  if (Array.isArray(value)) return value.map((v) => restamp(v, time));
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, member] of Object.entries(value)) {
+    if (TIMESTAMP_MEMBERS.has(key) && typeof member === 'number') out[key] = time(member * 1000);
+    else if (OPAQUE_MEMBERS.has(key)) out[key] = member;
+    else out[key] = restamp(member, time);
+  }
+  return out;
+}
+
+/** The formatter used to store entity snapshots. */
+export const STORED_TIME: TimeFormatter = timeFormatter('int', 'Etc/UTC');

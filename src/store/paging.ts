@@ -35,7 +35,6 @@ export function keywordFilter(
   return matchAll ? eb.and(perKeyword) : eb.or(perKeyword);
 }
 
-
 export async function fetchPage<Q extends AnySelect>(
   query: Q,
   list: ListQuery,

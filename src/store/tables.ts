@@ -44,7 +44,8 @@ export interface SessionRow {
   user_key: string;
   /** The organisation the session acts in (a child one after an OEM sign-in into it). */
   organisation_key: string;
-  role_key: string;
+  /** Set when the session acts with another role than the user's (an OEM admin in a child organisation). */
+  role_key: string | null;
   created_at: number;
   last_used_at: number;
   expires_at: number;
@@ -78,3 +79,11 @@ export interface Database {
   audit_trails: AuditTrailRow;
   sign_in_failures: SignInFailureRow;
 }
+
+/** Tables whose rows belong to one organisation (column `organisation_key`): removed with it. */
+export const ORGANISATION_SCOPED_TABLES = [
+  'audit_trails',
+  'sessions',
+  'users',
+  'roles',
+] as const satisfies readonly (keyof Database)[];

@@ -56,7 +56,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('token_hash', 'text', (c) => c.primaryKey())
     .addColumn('user_key', 'text', (c) => c.notNull())
     .addColumn('organisation_key', 'text', (c) => c.notNull())
-    .addColumn('role_key', 'text', (c) => c.notNull())
+    .addColumn('role_key', 'text')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('last_used_at', 'bigint', (c) => c.notNull())
     .addColumn('expires_at', 'bigint', (c) => c.notNull())

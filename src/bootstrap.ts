@@ -1,0 +1,64 @@
+/**
+ * First start (CONTRACT 1): on a store with no users, create the first organisation (an OEM
+ * organisation) and its account admin. Without THINGBASE_ADMIN_PASSWORD a random password is made
+ * and reported once.
+ */
+import { randomBytes } from 'node:crypto';
+import { provisionOrganisation } from './organisations/service.ts';
+import { isUniqueViolation } from './store/dialect.ts';
+import type { Store } from './store/store.ts';
+import { hashPassword } from './users/passwords.ts';
+import { countUsers } from './users/repository.ts';
+import { insertNewUser } from './users/service.ts';
+
+export interface BootstrapSettings {
+  adminEmail: string | undefined;
+  adminPassword: string | undefined;
+  orgName: string;
+  passwordHashCost: number;
+}
+
+export interface BootstrapResult {
+  email: string;
+  /** Set only when the password was generated here: shown once, never stored in clear. */
+  generatedPassword?: string;
+  organisationKey: string;
+}
+
+export async function bootstrapFirstAdmin(
+  store: Store,
+  settings: BootstrapSettings,
+): Promise<BootstrapResult | undefined> {
+  if ((await countUsers(store.db)) > 0) return undefined;
+  const email = (settings.adminEmail ?? 'admin@localhost').toLowerCase();
+  const generatedPassword = settings.adminPassword ? undefined : randomBytes(12).toString('base64url');
+  const passwordHash = await hashPassword(
+    settings.adminPassword ?? (generatedPassword as string),
+    settings.passwordHashCost,
+  );
+  try {
+    return await store.transaction(async (tx) => {
+      if ((await countUsers(tx)) > 0) return undefined;
+      const { organisation, roles } = await provisionOrganisation(tx, {
+        name: settings.orgName,
+        isOem: true,
+        parentKey: null,
+      });
+      await insertNewUser(tx, organisation.organisation_key, {
+        email,
+        name: 'Administrator',
+        role_key: roles.account_admin.role_key,
+        passwordHash,
+      });
+      return {
+        email,
+        organisationKey: organisation.organisation_key,
+        ...(generatedPassword ? { generatedPassword } : {}),
+      };
+    });
+  } catch (error) {
+    // Another instance bootstrapped the same store at the same moment.
+    if (isUniqueViolation(error)) return undefined;
+    throw error;
+  }
+}

@@ -1,0 +1,42 @@
+import type { ListQuery } from '../core/http/list.ts';
+import { fetchPage } from '../store/paging.ts';
+import type { Executor } from '../store/store.ts';
+import { ORGANISATION_SCOPED_TABLES, type OrganisationRow } from '../store/tables.ts';
+
+export function findOrganisation(db: Executor, organisationKey: string): Promise<OrganisationRow | undefined> {
+  return db.selectFrom('organisations').selectAll().where('organisation_key', '=', organisationKey).executeTakeFirst();
+}
+
+export async function childOrganisationKeys(db: Executor, parentKey: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('organisations')
+    .select('organisation_key')
+    .where('parent_organisation_key', '=', parentKey)
+    .execute();
+  return rows.map((r) => r.organisation_key);
+}
+
+export function listChildOrganisations(db: Executor, parentKey: string, list: ListQuery) {
+  const query = db.selectFrom('organisations').selectAll().where('parent_organisation_key', '=', parentKey);
+  return fetchPage(query, list, {
+    sort: { created_at: 'created_at', updated_at: 'updated_at', name: 'name', organisation_key: 'organisation_key' },
+    key: 'organisation_key',
+    search: ['organisation_key', 'name'],
+  });
+}
+
+export async function insertOrganisation(db: Executor, row: OrganisationRow): Promise<void> {
+  await db.insertInto('organisations').values(row).execute();
+}
+
+export async function updateOrganisation(db: Executor, key: string, changes: Partial<OrganisationRow>): Promise<void> {
+  await db.updateTable('organisations').set(changes).where('organisation_key', '=', key).execute();
+}
+
+/** Removes an organisation and every row that belongs to it. */
+export async function deleteOrganisation(db: Executor, key: string): Promise<void> {
+  for (const table of ORGANISATION_SCOPED_TABLES) {
+    await db.deleteFrom(table).where('organisation_key', '=', key).execute();
+  }
+  await db.deleteFrom('organisations').where('organisation_key', '=', key).execute();
+}

@@ -1,0 +1,152 @@
+/**
+ * Organisations (CONTRACT 4): the first one is made at bootstrap and is an OEM organisation; its
+ * account admin manages child organisations. A new organisation is provisioned with everything it
+ * needs to be used at once (built-in roles, and whatever other capabilities register).
+ */
+import { type Actor, recordChange } from '../audit/recorder.ts';
+import { conflict, notFound } from '../core/errors.ts';
+import { newKey, newSecretKey } from '../core/keys.ts';
+import type { BuiltInRole } from '../core/permissions.ts';
+import { STORED_TIME } from '../core/time.ts';
+import { createBuiltInRoles } from '../roles/service.ts';
+import type { Executor, Store } from '../store/store.ts';
+import type { OrganisationRow, RoleRow } from '../store/tables.ts';
+import { presentOrganisation } from './presenter.ts';
+import * as organisations from './repository.ts';
+
+/** Further set-up a capability gives every new organisation (e.g. a default thing template). */
+export type OrganisationProvisioner = (db: Executor, organisationKey: string, now: number) => Promise<void>;
+
+const provisioners: OrganisationProvisioner[] = [];
+
+export function onOrganisationProvisioned(provisioner: OrganisationProvisioner): void {
+  if (!provisioners.includes(provisioner)) provisioners.push(provisioner);
+}
+
+export interface NewOrganisation {
+  name: string;
+  isOem: boolean;
+  parentKey: string | null;
+}
+
+export async function provisionOrganisation(
+  db: Executor,
+  input: NewOrganisation,
+): Promise<{ organisation: OrganisationRow; roles: Record<BuiltInRole, RoleRow> }> {
+  const now = Date.now();
+  const organisation: OrganisationRow = {
+    organisation_key: newKey(),
+    name: input.name,
+    is_oem: input.isOem ? 1 : 0,
+    parent_organisation_key: input.parentKey,
+    license_key: newSecretKey(20),
+    created_at: now,
+    updated_at: now,
+  };
+  await organisations.insertOrganisation(db, organisation);
+  const roles = await createBuiltInRoles(db, organisation.organisation_key, now);
+  for (const provision of provisioners) await provision(db, organisation.organisation_key, now);
+  return { organisation, roles };
+}
+
+const snapshot = (row: OrganisationRow) => presentOrganisation(row, STORED_TIME);
+
+export async function createChildOrganisation(
+  store: Store,
+  actor: Actor,
+  parentKey: string,
+  input: { name: string; is_oem?: boolean | undefined },
+): Promise<OrganisationRow> {
+  return store.transaction(async (tx) => {
+    const { organisation } = await provisionOrganisation(tx, {
+      name: input.name,
+      isOem: input.is_oem ?? false,
+      parentKey,
+    });
+    await recordChange(tx, actor, {
+      organisationKey: parentKey,
+      action: 'create',
+      entityType: 'Organisation',
+      entityKey: organisation.organisation_key,
+      entityName: organisation.name,
+      after: snapshot(organisation),
+    });
+    return organisation;
+  });
+}
+
+/** The caller's own organisation or one of its children; anything else is not found. */
+export async function requireVisibleOrganisation(
+  db: Executor,
+  callerKey: string,
+  key: string,
+): Promise<OrganisationRow> {
+  const row = await organisations.findOrganisation(db, key);
+  if (!row || (row.organisation_key !== callerKey && row.parent_organisation_key !== callerKey)) {
+    throw notFound('organisation');
+  }
+  return row;
+}
+
+async function requireChild(db: Executor, parentKey: string, key: string): Promise<OrganisationRow> {
+  const row = await requireVisibleOrganisation(db, parentKey, key);
+  if (row.parent_organisation_key !== parentKey) throw notFound('organisation');
+  return row;
+}
+
+export async function updateChildOrganisation(
+  store: Store,
+  actor: Actor,
+  parentKey: string,
+  key: string,
+  changes: { name?: string | undefined; is_oem?: boolean | undefined },
+): Promise<OrganisationRow> {
+  return store.transaction(async (tx) => {
+    const before = await requireChild(tx, parentKey, key);
+    const after: OrganisationRow = {
+      ...before,
+      ...(changes.name !== undefined ? { name: changes.name } : {}),
+      ...(changes.is_oem !== undefined ? { is_oem: changes.is_oem ? 1 : 0 } : {}),
+      updated_at: Date.now(),
+    };
+    await organisations.updateOrganisation(tx, key, {
+      name: after.name,
+      is_oem: after.is_oem,
+      updated_at: after.updated_at,
+    });
+    await recordChange(tx, actor, {
+      organisationKey: parentKey,
+      action: 'update',
+      entityType: 'Organisation',
+      entityKey: key,
+      entityName: after.name,
+      before: snapshot(before),
+      after: snapshot(after),
+    });
+    return after;
+  });
+}
+
+export async function deleteChildOrganisation(
+  store: Store,
+  actor: Actor,
+  parentKey: string,
+  key: string,
+): Promise<void> {
+  await store.transaction(async (tx) => {
+    const before = await requireChild(tx, parentKey, key);
+    const grandchildren = await organisations.childOrganisationKeys(tx, key);
+    if (grandchildren.length > 0) {
+      throw conflict('organisation_key', 'the organisation still has child organisations; delete those first');
+    }
+    await organisations.deleteOrganisation(tx, key);
+    await recordChange(tx, actor, {
+      organisationKey: parentKey,
+      action: 'delete',
+      entityType: 'Organisation',
+      entityKey: key,
+      entityName: before.name,
+      before: snapshot(before),
+    });
+  });
+}

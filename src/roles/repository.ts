@@ -1,0 +1,53 @@
+import type { ListQuery } from '../core/http/list.ts';
+import { fetchPage } from '../store/paging.ts';
+import type { Executor } from '../store/store.ts';
+import type { RoleRow } from '../store/tables.ts';
+
+export async function listRoles(db: Executor, organisationKeys: string[], list: ListQuery) {
+  const query = db.selectFrom('roles').selectAll().where('organisation_key', 'in', organisationKeys);
+  return fetchPage(query, list, {
+    sort: { created_at: 'created_at', updated_at: 'updated_at', name: 'name', role_key: 'role_key' },
+    key: 'role_key',
+    search: ['role_key', 'name'],
+  });
+}
+
+export function findRole(db: Executor, organisationKeys: string[], roleKey: string): Promise<RoleRow | undefined> {
+  return db
+    .selectFrom('roles')
+    .selectAll()
+    .where('role_key', '=', roleKey)
+    .where('organisation_key', 'in', organisationKeys)
+    .executeTakeFirst();
+}
+
+export function findBuiltInRole(db: Executor, organisationKey: string, builtIn: string): Promise<RoleRow | undefined> {
+  return db
+    .selectFrom('roles')
+    .selectAll()
+    .where('organisation_key', '=', organisationKey)
+    .where('built_in', '=', builtIn)
+    .executeTakeFirst();
+}
+
+export async function insertRole(db: Executor, row: RoleRow): Promise<void> {
+  await db.insertInto('roles').values(row).execute();
+}
+
+export async function updateRole(db: Executor, roleKey: string, changes: Partial<RoleRow>): Promise<void> {
+  await db.updateTable('roles').set(changes).where('role_key', '=', roleKey).execute();
+}
+
+export async function deleteRole(db: Executor, roleKey: string): Promise<void> {
+  await db.deleteFrom('roles').where('role_key', '=', roleKey).execute();
+}
+
+/** How many users (and, later, key pairs) still hold a role. */
+export async function countRoleHolders(db: Executor, roleKey: string): Promise<number> {
+  const row = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll().as('count'))
+    .where('role_key', '=', roleKey)
+    .executeTakeFirst();
+  return Number(row?.count ?? 0);
+}

@@ -1,0 +1,167 @@
+/**
+ * Roles (seed Roles, CONTRACT 5): custom roles per organisation plus the two built-in ones.
+ */
+import { type Actor, recordChange } from '../audit/recorder.ts';
+import { ApiError, conflict, forbidden, notFound } from '../core/errors.ts';
+import { newKey } from '../core/keys.ts';
+import { BUILT_IN_ROLES, type BuiltInRole, permissionOf } from '../core/permissions.ts';
+import { STORED_TIME } from '../core/time.ts';
+import { isUniqueViolation } from '../store/dialect.ts';
+import type { Executor, Store } from '../store/store.ts';
+import type { RoleRow } from '../store/tables.ts';
+import { presentRole } from './presenter.ts';
+import * as roles from './repository.ts';
+
+export interface RoleInput {
+  name: string;
+  abilities: number[];
+}
+
+function checkAbilities(abilities: number[]): number[] {
+  const unknown = abilities.filter((a) => permissionOf(a) === undefined);
+  if (unknown.length > 0) {
+    throw new ApiError(400, [
+      {
+        code: 'invalid',
+        param: 'role.abilities',
+        message: `contains abilities outside the table: ${unknown.join(', ')}`,
+      },
+    ]);
+  }
+  return [...new Set(abilities)];
+}
+
+const snapshot = (row: RoleRow) => presentRole(row, STORED_TIME);
+
+const nameTaken = (name: string) => conflict('role.name', `a role named "${name}" already exists in this organisation`);
+
+export async function createRole(
+  store: Store,
+  actor: Actor,
+  organisationKey: string,
+  input: RoleInput,
+): Promise<RoleRow> {
+  const now = Date.now();
+  const row: RoleRow = {
+    role_key: newKey(),
+    organisation_key: organisationKey,
+    name: input.name,
+    abilities: JSON.stringify(checkAbilities(input.abilities)),
+    account_admin: 0,
+    built_in: null,
+    created_at: now,
+    updated_at: now,
+  };
+  try {
+    await store.transaction(async (tx) => {
+      await roles.insertRole(tx, row);
+      await recordChange(tx, actor, {
+        organisationKey,
+        action: 'create',
+        entityType: 'Role',
+        entityKey: row.role_key,
+        entityName: row.name,
+        after: snapshot(row),
+      });
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw nameTaken(input.name);
+    throw error;
+  }
+  return row;
+}
+
+export async function requireRole(db: Executor, organisationKeys: string[], roleKey: string): Promise<RoleRow> {
+  const row = await roles.findRole(db, organisationKeys, roleKey);
+  if (!row) throw notFound('role');
+  return row;
+}
+
+export async function updateRole(
+  store: Store,
+  actor: Actor,
+  organisationKeys: string[],
+  roleKey: string,
+  changes: Partial<RoleInput>,
+): Promise<RoleRow> {
+  try {
+    return await store.transaction(async (tx) => {
+      const before = await requireRole(tx, organisationKeys, roleKey);
+      if (before.built_in) throw forbidden('built-in roles cannot be changed');
+      const after: RoleRow = {
+        ...before,
+        ...(changes.name !== undefined ? { name: changes.name } : {}),
+        ...(changes.abilities !== undefined ? { abilities: JSON.stringify(checkAbilities(changes.abilities)) } : {}),
+        updated_at: Date.now(),
+      };
+      await roles.updateRole(tx, roleKey, {
+        name: after.name,
+        abilities: after.abilities,
+        updated_at: after.updated_at,
+      });
+      await recordChange(tx, actor, {
+        organisationKey: before.organisation_key,
+        action: 'update',
+        entityType: 'Role',
+        entityKey: roleKey,
+        entityName: after.name,
+        before: snapshot(before),
+        after: snapshot(after),
+      });
+      return after;
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw nameTaken(changes.name ?? '');
+    throw error;
+  }
+}
+
+export async function deleteRole(
+  store: Store,
+  actor: Actor,
+  organisationKeys: string[],
+  roleKey: string,
+): Promise<void> {
+  await store.transaction(async (tx) => {
+    const before = await requireRole(tx, organisationKeys, roleKey);
+    if (before.built_in) throw forbidden('built-in roles cannot be deleted');
+    const holders = await roles.countRoleHolders(tx, roleKey);
+    if (holders > 0) throw conflict('role_key', `the role is still held by ${holders} user(s) or key pair(s)`);
+    await roles.deleteRole(tx, roleKey);
+    await recordChange(tx, actor, {
+      organisationKey: before.organisation_key,
+      action: 'delete',
+      entityType: 'Role',
+      entityKey: roleKey,
+      entityName: before.name,
+      before: snapshot(before),
+    });
+  });
+}
+
+/** Creates the built-in roles of a new organisation. */
+export async function createBuiltInRoles(
+  db: Executor,
+  organisationKey: string,
+  now: number,
+): Promise<Record<BuiltInRole, RoleRow>> {
+  const created = {} as Record<BuiltInRole, RoleRow>;
+  for (const [builtIn, spec] of Object.entries(BUILT_IN_ROLES) as [
+    BuiltInRole,
+    (typeof BUILT_IN_ROLES)[BuiltInRole],
+  ][]) {
+    const row: RoleRow = {
+      role_key: newKey(),
+      organisation_key: organisationKey,
+      name: spec.name,
+      abilities: JSON.stringify(spec.abilities),
+      account_admin: spec.accountAdmin ? 1 : 0,
+      built_in: builtIn,
+      created_at: now,
+      updated_at: now,
+    };
+    await roles.insertRole(db, row);
+    created[builtIn] = row;
+  }
+  return created;
+}

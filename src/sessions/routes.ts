@@ -1,0 +1,59 @@
+import { type AnyRoute, defineRoute } from '../core/http/route.ts';
+import { IdentityProviderSignInParams, Session, SignInParams, SignOutAnswer, SignOutParams } from './schemas.ts';
+import type { SessionService } from './service.ts';
+
+const tags = ['Sessions'];
+
+export function sessionRoutes(sessions: SessionService): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api_sign_in',
+      tags,
+      summary: 'Sign in with e-mail address and password',
+      description:
+        'Answers 429 with Retry-After after 10 failures for one address (or 50 from one client) in 15 minutes.',
+      access: { kind: 'public' },
+      params: SignInParams,
+      response: Session,
+      handler: ({ params, request }) =>
+        sessions.signIn({
+          email: params.email,
+          password: params.password,
+          organisationKey: params.organisation_key,
+          clientAddress: request.ip,
+        }),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/azure_api_sign_in',
+      tags,
+      summary: 'Sign in through an external identity provider',
+      description:
+        'A resource-owner password grant at the provider named by mode; its ID token is verified against its JWKS.',
+      access: { kind: 'public' },
+      params: IdentityProviderSignInParams,
+      response: Session,
+      handler: ({ params, request }) =>
+        sessions.signInWithIdentityProvider({
+          clientId: params.client_id,
+          code: params.code,
+          mode: params.mode ?? 'azure',
+          clientAddress: request.ip,
+        }),
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api_sign_out',
+      tags,
+      summary: 'Sign out: the token stops working',
+      access: { kind: 'signed_in' },
+      params: SignOutParams,
+      response: SignOutAnswer,
+      handler: async ({ request }) => {
+        await sessions.signOut(String(request.headers['x-auth-token']));
+        return { success: true, message: 'Signed out successfully' };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,186 @@
+/**
+ * Sessions (CONTRACT 4): sign-in with a password or through an identity provider, sign-out, and
+ * the token check every request goes through.
+ */
+import { ApiError, forbidden, unauthorized } from '../core/errors.ts';
+import type { Principal } from '../core/principal.ts';
+import { resolveTimeZone } from '../core/time.ts';
+import { findOrganisation } from '../organisations/repository.ts';
+import { findBuiltInRole, findRole } from '../roles/repository.ts';
+import type { Store } from '../store/store.ts';
+import type { UserRow } from '../store/tables.ts';
+import { decoyHash, verifyPassword } from '../users/passwords.ts';
+import { findUserByEmail } from '../users/repository.ts';
+import type { IdentityProviders } from './identity-providers.ts';
+import * as sessions from './repository.ts';
+import { checkSignInThrottle, THROTTLE_WINDOW_MS } from './throttle.ts';
+import { hashToken, newToken } from './tokens.ts';
+
+export interface SessionSettings {
+  tokenIdleTtlSeconds: number;
+  tokenMaxTtlSeconds: number;
+  passwordHashCost: number;
+}
+
+/** The seed's Session object. */
+export interface SessionAnswer {
+  success: true;
+  auth_token: string;
+  email: string;
+  role: string;
+  time_zone: string;
+  organisation: { name: string | null; organisation_key: string; license: { license_key: string } };
+}
+
+/** Only refresh `last_used_at` when it is older than this, so reads stay reads. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+const badCredentials = () =>
+  new ApiError(
+    401,
+    [{ code: 'unauthorized', message: 'wrong e-mail address or password' }],
+    'Invalid email or password',
+  );
+
+export class SessionService {
+  constructor(
+    private readonly store: Store,
+    private readonly settings: SessionSettings,
+    private readonly identityProviders: IdentityProviders,
+  ) {}
+
+  async signIn(input: {
+    email: string;
+    password: string;
+    organisationKey?: string | undefined;
+    clientAddress: string;
+  }) {
+    const email = input.email.toLowerCase();
+    const now = Date.now();
+    await checkSignInThrottle(this.store.db, email, input.clientAddress, now);
+    const user = await findUserByEmail(this.store.db, email);
+    const valid = await verifyPassword(
+      input.password,
+      user?.password_hash ?? (await decoyHash(this.settings.passwordHashCost)),
+    );
+    if (!user || !valid) {
+      await this.recordFailure(email, input.clientAddress, now);
+      throw badCredentials();
+    }
+    await sessions.clearSignInFailures(this.store.db, email);
+    return this.openSession(user, input.organisationKey, now);
+  }
+
+  async signInWithIdentityProvider(input: { clientId: string; code: string; mode: string; clientAddress: string }) {
+    const provider = this.identityProviders.get(input.mode);
+    if (!provider) {
+      throw new ApiError(400, [
+        { code: 'invalid', param: 'mode', message: `names no configured identity provider (${input.mode})` },
+      ]);
+    }
+    const now = Date.now();
+    const claimed = input.clientId.toLowerCase();
+    await checkSignInThrottle(this.store.db, claimed, input.clientAddress, now);
+    let email: string;
+    try {
+      email = (await provider.authenticate(input.clientId, input.code)).toLowerCase();
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401)
+        await this.recordFailure(claimed, input.clientAddress, now);
+      throw error;
+    }
+    const user = await findUserByEmail(this.store.db, email);
+    if (!user) throw unauthorized('no Thingbase user has the e-mail address the identity provider vouched for');
+    return this.openSession(user, undefined, now);
+  }
+
+  async signOut(token: string): Promise<void> {
+    await sessions.deleteSession(this.store.db, hashToken(token));
+  }
+
+  /** The caller behind an X-Auth-Token, or undefined for a missing, unknown, revoked or expired token. */
+  async authenticate(token: string | undefined): Promise<Principal | undefined> {
+    if (!token) return undefined;
+    const tokenHash = hashToken(token);
+    const row = await sessions.findSessionPrincipal(this.store.db, tokenHash);
+    if (!row) return undefined;
+    const now = Date.now();
+    if (row.expires_at <= now || row.last_used_at + this.settings.tokenIdleTtlSeconds * 1000 <= now) {
+      await sessions.deleteSession(this.store.db, tokenHash);
+      return undefined;
+    }
+    if (now - row.last_used_at > TOUCH_INTERVAL_MS) await sessions.touchSession(this.store.db, tokenHash, now);
+    return {
+      kind: 'user',
+      userKey: row.user_key,
+      userName: row.email,
+      roleKey: row.role_key,
+      roleName: row.role_name,
+      accountAdmin: row.account_admin === 1,
+      abilities: new Set(JSON.parse(row.abilities) as number[]),
+      organisationKey: row.organisation_key,
+      organisationIsOem: row.is_oem === 1,
+      timeZone: resolveTimeZone(row.time_zone) ?? 'Etc/UTC',
+    };
+  }
+
+  /** Removes expired sessions and stale sign-in failures; run now and then. */
+  async prune(): Promise<void> {
+    const now = Date.now();
+    await sessions.deleteExpiredSessions(this.store.db, now, this.settings.tokenIdleTtlSeconds * 1000);
+    await sessions.pruneSignInFailures(this.store.db, now - THROTTLE_WINDOW_MS);
+  }
+
+  private recordFailure(email: string, clientAddress: string, now: number) {
+    return sessions.recordSignInFailure(this.store.db, email, clientAddress, now);
+  }
+
+  private async openSession(user: UserRow, organisationKey: string | undefined, now: number): Promise<SessionAnswer> {
+    let organisationKeyOfSession = user.organisation_key;
+    let roleKey: string | null = null;
+    let role = await findRole(this.store.db, [user.organisation_key], user.role_key);
+    if (organisationKey !== undefined && organisationKey !== user.organisation_key) {
+      // An OEM organisation's account admin may act as account admin of one of its children.
+      const own = await findOrganisation(this.store.db, user.organisation_key);
+      const target = await findOrganisation(this.store.db, organisationKey);
+      const childAdmin = target
+        ? await findBuiltInRole(this.store.db, target.organisation_key, 'account_admin')
+        : undefined;
+      if (
+        !own?.is_oem ||
+        role?.built_in !== 'account_admin' ||
+        target?.parent_organisation_key !== own.organisation_key ||
+        !childAdmin
+      ) {
+        throw forbidden('you may only sign in to a child organisation of your OEM organisation as its account admin');
+      }
+      organisationKeyOfSession = target.organisation_key;
+      roleKey = childAdmin.role_key;
+      role = childAdmin;
+    }
+    const organisation = await findOrganisation(this.store.db, organisationKeyOfSession);
+    if (!organisation || !role) throw unauthorized('the account is incomplete');
+    const token = newToken();
+    await sessions.insertSession(this.store.db, {
+      token_hash: hashToken(token),
+      user_key: user.user_key,
+      organisation_key: organisationKeyOfSession,
+      role_key: roleKey,
+      created_at: now,
+      last_used_at: now,
+      expires_at: now + this.settings.tokenMaxTtlSeconds * 1000,
+    });
+    return {
+      success: true,
+      auth_token: token,
+      email: user.email,
+      role: role.name,
+      time_zone: user.time_zone,
+      organisation: {
+        name: organisation.name,
+        organisation_key: organisation.organisation_key,
+        license: { license_key: organisation.license_key },
+      },
+    };
+  }
+}

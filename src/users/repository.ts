@@ -1,0 +1,52 @@
+import type { ListQuery } from '../core/http/list.ts';
+import { fetchPage } from '../store/paging.ts';
+import type { Executor } from '../store/store.ts';
+import type { UserRow } from '../store/tables.ts';
+
+export function listUsers(db: Executor, organisationKeys: string[], list: ListQuery) {
+  const query = db.selectFrom('users').selectAll().where('organisation_key', 'in', organisationKeys);
+  return fetchPage(query, list, {
+    sort: { created_at: 'created_at', updated_at: 'updated_at', email: 'email', name: 'name' },
+    key: 'user_key',
+    search: ['email', 'name'],
+  });
+}
+
+export function findUser(db: Executor, organisationKeys: string[], userKey: string): Promise<UserRow | undefined> {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('user_key', '=', userKey)
+    .where('organisation_key', 'in', organisationKeys)
+    .executeTakeFirst();
+}
+
+export function findUserByEmail(db: Executor, email: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('email', '=', email.toLowerCase()).executeTakeFirst();
+}
+
+export async function countUsers(db: Executor): Promise<number> {
+  const row = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll().as('count'))
+    .executeTakeFirst();
+  return Number(row?.count ?? 0);
+}
+
+export async function insertUser(db: Executor, row: UserRow): Promise<void> {
+  await db.insertInto('users').values(row).execute();
+}
+
+export async function updateUser(db: Executor, userKey: string, changes: Partial<UserRow>): Promise<void> {
+  await db.updateTable('users').set(changes).where('user_key', '=', userKey).execute();
+}
+
+export async function deleteUser(db: Executor, userKey: string): Promise<void> {
+  await db.deleteFrom('sessions').where('user_key', '=', userKey).execute();
+  await db.deleteFrom('users').where('user_key', '=', userKey).execute();
+}
+
+/** Signs a user out everywhere (after a password change). */
+export async function deleteSessionsOfUser(db: Executor, userKey: string): Promise<void> {
+  await db.deleteFrom('sessions').where('user_key', '=', userKey).execute();
+}

@@ -1,0 +1,146 @@
+/**
+ * Users (CONTRACT 4): e-mail addresses are unique across the server, passwords are write-only.
+ */
+import { type Actor, recordChange } from '../audit/recorder.ts';
+import { conflict, invalidParam, notFound, unknownReference } from '../core/errors.ts';
+import { newKey } from '../core/keys.ts';
+import { resolveTimeZone, STORED_TIME } from '../core/time.ts';
+import { findRole } from '../roles/repository.ts';
+import { isUniqueViolation } from '../store/dialect.ts';
+import type { Executor, Store } from '../store/store.ts';
+import type { UserRow } from '../store/tables.ts';
+import { hashPassword } from './passwords.ts';
+import { presentUser } from './presenter.ts';
+import * as users from './repository.ts';
+
+export interface UserInput {
+  email: string;
+  password: string;
+  role_key: string;
+  name?: string | undefined;
+  time_zone?: string | undefined;
+}
+
+const snapshot = (row: UserRow) => presentUser(row, STORED_TIME);
+const emailTaken = (email: string) => conflict('user.email', `a user with the e-mail address ${email} already exists`);
+
+function checkTimeZone(timeZone: string): string {
+  if (!resolveTimeZone(timeZone)) throw invalidParam('user.time_zone', `is not a known time zone (${timeZone})`);
+  return timeZone;
+}
+
+async function checkRole(db: Executor, organisationKey: string, roleKey: string): Promise<void> {
+  if (!(await findRole(db, [organisationKey], roleKey))) throw unknownReference('user.role_key', roleKey);
+}
+
+export interface UserWrite {
+  store: Store;
+  actor: Actor;
+  passwordCost: number;
+}
+
+export type NewUser = Omit<UserInput, 'password'> & { passwordHash: string };
+
+/** Inserts a user inside an open transaction (also used at bootstrap). Hash the password before the transaction. */
+export async function insertNewUser(db: Executor, organisationKey: string, input: NewUser): Promise<UserRow> {
+  const now = Date.now();
+  const row: UserRow = {
+    user_key: newKey(),
+    organisation_key: organisationKey,
+    email: input.email.toLowerCase(),
+    name: input.name ?? '',
+    password_hash: input.passwordHash,
+    role_key: input.role_key,
+    time_zone: checkTimeZone(input.time_zone ?? 'UTC'),
+    created_at: now,
+    updated_at: now,
+  };
+  await users.insertUser(db, row);
+  return row;
+}
+
+export async function createUser(write: UserWrite, organisationKey: string, input: UserInput): Promise<UserRow> {
+  const { password, ...rest } = input;
+  const passwordHash = await hashPassword(password, write.passwordCost);
+  try {
+    return await write.store.transaction(async (tx) => {
+      await checkRole(tx, organisationKey, input.role_key);
+      const row = await insertNewUser(tx, organisationKey, { ...rest, passwordHash });
+      await recordChange(tx, write.actor, {
+        organisationKey,
+        action: 'create',
+        entityType: 'User',
+        entityKey: row.user_key,
+        entityName: row.email,
+        after: snapshot(row),
+      });
+      return row;
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw emailTaken(input.email);
+    throw error;
+  }
+}
+
+export async function requireUser(db: Executor, organisationKeys: string[], userKey: string): Promise<UserRow> {
+  const row = await users.findUser(db, organisationKeys, userKey);
+  if (!row) throw notFound('user');
+  return row;
+}
+
+export async function updateUser(
+  write: UserWrite,
+  organisationKeys: string[],
+  userKey: string,
+  changes: Partial<UserInput>,
+): Promise<UserRow> {
+  const passwordHash =
+    changes.password !== undefined ? await hashPassword(changes.password, write.passwordCost) : undefined;
+  try {
+    return await write.store.transaction(async (tx) => {
+      const before = await requireUser(tx, organisationKeys, userKey);
+      if (changes.role_key !== undefined) await checkRole(tx, before.organisation_key, changes.role_key);
+      const after: UserRow = {
+        ...before,
+        ...(changes.email !== undefined ? { email: changes.email.toLowerCase() } : {}),
+        ...(changes.name !== undefined ? { name: changes.name } : {}),
+        ...(changes.role_key !== undefined ? { role_key: changes.role_key } : {}),
+        ...(changes.time_zone !== undefined ? { time_zone: checkTimeZone(changes.time_zone) } : {}),
+        ...(passwordHash !== undefined ? { password_hash: passwordHash } : {}),
+        updated_at: Date.now(),
+      };
+      const { user_key: _key, organisation_key: _org, created_at: _created, ...columns } = after;
+      await users.updateUser(tx, userKey, columns);
+      // A new password ends every session of the user, so a stolen token dies with the old password.
+      if (passwordHash !== undefined) await users.deleteSessionsOfUser(tx, userKey);
+      await recordChange(tx, write.actor, {
+        organisationKey: before.organisation_key,
+        action: 'update',
+        entityType: 'User',
+        entityKey: userKey,
+        entityName: after.email,
+        before: snapshot(before),
+        after: snapshot(after),
+      });
+      return after;
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw emailTaken(changes.email ?? '');
+    throw error;
+  }
+}
+
+export async function deleteUser(write: UserWrite, organisationKeys: string[], userKey: string): Promise<void> {
+  await write.store.transaction(async (tx) => {
+    const before = await requireUser(tx, organisationKeys, userKey);
+    await users.deleteUser(tx, userKey);
+    await recordChange(tx, write.actor, {
+      organisationKey: before.organisation_key,
+      action: 'delete',
+      entityType: 'User',
+      entityKey: userKey,
+      entityName: before.email,
+      before: snapshot(before),
+    });
+  });
+}
