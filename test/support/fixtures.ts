@@ -1,0 +1,66 @@
+/** Test data made through the public API, the way a client would make it. */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import type { TestServer } from './server.ts';
+
+let counter = 0;
+export const unique = (prefix: string): string => `${prefix}-${++counter}-${randomBytes(3).toString('hex')}`;
+
+export async function createRole(api: TestServer, token: string, abilities: number[], extra: object = {}) {
+  const response = await api.request('POST', '/api/v3/roles', {
+    token,
+    body: { role: { name: unique('role'), abilities }, ...extra },
+  });
+  assert.equal(response.status, 200, response.text);
+  return response.body.role as { role_key: string; name: string };
+}
+
+/** A user whose role has exactly `abilities`, signed in. */
+export async function userWithAbilities(api: TestServer, adminToken: string, abilities: number[]) {
+  const role = await createRole(api, adminToken, abilities);
+  const email = `${unique('user')}@example.com`;
+  const password = 'a long enough password';
+  const created = await api.request('POST', '/api/v3/users', {
+    token: adminToken,
+    body: { user: { email, password, role_key: role.role_key, name: 'Test User' } },
+  });
+  assert.equal(created.status, 200, created.text);
+  return {
+    email,
+    password,
+    role,
+    userKey: created.body.user.user_key as string,
+    token: await api.signIn(email, password),
+  };
+}
+
+/** A child organisation of the admin's OEM organisation with its own account admin, signed in. */
+export async function childOrganisation(api: TestServer, adminToken: string, options: { isOem?: boolean } = {}) {
+  const created = await api.request('POST', '/api/v3/organisations', {
+    token: adminToken,
+    body: { organisation: { name: unique('child'), is_oem: options.isOem ?? false } },
+  });
+  assert.equal(created.status, 200, created.text);
+  const organisationKey = created.body.organisation.organisation_key as string;
+  const childAdminRole = await findChildAdminRole(api, organisationKey);
+  const email = `${unique('childadmin')}@example.com`;
+  const password = 'child admin password';
+  const user = await api.request('POST', '/api/v3/users', {
+    token: adminToken,
+    body: {
+      is_oem: true,
+      child_organisation_key: organisationKey,
+      user: { email, password, role_key: childAdminRole },
+    },
+  });
+  assert.equal(user.status, 200, user.text);
+  return { organisationKey, email, password, token: await api.signIn(email, password) };
+}
+
+/** The key of a child organisation's built-in Account Admin role, seen by the OEM admin signed in to the child. */
+async function findChildAdminRole(api: TestServer, organisationKey: string): Promise<string> {
+  const token = await api.signIn(undefined, undefined, organisationKey);
+  const roles = await api.request('GET', '/api/v3/roles', { token, query: { search: 'Account Admin' } });
+  assert.equal(roles.body.total_count, 1, roles.text);
+  return roles.body.roles[0].role_key as string;
+}

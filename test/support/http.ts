@@ -1,0 +1,45 @@
+/**
+ * A small HTTP client for tests. It can send a JSON body with GET (as the platform's clients do),
+ * which fetch cannot.
+ */
+import { request } from 'undici';
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  body: T;
+}
+
+export interface RequestOptions {
+  token?: string;
+  body?: unknown;
+  /** Raw body text, sent as is. */
+  rawBody?: string | Buffer;
+  query?: Record<string, string | number | boolean | string[]>;
+  headers?: Record<string, string>;
+}
+
+export async function call<T = any>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<ApiResponse<T>> {
+  const url = new URL(path, baseUrl);
+  for (const [key, value] of Object.entries(options.query ?? {})) {
+    for (const v of Array.isArray(value) ? value : [value]) url.searchParams.append(key, String(v));
+  }
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
+  if (options.token) headers['x-auth-token'] = options.token;
+  const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
+  const response = await request(url, { method: method as 'GET', headers, body });
+  const text = await response.body.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    // not JSON: the text is the body
+  }
+  return { status: response.statusCode, headers: response.headers, text, body: parsed as T };
+}

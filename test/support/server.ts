@@ -1,0 +1,73 @@
+/**
+ * Starts a real Thingbase server on a loopback port against a fresh store, for API tests.
+ */
+import { createServer, type Server } from '../../src/app.ts';
+import { loadConfig } from '../../src/core/config.ts';
+import { type ApiResponse, call, type RequestOptions } from './http.ts';
+import type { StoreCase } from './stores.ts';
+
+export const ADMIN_EMAIL = 'admin@example.com';
+export const ADMIN_PASSWORD = 'correct horse battery';
+
+export interface TestServer {
+  url: string;
+  server: Server;
+  /** Settings of the store, to start another server on the same data. */
+  storeSettings: { databaseUrl: string; databaseSchema?: string };
+  request<T = any>(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
+  /** Signs in and returns the token; throws unless the answer is 200. */
+  signIn(email?: string, password?: string, organisationKey?: string): Promise<string>;
+  adminToken(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  env?: Record<string, string>;
+  /** Reuse the store of an earlier server instead of a fresh one. */
+  storeSettings?: { databaseUrl: string; databaseSchema?: string };
+}
+
+export async function startServer(store: StoreCase, options: StartOptions = {}): Promise<TestServer> {
+  const storeSettings = options.storeSettings ?? store.fresh();
+  const config = loadConfig({
+    HOST: '127.0.0.1',
+    PORT: '0',
+    MQTT_PORT: '0',
+    LOG_LEVEL: 'error',
+    THINGBASE_ADMIN_EMAIL: ADMIN_EMAIL,
+    THINGBASE_ADMIN_PASSWORD: ADMIN_PASSWORD,
+    THINGBASE_ORG_NAME: 'Acme',
+    // Lower scrypt cost keeps the suite fast; the algorithm is the same.
+    THINGBASE_PASSWORD_HASH_COST: '1024',
+    DATABASE_URL: storeSettings.databaseUrl,
+    ...(storeSettings.databaseSchema ? { DATABASE_SCHEMA: storeSettings.databaseSchema } : {}),
+    ...options.env,
+  });
+  const server = await createServer(config);
+  const address = await server.app.listen({ port: 0, host: '127.0.0.1' });
+  let admin: string | undefined;
+  const request = <T = any>(method: string, path: string, requestOptions?: RequestOptions) =>
+    call<T>(address, method, path, requestOptions);
+  const signIn = async (email = ADMIN_EMAIL, password = ADMIN_PASSWORD, organisationKey?: string) => {
+    const response = await request('POST', '/api_sign_in', {
+      body: { email, password, ...(organisationKey ? { organisation_key: organisationKey } : {}) },
+    });
+    if (response.status !== 200) throw new Error(`sign-in of ${email} failed: ${response.status} ${response.text}`);
+    return response.body.auth_token as string;
+  };
+  return {
+    url: address,
+    server,
+    storeSettings,
+    request,
+    signIn,
+    adminToken: async () => {
+      admin ??= await signIn();
+      return admin;
+    },
+    close: async () => {
+      await server.close();
+      if (!options.storeSettings) await store.dispose(storeSettings);
+    },
+  };
+}
