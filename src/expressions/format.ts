@@ -32,7 +32,6 @@ export function formatExpression(expr: Expression): string {
 
 function format(expr: Expression, required: number): string {
   const text = formatBare(expr);
-  // A logical node nested in one of the same kind still needs parentheses to keep its own node.
   return strengthOf(expr) < required ? `(${text})` : text;
 }
 
@@ -49,8 +48,10 @@ function formatBare(expr: Expression): string {
     case 'list':
       return `[${expr.items.map((item) => format(item, VALUE)).join(', ')}]`;
     case 'not':
-      return `not ${format(expr.operand, NOT)}`;
+      // `not (a == b)` reads better than the equivalent `not a == b`.
+      return `not ${expr.operand.kind === 'not' ? formatBare(expr.operand) : format(expr.operand, VALUE)}`;
     case 'logical': {
+      // Demanding one level tighter also parenthesises a same-operator child, so `(a or b) or c` keeps its shape.
       const operandStrength = expr.operator === 'or' ? AND : NOT;
       return expr.operands.map((operand) => format(operand, operandStrength)).join(` ${expr.operator} `);
     }

@@ -32,8 +32,8 @@ export interface SessionAnswer {
   organisation: { name: string | null; organisation_key: string; license: { license_key: string } };
 }
 
-/** Only refresh `last_used_at` when it is older than this, so reads stay reads. */
-const TOUCH_INTERVAL_MS = 60_000;
+/** Only refresh `last_used_at` when it is older than this (or a tenth of the idle lifetime), so reads stay reads. */
+const MAX_TOUCH_INTERVAL_MS = 60_000;
 
 const badCredentials = () =>
   new ApiError(
@@ -109,7 +109,8 @@ export class SessionService {
       await sessions.deleteSession(this.store.db, tokenHash);
       return undefined;
     }
-    if (now - row.last_used_at > TOUCH_INTERVAL_MS) await sessions.touchSession(this.store.db, tokenHash, now);
+    const touchInterval = Math.min(MAX_TOUCH_INTERVAL_MS, this.settings.tokenIdleTtlSeconds * 100);
+    if (now - row.last_used_at > touchInterval) await sessions.touchSession(this.store.db, tokenHash, now);
     return {
       kind: 'user',
       userKey: row.user_key,

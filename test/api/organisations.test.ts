@@ -1,0 +1,204 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { childOrganisation, createRole, unique, userWithAbilities } from '../support/fixtures.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+describeOnStores('organisations, OEM access and tenant isolation', (ctx) => {
+  it('when the OEM admin creates a child organisation then it has its own built-in roles and a license', async () => {
+    const token = await ctx.api.adminToken();
+    const created = await ctx.api.request('POST', '/api/v3/organisations', {
+      token,
+      body: { organisation: { name: 'Child Co' } },
+    });
+    assert.equal(created.status, 200, created.text);
+    const organisation = created.body.organisation;
+    assert.equal(organisation.name, 'Child Co');
+    assert.equal(organisation.is_oem, false);
+    assert.match(organisation.license.license_key, /^[0-9a-z]+$/);
+    const session = await ctx.api.request('POST', '/api_sign_in', {
+      body: {
+        email: 'admin@example.com',
+        password: 'correct horse battery',
+        organisation_key: organisation.organisation_key,
+      },
+    });
+    assert.equal(session.status, 200, session.text);
+    assert.equal(session.body.organisation.organisation_key, organisation.organisation_key);
+    assert.equal(session.body.role, 'Account Admin');
+    const roles = await ctx.api.request('GET', '/api/v3/roles', { token: session.body.auth_token });
+    assert.deepEqual(roles.body.roles.map((r: any) => r.name).sort(), ['Account Admin', 'Agent']);
+    const list = await ctx.api.request('GET', '/api/v3/organisations', { token });
+    assert.ok(list.body.organisations.some((o: any) => o.organisation_key === organisation.organisation_key));
+    const audit = await ctx.api.request('GET', '/api/v3/audit_trails', {
+      token,
+      query: { entity_type: 'Organisation', entity_key: organisation.organisation_key },
+    });
+    assert.equal(audit.body.total_count, 1);
+  });
+
+  it('when a second organisation looks then it sees none of the first one roles, users or audit trails', async () => {
+    const adminToken = await ctx.api.adminToken();
+    const secret = await createRole(ctx.api, adminToken, [11]);
+    const outsider = await childOrganisation(ctx.api, adminToken);
+    const roles = await ctx.api.request('GET', '/api/v3/roles', { token: outsider.token, query: { per: 1000 } });
+    assert.ok(!roles.body.roles.some((r: any) => r.role_key === secret.role_key));
+    assert.equal(
+      (await ctx.api.request('GET', `/api/v3/roles/${secret.role_key}`, { token: outsider.token })).status,
+      404,
+    );
+    assert.equal(
+      (
+        await ctx.api.request('PUT', `/api/v3/roles/${secret.role_key}`, {
+          token: outsider.token,
+          body: { role: { name: 'x' } },
+        })
+      ).status,
+      404,
+    );
+    assert.equal(
+      (await ctx.api.request('DELETE', `/api/v3/roles/${secret.role_key}`, { token: outsider.token })).status,
+      404,
+    );
+    const users = await ctx.api.request('GET', '/api/v3/users', { token: outsider.token, query: { per: 1000 } });
+    assert.deepEqual(
+      users.body.users.map((u: any) => u.email),
+      [outsider.email],
+    );
+    const audit = await ctx.api.request('GET', '/api/v3/audit_trails', { token: outsider.token, query: { per: 1000 } });
+    assert.ok(audit.body.audit_trails.every((a: any) => a.entity_key !== secret.role_key));
+    const parentAudit = await ctx.api.request('GET', '/api/v3/audit_trails', {
+      token: adminToken,
+      query: { entity_key: secret.role_key },
+    });
+    const trailKey = parentAudit.body.audit_trails[0].audit_trail_key;
+    assert.equal(
+      (await ctx.api.request('GET', `/api/v3/audit_trails/${trailKey}`, { token: outsider.token })).status,
+      404,
+    );
+    // A user of a child organisation referring to a role of another organisation gets "not found".
+    const foreignRoleUser = await ctx.api.request('POST', '/api/v3/users', {
+      token: outsider.token,
+      body: { user: { email: `${unique('x')}@example.com`, password: 'password one', role_key: secret.role_key } },
+    });
+    assert.equal(foreignRoleUser.status, 400);
+    assert.equal(foreignRoleUser.body.errors[0].code, 'not_found');
+  });
+
+  it('when the OEM admin passes is_oem then lists include the children and a child resource can be read and changed', async () => {
+    const adminToken = await ctx.api.adminToken();
+    const child = await childOrganisation(ctx.api, adminToken);
+    const childRole = await createRole(ctx.api, child.token, [11]);
+    const without = await ctx.api.request('GET', '/api/v3/roles', { token: adminToken, query: { per: 1000 } });
+    assert.ok(!without.body.roles.some((r: any) => r.role_key === childRole.role_key));
+    assert.equal(
+      (await ctx.api.request('GET', `/api/v3/roles/${childRole.role_key}`, { token: adminToken })).status,
+      404,
+    );
+    const withOem = await ctx.api.request('GET', '/api/v3/roles', {
+      token: adminToken,
+      query: { per: 1000, is_oem: true },
+    });
+    assert.ok(withOem.body.roles.some((r: any) => r.role_key === childRole.role_key));
+    const one = await ctx.api.request('GET', `/api/v3/roles/${childRole.role_key}`, {
+      token: adminToken,
+      query: { is_oem: true },
+    });
+    assert.equal(one.status, 200);
+    const changed = await ctx.api.request('PUT', `/api/v3/roles/${childRole.role_key}`, {
+      token: adminToken,
+      body: { is_oem: true, role: { name: 'renamed by OEM' } },
+    });
+    assert.equal(changed.status, 200, changed.text);
+    const childAudit = await ctx.api.request('GET', '/api/v3/audit_trails', {
+      token: child.token,
+      query: { entity_key: childRole.role_key, order_by: 'timestamp', order: 'asc' },
+    });
+    assert.deepEqual(
+      childAudit.body.audit_trails.map((a: any) => [a.action_taken, a.user_name]),
+      [
+        ['create', child.email],
+        ['update', 'admin@example.com'],
+      ],
+    );
+  });
+
+  it('when the OEM admin creates a role in a child with child_organisation_key then the child sees it', async () => {
+    const adminToken = await ctx.api.adminToken();
+    const child = await childOrganisation(ctx.api, adminToken);
+    const role = await createRole(ctx.api, adminToken, [11], {
+      is_oem: true,
+      child_organisation_key: child.organisationKey,
+    });
+    const seen = await ctx.api.request('GET', `/api/v3/roles/${role.role_key}`, { token: child.token });
+    assert.equal(seen.status, 200);
+    const otherChild = await childOrganisation(ctx.api, adminToken);
+    const foreign = await ctx.api.request('POST', '/api/v3/roles', {
+      token: otherChild.token,
+      body: { is_oem: true, child_organisation_key: child.organisationKey, role: { name: 'x', abilities: [] } },
+    });
+    assert.equal(foreign.status, 403, 'a non-OEM organisation cannot use is_oem');
+  });
+
+  it('when a non-OEM organisation uses is_oem or the organisations endpoints then it is a 403', async () => {
+    const adminToken = await ctx.api.adminToken();
+    const child = await childOrganisation(ctx.api, adminToken);
+    const list = await ctx.api.request('GET', '/api/v3/roles', { token: child.token, query: { is_oem: true } });
+    assert.equal(list.status, 403);
+    assert.equal(list.body.errors[0].code, 'forbidden');
+    assert.equal((await ctx.api.request('GET', '/api/v3/organisations', { token: child.token })).status, 403);
+    assert.equal(
+      (
+        await ctx.api.request('POST', '/api/v3/organisations', {
+          token: child.token,
+          body: { organisation: { name: 'x' } },
+        })
+      ).status,
+      403,
+    );
+  });
+
+  it('when someone other than the OEM account admin signs in with organisation_key then it is a 403', async () => {
+    const adminToken = await ctx.api.adminToken();
+    const child = await childOrganisation(ctx.api, adminToken);
+    const other = await childOrganisation(ctx.api, adminToken);
+    const plain = await userWithAbilities(ctx.api, adminToken, [995]);
+    const notAdmin = await ctx.api.request('POST', '/api_sign_in', {
+      body: { email: plain.email, password: plain.password, organisation_key: child.organisationKey },
+    });
+    assert.equal(notAdmin.status, 403);
+    const sibling = await ctx.api.request('POST', '/api_sign_in', {
+      body: { email: other.email, password: other.password, organisation_key: child.organisationKey },
+    });
+    assert.equal(sibling.status, 403);
+    const unknown = await ctx.api.request('POST', '/api_sign_in', {
+      body: { email: 'admin@example.com', password: 'correct horse battery', organisation_key: 'nosuchorgs' },
+    });
+    assert.equal(unknown.status, 403);
+  });
+
+  it('when a child organisation is updated and deleted then its data goes with it', async () => {
+    const adminToken = await ctx.api.adminToken();
+    const child = await childOrganisation(ctx.api, adminToken, { isOem: false });
+    const renamed = await ctx.api.request('PUT', `/api/v3/organisations/${child.organisationKey}`, {
+      token: adminToken,
+      body: { organisation: { name: 'Renamed', is_oem: true } },
+    });
+    assert.equal(renamed.status, 200, renamed.text);
+    assert.equal(renamed.body.organisation.name, 'Renamed');
+    assert.equal(renamed.body.organisation.is_oem, true);
+    const removed = await ctx.api.request('DELETE', `/api/v3/organisations/${child.organisationKey}`, {
+      token: adminToken,
+    });
+    assert.deepEqual(removed.body, {});
+    assert.equal((await ctx.api.request('GET', '/api/v3/roles', { token: child.token })).status, 401);
+    assert.equal(
+      (await ctx.api.request('POST', '/api_sign_in', { body: { email: child.email, password: child.password } }))
+        .status,
+      401,
+    );
+    assert.equal(
+      (await ctx.api.request('GET', `/api/v3/organisations/${child.organisationKey}`, { token: adminToken })).status,
+      404,
+    );
+  });
+});
