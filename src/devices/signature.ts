@@ -76,7 +76,7 @@ export function signedTextOfMqttPayload(rawText: string): SignedText {
     signed = parts.join('');
   }
 
-  const valueOf = (name: string): string | undefined => {
+  const memberString = (name: string): string | undefined => {
     if (seen.get(name) !== 1) return undefined;
     const m = members.find((x) => x.name === name)!;
     return stringValue(rawText.slice(m.valueStart, m.valueEnd));
@@ -84,8 +84,8 @@ export function signedTextOfMqttPayload(rawText: string): SignedText {
   const repeated = [...seen.values()].some((n) => n > 1);
   return {
     signed,
-    hash: repeated ? undefined : valueOf('hash'),
-    accessKey: repeated ? undefined : valueOf('access_key'),
+    hash: repeated ? undefined : memberString('hash'),
+    accessKey: repeated ? undefined : memberString('access_key'),
   };
 }
 
