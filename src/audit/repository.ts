@@ -1,4 +1,5 @@
 import type { ListQuery } from '../core/http/list.ts';
+import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import type { AuditTrailRow } from '../store/tables.ts';
@@ -10,7 +11,7 @@ export interface AuditFilter {
 }
 
 export async function listAuditTrails(db: Executor, filter: AuditFilter, list: ListQuery) {
-  let query = db.selectFrom('audit_trails').selectAll().where('organisation_key', 'in', filter.organisationKeys);
+  let query = db.selectFrom('audit_trails').selectAll().where(inOrganisations(filter.organisationKeys));
   if (filter.entityType !== undefined) query = query.where('entity_type', '=', filter.entityType);
   if (filter.entityKey !== undefined) query = query.where('entity_key', '=', filter.entityKey);
   return fetchPage(query, list, {
@@ -31,6 +32,6 @@ export async function findAuditTrail(
     .selectFrom('audit_trails')
     .selectAll()
     .where('audit_trail_key', '=', key)
-    .where('organisation_key', 'in', organisationKeys)
+    .where(inOrganisations(organisationKeys))
     .executeTakeFirst();
 }

@@ -1,10 +1,11 @@
 import type { ListQuery } from '../core/http/list.ts';
+import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import type { RoleRow } from '../store/tables.ts';
 
 export async function listRoles(db: Executor, organisationKeys: string[], list: ListQuery) {
-  const query = db.selectFrom('roles').selectAll().where('organisation_key', 'in', organisationKeys);
+  const query = db.selectFrom('roles').selectAll().where(inOrganisations(organisationKeys));
   return fetchPage(query, list, {
     sort: { created_at: 'created_at', updated_at: 'updated_at', name: 'name', role_key: 'role_key' },
     key: 'role_key',
@@ -17,7 +18,7 @@ export function findRole(db: Executor, organisationKeys: string[], roleKey: stri
     .selectFrom('roles')
     .selectAll()
     .where('role_key', '=', roleKey)
-    .where('organisation_key', 'in', organisationKeys)
+    .where(inOrganisations(organisationKeys))
     .executeTakeFirst();
 }
 

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { PreparedQuery } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
 import type { SessionRow } from '../store/tables.ts';
 
@@ -21,9 +22,9 @@ export async function deleteExpiredSessions(db: Executor, now: number, idleMs: n
     .execute();
 }
 
-/** Everything a request needs about its caller, in one query. */
-export function findSessionPrincipal(db: Executor, tokenHash: string) {
-  return db
+/** Everything a request needs about its caller, in one query, compiled once. */
+const sessionPrincipal = new PreparedQuery((db: Executor, tokenHash: string) =>
+  db
     .selectFrom('sessions as s')
     .innerJoin('users as u', 'u.user_key', 's.user_key')
     .innerJoin('organisations as o', 'o.organisation_key', 's.organisation_key')
@@ -41,8 +42,11 @@ export function findSessionPrincipal(db: Executor, tokenHash: string) {
       'r.abilities',
       'r.account_admin',
     ])
-    .where('s.token_hash', '=', tokenHash)
-    .executeTakeFirst();
+    .where('s.token_hash', '=', tokenHash),
+);
+
+export function findSessionPrincipal(db: Executor, tokenHash: string) {
+  return sessionPrincipal.executeTakeFirst(db, tokenHash);
 }
 
 export async function recordSignInFailure(db: Executor, email: string, clientAddress: string, at: number) {

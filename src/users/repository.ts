@@ -1,10 +1,11 @@
 import type { ListQuery } from '../core/http/list.ts';
+import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import type { UserRow } from '../store/tables.ts';
 
 export function listUsers(db: Executor, organisationKeys: string[], list: ListQuery) {
-  const query = db.selectFrom('users').selectAll().where('organisation_key', 'in', organisationKeys);
+  const query = db.selectFrom('users').selectAll().where(inOrganisations(organisationKeys));
   return fetchPage(query, list, {
     sort: { created_at: 'created_at', updated_at: 'updated_at', email: 'email', name: 'name' },
     key: 'user_key',
@@ -17,7 +18,7 @@ export function findUser(db: Executor, organisationKeys: string[], userKey: stri
     .selectFrom('users')
     .selectAll()
     .where('user_key', '=', userKey)
-    .where('organisation_key', 'in', organisationKeys)
+    .where(inOrganisations(organisationKeys))
     .executeTakeFirst();
 }
 
