@@ -35,6 +35,8 @@ export function createDialect(databaseUrl: string, schema?: string): DialectSetu
     database.pragma('synchronous = FULL');
     database.pragma('busy_timeout = 5000');
     database.pragma('foreign_keys = ON');
+    // Sorts and temporary indexes stay in memory instead of temporary files.
+    database.pragma('temp_store = MEMORY');
     return { engine: 'sqlite', dialect: new SqliteDialect({ database: new StatementCache(database) }) };
   }
   const pool = new pg.Pool({
