@@ -10,6 +10,7 @@ import type { Config } from './core/config.ts';
 import { DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
 import { registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
+import { gatewayRoutes } from './gateways/routes.ts';
 import { childOrganisationKeys } from './organisations/repository.ts';
 import { organisationRoutes } from './organisations/routes.ts';
 import { roleRoutes } from './roles/routes.ts';
@@ -109,6 +110,7 @@ async function buildHttpApp(config: Config, store: Store, sessions: SessionServi
     ...organisationRoutes(store),
     ...roleRoutes(store),
     ...auditRoutes(store),
+    ...gatewayRoutes(store),
   ]);
   await app.ready();
   return app;

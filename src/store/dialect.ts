@@ -80,3 +80,13 @@ class StatementCache implements SqliteDatabase {
     this.database.close();
   }
 }
+
+/** Which engine a Kysely instance (or a migration's) talks to. */
+export function engineOfDb(db: { getExecutor(): { adapter: object } }): Engine {
+  return db.getExecutor().adapter.constructor.name.startsWith('Sqlite') ? 'sqlite' : 'postgres';
+}
+
+/** Column type of an auto-incrementing integer primary key. */
+export function autoIncrementType(engine: Engine): 'integer' | 'bigserial' {
+  return engine === 'sqlite' ? 'integer' : 'bigserial';
+}

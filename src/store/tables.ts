@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /**
  * Row types of every table, as Kysely sees them. Booleans are stored as 0/1 integers and JSON as text
  * on both engines, so the same rows come back from SQLite and PostgreSQL; times are epoch milliseconds.
@@ -71,6 +73,77 @@ export interface SignInFailureRow {
   at: number;
 }
 
+export interface ThingTemplateRow {
+  thing_template_key: string;
+  organisation_key: string;
+  name: string;
+  description: string;
+  /** JSON array of {name, data_type, unit}. */
+  metrics: string;
+  heartbeat_interval: number;
+  idle_timeout: number;
+  /** 1 for the organisation's `Default` template, which auto-registered things use. */
+  is_default: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ThingRow {
+  thing_id: Generated<number>;
+  thing_key: string;
+  organisation_key: string;
+  thing_template_key: string;
+  name: string;
+  description: string;
+  /** JSON array of strings. */
+  tags: string;
+  /** JSON [latitude, longitude] or null. */
+  coordinates: string | null;
+  bi_directional: number;
+  /** JSON object of string values. */
+  user_defined_properties: string;
+  last_event_at: number | null;
+  /** JSON {timestamp (ms), data} of the newest event. */
+  last_event: string | null;
+  last_beat_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface GroupRow {
+  group_key: string;
+  organisation_key: string;
+  name: string;
+  description: string;
+  group_type: number;
+  scope: string;
+  thing_expression: string | null;
+  /** JSON array of strings. */
+  tags: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface GroupThingRow {
+  group_key: string;
+  thing_key: string;
+  organisation_key: string;
+}
+
+export interface GatewayRow {
+  gateway_key: string;
+  organisation_key: string;
+  name: string;
+  gateway_type: string | null;
+  gateway_version: string | null;
+  /** JSON array of strings. */
+  tags: string;
+  /** JSON array of {type, configuration (JSON text), enabled, adapter_pid}. */
+  adapters: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Database {
   organisations: OrganisationRow;
   roles: RoleRow;
@@ -78,10 +151,20 @@ export interface Database {
   sessions: SessionRow;
   audit_trails: AuditTrailRow;
   sign_in_failures: SignInFailureRow;
+  thing_templates: ThingTemplateRow;
+  things: ThingRow;
+  groups: GroupRow;
+  group_things: GroupThingRow;
+  gateways: GatewayRow;
 }
 
 /** Tables whose rows belong to one organisation (column `organisation_key`): removed with it. */
 export const ORGANISATION_SCOPED_TABLES = [
+  'group_things',
+  'groups',
+  'gateways',
+  'things',
+  'thing_templates',
   'audit_trails',
   'sessions',
   'users',

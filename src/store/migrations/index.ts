@@ -3,7 +3,9 @@
  */
 import type { Migration } from 'kysely';
 import * as core from './001-core.ts';
+import * as things from './002-things.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
+  '002-things': things,
 };
