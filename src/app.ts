@@ -11,6 +11,7 @@ import { DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
 import { registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
 import { gatewayRoutes } from './gateways/routes.ts';
+import { groupRoutes } from './groups/routes.ts';
 import { childOrganisationKeys } from './organisations/repository.ts';
 import { organisationRoutes } from './organisations/routes.ts';
 import { roleRoutes } from './roles/routes.ts';
@@ -18,6 +19,8 @@ import { loadIdentityProviders } from './sessions/identity-providers.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { SessionService } from './sessions/service.ts';
 import { openStore, type Store } from './store/store.ts';
+import { templateRoutes } from './templates/routes.ts';
+import { thingRoutes } from './things/routes.ts';
 import { userRoutes } from './users/routes.ts';
 import { VERSION } from './version.ts';
 
@@ -110,6 +113,9 @@ async function buildHttpApp(config: Config, store: Store, sessions: SessionServi
     ...organisationRoutes(store),
     ...roleRoutes(store),
     ...auditRoutes(store),
+    ...templateRoutes(store),
+    ...thingRoutes(store),
+    ...groupRoutes(store),
     ...gatewayRoutes(store),
   ]);
   await app.ready();

@@ -46,7 +46,13 @@ export async function openStore({ databaseUrl, schema }: OpenStoreOptions): Prom
     if (engine === 'postgres' && schema) {
       await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
     }
-    const migrator = new Migrator({ db, provider: new StaticMigrations() });
+    // With an explicit schema, the migrator's own tables live there too: without it, Kysely may find
+    // another schema's migration tables in the same database and skip creating its own.
+    const migrator = new Migrator({
+      db,
+      provider: new StaticMigrations(),
+      ...(engine === 'postgres' && schema ? { migrationTableSchema: schema } : {}),
+    });
     const { error } = await migrator.migrateToLatest();
     if (error) throw error;
   } catch (error) {

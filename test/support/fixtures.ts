@@ -64,3 +64,21 @@ async function findChildAdminRole(api: TestServer, organisationKey: string): Pro
   assert.equal(roles.body.total_count, 1, roles.text);
   return roles.body.roles[0].role_key as string;
 }
+
+/** The organisation's Default thing template key. */
+export async function defaultTemplateKey(api: TestServer, token: string): Promise<string> {
+  const response = await api.request('GET', '/api/v3/thing_templates', { token, query: { search: 'Default' } });
+  const template = response.body.thing_templates.find((t: any) => t.name === 'Default');
+  assert.ok(template, response.text);
+  return template.thing_template_key as string;
+}
+
+export async function createThing(api: TestServer, token: string, thing: Record<string, unknown>, extra: object = {}) {
+  const body = {
+    thing: { name: unique('thing'), thing_template_key: await defaultTemplateKey(api, token), ...thing },
+    ...extra,
+  };
+  const response = await api.request('POST', '/api/v3/things', { token, body });
+  assert.equal(response.status, 200, response.text);
+  return response.body.thing as { thing_key: string; name: string; [field: string]: unknown };
+}

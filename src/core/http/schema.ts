@@ -18,6 +18,18 @@ export const StringEnum = <T extends string[]>(
   options: { description?: string; default?: T[number] } = {},
 ) => Type.Unsafe<T[number]>({ type: 'string', enum: values, ...options });
 
+/**
+ * Tags: an array of strings or one comma-joined string. Written as a type list rather than a union:
+ * coercion inside a union would turn a string into a one-item array before the string branch is tried.
+ */
+export const TagsInput = Type.Unsafe<string[] | string>({
+  type: ['array', 'string'],
+  items: { type: 'string', maxLength: 200 },
+  maxItems: 200,
+  maxLength: 10_000,
+  description: 'an array of tags or one comma-joined string',
+});
+
 /** A resource key in a path or a reference. */
 export const Key = (description?: string) =>
   Type.String({ minLength: 1, maxLength: 64, ...(description ? { description } : {}) });

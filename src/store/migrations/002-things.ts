@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { newKey } from '../../core/keys.ts';
 import { autoIncrementType, engineOfDb } from '../dialect.ts';
 
 /** Thing templates, things, groups (and their static members) and gateways. */
@@ -98,4 +99,26 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .on('gateways')
     .columns(['organisation_key', 'created_at', 'gateway_key'])
     .execute();
+
+  // Organisations made before this version get the Default template every organisation has.
+  const store = db as Kysely<{ organisations: { organisation_key: string }; thing_templates: Record<string, unknown> }>;
+  const organisations = await store.selectFrom('organisations').select('organisation_key').execute();
+  const now = Date.now();
+  for (const { organisation_key } of organisations) {
+    await store
+      .insertInto('thing_templates')
+      .values({
+        thing_template_key: newKey(),
+        organisation_key,
+        name: 'Default',
+        description: '',
+        metrics: '[]',
+        heartbeat_interval: 60,
+        idle_timeout: 300,
+        is_default: 1,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+  }
 }

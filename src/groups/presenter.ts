@@ -1,0 +1,18 @@
+import type { TimeFormatter } from '../core/time.ts';
+import type { GroupRow } from '../store/tables.ts';
+import { tagsOf } from '../things/presenter.ts';
+
+/** The seed's Group. */
+export function presentGroup(row: GroupRow, time: TimeFormatter) {
+  return {
+    group_key: row.group_key,
+    name: row.name,
+    description: row.description,
+    group_type: row.group_type,
+    scope: row.scope,
+    thing_expression: row.thing_expression,
+    tags: tagsOf(row).join(','),
+    created_at: time(row.created_at),
+    updated_at: time(row.updated_at),
+  };
+}

@@ -1,0 +1,135 @@
+import { actorOf } from '../audit/recorder.ts';
+import { listAnswer, pickFields, requestedFields, toListQuery } from '../core/http/list.ts';
+import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
+import type { Store } from '../store/store.ts';
+import { presentThing } from '../things/presenter.ts';
+import { THING_LIST, ThingList } from '../things/schemas.ts';
+import { listGroupMembers } from './membership.ts';
+import { presentGroup } from './presenter.ts';
+import { listGroups } from './repository.ts';
+import {
+  CreateGroupParams,
+  GROUP_FIELDS,
+  GROUP_LIST,
+  GroupKeyParams,
+  GroupList,
+  GroupOne,
+  ListGroupsParams,
+  ListGroupThingsParams,
+  UpdateGroupParams,
+} from './schemas.ts';
+import { createGroup, deleteGroup, requireGroup, updateGroup } from './service.ts';
+
+const tags = ['Groups'];
+
+export function groupRoutes(store: Store): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'GET',
+      url: '/api/v3/groups',
+      tags,
+      summary: 'List groups',
+      access: permission('group', 'read'),
+      params: ListGroupsParams,
+      response: GroupList,
+      handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
+        const fields = requestedFields(params, GROUP_FIELDS);
+        const { total, rows } = await listGroups(
+          store.db,
+          await visibleOrganisations(),
+          toListQuery(params, GROUP_LIST),
+        );
+        return listAnswer(
+          'groups',
+          total,
+          pageEcho,
+          rows.map((r) => pickFields(presentGroup(r, time), fields, 'group_key')),
+        );
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/v3/groups/:group_key',
+      tags,
+      summary: 'Get a group',
+      access: permission('group', 'read'),
+      params: GroupKeyParams,
+      response: GroupOne,
+      handler: async ({ params, time, visibleOrganisations }) => ({
+        group: presentGroup(await requireGroup(store.db, await visibleOrganisations(), params.group_key), time),
+      }),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/v3/groups/:group_key/things',
+      tags,
+      summary: 'List the things of a group',
+      description: 'For a dynamic group the expression is evaluated at every read.',
+      access: permission('group', 'read'),
+      params: ListGroupThingsParams,
+      response: ThingList,
+      handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
+        const group = await requireGroup(store.db, await visibleOrganisations(), params.group_key);
+        const { total, rows } = await listGroupMembers(
+          store.db,
+          group,
+          { thingTemplateKey: params.thing_template_key, biDirectional: params.bi_directional },
+          toListQuery(params, THING_LIST),
+        );
+        const now = Date.now();
+        return listAnswer(
+          'things',
+          total,
+          pageEcho,
+          rows.map((r) => presentThing(r, time, now)),
+        );
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/v3/groups',
+      tags,
+      summary: 'Create a group',
+      description: 'group_type 1 (static) takes thing_keys; group_type 2 (dynamic) takes thing_expression.',
+      access: permission('group', 'create'),
+      params: CreateGroupParams,
+      response: GroupOne,
+      handler: async ({ params, principal, time, targetOrganisation }) => {
+        const row = await createGroup(store, actorOf(principal), await targetOrganisation(), params.group);
+        return { group: presentGroup(row, time) };
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      url: '/api/v3/groups/:group_key',
+      tags,
+      summary: 'Update a group',
+      description: 'thing_keys, when given, replaces the members of a static group.',
+      access: permission('group', 'update'),
+      params: UpdateGroupParams,
+      response: GroupOne,
+      handler: async ({ params, principal, time, visibleOrganisations }) => {
+        const row = await updateGroup(
+          store,
+          actorOf(principal),
+          await visibleOrganisations(),
+          params.group_key,
+          params.group,
+        );
+        return { group: presentGroup(row, time) };
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api/v3/groups/:group_key',
+      tags,
+      summary: 'Delete a group',
+      access: permission('group', 'delete'),
+      params: GroupKeyParams,
+      handler: async ({ params, principal, visibleOrganisations }) => {
+        await deleteGroup(store, actorOf(principal), await visibleOrganisations(), params.group_key);
+        return {};
+      },
+    }),
+  ];
+}

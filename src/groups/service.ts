@@ -1,0 +1,170 @@
+/**
+ * Groups (CONTRACT 6): a static group (type 1) names its things; a dynamic group (type 2) holds
+ * what its expression matches.
+ */
+import { type Actor, recordChange } from '../audit/recorder.ts';
+import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
+import { newKey } from '../core/keys.ts';
+import { STORED_TIME } from '../core/time.ts';
+import { ExpressionError, parseThingExpression } from '../expressions/index.ts';
+import type { Executor, Store } from '../store/store.ts';
+import type { GroupRow } from '../store/tables.ts';
+import { normaliseTags } from '../things/presenter.ts';
+import { existingThingKeys } from '../things/repository.ts';
+import { GROUP_TYPE_DYNAMIC, GROUP_TYPE_STATIC } from './membership.ts';
+import { presentGroup } from './presenter.ts';
+import * as groups from './repository.ts';
+
+export interface GroupInput {
+  name: string;
+  description?: string | undefined;
+  group_type: number;
+  tags?: string[] | string | undefined;
+  scope?: 'all' | 'any' | undefined;
+  thing_keys?: string[] | undefined;
+  thing_expression?: string | null | undefined;
+}
+
+/** Snapshot for audit trails: the group plus, for a static group, its members. */
+async function snapshot(db: Executor, row: GroupRow) {
+  const presented = presentGroup(row, STORED_TIME);
+  return row.group_type === GROUP_TYPE_STATIC
+    ? { ...presented, thing_keys: await groups.staticMembers(db, row.group_key) }
+    : presented;
+}
+
+function checkExpression(expression: string): string {
+  try {
+    parseThingExpression(expression);
+  } catch (error) {
+    if (error instanceof ExpressionError) throw invalidParam('group.thing_expression', error.message);
+    throw error;
+  }
+  return expression;
+}
+
+async function checkMembers(db: Executor, organisationKey: string, thingKeys: string[]): Promise<string[]> {
+  const wanted = [...new Set(thingKeys)];
+  const found = await existingThingKeys(db, [organisationKey], wanted);
+  const missing = wanted.filter((k) => !found.has(k));
+  if (missing.length > 0) {
+    throw new ApiError(400, [
+      {
+        code: 'not_found',
+        param: 'group.thing_keys',
+        message: `names no known thing: ${missing.slice(0, 20).join(', ')}`,
+      },
+    ]);
+  }
+  return wanted;
+}
+
+/** Checks that type, members and expression agree; answers the expression to store. */
+function expressionFor(groupType: number, input: Partial<GroupInput>, current: string | null): string | null {
+  if (groupType === GROUP_TYPE_STATIC) {
+    if (input.thing_expression) throw invalidParam('group.thing_expression', 'is only for group_type 2 (dynamic)');
+    return null;
+  }
+  if (input.thing_keys !== undefined) throw invalidParam('group.thing_keys', 'is only for group_type 1 (static)');
+  const expression = input.thing_expression === undefined ? current : input.thing_expression;
+  if (!expression) throw requiredParam('group.thing_expression');
+  return checkExpression(expression);
+}
+
+export async function createGroup(store: Store, actor: Actor, organisationKey: string, input: GroupInput) {
+  const now = Date.now();
+  const row: GroupRow = {
+    group_key: newKey(),
+    organisation_key: organisationKey,
+    name: input.name,
+    description: input.description ?? '',
+    group_type: input.group_type,
+    scope: input.scope ?? 'all',
+    thing_expression: expressionFor(input.group_type, input, null),
+    tags: JSON.stringify(normaliseTags(input.tags)),
+    created_at: now,
+    updated_at: now,
+  };
+  return store.transaction(async (tx) => {
+    await groups.insertGroup(tx, row);
+    if (row.group_type === GROUP_TYPE_STATIC) {
+      await groups.setStaticMembers(tx, row, await checkMembers(tx, organisationKey, input.thing_keys ?? []));
+    }
+    await recordChange(tx, actor, {
+      organisationKey,
+      action: 'create',
+      entityType: 'Group',
+      entityKey: row.group_key,
+      entityName: row.name,
+      after: await snapshot(tx, row),
+    });
+    return row;
+  });
+}
+
+export async function requireGroup(db: Executor, organisationKeys: string[], groupKey: string): Promise<GroupRow> {
+  const row = await groups.findGroup(db, organisationKeys, groupKey);
+  if (!row) throw notFound('group');
+  return row;
+}
+
+export async function updateGroup(
+  store: Store,
+  actor: Actor,
+  organisationKeys: string[],
+  groupKey: string,
+  changes: Partial<GroupInput>,
+) {
+  return store.transaction(async (tx) => {
+    const before = await requireGroup(tx, organisationKeys, groupKey);
+    const beforeSnapshot = await snapshot(tx, before);
+    const groupType = changes.group_type ?? before.group_type;
+    const after: GroupRow = {
+      ...before,
+      ...(changes.name !== undefined ? { name: changes.name } : {}),
+      ...(changes.description !== undefined ? { description: changes.description } : {}),
+      ...(changes.scope !== undefined ? { scope: changes.scope } : {}),
+      ...(changes.tags !== undefined ? { tags: JSON.stringify(normaliseTags(changes.tags)) } : {}),
+      group_type: groupType,
+      thing_expression: expressionFor(
+        groupType,
+        changes,
+        before.group_type === GROUP_TYPE_DYNAMIC ? before.thing_expression : null,
+      ),
+      updated_at: Date.now(),
+    };
+    const { group_key: _k, organisation_key: _o, created_at: _c, ...columns } = after;
+    await groups.updateGroup(tx, groupKey, columns);
+    if (groupType === GROUP_TYPE_STATIC && changes.thing_keys !== undefined) {
+      await groups.setStaticMembers(tx, after, await checkMembers(tx, before.organisation_key, changes.thing_keys));
+    } else if (groupType === GROUP_TYPE_DYNAMIC && before.group_type === GROUP_TYPE_STATIC) {
+      await groups.setStaticMembers(tx, after, []);
+    }
+    await recordChange(tx, actor, {
+      organisationKey: before.organisation_key,
+      action: 'update',
+      entityType: 'Group',
+      entityKey: groupKey,
+      entityName: after.name,
+      before: beforeSnapshot,
+      after: await snapshot(tx, after),
+    });
+    return after;
+  });
+}
+
+export async function deleteGroup(store: Store, actor: Actor, organisationKeys: string[], groupKey: string) {
+  await store.transaction(async (tx) => {
+    const before = await requireGroup(tx, organisationKeys, groupKey);
+    const beforeSnapshot = await snapshot(tx, before);
+    await groups.deleteGroup(tx, groupKey);
+    await recordChange(tx, actor, {
+      organisationKey: before.organisation_key,
+      action: 'delete',
+      entityType: 'Group',
+      entityKey: groupKey,
+      entityName: before.name,
+      before: beforeSnapshot,
+    });
+  });
+}

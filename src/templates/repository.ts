@@ -1,0 +1,62 @@
+import type { ListQuery } from '../core/http/list.ts';
+import { inOrganisations } from '../store/filters.ts';
+import { fetchPage } from '../store/paging.ts';
+import type { Executor } from '../store/store.ts';
+import type { ThingTemplateRow } from '../store/tables.ts';
+
+export function listTemplates(db: Executor, organisationKeys: string[], list: ListQuery) {
+  const query = db.selectFrom('thing_templates').selectAll().where(inOrganisations(organisationKeys));
+  return fetchPage(query, list, {
+    sort: {
+      created_at: 'created_at',
+      updated_at: 'updated_at',
+      name: 'name',
+      thing_template_key: 'thing_template_key',
+    },
+    key: 'thing_template_key',
+    search: ['thing_template_key', 'name', 'description'],
+  });
+}
+
+export function findTemplate(
+  db: Executor,
+  organisationKeys: string[],
+  key: string,
+): Promise<ThingTemplateRow | undefined> {
+  return db
+    .selectFrom('thing_templates')
+    .selectAll()
+    .where('thing_template_key', '=', key)
+    .where(inOrganisations(organisationKeys))
+    .executeTakeFirst();
+}
+
+export function findDefaultTemplate(db: Executor, organisationKey: string): Promise<ThingTemplateRow | undefined> {
+  return db
+    .selectFrom('thing_templates')
+    .selectAll()
+    .where('organisation_key', '=', organisationKey)
+    .where('is_default', '=', 1)
+    .executeTakeFirst();
+}
+
+export async function insertTemplate(db: Executor, row: ThingTemplateRow): Promise<void> {
+  await db.insertInto('thing_templates').values(row).execute();
+}
+
+export async function updateTemplate(db: Executor, key: string, changes: Partial<ThingTemplateRow>): Promise<void> {
+  await db.updateTable('thing_templates').set(changes).where('thing_template_key', '=', key).execute();
+}
+
+export async function deleteTemplate(db: Executor, key: string): Promise<void> {
+  await db.deleteFrom('thing_templates').where('thing_template_key', '=', key).execute();
+}
+
+export async function countThingsOfTemplate(db: Executor, key: string): Promise<number> {
+  const row = await db
+    .selectFrom('things')
+    .select((eb) => eb.fn.countAll().as('count'))
+    .where('thing_template_key', '=', key)
+    .executeTakeFirst();
+  return Number(row?.count ?? 0);
+}

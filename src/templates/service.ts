@@ -1,0 +1,157 @@
+/**
+ * Thing templates (CONTRACT 10): what a kind of thing measures and how often it is heard from.
+ * Every organisation has a `Default` template, which devices' auto-registered things use.
+ */
+import { type Actor, recordChange } from '../audit/recorder.ts';
+import { conflict, notFound } from '../core/errors.ts';
+import { newKey } from '../core/keys.ts';
+import { STORED_TIME } from '../core/time.ts';
+import { onOrganisationProvisioned } from '../organisations/service.ts';
+import { isUniqueViolation } from '../store/dialect.ts';
+import type { Executor, Store } from '../store/store.ts';
+import type { ThingTemplateRow } from '../store/tables.ts';
+import { type MetricDefinition, presentTemplate } from './presenter.ts';
+import * as templates from './repository.ts';
+
+export const DEFAULT_TEMPLATE_NAME = 'Default';
+export const DEFAULT_HEARTBEAT_INTERVAL = 60;
+export const DEFAULT_IDLE_TIMEOUT = 300;
+
+export interface TemplateInput {
+  name: string;
+  description?: string | undefined;
+  metrics?: { name: string; data_type: MetricDefinition['data_type']; unit?: string | undefined }[] | undefined;
+  heartbeat_interval?: number | undefined;
+  idle_timeout?: number | undefined;
+}
+
+const snapshot = (row: ThingTemplateRow) => presentTemplate(row, STORED_TIME);
+const nameTaken = (name: string) =>
+  conflict('thing_template.name', `a thing template named "${name}" already exists in this organisation`);
+
+function normaliseMetrics(metrics: TemplateInput['metrics']): string {
+  const seen = new Set<string>();
+  const list: MetricDefinition[] = [];
+  for (const m of metrics ?? []) {
+    if (seen.has(m.name)) continue;
+    seen.add(m.name);
+    list.push({ name: m.name, data_type: m.data_type, unit: m.unit ?? '' });
+  }
+  return JSON.stringify(list);
+}
+
+export function newTemplateRow(
+  organisationKey: string,
+  input: TemplateInput,
+  now: number,
+  isDefault = false,
+): ThingTemplateRow {
+  return {
+    thing_template_key: newKey(),
+    organisation_key: organisationKey,
+    name: input.name,
+    description: input.description ?? '',
+    metrics: normaliseMetrics(input.metrics),
+    heartbeat_interval: input.heartbeat_interval ?? DEFAULT_HEARTBEAT_INTERVAL,
+    idle_timeout: input.idle_timeout ?? DEFAULT_IDLE_TIMEOUT,
+    is_default: isDefault ? 1 : 0,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+onOrganisationProvisioned(async (db, organisationKey, now) => {
+  await templates.insertTemplate(db, newTemplateRow(organisationKey, { name: DEFAULT_TEMPLATE_NAME }, now, true));
+});
+
+export async function createTemplate(store: Store, actor: Actor, organisationKey: string, input: TemplateInput) {
+  const row = newTemplateRow(organisationKey, input, Date.now());
+  try {
+    await store.transaction(async (tx) => {
+      await templates.insertTemplate(tx, row);
+      await recordChange(tx, actor, {
+        organisationKey,
+        action: 'create',
+        entityType: 'ThingTemplate',
+        entityKey: row.thing_template_key,
+        entityName: row.name,
+        after: snapshot(row),
+      });
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw nameTaken(input.name);
+    throw error;
+  }
+  return row;
+}
+
+export async function requireTemplate(
+  db: Executor,
+  organisationKeys: string[],
+  key: string,
+): Promise<ThingTemplateRow> {
+  const row = await templates.findTemplate(db, organisationKeys, key);
+  if (!row) throw notFound('thing template');
+  return row;
+}
+
+export async function updateTemplate(
+  store: Store,
+  actor: Actor,
+  organisationKeys: string[],
+  key: string,
+  changes: Partial<TemplateInput>,
+) {
+  try {
+    return await store.transaction(async (tx) => {
+      const before = await requireTemplate(tx, organisationKeys, key);
+      const after: ThingTemplateRow = {
+        ...before,
+        ...(changes.name !== undefined ? { name: changes.name } : {}),
+        ...(changes.description !== undefined ? { description: changes.description } : {}),
+        ...(changes.metrics !== undefined ? { metrics: normaliseMetrics(changes.metrics) } : {}),
+        ...(changes.heartbeat_interval !== undefined ? { heartbeat_interval: changes.heartbeat_interval } : {}),
+        ...(changes.idle_timeout !== undefined ? { idle_timeout: changes.idle_timeout } : {}),
+        updated_at: Date.now(),
+      };
+      const { thing_template_key: _k, organisation_key: _o, created_at: _c, is_default: _d, ...columns } = after;
+      await templates.updateTemplate(tx, key, columns);
+      await recordChange(tx, actor, {
+        organisationKey: before.organisation_key,
+        action: 'update',
+        entityType: 'ThingTemplate',
+        entityKey: key,
+        entityName: after.name,
+        before: snapshot(before),
+        after: snapshot(after),
+      });
+      return after;
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw nameTaken(changes.name ?? '');
+    throw error;
+  }
+}
+
+export async function deleteTemplate(store: Store, actor: Actor, organisationKeys: string[], key: string) {
+  await store.transaction(async (tx) => {
+    const before = await requireTemplate(tx, organisationKeys, key);
+    if (before.is_default) {
+      throw conflict(
+        'thing_template_key',
+        'the Default template receives auto-registered things and cannot be deleted',
+      );
+    }
+    const users = await templates.countThingsOfTemplate(tx, key);
+    if (users > 0) throw conflict('thing_template_key', `the template is still used by ${users} thing(s)`);
+    await templates.deleteTemplate(tx, key);
+    await recordChange(tx, actor, {
+      organisationKey: before.organisation_key,
+      action: 'delete',
+      entityType: 'ThingTemplate',
+      entityKey: key,
+      entityName: before.name,
+      before: snapshot(before),
+    });
+  });
+}

@@ -1,0 +1,61 @@
+import { formatOptional, type TimeFormatter } from '../core/time.ts';
+import type { ThingWithTemplate } from './repository.ts';
+
+export const tagsOf = (row: { tags: string }): string[] => JSON.parse(row.tags) as string[];
+
+/** Tags given as an array or one comma-joined string, trimmed, without empties or repeats. */
+export function normaliseTags(tags: string[] | string | undefined): string[] {
+  const list = typeof tags === 'string' ? tags.split(',') : (tags ?? []);
+  return [...new Set(list.map((t) => t.trim()).filter((t) => t !== ''))];
+}
+
+/** Alive while a heartbeat or an event came within twice the template's heartbeat interval. */
+export function isAlive(
+  row: Pick<ThingWithTemplate, 'last_event_at' | 'last_beat_at' | 'heartbeat_interval'>,
+  now: number,
+) {
+  const lastHeard = Math.max(row.last_event_at ?? 0, row.last_beat_at ?? 0);
+  return lastHeard > 0 && now - lastHeard <= 2 * row.heartbeat_interval * 1000;
+}
+
+/** The seed's Thing. */
+export function presentThing(row: ThingWithTemplate, time: TimeFormatter, now = Date.now()) {
+  const tags = tagsOf(row);
+  const lastEvent = row.last_event ? (JSON.parse(row.last_event) as { timestamp: number; data: unknown }) : null;
+  return {
+    bi_directional: row.bi_directional === 1,
+    coordinates: row.coordinates ? (JSON.parse(row.coordinates) as (number | string)[]) : null,
+    created_at: time(row.created_at),
+    updated_at: time(row.updated_at),
+    description: row.description,
+    name: row.name,
+    state: null,
+    tags_array: tags,
+    tags: tags.join(','),
+    thing_key: row.thing_key,
+    user_defined_properties: JSON.parse(row.user_defined_properties) as Record<string, string>,
+    alive: isAlive(row, now),
+    last_event: lastEvent ? { timestamp: time(lastEvent.timestamp), data: lastEvent.data } : null,
+    last_beat: formatOptional(time, row.last_beat_at),
+    thing_template_name: row.thing_template_name,
+    thing_template_key: row.thing_template_key,
+  };
+}
+
+/**
+ * What a group expression sees of a thing (CONTRACT 11): its fields with `tags` as an array. Built
+ * straight from the row, because membership is evaluated over every thing of an organisation.
+ */
+export function expressionViewOfThing(row: ThingWithTemplate, now: number) {
+  return {
+    name: row.name,
+    description: row.description,
+    thing_key: row.thing_key,
+    tags: tagsOf(row),
+    thing_template_key: row.thing_template_key,
+    thing_template_name: row.thing_template_name,
+    bi_directional: row.bi_directional === 1,
+    alive: isAlive(row, now),
+    user_defined_properties: JSON.parse(row.user_defined_properties) as Record<string, string>,
+  };
+}

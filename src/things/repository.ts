@@ -1,0 +1,94 @@
+import type { ListQuery } from '../core/http/list.ts';
+import { inOrganisations } from '../store/filters.ts';
+import { fetchPage, type PagingColumns } from '../store/paging.ts';
+import type { Executor } from '../store/store.ts';
+import type { ThingRow } from '../store/tables.ts';
+
+/** A thing with what its presentation needs of its template. */
+export type ThingWithTemplate = Omit<ThingRow, 'thing_id'> & {
+  thing_id: number;
+  thing_template_name: string;
+  heartbeat_interval: number;
+};
+
+export const THING_PAGING: PagingColumns = {
+  sort: { created_at: 't.created_at', updated_at: 't.updated_at', name: 't.name', thing_key: 't.thing_key' },
+  key: 't.thing_key',
+  search: ['t.thing_key', 't.name', 't.description', 't.tags'],
+};
+
+/** Things joined with their template; repositories narrow it further. */
+export function selectThings(db: Executor) {
+  return db
+    .selectFrom('things as t')
+    .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
+    .selectAll('t')
+    .select(['tt.name as thing_template_name', 'tt.heartbeat_interval']);
+}
+
+export interface ThingFilter {
+  organisationKeys: string[];
+  thingTemplateKey?: string | undefined;
+  biDirectional?: boolean | undefined;
+  /** Only these things (members of a static group). */
+  staticGroupKey?: string | undefined;
+}
+
+export function filteredThings(db: Executor, filter: ThingFilter) {
+  let query = selectThings(db).where(inOrganisations(filter.organisationKeys, 't.organisation_key'));
+  if (filter.thingTemplateKey !== undefined) query = query.where('t.thing_template_key', '=', filter.thingTemplateKey);
+  if (filter.biDirectional !== undefined) query = query.where('t.bi_directional', '=', filter.biDirectional ? 1 : 0);
+  if (filter.staticGroupKey !== undefined) {
+    const groupKey = filter.staticGroupKey;
+    query = query.where('t.thing_key', 'in', (eb) =>
+      eb.selectFrom('group_things').select('thing_key').where('group_key', '=', groupKey),
+    );
+  }
+  return query;
+}
+
+export async function listThings(db: Executor, filter: ThingFilter, list: ListQuery) {
+  const page = await fetchPage(filteredThings(db, filter), list, THING_PAGING);
+  return page as { total: number; rows: ThingWithTemplate[] };
+}
+
+export async function findThing(
+  db: Executor,
+  organisationKeys: string[],
+  thingKey: string,
+): Promise<ThingWithTemplate | undefined> {
+  return (await selectThings(db)
+    .where('t.thing_key', '=', thingKey)
+    .where(inOrganisations(organisationKeys, 't.organisation_key'))
+    .executeTakeFirst()) as ThingWithTemplate | undefined;
+}
+
+/** Which of these keys name things of the organisations (for static group members). */
+export async function existingThingKeys(
+  db: Executor,
+  organisationKeys: string[],
+  keys: string[],
+): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('things')
+    .select('thing_key')
+    .where('thing_key', 'in', keys)
+    .where(inOrganisations(organisationKeys))
+    .execute();
+  return new Set(rows.map((r) => r.thing_key));
+}
+
+export async function insertThing(db: Executor, row: Omit<ThingRow, 'thing_id'>): Promise<void> {
+  await db.insertInto('things').values(row).execute();
+}
+
+export async function updateThing(db: Executor, thingKey: string, changes: Partial<Omit<ThingRow, 'thing_id'>>) {
+  await db.updateTable('things').set(changes).where('thing_key', '=', thingKey).execute();
+}
+
+/** Removes a thing and what hangs on it (static group memberships). */
+export async function deleteThing(db: Executor, thingKey: string): Promise<void> {
+  await db.deleteFrom('group_things').where('thing_key', '=', thingKey).execute();
+  await db.deleteFrom('things').where('thing_key', '=', thingKey).execute();
+}

@@ -1,0 +1,157 @@
+import { actorOf } from '../audit/recorder.ts';
+import { listAnswer, toListQuery } from '../core/http/list.ts';
+import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
+import { listGroupMembers } from '../groups/membership.ts';
+import { requireGroup } from '../groups/service.ts';
+import type { Store } from '../store/store.ts';
+import { presentThing } from './presenter.ts';
+import { listThings } from './repository.ts';
+import {
+  CreateThingParams,
+  ListThingsParams,
+  SetPropertiesParams,
+  SetTraitsParams,
+  THING_LIST,
+  ThingKeyParams,
+  ThingList,
+  ThingOne,
+  UpdateThingParams,
+} from './schemas.ts';
+import { createThing, deleteThing, requireThing, updateThing } from './service.ts';
+
+const tags = ['Things'];
+
+export function thingRoutes(store: Store): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'GET',
+      url: '/api/v3/things',
+      tags,
+      summary: 'List things',
+      access: permission('thing', 'read'),
+      params: ListThingsParams,
+      response: ThingList,
+      handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
+        const organisationKeys = await visibleOrganisations();
+        const filter = { thingTemplateKey: params.thing_template_key, biDirectional: params.bi_directional };
+        const list = toListQuery(params, THING_LIST);
+        const { total, rows } =
+          params.group_key === undefined
+            ? await listThings(store.db, { ...filter, organisationKeys }, list)
+            : await listGroupMembers(
+                store.db,
+                await requireGroup(store.db, organisationKeys, params.group_key),
+                filter,
+                list,
+              );
+        const now = Date.now();
+        return listAnswer(
+          'things',
+          total,
+          pageEcho,
+          rows.map((r) => presentThing(r, time, now)),
+        );
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/v3/things/:thing_key',
+      tags,
+      summary: 'Get a thing',
+      access: permission('thing', 'read'),
+      params: ThingKeyParams,
+      response: ThingOne,
+      handler: async ({ params, time, visibleOrganisations }) => ({
+        thing: presentThing(await requireThing(store.db, await visibleOrganisations(), params.thing_key), time),
+      }),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/v3/things',
+      tags,
+      summary: 'Create a thing',
+      description: 'thing_key may be chosen by the client (1-64 of A-Za-z0-9._-); otherwise it is generated.',
+      access: permission('thing', 'create'),
+      params: CreateThingParams,
+      response: ThingOne,
+      handler: async ({ params, principal, time, targetOrganisation }) => {
+        const row = await createThing(store, actorOf(principal), await targetOrganisation(), params.thing);
+        return { thing: presentThing(row, time) };
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      url: '/api/v3/things/:thing_key',
+      tags,
+      summary: 'Update a thing',
+      description: 'user_defined_properties, when given, replaces the whole map; set_user_defined_properties merges.',
+      access: permission('thing', 'update'),
+      params: UpdateThingParams,
+      response: ThingOne,
+      handler: async ({ params, principal, time, visibleOrganisations }) => {
+        const row = await updateThing(
+          store,
+          actorOf(principal),
+          await visibleOrganisations(),
+          params.thing_key,
+          params.thing,
+        );
+        return { thing: presentThing(row, time) };
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      url: '/api/v3/things/:thing_key/set_user_defined_properties',
+      tags,
+      summary: 'Merge user-defined properties into a thing',
+      description: 'Values are kept as text; null removes a property.',
+      access: permission('thing', 'update'),
+      params: SetPropertiesParams,
+      response: ThingOne,
+      handler: async ({ params, principal, time, visibleOrganisations }) => {
+        const row = await updateThing(
+          store,
+          actorOf(principal),
+          await visibleOrganisations(),
+          params.thing_key,
+          { user_defined_properties: params.user_defined_properties },
+          { mergeProperties: true },
+        );
+        return { thing: presentThing(row, time) };
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      url: '/api/v1/sensors/:thing_key/set_traits',
+      tags,
+      summary: 'Merge traits into a sensor (v1 form of set_user_defined_properties)',
+      access: permission('thing', 'update'),
+      params: SetTraitsParams,
+      response: ThingOne,
+      handler: async ({ params, principal, time, visibleOrganisations }) => {
+        const row = await updateThing(
+          store,
+          actorOf(principal),
+          await visibleOrganisations(),
+          params.thing_key,
+          { user_defined_properties: params.traits },
+          { mergeProperties: true },
+        );
+        return { thing: presentThing(row, time) };
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api/v3/things/:thing_key',
+      tags,
+      summary: 'Delete a thing',
+      description: 'The thing leaves every static group.',
+      access: permission('thing', 'delete'),
+      params: ThingKeyParams,
+      handler: async ({ params, principal, visibleOrganisations }) => {
+        await deleteThing(store, actorOf(principal), await visibleOrganisations(), params.thing_key);
+        return {};
+      },
+    }),
+  ];
+}

@@ -1,0 +1,110 @@
+import { Type } from '@sinclair/typebox';
+import { ListResponse, type ListSpec, listParams, OneResponse } from '../core/http/list.ts';
+import { ChildOrganisationParams, CommonParams, Key, OemParams, TagsInput } from '../core/http/schema.ts';
+import { CLIENT_KEY_PATTERN } from '../core/keys.ts';
+
+const Timestamp = Type.Union([Type.Integer(), Type.String()]);
+
+/** The seed's Thing, as listed, read, and embedded in alerts and audit trails. */
+export const Thing = Type.Object({
+  bi_directional: Type.Boolean(),
+  coordinates: Type.Union([Type.Array(Type.Union([Type.Number(), Type.String()])), Type.Null()]),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  description: Type.String(),
+  name: Type.String(),
+  state: Type.Null(),
+  tags_array: Type.Array(Type.String()),
+  tags: Type.String({ description: 'comma-joined tags' }),
+  thing_key: Type.String(),
+  user_defined_properties: Type.Record(Type.String(), Type.String()),
+  alive: Type.Boolean({ description: 'heard from within twice the template heartbeat_interval' }),
+  last_event: Type.Union([
+    Type.Object({ timestamp: Timestamp, data: Type.Object({}, { additionalProperties: true }) }),
+    Type.Null(),
+  ]),
+  last_beat: Type.Union([Timestamp, Type.Null()]),
+  thing_template_name: Type.String(),
+  thing_template_key: Type.String(),
+});
+
+const Coordinates = Type.Unsafe<(number | string)[] | null>({
+  type: ['array', 'null'],
+  items: { type: ['number', 'string'], pattern: '^-?\\d+(\\.\\d+)?$' },
+  minItems: 2,
+  maxItems: 2,
+  description: '[latitude, longitude] as numbers or numeric text',
+});
+
+/** Name to value; a type list (not a union) so that null stays null instead of being coerced to "". */
+export const PropertyValues = Type.Record(
+  Type.String({ minLength: 1, maxLength: 200 }),
+  Type.Unsafe<string | number | boolean | null>({ type: ['string', 'number', 'boolean', 'null'], maxLength: 10_000 }),
+  { description: 'name to value; values are kept as text; null removes a property' },
+);
+
+const fields = {
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  description: Type.String({ maxLength: 2000 }),
+};
+
+export const ThingInput = Type.Object(
+  {
+    thing_key: Type.Optional(
+      Type.String({ pattern: CLIENT_KEY_PATTERN, description: 'chosen by the client; generated when absent' }),
+    ),
+    name: fields.name,
+    thing_template_key: Key(),
+    description: Type.Optional(fields.description),
+    tags: Type.Optional(TagsInput),
+    coordinates: Type.Optional(Coordinates),
+    bi_directional: Type.Optional(Type.Boolean()),
+    user_defined_properties: Type.Optional(PropertyValues),
+  },
+  { additionalProperties: false },
+);
+
+export const ThingChanges = Type.Object(
+  {
+    name: Type.Optional(fields.name),
+    thing_template_key: Type.Optional(Key()),
+    description: Type.Optional(fields.description),
+    tags: Type.Optional(TagsInput),
+    coordinates: Type.Optional(Coordinates),
+    bi_directional: Type.Optional(Type.Boolean()),
+    user_defined_properties: Type.Optional(PropertyValues),
+  },
+  { additionalProperties: false },
+);
+
+export const THING_LIST: ListSpec = {
+  defaultPer: 20,
+  sortable: ['created_at', 'updated_at', 'name', 'thing_key'],
+  searchDescription: 'keywords matched against thing_key, name, description and tags',
+};
+
+export const ThingFilters = {
+  thing_template_key: Type.Optional(Key('only things of this template')),
+  group_key: Type.Optional(Key('only members of this group')),
+  bi_directional: Type.Optional(Type.Boolean()),
+};
+
+export const ListThingsParams = Type.Object({
+  ...CommonParams,
+  ...OemParams,
+  ...listParams(THING_LIST),
+  ...ThingFilters,
+});
+export const ThingKeyParams = Type.Object({ ...CommonParams, ...OemParams, thing_key: Key() });
+export const CreateThingParams = Type.Object({ ...CommonParams, ...ChildOrganisationParams, thing: ThingInput });
+export const UpdateThingParams = Type.Object({ ...CommonParams, ...OemParams, thing_key: Key(), thing: ThingChanges });
+export const SetPropertiesParams = Type.Object({
+  ...CommonParams,
+  ...OemParams,
+  thing_key: Key(),
+  user_defined_properties: PropertyValues,
+});
+export const SetTraitsParams = Type.Object({ ...CommonParams, ...OemParams, thing_key: Key(), traits: PropertyValues });
+
+export const ThingList = ListResponse('things', Thing);
+export const ThingOne = OneResponse('thing', Thing);

@@ -1,0 +1,152 @@
+/**
+ * Things (CONTRACT 10): the devices and machines of an organisation, each of a template.
+ */
+import { type Actor, recordChange } from '../audit/recorder.ts';
+import { conflict, notFound, unknownReference } from '../core/errors.ts';
+import { newKey } from '../core/keys.ts';
+import { STORED_TIME } from '../core/time.ts';
+import { isUniqueViolation } from '../store/dialect.ts';
+import type { Executor, Store } from '../store/store.ts';
+import type { ThingRow } from '../store/tables.ts';
+import { findTemplate } from '../templates/repository.ts';
+import { normaliseTags, presentThing } from './presenter.ts';
+import type { ThingWithTemplate } from './repository.ts';
+import * as things from './repository.ts';
+
+type PropertyValue = string | number | boolean | null;
+
+export interface ThingInput {
+  thing_key?: string | undefined;
+  name: string;
+  thing_template_key: string;
+  description?: string | undefined;
+  tags?: string[] | string | undefined;
+  coordinates?: (number | string)[] | null | undefined;
+  bi_directional?: boolean | undefined;
+  user_defined_properties?: Record<string, PropertyValue> | undefined;
+}
+
+export type ThingChanges = Partial<Omit<ThingInput, 'thing_key'>>;
+
+/** Snapshot of a thing as audit trails (and alerts) keep it. */
+export const thingSnapshot = (row: ThingWithTemplate) => presentThing(row, STORED_TIME);
+
+/** Merges property changes into a map of text values; null removes a property. */
+export function mergeProperties(current: Record<string, string>, changes: Record<string, PropertyValue>) {
+  const merged = { ...current };
+  for (const [name, value] of Object.entries(changes)) {
+    if (value === null) delete merged[name];
+    else merged[name] = String(value);
+  }
+  return merged;
+}
+
+async function templateOf(db: Executor, organisationKey: string, key: string, param: string) {
+  const template = await findTemplate(db, [organisationKey], key);
+  if (!template) throw unknownReference(param, key);
+  return template;
+}
+
+export async function requireThing(db: Executor, organisationKeys: string[], thingKey: string) {
+  const row = await things.findThing(db, organisationKeys, thingKey);
+  if (!row) throw notFound('thing');
+  return row;
+}
+
+const keyTaken = (key: string) => conflict('thing.thing_key', `a thing with the key ${key} already exists`);
+
+export async function createThing(store: Store, actor: Actor, organisationKey: string, input: ThingInput) {
+  const now = Date.now();
+  const row: Omit<ThingRow, 'thing_id'> = {
+    thing_key: input.thing_key ?? newKey(),
+    organisation_key: organisationKey,
+    thing_template_key: input.thing_template_key,
+    name: input.name,
+    description: input.description ?? '',
+    tags: JSON.stringify(normaliseTags(input.tags)),
+    coordinates: input.coordinates ? JSON.stringify(input.coordinates) : null,
+    bi_directional: input.bi_directional ? 1 : 0,
+    user_defined_properties: JSON.stringify(mergeProperties({}, input.user_defined_properties ?? {})),
+    last_event_at: null,
+    last_event: null,
+    last_beat_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+  try {
+    return await store.transaction(async (tx) => {
+      await templateOf(tx, organisationKey, input.thing_template_key, 'thing.thing_template_key');
+      await things.insertThing(tx, row);
+      const created = await requireThing(tx, [organisationKey], row.thing_key);
+      await recordChange(tx, actor, {
+        organisationKey,
+        action: 'create',
+        entityType: 'Thing',
+        entityKey: row.thing_key,
+        entityName: row.name,
+        after: thingSnapshot(created),
+      });
+      return created;
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw keyTaken(row.thing_key);
+    throw error;
+  }
+}
+
+export async function updateThing(
+  store: Store,
+  actor: Actor,
+  organisationKeys: string[],
+  thingKey: string,
+  changes: ThingChanges,
+  options: { mergeProperties?: boolean } = {},
+) {
+  return store.transaction(async (tx) => {
+    const before = await requireThing(tx, organisationKeys, thingKey);
+    const columns: Partial<Omit<ThingRow, 'thing_id'>> = { updated_at: Date.now() };
+    if (changes.name !== undefined) columns.name = changes.name;
+    if (changes.description !== undefined) columns.description = changes.description;
+    if (changes.tags !== undefined) columns.tags = JSON.stringify(normaliseTags(changes.tags));
+    if (changes.coordinates !== undefined)
+      columns.coordinates = changes.coordinates ? JSON.stringify(changes.coordinates) : null;
+    if (changes.bi_directional !== undefined) columns.bi_directional = changes.bi_directional ? 1 : 0;
+    if (changes.thing_template_key !== undefined) {
+      await templateOf(tx, before.organisation_key, changes.thing_template_key, 'thing.thing_template_key');
+      columns.thing_template_key = changes.thing_template_key;
+    }
+    if (changes.user_defined_properties !== undefined) {
+      const base = options.mergeProperties
+        ? (JSON.parse(before.user_defined_properties) as Record<string, string>)
+        : {};
+      columns.user_defined_properties = JSON.stringify(mergeProperties(base, changes.user_defined_properties));
+    }
+    await things.updateThing(tx, thingKey, columns);
+    const after = await requireThing(tx, organisationKeys, thingKey);
+    await recordChange(tx, actor, {
+      organisationKey: before.organisation_key,
+      action: 'update',
+      entityType: 'Thing',
+      entityKey: thingKey,
+      entityName: after.name,
+      before: thingSnapshot(before),
+      after: thingSnapshot(after),
+    });
+    return after;
+  });
+}
+
+export async function deleteThing(store: Store, actor: Actor, organisationKeys: string[], thingKey: string) {
+  await store.transaction(async (tx) => {
+    const before = await requireThing(tx, organisationKeys, thingKey);
+    await things.deleteThing(tx, thingKey);
+    await recordChange(tx, actor, {
+      organisationKey: before.organisation_key,
+      action: 'delete',
+      entityType: 'Thing',
+      entityKey: thingKey,
+      entityName: before.name,
+      before: thingSnapshot(before),
+    });
+  });
+}
