@@ -16,7 +16,7 @@ const resolved = new Map<string, string | null>();
 export function resolveTimeZone(name: string): string | undefined {
   const cached = resolved.get(name);
   if (cached !== undefined) return cached ?? undefined;
-  let zone: string | null = RAILS_TIME_ZONES[name] ?? null;
+  let zone: string | null = Object.hasOwn(RAILS_TIME_ZONES, name) ? (RAILS_TIME_ZONES[name] as string) : null;
   if (zone === null && IANAZone.isValidZone(name)) zone = name;
   if (zone === null) {
     // Names are matched case-insensitively as a courtesy ("utc", "asia/kolkata").
@@ -74,6 +74,8 @@ export function parseDateTime(value: unknown, zone: string): number | undefined 
     const parsed = DateTime.fromFormat(text, pattern, { zone });
     if (parsed.isValid) return parsed.toMillis();
   }
+  // ISO 8601 needs a date part: a bare time would silently mean "today".
+  if (!/^\d{4}-\d{2}-\d{2}/.test(text)) return undefined;
   const iso = DateTime.fromISO(text, { zone });
   return iso.isValid ? iso.toMillis() : undefined;
 }

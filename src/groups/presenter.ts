@@ -1,6 +1,6 @@
+import { storedTags } from '../core/tags.ts';
 import type { TimeFormatter } from '../core/time.ts';
 import type { GroupRow } from '../store/tables.ts';
-import { tagsOf } from '../things/presenter.ts';
 
 /** The seed's Group. */
 export function presentGroup(row: GroupRow, time: TimeFormatter) {
@@ -11,7 +11,7 @@ export function presentGroup(row: GroupRow, time: TimeFormatter) {
     group_type: row.group_type,
     scope: row.scope,
     thing_expression: row.thing_expression,
-    tags: tagsOf(row).join(','),
+    tags: storedTags(row).join(','),
     created_at: time(row.created_at),
     updated_at: time(row.updated_at),
   };

@@ -5,11 +5,11 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import { normaliseTags } from '../core/tags.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { ExpressionError, parseThingExpression } from '../expressions/index.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { GroupRow } from '../store/tables.ts';
-import { normaliseTags } from '../things/presenter.ts';
 import { existingThingKeys } from '../things/repository.ts';
 import { GROUP_TYPE_DYNAMIC, GROUP_TYPE_STATIC } from './membership.ts';
 import { presentGroup } from './presenter.ts';

@@ -15,7 +15,8 @@ export interface PagingColumns {
   search: string[];
 }
 
-const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+/** Escapes LIKE wildcards, for use with `escape '\\'`. */
+export const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 // biome-ignore lint/suspicious/noExplicitAny: these helpers apply to any table's query builder.
 type AnyTables = any;

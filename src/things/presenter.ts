@@ -1,13 +1,6 @@
+import { storedTags } from '../core/tags.ts';
 import { formatOptional, type TimeFormatter } from '../core/time.ts';
 import type { ThingWithTemplate } from './repository.ts';
-
-export const tagsOf = (row: { tags: string }): string[] => JSON.parse(row.tags) as string[];
-
-/** Tags given as an array or one comma-joined string, trimmed, without empties or repeats. */
-export function normaliseTags(tags: string[] | string | undefined): string[] {
-  const list = typeof tags === 'string' ? tags.split(',') : (tags ?? []);
-  return [...new Set(list.map((t) => t.trim()).filter((t) => t !== ''))];
-}
 
 /** Alive while a heartbeat or an event came within twice the template's heartbeat interval. */
 export function isAlive(
@@ -20,7 +13,7 @@ export function isAlive(
 
 /** The seed's Thing. */
 export function presentThing(row: ThingWithTemplate, time: TimeFormatter, now = Date.now()) {
-  const tags = tagsOf(row);
+  const tags = storedTags(row);
   const lastEvent = row.last_event ? (JSON.parse(row.last_event) as { timestamp: number; data: unknown }) : null;
   return {
     bi_directional: row.bi_directional === 1,
@@ -51,7 +44,7 @@ export function expressionViewOfThing(row: ThingWithTemplate, now: number) {
     name: row.name,
     description: row.description,
     thing_key: row.thing_key,
-    tags: tagsOf(row),
+    tags: storedTags(row),
     thing_template_key: row.thing_template_key,
     thing_template_name: row.thing_template_name,
     bi_directional: row.bi_directional === 1,

@@ -4,12 +4,13 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { conflict, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import { normaliseTags } from '../core/tags.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { isUniqueViolation } from '../store/dialect.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { ThingRow } from '../store/tables.ts';
 import { findTemplate } from '../templates/repository.ts';
-import { normaliseTags, presentThing } from './presenter.ts';
+import { presentThing } from './presenter.ts';
 import type { ThingWithTemplate } from './repository.ts';
 import * as things from './repository.ts';
 
