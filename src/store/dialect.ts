@@ -3,7 +3,15 @@
  * runs one query path on both engines.
  */
 import BetterSqlite3 from 'better-sqlite3';
-import { type Dialect, PostgresDialect, type SqliteDatabase, SqliteDialect, type SqliteStatement } from 'kysely';
+import {
+  type Dialect,
+  PostgresDialect,
+  type RawBuilder,
+  type SqliteDatabase,
+  SqliteDialect,
+  type SqliteStatement,
+  sql,
+} from 'kysely';
 import pg from 'pg';
 
 export type Engine = 'sqlite' | 'postgres';
@@ -89,4 +97,18 @@ export function engineOfDb(db: { getExecutor(): { adapter: object } }): Engine {
 /** Column type of an auto-incrementing integer primary key. */
 export function autoIncrementType(engine: Engine): 'integer' | 'bigserial' {
   return engine === 'sqlite' ? 'integer' : 'bigserial';
+}
+
+/** The text value of a member of a JSON object stored as text (NULL when absent). */
+export function jsonMemberText(engine: Engine, column: string, member: string): RawBuilder<string | null> {
+  return engine === 'sqlite'
+    ? sql`json_extract(${sql.ref(column)}, ${`$.${JSON.stringify(member)}`})`
+    : sql`(${sql.ref(column)}::jsonb ->> ${member})`;
+}
+
+/** Whether a JSON array stored as text holds this string. */
+export function jsonArrayHasText(engine: Engine, column: string, value: string): RawBuilder<boolean> {
+  return engine === 'sqlite'
+    ? sql`exists (select 1 from json_each(${sql.ref(column)}) where json_each.value = ${value})`
+    : sql`(${sql.ref(column)}::jsonb @> jsonb_build_array(${value}::text))`;
 }
