@@ -10,17 +10,31 @@ export interface AuditFilter {
   entityKey?: string | undefined;
 }
 
-export async function listAuditTrails(db: Executor, filter: AuditFilter, list: ListQuery) {
-  let query = db.selectFrom('audit_trails').selectAll().where(inOrganisations(filter.organisationKeys));
-  if (filter.entityType !== undefined) query = query.where('entity_type', '=', filter.entityType);
-  if (filter.entityKey !== undefined) query = query.where('entity_key', '=', filter.entityKey);
-  return fetchPage(query, list, {
-    sort: Object.fromEntries(
-      ['timestamp', 'action_taken', 'entity_type', 'entity_key', 'entity_name', 'user_name'].map((f) => [f, f]),
-    ),
-    key: 'audit_trail_key',
-    search: ['action_taken', 'entity_type', 'entity_name', 'entity_key'],
-  });
+const AUDIT_SORT = ['timestamp', 'action_taken', 'entity_type', 'entity_key', 'entity_name', 'user_name'];
+
+export function listAuditTrails(db: Executor, filter: AuditFilter, list: ListQuery) {
+  return fetchPage<AuditTrailRow>(
+    db,
+    {
+      name: 'audit_trails',
+      values: { organisations: filter.organisationKeys, entityType: filter.entityType, entityKey: filter.entityKey },
+      build: (d, v) => {
+        let query = d
+          .selectFrom('audit_trails')
+          .selectAll()
+          .where(inOrganisations(v.organisations as string[]));
+        if (v.entityType !== undefined) query = query.where('entity_type', '=', v.entityType as string);
+        if (v.entityKey !== undefined) query = query.where('entity_key', '=', v.entityKey as string);
+        return query;
+      },
+      columns: {
+        sort: Object.fromEntries(AUDIT_SORT.map((f) => [f, f])),
+        key: 'audit_trail_key',
+        search: ['action_taken', 'entity_type', 'entity_name', 'entity_key'],
+      },
+    },
+    list,
+  );
 }
 
 export async function findAuditTrail(

@@ -5,8 +5,8 @@ import { escapeLike, fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import type { Database, GatewayRow } from '../store/tables.ts';
 
-const contains = (column: Expression<unknown>, text: string) =>
-  sql<SqlBool>`lower(${column}) like ${`%${escapeLike(text)}%`} escape '\\'`;
+const matches = (column: Expression<unknown>, pattern: string) =>
+  sql<SqlBool>`lower(${column}) like ${pattern} escape '\\'`;
 
 /**
  * The pattern a keyword must be found as in the stored tags (a JSON array of comma-free strings) for
@@ -21,26 +21,47 @@ export function tagsPattern(keyword: string): string {
     .join('","');
 }
 
-const keywordFilter = (keywords: string[], matchAll: boolean) => (eb: ExpressionBuilder<Database, 'gateways'>) => {
-  const perKeyword = keywords.map((keyword) => {
-    const lower = keyword.toLowerCase();
-    return eb.or([
-      contains(sql.ref('name'), lower),
-      contains(sql`substr(tags, 2, length(tags) - 2)`, tagsPattern(lower)),
-    ]);
-  });
-  return matchAll ? eb.and(perKeyword) : eb.or(perKeyword);
-};
+const keywordFilter =
+  (namePatterns: string[], tagPatterns: string[], matchAll: boolean) =>
+  (eb: ExpressionBuilder<Database, 'gateways'>) => {
+    const perKeyword = namePatterns.map((namePattern, i) =>
+      eb.or([
+        matches(sql.ref('name'), namePattern),
+        matches(sql`substr(tags, 2, length(tags) - 2)`, tagPatterns[i] as string),
+      ]),
+    );
+    return matchAll ? eb.and(perKeyword) : eb.or(perKeyword);
+  };
 
-export async function listGateways(db: Executor, organisationKeys: string[], list: ListQuery) {
-  let query = db.selectFrom('gateways').selectAll().where(inOrganisations(organisationKeys));
-  if (list.keywords.length > 0) query = query.where(keywordFilter(list.keywords, list.matchAll));
-  return fetchPage(query, list, {
-    sort: { created_at: 'created_at', updated_at: 'updated_at', name: 'name', gateway_key: 'gateway_key' },
-    key: 'gateway_key',
-    // Matched above: tags need their own pattern.
-    search: [],
-  });
+export function listGateways(db: Executor, organisationKeys: string[], list: ListQuery) {
+  const lower = list.keywords.map((k) => k.toLowerCase());
+  return fetchPage<GatewayRow>(
+    db,
+    {
+      name: 'gateways',
+      values: {
+        organisations: organisationKeys,
+        // Tags need their own pattern, so the keywords are matched here rather than by fetchPage.
+        namePatterns: lower.length > 0 ? lower.map((k) => `%${escapeLike(k)}%`) : undefined,
+        tagPatterns: lower.length > 0 ? lower.map((k) => `%${escapeLike(tagsPattern(k))}%`) : undefined,
+      },
+      build: (d, v) => {
+        const query = d
+          .selectFrom('gateways')
+          .selectAll()
+          .where(inOrganisations(v.organisations as string[]));
+        return v.namePatterns
+          ? query.where(keywordFilter(v.namePatterns as string[], v.tagPatterns as string[], list.matchAll))
+          : query;
+      },
+      columns: {
+        sort: { created_at: 'created_at', updated_at: 'updated_at', name: 'name', gateway_key: 'gateway_key' },
+        key: 'gateway_key',
+        search: [],
+      },
+    },
+    list,
+  );
 }
 
 export function findGateway(

@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import type { ListQuery } from '../core/http/list.ts';
 import { type Expression, matchesExpression, parseThingExpression, thingLookup } from '../expressions/index.ts';
 import { engineOfDb } from '../store/dialect.ts';
-import { keywordFilter } from '../store/paging.ts';
+import { keywordFilter, keywordPatterns } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import type { GroupRow } from '../store/tables.ts';
 import { expressionViewOfThing } from '../things/presenter.ts';
@@ -22,6 +22,7 @@ import {
   THING_PAGING,
   type ThingFilter,
   type ThingWithTemplate,
+  thingFilterValues,
 } from '../things/repository.ts';
 import { candidateCondition } from './candidates.ts';
 
@@ -44,7 +45,7 @@ export async function listGroupMembers(
 }
 
 function candidates(db: Executor, expression: Expression, filter: ThingFilter) {
-  const query = filteredThings(db, filter);
+  const query = filteredThings(db, thingFilterValues(filter));
   const condition = candidateCondition(expression, engineOfDb(db));
   return condition ? query.where(condition) : query;
 }
@@ -66,7 +67,8 @@ async function scanMatches(
   for (;;) {
     let query = candidates(db, expression, filter);
     if (list.keywords.length > 0) {
-      query = query.where((eb) => keywordFilter(eb, list.keywords, THING_PAGING.search, list.matchAll));
+      const patterns = keywordPatterns(list.keywords);
+      query = query.where((eb) => keywordFilter(eb, patterns, THING_PAGING.search, list.matchAll));
     }
     if (after) {
       // Keyset paging: continue after the last row seen, in the page's order.

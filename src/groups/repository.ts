@@ -5,12 +5,24 @@ import type { Executor } from '../store/store.ts';
 import type { GroupRow } from '../store/tables.ts';
 
 export function listGroups(db: Executor, organisationKeys: string[], list: ListQuery) {
-  const query = db.selectFrom('groups').selectAll().where(inOrganisations(organisationKeys));
-  return fetchPage(query, list, {
-    sort: { created_at: 'created_at', updated_at: 'updated_at', name: 'name', group_key: 'group_key' },
-    key: 'group_key',
-    search: ['group_key', 'name', 'tags'],
-  });
+  return fetchPage<GroupRow>(
+    db,
+    {
+      name: 'groups',
+      values: { organisations: organisationKeys },
+      build: (d, v) =>
+        d
+          .selectFrom('groups')
+          .selectAll()
+          .where(inOrganisations(v.organisations as string[])),
+      columns: {
+        sort: { created_at: 'created_at', updated_at: 'updated_at', name: 'name', group_key: 'group_key' },
+        key: 'group_key',
+        search: ['group_key', 'name', 'tags'],
+      },
+    },
+    list,
+  );
 }
 
 export function findGroup(db: Executor, organisationKeys: string[], groupKey: string): Promise<GroupRow | undefined> {

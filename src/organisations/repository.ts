@@ -17,12 +17,29 @@ export async function childOrganisationKeys(db: Executor, parentKey: string): Pr
 }
 
 export function listChildOrganisations(db: Executor, parentKey: string, list: ListQuery) {
-  const query = db.selectFrom('organisations').selectAll().where('parent_organisation_key', '=', parentKey);
-  return fetchPage(query, list, {
-    sort: { created_at: 'created_at', updated_at: 'updated_at', name: 'name', organisation_key: 'organisation_key' },
-    key: 'organisation_key',
-    search: ['organisation_key', 'name'],
-  });
+  return fetchPage<OrganisationRow>(
+    db,
+    {
+      name: 'child_organisations',
+      values: { parent: parentKey },
+      build: (d, v) =>
+        d
+          .selectFrom('organisations')
+          .selectAll()
+          .where('parent_organisation_key', '=', v.parent as string),
+      columns: {
+        sort: {
+          created_at: 'created_at',
+          updated_at: 'updated_at',
+          name: 'name',
+          organisation_key: 'organisation_key',
+        },
+        key: 'organisation_key',
+        search: ['organisation_key', 'name'],
+      },
+    },
+    list,
+  );
 }
 
 export async function insertOrganisation(db: Executor, row: OrganisationRow): Promise<void> {

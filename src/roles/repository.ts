@@ -4,13 +4,25 @@ import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import type { RoleRow } from '../store/tables.ts';
 
-export async function listRoles(db: Executor, organisationKeys: string[], list: ListQuery) {
-  const query = db.selectFrom('roles').selectAll().where(inOrganisations(organisationKeys));
-  return fetchPage(query, list, {
-    sort: { created_at: 'created_at', updated_at: 'updated_at', name: 'name', role_key: 'role_key' },
-    key: 'role_key',
-    search: ['role_key', 'name'],
-  });
+export function listRoles(db: Executor, organisationKeys: string[], list: ListQuery) {
+  return fetchPage<RoleRow>(
+    db,
+    {
+      name: 'roles',
+      values: { organisations: organisationKeys },
+      build: (d, v) =>
+        d
+          .selectFrom('roles')
+          .selectAll()
+          .where(inOrganisations(v.organisations as string[])),
+      columns: {
+        sort: { created_at: 'created_at', updated_at: 'updated_at', name: 'name', role_key: 'role_key' },
+        key: 'role_key',
+        search: ['role_key', 'name'],
+      },
+    },
+    list,
+  );
 }
 
 export function findRole(db: Executor, organisationKeys: string[], roleKey: string): Promise<RoleRow | undefined> {

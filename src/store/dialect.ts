@@ -3,16 +3,9 @@
  * runs one query path on both engines.
  */
 import BetterSqlite3 from 'better-sqlite3';
-import {
-  type Dialect,
-  PostgresDialect,
-  type RawBuilder,
-  type SqliteDatabase,
-  SqliteDialect,
-  type SqliteStatement,
-  sql,
-} from 'kysely';
+import { type Dialect, PostgresDialect, type RawBuilder, sql } from 'kysely';
 import pg from 'pg';
+import { SqliteStoreDialect } from './sqlite-dialect.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -45,7 +38,7 @@ export function createDialect(databaseUrl: string, schema?: string): DialectSetu
     database.pragma('foreign_keys = ON');
     // Sorts and temporary indexes stay in memory instead of temporary files.
     database.pragma('temp_store = MEMORY');
-    return { engine: 'sqlite', dialect: new SqliteDialect({ database: new StatementCache(database) }) };
+    return { engine: 'sqlite', dialect: new SqliteStoreDialect(database) };
   }
   const pool = new pg.Pool({
     connectionString: databaseUrl,
@@ -60,33 +53,6 @@ export function isUniqueViolation(error: unknown): boolean {
   if (!error || typeof error !== 'object') return false;
   const code = (error as { code?: unknown }).code;
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
-
-const STATEMENT_CACHE_SIZE = 500;
-
-/**
- * Keeps prepared statements by SQL text: Kysely prepares every query anew, and preparing costs
- * about as much as running a small query. Safe because Kysely runs one query at a time per connection.
- */
-class StatementCache implements SqliteDatabase {
-  private readonly statements = new Map<string, SqliteStatement>();
-
-  constructor(private readonly database: BetterSqlite3.Database) {}
-
-  prepare(sql: string): SqliteStatement {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.clear();
-      statement = this.database.prepare(sql) as unknown as SqliteStatement;
-      this.statements.set(sql, statement);
-    }
-    return statement;
-  }
-
-  close(): void {
-    this.statements.clear();
-    this.database.close();
-  }
 }
 
 /** Which engine a Kysely instance (or a migration's) talks to. */

@@ -5,6 +5,8 @@
  */
 import { type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import type { ListQuery } from '../core/http/list.ts';
+import { QueryCache, type QueryValues } from './prepared.ts';
+import type { Executor } from './store.ts';
 
 export interface PagingColumns {
   /** field name (as in `order_by`) -> column reference */
@@ -22,53 +24,79 @@ export const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) 
 type AnyTables = any;
 type AnySelect = SelectQueryBuilder<AnyTables, AnyTables, AnyTables>;
 
-/** `lower(column) like %keyword%` for each keyword over each column, combined per `matchAll`. */
+/** LIKE patterns for search keywords: case-insensitive substrings. */
+export const keywordPatterns = (keywords: string[]): string[] =>
+  keywords.map((keyword) => `%${escapeLike(keyword.toLowerCase())}%`);
+
+/** `lower(column) like pattern` for each pattern over each column, combined per `matchAll`. */
 export function keywordFilter(
   eb: ExpressionBuilder<AnyTables, AnyTables>,
-  keywords: string[],
+  patterns: readonly (string | number)[],
   columns: string[],
   matchAll: boolean,
 ) {
-  const perKeyword: Expression<SqlBool>[] = keywords.map((keyword) => {
-    const pattern = `%${escapeLike(keyword.toLowerCase())}%`;
-    return eb.or(columns.map((column) => sql<SqlBool>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`));
-  });
+  const perKeyword: Expression<SqlBool>[] = patterns.map((pattern) =>
+    eb.or(columns.map((column) => sql<SqlBool>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`)),
+  );
   return matchAll ? eb.and(perKeyword) : eb.or(perKeyword);
 }
 
+/** What a list is drawn from: a query built only from `values`, used as parameters (see prepared.ts). */
+export interface ListSource {
+  /** Names the query: the same name must build the same SQL from values of the same shape. */
+  name: string;
+  values: QueryValues;
+  build(db: Executor, values: QueryValues): AnySelect;
+  columns: PagingColumns;
+}
+
+const pages = new QueryCache();
+
 /**
- * One query gives the page and the total: the count is an uncorrelated subquery, which both engines
- * evaluate once. Only a page past the end, with no row to carry the total, needs a second query.
- * LIMIT and OFFSET are written as literals (they are validated integers): SQLite plans a bound LIMIT
- * far worse, about 4x slower on a small sorted page.
+ * One page and the total in one query: the count is an uncorrelated subquery, which both engines
+ * evaluate once; only a page past the end, with no row to carry the total, needs a second query.
+ * LIMIT and OFFSET are literals (validated integers): SQLite plans a bound LIMIT about 4x slower.
+ * The compiled SQL is kept per shape, so a page costs about what its query costs to run.
  */
-export async function fetchPage<Q extends AnySelect>(
-  query: Q,
+export async function fetchPage<Row>(
+  db: Executor,
+  source: ListSource,
   list: ListQuery,
-  columns: PagingColumns,
-): Promise<{ total: number; rows: Awaited<ReturnType<Q['execute']>> }> {
-  let filtered: AnySelect = query;
-  if (list.keywords.length > 0 && columns.search.length > 0) {
-    filtered = filtered.where((eb) => keywordFilter(eb, list.keywords, columns.search, list.matchAll));
-  }
-  const counted = filtered.clearSelect().select((eb) => eb.fn.countAll().as('count'));
+): Promise<{ total: number; rows: Row[] }> {
+  const { columns } = source;
+  const searching = list.keywords.length > 0 && columns.search.length > 0;
+  const values: QueryValues = { ...source.values, __keywords: searching ? keywordPatterns(list.keywords) : undefined };
+  const filtered = (v: QueryValues) => {
+    const query = source.build(db, v);
+    const patterns = v.__keywords as string[] | undefined;
+    return patterns ? query.where((eb) => keywordFilter(eb, patterns, columns.search, list.matchAll)) : query;
+  };
+  const counted = (v: QueryValues) =>
+    filtered(v)
+      .clearSelect()
+      .select((eb) => eb.fn.countAll().as('count'));
   const sortColumn = columns.sort[list.orderBy] ?? columns.key;
-  const rows = (await filtered
-    .select(counted.as(TOTAL_COLUMN))
-    .orderBy(sql.ref(sortColumn), list.order)
-    .orderBy(sql.ref(columns.key), list.order)
-    .limit(sql.lit(Math.trunc(list.per)))
-    .offset(sql.lit(Math.trunc((list.page - 1) * list.per)))
-    .execute()) as Record<string, unknown>[];
+  const offset = Math.trunc((list.page - 1) * list.per);
+  const shape = `${source.name}|${list.matchAll}|${sortColumn}|${list.order}|${list.per}|${offset}`;
+  const rows = (await pages.execute(db, shape, values, (v) =>
+    filtered(v)
+      .select(counted(v).as(TOTAL_COLUMN))
+      .orderBy(sql.ref(sortColumn), list.order)
+      .orderBy(sql.ref(columns.key), list.order)
+      .limit(sql.lit(Math.trunc(list.per)))
+      .offset(sql.lit(offset)),
+  )) as Record<string, unknown>[];
   let total = 0;
   if (rows.length > 0) {
     total = Number(rows[0]?.[TOTAL_COLUMN]);
     for (const row of rows) delete row[TOTAL_COLUMN];
   } else if (list.page > 1) {
-    const countRow = await counted.executeTakeFirst();
-    total = Number((countRow as { count?: unknown } | undefined)?.count ?? 0);
+    const [countRow] = (await pages.execute(db, `${source.name}|${list.matchAll}|count`, values, counted)) as {
+      count?: unknown;
+    }[];
+    total = Number(countRow?.count ?? 0);
   }
-  return { total, rows: rows as never };
+  return { total, rows: rows as Row[] };
 }
 
 const TOTAL_COLUMN = '__total_count';

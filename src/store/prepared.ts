@@ -1,49 +1,94 @@
 /**
- * A query built and compiled once per SQL dialect, then run with new parameter values. Building and
- * compiling a Kysely query costs more than running a small one, so the hottest queries (the token
- * check behind every request) skip it. The query is built with placeholder values, and the positions
- * where they land in the compiled parameters are where later values go.
+ * Queries built and compiled once per shape and SQL dialect, then run with new values. Building and
+ * compiling a Kysely query costs several times more than running a small one, so the hot paths (the
+ * token check behind every request, list pages) skip it. A query is built once with placeholder
+ * values; where the placeholders land in the compiled parameters is where later values go.
  */
 import type { Compilable, CompiledQuery } from 'kysely';
 import type { Executor } from './store.ts';
 
-interface Compiled<R> {
-  query: CompiledQuery<R>;
+/** Values a query is built from: text, numbers and lists of them, each becoming SQL parameters. */
+export type QueryValues = Record<string, string | number | readonly (string | number)[] | undefined>;
+
+interface Compiled {
+  query: CompiledQuery<unknown>;
+  /** For each compiled parameter, the flattened value index it takes, or -1 for a constant. */
   slots: number[];
 }
 
-export class PreparedQuery<Args extends unknown[], R> {
-  private readonly byDialect = new Map<unknown, Compiled<R>>();
+const MAX_SHAPES = 1000;
+const PLACEHOLDER = /^\u0000v(\d+)\u0000$/;
+
+/** The values flattened in a fixed order, and placeholders of the same structure. */
+function flatten(values: QueryValues): { flat: (string | number)[]; placeholders: QueryValues; shape: string } {
+  const flat: (string | number)[] = [];
+  const placeholders: QueryValues = {};
+  const shape: string[] = [];
+  const placeholder = (value: string | number) => {
+    flat.push(value);
+    return `\u0000v${flat.length - 1}\u0000`;
+  };
+  for (const name of Object.keys(values).sort()) {
+    const value = values[name];
+    if (value === undefined) {
+      shape.push(`${name}:-`);
+    } else if (Array.isArray(value)) {
+      placeholders[name] = value.map(placeholder);
+      shape.push(`${name}:${value.length}`);
+    } else {
+      placeholders[name] = placeholder(value as string | number);
+      shape.push(name);
+    }
+  }
+  return { flat, placeholders, shape: shape.join(',') };
+}
+
+/**
+ * Runs `build(values)`, compiling it only the first time a shape (which values are present, list
+ * lengths, and `shapeKey` for anything else the SQL depends on) is seen on a dialect. `build` must
+ * use the values only as query parameters, never compute with them.
+ */
+export class QueryCache {
+  private readonly compiled = new Map<string, Compiled>();
+
+  async execute<R>(
+    db: Executor,
+    shapeKey: string,
+    values: QueryValues,
+    build: (values: QueryValues) => Compilable<R>,
+  ): Promise<R[]> {
+    const { flat, placeholders, shape } = flatten(values);
+    const dialect = db.getExecutor().adapter.constructor.name;
+    const key = `${dialect}|${shapeKey}|${shape}`;
+    let entry = this.compiled.get(key);
+    if (!entry) {
+      const query = build(placeholders).compile() as CompiledQuery<unknown>;
+      const slots = query.parameters.map((p) => {
+        const match = typeof p === 'string' ? PLACEHOLDER.exec(p) : null;
+        return match ? Number(match[1]) : -1;
+      });
+      entry = { query, slots };
+      if (this.compiled.size >= MAX_SHAPES) this.compiled.clear();
+      this.compiled.set(key, entry);
+    }
+    const { query, slots } = entry;
+    const parameters = query.parameters.map((p, i) => (slots[i] === -1 ? p : flat[slots[i] as number]));
+    return (await db.executeQuery<R>({ ...query, parameters } as CompiledQuery<R>)).rows;
+  }
+}
+
+/** A query of fixed shape, compiled once per dialect. */
+export class PreparedQuery<Args extends string[], R> {
+  private readonly cache = new QueryCache();
 
   constructor(private readonly build: (db: Executor, ...args: Args) => Compilable<R>) {}
 
-  async execute(db: Executor, ...values: Args): Promise<R[]> {
-    const compiled = this.compiledFor(db, values.length);
-    const parameters = [...compiled.query.parameters];
-    compiled.slots.forEach((slot, i) => {
-      parameters[slot] = values[i];
-    });
-    const result = await db.executeQuery<R>({ ...compiled.query, parameters });
-    return result.rows;
+  execute(db: Executor, ...args: Args): Promise<R[]> {
+    const values = Object.fromEntries(args.map((a, i) => [`a${i}`, a]));
+    return this.cache.execute(db, '', values, (v) => this.build(db, ...(args.map((_, i) => v[`a${i}`]) as Args)));
   }
 
-  async executeTakeFirst(db: Executor, ...values: Args): Promise<R | undefined> {
-    return (await this.execute(db, ...values))[0];
-  }
-
-  private compiledFor(db: Executor, arity: number): Compiled<R> {
-    const dialect = db.getExecutor().adapter.constructor;
-    let compiled = this.byDialect.get(dialect);
-    if (!compiled) {
-      const placeholders = Array.from({ length: arity }, (_, i) => `\u0000placeholder ${i}\u0000`);
-      const query = this.build(db, ...(placeholders as Args)).compile();
-      const slots = placeholders.map((p) => query.parameters.indexOf(p));
-      if (slots.some((slot) => slot < 0) || query.parameters.length !== arity) {
-        throw new Error('a prepared query must use each argument exactly once, as a parameter');
-      }
-      compiled = { query, slots };
-      this.byDialect.set(dialect, compiled);
-    }
-    return compiled;
+  async executeTakeFirst(db: Executor, ...args: Args): Promise<R | undefined> {
+    return (await this.execute(db, ...args))[0];
   }
 }

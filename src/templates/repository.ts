@@ -5,17 +5,29 @@ import type { Executor } from '../store/store.ts';
 import type { ThingTemplateRow } from '../store/tables.ts';
 
 export function listTemplates(db: Executor, organisationKeys: string[], list: ListQuery) {
-  const query = db.selectFrom('thing_templates').selectAll().where(inOrganisations(organisationKeys));
-  return fetchPage(query, list, {
-    sort: {
-      created_at: 'created_at',
-      updated_at: 'updated_at',
-      name: 'name',
-      thing_template_key: 'thing_template_key',
+  return fetchPage<ThingTemplateRow>(
+    db,
+    {
+      name: 'thing_templates',
+      values: { organisations: organisationKeys },
+      build: (d, v) =>
+        d
+          .selectFrom('thing_templates')
+          .selectAll()
+          .where(inOrganisations(v.organisations as string[])),
+      columns: {
+        sort: {
+          created_at: 'created_at',
+          updated_at: 'updated_at',
+          name: 'name',
+          thing_template_key: 'thing_template_key',
+        },
+        key: 'thing_template_key',
+        search: ['thing_template_key', 'name', 'description'],
+      },
     },
-    key: 'thing_template_key',
-    search: ['thing_template_key', 'name', 'description'],
-  });
+    list,
+  );
 }
 
 export function findTemplate(

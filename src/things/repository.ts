@@ -1,6 +1,7 @@
 import type { ListQuery } from '../core/http/list.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage, type PagingColumns } from '../store/paging.ts';
+import type { QueryValues } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
 import type { ThingRow } from '../store/tables.ts';
 
@@ -34,12 +35,22 @@ export interface ThingFilter {
   staticGroupKey?: string | undefined;
 }
 
-export function filteredThings(db: Executor, filter: ThingFilter) {
-  let query = selectThings(db).where(inOrganisations(filter.organisationKeys, 't.organisation_key'));
-  if (filter.thingTemplateKey !== undefined) query = query.where('t.thing_template_key', '=', filter.thingTemplateKey);
-  if (filter.biDirectional !== undefined) query = query.where('t.bi_directional', '=', filter.biDirectional ? 1 : 0);
-  if (filter.staticGroupKey !== undefined) {
-    const groupKey = filter.staticGroupKey;
+/** A thing filter as query values (see store/prepared.ts): present filters become parameters. */
+export function thingFilterValues(filter: ThingFilter): QueryValues {
+  return {
+    organisations: filter.organisationKeys,
+    template: filter.thingTemplateKey,
+    biDirectional: filter.biDirectional === undefined ? undefined : filter.biDirectional ? 1 : 0,
+    staticGroup: filter.staticGroupKey,
+  };
+}
+
+export function filteredThings(db: Executor, values: QueryValues) {
+  let query = selectThings(db).where(inOrganisations(values.organisations as string[], 't.organisation_key'));
+  if (values.template !== undefined) query = query.where('t.thing_template_key', '=', values.template as string);
+  if (values.biDirectional !== undefined) query = query.where('t.bi_directional', '=', values.biDirectional as number);
+  if (values.staticGroup !== undefined) {
+    const groupKey = values.staticGroup as string;
     query = query.where('t.thing_key', 'in', (eb) =>
       eb.selectFrom('group_things').select('thing_key').where('group_key', '=', groupKey),
     );
@@ -47,9 +58,12 @@ export function filteredThings(db: Executor, filter: ThingFilter) {
   return query;
 }
 
-export async function listThings(db: Executor, filter: ThingFilter, list: ListQuery) {
-  const page = await fetchPage(filteredThings(db, filter), list, THING_PAGING);
-  return page as { total: number; rows: ThingWithTemplate[] };
+export function listThings(db: Executor, filter: ThingFilter, list: ListQuery) {
+  return fetchPage<ThingWithTemplate>(
+    db,
+    { name: 'things', values: thingFilterValues(filter), build: filteredThings, columns: THING_PAGING },
+    list,
+  );
 }
 
 export async function findThing(

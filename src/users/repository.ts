@@ -5,12 +5,24 @@ import type { Executor } from '../store/store.ts';
 import type { UserRow } from '../store/tables.ts';
 
 export function listUsers(db: Executor, organisationKeys: string[], list: ListQuery) {
-  const query = db.selectFrom('users').selectAll().where(inOrganisations(organisationKeys));
-  return fetchPage(query, list, {
-    sort: { created_at: 'created_at', updated_at: 'updated_at', email: 'email', name: 'name' },
-    key: 'user_key',
-    search: ['email', 'name'],
-  });
+  return fetchPage<UserRow>(
+    db,
+    {
+      name: 'users',
+      values: { organisations: organisationKeys },
+      build: (d, v) =>
+        d
+          .selectFrom('users')
+          .selectAll()
+          .where(inOrganisations(v.organisations as string[])),
+      columns: {
+        sort: { created_at: 'created_at', updated_at: 'updated_at', email: 'email', name: 'name' },
+        key: 'user_key',
+        search: ['email', 'name'],
+      },
+    },
+    list,
+  );
 }
 
 export function findUser(db: Executor, organisationKeys: string[], userKey: string): Promise<UserRow | undefined> {
