@@ -17,6 +17,7 @@ interface Compiled {
 }
 
 const MAX_SHAPES = 1000;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL marks placeholders so no real value can look like one.
 const PLACEHOLDER = /^\u0000v(\d+)\u0000$/;
 
 /** The values flattened in a fixed order, and placeholders of the same structure. */
