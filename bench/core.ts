@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { describeMachine, load, median, option, startChildServer, table } from './support.ts';
+import { describeMachine, loadServer, median, option, startChildServer, table } from './support.ts';
 
 const EMAIL = 'bench@example.com';
 const PASSWORD = 'benchmark password';
@@ -48,14 +48,15 @@ export async function run(args: string[]): Promise<void> {
     }
     const samples: Record<string, number[]> = { bare: [], roles: [], signIn: [] };
     const p99: Record<string, number[]> = { bare: [], roles: [], signIn: [] };
+    const cpu: Record<string, number[]> = { bare: [], roles: [], signIn: [] };
     for (let round = 0; round < rounds; round++) {
-      const bareResult = await load({ url: `${bare.url}/hello`, duration });
-      const rolesResult = await load({
+      const bareResult = await loadServer(bare, { url: `${bare.url}/hello`, duration });
+      const rolesResult = await loadServer(thingbase, {
         url: `${thingbase.url}/api/v3/roles`,
         duration,
         headers: { 'x-auth-token': token, 'content-type': 'application/json' },
       });
-      const signInResult = await load({
+      const signInResult = await loadServer(thingbase, {
         url: `${thingbase.url}/api_sign_in`,
         method: 'POST',
         duration: Math.min(duration, 5),
@@ -72,10 +73,14 @@ export async function run(args: string[]): Promise<void> {
           throw new Error(`${name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
         samples[name]?.push(result.requestsPerSecond);
         p99[name]?.push(result.p99);
+        cpu[name]?.push(result.cpuPerRequest);
       }
     }
     const bareRps = median(samples.bare as number[]);
-    const rows: (string | number)[][] = [['what', 'req/s (median)', 'p99 ms (median)', 'cost vs bare route']];
+    const bareCpu = median(cpu.bare as number[]);
+    const rows: (string | number)[][] = [
+      ['what', 'req/s', 'p99 ms', 'throughput vs bare', 'server CPU us/req', 'CPU vs bare'],
+    ];
     for (const [name, label] of [
       ['bare', 'bare Fastify route (baseline)'],
       ['roles', 'GET /api/v3/roles, authenticated'],

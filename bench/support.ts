@@ -1,5 +1,6 @@
 /** Shared pieces of the benchmarks: child-process servers, load generation, machine description. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,4 +79,30 @@ export const median = (values: number[]): number => {
 export function table(rows: (string | number)[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => String(r[i]).length))) ?? [];
   return rows.map((r) => r.map((c, i) => String(c).padEnd(widths[i] ?? 0)).join('  ')).join('\n');
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); NaN elsewhere. */
+export function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command name; in clock ticks.
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+export interface MeasuredLoad extends LoadResult {
+  /** Server CPU time per request, in microseconds. */
+  cpuPerRequest: number;
+}
+
+/** Load against a child server, also measuring the server's CPU time per request. */
+export async function loadServer(server: ChildServer, options: autocannon.Options): Promise<MeasuredLoad> {
+  const before = cpuSeconds(server.pid);
+  const started = performance.now();
+  const result = await load(options);
+  const seconds = (performance.now() - started) / 1000;
+  const requests = result.requestsPerSecond * seconds;
+  return { ...result, cpuPerRequest: ((cpuSeconds(server.pid) - before) / requests) * 1e6 };
 }

@@ -10,14 +10,17 @@ import type { Config } from './core/config.ts';
 import { DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
 import { registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
+import { SecretBox } from './core/secret-box.ts';
 import { gatewayRoutes } from './gateways/routes.ts';
 import { groupRoutes } from './groups/routes.ts';
+import { keyPairRoutes } from './keypairs/routes.ts';
 import { childOrganisationKeys } from './organisations/repository.ts';
 import { organisationRoutes } from './organisations/routes.ts';
 import { roleRoutes } from './roles/routes.ts';
 import { loadIdentityProviders } from './sessions/identity-providers.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { SessionService } from './sessions/service.ts';
+import { serverSecret } from './store/server-secrets.ts';
 import { openStore, type Store } from './store/store.ts';
 import { templateRoutes } from './templates/routes.ts';
 import { thingRoutes } from './things/routes.ts';
@@ -41,7 +44,8 @@ export async function createServer(config: Config): Promise<Server> {
   try {
     const bootstrap = await bootstrapFirstAdmin(store, config);
     const sessions = new SessionService(store, config, loadIdentityProviders(config.idpConfigPath));
-    const app = await buildHttpApp(config, store, sessions);
+    const box = new SecretBox(config.secretKey ?? (await serverSecret(store.db, 'secret_box_key')));
+    const app = await buildHttpApp(config, store, sessions, box);
     timers.push(setInterval(() => void sessions.prune().catch((e) => app.log.warn(e)), PRUNE_INTERVAL_MS).unref());
     return {
       app,
@@ -60,7 +64,12 @@ export async function createServer(config: Config): Promise<Server> {
   }
 }
 
-async function buildHttpApp(config: Config, store: Store, sessions: SessionService): Promise<FastifyInstance> {
+async function buildHttpApp(
+  config: Config,
+  store: Store,
+  sessions: SessionService,
+  box: SecretBox,
+): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.logLevel, redact: ['req.headers["x-auth-token"]', 'req.headers["x-dtn-signature"]'] },
     // Per-request logging costs about two thirds of a small route's throughput; errors are still logged.
@@ -119,6 +128,7 @@ async function buildHttpApp(config: Config, store: Store, sessions: SessionServi
     ...thingRoutes(store),
     ...groupRoutes(store),
     ...gatewayRoutes(store),
+    ...keyPairRoutes(store, box),
   ]);
   await app.ready();
   return app;

@@ -25,6 +25,8 @@ export interface Config {
   allowPrivateWebhooks: boolean;
   /** Base address used in URLs the server hands out (property-setting actions); default http://HOST:PORT. */
   publicBaseUrl: string;
+  /** Key that seals key pair secrets at rest; without it one is generated and kept in the store. */
+  secretKey: string | undefined;
   /** scrypt cost parameter N; lower values only make sense in tests. */
   passwordHashCost: number;
 }
@@ -89,6 +91,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenMaxTtlSeconds: parseDuration('TOKEN_MAX_TTL', env.TOKEN_MAX_TTL || '30d'),
     allowPrivateWebhooks: parseBoolean('ALLOW_PRIVATE_WEBHOOKS', env.ALLOW_PRIVATE_WEBHOOKS),
     publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`).replace(/\/+$/, ''),
+    secretKey: env.THINGBASE_SECRET_KEY || undefined,
     passwordHashCost: env.THINGBASE_PASSWORD_HASH_COST ? Number(env.THINGBASE_PASSWORD_HASH_COST) : 16384,
   };
 }

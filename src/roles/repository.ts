@@ -55,12 +55,16 @@ export async function deleteRole(db: Executor, roleKey: string): Promise<void> {
   await db.deleteFrom('roles').where('role_key', '=', roleKey).execute();
 }
 
-/** How many users (and, later, key pairs) still hold a role. */
+/** How many users and key pairs still hold a role. */
 export async function countRoleHolders(db: Executor, roleKey: string): Promise<number> {
-  const row = await db
-    .selectFrom('users')
-    .select((eb) => eb.fn.countAll().as('count'))
-    .where('role_key', '=', roleKey)
-    .executeTakeFirst();
-  return Number(row?.count ?? 0);
+  let holders = 0;
+  for (const table of ['users', 'key_pairs'] as const) {
+    const row = await db
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll().as('count'))
+      .where('role_key', '=', roleKey)
+      .executeTakeFirst();
+    holders += Number(row?.count ?? 0);
+  }
+  return holders;
 }

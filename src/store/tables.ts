@@ -144,6 +144,36 @@ export interface GatewayRow {
   updated_at: number;
 }
 
+export interface KeyPairRow {
+  key_pair_key: string;
+  organisation_key: string;
+  name: string;
+  access_key: string;
+  /** The secret key, encrypted with the server's key; never answered after creation. */
+  secret_key_sealed: string;
+  role_key: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface EventRow {
+  event_id: Generated<number>;
+  thing_id: number;
+  /** When it happened (device time), epoch ms. */
+  timestamp: number;
+  /** When the server received it, epoch ms. */
+  created_at: number;
+  /** JSON object: metric name to value (numbers, text, booleans, nested objects). */
+  data: string;
+  /** JSON [latitude, longitude] or null. */
+  waypoint: string | null;
+}
+
+export interface ServerSecretRow {
+  name: string;
+  value: string;
+}
+
 export interface Database {
   organisations: OrganisationRow;
   roles: RoleRow;
@@ -156,10 +186,14 @@ export interface Database {
   groups: GroupRow;
   group_things: GroupThingRow;
   gateways: GatewayRow;
+  key_pairs: KeyPairRow;
+  events: EventRow;
+  server_secrets: ServerSecretRow;
 }
 
 /** Tables whose rows belong to one organisation (column `organisation_key`): removed with it. */
 export const ORGANISATION_SCOPED_TABLES = [
+  'key_pairs',
   'group_things',
   'groups',
   'gateways',

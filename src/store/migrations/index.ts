@@ -4,8 +4,10 @@
 import type { Migration } from 'kysely';
 import * as core from './001-core.ts';
 import * as things from './002-things.ts';
+import * as devices from './003-devices.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
   '002-things': things,
+  '003-devices': devices,
 };

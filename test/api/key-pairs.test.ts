@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { childOrganisation, createRole, userWithAbilities } from '../support/fixtures.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+describeOnStores('key pairs', (ctx) => {
+  it('when a key pair is created then its secret key is answered once and never again', async () => {
+    const token = await ctx.api.adminToken();
+    const created = await ctx.api.request('POST', '/api/v3/key_pairs', {
+      token,
+      body: { key_pair: { name: 'line 1 gateway' } },
+    });
+    assert.equal(created.status, 200, created.text);
+    const pair = created.body.key_pair;
+    assert.match(pair.access_key, /^[0-9a-z]{40}$/);
+    assert.match(pair.secret_key, /^[0-9a-z]{40}$/);
+    assert.notEqual(pair.access_key, pair.secret_key);
+    const roles = await ctx.api.request('GET', '/api/v3/roles', { token, query: { search: 'Agent' } });
+    assert.equal(
+      pair.role_key,
+      roles.body.roles.find((r: any) => r.name === 'Agent').role_key,
+      'the Agent role by default',
+    );
+    const fetched = await ctx.api.request('GET', `/api/v3/key_pairs/${pair.key_pair_key}`, { token });
+    assert.equal(fetched.body.key_pair.access_key, pair.access_key);
+    assert.equal(fetched.body.key_pair.secret_key, undefined);
+    const listed = await ctx.api.request('GET', '/api/v3/key_pairs', { token, query: { search: 'line 1' } });
+    assert.ok(!listed.text.includes(pair.secret_key));
+    const audit = await ctx.api.request('GET', '/api/v3/audit_trails', {
+      token,
+      query: { entity_key: pair.key_pair_key },
+    });
+    assert.equal(audit.body.total_count, 1);
+    assert.ok(!audit.text.includes(pair.secret_key), 'the secret never reaches an audit trail');
+    const rows = await ctx.api.server.store.db.selectFrom('key_pairs').select('secret_key_sealed').execute();
+    assert.ok(
+      rows.every((r) => !r.secret_key_sealed.includes(pair.secret_key)),
+      'the secret is sealed at rest',
+    );
+  });
+
+  it('when a key pair names a role then it holds it, and that role cannot be deleted while it does', async () => {
+    const token = await ctx.api.adminToken();
+    const role = await createRole(ctx.api, token, [11, 122]);
+    const created = await ctx.api.request('POST', '/api/v3/key_pairs', {
+      token,
+      body: { key_pair: { name: 'k', role_key: role.role_key } },
+    });
+    assert.equal(created.body.key_pair.role_key, role.role_key);
+    assert.equal((await ctx.api.request('DELETE', `/api/v3/roles/${role.role_key}`, { token })).status, 409);
+    const removed = await ctx.api.request('DELETE', `/api/v3/key_pairs/${created.body.key_pair.key_pair_key}`, {
+      token,
+    });
+    assert.deepEqual(removed.body, {});
+    assert.equal((await ctx.api.request('DELETE', `/api/v3/roles/${role.role_key}`, { token })).status, 200);
+  });
+
+  it('when a key pair request is wrong or foreign then it is a 400, 403 or 404', async () => {
+    const token = await ctx.api.adminToken();
+    assert.equal(
+      (await ctx.api.request('POST', '/api/v3/key_pairs', { token, body: { key_pair: {} } })).body.errors[0].param,
+      'key_pair.name',
+    );
+    const unknownRole = await ctx.api.request('POST', '/api/v3/key_pairs', {
+      token,
+      body: { key_pair: { name: 'k', role_key: 'nosuchrole' } },
+    });
+    assert.equal(unknownRole.status, 400);
+    assert.equal(unknownRole.body.errors[0].code, 'not_found');
+    const child = await childOrganisation(ctx.api, token);
+    const childPair = await ctx.api.request('POST', '/api/v3/key_pairs', {
+      token: child.token,
+      body: { key_pair: { name: 'c' } },
+    });
+    assert.equal(
+      (await ctx.api.request('GET', `/api/v3/key_pairs/${childPair.body.key_pair.key_pair_key}`, { token })).status,
+      404,
+    );
+    const user = await userWithAbilities(ctx.api, token, [11]);
+    assert.equal((await ctx.api.request('GET', '/api/v3/key_pairs', { token: user.token })).status, 403);
+  });
+});
