@@ -11,6 +11,11 @@ import { DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
 import { registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
 import { SecretBox } from './core/secret-box.ts';
+import { DeviceAuthenticator } from './devices/authentication.ts';
+import { deviceRoutes } from './devices/routes.ts';
+import { EventIngest } from './events/ingest.ts';
+import { eventRoutes } from './events/routes.ts';
+import { EventWriter } from './events/writer.ts';
 import { gatewayRoutes } from './gateways/routes.ts';
 import { groupRoutes } from './groups/routes.ts';
 import { keyPairRoutes } from './keypairs/routes.ts';
@@ -45,7 +50,8 @@ export async function createServer(config: Config): Promise<Server> {
     const bootstrap = await bootstrapFirstAdmin(store, config);
     const sessions = new SessionService(store, config, loadIdentityProviders(config.idpConfigPath));
     const box = new SecretBox(config.secretKey ?? (await serverSecret(store.db, 'secret_box_key')));
-    const app = await buildHttpApp(config, store, sessions, box);
+    const writer = new EventWriter(store);
+    const app = await buildHttpApp(config, store, sessions, box, writer);
     timers.push(setInterval(() => void sessions.prune().catch((e) => app.log.warn(e)), PRUNE_INTERVAL_MS).unref());
     return {
       app,
@@ -55,6 +61,7 @@ export async function createServer(config: Config): Promise<Server> {
       close: async () => {
         for (const timer of timers) clearInterval(timer);
         await app.close();
+        await writer.drain();
         await store.close();
       },
     };
@@ -69,7 +76,10 @@ async function buildHttpApp(
   store: Store,
   sessions: SessionService,
   box: SecretBox,
+  writer: EventWriter,
 ): Promise<FastifyInstance> {
+  const devices = new DeviceAuthenticator(store.db, box);
+  const ingest = new EventIngest(store, writer);
   const app = Fastify({
     logger: { level: config.logLevel, redact: ['req.headers["x-auth-token"]', 'req.headers["x-dtn-signature"]'] },
     // Per-request logging costs about two thirds of a small route's throughput; errors are still logged.
@@ -96,7 +106,18 @@ async function buildHttpApp(
         version: VERSION,
         description: 'Things, telemetry, rules and alerts. Sign in at /api_sign_in and send the token as X-Auth-Token.',
       },
-      components: { securitySchemes: { authToken: { type: 'apiKey', in: 'header', name: 'X-Auth-Token' } } },
+      components: {
+        securitySchemes: {
+          authToken: { type: 'apiKey', in: 'header', name: 'X-Auth-Token' },
+          accessKey: { type: 'apiKey', in: 'header', name: 'X-Access-Key' },
+          signature: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Dtn-Signature',
+            description: 'lowercase hex HMAC-SHA256 of the raw body under the key pair secret key',
+          },
+        },
+      },
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
@@ -116,6 +137,7 @@ async function buildHttpApp(
       const token = request.headers['x-auth-token'];
       return sessions.authenticate(typeof token === 'string' ? token : undefined);
     },
+    authenticateDevice: (request) => devices.authenticate(request),
     childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
   };
   registerRoutes(app, services, [
@@ -129,6 +151,8 @@ async function buildHttpApp(
     ...groupRoutes(store),
     ...gatewayRoutes(store),
     ...keyPairRoutes(store, box),
+    ...eventRoutes(ingest),
+    ...deviceRoutes(store, ingest),
   ]);
   await app.ready();
   return app;

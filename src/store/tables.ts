@@ -102,9 +102,12 @@ export interface ThingRow {
   bi_directional: number;
   /** JSON object of string values. */
   user_defined_properties: string;
+  /** When the thing last sent an event (receipt time, ms): with last_beat_at it decides `alive`. */
   last_event_at: number | null;
-  /** JSON {timestamp (ms), data} of the newest event. */
+  /** JSON {timestamp (ms), data} of the newest event, by its own time. */
   last_event: string | null;
+  /** That event's time (ms). */
+  last_event_timestamp: number | null;
   last_beat_at: number | null;
   created_at: number;
   updated_at: number;

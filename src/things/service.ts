@@ -70,6 +70,7 @@ export async function createThing(store: Store, actor: Actor, organisationKey: s
     user_defined_properties: JSON.stringify(mergeProperties({}, input.user_defined_properties ?? {})),
     last_event_at: null,
     last_event: null,
+    last_event_timestamp: null,
     last_beat_at: null,
     created_at: now,
     updated_at: now,

@@ -31,6 +31,8 @@ export async function call<T = any>(
     for (const v of Array.isArray(value) ? value : [value]) url.searchParams.append(key, String(v));
   }
   const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
+  // An empty value leaves the header out (some device SDKs send no Content-Type).
+  for (const [name, value] of Object.entries(headers)) if (value === '') delete headers[name];
   if (options.token) headers['x-auth-token'] = options.token;
   const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
   const response = await request(url, { method: method as 'GET', headers, body });

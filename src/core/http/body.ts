@@ -33,9 +33,9 @@ export function parseJsonBody(raw: Buffer | string | undefined): unknown {
   }
 }
 
-/** The JSON body as an object of parameters; anything but an object (or nothing) is a 400. */
-export function jsonBodyParams(request: FastifyRequest): Record<string, unknown> | undefined {
-  const body = parseJsonBody(rawBody(request));
+/** A JSON body as an object of parameters; anything but an object (or nothing) is a 400. */
+export function jsonBodyParams(raw: Buffer | undefined): Record<string, unknown> | undefined {
+  const body = parseJsonBody(raw);
   if (body === undefined || body === null) return undefined;
   if (typeof body !== 'object' || Array.isArray(body)) {
     throw new ApiError(400, [{ code: 'invalid', param: 'body', message: 'must be a JSON object' }]);

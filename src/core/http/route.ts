@@ -9,7 +9,7 @@ import { ApiError, forbidden, invalidParam, unauthorized, unknownReference } fro
 import { grants, type Operation, type PermissionClass } from '../permissions.ts';
 import type { Principal } from '../principal.ts';
 import { resolveTimeZone, type TimeFormatter, type TimestampFormat, timeFormatter } from '../time.ts';
-import { DEFAULT_BODY_LIMIT, jsonBodyParams } from './body.ts';
+import { DEFAULT_BODY_LIMIT, jsonBodyParams, rawBody } from './body.ts';
 import { compileParams } from './validation.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -23,7 +23,9 @@ export type Access =
   /** A signed-in user whose role grants this permission (CONTRACT 5). */
   | { kind: 'permission'; class: PermissionClass; operation: Operation }
   /** The account admin of an OEM organisation (managing child organisations). */
-  | { kind: 'oem_admin' };
+  | { kind: 'oem_admin' }
+  /** A device signing its request with a key pair (DEVICES.md); the handler checks what it may do. */
+  | { kind: 'device' };
 
 export const permission = (cls: PermissionClass, operation: Operation): Access => ({
   kind: 'permission',
@@ -66,6 +68,8 @@ export interface RouteSpec<S extends TObject = TObject> {
 /** What routes need from the rest of the server, provided when the app is built. */
 export interface RouteServices {
   authenticate(request: FastifyRequest): Promise<Principal | undefined>;
+  /** Checks a device's key pair signature over the body; answers the body the signature covers. */
+  authenticateDevice(request: FastifyRequest): Promise<{ principal: Principal; body: Buffer | undefined }>;
   childOrganisations(organisationKey: string): Promise<string[]>;
 }
 
@@ -106,8 +110,8 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
   const validate = compileParams(spec.params);
   const pathNames = [...spec.url.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1] as string);
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const principal = await authorise(services, spec.access, request);
-    const body = jsonBodyParams(request);
+    const { principal, body: bytes } = await authorise(services, spec.access, request);
+    const body = jsonBodyParams(bytes);
     const raw: Record<string, unknown> = {
       ...(request.query as Record<string, unknown>),
       ...body,
@@ -143,8 +147,14 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
   }
 }
 
-async function authorise(services: RouteServices, access: Access, request: FastifyRequest): Promise<Principal> {
-  if (access.kind === 'public') return ANONYMOUS;
+async function authorise(
+  services: RouteServices,
+  access: Access,
+  request: FastifyRequest,
+): Promise<{ principal: Principal; body: Buffer | undefined }> {
+  if (access.kind === 'device') return services.authenticateDevice(request);
+  const body = rawBody(request);
+  if (access.kind === 'public') return { principal: ANONYMOUS, body };
   const principal = await services.authenticate(request);
   if (!principal) throw unauthorized();
   if (access.kind === 'permission' && !grants(principal.abilities, access.class, access.operation)) {
@@ -153,7 +163,14 @@ async function authorise(services: RouteServices, access: Access, request: Fasti
   if (access.kind === 'oem_admin' && !(principal.accountAdmin && principal.organisationIsOem)) {
     throw forbidden('only the account admin of an OEM organisation may do this');
   }
-  return principal;
+  return { principal, body };
+}
+
+/** For handlers that decide what a caller needs as they go (device requests). */
+export function requirePermission(principal: Principal, cls: PermissionClass, operation: Operation): void {
+  if (!grants(principal.abilities, cls, operation)) {
+    throw forbidden(`this key pair's role lacks the permission to ${operation} ${cls}`);
+  }
 }
 
 function requestTimeFormatter(params: CommonParamValues, principal: Principal): TimeFormatter {
@@ -206,7 +223,9 @@ function documentationSchema(spec: AnyRoute, pathNames: string[]): Record<string
     tags: spec.tags,
     summary: spec.summary,
     ...(spec.description ? { description: spec.description } : {}),
-    ...(spec.access.kind === 'public' ? {} : { security: [{ authToken: [] }] }),
+    ...(spec.access.kind === 'public'
+      ? {}
+      : { security: spec.access.kind === 'device' ? [{ accessKey: [], signature: [] }] : [{ authToken: [] }] }),
   };
   if (pathNames.length > 0) schema.params = pick(pathNames);
   if (otherNames.length > 0) {

@@ -39,6 +39,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.createIndex('events_thing_timestamp').on('events').columns(['thing_id', 'timestamp']).execute();
   await db.schema.createIndex('events_thing_created').on('events').columns(['thing_id', 'created_at']).execute();
 
+  // The device time of the thing's newest event, so late arrivals do not replace it as last_event.
+  await db.schema.alterTable('things').addColumn('last_event_timestamp', 'bigint').execute();
+
   await db.schema
     .createTable('server_secrets')
     .addColumn('name', 'text', (c) => c.primaryKey())

@@ -1,0 +1,93 @@
+/**
+ * Device requests (DEVICES.md): `X-Access-Key` names a key pair and `X-Dtn-Signature` is the
+ * HMAC-SHA256 of the raw body (after LZF decompression when `X-Compressed: LZF`) under its secret key.
+ * The signature is checked on the bytes before any JSON parsing, whatever the Content-Type says.
+ */
+import type { FastifyRequest } from 'fastify';
+import { ApiError, unauthorized } from '../core/errors.ts';
+import { BULK_BODY_LIMIT, rawBody } from '../core/http/body.ts';
+import type { Principal } from '../core/principal.ts';
+import type { SecretBox } from '../core/secret-box.ts';
+import { findCredentials } from '../keypairs/repository.ts';
+import type { Executor } from '../store/store.ts';
+import { decompressLzf, LzfFormatError } from './lzf.ts';
+import { verifySignature } from './signature.ts';
+
+const SECRET_CACHE_SIZE = 10_000;
+
+export interface DeviceCredentials {
+  principal: Principal;
+  accessKey: string;
+  secretKey: string;
+}
+
+export class DeviceAuthenticator {
+  /** Opened secrets by sealed text: opening costs more than the signature check itself. */
+  private readonly secrets = new Map<string, string>();
+
+  constructor(
+    private readonly db: Executor,
+    private readonly box: SecretBox,
+  ) {}
+
+  /** The key pair behind an access key, or undefined. Also used for MQTT logins. */
+  async credentials(accessKey: string): Promise<DeviceCredentials | undefined> {
+    const row = await findCredentials(this.db, accessKey);
+    if (!row) return undefined;
+    let secretKey = this.secrets.get(row.secret_key_sealed);
+    if (secretKey === undefined) {
+      secretKey = this.box.open(row.secret_key_sealed);
+      if (this.secrets.size >= SECRET_CACHE_SIZE) this.secrets.clear();
+      this.secrets.set(row.secret_key_sealed, secretKey);
+    }
+    return {
+      accessKey,
+      secretKey,
+      principal: {
+        kind: 'device',
+        userKey: null,
+        userName: `key pair ${row.name}`,
+        roleKey: row.role_key,
+        roleName: row.role_name,
+        accountAdmin: false,
+        abilities: new Set(JSON.parse(row.abilities) as number[]),
+        organisationKey: row.organisation_key,
+        organisationIsOem: row.is_oem === 1,
+        timeZone: 'Etc/UTC',
+      },
+    };
+  }
+
+  async authenticate(request: FastifyRequest): Promise<{ principal: Principal; body: Buffer | undefined }> {
+    const accessKey = header(request, 'x-access-key');
+    const signature = header(request, 'x-dtn-signature');
+    if (!accessKey || !signature) throw unauthorized('X-Access-Key and X-Dtn-Signature are required');
+    const credentials = await this.credentials(accessKey);
+    if (!credentials) throw unauthorized('unknown access key or wrong signature');
+    const body = decompressed(request, rawBody(request));
+    if (!verifySignature(credentials.secretKey, body ?? Buffer.alloc(0), signature)) {
+      throw unauthorized('unknown access key or wrong signature');
+    }
+    return { principal: credentials.principal, body };
+  }
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function decompressed(request: FastifyRequest, body: Buffer | undefined): Buffer | undefined {
+  if (!body || header(request, 'x-compressed')?.toUpperCase() !== 'LZF') return body;
+  try {
+    return decompressLzf(body, BULK_BODY_LIMIT);
+  } catch (error) {
+    if (error instanceof LzfFormatError) {
+      const tooLarge = error.code === 'LZF_TOO_LARGE';
+      throw new ApiError(tooLarge ? 413 : 400, [
+        { code: tooLarge ? 'too_large' : 'invalid', param: 'body', message: `LZF body: ${error.message}` },
+      ]);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * Turning what devices (and users) send into stored events (CONTRACT 10, DEVICES.md): one event or a
+ * bulk, timestamps in milliseconds (or seconds when under 10^11), data checked against the thing's
+ * template, new metric names added to the Default template. A bulk with one bad event is refused
+ * whole; nothing is stored before every event of it has been checked.
+ */
+import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
+import type { Principal } from '../core/principal.ts';
+import { readPath } from '../expressions/index.ts';
+import { PreparedQuery } from '../store/prepared.ts';
+import type { Executor, Store, Tx } from '../store/store.ts';
+import type { MetricDefinition } from '../templates/presenter.ts';
+import type { EventWriter, NewEvent } from './writer.ts';
+
+/** Events more than this far ahead of the server's clock are refused. */
+export const MAX_FUTURE_MS = 24 * 60 * 60 * 1000;
+export const MAX_BULK_EVENTS = 10_000;
+
+export interface IngestThing {
+  thing_id: number;
+  thing_key: string;
+  thing_template_key: string;
+  metrics: string;
+  is_default: number;
+}
+
+const thingOfOrganisation = new PreparedQuery((db: Executor, organisationKey: string, thingKey: string) =>
+  db
+    .selectFrom('things as t')
+    .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
+    .select(['t.thing_id', 't.thing_key', 'tt.thing_template_key', 'tt.metrics', 'tt.is_default'])
+    .where('t.organisation_key', '=', organisationKey)
+    .where('t.thing_key', '=', thingKey),
+);
+
+export function findIngestThing(db: Executor, organisationKey: string, thingKey: string) {
+  return thingOfOrganisation.executeTakeFirst(db, organisationKey, thingKey) as Promise<IngestThing | undefined>;
+}
+
+const unprocessable = (param: string, message: string) => new ApiError(422, [{ code: 'invalid', param, message }]);
+
+/** A device time: epoch milliseconds, or seconds when under 10^11; absent means now. */
+export function readTimestamp(value: unknown, now: number, param: string): number {
+  if (value === undefined || value === null || value === '') return now;
+  const number = typeof value === 'string' && /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isFinite(number) || number < 0) {
+    throw invalidParam(param, 'must be epoch milliseconds (or seconds)');
+  }
+  const ms = Math.round(number < 1e11 ? number * 1000 : number);
+  if (ms > now + MAX_FUTURE_MS) throw unprocessable(param, 'is more than a day in the future');
+  return ms;
+}
+
+/** `[latitude, longitude]`, or null for anything else (SDKs sometimes put other values there). */
+export function readWaypoint(value: unknown): [number, number] | null {
+  if (!Array.isArray(value) || value.length !== 2) return null;
+  const [lat, lng] = value.map(Number);
+  if (lat === undefined || lng === undefined || !Number.isFinite(lat) || !Number.isFinite(lng)) return null;
+  if (Math.abs(lat) > 90 || Math.abs(lng) > 180) return null;
+  return [lat, lng];
+}
+
+/** Every leaf of nested data as a dotted metric name and its value. */
+function leaves(data: Record<string, unknown>, prefix = '', out: [string, unknown][] = []): [string, unknown][] {
+  for (const [name, value] of Object.entries(data)) {
+    const path = prefix === '' ? name : `${prefix}.${name}`;
+    if (value !== null && typeof value === 'object' && !Array.isArray(value))
+      leaves(value as Record<string, unknown>, path, out);
+    else out.push([path, value]);
+  }
+  return out;
+}
+
+function typeOf(value: unknown): MetricDefinition['data_type'] | undefined {
+  if (typeof value === 'number') return 'number';
+  if (typeof value === 'string') return 'string';
+  if (typeof value === 'boolean') return 'boolean';
+  return undefined;
+}
+
+/** Checks metric values against the template; answers metrics the template does not know yet. */
+function checkData(data: Record<string, unknown>, metrics: MetricDefinition[], param: string): MetricDefinition[] {
+  for (const metric of metrics) {
+    const value = readPath(data, metric.name.split('.'));
+    if (value === undefined || value === null) continue;
+    if (typeOf(value) !== metric.data_type) {
+      throw unprocessable(`${param}.${metric.name}`, `must be a ${metric.data_type}, as the thing template says`);
+    }
+  }
+  const known = new Set(metrics.map((m) => m.name));
+  const discovered: MetricDefinition[] = [];
+  for (const [name, value] of leaves(data)) {
+    const dataType = typeOf(value);
+    if (dataType && !known.has(name)) discovered.push({ name, data_type: dataType, unit: '' });
+  }
+  return discovered;
+}
+
+export interface IncomingEvent {
+  thingKey: string;
+  timestamp?: unknown;
+  data?: unknown;
+  waypoint?: unknown;
+}
+
+export class EventIngest {
+  constructor(
+    private readonly store: Store,
+    private readonly writer: EventWriter,
+  ) {}
+
+  async resolveThing(principal: Principal, thingKey: string, cache?: Map<string, IngestThing>): Promise<IngestThing> {
+    const cached = cache?.get(thingKey);
+    if (cached) return cached;
+    const thing = await findIngestThing(this.store.db, principal.organisationKey, thingKey);
+    if (!thing) throw notFound('thing', 'thing_key');
+    cache?.set(thingKey, thing);
+    return thing;
+  }
+
+  /** Stores events (one request's worth) and resolves once they are committed. */
+  async ingest(principal: Principal, incoming: IncomingEvent[], defaultTimestamp: unknown, paramPrefix: string) {
+    if (incoming.length > MAX_BULK_EVENTS) throw invalidParam('events', `may hold at most ${MAX_BULK_EVENTS} events`);
+    const now = Date.now();
+    const things = new Map<string, IngestThing>();
+    const events: NewEvent[] = [];
+    const discovered = new Map<string, Map<string, MetricDefinition>>();
+    for (const [index, item] of incoming.entries()) {
+      const param = incoming.length === 1 && paramPrefix === '' ? '' : `${paramPrefix}events.${index}.`;
+      const thing = await this.resolveThing(principal, item.thingKey, things);
+      const waypoint = readWaypoint(item.waypoint);
+      if (item.data === undefined && waypoint === null) throw requiredParam(`${param}data`);
+      if (
+        item.data !== undefined &&
+        (item.data === null || typeof item.data !== 'object' || Array.isArray(item.data))
+      ) {
+        throw invalidParam(`${param}data`, 'must be an object of metric values');
+      }
+      const data = (item.data ?? {}) as Record<string, unknown>;
+      const metrics = JSON.parse(thing.metrics) as MetricDefinition[];
+      const fresh = checkData(data, metrics, `${param}data`);
+      if (thing.is_default && fresh.length > 0) {
+        const forTemplate = discovered.get(thing.thing_template_key) ?? new Map<string, MetricDefinition>();
+        for (const metric of fresh) if (!forTemplate.has(metric.name)) forTemplate.set(metric.name, metric);
+        discovered.set(thing.thing_template_key, forTemplate);
+      }
+      events.push({
+        thingId: thing.thing_id,
+        timestamp: readTimestamp(item.timestamp ?? defaultTimestamp, now, `${param}timestamp`),
+        data,
+        waypoint,
+      });
+    }
+    await this.writer.write({
+      events,
+      ...(discovered.size > 0 ? { after: (tx) => addMetrics(tx, discovered) } : {}),
+    });
+  }
+
+  /** Records heartbeats (receipt time) and resolves once they are committed. */
+  async heartbeats(principal: Principal, thingKeys: string[]): Promise<void> {
+    const things = new Map<string, IngestThing>();
+    const heartbeats = new Map<number, number>();
+    const now = Date.now();
+    for (const key of thingKeys) heartbeats.set((await this.resolveThing(principal, key, things)).thing_id, now);
+    await this.writer.write({ events: [], heartbeats });
+  }
+}
+
+/** The Default template grows the metrics its things report. */
+async function addMetrics(tx: Tx, discovered: Map<string, Map<string, MetricDefinition>>): Promise<void> {
+  for (const [templateKey, metrics] of discovered) {
+    const row = await tx
+      .selectFrom('thing_templates')
+      .select('metrics')
+      .where('thing_template_key', '=', templateKey)
+      .executeTakeFirst();
+    if (!row) continue;
+    const current = JSON.parse(row.metrics) as MetricDefinition[];
+    const known = new Set(current.map((m) => m.name));
+    const added = [...metrics.values()].filter((m) => !known.has(m.name));
+    if (added.length === 0) continue;
+    await tx
+      .updateTable('thing_templates')
+      .set({ metrics: JSON.stringify([...current, ...added]) })
+      .where('thing_template_key', '=', templateKey)
+      .execute();
+  }
+}

@@ -1,0 +1,184 @@
+/**
+ * Event storage built for volume (CONTRACT 10, DEVICES.md). Requests hand their events to the writer,
+ * which groups everything arriving within a few milliseconds into one transaction and answers each
+ * request only once its events are committed: a device's acknowledgement means its data is durable.
+ * A request's events are never split across transactions, so a bulk is stored whole or not at all.
+ * When the store falls behind, new work is refused (503 with Retry-After) instead of piling up.
+ */
+import { sql } from 'kysely';
+import { ApiError } from '../core/errors.ts';
+import type { Store, Tx } from '../store/store.ts';
+
+export interface NewEvent {
+  thingId: number;
+  /** When it happened (ms). */
+  timestamp: number;
+  data: Record<string, unknown>;
+  waypoint: [number, number] | null;
+}
+
+/** What one request writes. */
+export interface IngestBatch {
+  events: NewEvent[];
+  /** Heartbeats: thing id to receipt time (ms). */
+  heartbeats?: Map<number, number>;
+  /** Work to run in the same transaction after the events are in (metric discovery, rules...). */
+  after?: (tx: Tx) => Promise<void>;
+}
+
+interface Queued {
+  batch: IngestBatch;
+  size: number;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+export interface EventWriterOptions {
+  /** Rows that make a transaction worth committing at once. */
+  batchRows?: number;
+  /** How long the first waiting request waits for company. */
+  delayMs?: number;
+  /** Rows waiting (or being written) beyond which new work is refused. */
+  maxPendingRows?: number;
+}
+
+const INSERT_CHUNK = 500;
+
+export class EventWriter {
+  private readonly queue: Queued[] = [];
+  private pendingRows = 0;
+  private flushing = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly batchRows: number;
+  private readonly delayMs: number;
+  private readonly maxPendingRows: number;
+
+  constructor(
+    private readonly store: Store,
+    options: EventWriterOptions = {},
+  ) {
+    this.batchRows = options.batchRows ?? 1000;
+    this.delayMs = options.delayMs ?? 2;
+    this.maxPendingRows = options.maxPendingRows ?? 100_000;
+  }
+
+  /** Resolves once the batch is committed; rejects if it could not be, and nothing of it is stored. */
+  write(batch: IngestBatch): Promise<void> {
+    const size = Math.max(1, batch.events.length + (batch.heartbeats?.size ?? 0));
+    if (this.pendingRows > 0 && this.pendingRows + size > this.maxPendingRows) {
+      return Promise.reject(
+        new ApiError(503, [{ code: 'unavailable', message: 'the store is behind; send again shortly' }], undefined, {
+          'retry-after': '1',
+        }),
+      );
+    }
+    this.pendingRows += size;
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ batch, size, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Waits for everything queued to be written. */
+  async drain(): Promise<void> {
+    while (this.queue.length > 0 || this.flushing) {
+      await this.flush();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  private schedule(): void {
+    if (this.flushing) return;
+    const queuedRows = this.queue.reduce((n, q) => n + q.size, 0);
+    if (queuedRows >= this.batchRows) {
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = undefined;
+      setImmediate(() => void this.flush());
+    } else {
+      this.timer ??= setTimeout(() => void this.flush(), this.delayMs);
+    }
+  }
+
+  private async flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.flushing || this.queue.length === 0) return;
+    this.flushing = true;
+    try {
+      while (this.queue.length > 0) {
+        const taken: Queued[] = [];
+        let rows = 0;
+        while (
+          this.queue.length > 0 &&
+          (taken.length === 0 || rows + (this.queue[0] as Queued).size <= this.batchRows)
+        ) {
+          const next = this.queue.shift() as Queued;
+          taken.push(next);
+          rows += next.size;
+        }
+        try {
+          await this.store.transaction((tx) =>
+            writeBatches(
+              tx,
+              taken.map((q) => q.batch),
+            ),
+          );
+          for (const q of taken) q.resolve();
+        } catch (error) {
+          for (const q of taken) q.reject(error);
+        } finally {
+          this.pendingRows -= rows;
+        }
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+}
+
+async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
+  const now = Date.now();
+  const events = batches.flatMap((b) => b.events);
+  for (let i = 0; i < events.length; i += INSERT_CHUNK) {
+    await tx
+      .insertInto('events')
+      .values(
+        events.slice(i, i + INSERT_CHUNK).map((e) => ({
+          thing_id: e.thingId,
+          timestamp: e.timestamp,
+          created_at: now,
+          data: JSON.stringify(e.data),
+          waypoint: e.waypoint ? JSON.stringify(e.waypoint) : null,
+        })),
+      )
+      .execute();
+  }
+  // Each thing's newest event (by its own time) becomes its last_event; any event makes it heard from.
+  const newest = new Map<number, NewEvent>();
+  const lastWaypoint = new Map<number, [number, number]>();
+  for (const e of events) {
+    const current = newest.get(e.thingId);
+    if (!current || e.timestamp >= current.timestamp) newest.set(e.thingId, e);
+    if (e.waypoint) lastWaypoint.set(e.thingId, e.waypoint);
+  }
+  for (const [thingId, e] of newest) {
+    const lastEvent = JSON.stringify({ timestamp: e.timestamp, data: e.data });
+    const waypoint = lastWaypoint.get(thingId);
+    await tx
+      .updateTable('things')
+      .set({
+        last_event_at: now,
+        last_event: sql`case when last_event_timestamp is null or last_event_timestamp <= ${e.timestamp} then ${lastEvent} else last_event end`,
+        last_event_timestamp: sql`case when last_event_timestamp is null or last_event_timestamp <= ${e.timestamp} then ${e.timestamp} else last_event_timestamp end`,
+        ...(waypoint ? { coordinates: JSON.stringify(waypoint) } : {}),
+      })
+      .where('thing_id', '=', thingId)
+      .execute();
+  }
+  const heartbeats = new Map<number, number>();
+  for (const b of batches) for (const [thingId, at] of b.heartbeats ?? []) heartbeats.set(thingId, at);
+  for (const [thingId, at] of heartbeats) {
+    await tx.updateTable('things').set({ last_beat_at: at }).where('thing_id', '=', thingId).execute();
+  }
+  for (const b of batches) if (b.after) await b.after(tx);
+}
