@@ -21,6 +21,7 @@ import { groupRoutes } from './groups/routes.ts';
 import { keyPairRoutes } from './keypairs/routes.ts';
 import { childOrganisationKeys } from './organisations/repository.ts';
 import { organisationRoutes } from './organisations/routes.ts';
+import { queryRoutes } from './queries/routes.ts';
 import { roleRoutes } from './roles/routes.ts';
 import { loadIdentityProviders } from './sessions/identity-providers.ts';
 import { sessionRoutes } from './sessions/routes.ts';
@@ -153,6 +154,7 @@ async function buildHttpApp(
     ...keyPairRoutes(store, box),
     ...eventRoutes(ingest),
     ...deviceRoutes(store, ingest),
+    ...queryRoutes(store),
   ]);
   await app.ready();
   return app;

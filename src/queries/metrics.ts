@@ -1,0 +1,25 @@
+/** Picking metrics out of event data: names with dots are paths into nested objects (CONTRACT 10). */
+import { readPath } from '../expressions/index.ts';
+
+const pathOf = (name: string) => name.split('.');
+
+/** Only the named metrics, keeping the nesting; metrics an event lacks are left out. */
+export function pickMetrics(data: Record<string, unknown>, metrics: string[]): Record<string, unknown> {
+  const picked: Record<string, unknown> = {};
+  for (const name of metrics) {
+    const path = pathOf(name);
+    const value = readPath(data, path);
+    if (value === undefined) continue;
+    let target = picked;
+    for (const segment of path.slice(0, -1)) {
+      const next = target[segment];
+      target = (next !== null && typeof next === 'object' ? next : (target[segment] = {})) as Record<string, unknown>;
+    }
+    target[path[path.length - 1] as string] = value;
+  }
+  return picked;
+}
+
+/** The value of a metric in an event, or null. */
+export const metricValue = (data: Record<string, unknown>, name: string): unknown =>
+  readPath(data, pathOf(name)) ?? null;

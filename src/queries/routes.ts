@@ -1,0 +1,66 @@
+import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
+import type { Store } from '../store/store.ts';
+import { aggregatedData } from './aggregation.ts';
+import { AggregatedDataParams, ThingDataParams } from './schemas.ts';
+import { thingData } from './thing-data.ts';
+
+const tags = ['Data queries'];
+
+export function queryRoutes(store: Store): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/v3/query/thing_data',
+      aliases: ['/api/v3/datonis_query/thing_data'],
+      tags,
+      summary: 'Events of a thing (or of every readable thing), a page at a time',
+      description: 'Answer: {"<thing_key>": {"total_event_count", "page_number", "event_data": [...]}}',
+      access: permission('data', 'read'),
+      params: ThingDataParams,
+      handler: async ({ params, time, visibleOrganisations }) =>
+        thingData(
+          store.db,
+          {
+            organisationKeys: await visibleOrganisations(),
+            thingKey: params.thing_key,
+            from: params.from,
+            to: params.to,
+            page: params.page ?? 1,
+            per: params.per ?? 100,
+            order: params.order ?? 'desc',
+            metrics: params.metrics,
+            dataFormat: params.data_format ?? 'map',
+            byCreatedAt: params.query_by_created_at ?? false,
+          },
+          time,
+        ),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/v3/query/thing_aggregated_data',
+      aliases: ['/api/v3/datonis_query/thing_aggregated_data'],
+      tags,
+      summary: 'Count, sum, min, max and avg of numeric metrics, overall, per thing and per time bucket',
+      description:
+        'Answer: {"summary_result", "thing_wise_result", "time_grouped_result" (with time_grouping)}. Buckets are aligned to the calendar in time_zone; from and to are required with time_grouping or idle_time_required.',
+      access: permission('data', 'read'),
+      params: AggregatedDataParams,
+      handler: async ({ params, time, visibleOrganisations }) =>
+        aggregatedData(
+          store.db,
+          {
+            organisationKeys: await visibleOrganisations(),
+            thingKeys: params.thing_keys,
+            grouping: params.time_grouping,
+            groupingValue: params.time_grouping_value ?? 1,
+            idle: params.idle_time_required === true || params.idle_time_required === 1,
+            from: params.from,
+            to: params.to,
+            metrics: params.metrics,
+            functions: params.functions,
+          },
+          time,
+        ),
+    }),
+  ];
+}

@@ -1,0 +1,60 @@
+import { Type } from '@sinclair/typebox';
+import { CommonParams, Key, OemParams, StringEnum } from '../core/http/schema.ts';
+
+const PointInTime = Type.Optional(
+  Type.Unsafe<string | number>({
+    type: ['string', 'number'],
+    description: 'yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive',
+  }),
+);
+const Metrics = Type.Optional(
+  Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+    maxItems: 500,
+    description: 'metric names; dots address nested values',
+  }),
+);
+
+export const MAX_THING_DATA_PER = 10_000;
+
+export const ThingDataParams = Type.Object({
+  ...CommonParams,
+  ...OemParams,
+  thing_key: Type.Optional(Key('the thing; without it, every thing the caller can read')),
+  from: PointInTime,
+  to: PointInTime,
+  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  per: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_THING_DATA_PER, default: 100 })),
+  order: Type.Optional(StringEnum(['asc', 'desc'], { description: 'on timestamp; default desc' })),
+  metrics: Metrics,
+  data_format: Type.Optional(
+    StringEnum(['map', 'array'], { description: 'array: rows [timestamp, v1, v2, ...] in the order of metrics' }),
+  ),
+  query_by_created_at: Type.Optional(
+    Type.Boolean({ description: 'from/to apply to the receipt time instead of the event time' }),
+  ),
+});
+
+export const AggregatedDataParams = Type.Object({
+  ...CommonParams,
+  ...OemParams,
+  thing_keys: Type.Optional(
+    Type.Array(Key(), { maxItems: 1000, description: 'default: every thing the caller can read' }),
+  ),
+  time_grouping: Type.Optional(StringEnum(['month', 'day', 'hour', 'minute'])),
+  time_grouping_value: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 1 })),
+  idle_time_required: Type.Optional(
+    Type.Unsafe<boolean | number>({
+      type: ['boolean', 'integer'],
+      enum: [true, false, 1, 0],
+      description: 'add idle_time_mins and total_time_mins',
+    }),
+  ),
+  from: PointInTime,
+  to: PointInTime,
+  metrics: Metrics,
+  functions: Type.Optional(
+    Type.Array(StringEnum(['avg', 'min', 'max', 'sum', 'count']), {
+      description: 'default all; avg brings sum and count',
+    }),
+  ),
+});

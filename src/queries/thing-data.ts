@@ -1,0 +1,84 @@
+/**
+ * `thing_data` (seed Data queries, CONTRACT 10): a page of a thing's events, newest first by default,
+ * as maps or as rows in the order of `metrics`.
+ */
+import { invalidParam } from '../core/errors.ts';
+import { parseDateTime, type TimeFormatter } from '../core/time.ts';
+import type { Executor } from '../store/store.ts';
+import { metricValue, pickMetrics } from './metrics.ts';
+import { countEvents, type EventRange, pageOfEvents } from './repository.ts';
+import { queriedThings } from './things.ts';
+
+export interface ThingDataRequest {
+  organisationKeys: string[];
+  thingKey?: string | undefined;
+  from?: string | number | undefined;
+  to?: string | number | undefined;
+  page: number;
+  per: number;
+  order: 'asc' | 'desc';
+  metrics?: string[] | undefined;
+  dataFormat: 'map' | 'array';
+  byCreatedAt: boolean;
+}
+
+/** A `from`/`to` value as epoch ms, read in the request's zone; a 400 when unreadable. */
+export function readBound(
+  value: string | number | undefined,
+  zone: string,
+  param: string,
+  end = false,
+): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const ms = parseDateTime(value, zone);
+  if (ms === undefined) throw invalidParam(param, 'must be yyyy/mm/dd hh:mm:ss, yyyy-mm-dd hh:mm:ss or epoch seconds');
+  // `to` is inclusive to the second it names.
+  return end && typeof value === 'string' && !/^\d+$/.test(value.trim()) ? ms + 999 : ms;
+}
+
+export async function thingData(db: Executor, request: ThingDataRequest, time: TimeFormatter) {
+  const from = readBound(request.from, time.zone, 'from');
+  const to = readBound(request.to, time.zone, 'to', true);
+  if (from !== undefined && to !== undefined && from > to) throw invalidParam('from', 'must not be after to');
+  const things = await queriedThings(
+    db,
+    request.organisationKeys,
+    request.thingKey === undefined ? undefined : [request.thingKey],
+  );
+  const answer: Record<string, unknown> = {};
+  for (const thing of things) {
+    const range: EventRange = { thingId: thing.thing_id, from, to, byCreatedAt: request.byCreatedAt };
+    const [total, events] = await Promise.all([
+      countEvents(db, range),
+      pageOfEvents(db, range, request.order, request.per, (request.page - 1) * request.per),
+    ]);
+    const datas = events.map((e) => JSON.parse(e.data) as Record<string, unknown>);
+    const entry: Record<string, unknown> = { total_event_count: total, page_number: String(request.page) };
+    if (request.dataFormat === 'array') {
+      const metrics =
+        request.metrics ??
+        columnsOf(
+          thing.metrics.map((m) => m.name),
+          datas,
+        );
+      entry.metrics = metrics;
+      entry.event_data = events.map((e, i) => [
+        time(e.timestamp),
+        ...metrics.map((m) => metricValue(datas[i] as Record<string, unknown>, m)),
+      ]);
+    } else {
+      entry.event_data = events.map((e, i) => ({
+        timestamp: time(e.timestamp),
+        data: request.metrics ? pickMetrics(datas[i] as Record<string, unknown>, request.metrics) : datas[i],
+      }));
+    }
+    answer[thing.thing_key] = entry;
+  }
+  return answer;
+}
+
+/** Columns of array rows without `metrics`: the template's metrics, else every top-level name seen. */
+function columnsOf(templateMetrics: string[], datas: Record<string, unknown>[]): string[] {
+  if (templateMetrics.length > 0) return templateMetrics;
+  return [...new Set(datas.flatMap((d) => Object.keys(d)))].sort();
+}

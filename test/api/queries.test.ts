@@ -1,0 +1,202 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { childOrganisation, createThing, userWithAbilities } from '../support/fixtures.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+// 2024-01-01 00:00:00 in Asia/Kolkata (UTC+05:30) is 2023-12-31T18:30:00Z.
+const KOLKATA_MIDNIGHT = Date.UTC(2023, 11, 31, 18, 30);
+const MINUTE = 60_000;
+
+describeOnStores('data queries', (ctx) => {
+  async function thingWithEvents(events: { timestamp: number; data: object }[]) {
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, {});
+    const posted = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+      token,
+      body: { events },
+    });
+    assert.equal(posted.status, 200, posted.text);
+    return thing.thing_key;
+  }
+
+  const query = async (path: string, body: object) => {
+    const response = await ctx.api.request('POST', `/api/v3/query/${path}`, {
+      token: await ctx.api.adminToken(),
+      body,
+    });
+    return response;
+  };
+
+  it('when thing_data is asked with a zone-local range then it answers the events in it, newest first', async () => {
+    const key = await thingWithEvents(
+      [0, 10, 20, 30, 40].map((m) => ({
+        timestamp: KOLKATA_MIDNIGHT + m * MINUTE,
+        data: { temperature: 20 + m, machine: { status: `s${m}` } },
+      })),
+    );
+    const response = await query('thing_data', {
+      thing_key: key,
+      from: '2024/01/01 00:10:00',
+      to: '2024-01-01 00:30:00',
+      time_zone: 'Asia/Kolkata',
+    });
+    assert.equal(response.status, 200, response.text);
+    const entry = response.body[key];
+    assert.equal(entry.total_event_count, 3);
+    assert.equal(entry.page_number, '1');
+    assert.deepEqual(
+      entry.event_data.map((e: any) => [e.timestamp, e.data.temperature]),
+      [
+        [(KOLKATA_MIDNIGHT + 30 * MINUTE) / 1000, 50],
+        [(KOLKATA_MIDNIGHT + 20 * MINUTE) / 1000, 40],
+        [(KOLKATA_MIDNIGHT + 10 * MINUTE) / 1000, 30],
+      ],
+    );
+    const bySeconds = await query('thing_data', {
+      thing_key: key,
+      from: (KOLKATA_MIDNIGHT + 10 * MINUTE) / 1000,
+      to: String((KOLKATA_MIDNIGHT + 30 * MINUTE) / 1000),
+    });
+    assert.equal(bySeconds.body[key].total_event_count, 3);
+  });
+
+  it('when thing_data pages, orders, filters metrics and formats as array then each option shows', async () => {
+    const key = await thingWithEvents(
+      [0, 1, 2, 3, 4].map((m) => ({
+        timestamp: KOLKATA_MIDNIGHT + m * MINUTE,
+        data: { t: m, p: m * 10, machine: { status: `s${m}`, rpm: m } },
+      })),
+    );
+    const page2 = await query('thing_data', { thing_key: key, per: '2', page: 2, order: 'asc' });
+    assert.deepEqual(
+      page2.body[key].event_data.map((e: any) => e.data.t),
+      [2, 3],
+    );
+    assert.equal(page2.body[key].page_number, '2');
+    assert.equal(page2.body[key].total_event_count, 5);
+    const picked = await query('thing_data', { thing_key: key, per: 1, metrics: ['p', 'machine.status'] });
+    assert.deepEqual(picked.body[key].event_data[0].data, { p: 40, machine: { status: 's4' } });
+    const rows = await ctx.api.request('POST', '/api/v3/datonis_query/thing_data', {
+      token: await ctx.api.adminToken(),
+      body: {
+        thing_key: key,
+        per: 2,
+        data_format: 'array',
+        metrics: ['t', 'machine.rpm', 'missing'],
+        time_format: 'str',
+        time_zone: 'Mumbai',
+      },
+    });
+    assert.equal(rows.status, 200, rows.text);
+    assert.deepEqual(rows.body[key].metrics, ['t', 'machine.rpm', 'missing']);
+    assert.deepEqual(rows.body[key].event_data, [
+      ['2024/01/01 00:04:00', 4, 4, null],
+      ['2024/01/01 00:03:00', 3, 3, null],
+    ]);
+  });
+
+  it('when query_by_created_at is set then from and to apply to the receipt time', async () => {
+    const key = await thingWithEvents([{ timestamp: KOLKATA_MIDNIGHT, data: { v: 1 } }]);
+    const now = Math.floor(Date.now() / 1000);
+    const byEventTime = await query('thing_data', { thing_key: key, from: now - 3600 });
+    assert.equal(byEventTime.body[key].total_event_count, 0);
+    const byReceipt = await query('thing_data', { thing_key: key, from: now - 3600, query_by_created_at: true });
+    assert.equal(byReceipt.body[key].total_event_count, 1);
+  });
+
+  it('when thing_data has no thing_key then every readable thing is answered, and is_oem adds the children', async () => {
+    const token = await ctx.api.adminToken();
+    const mine = await thingWithEvents([{ timestamp: KOLKATA_MIDNIGHT, data: { v: 1 } }]);
+    const child = await childOrganisation(ctx.api, token);
+    const childThing = await createThing(ctx.api, child.token, {});
+    const all = await query('thing_data', {});
+    assert.ok(mine in all.body);
+    assert.ok(!(childThing.thing_key in all.body));
+    const withChildren = await query('thing_data', { is_oem: true });
+    assert.ok(childThing.thing_key in withChildren.body);
+    const foreign = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+      token: child.token,
+      body: { thing_key: mine },
+    });
+    assert.equal(foreign.status, 404);
+  });
+
+  it('when thing_data is asked wrongly then it is a 400, 403 or 404', async () => {
+    const token = await ctx.api.adminToken();
+    assert.equal((await query('thing_data', { thing_key: 'nosuchthing' })).status, 404);
+    assert.equal((await query('thing_data', { per: 10_001 })).status, 400);
+    assert.equal((await query('thing_data', { from: 'yesterday' })).body.errors[0].param, 'from');
+    assert.equal((await query('thing_data', { data_format: 'csv' })).status, 400);
+    const user = await userWithAbilities(ctx.api, token, [11]);
+    assert.equal(
+      (await ctx.api.request('POST', '/api/v3/query/thing_data', { token: user.token, body: {} })).status,
+      403,
+    );
+  });
+
+  it('when data is aggregated in 15-minute buckets in Asia/Kolkata then buckets are aligned, gap-filled and correct', async () => {
+    // Events at 00:00, 00:05 and 00:40 local time; the 00:15 bucket stays empty.
+    const key = await thingWithEvents([
+      { timestamp: KOLKATA_MIDNIGHT, data: { temperature: 10, label: 'x' } },
+      { timestamp: KOLKATA_MIDNIGHT + 5 * MINUTE, data: { temperature: 20 } },
+      { timestamp: KOLKATA_MIDNIGHT + 40 * MINUTE, data: { temperature: 60 } },
+    ]);
+    const response = await query('thing_aggregated_data', {
+      thing_keys: [key],
+      time_grouping: 'minute',
+      time_grouping_value: 15,
+      time_zone: 'Asia/Kolkata',
+      timestamp_format: 'str',
+      from: '2024/01/01 00:00:00',
+      to: '2024/01/01 00:59:59',
+      metrics: ['temperature'],
+    });
+    assert.equal(response.status, 200, response.text);
+    const { summary_result: summary, thing_wise_result: thingWise, time_grouped_result: grouped } = response.body;
+    assert.deepEqual(summary.temperature, { count: 3, sum: 90, min: 10, max: 60, avg: 30 });
+    assert.deepEqual(thingWise[key].temperature, { count: 3, sum: 90, min: 10, max: 60, avg: 30 });
+    assert.deepEqual(Object.keys(grouped), [
+      '2024/01/01 00:00:00',
+      '2024/01/01 00:15:00',
+      '2024/01/01 00:30:00',
+      '2024/01/01 00:45:00',
+    ]);
+    assert.deepEqual(grouped['2024/01/01 00:00:00'][key].temperature, { count: 2, sum: 30, min: 10, max: 20, avg: 15 });
+    assert.deepEqual(grouped['2024/01/01 00:15:00'][key].temperature, {
+      count: 0,
+      sum: 0,
+      min: null,
+      max: null,
+      avg: null,
+    });
+    assert.deepEqual(grouped['2024/01/01 00:30:00'][key].temperature, { count: 1, sum: 60, min: 60, max: 60, avg: 60 });
+  });
+
+  it('when idle time is asked then gaps longer than the idle timeout are counted whole', async () => {
+    // Default template: idle_timeout 300 s. Events at 00:00, 00:02, 00:20 of a 00:00-00:30 window:
+    // gaps 2 (no), 18 (idle), 10 to the end (idle) -> 28 idle minutes of 30.
+    const key = await thingWithEvents(
+      [0, 2, 20].map((m) => ({ timestamp: KOLKATA_MIDNIGHT + m * MINUTE, data: { rpm: m } })),
+    );
+    const response = await query('thing_aggregated_data', {
+      thing_keys: [key],
+      idle_time_required: 1,
+      from: KOLKATA_MIDNIGHT / 1000,
+      to: (KOLKATA_MIDNIGHT + 30 * MINUTE) / 1000,
+      metrics: ['rpm'],
+      functions: ['max'],
+    });
+    assert.equal(response.status, 200, response.text);
+    assert.deepEqual(response.body.thing_wise_result[key].rpm, { max: 20, idle_time_mins: 28, total_time_mins: 30 });
+    assert.equal(response.body.time_grouped_result, undefined);
+  });
+
+  it('when aggregation is asked wrongly then it is a 400 or 404', async () => {
+    assert.equal((await query('thing_aggregated_data', { time_grouping: 'hour' })).body.errors[0].param, 'from');
+    assert.equal((await query('thing_aggregated_data', { time_grouping: 'week', from: 1, to: 2 })).status, 400);
+    const tooMany = await query('thing_aggregated_data', { time_grouping: 'minute', from: 0, to: 86400 * 30 });
+    assert.equal(tooMany.status, 400);
+    assert.equal((await query('thing_aggregated_data', { thing_keys: ['nosuchthing'] })).status, 404);
+    assert.equal((await query('thing_aggregated_data', { functions: ['median'] })).status, 400);
+  });
+});
