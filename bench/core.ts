@@ -87,12 +87,23 @@ export async function run(args: string[]): Promise<void> {
       ['signIn', 'POST /api_sign_in (scrypt N=16384)'],
     ] as const) {
       const rps = median(samples[name] as number[]);
-      rows.push([label, Math.round(rps), median(p99[name] as number[]), `${(bareRps / rps).toFixed(2)}x`]);
+      const perRequest = median(cpu[name] as number[]);
+      rows.push([
+        label,
+        Math.round(rps),
+        median(p99[name] as number[]),
+        `${(bareRps / rps).toFixed(2)}x`,
+        perRequest.toFixed(0),
+        `${(perRequest / bareCpu).toFixed(2)}x`,
+      ]);
     }
     console.log(table(rows));
-    const ratio = bareRps / median(samples.roles as number[]);
     console.log(
-      `authenticated list costs ${ratio.toFixed(2)}x a bare route (target: at most 3x): ${ratio <= 3 ? 'met' : 'NOT met'}`,
+      '(medians of the rounds; the load generator shares the 2 cores, so throughput ratios also carry its own cost)',
+    );
+    const ratio = median(cpu.roles as number[]) / bareCpu;
+    console.log(
+      `authenticated list costs ${ratio.toFixed(2)}x a bare route in server CPU per request (target: at most 3x): ${ratio <= 3 ? 'met' : 'NOT met'}`,
     );
   } finally {
     await thingbase.stop();

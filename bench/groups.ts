@@ -70,6 +70,7 @@ export async function run(args: string[]): Promise<void> {
           user_defined_properties: JSON.stringify({ site: n % 3 === 0 ? 'Pune' : 'Delhi', floor: String(n % 7) }),
           last_event_at: null,
           last_event: null,
+          last_event_timestamp: null,
           last_beat_at: null,
           created_at: started + n,
           updated_at: started + n,

@@ -13,6 +13,7 @@ import { type RouteServices, registerRoutes } from './core/http/route.ts';
 import { SecretBox } from './core/secret-box.ts';
 import { DeviceAuthenticator } from './devices/authentication.ts';
 import { deviceRoutes } from './devices/routes.ts';
+import { DeviceService } from './devices/service.ts';
 import { EventIngest } from './events/ingest.ts';
 import { eventRoutes } from './events/routes.ts';
 import { EventWriter } from './events/writer.ts';
@@ -81,6 +82,7 @@ async function buildHttpApp(
 ): Promise<FastifyInstance> {
   const devices = new DeviceAuthenticator(store.db, box);
   const ingest = new EventIngest(store, writer);
+  const deviceService = new DeviceService(store, ingest);
   const app = Fastify({
     logger: { level: config.logLevel, redact: ['req.headers["x-auth-token"]', 'req.headers["x-dtn-signature"]'] },
     // Per-request logging costs about two thirds of a small route's throughput; errors are still logged.
@@ -153,7 +155,7 @@ async function buildHttpApp(
     ...gatewayRoutes(store),
     ...keyPairRoutes(store, box),
     ...eventRoutes(ingest),
-    ...deviceRoutes(store, ingest),
+    ...deviceRoutes(deviceService),
     ...queryRoutes(store),
   ]);
   await app.ready();

@@ -3,7 +3,7 @@
  * implied by the expression: every thing the expression matches also meets it, so the store can drop
  * the rest and the exact evaluation (expressions/evaluate.ts) still decides. Only terms whose SQL
  * meaning is exactly the expression's are translated: equality of a text field with a text literal,
- * and `tags contains` a text literal. Anything else counts as "maybe" and is left to the evaluation.
+ * (the template's name too) and `tags contains` a text literal. The SQL refers to `things` as `t`. Anything else counts as "maybe" and is left to the evaluation.
  */
 import { type RawBuilder, sql } from 'kysely';
 import type { Expression } from '../expressions/index.ts';
@@ -14,8 +14,15 @@ const TEXT_COLUMNS: Record<string, string> = {
   description: 't.description',
   thing_key: 't.thing_key',
   thing_template_key: 't.thing_template_key',
-  thing_template_name: 'tt.name',
 };
+
+function textEquals(engine: Engine, path: readonly string[], value: string): RawBuilder<boolean> | undefined {
+  if (path.length === 1 && path[0] === 'thing_template_name') {
+    return sql<boolean>`t.thing_template_key in (select thing_template_key from thing_templates where name = ${value})`;
+  }
+  const column = textField(engine, path);
+  return column ? sql<boolean>`${column} = ${value}` : undefined;
+}
 
 function textField(engine: Engine, path: readonly string[]): RawBuilder<string | null> | undefined {
   const [first, second] = path;
@@ -51,8 +58,9 @@ export function candidateCondition(expr: Expression, engine: Engine): RawBuilder
           [right, left],
         ] as const) {
           const value = textLiteral(literal);
-          const column = field.kind === 'name' ? textField(engine, field.path) : undefined;
-          if (value !== undefined && column) return sql<boolean>`${column} = ${value}`;
+          const condition =
+            value !== undefined && field.kind === 'name' ? textEquals(engine, field.path, value) : undefined;
+          if (condition) return condition;
         }
         return undefined;
       }

@@ -76,6 +76,26 @@ describeOnStores('groups', (ctx) => {
     assert.deepEqual(await memberKeys(token, group.group_key), [boiler.thing_key, pump.thing_key].sort());
   });
 
+  it('when a dynamic group names the template then its things are the members', async () => {
+    const token = await ctx.api.adminToken();
+    const name = unique('Chillers');
+    const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
+      token,
+      body: { thing_template: { name } },
+    });
+    const chiller = await createThing(ctx.api, token, {
+      thing_template_key: template.body.thing_template.thing_template_key,
+    });
+    await createThing(ctx.api, token, {});
+    const group = await createGroup(token, { group_type: 2, thing_expression: `thing_template_name == '${name}'` });
+    assert.deepEqual(await memberKeys(token, group.group_key), [chiller.thing_key]);
+    const negated = await createGroup(token, {
+      group_type: 2,
+      thing_expression: `not (thing_template_name != '${name}')`,
+    });
+    assert.deepEqual(await memberKeys(token, negated.group_key), [chiller.thing_key]);
+  });
+
   it('when a dynamic group matches many things then pages split them without repeats and total_count counts all', async () => {
     const token = await ctx.api.adminToken();
     const tag = unique('paged');

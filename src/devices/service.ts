@@ -1,0 +1,77 @@
+/**
+ * What a device's register, heartbeat and event requests do, whether they come over HTTP or MQTT.
+ */
+import { actorOf } from '../audit/recorder.ts';
+import { ApiError, invalidParam, requiredParam } from '../core/errors.ts';
+import { requirePermission } from '../core/http/route.ts';
+import type { Principal } from '../core/principal.ts';
+import type { EventIngest, IncomingEvent } from '../events/ingest.ts';
+import type { Store } from '../store/store.ts';
+import { findDefaultTemplate } from '../templates/repository.ts';
+import { findThing } from '../things/repository.ts';
+import { createThing, updateThing } from '../things/service.ts';
+import type { EventInput, HeartbeatInput, RegisterInput } from './schemas.ts';
+
+/** `thing_key`, or `device_key` instead; an empty string counts as absent. */
+export function thingKeyOf(item: { thing_key?: string | null; device_key?: string | null }, param = ''): string {
+  const key = item.thing_key || item.device_key;
+  if (!key) throw requiredParam(`${param}thing_key`);
+  return key;
+}
+
+function readBoolean(value: unknown): boolean | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (value === true || value === 1 || value === '1' || value === 'true') return true;
+  if (value === false || value === 0 || value === '0' || value === 'false') return false;
+  throw invalidParam('bi_directional', 'must be true, false, 1 or 0');
+}
+
+export class DeviceService {
+  constructor(
+    private readonly store: Store,
+    private readonly ingest: EventIngest,
+  ) {}
+
+  /** Creates the thing in the Default template when it is new, else updates what the device says of it. */
+  async register(principal: Principal, input: RegisterInput): Promise<void> {
+    const key = thingKeyOf(input);
+    const biDirectional = readBoolean(input.bi_directional);
+    const existing = await findThing(this.store.db, [principal.organisationKey], key);
+    const changes = {
+      ...(input.name ? { name: input.name } : {}),
+      ...(typeof input.description === 'string' ? { description: input.description } : {}),
+      ...(biDirectional !== undefined ? { bi_directional: biDirectional } : {}),
+    };
+    if (existing) {
+      requirePermission(principal, 'thing', 'update');
+      if (Object.keys(changes).length > 0) {
+        await updateThing(this.store, actorOf(principal), [principal.organisationKey], key, changes);
+      }
+      return;
+    }
+    requirePermission(principal, 'thing', 'create');
+    const template = await findDefaultTemplate(this.store.db, principal.organisationKey);
+    if (!template) throw new ApiError(500, [{ code: 'internal', message: 'the organisation has no Default template' }]);
+    await createThing(this.store, actorOf(principal), principal.organisationKey, {
+      thing_key: key,
+      name: input.name || key,
+      thing_template_key: template.thing_template_key,
+      ...changes,
+    });
+  }
+
+  async heartbeat(principal: Principal, input: HeartbeatInput): Promise<void> {
+    requirePermission(principal, 'thing', 'update');
+    const keys = input.events ? input.events.map((e, i) => thingKeyOf(e, `events.${i}.`)) : [thingKeyOf(input)];
+    await this.ingest.heartbeats(principal, keys);
+  }
+
+  /** Stores one event or a bulk; resolves once committed. */
+  async event(principal: Principal, input: EventInput): Promise<void> {
+    requirePermission(principal, 'data', 'create');
+    const incoming: IncomingEvent[] = input.events
+      ? input.events.map((e, i) => ({ ...e, thingKey: thingKeyOf(e, `events.${i}.`) }))
+      : [{ ...input, thingKey: thingKeyOf(input) }];
+    await this.ingest.ingest(principal, incoming, input.events ? input.timestamp : undefined, '');
+  }
+}
