@@ -17,6 +17,8 @@ import { DeviceService } from './devices/service.ts';
 import { EventIngest } from './events/ingest.ts';
 import { eventRoutes } from './events/routes.ts';
 import { EventWriter } from './events/writer.ts';
+import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker.ts';
+import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
 import { gatewayRoutes } from './gateways/routes.ts';
 import { groupRoutes } from './groups/routes.ts';
 import { keyPairRoutes } from './keypairs/routes.ts';
@@ -40,6 +42,8 @@ export interface Server {
   config: Config;
   /** Set when this start created the first organisation and admin. */
   bootstrap: BootstrapResult | undefined;
+  /** The embedded MQTT broker's port, when it runs. */
+  mqttPort: number | undefined;
   close(): Promise<void>;
 }
 
@@ -53,15 +57,24 @@ export async function createServer(config: Config): Promise<Server> {
     const sessions = new SessionService(store, config, loadIdentityProviders(config.idpConfigPath));
     const box = new SecretBox(config.secretKey ?? (await serverSecret(store.db, 'secret_box_key')));
     const writer = new EventWriter(store);
-    const app = await buildHttpApp(config, store, sessions, box, writer);
+    const authenticator = new DeviceAuthenticator(store.db, box);
+    const ingest = new EventIngest(store, writer);
+    const devices = new DeviceService(store, ingest);
+    const app = await buildHttpApp(config, store, sessions, box, { ingest, authenticator, devices });
+    const mqtt = await startMqtt(config, app, authenticator, devices).catch(async (error) => {
+      await app.close();
+      throw error;
+    });
     timers.push(setInterval(() => void sessions.prune().catch((e) => app.log.warn(e)), PRUNE_INTERVAL_MS).unref());
     return {
       app,
       store,
       config,
       bootstrap,
+      mqttPort: mqtt && 'port' in mqtt ? mqtt.port : undefined,
       close: async () => {
         for (const timer of timers) clearInterval(timer);
+        await mqtt?.close();
         await app.close();
         await writer.drain();
         await store.close();
@@ -78,11 +91,8 @@ async function buildHttpApp(
   store: Store,
   sessions: SessionService,
   box: SecretBox,
-  writer: EventWriter,
+  parts: { ingest: EventIngest; authenticator: DeviceAuthenticator; devices: DeviceService },
 ): Promise<FastifyInstance> {
-  const devices = new DeviceAuthenticator(store.db, box);
-  const ingest = new EventIngest(store, writer);
-  const deviceService = new DeviceService(store, ingest);
   const app = Fastify({
     logger: { level: config.logLevel, redact: ['req.headers["x-auth-token"]', 'req.headers["x-dtn-signature"]'] },
     // Per-request logging costs about two thirds of a small route's throughput; errors are still logged.
@@ -140,7 +150,7 @@ async function buildHttpApp(
       const token = request.headers['x-auth-token'];
       return sessions.authenticate(typeof token === 'string' ? token : undefined);
     },
-    authenticateDevice: (request) => devices.authenticate(request),
+    authenticateDevice: (request) => parts.authenticator.authenticate(request),
     childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
   };
   registerRoutes(app, services, [
@@ -154,10 +164,36 @@ async function buildHttpApp(
     ...groupRoutes(store),
     ...gatewayRoutes(store),
     ...keyPairRoutes(store, box),
-    ...eventRoutes(ingest),
-    ...deviceRoutes(deviceService),
+    ...eventRoutes(parts.ingest),
+    ...deviceRoutes(parts.devices),
     ...queryRoutes(store),
   ]);
   await app.ready();
   return app;
+}
+
+/**
+ * MQTT for devices (CONTRACT 1): an external broker with MQTT_URL; else the embedded broker on
+ * MQTT_PORT (0 = off). When MQTT_PORT was not set and its default port is taken (another broker runs
+ * there), the server runs without the embedded broker and says so; when it was set, that is an error.
+ */
+async function startMqtt(
+  config: Config,
+  app: FastifyInstance,
+  authenticator: DeviceAuthenticator,
+  devices: DeviceService,
+): Promise<EmbeddedBroker | ExternalBroker | undefined> {
+  if (config.mqttUrl) return connectExternalBroker({ url: config.mqttUrl, authenticator, devices, log: app.log });
+  if (config.mqttPort === 0) return undefined;
+  try {
+    return await startEmbeddedBroker({ port: config.mqttPort, host: config.host, authenticator, devices, log: app.log });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' && !config.mqttPortExplicit) {
+      process.stdout.write(
+        `MQTT port ${config.mqttPort} is taken (another broker?): running without the embedded MQTT broker; set MQTT_PORT or MQTT_URL to choose.\n`,
+      );
+      return undefined;
+    }
+    throw new Error(`cannot start the MQTT broker on port ${config.mqttPort}: ${(error as Error).message}`);
+  }
 }

@@ -27,6 +27,8 @@ async function serve(): Promise<void> {
   const address = await server.app.listen({ port: config.port, host: config.host });
   const base = config.publicBaseUrl;
   const lines = [`Thingbase is listening on ${address} (API docs at ${base}/docs)`];
+  if (server.mqttPort !== undefined) lines.push(`MQTT broker for devices on port ${server.mqttPort}`);
+  if (config.mqttUrl) lines.push(`Serving devices through the MQTT broker at ${config.mqttUrl}`);
   if (server.bootstrap) {
     lines.push(`Created the first organisation and its account admin ${server.bootstrap.email}.`);
     if (server.bootstrap.generatedPassword) {

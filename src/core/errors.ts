@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'rate_limited'
   | 'unavailable'
+  | 'not_implemented'
   | 'internal';
 
 export interface ErrorItem {

@@ -22,7 +22,8 @@ export interface TestServer {
 }
 
 export interface StartOptions {
-  env?: Record<string, string>;
+  /** Environment for the server, or a function making it (to pick free ports per server). */
+  env?: Record<string, string> | (() => Promise<Record<string, string>>);
   /** Reuse the store of an earlier server instead of a fresh one. */
   storeSettings?: { databaseUrl: string; databaseSchema?: string };
 }
@@ -41,7 +42,7 @@ export async function startServer(store: StoreCase, options: StartOptions = {}):
     THINGBASE_PASSWORD_HASH_COST: '1024',
     DATABASE_URL: storeSettings.databaseUrl,
     ...(storeSettings.databaseSchema ? { DATABASE_SCHEMA: storeSettings.databaseSchema } : {}),
-    ...options.env,
+    ...(typeof options.env === 'function' ? await options.env() : options.env),
   });
   const server = await createServer(config);
   const address = await server.app.listen({ port: 0, host: '127.0.0.1' });

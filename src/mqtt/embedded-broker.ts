@@ -1,0 +1,121 @@
+/**
+ * The embedded MQTT broker (aedes) devices connect to (DEVICES.md). A device signs in with its access
+ * key as user name and HMAC-SHA256(secret key, access key) as password; wrong credentials are refused
+ * with CONNACK 5. It may publish only under its own client id and subscribe only to its own
+ * acknowledgements and its key pair's instructions. Every message it publishes is answered on its
+ * `httpAck` topic, after the PUBACK and after the data is durable.
+ */
+import { createServer, type Server } from 'node:net';
+import { Aedes, type Client, type PublishPacket } from 'aedes';
+import type { FastifyBaseLogger } from 'fastify';
+import type { DeviceAuthenticator, DeviceCredentials } from '../devices/authentication.ts';
+import type { DeviceService } from '../devices/service.ts';
+import { verifySignature } from '../devices/signature.ts';
+import { handleDeviceMessage } from './messages.ts';
+import { ackTopic, maySubscribe, parseDeviceTopic } from './topics.ts';
+
+export interface EmbeddedBroker {
+  port: number;
+  close(): Promise<void>;
+}
+
+class AuthError extends Error {
+  readonly returnCode = 5;
+}
+
+export async function startEmbeddedBroker(options: {
+  port: number;
+  host: string;
+  authenticator: DeviceAuthenticator;
+  devices: DeviceService;
+  log: FastifyBaseLogger;
+}): Promise<EmbeddedBroker> {
+  const { authenticator, devices, log } = options;
+  const connections = new WeakMap<Client, DeviceCredentials>();
+  const broker = await Aedes.createBroker({
+    // The C SDK's client ids are 24 characters, over the usual 23.
+    maxClientsIdLength: 256,
+    queueLimit: 1000,
+    drainTimeout: 30_000,
+    maxInflightInbound: 1000,
+    authenticate: (client, username, password, done) => {
+      const accessKey = username ?? '';
+      authenticator.credentials(accessKey).then(
+        (credentials) => {
+          const given = password ? password.toString('utf8') : '';
+          if (!credentials || !verifySignature(credentials.secretKey, accessKey, given)) {
+            return done(new AuthError('bad user name or password'), false);
+          }
+          connections.set(client, credentials);
+          done(null, true);
+        },
+        (error) => {
+          log.error(error, 'MQTT authentication failed');
+          done(new AuthError('authentication failed'), false);
+        },
+      );
+    },
+    authorizePublish: (client, packet, done) => {
+      // Devices publish to device topics only; acknowledgements and instructions come from the server.
+      if (!client || !parseDeviceTopic(packet.topic)) return done(new Error(`publishing to ${packet.topic} is not allowed`));
+      done(null);
+    },
+    authorizeSubscribe: (client, subscription, done) => {
+      const credentials = client ? connections.get(client) : undefined;
+      if (!client || !credentials || !maySubscribe(subscription.topic, client.id, credentials.accessKey)) {
+        return done(null, null);
+      }
+      done(null, subscription);
+    },
+  });
+
+  const acknowledge = (clientId: string, ack: object) =>
+    broker.publish(
+      { cmd: 'publish', topic: ackTopic(clientId), payload: Buffer.from(JSON.stringify(ack)), qos: 1, retain: false, dup: false },
+      () => {},
+    );
+
+  broker.on('publish', (packet: PublishPacket, client: Client | null) => {
+    if (!client) return;
+    const topic = parseDeviceTopic(packet.topic);
+    const credentials = connections.get(client);
+    if (!topic || !credentials) return;
+    if (topic.clientId !== client.id) {
+      acknowledge(client.id, {
+        context: 'PARSE_ERROR',
+        http_code: 403,
+        http_msg: { errors: [{ code: 'forbidden', message: 'publish under your own client id only' }] },
+      });
+      return;
+    }
+    const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
+    handleDeviceMessage(devices, { topic, payload, connection: credentials, lookup: (ak) => authenticator.credentials(ak) }).then(
+      (ack) => acknowledge(client.id, ack),
+      (error) => {
+        log.error(error, 'MQTT message failed');
+        acknowledge(client.id, {
+          context: 'PARSE_ERROR',
+          http_code: 500,
+          http_msg: { errors: [{ code: 'internal', message: 'an unexpected error occurred' }] },
+        });
+      },
+    );
+  });
+
+  const server: Server = createServer(broker.handle);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  return {
+    port: typeof address === 'object' && address ? address.port : options.port,
+    close: async () => {
+      await new Promise<void>((resolve) => broker.close(() => resolve()));
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * Serving devices through an external broker (MQTT_URL: Mosquitto, EMQX, ...). Thingbase subscribes
+ * to the device topics there with shared subscriptions, so with several instances each message is
+ * handled by exactly one. It cannot see a device's login, so it accepts only messages whose `hash`
+ * checks out against the key pair named by their `access_key` member.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import mqtt, { type MqttClient } from 'mqtt';
+import { newKey } from '../core/keys.ts';
+import type { DeviceAuthenticator } from '../devices/authentication.ts';
+import type { DeviceService } from '../devices/service.ts';
+import { handleDeviceMessage } from './messages.ts';
+import { ackTopic, parseDeviceTopic, SERVER_SUBSCRIPTIONS } from './topics.ts';
+
+export interface ExternalBroker {
+  close(): Promise<void>;
+}
+
+export async function connectExternalBroker(options: {
+  url: string;
+  authenticator: DeviceAuthenticator;
+  devices: DeviceService;
+  log: FastifyBaseLogger;
+}): Promise<ExternalBroker> {
+  const { authenticator, devices, log } = options;
+  const client: MqttClient = await mqtt.connectAsync(options.url, {
+    clientId: `thingbase-${newKey()}`,
+    clean: true,
+    protocolVersion: 4,
+    reconnectPeriod: 1000,
+  });
+  client.on('message', (topicName, payload) => {
+    const topic = parseDeviceTopic(topicName);
+    if (!topic) return;
+    handleDeviceMessage(devices, { topic, payload, lookup: (ak) => authenticator.credentials(ak) }).then(
+      (ack) => client.publish(ackTopic(topic.clientId), JSON.stringify(ack), { qos: 1 }),
+      (error) => log.error(error, 'MQTT message failed'),
+    );
+  });
+  client.on('error', (error) => log.warn(`MQTT broker ${options.url}: ${error.message}`));
+  await client.subscribeAsync(SERVER_SUBSCRIPTIONS.map((topic) => topic), { qos: 1 });
+  return { close: () => client.endAsync() };
+}

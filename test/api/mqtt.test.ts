@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import mqtt from 'mqtt';
+import { createKeyPair } from '../support/device.ts';
+import { unique } from '../support/fixtures.ts';
+import { compressLzf } from '../support/lzf-compress.ts';
+import { MqttDevice } from '../support/mqtt-device.ts';
+import { freePort } from '../support/ports.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+describeOnStores(
+  'device MQTT interface (embedded broker)',
+  (ctx) => {
+    const brokerUrl = () => `mqtt://127.0.0.1:${ctx.api.server.mqttPort}`;
+    const keyPair = async () => createKeyPair(ctx.api, await ctx.api.adminToken());
+
+    async function storedCount(thingKey: string) {
+      const row = await ctx.api.server.store.db
+        .selectFrom('events')
+        .innerJoin('things', 'things.thing_id', 'events.thing_id')
+        .select((eb) => eb.fn.countAll().as('count'))
+        .where('things.thing_key', '=', thingKey)
+        .executeTakeFirst();
+      return Number(row?.count ?? 0);
+    }
+
+    it('when a device registers and sends signed events then each is acknowledged with its hash after it is stored', async () => {
+      const device = await MqttDevice.connect(brokerUrl(), await keyPair());
+      try {
+        const key = unique('mq');
+        const registered = await device.send('register', { thing_key: key, name: 'Press', bi_directional: false });
+        assert.equal(registered.http_code, 200, JSON.stringify(registered));
+        const payload = { thing_key: key, timestamp: 1_700_000_000_123, data: { temperature: 17.5, pressure: 42 } };
+        const text = device.envelope(payload);
+        const ack = await device.publishRaw('event', text);
+        assert.equal(ack.http_code, 200, JSON.stringify(ack));
+        assert.equal(typeof ack.http_code, 'number');
+        assert.equal(ack.context, /"hash":"([0-9a-f]{64})"/.exec(text)?.[1]);
+        assert.deepEqual(ack.http_msg, {});
+        assert.equal(await storedCount(key), 1, 'stored before the acknowledgement');
+        const bulk = await device.send('event', {
+          events: [
+            { thing_key: key, data: { temperature: 18 } },
+            { thing_key: key, data: { temperature: 19 } },
+          ],
+        });
+        assert.equal(bulk.http_code, 200);
+        assert.equal(await storedCount(key), 3);
+        assert.equal((await device.send('heartbeat', { thing_key: key })).http_code, 200);
+      } finally {
+        await device.close();
+      }
+    });
+
+    it('when the hash is wrong, the access_key is another, or a metric has the wrong type then the acknowledgement says so and nothing is stored', async () => {
+      const pair = await keyPair();
+      const device = await MqttDevice.connect(brokerUrl(), pair);
+      try {
+        const key = unique('mq');
+        await device.send('register', { thing_key: key });
+        const forged = device
+          .envelope({ thing_key: key, data: { v: 1 } })
+          .replace(/"hash":"[0-9a-f]+"/, `"hash":"${'0'.repeat(64)}"`);
+        const wrongHash = await device.publishRaw('event', forged);
+        assert.equal(wrongHash.http_code, 401);
+        assert.equal(wrongHash.http_msg.errors?.[0]?.code, 'unauthorized');
+        const other = await keyPair();
+        const otherKey = device.envelope({ thing_key: key, data: { v: 1 } }).replace(pair.access_key, other.access_key);
+        assert.equal((await device.publishRaw('event', otherKey)).http_code, 401);
+        assert.equal((await device.send('event', { thing_key: key, data: { v: 1 } })).http_code, 200);
+        const wrongType = await device.send('event', { thing_key: key, data: { v: 'one' } });
+        assert.equal(wrongType.http_code, 422);
+        assert.equal(typeof wrongType.http_msg.errors?.[0]?.message, 'string');
+        const unknownThing = await device.send('event', { thing_key: 'nosuchthing', data: { v: 1 } });
+        assert.equal(unknownThing.http_code, 404);
+        assert.equal(await storedCount(key), 1);
+      } finally {
+        await device.close();
+      }
+    });
+
+    it('when a message cannot be parsed or has no hash then the context is PARSE_ERROR', async () => {
+      const device = await MqttDevice.connect(brokerUrl(), await keyPair());
+      try {
+        const key = unique('mq');
+        await device.send('register', { thing_key: key });
+        const garbage = await device.publishRaw('event', '{"thing_key": "x", "data": ');
+        assert.equal(garbage.context, 'PARSE_ERROR');
+        assert.equal(garbage.http_code, 500);
+        const unsigned = await device.publishRaw('event', JSON.stringify({ thing_key: key, data: { v: 1 } }));
+        assert.equal(unsigned.context, 'PARSE_ERROR');
+        assert.equal(unsigned.http_code, 200, 'accepted on an authenticated connection');
+        assert.equal(await storedCount(key), 1);
+      } finally {
+        await device.close();
+      }
+    });
+
+    it('when a device publishes LZF on the lzf topic then the whole payload is decompressed first', async () => {
+      const device = await MqttDevice.connect(brokerUrl(), await keyPair());
+      try {
+        const key = unique('mq');
+        await device.send('register', { thing_key: key });
+        const text = device.envelope({ thing_key: key, data: { note: 'y'.repeat(3000), v: 1 } });
+        const ack = await device.publishRaw(
+          'event',
+          compressLzf(Buffer.from(text)),
+          `Altizon/Datonis/lzf/${device.clientId}/event`,
+        );
+        assert.equal(ack.http_code, 200, JSON.stringify(ack));
+        assert.equal(await storedCount(key), 1);
+      } finally {
+        await device.close();
+      }
+    });
+
+    it('when the credentials are wrong then the connection is refused with CONNACK 5', async () => {
+      const pair = await keyPair();
+      for (const options of [{ password: 'not the hmac' }, { username: 'z'.repeat(40) }]) {
+        await assert.rejects(
+          MqttDevice.connect(brokerUrl(), pair, options),
+          (error: Error & { code?: number }) => error.code === 5,
+        );
+      }
+    });
+
+    it('when an MQTT 3.1 client with a 24-character client id connects then it is served', async () => {
+      const device = await MqttDevice.connect(brokerUrl(), await keyPair(), {
+        protocolId: 'MQIsdp',
+        protocolVersion: 3,
+        clientId: 'c-sdk-client-id-24-chars',
+      });
+      try {
+        const key = unique('mq');
+        assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+      } finally {
+        await device.close();
+      }
+    });
+
+    it('when a device publishes under another client id or subscribes to another key pair instructions then it is refused', async () => {
+      const pair = await keyPair();
+      const device = await MqttDevice.connect(brokerUrl(), pair);
+      const victim = await MqttDevice.connect(brokerUrl(), await keyPair());
+      try {
+        const key = unique('mq');
+        await device.send('register', { thing_key: key });
+        const ack = await device.publishRaw(
+          'event',
+          device.envelope({ thing_key: key, data: { v: 1 } }),
+          `Altizon/Datonis/${victim.clientId}/event`,
+        );
+        assert.equal(ack.http_code, 403);
+        assert.equal(await storedCount(key), 0);
+        // A refused subscription comes back as SUBACK 128, which the client reports as an error.
+        await assert.rejects(
+          device.client.subscribeAsync(`Altizon/Datonis/${victim.accessKey}/thing/+/executeInstruction`, { qos: 2 }),
+        );
+        await assert.rejects(device.client.subscribeAsync(`Altizon/Datonis/${victim.clientId}/httpAck`, { qos: 1 }));
+        const own = await device.client.subscribeAsync(
+          `Altizon/Datonis/${pair.access_key}/thing/+/executeInstruction`,
+          { qos: 2 },
+        );
+        assert.equal(own[0]?.qos, 2);
+      } finally {
+        await device.close();
+        await victim.close();
+      }
+    });
+
+    it('when a device publishes to an acknowledgement topic then nothing is delivered, so acks cannot be forged', async () => {
+      const device = await MqttDevice.connect(brokerUrl(), await keyPair());
+      const listener = await MqttDevice.connect(brokerUrl(), await keyPair());
+      try {
+        const seen: string[] = [];
+        listener.client.on('message', (_topic, payload) => seen.push(payload.toString()));
+        device.client.publish(`Altizon/Datonis/${listener.clientId}/httpAck`, '{"context":"forged","http_code":200}', {
+          qos: 0,
+        });
+        device.client.publish(`Altizon/Datonis/${device.clientId}/httpAck`, '{"context":"forged","http_code":200}', {
+          qos: 0,
+        });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        assert.ok(!seen.some((m) => m.includes('forged')), 'no forged acknowledgement arrived');
+      } finally {
+        device.client.end(true);
+        await listener.close();
+      }
+      await assert.rejects(
+        mqtt.connectAsync(brokerUrl(), { reconnectPeriod: 0 }),
+        (error: Error & { code?: number }) => error.code === 5,
+      );
+    });
+  },
+  { env: async () => ({ MQTT_PORT: String(await freePort()) }) },
+);

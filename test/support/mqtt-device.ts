@@ -1,0 +1,89 @@
+/**
+ * A device over MQTT written from DEVICES.md: it logs in with its access key and the HMAC of it, signs
+ * each message as the Python edge SDK does (compact JSON, then hash, access_key and
+ * aliot_protocol_version appended), and waits for the server's answer on its httpAck topic.
+ */
+import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
+import { sign } from './device.ts';
+
+export interface Ack {
+  context: string;
+  http_code: number;
+  http_msg: { errors?: { code: string; message: string }[] };
+}
+
+export class MqttDevice {
+  private readonly acks: Ack[] = [];
+  private readonly waiters: ((ack: Ack) => void)[] = [];
+
+  private constructor(
+    readonly client: MqttClient,
+    readonly clientId: string,
+    readonly accessKey: string,
+    readonly secretKey: string,
+  ) {
+    client.on('message', (topic, payload) => {
+      if (!topic.endsWith('/httpAck')) return;
+      const ack = JSON.parse(payload.toString()) as Ack;
+      const waiter = this.waiters.shift();
+      if (waiter) waiter(ack);
+      else this.acks.push(ack);
+    });
+  }
+
+  static async connect(
+    url: string,
+    keyPair: { access_key: string; secret_key: string },
+    options: Partial<IClientOptions> & { password?: string } = {},
+  ): Promise<MqttDevice> {
+    const clientId = options.clientId ?? `dev${Math.random().toString(36).slice(2, 12)}`;
+    const client = await mqtt.connectAsync(url, {
+      clientId,
+      username: keyPair.access_key,
+      password: options.password ?? sign(keyPair.secret_key, keyPair.access_key),
+      clean: true,
+      reconnectPeriod: 0,
+      ...options,
+    });
+    const device = new MqttDevice(client, clientId, keyPair.access_key, keyPair.secret_key);
+    await client.subscribeAsync(`Altizon/Datonis/${clientId}/httpAck`, { qos: 1 });
+    return device;
+  }
+
+  /** The text the SDK sends: the signed compact JSON with the envelope appended. */
+  envelope(payload: object): string {
+    const signed = JSON.stringify(payload);
+    const hash = sign(this.secretKey, signed);
+    return `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${this.accessKey}","aliot_protocol_version":2.0}`;
+  }
+
+  nextAck(timeoutMs = 5000): Promise<Ack> {
+    const queued = this.acks.shift();
+    if (queued) return Promise.resolve(queued);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no httpAck arrived')), timeoutMs);
+      this.waiters.push((ack) => {
+        clearTimeout(timer);
+        resolve(ack);
+      });
+    });
+  }
+
+  /** Publishes raw text to a topic under this device and waits for its acknowledgement. */
+  async publishRaw(
+    kind: string,
+    text: string | Buffer,
+    topic = `Altizon/Datonis/${this.clientId}/${kind}`,
+  ): Promise<Ack> {
+    await this.client.publishAsync(topic, text, { qos: 1 });
+    return this.nextAck();
+  }
+
+  send(kind: 'register' | 'heartbeat' | 'event' | 'alert', payload: object): Promise<Ack> {
+    return this.publishRaw(kind, this.envelope(payload));
+  }
+
+  close(): Promise<void> {
+    return this.client.endAsync();
+  }
+}
