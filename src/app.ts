@@ -17,11 +17,11 @@ import { DeviceService } from './devices/service.ts';
 import { EventIngest } from './events/ingest.ts';
 import { eventRoutes } from './events/routes.ts';
 import { EventWriter } from './events/writer.ts';
-import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker.ts';
-import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
 import { gatewayRoutes } from './gateways/routes.ts';
 import { groupRoutes } from './groups/routes.ts';
 import { keyPairRoutes } from './keypairs/routes.ts';
+import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker.ts';
+import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
 import { childOrganisationKeys } from './organisations/repository.ts';
 import { organisationRoutes } from './organisations/routes.ts';
 import { queryRoutes } from './queries/routes.ts';
@@ -183,10 +183,24 @@ async function startMqtt(
   authenticator: DeviceAuthenticator,
   devices: DeviceService,
 ): Promise<EmbeddedBroker | ExternalBroker | undefined> {
-  if (config.mqttUrl) return connectExternalBroker({ url: config.mqttUrl, authenticator, devices, log: app.log });
+  if (config.mqttUrl) {
+    return connectExternalBroker({
+      url: config.mqttUrl,
+      shareGroup: config.mqttShareGroup,
+      authenticator,
+      devices,
+      log: app.log,
+    });
+  }
   if (config.mqttPort === 0) return undefined;
   try {
-    return await startEmbeddedBroker({ port: config.mqttPort, host: config.host, authenticator, devices, log: app.log });
+    return await startEmbeddedBroker({
+      port: config.mqttPort,
+      host: config.host,
+      authenticator,
+      devices,
+      log: app.log,
+    });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' && !config.mqttPortExplicit) {
       process.stdout.write(

@@ -16,6 +16,8 @@ export interface Config {
   /** Whether MQTT_PORT was set explicitly (a taken port is then fatal). */
   mqttPortExplicit: boolean;
   mqttUrl: string | undefined;
+  /** Shared-subscription group on the external broker: one per deployment. */
+  mqttShareGroup: string;
   smtpUrl: string | undefined;
   smsUrl: string | undefined;
   idpConfigPath: string | undefined;
@@ -83,6 +85,7 @@ export function loadConfig(env: Env = process.env): Config {
     mqttPort: mqttPortExplicit ? parsePort('MQTT_PORT', env.MQTT_PORT as string) : 1883,
     mqttPortExplicit,
     mqttUrl: env.MQTT_URL || undefined,
+    mqttShareGroup: env.MQTT_SHARE_GROUP || 'thingbase',
     smtpUrl: env.SMTP_URL || undefined,
     smsUrl: env.SMS_URL || undefined,
     idpConfigPath: env.IDP_CONFIG || undefined,

@@ -57,7 +57,8 @@ export async function startEmbeddedBroker(options: {
     },
     authorizePublish: (client, packet, done) => {
       // Devices publish to device topics only; acknowledgements and instructions come from the server.
-      if (!client || !parseDeviceTopic(packet.topic)) return done(new Error(`publishing to ${packet.topic} is not allowed`));
+      if (!client || !parseDeviceTopic(packet.topic))
+        return done(new Error(`publishing to ${packet.topic} is not allowed`));
       done(null);
     },
     authorizeSubscribe: (client, subscription, done) => {
@@ -71,7 +72,14 @@ export async function startEmbeddedBroker(options: {
 
   const acknowledge = (clientId: string, ack: object) =>
     broker.publish(
-      { cmd: 'publish', topic: ackTopic(clientId), payload: Buffer.from(JSON.stringify(ack)), qos: 1, retain: false, dup: false },
+      {
+        cmd: 'publish',
+        topic: ackTopic(clientId),
+        payload: Buffer.from(JSON.stringify(ack)),
+        qos: 1,
+        retain: false,
+        dup: false,
+      },
       () => {},
     );
 
@@ -89,7 +97,12 @@ export async function startEmbeddedBroker(options: {
       return;
     }
     const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
-    handleDeviceMessage(devices, { topic, payload, connection: credentials, lookup: (ak) => authenticator.credentials(ak) }).then(
+    handleDeviceMessage(devices, {
+      topic,
+      payload,
+      connection: credentials,
+      lookup: (ak) => authenticator.credentials(ak),
+    }).then(
       (ack) => acknowledge(client.id, ack),
       (error) => {
         log.error(error, 'MQTT message failed');

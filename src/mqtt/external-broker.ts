@@ -10,7 +10,7 @@ import { newKey } from '../core/keys.ts';
 import type { DeviceAuthenticator } from '../devices/authentication.ts';
 import type { DeviceService } from '../devices/service.ts';
 import { handleDeviceMessage } from './messages.ts';
-import { ackTopic, parseDeviceTopic, SERVER_SUBSCRIPTIONS } from './topics.ts';
+import { ackTopic, parseDeviceTopic, serverSubscriptions } from './topics.ts';
 
 export interface ExternalBroker {
   close(): Promise<void>;
@@ -18,6 +18,8 @@ export interface ExternalBroker {
 
 export async function connectExternalBroker(options: {
   url: string;
+  /** Instances of one deployment share this group, so each message is handled once. */
+  shareGroup: string;
   authenticator: DeviceAuthenticator;
   devices: DeviceService;
   log: FastifyBaseLogger;
@@ -38,6 +40,6 @@ export async function connectExternalBroker(options: {
     );
   });
   client.on('error', (error) => log.warn(`MQTT broker ${options.url}: ${error.message}`));
-  await client.subscribeAsync(SERVER_SUBSCRIPTIONS.map((topic) => topic), { qos: 1 });
+  await client.subscribeAsync(serverSubscriptions(options.shareGroup), { qos: 1 });
   return { close: () => client.endAsync() };
 }

@@ -51,21 +51,26 @@ export async function handleDeviceMessage(devices: DeviceService, message: Messa
     text = (message.topic.lzf ? decompressLzf(message.payload, BULK_BODY_LIMIT) : message.payload).toString('utf8');
   } catch (error) {
     // C and Java SDKs end their wait on a PARSE_ERROR acknowledgement only with code 500.
-    return failure(PARSE_ERROR, 500, [{ code: 'invalid', message: `the payload cannot be read: ${(error as Error).message}` }]);
+    return failure(PARSE_ERROR, 500, [
+      { code: 'invalid', message: `the payload cannot be read: ${(error as Error).message}` },
+    ]);
   }
   const { signed, hash, accessKey } = signedTextOfMqttPayload(text);
   const context = hash ?? PARSE_ERROR;
   let credentials = message.connection;
   if (credentials) {
     if (accessKey !== undefined && accessKey !== credentials.accessKey) {
-      return failure(context, 401, [{ code: 'unauthorized', message: 'access_key is not the one this connection signed in with' }]);
+      return failure(context, 401, [
+        { code: 'unauthorized', message: 'access_key is not the one this connection signed in with' },
+      ]);
     }
   } else {
     if (accessKey === undefined || hash === undefined) {
       return failure(context, 401, [{ code: 'unauthorized', message: 'access_key and hash are required' }]);
     }
     credentials = await message.lookup(accessKey);
-    if (!credentials) return failure(context, 401, [{ code: 'unauthorized', message: 'unknown access key or wrong hash' }]);
+    if (!credentials)
+      return failure(context, 401, [{ code: 'unauthorized', message: 'unknown access key or wrong hash' }]);
   }
   if (hash !== undefined && !verifySignature(credentials.secretKey, signed, hash)) {
     return failure(context, 401, [{ code: 'unauthorized', message: 'unknown access key or wrong hash' }]);
@@ -76,7 +81,9 @@ export async function handleDeviceMessage(devices: DeviceService, message: Messa
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
     body = parsed as Record<string, unknown>;
   } catch (error) {
-    return failure(PARSE_ERROR, 500, [{ code: 'invalid', message: `the payload is not a JSON object: ${(error as Error).message}` }]);
+    return failure(PARSE_ERROR, 500, [
+      { code: 'invalid', message: `the payload is not a JSON object: ${(error as Error).message}` },
+    ]);
   }
   for (const member of ENVELOPE) delete body[member];
   try {

@@ -45,12 +45,11 @@ export function maySubscribe(topic: string, clientId: string, accessKey: string)
   );
 }
 
-/** Subscriptions of the server on an external broker: shared, so each message reaches one instance. */
-export const SHARED_GROUP = 'thingbase';
-export const SERVER_SUBSCRIPTIONS = [
-  `$share/${SHARED_GROUP}/${TOPIC_ROOT}/+/register`,
-  `$share/${SHARED_GROUP}/${TOPIC_ROOT}/+/heartbeat`,
-  `$share/${SHARED_GROUP}/${TOPIC_ROOT}/+/event`,
-  `$share/${SHARED_GROUP}/${TOPIC_ROOT}/+/alert`,
-  `$share/${SHARED_GROUP}/${TOPIC_ROOT}/lzf/+/event`,
+/** Subscriptions of the server on an external broker: shared, so each message reaches one instance of the group. */
+export const serverSubscriptions = (group: string) => [
+  `$share/${group}/${TOPIC_ROOT}/+/register`,
+  `$share/${group}/${TOPIC_ROOT}/+/heartbeat`,
+  `$share/${group}/${TOPIC_ROOT}/+/event`,
+  `$share/${group}/${TOPIC_ROOT}/+/alert`,
+  `$share/${group}/${TOPIC_ROOT}/lzf/+/event`,
 ];
