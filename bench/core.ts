@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { describeMachine, loadServer, median, option, startChildServer, table } from './support.ts';
+import { buildServer, describeMachine, loadServer, median, option, startChildServer, table } from './support.ts';
 
 const EMAIL = 'bench@example.com';
 const PASSWORD = 'benchmark password';
@@ -24,8 +24,9 @@ export async function run(args: string[]): Promise<void> {
       : `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-bench-')), 'bench.db')}`;
   console.log(`core benchmark: ${describeMachine()}; store ${store}; ${rounds} rounds of ${duration}s, 50 connections`);
 
+  buildServer();
   const bare = await startChildServer('bare');
-  const thingbase = await startChildServer('thingbase', {
+  const thingbase = await startChildServer('thingbase-compiled.mjs', {
     DATABASE_URL: databaseUrl,
     ...(store === 'postgres' ? { DATABASE_SCHEMA: schema } : {}),
     THINGBASE_ADMIN_EMAIL: EMAIL,

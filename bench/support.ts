@@ -1,5 +1,5 @@
 /** Shared pieces of the benchmarks: child-process servers, load generation, machine description. */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -14,9 +14,13 @@ export interface ChildServer {
   stop(): Promise<void>;
 }
 
-/** Starts bench/servers/<script>.ts in its own process; it prints `READY <url>` when it listens. */
+/**
+ * Starts bench/servers/<script> in its own process (`.mjs` as plain JavaScript, else TypeScript through
+ * tsx); it prints `READY <url>` when it listens.
+ */
 export function startChildServer(script: string, env: Record<string, string> = {}): Promise<ChildServer> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', join(here, 'servers', `${script}.ts`)], {
+  const args = script.endsWith('.mjs') ? [join(here, 'servers', script)] : ['--import', 'tsx', join(here, 'servers', `${script}.ts`)];
+  const child: ChildProcess = spawn(process.execPath, args, {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -105,4 +109,10 @@ export async function loadServer(server: ChildServer, options: autocannon.Option
   const seconds = (performance.now() - started) / 1000;
   const requests = result.requestsPerSecond * seconds;
   return { ...result, cpuPerRequest: ((cpuSeconds(server.pid) - before) / requests) * 1e6 };
+}
+
+/** Compiles the server (`npm run build`), so benchmarks measure the JavaScript `npm start` runs. */
+export function buildServer(): void {
+  const result = spawnSync('npm', ['run', 'build'], { stdio: 'ignore' });
+  if (result.status !== 0) throw new Error('npm run build failed');
 }

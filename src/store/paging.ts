@@ -87,9 +87,10 @@ export async function fetchPage<Row>(
       .offset(sql.lit(offset)),
   )) as Record<string, unknown>[];
   let total = 0;
+  // The total stays on the rows as an extra column: presenters pick their fields by name, and deleting
+  // it would turn every row into a slow dictionary-mode object.
   if (rows.length > 0) {
     total = Number(rows[0]?.[TOTAL_COLUMN]);
-    for (const row of rows) delete row[TOTAL_COLUMN];
   } else if (list.page > 1) {
     const [countRow] = (await pages.execute(db, `${source.name}|${list.matchAll}|count`, values, counted)) as {
       count?: unknown;
