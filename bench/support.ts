@@ -19,7 +19,9 @@ export interface ChildServer {
  * tsx); it prints `READY <url>` when it listens.
  */
 export function startChildServer(script: string, env: Record<string, string> = {}): Promise<ChildServer> {
-  const args = script.endsWith('.mjs') ? [join(here, 'servers', script)] : ['--import', 'tsx', join(here, 'servers', `${script}.ts`)];
+  const args = script.endsWith('.mjs')
+    ? [join(here, 'servers', script)]
+    : ['--import', 'tsx', join(here, 'servers', `${script}.ts`)];
   const child: ChildProcess = spawn(process.execPath, args, {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],

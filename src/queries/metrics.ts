@@ -12,8 +12,8 @@ export function pickMetrics(data: Record<string, unknown>, metrics: string[]): R
     if (value === undefined) continue;
     let target = picked;
     for (const segment of path.slice(0, -1)) {
-      const next = target[segment];
-      target = (next !== null && typeof next === 'object' ? next : (target[segment] = {})) as Record<string, unknown>;
+      if (target[segment] === null || typeof target[segment] !== 'object') target[segment] = {};
+      target = target[segment] as Record<string, unknown>;
     }
     target[path[path.length - 1] as string] = value;
   }
