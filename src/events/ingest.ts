@@ -24,6 +24,11 @@ export interface IngestThing {
   is_default: number;
 }
 
+/** A thing as one request uses it: its template's metrics read once, not per event. */
+interface ResolvedThing extends IngestThing {
+  metricList: MetricDefinition[];
+}
+
 const thingOfOrganisation = new PreparedQuery((db: Executor, organisationKey: string, thingKey: string) =>
   db
     .selectFrom('things as t')
@@ -109,20 +114,25 @@ export class EventIngest {
     private readonly writer: EventWriter,
   ) {}
 
-  async resolveThing(principal: Principal, thingKey: string, cache?: Map<string, IngestThing>): Promise<IngestThing> {
+  async resolveThing(
+    principal: Principal,
+    thingKey: string,
+    cache?: Map<string, ResolvedThing>,
+  ): Promise<ResolvedThing> {
     const cached = cache?.get(thingKey);
     if (cached) return cached;
     const thing = await findIngestThing(this.store.db, principal.organisationKey, thingKey);
     if (!thing) throw notFound('thing', 'thing_key');
-    cache?.set(thingKey, thing);
-    return thing;
+    const resolved = { ...thing, metricList: JSON.parse(thing.metrics) as MetricDefinition[] };
+    cache?.set(thingKey, resolved);
+    return resolved;
   }
 
   /** Stores events (one request's worth) and resolves once they are committed. */
   async ingest(principal: Principal, incoming: IncomingEvent[], defaultTimestamp: unknown, paramPrefix: string) {
     if (incoming.length > MAX_BULK_EVENTS) throw invalidParam('events', `may hold at most ${MAX_BULK_EVENTS} events`);
     const now = Date.now();
-    const things = new Map<string, IngestThing>();
+    const things = new Map<string, ResolvedThing>();
     const events: NewEvent[] = [];
     const discovered = new Map<string, Map<string, MetricDefinition>>();
     for (const [index, item] of incoming.entries()) {
@@ -137,8 +147,7 @@ export class EventIngest {
         throw invalidParam(`${param}data`, 'must be an object of metric values');
       }
       const data = (item.data ?? {}) as Record<string, unknown>;
-      const metrics = JSON.parse(thing.metrics) as MetricDefinition[];
-      const fresh = checkData(data, metrics, `${param}data`);
+      const fresh = checkData(data, thing.metricList, `${param}data`);
       if (thing.is_default && fresh.length > 0) {
         const forTemplate = discovered.get(thing.thing_template_key) ?? new Map<string, MetricDefinition>();
         for (const metric of fresh) if (!forTemplate.has(metric.name)) forTemplate.set(metric.name, metric);
@@ -159,7 +168,7 @@ export class EventIngest {
 
   /** Records heartbeats (receipt time) and resolves once they are committed. */
   async heartbeats(principal: Principal, thingKeys: string[]): Promise<void> {
-    const things = new Map<string, IngestThing>();
+    const things = new Map<string, ResolvedThing>();
     const heartbeats = new Map<number, number>();
     const now = Date.now();
     for (const key of thingKeys) heartbeats.set((await this.resolveThing(principal, key, things)).thing_id, now);
