@@ -7,6 +7,7 @@
  */
 import { sql } from 'kysely';
 import { ApiError } from '../core/errors.ts';
+import { QueryCache, type QueryValues } from '../store/prepared.ts';
 import type { Store, Tx } from '../store/store.ts';
 
 export interface NewEvent {
@@ -136,23 +137,34 @@ export class EventWriter {
   }
 }
 
+/** The writer's statements have few shapes: each is compiled once (see store/prepared.ts). */
+const statements = new QueryCache();
+
+function insertEvents(tx: Tx, events: NewEvent[], now: number) {
+  const values: QueryValues = {
+    thing: events.map((e) => e.thingId),
+    at: events.map((e) => e.timestamp),
+    data: events.map((e) => JSON.stringify(e.data)),
+    waypoint: events.map((e) => (e.waypoint ? JSON.stringify(e.waypoint) : null)),
+    now,
+  };
+  return statements.execute(tx, 'insert events', values, (v) =>
+    tx.insertInto('events').values(
+      (v.thing as number[]).map((thingId, i) => ({
+        thing_id: thingId,
+        timestamp: (v.at as number[])[i] as number,
+        created_at: v.now as number,
+        data: (v.data as string[])[i] as string,
+        waypoint: (v.waypoint as (string | null)[])[i] ?? null,
+      })),
+    ),
+  );
+}
+
 async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
   const now = Date.now();
   const events = batches.flatMap((b) => b.events);
-  for (let i = 0; i < events.length; i += INSERT_CHUNK) {
-    await tx
-      .insertInto('events')
-      .values(
-        events.slice(i, i + INSERT_CHUNK).map((e) => ({
-          thing_id: e.thingId,
-          timestamp: e.timestamp,
-          created_at: now,
-          data: JSON.stringify(e.data),
-          waypoint: e.waypoint ? JSON.stringify(e.waypoint) : null,
-        })),
-      )
-      .execute();
-  }
+  for (let i = 0; i < events.length; i += INSERT_CHUNK) await insertEvents(tx, events.slice(i, i + INSERT_CHUNK), now);
   // Each thing's newest event (by its own time) becomes its last_event; any event makes it heard from.
   const newest = new Map<number, NewEvent>();
   const lastWaypoint = new Map<number, [number, number]>();
@@ -162,23 +174,35 @@ async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
     if (e.waypoint) lastWaypoint.set(e.thingId, e.waypoint);
   }
   for (const [thingId, e] of newest) {
-    const lastEvent = JSON.stringify({ timestamp: e.timestamp, data: e.data });
     const waypoint = lastWaypoint.get(thingId);
-    await tx
-      .updateTable('things')
-      .set({
-        last_event_at: now,
-        last_event: sql`case when last_event_timestamp is null or last_event_timestamp <= ${e.timestamp} then ${lastEvent} else last_event end`,
-        last_event_timestamp: sql`case when last_event_timestamp is null or last_event_timestamp <= ${e.timestamp} then ${e.timestamp} else last_event_timestamp end`,
-        ...(waypoint ? { coordinates: JSON.stringify(waypoint) } : {}),
-      })
-      .where('thing_id', '=', thingId)
-      .execute();
+    const values: QueryValues = {
+      thing: thingId,
+      now,
+      at: e.timestamp,
+      lastEvent: JSON.stringify({ timestamp: e.timestamp, data: e.data }),
+      coordinates: waypoint ? JSON.stringify(waypoint) : undefined,
+    };
+    await statements.execute(tx, 'thing last event', values, (v) =>
+      tx
+        .updateTable('things')
+        .set({
+          last_event_at: v.now as number,
+          last_event: sql`case when last_event_timestamp is null or last_event_timestamp <= ${v.at} then ${v.lastEvent} else last_event end`,
+          last_event_timestamp: sql`case when last_event_timestamp is null or last_event_timestamp <= ${v.at} then ${v.at} else last_event_timestamp end`,
+          ...(v.coordinates !== undefined ? { coordinates: v.coordinates as string } : {}),
+        })
+        .where('thing_id', '=', v.thing as number),
+    );
   }
   const heartbeats = new Map<number, number>();
   for (const b of batches) for (const [thingId, at] of b.heartbeats ?? []) heartbeats.set(thingId, at);
   for (const [thingId, at] of heartbeats) {
-    await tx.updateTable('things').set({ last_beat_at: at }).where('thing_id', '=', thingId).execute();
+    await statements.execute(tx, 'thing heartbeat', { thing: thingId, at }, (v) =>
+      tx
+        .updateTable('things')
+        .set({ last_beat_at: v.at as number })
+        .where('thing_id', '=', v.thing as number),
+    );
   }
   for (const b of batches) if (b.after) await b.after(tx);
 }

@@ -8,7 +8,7 @@ import type { Compilable, CompiledQuery } from 'kysely';
 import type { Executor } from './store.ts';
 
 /** Values a query is built from: text, numbers and lists of them, each becoming SQL parameters. */
-export type QueryValues = Record<string, string | number | readonly (string | number)[] | undefined>;
+export type QueryValues = Record<string, string | number | readonly (string | number | null)[] | undefined>;
 
 interface Compiled {
   query: CompiledQuery<unknown>;
@@ -21,11 +21,11 @@ const MAX_SHAPES = 1000;
 const PLACEHOLDER = /^\u0000v(\d+)\u0000$/;
 
 /** The values flattened in a fixed order, and placeholders of the same structure. */
-function flatten(values: QueryValues): { flat: (string | number)[]; placeholders: QueryValues; shape: string } {
-  const flat: (string | number)[] = [];
+function flatten(values: QueryValues): { flat: (string | number | null)[]; placeholders: QueryValues; shape: string } {
+  const flat: (string | number | null)[] = [];
   const placeholders: QueryValues = {};
   const shape: string[] = [];
-  const placeholder = (value: string | number) => {
+  const placeholder = (value: string | number | null) => {
     flat.push(value);
     return `\u0000v${flat.length - 1}\u0000`;
   };
