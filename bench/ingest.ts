@@ -82,7 +82,11 @@ export async function run(args: string[]): Promise<void> {
     }
 
     // Baseline: the same rows straight into the store, 1,000 per transaction.
-    const direct = await openStore({ databaseUrl, schema: store === 'postgres' ? schema : undefined });
+    const direct = await openStore({
+      databaseUrl,
+      schema: store === 'postgres' ? schema : undefined,
+      sqliteSynchronous: process.env.SQLITE_SYNCHRONOUS === 'NORMAL' ? 'NORMAL' : 'FULL',
+    });
     const thingIds = (await direct.db.selectFrom('things').select('thing_id').execute()).map((r) => Number(r.thing_id));
     const baselineRows = 200_000;
     const started = performance.now();

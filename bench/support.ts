@@ -22,7 +22,9 @@ export function startChildServer(script: string, env: Record<string, string> = {
   const args = script.endsWith('.mjs')
     ? [join(here, 'servers', script)]
     : ['--import', 'tsx', join(here, 'servers', `${script}.ts`)];
-  const child: ChildProcess = spawn(process.execPath, args, {
+  // BENCH_SERVER_NODE_ARGS passes flags to the server's node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

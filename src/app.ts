@@ -50,7 +50,11 @@ export interface Server {
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 export async function createServer(config: Config): Promise<Server> {
-  const store = await openStore({ databaseUrl: config.databaseUrl, schema: config.databaseSchema });
+  const store = await openStore({
+    databaseUrl: config.databaseUrl,
+    schema: config.databaseSchema,
+    sqliteSynchronous: config.sqliteSynchronous,
+  });
   const timers: NodeJS.Timeout[] = [];
   try {
     const bootstrap = await bootstrapFirstAdmin(store, config);

@@ -6,6 +6,8 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl: string;
+  /** SQLite flushes every commit to disk (FULL) or leaves power-cut safety to the OS (NORMAL). */
+  sqliteSynchronous: 'FULL' | 'NORMAL';
   /** PostgreSQL schema to use (search_path); tests give each run its own. */
   databaseSchema: string | undefined;
   adminEmail: string | undefined;
@@ -65,6 +67,14 @@ function parseBoolean(name: string, text: string | undefined): boolean {
   throw new ConfigError(`${name} must be true or false (got "${text}")`);
 }
 
+function parseSynchronous(text: string | undefined): 'FULL' | 'NORMAL' {
+  if (text === undefined || text === '') return 'FULL';
+  const value = text.toUpperCase();
+  if (value !== 'FULL' && value !== 'NORMAL')
+    throw new ConfigError(`SQLITE_SYNCHRONOUS must be FULL or NORMAL (got "${text}")`);
+  return value;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = env.PORT ? parsePort('PORT', env.PORT) : 3000;
   const host = env.HOST || '127.0.0.1';
@@ -79,6 +89,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     databaseUrl,
     databaseSchema: env.DATABASE_SCHEMA || undefined,
+    sqliteSynchronous: parseSynchronous(env.SQLITE_SYNCHRONOUS),
     adminEmail: env.THINGBASE_ADMIN_EMAIL || undefined,
     adminPassword: env.THINGBASE_ADMIN_PASSWORD || undefined,
     orgName: env.THINGBASE_ORG_NAME || 'Default',

@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Kysely, type Migration, type MigrationProvider, Migrator, sql, type Transaction } from 'kysely';
-import { createDialect, type Engine, engineOf, sqlitePath } from './dialect.ts';
+import { createDialect, type Engine, engineOf, type SqliteSynchronous, sqlitePath } from './dialect.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import type { Database } from './tables.ts';
 
@@ -32,15 +32,16 @@ class StaticMigrations implements MigrationProvider {
 export interface OpenStoreOptions {
   databaseUrl: string;
   schema?: string | undefined;
+  sqliteSynchronous?: SqliteSynchronous | undefined;
 }
 
-export async function openStore({ databaseUrl, schema }: OpenStoreOptions): Promise<Store> {
+export async function openStore({ databaseUrl, schema, sqliteSynchronous }: OpenStoreOptions): Promise<Store> {
   const engine = engineOf(databaseUrl);
   if (engine === 'sqlite') {
     const path = sqlitePath(databaseUrl);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   }
-  const { dialect } = createDialect(databaseUrl, schema);
+  const { dialect } = createDialect(databaseUrl, schema, sqliteSynchronous);
   const db = new Kysely<Database>({ dialect });
   try {
     if (engine === 'postgres' && schema) {
