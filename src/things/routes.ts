@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import { actorOf } from '../audit/recorder.ts';
 import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
@@ -22,6 +23,35 @@ import { createThing, deleteThing, requireThing, updateThing } from './service.t
 const tags = ['Things'];
 
 export function thingRoutes(store: Store): AnyRoute[] {
+  /** The v3 and v1 forms of merging properties differ only in path and member name. */
+  const mergePropertiesRoute = <S extends typeof SetPropertiesParams | typeof SetTraitsParams>(
+    url: string,
+    summary: string,
+    params: S,
+    properties: (params: Static<S>) => Record<string, string | number | boolean | null>,
+  ) =>
+    defineRoute({
+      method: 'PUT',
+      url,
+      tags,
+      summary,
+      description: 'Values are kept as text; null removes a property.',
+      access: permission('thing', 'update'),
+      params,
+      response: ThingOne,
+      handler: async (call) => {
+        const row = await updateThing(
+          store,
+          actorOf(call.principal),
+          await call.visibleOrganisations(),
+          call.params.thing_key,
+          { user_defined_properties: properties(call.params) },
+          { mergeProperties: true },
+        );
+        return { thing: presentThing(row, call.time) };
+      },
+    });
+
   return [
     defineRoute({
       method: 'GET',
@@ -99,47 +129,18 @@ export function thingRoutes(store: Store): AnyRoute[] {
         return { thing: presentThing(row, time) };
       },
     }),
-    defineRoute({
-      method: 'PUT',
-      url: '/api/v3/things/:thing_key/set_user_defined_properties',
-      tags,
-      summary: 'Merge user-defined properties into a thing',
-      description: 'Values are kept as text; null removes a property.',
-      access: permission('thing', 'update'),
-      params: SetPropertiesParams,
-      response: ThingOne,
-      handler: async ({ params, principal, time, visibleOrganisations }) => {
-        const row = await updateThing(
-          store,
-          actorOf(principal),
-          await visibleOrganisations(),
-          params.thing_key,
-          { user_defined_properties: params.user_defined_properties },
-          { mergeProperties: true },
-        );
-        return { thing: presentThing(row, time) };
-      },
-    }),
-    defineRoute({
-      method: 'PUT',
-      url: '/api/v1/sensors/:thing_key/set_traits',
-      tags,
-      summary: 'Merge traits into a sensor (v1 form of set_user_defined_properties)',
-      access: permission('thing', 'update'),
-      params: SetTraitsParams,
-      response: ThingOne,
-      handler: async ({ params, principal, time, visibleOrganisations }) => {
-        const row = await updateThing(
-          store,
-          actorOf(principal),
-          await visibleOrganisations(),
-          params.thing_key,
-          { user_defined_properties: params.traits },
-          { mergeProperties: true },
-        );
-        return { thing: presentThing(row, time) };
-      },
-    }),
+    mergePropertiesRoute(
+      '/api/v3/things/:thing_key/set_user_defined_properties',
+      'Merge user-defined properties into a thing',
+      SetPropertiesParams,
+      (params) => params.user_defined_properties,
+    ),
+    mergePropertiesRoute(
+      '/api/v1/sensors/:thing_key/set_traits',
+      'Merge traits into a sensor (v1 form of set_user_defined_properties)',
+      SetTraitsParams,
+      (params) => params.traits,
+    ),
     defineRoute({
       method: 'DELETE',
       url: '/api/v3/things/:thing_key',

@@ -1,40 +1,24 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { call } from '../support/http.ts';
+import { serveProcess, stopProcess } from '../support/process.ts';
 
-/** Runs `thingbase serve` as a user would, and collects what it prints until it listens. */
-async function serve(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
-    env: { ...process.env, PORT: '0', MQTT_PORT: '0', LOG_LEVEL: 'warn', THINGBASE_PASSWORD_HASH_COST: '1024', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match && output.includes('\n', match.index)) {
-        // Give the rest of the start-up message a moment to arrive.
-        setTimeout(() => resolve({ child, url: match[1] as string, output }), 200);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.once('exit', (code) => reject(new Error(`thingbase exited with ${code}:\n${output}`)));
-  });
+/** Runs `thingbase serve` and lets the rest of its start-up message arrive. */
+async function serve(env: Record<string, string>) {
+  const server = await serveProcess(env);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  return { child: server.child, url: server.url, output: server.output() };
 }
 
 async function stop(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    child.once('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
-  });
+  if (child.exitCode !== null) return child.exitCode;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await stopProcess(child);
+  return exited;
 }
 
 describe('first start of thingbase serve', () => {
