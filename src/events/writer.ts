@@ -7,6 +7,7 @@
  */
 import { sql } from 'kysely';
 import { ApiError } from '../core/errors.ts';
+import { engineOfDb, typedValue, valuesAlias } from '../store/dialect.ts';
 import { QueryCache, type QueryValues } from '../store/prepared.ts';
 import type { Store, Tx } from '../store/store.ts';
 
@@ -161,6 +162,49 @@ function insertEvents(tx: Tx, events: NewEvent[], now: number) {
   );
 }
 
+/**
+ * Every touched thing's newest event (by its own time) and heard-from time, in one statement: one
+ * UPDATE per thing would cost a round trip each on PostgreSQL. A late event does not replace a newer
+ * last_event; the last waypoint of the batch becomes the coordinates.
+ */
+function updateLastEvents(
+  tx: Tx,
+  newest: Map<number, NewEvent>,
+  waypoints: Map<number, [number, number]>,
+  now: number,
+) {
+  const engine = engineOfDb(tx);
+  const ids = [...newest.keys()];
+  const values: QueryValues = {
+    thing: ids,
+    at: ids.map((id) => (newest.get(id) as NewEvent).timestamp),
+    event: ids.map((id) => {
+      const e = newest.get(id) as NewEvent;
+      return JSON.stringify({ timestamp: e.timestamp, data: e.data });
+    }),
+    coordinates: ids.map((id) => {
+      const waypoint = waypoints.get(id);
+      return waypoint ? JSON.stringify(waypoint) : null;
+    }),
+    now,
+  };
+  return statements.execute(tx, 'things last events', values, (v) => {
+    const rows = (v.thing as unknown[]).map(
+      (_, i) =>
+        sql`(${typedValue(engine, (v.thing as unknown[])[i], 'bigint')}, ${typedValue(engine, (v.at as unknown[])[i], 'bigint')}, ${typedValue(engine, (v.event as unknown[])[i], 'text')}, ${typedValue(engine, (v.coordinates as unknown[])[i], 'text')})`,
+    );
+    const newer = sql`things.last_event_timestamp is null or things.last_event_timestamp <= v.column2`;
+    const statement = sql`update things set
+        last_event_at = ${typedValue(engine, v.now, 'bigint')},
+        last_event = case when ${newer} then v.column3 else things.last_event end,
+        last_event_timestamp = case when ${newer} then v.column2 else things.last_event_timestamp end,
+        coordinates = coalesce(v.column4, things.coordinates)
+      from (values ${sql.join(rows)}) as ${valuesAlias(engine, 'v', 4)}
+      where things.thing_id = v.column1`;
+    return { compile: () => statement.compile(tx) };
+  });
+}
+
 async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
   const now = Date.now();
   const events = batches.flatMap((b) => b.events);
@@ -173,27 +217,7 @@ async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
     if (!current || e.timestamp >= current.timestamp) newest.set(e.thingId, e);
     if (e.waypoint) lastWaypoint.set(e.thingId, e.waypoint);
   }
-  for (const [thingId, e] of newest) {
-    const waypoint = lastWaypoint.get(thingId);
-    const values: QueryValues = {
-      thing: thingId,
-      now,
-      at: e.timestamp,
-      lastEvent: JSON.stringify({ timestamp: e.timestamp, data: e.data }),
-      coordinates: waypoint ? JSON.stringify(waypoint) : undefined,
-    };
-    await statements.execute(tx, 'thing last event', values, (v) =>
-      tx
-        .updateTable('things')
-        .set({
-          last_event_at: v.now as number,
-          last_event: sql`case when last_event_timestamp is null or last_event_timestamp <= ${v.at} then ${v.lastEvent} else last_event end`,
-          last_event_timestamp: sql`case when last_event_timestamp is null or last_event_timestamp <= ${v.at} then ${v.at} else last_event_timestamp end`,
-          ...(v.coordinates !== undefined ? { coordinates: v.coordinates as string } : {}),
-        })
-        .where('thing_id', '=', v.thing as number),
-    );
-  }
+  if (newest.size > 0) await updateLastEvents(tx, newest, lastWaypoint, now);
   const heartbeats = new Map<number, number>();
   for (const b of batches) for (const [thingId, at] of b.heartbeats ?? []) heartbeats.set(thingId, at);
   for (const [thingId, at] of heartbeats) {

@@ -86,3 +86,17 @@ export function jsonArrayHasText(engine: Engine, column: string, value: string):
     ? sql`exists (select 1 from json_each(${sql.ref(column)}) where json_each.value = ${value})`
     : sql`(${sql.ref(column)}::jsonb @> jsonb_build_array(${value}::text))`;
 }
+
+/**
+ * A typed parameter inside a VALUES list: PostgreSQL cannot infer the types of parameters there, so
+ * they are cast; SQLite needs no cast.
+ */
+export function typedValue(engine: Engine, value: unknown, type: 'bigint' | 'text'): RawBuilder<unknown> {
+  return engine === 'postgres' ? sql`${value}::${sql.raw(type)}` : sql`${value}`;
+}
+
+/** Names the columns of a VALUES list `column1`, `column2`, ... on both engines (SQLite's own names). */
+export function valuesAlias(engine: Engine, alias: string, columns: number): RawBuilder<unknown> {
+  if (engine === 'sqlite') return sql.raw(alias);
+  return sql.raw(`${alias}(${Array.from({ length: columns }, (_, i) => `column${i + 1}`).join(', ')})`);
+}
