@@ -1,8 +1,6 @@
 /**
  * Who is making a request, as every capability sees it: a signed-in user or a device key pair.
  */
-import { grants, type Operation, type PermissionClass } from './permissions.ts';
-
 export interface Principal {
   kind: 'user' | 'device';
   /** The signed-in user; null for a device. */
@@ -18,8 +16,4 @@ export interface Principal {
   organisationIsOem: boolean;
   /** The user's time zone (IANA), used when a request gives none. */
   timeZone: string;
-}
-
-export function can(principal: Principal, cls: PermissionClass, operation: Operation): boolean {
-  return grants(principal.abilities, cls, operation);
 }

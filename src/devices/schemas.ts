@@ -1,4 +1,7 @@
-/** What devices send (DEVICES.md), over HTTP and MQTT alike. Extra members are accepted. */
+/**
+ * What devices send (DEVICES.md), over HTTP and MQTT alike. The objects are open: devices send members
+ * of their own (type, additional_attributes, ...) beside these.
+ */
 import { Type } from '@sinclair/typebox';
 
 const DeviceKey = Type.Optional(

@@ -6,7 +6,7 @@ import { ApiError, conflict, forbidden, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import { BUILT_IN_ROLES, type BuiltInRole, permissionOf } from '../core/permissions.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { isUniqueViolation } from '../store/dialect.ts';
+import { uniqueOr } from '../store/dialect.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { RoleRow } from '../store/tables.ts';
 import { presentRole } from './presenter.ts';
@@ -52,22 +52,21 @@ export async function createRole(
     created_at: now,
     updated_at: now,
   };
-  try {
-    await store.transaction(async (tx) => {
-      await roles.insertRole(tx, row);
-      await recordChange(tx, actor, {
-        organisationKey,
-        action: 'create',
-        entityType: 'Role',
-        entityKey: row.role_key,
-        entityName: row.name,
-        after: snapshot(row),
-      });
-    });
-  } catch (error) {
-    if (isUniqueViolation(error)) throw nameTaken(input.name);
-    throw error;
-  }
+  await uniqueOr(
+    () =>
+      store.transaction(async (tx) => {
+        await roles.insertRole(tx, row);
+        await recordChange(tx, actor, {
+          organisationKey,
+          action: 'create',
+          entityType: 'Role',
+          entityKey: row.role_key,
+          entityName: row.name,
+          after: snapshot(row),
+        });
+      }),
+    () => nameTaken(input.name),
+  );
   return row;
 }
 
@@ -84,36 +83,35 @@ export async function updateRole(
   roleKey: string,
   changes: Partial<RoleInput>,
 ): Promise<RoleRow> {
-  try {
-    return await store.transaction(async (tx) => {
-      const before = await requireRole(tx, organisationKeys, roleKey);
-      if (before.built_in) throw forbidden('built-in roles cannot be changed');
-      const after: RoleRow = {
-        ...before,
-        ...(changes.name !== undefined ? { name: changes.name } : {}),
-        ...(changes.abilities !== undefined ? { abilities: JSON.stringify(checkAbilities(changes.abilities)) } : {}),
-        updated_at: Date.now(),
-      };
-      await roles.updateRole(tx, roleKey, {
-        name: after.name,
-        abilities: after.abilities,
-        updated_at: after.updated_at,
-      });
-      await recordChange(tx, actor, {
-        organisationKey: before.organisation_key,
-        action: 'update',
-        entityType: 'Role',
-        entityKey: roleKey,
-        entityName: after.name,
-        before: snapshot(before),
-        after: snapshot(after),
-      });
-      return after;
-    });
-  } catch (error) {
-    if (isUniqueViolation(error)) throw nameTaken(changes.name ?? '');
-    throw error;
-  }
+  return uniqueOr(
+    () =>
+      store.transaction(async (tx) => {
+        const before = await requireRole(tx, organisationKeys, roleKey);
+        if (before.built_in) throw forbidden('built-in roles cannot be changed');
+        const after: RoleRow = {
+          ...before,
+          ...(changes.name !== undefined ? { name: changes.name } : {}),
+          ...(changes.abilities !== undefined ? { abilities: JSON.stringify(checkAbilities(changes.abilities)) } : {}),
+          updated_at: Date.now(),
+        };
+        await roles.updateRole(tx, roleKey, {
+          name: after.name,
+          abilities: after.abilities,
+          updated_at: after.updated_at,
+        });
+        await recordChange(tx, actor, {
+          organisationKey: before.organisation_key,
+          action: 'update',
+          entityType: 'Role',
+          entityKey: roleKey,
+          entityName: after.name,
+          before: snapshot(before),
+          after: snapshot(after),
+        });
+        return after;
+      }),
+    () => nameTaken(changes.name ?? ''),
+  );
 }
 
 export async function deleteRole(

@@ -13,12 +13,6 @@ export type Engine = 'sqlite' | 'postgres';
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
 
-export interface DialectSetup {
-  engine: Engine;
-  dialect: Dialect;
-  close?: () => Promise<void>;
-}
-
 export function engineOf(databaseUrl: string): Engine {
   return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
 }
@@ -30,11 +24,7 @@ export function sqlitePath(databaseUrl: string): string {
 
 export type SqliteSynchronous = 'FULL' | 'NORMAL';
 
-export function createDialect(
-  databaseUrl: string,
-  schema?: string,
-  synchronous: SqliteSynchronous = 'FULL',
-): DialectSetup {
+export function createDialect(databaseUrl: string, schema?: string, synchronous: SqliteSynchronous = 'FULL'): Dialect {
   if (engineOf(databaseUrl) === 'sqlite') {
     const database = new BetterSqlite3(sqlitePath(databaseUrl));
     database.pragma('journal_mode = WAL');
@@ -46,14 +36,24 @@ export function createDialect(
     database.pragma('foreign_keys = ON');
     // Sorts and temporary indexes stay in memory instead of temporary files.
     database.pragma('temp_store = MEMORY');
-    return { engine: 'sqlite', dialect: new SqliteStoreDialect(database) };
+    return new SqliteStoreDialect(database);
   }
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: 10,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
-  return { engine: 'postgres', dialect: new PostgresDialect({ pool }) };
+  return new PostgresDialect({ pool });
+}
+
+/** Runs `work`; a broken UNIQUE constraint in it becomes `conflict()` (a 409) rather than a failure. */
+export async function uniqueOr<T>(work: () => Promise<T>, conflict: () => Error): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict();
+    throw error;
+  }
 }
 
 /** True when a failed statement broke a UNIQUE or PRIMARY KEY constraint. */

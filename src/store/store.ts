@@ -41,7 +41,7 @@ export async function openStore({ databaseUrl, schema, sqliteSynchronous }: Open
     const path = sqlitePath(databaseUrl);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   }
-  const { dialect } = createDialect(databaseUrl, schema, sqliteSynchronous);
+  const dialect = createDialect(databaseUrl, schema, sqliteSynchronous);
   const db = new Kysely<Database>({ dialect });
   try {
     if (engine === 'postgres' && schema) {

@@ -7,7 +7,7 @@ import { conflict, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { onOrganisationProvisioned } from '../organisations/service.ts';
-import { isUniqueViolation } from '../store/dialect.ts';
+import { uniqueOr } from '../store/dialect.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { ThingTemplateRow } from '../store/tables.ts';
 import { type MetricDefinition, presentTemplate } from './presenter.ts';
@@ -66,22 +66,21 @@ onOrganisationProvisioned(async (db, organisationKey, now) => {
 
 export async function createTemplate(store: Store, actor: Actor, organisationKey: string, input: TemplateInput) {
   const row = newTemplateRow(organisationKey, input, Date.now());
-  try {
-    await store.transaction(async (tx) => {
-      await templates.insertTemplate(tx, row);
-      await recordChange(tx, actor, {
-        organisationKey,
-        action: 'create',
-        entityType: 'ThingTemplate',
-        entityKey: row.thing_template_key,
-        entityName: row.name,
-        after: snapshot(row),
-      });
-    });
-  } catch (error) {
-    if (isUniqueViolation(error)) throw nameTaken(input.name);
-    throw error;
-  }
+  await uniqueOr(
+    () =>
+      store.transaction(async (tx) => {
+        await templates.insertTemplate(tx, row);
+        await recordChange(tx, actor, {
+          organisationKey,
+          action: 'create',
+          entityType: 'ThingTemplate',
+          entityKey: row.thing_template_key,
+          entityName: row.name,
+          after: snapshot(row),
+        });
+      }),
+    () => nameTaken(input.name),
+  );
   return row;
 }
 
@@ -102,35 +101,34 @@ export async function updateTemplate(
   key: string,
   changes: Partial<TemplateInput>,
 ) {
-  try {
-    return await store.transaction(async (tx) => {
-      const before = await requireTemplate(tx, organisationKeys, key);
-      const after: ThingTemplateRow = {
-        ...before,
-        ...(changes.name !== undefined ? { name: changes.name } : {}),
-        ...(changes.description !== undefined ? { description: changes.description } : {}),
-        ...(changes.metrics !== undefined ? { metrics: normaliseMetrics(changes.metrics) } : {}),
-        ...(changes.heartbeat_interval !== undefined ? { heartbeat_interval: changes.heartbeat_interval } : {}),
-        ...(changes.idle_timeout !== undefined ? { idle_timeout: changes.idle_timeout } : {}),
-        updated_at: Date.now(),
-      };
-      const { thing_template_key: _k, organisation_key: _o, created_at: _c, is_default: _d, ...columns } = after;
-      await templates.updateTemplate(tx, key, columns);
-      await recordChange(tx, actor, {
-        organisationKey: before.organisation_key,
-        action: 'update',
-        entityType: 'ThingTemplate',
-        entityKey: key,
-        entityName: after.name,
-        before: snapshot(before),
-        after: snapshot(after),
-      });
-      return after;
-    });
-  } catch (error) {
-    if (isUniqueViolation(error)) throw nameTaken(changes.name ?? '');
-    throw error;
-  }
+  return uniqueOr(
+    () =>
+      store.transaction(async (tx) => {
+        const before = await requireTemplate(tx, organisationKeys, key);
+        const after: ThingTemplateRow = {
+          ...before,
+          ...(changes.name !== undefined ? { name: changes.name } : {}),
+          ...(changes.description !== undefined ? { description: changes.description } : {}),
+          ...(changes.metrics !== undefined ? { metrics: normaliseMetrics(changes.metrics) } : {}),
+          ...(changes.heartbeat_interval !== undefined ? { heartbeat_interval: changes.heartbeat_interval } : {}),
+          ...(changes.idle_timeout !== undefined ? { idle_timeout: changes.idle_timeout } : {}),
+          updated_at: Date.now(),
+        };
+        const { thing_template_key: _k, organisation_key: _o, created_at: _c, is_default: _d, ...columns } = after;
+        await templates.updateTemplate(tx, key, columns);
+        await recordChange(tx, actor, {
+          organisationKey: before.organisation_key,
+          action: 'update',
+          entityType: 'ThingTemplate',
+          entityKey: key,
+          entityName: after.name,
+          before: snapshot(before),
+          after: snapshot(after),
+        });
+        return after;
+      }),
+    () => nameTaken(changes.name ?? ''),
+  );
 }
 
 export async function deleteTemplate(store: Store, actor: Actor, organisationKeys: string[], key: string) {

@@ -6,7 +6,7 @@ import { conflict, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import { normaliseTags } from '../core/tags.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { isUniqueViolation } from '../store/dialect.ts';
+import { uniqueOr } from '../store/dialect.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { ThingRow } from '../store/tables.ts';
 import { findTemplate } from '../templates/repository.ts';
@@ -75,25 +75,24 @@ export async function createThing(store: Store, actor: Actor, organisationKey: s
     created_at: now,
     updated_at: now,
   };
-  try {
-    return await store.transaction(async (tx) => {
-      await templateOf(tx, organisationKey, input.thing_template_key, 'thing.thing_template_key');
-      await things.insertThing(tx, row);
-      const created = await requireThing(tx, [organisationKey], row.thing_key);
-      await recordChange(tx, actor, {
-        organisationKey,
-        action: 'create',
-        entityType: 'Thing',
-        entityKey: row.thing_key,
-        entityName: row.name,
-        after: thingSnapshot(created),
-      });
-      return created;
-    });
-  } catch (error) {
-    if (isUniqueViolation(error)) throw keyTaken(row.thing_key);
-    throw error;
-  }
+  return uniqueOr(
+    () =>
+      store.transaction(async (tx) => {
+        await templateOf(tx, organisationKey, input.thing_template_key, 'thing.thing_template_key');
+        await things.insertThing(tx, row);
+        const created = await requireThing(tx, [organisationKey], row.thing_key);
+        await recordChange(tx, actor, {
+          organisationKey,
+          action: 'create',
+          entityType: 'Thing',
+          entityKey: row.thing_key,
+          entityName: row.name,
+          after: thingSnapshot(created),
+        });
+        return created;
+      }),
+    () => keyTaken(row.thing_key),
+  );
 }
 
 export async function updateThing(

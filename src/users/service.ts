@@ -6,7 +6,7 @@ import { conflict, invalidParam, notFound, unknownReference } from '../core/erro
 import { newKey } from '../core/keys.ts';
 import { resolveTimeZone, STORED_TIME } from '../core/time.ts';
 import { findRole } from '../roles/repository.ts';
-import { isUniqueViolation } from '../store/dialect.ts';
+import { uniqueOr } from '../store/dialect.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { UserRow } from '../store/tables.ts';
 import { hashPassword } from './passwords.ts';
@@ -62,24 +62,23 @@ export async function insertNewUser(db: Executor, organisationKey: string, input
 export async function createUser(write: UserWrite, organisationKey: string, input: UserInput): Promise<UserRow> {
   const { password, ...rest } = input;
   const passwordHash = await hashPassword(password, write.passwordCost);
-  try {
-    return await write.store.transaction(async (tx) => {
-      await checkRole(tx, organisationKey, input.role_key);
-      const row = await insertNewUser(tx, organisationKey, { ...rest, passwordHash });
-      await recordChange(tx, write.actor, {
-        organisationKey,
-        action: 'create',
-        entityType: 'User',
-        entityKey: row.user_key,
-        entityName: row.email,
-        after: snapshot(row),
-      });
-      return row;
-    });
-  } catch (error) {
-    if (isUniqueViolation(error)) throw emailTaken(input.email);
-    throw error;
-  }
+  return uniqueOr(
+    () =>
+      write.store.transaction(async (tx) => {
+        await checkRole(tx, organisationKey, input.role_key);
+        const row = await insertNewUser(tx, organisationKey, { ...rest, passwordHash });
+        await recordChange(tx, write.actor, {
+          organisationKey,
+          action: 'create',
+          entityType: 'User',
+          entityKey: row.user_key,
+          entityName: row.email,
+          after: snapshot(row),
+        });
+        return row;
+      }),
+    () => emailTaken(input.email),
+  );
 }
 
 export async function requireUser(db: Executor, organisationKeys: string[], userKey: string): Promise<UserRow> {
@@ -96,38 +95,37 @@ export async function updateUser(
 ): Promise<UserRow> {
   const passwordHash =
     changes.password !== undefined ? await hashPassword(changes.password, write.passwordCost) : undefined;
-  try {
-    return await write.store.transaction(async (tx) => {
-      const before = await requireUser(tx, organisationKeys, userKey);
-      if (changes.role_key !== undefined) await checkRole(tx, before.organisation_key, changes.role_key);
-      const after: UserRow = {
-        ...before,
-        ...(changes.email !== undefined ? { email: changes.email.toLowerCase() } : {}),
-        ...(changes.name !== undefined ? { name: changes.name } : {}),
-        ...(changes.role_key !== undefined ? { role_key: changes.role_key } : {}),
-        ...(changes.time_zone !== undefined ? { time_zone: checkTimeZone(changes.time_zone) } : {}),
-        ...(passwordHash !== undefined ? { password_hash: passwordHash } : {}),
-        updated_at: Date.now(),
-      };
-      const { user_key: _key, organisation_key: _org, created_at: _created, ...columns } = after;
-      await users.updateUser(tx, userKey, columns);
-      // A new password ends every session of the user, so a stolen token dies with the old password.
-      if (passwordHash !== undefined) await users.deleteSessionsOfUser(tx, userKey);
-      await recordChange(tx, write.actor, {
-        organisationKey: before.organisation_key,
-        action: 'update',
-        entityType: 'User',
-        entityKey: userKey,
-        entityName: after.email,
-        before: snapshot(before),
-        after: snapshot(after),
-      });
-      return after;
-    });
-  } catch (error) {
-    if (isUniqueViolation(error)) throw emailTaken(changes.email ?? '');
-    throw error;
-  }
+  return uniqueOr(
+    () =>
+      write.store.transaction(async (tx) => {
+        const before = await requireUser(tx, organisationKeys, userKey);
+        if (changes.role_key !== undefined) await checkRole(tx, before.organisation_key, changes.role_key);
+        const after: UserRow = {
+          ...before,
+          ...(changes.email !== undefined ? { email: changes.email.toLowerCase() } : {}),
+          ...(changes.name !== undefined ? { name: changes.name } : {}),
+          ...(changes.role_key !== undefined ? { role_key: changes.role_key } : {}),
+          ...(changes.time_zone !== undefined ? { time_zone: checkTimeZone(changes.time_zone) } : {}),
+          ...(passwordHash !== undefined ? { password_hash: passwordHash } : {}),
+          updated_at: Date.now(),
+        };
+        const { user_key: _key, organisation_key: _org, created_at: _created, ...columns } = after;
+        await users.updateUser(tx, userKey, columns);
+        // A new password ends every session of the user, so a stolen token dies with the old password.
+        if (passwordHash !== undefined) await users.deleteSessionsOfUser(tx, userKey);
+        await recordChange(tx, write.actor, {
+          organisationKey: before.organisation_key,
+          action: 'update',
+          entityType: 'User',
+          entityKey: userKey,
+          entityName: after.email,
+          before: snapshot(before),
+          after: snapshot(after),
+        });
+        return after;
+      }),
+    () => emailTaken(changes.email ?? ''),
+  );
 }
 
 export async function deleteUser(write: UserWrite, organisationKeys: string[], userKey: string): Promise<void> {

@@ -82,3 +82,14 @@ export async function createThing(api: TestServer, token: string, thing: Record<
   assert.equal(response.status, 200, response.text);
   return response.body.thing as { thing_key: string; name: string; [field: string]: unknown };
 }
+
+/** Asserts that each endpoint answers 401 `unauthorized` without a token and with a bad one. */
+export async function assertTokenRequired(api: TestServer, endpoints: readonly (readonly [string, string])[]) {
+  for (const [method, path] of endpoints) {
+    const none = await api.request(method, path);
+    assert.equal(none.status, 401, `${method} ${path}`);
+    assert.equal(none.body.errors[0].code, 'unauthorized');
+    const bad = await api.request(method, path, { token: 'not-a-token' });
+    assert.equal(bad.status, 401);
+  }
+}
