@@ -172,6 +172,123 @@ export interface EventRow {
   waypoint: string | null;
 }
 
+export interface RuleRow {
+  rule_key: string;
+  organisation_key: string;
+  name: string;
+  description: string;
+  thing_template_key: string | null;
+  /** JSON array of thing keys. */
+  thing_keys: string;
+  group_key: string | null;
+  condition: string;
+  /** 0-3, or null: the rule raises no alert. */
+  alert_type: number | null;
+  alert_message: string;
+  /** `on_enter` or `every_event`. */
+  trigger: string;
+  enabled: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface RuleStateRow {
+  rule_key: string;
+  thing_key: string;
+  organisation_key: string;
+  /** 1 while the condition held at the thing's last event. */
+  matched: number;
+  updated_at: number;
+}
+
+export interface NotificationActionRow {
+  notification_action_key: string;
+  organisation_key: string;
+  rule_key: string;
+  /** v3 type name. */
+  type: string;
+  /** The e-mail kind's `to`. */
+  recipient: string | null;
+  cc: string | null;
+  bcc: string | null;
+  subject: string | null;
+  body: string | null;
+  method: string | null;
+  url: string | null;
+  /** JSON object. */
+  headers: string | null;
+  /** JSON object. */
+  query: string | null;
+  name: string | null;
+  phone_number: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DeliveryRow {
+  delivery_key: string;
+  organisation_key: string;
+  notification_action_key: string;
+  rule_key: string;
+  /** JSON: what the delivery needs (action, rule, thing, event, alert, message). */
+  payload: string;
+  /** pending | delivered | failed */
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  claimed_by: string | null;
+  claimed_until: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DeliveryAttemptRow {
+  attempt_key: string;
+  delivery_key: string;
+  notification_action_key: string;
+  organisation_key: string;
+  attempt: number;
+  /** delivered | failed */
+  status: string;
+  error: string | null;
+  at: number;
+  duration_ms: number;
+}
+
+export interface AlertRow {
+  alert_key: string;
+  organisation_key: string;
+  thing_key: string | null;
+  thing_name: string | null;
+  rule_key: string | null;
+  instruction_key: string | null;
+  instruction_name: string | null;
+  alert_type: number;
+  message: string;
+  /** JSON object: thing (as it was), instruction, alert_type_string, and what the device sent. */
+  data: string;
+  timestamp: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface InstructionRow {
+  instruction_key: string;
+  organisation_key: string;
+  thing_key: string;
+  name: string;
+  description: string | null;
+  /** JSON object. */
+  definition: string;
+  alert_key: string;
+  /** pending | delivered | acknowledged */
+  status: string;
+  delivered_at: number | null;
+  acknowledged_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface ServerSecretRow {
   name: string;
   value: string;
@@ -192,10 +309,24 @@ export interface Database {
   key_pairs: KeyPairRow;
   events: EventRow;
   server_secrets: ServerSecretRow;
+  rules: RuleRow;
+  rule_states: RuleStateRow;
+  notification_actions: NotificationActionRow;
+  deliveries: DeliveryRow;
+  delivery_attempts: DeliveryAttemptRow;
+  alerts: AlertRow;
+  instructions: InstructionRow;
 }
 
 /** Tables whose rows belong to one organisation (column `organisation_key`): removed with it. */
 export const ORGANISATION_SCOPED_TABLES = [
+  'instructions',
+  'alerts',
+  'delivery_attempts',
+  'deliveries',
+  'notification_actions',
+  'rule_states',
+  'rules',
   'key_pairs',
   'group_things',
   'groups',
