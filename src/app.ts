@@ -4,6 +4,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import { alertRoutes } from './alerts/routes.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { type BootstrapResult, bootstrapFirstAdmin } from './bootstrap.ts';
 import type { Config } from './core/config.ts';
@@ -171,6 +172,7 @@ async function buildHttpApp(
     ...eventRoutes(parts.ingest),
     ...deviceRoutes(parts.devices),
     ...queryRoutes(store),
+    ...alertRoutes(store, parts.devices),
   ]);
   await app.ready();
   return app;

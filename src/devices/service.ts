@@ -1,6 +1,7 @@
 /**
  * What a device's register, heartbeat and event requests do, whether they come over HTTP or MQTT.
  */
+import { type DeviceAlert, receiveDeviceAlert } from '../alerts/service.ts';
 import { actorOf } from '../audit/recorder.ts';
 import { ApiError, invalidParam, requiredParam } from '../core/errors.ts';
 import { requirePermission } from '../core/http/route.ts';
@@ -73,5 +74,11 @@ export class DeviceService {
       ? input.events.map((e, i) => ({ ...e, thingKey: thingKeyOf(e, `events.${i}.`) }))
       : [{ ...input, thingKey: thingKeyOf(input) }];
     await this.ingest.ingest(principal, incoming, input.events ? input.timestamp : undefined, '');
+  }
+
+  /** Raises an alert, or acknowledges an instruction when it names that instruction's alert_key. */
+  async alert(principal: Principal, input: DeviceAlert): Promise<void> {
+    requirePermission(principal, 'alert', 'create');
+    await receiveDeviceAlert(this.store, principal, input);
   }
 }

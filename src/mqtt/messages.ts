@@ -5,6 +5,7 @@
  * `{"context": <the message's hash>, "http_code": <number>, "http_msg": {...}}`, sent after the data
  * is durable.
  */
+import { DeviceAlertBody } from '../alerts/schemas.ts';
 import { ApiError, type ErrorItem } from '../core/errors.ts';
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
 import { compileParams } from '../core/http/validation.ts';
@@ -28,6 +29,7 @@ const validators = {
   register: compileParams(RegisterBody),
   heartbeat: compileParams(HeartbeatBody),
   event: compileParams(EventBody),
+  alert: compileParams(DeviceAlertBody),
 };
 
 const failure = (context: string, status: number, errors: ErrorItem[]): Ack => ({
@@ -99,7 +101,8 @@ export async function handleDeviceMessage(devices: DeviceService, message: Messa
         await devices.event(principal, validators.event(body) as typeof EventBody.static);
         break;
       case 'alert':
-        return failure(context, 501, [{ code: 'not_implemented', message: 'alerts over MQTT are not available yet' }]);
+        await devices.alert(principal, (validators.alert(body) as typeof DeviceAlertBody.static).alert);
+        break;
     }
     return { context, http_code: 200, http_msg: {} };
   } catch (error) {

@@ -1,0 +1,24 @@
+import { presentStoredTimestamps, type TimeFormatter } from '../core/time.ts';
+import type { AlertRow } from '../store/tables.ts';
+import { ALERT_TYPE_NAMES } from './schemas.ts';
+
+export const alertTypeName = (alertType: number): string => ALERT_TYPE_NAMES[alertType] ?? 'Info';
+
+/** The seed's Alert; `instruction_key` and `instruction_name` only when it concerns an instruction. */
+export function presentAlert(row: AlertRow, time: TimeFormatter) {
+  return {
+    alert_key: row.alert_key,
+    alert_type: row.alert_type,
+    alert_type_string: alertTypeName(row.alert_type),
+    created_at: time(row.created_at),
+    updated_at: time(row.updated_at),
+    timestamp: time(row.timestamp),
+    message: row.message,
+    thing_key: row.thing_key,
+    thing_name: row.thing_name,
+    ...(row.instruction_key !== null
+      ? { instruction_key: row.instruction_key, instruction_name: row.instruction_name ?? '' }
+      : {}),
+    data: presentStoredTimestamps(JSON.parse(row.data), time),
+  };
+}

@@ -1,0 +1,73 @@
+import { sql } from 'kysely';
+import type { ListQuery } from '../core/http/list.ts';
+import { inOrganisations } from '../store/filters.ts';
+import { fetchPage } from '../store/paging.ts';
+import type { Executor } from '../store/store.ts';
+import type { AlertRow } from '../store/tables.ts';
+
+export interface AlertFilter {
+  organisationKeys: string[];
+  thingKey?: string | undefined;
+  instructionKey?: string | undefined;
+  alertTypes?: number[] | undefined;
+}
+
+const SORTABLE = ['timestamp', 'created_at', 'updated_at', 'alert_type', 'thing_key', 'message'];
+
+/** The name of an alert type as search sees it: alert_type_string is derived, not stored. */
+const alertTypeString = sql`(case alert_type when 0 then 'Info' when 1 then 'Warning' when 2 then 'Error' else 'Critical' end)`;
+
+export function listAlerts(db: Executor, filter: AlertFilter, list: ListQuery) {
+  return fetchPage<AlertRow>(
+    db,
+    {
+      name: 'alerts',
+      values: {
+        organisations: filter.organisationKeys,
+        thing: filter.thingKey,
+        instruction: filter.instructionKey,
+        types: filter.alertTypes,
+      },
+      build: (d, v) => {
+        // A derived table, so search can match the type's name like a column.
+        let query = d
+          .selectFrom((eb) =>
+            eb
+              .selectFrom('alerts')
+              .selectAll()
+              .select(alertTypeString.as('alert_type_string'))
+              .where(inOrganisations(v.organisations as string[]))
+              .as('alerts'),
+          )
+          .selectAll();
+        if (v.thing !== undefined) query = query.where('thing_key', '=', v.thing as string);
+        if (v.instruction !== undefined) query = query.where('instruction_key', '=', v.instruction as string);
+        if (v.types !== undefined) query = query.where('alert_type', 'in', v.types as number[]);
+        return query;
+      },
+      columns: {
+        sort: Object.fromEntries(SORTABLE.map((f) => [f, f])),
+        key: 'alert_key',
+        search: ['message', 'thing_key', 'thing_name', 'alert_type_string'],
+      },
+    },
+    list,
+  );
+}
+
+export function findAlert(db: Executor, organisationKeys: string[], alertKey: string): Promise<AlertRow | undefined> {
+  return db
+    .selectFrom('alerts')
+    .selectAll()
+    .where('alert_key', '=', alertKey)
+    .where(inOrganisations(organisationKeys))
+    .executeTakeFirst();
+}
+
+export async function insertAlert(db: Executor, row: AlertRow): Promise<void> {
+  await db.insertInto('alerts').values(row).execute();
+}
+
+export async function updateAlert(db: Executor, alertKey: string, changes: Partial<AlertRow>): Promise<void> {
+  await db.updateTable('alerts').set(changes).where('alert_key', '=', alertKey).execute();
+}

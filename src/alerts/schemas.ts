@@ -1,0 +1,84 @@
+import { Type } from '@sinclair/typebox';
+import { ListResponse, type ListSpec, listParams, OneResponse } from '../core/http/list.ts';
+import { CommonParams, Key, Nullable, OemParams } from '../core/http/schema.ts';
+
+/** alert_type 0-3 and their names (CONTRACT 8). */
+export const ALERT_TYPE_NAMES = ['Info', 'Warning', 'Error', 'Critical'] as const;
+
+export const AlertType = Type.Integer({
+  minimum: 0,
+  maximum: 3,
+  description: '0 Info, 1 Warning, 2 Error, 3 Critical',
+});
+
+export const Alert = Type.Object({
+  alert_key: Type.String(),
+  alert_type: AlertType,
+  alert_type_string: Type.String({ description: 'Info, Warning, Error or Critical' }),
+  created_at: Type.Union([Type.Integer(), Type.String()]),
+  updated_at: Type.Union([Type.Integer(), Type.String()]),
+  timestamp: Type.Union([Type.Integer(), Type.String()]),
+  message: Type.String(),
+  thing_key: Nullable(Type.String()),
+  thing_name: Nullable(Type.String()),
+  instruction_key: Type.Optional(Type.String({ description: 'present when the alert concerns an instruction' })),
+  instruction_name: Type.Optional(Type.String()),
+  data: Type.Object(
+    {},
+    {
+      additionalProperties: true,
+      description: 'thing (as it was when the alert was raised), instruction, alert_type_string, and what was sent',
+    },
+  ),
+});
+
+export const ALERT_LIST: ListSpec = {
+  defaultPer: 20,
+  sortable: ['timestamp', 'created_at', 'updated_at', 'alert_type', 'thing_key', 'message'],
+  defaultOrderBy: 'timestamp',
+  searchDescription: 'keywords matched against message, thing_key, thing_name and alert_type_string',
+};
+
+/** alert_type as an array, repeated query keys, or comma-separated text. */
+const AlertTypeFilter = Type.Unsafe<number[]>({
+  type: 'array',
+  items: { type: 'integer', enum: [0, 1, 2, 3] },
+  maxItems: 4,
+  description: 'alert types to list: integers from [0, 1, 2, 3]',
+});
+
+export const ListAlertsParams = Type.Object({
+  ...CommonParams,
+  ...OemParams,
+  ...listParams(ALERT_LIST),
+  thing_key: Type.Optional(Key()),
+  instruction_key: Type.Optional(Key()),
+  alert_type: Type.Optional(AlertTypeFilter),
+});
+
+export const GetAlertParams = Type.Object({ ...CommonParams, ...OemParams, alert_key: Key() });
+
+export const AlertList = ListResponse('alerts', Alert);
+export const AlertOne = OneResponse('alert', Alert);
+
+/** What a device sends to raise an alert or acknowledge an instruction (DEVICES.md). */
+export const DeviceAlertInput = Type.Object(
+  {
+    thing_key: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+    device_key: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+    alert_key: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+    message: Type.String({ maxLength: 10_000 }),
+    alert_type: AlertType,
+    data: Type.Optional(Nullable(Type.Object({}, { additionalProperties: true }))),
+    timestamp: Type.Optional(
+      Type.Unsafe<number | string | null>({ type: ['number', 'string', 'null'], description: 'epoch ms (or seconds)' }),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+export const DeviceAlertBody = Type.Object({ alert: DeviceAlertInput }, { additionalProperties: true });
+export const DeviceAlertUpdateBody = Type.Object(
+  { alert: DeviceAlertInput, alert_key: Key() },
+  { additionalProperties: true },
+);

@@ -1,0 +1,126 @@
+/**
+ * Alerts (CONTRACT 8): raised by rules, by devices (out-of-band alerts) and by instructions, whose
+ * device acknowledgement updates the instruction's alert instead of adding another. `data.thing` is the
+ * thing as it was when the alert was raised.
+ */
+import { notFound, requiredParam } from '../core/errors.ts';
+import { newKey } from '../core/keys.ts';
+import type { Principal } from '../core/principal.ts';
+import { readTimestamp } from '../events/ingest.ts';
+import type { Executor, Store } from '../store/store.ts';
+import type { AlertRow } from '../store/tables.ts';
+import type { ThingWithTemplate } from '../things/repository.ts';
+import { findThing } from '../things/repository.ts';
+import { thingSnapshot } from '../things/service.ts';
+import { alertTypeName } from './presenter.ts';
+import * as alerts from './repository.ts';
+
+export interface NewAlert {
+  organisationKey: string;
+  thing: ThingWithTemplate;
+  alertType: number;
+  message: string;
+  /** When it happened (ms). */
+  timestamp: number;
+  /** Members added to `data` beside `thing` and `alert_type_string`. */
+  data?: Record<string, unknown> | undefined;
+  ruleKey?: string | undefined;
+  instruction?: { instruction_key: string; name: string } | undefined;
+  /** A key chosen beforehand (instructions hand theirs to the device). */
+  alertKey?: string | undefined;
+}
+
+/** Writes an alert inside the caller's transaction. */
+export async function raiseAlert(db: Executor, alert: NewAlert, now = Date.now()): Promise<AlertRow> {
+  const row: AlertRow = {
+    alert_key: alert.alertKey ?? newKey(),
+    organisation_key: alert.organisationKey,
+    thing_key: alert.thing.thing_key,
+    thing_name: alert.thing.name,
+    rule_key: alert.ruleKey ?? null,
+    instruction_key: alert.instruction?.instruction_key ?? null,
+    instruction_name: alert.instruction?.name ?? null,
+    alert_type: alert.alertType,
+    message: alert.message,
+    data: JSON.stringify({
+      ...alert.data,
+      thing: thingSnapshot(alert.thing),
+      alert_type_string: alertTypeName(alert.alertType),
+    }),
+    timestamp: alert.timestamp,
+    created_at: now,
+    updated_at: now,
+  };
+  await alerts.insertAlert(db, row);
+  return row;
+}
+
+export interface DeviceAlert {
+  thing_key?: string | null | undefined;
+  device_key?: string | null | undefined;
+  alert_key?: string | null | undefined;
+  message: string;
+  alert_type: number;
+  data?: Record<string, unknown> | null | undefined;
+  timestamp?: unknown;
+}
+
+/**
+ * A device's alert (DEVICES.md). One naming the `alert_key` of an existing alert is an acknowledgement:
+ * it updates that alert's message, type and data (keeping `data.thing` and `data.instruction`) and
+ * marks the instruction acknowledged. Any other needs a thing and raises a new alert.
+ */
+export async function receiveDeviceAlert(store: Store, principal: Principal, input: DeviceAlert): Promise<AlertRow> {
+  const organisations = [principal.organisationKey];
+  const now = Date.now();
+  const timestamp = readTimestamp(input.timestamp, now, 'alert.timestamp');
+  const sent = input.data ?? {};
+  return store.transaction(async (tx) => {
+    if (input.alert_key) {
+      const existing = await alerts.findAlert(tx, organisations, input.alert_key);
+      if (existing) {
+        const kept = JSON.parse(existing.data) as Record<string, unknown>;
+        const data = {
+          ...sent,
+          ...(kept.thing !== undefined ? { thing: kept.thing } : {}),
+          ...(kept.instruction !== undefined ? { instruction: kept.instruction } : {}),
+          alert_type_string: alertTypeName(input.alert_type),
+        };
+        const changes = {
+          message: input.message,
+          alert_type: input.alert_type,
+          data: JSON.stringify(data),
+          updated_at: now,
+        };
+        await alerts.updateAlert(tx, existing.alert_key, changes);
+        if (existing.instruction_key !== null) {
+          await tx
+            .updateTable('instructions')
+            .set({ status: 'acknowledged', acknowledged_at: now, updated_at: now })
+            .where('instruction_key', '=', existing.instruction_key)
+            .execute();
+        }
+        return { ...existing, ...changes };
+      }
+    }
+    const thingKey = input.thing_key || input.device_key;
+    if (!thingKey) {
+      if (input.alert_key) throw notFound('alert', 'alert.alert_key');
+      throw requiredParam('alert.thing_key');
+    }
+    const thing = await findThing(tx, organisations, thingKey);
+    if (!thing) throw notFound('thing', 'alert.thing_key');
+    return raiseAlert(
+      tx,
+      {
+        organisationKey: principal.organisationKey,
+        thing,
+        alertType: input.alert_type,
+        message: input.message,
+        timestamp,
+        data: sent,
+      },
+      now,
+    );
+  });
+}
