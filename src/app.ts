@@ -12,6 +12,8 @@ import { DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
 import { registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
 import { SecretBox } from './core/secret-box.ts';
+import { Senders } from './deliveries/senders.ts';
+import { DeliveryWorker } from './deliveries/worker.ts';
 import { DeviceAuthenticator } from './devices/authentication.ts';
 import { deviceRoutes } from './devices/routes.ts';
 import { DeviceService } from './devices/service.ts';
@@ -27,6 +29,7 @@ import { childOrganisationKeys } from './organisations/repository.ts';
 import { organisationRoutes } from './organisations/routes.ts';
 import { queryRoutes } from './queries/routes.ts';
 import { roleRoutes } from './roles/routes.ts';
+import { RuleEngine } from './rules/engine.ts';
 import { loadIdentityProviders } from './sessions/identity-providers.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { SessionService } from './sessions/service.ts';
@@ -61,7 +64,10 @@ export async function createServer(config: Config): Promise<Server> {
     const bootstrap = await bootstrapFirstAdmin(store, config);
     const sessions = new SessionService(store, config, loadIdentityProviders(config.idpConfigPath));
     const box = new SecretBox(config.secretKey ?? (await serverSecret(store.db, 'secret_box_key')));
-    const writer = new EventWriter(store);
+    const senders = new Senders(store, config);
+    let worker: DeliveryWorker | undefined;
+    const rules = new RuleEngine(store, { onQueued: () => worker?.wake() });
+    const writer = new EventWriter(store, { process: (tx, batches) => rules.evaluate(tx, batches) });
     const authenticator = new DeviceAuthenticator(store.db, box);
     const ingest = new EventIngest(store, writer);
     const devices = new DeviceService(store, ingest);
@@ -71,6 +77,9 @@ export async function createServer(config: Config): Promise<Server> {
       throw error;
     });
     timers.push(setInterval(() => void sessions.prune().catch((e) => app.log.warn(e)), PRUNE_INTERVAL_MS).unref());
+    worker = new DeliveryWorker(store, senders, config, app.log);
+    await worker.start();
+    const deliveries = worker;
     return {
       app,
       store,
@@ -82,6 +91,9 @@ export async function createServer(config: Config): Promise<Server> {
         await mqtt?.close();
         await app.close();
         await writer.drain();
+        await deliveries.stop();
+        await senders.close();
+        rules.close();
         await store.close();
       },
     };

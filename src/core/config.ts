@@ -21,6 +21,8 @@ export interface Config {
   /** Shared-subscription group on the external broker: one per deployment. */
   mqttShareGroup: string;
   smtpUrl: string | undefined;
+  /** Sender address of e-mail actions. */
+  smtpFrom: string | undefined;
   smsUrl: string | undefined;
   idpConfigPath: string | undefined;
   logLevel: string;
@@ -33,6 +35,12 @@ export interface Config {
   secretKey: string | undefined;
   /** scrypt cost parameter N; lower values only make sense in tests. */
   passwordHashCost: number;
+  /** Notification deliveries: how long one attempt may take (ms). */
+  deliveryTimeoutMs: number;
+  /** Delay before the first retry (ms); it doubles with each further attempt, up to an hour. */
+  deliveryRetryBaseMs: number;
+  /** Attempts before a delivery is given up as failed. */
+  deliveryMaxAttempts: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -67,6 +75,14 @@ function parseBoolean(name: string, text: string | undefined): boolean {
   throw new ConfigError(`${name} must be true or false (got "${text}")`);
 }
 
+function parsePositive(name: string, text: string | undefined, fallback: number): number {
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1)
+    throw new ConfigError(`${name} must be a positive integer (got "${text}")`);
+  return value;
+}
+
 function parseSynchronous(text: string | undefined): 'FULL' | 'NORMAL' {
   if (text === undefined || text === '') return 'FULL';
   const value = text.toUpperCase();
@@ -98,6 +114,7 @@ export function loadConfig(env: Env = process.env): Config {
     mqttUrl: env.MQTT_URL || undefined,
     mqttShareGroup: env.MQTT_SHARE_GROUP || 'thingbase',
     smtpUrl: env.SMTP_URL || undefined,
+    smtpFrom: env.SMTP_FROM || undefined,
     smsUrl: env.SMS_URL || undefined,
     idpConfigPath: env.IDP_CONFIG || undefined,
     logLevel: env.LOG_LEVEL || 'info',
@@ -107,5 +124,8 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`).replace(/\/+$/, ''),
     secretKey: env.THINGBASE_SECRET_KEY || undefined,
     passwordHashCost: env.THINGBASE_PASSWORD_HASH_COST ? Number(env.THINGBASE_PASSWORD_HASH_COST) : 16384,
+    deliveryTimeoutMs: parseDuration('DELIVERY_TIMEOUT', env.DELIVERY_TIMEOUT || '10s') * 1000,
+    deliveryRetryBaseMs: parsePositive('DELIVERY_RETRY_BASE_MS', env.DELIVERY_RETRY_BASE_MS, 5000),
+    deliveryMaxAttempts: parsePositive('DELIVERY_MAX_ATTEMPTS', env.DELIVERY_MAX_ATTEMPTS, 10),
   };
 }

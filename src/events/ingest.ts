@@ -160,8 +160,11 @@ export class EventIngest {
         waypoint,
       });
     }
+    const subject = new Map<number, ResolvedThing>();
+    for (const thing of things.values()) subject.set(thing.thing_id, thing);
     await this.writer.write({
       events,
+      subject: { organisationKey: principal.organisationKey, things: subject },
       ...(discovered.size > 0 ? { after: (tx) => addMetrics(tx, discovered) } : {}),
     });
   }

@@ -26,7 +26,18 @@ export interface IngestBatch {
   heartbeats?: Map<number, number>;
   /** Work to run in the same transaction after the events are in (metric discovery, rules...). */
   after?: (tx: Tx) => Promise<void>;
+  /** The organisation and things the events belong to, for work over the whole transaction (rules). */
+  subject?: BatchSubject;
 }
+
+export interface BatchSubject {
+  organisationKey: string;
+  /** By thing id. */
+  things: ReadonlyMap<number, { thing_key: string; thing_template_key: string }>;
+}
+
+/** Work over every batch of a transaction, run in it after the batches' own `after` work. */
+export type TransactionWork = (tx: Tx, batches: readonly IngestBatch[]) => Promise<void>;
 
 interface Queued {
   batch: IngestBatch;
@@ -42,6 +53,8 @@ export interface EventWriterOptions {
   delayMs?: number;
   /** Rows waiting (or being written) beyond which new work is refused. */
   maxPendingRows?: number;
+  /** Runs in each transaction once its batches are written (rule evaluation). */
+  process?: TransactionWork;
 }
 
 const INSERT_CHUNK = 500;
@@ -54,6 +67,7 @@ export class EventWriter {
   private readonly batchRows: number;
   private readonly delayMs: number;
   private readonly maxPendingRows: number;
+  private readonly process: TransactionWork | undefined;
 
   constructor(
     private readonly store: Store,
@@ -62,6 +76,7 @@ export class EventWriter {
     this.batchRows = options.batchRows ?? 1000;
     this.delayMs = options.delayMs ?? 2;
     this.maxPendingRows = options.maxPendingRows ?? 100_000;
+    this.process = options.process;
   }
 
   /** Resolves once the batch is committed; rejects if it could not be, and nothing of it is stored. */
@@ -119,12 +134,11 @@ export class EventWriter {
           rows += next.size;
         }
         try {
-          await this.store.transaction((tx) =>
-            writeBatches(
-              tx,
-              taken.map((q) => q.batch),
-            ),
-          );
+          const batches = taken.map((q) => q.batch);
+          await this.store.transaction(async (tx) => {
+            await writeBatches(tx, batches);
+            if (this.process) await this.process(tx, batches);
+          });
           for (const q of taken) q.resolve();
         } catch (error) {
           for (const q of taken) q.reject(error);

@@ -100,3 +100,16 @@ export function valuesAlias(engine: Engine, alias: string, columns: number): Raw
   if (engine === 'sqlite') return sql.raw(alias);
   return sql.raw(`${alias}(${Array.from({ length: columns }, (_, i) => `column${i + 1}`).join(', ')})`);
 }
+
+/**
+ * Locks the rows a select reads until the transaction ends (PostgreSQL `FOR UPDATE`, optionally `SKIP
+ * LOCKED` to pass over rows another instance holds). SQLite has one writer at a time: no clause needed.
+ */
+export function lockRows(engine: Engine, options: { skipLocked?: boolean } = {}) {
+  // biome-ignore lint/suspicious/noExplicitAny: applies to any select.
+  return <Q extends { forUpdate(): any; skipLocked(): any }>(query: Q): Q => {
+    if (engine === 'sqlite') return query;
+    const locked = query.forUpdate();
+    return options.skipLocked ? locked.skipLocked() : locked;
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * Outbound calls of notification actions must not reach the server's own network by default (CONTRACT
+ * 8): a host that resolves to a loopback, private, link-local, unique-local or unspecified address is
+ * refused unless ALLOW_PRIVATE_WEBHOOKS=true. The check runs in the connection's own DNS lookup, so the
+ * address checked is the address connected to (no second lookup to rebind).
+ */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { BlockList, isIP } from 'node:net';
+
+const blocked = new BlockList();
+for (const [network, prefix] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const) {
+  blocked.addSubnet(network, prefix, 'ipv4');
+}
+for (const [network, prefix] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const) {
+  blocked.addSubnet(network, prefix, 'ipv6');
+}
+
+/** Whether an address is one outbound calls may not reach by default. */
+export function isPrivateAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return blocked.check(address, 'ipv4');
+  if (family !== 6) return true;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped?.[1]) return blocked.check(mapped[1], 'ipv4');
+  return blocked.check(address, 'ipv6');
+}
+
+export class PrivateAddressError extends Error {
+  readonly code = 'EPRIVATEADDRESS';
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** A `lookup` for sockets that refuses private addresses. */
+export function guardedLookup(hostname: string, options: object, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) return callback(error, []);
+    const list = addresses as LookupAddress[];
+    const refused = list.find((a) => isPrivateAddress(a.address));
+    if (refused || list.length === 0) {
+      return callback(
+        new PrivateAddressError(
+          `${hostname} resolves to ${refused?.address ?? 'nothing'}, a private or loopback address (set ALLOW_PRIVATE_WEBHOOKS=true to allow)`,
+        ),
+        [],
+      );
+    }
+    if ((options as { all?: boolean }).all) return callback(null, list);
+    const first = list[0] as LookupAddress;
+    callback(null, first.address, first.family);
+  });
+}

@@ -1,0 +1,200 @@
+/**
+ * How each kind of notification action is carried out (CONTRACT 8). A sender resolves when the peer
+ * has accepted the delivery and throws with a short reason when it has not.
+ */
+import { isIP } from 'node:net';
+import nodemailer, { type Transporter } from 'nodemailer';
+import { Agent, request } from 'undici';
+import { SYSTEM_ACTOR } from '../audit/recorder.ts';
+import type { Config } from '../core/config.ts';
+import { renderAlertMessage } from '../rules/engine.ts';
+import type { Store } from '../store/store.ts';
+import type { NotificationActionRow } from '../store/tables.ts';
+import { updateThing } from '../things/service.ts';
+import { guardedLookup, isPrivateAddress, PrivateAddressError } from './address-guard.ts';
+
+/** What the rule engine queued with the delivery. */
+export interface DeliveryPayload {
+  rule: { rule_key: string; name: string; alert_type: number | null };
+  thing: { thing_key: string; name: string; [field: string]: unknown };
+  event: { timestamp: number; data: unknown };
+  alert: { alert_key: string; alert_type: number; message: string; timestamp: number } | null;
+  message: string;
+}
+
+export interface Delivery {
+  deliveryKey: string;
+  organisationKey: string;
+  action: NotificationActionRow;
+  payload: DeliveryPayload;
+}
+
+/** Most of a peer's answer that is read (and then dropped): answers are not stored. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+const LEVELS = ['Info', 'Warning', 'Error', 'Critical'];
+
+const thingToken = /\$(THING|SENSOR)\$/g;
+
+export class Senders {
+  private readonly agent: Agent;
+  private mailer: Transporter | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly config: Config,
+  ) {
+    this.agent = new Agent({
+      connect: {
+        timeout: config.deliveryTimeoutMs,
+        ...(config.allowPrivateWebhooks ? {} : { lookup: guardedLookup }),
+      },
+      headersTimeout: config.deliveryTimeoutMs,
+      bodyTimeout: config.deliveryTimeoutMs,
+    });
+  }
+
+  async close(): Promise<void> {
+    this.mailer?.close();
+    await this.agent.close();
+  }
+
+  send(delivery: Delivery): Promise<void> {
+    switch (delivery.action.type) {
+      case 'EmailNotificationAction':
+        return this.email(delivery);
+      case 'CallHttpUrlAction':
+        return this.httpCall(delivery);
+      case 'ThingUserDefinedPropertiesAction':
+        return this.setProperties(delivery);
+      case 'SMSNotificationAction':
+        return this.sms(delivery);
+      default:
+        throw new Error(`unknown action type ${delivery.action.type}`);
+    }
+  }
+
+  private async email({ action, payload }: Delivery): Promise<void> {
+    if (!this.config.smtpUrl) throw new Error('SMTP_URL is not set: e-mail cannot be sent');
+    if (!this.mailer) {
+      const url = new URL(this.config.smtpUrl);
+      this.mailer = nodemailer.createTransport({
+        host: url.hostname,
+        port: Number(url.port || (url.protocol === 'smtps:' ? 465 : 587)),
+        secure: url.protocol === 'smtps:',
+        ...(url.username
+          ? { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } }
+          : {}),
+        connectionTimeout: this.config.deliveryTimeoutMs,
+        greetingTimeout: this.config.deliveryTimeoutMs,
+        socketTimeout: this.config.deliveryTimeoutMs,
+      });
+    }
+    const level = payload.rule.alert_type === null ? 'Notice' : (LEVELS[payload.rule.alert_type] ?? 'Info');
+    await this.mailer.sendMail({
+      from: this.config.smtpFrom ?? fromAddress(this.config.smtpUrl),
+      to: action.recipient ?? '',
+      ...(action.cc ? { cc: action.cc } : {}),
+      ...(action.bcc ? { bcc: action.bcc } : {}),
+      subject: action.subject || `[${level}] ${payload.rule.name}: ${payload.thing.name}`,
+      text: payload.message,
+    });
+  }
+
+  private async httpCall({ deliveryKey, action, payload }: Delivery): Promise<void> {
+    const thingKey = encodeURIComponent(payload.thing.thing_key);
+    const url = new URL((action.url ?? '').replace(thingToken, thingKey));
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`${url.protocol} URLs are not called`);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (!this.config.allowPrivateWebhooks && isIP(host) !== 0 && isPrivateAddress(host)) {
+      throw new PrivateAddressError(
+        `${host} is a private or loopback address (set ALLOW_PRIVATE_WEBHOOKS=true to allow)`,
+      );
+    }
+    for (const [name, value] of Object.entries(parseObject(action.query))) url.searchParams.append(name, String(value));
+    const method = (action.method ?? 'POST').toUpperCase();
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(parseObject(action.headers)))
+      headers[name.toLowerCase()] = String(value);
+    // Lets the peer drop a repeat of a delivery whose answer was cut off.
+    headers['idempotency-key'] = deliveryKey;
+    let body: string | undefined;
+    if (method !== 'GET' && method !== 'HEAD') {
+      body = action.body
+        ? action.body.replace(thingToken, payload.thing.thing_key)
+        : JSON.stringify({ rule: payload.rule, thing: payload.thing, event: payload.event, alert: payload.alert });
+      headers['content-type'] ??= 'application/json';
+    }
+    const response = await request(url, {
+      method: method as 'POST',
+      headers,
+      ...(body !== undefined ? { body } : {}),
+      dispatcher: this.agent,
+      signal: AbortSignal.timeout(this.config.deliveryTimeoutMs),
+    });
+    await drain(response.body);
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      throw new Error(`the peer answered ${response.statusCode}`);
+    }
+  }
+
+  private async setProperties({ organisationKey, action, payload }: Delivery): Promise<void> {
+    const body = parseObject(action.body);
+    const properties = parseObject(JSON.stringify(body.user_defined_properties ?? body.traits ?? {}));
+    await updateThing(
+      this.store,
+      { ...SYSTEM_ACTOR, userName: `rule ${payload.rule.name}` },
+      [organisationKey],
+      payload.thing.thing_key,
+      { user_defined_properties: properties as Record<string, string> },
+      { mergeProperties: true },
+    );
+  }
+
+  private async sms({ action, payload }: Delivery): Promise<void> {
+    if (!this.config.smsUrl) throw new Error('SMS_URL is not set: SMS cannot be sent');
+    const message = action.body ? renderAlertMessage(action.body, payload.event.data, payload.thing) : payload.message;
+    const response = await request(this.config.smsUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ to: action.phone_number, name: action.name, message }),
+      signal: AbortSignal.timeout(this.config.deliveryTimeoutMs),
+    });
+    await drain(response.body);
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      throw new Error(`the SMS gateway answered ${response.statusCode}`);
+    }
+  }
+}
+
+function parseObject(text: string | null): Record<string, unknown> {
+  if (!text) return {};
+  try {
+    const value = JSON.parse(text) as unknown;
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Reads at most MAX_RESPONSE_BYTES of an answer, then stops reading it. */
+async function drain(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<void> {
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > MAX_RESPONSE_BYTES) {
+      body.destroy();
+      return;
+    }
+  }
+}
+
+/** Without SMTP_FROM: the SMTP user when it is an address, else thingbase@localhost. */
+function fromAddress(smtpUrl: string): string {
+  try {
+    const user = decodeURIComponent(new URL(smtpUrl).username);
+    if (user.includes('@')) return user;
+  } catch {
+    // fall through
+  }
+  return 'thingbase@localhost';
+}

@@ -1,0 +1,198 @@
+/**
+ * Drains the delivery queue (CONTRACT 8). Each instance claims due deliveries with a lease (on
+ * PostgreSQL with `FOR UPDATE SKIP LOCKED`, so instances never claim the same row), carries them out,
+ * and records every attempt. A failed attempt is retried with exponential backoff until the attempt
+ * limit; a claim left by an instance that died returns to the queue when its lease runs out (on SQLite,
+ * whose store one process owns, at the next start).
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../core/config.ts';
+import { newKey } from '../core/keys.ts';
+import { lockRows } from '../store/dialect.ts';
+import type { Store } from '../store/store.ts';
+import type { DeliveryRow } from '../store/tables.ts';
+import type { Delivery, DeliveryPayload, Senders } from './senders.ts';
+
+const POLL_MS = 500;
+const BATCH = 20;
+const CONCURRENCY = 4;
+const MAX_BACKOFF_MS = 60 * 60 * 1000;
+
+export class DeliveryWorker {
+  readonly instance = randomUUID();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly senders: Senders,
+    private readonly config: Config,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  async start(): Promise<void> {
+    if (this.store.engine === 'sqlite') {
+      // One process owns a SQLite store: claims still held are from a process that is gone.
+      await this.store.db
+        .updateTable('deliveries')
+        .set({ claimed_by: null, claimed_until: null })
+        .where('status', '=', 'pending')
+        .where('claimed_by', 'is not', null)
+        .execute();
+    }
+    this.schedule(0);
+  }
+
+  /** Looks for due deliveries now (something was just queued). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) this.again = true;
+    else this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.running = this.runOnce()
+        .catch((error) => this.log.error(error, 'delivery worker failed'))
+        .finally(() => {
+          this.running = undefined;
+          const again = this.again;
+          this.again = false;
+          this.schedule(again ? 0 : POLL_MS);
+        });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  /** Claims and carries out due deliveries until none is due. */
+  async runOnce(): Promise<void> {
+    for (;;) {
+      const claimed = await this.claim();
+      if (claimed.length === 0) return;
+      const queue = [...claimed];
+      await Promise.all(
+        Array.from({ length: Math.min(CONCURRENCY, queue.length) }, async () => {
+          for (let row = queue.shift(); row; row = queue.shift()) await this.deliver(row);
+        }),
+      );
+      if (this.stopped || claimed.length < BATCH) return;
+    }
+  }
+
+  private claim(): Promise<DeliveryRow[]> {
+    const now = Date.now();
+    // Longer than one attempt can take, so a live claim never lapses mid-attempt.
+    const claimedUntil = now + this.config.deliveryTimeoutMs * 3 + 5000;
+    return this.store.transaction(async (tx) => {
+      const due = await tx
+        .selectFrom('deliveries')
+        .selectAll()
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '<=', now)
+        .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+        .orderBy('next_attempt_at')
+        .limit(BATCH)
+        .$call(lockRows(this.store.engine, { skipLocked: true }))
+        .execute();
+      if (due.length === 0) return [];
+      await tx
+        .updateTable('deliveries')
+        .set({ claimed_by: this.instance, claimed_until: claimedUntil })
+        .where(
+          'delivery_key',
+          'in',
+          due.map((d) => d.delivery_key),
+        )
+        .execute();
+      return due;
+    });
+  }
+
+  private async deliver(row: DeliveryRow): Promise<void> {
+    const action = await this.store.db
+      .selectFrom('notification_actions')
+      .selectAll()
+      .where('notification_action_key', '=', row.notification_action_key)
+      .executeTakeFirst();
+    if (!action) {
+      await this.finish(row, 'cancelled', undefined, 0);
+      return;
+    }
+    const delivery: Delivery = {
+      deliveryKey: row.delivery_key,
+      organisationKey: row.organisation_key,
+      action,
+      payload: JSON.parse(row.payload) as DeliveryPayload,
+    };
+    const started = Date.now();
+    try {
+      await this.senders.send(delivery);
+      await this.finish(row, 'delivered', undefined, Date.now() - started);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      const attempts = row.attempts + 1;
+      const giveUp = attempts >= this.config.deliveryMaxAttempts;
+      this.log.warn({ delivery: row.delivery_key, attempt: attempts, reason }, 'notification delivery failed');
+      await this.finish(row, giveUp ? 'failed' : 'pending', reason, Date.now() - started);
+    }
+  }
+
+  /** Records the attempt and the delivery's new state together; only while this instance holds the claim. */
+  private async finish(
+    row: DeliveryRow,
+    status: 'delivered' | 'pending' | 'failed' | 'cancelled',
+    error: string | undefined,
+    durationMs: number,
+  ): Promise<void> {
+    const now = Date.now();
+    const attempt = row.attempts + 1;
+    await this.store.transaction(async (tx) => {
+      const updated = await tx
+        .updateTable('deliveries')
+        .set({
+          status,
+          attempts: status === 'cancelled' ? row.attempts : attempt,
+          next_attempt_at: status === 'pending' ? now + backoff(this.config.deliveryRetryBaseMs, attempt) : now,
+          claimed_by: null,
+          claimed_until: null,
+          updated_at: now,
+        })
+        .where('delivery_key', '=', row.delivery_key)
+        .where('claimed_by', '=', this.instance)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) === 0 || status === 'cancelled') return;
+      await tx
+        .insertInto('delivery_attempts')
+        .values({
+          attempt_key: newKey(),
+          delivery_key: row.delivery_key,
+          notification_action_key: row.notification_action_key,
+          organisation_key: row.organisation_key,
+          attempt,
+          status: status === 'delivered' ? 'delivered' : 'failed',
+          error: error ? error.slice(0, 500) : null,
+          at: now,
+          duration_ms: durationMs,
+        })
+        .execute();
+    });
+  }
+}
+
+/** base, 2 x base, 4 x base, ... up to an hour, with up to 20% jitter so retries spread out. */
+export function backoff(baseMs: number, attempt: number): number {
+  const delay = Math.min(baseMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
+  return Math.round(delay * (1 + Math.random() * 0.2));
+}

@@ -1,0 +1,379 @@
+/**
+ * The rule engine (CONTRACT 8): every stored event is checked against its organisation's enabled rules
+ * inside the transaction that stores it. A rule that fires raises its alert and queues each of its
+ * notification actions in that same transaction, so an acknowledged event's consequences are as
+ * durable as the event. `on_enter` rules fire when their condition turns true for a thing; that state
+ * lives in the store (rule_states), so it survives restarts and is shared by every server instance.
+ */
+import { raiseAlert } from '../alerts/service.ts';
+import { newKey } from '../core/keys.ts';
+import type { IngestBatch, NewEvent } from '../events/writer.ts';
+import {
+  type Expression,
+  matchesExpression,
+  parseRuleCondition,
+  parseThingExpression,
+  readPath,
+  referencedNames,
+  ruleConditionLookup,
+} from '../expressions/index.ts';
+import { lockRows } from '../store/dialect.ts';
+import type { Executor, Store, Tx } from '../store/store.ts';
+import type { NotificationActionRow, RuleRow } from '../store/tables.ts';
+import { expressionViewOfThing } from '../things/presenter.ts';
+import type { ThingWithTemplate } from '../things/repository.ts';
+import { findThing } from '../things/repository.ts';
+import { thingSnapshot } from '../things/service.ts';
+import { onRulesChanged } from './changes.ts';
+
+interface CompiledRule {
+  row: RuleRow;
+  condition: Expression;
+  /** The condition reads `thing.<field>`, or the scope needs a dynamic group's expression. */
+  needsThing: boolean;
+  /** Watches every thing of the organisation. */
+  everyThing: boolean;
+  thingKeys: ReadonlySet<string>;
+  /** Static members of the rule's group. */
+  groupMembers: ReadonlySet<string>;
+  /** A dynamic group's expression. */
+  groupExpression: Expression | undefined;
+  actions: NotificationActionRow[];
+}
+
+interface OrganisationRules {
+  loadedAt: number;
+  rules: CompiledRule[];
+}
+
+export interface RuleEngineOptions {
+  /** How long cached rules are trusted before they are read again (changes made elsewhere). */
+  refreshMs?: number;
+  /** Told when deliveries were queued (the worker starts on them without waiting for its poll). */
+  onQueued?: () => void;
+}
+
+/** One event of one thing, as a rule sees it. */
+interface Candidate {
+  event: NewEvent;
+  thingKey: string;
+  templateKey: string;
+}
+
+interface Firing {
+  rule: CompiledRule;
+  candidate: Candidate;
+}
+
+export class RuleEngine {
+  private readonly cache = new Map<string, OrganisationRules>();
+  private readonly refreshMs: number;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly store: Store,
+    private readonly options: RuleEngineOptions = {},
+  ) {
+    this.refreshMs = options.refreshMs ?? 2000;
+    this.unsubscribe = onRulesChanged((organisationKey) => this.cache.delete(organisationKey));
+  }
+
+  close(): void {
+    this.unsubscribe();
+  }
+
+  /** Evaluates every event of a transaction's batches; run inside that transaction by the event writer. */
+  async evaluate(tx: Tx, batches: readonly IngestBatch[]): Promise<void> {
+    const byOrganisation = new Map<string, Candidate[]>();
+    for (const batch of batches) {
+      if (!batch.subject || batch.events.length === 0) continue;
+      const { organisationKey, things } = batch.subject;
+      const list = byOrganisation.get(organisationKey) ?? [];
+      for (const event of batch.events) {
+        const thing = things.get(event.thingId);
+        if (thing) list.push({ event, thingKey: thing.thing_key, templateKey: thing.thing_template_key });
+      }
+      byOrganisation.set(organisationKey, list);
+    }
+    let queued = 0;
+    for (const [organisationKey, candidates] of byOrganisation) {
+      const rules = await this.rulesOf(tx, organisationKey);
+      if (rules.length > 0) queued += await this.evaluateOrganisation(tx, organisationKey, rules, candidates);
+    }
+    if (queued > 0 && this.options.onQueued) setImmediate(this.options.onQueued);
+  }
+
+  private async rulesOf(db: Executor, organisationKey: string): Promise<CompiledRule[]> {
+    const cached = this.cache.get(organisationKey);
+    const now = Date.now();
+    if (cached && now - cached.loadedAt < this.refreshMs) return cached.rules;
+    const rules = await loadRules(db, organisationKey);
+    this.cache.set(organisationKey, { loadedAt: now, rules });
+    return rules;
+  }
+
+  private async evaluateOrganisation(
+    tx: Tx,
+    organisationKey: string,
+    rules: CompiledRule[],
+    candidates: Candidate[],
+  ): Promise<number> {
+    const things = new ThingCache(tx, organisationKey);
+    // Each rule's verdict on each event, in arrival order.
+    const verdicts: { rule: CompiledRule; candidate: Candidate; matched: boolean }[] = [];
+    for (const candidate of candidates) {
+      for (const rule of rules) {
+        const thing = rule.needsThing ? await things.view(candidate.thingKey) : undefined;
+        if (!watches(rule, candidate, thing)) continue;
+        const matched = matchesExpression(rule.condition, ruleConditionLookup(candidate.event.data, thing));
+        verdicts.push({ rule, candidate, matched });
+      }
+    }
+    if (verdicts.length === 0) return 0;
+    const firings: Firing[] = verdicts.filter((v) => v.matched && v.rule.row.trigger === 'every_event');
+    const entering = verdicts.filter((v) => v.rule.row.trigger !== 'every_event');
+    if (entering.length > 0) firings.push(...(await this.transitions(tx, organisationKey, entering)));
+    let queued = 0;
+    for (const firing of firings) queued += await fire(tx, organisationKey, firing, things);
+    return queued;
+  }
+
+  /**
+   * on_enter rules: walks each (rule, thing)'s verdicts from its stored state and fires at each change
+   * to true. The state rows are created if missing and then locked (PostgreSQL), so two instances
+   * handling the same thing at once take turns and fire once.
+   */
+  private async transitions(
+    tx: Tx,
+    organisationKey: string,
+    verdicts: { rule: CompiledRule; candidate: Candidate; matched: boolean }[],
+  ): Promise<Firing[]> {
+    const pairKey = (ruleKey: string, thingKey: string) => `${ruleKey}\u0000${thingKey}`;
+    const pairs = new Map<string, { ruleKey: string; thingKey: string }>();
+    for (const v of verdicts) {
+      pairs.set(pairKey(v.rule.row.rule_key, v.candidate.thingKey), {
+        ruleKey: v.rule.row.rule_key,
+        thingKey: v.candidate.thingKey,
+      });
+    }
+    const sorted = [...pairs.values()].sort((a, b) =>
+      a.ruleKey === b.ruleKey ? a.thingKey.localeCompare(b.thingKey) : a.ruleKey.localeCompare(b.ruleKey),
+    );
+    const now = Date.now();
+    await tx
+      .insertInto('rule_states')
+      .values(
+        sorted.map((p) => ({
+          rule_key: p.ruleKey,
+          thing_key: p.thingKey,
+          organisation_key: organisationKey,
+          matched: 0,
+          updated_at: now,
+        })),
+      )
+      .onConflict((oc) => oc.columns(['rule_key', 'thing_key']).doNothing())
+      .execute();
+    const ruleKeys = [...new Set(sorted.map((p) => p.ruleKey))];
+    const thingKeys = [...new Set(sorted.map((p) => p.thingKey))];
+    const rows = await tx
+      .selectFrom('rule_states')
+      .select(['rule_key', 'thing_key', 'matched'])
+      .where('rule_key', 'in', ruleKeys)
+      .where('thing_key', 'in', thingKeys)
+      .orderBy('rule_key')
+      .orderBy('thing_key')
+      .$call(lockRows(this.store.engine))
+      .execute();
+    const stored = new Map(rows.map((r) => [pairKey(r.rule_key, r.thing_key), r.matched === 1]));
+    const state = new Map(stored);
+    const firings: Firing[] = [];
+    for (const v of verdicts) {
+      const key = pairKey(v.rule.row.rule_key, v.candidate.thingKey);
+      if (v.matched && !state.get(key)) firings.push({ rule: v.rule, candidate: v.candidate });
+      state.set(key, v.matched);
+    }
+    for (const [key, matched] of state) {
+      if (stored.get(key) === matched) continue;
+      const pair = pairs.get(key);
+      if (!pair) continue;
+      await tx
+        .updateTable('rule_states')
+        .set({ matched: matched ? 1 : 0, updated_at: now })
+        .where('rule_key', '=', pair.ruleKey)
+        .where('thing_key', '=', pair.thingKey)
+        .execute();
+    }
+    return firings;
+  }
+}
+
+/** Things read at most once per transaction, for `thing.<field>` conditions, groups and alerts. */
+class ThingCache {
+  private readonly rows = new Map<string, Promise<ThingWithTemplate | undefined>>();
+  private readonly views = new Map<string, ReturnType<typeof expressionViewOfThing> | undefined>();
+
+  constructor(
+    private readonly tx: Tx,
+    private readonly organisationKey: string,
+  ) {}
+
+  row(thingKey: string): Promise<ThingWithTemplate | undefined> {
+    let row = this.rows.get(thingKey);
+    if (!row) {
+      row = findThing(this.tx, [this.organisationKey], thingKey);
+      this.rows.set(thingKey, row);
+    }
+    return row;
+  }
+
+  async view(thingKey: string) {
+    if (!this.views.has(thingKey)) {
+      const row = await this.row(thingKey);
+      this.views.set(thingKey, row ? expressionViewOfThing(row, Date.now()) : undefined);
+    }
+    return this.views.get(thingKey);
+  }
+}
+
+/** Whether a rule watches the event's thing: its template, its listed things or its group (the union). */
+function watches(rule: CompiledRule, candidate: Candidate, thing: object | undefined): boolean {
+  if (rule.everyThing) return true;
+  if (rule.row.thing_template_key !== null && rule.row.thing_template_key === candidate.templateKey) return true;
+  if (rule.thingKeys.has(candidate.thingKey) || rule.groupMembers.has(candidate.thingKey)) return true;
+  if (rule.groupExpression && thing) return matchesExpression(rule.groupExpression, (path) => readPath(thing, path));
+  return false;
+}
+
+async function loadRules(db: Executor, organisationKey: string): Promise<CompiledRule[]> {
+  const rows = await db
+    .selectFrom('rules')
+    .selectAll()
+    .where('organisation_key', '=', organisationKey)
+    .where('enabled', '=', 1)
+    .orderBy('created_at')
+    .orderBy('rule_key')
+    .execute();
+  if (rows.length === 0) return [];
+  const ruleKeys = rows.map((r) => r.rule_key);
+  const actions = await db
+    .selectFrom('notification_actions')
+    .selectAll()
+    .where('rule_key', 'in', ruleKeys)
+    .orderBy('created_at')
+    .orderBy('notification_action_key')
+    .execute();
+  const groupKeys = [...new Set(rows.flatMap((r) => (r.group_key ? [r.group_key] : [])))];
+  const groups =
+    groupKeys.length === 0
+      ? []
+      : await db
+          .selectFrom('groups')
+          .select(['group_key', 'thing_expression'])
+          .where('group_key', 'in', groupKeys)
+          .where('organisation_key', '=', organisationKey)
+          .execute();
+  const members =
+    groupKeys.length === 0
+      ? []
+      : await db
+          .selectFrom('group_things')
+          .select(['group_key', 'thing_key'])
+          .where('group_key', 'in', groupKeys)
+          .execute();
+  const compiled: CompiledRule[] = [];
+  for (const row of rows) {
+    let condition: Expression;
+    try {
+      condition = parseRuleCondition(row.condition);
+    } catch {
+      continue; // Conditions are checked when saved; one that no longer parses is skipped, not fatal.
+    }
+    const group = groups.find((g) => g.group_key === row.group_key);
+    let groupExpression: Expression | undefined;
+    if (group?.thing_expression) {
+      try {
+        groupExpression = parseThingExpression(group.thing_expression);
+      } catch {
+        groupExpression = undefined;
+      }
+    }
+    const thingKeys = new Set(JSON.parse(row.thing_keys) as string[]);
+    compiled.push({
+      row,
+      condition,
+      needsThing: groupExpression !== undefined || referencedNames(condition).some((path) => path[0] === 'thing'),
+      everyThing: row.thing_template_key === null && thingKeys.size === 0 && row.group_key === null,
+      thingKeys,
+      groupMembers: new Set(members.filter((m) => m.group_key === row.group_key).map((m) => m.thing_key)),
+      groupExpression,
+      actions: actions.filter((a) => a.rule_key === row.rule_key),
+    });
+  }
+  return compiled;
+}
+
+/** `{{metric}}`, `{{nested.metric}}` and `{{thing.<field>}}` replaced; unknown names become empty. */
+export function renderAlertMessage(template: string, data: unknown, thing: object): string {
+  return template.replace(/\{\{\s*([A-Za-z0-9_.$-]+)\s*\}\}/g, (_, name: string) => {
+    const path = name.split('.');
+    const value = path[0] === 'thing' ? readPath(thing, path.slice(1)) : readPath(data, path);
+    if (value === undefined || value === null) return '';
+    return typeof value === 'object' ? JSON.stringify(value) : String(value);
+  });
+}
+
+/** Raises the rule's alert and queues its actions, in the event's transaction; answers how many were queued. */
+async function fire(tx: Tx, organisationKey: string, firing: Firing, things: ThingCache): Promise<number> {
+  const { rule, candidate } = firing;
+  const thing = await things.row(candidate.thingKey);
+  if (!thing) return 0;
+  const snapshot = thingSnapshot(thing);
+  const message =
+    rule.row.alert_message.trim() === ''
+      ? `${rule.row.name}: ${rule.row.condition} (${thing.name})`
+      : renderAlertMessage(rule.row.alert_message, candidate.event.data, snapshot);
+  const event = { timestamp: candidate.event.timestamp, data: candidate.event.data };
+  const alert =
+    rule.row.alert_type === null
+      ? null
+      : await raiseAlert(tx, {
+          organisationKey,
+          thing,
+          alertType: rule.row.alert_type,
+          message,
+          timestamp: candidate.event.timestamp,
+          ruleKey: rule.row.rule_key,
+          data: { rule_key: rule.row.rule_key, rule_name: rule.row.name, event },
+        });
+  if (rule.actions.length === 0) return 0;
+  const now = Date.now();
+  const payload = JSON.stringify({
+    rule: { rule_key: rule.row.rule_key, name: rule.row.name, alert_type: rule.row.alert_type },
+    thing: snapshot,
+    event,
+    alert: alert
+      ? { alert_key: alert.alert_key, alert_type: alert.alert_type, message: alert.message, timestamp: alert.timestamp }
+      : null,
+    message,
+  });
+  await tx
+    .insertInto('deliveries')
+    .values(
+      rule.actions.map((action) => ({
+        delivery_key: newKey(),
+        organisation_key: organisationKey,
+        notification_action_key: action.notification_action_key,
+        rule_key: rule.row.rule_key,
+        payload,
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: now,
+        claimed_by: null,
+        claimed_until: null,
+        created_at: now,
+        updated_at: now,
+      })),
+    )
+    .execute();
+  return rule.actions.length;
+}
