@@ -22,9 +22,13 @@ import type { Executor, Store, Tx } from '../store/store.ts';
 import type { NotificationActionRow, RuleRow } from '../store/tables.ts';
 import { expressionViewOfThing } from '../things/presenter.ts';
 import type { ThingWithTemplate } from '../things/repository.ts';
-import { findThing } from '../things/repository.ts';
+import { selectThings } from '../things/repository.ts';
 import { thingSnapshot } from '../things/service.ts';
 import { onRulesChanged } from './changes.ts';
+
+/** Rows per multi-row statement (well under both engines' parameter limits). */
+const CHUNK = 500;
+const MAX_KNOWN_STATES = 100_000;
 
 interface CompiledRule {
   row: RuleRow;
@@ -67,6 +71,8 @@ interface Firing {
 
 export class RuleEngine {
   private readonly cache = new Map<string, OrganisationRules>();
+  /** (rule, thing) pairs whose state row is known to exist: their insert is skipped. */
+  private readonly knownStates = new Set<string>();
   private readonly refreshMs: number;
   private readonly unsubscribe: () => void;
 
@@ -119,6 +125,7 @@ export class RuleEngine {
     candidates: Candidate[],
   ): Promise<number> {
     const things = new ThingCache(tx, organisationKey);
+    if (rules.some((r) => r.needsThing)) await things.load(candidates.map((c) => c.thingKey));
     // Each rule's verdict on each event, in arrival order.
     const verdicts: { rule: CompiledRule; candidate: Candidate; matched: boolean }[] = [];
     for (const candidate of candidates) {
@@ -160,19 +167,22 @@ export class RuleEngine {
       a.ruleKey === b.ruleKey ? a.thingKey.localeCompare(b.thingKey) : a.ruleKey.localeCompare(b.ruleKey),
     );
     const now = Date.now();
-    await tx
-      .insertInto('rule_states')
-      .values(
-        sorted.map((p) => ({
-          rule_key: p.ruleKey,
-          thing_key: p.thingKey,
-          organisation_key: organisationKey,
-          matched: 0,
-          updated_at: now,
-        })),
-      )
-      .onConflict((oc) => oc.columns(['rule_key', 'thing_key']).doNothing())
-      .execute();
+    const missing = sorted.filter((p) => !this.knownStates.has(pairKey(p.ruleKey, p.thingKey)));
+    for (let i = 0; i < missing.length; i += CHUNK) {
+      await tx
+        .insertInto('rule_states')
+        .values(
+          missing.slice(i, i + CHUNK).map((p) => ({
+            rule_key: p.ruleKey,
+            thing_key: p.thingKey,
+            organisation_key: organisationKey,
+            matched: 0,
+            updated_at: now,
+          })),
+        )
+        .onConflict((oc) => oc.columns(['rule_key', 'thing_key']).doNothing())
+        .execute();
+    }
     const ruleKeys = [...new Set(sorted.map((p) => p.ruleKey))];
     const thingKeys = [...new Set(sorted.map((p) => p.thingKey))];
     const rows = await tx
@@ -185,6 +195,8 @@ export class RuleEngine {
       .$call(lockRows(this.store.engine))
       .execute();
     const stored = new Map(rows.map((r) => [pairKey(r.rule_key, r.thing_key), r.matched === 1]));
+    if (this.knownStates.size > MAX_KNOWN_STATES) this.knownStates.clear();
+    for (const key of stored.keys()) this.knownStates.add(key);
     const state = new Map(stored);
     const firings: Firing[] = [];
     for (const v of verdicts) {
@@ -193,14 +205,23 @@ export class RuleEngine {
       state.set(key, v.matched);
     }
     for (const [key, matched] of state) {
-      if (stored.get(key) === matched) continue;
       const pair = pairs.get(key);
       if (!pair) continue;
+      // A pair believed stored but not found (its insert was rolled back) is inserted again next time.
+      if (!stored.has(key)) this.knownStates.delete(key);
+      if (stored.get(key) === matched) continue;
       await tx
-        .updateTable('rule_states')
-        .set({ matched: matched ? 1 : 0, updated_at: now })
-        .where('rule_key', '=', pair.ruleKey)
-        .where('thing_key', '=', pair.thingKey)
+        .insertInto('rule_states')
+        .values({
+          rule_key: pair.ruleKey,
+          thing_key: pair.thingKey,
+          organisation_key: organisationKey,
+          matched: matched ? 1 : 0,
+          updated_at: now,
+        })
+        .onConflict((oc) =>
+          oc.columns(['rule_key', 'thing_key']).doUpdateSet({ matched: matched ? 1 : 0, updated_at: now }),
+        )
         .execute();
     }
     return firings;
@@ -209,7 +230,7 @@ export class RuleEngine {
 
 /** Things read at most once per transaction, for `thing.<field>` conditions, groups and alerts. */
 class ThingCache {
-  private readonly rows = new Map<string, Promise<ThingWithTemplate | undefined>>();
+  private readonly rows = new Map<string, ThingWithTemplate | undefined>();
   private readonly views = new Map<string, ReturnType<typeof expressionViewOfThing> | undefined>();
 
   constructor(
@@ -217,13 +238,23 @@ class ThingCache {
     private readonly organisationKey: string,
   ) {}
 
-  row(thingKey: string): Promise<ThingWithTemplate | undefined> {
-    let row = this.rows.get(thingKey);
-    if (!row) {
-      row = findThing(this.tx, [this.organisationKey], thingKey);
-      this.rows.set(thingKey, row);
+  /** Reads these things in one query (rather than one at a time as they are needed). */
+  async load(thingKeys: string[]): Promise<void> {
+    const wanted = [...new Set(thingKeys)].filter((k) => !this.rows.has(k));
+    for (let i = 0; i < wanted.length; i += CHUNK) {
+      const chunk = wanted.slice(i, i + CHUNK);
+      const rows = (await selectThings(this.tx)
+        .where('t.organisation_key', '=', this.organisationKey)
+        .where('t.thing_key', 'in', chunk)
+        .execute()) as ThingWithTemplate[];
+      for (const key of chunk) this.rows.set(key, undefined);
+      for (const row of rows) this.rows.set(row.thing_key, row);
     }
-    return row;
+  }
+
+  async row(thingKey: string): Promise<ThingWithTemplate | undefined> {
+    if (!this.rows.has(thingKey)) await this.load([thingKey]);
+    return this.rows.get(thingKey);
   }
 
   async view(thingKey: string) {
