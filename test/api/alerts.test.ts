@@ -114,6 +114,29 @@ describeOnStores(
       assert.equal((await list({ order_by: 'secret' })).status, 400);
     });
 
+    it('when a device sends an alert naming an existing alert_key then that alert is updated, not another added', async () => {
+      const d = await device();
+      const key = await registeredThing(d);
+      assert.equal((await raise(d, { thing_key: key, message: 'started', alert_type: 0 })).status, 200);
+      const token = await ctx.api.adminToken();
+      const listed = async () =>
+        (await ctx.api.request('GET', '/api/v3/alerts', { token, query: { thing_key: key } })).body;
+      const alertKey = (await listed()).alerts[0].alert_key;
+      const viaPost = await raise(d, { alert_key: alertKey, message: 'done', alert_type: 1, data: { step: 2 } });
+      assert.equal(viaPost.status, 200, viaPost.text);
+      const viaPut = await d.put(`/api/v3/alerts/${alertKey}.json`, {
+        alert: { message: 'checked', alert_type: 0, data: { execution_status: 'success' } },
+      });
+      assert.equal(viaPut.status, 200, viaPut.text);
+      const body = await listed();
+      assert.equal(body.total_count, 1);
+      assert.equal(body.alerts[0].message, 'checked');
+      assert.equal(body.alerts[0].data.execution_status, 'success');
+      assert.equal(body.alerts[0].data.thing.thing_key, key, 'data.thing is kept');
+      const unknown = await d.put('/api/v3/alerts/nosuchalert', { alert: { message: 'x', alert_type: 0 } });
+      assert.equal(unknown.status, 404, unknown.text);
+    });
+
     it('when a device alert is malformed or names an unknown thing then it is refused and nothing is stored', async () => {
       const d = await device();
       const key = await registeredThing(d);

@@ -42,6 +42,14 @@ export class Device {
   ) {}
 
   post(path: string, payload: unknown, options: DeviceSendOptions = {}): Promise<ApiResponse> {
+    return this.send('POST', path, payload, options);
+  }
+
+  put(path: string, payload: unknown, options: DeviceSendOptions = {}): Promise<ApiResponse> {
+    return this.send('PUT', path, payload, options);
+  }
+
+  private send(method: string, path: string, payload: unknown, options: DeviceSendOptions): Promise<ApiResponse> {
     const text = options.raw ?? JSON.stringify(payload);
     const headers: Record<string, string> = {
       'x-access-key': this.keyPair.access_key,
@@ -53,7 +61,7 @@ export class Device {
       headers['x-compressed'] = 'LZF';
     }
     headers['content-type'] = options.contentType === null ? '' : (options.contentType ?? 'application/json');
-    return call(this.baseUrl, 'POST', path, { rawBody: body, headers });
+    return call(this.baseUrl, method, path, { rawBody: body, headers });
   }
 
   register(payload: object, options?: DeviceSendOptions) {
