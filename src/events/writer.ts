@@ -188,7 +188,8 @@ function updateLastEvents(
   now: number,
 ) {
   const engine = engineOfDb(tx);
-  const ids = [...newest.keys()];
+  // In thing order, so concurrent transactions (several instances) lock things in the same order.
+  const ids = [...newest.keys()].sort((a, b) => a - b);
   const values: QueryValues = {
     thing: ids,
     at: ids.map((id) => (newest.get(id) as NewEvent).timestamp),
