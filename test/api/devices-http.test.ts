@@ -129,6 +129,33 @@ describeOnStores('device HTTP interface', (ctx) => {
     assert.equal((await storedEvents(a)).length, 1, 'nothing of the refused bulks was stored');
   });
 
+  it('when an event bulk is one byte over 10 MiB then it is a 413 with an SDK error body and nothing is stored; at 10 MiB it is stored', async () => {
+    const d = await device();
+    const key = unique('dev');
+    await d.register({ thing_key: key });
+    const limit = 10 * 1024 * 1024;
+    // 1,000 events of about 10 KiB each, the first one padded so the body is exactly `size` bytes.
+    const bulkOfSize = (size: number) => {
+      const events = Array.from({ length: 1000 }, (_, i) => ({
+        thing_key: key,
+        data: { n: i, note: 'x'.repeat(10_000) },
+      }));
+      const base = JSON.stringify({ events }).length;
+      (events[0] as { data: { note: string } }).data.note += 'x'.repeat(size - base);
+      const text = JSON.stringify({ events });
+      assert.equal(Buffer.byteLength(text), size);
+      return text;
+    };
+    const over = await d.event({}, { raw: bulkOfSize(limit + 1) });
+    assert.equal(over.status, 413, over.text);
+    assert.equal(over.body.errors[0].code, 'too_large');
+    assert.equal(typeof over.body.errors[0].message, 'string');
+    assert.equal((await storedEvents(key)).length, 0, 'nothing of the refused bulk was stored');
+    const atLimit = await d.event({}, { raw: bulkOfSize(limit) });
+    assert.equal(atLimit.status, 200, atLimit.text.slice(0, 500));
+    assert.equal((await storedEvents(key)).length, 1000);
+  });
+
   it('when a metric has the wrong type for its template, or the event is far in the future, then it is a 422', async () => {
     const d = await device();
     const key = unique('dev');
