@@ -156,6 +156,48 @@ describeOnStores('device HTTP interface', (ctx) => {
     assert.equal((await storedEvents(key)).length, 1000);
   });
 
+  it('when a thing, its template or the template metrics change between events then the next events follow the change', async () => {
+    const d = await device();
+    const token = await ctx.api.adminToken();
+    const template = async (dataType: string) => {
+      const created = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name: unique('tpl'), metrics: [{ name: 'v', data_type: dataType }] } },
+      });
+      assert.equal(created.status, 200, created.text);
+      return created.body.thing_template.thing_template_key as string;
+    };
+    const first = await template('number');
+    const { thing_key: key } = await createThing(ctx.api, token, { thing_template_key: first });
+    assert.equal((await d.event({ thing_key: key, data: { v: 1 } })).status, 200);
+
+    const retyped = await ctx.api.request('PUT', `/api/v3/thing_templates/${first}`, {
+      token,
+      body: { thing_template: { metrics: [{ name: 'v', data_type: 'string' }] } },
+    });
+    assert.equal(retyped.status, 200, retyped.text);
+    assert.equal((await d.event({ thing_key: key, data: { v: 2 } })).status, 422, 'the edited metric type counts');
+    assert.equal((await d.event({ thing_key: key, data: { v: 'two' } })).status, 200);
+
+    const moved = await ctx.api.request('PUT', `/api/v3/things/${key}`, {
+      token,
+      body: { thing: { thing_template_key: await template('number') } },
+    });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal((await d.event({ thing_key: key, data: { v: 'three' } })).status, 422, 'the new template counts');
+    assert.equal((await d.event({ thing_key: key, data: { v: 3 } })).status, 200);
+
+    assert.equal((await ctx.api.request('DELETE', `/api/v3/things/${key}`, { token })).status, 200);
+    assert.equal((await d.event({ thing_key: key, data: { v: 4 } })).status, 404, 'a deleted thing takes no events');
+    assert.equal((await d.register({ thing_key: key })).status, 200);
+    assert.equal((await d.event({ thing_key: key, data: { v: 5 } })).status, 200);
+    assert.deepEqual(
+      (await storedEvents(key)).map((e) => JSON.parse(e.data)),
+      [{ v: 5 }],
+      'the thing made again under the same key has only its own event',
+    );
+  });
+
   it('when a metric has the wrong type for its template, or the event is far in the future, then it is a 422', async () => {
     const d = await device();
     const key = unique('dev');
