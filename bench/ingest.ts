@@ -1,20 +1,30 @@
 /**
- * `npm run bench -- ingest [--store sqlite|postgres] [--duration 10] [--devices 200] [--inflight 10]`
+ * `npm run bench -- ingest [--store sqlite|postgres] [--duration 10] [--rounds 1] [--devices 200]
+ * [--inflight 10] [--only single,bulk,mqtt]`
  * Event ingestion through the device interface, each figure next to a baseline measured in the same
  * run: the same rows written straight into the store in transactions of 1,000.
- * - HTTP: one signed event per request, and bulks of 1,000 events per request.
- * - MQTT: QoS 1 messages in the SDK envelope with `hash`, 3 metrics each, from many devices, each
- *   message counted when its httpAck (sent after commit) arrives.
- * The server runs compiled, in its own process; its peak RSS is sampled from /proc.
+ * - single: one signed HTTP event per request (100 connections).
+ * - bulk: signed HTTP bulks of 1,000 events (8 connections).
+ * - mqtt: QoS 1 messages in the SDK envelope with `hash`, 3 metrics each, from many devices, each
+ *   message counted when its httpAck (sent after commit) arrives; the devices are raw sockets with
+ *   pre-encoded packets (mqtt-load.ts), so the generator costs little CPU.
+ * The server runs compiled, in its own process. Besides throughput each row gives the CPU time per
+ * event of the server (from /proc) and of the load generator (this process), and the server's peak RSS.
+ * With several rounds, figures are medians (peak RSS the maximum).
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import mqtt from 'mqtt';
 import pg from 'pg';
-import { openStore } from '../src/store/store.ts';
-import { buildServer, describeMachine, load, option, startChildServer, table } from './support.ts';
+import { openStore, type Store } from '../src/store/store.ts';
+import { mqttLoad } from './mqtt-load.ts';
+import { buildServer, cpuSeconds, describeMachine, load, median, option, startChildServer, table } from './support.ts';
+
+interface KeyPair {
+  access_key: string;
+  secret_key: string;
+}
 
 const sign = (secret: string, text: string) => createHmac('sha256', secret).update(text).digest('hex');
 
@@ -37,6 +47,8 @@ export async function run(args: string[]): Promise<void> {
   const duration = Number(option(args, 'duration', '10'));
   const devices = Number(option(args, 'devices', '200'));
   const inflight = Number(option(args, 'inflight', '10'));
+  const rounds = Number(option(args, 'rounds', '1'));
+  const only = option(args, 'only', 'single,bulk,mqtt').split(',');
   const schema = `tb_bench_${randomBytes(4).toString('hex')}`;
   const databaseUrl =
     store === 'postgres'
@@ -59,7 +71,9 @@ export async function run(args: string[]): Promise<void> {
   const sampler = setInterval(() => {
     peakRss = Math.max(peakRss, rssMiB(server.pid));
   }, 100);
-  const rows: (string | number)[][] = [['what', 'events/s', 'vs baseline', 'requests/s']];
+  const rows: (string | number)[][] = [
+    ['what', 'events/s', 'vs baseline', 'requests/s', 'CPU us/event server / generator', 'server peak RSS MiB'],
+  ];
   try {
     const { auth_token: token } = await json(server.url, '/api_sign_in', {
       email: 'bench@example.com',
@@ -88,90 +102,73 @@ export async function run(args: string[]): Promise<void> {
       sqliteSynchronous: process.env.SQLITE_SYNCHRONOUS === 'NORMAL' ? 'NORMAL' : 'FULL',
     });
     const thingIds = (await direct.db.selectFrom('things').select('thing_id').execute()).map((r) => Number(r.thing_id));
-    const baselineRows = 200_000;
-    const started = performance.now();
-    for (let i = 0; i < baselineRows; i += 1000) {
-      const now = Date.now();
-      await direct.transaction(async (tx) => {
-        for (let j = 0; j < 1000; j += 500) {
-          await tx
-            .insertInto('events')
-            .values(
-              Array.from({ length: 500 }, (_, k) => ({
-                thing_id: thingIds[(i + j + k) % thingIds.length] as number,
-                timestamp: now,
-                created_at: now,
-                data: JSON.stringify({ temperature: 20 + ((i + k) % 50), pressure: 1.5, rpm: 1200 }),
-                waypoint: null,
-              })),
-            )
-            .execute();
-        }
-      });
-    }
-    const baseline = baselineRows / ((performance.now() - started) / 1000);
+    const baselines: number[] = [];
+    for (let round = 0; round < rounds; round++) baselines.push(await directInserts(direct, thingIds));
     await direct.close();
-    rows.push(['baseline: direct inserts, 1,000 per transaction', Math.round(baseline), '1.00x', '-']);
+    const baseline = median(baselines);
+    rows.push(['baseline: direct inserts, 1,000 per transaction', Math.round(baseline), '1.00x', '-', '-', '-']);
 
-    // HTTP, one signed event per request.
-    const single = JSON.stringify({ thing_key: things[0], data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } });
-    const singleResult = await load({
-      url: `${server.url}/api/v3/things/event.json`,
-      method: 'POST',
-      duration,
-      connections: 100,
-      headers: {
-        'content-type': 'application/json',
-        'x-access-key': pair.access_key,
-        'x-dtn-signature': sign(pair.secret_key, single),
+    const scenarios: Record<string, { label: string; perRequest: number; measure: () => Promise<Throughput> }> = {
+      single: {
+        label: 'HTTP, signed, 1 event per request',
+        perRequest: 1,
+        measure: () => httpLoad(server.url, pair, singleBody(things), 100, duration),
       },
-      body: single,
-    });
-    if (singleResult.non2xx > 0) throw new Error(`HTTP single: ${singleResult.non2xx} non-2xx answers`);
-    rows.push([
-      'HTTP, signed, 1 event per request',
-      Math.round(singleResult.requestsPerSecond),
-      `${(singleResult.requestsPerSecond / baseline).toFixed(2)}x`,
-      Math.round(singleResult.requestsPerSecond),
-    ]);
-
-    // HTTP, bulks of 1,000 events.
-    const bulk = JSON.stringify({
-      events: Array.from({ length: 1000 }, (_, i) => ({
-        thing_key: things[i % things.length],
-        data: { temperature: 20 + (i % 50), pressure: 1.5, rpm: 1200 },
-      })),
-    });
-    const bulkResult = await load({
-      url: `${server.url}/api/v3/things/event.json`,
-      method: 'POST',
-      duration,
-      connections: 8,
-      headers: {
-        'content-type': 'application/json',
-        'x-access-key': pair.access_key,
-        'x-dtn-signature': sign(pair.secret_key, bulk),
+      bulk: {
+        label: 'HTTP, signed, bulks of 1,000 events',
+        perRequest: 1000,
+        measure: () => httpLoad(server.url, pair, bulkBody(things), 8, duration),
       },
-      body: bulk,
-    });
-    if (bulkResult.non2xx > 0) throw new Error(`HTTP bulk: ${bulkResult.non2xx} non-2xx answers`);
-    rows.push([
-      'HTTP, signed, bulks of 1,000 events',
-      Math.round(bulkResult.requestsPerSecond * 1000),
-      `${((bulkResult.requestsPerSecond * 1000) / baseline).toFixed(2)}x`,
-      Math.round(bulkResult.requestsPerSecond),
-    ]);
-
-    // MQTT, QoS 1, SDK envelope with hash; each message counted when its httpAck arrives.
-    const mqttResult = await mqttLoad(mqttPort, pair, things, inflight, duration);
-    rows.push([
-      `MQTT QoS 1, ${devices} devices, acknowledged`,
-      Math.round(mqttResult.perSecond),
-      `${(mqttResult.perSecond / baseline).toFixed(2)}x`,
-      `${mqttResult.failed} refused`,
-    ]);
+      mqtt: {
+        label: `MQTT QoS 1, ${devices} devices x ${inflight} in flight, acknowledged`,
+        perRequest: 1,
+        measure: async () => {
+          const result = await mqttLoad({
+            port: mqttPort,
+            username: pair.access_key,
+            password: sign(pair.secret_key, pair.access_key),
+            devices: things.map((thingKey, i) => ({
+              clientId: `bench${String(i).padStart(5, '0')}`,
+              payload: envelope(pair, { thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } }),
+            })),
+            inflight,
+            duration,
+          });
+          if (result.refused > 0) throw new Error(`MQTT: ${result.refused} refused acknowledgements`);
+          return { requests: result.acknowledged, seconds: result.seconds };
+        },
+      },
+    };
+    for (const name of only) {
+      const scenario = scenarios[name];
+      if (!scenario) throw new Error(`unknown scenario ${name}; choose from ${Object.keys(scenarios).join(', ')}`);
+      const measured: Measured[] = [];
+      for (let round = 0; round < rounds; round++) {
+        peakRss = 0;
+        const serverBefore = cpuSeconds(server.pid);
+        const generatorBefore = process.cpuUsage();
+        const { requests, seconds } = await scenario.measure();
+        const generator = process.cpuUsage(generatorBefore);
+        const events = requests * scenario.perRequest;
+        measured.push({
+          eventsPerSecond: events / seconds,
+          requestsPerSecond: requests / seconds,
+          serverCpu: ((cpuSeconds(server.pid) - serverBefore) / events) * 1e6,
+          generatorCpu: (generator.user + generator.system) / events,
+          rss: peakRss,
+        });
+      }
+      const m = (pick: (x: Measured) => number) => median(measured.map(pick));
+      rows.push([
+        scenario.label,
+        Math.round(m((x) => x.eventsPerSecond)),
+        `${(m((x) => x.eventsPerSecond) / baseline).toFixed(2)}x`,
+        Math.round(m((x) => x.requestsPerSecond)),
+        `${m((x) => x.serverCpu).toFixed(1)} / ${m((x) => x.generatorCpu).toFixed(1)}`,
+        Math.round(Math.max(...measured.map((x) => x.rss))),
+      ]);
+    }
     console.log(table(rows));
-    console.log(`server peak RSS during the runs: ${peakRss.toFixed(0)} MiB`);
   } finally {
     clearInterval(sampler);
     await server.stop();
@@ -184,54 +181,85 @@ export async function run(args: string[]): Promise<void> {
   }
 }
 
-async function mqttLoad(
-  port: number,
-  pair: { access_key: string; secret_key: string },
-  things: string[],
-  inflight: number,
-  duration: number,
-): Promise<{ perSecond: number; failed: number }> {
-  const password = sign(pair.secret_key, pair.access_key);
-  let acked = 0;
-  let failed = 0;
-  let stopping = false;
-  let outstanding = 0;
-  const clients = await Promise.all(
-    things.map(async (thingKey, i) => {
-      const clientId = `bench${String(i).padStart(5, '0')}`;
-      const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, {
-        clientId,
-        username: pair.access_key,
-        password,
-        clean: true,
-        reconnectPeriod: 0,
-      });
-      await client.subscribeAsync(`Altizon/Datonis/${clientId}/httpAck`, { qos: 1 });
-      return { client, clientId, thingKey };
-    }),
-  );
+interface Throughput {
+  requests: number;
+  seconds: number;
+}
+
+interface Measured {
+  eventsPerSecond: number;
+  requestsPerSecond: number;
+  /** Microseconds of CPU per event. */
+  serverCpu: number;
+  generatorCpu: number;
+  rss: number;
+}
+
+/** Rows per second written straight into the store, 200,000 rows in transactions of 1,000. */
+async function directInserts(direct: Store, thingIds: number[]): Promise<number> {
+  const baselineRows = 200_000;
   const started = performance.now();
-  for (const { client, clientId, thingKey } of clients) {
-    const send = () => {
-      if (stopping) return;
-      const signed = JSON.stringify({ thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } });
-      const text = `${signed.slice(0, -1)},"hash":"${sign(pair.secret_key, signed)}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;
-      outstanding += 1;
-      client.publish(`Altizon/Datonis/${clientId}/event`, text, { qos: 1 });
-    };
-    client.on('message', (_topic, payload) => {
-      outstanding -= 1;
-      if ((JSON.parse(payload.toString()) as { http_code: number }).http_code === 200) acked += 1;
-      else failed += 1;
-      send();
+  for (let i = 0; i < baselineRows; i += 1000) {
+    const now = Date.now();
+    await direct.transaction(async (tx) => {
+      for (let j = 0; j < 1000; j += 500) {
+        await tx
+          .insertInto('events')
+          .values(
+            Array.from({ length: 500 }, (_, k) => ({
+              thing_id: thingIds[(i + j + k) % thingIds.length] as number,
+              timestamp: now,
+              created_at: now,
+              data: JSON.stringify({ temperature: 20 + ((i + k) % 50), pressure: 1.5, rpm: 1200 }),
+              waypoint: null,
+            })),
+          )
+          .execute();
+      }
     });
-    for (let k = 0; k < inflight; k++) send();
   }
-  await new Promise((resolve) => setTimeout(resolve, duration * 1000));
-  stopping = true;
-  const deadline = Date.now() + 10_000;
-  while (outstanding > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-  const elapsed = (performance.now() - started) / 1000;
-  await Promise.all(clients.map(({ client }) => client.endAsync()));
-  return { perSecond: acked / elapsed, failed };
+  return baselineRows / ((performance.now() - started) / 1000);
+}
+
+const singleBody = (things: string[]) =>
+  JSON.stringify({ thing_key: things[0], data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } });
+
+const bulkBody = (things: string[]) =>
+  JSON.stringify({
+    events: Array.from({ length: 1000 }, (_, i) => ({
+      thing_key: things[i % things.length],
+      data: { temperature: 20 + (i % 50), pressure: 1.5, rpm: 1200 },
+    })),
+  });
+
+/** The SDK's MQTT envelope: the signed compact JSON, then hash, access_key and protocol version. */
+const envelope = (pair: KeyPair, payload: object) => {
+  const signed = JSON.stringify(payload);
+  return `${signed.slice(0, -1)},"hash":"${sign(pair.secret_key, signed)}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;
+};
+
+async function httpLoad(
+  url: string,
+  pair: KeyPair,
+  body: string,
+  connections: number,
+  duration: number,
+): Promise<Throughput> {
+  const started = performance.now();
+  const result = await load({
+    url: `${url}/api/v3/things/event.json`,
+    method: 'POST',
+    duration,
+    connections,
+    headers: {
+      'content-type': 'application/json',
+      'x-access-key': pair.access_key,
+      'x-dtn-signature': sign(pair.secret_key, body),
+    },
+    body,
+  });
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(`HTTP: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+  const seconds = (performance.now() - started) / 1000;
+  return { requests: result.requestsPerSecond * seconds, seconds };
 }

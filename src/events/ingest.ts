@@ -10,7 +10,7 @@ import { readPath } from '../expressions/index.ts';
 import { PreparedQuery } from '../store/prepared.ts';
 import type { Executor, Store, Tx } from '../store/store.ts';
 import type { MetricDefinition } from '../templates/presenter.ts';
-import type { EventWriter, NewEvent } from './writer.ts';
+import { type EventWriter, type NewEvent, StaleSubjectError } from './writer.ts';
 
 /** Events more than this far ahead of the server's clock are refused. */
 export const MAX_FUTURE_MS = 24 * 60 * 60 * 1000;
@@ -40,6 +40,46 @@ const thingOfOrganisation = new PreparedQuery((db: Executor, organisationKey: st
 
 export function findIngestThing(db: Executor, organisationKey: string, thingKey: string) {
   return thingOfOrganisation.executeTakeFirst(db, organisationKey, thingKey) as Promise<IngestThing | undefined>;
+}
+
+/** Tries of one request whose things or templates changed under it, before it is refused with a 503. */
+const STALE_ATTEMPTS = 3;
+const CACHE_SIZE = 100_000;
+
+type CachedTemplate = Pick<ResolvedThing, 'metrics' | 'is_default' | 'metricList'>;
+
+/**
+ * Things and their templates' metrics as ingestion last read them, so a message costs no lookup. The
+ * writer confirms, in each transaction, that the things and templates a batch was checked against are
+ * still so (writer.ts, `subject`); a stale batch is refused and its request forgets what it used and
+ * checks again. That holds whoever changed them, this process or another instance.
+ */
+class IngestThingCache {
+  private readonly things = new Map<string, Pick<IngestThing, 'thing_id' | 'thing_key' | 'thing_template_key'>>();
+  private readonly templates = new Map<string, CachedTemplate>();
+
+  get(organisationKey: string, thingKey: string): ResolvedThing | undefined {
+    const thing = this.things.get(`${organisationKey}\u0000${thingKey}`);
+    const template = thing && this.templates.get(thing.thing_template_key);
+    return template && { ...thing, ...template };
+  }
+
+  set(organisationKey: string, thing: ResolvedThing): void {
+    if (this.things.size >= CACHE_SIZE) this.things.clear();
+    if (this.templates.size >= CACHE_SIZE) this.templates.clear();
+    const { thing_id, thing_key, thing_template_key, metrics, is_default, metricList } = thing;
+    this.things.set(`${organisationKey}\u0000${thing_key}`, { thing_id, thing_key, thing_template_key });
+    this.templates.set(thing_template_key, { metrics, is_default, metricList });
+  }
+
+  forget(organisationKey: string, thing: ResolvedThing): void {
+    this.things.delete(`${organisationKey}\u0000${thing.thing_key}`);
+    this.templates.delete(thing.thing_template_key);
+  }
+
+  forgetTemplate(templateKey: string): void {
+    this.templates.delete(templateKey);
+  }
 }
 
 const unprocessable = (param: string, message: string) => new ApiError(422, [{ code: 'invalid', param, message }]);
@@ -109,6 +149,8 @@ export interface IncomingEvent {
 }
 
 export class EventIngest {
+  private readonly cache = new IngestThingCache();
+
   constructor(
     private readonly store: Store,
     private readonly writer: EventWriter,
@@ -119,20 +161,61 @@ export class EventIngest {
     thingKey: string,
     cache?: Map<string, ResolvedThing>,
   ): Promise<ResolvedThing> {
-    const cached = cache?.get(thingKey);
-    if (cached) return cached;
+    const resolved = cache?.get(thingKey) ?? this.cache.get(principal.organisationKey, thingKey);
+    if (resolved) {
+      cache?.set(thingKey, resolved);
+      return resolved;
+    }
     const thing = await findIngestThing(this.store.db, principal.organisationKey, thingKey);
     if (!thing) throw notFound('thing', 'thing_key');
-    const resolved = { ...thing, metricList: JSON.parse(thing.metrics) as MetricDefinition[] };
-    cache?.set(thingKey, resolved);
-    return resolved;
+    const read = { ...thing, metricList: JSON.parse(thing.metrics) as MetricDefinition[] };
+    this.cache.set(principal.organisationKey, read);
+    cache?.set(thingKey, read);
+    return read;
+  }
+
+  /**
+   * Runs `attempt` with a fresh map of the things it resolves; when the writer finds one of them (or
+   * its template) changed since it was cached, forgets them and tries again.
+   */
+  private async withFreshThings(principal: Principal, attempt: (things: Map<string, ResolvedThing>) => Promise<void>) {
+    for (let tries = 1; ; tries++) {
+      const things = new Map<string, ResolvedThing>();
+      try {
+        return await attempt(things);
+      } catch (error) {
+        if (!(error instanceof StaleSubjectError)) throw error;
+        for (const thing of things.values()) this.cache.forget(principal.organisationKey, thing);
+        if (tries >= STALE_ATTEMPTS) {
+          throw new ApiError(
+            503,
+            [{ code: 'unavailable', message: 'the things changed meanwhile; send again' }],
+            undefined,
+            {
+              'retry-after': '1',
+            },
+          );
+        }
+      }
+    }
   }
 
   /** Stores events (one request's worth) and resolves once they are committed. */
   async ingest(principal: Principal, incoming: IncomingEvent[], defaultTimestamp: unknown, paramPrefix: string) {
     if (incoming.length > MAX_BULK_EVENTS) throw invalidParam('events', `may hold at most ${MAX_BULK_EVENTS} events`);
+    await this.withFreshThings(principal, (things) =>
+      this.ingestOnce(principal, incoming, defaultTimestamp, paramPrefix, things),
+    );
+  }
+
+  private async ingestOnce(
+    principal: Principal,
+    incoming: IncomingEvent[],
+    defaultTimestamp: unknown,
+    paramPrefix: string,
+    things: Map<string, ResolvedThing>,
+  ) {
     const now = Date.now();
-    const things = new Map<string, ResolvedThing>();
     const events: NewEvent[] = [];
     const discovered = new Map<string, Map<string, MetricDefinition>>();
     for (const [index, item] of incoming.entries()) {
@@ -160,23 +243,30 @@ export class EventIngest {
         waypoint,
       });
     }
-    const subject = new Map<number, ResolvedThing>();
-    for (const thing of things.values()) subject.set(thing.thing_id, thing);
     await this.writer.write({
       events,
-      subject: { organisationKey: principal.organisationKey, things: subject },
+      subject: subjectOf(principal, things),
       ...(discovered.size > 0 ? { after: (tx) => addMetrics(tx, discovered) } : {}),
     });
+    // The templates grew: what the cache holds of them is out of date.
+    for (const templateKey of discovered.keys()) this.cache.forgetTemplate(templateKey);
   }
 
   /** Records heartbeats (receipt time) and resolves once they are committed. */
   async heartbeats(principal: Principal, thingKeys: string[]): Promise<void> {
-    const things = new Map<string, ResolvedThing>();
-    const heartbeats = new Map<number, number>();
-    const now = Date.now();
-    for (const key of thingKeys) heartbeats.set((await this.resolveThing(principal, key, things)).thing_id, now);
-    await this.writer.write({ events: [], heartbeats });
+    await this.withFreshThings(principal, async (things) => {
+      const heartbeats = new Map<number, number>();
+      const now = Date.now();
+      for (const key of thingKeys) heartbeats.set((await this.resolveThing(principal, key, things)).thing_id, now);
+      await this.writer.write({ events: [], heartbeats, subject: subjectOf(principal, things) });
+    });
   }
+}
+
+function subjectOf(principal: Principal, things: Map<string, ResolvedThing>) {
+  const byId = new Map<number, ResolvedThing>();
+  for (const thing of things.values()) byId.set(thing.thing_id, thing);
+  return { organisationKey: principal.organisationKey, things: byId };
 }
 
 /** The Default template grows the metrics its things report. */

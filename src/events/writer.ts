@@ -4,6 +4,11 @@
  * request only once its events are committed: a device's acknowledgement means its data is durable.
  * A request's events are never split across transactions, so a bulk is stored whole or not at all.
  * When the store falls behind, new work is refused (503 with Retry-After) instead of piling up.
+ *
+ * Requests check their events against things and templates they may have read from a cache. Each
+ * batch says which (`subject`), and the transaction confirms them before writing: a batch whose thing
+ * was deleted, renamed or moved to another template, or whose template's metrics changed since, is
+ * refused with StaleSubjectError (nothing of it stored) while the others of the transaction go on.
  */
 import { sql } from 'kysely';
 import { ApiError } from '../core/errors.ts';
@@ -26,14 +31,26 @@ export interface IngestBatch {
   heartbeats?: Map<number, number>;
   /** Work to run in the same transaction after the events are in (metric discovery, rules...). */
   after?: (tx: Tx) => Promise<void>;
-  /** The organisation and things the events belong to, for work over the whole transaction (rules). */
+  /** The organisation and things the events belong to, as the events were checked against them. */
   subject?: BatchSubject;
+}
+
+/** A thing as a batch was checked against it: its key, template and that template's metrics (JSON text). */
+export interface SubjectThing {
+  thing_key: string;
+  thing_template_key: string;
+  metrics: string;
 }
 
 export interface BatchSubject {
   organisationKey: string;
   /** By thing id. */
-  things: ReadonlyMap<number, { thing_key: string; thing_template_key: string }>;
+  things: ReadonlyMap<number, SubjectThing>;
+}
+
+/** The batch was checked against a thing or template that has changed since; nothing of it is stored. */
+export class StaleSubjectError extends Error {
+  override readonly name = 'StaleSubjectError';
 }
 
 /** Work over every batch of a transaction, run in it after the batches' own `after` work. */
@@ -135,11 +152,17 @@ export class EventWriter {
         }
         try {
           const batches = taken.map((q) => q.batch);
+          let stale = new Set<IngestBatch>();
           await this.store.transaction(async (tx) => {
-            await writeBatches(tx, batches);
-            if (this.process) await this.process(tx, batches);
+            stale = await staleBatches(tx, batches);
+            const current = batches.filter((b) => !stale.has(b));
+            await writeBatches(tx, current);
+            if (this.process) await this.process(tx, current);
           });
-          for (const q of taken) q.resolve();
+          for (const q of taken) {
+            if (stale.has(q.batch)) q.reject(new StaleSubjectError('a thing or its template changed; check again'));
+            else q.resolve();
+          }
         } catch (error) {
           for (const q of taken) q.reject(error);
         } finally {
@@ -218,6 +241,81 @@ function updateLastEvents(
       where things.thing_id = v.column1`;
     return { compile: () => statement.compile(tx) };
   });
+}
+
+/**
+ * The batches whose subject no longer holds: a thing that is gone or has another key or template, or a
+ * template whose metrics are not those the events were checked against. One statement for the
+ * things and one for the templates, whatever the number of batches.
+ */
+async function staleBatches(tx: Tx, batches: IngestBatch[]): Promise<Set<IngestBatch>> {
+  const stale = new Set<IngestBatch>();
+  const things = new Map<string, [number, SubjectThing]>();
+  const templates = new Map<string, [string, string]>();
+  for (const b of batches) {
+    for (const [id, thing] of b.subject?.things ?? []) {
+      things.set(`${id}\u0000${thing.thing_key}\u0000${thing.thing_template_key}`, [id, thing]);
+      templates.set(`${thing.thing_template_key}\u0000${thing.metrics}`, [thing.thing_template_key, thing.metrics]);
+    }
+  }
+  if (things.size === 0) return stale;
+  const engine = engineOfDb(tx);
+  const thingRows = [...things.values()];
+  const goneThings = await statements.execute(
+    tx,
+    'stale things',
+    {
+      thing: thingRows.map(([id]) => id),
+      key: thingRows.map(([, t]) => t.thing_key),
+      template: thingRows.map(([, t]) => t.thing_template_key),
+    },
+    (v) => {
+      const rows = (v.thing as unknown[]).map(
+        (_, i) =>
+          sql`(${typedValue(engine, (v.thing as unknown[])[i], 'bigint')}, ${typedValue(engine, (v.key as unknown[])[i], 'text')}, ${typedValue(engine, (v.template as unknown[])[i], 'text')})`,
+      );
+      const statement = sql<{
+        column1: number;
+        column2: string;
+        column3: string;
+      }>`select v.column1, v.column2, v.column3
+        from (values ${sql.join(rows)}) as ${valuesAlias(engine, 'v', 3)}
+        where not exists (select 1 from things t where t.thing_id = v.column1 and t.thing_key = v.column2
+          and t.thing_template_key = v.column3)`;
+      return { compile: () => statement.compile(tx) };
+    },
+  );
+  const templateRows = [...templates.values()];
+  const changedTemplates = await statements.execute(
+    tx,
+    'stale templates',
+    { template: templateRows.map(([key]) => key), metrics: templateRows.map(([, metrics]) => metrics) },
+    (v) => {
+      const rows = (v.template as unknown[]).map(
+        (_, i) =>
+          sql`(${typedValue(engine, (v.template as unknown[])[i], 'text')}, ${typedValue(engine, (v.metrics as unknown[])[i], 'text')})`,
+      );
+      const statement = sql<{ column1: string; column2: string }>`select w.column1, w.column2
+        from (values ${sql.join(rows)}) as ${valuesAlias(engine, 'w', 2)}
+        where not exists (select 1 from thing_templates tt where tt.thing_template_key = w.column1
+          and tt.metrics = w.column2)`;
+      return { compile: () => statement.compile(tx) };
+    },
+  );
+  if (goneThings.length === 0 && changedTemplates.length === 0) return stale;
+  const gone = new Set(goneThings.map((r) => `${Number(r.column1)}\u0000${r.column2}\u0000${r.column3}`));
+  const changed = new Set(changedTemplates.map((r) => `${r.column1}\u0000${r.column2}`));
+  for (const b of batches) {
+    for (const [id, thing] of b.subject?.things ?? []) {
+      if (
+        gone.has(`${id}\u0000${thing.thing_key}\u0000${thing.thing_template_key}`) ||
+        changed.has(`${thing.thing_template_key}\u0000${thing.metrics}`)
+      ) {
+        stale.add(b);
+      }
+    }
+  }
+  return stale;
 }
 
 async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {

@@ -129,6 +129,75 @@ describeOnStores('device HTTP interface', (ctx) => {
     assert.equal((await storedEvents(a)).length, 1, 'nothing of the refused bulks was stored');
   });
 
+  it('when an event bulk is one byte over 10 MiB then it is a 413 with an SDK error body and nothing is stored; at 10 MiB it is stored', async () => {
+    const d = await device();
+    const key = unique('dev');
+    await d.register({ thing_key: key });
+    const limit = 10 * 1024 * 1024;
+    // 1,000 events of about 10 KiB each, the first one padded so the body is exactly `size` bytes.
+    const bulkOfSize = (size: number) => {
+      const events = Array.from({ length: 1000 }, (_, i) => ({
+        thing_key: key,
+        data: { n: i, note: 'x'.repeat(10_000) },
+      }));
+      const base = JSON.stringify({ events }).length;
+      (events[0] as { data: { note: string } }).data.note += 'x'.repeat(size - base);
+      const text = JSON.stringify({ events });
+      assert.equal(Buffer.byteLength(text), size);
+      return text;
+    };
+    const over = await d.event({}, { raw: bulkOfSize(limit + 1) });
+    assert.equal(over.status, 413, over.text);
+    assert.equal(over.body.errors[0].code, 'too_large');
+    assert.equal(typeof over.body.errors[0].message, 'string');
+    assert.equal((await storedEvents(key)).length, 0, 'nothing of the refused bulk was stored');
+    const atLimit = await d.event({}, { raw: bulkOfSize(limit) });
+    assert.equal(atLimit.status, 200, atLimit.text.slice(0, 500));
+    assert.equal((await storedEvents(key)).length, 1000);
+  });
+
+  it('when a thing, its template or the template metrics change between events then the next events follow the change', async () => {
+    const d = await device();
+    const token = await ctx.api.adminToken();
+    const template = async (dataType: string) => {
+      const created = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name: unique('tpl'), metrics: [{ name: 'v', data_type: dataType }] } },
+      });
+      assert.equal(created.status, 200, created.text);
+      return created.body.thing_template.thing_template_key as string;
+    };
+    const first = await template('number');
+    const { thing_key: key } = await createThing(ctx.api, token, { thing_template_key: first });
+    assert.equal((await d.event({ thing_key: key, data: { v: 1 } })).status, 200);
+
+    const retyped = await ctx.api.request('PUT', `/api/v3/thing_templates/${first}`, {
+      token,
+      body: { thing_template: { metrics: [{ name: 'v', data_type: 'string' }] } },
+    });
+    assert.equal(retyped.status, 200, retyped.text);
+    assert.equal((await d.event({ thing_key: key, data: { v: 2 } })).status, 422, 'the edited metric type counts');
+    assert.equal((await d.event({ thing_key: key, data: { v: 'two' } })).status, 200);
+
+    const moved = await ctx.api.request('PUT', `/api/v3/things/${key}`, {
+      token,
+      body: { thing: { thing_template_key: await template('number') } },
+    });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal((await d.event({ thing_key: key, data: { v: 'three' } })).status, 422, 'the new template counts');
+    assert.equal((await d.event({ thing_key: key, data: { v: 3 } })).status, 200);
+
+    assert.equal((await ctx.api.request('DELETE', `/api/v3/things/${key}`, { token })).status, 200);
+    assert.equal((await d.event({ thing_key: key, data: { v: 4 } })).status, 404, 'a deleted thing takes no events');
+    assert.equal((await d.register({ thing_key: key })).status, 200);
+    assert.equal((await d.event({ thing_key: key, data: { v: 5 } })).status, 200);
+    assert.deepEqual(
+      (await storedEvents(key)).map((e) => JSON.parse(e.data)),
+      [{ v: 5 }],
+      'the thing made again under the same key has only its own event',
+    );
+  });
+
   it('when a metric has the wrong type for its template, or the event is far in the future, then it is a 422', async () => {
     const d = await device();
     const key = unique('dev');

@@ -1,0 +1,168 @@
+/**
+ * An MQTT 3.1.1 load generator light enough not to be the bottleneck on two shared cores: plain TCP
+ * sockets, packets encoded once per device, only the few packet types a device needs (CONNECT,
+ * SUBSCRIBE, PUBLISH at QoS 1, PUBACK). One mqtt.js client per device costs more CPU than the
+ * server spends on each message.
+ */
+import { connect, type Socket } from 'node:net';
+
+const CONNECT = 0x10;
+const CONNACK = 0x20;
+const PUBLISH = 0x30;
+const PUBACK = 0x40;
+const SUBSCRIBE = 0x82;
+const SUBACK = 0x90;
+
+function remainingLength(length: number): Buffer {
+  const bytes: number[] = [];
+  do {
+    let byte = length % 128;
+    length = Math.floor(length / 128);
+    if (length > 0) byte |= 0x80;
+    bytes.push(byte);
+  } while (length > 0);
+  return Buffer.from(bytes);
+}
+
+const text = (value: string) => {
+  const bytes = Buffer.from(value, 'utf8');
+  const length = Buffer.alloc(2);
+  length.writeUInt16BE(bytes.length);
+  return Buffer.concat([length, bytes]);
+};
+
+const packet = (type: number, ...parts: Buffer[]) => {
+  const body = Buffer.concat(parts);
+  return Buffer.concat([Buffer.from([type]), remainingLength(body.length), body]);
+};
+
+const packetId = (id: number) => Buffer.from([id >> 8, id & 0xff]);
+
+/** A PUBLISH at QoS 1 with packet id 0, and where in it the packet id goes. */
+function publishTemplate(topic: string, payload: string): { bytes: Buffer; idAt: number } {
+  const bytes = packet(PUBLISH | 0x02, text(topic), packetId(0), Buffer.from(payload, 'utf8'));
+  const idAt = bytes.length - Buffer.byteLength(payload) - 2;
+  return { bytes, idAt };
+}
+
+/** Splits a byte stream into MQTT packets: [first byte, body]. */
+class PacketReader {
+  private pending: Buffer = Buffer.alloc(0);
+
+  *read(chunk: Buffer): Generator<[number, Buffer]> {
+    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    let at = 0;
+    for (;;) {
+      let length = 0;
+      let multiplier = 1;
+      let i = at + 1;
+      let complete = false;
+      while (i < this.pending.length) {
+        const byte = this.pending[i++] as number;
+        length += (byte & 0x7f) * multiplier;
+        multiplier *= 128;
+        if ((byte & 0x80) === 0) {
+          complete = true;
+          break;
+        }
+      }
+      if (!complete || i + length > this.pending.length) break;
+      yield [this.pending[at] as number, this.pending.subarray(i, i + length)];
+      at = i + length;
+    }
+    this.pending = this.pending.subarray(at);
+  }
+}
+
+export interface MqttLoadResult {
+  acknowledged: number;
+  refused: number;
+  seconds: number;
+}
+
+interface LoadDevice {
+  clientId: string;
+  payload: string;
+}
+
+/**
+ * Each device keeps `inflight` QoS 1 publishes of its payload outstanding, sending the next one when
+ * an httpAck (QoS 1, acknowledged with a PUBACK) arrives, for `duration` seconds; then waits up to
+ * 10 s for the acks still due.
+ */
+export async function mqttLoad(options: {
+  port: number;
+  username: string;
+  password: string;
+  devices: LoadDevice[];
+  inflight: number;
+  duration: number;
+}): Promise<MqttLoadResult> {
+  let acknowledged = 0;
+  let refused = 0;
+  let outstanding = 0;
+  let stopping = false;
+  const sockets: { socket: Socket; send: () => void }[] = await Promise.all(
+    options.devices.map(
+      (device) =>
+        new Promise<{ socket: Socket; send: () => void }>((resolve, reject) => {
+          const socket = connect(options.port, '127.0.0.1');
+          socket.setNoDelay(true);
+          const template = publishTemplate(`Altizon/Datonis/${device.clientId}/event`, device.payload);
+          let nextId = 0;
+          const send = () => {
+            if (stopping) return;
+            nextId = (nextId % 65535) + 1;
+            const bytes = Buffer.from(template.bytes);
+            bytes.writeUInt16BE(nextId, template.idAt);
+            outstanding += 1;
+            socket.write(bytes);
+          };
+          const reader = new PacketReader();
+          socket.on('data', (chunk: Buffer) => {
+            for (const [first, body] of reader.read(chunk)) {
+              const type = first & 0xf0;
+              if (type === CONNACK) {
+                if (body[1] !== 0) return reject(new Error(`CONNACK ${body[1]}`));
+                socket.write(
+                  packet(SUBSCRIBE, packetId(1), text(`Altizon/Datonis/${device.clientId}/httpAck`), Buffer.from([1])),
+                );
+              } else if (type === SUBACK) {
+                resolve({ socket, send });
+              } else if (type === PUBLISH) {
+                // An httpAck at QoS 1: topic, packet id, payload.
+                const topicLength = body.readUInt16BE(0);
+                const id = body.subarray(2 + topicLength, 4 + topicLength);
+                socket.write(Buffer.from([PUBACK, 2, id[0] as number, id[1] as number]));
+                const payload = body.subarray(4 + topicLength);
+                outstanding -= 1;
+                if (payload.includes('"http_code":200')) acknowledged += 1;
+                else refused += 1;
+                send();
+              }
+            }
+          });
+          socket.once('error', reject);
+          socket.write(
+            packet(
+              CONNECT,
+              text('MQTT'),
+              Buffer.from([4, 0xc2, 0, 60]),
+              text(device.clientId),
+              text(options.username),
+              text(options.password),
+            ),
+          );
+        }),
+    ),
+  );
+  const started = performance.now();
+  for (const { send } of sockets) for (let k = 0; k < options.inflight; k++) send();
+  await new Promise((resolve) => setTimeout(resolve, options.duration * 1000));
+  stopping = true;
+  const deadline = Date.now() + 10_000;
+  while (outstanding > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  const seconds = (performance.now() - started) / 1000;
+  for (const { socket } of sockets) socket.destroy();
+  return { acknowledged, refused, seconds };
+}
