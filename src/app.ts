@@ -30,6 +30,7 @@ import { organisationRoutes } from './organisations/routes.ts';
 import { queryRoutes } from './queries/routes.ts';
 import { roleRoutes } from './roles/routes.ts';
 import { RuleEngine } from './rules/engine.ts';
+import { ruleRoutes } from './rules/routes.ts';
 import { loadIdentityProviders } from './sessions/identity-providers.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { SessionService } from './sessions/service.ts';
@@ -185,6 +186,7 @@ async function buildHttpApp(
     ...deviceRoutes(parts.devices),
     ...queryRoutes(store),
     ...alertRoutes(store, parts.devices),
+    ...ruleRoutes(store),
   ]);
   await app.ready();
   return app;

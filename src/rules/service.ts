@@ -1,0 +1,195 @@
+/**
+ * Rules (CONTRACT 8): which things to watch, the condition over their events, and what to raise. The
+ * rule engine (engine.ts) evaluates them on ingestion; every change here is audited in its transaction
+ * and then told to the engine's cache.
+ */
+import { type Actor, recordChange } from '../audit/recorder.ts';
+import { ApiError, invalidParam, notFound, unknownReference } from '../core/errors.ts';
+import { newKey } from '../core/keys.ts';
+import { STORED_TIME } from '../core/time.ts';
+import { ExpressionError, parseRuleCondition } from '../expressions/index.ts';
+import { inOrganisations } from '../store/filters.ts';
+import type { Executor, Store } from '../store/store.ts';
+import type { RuleRow } from '../store/tables.ts';
+import { existingThingKeys } from '../things/repository.ts';
+import { rulesChanged } from './changes.ts';
+import { presentRule } from './presenter.ts';
+import * as rules from './repository.ts';
+
+export interface RuleInput {
+  name: string;
+  description?: string | undefined;
+  thing_template_key?: string | null | undefined;
+  thing_keys?: string[] | undefined;
+  group_key?: string | null | undefined;
+  condition: string;
+  alert_type?: number | null | undefined;
+  alert_message?: string | undefined;
+  trigger?: 'on_enter' | 'every_event' | undefined;
+  enabled?: boolean | undefined;
+}
+
+const snapshot = (row: RuleRow) => presentRule(row, STORED_TIME);
+
+function checkCondition(condition: string): string {
+  try {
+    parseRuleCondition(condition);
+  } catch (error) {
+    if (error instanceof ExpressionError) throw invalidParam('rule.condition', error.message);
+    throw error;
+  }
+  return condition;
+}
+
+/** Every key the rule names must be one the organisation has (a 400 naming the param otherwise). */
+async function checkReferences(db: Executor, organisationKey: string, row: RuleRow): Promise<void> {
+  if (row.thing_template_key !== null) {
+    const template = await db
+      .selectFrom('thing_templates')
+      .select('thing_template_key')
+      .where('thing_template_key', '=', row.thing_template_key)
+      .where(inOrganisations([organisationKey]))
+      .executeTakeFirst();
+    if (!template) throw unknownReference('rule.thing_template_key', row.thing_template_key);
+  }
+  if (row.group_key !== null) {
+    const group = await db
+      .selectFrom('groups')
+      .select('group_key')
+      .where('group_key', '=', row.group_key)
+      .where(inOrganisations([organisationKey]))
+      .executeTakeFirst();
+    if (!group) throw unknownReference('rule.group_key', row.group_key);
+  }
+  const thingKeys = JSON.parse(row.thing_keys) as string[];
+  if (thingKeys.length > 0) {
+    const found = await existingThingKeys(db, [organisationKey], thingKeys);
+    const missing = thingKeys.filter((k) => !found.has(k));
+    if (missing.length > 0) {
+      throw new ApiError(400, [
+        {
+          code: 'not_found',
+          param: 'rule.thing_keys',
+          message: `names no known thing: ${missing.slice(0, 20).join(', ')}`,
+        },
+      ]);
+    }
+  }
+}
+
+export async function createRule(store: Store, actor: Actor, organisationKey: string, input: RuleInput) {
+  const now = Date.now();
+  const row: RuleRow = {
+    rule_key: newKey(),
+    organisation_key: organisationKey,
+    name: input.name,
+    description: input.description ?? '',
+    thing_template_key: input.thing_template_key ?? null,
+    thing_keys: JSON.stringify([...new Set(input.thing_keys ?? [])]),
+    group_key: input.group_key ?? null,
+    condition: checkCondition(input.condition),
+    alert_type: input.alert_type === undefined ? 0 : input.alert_type,
+    alert_message: input.alert_message ?? '',
+    trigger: input.trigger ?? 'on_enter',
+    enabled: input.enabled === false ? 0 : 1,
+    created_at: now,
+    updated_at: now,
+  };
+  const created = await store.transaction(async (tx) => {
+    await checkReferences(tx, organisationKey, row);
+    await rules.insertRule(tx, row);
+    await recordChange(tx, actor, {
+      organisationKey,
+      action: 'create',
+      entityType: 'Rule',
+      entityKey: row.rule_key,
+      entityName: row.name,
+      after: snapshot(row),
+    });
+    return row;
+  });
+  rulesChanged(organisationKey);
+  return created;
+}
+
+export async function requireRule(db: Executor, organisationKeys: string[], ruleKey: string): Promise<RuleRow> {
+  const row = await rules.findRule(db, organisationKeys, ruleKey);
+  if (!row) throw notFound('rule');
+  return row;
+}
+
+export async function updateRule(
+  store: Store,
+  actor: Actor,
+  organisationKeys: string[],
+  ruleKey: string,
+  changes: Partial<RuleInput>,
+) {
+  const updated = await store.transaction(async (tx) => {
+    const before = await requireRule(tx, organisationKeys, ruleKey);
+    const after: RuleRow = {
+      ...before,
+      ...(changes.name !== undefined ? { name: changes.name } : {}),
+      ...(changes.description !== undefined ? { description: changes.description } : {}),
+      ...(changes.thing_template_key !== undefined ? { thing_template_key: changes.thing_template_key } : {}),
+      ...(changes.thing_keys !== undefined ? { thing_keys: JSON.stringify([...new Set(changes.thing_keys)]) } : {}),
+      ...(changes.group_key !== undefined ? { group_key: changes.group_key } : {}),
+      ...(changes.condition !== undefined ? { condition: checkCondition(changes.condition) } : {}),
+      ...(changes.alert_type !== undefined ? { alert_type: changes.alert_type } : {}),
+      ...(changes.alert_message !== undefined ? { alert_message: changes.alert_message } : {}),
+      ...(changes.trigger !== undefined ? { trigger: changes.trigger } : {}),
+      ...(changes.enabled !== undefined ? { enabled: changes.enabled ? 1 : 0 } : {}),
+      updated_at: Date.now(),
+    };
+    await checkReferences(tx, before.organisation_key, after);
+    const { rule_key: _k, organisation_key: _o, created_at: _c, ...columns } = after;
+    await rules.updateRule(tx, ruleKey, columns);
+    // A changed condition or scope starts from a clean state: the next matching event enters.
+    if (after.condition !== before.condition || after.trigger !== before.trigger) {
+      await tx.deleteFrom('rule_states').where('rule_key', '=', ruleKey).execute();
+    }
+    await recordChange(tx, actor, {
+      organisationKey: before.organisation_key,
+      action: 'update',
+      entityType: 'Rule',
+      entityKey: ruleKey,
+      entityName: after.name,
+      before: snapshot(before),
+      after: snapshot(after),
+    });
+    return after;
+  });
+  rulesChanged(updated.organisation_key);
+  return updated;
+}
+
+/** Deletes the rule and its notification actions (each with its audit trail); pending deliveries lapse. */
+export async function deleteRule(store: Store, actor: Actor, organisationKeys: string[], ruleKey: string) {
+  const organisationKey = await store.transaction(async (tx) => {
+    const before = await requireRule(tx, organisationKeys, ruleKey);
+    const actions = await tx.selectFrom('notification_actions').selectAll().where('rule_key', '=', ruleKey).execute();
+    for (const action of actions) {
+      const { organisation_key: _o, recipient, ...rest } = action;
+      await recordChange(tx, actor, {
+        organisationKey: before.organisation_key,
+        action: 'delete',
+        entityType: 'NotificationAction',
+        entityKey: action.notification_action_key,
+        entityName: action.name ?? action.type,
+        before: { ...rest, to: recipient },
+      });
+    }
+    await tx.deleteFrom('notification_actions').where('rule_key', '=', ruleKey).execute();
+    await rules.deleteRule(tx, ruleKey);
+    await recordChange(tx, actor, {
+      organisationKey: before.organisation_key,
+      action: 'delete',
+      entityType: 'Rule',
+      entityKey: ruleKey,
+      entityName: before.name,
+      before: snapshot(before),
+    });
+    return before.organisation_key;
+  });
+  rulesChanged(organisationKey);
+}
