@@ -4,6 +4,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import { actionRoutes } from './actions/routes.ts';
 import { alertRoutes } from './alerts/routes.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { type BootstrapResult, bootstrapFirstAdmin } from './bootstrap.ts';
@@ -187,6 +188,7 @@ async function buildHttpApp(
     ...queryRoutes(store),
     ...alertRoutes(store, parts.devices),
     ...ruleRoutes(store),
+    ...actionRoutes(store, config.publicBaseUrl),
   ]);
   await app.ready();
   return app;

@@ -3,6 +3,7 @@
  * rule engine (engine.ts) evaluates them on ingestion; every change here is audited in its transaction
  * and then told to the engine's cache.
  */
+import { presentAction } from '../actions/presenter.ts';
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { ApiError, invalidParam, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
@@ -169,14 +170,13 @@ export async function deleteRule(store: Store, actor: Actor, organisationKeys: s
     const before = await requireRule(tx, organisationKeys, ruleKey);
     const actions = await tx.selectFrom('notification_actions').selectAll().where('rule_key', '=', ruleKey).execute();
     for (const action of actions) {
-      const { organisation_key: _o, recipient, ...rest } = action;
       await recordChange(tx, actor, {
         organisationKey: before.organisation_key,
         action: 'delete',
         entityType: 'NotificationAction',
         entityKey: action.notification_action_key,
         entityName: action.name ?? action.type,
-        before: { ...rest, to: recipient },
+        before: presentAction(action, 'v3', STORED_TIME, '') ?? {},
       });
     }
     await tx.deleteFrom('notification_actions').where('rule_key', '=', ruleKey).execute();

@@ -1,0 +1,79 @@
+import type { ListQuery } from '../core/http/list.ts';
+import { inOrganisations } from '../store/filters.ts';
+import { fetchPage } from '../store/paging.ts';
+import type { Executor } from '../store/store.ts';
+import type { DeliveryAttemptRow, NotificationActionRow } from '../store/tables.ts';
+
+export function listActions(db: Executor, ruleKey: string, types: string[], list: ListQuery) {
+  return fetchPage<NotificationActionRow>(
+    db,
+    {
+      name: 'notification_actions',
+      values: { rule: ruleKey, types },
+      build: (d, v) =>
+        d
+          .selectFrom('notification_actions')
+          .selectAll()
+          .where('rule_key', '=', v.rule as string)
+          .where('type', 'in', v.types as string[]),
+      columns: {
+        sort: {
+          created_at: 'created_at',
+          updated_at: 'updated_at',
+          type: 'type',
+          notification_action_key: 'notification_action_key',
+        },
+        key: 'notification_action_key',
+        // The seed: search and scope are accepted but not supported on this list.
+        search: [],
+      },
+    },
+    list,
+  );
+}
+
+export function findAction(
+  db: Executor,
+  organisationKeys: string[],
+  key: string,
+): Promise<NotificationActionRow | undefined> {
+  return db
+    .selectFrom('notification_actions')
+    .selectAll()
+    .where('notification_action_key', '=', key)
+    .where(inOrganisations(organisationKeys))
+    .executeTakeFirst();
+}
+
+export async function insertAction(db: Executor, row: NotificationActionRow): Promise<void> {
+  await db.insertInto('notification_actions').values(row).execute();
+}
+
+export async function updateAction(db: Executor, key: string, changes: Partial<NotificationActionRow>): Promise<void> {
+  await db.updateTable('notification_actions').set(changes).where('notification_action_key', '=', key).execute();
+}
+
+export async function deleteAction(db: Executor, key: string): Promise<void> {
+  await db.deleteFrom('notification_actions').where('notification_action_key', '=', key).execute();
+}
+
+export function listDeliveryAttempts(db: Executor, actionKey: string, list: ListQuery) {
+  return fetchPage<DeliveryAttemptRow>(
+    db,
+    {
+      name: 'delivery_attempts',
+      values: { action: actionKey },
+      build: (d, v) =>
+        d
+          .selectFrom('delivery_attempts')
+          .selectAll()
+          .where('notification_action_key', '=', v.action as string),
+      columns: {
+        sort: { at: 'at', attempt: 'attempt', status: 'status' },
+        key: 'attempt_key',
+        search: ['status', 'error'],
+      },
+    },
+    list,
+  );
+}

@@ -1,0 +1,166 @@
+import { actorOf } from '../audit/recorder.ts';
+import { notFound } from '../core/errors.ts';
+import { listAnswer, toListQuery } from '../core/http/list.ts';
+import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
+import { EmptyObject } from '../core/http/schema.ts';
+import type { TimeFormatter } from '../core/time.ts';
+import { findRule } from '../rules/repository.ts';
+import type { Store } from '../store/store.ts';
+import type { NotificationActionRow } from '../store/tables.ts';
+import { type AnswerKind, presentAction } from './presenter.ts';
+import { listActions, listDeliveryAttempts } from './repository.ts';
+import { ActionList, ActionOne, actionSchemas, DELIVERY_LIST, DeliveryList, ListDeliveriesParams } from './schemas.ts';
+import { createAction, deleteAction, requireAction, updateAction } from './service.ts';
+import { type ApiVersion, storedTypeOf, typeNamesOf } from './versions.ts';
+
+const tags = ['Notification actions'];
+
+export function actionRoutes(store: Store, publicBaseUrl: string): AnyRoute[] {
+  return [
+    ...versionRoutes(store, publicBaseUrl, 'v3'),
+    ...versionRoutes(store, publicBaseUrl, 'v2'),
+    deliveriesRoute(store),
+  ];
+}
+
+function versionRoutes(store: Store, publicBaseUrl: string, version: ApiVersion): AnyRoute[] {
+  const schemas = actionSchemas(version);
+  const base = `/api/${version}/notification_actions`;
+  const present = (row: NotificationActionRow, time: TimeFormatter, answer: AnswerKind = 'read') =>
+    presentAction(row, version, time, publicBaseUrl, answer);
+  return [
+    defineRoute({
+      method: 'GET',
+      url: base,
+      tags,
+      summary: `List the notification actions of a rule (${version})`,
+      description: 'search and scope are accepted and ignored.',
+      access: permission('notification_action', 'read'),
+      params: schemas.ListParams,
+      response: ActionList,
+      handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
+        const rule = await findRule(store.db, await visibleOrganisations(), params.rule_key);
+        if (!rule) throw notFound('rule', 'rule_key');
+        const types = (params.type === undefined ? typeNamesOf(version) : [params.type]).map(
+          (name) => storedTypeOf(version, name) as string,
+        );
+        const { total, rows } = await listActions(store.db, rule.rule_key, types, toListQuery(params, schemas.list));
+        return listAnswer(
+          'notification_actions',
+          total,
+          pageEcho,
+          rows.map((r) => present(r, time)),
+        );
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: `${base}/:notification_action_key`,
+      tags,
+      summary: `Get a notification action (${version})`,
+      access: permission('notification_action', 'read'),
+      params: schemas.KeyParams,
+      response: ActionOne,
+      handler: async ({ params, time, visibleOrganisations }) => {
+        const row = await requireAction(
+          store.db,
+          await visibleOrganisations(),
+          version,
+          params.notification_action_key,
+        );
+        return { notification_action: present(row, time) };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: base,
+      tags,
+      summary: `Create a notification action of a rule (${version})`,
+      access: permission('notification_action', 'create'),
+      params: schemas.CreateParams,
+      response: ActionOne,
+      handler: async ({ params, principal, time, visibleOrganisations }) => {
+        const row = await createAction(
+          store,
+          actorOf(principal),
+          await visibleOrganisations(),
+          version,
+          params.notification_action as Parameters<typeof createAction>[4],
+        );
+        return { notification_action: present(row, time, 'create') };
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      url: `${base}/:notification_action_key`,
+      tags,
+      summary: `Update a notification action (${version}); type is required`,
+      access: permission('notification_action', 'update'),
+      params: schemas.UpdateParams,
+      response: ActionOne,
+      handler: async ({ params, principal, time, visibleOrganisations }) => {
+        const row = await updateAction(
+          store,
+          actorOf(principal),
+          await visibleOrganisations(),
+          version,
+          params.notification_action_key,
+          params.notification_action as Parameters<typeof updateAction>[5],
+        );
+        return { notification_action: present(row, time, 'update') };
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: `${base}/:notification_action_key`,
+      tags,
+      summary: `Delete a notification action (${version})`,
+      access: permission('notification_action', 'delete'),
+      params: schemas.KeyParams,
+      response: EmptyObject,
+      handler: async ({ params, principal, visibleOrganisations }) => {
+        await deleteAction(
+          store,
+          actorOf(principal),
+          await visibleOrganisations(),
+          version,
+          params.notification_action_key,
+        );
+        return {};
+      },
+    }),
+  ];
+}
+
+function deliveriesRoute(store: Store): AnyRoute {
+  return defineRoute({
+    method: 'GET',
+    url: '/api/v3/notification_actions/:notification_action_key/deliveries',
+    tags,
+    summary: 'List the delivery attempts of a notification action, newest first',
+    access: permission('notification_action', 'read'),
+    params: ListDeliveriesParams,
+    response: DeliveryList,
+    handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
+      const action = await requireAction(store.db, await visibleOrganisations(), 'v3', params.notification_action_key);
+      const { total, rows } = await listDeliveryAttempts(
+        store.db,
+        action.notification_action_key,
+        toListQuery(params, DELIVERY_LIST),
+      );
+      return listAnswer(
+        'deliveries',
+        total,
+        pageEcho,
+        rows.map((r) => ({
+          delivery_key: r.delivery_key,
+          attempt: r.attempt,
+          status: r.status,
+          error: r.error,
+          at: time(r.at),
+          duration_ms: r.duration_ms,
+        })),
+      );
+    },
+  });
+}

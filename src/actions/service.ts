@@ -1,0 +1,248 @@
+/**
+ * Notification actions (seed: Notification actions; CONTRACT 8): what a rule does when it fires. One
+ * store serves both API versions; versions.ts maps their names. Each kind requires and allows its own
+ * fields; a field of another kind is a 400 naming it.
+ */
+import { type Actor, recordChange } from '../audit/recorder.ts';
+import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
+import { newKey } from '../core/keys.ts';
+import { STORED_TIME } from '../core/time.ts';
+import { rulesChanged } from '../rules/changes.ts';
+import { findRule } from '../rules/repository.ts';
+import type { Executor, Store } from '../store/store.ts';
+import type { NotificationActionRow } from '../store/tables.ts';
+import { presentAction } from './presenter.ts';
+import * as actions from './repository.ts';
+import type { ActionInput } from './schemas.ts';
+import {
+  type ApiVersion,
+  EMAIL,
+  HTTP_CALL,
+  PROPERTIES,
+  SMS,
+  type StoredType,
+  storedTypeOf,
+  VERSIONS,
+} from './versions.ts';
+
+const KIND_FIELDS: Record<StoredType, { required: string[]; allowed: string[] }> = {
+  [EMAIL]: { required: ['to'], allowed: ['to', 'cc', 'bcc', 'subject'] },
+  [HTTP_CALL]: { required: ['url', 'method'], allowed: ['url', 'method', 'headers', 'query', 'body'] },
+  [PROPERTIES]: { required: ['body'], allowed: ['body'] },
+  [SMS]: { required: ['name', 'phone_number'], allowed: ['name', 'phone_number', 'body'] },
+};
+const COMMON_FIELDS = new Set(['type', 'rule_key']);
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+
+const P = (field: string) => `notification_action.${field}`;
+
+/** Checks the kind's fields; `creating` makes its required fields required. */
+function checkFields(type: StoredType, input: ActionInput, creating: boolean): void {
+  const { required, allowed } = KIND_FIELDS[type];
+  for (const [field, value] of Object.entries(input)) {
+    if (value === undefined || COMMON_FIELDS.has(field)) continue;
+    if (!allowed.includes(field)) throw invalidParam(P(field), `is not a field of ${input.type}`);
+  }
+  if (creating) {
+    for (const field of required) {
+      const value = input[field as keyof ActionInput];
+      if (value === undefined || value === null || value === '') throw requiredParam(P(field));
+    }
+  }
+}
+
+function checkUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url.replace(/\$(THING|SENSOR)\$/g, 'thing'));
+  } catch {
+    throw invalidParam(P('url'), 'must be an absolute http or https URL');
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw invalidParam(P('url'), 'must be an http or https URL');
+  }
+  return url;
+}
+
+function checkMethod(method: string): string {
+  const upper = method.toUpperCase();
+  if (!METHODS.has(upper)) throw invalidParam(P('method'), `must be one of ${[...METHODS].join(', ')}`);
+  return upper;
+}
+
+function textMap(value: Record<string, unknown>, field: string): string {
+  for (const [name, member] of Object.entries(value)) {
+    if (member !== null && typeof member === 'object') throw invalidParam(P(`${field}.${name}`), 'must be text');
+  }
+  return JSON.stringify(value);
+}
+
+/** A property-setting body `{<member>: {...}}` of the version, stored in the v3 form. */
+function propertiesBody(version: ApiVersion, body: ActionInput['body']): string {
+  const member = VERSIONS[version].propertiesMember;
+  const map = body !== null && typeof body === 'object' ? body[member] : undefined;
+  if (map === null || typeof map !== 'object' || Array.isArray(map) || Object.keys(body as object).length !== 1) {
+    throw invalidParam(P('body'), `must be an object of the form {"${member}": {"<name>": "<value>"}}`);
+  }
+  for (const [name, value] of Object.entries(map)) {
+    if (value !== null && typeof value === 'object') throw invalidParam(P(`body.${member}.${name}`), 'must be a value');
+  }
+  return JSON.stringify({ user_defined_properties: map });
+}
+
+/** The columns the input sets, for a kind. */
+function columnsOf(version: ApiVersion, type: StoredType, input: ActionInput): Partial<NotificationActionRow> {
+  const columns: Partial<NotificationActionRow> = {};
+  if (input.to !== undefined) columns.recipient = input.to;
+  if (input.cc !== undefined) columns.cc = input.cc;
+  if (input.bcc !== undefined) columns.bcc = input.bcc;
+  if (input.subject !== undefined) columns.subject = input.subject;
+  if (input.url !== undefined) columns.url = checkUrl(input.url);
+  if (input.method !== undefined) columns.method = checkMethod(input.method);
+  if (input.headers !== undefined) columns.headers = textMap(input.headers, 'headers');
+  if (input.query !== undefined) columns.query = textMap(input.query, 'query');
+  if (input.name !== undefined) columns.name = input.name;
+  if (input.phone_number !== undefined) columns.phone_number = input.phone_number;
+  if (input.body !== undefined) {
+    if (type === PROPERTIES) columns.body = propertiesBody(version, input.body);
+    else if (input.body === null || typeof input.body === 'string') columns.body = input.body;
+    else if (type === HTTP_CALL) columns.body = JSON.stringify(input.body);
+    else throw invalidParam(P('body'), 'must be text');
+  }
+  return columns;
+}
+
+function typeOf(version: ApiVersion, name: string): StoredType {
+  const type = storedTypeOf(version, name);
+  if (!type) throw invalidParam(P('type'), `is not a notification action type of ${version}`);
+  return type;
+}
+
+async function requireRuleOf(db: Executor, organisationKeys: string[], ruleKey: string) {
+  const rule = await findRule(db, organisationKeys, ruleKey);
+  if (!rule) throw notFound('rule', 'rule_key');
+  return rule;
+}
+
+const snapshot = (row: NotificationActionRow) => presentAction(row, 'v3', STORED_TIME, '') ?? {};
+
+export async function createAction(
+  store: Store,
+  actor: Actor,
+  organisationKeys: string[],
+  version: ApiVersion,
+  input: ActionInput,
+): Promise<NotificationActionRow> {
+  const type = typeOf(version, input.type);
+  checkFields(type, input, true);
+  const now = Date.now();
+  const created = await store.transaction(async (tx) => {
+    const rule = await requireRuleOf(tx, organisationKeys, input.rule_key as string);
+    const row: NotificationActionRow = {
+      notification_action_key: newKey(),
+      organisation_key: rule.organisation_key,
+      rule_key: rule.rule_key,
+      type,
+      recipient: null,
+      cc: type === EMAIL ? '' : null,
+      bcc: type === EMAIL ? '' : null,
+      subject: null,
+      body: type === HTTP_CALL ? '' : null,
+      method: type === PROPERTIES ? 'PUT' : null,
+      url: null,
+      headers: type === HTTP_CALL || type === PROPERTIES ? '{}' : null,
+      query: type === HTTP_CALL || type === PROPERTIES ? '{}' : null,
+      name: null,
+      phone_number: null,
+      ...columnsOf(version, type, input),
+      created_at: now,
+      updated_at: now,
+    };
+    await actions.insertAction(tx, row);
+    await recordChange(tx, actor, {
+      organisationKey: row.organisation_key,
+      action: 'create',
+      entityType: 'NotificationAction',
+      entityKey: row.notification_action_key,
+      entityName: row.name ?? type,
+      after: snapshot(row),
+    });
+    return row;
+  });
+  rulesChanged(created.organisation_key);
+  return created;
+}
+
+/** An action the caller can see and the version knows (a v2 request never finds an SMS action). */
+export async function requireAction(db: Executor, organisationKeys: string[], version: ApiVersion, key: string) {
+  const row = await actions.findAction(db, organisationKeys, key);
+  if (!row || (version === 'v2' && row.type === SMS)) throw notFound('notification action');
+  return row;
+}
+
+export async function updateAction(
+  store: Store,
+  actor: Actor,
+  organisationKeys: string[],
+  version: ApiVersion,
+  key: string,
+  input: ActionInput,
+): Promise<NotificationActionRow> {
+  const updated = await store.transaction(async (tx) => {
+    const before = await requireAction(tx, organisationKeys, version, key);
+    const type = typeOf(version, input.type);
+    if (type !== before.type) {
+      throw new ApiError(400, [
+        { code: 'invalid', param: P('type'), message: 'must be the action type; the type of an action cannot change' },
+      ]);
+    }
+    checkFields(type, input, false);
+    const ruleKey =
+      input.rule_key === undefined
+        ? before.rule_key
+        : (await requireRuleOf(tx, organisationKeys, input.rule_key)).rule_key;
+    const after: NotificationActionRow = {
+      ...before,
+      ...columnsOf(version, type, input),
+      rule_key: ruleKey,
+      updated_at: Date.now(),
+    };
+    const { notification_action_key: _k, organisation_key: _o, created_at: _c, ...columns } = after;
+    await actions.updateAction(tx, key, columns);
+    await recordChange(tx, actor, {
+      organisationKey: before.organisation_key,
+      action: 'update',
+      entityType: 'NotificationAction',
+      entityKey: key,
+      entityName: after.name ?? type,
+      before: snapshot(before),
+      after: snapshot(after),
+    });
+    return after;
+  });
+  rulesChanged(updated.organisation_key);
+  return updated;
+}
+
+export async function deleteAction(
+  store: Store,
+  actor: Actor,
+  organisationKeys: string[],
+  version: ApiVersion,
+  key: string,
+): Promise<void> {
+  const organisationKey = await store.transaction(async (tx) => {
+    const before = await requireAction(tx, organisationKeys, version, key);
+    await actions.deleteAction(tx, key);
+    await recordChange(tx, actor, {
+      organisationKey: before.organisation_key,
+      action: 'delete',
+      entityType: 'NotificationAction',
+      entityKey: key,
+      entityName: before.name ?? before.type,
+      before: snapshot(before),
+    });
+    return before.organisation_key;
+  });
+  rulesChanged(organisationKey);
+}
