@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- ingest [--store sqlite|postgres] [--duration 10] [--rounds 1] [--devices 200]
- * [--inflight 10] [--only single,bulk,mqtt]`
+ * [--inflight 10] [--only single,bulk,mqtt] [--rules 0]`
  * Event ingestion through the device interface, each figure next to a baseline measured in the same
  * run: the same rows written straight into the store in transactions of 1,000.
  * - single: one signed HTTP event per request (100 connections).
@@ -49,6 +49,7 @@ export async function run(args: string[]): Promise<void> {
   const inflight = Number(option(args, 'inflight', '10'));
   const rounds = Number(option(args, 'rounds', '1'));
   const only = option(args, 'only', 'single,bulk,mqtt').split(',');
+  const ruleCount = Number(option(args, 'rules', '0'));
   const schema = `tb_bench_${randomBytes(4).toString('hex')}`;
   const databaseUrl =
     store === 'postgres'
@@ -56,7 +57,7 @@ export async function run(args: string[]): Promise<void> {
       : `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-bench-')), 'bench.db')}`;
   const mqttPort = 20000 + Math.floor(Math.random() * 20000);
   console.log(
-    `ingest benchmark: ${describeMachine()}; store ${store}; ${duration}s per run; MQTT ${devices} devices x ${inflight} in flight`,
+    `ingest benchmark: ${describeMachine()}; store ${store}; ${duration}s per run; MQTT ${devices} devices x ${inflight} in flight; ${ruleCount} active rules`,
   );
 
   buildServer();
@@ -85,6 +86,18 @@ export async function run(args: string[]): Promise<void> {
       { key_pair: { name: 'bench' } },
       { 'x-auth-token': token },
     );
+    // Rules watching every thing, evaluated on every event (half on_enter with their stored state, half
+    // every_event); their conditions do not hold for the benchmark's readings, as for most real events.
+    for (let i = 0; i < ruleCount; i++) {
+      const rule = {
+        name: `bench rule ${i}`,
+        condition: `temperature > ${100 + i} or (pressure < 0 and rpm > ${i})`,
+        trigger: i % 2 === 0 ? 'on_enter' : 'every_event',
+        alert_type: 1,
+      };
+      const created = await json(server.url, '/api/v3/rules', { rule }, { 'x-auth-token': token });
+      if (!created.rule) throw new Error(`cannot create a rule: ${JSON.stringify(created)}`);
+    }
     const things = Array.from({ length: devices }, (_, i) => `bench-${i}`);
     for (const thing_key of things) {
       const body = JSON.stringify({ thing_key });
