@@ -23,9 +23,12 @@ import { eventRoutes } from './events/routes.ts';
 import { EventWriter } from './events/writer.ts';
 import { gatewayRoutes } from './gateways/routes.ts';
 import { groupRoutes } from './groups/routes.ts';
+import { instructionRoutes } from './instructions/routes.ts';
+import type { InstructionCarrier } from './instructions/service.ts';
 import { keyPairRoutes } from './keypairs/routes.ts';
 import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker.ts';
 import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
+import { MqttInstructions } from './mqtt/instructions.ts';
 import { childOrganisationKeys } from './organisations/repository.ts';
 import { organisationRoutes } from './organisations/routes.ts';
 import { queryRoutes } from './queries/routes.ts';
@@ -73,8 +76,15 @@ export async function createServer(config: Config): Promise<Server> {
     const authenticator = new DeviceAuthenticator(store.db, box);
     const ingest = new EventIngest(store, writer);
     const devices = new DeviceService(store, ingest);
-    const app = await buildHttpApp(config, store, sessions, box, { ingest, authenticator, devices });
-    const mqtt = await startMqtt(config, app, authenticator, devices).catch(async (error) => {
+    let instructions: MqttInstructions | undefined;
+    const app = await buildHttpApp(config, store, sessions, box, {
+      ingest,
+      authenticator,
+      devices,
+      instructions: () => instructions,
+    });
+    instructions = new MqttInstructions(store, authenticator, app.log);
+    const mqtt = await startMqtt(config, app, authenticator, devices, instructions).catch(async (error) => {
       await app.close();
       throw error;
     });
@@ -110,7 +120,12 @@ async function buildHttpApp(
   store: Store,
   sessions: SessionService,
   box: SecretBox,
-  parts: { ingest: EventIngest; authenticator: DeviceAuthenticator; devices: DeviceService },
+  parts: {
+    ingest: EventIngest;
+    authenticator: DeviceAuthenticator;
+    devices: DeviceService;
+    instructions: () => InstructionCarrier | undefined;
+  },
 ): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.logLevel, redact: ['req.headers["x-auth-token"]', 'req.headers["x-dtn-signature"]'] },
@@ -189,6 +204,7 @@ async function buildHttpApp(
     ...alertRoutes(store, parts.devices),
     ...ruleRoutes(store),
     ...actionRoutes(store, config.publicBaseUrl),
+    ...instructionRoutes(store, parts.instructions),
   ]);
   await app.ready();
   return app;
@@ -204,6 +220,7 @@ async function startMqtt(
   app: FastifyInstance,
   authenticator: DeviceAuthenticator,
   devices: DeviceService,
+  instructions: MqttInstructions,
 ): Promise<EmbeddedBroker | ExternalBroker | undefined> {
   if (config.mqttUrl) {
     return connectExternalBroker({
@@ -212,6 +229,7 @@ async function startMqtt(
       authenticator,
       devices,
       log: app.log,
+      instructions,
     });
   }
   if (config.mqttPort === 0) return undefined;
@@ -222,6 +240,7 @@ async function startMqtt(
       authenticator,
       devices,
       log: app.log,
+      instructions,
     });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' && !config.mqttPortExplicit) {

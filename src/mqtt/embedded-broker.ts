@@ -11,6 +11,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { DeviceAuthenticator, DeviceCredentials } from '../devices/authentication.ts';
 import type { DeviceService } from '../devices/service.ts';
 import { verifySignature } from '../devices/signature.ts';
+import { embeddedInstructionLink, type MqttInstructions } from './instructions.ts';
 import { handleDeviceMessage } from './messages.ts';
 import { ackTopic, maySubscribe, parseDeviceTopic } from './topics.ts';
 
@@ -29,6 +30,8 @@ export async function startEmbeddedBroker(options: {
   authenticator: DeviceAuthenticator;
   devices: DeviceService;
   log: FastifyBaseLogger;
+  /** Instructions reach devices through this broker. */
+  instructions?: MqttInstructions;
 }): Promise<EmbeddedBroker> {
   const { authenticator, devices, log } = options;
   const connections = new WeakMap<Client, DeviceCredentials>();
@@ -114,6 +117,10 @@ export async function startEmbeddedBroker(options: {
       },
     );
   });
+
+  options.instructions?.connect(
+    embeddedInstructionLink(broker, (client) => connections.get(client)?.accessKey, options.instructions),
+  );
 
   const server: Server = createServer(broker.handle);
   await new Promise<void>((resolve, reject) => {

@@ -9,6 +9,7 @@ import mqtt, { type MqttClient } from 'mqtt';
 import { newKey } from '../core/keys.ts';
 import type { DeviceAuthenticator } from '../devices/authentication.ts';
 import type { DeviceService } from '../devices/service.ts';
+import type { MqttInstructions } from './instructions.ts';
 import { handleDeviceMessage } from './messages.ts';
 import { ackTopic, parseDeviceTopic, serverSubscriptions } from './topics.ts';
 
@@ -23,6 +24,8 @@ export async function connectExternalBroker(options: {
   authenticator: DeviceAuthenticator;
   devices: DeviceService;
   log: FastifyBaseLogger;
+  /** Instructions reach devices through this broker. */
+  instructions?: MqttInstructions;
 }): Promise<ExternalBroker> {
   const { authenticator, devices, log } = options;
   const client: MqttClient = await mqtt.connectAsync(options.url, {
@@ -41,5 +44,13 @@ export async function connectExternalBroker(options: {
   });
   client.on('error', (error) => log.warn(`MQTT broker ${options.url}: ${error.message}`));
   await client.subscribeAsync(serverSubscriptions(options.shareGroup), { qos: 1 });
+  // Instructions: the broker cannot tell which devices subscribe, nor when one completes a handshake;
+  // a message counts as delivered once the broker has it (docs/devices.md).
+  options.instructions?.connect({
+    publish: async (topic, payload, alertKey) => {
+      await client.publishAsync(topic, payload, { qos: 2 });
+      options.instructions?.delivered(alertKey);
+    },
+  });
   return { close: () => client.endAsync() };
 }

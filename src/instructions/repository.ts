@@ -1,0 +1,67 @@
+import type { ListQuery } from '../core/http/list.ts';
+import { fetchPage } from '../store/paging.ts';
+import type { Executor } from '../store/store.ts';
+import type { InstructionRow } from '../store/tables.ts';
+
+export function listInstructions(db: Executor, organisationKey: string, thingKey: string, list: ListQuery) {
+  return fetchPage<InstructionRow>(
+    db,
+    {
+      name: 'instructions',
+      values: { organisation: organisationKey, thing: thingKey },
+      build: (d, v) =>
+        d
+          .selectFrom('instructions')
+          .selectAll()
+          .where('organisation_key', '=', v.organisation as string)
+          .where('thing_key', '=', v.thing as string),
+      columns: {
+        sort: {
+          created_at: 'created_at',
+          updated_at: 'updated_at',
+          name: 'name',
+          status: 'status',
+          instruction_key: 'instruction_key',
+        },
+        key: 'instruction_key',
+        search: ['instruction_key', 'name', 'status'],
+      },
+    },
+    list,
+  );
+}
+
+export function findInstruction(db: Executor, organisationKey: string, thingKey: string, key: string) {
+  return db
+    .selectFrom('instructions')
+    .selectAll()
+    .where('instruction_key', '=', key)
+    .where('organisation_key', '=', organisationKey)
+    .where('thing_key', '=', thingKey)
+    .executeTakeFirst();
+}
+
+export async function insertInstruction(db: Executor, row: InstructionRow): Promise<void> {
+  await db.insertInto('instructions').values(row).execute();
+}
+
+/** Instructions not yet acknowledged, newest last, for sending again. */
+export function unacknowledged(db: Executor, organisationKey: string, thingKey: string | undefined, limit = 100) {
+  let query = db
+    .selectFrom('instructions')
+    .selectAll()
+    .where('organisation_key', '=', organisationKey)
+    .where('status', 'in', ['pending', 'delivered']);
+  if (thingKey !== undefined) query = query.where('thing_key', '=', thingKey);
+  return query.orderBy('created_at', 'desc').limit(limit).execute();
+}
+
+/** pending -> delivered; a later state is never undone. */
+export async function markDelivered(db: Executor, alertKey: string, now = Date.now()): Promise<void> {
+  await db
+    .updateTable('instructions')
+    .set({ status: 'delivered', delivered_at: now, updated_at: now })
+    .where('alert_key', '=', alertKey)
+    .where('status', '=', 'pending')
+    .execute();
+}

@@ -1,0 +1,95 @@
+/**
+ * Instructions (CONTRACT 12): a message to a bi-directional thing. Sending stores it with its alert
+ * (Info, carrying the instruction) in one transaction, audited, and then hands it to the MQTT side,
+ * which delivers it to the devices listening for it; the device's acknowledgement (an alert naming
+ * the alert_key) updates that alert and marks the instruction acknowledged (alerts/service.ts).
+ */
+import { raiseAlert } from '../alerts/service.ts';
+import { type Actor, recordChange } from '../audit/recorder.ts';
+import { invalidParam, notFound } from '../core/errors.ts';
+import { newKey } from '../core/keys.ts';
+import { STORED_TIME } from '../core/time.ts';
+import type { Store } from '../store/store.ts';
+import type { InstructionRow } from '../store/tables.ts';
+import { findThing } from '../things/repository.ts';
+import { presentInstruction } from './presenter.ts';
+import * as instructions from './repository.ts';
+
+export interface InstructionInput {
+  name: string;
+  description?: string | null | undefined;
+  definition: Record<string, unknown>;
+}
+
+/** What carries instructions to devices (the MQTT broker, embedded or external). */
+export interface InstructionCarrier {
+  send(instruction: InstructionRow): Promise<void>;
+}
+
+/** `data.instruction` of the instruction's alert, as the seed's Alert shows it. */
+const alertView = (row: InstructionRow) => {
+  const { definition, description, instruction_key, name, created_at, updated_at } = presentInstruction(
+    row,
+    STORED_TIME,
+  );
+  return { definition, description, instruction_key, name, created_at, updated_at };
+};
+
+export async function sendInstruction(
+  store: Store,
+  carrier: InstructionCarrier | undefined,
+  actor: Actor,
+  organisationKeys: string[],
+  thingKey: string,
+  input: InstructionInput,
+): Promise<InstructionRow> {
+  const row = await store.transaction(async (tx) => {
+    const thing = await findThing(tx, organisationKeys, thingKey);
+    if (!thing) throw notFound('thing');
+    if (thing.bi_directional !== 1) {
+      throw invalidParam('thing_key', 'names a thing that is not bi-directional: it takes no instructions');
+    }
+    const now = Date.now();
+    const instruction: InstructionRow = {
+      instruction_key: newKey(),
+      organisation_key: thing.organisation_key,
+      thing_key: thing.thing_key,
+      name: input.name,
+      description: input.description ?? null,
+      definition: JSON.stringify(input.definition),
+      alert_key: newKey(),
+      status: 'pending',
+      delivered_at: null,
+      acknowledged_at: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await instructions.insertInstruction(tx, instruction);
+    await raiseAlert(
+      tx,
+      {
+        organisationKey: thing.organisation_key,
+        thing,
+        alertType: 0,
+        message: `Instruction ${instruction.name} sent to ${thing.name}`,
+        timestamp: now,
+        alertKey: instruction.alert_key,
+        instruction: { instruction_key: instruction.instruction_key, name: instruction.name },
+        data: { instruction: alertView(instruction) },
+      },
+      now,
+    );
+    await recordChange(tx, actor, {
+      organisationKey: thing.organisation_key,
+      action: 'create',
+      entityType: 'Instruction',
+      entityKey: instruction.instruction_key,
+      entityName: instruction.name,
+      after: presentInstruction(instruction, STORED_TIME),
+    });
+    return instruction;
+  });
+  // Stored first: a device that is not connected now gets it when it subscribes again.
+  await carrier?.send(row);
+  return row;
+}

@@ -1,0 +1,170 @@
+/**
+ * Carries instructions to devices over MQTT (DEVICES.md): to
+ * `Altizon/Datonis/<access key>/thing/<thing key>/executeInstruction` at QoS 2, once for each key pair
+ * of the thing's organisation (the topic and the signature are per key pair; only devices subscribed to
+ * the topic get it). An instruction not yet acknowledged is sent again to a device that subscribes
+ * again, since every SDK connects with a clean session.
+ */
+import type { Aedes, Client, Subscription } from 'aedes';
+import type { FastifyBaseLogger } from 'fastify';
+import type { DeviceAuthenticator } from '../devices/authentication.ts';
+import { instructionMessage } from '../instructions/message.ts';
+import { markDelivered, unacknowledged } from '../instructions/repository.ts';
+import type { InstructionCarrier } from '../instructions/service.ts';
+import type { Store } from '../store/store.ts';
+import type { InstructionRow } from '../store/tables.ts';
+import { instructionTopic, TOPIC_ROOT } from './topics.ts';
+
+/** How a broker sends an instruction message at QoS 2 and reports its delivery. */
+export interface InstructionLink {
+  /**
+   * Sends `payload` to the devices subscribed to `topic`, or only to `connection` (one that has just
+   * subscribed). The link calls `delivered(alertKey)` once a device has the message.
+   */
+  publish(topic: string, payload: string, alertKey: string, connection?: unknown): Promise<void>;
+}
+
+export class MqttInstructions implements InstructionCarrier {
+  private link: InstructionLink | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly authenticator: DeviceAuthenticator,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  connect(link: InstructionLink): void {
+    this.link = link;
+  }
+
+  /** To every key pair of the organisation; failures are logged, the instruction is sent again later. */
+  async send(instruction: InstructionRow): Promise<void> {
+    try {
+      const pairs = await this.store.db
+        .selectFrom('key_pairs')
+        .select('access_key')
+        .where('organisation_key', '=', instruction.organisation_key)
+        .execute();
+      for (const { access_key } of pairs) await this.sendTo(instruction, access_key);
+    } catch (error) {
+      this.log.warn(
+        { err: error, instruction: instruction.instruction_key },
+        'instruction not sent; it is sent again when the device subscribes',
+      );
+    }
+  }
+
+  /**
+   * A device subscribed to an instruction topic: it gets what is not yet acknowledged for that thing, or
+   * for every thing of its organisation when it subscribed with `+`.
+   */
+  async subscribed(accessKey: string, topic: string, connection: unknown): Promise<void> {
+    const thingKey = thingOfTopic(topic);
+    if (thingKey === undefined) return;
+    try {
+      const credentials = await this.authenticator.credentials(accessKey);
+      if (!credentials) return;
+      const rows = await unacknowledged(
+        this.store.db,
+        credentials.principal.organisationKey,
+        thingKey === '+' ? undefined : thingKey,
+      );
+      for (const row of rows.reverse()) await this.sendTo(row, accessKey, connection);
+    } catch (error) {
+      this.log.warn({ err: error }, 'instructions not sent again after a subscription');
+    }
+  }
+
+  /** A device has the message (QoS 2 handshake done; through an external broker: that broker has it). */
+  delivered(alertKey: string): void {
+    markDelivered(this.store.db, alertKey).catch((error) =>
+      this.log.warn({ err: error }, 'instruction status not updated'),
+    );
+  }
+
+  private async sendTo(instruction: InstructionRow, accessKey: string, connection?: unknown): Promise<void> {
+    if (!this.link) return;
+    const credentials = await this.authenticator.credentials(accessKey);
+    if (!credentials) return;
+    const message = instructionMessage(instruction, accessKey, credentials.secretKey);
+    await this.link.publish(
+      instructionTopic(accessKey, instruction.thing_key),
+      message,
+      instruction.alert_key,
+      connection,
+    );
+  }
+}
+
+/** The thing key of an instruction topic (`+` for all of them), or undefined for any other topic. */
+export function thingOfTopic(topic: string): string | undefined {
+  const parts = topic.split('/');
+  if (parts.length !== 6 || `${parts[0]}/${parts[1]}` !== TOPIC_ROOT || parts[3] !== 'thing') return undefined;
+  if (parts[5] !== 'executeInstruction') return undefined;
+  return parts[4];
+}
+
+/** Whether a subscription's filter covers a topic (the only wildcard a device may use is a `+` level). */
+const covers = (filter: string, topic: string): boolean => {
+  const f = filter.split('/');
+  const t = topic.split('/');
+  return f.length === t.length && f.every((part, i) => part === '+' || part === t[i]);
+};
+
+/**
+ * The embedded broker's link: publishes to each subscribed connection at QoS 2 and learns of each
+ * completed handshake. With clean sessions aedes keeps no copy of what it sent, so the link keeps, per
+ * connection, the alert keys of instruction messages in flight: QoS 2 messages to a device are
+ * instructions only, and a client completes their handshakes in order.
+ */
+export function embeddedInstructionLink(
+  broker: Aedes,
+  accessKeyOf: (client: Client) => string | undefined,
+  instructions: MqttInstructions,
+): InstructionLink {
+  const inFlight = new WeakMap<Client, string[]>();
+  const { persistence } = broker as unknown as {
+    persistence: { outgoingClearMessageId(client: Client, packet: { cmd?: string }): Promise<unknown> };
+  };
+  const clear = persistence.outgoingClearMessageId.bind(persistence);
+  persistence.outgoingClearMessageId = async (client, packet) => {
+    const result = await clear(client, packet);
+    if (packet?.cmd === 'pubcomp') {
+      const alertKey = inFlight.get(client)?.shift();
+      if (alertKey) instructions.delivered(alertKey);
+    }
+    return result;
+  };
+  broker.on('subscribe', (subscriptions: Subscription[], client: Client) => {
+    const accessKey = accessKeyOf(client);
+    if (!accessKey) return;
+    for (const subscription of subscriptions) {
+      // Refused subscriptions come back with qos 128.
+      if ((subscription.qos as number) !== 128 && thingOfTopic(subscription.topic) !== undefined) {
+        setImmediate(() => void instructions.subscribed(accessKey, subscription.topic, client));
+      }
+    }
+  });
+  const sendTo = (client: Client, topic: string, payload: string, alertKey: string) =>
+    new Promise<void>((resolve) => {
+      const queue = inFlight.get(client) ?? [];
+      queue.push(alertKey);
+      inFlight.set(client, queue);
+      client.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 2, retain: false, dup: false }, () =>
+        resolve(),
+      );
+    });
+  return {
+    publish: async (topic, payload, alertKey, connection) => {
+      const clients = connection
+        ? [connection as Client]
+        : Object.values((broker as unknown as { clients: Record<string, Client> }).clients);
+      for (const client of clients) {
+        const subscribed = Object.keys(
+          (client as unknown as { subscriptions: Record<string, unknown> }).subscriptions ?? {},
+        );
+        if (subscribed.some((filter) => covers(filter, topic))) await sendTo(client, topic, payload, alertKey);
+      }
+    },
+  };
+}
