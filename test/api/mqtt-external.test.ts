@@ -92,4 +92,46 @@ describe('two instances behind one external broker and one PostgreSQL', {
       await device.close();
     }
   });
+
+  it('when an instruction is sent through one instance then a device on the broker receives it at QoS 2 and it is delivered', async () => {
+    const token = await second.adminToken();
+    const pair = await createKeyPair(second, token);
+    const thingKey = `ext-${randomBytes(4).toString('hex')}`;
+    assert.equal(
+      (await new Device(second.url, pair).register({ thing_key: thingKey, bi_directional: true })).status,
+      200,
+    );
+    const device = await MqttDevice.connect(MOSQUITTO_URL, pair);
+    try {
+      const received: { text: string; qos: number }[] = [];
+      device.client.on('message', (topic, payload, packet) => {
+        if (topic.endsWith('/executeInstruction')) received.push({ text: payload.toString(), qos: packet.qos });
+      });
+      await device.client.subscribeAsync(`Altizon/Datonis/${pair.access_key}/thing/${thingKey}/executeInstruction`, {
+        qos: 2,
+      });
+      const sent = await second.request('POST', `/api/v3/things/${thingKey}/instructions`, {
+        token,
+        body: { instruction: { name: 'Reset', definition: { command: 'reset' } } },
+      });
+      assert.equal(sent.status, 200, sent.text);
+      const deadline = Date.now() + 5000;
+      while (received.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(received.length, 1);
+      assert.equal(received[0]?.qos, 2);
+      const message = JSON.parse(received[0]?.text ?? '{}');
+      assert.equal(message.alert_key, sent.body.instruction.alert_key);
+      assert.deepEqual(message.instruction_wrapper, { instruction: { command: 'reset' } });
+      const one = await first.request(
+        'GET',
+        `/api/v3/things/${thingKey}/instructions/${sent.body.instruction.instruction_key}`,
+        {
+          token: await first.adminToken(),
+        },
+      );
+      assert.equal(one.body.instruction.status, 'delivered');
+    } finally {
+      await device.close();
+    }
+  });
 });
