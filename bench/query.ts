@@ -1,0 +1,221 @@
+/**
+ * `npm run bench -- query [--things 1000] [--events 10000] [--requests 300] [--rounds 20]`
+ * Data queries over a large store, each figure next to a baseline measured in the same run: the same
+ * SQL the server runs, executed straight on the store.
+ * - thing_data: the newest 100 events of one thing (the server counts them and reads one page), p50/p99
+ *   of sequential requests.
+ * - thing_aggregated_data: 30 days of one-minute data of one thing (43,200 events, 3 metrics) in
+ *   15-minute buckets in Asia/Kolkata, median of sequential requests.
+ * The data (1,000 things x 10,000 one-minute events by default, plus the 43,200 events of the
+ * aggregated thing) is generated once into .bench/ and reused by later runs with the same sizes.
+ * SQLite only for now.
+ */
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { buildServer, cpuSeconds, describeMachine, median, option, startChildServer, table } from './support.ts';
+
+const ADMIN = { THINGBASE_ADMIN_EMAIL: 'bench@example.com', THINGBASE_ADMIN_PASSWORD: 'benchmark password' };
+const DAY = 86_400_000;
+/** 2026-10-01 00:00 in Asia/Kolkata. */
+const START = Date.UTC(2026, 8, 30, 18, 30);
+const AGGREGATED_EVENTS = 43_200;
+
+const readings = (i: number) =>
+  JSON.stringify({
+    temperature: Math.round((20 + 15 * Math.sin(i / 90) + (i % 7) / 10) * 100) / 100,
+    pressure: Math.round((1 + (i % 13) / 20) * 1000) / 1000,
+    rpm: 900 + (i % 400),
+  });
+
+/** Makes the store: the server's own first start (schema, organisation), then rows written in bulk. */
+async function generate(path: string, things: number, events: number): Promise<void> {
+  const partial = `${path}.partial`;
+  rmSync(partial, { force: true });
+  const server = await startChildServer('thingbase-compiled.mjs', {
+    ...ADMIN,
+    DATABASE_URL: `sqlite:${partial}`,
+    MQTT_PORT: '0',
+  });
+  await server.stop();
+  const db = new BetterSqlite3(partial);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  const template = db
+    .prepare("select organisation_key, thing_template_key from thing_templates where name = 'Default'")
+    .get() as { organisation_key: string; thing_template_key: string };
+  db.prepare('update thing_templates set metrics = ? where thing_template_key = ?').run(
+    JSON.stringify(['temperature', 'pressure', 'rpm'].map((name) => ({ name, data_type: 'number', unit: '' }))),
+    template.thing_template_key,
+  );
+  const insertThing = db.prepare(
+    `insert into things (thing_key, organisation_key, thing_template_key, name, description, tags, coordinates,
+       bi_directional, user_defined_properties, created_at, updated_at)
+     values (?, ?, ?, ?, '', '[]', null, 0, '{}', ?, ?)`,
+  );
+  const insertEvent = db.prepare('insert into events (thing_id, timestamp, created_at, data) values (?, ?, ?, ?)');
+  const started = performance.now();
+  let written = 0;
+  const writeThing = db.transaction((key: string) => {
+    insertThing.run(key, template.organisation_key, template.thing_template_key, key, START, START);
+    return Number((db.prepare('select last_insert_rowid() as id').get() as { id: number }).id);
+  });
+  const writeEvents = db.transaction((thingId: number, from: number, count: number) => {
+    for (let i = from; i < from + count; i++) {
+      const at = START + i * 60_000;
+      insertEvent.run(thingId, at, at, readings(i));
+    }
+  });
+  for (let t = 0; t < things; t++) {
+    const thingId = writeThing(`q-${t}`);
+    const count = t === 0 ? Math.max(events, AGGREGATED_EVENTS) : events;
+    for (let i = 0; i < count; i += 1000) writeEvents(thingId, i, Math.min(1000, count - i));
+    written += count;
+    if (t % 100 === 99) {
+      const seconds = (performance.now() - started) / 1000;
+      console.log(`  ${t + 1} things, ${written} events, ${Math.round(written / seconds)} rows/s`);
+    }
+  }
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  renameSync(partial, path);
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+async function timed(times: number, work: () => Promise<unknown> | unknown): Promise<number[]> {
+  await work();
+  const out: number[] = [];
+  for (let i = 0; i < times; i++) {
+    const started = performance.now();
+    await work();
+    out.push(performance.now() - started);
+  }
+  return out;
+}
+
+async function post(url: string, token: string, body: object): Promise<any> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-auth-token': token },
+    body: JSON.stringify(body),
+  });
+  if (response.status !== 200) throw new Error(`${url}: ${response.status} ${await response.text()}`);
+  return response.json();
+}
+
+export async function run(args: string[]): Promise<void> {
+  const store = option(args, 'store', 'sqlite');
+  if (store !== 'sqlite') throw new Error('the query benchmark runs on SQLite only for now');
+  const things = Number(option(args, 'things', '1000'));
+  const events = Number(option(args, 'events', '10000'));
+  const requests = Number(option(args, 'requests', '300'));
+  const rounds = Number(option(args, 'rounds', '20'));
+  console.log(`query benchmark: ${describeMachine()}; SQLite; ${things} things x ${events} events`);
+  buildServer();
+  mkdirSync('.bench', { recursive: true });
+  const path = join('.bench', `query-${things}x${events}.db`);
+  if (!existsSync(path)) {
+    console.log(`generating ${path} (once; later runs reuse it)`);
+    await generate(path, things, events);
+  }
+
+  const server = await startChildServer('thingbase-compiled.mjs', {
+    ...ADMIN,
+    DATABASE_URL: `sqlite:${path}`,
+    MQTT_PORT: '0',
+  });
+  const direct = new BetterSqlite3(path, { readonly: true });
+  const rows: (string | number)[][] = [['what', 'p50 ms', 'p99 ms', 'vs direct SQL (p50)', 'server CPU ms/request']];
+  try {
+    const session = (await (
+      await fetch(`${server.url}/api_sign_in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: ADMIN.THINGBASE_ADMIN_EMAIL, password: ADMIN.THINGBASE_ADMIN_PASSWORD }),
+      })
+    ).json()) as { auth_token: string };
+    const token = session.auth_token as string;
+    const thingId = (key: string) =>
+      (direct.prepare('select thing_id from things where thing_key = ?').get(key) as { thing_id: number }).thing_id;
+
+    // thing_data: the newest 100 events of one thing.
+    const dataThing = `q-${Math.floor(things / 2)}`;
+    const dataId = thingId(dataThing);
+    const count = direct.prepare('select count(*) as count from events where thing_id = ?');
+    const page = direct.prepare(
+      'select timestamp, data from events where thing_id = ? order by timestamp desc, event_id desc limit 100 offset 0',
+    );
+    const baseline = await timed(requests, () => {
+      count.get(dataId);
+      page.all(dataId);
+    });
+    let cpu = cpuSeconds(server.pid);
+    const served = await timed(requests, async () => {
+      const answer = await post(`${server.url}/api/v3/query/thing_data`, token, { thing_key: dataThing, per: 100 });
+      if (answer[dataThing].event_data.length !== 100) throw new Error('thing_data answered the wrong page');
+    });
+    const dataCpu = ((cpuSeconds(server.pid) - cpu) / (requests + 1)) * 1000;
+    rows.push([
+      'direct SQL: count + newest 100 rows',
+      median(baseline).toFixed(2),
+      percentile(baseline, 99).toFixed(2),
+      '1.00x',
+      '-',
+    ]);
+    rows.push([
+      `thing_data, newest 100 of ${events} events (target p99 < 10 ms)`,
+      median(served).toFixed(2),
+      percentile(served, 99).toFixed(2),
+      `${(median(served) / median(baseline)).toFixed(2)}x`,
+      dataCpu.toFixed(2),
+    ]);
+
+    // thing_aggregated_data: 30 days, 15-minute buckets, Asia/Kolkata, 3 metrics.
+    const aggId = thingId('q-0');
+    const from = START;
+    const to = START + 30 * DAY - 1000;
+    const aggregatedRows = direct.prepare(
+      'select timestamp, data from events where thing_id = ? and timestamp >= ? and timestamp <= ? order by timestamp asc, event_id asc',
+    );
+    const aggBaseline = await timed(rounds, () => aggregatedRows.all(aggId, from, to));
+    const request = {
+      thing_keys: ['q-0'],
+      time_grouping: 'minute',
+      time_grouping_value: 15,
+      time_zone: 'Asia/Kolkata',
+      from: '2026/10/01 00:00:00',
+      to: '2026/10/30 23:59:59',
+      metrics: ['temperature', 'pressure', 'rpm'],
+    };
+    cpu = cpuSeconds(server.pid);
+    const aggServed = await timed(rounds, async () => {
+      const answer = await post(`${server.url}/api/v3/query/thing_aggregated_data`, token, request);
+      if (answer.summary_result.temperature.count !== AGGREGATED_EVENTS) {
+        throw new Error(`aggregated ${answer.summary_result.temperature.count} events, not ${AGGREGATED_EVENTS}`);
+      }
+    });
+    const aggCpu = ((cpuSeconds(server.pid) - cpu) / (rounds + 1)) * 1000;
+    rows.push([
+      'direct SQL: the 43,200 rows the aggregation reads',
+      median(aggBaseline).toFixed(1),
+      percentile(aggBaseline, 99).toFixed(1),
+      '1.00x',
+      '-',
+    ]);
+    rows.push([
+      'thing_aggregated_data, 30 days in 15-minute buckets (target < 50 ms)',
+      median(aggServed).toFixed(1),
+      percentile(aggServed, 99).toFixed(1),
+      `${(median(aggServed) / median(aggBaseline)).toFixed(2)}x`,
+      aggCpu.toFixed(1),
+    ]);
+  } finally {
+    direct.close();
+    await server.stop();
+  }
+  console.log(table(rows));
+}
