@@ -55,25 +55,39 @@ type CachedTemplate = Pick<ResolvedThing, 'metrics' | 'is_default' | 'metricList
  * checks again. That holds whoever changed them, this process or another instance.
  */
 class IngestThingCache {
-  private readonly things = new Map<string, Pick<IngestThing, 'thing_id' | 'thing_key' | 'thing_template_key'>>();
+  /** By organisation, then thing key; each with the template entry it was made from. */
+  private readonly things = new Map<string, Map<string, { thing: ResolvedThing; template: CachedTemplate }>>();
   private readonly templates = new Map<string, CachedTemplate>();
+  private size = 0;
 
   get(organisationKey: string, thingKey: string): ResolvedThing | undefined {
-    const thing = this.things.get(`${organisationKey}\u0000${thingKey}`);
-    const template = thing && this.templates.get(thing.thing_template_key);
-    return template && { ...thing, ...template };
+    const entry = this.things.get(organisationKey)?.get(thingKey);
+    // A forgotten template makes every thing made from it a miss.
+    return entry && this.templates.get(entry.thing.thing_template_key) === entry.template ? entry.thing : undefined;
   }
 
   set(organisationKey: string, thing: ResolvedThing): void {
-    if (this.things.size >= CACHE_SIZE) this.things.clear();
-    if (this.templates.size >= CACHE_SIZE) this.templates.clear();
-    const { thing_id, thing_key, thing_template_key, metrics, is_default, metricList } = thing;
-    this.things.set(`${organisationKey}\u0000${thing_key}`, { thing_id, thing_key, thing_template_key });
-    this.templates.set(thing_template_key, { metrics, is_default, metricList });
+    if (this.size >= CACHE_SIZE) {
+      this.things.clear();
+      this.templates.clear();
+      this.size = 0;
+    }
+    let template = this.templates.get(thing.thing_template_key);
+    if (template?.metrics !== thing.metrics) {
+      template = { metrics: thing.metrics, is_default: thing.is_default, metricList: thing.metricList };
+      this.templates.set(thing.thing_template_key, template);
+    }
+    let ofOrganisation = this.things.get(organisationKey);
+    if (!ofOrganisation) {
+      ofOrganisation = new Map();
+      this.things.set(organisationKey, ofOrganisation);
+    }
+    if (!ofOrganisation.has(thing.thing_key)) this.size += 1;
+    ofOrganisation.set(thing.thing_key, { thing, template });
   }
 
   forget(organisationKey: string, thing: ResolvedThing): void {
-    this.things.delete(`${organisationKey}\u0000${thing.thing_key}`);
+    if (this.things.get(organisationKey)?.delete(thing.thing_key)) this.size -= 1;
     this.templates.delete(thing.thing_template_key);
   }
 

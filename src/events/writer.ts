@@ -74,6 +74,8 @@ const INSERT_CHUNK = 500;
 export class EventWriter {
   private readonly queue: Queued[] = [];
   private pendingRows = 0;
+  /** Rows in the queue, not yet taken by a transaction. */
+  private queuedRows = 0;
   private flushing = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly batchRows: number;
@@ -84,7 +86,7 @@ export class EventWriter {
     private readonly store: Store,
     options: EventWriterOptions = {},
   ) {
-    this.batchRows = options.batchRows ?? 1000;
+    this.batchRows = options.batchRows ?? 4000;
     this.delayMs = options.delayMs ?? 2;
     this.maxPendingRows = options.maxPendingRows ?? 100_000;
   }
@@ -102,6 +104,7 @@ export class EventWriter {
     this.pendingRows += size;
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ batch, size, resolve, reject });
+      this.queuedRows += size;
       this.schedule();
     });
   }
@@ -116,8 +119,7 @@ export class EventWriter {
 
   private schedule(): void {
     if (this.flushing) return;
-    const queuedRows = this.queue.reduce((n, q) => n + q.size, 0);
-    if (queuedRows >= this.batchRows) {
+    if (this.queuedRows >= this.batchRows) {
       if (this.timer) clearTimeout(this.timer);
       this.timer = undefined;
       setImmediate(() => void this.flush());
@@ -143,6 +145,7 @@ export class EventWriter {
           taken.push(next);
           rows += next.size;
         }
+        this.queuedRows -= rows;
         try {
           const batches = taken.map((q) => q.batch);
           let stale = new Set<IngestBatch>();

@@ -70,18 +70,26 @@ export async function startEmbeddedBroker(options: {
     },
   });
 
-  const acknowledge = (clientId: string, ack: object) =>
-    broker.publish(
+  // Straight to the device's connection rather than through the broker's topic routing: the ack topic
+  // has one subscriber, the device itself, and routing every ack costs more than it is worth (and, with
+  // thousands due at once after a commit, the router's queue recursed until the stack overflowed).
+  const acknowledge = (client: Client, ack: object) => {
+    const topic = ackTopic(client.id);
+    // aedes keeps a client's subscriptions by topic; its typings leave them out.
+    const subscription = (client as Client & { subscriptions: Record<string, { qos?: number }> }).subscriptions[topic];
+    if (!subscription || client.closed) return;
+    client.publish(
       {
         cmd: 'publish',
-        topic: ackTopic(clientId),
+        topic,
         payload: Buffer.from(JSON.stringify(ack)),
-        qos: 1,
+        qos: subscription.qos ? 1 : 0,
         retain: false,
         dup: false,
       },
       () => {},
     );
+  };
 
   broker.on('publish', (packet: PublishPacket, client: Client | null) => {
     if (!client) return;
@@ -89,7 +97,7 @@ export async function startEmbeddedBroker(options: {
     const credentials = connections.get(client);
     if (!topic || !credentials) return;
     if (topic.clientId !== client.id) {
-      acknowledge(client.id, {
+      acknowledge(client, {
         context: 'PARSE_ERROR',
         http_code: 403,
         http_msg: { errors: [{ code: 'forbidden', message: 'publish under your own client id only' }] },
@@ -103,10 +111,10 @@ export async function startEmbeddedBroker(options: {
       connection: credentials,
       lookup: (ak) => authenticator.credentials(ak),
     }).then(
-      (ack) => acknowledge(client.id, ack),
+      (ack) => acknowledge(client, ack),
       (error) => {
         log.error(error, 'MQTT message failed');
-        acknowledge(client.id, {
+        acknowledge(client, {
           context: 'PARSE_ERROR',
           http_code: 500,
           http_msg: { errors: [{ code: 'internal', message: 'an unexpected error occurred' }] },
