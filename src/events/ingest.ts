@@ -119,17 +119,6 @@ export function readWaypoint(value: unknown): [number, number] | null {
   return [lat, lng];
 }
 
-/** Every leaf of nested data as a dotted metric name and its value. */
-function leaves(data: Record<string, unknown>, prefix = '', out: [string, unknown][] = []): [string, unknown][] {
-  for (const [name, value] of Object.entries(data)) {
-    const path = prefix === '' ? name : `${prefix}.${name}`;
-    if (value !== null && typeof value === 'object' && !Array.isArray(value))
-      leaves(value as Record<string, unknown>, path, out);
-    else out.push([path, value]);
-  }
-  return out;
-}
-
 function typeOf(value: unknown): MetricDefinition['data_type'] | undefined {
   if (typeof value === 'number') return 'number';
   if (typeof value === 'string') return 'string';
@@ -137,22 +126,61 @@ function typeOf(value: unknown): MetricDefinition['data_type'] | undefined {
   return undefined;
 }
 
-/** Checks metric values against the template; answers metrics the template does not know yet. */
-function checkData(data: Record<string, unknown>, metrics: MetricDefinition[], param: string): MetricDefinition[] {
-  for (const metric of metrics) {
-    const value = readPath(data, metric.name.split('.'));
-    if (value === undefined || value === null) continue;
-    if (typeOf(value) !== metric.data_type) {
-      throw unprocessable(`${param}.${metric.name}`, `must be a ${metric.data_type}, as the thing template says`);
-    }
+/** A template's metrics as the check of every event uses them, worked out once per metric list. */
+interface MetricCheck {
+  metrics: { definition: MetricDefinition; path: string[] }[];
+  known: Set<string>;
+}
+
+const metricChecks = new WeakMap<MetricDefinition[], MetricCheck>();
+
+function metricCheckOf(metrics: MetricDefinition[]): MetricCheck {
+  let check = metricChecks.get(metrics);
+  if (!check) {
+    check = {
+      metrics: metrics.map((definition) => ({ definition, path: definition.name.split('.') })),
+      known: new Set(metrics.map((m) => m.name)),
+    };
+    metricChecks.set(metrics, check);
   }
-  const known = new Set(metrics.map((m) => m.name));
-  const discovered: MetricDefinition[] = [];
-  for (const [name, value] of leaves(data)) {
+  return check;
+}
+
+/** Adds to `discovered` every leaf of nested data (by dotted name) the template does not know yet. */
+function discover(
+  data: Record<string, unknown>,
+  known: Set<string>,
+  discovered: MetricDefinition[],
+  prefix: string,
+): MetricDefinition[] {
+  for (const name in data) {
+    if (!Object.hasOwn(data, name)) continue;
+    const value = data[name];
+    const path = prefix === '' ? name : `${prefix}.${name}`;
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      discover(value as Record<string, unknown>, known, discovered, path);
+      continue;
+    }
     const dataType = typeOf(value);
-    if (dataType && !known.has(name)) discovered.push({ name, data_type: dataType, unit: '' });
+    if (dataType && !known.has(path)) discovered.push({ name: path, data_type: dataType, unit: '' });
   }
   return discovered;
+}
+
+/** Checks metric values against the template; answers metrics the template does not know yet. */
+function checkData(data: Record<string, unknown>, metrics: MetricDefinition[], param: string): MetricDefinition[] {
+  const check = metricCheckOf(metrics);
+  for (const { definition, path } of check.metrics) {
+    const value = readPath(data, path);
+    if (value === undefined || value === null) continue;
+    if (typeOf(value) !== definition.data_type) {
+      throw unprocessable(
+        `${param}.${definition.name}`,
+        `must be a ${definition.data_type}, as the thing template says`,
+      );
+    }
+  }
+  return discover(data, check.known, [], '');
 }
 
 export interface IncomingEvent {
