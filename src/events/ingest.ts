@@ -168,14 +168,18 @@ function discover(
 }
 
 /** Checks metric values against the template; answers metrics the template does not know yet. */
-function checkData(data: Record<string, unknown>, metrics: MetricDefinition[], param: string): MetricDefinition[] {
+function checkData(
+  data: Record<string, unknown>,
+  metrics: MetricDefinition[],
+  param: () => string,
+): MetricDefinition[] {
   const check = metricCheckOf(metrics);
   for (const { definition, path } of check.metrics) {
     const value = readPath(data, path);
     if (value === undefined || value === null) continue;
     if (typeOf(value) !== definition.data_type) {
       throw unprocessable(
-        `${param}.${definition.name}`,
+        `${param()}.${definition.name}`,
         `must be a ${definition.data_type}, as the thing template says`,
       );
     }
@@ -214,6 +218,13 @@ export class EventIngest {
     this.cache.set(principal.organisationKey, read);
     cache?.set(thingKey, read);
     return read;
+  }
+
+  /** The thing when this request or the cache already has it: no promise to wait for. */
+  private cachedThing(principal: Principal, thingKey: string, things: Map<string, ResolvedThing>) {
+    const thing = things.get(thingKey) ?? this.cache.get(principal.organisationKey, thingKey);
+    if (thing) things.set(thingKey, thing);
+    return thing;
   }
 
   /**
@@ -260,27 +271,36 @@ export class EventIngest {
     const now = Date.now();
     const events: NewEvent[] = [];
     const discovered = new Map<string, Map<string, MetricDefinition>>();
-    for (const [index, item] of incoming.entries()) {
-      const param = incoming.length === 1 && paramPrefix === '' ? '' : `${paramPrefix}events.${index}.`;
-      const thing = await this.resolveThing(principal, item.thingKey, things);
+    // Parameter names only when something is wrong: building them for every event of a bulk costs.
+    const paramOf = (index: number, name: string) =>
+      incoming.length === 1 && paramPrefix === '' ? name : `${paramPrefix}events.${index}.${name}`;
+    for (let index = 0; index < incoming.length; index++) {
+      const item = incoming[index] as IncomingEvent;
+      const thing =
+        this.cachedThing(principal, item.thingKey, things) ??
+        (await this.resolveThing(principal, item.thingKey, things));
       const waypoint = readWaypoint(item.waypoint);
-      if (item.data === undefined && waypoint === null) throw requiredParam(`${param}data`);
+      if (item.data === undefined && waypoint === null) throw requiredParam(paramOf(index, 'data'));
       if (
         item.data !== undefined &&
         (item.data === null || typeof item.data !== 'object' || Array.isArray(item.data))
       ) {
-        throw invalidParam(`${param}data`, 'must be an object of metric values');
+        throw invalidParam(paramOf(index, 'data'), 'must be an object of metric values');
       }
       const data = (item.data ?? {}) as Record<string, unknown>;
-      const fresh = checkData(data, thing.metricList, `${param}data`);
+      const fresh = checkData(data, thing.metricList, () => paramOf(index, 'data'));
       if (thing.is_default && fresh.length > 0) {
         const forTemplate = discovered.get(thing.thing_template_key) ?? new Map<string, MetricDefinition>();
         for (const metric of fresh) if (!forTemplate.has(metric.name)) forTemplate.set(metric.name, metric);
         discovered.set(thing.thing_template_key, forTemplate);
       }
+      const timestamp = item.timestamp ?? defaultTimestamp;
       events.push({
         thingId: thing.thing_id,
-        timestamp: readTimestamp(item.timestamp ?? defaultTimestamp, now, `${param}timestamp`),
+        timestamp:
+          timestamp === undefined || timestamp === null
+            ? now
+            : readTimestamp(timestamp, now, paramOf(index, 'timestamp')),
         data,
         waypoint,
       });
