@@ -27,6 +27,17 @@ function readBoolean(value: unknown): boolean | undefined {
   throw invalidParam('bi_directional', 'must be true, false, 1 or 0');
 }
 
+/** Only the members ingestion reads: devices send more (envelope, type, ...). */
+const incomingEvent = (
+  e: { timestamp?: unknown; data?: unknown; waypoint?: unknown },
+  thingKey: string,
+): IncomingEvent => ({
+  thingKey,
+  timestamp: e.timestamp,
+  data: e.data,
+  waypoint: e.waypoint,
+});
+
 export class DeviceService {
   constructor(
     private readonly store: Store,
@@ -71,8 +82,8 @@ export class DeviceService {
   async event(principal: Principal, input: EventInput): Promise<void> {
     requirePermission(principal, 'data', 'create');
     const incoming: IncomingEvent[] = input.events
-      ? input.events.map((e, i) => ({ ...e, thingKey: thingKeyOf(e, `events.${i}.`) }))
-      : [{ ...input, thingKey: thingKeyOf(input) }];
+      ? input.events.map((e, i) => incomingEvent(e, thingKeyOf(e, `events.${i}.`)))
+      : [incomingEvent(input, thingKeyOf(input))];
     await this.ingest.ingest(principal, incoming, input.events ? input.timestamp : undefined, '');
   }
 

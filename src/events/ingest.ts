@@ -55,25 +55,39 @@ type CachedTemplate = Pick<ResolvedThing, 'metrics' | 'is_default' | 'metricList
  * checks again. That holds whoever changed them, this process or another instance.
  */
 class IngestThingCache {
-  private readonly things = new Map<string, Pick<IngestThing, 'thing_id' | 'thing_key' | 'thing_template_key'>>();
+  /** By organisation, then thing key; each with the template entry it was made from. */
+  private readonly things = new Map<string, Map<string, { thing: ResolvedThing; template: CachedTemplate }>>();
   private readonly templates = new Map<string, CachedTemplate>();
+  private size = 0;
 
   get(organisationKey: string, thingKey: string): ResolvedThing | undefined {
-    const thing = this.things.get(`${organisationKey}\u0000${thingKey}`);
-    const template = thing && this.templates.get(thing.thing_template_key);
-    return template && { ...thing, ...template };
+    const entry = this.things.get(organisationKey)?.get(thingKey);
+    // A forgotten template makes every thing made from it a miss.
+    return entry && this.templates.get(entry.thing.thing_template_key) === entry.template ? entry.thing : undefined;
   }
 
   set(organisationKey: string, thing: ResolvedThing): void {
-    if (this.things.size >= CACHE_SIZE) this.things.clear();
-    if (this.templates.size >= CACHE_SIZE) this.templates.clear();
-    const { thing_id, thing_key, thing_template_key, metrics, is_default, metricList } = thing;
-    this.things.set(`${organisationKey}\u0000${thing_key}`, { thing_id, thing_key, thing_template_key });
-    this.templates.set(thing_template_key, { metrics, is_default, metricList });
+    if (this.size >= CACHE_SIZE) {
+      this.things.clear();
+      this.templates.clear();
+      this.size = 0;
+    }
+    let template = this.templates.get(thing.thing_template_key);
+    if (template?.metrics !== thing.metrics) {
+      template = { metrics: thing.metrics, is_default: thing.is_default, metricList: thing.metricList };
+      this.templates.set(thing.thing_template_key, template);
+    }
+    let ofOrganisation = this.things.get(organisationKey);
+    if (!ofOrganisation) {
+      ofOrganisation = new Map();
+      this.things.set(organisationKey, ofOrganisation);
+    }
+    if (!ofOrganisation.has(thing.thing_key)) this.size += 1;
+    ofOrganisation.set(thing.thing_key, { thing, template });
   }
 
   forget(organisationKey: string, thing: ResolvedThing): void {
-    this.things.delete(`${organisationKey}\u0000${thing.thing_key}`);
+    if (this.things.get(organisationKey)?.delete(thing.thing_key)) this.size -= 1;
     this.templates.delete(thing.thing_template_key);
   }
 
@@ -105,17 +119,6 @@ export function readWaypoint(value: unknown): [number, number] | null {
   return [lat, lng];
 }
 
-/** Every leaf of nested data as a dotted metric name and its value. */
-function leaves(data: Record<string, unknown>, prefix = '', out: [string, unknown][] = []): [string, unknown][] {
-  for (const [name, value] of Object.entries(data)) {
-    const path = prefix === '' ? name : `${prefix}.${name}`;
-    if (value !== null && typeof value === 'object' && !Array.isArray(value))
-      leaves(value as Record<string, unknown>, path, out);
-    else out.push([path, value]);
-  }
-  return out;
-}
-
 function typeOf(value: unknown): MetricDefinition['data_type'] | undefined {
   if (typeof value === 'number') return 'number';
   if (typeof value === 'string') return 'string';
@@ -123,22 +126,65 @@ function typeOf(value: unknown): MetricDefinition['data_type'] | undefined {
   return undefined;
 }
 
-/** Checks metric values against the template; answers metrics the template does not know yet. */
-function checkData(data: Record<string, unknown>, metrics: MetricDefinition[], param: string): MetricDefinition[] {
-  for (const metric of metrics) {
-    const value = readPath(data, metric.name.split('.'));
-    if (value === undefined || value === null) continue;
-    if (typeOf(value) !== metric.data_type) {
-      throw unprocessable(`${param}.${metric.name}`, `must be a ${metric.data_type}, as the thing template says`);
-    }
+/** A template's metrics as the check of every event uses them, worked out once per metric list. */
+interface MetricCheck {
+  metrics: { definition: MetricDefinition; path: string[] }[];
+  known: Set<string>;
+}
+
+const metricChecks = new WeakMap<MetricDefinition[], MetricCheck>();
+
+function metricCheckOf(metrics: MetricDefinition[]): MetricCheck {
+  let check = metricChecks.get(metrics);
+  if (!check) {
+    check = {
+      metrics: metrics.map((definition) => ({ definition, path: definition.name.split('.') })),
+      known: new Set(metrics.map((m) => m.name)),
+    };
+    metricChecks.set(metrics, check);
   }
-  const known = new Set(metrics.map((m) => m.name));
-  const discovered: MetricDefinition[] = [];
-  for (const [name, value] of leaves(data)) {
+  return check;
+}
+
+/** Adds to `discovered` every leaf of nested data (by dotted name) the template does not know yet. */
+function discover(
+  data: Record<string, unknown>,
+  known: Set<string>,
+  discovered: MetricDefinition[],
+  prefix: string,
+): MetricDefinition[] {
+  for (const name in data) {
+    if (!Object.hasOwn(data, name)) continue;
+    const value = data[name];
+    const path = prefix === '' ? name : `${prefix}.${name}`;
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      discover(value as Record<string, unknown>, known, discovered, path);
+      continue;
+    }
     const dataType = typeOf(value);
-    if (dataType && !known.has(name)) discovered.push({ name, data_type: dataType, unit: '' });
+    if (dataType && !known.has(path)) discovered.push({ name: path, data_type: dataType, unit: '' });
   }
   return discovered;
+}
+
+/** Checks metric values against the template; answers metrics the template does not know yet. */
+function checkData(
+  data: Record<string, unknown>,
+  metrics: MetricDefinition[],
+  param: () => string,
+): MetricDefinition[] {
+  const check = metricCheckOf(metrics);
+  for (const { definition, path } of check.metrics) {
+    const value = readPath(data, path);
+    if (value === undefined || value === null) continue;
+    if (typeOf(value) !== definition.data_type) {
+      throw unprocessable(
+        `${param()}.${definition.name}`,
+        `must be a ${definition.data_type}, as the thing template says`,
+      );
+    }
+  }
+  return discover(data, check.known, [], '');
 }
 
 export interface IncomingEvent {
@@ -172,6 +218,13 @@ export class EventIngest {
     this.cache.set(principal.organisationKey, read);
     cache?.set(thingKey, read);
     return read;
+  }
+
+  /** The thing when this request or the cache already has it: no promise to wait for. */
+  private cachedThing(principal: Principal, thingKey: string, things: Map<string, ResolvedThing>) {
+    const thing = things.get(thingKey) ?? this.cache.get(principal.organisationKey, thingKey);
+    if (thing) things.set(thingKey, thing);
+    return thing;
   }
 
   /**
@@ -218,27 +271,36 @@ export class EventIngest {
     const now = Date.now();
     const events: NewEvent[] = [];
     const discovered = new Map<string, Map<string, MetricDefinition>>();
-    for (const [index, item] of incoming.entries()) {
-      const param = incoming.length === 1 && paramPrefix === '' ? '' : `${paramPrefix}events.${index}.`;
-      const thing = await this.resolveThing(principal, item.thingKey, things);
+    // Parameter names only when something is wrong: building them for every event of a bulk costs.
+    const paramOf = (index: number, name: string) =>
+      incoming.length === 1 && paramPrefix === '' ? name : `${paramPrefix}events.${index}.${name}`;
+    for (let index = 0; index < incoming.length; index++) {
+      const item = incoming[index] as IncomingEvent;
+      const thing =
+        this.cachedThing(principal, item.thingKey, things) ??
+        (await this.resolveThing(principal, item.thingKey, things));
       const waypoint = readWaypoint(item.waypoint);
-      if (item.data === undefined && waypoint === null) throw requiredParam(`${param}data`);
+      if (item.data === undefined && waypoint === null) throw requiredParam(paramOf(index, 'data'));
       if (
         item.data !== undefined &&
         (item.data === null || typeof item.data !== 'object' || Array.isArray(item.data))
       ) {
-        throw invalidParam(`${param}data`, 'must be an object of metric values');
+        throw invalidParam(paramOf(index, 'data'), 'must be an object of metric values');
       }
       const data = (item.data ?? {}) as Record<string, unknown>;
-      const fresh = checkData(data, thing.metricList, `${param}data`);
+      const fresh = checkData(data, thing.metricList, () => paramOf(index, 'data'));
       if (thing.is_default && fresh.length > 0) {
         const forTemplate = discovered.get(thing.thing_template_key) ?? new Map<string, MetricDefinition>();
         for (const metric of fresh) if (!forTemplate.has(metric.name)) forTemplate.set(metric.name, metric);
         discovered.set(thing.thing_template_key, forTemplate);
       }
+      const timestamp = item.timestamp ?? defaultTimestamp;
       events.push({
         thingId: thing.thing_id,
-        timestamp: readTimestamp(item.timestamp ?? defaultTimestamp, now, `${param}timestamp`),
+        timestamp:
+          timestamp === undefined || timestamp === null
+            ? now
+            : readTimestamp(timestamp, now, paramOf(index, 'timestamp')),
         data,
         waypoint,
       });

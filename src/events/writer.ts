@@ -12,8 +12,8 @@
  */
 import { sql } from 'kysely';
 import { ApiError } from '../core/errors.ts';
-import { engineOfDb, typedValue, valuesAlias } from '../store/dialect.ts';
-import { QueryCache, type QueryValues } from '../store/prepared.ts';
+import { engineOfDb, rowsFrom } from '../store/dialect.ts';
+import { QueryCache } from '../store/prepared.ts';
 import type { Store, Tx } from '../store/store.ts';
 
 export interface NewEvent {
@@ -74,11 +74,11 @@ export interface EventWriterOptions {
   process?: TransactionWork;
 }
 
-const INSERT_CHUNK = 500;
-
 export class EventWriter {
   private readonly queue: Queued[] = [];
   private pendingRows = 0;
+  /** Rows in the queue, not yet taken by a transaction. */
+  private queuedRows = 0;
   private flushing = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly batchRows: number;
@@ -90,7 +90,7 @@ export class EventWriter {
     private readonly store: Store,
     options: EventWriterOptions = {},
   ) {
-    this.batchRows = options.batchRows ?? 1000;
+    this.batchRows = options.batchRows ?? 4000;
     this.delayMs = options.delayMs ?? 2;
     this.maxPendingRows = options.maxPendingRows ?? 100_000;
     this.process = options.process;
@@ -109,6 +109,7 @@ export class EventWriter {
     this.pendingRows += size;
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ batch, size, resolve, reject });
+      this.queuedRows += size;
       this.schedule();
     });
   }
@@ -123,8 +124,7 @@ export class EventWriter {
 
   private schedule(): void {
     if (this.flushing) return;
-    const queuedRows = this.queue.reduce((n, q) => n + q.size, 0);
-    if (queuedRows >= this.batchRows) {
+    if (this.queuedRows >= this.batchRows) {
       if (this.timer) clearTimeout(this.timer);
       this.timer = undefined;
       setImmediate(() => void this.flush());
@@ -150,6 +150,7 @@ export class EventWriter {
           taken.push(next);
           rows += next.size;
         }
+        this.queuedRows -= rows;
         try {
           const batches = taken.map((q) => q.batch);
           let stale = new Set<IngestBatch>();
@@ -175,28 +176,21 @@ export class EventWriter {
   }
 }
 
-/** The writer's statements have few shapes: each is compiled once (see store/prepared.ts). */
+/**
+ * The writer's statements read their rows from one parameter per column (store/dialect.ts, rowsFrom),
+ * so their SQL never varies with the number of rows; the heartbeat update is compiled once.
+ */
 const statements = new QueryCache();
 
 function insertEvents(tx: Tx, events: NewEvent[], now: number) {
-  const values: QueryValues = {
-    thing: events.map((e) => e.thingId),
-    at: events.map((e) => e.timestamp),
-    data: events.map((e) => JSON.stringify(e.data)),
-    waypoint: events.map((e) => (e.waypoint ? JSON.stringify(e.waypoint) : null)),
-    now,
-  };
-  return statements.execute(tx, 'insert events', values, (v) =>
-    tx.insertInto('events').values(
-      (v.thing as number[]).map((thingId, i) => ({
-        thing_id: thingId,
-        timestamp: (v.at as number[])[i] as number,
-        created_at: v.now as number,
-        data: (v.data as string[])[i] as string,
-        waypoint: (v.waypoint as (string | null)[])[i] ?? null,
-      })),
-    ),
-  );
+  const source = rowsFrom(engineOfDb(tx), 'v', [
+    { type: 'bigint', values: events.map((e) => e.thingId) },
+    { type: 'bigint', values: events.map((e) => e.timestamp) },
+    { type: 'text', values: events.map((e) => JSON.stringify(e.data)) },
+    { type: 'text', values: events.map((e) => (e.waypoint ? JSON.stringify(e.waypoint) : null)) },
+  ]);
+  return sql`insert into events (thing_id, timestamp, created_at, data, waypoint)
+    select v.column1, v.column2, ${now}, v.column3, v.column4 from ${source}`.execute(tx);
 }
 
 /**
@@ -210,37 +204,34 @@ function updateLastEvents(
   waypoints: Map<number, [number, number]>,
   now: number,
 ) {
-  const engine = engineOfDb(tx);
   // In thing order, so concurrent transactions (several instances) lock things in the same order.
   const ids = [...newest.keys()].sort((a, b) => a - b);
-  const values: QueryValues = {
-    thing: ids,
-    at: ids.map((id) => (newest.get(id) as NewEvent).timestamp),
-    event: ids.map((id) => {
-      const e = newest.get(id) as NewEvent;
-      return JSON.stringify({ timestamp: e.timestamp, data: e.data });
-    }),
-    coordinates: ids.map((id) => {
-      const waypoint = waypoints.get(id);
-      return waypoint ? JSON.stringify(waypoint) : null;
-    }),
-    now,
-  };
-  return statements.execute(tx, 'things last events', values, (v) => {
-    const rows = (v.thing as unknown[]).map(
-      (_, i) =>
-        sql`(${typedValue(engine, (v.thing as unknown[])[i], 'bigint')}, ${typedValue(engine, (v.at as unknown[])[i], 'bigint')}, ${typedValue(engine, (v.event as unknown[])[i], 'text')}, ${typedValue(engine, (v.coordinates as unknown[])[i], 'text')})`,
-    );
-    const newer = sql`things.last_event_timestamp is null or things.last_event_timestamp <= v.column2`;
-    const statement = sql`update things set
-        last_event_at = ${typedValue(engine, v.now, 'bigint')},
-        last_event = case when ${newer} then v.column3 else things.last_event end,
-        last_event_timestamp = case when ${newer} then v.column2 else things.last_event_timestamp end,
-        coordinates = coalesce(v.column4, things.coordinates)
-      from (values ${sql.join(rows)}) as ${valuesAlias(engine, 'v', 4)}
-      where things.thing_id = v.column1`;
-    return { compile: () => statement.compile(tx) };
-  });
+  const source = rowsFrom(engineOfDb(tx), 'v', [
+    { type: 'bigint', values: ids },
+    { type: 'bigint', values: ids.map((id) => (newest.get(id) as NewEvent).timestamp) },
+    {
+      type: 'text',
+      values: ids.map((id) => {
+        const e = newest.get(id) as NewEvent;
+        return JSON.stringify({ timestamp: e.timestamp, data: e.data });
+      }),
+    },
+    {
+      type: 'text',
+      values: ids.map((id) => {
+        const waypoint = waypoints.get(id);
+        return waypoint ? JSON.stringify(waypoint) : null;
+      }),
+    },
+  ]);
+  const newer = sql`things.last_event_timestamp is null or things.last_event_timestamp <= v.column2`;
+  return sql`update things set
+      last_event_at = ${now},
+      last_event = case when ${newer} then v.column3 else things.last_event end,
+      last_event_timestamp = case when ${newer} then v.column2 else things.last_event_timestamp end,
+      coordinates = coalesce(v.column4, things.coordinates)
+    from ${source}
+    where things.thing_id = v.column1`.execute(tx);
 }
 
 /**
@@ -261,47 +252,24 @@ async function staleBatches(tx: Tx, batches: IngestBatch[]): Promise<Set<IngestB
   if (things.size === 0) return stale;
   const engine = engineOfDb(tx);
   const thingRows = [...things.values()];
-  const goneThings = await statements.execute(
-    tx,
-    'stale things',
-    {
-      thing: thingRows.map(([id]) => id),
-      key: thingRows.map(([, t]) => t.thing_key),
-      template: thingRows.map(([, t]) => t.thing_template_key),
-    },
-    (v) => {
-      const rows = (v.thing as unknown[]).map(
-        (_, i) =>
-          sql`(${typedValue(engine, (v.thing as unknown[])[i], 'bigint')}, ${typedValue(engine, (v.key as unknown[])[i], 'text')}, ${typedValue(engine, (v.template as unknown[])[i], 'text')})`,
-      );
-      const statement = sql<{
-        column1: number;
-        column2: string;
-        column3: string;
-      }>`select v.column1, v.column2, v.column3
-        from (values ${sql.join(rows)}) as ${valuesAlias(engine, 'v', 3)}
-        where not exists (select 1 from things t where t.thing_id = v.column1 and t.thing_key = v.column2
-          and t.thing_template_key = v.column3)`;
-      return { compile: () => statement.compile(tx) };
-    },
-  );
+  const { rows: goneThings } = await sql<{ column1: number; column2: string; column3: string }>`
+    select v.column1, v.column2, v.column3
+    from ${rowsFrom(engine, 'v', [
+      { type: 'bigint', values: thingRows.map(([id]) => id) },
+      { type: 'text', values: thingRows.map(([, t]) => t.thing_key) },
+      { type: 'text', values: thingRows.map(([, t]) => t.thing_template_key) },
+    ])}
+    where not exists (select 1 from things t where t.thing_id = v.column1 and t.thing_key = v.column2
+      and t.thing_template_key = v.column3)`.execute(tx);
   const templateRows = [...templates.values()];
-  const changedTemplates = await statements.execute(
-    tx,
-    'stale templates',
-    { template: templateRows.map(([key]) => key), metrics: templateRows.map(([, metrics]) => metrics) },
-    (v) => {
-      const rows = (v.template as unknown[]).map(
-        (_, i) =>
-          sql`(${typedValue(engine, (v.template as unknown[])[i], 'text')}, ${typedValue(engine, (v.metrics as unknown[])[i], 'text')})`,
-      );
-      const statement = sql<{ column1: string; column2: string }>`select w.column1, w.column2
-        from (values ${sql.join(rows)}) as ${valuesAlias(engine, 'w', 2)}
-        where not exists (select 1 from thing_templates tt where tt.thing_template_key = w.column1
-          and tt.metrics = w.column2)`;
-      return { compile: () => statement.compile(tx) };
-    },
-  );
+  const { rows: changedTemplates } = await sql<{ column1: string; column2: string }>`
+    select w.column1, w.column2
+    from ${rowsFrom(engine, 'w', [
+      { type: 'text', values: templateRows.map(([key]) => key) },
+      { type: 'text', values: templateRows.map(([, metrics]) => metrics) },
+    ])}
+    where not exists (select 1 from thing_templates tt where tt.thing_template_key = w.column1
+      and tt.metrics = w.column2)`.execute(tx);
   if (goneThings.length === 0 && changedTemplates.length === 0) return stale;
   const gone = new Set(goneThings.map((r) => `${Number(r.column1)}\u0000${r.column2}\u0000${r.column3}`));
   const changed = new Set(changedTemplates.map((r) => `${r.column1}\u0000${r.column2}`));
@@ -321,7 +289,7 @@ async function staleBatches(tx: Tx, batches: IngestBatch[]): Promise<Set<IngestB
 async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
   const now = Date.now();
   const events = batches.flatMap((b) => b.events);
-  for (let i = 0; i < events.length; i += INSERT_CHUNK) await insertEvents(tx, events.slice(i, i + INSERT_CHUNK), now);
+  if (events.length > 0) await insertEvents(tx, events, now);
   // Each thing's newest event (by its own time) becomes its last_event; any event makes it heard from.
   const newest = new Map<number, NewEvent>();
   const lastWaypoint = new Map<number, [number, number]>();

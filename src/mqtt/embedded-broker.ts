@@ -5,7 +5,7 @@
  * acknowledgements and its key pair's instructions. Every message it publishes is answered on its
  * `httpAck` topic, after the PUBACK and after the data is durable.
  */
-import { createServer, type Server } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { Aedes, type Client, type PublishPacket } from 'aedes';
 import type { FastifyBaseLogger } from 'fastify';
 import type { DeviceAuthenticator, DeviceCredentials } from '../devices/authentication.ts';
@@ -73,18 +73,45 @@ export async function startEmbeddedBroker(options: {
     },
   });
 
-  const acknowledge = (clientId: string, ack: object) =>
-    broker.publish(
-      {
-        cmd: 'publish',
-        topic: ackTopic(clientId),
-        payload: Buffer.from(JSON.stringify(ack)),
-        qos: 1,
-        retain: false,
-        dup: false,
-      },
-      () => {},
-    );
+  // Straight to the device's connection rather than through the broker's topic routing: the ack topic
+  // has one subscriber, the device itself, and routing every ack costs more than it is worth (and, with
+  // thousands due at once after a commit, the router's queue recursed until the stack overflowed).
+  // The acks a commit makes due for one device leave together: one socket write instead of one each.
+  const due = new Map<Client, object[]>();
+  const sendDue = () => {
+    for (const [client, acks] of due) {
+      due.delete(client);
+      const topic = ackTopic(client.id);
+      // aedes keeps a client's subscriptions by topic; its typings leave them out.
+      const subscription = (client as Client & { subscriptions: Record<string, { qos?: number }> }).subscriptions[
+        topic
+      ];
+      if (!subscription || client.closed) continue;
+      // aedes writes each packet on a later turn of the event loop; the socket stays corked until then.
+      const socket = (client as Client & { conn: Socket }).conn;
+      socket.cork();
+      for (const ack of acks) {
+        client.publish(
+          {
+            cmd: 'publish',
+            topic,
+            payload: Buffer.from(JSON.stringify(ack)),
+            qos: subscription.qos ? 1 : 0,
+            retain: false,
+            dup: false,
+          },
+          () => {},
+        );
+      }
+      setImmediate(() => socket.uncork());
+    }
+  };
+  const acknowledge = (client: Client, ack: object) => {
+    const acks = due.get(client);
+    if (acks) return void acks.push(ack);
+    if (due.size === 0) setImmediate(sendDue);
+    due.set(client, [ack]);
+  };
 
   broker.on('publish', (packet: PublishPacket, client: Client | null) => {
     if (!client) return;
@@ -92,7 +119,7 @@ export async function startEmbeddedBroker(options: {
     const credentials = connections.get(client);
     if (!topic || !credentials) return;
     if (topic.clientId !== client.id) {
-      acknowledge(client.id, {
+      acknowledge(client, {
         context: 'PARSE_ERROR',
         http_code: 403,
         http_msg: { errors: [{ code: 'forbidden', message: 'publish under your own client id only' }] },
@@ -106,10 +133,10 @@ export async function startEmbeddedBroker(options: {
       connection: credentials,
       lookup: (ak) => authenticator.credentials(ak),
     }).then(
-      (ack) => acknowledge(client.id, ack),
+      (ack) => acknowledge(client, ack),
       (error) => {
         log.error(error, 'MQTT message failed');
-        acknowledge(client.id, {
+        acknowledge(client, {
           context: 'PARSE_ERROR',
           http_code: 500,
           http_msg: { errors: [{ code: 'internal', message: 'an unexpected error occurred' }] },

@@ -87,18 +87,27 @@ export function jsonArrayHasText(engine: Engine, column: string, value: string):
     : sql`(${sql.ref(column)}::jsonb @> jsonb_build_array(${value}::text))`;
 }
 
-/**
- * A typed parameter inside a VALUES list: PostgreSQL cannot infer the types of parameters there, so
- * they are cast; SQLite needs no cast.
- */
-export function typedValue(engine: Engine, value: unknown, type: 'bigint' | 'text'): RawBuilder<unknown> {
-  return engine === 'postgres' ? sql`${value}::${sql.raw(type)}` : sql`${value}`;
-}
+export type ColumnType = 'bigint' | 'text';
 
-/** Names the columns of a VALUES list `column1`, `column2`, ... on both engines (SQLite's own names). */
-export function valuesAlias(engine: Engine, alias: string, columns: number): RawBuilder<unknown> {
-  if (engine === 'sqlite') return sql.raw(alias);
-  return sql.raw(`${alias}(${Array.from({ length: columns }, (_, i) => `column${i + 1}`).join(', ')})`);
+/**
+ * Rows given column by column, as the relation `alias(column1, column2, ...)` for a FROM clause. The
+ * SQL text does not depend on the number of rows, so no statement is built, compiled or prepared per
+ * row count: PostgreSQL unnests one typed array per column; SQLite reads one JSON array of rows.
+ */
+export function rowsFrom(
+  engine: Engine,
+  alias: string,
+  columns: readonly { type: ColumnType; values: readonly unknown[] }[],
+): RawBuilder<unknown> {
+  const names = columns.map((_, i) => `column${i + 1}`);
+  if (engine === 'postgres') {
+    const arrays = columns.map((c) => sql`${sql.val(c.values)}::${sql.raw(c.type)}[]`);
+    return sql`unnest(${sql.join(arrays)}) as ${sql.raw(`${alias}(${names.join(', ')})`)}`;
+  }
+  const length = columns[0]?.values.length ?? 0;
+  const rows = Array.from({ length }, (_, i) => columns.map((c) => c.values[i] ?? null));
+  const picks = names.map((name, i) => `value ->> ${i} as ${name}`).join(', ');
+  return sql`(select ${sql.raw(picks)} from json_each(${JSON.stringify(rows)})) as ${sql.raw(alias)}`;
 }
 
 /**

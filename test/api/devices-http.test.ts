@@ -53,22 +53,24 @@ describeOnStores('device HTTP interface', (ctx) => {
     const d = await device();
     const key = unique('dev');
     await d.register({ thing_key: key });
+    // Text that array literals and JSON both escape: quotes, backslashes, braces, commas, non-ASCII.
+    const note = 'a "quoted", back\\slash {x} [y] NULL caf\u00e9 \u{1f600}';
     const response = await d.event({
       thing_key: key,
       timestamp: 1_700_000_000_123,
-      data: { temperature: 71.5, machine: { status: 'run' } },
+      data: { temperature: 71.5, machine: { status: 'run' }, note },
     });
     assert.equal(response.status, 200, response.text);
     assert.deepEqual(response.body, {});
     const rows = await storedEvents(key);
     assert.equal(rows.length, 1);
     assert.equal(rows[0]?.timestamp, 1_700_000_000_123);
-    assert.deepEqual(JSON.parse(rows[0]?.data as string), { temperature: 71.5, machine: { status: 'run' } });
+    assert.deepEqual(JSON.parse(rows[0]?.data as string), { temperature: 71.5, machine: { status: 'run' }, note });
     const token = await ctx.api.adminToken();
     const thing = (await ctx.api.request('GET', `/api/v3/things/${key}`, { token })).body.thing;
     assert.deepEqual(thing.last_event, {
       timestamp: 1_700_000_000,
-      data: { temperature: 71.5, machine: { status: 'run' } },
+      data: { temperature: 71.5, machine: { status: 'run' }, note },
     });
     assert.equal(thing.alive, true);
     const template = await ctx.api.request('GET', `/api/v3/thing_templates/${thing.thing_template_key}`, { token });

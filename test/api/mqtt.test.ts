@@ -124,6 +124,34 @@ describeOnStores(
       }
     });
 
+    it('when thousands of messages from many devices are in flight at once then every one is stored and acknowledged', async () => {
+      const pair = await keyPair();
+      const key = unique('mq');
+      const devices = await Promise.all(Array.from({ length: 40 }, () => MqttDevice.connect(brokerUrl(), pair)));
+      try {
+        assert.equal((await devices[0]?.send('register', { thing_key: key }))?.http_code, 200);
+        const perDevice = 150;
+        const acks = await Promise.all(
+          devices.map(async (device) => {
+            for (let n = 0; n < perDevice; n++) {
+              device.client.publish(
+                `Altizon/Datonis/${device.clientId}/event`,
+                device.envelope({ thing_key: key, data: { n } }),
+                { qos: 1 },
+              );
+            }
+            const codes: number[] = [];
+            for (let n = 0; n < perDevice; n++) codes.push((await device.nextAck(30_000)).http_code);
+            return codes;
+          }),
+        );
+        assert.deepEqual(new Set(acks.flat()), new Set([200]));
+        assert.equal(await storedCount(key), devices.length * perDevice);
+      } finally {
+        await Promise.all(devices.map((device) => device.close()));
+      }
+    });
+
     it('when an MQTT 3.1 client with a 24-character client id connects then it is served', async () => {
       const device = await MqttDevice.connect(brokerUrl(), await keyPair(), {
         protocolId: 'MQIsdp',
