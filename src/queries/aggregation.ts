@@ -4,8 +4,8 @@
  */
 import { requiredParam } from '../core/errors.ts';
 import type { TimeFormatter } from '../core/time.ts';
+import { readPath } from '../expressions/index.ts';
 import type { Executor } from '../store/store.ts';
-import { metricValue } from './metrics.ts';
 import { eventsInRange } from './repository.ts';
 import { readBound } from './thing-data.ts';
 import { queriedThings } from './things.ts';
@@ -119,20 +119,30 @@ export async function aggregatedData(db: Executor, request: AggregationRequest, 
   const bucketKeys = buckets ? buckets.keys(time) : [];
   for (const key of bucketKeys) grouped[key] = {};
 
+  const paths = metrics.map((metric) => metric.split('.'));
   for (const [thingKey, { idleMs, events }] of perThing) {
     thingWise[thingKey] = {};
-    for (const metric of metrics) {
-      const acc = new Accumulator();
-      const bucketAccs = buckets ? Array.from({ length: buckets.length }, () => new Accumulator()) : [];
-      for (const { at, data } of events) {
-        const value = metricValue(data, metric);
-        if (typeof value !== 'number' || !Number.isFinite(value)) continue;
-        acc.add(value, at, request.idle);
-        if (buckets) {
-          const index = buckets.indexOf(at);
-          if (index >= 0) bucketAccs[index]?.add(value, at, request.idle);
-        }
+    const accs = metrics.map(() => new Accumulator());
+    const bucketAccs = metrics.map(() =>
+      buckets ? Array.from({ length: buckets.length }, () => new Accumulator()) : [],
+    );
+    // Events come in time order: each event's bucket is found once, moving forward through the buckets.
+    let bucket = 0;
+    for (const { at, data } of events) {
+      let index = -1;
+      if (buckets) {
+        while (bucket < buckets.length && at >= (buckets.ends[bucket] as number)) bucket += 1;
+        index = bucket < buckets.length && at >= (buckets.starts[bucket] as number) ? bucket : -1;
       }
+      for (let m = 0; m < paths.length; m++) {
+        const value = readPath(data, paths[m] as string[]);
+        if (typeof value !== 'number' || !Number.isFinite(value)) continue;
+        (accs[m] as Accumulator).add(value, at, request.idle);
+        if (index >= 0) (bucketAccs[m] as Accumulator[])[index]?.add(value, at, request.idle);
+      }
+    }
+    for (const [m, metric] of metrics.entries()) {
+      const acc = accs[m] as Accumulator;
       const presented = present(acc, whole, idleMs);
       (thingWise[thingKey] as Record<string, unknown>)[metric] = presented;
       const total = summaryTotals.get(metric) ?? { acc: new Accumulator(), idle: 0, total: 0 };
@@ -149,7 +159,7 @@ export async function aggregatedData(db: Executor, request: AggregationRequest, 
           const forBucket = grouped[key] as Record<string, Record<string, Record<string, number | null>>>;
           forBucket[thingKey] ??= {};
           (forBucket[thingKey] as Record<string, unknown>)[metric] = present(
-            bucketAccs[i] as Accumulator,
+            (bucketAccs[m] as Accumulator[])[i] as Accumulator,
             period,
             idleMs,
           );
