@@ -62,7 +62,11 @@ interface Candidate {
   event: NewEvent;
   thingKey: string;
   templateKey: string;
+  /** Arrival order within the transaction. */
+  order: number;
 }
+
+const candidateOrder = (candidate: Candidate) => candidate.order;
 
 interface Firing {
   rule: CompiledRule;
@@ -97,7 +101,9 @@ export class RuleEngine {
       const list = byOrganisation.get(organisationKey) ?? [];
       for (const event of batch.events) {
         const thing = things.get(event.thingId);
-        if (thing) list.push({ event, thingKey: thing.thing_key, templateKey: thing.thing_template_key });
+        if (thing) {
+          list.push({ event, thingKey: thing.thing_key, templateKey: thing.thing_template_key, order: list.length });
+        }
       }
       byOrganisation.set(organisationKey, list);
     }
@@ -125,21 +131,41 @@ export class RuleEngine {
     candidates: Candidate[],
   ): Promise<number> {
     const things = new ThingCache(tx, organisationKey);
-    if (rules.some((r) => r.needsThing)) await things.load(candidates.map((c) => c.thingKey));
-    // Each rule's verdict on each event, in arrival order.
-    const verdicts: { rule: CompiledRule; candidate: Candidate; matched: boolean }[] = [];
+    const needsThing = rules.some((r) => r.needsThing);
+    if (needsThing) await things.load(candidates.map((c) => c.thingKey));
+    const firings: Firing[] = [];
+    // on_enter rules: each (rule, thing)'s verdicts in arrival order, to walk from its stored state.
+    const entering = new Map<CompiledRule, Map<string, StatePair>>();
     for (const candidate of candidates) {
+      const thing = needsThing ? await things.view(candidate.thingKey) : undefined;
+      const lookup = ruleConditionLookup(candidate.event.data, thing);
       for (const rule of rules) {
-        const thing = rule.needsThing ? await things.view(candidate.thingKey) : undefined;
         if (!watches(rule, candidate, thing)) continue;
-        const matched = matchesExpression(rule.condition, ruleConditionLookup(candidate.event.data, thing));
-        verdicts.push({ rule, candidate, matched });
+        const matched = matchesExpression(rule.condition, lookup);
+        if (rule.row.trigger === 'every_event') {
+          if (matched) firings.push({ rule, candidate });
+          continue;
+        }
+        let ofRule = entering.get(rule);
+        if (!ofRule) {
+          ofRule = new Map();
+          entering.set(rule, ofRule);
+        }
+        let pair = ofRule.get(candidate.thingKey);
+        if (!pair) {
+          pair = {
+            key: pairKey(rule.row.rule_key, candidate.thingKey),
+            rule,
+            thingKey: candidate.thingKey,
+            verdicts: [],
+          };
+          ofRule.set(candidate.thingKey, pair);
+        }
+        pair.verdicts.push({ candidate, matched });
       }
     }
-    if (verdicts.length === 0) return 0;
-    const firings: Firing[] = verdicts.filter((v) => v.matched && v.rule.row.trigger === 'every_event');
-    const entering = verdicts.filter((v) => v.rule.row.trigger !== 'every_event');
-    if (entering.length > 0) firings.push(...(await this.transitions(tx, organisationKey, entering)));
+    const pairs = [...entering.values()].flatMap((ofRule) => [...ofRule.values()]);
+    if (pairs.length > 0) firings.push(...(await this.transitions(tx, organisationKey, pairs)));
     let queued = 0;
     for (const firing of firings) queued += await fire(tx, organisationKey, firing, things);
     return queued;
@@ -150,30 +176,17 @@ export class RuleEngine {
    * to true. The state rows are created if missing and then locked (PostgreSQL), so two instances
    * handling the same thing at once take turns and fire once.
    */
-  private async transitions(
-    tx: Tx,
-    organisationKey: string,
-    verdicts: { rule: CompiledRule; candidate: Candidate; matched: boolean }[],
-  ): Promise<Firing[]> {
-    const pairKey = (ruleKey: string, thingKey: string) => `${ruleKey}\u0000${thingKey}`;
-    const pairs = new Map<string, { ruleKey: string; thingKey: string }>();
-    for (const v of verdicts) {
-      pairs.set(pairKey(v.rule.row.rule_key, v.candidate.thingKey), {
-        ruleKey: v.rule.row.rule_key,
-        thingKey: v.candidate.thingKey,
-      });
-    }
-    const sorted = [...pairs.values()].sort((a, b) =>
-      a.ruleKey === b.ruleKey ? a.thingKey.localeCompare(b.thingKey) : a.ruleKey.localeCompare(b.ruleKey),
-    );
+  private async transitions(tx: Tx, organisationKey: string, pairs: StatePair[]): Promise<Firing[]> {
+    // In key order, so concurrent transactions lock state rows in the same order.
+    pairs.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const now = Date.now();
-    const missing = sorted.filter((p) => !this.knownStates.has(pairKey(p.ruleKey, p.thingKey)));
+    const missing = pairs.filter((p) => !this.knownStates.has(p.key));
     for (let i = 0; i < missing.length; i += CHUNK) {
       await tx
         .insertInto('rule_states')
         .values(
           missing.slice(i, i + CHUNK).map((p) => ({
-            rule_key: p.ruleKey,
+            rule_key: p.rule.row.rule_key,
             thing_key: p.thingKey,
             organisation_key: organisationKey,
             matched: 0,
@@ -183,8 +196,8 @@ export class RuleEngine {
         .onConflict((oc) => oc.columns(['rule_key', 'thing_key']).doNothing())
         .execute();
     }
-    const ruleKeys = [...new Set(sorted.map((p) => p.ruleKey))];
-    const thingKeys = [...new Set(sorted.map((p) => p.thingKey))];
+    const ruleKeys = [...new Set(pairs.map((p) => p.rule.row.rule_key))];
+    const thingKeys = [...new Set(pairs.map((p) => p.thingKey))];
     const rows = await tx
       .selectFrom('rule_states')
       .select(['rule_key', 'thing_key', 'matched'])
@@ -196,36 +209,48 @@ export class RuleEngine {
       .execute();
     const stored = new Map(rows.map((r) => [pairKey(r.rule_key, r.thing_key), r.matched === 1]));
     if (this.knownStates.size > MAX_KNOWN_STATES) this.knownStates.clear();
-    for (const key of stored.keys()) this.knownStates.add(key);
-    const state = new Map(stored);
     const firings: Firing[] = [];
-    for (const v of verdicts) {
-      const key = pairKey(v.rule.row.rule_key, v.candidate.thingKey);
-      if (v.matched && !state.get(key)) firings.push({ rule: v.rule, candidate: v.candidate });
-      state.set(key, v.matched);
-    }
-    for (const [key, matched] of state) {
-      const pair = pairs.get(key);
-      if (!pair) continue;
-      // A pair believed stored but not found (its insert was rolled back) is inserted again next time.
-      if (!stored.has(key)) this.knownStates.delete(key);
-      if (stored.get(key) === matched) continue;
+    for (const pair of pairs) {
+      const before = stored.get(pair.key);
+      if (before === undefined) {
+        // Believed stored but not found (its insert was rolled back): inserted again next time.
+        this.knownStates.delete(pair.key);
+      } else {
+        this.knownStates.add(pair.key);
+      }
+      let state = before ?? false;
+      for (const { candidate, matched } of pair.verdicts) {
+        if (matched && !state) firings.push({ rule: pair.rule, candidate });
+        state = matched;
+      }
+      if (state === before) continue;
       await tx
         .insertInto('rule_states')
         .values({
-          rule_key: pair.ruleKey,
+          rule_key: pair.rule.row.rule_key,
           thing_key: pair.thingKey,
           organisation_key: organisationKey,
-          matched: matched ? 1 : 0,
+          matched: state ? 1 : 0,
           updated_at: now,
         })
         .onConflict((oc) =>
-          oc.columns(['rule_key', 'thing_key']).doUpdateSet({ matched: matched ? 1 : 0, updated_at: now }),
+          oc.columns(['rule_key', 'thing_key']).doUpdateSet({ matched: state ? 1 : 0, updated_at: now }),
         )
         .execute();
     }
-    return firings;
+    // Firings in the order their events arrived.
+    return firings.sort((a, b) => candidateOrder(a.candidate) - candidateOrder(b.candidate));
   }
+}
+
+const pairKey = (ruleKey: string, thingKey: string) => `${ruleKey}\u0000${thingKey}`;
+
+/** One rule and one thing with the rule's verdicts on the thing's events of a transaction. */
+interface StatePair {
+  key: string;
+  rule: CompiledRule;
+  thingKey: string;
+  verdicts: { candidate: Candidate; matched: boolean }[];
 }
 
 /** Things read at most once per transaction, for `thing.<field>` conditions, groups and alerts. */
