@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createKeyPair, Device } from '../support/device.ts';
-import { assertTokenRequired, childOrganisation, unique, userWithAbilities } from '../support/fixtures.ts';
+import {
+  assertTokenRequired,
+  childOrganisation,
+  SEED_THING_FIELDS,
+  unique,
+  userWithAbilities,
+} from '../support/fixtures.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -52,24 +58,7 @@ describeOnStores(
       assert.equal(alert.data.thing.thing_key, key);
       assert.equal(alert.data.alert_type_string, 'Error');
       assert.equal(alert.data.pressure, 9.5);
-      assert.deepEqual(Object.keys(alert.data.thing).sort(), [
-        'alive',
-        'bi_directional',
-        'coordinates',
-        'created_at',
-        'description',
-        'last_beat',
-        'last_event',
-        'name',
-        'state',
-        'tags',
-        'tags_array',
-        'thing_key',
-        'thing_template_key',
-        'thing_template_name',
-        'updated_at',
-        'user_defined_properties',
-      ]);
+      assert.deepEqual(Object.keys(alert.data.thing).sort(), SEED_THING_FIELDS);
       const one = await ctx.api.request('GET', `/api/v3/alerts/${alert.alert_key}`, {
         token,
         query: { timestamp_format: 'str', time_zone: 'Mumbai' },

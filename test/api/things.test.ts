@@ -1,26 +1,14 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { childOrganisation, createThing, defaultTemplateKey, unique, userWithAbilities } from '../support/fixtures.ts';
+import {
+  childOrganisation,
+  createThing,
+  defaultTemplateKey,
+  SEED_THING_FIELDS,
+  unique,
+  userWithAbilities,
+} from '../support/fixtures.ts';
 import { describeOnStores } from '../support/suites.ts';
-
-const SEED_THING_FIELDS = [
-  'alive',
-  'bi_directional',
-  'coordinates',
-  'created_at',
-  'description',
-  'last_beat',
-  'last_event',
-  'name',
-  'state',
-  'tags',
-  'tags_array',
-  'thing_key',
-  'thing_template_key',
-  'thing_template_name',
-  'updated_at',
-  'user_defined_properties',
-];
 
 describeOnStores('things', (ctx) => {
   it('when a thing is created then it has exactly the seed Thing fields', async () => {

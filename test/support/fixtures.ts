@@ -3,6 +3,26 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { TestServer } from './server.ts';
 
+/** The fields of the seed's Thing, as things are embedded in alerts and audit trails. */
+export const SEED_THING_FIELDS = [
+  'alive',
+  'bi_directional',
+  'coordinates',
+  'created_at',
+  'description',
+  'last_beat',
+  'last_event',
+  'name',
+  'state',
+  'tags',
+  'tags_array',
+  'thing_key',
+  'thing_template_key',
+  'thing_template_name',
+  'updated_at',
+  'user_defined_properties',
+];
+
 let counter = 0;
 export const unique = (prefix: string): string => `${prefix}-${++counter}-${randomBytes(3).toString('hex')}`;
 
