@@ -124,7 +124,23 @@ async function requireRuleOf(db: Executor, organisationKeys: string[], ruleKey: 
   return rule;
 }
 
-const snapshot = (row: NotificationActionRow) => presentAction(row, 'v3', STORED_TIME, '') ?? {};
+/** Header names whose values are credentials: audit trails keep the name, not the value. */
+const CREDENTIAL_HEADER = /authorization|cookie|token|secret|api[-_]?key|password/i;
+
+/** The action as audit trails keep it (CONTRACT 9): credential header values left out. */
+export function auditSnapshot(row: NotificationActionRow): object {
+  const presented = presentAction(row, 'v3', STORED_TIME, '') ?? {};
+  if (!('headers' in presented) || !presented.headers) return presented;
+  const headers = Object.fromEntries(
+    Object.entries(presented.headers as Record<string, unknown>).map(([name, value]) => [
+      name,
+      CREDENTIAL_HEADER.test(name) ? '[redacted]' : value,
+    ]),
+  );
+  return { ...presented, headers };
+}
+
+const snapshot = auditSnapshot;
 
 export async function createAction(
   store: Store,

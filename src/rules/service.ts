@@ -3,7 +3,7 @@
  * rule engine (engine.ts) evaluates them on ingestion; every change here is audited in its transaction
  * and then told to the engine's cache.
  */
-import { presentAction } from '../actions/presenter.ts';
+import { auditSnapshot } from '../actions/service.ts';
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { ApiError, invalidParam, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
@@ -176,7 +176,7 @@ export async function deleteRule(store: Store, actor: Actor, organisationKeys: s
         entityType: 'NotificationAction',
         entityKey: action.notification_action_key,
         entityName: action.name ?? action.type,
-        before: presentAction(action, 'v3', STORED_TIME, '') ?? {},
+        before: auditSnapshot(action),
       });
     }
     await tx.deleteFrom('notification_actions').where('rule_key', '=', ruleKey).execute();

@@ -235,7 +235,7 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       rule_key: ruleKey,
       url: 'https://example.com/a',
       method: 'POST',
-      headers: { 'X-Key': 'abc' },
+      headers: { 'X-Key': 'abc', Authorization: 'Bearer s3cret' },
     });
     const key = created.body.notification_action.notification_action_key;
     const put = (action: Record<string, unknown>, version = 'v3') =>
@@ -251,7 +251,7 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
     assert.equal(moved.status, 200, moved.text);
     assert.equal(moved.body.notification_action.url, 'https://example.com/b');
     assert.equal(moved.body.notification_action.method, 'POST');
-    assert.deepEqual(moved.body.notification_action.headers, { 'X-Key': 'abc' });
+    assert.deepEqual(moved.body.notification_action.headers, { 'X-Key': 'abc', Authorization: 'Bearer s3cret' });
     assert.equal(moved.body.notification_action.rule_key, otherRule);
     assert.equal((await put({ type: 'CallHttpUrlAction', rule_key: 'nosuchrule' })).status, 404);
     const audit = await ctx.api.request('GET', '/api/v3/audit_trails', {
@@ -265,6 +265,10 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       ['NotificationAction create', 'NotificationAction update'],
     );
     assert.equal(audit.body.audit_trails[1].old_entity_contents.url, 'https://example.com/a');
+    // Credentials in headers stay out of audit trails.
+    assert.doesNotMatch(audit.text, /s3cret/);
+    assert.equal(audit.body.audit_trails[0].new_entity_contents.headers.Authorization, '[redacted]');
+    assert.equal(audit.body.audit_trails[0].new_entity_contents.headers['X-Key'], 'abc');
     const deleted = await ctx.api.request('DELETE', `/api/v3/notification_actions/${key}`, { token });
     assert.equal(deleted.status, 200);
     assert.deepEqual(deleted.body, {});
