@@ -190,10 +190,23 @@ export async function run(args: string[]): Promise<void> {
     const aggId = thingId('q-0');
     const from = START;
     const to = START + 30 * DAY - 1000;
-    const aggregatedRows = direct.prepare(
-      'select timestamp, data from events where thing_id = ? and timestamp >= ? and timestamp <= ? order by timestamp asc, event_id asc',
-    );
-    const aggBaseline = await timed(rounds, () => aggregatedRows.all(aggId, from, to));
+    // What the server runs: the range in chunks of 20,000 events, each read as one text of JSON rows
+    // (here with the chunk's size and last row beside it, which the server reads from the text).
+    const rowsText = "group_concat('[' || page.timestamp || ',' || page.event_id || ',' || page.data || ']', ',')";
+    const range = 'thing_id = ? and timestamp >= ? and timestamp <= ?';
+    const order = 'order by timestamp asc, event_id asc limit 20000';
+    const chunk = (keyset: string) =>
+      direct
+        .prepare(
+          `select count(*), max(page.timestamp), max(page.event_id), ${rowsText} from (select timestamp, event_id, data from events where ${range}${keyset} ${order}) as page`,
+        )
+        .raw(true);
+    const firstChunk = chunk('');
+    const nextChunk = chunk(' and (timestamp > ? or (timestamp = ? and event_id > ?))');
+    const aggBaseline = await timed(rounds, () => {
+      let [count, at, id] = firstChunk.get(aggId, from, to) as number[];
+      while (count === 20_000) [count, at, id] = nextChunk.get(aggId, from, to, at, at, id) as number[];
+    });
     const request = {
       thing_keys: ['q-0'],
       time_grouping: 'minute',
@@ -213,7 +226,7 @@ export async function run(args: string[]): Promise<void> {
     const aggCpu = ((cpuSeconds(server.pid) - cpu) / (rounds + 1)) * 1000;
     rows.push(
       ...comparison(
-        ['direct SQL: the 43,200 rows the aggregation reads', aggBaseline],
+        ['direct SQL: the 43,200 events the aggregation reads', aggBaseline],
         ['thing_aggregated_data, 30 days in 15-minute buckets (target < 50 ms)', aggServed, aggCpu],
         1,
       ),

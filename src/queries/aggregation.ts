@@ -6,7 +6,7 @@ import { requiredParam } from '../core/errors.ts';
 import type { TimeFormatter } from '../core/time.ts';
 import { readPath } from '../expressions/index.ts';
 import type { Executor } from '../store/store.ts';
-import { eventsInRange } from './repository.ts';
+import { eventChunks } from './repository.ts';
 import { readBound } from './thing-data.ts';
 import { queriedThings } from './things.ts';
 import { type TimeGrouping, timeBuckets } from './time-buckets.ts';
@@ -84,17 +84,8 @@ export async function aggregatedData(db: Executor, request: AggregationRequest, 
     functions.add('count');
   }
 
-  // Read every thing's events once, then aggregate.
-  const perThing = new Map<string, { idleMs: number; events: { at: number; data: Record<string, unknown> }[] }>();
   const discovered = new Set<string>();
-  for (const thing of things) {
-    const events = (await eventsInRange(db, { thingId: thing.thing_id, from, to, byCreatedAt: false })).map((e) => ({
-      at: e.timestamp,
-      data: JSON.parse(e.data) as Record<string, unknown>,
-    }));
-    perThing.set(thing.thing_key, { idleMs: thing.idle_timeout * 1000, events });
-    for (const m of thing.metrics) if (m.data_type === 'number') discovered.add(m.name);
-  }
+  for (const thing of things) for (const m of thing.metrics) if (m.data_type === 'number') discovered.add(m.name);
   const metrics = request.metrics ?? [...discovered];
 
   const present = (acc: Accumulator, period: Period | undefined, idleMs: number) => {
@@ -120,7 +111,9 @@ export async function aggregatedData(db: Executor, request: AggregationRequest, 
   for (const key of bucketKeys) grouped[key] = {};
 
   const paths = metrics.map((metric) => metric.split('.'));
-  for (const [thingKey, { idleMs, events }] of perThing) {
+  for (const thing of things) {
+    const thingKey = thing.thing_key;
+    const idleMs = thing.idle_timeout * 1000;
     thingWise[thingKey] = {};
     const accs = metrics.map(() => new Accumulator());
     const bucketAccs = metrics.map(() =>
@@ -128,17 +121,19 @@ export async function aggregatedData(db: Executor, request: AggregationRequest, 
     );
     // Events come in time order: each event's bucket is found once, moving forward through the buckets.
     let bucket = 0;
-    for (const { at, data } of events) {
-      let index = -1;
-      if (buckets) {
-        while (bucket < buckets.length && at >= (buckets.ends[bucket] as number)) bucket += 1;
-        index = bucket < buckets.length && at >= (buckets.starts[bucket] as number) ? bucket : -1;
-      }
-      for (let m = 0; m < paths.length; m++) {
-        const value = readPath(data, paths[m] as string[]);
-        if (typeof value !== 'number' || !Number.isFinite(value)) continue;
-        (accs[m] as Accumulator).add(value, at, request.idle);
-        if (index >= 0) (bucketAccs[m] as Accumulator[])[index]?.add(value, at, request.idle);
+    for await (const chunk of eventChunks(db, { thingId: thing.thing_id, from, to, byCreatedAt: false })) {
+      for (const [at, , data] of chunk) {
+        let index = -1;
+        if (buckets) {
+          while (bucket < buckets.length && at >= (buckets.ends[bucket] as number)) bucket += 1;
+          index = bucket < buckets.length && at >= (buckets.starts[bucket] as number) ? bucket : -1;
+        }
+        for (let m = 0; m < paths.length; m++) {
+          const value = readPath(data, paths[m] as string[]);
+          if (typeof value !== 'number' || !Number.isFinite(value)) continue;
+          (accs[m] as Accumulator).add(value, at, request.idle);
+          if (index >= 0) (bucketAccs[m] as Accumulator[])[index]?.add(value, at, request.idle);
+        }
       }
     }
     for (const [m, metric] of metrics.entries()) {

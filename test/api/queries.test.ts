@@ -191,6 +191,44 @@ describeOnStores('data queries', (ctx) => {
     assert.equal(response.body.time_grouped_result, undefined);
   });
 
+  it('when a thing has more events than one read holds then aggregation still counts every one in order', async () => {
+    // 25,000 one-second events: more than one chunk of the aggregation's reads, several with equal times.
+    const total = 25_000;
+    const events = Array.from({ length: total }, (_, i) => ({
+      timestamp: KOLKATA_MIDNIGHT + Math.floor(i / 2) * 1000,
+      data: { level: i % 10 },
+    }));
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, {});
+    for (let i = 0; i < total; i += 10_000) {
+      const posted = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+        token,
+        body: { events: events.slice(i, i + 10_000) },
+      });
+      assert.equal(posted.status, 200, posted.text);
+    }
+    const response = await query('thing_aggregated_data', {
+      thing_keys: [thing.thing_key],
+      from: '2024/01/01 00:00:00',
+      to: '2024/01/01 06:00:00',
+      time_grouping: 'hour',
+      time_grouping_value: 1,
+      time_zone: 'Asia/Kolkata',
+      metrics: ['level'],
+    });
+    assert.equal(response.status, 200, response.text);
+    const summary = response.body.summary_result.level;
+    assert.equal(summary.count, total);
+    assert.equal(summary.sum, 4.5 * total);
+    assert.equal(summary.min, 0);
+    assert.equal(summary.max, 9);
+    const hours = Object.values(response.body.time_grouped_result).map(
+      (bucket: any) => bucket[thing.thing_key].level.count as number,
+    );
+    // 12,500 distinct seconds: 3,600 seconds (7,200 events) per hour, the rest in the fourth hour.
+    assert.deepEqual(hours.slice(0, 4), [7200, 7200, 7200, 3400]);
+  });
+
   it('when aggregation is asked wrongly then it is a 400 or 404', async () => {
     assert.equal((await query('thing_aggregated_data', { time_grouping: 'hour' })).body.errors[0].param, 'from');
     assert.equal((await query('thing_aggregated_data', { time_grouping: 'week', from: 1, to: 2 })).status, 400);
