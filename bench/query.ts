@@ -8,11 +8,12 @@
  *   15-minute buckets in Asia/Kolkata, median of sequential requests.
  * The data (1,000 things x 10,000 one-minute events by default, plus the 43,200 events of the
  * aggregated thing) is generated once into .bench/ and reused by later runs with the same sizes.
- * SQLite only for now.
+ * `--store postgres` keeps its data in a schema of its own in the test database.
  */
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
 import { buildServer, cpuSeconds, describeMachine, median, option, startChildServer, table } from './support.ts';
 
 const ADMIN = { THINGBASE_ADMIN_EMAIL: 'bench@example.com', THINGBASE_ADMIN_PASSWORD: 'benchmark password' };
@@ -81,6 +82,143 @@ async function generate(path: string, things: number, events: number): Promise<v
   renameSync(partial, path);
 }
 
+/** The same SQL the server runs, executed straight on the store: the benchmark's baselines. */
+interface DirectStore {
+  thingId(key: string): Promise<number>;
+  /** thing_data's two statements: the count and the newest 100 rows. */
+  newestPage(thingId: number): Promise<void>;
+  /** The aggregation's reads: the range in chunks of 20,000 events, each as one text of JSON rows. */
+  aggregationReads(thingId: number, from: number, to: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+const CHUNK = 20_000;
+const KEYSET = ' and (timestamp > $4 or (timestamp = $5 and event_id > $6))';
+const chunkSql = (rowsText: string, keyset: string) =>
+  `select count(*), max(page.timestamp), max(page.event_id), ${rowsText} from (select timestamp, event_id, data from events where thing_id = $1 and timestamp >= $2 and timestamp <= $3${keyset} order by timestamp asc, event_id asc limit ${CHUNK}) as page`;
+const sqliteSql = (text: string) => text.replace(/\$\d+/g, '?');
+
+function sqliteDirect(path: string): DirectStore {
+  const db = new BetterSqlite3(path, { readonly: true });
+  const count = db.prepare('select count(*) as count from events where thing_id = ?');
+  const page = db.prepare(
+    'select timestamp, data from events where thing_id = ? order by timestamp desc, event_id desc limit 100 offset 0',
+  );
+  const rowsText = "group_concat('[' || page.timestamp || ',' || page.event_id || ',' || page.data || ']', ',')";
+  const first = db.prepare(sqliteSql(chunkSql(rowsText, ''))).raw(true);
+  const next = db.prepare(sqliteSql(chunkSql(rowsText, KEYSET))).raw(true);
+  return {
+    thingId: async (key) =>
+      (db.prepare('select thing_id from things where thing_key = ?').get(key) as { thing_id: number }).thing_id,
+    newestPage: async (id) => {
+      count.get(id);
+      page.all(id);
+    },
+    aggregationReads: async (id, from, to) => {
+      let [n, at, last] = first.get(id, from, to) as number[];
+      while (n === CHUNK) [n, at, last] = next.get(id, from, to, at, at, last) as number[];
+    },
+    close: async () => {
+      db.close();
+    },
+  };
+}
+
+async function postgresDirect(url: string, schema: string): Promise<DirectStore> {
+  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+  await client.connect();
+  const rowsText =
+    "string_agg('[' || page.timestamp || ',' || page.event_id || ',' || page.data || ']', ',' order by page.timestamp, page.event_id)";
+  const number = (v: unknown) => Number(v);
+  return {
+    thingId: async (key) =>
+      number((await client.query('select thing_id from things where thing_key = $1', [key])).rows[0].thing_id),
+    newestPage: async (id) => {
+      await client.query({ name: 'count', text: 'select count(*) from events where thing_id = $1', values: [id] });
+      await client.query({
+        name: 'page',
+        text: 'select timestamp, data from events where thing_id = $1 order by timestamp desc, event_id desc limit 100 offset 0',
+        values: [id],
+      });
+    },
+    aggregationReads: async (id, from, to) => {
+      const read = async (keyset: unknown[]) => {
+        const text = chunkSql(rowsText, keyset.length > 0 ? KEYSET : '');
+        const result = await client.query({ text, values: [id, from, to, ...keyset], rowMode: 'array' });
+        return (result.rows[0] as unknown[]).map(number);
+      };
+      let [n, at, last] = await read([]);
+      while (n === CHUNK) [n, at, last] = await read([at, at, last]);
+    },
+    close: () => client.end(),
+  };
+}
+
+/** The same data on PostgreSQL, in a schema of its own kept for later runs (marked complete at the end). */
+async function generatePostgres(url: string, schema: string, things: number, events: number): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`drop schema if exists ${schema} cascade`);
+    const server = await startChildServer('thingbase-compiled.mjs', {
+      ...ADMIN,
+      DATABASE_URL: url,
+      DATABASE_SCHEMA: schema,
+      MQTT_PORT: '0',
+    });
+    await server.stop();
+    await client.query(`set search_path to ${schema}`);
+    const template = (
+      await client.query("select organisation_key, thing_template_key from thing_templates where name = 'Default'")
+    ).rows[0] as { organisation_key: string; thing_template_key: string };
+    await client.query('update thing_templates set metrics = $1 where thing_template_key = $2', [
+      JSON.stringify(['temperature', 'pressure', 'rpm'].map((name) => ({ name, data_type: 'number', unit: '' }))),
+      template.thing_template_key,
+    ]);
+    const started = performance.now();
+    let written = 0;
+    for (let t = 0; t < things; t++) {
+      const key = `q-${t}`;
+      const inserted = await client.query(
+        `insert into things (thing_key, organisation_key, thing_template_key, name, description, tags, coordinates,
+           bi_directional, user_defined_properties, created_at, updated_at)
+         values ($1, $2, $3, $1, '', '[]', null, 0, '{}', $4, $4) returning thing_id`,
+        [key, template.organisation_key, template.thing_template_key, START],
+      );
+      const thingId = Number(inserted.rows[0].thing_id);
+      const count = t === 0 ? Math.max(events, AGGREGATED_EVENTS) : events;
+      for (let i = 0; i < count; i += 5000) {
+        const n = Math.min(5000, count - i);
+        const times = Array.from({ length: n }, (_, k) => START + (i + k) * 60_000);
+        await client.query(
+          'insert into events (thing_id, timestamp, created_at, data) select $1, t, t, d from unnest($2::bigint[], $3::text[]) as u(t, d)',
+          [thingId, times, times.map((_, k) => readings(i + k))],
+        );
+      }
+      written += count;
+      if (t % 100 === 99) {
+        const seconds = (performance.now() - started) / 1000;
+        console.log(`  ${t + 1} things, ${written} events, ${Math.round(written / seconds)} rows/s`);
+      }
+    }
+    await client.query('analyze');
+    await client.query('create table bench_complete (done integer)');
+  } finally {
+    await client.end();
+  }
+}
+
+async function postgresReady(url: string, schema: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const found = await client.query('select to_regclass($1) as t', [`${schema}.bench_complete`]);
+    return found.rows[0].t !== null;
+  } finally {
+    await client.end();
+  }
+}
+
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
@@ -128,26 +266,34 @@ async function post(url: string, token: string, body: object): Promise<any> {
 
 export async function run(args: string[]): Promise<void> {
   const store = option(args, 'store', 'sqlite');
-  if (store !== 'sqlite') throw new Error('the query benchmark runs on SQLite only for now');
   const things = Number(option(args, 'things', '1000'));
   const events = Number(option(args, 'events', '10000'));
   const requests = Number(option(args, 'requests', '300'));
   const rounds = Number(option(args, 'rounds', '20'));
-  console.log(`query benchmark: ${describeMachine()}; SQLite; ${things} things x ${events} events`);
+  console.log(`query benchmark: ${describeMachine()}; ${store}; ${things} things x ${events} events`);
   buildServer();
-  mkdirSync('.bench', { recursive: true });
-  const path = join('.bench', `query-${things}x${events}.db`);
-  if (!existsSync(path)) {
-    console.log(`generating ${path} (once; later runs reuse it)`);
-    await generate(path, things, events);
+  let serverEnv: Record<string, string>;
+  let direct: DirectStore;
+  if (store === 'postgres') {
+    const url = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+    const schema = `tb_bench_query_${things}x${events}`;
+    if (!(await postgresReady(url, schema))) {
+      console.log(`generating schema ${schema} (once; later runs reuse it)`);
+      await generatePostgres(url, schema, things, events);
+    }
+    serverEnv = { DATABASE_URL: url, DATABASE_SCHEMA: schema };
+    direct = await postgresDirect(url, schema);
+  } else {
+    mkdirSync('.bench', { recursive: true });
+    const path = join('.bench', `query-${things}x${events}.db`);
+    if (!existsSync(path)) {
+      console.log(`generating ${path} (once; later runs reuse it)`);
+      await generate(path, things, events);
+    }
+    serverEnv = { DATABASE_URL: `sqlite:${path}` };
+    direct = sqliteDirect(path);
   }
-
-  const server = await startChildServer('thingbase-compiled.mjs', {
-    ...ADMIN,
-    DATABASE_URL: `sqlite:${path}`,
-    MQTT_PORT: '0',
-  });
-  const direct = new BetterSqlite3(path, { readonly: true });
+  const server = await startChildServer('thingbase-compiled.mjs', { ...ADMIN, ...serverEnv, MQTT_PORT: '0' });
   const rows: (string | number)[][] = [['what', 'p50 ms', 'p99 ms', 'vs direct SQL (p50)', 'server CPU ms/request']];
   try {
     const session = (await (
@@ -158,20 +304,10 @@ export async function run(args: string[]): Promise<void> {
       })
     ).json()) as { auth_token: string };
     const token = session.auth_token as string;
-    const thingId = (key: string) =>
-      (direct.prepare('select thing_id from things where thing_key = ?').get(key) as { thing_id: number }).thing_id;
-
     // thing_data: the newest 100 events of one thing.
     const dataThing = `q-${Math.floor(things / 2)}`;
-    const dataId = thingId(dataThing);
-    const count = direct.prepare('select count(*) as count from events where thing_id = ?');
-    const page = direct.prepare(
-      'select timestamp, data from events where thing_id = ? order by timestamp desc, event_id desc limit 100 offset 0',
-    );
-    const baseline = await timed(requests, () => {
-      count.get(dataId);
-      page.all(dataId);
-    });
+    const dataId = await direct.thingId(dataThing);
+    const baseline = await timed(requests, () => direct.newestPage(dataId));
     let cpu = cpuSeconds(server.pid);
     const served = await timed(requests, async () => {
       const answer = await post(`${server.url}/api/v3/query/thing_data`, token, { thing_key: dataThing, per: 100 });
@@ -187,26 +323,10 @@ export async function run(args: string[]): Promise<void> {
     );
 
     // thing_aggregated_data: 30 days, 15-minute buckets, Asia/Kolkata, 3 metrics.
-    const aggId = thingId('q-0');
+    const aggId = await direct.thingId('q-0');
     const from = START;
     const to = START + 30 * DAY - 1000;
-    // What the server runs: the range in chunks of 20,000 events, each read as one text of JSON rows
-    // (here with the chunk's size and last row beside it, which the server reads from the text).
-    const rowsText = "group_concat('[' || page.timestamp || ',' || page.event_id || ',' || page.data || ']', ',')";
-    const range = 'thing_id = ? and timestamp >= ? and timestamp <= ?';
-    const order = 'order by timestamp asc, event_id asc limit 20000';
-    const chunk = (keyset: string) =>
-      direct
-        .prepare(
-          `select count(*), max(page.timestamp), max(page.event_id), ${rowsText} from (select timestamp, event_id, data from events where ${range}${keyset} ${order}) as page`,
-        )
-        .raw(true);
-    const firstChunk = chunk('');
-    const nextChunk = chunk(' and (timestamp > ? or (timestamp = ? and event_id > ?))');
-    const aggBaseline = await timed(rounds, () => {
-      let [count, at, id] = firstChunk.get(aggId, from, to) as number[];
-      while (count === 20_000) [count, at, id] = nextChunk.get(aggId, from, to, at, at, id) as number[];
-    });
+    const aggBaseline = await timed(rounds, () => direct.aggregationReads(aggId, from, to));
     const request = {
       thing_keys: ['q-0'],
       time_grouping: 'minute',
@@ -232,7 +352,7 @@ export async function run(args: string[]): Promise<void> {
       ),
     );
   } finally {
-    direct.close();
+    await direct.close();
     await server.stop();
   }
   console.log(table(rows));
