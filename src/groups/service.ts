@@ -3,14 +3,14 @@
  * what its expression matches.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
+import { invalidParam, notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import { normaliseTags } from '../core/tags.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { ExpressionError, parseThingExpression } from '../expressions/index.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { GroupRow } from '../store/tables.ts';
-import { existingThingKeys } from '../things/repository.ts';
+import { requireKnownThings } from '../things/service.ts';
 import { GROUP_TYPE_DYNAMIC, GROUP_TYPE_STATIC } from './membership.ts';
 import { presentGroup } from './presenter.ts';
 import * as groups from './repository.ts';
@@ -43,21 +43,8 @@ function checkExpression(expression: string): string {
   return expression;
 }
 
-async function checkMembers(db: Executor, organisationKey: string, thingKeys: string[]): Promise<string[]> {
-  const wanted = [...new Set(thingKeys)];
-  const found = await existingThingKeys(db, [organisationKey], wanted);
-  const missing = wanted.filter((k) => !found.has(k));
-  if (missing.length > 0) {
-    throw new ApiError(400, [
-      {
-        code: 'not_found',
-        param: 'group.thing_keys',
-        message: `names no known thing: ${missing.slice(0, 20).join(', ')}`,
-      },
-    ]);
-  }
-  return wanted;
-}
+const checkMembers = (db: Executor, organisationKey: string, thingKeys: string[]) =>
+  requireKnownThings(db, [organisationKey], thingKeys, 'group.thing_keys');
 
 /** Checks that type, members and expression agree; answers the expression to store. */
 function expressionFor(groupType: number, input: Partial<GroupInput>, current: string | null): string | null {

@@ -5,14 +5,15 @@
  */
 import { auditSnapshot } from '../actions/service.ts';
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { ApiError, invalidParam, notFound, unknownReference } from '../core/errors.ts';
+import { invalidParam, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { ExpressionError, parseRuleCondition } from '../expressions/index.ts';
-import { inOrganisations } from '../store/filters.ts';
+import { findGroup } from '../groups/repository.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { RuleRow } from '../store/tables.ts';
-import { existingThingKeys } from '../things/repository.ts';
+import { findTemplate } from '../templates/repository.ts';
+import { requireKnownThings } from '../things/service.ts';
 import { rulesChanged } from './changes.ts';
 import { presentRule } from './presenter.ts';
 import * as rules from './repository.ts';
@@ -44,38 +45,14 @@ function checkCondition(condition: string): string {
 
 /** Every key the rule names must be one the organisation has (a 400 naming the param otherwise). */
 async function checkReferences(db: Executor, organisationKey: string, row: RuleRow): Promise<void> {
-  if (row.thing_template_key !== null) {
-    const template = await db
-      .selectFrom('thing_templates')
-      .select('thing_template_key')
-      .where('thing_template_key', '=', row.thing_template_key)
-      .where(inOrganisations([organisationKey]))
-      .executeTakeFirst();
-    if (!template) throw unknownReference('rule.thing_template_key', row.thing_template_key);
+  const organisations = [organisationKey];
+  if (row.thing_template_key !== null && !(await findTemplate(db, organisations, row.thing_template_key))) {
+    throw unknownReference('rule.thing_template_key', row.thing_template_key);
   }
-  if (row.group_key !== null) {
-    const group = await db
-      .selectFrom('groups')
-      .select('group_key')
-      .where('group_key', '=', row.group_key)
-      .where(inOrganisations([organisationKey]))
-      .executeTakeFirst();
-    if (!group) throw unknownReference('rule.group_key', row.group_key);
+  if (row.group_key !== null && !(await findGroup(db, organisations, row.group_key))) {
+    throw unknownReference('rule.group_key', row.group_key);
   }
-  const thingKeys = JSON.parse(row.thing_keys) as string[];
-  if (thingKeys.length > 0) {
-    const found = await existingThingKeys(db, [organisationKey], thingKeys);
-    const missing = thingKeys.filter((k) => !found.has(k));
-    if (missing.length > 0) {
-      throw new ApiError(400, [
-        {
-          code: 'not_found',
-          param: 'rule.thing_keys',
-          message: `names no known thing: ${missing.slice(0, 20).join(', ')}`,
-        },
-      ]);
-    }
-  }
+  await requireKnownThings(db, organisations, JSON.parse(row.thing_keys) as string[], 'rule.thing_keys');
 }
 
 export async function createRule(store: Store, actor: Actor, organisationKey: string, input: RuleInput) {

@@ -2,7 +2,7 @@
  * Things (CONTRACT 10): the devices and machines of an organisation, each of a template.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { conflict, notFound, unknownReference } from '../core/errors.ts';
+import { ApiError, conflict, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import { normaliseTags } from '../core/tags.ts';
 import { STORED_TIME } from '../core/time.ts';
@@ -46,6 +46,24 @@ async function templateOf(db: Executor, organisationKey: string, key: string, pa
   const template = await findTemplate(db, [organisationKey], key);
   if (!template) throw unknownReference(param, key);
   return template;
+}
+
+/** Checks that every key names a thing of the organisations: a 400 `not_found` naming `param` otherwise. */
+export async function requireKnownThings(
+  db: Executor,
+  organisationKeys: string[],
+  thingKeys: string[],
+  param: string,
+): Promise<string[]> {
+  const wanted = [...new Set(thingKeys)];
+  const found = await things.existingThingKeys(db, organisationKeys, wanted);
+  const missing = wanted.filter((k) => !found.has(k));
+  if (missing.length > 0) {
+    throw new ApiError(400, [
+      { code: 'not_found', param, message: `names no known thing: ${missing.slice(0, 20).join(', ')}` },
+    ]);
+  }
+  return wanted;
 }
 
 export async function requireThing(db: Executor, organisationKeys: string[], thingKey: string) {
