@@ -68,6 +68,26 @@ interface Candidate {
 
 const candidateOrder = (candidate: Candidate) => candidate.order;
 
+/** The events of one organisation's batches with their things, in arrival order. */
+function candidatesOf(batches: IngestBatch[]): Candidate[] {
+  const candidates: Candidate[] = [];
+  for (const batch of batches) {
+    const things = batch.subject?.things;
+    for (const event of batch.events) {
+      const thing = things?.get(event.thingId);
+      if (thing) {
+        candidates.push({
+          event,
+          thingKey: thing.thing_key,
+          templateKey: thing.thing_template_key,
+          order: candidates.length,
+        });
+      }
+    }
+  }
+  return candidates;
+}
+
 interface Firing {
   rule: CompiledRule;
   candidate: Candidate;
@@ -94,23 +114,19 @@ export class RuleEngine {
 
   /** Evaluates every event of a transaction's batches; run inside that transaction by the event writer. */
   async evaluate(tx: Tx, batches: readonly IngestBatch[]): Promise<void> {
-    const byOrganisation = new Map<string, Candidate[]>();
+    const byOrganisation = new Map<string, IngestBatch[]>();
     for (const batch of batches) {
       if (!batch.subject || batch.events.length === 0) continue;
-      const { organisationKey, things } = batch.subject;
-      const list = byOrganisation.get(organisationKey) ?? [];
-      for (const event of batch.events) {
-        const thing = things.get(event.thingId);
-        if (thing) {
-          list.push({ event, thingKey: thing.thing_key, templateKey: thing.thing_template_key, order: list.length });
-        }
-      }
-      byOrganisation.set(organisationKey, list);
+      const list = byOrganisation.get(batch.subject.organisationKey) ?? [];
+      list.push(batch);
+      byOrganisation.set(batch.subject.organisationKey, list);
     }
     let queued = 0;
-    for (const [organisationKey, candidates] of byOrganisation) {
+    for (const [organisationKey, ofOrganisation] of byOrganisation) {
       const rules = await this.rulesOf(tx, organisationKey);
-      if (rules.length > 0) queued += await this.evaluateOrganisation(tx, organisationKey, rules, candidates);
+      // Most organisations have no rules: their events are not looked at one by one.
+      if (rules.length === 0) continue;
+      queued += await this.evaluateOrganisation(tx, organisationKey, rules, candidatesOf(ofOrganisation));
     }
     if (queued > 0 && this.options.onQueued) setImmediate(this.options.onQueued);
   }
