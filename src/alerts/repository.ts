@@ -4,6 +4,7 @@ import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import type { AlertRow } from '../store/tables.ts';
+import { ALERT_TYPE_NAMES } from './schemas.ts';
 
 export interface AlertFilter {
   organisationKeys: string[];
@@ -15,7 +16,10 @@ export interface AlertFilter {
 const SORTABLE = ['timestamp', 'created_at', 'updated_at', 'alert_type', 'thing_key', 'message'];
 
 /** The name of an alert type as search sees it: alert_type_string is derived, not stored. */
-const alertTypeString = sql`(case alert_type when 0 then 'Info' when 1 then 'Warning' when 2 then 'Error' else 'Critical' end)`;
+const alertTypeString = sql`(case alert_type ${sql.join(
+  ALERT_TYPE_NAMES.map((name, type) => sql`when ${sql.lit(type)} then ${sql.lit(name)}`),
+  sql` `,
+)} end)`;
 
 export function listAlerts(db: Executor, filter: AlertFilter, list: ListQuery) {
   return fetchPage<AlertRow>(

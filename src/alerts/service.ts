@@ -7,6 +7,7 @@ import { notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { Principal } from '../core/principal.ts';
 import { readTimestamp } from '../events/ingest.ts';
+import { markAcknowledged } from '../instructions/repository.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { AlertRow } from '../store/tables.ts';
 import type { ThingWithTemplate } from '../things/repository.ts';
@@ -93,13 +94,7 @@ export async function receiveDeviceAlert(store: Store, principal: Principal, inp
           updated_at: now,
         };
         await alerts.updateAlert(tx, existing.alert_key, changes);
-        if (existing.instruction_key !== null) {
-          await tx
-            .updateTable('instructions')
-            .set({ status: 'acknowledged', acknowledged_at: now, updated_at: now })
-            .where('instruction_key', '=', existing.instruction_key)
-            .execute();
-        }
+        if (existing.instruction_key !== null) await markAcknowledged(tx, existing.instruction_key, now);
         return { ...existing, ...changes };
       }
     }

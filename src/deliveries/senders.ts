@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { Agent, request } from 'undici';
+import { alertTypeName } from '../alerts/presenter.ts';
 import { SYSTEM_ACTOR } from '../audit/recorder.ts';
 import type { Config } from '../core/config.ts';
 import { renderAlertMessage } from '../rules/engine.ts';
@@ -31,7 +32,6 @@ export interface Delivery {
 
 /** Most of a peer's answer that is read (and then dropped): answers are not stored. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
-const LEVELS = ['Info', 'Warning', 'Error', 'Critical'];
 
 const thingToken = /\$(THING|SENSOR)\$/g;
 
@@ -89,7 +89,7 @@ export class Senders {
         socketTimeout: this.config.deliveryTimeoutMs,
       });
     }
-    const level = payload.rule.alert_type === null ? 'Notice' : (LEVELS[payload.rule.alert_type] ?? 'Info');
+    const level = payload.rule.alert_type === null ? 'Notice' : alertTypeName(payload.rule.alert_type);
     await this.mailer.sendMail({
       from: this.config.smtpFrom ?? fromAddress(this.config.smtpUrl),
       to: action.recipient ?? '',

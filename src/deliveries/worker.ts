@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
+import { findAction } from '../actions/repository.ts';
 import type { Config } from '../core/config.ts';
 import { newKey } from '../core/keys.ts';
 import { lockRows } from '../store/dialect.ts';
@@ -121,11 +122,7 @@ export class DeliveryWorker {
   }
 
   private async deliver(row: DeliveryRow): Promise<void> {
-    const action = await this.store.db
-      .selectFrom('notification_actions')
-      .selectAll()
-      .where('notification_action_key', '=', row.notification_action_key)
-      .executeTakeFirst();
+    const action = await findAction(this.store.db, [row.organisation_key], row.notification_action_key);
     if (!action) {
       await this.finish(row, 'cancelled', undefined, 0);
       return;

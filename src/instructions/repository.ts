@@ -65,3 +65,12 @@ export async function markDelivered(db: Executor, alertKey: string, now = Date.n
     .where('status', '=', 'pending')
     .execute();
 }
+
+/** The device acknowledged the instruction (its alert was updated). */
+export async function markAcknowledged(db: Executor, instructionKey: string, now = Date.now()): Promise<void> {
+  await db
+    .updateTable('instructions')
+    .set({ status: 'acknowledged', acknowledged_at: now, updated_at: now })
+    .where('instruction_key', '=', instructionKey)
+    .execute();
+}
