@@ -78,7 +78,7 @@ function textMap(value: Record<string, unknown>, field: string): string {
 }
 
 /** A property-setting body `{<member>: {...}}` of the version, stored in the v3 form. */
-function propertiesBody(version: ApiVersion, body: ActionInput['body']): string {
+function storedPropertiesBody(version: ApiVersion, body: ActionInput['body']): string {
   const member = VERSIONS[version].propertiesMember;
   const map = body !== null && typeof body === 'object' ? body[member] : undefined;
   if (map === null || typeof map !== 'object' || Array.isArray(map) || Object.keys(body as object).length !== 1) {
@@ -104,7 +104,7 @@ function columnsOf(version: ApiVersion, type: StoredType, input: ActionInput): P
   if (input.name !== undefined) columns.name = input.name;
   if (input.phone_number !== undefined) columns.phone_number = input.phone_number;
   if (input.body !== undefined) {
-    if (type === PROPERTIES) columns.body = propertiesBody(version, input.body);
+    if (type === PROPERTIES) columns.body = storedPropertiesBody(version, input.body);
     else if (input.body === null || typeof input.body === 'string') columns.body = input.body;
     else if (type === HTTP_CALL) columns.body = JSON.stringify(input.body);
     else throw invalidParam(P('body'), 'must be text');
@@ -139,8 +139,6 @@ export function auditSnapshot(row: NotificationActionRow): object {
   );
   return { ...presented, headers };
 }
-
-const snapshot = auditSnapshot;
 
 export async function createAction(
   store: Store,
@@ -181,7 +179,7 @@ export async function createAction(
       entityType: 'NotificationAction',
       entityKey: row.notification_action_key,
       entityName: row.name ?? type,
-      after: snapshot(row),
+      after: auditSnapshot(row),
     });
     return row;
   });
@@ -231,8 +229,8 @@ export async function updateAction(
       entityType: 'NotificationAction',
       entityKey: key,
       entityName: after.name ?? type,
-      before: snapshot(before),
-      after: snapshot(after),
+      before: auditSnapshot(before),
+      after: auditSnapshot(after),
     });
     return after;
   });
@@ -256,7 +254,7 @@ export async function deleteAction(
       entityType: 'NotificationAction',
       entityKey: key,
       entityName: before.name ?? before.type,
-      before: snapshot(before),
+      before: auditSnapshot(before),
     });
     return before.organisation_key;
   });

@@ -138,14 +138,14 @@ export class Senders {
   }
 
   private async setProperties({ organisationKey, action, payload }: Delivery): Promise<void> {
-    const body = parseObject(action.body);
-    const properties = parseObject(JSON.stringify(body.user_defined_properties ?? body.traits ?? {}));
+    // Stored in the v3 form whichever version created it (actions/versions.ts).
+    const properties = (parseObject(action.body).user_defined_properties ?? {}) as Record<string, string>;
     await updateThing(
       this.store,
       { ...SYSTEM_ACTOR, userName: `rule ${payload.rule.name}` },
       [organisationKey],
       payload.thing.thing_key,
-      { user_defined_properties: properties as Record<string, string> },
+      { user_defined_properties: properties },
       { mergeProperties: true },
     );
   }

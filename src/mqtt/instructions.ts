@@ -13,7 +13,7 @@ import { markDelivered, unacknowledged } from '../instructions/repository.ts';
 import type { InstructionCarrier } from '../instructions/service.ts';
 import type { Store } from '../store/store.ts';
 import type { InstructionRow } from '../store/tables.ts';
-import { instructionTopic, TOPIC_ROOT } from './topics.ts';
+import { instructionTopic, thingOfTopic } from './topics.ts';
 
 /** How a broker sends an instruction message at QoS 2 and reports its delivery. */
 export interface InstructionLink {
@@ -94,14 +94,6 @@ export class MqttInstructions implements InstructionCarrier {
       connection,
     );
   }
-}
-
-/** The thing key of an instruction topic (`+` for all of them), or undefined for any other topic. */
-export function thingOfTopic(topic: string): string | undefined {
-  const parts = topic.split('/');
-  if (parts.length !== 6 || `${parts[0]}/${parts[1]}` !== TOPIC_ROOT || parts[3] !== 'thing') return undefined;
-  if (parts[5] !== 'executeInstruction') return undefined;
-  return parts[4];
 }
 
 /** Whether a subscription's filter covers a topic (the only wildcard a device may use is a `+` level). */

@@ -29,6 +29,14 @@ export const ackTopic = (clientId: string) => `${TOPIC_ROOT}/${clientId}/httpAck
 export const instructionTopic = (accessKey: string, thingKey: string) =>
   `${TOPIC_ROOT}/${accessKey}/thing/${thingKey}/executeInstruction`;
 
+/** The thing key of an instruction topic (`+` for all of them), or undefined for any other topic. */
+export function thingOfTopic(topic: string): string | undefined {
+  const parts = topic.split('/');
+  if (parts.length !== 6 || `${parts[0]}/${parts[1]}` !== TOPIC_ROOT || parts[3] !== 'thing') return undefined;
+  if (parts[5] !== 'executeInstruction') return undefined;
+  return parts[4];
+}
+
 /** Topics a device may subscribe to: its own acknowledgements and its key pair's instructions. */
 export function maySubscribe(topic: string, clientId: string, accessKey: string): boolean {
   if (topic === ackTopic(clientId)) return true;

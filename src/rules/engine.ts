@@ -7,6 +7,7 @@
  */
 import { raiseAlert } from '../alerts/service.ts';
 import { newKey } from '../core/keys.ts';
+import type { DeliveryPayload } from '../deliveries/senders.ts';
 import type { IngestBatch, NewEvent } from '../events/writer.ts';
 import {
   type Expression,
@@ -419,7 +420,7 @@ async function fire(tx: Tx, organisationKey: string, firing: Firing, things: Thi
         });
   if (rule.actions.length === 0) return 0;
   const now = Date.now();
-  const payload = JSON.stringify({
+  const delivery: DeliveryPayload = {
     rule: { rule_key: rule.row.rule_key, name: rule.row.name, alert_type: rule.row.alert_type },
     thing: snapshot,
     event,
@@ -427,7 +428,8 @@ async function fire(tx: Tx, organisationKey: string, firing: Firing, things: Thi
       ? { alert_key: alert.alert_key, alert_type: alert.alert_type, message: alert.message, timestamp: alert.timestamp }
       : null,
     message,
-  });
+  };
+  const payload = JSON.stringify(delivery);
   await tx
     .insertInto('deliveries')
     .values(
