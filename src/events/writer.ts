@@ -15,6 +15,7 @@ import { ApiError } from '../core/errors.ts';
 import { engineOfDb, rowsFrom } from '../store/dialect.ts';
 import { QueryCache } from '../store/prepared.ts';
 import type { Store, Tx } from '../store/store.ts';
+import { addToRollups, metricPaths, SlotCounter } from './rollups.ts';
 
 export interface NewEvent {
   thingId: number;
@@ -32,7 +33,7 @@ export interface IngestBatch {
   /** Work to run in the same transaction after the events are in (metric discovery, rules...). */
   after?: (tx: Tx) => Promise<void>;
   /** The organisation and things the events belong to, as the events were checked against them. */
-  subject?: BatchSubject;
+  subject: BatchSubject;
 }
 
 /** A thing as a batch was checked against it: its key, template and that template's metrics (JSON text). */
@@ -244,7 +245,7 @@ async function staleBatches(tx: Tx, batches: IngestBatch[]): Promise<Set<IngestB
   const things = new Map<string, [number, SubjectThing]>();
   const templates = new Map<string, [string, string]>();
   for (const b of batches) {
-    for (const [id, thing] of b.subject?.things ?? []) {
+    for (const [id, thing] of b.subject.things) {
       things.set(`${id}\u0000${thing.thing_key}\u0000${thing.thing_template_key}`, [id, thing]);
       templates.set(`${thing.thing_template_key}\u0000${thing.metrics}`, [thing.thing_template_key, thing.metrics]);
     }
@@ -274,7 +275,7 @@ async function staleBatches(tx: Tx, batches: IngestBatch[]): Promise<Set<IngestB
   const gone = new Set(goneThings.map((r) => `${Number(r.column1)}\u0000${r.column2}\u0000${r.column3}`));
   const changed = new Set(changedTemplates.map((r) => `${r.column1}\u0000${r.column2}`));
   for (const b of batches) {
-    for (const [id, thing] of b.subject?.things ?? []) {
+    for (const [id, thing] of b.subject.things) {
       if (
         gone.has(`${id}\u0000${thing.thing_key}\u0000${thing.thing_template_key}`) ||
         changed.has(`${thing.thing_template_key}\u0000${thing.metrics}`)
@@ -289,7 +290,19 @@ async function staleBatches(tx: Tx, batches: IngestBatch[]): Promise<Set<IngestB
 async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
   const now = Date.now();
   const events = batches.flatMap((b) => b.events);
-  if (events.length > 0) await insertEvents(tx, events, now);
+  if (events.length > 0) {
+    await insertEvents(tx, events, now);
+    // Each event counts in its slot's rollup for the metrics its thing's template had when checked.
+    const counter = new SlotCounter();
+    for (const b of batches) {
+      for (const e of b.events) {
+        const thing = b.subject.things.get(e.thingId);
+        if (!thing) throw new Error(`event of thing ${e.thingId} outside its batch's subject`);
+        counter.add(e.thingId, metricPaths(thing.metrics), e.timestamp, e.data);
+      }
+    }
+    await addToRollups(tx, counter.rows());
+  }
   // Each thing's newest event (by its own time) becomes its last_event; any event makes it heard from.
   const newest = new Map<number, NewEvent>();
   const lastWaypoint = new Map<number, [number, number]>();

@@ -52,10 +52,12 @@ export async function updateOrganisation(db: Executor, key: string, changes: Par
 
 /** Removes an organisation and every row that belongs to it. */
 export async function deleteOrganisation(db: Executor, key: string): Promise<void> {
-  await db
-    .deleteFrom('events')
-    .where('thing_id', 'in', (eb) => eb.selectFrom('things').select('thing_id').where('organisation_key', '=', key))
-    .execute();
+  for (const table of ['events', 'event_rollups'] as const) {
+    await db
+      .deleteFrom(table)
+      .where('thing_id', 'in', (eb) => eb.selectFrom('things').select('thing_id').where('organisation_key', '=', key))
+      .execute();
+  }
   for (const table of ORGANISATION_SCOPED_TABLES) {
     await db.deleteFrom(table).where('organisation_key', '=', key).execute();
   }

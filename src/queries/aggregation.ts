@@ -4,9 +4,10 @@
  */
 import { requiredParam } from '../core/errors.ts';
 import type { TimeFormatter } from '../core/time.ts';
+import { type MetricStats, SLOT_MS } from '../events/rollups.ts';
 import { readPath } from '../expressions/index.ts';
 import type { Executor } from '../store/store.ts';
-import { eventChunks } from './repository.ts';
+import { type EventTriple, eventChunks, rollupsOf } from './repository.ts';
 import { readBound } from './thing-data.ts';
 import { queriedThings } from './things.ts';
 import { type TimeGrouping, timeBuckets } from './time-buckets.ts';
@@ -40,6 +41,40 @@ class Accumulator {
     if (this.max === null || value > this.max) this.max = value;
     if (keepTimes) this.times.push(at);
   }
+
+  /** A slot's counts (events/rollups.ts) added at once. */
+  merge([count, sum, min, max]: MetricStats): void {
+    if (count === 0) return;
+    this.count += count;
+    this.sum += sum;
+    if (min !== null && (this.min === null || min < this.min)) this.min = min;
+    if (max !== null && (this.max === null || max > this.max)) this.max = max;
+  }
+}
+
+/** Far beyond any event time: the open ends of a range read from rollups. */
+const FAR = 8.64e15;
+
+/**
+ * Which part of the range can be read from slot rollups: the whole slots inside it, when every bucket
+ * boundary within them falls on a slot boundary and idle time (which needs each event's time) is not
+ * asked for. The events of the partial slots at either end (`rest`, inclusive bounds) are read one by one.
+ */
+export function rollupPlan(
+  from: number | undefined,
+  to: number | undefined,
+  buckets: { starts: readonly number[] } | undefined,
+  idle: boolean,
+): { from: number; to: number; rest: { from: number | undefined; to: number | undefined }[] } | undefined {
+  if (idle) return undefined;
+  const first = from === undefined ? -FAR : Math.ceil(from / SLOT_MS) * SLOT_MS;
+  const end = to === undefined ? FAR : Math.floor((Math.floor(to) + 1) / SLOT_MS) * SLOT_MS;
+  if (end <= first) return undefined;
+  if (buckets?.starts.some((b) => b > first && b < end && b % SLOT_MS !== 0)) return undefined;
+  const rest: { from: number | undefined; to: number | undefined }[] = [];
+  if (from !== undefined && from < first) rest.push({ from, to: first - 1 });
+  if (to !== undefined && Math.floor(to) + 1 > end) rest.push({ from: end, to });
+  return { from: first, to: end, rest };
 }
 
 interface Period {
@@ -111,6 +146,7 @@ export async function aggregatedData(db: Executor, request: AggregationRequest, 
   for (const key of bucketKeys) grouped[key] = {};
 
   const paths = metrics.map((metric) => metric.split('.'));
+  const plan = rollupPlan(from, to, buckets, request.idle);
   for (const thing of things) {
     const thingKey = thing.thing_key;
     const idleMs = thing.idle_timeout * 1000;
@@ -119,15 +155,9 @@ export async function aggregatedData(db: Executor, request: AggregationRequest, 
     const bucketAccs = metrics.map(() =>
       buckets ? Array.from({ length: buckets.length }, () => new Accumulator()) : [],
     );
-    // Events come in time order: each event's bucket is found once, moving forward through the buckets.
-    let bucket = 0;
-    for await (const chunk of eventChunks(db, { thingId: thing.thing_id, from, to, byCreatedAt: false })) {
+    const addEvents = (chunk: EventTriple[]) => {
       for (const [at, , data] of chunk) {
-        let index = -1;
-        if (buckets) {
-          while (bucket < buckets.length && at >= (buckets.ends[bucket] as number)) bucket += 1;
-          index = bucket < buckets.length && at >= (buckets.starts[bucket] as number) ? bucket : -1;
-        }
+        const index = buckets ? buckets.indexOf(at) : -1;
         for (let m = 0; m < paths.length; m++) {
           const value = readPath(data, paths[m] as string[]);
           if (typeof value !== 'number' || !Number.isFinite(value)) continue;
@@ -135,6 +165,24 @@ export async function aggregatedData(db: Executor, request: AggregationRequest, 
           if (index >= 0) (bucketAccs[m] as Accumulator[])[index]?.add(value, at, request.idle);
         }
       }
+    };
+    // Whole slots from their rollups when every one covers every metric asked for; the rest event by event.
+    const slots = plan ? await rollupsOf(db, thing.thing_id, plan.from, plan.to) : [];
+    const covered = plan && slots.every(([, stats]) => metrics.every((metric) => Object.hasOwn(stats, metric)));
+    if (plan && covered) {
+      for (const [slot, stats] of slots) {
+        const index = buckets ? buckets.indexOf(slot) : -1;
+        for (let m = 0; m < metrics.length; m++) {
+          const counted = stats[metrics[m] as string] as MetricStats;
+          (accs[m] as Accumulator).merge(counted);
+          if (index >= 0) (bucketAccs[m] as Accumulator[])[index]?.merge(counted);
+        }
+      }
+    }
+    const ranges = plan && covered ? plan.rest : [{ from, to }];
+    for (const range of ranges) {
+      const events = { thingId: thing.thing_id, from: range.from, to: range.to, byCreatedAt: false };
+      for await (const chunk of eventChunks(db, events)) addEvents(chunk);
     }
     for (const [m, metric] of metrics.entries()) {
       const acc = accs[m] as Accumulator;

@@ -172,6 +172,15 @@ export interface EventRow {
   waypoint: string | null;
 }
 
+/** A thing's events of one 15-minute slot, counted per metric (events/rollups.ts). */
+export interface EventRollupRow {
+  thing_id: number;
+  /** The slot's start, epoch ms, a multiple of 15 minutes. */
+  slot: number;
+  /** JSON object: metric name to [count, sum, min, max]. */
+  stats: string;
+}
+
 export interface RuleRow {
   rule_key: string;
   organisation_key: string;
@@ -308,6 +317,7 @@ export interface Database {
   gateways: GatewayRow;
   key_pairs: KeyPairRow;
   events: EventRow;
+  event_rollups: EventRollupRow;
   server_secrets: ServerSecretRow;
   rules: RuleRow;
   rule_states: RuleStateRow;

@@ -103,10 +103,12 @@ export async function updateThing(db: Executor, thingKey: string, changes: Parti
 
 /** Removes a thing and what hangs on it (its events, static group memberships). */
 export async function deleteThing(db: Executor, thingKey: string): Promise<void> {
-  await db
-    .deleteFrom('events')
-    .where('thing_id', 'in', (eb) => eb.selectFrom('things').select('thing_id').where('thing_key', '=', thingKey))
-    .execute();
+  for (const table of ['events', 'event_rollups'] as const) {
+    await db
+      .deleteFrom(table)
+      .where('thing_id', 'in', (eb) => eb.selectFrom('things').select('thing_id').where('thing_key', '=', thingKey))
+      .execute();
+  }
   await db.deleteFrom('group_things').where('thing_key', '=', thingKey).execute();
   await db.deleteFrom('things').where('thing_key', '=', thingKey).execute();
 }

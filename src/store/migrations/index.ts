@@ -6,10 +6,12 @@ import * as core from './001-core.ts';
 import * as things from './002-things.ts';
 import * as devices from './003-devices.ts';
 import * as rules from './004-rules.ts';
+import * as rollups from './005-rollups.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
   '002-things': things,
   '003-devices': devices,
   '004-rules': rules,
+  '005-rollups': rollups,
 };

@@ -1,0 +1,184 @@
+/**
+ * Rollups: for each thing and each 15-minute slot of UTC time, the count, sum, min and max of each of
+ * its template's metrics over the events in that slot. They are written in the transaction that stores
+ * the events, so an aggregated query whose buckets fall on slot boundaries (15 minutes and any
+ * multiple, hours and days in every zone whose offset is a multiple of 15 minutes) reads one row per
+ * slot instead of every event (queries/aggregation.ts).
+ *
+ * What a slot's stats cover is exact: a metric is named in them only if every event of the slot was
+ * counted for it. Events add the metrics of their thing's template as the writer checked it; when
+ * events of one slot were counted for different metric lists (the template changed, or the thing moved
+ * to another template), only the metrics common to both stay. A query for a metric a slot does not
+ * name reads that thing's events instead, so the answer is the same either way.
+ */
+import { sql } from 'kysely';
+import { readPath } from '../expressions/index.ts';
+import { eventChunks } from '../queries/repository.ts';
+import { engineOfDb, rowsFrom } from '../store/dialect.ts';
+import type { Executor } from '../store/store.ts';
+
+/** A slot's length: 15 minutes, on multiples of 15 minutes since the epoch. */
+export const SLOT_MS = 15 * 60_000;
+
+/** count, sum, min, max of a metric's finite numeric values (min and max null when count is 0). */
+export type MetricStats = [count: number, sum: number, min: number | null, max: number | null];
+
+/** By metric name; a null prototype, since names come from users. */
+export type SlotStats = Record<string, MetricStats>;
+
+export const slotOf = (at: number): number => Math.floor(at / SLOT_MS) * SLOT_MS;
+
+const emptyStats = (): SlotStats => Object.create(null) as SlotStats;
+
+/** A template's metric names and their paths (CONTRACT 10: dots reach into nested objects). */
+interface MetricPaths {
+  names: string[];
+  paths: string[][];
+}
+
+const pathsByText = new Map<string, MetricPaths>();
+
+/** The metric names of a template's metrics (their JSON text), worked out once per text. */
+export function metricPaths(metricsText: string): MetricPaths {
+  let found = pathsByText.get(metricsText);
+  if (!found) {
+    const names = (JSON.parse(metricsText) as { name: string }[]).map((m) => m.name);
+    found = { names, paths: names.map((name) => name.split('.')) };
+    if (pathsByText.size >= 1000) pathsByText.clear();
+    pathsByText.set(metricsText, found);
+  }
+  return found;
+}
+
+/** Two counts of one metric as one. */
+export function combineStats(a: MetricStats, b: MetricStats): MetricStats {
+  return [
+    a[0] + b[0],
+    a[1] + b[1],
+    a[2] === null ? b[2] : b[2] === null ? a[2] : Math.min(a[2], b[2]),
+    a[3] === null ? b[3] : b[3] === null ? a[3] : Math.max(a[3], b[3]),
+  ];
+}
+
+/** Two counts of one slot as one: only the metrics both covered stay covered. */
+export function mergeSlotStats(a: SlotStats, b: SlotStats): SlotStats {
+  const merged = emptyStats();
+  for (const name of Object.keys(a)) {
+    if (Object.hasOwn(b, name)) merged[name] = combineStats(a[name] as MetricStats, b[name] as MetricStats);
+  }
+  return merged;
+}
+
+export interface SlotRow {
+  thingId: number;
+  slot: number;
+  stats: SlotStats;
+}
+
+/** Counts events into slots, per thing. */
+export class SlotCounter {
+  private readonly byThing = new Map<number, Map<number, SlotStats>>();
+
+  add(thingId: number, metrics: MetricPaths, at: number, data: Record<string, unknown>): void {
+    let slots = this.byThing.get(thingId);
+    if (!slots) {
+      slots = new Map();
+      this.byThing.set(thingId, slots);
+    }
+    const slot = slotOf(at);
+    let stats = slots.get(slot);
+    if (!stats) {
+      stats = emptyStats();
+      for (const name of metrics.names) stats[name] = [0, 0, null, null];
+      slots.set(slot, stats);
+    }
+    for (let i = 0; i < metrics.names.length; i++) {
+      const value = readPath(data, metrics.paths[i] as string[]);
+      if (typeof value !== 'number' || !Number.isFinite(value)) continue;
+      const s = stats[metrics.names[i] as string] as MetricStats;
+      s[0] += 1;
+      s[1] += value;
+      if (s[2] === null || value < s[2]) s[2] = value;
+      if (s[3] === null || value > s[3]) s[3] = value;
+    }
+  }
+
+  get size(): number {
+    let size = 0;
+    for (const slots of this.byThing.values()) size += slots.size;
+    return size;
+  }
+
+  /** The slots counted, in (thing, slot) order: the order rows are locked in on PostgreSQL. */
+  rows(): SlotRow[] {
+    const rows: SlotRow[] = [];
+    for (const [thingId, slots] of this.byThing) {
+      for (const [slot, stats] of slots) rows.push({ thingId, slot, stats });
+    }
+    return rows.sort((a, b) => a.thingId - b.thingId || a.slot - b.slot);
+  }
+}
+
+/**
+ * Adds counted slots to the stored rollups: new slots are inserted; existing ones are read (locked on
+ * PostgreSQL, so instances writing one thing at once add up instead of overwriting), merged and
+ * written back. Three statements whatever the number of slots.
+ */
+export async function addToRollups(db: Executor, counted: SlotRow[]): Promise<void> {
+  if (counted.length === 0) return;
+  const engine = engineOfDb(db);
+  const source = (rows: SlotRow[], withStats: boolean) =>
+    rowsFrom(engine, 'v', [
+      { type: 'bigint', values: rows.map((r) => r.thingId) },
+      { type: 'bigint', values: rows.map((r) => r.slot) },
+      ...(withStats ? [{ type: 'text' as const, values: rows.map((r) => JSON.stringify(r.stats)) }] : []),
+    ]);
+  const { rows: inserted } = await sql<{ thing_id: number | string; slot: number | string }>`
+    insert into event_rollups (thing_id, slot, stats)
+    select v.column1, v.column2, v.column3 from ${source(counted, true)} where true
+    on conflict (thing_id, slot) do nothing
+    returning thing_id, slot`.execute(db);
+  if (inserted.length === counted.length) return;
+  const fresh = new Set(inserted.map((r) => `${Number(r.thing_id)}:${Number(r.slot)}`));
+  const existing = counted.filter((r) => !fresh.has(`${r.thingId}:${r.slot}`));
+  const lock = engine === 'postgres' ? sql`for update of r` : sql``;
+  const { rows: stored } = await sql<{ thing_id: number | string; slot: number | string; stats: string }>`
+    select r.thing_id, r.slot, r.stats from ${source(existing, false)}
+    cross join event_rollups r where r.thing_id = v.column1 and r.slot = v.column2
+    order by r.thing_id, r.slot ${lock}`.execute(db);
+  const storedStats = new Map(stored.map((r) => [`${Number(r.thing_id)}:${Number(r.slot)}`, r.stats]));
+  const merged = existing.map((r) => {
+    const before = storedStats.get(`${r.thingId}:${r.slot}`);
+    return { ...r, stats: before === undefined ? r.stats : mergeSlotStats(parseSlotStats(before), r.stats) };
+  });
+  await sql`update event_rollups set stats = v.column3 from ${source(merged, true)}
+    where event_rollups.thing_id = v.column1 and event_rollups.slot = v.column2`.execute(db);
+}
+
+/** Stored stats text as stats with a null prototype. */
+export function parseSlotStats(text: string): SlotStats {
+  return Object.assign(emptyStats(), JSON.parse(text) as SlotStats);
+}
+
+/**
+ * Counts the rollups of things (all of them by default) again from their stored events, with their
+ * templates' metrics as they are now: for the events stored before rollups existed.
+ */
+export async function rebuildRollups(db: Executor, thingIds?: number[]): Promise<void> {
+  let query = db
+    .selectFrom('things as t')
+    .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
+    .select(['t.thing_id', 'tt.metrics']);
+  if (thingIds) query = query.where('t.thing_id', 'in', thingIds.length > 0 ? thingIds : [-1]);
+  for (const thing of await query.orderBy('t.thing_id').execute()) {
+    const thingId = Number(thing.thing_id);
+    await db.deleteFrom('event_rollups').where('thing_id', '=', thingId).execute();
+    const counter = new SlotCounter();
+    const metrics = metricPaths(thing.metrics);
+    for await (const chunk of eventChunks(db, { thingId, from: undefined, to: undefined, byCreatedAt: false })) {
+      for (const [at, , data] of chunk) counter.add(thingId, metrics, at, data);
+    }
+    const rows = counter.rows();
+    for (let i = 0; i < rows.length; i += 1000) await addToRollups(db, rows.slice(i, i + 1000));
+  }
+}
