@@ -38,11 +38,39 @@ export interface TimeFormatter {
 }
 
 export function timeFormatter(format: TimestampFormat, zone: string): TimeFormatter {
-  const fn =
-    format === 'int'
-      ? (ms: number) => Math.floor(ms / 1000)
-      : (ms: number) => DateTime.fromMillis(ms, { zone }).toFormat(STR_TIMESTAMP_PATTERN);
+  const fn = format === 'int' ? (ms: number) => Math.floor(ms / 1000) : wallClockText(zone);
   return Object.assign(fn, { format, zone });
+}
+
+const DAY_MS = 86_400_000;
+/** Where the fast path works (four-digit years whatever the offset); luxon writes the rest. */
+const FAST_RANGE = [Date.UTC(1000, 0, 2), Date.UTC(9998, 11, 30)] as const;
+const two = (n: number) => (n < 10 ? `0${n}` : String(n));
+
+/**
+ * `yyyy/MM/dd HH:mm:ss` on the wall clock of a zone. Asking the zone for its offset is the slow part
+ * (several microseconds), so an offset is reused for the day before or after an instant when the zone
+ * has the same offset at both ends of it: no zone changes its offset twice within a day. Answers are
+ * luxon's.
+ */
+function wallClockText(zone: string): (ms: number) => string {
+  const iana = IANAZone.create(zone);
+  let knownFrom = 1;
+  let knownTo = 0;
+  let offset = 0;
+  return (ms: number) => {
+    if (!(ms >= FAST_RANGE[0] && ms <= FAST_RANGE[1])) {
+      return DateTime.fromMillis(ms, { zone }).toFormat(STR_TIMESTAMP_PATTERN);
+    }
+    if (!(ms >= knownFrom && ms <= knownTo)) {
+      const offsetAt = (at: number) => Math.round(iana.offset(at) * 60_000);
+      offset = offsetAt(ms);
+      knownFrom = offsetAt(ms - DAY_MS) === offset ? ms - DAY_MS : ms;
+      knownTo = offsetAt(ms + DAY_MS) === offset ? ms + DAY_MS : ms;
+    }
+    const d = new Date(ms + offset);
+    return `${d.getUTCFullYear()}/${two(d.getUTCMonth() + 1)}/${two(d.getUTCDate())} ${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())}`;
+  };
 }
 
 /** Like a formatter call, but passes null and undefined through. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { IANAZone } from 'luxon';
+import { DateTime, IANAZone } from 'luxon';
 import {
   formatOptional,
   parseDateTime,
@@ -79,6 +79,29 @@ describe('timeFormatter', () => {
     assert.equal(timeFormatter('str', 'Etc/UTC')(JAN_1_2024), '2024/01/01 00:00:00');
     assert.equal(timeFormatter('str', 'Etc/GMT+12')(JAN_1_2024), '2023/12/31 12:00:00');
     assert.equal(timeFormatter('str', 'America/New_York')(JAN_1_2024), '2023/12/31 19:00:00');
+  });
+
+  it('when many instants are shown in one zone then each is what luxon shows, across clock changes and in any order', () => {
+    const zones = [
+      'America/New_York',
+      'Europe/London',
+      'Australia/Lord_Howe',
+      'Asia/Kathmandu',
+      'Pacific/Apia',
+      'Etc/UTC',
+    ];
+    const HOUR = 3_600_000;
+    for (const zone of zones) {
+      const time = timeFormatter('str', zone);
+      const luxon = (ms: number) => DateTime.fromMillis(ms, { zone }).toFormat('yyyy/MM/dd HH:mm:ss');
+      // Every 7 minutes through two years (both clock changes of each), then back, then scattered.
+      const instants: number[] = [];
+      for (let ms = Date.UTC(2010, 11, 1); ms < Date.UTC(2012, 11, 1); ms += 7 * 60_000 + 1_013) instants.push(ms);
+      instants.push(...[...instants].reverse().filter((_, i) => i % 5 === 0));
+      for (let i = 0; i < 2_000; i++) instants.push(Math.floor(Math.sin(i) * 1e12) + 1.5e12 + (i % 3) * HOUR);
+      instants.push(-62_135_596_800_000, 253_402_300_799_000, 0, -1);
+      for (const ms of instants) assert.equal(time(ms), luxon(ms), `${zone} ${ms}`);
+    }
   });
 
   it('when a value may be missing then formatOptional passes null and undefined through as null', () => {
