@@ -11,10 +11,9 @@
  * to another template), only the metrics common to both stay. A query for a metric a slot does not
  * name reads that thing's events instead, so the answer is the same either way.
  */
-import { sql } from 'kysely';
 import { readPath } from '../expressions/index.ts';
 import { eventChunks } from '../queries/repository.ts';
-import { engineOfDb, rowsFrom } from '../store/dialect.ts';
+import { engineOfDb, RowsStatement } from '../store/dialect.ts';
 import type { Executor } from '../store/store.ts';
 
 /** A slot's length: 15 minutes, on multiples of 15 minutes since the epoch. */
@@ -126,34 +125,48 @@ export class SlotCounter {
  */
 export async function addToRollups(db: Executor, counted: SlotRow[]): Promise<void> {
   if (counted.length === 0) return;
-  const engine = engineOfDb(db);
-  const source = (rows: SlotRow[], withStats: boolean) =>
-    rowsFrom(engine, 'v', [
-      { type: 'bigint', values: rows.map((r) => r.thingId) },
-      { type: 'bigint', values: rows.map((r) => r.slot) },
-      ...(withStats ? [{ type: 'text' as const, values: rows.map((r) => JSON.stringify(r.stats)) }] : []),
-    ]);
-  const { rows: inserted } = await sql<{ thing_id: number | string; slot: number | string }>`
-    insert into event_rollups (thing_id, slot, stats)
-    select v.column1, v.column2, v.column3 from ${source(counted, true)} where true
-    on conflict (thing_id, slot) do nothing
-    returning thing_id, slot`.execute(db);
+  const columns = (rows: SlotRow[]) => [
+    rows.map((r) => r.thingId),
+    rows.map((r) => r.slot),
+    rows.map((r) => JSON.stringify(r.stats)),
+  ];
+  const inserted = await insertNew.run<{ thing_id: number | string; slot: number | string }>(db, columns(counted));
   if (inserted.length === counted.length) return;
   const fresh = new Set(inserted.map((r) => `${Number(r.thing_id)}:${Number(r.slot)}`));
   const existing = counted.filter((r) => !fresh.has(`${r.thingId}:${r.slot}`));
-  const lock = engine === 'postgres' ? sql`for update of r` : sql``;
-  const { rows: stored } = await sql<{ thing_id: number | string; slot: number | string; stats: string }>`
-    select r.thing_id, r.slot, r.stats from ${source(existing, false)}
-    cross join event_rollups r where r.thing_id = v.column1 and r.slot = v.column2
-    order by r.thing_id, r.slot ${lock}`.execute(db);
+  const stored = await (engineOfDb(db) === 'postgres' ? readLocked : read).run<{
+    thing_id: number | string;
+    slot: number | string;
+    stats: string;
+  }>(db, [existing.map((r) => r.thingId), existing.map((r) => r.slot)]);
   const storedStats = new Map(stored.map((r) => [`${Number(r.thing_id)}:${Number(r.slot)}`, r.stats]));
   const merged = existing.map((r) => {
     const before = storedStats.get(`${r.thingId}:${r.slot}`);
     return { ...r, stats: before === undefined ? r.stats : mergeSlotStats(parseSlotStats(before), r.stats) };
   });
-  await sql`update event_rollups set stats = v.column3 from ${source(merged, true)}
-    where event_rollups.thing_id = v.column1 and event_rollups.slot = v.column2`.execute(db);
+  await update.run(db, columns(merged));
 }
+
+const insertNew = new RowsStatement(
+  ['bigint', 'bigint', 'text'],
+  () => `insert into event_rollups (thing_id, slot, stats)
+    select v.column1, v.column2, v.column3 from v where true
+    on conflict (thing_id, slot) do nothing
+    returning thing_id, slot`,
+);
+const readStored = (lock: string) =>
+  new RowsStatement(
+    ['bigint', 'bigint'],
+    () => `select r.thing_id, r.slot, r.stats from v cross join event_rollups r
+      where r.thing_id = v.column1 and r.slot = v.column2 order by r.thing_id, r.slot ${lock}`,
+  );
+const read = readStored('');
+const readLocked = readStored('for update of r');
+const update = new RowsStatement(
+  ['bigint', 'bigint', 'text'],
+  () => `update event_rollups set stats = v.column3 from v
+    where event_rollups.thing_id = v.column1 and event_rollups.slot = v.column2`,
+);
 
 /** Stored stats text as stats with a null prototype. */
 export function parseSlotStats(text: string): SlotStats {

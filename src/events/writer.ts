@@ -10,9 +10,9 @@
  * was deleted, renamed or moved to another template, or whose template's metrics changed since, is
  * refused with StaleSubjectError (nothing of it stored) while the others of the transaction go on.
  */
-import { sql } from 'kysely';
+
 import { ApiError } from '../core/errors.ts';
-import { engineOfDb, rowsFrom } from '../store/dialect.ts';
+import { RowsStatement } from '../store/dialect.ts';
 import { QueryCache } from '../store/prepared.ts';
 import type { Store, Tx } from '../store/store.ts';
 import { addToRollups, metricPaths, SlotCounter } from './rollups.ts';
@@ -178,20 +178,29 @@ export class EventWriter {
 }
 
 /**
- * The writer's statements read their rows from one parameter per column (store/dialect.ts, rowsFrom),
- * so their SQL never varies with the number of rows; the heartbeat update is compiled once.
+ * The writer's statements read their rows from one parameter per column (store/dialect.ts,
+ * RowsStatement), so their SQL never varies with the number of rows and is compiled once per engine;
+ * so is the heartbeat update.
  */
 const statements = new QueryCache();
 
+const insertRows = new RowsStatement(
+  ['bigint', 'bigint', 'text', 'text'],
+  (extra) => `insert into events (thing_id, timestamp, created_at, data, waypoint)
+    select v.column1, v.column2, cast(${extra(0)} as bigint), v.column3, v.column4 from v`,
+);
+
 function insertEvents(tx: Tx, events: NewEvent[], now: number) {
-  const source = rowsFrom(engineOfDb(tx), 'v', [
-    { type: 'bigint', values: events.map((e) => e.thingId) },
-    { type: 'bigint', values: events.map((e) => e.timestamp) },
-    { type: 'text', values: events.map((e) => JSON.stringify(e.data)) },
-    { type: 'text', values: events.map((e) => (e.waypoint ? JSON.stringify(e.waypoint) : null)) },
-  ]);
-  return sql`insert into events (thing_id, timestamp, created_at, data, waypoint)
-    select v.column1, v.column2, ${now}, v.column3, v.column4 from ${source}`.execute(tx);
+  return insertRows.run(
+    tx,
+    [
+      events.map((e) => e.thingId),
+      events.map((e) => e.timestamp),
+      events.map((e) => JSON.stringify(e.data)),
+      events.map((e) => (e.waypoint ? JSON.stringify(e.waypoint) : null)),
+    ],
+    [now],
+  );
 }
 
 /**
@@ -207,39 +216,54 @@ function updateLastEvents(
 ) {
   // In thing order, so concurrent transactions (several instances) lock things in the same order.
   const ids = [...newest.keys()].sort((a, b) => a - b);
-  const source = rowsFrom(engineOfDb(tx), 'v', [
-    { type: 'bigint', values: ids },
-    { type: 'bigint', values: ids.map((id) => (newest.get(id) as NewEvent).timestamp) },
-    {
-      type: 'text',
-      values: ids.map((id) => {
+  return lastEvents.run(
+    tx,
+    [
+      ids,
+      ids.map((id) => (newest.get(id) as NewEvent).timestamp),
+      ids.map((id) => {
         const e = newest.get(id) as NewEvent;
         return JSON.stringify({ timestamp: e.timestamp, data: e.data });
       }),
-    },
-    {
-      type: 'text',
-      values: ids.map((id) => {
+      ids.map((id) => {
         const waypoint = waypoints.get(id);
         return waypoint ? JSON.stringify(waypoint) : null;
       }),
-    },
-  ]);
-  const newer = sql`things.last_event_timestamp is null or things.last_event_timestamp <= v.column2`;
-  return sql`update things set
-      last_event_at = ${now},
-      last_event = case when ${newer} then v.column3 else things.last_event end,
-      last_event_timestamp = case when ${newer} then v.column2 else things.last_event_timestamp end,
-      coordinates = coalesce(v.column4, things.coordinates)
-    from ${source}
-    where things.thing_id = v.column1`.execute(tx);
+    ],
+    [now],
+  );
 }
+
+const NEWER = 'things.last_event_timestamp is null or things.last_event_timestamp <= v.column2';
+const lastEvents = new RowsStatement(
+  ['bigint', 'bigint', 'text', 'text'],
+  (extra) => `update things set
+      last_event_at = cast(${extra(0)} as bigint),
+      last_event = case when ${NEWER} then v.column3 else things.last_event end,
+      last_event_timestamp = case when ${NEWER} then v.column2 else things.last_event_timestamp end,
+      coordinates = coalesce(v.column4, things.coordinates)
+    from v
+    where things.thing_id = v.column1`,
+);
 
 /**
  * The batches whose subject no longer holds: a thing that is gone or has another key or template, or a
  * template whose metrics are not those the events were checked against. One statement for the
  * things and one for the templates, whatever the number of batches.
  */
+const goneThingsOf = new RowsStatement(
+  ['bigint', 'text', 'text'],
+  () => `select v.column1, v.column2, v.column3 from v
+    where not exists (select 1 from things t where t.thing_id = v.column1 and t.thing_key = v.column2
+      and t.thing_template_key = v.column3)`,
+);
+const changedTemplatesOf = new RowsStatement(
+  ['text', 'text'],
+  () => `select v.column1, v.column2 from v
+    where not exists (select 1 from thing_templates tt where tt.thing_template_key = v.column1
+      and tt.metrics = v.column2)`,
+);
+
 async function staleBatches(tx: Tx, batches: IngestBatch[]): Promise<Set<IngestBatch>> {
   const stale = new Set<IngestBatch>();
   const things = new Map<string, [number, SubjectThing]>();
@@ -251,26 +275,17 @@ async function staleBatches(tx: Tx, batches: IngestBatch[]): Promise<Set<IngestB
     }
   }
   if (things.size === 0) return stale;
-  const engine = engineOfDb(tx);
   const thingRows = [...things.values()];
-  const { rows: goneThings } = await sql<{ column1: number; column2: string; column3: string }>`
-    select v.column1, v.column2, v.column3
-    from ${rowsFrom(engine, 'v', [
-      { type: 'bigint', values: thingRows.map(([id]) => id) },
-      { type: 'text', values: thingRows.map(([, t]) => t.thing_key) },
-      { type: 'text', values: thingRows.map(([, t]) => t.thing_template_key) },
-    ])}
-    where not exists (select 1 from things t where t.thing_id = v.column1 and t.thing_key = v.column2
-      and t.thing_template_key = v.column3)`.execute(tx);
+  const goneThings = await goneThingsOf.run<{ column1: number; column2: string; column3: string }>(tx, [
+    thingRows.map(([id]) => id),
+    thingRows.map(([, t]) => t.thing_key),
+    thingRows.map(([, t]) => t.thing_template_key),
+  ]);
   const templateRows = [...templates.values()];
-  const { rows: changedTemplates } = await sql<{ column1: string; column2: string }>`
-    select w.column1, w.column2
-    from ${rowsFrom(engine, 'w', [
-      { type: 'text', values: templateRows.map(([key]) => key) },
-      { type: 'text', values: templateRows.map(([, metrics]) => metrics) },
-    ])}
-    where not exists (select 1 from thing_templates tt where tt.thing_template_key = w.column1
-      and tt.metrics = w.column2)`.execute(tx);
+  const changedTemplates = await changedTemplatesOf.run<{ column1: string; column2: string }>(tx, [
+    templateRows.map(([key]) => key),
+    templateRows.map(([, metrics]) => metrics),
+  ]);
   if (goneThings.length === 0 && changedTemplates.length === 0) return stale;
   const gone = new Set(goneThings.map((r) => `${Number(r.column1)}\u0000${r.column2}\u0000${r.column3}`));
   const changed = new Set(changedTemplates.map((r) => `${r.column1}\u0000${r.column2}`));

@@ -3,9 +3,10 @@
  * runs one query path on both engines.
  */
 import BetterSqlite3 from 'better-sqlite3';
-import { type Dialect, PostgresDialect, type RawBuilder, sql } from 'kysely';
+import { CompiledQuery, type Dialect, PostgresDialect, type RawBuilder, sql } from 'kysely';
 import pg from 'pg';
 import { SqliteStoreDialect } from './sqlite-dialect.ts';
+import type { Executor } from './store.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -108,6 +109,46 @@ export function rowsFrom(
   const rows = Array.from({ length }, (_, i) => columns.map((c) => c.values[i] ?? null));
   const picks = names.map((name, i) => `value ->> ${i} as ${name}`).join(', ');
   return sql`(select ${sql.raw(picks)} from json_each(${JSON.stringify(rows)})) as ${sql.raw(alias)}`;
+}
+
+/**
+ * A statement over rows given column by column (as `rowsFrom`), compiled once per engine: the rows are
+ * the relation `v(column1, column2, ...)`, defined in a WITH clause ahead of `text`. It runs with one
+ * parameter per column on PostgreSQL, one in all on SQLite, then `extra` parameters, which `text`
+ * places with `extra(n)`. For the writer's statements, run in every transaction, where building and
+ * compiling a query each time would cost more than running it.
+ */
+export class RowsStatement {
+  private readonly texts = new Map<Engine, string>();
+
+  constructor(
+    private readonly types: readonly ColumnType[],
+    private readonly text: (extra: (n: number) => string) => string,
+  ) {}
+
+  async run<R>(db: Executor, columns: readonly (readonly unknown[])[], extra: readonly unknown[] = []): Promise<R[]> {
+    const engine = engineOfDb(db);
+    let text = this.texts.get(engine);
+    if (text === undefined) {
+      const names = this.types.map((_, i) => `column${i + 1}`);
+      const rows =
+        engine === 'postgres'
+          ? `select * from unnest(${this.types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) as u(${names.join(', ')})`
+          : `select ${names.map((name, i) => `value ->> ${i} as ${name}`).join(', ')} from json_each(?)`;
+      const firstExtra = this.types.length + 1;
+      text = `with v as (${rows}) ${this.text((n) => (engine === 'postgres' ? `$${firstExtra + n}` : '?'))}`;
+      this.texts.set(engine, text);
+    }
+    let parameters: unknown[];
+    if (engine === 'postgres') {
+      parameters = [...columns, ...extra];
+    } else {
+      const length = columns[0]?.length ?? 0;
+      const rows = Array.from({ length }, (_, i) => columns.map((c) => c[i] ?? null));
+      parameters = [JSON.stringify(rows), ...extra];
+    }
+    return (await db.executeQuery<R>(CompiledQuery.raw(text, parameters))).rows;
+  }
 }
 
 /**
