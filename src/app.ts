@@ -65,9 +65,11 @@ export async function createServer(config: Config): Promise<Server> {
     sqliteSynchronous: config.sqliteSynchronous,
   });
   const timers: NodeJS.Timeout[] = [];
+  let started: SessionService | undefined;
   try {
     const bootstrap = await bootstrapFirstAdmin(store, config);
     const sessions = new SessionService(store, config, loadIdentityProviders(config.idpConfigPath));
+    started = sessions;
     const box = new SecretBox(config.secretKey ?? (await serverSecret(store.db, 'secret_box_key')));
     const senders = new Senders(store, config);
     let worker: DeliveryWorker | undefined;
@@ -106,10 +108,12 @@ export async function createServer(config: Config): Promise<Server> {
         await deliveries.stop();
         await senders.close();
         rules.close();
+        sessions.close();
         await store.close();
       },
     };
   } catch (error) {
+    started?.close();
     await store.close();
     throw error;
   }

@@ -48,7 +48,20 @@ export interface Change {
   after?: object;
 }
 
+type ChangeListener = (change: Change) => void;
+const listeners = new Set<ChangeListener>();
+
+/**
+ * Calls `listener` with every change recorded in this process (as it is recorded, before its
+ * transaction commits), for caches of what changes. Returns the function that stops it.
+ */
+export function onChangeRecorded(listener: ChangeListener): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
 export async function recordChange(db: Executor, actor: Actor, change: Change, now = Date.now()): Promise<void> {
+  for (const listener of listeners) listener(change);
   await db
     .insertInto('audit_trails')
     .values({

@@ -2,6 +2,8 @@
  * Sessions (CONTRACT 4): sign-in with a password or through an identity provider, sign-out, and
  * the token check every request goes through.
  */
+
+import { onChangeRecorded } from '../audit/recorder.ts';
 import { ApiError, forbidden, unauthorized } from '../core/errors.ts';
 import type { Principal } from '../core/principal.ts';
 import { resolveTimeZone } from '../core/time.ts';
@@ -42,12 +44,50 @@ const badCredentials = () =>
     'Invalid email or password',
   );
 
+/**
+ * How long a token's caller is reused without reading the store. Changes made through this server
+ * (sign-out, users, roles, organisations) take effect at once; those made through another server on
+ * the same PostgreSQL store within this time.
+ */
+const PRINCIPAL_CACHE_MS = 1000;
+const MAX_CACHED_PRINCIPALS = 10_000;
+
+interface CachedPrincipal {
+  principal: Principal;
+  cachedAt: number;
+  expiresAt: number;
+  lastUsedAt: number;
+}
+
 export class SessionService {
+  /** Callers by token hash: most requests then cost no store read before their own work. */
+  private readonly principals = new Map<string, CachedPrincipal>();
+  /**
+   * When a user, role or organisation last changed here: callers read before it, or while its
+   * transaction may not have committed, are read again.
+   */
+  private changedAt = Number.NEGATIVE_INFINITY;
+  /** Tokens signed out here lately, by hash, with when: never cached again. */
+  private readonly signedOut = new Map<string, number>();
+  private readonly stopListening: () => void;
+
   constructor(
     private readonly store: Store,
     private readonly settings: SessionSettings,
     private readonly identityProviders: IdentityProviders,
-  ) {}
+  ) {
+    this.stopListening = onChangeRecorded((change) => {
+      if (change.entityType === 'User' || change.entityType === 'Role' || change.entityType === 'Organisation') {
+        this.principals.clear();
+        this.changedAt = Date.now();
+      }
+    });
+  }
+
+  close(): void {
+    this.stopListening();
+    this.principals.clear();
+  }
 
   async signIn(input: {
     email: string;
@@ -95,23 +135,53 @@ export class SessionService {
   }
 
   async signOut(token: string): Promise<void> {
-    await sessions.deleteSession(this.store.db, hashToken(token));
+    const tokenHash = hashToken(token);
+    // Requests that read the session while it was going must not cache it either.
+    const now = Date.now();
+    for (const [hash, at] of this.signedOut) if (at < now - 10 * PRINCIPAL_CACHE_MS) this.signedOut.delete(hash);
+    this.signedOut.set(tokenHash, now);
+    this.principals.delete(tokenHash);
+    await sessions.deleteSession(this.store.db, tokenHash);
+    this.principals.delete(tokenHash);
   }
 
   /** The caller behind an X-Auth-Token, or undefined for a missing, unknown, revoked or expired token. */
   async authenticate(token: string | undefined): Promise<Principal | undefined> {
     if (!token) return undefined;
     const tokenHash = hashToken(token);
-    const row = await sessions.findSessionPrincipal(this.store.db, tokenHash);
-    if (!row) return undefined;
     const now = Date.now();
-    if (row.expires_at <= now || row.last_used_at + this.settings.tokenIdleTtlSeconds * 1000 <= now) {
+    const idleMs = this.settings.tokenIdleTtlSeconds * 1000;
+    const touchInterval = Math.min(MAX_TOUCH_INTERVAL_MS, this.settings.tokenIdleTtlSeconds * 100);
+    const cached = this.principals.get(tokenHash);
+    if (
+      cached &&
+      now - cached.cachedAt < PRINCIPAL_CACHE_MS &&
+      cached.cachedAt > this.changedAt + PRINCIPAL_CACHE_MS &&
+      cached.expiresAt > now &&
+      cached.lastUsedAt + idleMs > now
+    ) {
+      if (now - cached.lastUsedAt > touchInterval) {
+        await sessions.touchSession(this.store.db, tokenHash, now);
+        cached.lastUsedAt = now;
+      }
+      return cached.principal;
+    }
+    const row = await sessions.findSessionPrincipal(this.store.db, tokenHash);
+    if (!row) {
+      this.principals.delete(tokenHash);
+      return undefined;
+    }
+    if (row.expires_at <= now || row.last_used_at + idleMs <= now) {
+      this.principals.delete(tokenHash);
       await sessions.deleteSession(this.store.db, tokenHash);
       return undefined;
     }
-    const touchInterval = Math.min(MAX_TOUCH_INTERVAL_MS, this.settings.tokenIdleTtlSeconds * 100);
-    if (now - row.last_used_at > touchInterval) await sessions.touchSession(this.store.db, tokenHash, now);
-    return {
+    let lastUsedAt = row.last_used_at;
+    if (now - lastUsedAt > touchInterval) {
+      await sessions.touchSession(this.store.db, tokenHash, now);
+      lastUsedAt = now;
+    }
+    const principal: Principal = Object.freeze({
       kind: 'user',
       userKey: row.user_key,
       userName: row.email,
@@ -122,7 +192,15 @@ export class SessionService {
       organisationKey: row.organisation_key,
       organisationIsOem: row.is_oem === 1,
       timeZone: resolveTimeZone(row.time_zone) ?? 'Etc/UTC',
-    };
+    });
+    if (this.principals.size >= MAX_CACHED_PRINCIPALS) {
+      this.principals.delete(this.principals.keys().next().value as string);
+    }
+    this.principals.delete(tokenHash);
+    if (!this.signedOut.has(tokenHash)) {
+      this.principals.set(tokenHash, { principal, cachedAt: now, expiresAt: row.expires_at, lastUsedAt });
+    }
+    return principal;
   }
 
   /** Removes expired sessions and stale sign-in failures; run now and then. */

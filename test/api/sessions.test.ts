@@ -7,7 +7,7 @@ import { after, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { userWithAbilities } from '../support/fixtures.ts';
 import { startIdentityProvider } from '../support/identity-provider.ts';
-import { ADMIN_EMAIL, ADMIN_PASSWORD } from '../support/server.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 const provider = await startIdentityProvider({ [ADMIN_EMAIL]: 'idp password', 'stranger@example.com': 'idp password' });
@@ -83,6 +83,50 @@ describeOnStores(
       const after = await ctx.api.request('GET', '/api/v3/roles', { token });
       assert.equal(after.status, 401);
       assert.equal((await ctx.api.request('DELETE', '/api_sign_out', { token })).status, 401);
+    });
+
+    it('when a signed-in user loses an ability, its role or the user itself then the next request knows at once', async () => {
+      const admin = await ctx.api.adminToken();
+      const user = await userWithAbilities(ctx.api, admin, [61, 11]);
+      // Past the moment of the last change, so the server keeps this caller in its cache.
+      await sleep(1100);
+      const roles = () => ctx.api.request('GET', '/api/v3/roles', { token: user.token });
+      assert.equal((await roles()).status, 200);
+      assert.equal((await roles()).status, 200);
+      const narrowed = await ctx.api.request('PUT', `/api/v3/roles/${user.role.role_key}`, {
+        token: admin,
+        body: { role: { abilities: [11] } },
+      });
+      assert.equal(narrowed.status, 200, narrowed.text);
+      assert.equal((await roles()).status, 403);
+      const things = () => ctx.api.request('GET', '/api/v3/things', { token: user.token });
+      assert.equal((await things()).status, 200);
+      const removed = await ctx.api.request('DELETE', `/api/v3/users/${user.userKey}`, { token: admin });
+      assert.equal(removed.status, 200, removed.text);
+      assert.equal((await things()).status, 401);
+    });
+
+    it('when two servers share a PostgreSQL store then a sign-out on one is refused by the other within seconds', {
+      skip: ctx.store.name === 'postgres' ? false : 'one server per SQLite store',
+    }, async () => {
+      const other = await startServer(ctx.store, { storeSettings: ctx.api.storeSettings });
+      try {
+        const token = await ctx.api.signIn();
+        await sleep(1100);
+        const roles = () => other.request('GET', '/api/v3/roles', { token });
+        assert.equal((await roles()).status, 200);
+        assert.equal((await roles()).status, 200);
+        assert.equal((await ctx.api.request('DELETE', '/api_sign_out', { token })).status, 200);
+        const deadline = Date.now() + 5000;
+        let status = (await roles()).status;
+        while (status === 200 && Date.now() < deadline) {
+          await sleep(100);
+          status = (await roles()).status;
+        }
+        assert.equal(status, 401);
+      } finally {
+        await other.close();
+      }
     });
 
     it('when one address fails more than 10 times then sign-in is a 429 with Retry-After, even with the right password', async () => {
