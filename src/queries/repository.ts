@@ -39,22 +39,37 @@ export async function countEvents(db: Executor, range: EventRange): Promise<numb
   return Number((row as { count?: unknown } | undefined)?.count ?? 0);
 }
 
+/**
+ * A page of the range's events and their total, in one statement: the total is an uncorrelated
+ * subquery evaluated once. Only a page past the end, with no row to carry it, counts again.
+ */
 export async function pageOfEvents(
   db: Executor,
   range: EventRange,
   order: 'asc' | 'desc',
   limit: number,
   offset: number,
-): Promise<StoredEvent[]> {
+): Promise<{ total: number; events: StoredEvent[] }> {
   const column = range.byCreatedAt ? 'created_at' : 'timestamp';
-  return (await queries.execute(db, `page|${range.byCreatedAt}|${order}|${limit}|${offset}`, rangeValues(range), (v) =>
-    rangeQuery(db, range, v)
-      .select(['timestamp', 'data'])
-      .orderBy(column, order)
-      .orderBy('event_id', order)
-      .limit(sql.lit(limit))
-      .offset(sql.lit(offset)),
-  )) as StoredEvent[];
+  const rows = (await queries.execute(
+    db,
+    `page|${range.byCreatedAt}|${order}|${limit}|${offset}`,
+    rangeValues(range),
+    (v) =>
+      rangeQuery(db, range, v)
+        .select(['timestamp', 'data'])
+        .select(() =>
+          rangeQuery(db, range, v)
+            .select((eb) => eb.fn.countAll().as('count'))
+            .as('total'),
+        )
+        .orderBy(column, order)
+        .orderBy('event_id', order)
+        .limit(sql.lit(limit))
+        .offset(sql.lit(offset)),
+  )) as (StoredEvent & { total: number | string })[];
+  const total = rows.length > 0 ? Number(rows[0]?.total) : await countEvents(db, range);
+  return { total, events: rows };
 }
 
 /** Events as [time (ms), event id, data], oldest first. */

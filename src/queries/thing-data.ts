@@ -6,7 +6,7 @@ import { invalidParam } from '../core/errors.ts';
 import { parseDateTime, type TimeFormatter } from '../core/time.ts';
 import type { Executor } from '../store/store.ts';
 import { metricValue, pickMetrics } from './metrics.ts';
-import { countEvents, type EventRange, pageOfEvents } from './repository.ts';
+import { type EventRange, pageOfEvents } from './repository.ts';
 import { queriedThings } from './things.ts';
 
 export interface ThingDataRequest {
@@ -48,10 +48,13 @@ export async function thingData(db: Executor, request: ThingDataRequest, time: T
   const answer: Record<string, unknown> = {};
   for (const thing of things) {
     const range: EventRange = { thingId: thing.thing_id, from, to, byCreatedAt: request.byCreatedAt };
-    const [total, events] = await Promise.all([
-      countEvents(db, range),
-      pageOfEvents(db, range, request.order, request.per, (request.page - 1) * request.per),
-    ]);
+    const { total, events } = await pageOfEvents(
+      db,
+      range,
+      request.order,
+      request.per,
+      (request.page - 1) * request.per,
+    );
     const datas = events.map((e) => JSON.parse(e.data) as Record<string, unknown>);
     const entry: Record<string, unknown> = { total_event_count: total, page_number: String(request.page) };
     if (request.dataFormat === 'array') {
