@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { childOrganisation, createThing, unique, userWithAbilities } from '../support/fixtures.ts';
+import { startServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 // 2024-01-01 00:00:00 in Asia/Kolkata (UTC+05:30) is 2023-12-31T18:30:00Z.
@@ -347,6 +348,46 @@ describeOnStores('data queries', (ctx) => {
     );
     // 12,500 distinct seconds: 3,600 seconds (7,200 events) per hour, the rest in the fourth hour.
     assert.deepEqual(hours.slice(0, 4), [7200, 7200, 7200, 3400]);
+  });
+
+  it('when two servers on one PostgreSQL store write events of one slot at once then its rollup counts every one', {
+    skip: ctx.store.name === 'postgres' ? false : 'one server per SQLite store',
+  }, async () => {
+    const other = await startServer(ctx.store, { storeSettings: ctx.api.storeSettings });
+    try {
+      const token = await ctx.api.adminToken();
+      const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name: unique('slot'), metrics: [{ name: 'v', data_type: 'number' }] } },
+      });
+      assert.equal(template.status, 200, template.text);
+      const thing = await createThing(ctx.api, token, {
+        thing_template_key: template.body.thing_template.thing_template_key,
+      });
+      // 40 requests of 10 events, half through each server, all at once, all in one 15-minute slot.
+      const otherToken = await other.signIn();
+      const sends = Array.from({ length: 40 }, (_, r) => {
+        const [server, asWho] = r % 2 === 0 ? [ctx.api, token] : [other, otherToken];
+        const events = Array.from({ length: 10 }, (_, i) => ({
+          timestamp: KOLKATA_MIDNIGHT + (r * 10 + i) * 1000,
+          data: { v: r * 10 + i },
+        }));
+        return server.request('POST', `/api/v3/things/${thing.thing_key}/events`, { token: asWho, body: { events } });
+      });
+      for (const answer of await Promise.all(sends)) assert.equal(answer.status, 200, answer.text);
+      const slots = await ctx.api.server.store.db
+        .selectFrom('event_rollups')
+        .innerJoin('things', 'things.thing_id', 'event_rollups.thing_id')
+        .select('event_rollups.stats')
+        .where('things.thing_key', '=', thing.thing_key)
+        .execute();
+      assert.equal(slots.length, 1);
+      assert.deepEqual(JSON.parse(slots[0]?.stats as string).v, [400, (399 * 400) / 2, 0, 399]);
+      const answer = await query('thing_aggregated_data', { thing_keys: [thing.thing_key], metrics: ['v'] });
+      assert.deepEqual(answer.body.summary_result.v, { count: 400, sum: 79_800, min: 0, max: 399, avg: 199.5 });
+    } finally {
+      await other.close();
+    }
   });
 
   it('when aggregation is asked wrongly then it is a 400 or 404', async () => {
