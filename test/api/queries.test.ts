@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { childOrganisation, createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { startServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -388,6 +389,46 @@ describeOnStores('data queries', (ctx) => {
     } finally {
       await other.close();
     }
+  });
+
+  it('when two transactions add to one stored slot at once then the second waits for the first and adds to it', {
+    skip: ctx.store.name === 'postgres' ? false : 'SQLite has one writer at a time',
+  }, async () => {
+    const { addToRollups } = await import('../../src/events/rollups.ts');
+    const { store } = ctx.api.server;
+    const slot = (count: number, sum: number) => [
+      {
+        thingId: 987_654_321,
+        slot: KOLKATA_MIDNIGHT,
+        stats: { v: [count, sum, 1, 9] as [number, number, number, number] },
+      },
+    ];
+    await addToRollups(store.db, slot(1, 1));
+    let releaseFirst: () => void = () => {};
+    const firstHolds = new Promise<void>((resolve) => {
+      releaseFirst = resolve;
+    });
+    let firstWrote: () => void = () => {};
+    const written = new Promise<void>((resolve) => {
+      firstWrote = resolve;
+    });
+    const first = store.transaction(async (tx) => {
+      await addToRollups(tx, slot(10, 50));
+      firstWrote();
+      await firstHolds;
+    });
+    await written;
+    // The second starts while the first holds its merged row uncommitted.
+    const second = store.transaction((tx) => addToRollups(tx, slot(100, 500)));
+    await sleep(200);
+    releaseFirst();
+    await Promise.all([first, second]);
+    const row = await store.db
+      .selectFrom('event_rollups')
+      .select('stats')
+      .where('thing_id', '=', 987_654_321)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(JSON.parse(row.stats).v, [111, 551, 1, 9]);
   });
 
   it('when aggregation is asked wrongly then it is a 400 or 404', async () => {
