@@ -3,6 +3,7 @@
  * period, for all things together, per thing, and per calendar-aligned time bucket, with idle time.
  */
 import { requiredParam } from '../core/errors.ts';
+import { JsonText } from '../core/http/json-text.ts';
 import type { TimeFormatter } from '../core/time.ts';
 import { type MetricStats, SLOT_MS } from '../events/rollups.ts';
 import { readPath } from '../expressions/index.ts';
@@ -26,29 +27,42 @@ export interface AggregationRequest {
   functions?: AggregateFunction[] | undefined;
 }
 
-class Accumulator {
-  count = 0;
-  sum = 0;
-  min: number | null = null;
-  max: number | null = null;
-  /** Event times (ms) where the metric had a value, for idle time. */
-  times: number[] = [];
+/**
+ * Count, sum, min and max of one metric in a row of cells (the whole period, or one per bucket), in
+ * typed arrays: an aggregation over thousands of buckets allocates no object per bucket. NaN stands
+ * for "no value yet" in min and max.
+ */
+class Stats {
+  readonly count: Float64Array;
+  readonly sum: Float64Array;
+  readonly min: Float64Array;
+  readonly max: Float64Array;
+  /** Event times (ms) per cell where the metric had a value, kept only for idle time. */
+  readonly times: number[][] | undefined;
 
-  add(value: number, at: number, keepTimes: boolean): void {
-    this.count += 1;
-    this.sum += value;
-    if (this.min === null || value < this.min) this.min = value;
-    if (this.max === null || value > this.max) this.max = value;
-    if (keepTimes) this.times.push(at);
+  constructor(cells: number, keepTimes: boolean) {
+    this.count = new Float64Array(cells);
+    this.sum = new Float64Array(cells);
+    this.min = new Float64Array(cells).fill(Number.NaN);
+    this.max = new Float64Array(cells).fill(Number.NaN);
+    this.times = keepTimes ? Array.from({ length: cells }, () => []) : undefined;
   }
 
-  /** A slot's counts (events/rollups.ts) added at once. */
-  merge([count, sum, min, max]: MetricStats): void {
+  add(cell: number, value: number, at: number): void {
+    this.count[cell] = (this.count[cell] as number) + 1;
+    this.sum[cell] = (this.sum[cell] as number) + value;
+    if (!(value >= (this.min[cell] as number))) this.min[cell] = value;
+    if (!(value <= (this.max[cell] as number))) this.max[cell] = value;
+    this.times?.[cell]?.push(at);
+  }
+
+  /** A slot's counts (events/rollups.ts), or another cell's, added at once. */
+  merge(cell: number, count: number, sum: number, min: number | null, max: number | null): void {
     if (count === 0) return;
-    this.count += count;
-    this.sum += sum;
-    if (min !== null && (this.min === null || min < this.min)) this.min = min;
-    if (max !== null && (this.max === null || max > this.max)) this.max = max;
+    this.count[cell] = (this.count[cell] as number) + count;
+    this.sum[cell] = (this.sum[cell] as number) + sum;
+    if (min !== null && !(min >= (this.min[cell] as number))) this.min[cell] = min;
+    if (max !== null && !(max <= (this.max[cell] as number))) this.max[cell] = max;
   }
 }
 
@@ -96,7 +110,18 @@ export function idleMinutes(times: number[], period: Period, idleTimeoutMs: numb
 
 const minutes = (period: Period) => Math.round(((period.end - period.start) / 60_000) * 100) / 100;
 
-export async function aggregatedData(db: Executor, request: AggregationRequest, time: TimeFormatter) {
+/** A finite number as JSON writes it; what JSON.stringify writes for Infinity and NaN otherwise. */
+const numberJson = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
+
+/**
+ * The answer, written as JSON text as it is computed: a month of 15-minute buckets is close to a
+ * megabyte of JSON, and building it as nested objects first cost more than all the rest.
+ */
+export async function aggregatedData(
+  db: Executor,
+  request: AggregationRequest,
+  time: TimeFormatter,
+): Promise<JsonText> {
   const from = readBound(request.from, time.zone, 'from');
   const to = readBound(request.to, time.zone, 'to', true);
   if ((request.grouping || request.idle) && from === undefined) throw requiredParam('from');
@@ -121,48 +146,52 @@ export async function aggregatedData(db: Executor, request: AggregationRequest, 
 
   const discovered = new Set<string>();
   for (const thing of things) for (const m of thing.metrics) if (m.data_type === 'number') discovered.add(m.name);
-  const metrics = request.metrics ?? [...discovered];
+  const metrics = [...new Set(request.metrics ?? discovered)];
+  const metricNames = metrics.map((metric) => JSON.stringify(metric));
+  const idle = request.idle;
 
-  const present = (acc: Accumulator, period: Period | undefined, idleMs: number) => {
-    const out: Record<string, number | null> = {};
-    if (functions.has('count')) out.count = acc.count;
-    if (functions.has('sum')) out.sum = acc.sum;
-    if (functions.has('min')) out.min = acc.min;
-    if (functions.has('max')) out.max = acc.max;
-    if (functions.has('avg')) out.avg = acc.count > 0 ? acc.sum / acc.count : null;
-    if (request.idle && period) {
-      out.idle_time_mins = idleMinutes(acc.times, period, idleMs);
-      out.total_time_mins = minutes(period);
-    }
-    return out;
+  const [withCount, withSum, withMin, withMax, withAvg] = (['count', 'sum', 'min', 'max', 'avg'] as const).map((f) =>
+    functions.has(f),
+  );
+  /** One cell's members, in the order the answer always had: count, sum, min, max, avg, idle. */
+  const cellJson = (stats: Stats, cell: number, idleTimes?: { idle: number; total: number }): string => {
+    const count = stats.count[cell] as number;
+    const sum = stats.sum[cell] as number;
+    let json = '';
+    if (withCount) json += `,"count":${count}`;
+    if (withSum) json += `,"sum":${numberJson(sum)}`;
+    if (withMin) json += `,"min":${numberJson(stats.min[cell] as number)}`;
+    if (withMax) json += `,"max":${numberJson(stats.max[cell] as number)}`;
+    if (withAvg) json += `,"avg":${count > 0 ? numberJson(sum / count) : 'null'}`;
+    if (idleTimes) json += `,"idle_time_mins":${idleTimes.idle},"total_time_mins":${idleTimes.total}`;
+    return `{${json.slice(1)}}`;
   };
+  const idleOf = (stats: Stats, cell: number, period: Period, idleMs: number) => ({
+    idle: idleMinutes(stats.times?.[cell] ?? [], period, idleMs),
+    total: minutes(period),
+  });
 
   const whole: Period | undefined = from !== undefined && to !== undefined ? { start: from, end: to } : undefined;
-  const summary: Record<string, Record<string, number | null>> = {};
-  const summaryTotals = new Map<string, { acc: Accumulator; idle: number; total: number }>();
-  const thingWise: Record<string, Record<string, Record<string, number | null>>> = {};
-  const grouped: Record<string, Record<string, Record<string, Record<string, number | null>>>> = {};
-  const bucketKeys = buckets ? buckets.keys(time) : [];
-  for (const key of bucketKeys) grouped[key] = {};
+  const totals = metrics.map(() => new Stats(1, false));
+  const idleTotals = metrics.map(() => ({ idle: 0, total: 0 }));
+  const thingWise: string[] = [];
+  /** Per thing, per metric: its stats in every bucket, written out bucket by bucket at the end. */
+  const perBucket: { thingName: string; idleMs: number; stats: Stats[] }[] = [];
 
   const paths = metrics.map((metric) => metric.split('.'));
-  const plan = rollupPlan(from, to, buckets, request.idle);
+  const plan = rollupPlan(from, to, buckets, idle);
   for (const thing of things) {
-    const thingKey = thing.thing_key;
     const idleMs = thing.idle_timeout * 1000;
-    thingWise[thingKey] = {};
-    const accs = metrics.map(() => new Accumulator());
-    const bucketAccs = metrics.map(() =>
-      buckets ? Array.from({ length: buckets.length }, () => new Accumulator()) : [],
-    );
+    const overall = metrics.map(() => new Stats(1, idle));
+    const bucketed = buckets ? metrics.map(() => new Stats(buckets.length, idle)) : [];
     const addEvents = (chunk: EventTriple[]) => {
       for (const [at, , data] of chunk) {
         const index = buckets ? buckets.indexOf(at) : -1;
         for (let m = 0; m < paths.length; m++) {
           const value = readPath(data, paths[m] as string[]);
           if (typeof value !== 'number' || !Number.isFinite(value)) continue;
-          (accs[m] as Accumulator).add(value, at, request.idle);
-          if (index >= 0) (bucketAccs[m] as Accumulator[])[index]?.add(value, at, request.idle);
+          (overall[m] as Stats).add(0, value, at);
+          if (index >= 0) (bucketed[m] as Stats).add(index, value, at);
         }
       }
     };
@@ -173,9 +202,9 @@ export async function aggregatedData(db: Executor, request: AggregationRequest, 
       for (const [slot, stats] of slots) {
         const index = buckets ? buckets.indexOf(slot) : -1;
         for (let m = 0; m < metrics.length; m++) {
-          const counted = stats[metrics[m] as string] as MetricStats;
-          (accs[m] as Accumulator).merge(counted);
-          if (index >= 0) (bucketAccs[m] as Accumulator[])[index]?.merge(counted);
+          const [count, sum, min, max] = stats[metrics[m] as string] as MetricStats;
+          (overall[m] as Stats).merge(0, count, sum, min, max);
+          if (index >= 0) (bucketed[m] as Stats).merge(index, count, sum, min, max);
         }
       }
     }
@@ -184,45 +213,65 @@ export async function aggregatedData(db: Executor, request: AggregationRequest, 
       const events = { thingId: thing.thing_id, from: range.from, to: range.to, byCreatedAt: false };
       for await (const chunk of eventChunks(db, events)) addEvents(chunk);
     }
-    for (const [m, metric] of metrics.entries()) {
-      const acc = accs[m] as Accumulator;
-      const presented = present(acc, whole, idleMs);
-      (thingWise[thingKey] as Record<string, unknown>)[metric] = presented;
-      const total = summaryTotals.get(metric) ?? { acc: new Accumulator(), idle: 0, total: 0 };
-      total.acc.count += acc.count;
-      total.acc.sum += acc.sum;
-      if (acc.min !== null && (total.acc.min === null || acc.min < total.acc.min)) total.acc.min = acc.min;
-      if (acc.max !== null && (total.acc.max === null || acc.max > total.acc.max)) total.acc.max = acc.max;
-      total.idle += Number(presented.idle_time_mins ?? 0);
-      total.total += Number(presented.total_time_mins ?? 0);
-      summaryTotals.set(metric, total);
-      if (buckets) {
-        bucketKeys.forEach((key, i) => {
-          const period = { start: buckets.starts[i] as number, end: buckets.ends[i] as number };
-          const forBucket = grouped[key] as Record<string, Record<string, Record<string, number | null>>>;
-          forBucket[thingKey] ??= {};
-          (forBucket[thingKey] as Record<string, unknown>)[metric] = present(
-            (bucketAccs[m] as Accumulator[])[i] as Accumulator,
-            period,
-            idleMs,
-          );
-        });
+    const members: string[] = [];
+    for (let m = 0; m < metrics.length; m++) {
+      const stats = overall[m] as Stats;
+      const idleTimes = idle && whole ? idleOf(stats, 0, whole, idleMs) : undefined;
+      members.push(`${metricNames[m]}:${cellJson(stats, 0, idleTimes)}`);
+      (totals[m] as Stats).merge(
+        0,
+        stats.count[0] as number,
+        stats.sum[0] as number,
+        nullable(stats.min[0]),
+        nullable(stats.max[0]),
+      );
+      if (idleTimes) {
+        (idleTotals[m] as { idle: number }).idle += idleTimes.idle;
+        (idleTotals[m] as { total: number }).total += idleTimes.total;
       }
     }
+    const thingName = JSON.stringify(thing.thing_key);
+    thingWise.push(`${thingName}:{${members.join(',')}}`);
+    perBucket.push({ thingName, idleMs, stats: bucketed });
   }
-  for (const metric of metrics) {
-    const total = summaryTotals.get(metric) ?? { acc: new Accumulator(), idle: 0, total: 0 };
-    const presented = present(total.acc, undefined, 0);
-    if (request.idle && whole) {
-      // Across things: the idle and total minutes of every thing added up.
-      presented.idle_time_mins = Math.round(total.idle * 100) / 100;
-      presented.total_time_mins = Math.round(total.total * 100) / 100;
+
+  const summary = metrics.map((_, m) => {
+    // Across things: the idle and total minutes of every thing added up.
+    const idleTimes =
+      idle && whole
+        ? {
+            idle: Math.round((idleTotals[m] as { idle: number }).idle * 100) / 100,
+            total: Math.round((idleTotals[m] as { total: number }).total * 100) / 100,
+          }
+        : undefined;
+    return `${metricNames[m]}:${cellJson(totals[m] as Stats, 0, idleTimes)}`;
+  });
+  let text = `{"summary_result":{${summary.join(',')}},"thing_wise_result":{${thingWise.join(',')}}`;
+  if (buckets) {
+    text += ',"time_grouped_result":{';
+    // A wall-clock key the clock reads twice (the hour repeated when it falls back) names one member:
+    // its first place, the later bucket's values, as an object built key by key would hold.
+    const keys = buckets.keys(time);
+    const lastOfKey = new Map<string, number>();
+    for (let i = 0; i < keys.length; i++) lastOfKey.set(keys[i] as string, i);
+    let firstBucket = true;
+    for (const [key, i] of lastOfKey) {
+      const period = { start: buckets.starts[i] as number, end: buckets.ends[i] as number };
+      let members = '';
+      for (const { thingName, idleMs, stats } of perBucket) {
+        let cells = '';
+        for (let m = 0; m < metrics.length; m++) {
+          const s = stats[m] as Stats;
+          cells += `,${metricNames[m]}:${cellJson(s, i, idle ? idleOf(s, i, period, idleMs) : undefined)}`;
+        }
+        members += `,${thingName}:{${cells.slice(1)}}`;
+      }
+      text += `${firstBucket ? '' : ','}${JSON.stringify(key)}:{${members.slice(1)}}`;
+      firstBucket = false;
     }
-    summary[metric] = presented;
+    text += '}';
   }
-  return {
-    summary_result: summary,
-    thing_wise_result: thingWise,
-    ...(buckets ? { time_grouped_result: grouped } : {}),
-  };
+  return new JsonText(`${text}}`);
 }
+
+const nullable = (n: number | undefined): number | null => (n === undefined || Number.isNaN(n) ? null : n);

@@ -174,6 +174,36 @@ describeOnStores('data queries', (ctx) => {
     assert.deepEqual(grouped['2024/01/01 00:30:00'][key].temperature, { count: 1, sum: 60, min: 60, max: 60, avg: 60 });
   });
 
+  it('when the aggregated answer is asked pretty, with a metric named twice and one that needs escaping, then it is one JSON answer', async () => {
+    const key = await thingWithEvents([{ timestamp: KOLKATA_MIDNIGHT, data: { temperature: 10, 'we"ird\\': 2 } }]);
+    const asked = {
+      thing_keys: [key],
+      time_grouping: 'minute',
+      time_grouping_value: 30,
+      time_zone: 'Asia/Kolkata',
+      from: '2024/01/01 00:00:00',
+      to: '2024/01/01 00:59:59',
+      metrics: ['temperature', 'temperature', 'we"ird\\'],
+      functions: ['max', 'count'],
+    };
+    const plain = await query('thing_aggregated_data', asked);
+    const pretty = await query('thing_aggregated_data', { ...asked, pretty: true });
+    assert.equal(plain.status, 200, plain.text);
+    assert.equal(pretty.status, 200, pretty.text);
+    assert.match(pretty.text, /^\{\n {2}"summary_result": \{\n/);
+    assert.deepEqual(JSON.parse(pretty.text), plain.body);
+    assert.deepEqual(plain.body.summary_result, {
+      temperature: { count: 1, max: 10 },
+      'we"ird\\': { count: 1, max: 2 },
+    });
+    const buckets = Object.values(plain.body.time_grouped_result) as Record<string, unknown>[];
+    assert.equal(buckets.length, 2);
+    assert.deepEqual(buckets[1]?.[key], {
+      temperature: { count: 0, max: null },
+      'we"ird\\': { count: 0, max: null },
+    });
+  });
+
   it('when aggregated buckets fall on 15-minute slots then the rollup answer equals counting every event', async () => {
     const token = await ctx.api.adminToken();
     const template = await ctx.api.request('POST', '/api/v3/thing_templates', {

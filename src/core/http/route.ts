@@ -10,6 +10,7 @@ import { grants, type Operation, type PermissionClass } from '../permissions.ts'
 import type { Principal } from '../principal.ts';
 import { resolveTimeZone, type TimeFormatter, type TimestampFormat, timeFormatter } from '../time.ts';
 import { DEFAULT_BODY_LIMIT, jsonBodyParams, rawBody } from './body.ts';
+import { JsonText } from './json-text.ts';
 import { compileParams } from './validation.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -132,6 +133,9 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
     const result = await spec.handler(call);
     if (reply.sent) return reply;
     reply.header('content-type', 'application/json; charset=utf-8');
+    if (result instanceof JsonText) {
+      return reply.send(params.pretty ? JSON.stringify(JSON.parse(result.text), null, 2) : result.text);
+    }
     return reply.send(params.pretty ? JSON.stringify(result, null, 2) : JSON.stringify(result));
   };
   const schema = documentationSchema(spec, pathNames);
