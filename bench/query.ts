@@ -125,11 +125,16 @@ const chunkSql = (rowsText: string, keyset: string) =>
   `select count(*), max(page.timestamp), max(page.event_id), ${rowsText} from (select timestamp, event_id, data from events where thing_id = $1 and timestamp >= $2 and timestamp <= $3${keyset} order by timestamp asc, event_id asc limit ${CHUNK}) as page`;
 const sqliteSql = (text: string) => text.replace(/\$\d+/g, '?');
 const BENCH_METRICS = ['temperature', 'pressure', 'rpm'];
-/** `metric(name)` is the engine's expression for a metric's number in `data`. */
-const groupedSql = (metric: (name: string) => string, bucket: string) =>
+/**
+ * `metric(name)` is the engine's expression for a metric's number in `data`. The inner query's empty
+ * LIMIT/OFFSET keeps either engine from merging it into the outer one, where it would read each
+ * metric out of the JSON once per aggregate: fenced, SQLite takes about half the time, PostgreSQL a
+ * fifth.
+ */
+const groupedSql = (metric: (name: string) => string, bucket: string, fence: string) =>
   `select ${bucket} as bucket, ${BENCH_METRICS.map((m) => ['count', 'sum', 'min', 'max', 'avg'].map((f) => `${f}(${m})`).join(', ')).join(', ')}
    from (select timestamp, ${BENCH_METRICS.map((m) => `${metric(m)} as ${m}`).join(', ')}
-         from events where thing_id = $1 and timestamp >= $2 and timestamp <= $3) as e
+         from events where thing_id = $1 and timestamp >= $2 and timestamp <= $3 ${fence}) as e
    group by bucket order by bucket`;
 const PAGE_SQL =
   'select timestamp, data, (select count(*) from events where thing_id = $1) as total from events where thing_id = $2 order by timestamp desc, event_id desc limit 100 offset 0';
@@ -156,7 +161,13 @@ function sqliteDirect(path: string): DirectStore {
     .prepare(sqliteSql(rollupSql("group_concat('[' || r.slot || ',' || r.stats || ']', ',')")))
     .raw(true);
   const grouped = db.prepare(
-    sqliteSql(groupedSql((m) => `json_extract(data, '$.${m}')`, `(timestamp - cast($4 as integer)) / ${15 * 60_000}`)),
+    sqliteSql(
+      groupedSql(
+        (m) => `json_extract(data, '$.${m}')`,
+        `(timestamp - cast($4 as integer)) / ${15 * 60_000}`,
+        'limit -1 offset 0',
+      ),
+    ),
   );
   const events = (id: number, from: number, to: number) => {
     let [n, at, last] = first.get(id, from, to) as number[];
@@ -216,6 +227,7 @@ async function postgresDirect(url: string, schema: string): Promise<DirectStore>
       const text = groupedSql(
         (m) => `(data::jsonb ->> '${m}')::float8`,
         `floor((timestamp - $4) / ${15 * 60_000}::float8)`,
+        'offset 0',
       );
       return (await client.query({ text, values: [id, from, to, from], rowMode: 'array' })).rows.length;
     },
