@@ -190,6 +190,7 @@ async function buildHttpApp(
     },
     authenticateDevice: (request) => parts.authenticator.authenticate(request),
     childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
+    checkAnswers: config.checkAnswers,
   };
   registerRoutes(app, services, [
     ...sessionRoutes(sessions),

@@ -29,6 +29,8 @@ export interface Config {
   tokenIdleTtlSeconds: number;
   tokenMaxTtlSeconds: number;
   allowPrivateWebhooks: boolean;
+  /** Checks every answer against its route's response schema (the test suite sets it; costs time). */
+  checkAnswers: boolean;
   /** Base address used in URLs the server hands out (property-setting actions); default http://HOST:PORT. */
   publicBaseUrl: string;
   /** Key that seals key pair secrets at rest; without it one is generated and kept in the store. */
@@ -121,6 +123,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenIdleTtlSeconds: parseDuration('TOKEN_IDLE_TTL', env.TOKEN_IDLE_TTL || '7d'),
     tokenMaxTtlSeconds: parseDuration('TOKEN_MAX_TTL', env.TOKEN_MAX_TTL || '30d'),
     allowPrivateWebhooks: parseBoolean('ALLOW_PRIVATE_WEBHOOKS', env.ALLOW_PRIVATE_WEBHOOKS),
+    checkAnswers: parseBoolean('THINGBASE_CHECK_ANSWERS', env.THINGBASE_CHECK_ANSWERS),
     publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`).replace(/\/+$/, ''),
     secretKey: env.THINGBASE_SECRET_KEY || undefined,
     passwordHashCost: env.THINGBASE_PASSWORD_HASH_COST ? Number(env.THINGBASE_PASSWORD_HASH_COST) : 16384,

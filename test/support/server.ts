@@ -40,6 +40,8 @@ export async function startServer(store: StoreCase, options: StartOptions = {}):
     THINGBASE_ORG_NAME: 'Acme',
     // Lower scrypt cost keeps the suite fast; the algorithm is the same.
     THINGBASE_PASSWORD_HASH_COST: '1024',
+    // Every answer checked against its route's response schema (src/core/http/answers.ts).
+    THINGBASE_CHECK_ANSWERS: 'true',
     DATABASE_URL: storeSettings.databaseUrl,
     ...(storeSettings.databaseSchema ? { DATABASE_SCHEMA: storeSettings.databaseSchema } : {}),
     ...(typeof options.env === 'function' ? await options.env() : options.env),

@@ -9,6 +9,7 @@ import { ApiError, forbidden, invalidParam, unauthorized, unknownReference } fro
 import { grants, type Operation, type PermissionClass } from '../permissions.ts';
 import type { Principal } from '../principal.ts';
 import { resolveTimeZone, type TimeFormatter, type TimestampFormat, timeFormatter } from '../time.ts';
+import { answerWriter } from './answers.ts';
 import { DEFAULT_BODY_LIMIT, jsonBodyParams, rawBody } from './body.ts';
 import { JsonText } from './json-text.ts';
 import { compileParams } from './validation.ts';
@@ -72,6 +73,8 @@ export interface RouteServices {
   /** Checks a device's key pair signature over the body; answers the body the signature covers. */
   authenticateDevice(request: FastifyRequest): Promise<{ principal: Principal; body: Buffer | undefined }>;
   childOrganisations(organisationKey: string): Promise<string[]>;
+  /** Checks every answer against its route's response schema (see answers.ts). */
+  checkAnswers: boolean;
 }
 
 /** A route of any parameter schema, as the registry holds them. */
@@ -109,6 +112,7 @@ export function registerRoutes(app: FastifyInstance, services: RouteServices, sp
 
 function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyRoute): void {
   const validate = compileParams(spec.params);
+  const write = answerWriter(spec.method, spec.url, spec.response, services.checkAnswers);
   const pathNames = [...spec.url.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1] as string);
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const { principal, body: bytes } = await authorise(services, spec.access, request);
@@ -136,7 +140,7 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
     if (result instanceof JsonText) {
       return reply.send(params.pretty ? JSON.stringify(JSON.parse(result.text), null, 2) : result.text);
     }
-    return reply.send(params.pretty ? JSON.stringify(result, null, 2) : JSON.stringify(result));
+    return reply.send(params.pretty ? JSON.stringify(result, null, 2) : write(result));
   };
   const schema = documentationSchema(spec, pathNames);
   for (const url of [spec.url, ...(spec.aliases ?? [])]) {
