@@ -113,6 +113,30 @@ const minutes = (period: Period) => Math.round(((period.end - period.start) / 60
 /** A finite number as JSON writes it; what JSON.stringify writes for Infinity and NaN otherwise. */
 const numberJson = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
 
+interface IdleTimes {
+  idle: number;
+  total: number;
+}
+
+/** Writes one cell's members, in the order the answer always had: count, sum, min, max, avg, idle. */
+function cellWriter(functions: ReadonlySet<AggregateFunction>) {
+  const [withCount, withSum, withMin, withMax, withAvg] = (['count', 'sum', 'min', 'max', 'avg'] as const).map((f) =>
+    functions.has(f),
+  );
+  return (stats: Stats, cell: number, idleTimes?: IdleTimes): string => {
+    const count = stats.count[cell] as number;
+    const sum = stats.sum[cell] as number;
+    let json = '';
+    if (withCount) json += `,"count":${count}`;
+    if (withSum) json += `,"sum":${numberJson(sum)}`;
+    if (withMin) json += `,"min":${numberJson(stats.min[cell] as number)}`;
+    if (withMax) json += `,"max":${numberJson(stats.max[cell] as number)}`;
+    if (withAvg) json += `,"avg":${count > 0 ? numberJson(sum / count) : 'null'}`;
+    if (idleTimes) json += `,"idle_time_mins":${idleTimes.idle},"total_time_mins":${idleTimes.total}`;
+    return `{${json.slice(1)}}`;
+  };
+}
+
 /**
  * The answer, written as JSON text as it is computed: a month of 15-minute buckets is close to a
  * megabyte of JSON, and building it as nested objects first cost more than all the rest.
@@ -150,30 +174,15 @@ export async function aggregatedData(
   const metricNames = metrics.map((metric) => JSON.stringify(metric));
   const idle = request.idle;
 
-  const [withCount, withSum, withMin, withMax, withAvg] = (['count', 'sum', 'min', 'max', 'avg'] as const).map((f) =>
-    functions.has(f),
-  );
-  /** One cell's members, in the order the answer always had: count, sum, min, max, avg, idle. */
-  const cellJson = (stats: Stats, cell: number, idleTimes?: { idle: number; total: number }): string => {
-    const count = stats.count[cell] as number;
-    const sum = stats.sum[cell] as number;
-    let json = '';
-    if (withCount) json += `,"count":${count}`;
-    if (withSum) json += `,"sum":${numberJson(sum)}`;
-    if (withMin) json += `,"min":${numberJson(stats.min[cell] as number)}`;
-    if (withMax) json += `,"max":${numberJson(stats.max[cell] as number)}`;
-    if (withAvg) json += `,"avg":${count > 0 ? numberJson(sum / count) : 'null'}`;
-    if (idleTimes) json += `,"idle_time_mins":${idleTimes.idle},"total_time_mins":${idleTimes.total}`;
-    return `{${json.slice(1)}}`;
-  };
-  const idleOf = (stats: Stats, cell: number, period: Period, idleMs: number) => ({
+  const cellJson = cellWriter(functions);
+  const idleOf = (stats: Stats, cell: number, period: Period, idleMs: number): IdleTimes => ({
     idle: idleMinutes(stats.times?.[cell] ?? [], period, idleMs),
     total: minutes(period),
   });
 
   const whole: Period | undefined = from !== undefined && to !== undefined ? { start: from, end: to } : undefined;
   const totals = metrics.map(() => new Stats(1, false));
-  const idleTotals = metrics.map(() => ({ idle: 0, total: 0 }));
+  const idleTotals = metrics.map((): IdleTimes => ({ idle: 0, total: 0 }));
   const thingWise: string[] = [];
   /** Per thing, per metric: its stats in every bucket, written out bucket by bucket at the end. */
   const perBucket: { thingName: string; idleMs: number; stats: Stats[] }[] = [];
@@ -226,8 +235,9 @@ export async function aggregatedData(
         nullable(stats.max[0]),
       );
       if (idleTimes) {
-        (idleTotals[m] as { idle: number }).idle += idleTimes.idle;
-        (idleTotals[m] as { total: number }).total += idleTimes.total;
+        const sums = idleTotals[m] as IdleTimes;
+        sums.idle += idleTimes.idle;
+        sums.total += idleTimes.total;
       }
     }
     const thingName = JSON.stringify(thing.thing_key);
@@ -237,12 +247,10 @@ export async function aggregatedData(
 
   const summary = metrics.map((_, m) => {
     // Across things: the idle and total minutes of every thing added up.
+    const sums = idleTotals[m] as IdleTimes;
     const idleTimes =
       idle && whole
-        ? {
-            idle: Math.round((idleTotals[m] as { idle: number }).idle * 100) / 100,
-            total: Math.round((idleTotals[m] as { total: number }).total * 100) / 100,
-          }
+        ? { idle: Math.round(sums.idle * 100) / 100, total: Math.round(sums.total * 100) / 100 }
         : undefined;
     return `${metricNames[m]}:${cellJson(totals[m] as Stats, 0, idleTimes)}`;
   });
