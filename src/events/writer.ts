@@ -204,13 +204,14 @@ function insertEvents(tx: Tx, events: NewEvent[], now: number) {
 }
 
 /**
- * Every touched thing's newest event (by its own time) and heard-from time, in one statement: one
+ * Every touched thing's newest event (by its own time), heard-from time and event count, in one statement: one
  * UPDATE per thing would cost a round trip each on PostgreSQL. A late event does not replace a newer
  * last_event; the last waypoint of the batch becomes the coordinates.
  */
 function updateLastEvents(
   tx: Tx,
   newest: Map<number, NewEvent>,
+  counts: Map<number, number>,
   waypoints: Map<number, [number, number]>,
   now: number,
 ) {
@@ -229,6 +230,7 @@ function updateLastEvents(
         const waypoint = waypoints.get(id);
         return waypoint ? JSON.stringify(waypoint) : null;
       }),
+      ids.map((id) => counts.get(id) ?? 0),
     ],
     [now],
   );
@@ -236,9 +238,10 @@ function updateLastEvents(
 
 const NEWER = 'things.last_event_timestamp is null or things.last_event_timestamp <= v.column2';
 const lastEvents = new RowsStatement(
-  ['bigint', 'bigint', 'text', 'text'],
+  ['bigint', 'bigint', 'text', 'text', 'bigint'],
   (extra) => `update things set
       last_event_at = cast(${extra(0)} as bigint),
+      event_count = things.event_count + v.column5,
       last_event = case when ${NEWER} then v.column3 else things.last_event end,
       last_event_timestamp = case when ${NEWER} then v.column2 else things.last_event_timestamp end,
       coordinates = coalesce(v.column4, things.coordinates)
@@ -320,13 +323,15 @@ async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
   }
   // Each thing's newest event (by its own time) becomes its last_event; any event makes it heard from.
   const newest = new Map<number, NewEvent>();
+  const counts = new Map<number, number>();
   const lastWaypoint = new Map<number, [number, number]>();
   for (const e of events) {
     const current = newest.get(e.thingId);
     if (!current || e.timestamp >= current.timestamp) newest.set(e.thingId, e);
+    counts.set(e.thingId, (counts.get(e.thingId) ?? 0) + 1);
     if (e.waypoint) lastWaypoint.set(e.thingId, e.waypoint);
   }
-  if (newest.size > 0) await updateLastEvents(tx, newest, lastWaypoint, now);
+  if (newest.size > 0) await updateLastEvents(tx, newest, counts, lastWaypoint, now);
   const heartbeats = new Map<number, number>();
   for (const b of batches) for (const [thingId, at] of b.heartbeats ?? []) heartbeats.set(thingId, at);
   for (const [thingId, at] of heartbeats) {

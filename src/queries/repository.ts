@@ -32,9 +32,23 @@ function rangeQuery(db: Executor, range: EventRange, v: Record<string, unknown>)
   return query;
 }
 
+/**
+ * The range's count as a query: a thing's whole history is counted as it is written
+ * (`things.event_count`), so only a bounded range counts its events.
+ */
+function countQuery(db: Executor, range: EventRange, v: Record<string, unknown>) {
+  if (v.from === undefined && v.to === undefined) {
+    return db
+      .selectFrom('things')
+      .select('event_count as count')
+      .where('thing_id', '=', v.thing as number);
+  }
+  return rangeQuery(db, range, v).select((eb) => eb.fn.countAll().as('count'));
+}
+
 export async function countEvents(db: Executor, range: EventRange): Promise<number> {
   const [row] = await queries.execute(db, `count|${range.byCreatedAt}`, rangeValues(range), (v) =>
-    rangeQuery(db, range, v).select((eb) => eb.fn.countAll().as('count')),
+    countQuery(db, range, v),
   );
   return Number((row as { count?: unknown } | undefined)?.count ?? 0);
 }
@@ -58,11 +72,7 @@ export async function pageOfEvents(
     (v) =>
       rangeQuery(db, range, v)
         .select(['timestamp', 'data'])
-        .select(() =>
-          rangeQuery(db, range, v)
-            .select((eb) => eb.fn.countAll().as('count'))
-            .as('total'),
-        )
+        .select(() => countQuery(db, range, v).as('total'))
         .orderBy(column, order)
         .orderBy('event_id', order)
         .limit(sql.lit(limit))

@@ -109,6 +109,8 @@ export interface ThingRow {
   /** That event's time (ms). */
   last_event_timestamp: number | null;
   last_beat_at: number | null;
+  /** How many events the thing has stored, kept by the event writer. */
+  event_count: Generated<number>;
   created_at: number;
   updated_at: number;
 }

@@ -6,8 +6,9 @@ import type { Executor } from '../store/store.ts';
 import type { ThingRow } from '../store/tables.ts';
 
 /** A thing with what its presentation needs of its template. */
-export type ThingWithTemplate = Omit<ThingRow, 'thing_id'> & {
+export type ThingWithTemplate = Omit<ThingRow, 'thing_id' | 'event_count'> & {
   thing_id: number;
+  event_count: number;
   thing_template_name: string;
   heartbeat_interval: number;
 };
@@ -93,11 +94,15 @@ export async function existingThingKeys(
   return new Set(rows.map((r) => r.thing_key));
 }
 
-export async function insertThing(db: Executor, row: Omit<ThingRow, 'thing_id'>): Promise<void> {
+export async function insertThing(db: Executor, row: Omit<ThingRow, 'thing_id' | 'event_count'>): Promise<void> {
   await db.insertInto('things').values(row).execute();
 }
 
-export async function updateThing(db: Executor, thingKey: string, changes: Partial<Omit<ThingRow, 'thing_id'>>) {
+export async function updateThing(
+  db: Executor,
+  thingKey: string,
+  changes: Partial<Omit<ThingRow, 'thing_id' | 'event_count'>>,
+) {
   await db.updateTable('things').set(changes).where('thing_key', '=', thingKey).execute();
 }
 

@@ -76,7 +76,7 @@ const keyTaken = (key: string) => conflict('thing.thing_key', `a thing with the 
 
 export async function createThing(store: Store, actor: Actor, organisationKey: string, input: ThingInput) {
   const now = Date.now();
-  const row: Omit<ThingRow, 'thing_id'> = {
+  const row: Omit<ThingRow, 'thing_id' | 'event_count'> = {
     thing_key: input.thing_key ?? newKey(),
     organisation_key: organisationKey,
     thing_template_key: input.thing_template_key,
@@ -123,7 +123,7 @@ export async function updateThing(
 ) {
   return store.transaction(async (tx) => {
     const before = await requireThing(tx, organisationKeys, thingKey);
-    const columns: Partial<Omit<ThingRow, 'thing_id'>> = { updated_at: Date.now() };
+    const columns: Partial<Omit<ThingRow, 'thing_id' | 'event_count'>> = { updated_at: Date.now() };
     if (changes.name !== undefined) columns.name = changes.name;
     if (changes.description !== undefined) columns.description = changes.description;
     if (changes.tags !== undefined) columns.tags = JSON.stringify(normaliseTags(changes.tags));

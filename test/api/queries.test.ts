@@ -97,6 +97,46 @@ describeOnStores('data queries', (ctx) => {
     ]);
   });
 
+  it('when a thing gets events in several requests then its whole-history total counts each, as recounting them does', async () => {
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, {});
+    const other = await createThing(ctx.api, token, {});
+    const post = (thingKey: string, minutes: number[]) =>
+      ctx.api.request('POST', `/api/v3/things/${thingKey}/events`, {
+        token,
+        body: { events: minutes.map((m) => ({ timestamp: KOLKATA_MIDNIGHT + m * MINUTE, data: { t: m } })) },
+      });
+    assert.equal((await post(thing.thing_key, [0, 1, 2])).status, 200);
+    assert.equal((await post(other.thing_key, [0])).status, 200);
+    // A late event (older than the last) counts too, as do several requests at once.
+    const posted = await Promise.all([
+      post(thing.thing_key, [-5]),
+      post(thing.thing_key, [3, 4]),
+      post(thing.thing_key, [5]),
+    ]);
+    for (const response of posted) assert.equal(response.status, 200, response.text);
+    const total = async (body: object) =>
+      (await query('thing_data', { thing_key: thing.thing_key, ...body })).body[thing.thing_key].total_event_count;
+    assert.equal(await total({}), 7);
+    assert.equal(await total({ page: 9, per: 5 }), 7, 'a page past the end');
+    assert.equal(
+      await total({ from: (KOLKATA_MIDNIGHT + MINUTE) / 1000 }),
+      5,
+      'a bounded range still counts its events',
+    );
+    assert.equal(
+      (await query('thing_data', { thing_key: other.thing_key })).body[other.thing_key].total_event_count,
+      1,
+    );
+    // What upgrading a store does (migration 006): counted again from the stored events, the same totals.
+    const { countStoredEvents } = await import('../../src/store/migrations/006-event-counts.ts');
+    const db = ctx.api.server.store.db;
+    await db.updateTable('things').set({ event_count: 0 }).execute();
+    assert.equal(await total({}), 0);
+    await countStoredEvents(db);
+    assert.equal(await total({}), 7);
+  });
+
   it('when query_by_created_at is set then from and to apply to the receipt time', async () => {
     const key = await thingWithEvents([{ timestamp: KOLKATA_MIDNIGHT, data: { v: 1 } }]);
     const now = Math.floor(Date.now() / 1000);

@@ -7,6 +7,7 @@ import * as things from './002-things.ts';
 import * as devices from './003-devices.ts';
 import * as rules from './004-rules.ts';
 import * as rollups from './005-rollups.ts';
+import * as eventCounts from './006-event-counts.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -14,4 +15,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '003-devices': devices,
   '004-rules': rules,
   '005-rollups': rollups,
+  '006-event-counts': eventCounts,
 };
