@@ -175,6 +175,23 @@ export async function aggregatedData(
   const idle = request.idle;
 
   const cellJson = cellWriter(functions);
+  /** Buckets sharing a key as one cell: their counts merged, their idle and total minutes added up. */
+  const sharedKeyCellJson = (stats: Stats, indices: number[], idleOfBucket: (i: number) => IdleTimes | undefined) => {
+    const merged = new Stats(1, false);
+    const minutesSum: IdleTimes = { idle: 0, total: 0 };
+    let withIdle = false;
+    for (const i of indices) {
+      merged.merge(0, stats.count[i] as number, stats.sum[i] as number, nullable(stats.min[i]), nullable(stats.max[i]));
+      const bucketIdle = idleOfBucket(i);
+      if (bucketIdle) {
+        withIdle = true;
+        minutesSum.idle += bucketIdle.idle;
+        minutesSum.total += bucketIdle.total;
+      }
+    }
+    const rounded = { idle: Math.round(minutesSum.idle * 100) / 100, total: Math.round(minutesSum.total * 100) / 100 };
+    return cellJson(merged, 0, withIdle ? rounded : undefined);
+  };
   const idleOf = (stats: Stats, cell: number, period: Period, idleMs: number): IdleTimes => ({
     idle: idleMinutes(stats.times?.[cell] ?? [], period, idleMs),
     total: minutes(period),
@@ -257,20 +274,29 @@ export async function aggregatedData(
   let text = `{"summary_result":{${summary.join(',')}},"thing_wise_result":{${thingWise.join(',')}}`;
   if (buckets) {
     text += ',"time_grouped_result":{';
-    // A wall-clock key the clock reads twice (the hour repeated when it falls back) names one member:
-    // its first place, the later bucket's values, as an object built key by key would hold.
+    // A wall-clock key the clock reads twice (the hour repeated when it falls back) names every bucket
+    // that starts at it, counted together: no event is left out of the grouped answer.
     const keys = buckets.keys(time);
-    const lastOfKey = new Map<string, number>();
-    for (let i = 0; i < keys.length; i++) lastOfKey.set(keys[i] as string, i);
+    const bucketsOfKey = new Map<string, number[]>();
+    for (let i = 0; i < keys.length; i++) {
+      const same = bucketsOfKey.get(keys[i] as string);
+      if (same) same.push(i);
+      else bucketsOfKey.set(keys[i] as string, [i]);
+    }
+    const periodOf = (i: number): Period => ({ start: buckets.starts[i] as number, end: buckets.ends[i] as number });
     let firstBucket = true;
-    for (const [key, i] of lastOfKey) {
-      const period = { start: buckets.starts[i] as number, end: buckets.ends[i] as number };
+    for (const [key, indices] of bucketsOfKey) {
       let members = '';
       for (const { thingName, idleMs, stats } of perBucket) {
         let cells = '';
         for (let m = 0; m < metrics.length; m++) {
           const s = stats[m] as Stats;
-          cells += `,${metricNames[m]}:${cellJson(s, i, idle ? idleOf(s, i, period, idleMs) : undefined)}`;
+          const [i] = indices as [number];
+          const cell =
+            indices.length === 1
+              ? cellJson(s, i, idle ? idleOf(s, i, periodOf(i), idleMs) : undefined)
+              : sharedKeyCellJson(s, indices, (j) => (idle ? idleOf(s, j, periodOf(j), idleMs) : undefined));
+          cells += `,${metricNames[m]}:${cell}`;
         }
         members += `,${thingName}:{${cells.slice(1)}}`;
       }

@@ -214,6 +214,45 @@ describeOnStores('data queries', (ctx) => {
     assert.deepEqual(grouped['2024/01/01 00:30:00'][key].temperature, { count: 1, sum: 60, min: 60, max: 60, avg: 60 });
   });
 
+  it('when the clock falls back then the str key of the repeated hour counts both of its buckets, and int keys part them', async () => {
+    // 2024-11-03 in America/New_York: 01:00 EDT is 05:00Z, 01:00 EST is 06:00Z.
+    const key = await thingWithEvents([
+      { timestamp: Date.UTC(2024, 10, 3, 5, 10), data: { t: 1 } },
+      { timestamp: Date.UTC(2024, 10, 3, 6, 20), data: { t: 3 } },
+      { timestamp: Date.UTC(2024, 10, 3, 7, 0), data: { t: 5 } },
+    ]);
+    const asked = {
+      thing_keys: [key],
+      time_grouping: 'hour',
+      time_zone: 'America/New_York',
+      from: '2024/11/03 00:00:00',
+      to: '2024/11/03 02:59:59',
+      metrics: ['t'],
+      idle_time_required: 1,
+    };
+    const str = await query('thing_aggregated_data', { ...asked, timestamp_format: 'str' });
+    assert.equal(str.status, 200, str.text);
+    const grouped = str.body.time_grouped_result;
+    assert.deepEqual(Object.keys(grouped), ['2024/11/03 00:00:00', '2024/11/03 01:00:00', '2024/11/03 02:00:00']);
+    assert.deepEqual(grouped['2024/11/03 01:00:00'][key].t, {
+      count: 2,
+      sum: 4,
+      min: 1,
+      max: 3,
+      avg: 2,
+      idle_time_mins: 120,
+      total_time_mins: 120,
+    });
+    const counted = Object.values(grouped).reduce((n: number, bucket: any) => n + bucket[key].t.count, 0);
+    assert.equal(counted, str.body.summary_result.t.count);
+    const int = await query('thing_aggregated_data', { ...asked, timestamp_format: 'int' });
+    assert.equal(int.status, 200, int.text);
+    const byEpoch = int.body.time_grouped_result;
+    assert.equal(Object.keys(byEpoch).length, 4);
+    assert.equal(byEpoch[String(Date.UTC(2024, 10, 3, 5) / 1000)][key].t.sum, 1);
+    assert.equal(byEpoch[String(Date.UTC(2024, 10, 3, 6) / 1000)][key].t.sum, 3);
+  });
+
   it('when the aggregated answer is asked pretty, with a metric named twice and one that needs escaping, then it is one JSON answer', async () => {
     const key = await thingWithEvents([{ timestamp: KOLKATA_MIDNIGHT, data: { temperature: 10, 'we"ird\\': 2 } }]);
     const asked = {
