@@ -56,7 +56,15 @@ class Stats {
     this.times?.[cell]?.push(at);
   }
 
-  /** A slot's counts (events/rollups.ts), or another cell's, added at once. */
+  /** Another Stats' cell added to a cell of this one. */
+  addCell(cell: number, from: Stats, fromCell: number): void {
+    const count = from.count[fromCell] as number;
+    // A cell with a count has a min and a max.
+    if (count > 0)
+      this.merge(cell, count, from.sum[fromCell] as number, from.min[fromCell] as number, from.max[fromCell] as number);
+  }
+
+  /** A slot's counts (events/rollups.ts) added at once. */
   merge(cell: number, count: number, sum: number, min: number | null, max: number | null): void {
     if (count === 0) return;
     this.count[cell] = (this.count[cell] as number) + count;
@@ -117,6 +125,12 @@ interface IdleTimes {
   idle: number;
   total: number;
 }
+
+/** Minutes added up over buckets or things, to the hundredth as each of them is. */
+const roundedMinutes = (sums: IdleTimes): IdleTimes => ({
+  idle: Math.round(sums.idle * 100) / 100,
+  total: Math.round(sums.total * 100) / 100,
+});
 
 /** Writes one cell's members, in the order the answer always had: count, sum, min, max, avg, idle. */
 function cellWriter(functions: ReadonlySet<AggregateFunction>) {
@@ -181,7 +195,7 @@ export async function aggregatedData(
     const minutesSum: IdleTimes = { idle: 0, total: 0 };
     let withIdle = false;
     for (const i of indices) {
-      merged.merge(0, stats.count[i] as number, stats.sum[i] as number, nullable(stats.min[i]), nullable(stats.max[i]));
+      merged.addCell(0, stats, i);
       const bucketIdle = idleOfBucket(i);
       if (bucketIdle) {
         withIdle = true;
@@ -189,8 +203,7 @@ export async function aggregatedData(
         minutesSum.total += bucketIdle.total;
       }
     }
-    const rounded = { idle: Math.round(minutesSum.idle * 100) / 100, total: Math.round(minutesSum.total * 100) / 100 };
-    return cellJson(merged, 0, withIdle ? rounded : undefined);
+    return cellJson(merged, 0, withIdle ? roundedMinutes(minutesSum) : undefined);
   };
   const idleOf = (stats: Stats, cell: number, period: Period, idleMs: number): IdleTimes => ({
     idle: idleMinutes(stats.times?.[cell] ?? [], period, idleMs),
@@ -244,13 +257,7 @@ export async function aggregatedData(
       const stats = overall[m] as Stats;
       const idleTimes = idle && whole ? idleOf(stats, 0, whole, idleMs) : undefined;
       members.push(`${metricNames[m]}:${cellJson(stats, 0, idleTimes)}`);
-      (totals[m] as Stats).merge(
-        0,
-        stats.count[0] as number,
-        stats.sum[0] as number,
-        nullable(stats.min[0]),
-        nullable(stats.max[0]),
-      );
+      (totals[m] as Stats).addCell(0, stats, 0);
       if (idleTimes) {
         const sums = idleTotals[m] as IdleTimes;
         sums.idle += idleTimes.idle;
@@ -265,10 +272,7 @@ export async function aggregatedData(
   const summary = metrics.map((_, m) => {
     // Across things: the idle and total minutes of every thing added up.
     const sums = idleTotals[m] as IdleTimes;
-    const idleTimes =
-      idle && whole
-        ? { idle: Math.round(sums.idle * 100) / 100, total: Math.round(sums.total * 100) / 100 }
-        : undefined;
+    const idleTimes = idle && whole ? roundedMinutes(sums) : undefined;
     return `${metricNames[m]}:${cellJson(totals[m] as Stats, 0, idleTimes)}`;
   });
   let text = `{"summary_result":{${summary.join(',')}},"thing_wise_result":{${thingWise.join(',')}}`;
@@ -307,5 +311,3 @@ export async function aggregatedData(
   }
   return new JsonText(`${text}}`);
 }
-
-const nullable = (n: number | undefined): number | null => (n === undefined || Number.isNaN(n) ? null : n);

@@ -5,8 +5,11 @@ import type { QueryValues } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
 import type { ThingRow } from '../store/tables.ts';
 
+/** What a thing is written with: the store numbers it, and the event writer keeps its event count. */
+export type ThingColumns = Omit<ThingRow, 'thing_id' | 'event_count'>;
+
 /** A thing with what its presentation needs of its template. */
-export type ThingWithTemplate = Omit<ThingRow, 'thing_id' | 'event_count'> & {
+export type ThingWithTemplate = ThingColumns & {
   thing_id: number;
   event_count: number;
   thing_template_name: string;
@@ -94,15 +97,11 @@ export async function existingThingKeys(
   return new Set(rows.map((r) => r.thing_key));
 }
 
-export async function insertThing(db: Executor, row: Omit<ThingRow, 'thing_id' | 'event_count'>): Promise<void> {
+export async function insertThing(db: Executor, row: ThingColumns): Promise<void> {
   await db.insertInto('things').values(row).execute();
 }
 
-export async function updateThing(
-  db: Executor,
-  thingKey: string,
-  changes: Partial<Omit<ThingRow, 'thing_id' | 'event_count'>>,
-) {
+export async function updateThing(db: Executor, thingKey: string, changes: Partial<ThingColumns>) {
   await db.updateTable('things').set(changes).where('thing_key', '=', thingKey).execute();
 }
 

@@ -8,10 +8,9 @@ import { normaliseTags } from '../core/tags.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { uniqueOr } from '../store/dialect.ts';
 import type { Executor, Store } from '../store/store.ts';
-import type { ThingRow } from '../store/tables.ts';
 import { findTemplate } from '../templates/repository.ts';
 import { presentThing } from './presenter.ts';
-import type { ThingWithTemplate } from './repository.ts';
+import type { ThingColumns, ThingWithTemplate } from './repository.ts';
 import * as things from './repository.ts';
 
 type PropertyValue = string | number | boolean | null;
@@ -76,7 +75,7 @@ const keyTaken = (key: string) => conflict('thing.thing_key', `a thing with the 
 
 export async function createThing(store: Store, actor: Actor, organisationKey: string, input: ThingInput) {
   const now = Date.now();
-  const row: Omit<ThingRow, 'thing_id' | 'event_count'> = {
+  const row: ThingColumns = {
     thing_key: input.thing_key ?? newKey(),
     organisation_key: organisationKey,
     thing_template_key: input.thing_template_key,
@@ -123,7 +122,7 @@ export async function updateThing(
 ) {
   return store.transaction(async (tx) => {
     const before = await requireThing(tx, organisationKeys, thingKey);
-    const columns: Partial<Omit<ThingRow, 'thing_id' | 'event_count'>> = { updated_at: Date.now() };
+    const columns: Partial<ThingColumns> = { updated_at: Date.now() };
     if (changes.name !== undefined) columns.name = changes.name;
     if (changes.description !== undefined) columns.description = changes.description;
     if (changes.tags !== undefined) columns.tags = JSON.stringify(normaliseTags(changes.tags));
