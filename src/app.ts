@@ -66,6 +66,7 @@ export async function createServer(config: Config): Promise<Server> {
   });
   const timers: NodeJS.Timeout[] = [];
   let started: SessionService | undefined;
+  let stopAuthenticator: (() => void) | undefined;
   try {
     const bootstrap = await bootstrapFirstAdmin(store, config);
     const sessions = new SessionService(store, config, loadIdentityProviders(config.idpConfigPath));
@@ -76,6 +77,7 @@ export async function createServer(config: Config): Promise<Server> {
     const rules = new RuleEngine(store, { onQueued: () => worker?.wake() });
     const writer = new EventWriter(store, { process: (tx, batches) => rules.evaluate(tx, batches) });
     const authenticator = new DeviceAuthenticator(store.db, box);
+    stopAuthenticator = () => authenticator.close();
     const ingest = new EventIngest(store, writer);
     const devices = new DeviceService(store, ingest);
     let instructions: MqttInstructions | undefined;
@@ -109,11 +111,13 @@ export async function createServer(config: Config): Promise<Server> {
         await senders.close();
         rules.close();
         sessions.close();
+        authenticator.close();
         await store.close();
       },
     };
   } catch (error) {
     started?.close();
+    stopAuthenticator?.();
     await store.close();
     throw error;
   }

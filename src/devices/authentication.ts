@@ -4,6 +4,7 @@
  * The signature is checked on the bytes before any JSON parsing, whatever the Content-Type says.
  */
 import type { FastifyRequest } from 'fastify';
+import { onChangeRecorded } from '../audit/recorder.ts';
 import { ApiError, unauthorized } from '../core/errors.ts';
 import { BULK_BODY_LIMIT, rawBody } from '../core/http/body.ts';
 import type { Principal } from '../core/principal.ts';
@@ -15,35 +16,82 @@ import { verifySignature } from './signature.ts';
 
 const SECRET_CACHE_SIZE = 10_000;
 
+/**
+ * How long a key pair's credentials are reused without reading the store, as callers behind tokens
+ * are (sessions/service.ts): a key pair, role or organisation changed through this server takes
+ * effect at once, one changed through another server on the same PostgreSQL store within this time.
+ */
+const CREDENTIALS_CACHE_MS = 1000;
+const MAX_CACHED_CREDENTIALS = 10_000;
+
 export interface DeviceCredentials {
   principal: Principal;
   accessKey: string;
   secretKey: string;
 }
 
+interface CachedCredentials {
+  credentials: DeviceCredentials;
+  cachedAt: number;
+}
+
 export class DeviceAuthenticator {
   /** Opened secrets by sealed text: opening costs more than the signature check itself. */
   private readonly secrets = new Map<string, string>();
+  /** Credentials by access key: most device requests then cost no store read before their own work. */
+  private readonly cached = new Map<string, CachedCredentials>();
+  /**
+   * When a key pair, role or organisation last changed here: credentials read before it, or while its
+   * transaction may not have committed, are read again.
+   */
+  private changedAt = Number.NEGATIVE_INFINITY;
+  private readonly stopListening: () => void;
 
   constructor(
     private readonly db: Executor,
     private readonly box: SecretBox,
-  ) {}
+  ) {
+    this.stopListening = onChangeRecorded((change) => {
+      if (change.entityType === 'KeyPair' || change.entityType === 'Role' || change.entityType === 'Organisation') {
+        this.cached.clear();
+        this.changedAt = Date.now();
+      }
+    });
+  }
 
-  /** The key pair behind an access key, or undefined. Also used for MQTT logins. */
+  close(): void {
+    this.stopListening();
+    this.cached.clear();
+  }
+
+  /** The credentials of an access key when they were read lately enough to be used without reading them again. */
+  recentCredentials(accessKey: string, now = Date.now()): DeviceCredentials | undefined {
+    const hit = this.cached.get(accessKey);
+    return hit && now - hit.cachedAt < CREDENTIALS_CACHE_MS && hit.cachedAt > this.changedAt + CREDENTIALS_CACHE_MS
+      ? hit.credentials
+      : undefined;
+  }
+
+  /** The key pair behind an access key, or undefined. Also used for MQTT logins and messages. */
   async credentials(accessKey: string): Promise<DeviceCredentials | undefined> {
+    const now = Date.now();
+    const recent = this.recentCredentials(accessKey, now);
+    if (recent) return recent;
     const row = await findCredentials(this.db, accessKey);
-    if (!row) return undefined;
+    if (!row) {
+      this.cached.delete(accessKey);
+      return undefined;
+    }
     let secretKey = this.secrets.get(row.secret_key_sealed);
     if (secretKey === undefined) {
       secretKey = this.box.open(row.secret_key_sealed);
       if (this.secrets.size >= SECRET_CACHE_SIZE) this.secrets.clear();
       this.secrets.set(row.secret_key_sealed, secretKey);
     }
-    return {
+    const credentials: DeviceCredentials = Object.freeze({
       accessKey,
       secretKey,
-      principal: {
+      principal: Object.freeze({
         kind: 'device',
         userKey: null,
         userName: `key pair ${row.name}`,
@@ -54,8 +102,12 @@ export class DeviceAuthenticator {
         organisationKey: row.organisation_key,
         organisationIsOem: row.is_oem === 1,
         timeZone: 'Etc/UTC',
-      },
-    };
+      }),
+    });
+    if (this.cached.size >= MAX_CACHED_CREDENTIALS) this.cached.delete(this.cached.keys().next().value as string);
+    // Read from when it began: a change recorded since then makes it be read again.
+    this.cached.set(accessKey, { credentials, cachedAt: now });
+    return credentials;
   }
 
   async authenticate(request: FastifyRequest): Promise<{ principal: Principal; body: Buffer | undefined }> {

@@ -13,7 +13,7 @@ import type { DeviceService } from '../devices/service.ts';
 import { verifySignature } from '../devices/signature.ts';
 import { embeddedInstructionLink, type MqttInstructions } from './instructions.ts';
 import { handleDeviceMessage } from './messages.ts';
-import { ackTopic, maySubscribe, parseDeviceTopic } from './topics.ts';
+import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic } from './topics.ts';
 
 export interface EmbeddedBroker {
   port: number;
@@ -113,11 +113,37 @@ export async function startEmbeddedBroker(options: {
     due.set(client, [ack]);
   };
 
+  // Each message is checked against its key pair as it is now (kept for up to a second by the
+  // authenticator): a key pair deleted since the device signed in ends its connection, and a changed
+  // role applies to the next message. Messages of one device keep their order while it is read.
+  const lookups = new WeakMap<Client, Promise<void>>();
+  const failed = (client: Client) => (error: unknown) => {
+    log.error(error, 'MQTT message failed');
+    acknowledge(client, {
+      context: 'PARSE_ERROR',
+      http_code: 500,
+      http_msg: { errors: [{ code: 'internal', message: 'an unexpected error occurred' }] },
+    });
+  };
+  const handle = (client: Client, topic: DeviceTopic, payload: Buffer, credentials: DeviceCredentials | undefined) => {
+    if (!credentials) {
+      client.close();
+      return;
+    }
+    connections.set(client, credentials);
+    handleDeviceMessage(devices, {
+      topic,
+      payload,
+      connection: credentials,
+      lookup: (ak) => authenticator.credentials(ak),
+    }).then((ack) => acknowledge(client, ack), failed(client));
+  };
+
   broker.on('publish', (packet: PublishPacket, client: Client | null) => {
     if (!client) return;
     const topic = parseDeviceTopic(packet.topic);
-    const credentials = connections.get(client);
-    if (!topic || !credentials) return;
+    const signedIn = connections.get(client);
+    if (!topic || !signedIn) return;
     if (topic.clientId !== client.id) {
       acknowledge(client, {
         context: 'PARSE_ERROR',
@@ -127,22 +153,16 @@ export async function startEmbeddedBroker(options: {
       return;
     }
     const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
-    handleDeviceMessage(devices, {
-      topic,
-      payload,
-      connection: credentials,
-      lookup: (ak) => authenticator.credentials(ak),
-    }).then(
-      (ack) => acknowledge(client, ack),
-      (error) => {
-        log.error(error, 'MQTT message failed');
-        acknowledge(client, {
-          context: 'PARSE_ERROR',
-          http_code: 500,
-          http_msg: { errors: [{ code: 'internal', message: 'an unexpected error occurred' }] },
-        });
-      },
-    );
+    const pending = lookups.get(client);
+    const recent = pending ? undefined : authenticator.recentCredentials(signedIn.accessKey);
+    if (recent) return handle(client, topic, payload, recent);
+    const looked = (pending ?? Promise.resolve())
+      .then(() => authenticator.credentials(signedIn.accessKey))
+      .then((credentials) => handle(client, topic, payload, credentials), failed(client))
+      .finally(() => {
+        if (lookups.get(client) === looked) lookups.delete(client);
+      });
+    lookups.set(client, looked);
   });
 
   options.instructions?.connect(

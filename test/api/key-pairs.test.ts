@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { childOrganisation, createRole, userWithAbilities } from '../support/fixtures.ts';
+import { createKeyPair, Device } from '../support/device.ts';
+import { childOrganisation, createRole, unique, userWithAbilities } from '../support/fixtures.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 describeOnStores('key pairs', (ctx) => {
@@ -78,5 +79,27 @@ describeOnStores('key pairs', (ctx) => {
     );
     const user = await userWithAbilities(ctx.api, token, [11]);
     assert.equal((await ctx.api.request('GET', '/api/v3/key_pairs', { token: user.token })).status, 403);
+  });
+
+  it('when a key pair is deleted or its role loses a permission then its next device request is refused at once', async () => {
+    const token = await ctx.api.adminToken();
+    // Abilities 11, 12, 122: read and create things, create data (CONTRACT 5).
+    const role = await createRole(ctx.api, token, [11, 12, 122]);
+    const pair = await createKeyPair(ctx.api, token, { role_key: role.role_key });
+    const device = new Device(ctx.api.url, pair);
+    const key = unique('kp');
+    assert.equal((await device.post('/api/v3/things/register.json', { thing_key: key, name: 'Pump' })).status, 200);
+    const send = () => device.post('/api/v3/things/event.json', { thing_key: key, data: { rpm: 1 } });
+    assert.equal((await send()).status, 200);
+    const changed = await ctx.api.request('PUT', `/api/v3/roles/${role.role_key}`, {
+      token,
+      body: { role: { abilities: [11, 12] } },
+    });
+    assert.equal(changed.status, 200, changed.text);
+    assert.equal((await send()).status, 403, 'the role as it is now applies');
+    const removed = await ctx.api.request('DELETE', `/api/v3/key_pairs/${pair.key_pair_key}`, { token });
+    assert.equal(removed.status, 200);
+    const refused = await send();
+    assert.equal(refused.status, 401, refused.text);
   });
 });

@@ -196,6 +196,39 @@ describeOnStores(
       }
     });
 
+    it('when its key pair is deleted then an open connection ends at its next message, which is not stored', async () => {
+      const token = await ctx.api.adminToken();
+      const pair = await keyPair();
+      const device = await MqttDevice.connect(brokerUrl(), pair);
+      try {
+        const key = unique('mqdel');
+        assert.equal((await device.send('register', { thing_key: key, name: 'Press' })).http_code, 200);
+        assert.equal((await device.send('event', { thing_key: key, data: { temperature: 1 } })).http_code, 200);
+        const removed = await ctx.api.request('DELETE', `/api/v3/key_pairs/${pair.key_pair_key}`, { token });
+        assert.equal(removed.status, 200, removed.text);
+        const closed = new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error('the connection stayed open')), 5000);
+          device.client.once('close', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+        device.client.publish(
+          `Altizon/Datonis/${device.clientId}/event`,
+          device.envelope({ thing_key: key, data: { temperature: 2 } }),
+          { qos: 1 },
+        );
+        await closed;
+        assert.equal(await storedCount(key), 1, 'nothing sent after the deletion is stored');
+        await assert.rejects(
+          MqttDevice.connect(brokerUrl(), pair),
+          (error: Error & { code?: number }) => error.code === 5,
+        );
+      } finally {
+        device.client.end(true);
+      }
+    });
+
     it('when a device publishes to an acknowledgement topic then nothing is delivered, so acks cannot be forged', async () => {
       const device = await MqttDevice.connect(brokerUrl(), await keyPair());
       const listener = await MqttDevice.connect(brokerUrl(), await keyPair());
