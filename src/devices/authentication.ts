@@ -45,6 +45,8 @@ export class DeviceAuthenticator {
    * transaction may not have committed, are read again.
    */
   private changedAt = Number.NEGATIVE_INFINITY;
+  /** Reads under way, by access key. */
+  private readonly reading = new Map<string, Promise<DeviceCredentials | undefined>>();
   private readonly stopListening: () => void;
 
   constructor(
@@ -54,6 +56,8 @@ export class DeviceAuthenticator {
     this.stopListening = onChangeRecorded((change) => {
       if (change.entityType === 'KeyPair' || change.entityType === 'Role' || change.entityType === 'Organisation') {
         this.cached.clear();
+        // Reads under way may have begun before the change: later callers start their own.
+        this.reading.clear();
         this.changedAt = Date.now();
       }
     });
@@ -77,6 +81,17 @@ export class DeviceAuthenticator {
     const now = Date.now();
     const recent = this.recentCredentials(accessKey, now);
     if (recent) return recent;
+    // Requests of one key pair arriving together (a fleet sharing it, just after a change) share a read.
+    const under = this.reading.get(accessKey);
+    if (under) return under;
+    const reading = this.read(accessKey, now).finally(() => {
+      if (this.reading.get(accessKey) === reading) this.reading.delete(accessKey);
+    });
+    this.reading.set(accessKey, reading);
+    return reading;
+  }
+
+  private async read(accessKey: string, now: number): Promise<DeviceCredentials | undefined> {
     const row = await findCredentials(this.db, accessKey);
     if (!row) {
       this.cached.delete(accessKey);
