@@ -52,12 +52,17 @@ type ChangeListener = (change: Change) => void;
 const listeners = new Set<ChangeListener>();
 
 /**
- * Calls `listener` with every change recorded in this process (as it is recorded, before its
- * transaction commits), for caches of what changes. Returns the function that stops it.
+ * Calls `listener` with every change to one of `entityTypes` recorded in this process (as it is
+ * recorded, before its transaction commits), for caches of what changes. Returns the function that
+ * stops it.
  */
-export function onChangeRecorded(listener: ChangeListener): () => void {
-  listeners.add(listener);
-  return () => listeners.delete(listener);
+export function onChangesTo(entityTypes: readonly EntityType[], listener: ChangeListener): () => void {
+  const types = new Set(entityTypes);
+  const filtered: ChangeListener = (change) => {
+    if (types.has(change.entityType)) listener(change);
+  };
+  listeners.add(filtered);
+  return () => listeners.delete(filtered);
 }
 
 export async function recordChange(db: Executor, actor: Actor, change: Change, now = Date.now()): Promise<void> {

@@ -4,7 +4,7 @@
  * The signature is checked on the bytes before any JSON parsing, whatever the Content-Type says.
  */
 import type { FastifyRequest } from 'fastify';
-import { onChangeRecorded } from '../audit/recorder.ts';
+import { onChangesTo } from '../audit/recorder.ts';
 import { ApiError, unauthorized } from '../core/errors.ts';
 import { BULK_BODY_LIMIT, rawBody } from '../core/http/body.ts';
 import type { Principal } from '../core/principal.ts';
@@ -53,13 +53,11 @@ export class DeviceAuthenticator {
     private readonly db: Executor,
     private readonly box: SecretBox,
   ) {
-    this.stopListening = onChangeRecorded((change) => {
-      if (change.entityType === 'KeyPair' || change.entityType === 'Role' || change.entityType === 'Organisation') {
-        this.cached.clear();
-        // Reads under way may have begun before the change: later callers start their own.
-        this.reading.clear();
-        this.changedAt = Date.now();
-      }
+    this.stopListening = onChangesTo(['KeyPair', 'Role', 'Organisation'], () => {
+      this.cached.clear();
+      // Reads under way may have begun before the change: later callers start their own.
+      this.reading.clear();
+      this.changedAt = Date.now();
     });
   }
 

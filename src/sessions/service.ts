@@ -3,7 +3,7 @@
  * the token check every request goes through.
  */
 
-import { onChangeRecorded } from '../audit/recorder.ts';
+import { onChangesTo } from '../audit/recorder.ts';
 import { ApiError, forbidden, unauthorized } from '../core/errors.ts';
 import type { Principal } from '../core/principal.ts';
 import { resolveTimeZone } from '../core/time.ts';
@@ -76,11 +76,9 @@ export class SessionService {
     private readonly settings: SessionSettings,
     private readonly identityProviders: IdentityProviders,
   ) {
-    this.stopListening = onChangeRecorded((change) => {
-      if (change.entityType === 'User' || change.entityType === 'Role' || change.entityType === 'Organisation') {
-        this.principals.clear();
-        this.changedAt = Date.now();
-      }
+    this.stopListening = onChangesTo(['User', 'Role', 'Organisation'], () => {
+      this.principals.clear();
+      this.changedAt = Date.now();
     });
   }
 
