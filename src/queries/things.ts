@@ -1,6 +1,7 @@
 /** The things a query covers, with what their templates say about them. */
 import { notFound } from '../core/errors.ts';
 import { inOrganisations } from '../store/filters.ts';
+import { QueryCache } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
 import type { MetricDefinition } from '../templates/presenter.ts';
 
@@ -12,19 +13,25 @@ export interface QueriedThing {
   idle_timeout: number;
 }
 
+/** Compiled once per number of organisations and things named (store/prepared.ts). */
+const statements = new QueryCache();
+
 /** The named things (each must be visible: else 404), or every visible thing, by key. */
 export async function queriedThings(
   db: Executor,
   organisationKeys: string[],
   thingKeys?: string[],
 ): Promise<QueriedThing[]> {
-  let query = db
-    .selectFrom('things as t')
-    .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
-    .select(['t.thing_id', 't.thing_key', 'tt.metrics', 'tt.idle_timeout'])
-    .where(inOrganisations(organisationKeys, 't.organisation_key'));
-  if (thingKeys !== undefined) query = query.where('t.thing_key', 'in', thingKeys.length > 0 ? thingKeys : ['']);
-  const rows = await query.orderBy('t.thing_key').execute();
+  const rows = await statements.execute(db, '', { organisations: organisationKeys, things: thingKeys }, (v) => {
+    let query = db
+      .selectFrom('things as t')
+      .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
+      .select(['t.thing_id', 't.thing_key', 'tt.metrics', 'tt.idle_timeout'])
+      .where(inOrganisations(v.organisations as string[], 't.organisation_key'));
+    const keys = v.things as string[] | undefined;
+    if (keys !== undefined) query = query.where('t.thing_key', 'in', keys.length > 0 ? keys : ['']);
+    return query.orderBy('t.thing_key');
+  });
   if (thingKeys !== undefined) {
     const found = new Set(rows.map((r) => r.thing_key));
     const missing = thingKeys.find((k) => !found.has(k));
