@@ -32,8 +32,17 @@ export interface DeviceCredentials {
 
 interface CachedCredentials {
   credentials: DeviceCredentials;
+  /** When its read began (monotonic ms). */
   cachedAt: number;
 }
+
+interface Reading {
+  credentials: Promise<DeviceCredentials | undefined>;
+  startedAt: number;
+}
+
+/** Milliseconds that never go back, unlike the wall clock. */
+const clock = () => performance.now();
 
 export class DeviceAuthenticator {
   /** Opened secrets by sealed text: opening costs more than the signature check itself. */
@@ -41,23 +50,35 @@ export class DeviceAuthenticator {
   /** Credentials by access key: most device requests then cost no store read before their own work. */
   private readonly cached = new Map<string, CachedCredentials>();
   /**
-   * When a key pair, role or organisation last changed here: credentials read before it, or while its
-   * transaction may not have committed, are read again.
+   * When a key pair, role or organisation of an organisation last changed here (recent changes
+   * only): its credentials read before then, or while the change's transaction may not have
+   * committed, are read again.
    */
-  private changedAt = Number.NEGATIVE_INFINITY;
+  private readonly changedAt = new Map<string, number>();
+  /** When any of them last changed here. */
+  private lastChangeAt = Number.NEGATIVE_INFINITY;
   /** Reads under way, by access key. */
-  private readonly reading = new Map<string, Promise<DeviceCredentials | undefined>>();
+  private readonly reading = new Map<string, Reading>();
   private readonly stopListening: () => void;
 
   constructor(
     private readonly db: Executor,
     private readonly box: SecretBox,
   ) {
-    this.stopListening = onChangesTo(['KeyPair', 'Role', 'Organisation'], () => {
-      this.cached.clear();
-      // Reads under way may have begun before the change: later callers start their own.
-      this.reading.clear();
-      this.changedAt = Date.now();
+    this.stopListening = onChangesTo(['KeyPair', 'Role', 'Organisation'], (change) => {
+      const now = clock();
+      // A key pair or role belongs to the organisation the change is recorded in; an organisation
+      // is changed by its parent, in whose name the change is recorded.
+      const organisations = new Set([change.organisationKey]);
+      if (change.entityType === 'Organisation') organisations.add(change.entityKey);
+      for (const [organisation, at] of this.changedAt) {
+        if (at < now - 2 * CREDENTIALS_CACHE_MS) this.changedAt.delete(organisation);
+      }
+      for (const organisation of organisations) this.changedAt.set(organisation, now);
+      this.lastChangeAt = now;
+      for (const [accessKey, entry] of this.cached) {
+        if (organisations.has(entry.credentials.principal.organisationKey)) this.cached.delete(accessKey);
+      }
     });
   }
 
@@ -67,26 +88,30 @@ export class DeviceAuthenticator {
   }
 
   /** The credentials of an access key when they were read lately enough to be used without reading them again. */
-  recentCredentials(accessKey: string, now = Date.now()): DeviceCredentials | undefined {
+  recentCredentials(accessKey: string, now = clock()): DeviceCredentials | undefined {
     const hit = this.cached.get(accessKey);
-    return hit && now - hit.cachedAt < CREDENTIALS_CACHE_MS && hit.cachedAt > this.changedAt + CREDENTIALS_CACHE_MS
-      ? hit.credentials
-      : undefined;
+    if (!hit || now - hit.cachedAt >= CREDENTIALS_CACHE_MS) return undefined;
+    const changedAt = this.changedAt.get(hit.credentials.principal.organisationKey);
+    return changedAt === undefined || hit.cachedAt > changedAt + CREDENTIALS_CACHE_MS ? hit.credentials : undefined;
   }
 
   /** The key pair behind an access key, or undefined. Also used for MQTT logins and messages. */
   async credentials(accessKey: string): Promise<DeviceCredentials | undefined> {
-    const now = Date.now();
+    const now = clock();
     const recent = this.recentCredentials(accessKey, now);
     if (recent) return recent;
-    // Requests of one key pair arriving together (a fleet sharing it, just after a change) share a read.
+    // Requests of one key pair arriving together (a fleet sharing it) share a read, unless it began
+    // before a change, or while the change may not have committed, in any organisation.
     const under = this.reading.get(accessKey);
-    if (under) return under;
-    const reading = this.read(accessKey, now).finally(() => {
-      if (this.reading.get(accessKey) === reading) this.reading.delete(accessKey);
-    });
+    if (under && under.startedAt > this.lastChangeAt + CREDENTIALS_CACHE_MS) return under.credentials;
+    const reading: Reading = {
+      startedAt: now,
+      credentials: this.read(accessKey, now).finally(() => {
+        if (this.reading.get(accessKey) === reading) this.reading.delete(accessKey);
+      }),
+    };
     this.reading.set(accessKey, reading);
-    return reading;
+    return reading.credentials;
   }
 
   private async read(accessKey: string, now: number): Promise<DeviceCredentials | undefined> {

@@ -219,6 +219,8 @@ describeOnStores(
           { qos: 1 },
         );
         await closed;
+        // Anything still under way would be stored within this time.
+        await new Promise((resolve) => setTimeout(resolve, 300));
         assert.equal(await storedCount(key), 1, 'nothing sent after the deletion is stored');
         await assert.rejects(
           MqttDevice.connect(brokerUrl(), pair),
