@@ -65,19 +65,20 @@ export async function createServer(config: Config): Promise<Server> {
     sqliteSynchronous: config.sqliteSynchronous,
   });
   const timers: NodeJS.Timeout[] = [];
-  let started: SessionService | undefined;
-  let stopAuthenticator: (() => void) | undefined;
+  /** What a start that fails must undo before the store closes: listeners of recorded changes. */
+  const closeOnFailure: (() => void)[] = [];
   try {
     const bootstrap = await bootstrapFirstAdmin(store, config);
     const sessions = new SessionService(store, config, loadIdentityProviders(config.idpConfigPath));
-    started = sessions;
+    closeOnFailure.push(() => sessions.close());
     const box = new SecretBox(config.secretKey ?? (await serverSecret(store.db, 'secret_box_key')));
     const senders = new Senders(store, config);
     let worker: DeliveryWorker | undefined;
     const rules = new RuleEngine(store, { onQueued: () => worker?.wake() });
+    closeOnFailure.push(() => rules.close());
     const writer = new EventWriter(store, { process: (tx, batches) => rules.evaluate(tx, batches) });
     const authenticator = new DeviceAuthenticator(store.db, box);
-    stopAuthenticator = () => authenticator.close();
+    closeOnFailure.push(() => authenticator.close());
     const ingest = new EventIngest(store, writer);
     const devices = new DeviceService(store, ingest);
     let instructions: MqttInstructions | undefined;
@@ -116,8 +117,7 @@ export async function createServer(config: Config): Promise<Server> {
       },
     };
   } catch (error) {
-    started?.close();
-    stopAuthenticator?.();
+    for (const close of closeOnFailure) close();
     await store.close();
     throw error;
   }

@@ -8,6 +8,7 @@ import { onChangesTo } from '../audit/recorder.ts';
 import { ApiError, unauthorized } from '../core/errors.ts';
 import { BULK_BODY_LIMIT, rawBody } from '../core/http/body.ts';
 import type { Principal } from '../core/principal.ts';
+import { monotonicNow, RecentReads } from '../core/recent-reads.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import { findCredentials } from '../keypairs/repository.ts';
 import type { Executor } from '../store/store.ts';
@@ -17,9 +18,9 @@ import { verifySignature } from './signature.ts';
 const SECRET_CACHE_SIZE = 10_000;
 
 /**
- * How long a key pair's credentials are reused without reading the store, as callers behind tokens
- * are (sessions/service.ts): a key pair, role or organisation changed through this server takes
- * effect at once, one changed through another server on the same PostgreSQL store within this time.
+ * How long a key pair's credentials are used again without reading the store (core/recent-reads.ts):
+ * a key pair, role or organisation changed through this server takes effect at once, one changed
+ * through another server on the same PostgreSQL store within this time.
  */
 const CREDENTIALS_CACHE_MS = 1000;
 const MAX_CACHED_CREDENTIALS = 10_000;
@@ -30,33 +31,19 @@ export interface DeviceCredentials {
   secretKey: string;
 }
 
-interface CachedCredentials {
-  credentials: DeviceCredentials;
-  /** When its read began (monotonic ms). */
-  cachedAt: number;
-}
-
 interface Reading {
   credentials: Promise<DeviceCredentials | undefined>;
   startedAt: number;
 }
 
-/** Milliseconds that never go back, unlike the wall clock. */
-const clock = () => performance.now();
-
 export class DeviceAuthenticator {
   /** Opened secrets by sealed text: opening costs more than the signature check itself. */
   private readonly secrets = new Map<string, string>();
-  /** Credentials by access key: most device requests then cost no store read before their own work. */
-  private readonly cached = new Map<string, CachedCredentials>();
   /**
-   * When a key pair, role or organisation of an organisation last changed here (recent changes
-   * only): its credentials read before then, or while the change's transaction may not have
-   * committed, are read again.
+   * Credentials by access key, in the scope of their organisation: most device requests then cost no
+   * store read before their own work.
    */
-  private readonly changedAt = new Map<string, number>();
-  /** When any of them last changed here. */
-  private lastChangeAt = Number.NEGATIVE_INFINITY;
+  private readonly recent = new RecentReads<DeviceCredentials>(CREDENTIALS_CACHE_MS, MAX_CACHED_CREDENTIALS);
   /** Reads under way, by access key. */
   private readonly reading = new Map<string, Reading>();
   private readonly stopListening: () => void;
@@ -66,44 +53,33 @@ export class DeviceAuthenticator {
     private readonly box: SecretBox,
   ) {
     this.stopListening = onChangesTo(['KeyPair', 'Role', 'Organisation'], (change) => {
-      const now = clock();
       // A key pair or role belongs to the organisation the change is recorded in; an organisation
       // is changed by its parent, in whose name the change is recorded.
-      const organisations = new Set([change.organisationKey]);
-      if (change.entityType === 'Organisation') organisations.add(change.entityKey);
-      for (const [organisation, at] of this.changedAt) {
-        if (at < now - 2 * CREDENTIALS_CACHE_MS) this.changedAt.delete(organisation);
-      }
-      for (const organisation of organisations) this.changedAt.set(organisation, now);
-      this.lastChangeAt = now;
-      for (const [accessKey, entry] of this.cached) {
-        if (organisations.has(entry.credentials.principal.organisationKey)) this.cached.delete(accessKey);
-      }
+      this.recent.changed(
+        change.entityType === 'Organisation' ? [change.organisationKey, change.entityKey] : [change.organisationKey],
+      );
     });
   }
 
   close(): void {
     this.stopListening();
-    this.cached.clear();
+    this.recent.clear();
   }
 
   /** The credentials of an access key when they were read lately enough to be used without reading them again. */
-  recentCredentials(accessKey: string, now = clock()): DeviceCredentials | undefined {
-    const hit = this.cached.get(accessKey);
-    if (!hit || now - hit.cachedAt >= CREDENTIALS_CACHE_MS) return undefined;
-    const changedAt = this.changedAt.get(hit.credentials.principal.organisationKey);
-    return changedAt === undefined || hit.cachedAt > changedAt + CREDENTIALS_CACHE_MS ? hit.credentials : undefined;
+  recentCredentials(accessKey: string): DeviceCredentials | undefined {
+    return this.recent.get(accessKey);
   }
 
   /** The key pair behind an access key, or undefined. Also used for MQTT logins and messages. */
   async credentials(accessKey: string): Promise<DeviceCredentials | undefined> {
-    const now = clock();
-    const recent = this.recentCredentials(accessKey, now);
+    const now = monotonicNow();
+    const recent = this.recent.get(accessKey, now);
     if (recent) return recent;
     // Requests of one key pair arriving together (a fleet sharing it) share a read, unless it began
     // before a change, or while the change may not have committed, in any organisation.
     const under = this.reading.get(accessKey);
-    if (under && under.startedAt > this.lastChangeAt + CREDENTIALS_CACHE_MS) return under.credentials;
+    if (under && this.recent.isAfterEveryChange(under.startedAt)) return under.credentials;
     const reading: Reading = {
       startedAt: now,
       credentials: this.read(accessKey, now).finally(() => {
@@ -114,10 +90,10 @@ export class DeviceAuthenticator {
     return reading.credentials;
   }
 
-  private async read(accessKey: string, now: number): Promise<DeviceCredentials | undefined> {
+  private async read(accessKey: string, startedAt: number): Promise<DeviceCredentials | undefined> {
     const row = await findCredentials(this.db, accessKey);
     if (!row) {
-      this.cached.delete(accessKey);
+      this.recent.delete(accessKey);
       return undefined;
     }
     let secretKey = this.secrets.get(row.secret_key_sealed);
@@ -142,9 +118,7 @@ export class DeviceAuthenticator {
         timeZone: 'Etc/UTC',
       }),
     });
-    if (this.cached.size >= MAX_CACHED_CREDENTIALS) this.cached.delete(this.cached.keys().next().value as string);
-    // Read from when it began: a change recorded since then makes it be read again.
-    this.cached.set(accessKey, { credentials, cachedAt: now });
+    this.recent.set(accessKey, credentials, row.organisation_key, startedAt);
     return credentials;
   }
 

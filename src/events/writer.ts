@@ -203,34 +203,33 @@ function insertEvents(tx: Tx, events: NewEvent[], now: number) {
   );
 }
 
+/** What one transaction's events do to their thing. */
+interface ThingTouch {
+  /** Its newest event by its own time. */
+  newest: NewEvent;
+  /** How many events it got. */
+  count: number;
+  /** The last waypoint sent, in arrival order. */
+  waypoint: [number, number] | undefined;
+}
+
 /**
- * Every touched thing's newest event (by its own time), heard-from time and event count, in one statement: one
- * UPDATE per thing would cost a round trip each on PostgreSQL. A late event does not replace a newer
- * last_event; the last waypoint of the batch becomes the coordinates.
+ * Every touched thing's newest event (by its own time), heard-from time and event count, in one
+ * statement: one UPDATE per thing would cost a round trip each on PostgreSQL. A late event does not
+ * replace a newer last_event; the last waypoint of the batch becomes the coordinates.
  */
-function updateLastEvents(
-  tx: Tx,
-  newest: Map<number, NewEvent>,
-  counts: Map<number, number>,
-  waypoints: Map<number, [number, number]>,
-  now: number,
-) {
+function updateLastEvents(tx: Tx, touched: Map<number, ThingTouch>, now: number) {
   // In thing order, so concurrent transactions (several instances) lock things in the same order.
-  const ids = [...newest.keys()].sort((a, b) => a - b);
+  const ids = [...touched.keys()].sort((a, b) => a - b);
+  const touches = ids.map((id) => touched.get(id) as ThingTouch);
   return lastEvents.run(
     tx,
     [
       ids,
-      ids.map((id) => (newest.get(id) as NewEvent).timestamp),
-      ids.map((id) => {
-        const e = newest.get(id) as NewEvent;
-        return JSON.stringify({ timestamp: e.timestamp, data: e.data });
-      }),
-      ids.map((id) => {
-        const waypoint = waypoints.get(id);
-        return waypoint ? JSON.stringify(waypoint) : null;
-      }),
-      ids.map((id) => counts.get(id) ?? 0),
+      touches.map((t) => t.newest.timestamp),
+      touches.map((t) => JSON.stringify({ timestamp: t.newest.timestamp, data: t.newest.data })),
+      touches.map((t) => (t.waypoint ? JSON.stringify(t.waypoint) : null)),
+      touches.map((t) => t.count),
     ],
     [now],
   );
@@ -322,16 +321,18 @@ async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
     await addToRollups(tx, counter.rows());
   }
   // Each thing's newest event (by its own time) becomes its last_event; any event makes it heard from.
-  const newest = new Map<number, NewEvent>();
-  const counts = new Map<number, number>();
-  const lastWaypoint = new Map<number, [number, number]>();
+  const touched = new Map<number, ThingTouch>();
   for (const e of events) {
-    const current = newest.get(e.thingId);
-    if (!current || e.timestamp >= current.timestamp) newest.set(e.thingId, e);
-    counts.set(e.thingId, (counts.get(e.thingId) ?? 0) + 1);
-    if (e.waypoint) lastWaypoint.set(e.thingId, e.waypoint);
+    const touch = touched.get(e.thingId);
+    if (!touch) {
+      touched.set(e.thingId, { newest: e, count: 1, waypoint: e.waypoint ?? undefined });
+      continue;
+    }
+    if (e.timestamp >= touch.newest.timestamp) touch.newest = e;
+    touch.count++;
+    if (e.waypoint) touch.waypoint = e.waypoint;
   }
-  if (newest.size > 0) await updateLastEvents(tx, newest, counts, lastWaypoint, now);
+  if (touched.size > 0) await updateLastEvents(tx, touched, now);
   const heartbeats = new Map<number, number>();
   for (const b of batches) for (const [thingId, at] of b.heartbeats ?? []) heartbeats.set(thingId, at);
   for (const [thingId, at] of heartbeats) {

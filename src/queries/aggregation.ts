@@ -290,15 +290,15 @@ export async function aggregatedData(
     const periodOf = (i: number): Period => ({ start: buckets.starts[i] as number, end: buckets.ends[i] as number });
     let firstBucket = true;
     for (const [key, indices] of bucketsOfKey) {
+      const [first] = indices as [number];
       let members = '';
       for (const { thingName, idleMs, stats } of perBucket) {
         let cells = '';
         for (let m = 0; m < metrics.length; m++) {
           const s = stats[m] as Stats;
-          const [i] = indices as [number];
           const cell =
             indices.length === 1
-              ? cellJson(s, i, idle ? idleOf(s, i, periodOf(i), idleMs) : undefined)
+              ? cellJson(s, first, idle ? idleOf(s, first, periodOf(first), idleMs) : undefined)
               : sharedKeyCellJson(s, indices, (j) => (idle ? idleOf(s, j, periodOf(j), idleMs) : undefined));
           cells += `,${metricNames[m]}:${cell}`;
         }

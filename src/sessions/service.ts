@@ -6,6 +6,7 @@
 import { onChangesTo } from '../audit/recorder.ts';
 import { ApiError, forbidden, unauthorized } from '../core/errors.ts';
 import type { Principal } from '../core/principal.ts';
+import { monotonicNow, RecentReads } from '../core/recent-reads.ts';
 import { resolveTimeZone } from '../core/time.ts';
 import { findOrganisation } from '../organisations/repository.ts';
 import { findBuiltInRole, findRole } from '../roles/repository.ts';
@@ -45,28 +46,28 @@ const badCredentials = () =>
   );
 
 /**
- * How long a token's caller is reused without reading the store. Changes made through this server
- * (sign-out, users, roles, organisations) take effect at once; those made through another server on
- * the same PostgreSQL store within this time.
+ * How long a token's caller is used again without reading the store (core/recent-reads.ts). Changes
+ * made through this server (sign-out, users, roles, organisations) take effect at once; those made
+ * through another server on the same PostgreSQL store within this time.
  */
 const PRINCIPAL_CACHE_MS = 1000;
 const MAX_CACHED_PRINCIPALS = 10_000;
 
 interface CachedPrincipal {
   principal: Principal;
-  cachedAt: number;
   expiresAt: number;
   lastUsedAt: number;
 }
 
+/**
+ * Callers are kept in one scope: a user may be signed in to a child organisation, so a change
+ * recorded in one organisation can concern callers of another.
+ */
+const EVERY_CALLER = '';
+
 export class SessionService {
   /** Callers by token hash: most requests then cost no store read before their own work. */
-  private readonly principals = new Map<string, CachedPrincipal>();
-  /**
-   * When a user, role or organisation last changed here: callers read before it, or while its
-   * transaction may not have committed, are read again.
-   */
-  private changedAt = Number.NEGATIVE_INFINITY;
+  private readonly principals = new RecentReads<CachedPrincipal>(PRINCIPAL_CACHE_MS, MAX_CACHED_PRINCIPALS);
   /** Tokens signed out here lately, by hash, with when: never cached again. */
   private readonly signedOut = new Map<string, number>();
   private readonly stopListening: () => void;
@@ -76,10 +77,7 @@ export class SessionService {
     private readonly settings: SessionSettings,
     private readonly identityProviders: IdentityProviders,
   ) {
-    this.stopListening = onChangesTo(['User', 'Role', 'Organisation'], () => {
-      this.principals.clear();
-      this.changedAt = Date.now();
-    });
+    this.stopListening = onChangesTo(['User', 'Role', 'Organisation'], () => this.principals.changed([EVERY_CALLER]));
   }
 
   close(): void {
@@ -148,16 +146,11 @@ export class SessionService {
     if (!token) return undefined;
     const tokenHash = hashToken(token);
     const now = Date.now();
+    const readAt = monotonicNow();
     const idleMs = this.settings.tokenIdleTtlSeconds * 1000;
     const touchInterval = Math.min(MAX_TOUCH_INTERVAL_MS, this.settings.tokenIdleTtlSeconds * 100);
-    const cached = this.principals.get(tokenHash);
-    if (
-      cached &&
-      now - cached.cachedAt < PRINCIPAL_CACHE_MS &&
-      cached.cachedAt > this.changedAt + PRINCIPAL_CACHE_MS &&
-      cached.expiresAt > now &&
-      cached.lastUsedAt + idleMs > now
-    ) {
+    const cached = this.principals.get(tokenHash, readAt);
+    if (cached && cached.expiresAt > now && cached.lastUsedAt + idleMs > now) {
       if (now - cached.lastUsedAt > touchInterval) {
         await sessions.touchSession(this.store.db, tokenHash, now);
         cached.lastUsedAt = now;
@@ -191,13 +184,8 @@ export class SessionService {
       organisationIsOem: row.is_oem === 1,
       timeZone: resolveTimeZone(row.time_zone) ?? 'Etc/UTC',
     });
-    if (this.principals.size >= MAX_CACHED_PRINCIPALS) {
-      this.principals.delete(this.principals.keys().next().value as string);
-    }
-    this.principals.delete(tokenHash);
-    if (!this.signedOut.has(tokenHash)) {
-      this.principals.set(tokenHash, { principal, cachedAt: now, expiresAt: row.expires_at, lastUsedAt });
-    }
+    if (this.signedOut.has(tokenHash)) this.principals.delete(tokenHash);
+    else this.principals.set(tokenHash, { principal, expiresAt: row.expires_at, lastUsedAt }, EVERY_CALLER, readAt);
     return principal;
   }
 
