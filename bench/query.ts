@@ -4,6 +4,7 @@
  * SQL the server runs, executed straight on the store.
  * - thing_data: the newest 100 events of one thing (the server reads one page and the event count kept on the thing), p50/p99
  *   of sequential requests.
+ * - thing_data with `query_by_created_at`: the newest 100 of the events that arrived in the last day.
  * - thing_aggregated_data: 30 days of one-minute data of one thing (43,200 events, 3 metrics) in
  *   15-minute buckets in Asia/Kolkata, median of sequential requests.
  * The data (1,000 things x 10,000 one-minute events by default, plus the 43,200 events of the
@@ -60,10 +61,11 @@ async function generate(path: string, things: number, events: number): Promise<v
     METRICS,
     template.thing_template_key,
   );
+  // Events are written as received when they happened: arrival lags of 0 (migration 007).
   const insertThing = db.prepare(
     `insert into things (thing_key, organisation_key, thing_template_key, name, description, tags, coordinates,
-       bi_directional, user_defined_properties, created_at, updated_at)
-     values (?, ?, ?, ?, '', '[]', null, 0, '{}', ?, ?)`,
+       bi_directional, user_defined_properties, created_at, updated_at, arrival_lag_min, arrival_lag_max)
+     values (?, ?, ?, ?, '', '[]', null, 0, '{}', ?, ?, 0, 0)`,
   );
   const insertEvent = db.prepare('insert into events (thing_id, timestamp, created_at, data) values (?, ?, ?, ?)');
   const insertRollup = db.prepare('insert into event_rollups (thing_id, slot, stats) values (?, ?, ?)');
@@ -107,6 +109,11 @@ interface DirectStore {
   /** thing_data's statement: the newest 100 rows with the thing's event count (kept on the thing). */
   newestPage(thingId: number): Promise<void>;
   /**
+   * thing_data's statement with `query_by_created_at` and a `from`: the newest 100 rows by arrival
+   * with their count, read through the event-time index within the thing's arrival lags.
+   */
+  arrivalPage(thingId: number, from: number): Promise<void>;
+  /**
    * The aggregation's reads: the range's whole 15-minute slots from their rollups, and the events of
    * the partial slots at its ends in chunks of 20,000, each as one text of JSON rows.
    */
@@ -141,6 +148,10 @@ const groupedSql = (metric: (name: string) => string, bucket: string, fence: str
    group by bucket order by bucket`;
 const PAGE_SQL =
   'select timestamp, data, (select event_count from things where thing_id = $1) as total from events where thing_id = $2 order by timestamp desc, event_id desc limit 100 offset 0';
+const arrived = (thing: string, from: string) =>
+  `thing_id = ${thing} and timestamp >= ${from} - (select arrival_lag_max from things where thing_id = ${thing}) and created_at >= ${from}`;
+const arrivalSql = (thing: string, from: string) =>
+  `select timestamp, data, (select count(*) from events where ${arrived(thing, from)}) as total from events where ${arrived(thing, from)} order by created_at desc, event_id desc limit 100 offset 0`;
 const rollupSql = (rowsText: string) =>
   `select ${rowsText} from (select slot, stats from event_rollups where thing_id = $1 and slot >= $2 and slot < $3 order by slot) as r`;
 
@@ -157,6 +168,7 @@ function aggregationParts(from: number, to: number) {
 function sqliteDirect(path: string): DirectStore {
   const db = new BetterSqlite3(path, { readonly: true });
   const page = db.prepare(sqliteSql(PAGE_SQL));
+  const arrival = db.prepare(arrivalSql('?', '?'));
   const rowsText = "group_concat('[' || page.timestamp || ',' || page.event_id || ',' || page.data || ']', ',')";
   const first = db.prepare(sqliteSql(chunkSql(rowsText, ''))).raw(true);
   const next = db.prepare(sqliteSql(chunkSql(rowsText, KEYSET))).raw(true);
@@ -181,6 +193,9 @@ function sqliteDirect(path: string): DirectStore {
       (db.prepare('select thing_id from things where thing_key = ?').get(key) as { thing_id: number }).thing_id,
     newestPage: async (id) => {
       page.all(id, id);
+    },
+    arrivalPage: async (id, from) => {
+      arrival.all(id, from, id, from, id, from, id, from);
     },
     aggregationReads: async (id, from, to) => {
       const parts = aggregationParts(from, to);
@@ -216,6 +231,9 @@ async function postgresDirect(url: string, schema: string): Promise<DirectStore>
       number((await client.query('select thing_id from things where thing_key = $1', [key])).rows[0].thing_id),
     newestPage: async (id) => {
       await client.query({ name: 'page', text: PAGE_SQL, values: [id, id] });
+    },
+    arrivalPage: async (id, from) => {
+      await client.query({ name: 'arrival', text: arrivalSql('$1', '$2'), values: [id, from] });
     },
     aggregationReads: async (id, from, to) => {
       const parts = aggregationParts(from, to);
@@ -265,8 +283,8 @@ async function generatePostgres(url: string, schema: string, things: number, eve
       const key = `q-${t}`;
       const inserted = await client.query(
         `insert into things (thing_key, organisation_key, thing_template_key, name, description, tags, coordinates,
-           bi_directional, user_defined_properties, created_at, updated_at)
-         values ($1, $2, $3, $1, '', '[]', null, 0, '{}', $4, $4) returning thing_id`,
+           bi_directional, user_defined_properties, created_at, updated_at, arrival_lag_min, arrival_lag_max)
+         values ($1, $2, $3, $1, '', '[]', null, 0, '{}', $4, $4, 0, 0) returning thing_id`,
         [key, template.organisation_key, template.thing_template_key, START],
       );
       const thingId = Number(inserted.rows[0].thing_id);
@@ -410,6 +428,25 @@ export async function run(args: string[]): Promise<void> {
       ...comparison(
         ['direct SQL: newest 100 rows with the total', baseline],
         [`thing_data, newest 100 of ${events} events (target p99 < 10 ms)`, served, dataCpu],
+        2,
+      ),
+    );
+
+    // thing_data by arrival: the newest 100 of the events that arrived in the thing's last day.
+    const lastDay = Math.min(events, 1440);
+    const arrivedFrom = START + (events - lastDay) * 60_000;
+    const arrivalBaseline = await timed(requests, () => direct.arrivalPage(dataId, arrivedFrom));
+    cpu = cpuSeconds(server.pid);
+    const arrivalServed = await timed(requests, async () => {
+      const body = { thing_key: dataThing, per: 100, from: arrivedFrom / 1000, query_by_created_at: true };
+      const answer = await post(`${server.url}/api/v3/query/thing_data`, token, body);
+      if (answer[dataThing].total_event_count !== lastDay) throw new Error('thing_data by arrival: wrong total');
+    });
+    const arrivalCpu = ((cpuSeconds(server.pid) - cpu) / (requests + 1)) * 1000;
+    rows.push(
+      ...comparison(
+        ['direct SQL: newest 100 rows by arrival of the last day, with their count', arrivalBaseline],
+        [`thing_data with query_by_created_at, newest 100 of the last day (${lastDay})`, arrivalServed, arrivalCpu],
         2,
       ),
     );

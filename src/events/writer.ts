@@ -211,12 +211,15 @@ interface ThingTouch {
   count: number;
   /** The last waypoint sent, in arrival order. */
   waypoint: [number, number] | undefined;
+  /** The smallest and largest receipt time minus event time of its events (ms). */
+  lagMin: number;
+  lagMax: number;
 }
 
 /**
- * Every touched thing's newest event (by its own time), heard-from time and event count, in one
- * statement: one UPDATE per thing would cost a round trip each on PostgreSQL. A late event does not
- * replace a newer last_event; the last waypoint of the batch becomes the coordinates.
+ * Every touched thing's newest event (by its own time), heard-from time, event count and arrival lag
+ * bounds, in one statement: one UPDATE per thing would cost a round trip each on PostgreSQL. A late
+ * event does not replace a newer last_event; the last waypoint of the batch becomes the coordinates.
  */
 function updateLastEvents(tx: Tx, touched: Map<number, ThingTouch>, now: number) {
   // In thing order, so concurrent transactions (several instances) lock things in the same order.
@@ -230,6 +233,8 @@ function updateLastEvents(tx: Tx, touched: Map<number, ThingTouch>, now: number)
       touches.map((t) => JSON.stringify({ timestamp: t.newest.timestamp, data: t.newest.data })),
       touches.map((t) => (t.waypoint ? JSON.stringify(t.waypoint) : null)),
       touches.map((t) => t.count),
+      touches.map((t) => t.lagMin),
+      touches.map((t) => t.lagMax),
     ],
     [now],
   );
@@ -237,13 +242,17 @@ function updateLastEvents(tx: Tx, touched: Map<number, ThingTouch>, now: number)
 
 const NEWER = 'things.last_event_timestamp is null or things.last_event_timestamp <= v.column2';
 const lastEvents = new RowsStatement(
-  ['bigint', 'bigint', 'text', 'text', 'bigint'],
+  ['bigint', 'bigint', 'text', 'text', 'bigint', 'bigint', 'bigint'],
   (extra) => `update things set
       last_event_at = cast(${extra(0)} as bigint),
       event_count = things.event_count + v.column5,
       last_event = case when ${NEWER} then v.column3 else things.last_event end,
       last_event_timestamp = case when ${NEWER} then v.column2 else things.last_event_timestamp end,
-      coordinates = coalesce(v.column4, things.coordinates)
+      coordinates = coalesce(v.column4, things.coordinates),
+      arrival_lag_min = case when things.arrival_lag_min is null or v.column6 < things.arrival_lag_min
+        then v.column6 else things.arrival_lag_min end,
+      arrival_lag_max = case when things.arrival_lag_max is null or v.column7 > things.arrival_lag_max
+        then v.column7 else things.arrival_lag_max end
     from v
     where things.thing_id = v.column1`,
 );
@@ -323,14 +332,17 @@ async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
   // Each thing's newest event (by its own time) becomes its last_event; any event makes it heard from.
   const touched = new Map<number, ThingTouch>();
   for (const e of events) {
+    const lag = now - e.timestamp;
     const touch = touched.get(e.thingId);
     if (!touch) {
-      touched.set(e.thingId, { newest: e, count: 1, waypoint: e.waypoint ?? undefined });
+      touched.set(e.thingId, { newest: e, count: 1, waypoint: e.waypoint ?? undefined, lagMin: lag, lagMax: lag });
       continue;
     }
     if (e.timestamp >= touch.newest.timestamp) touch.newest = e;
     touch.count++;
     if (e.waypoint) touch.waypoint = e.waypoint;
+    if (lag < touch.lagMin) touch.lagMin = lag;
+    else if (lag > touch.lagMax) touch.lagMax = lag;
   }
   if (touched.size > 0) await updateLastEvents(tx, touched, now);
   const heartbeats = new Map<number, number>();

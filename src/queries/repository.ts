@@ -24,11 +24,37 @@ function rangeValues(range: EventRange) {
   return { thing: range.thingId, from: range.from, to: range.to };
 }
 
+/**
+ * The range's events as a query. A receipt-time range is read through the (thing, event time) index
+ * too: an event received at `created_at` happened at `created_at` minus its arrival lag, which lies
+ * within the thing's lag bounds (`things.arrival_lag_min/max`, kept by the event writer), so the
+ * receipt times [from, to] hold only event times in [from - largest lag, to - smallest lag]. The
+ * bounds are read in the same statement, so they cover every event it sees. A thing whose devices
+ * send as things happen has a lag of seconds and the read stays narrow; one that once uploaded old
+ * readings widens its own reads by that age.
+ */
 function rangeQuery(db: Executor, range: EventRange, v: Record<string, unknown>) {
-  const column = range.byCreatedAt ? 'created_at' : 'timestamp';
   let query = db.selectFrom('events').where('thing_id', '=', v.thing as number);
-  if (v.from !== undefined) query = query.where(column, '>=', v.from as number);
-  if (v.to !== undefined) query = query.where(column, '<=', v.to as number);
+  if (!range.byCreatedAt) {
+    if (v.from !== undefined) query = query.where('timestamp', '>=', v.from as number);
+    if (v.to !== undefined) query = query.where('timestamp', '<=', v.to as number);
+    return query;
+  }
+  const lag = (bound: 'arrival_lag_min' | 'arrival_lag_max') =>
+    db
+      .selectFrom('things')
+      .select(bound)
+      .where('thing_id', '=', v.thing as number);
+  if (v.from !== undefined) {
+    query = query
+      .where('timestamp', '>=', sql<number>`${v.from} - (${lag('arrival_lag_max')})`)
+      .where('created_at', '>=', v.from as number);
+  }
+  if (v.to !== undefined) {
+    query = query
+      .where('timestamp', '<=', sql<number>`${v.to} - (${lag('arrival_lag_min')})`)
+      .where('created_at', '<=', v.to as number);
+  }
   return query;
 }
 

@@ -111,6 +111,13 @@ export interface ThingRow {
   last_beat_at: number | null;
   /** How many events the thing has stored, kept by the event writer. */
   event_count: Generated<number>;
+  /**
+   * The smallest and largest receipt time minus event time (ms) of the thing's stored events, kept by
+   * the event writer (null before its first event): they bound the event times a receipt-time range
+   * can hold (queries/repository.ts).
+   */
+  arrival_lag_min: Generated<number | null>;
+  arrival_lag_max: Generated<number | null>;
   created_at: number;
   updated_at: number;
 }

@@ -5,8 +5,11 @@ import type { QueryValues } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
 import type { ThingRow } from '../store/tables.ts';
 
-/** What a thing is written with: the store numbers it, and the event writer keeps its event count. */
-export type ThingColumns = Omit<ThingRow, 'thing_id' | 'event_count'>;
+/**
+ * What a thing is written with: the store numbers it, and the event writer keeps its event count and
+ * arrival lags.
+ */
+export type ThingColumns = Omit<ThingRow, 'thing_id' | 'event_count' | 'arrival_lag_min' | 'arrival_lag_max'>;
 
 /** A thing with what its presentation needs of its template. */
 export type ThingWithTemplate = ThingColumns & {

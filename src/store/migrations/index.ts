@@ -8,6 +8,7 @@ import * as devices from './003-devices.ts';
 import * as rules from './004-rules.ts';
 import * as rollups from './005-rollups.ts';
 import * as eventCounts from './006-event-counts.ts';
+import * as arrivalLag from './007-arrival-lag.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -16,4 +17,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '004-rules': rules,
   '005-rollups': rollups,
   '006-event-counts': eventCounts,
+  '007-arrival-lag': arrivalLag,
 };
