@@ -18,9 +18,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 /** Sets every thing's arrival lag bounds from its stored events (null for a thing without events). */
 export async function measureArrivalLags(db: QueryExecutorProvider): Promise<void> {
-  await sql`update things set
-      arrival_lag_min = (select min(created_at - timestamp) from events where events.thing_id = things.thing_id),
-      arrival_lag_max = (select max(created_at - timestamp) from events where events.thing_id = things.thing_id)`.execute(
-    db,
-  );
+  // One pass over each thing's events for both bounds.
+  await sql`update things set (arrival_lag_min, arrival_lag_max) = (select min(created_at - timestamp),
+      max(created_at - timestamp) from events where events.thing_id = things.thing_id)`.execute(db);
 }
