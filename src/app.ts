@@ -6,6 +6,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { actionRoutes } from './actions/routes.ts';
 import { alertRoutes } from './alerts/routes.ts';
+import { readRevisions } from './audit/revisions.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { type BootstrapResult, bootstrapFirstAdmin } from './bootstrap.ts';
 import type { Config } from './core/config.ts';
@@ -194,6 +195,7 @@ async function buildHttpApp(
     },
     authenticateDevice: (request) => parts.authenticator.authenticate(request),
     childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
+    revisions: (organisationKeys, entityType) => readRevisions(store, organisationKeys, entityType),
     checkAnswers: config.checkAnswers,
   };
   registerRoutes(app, services, [

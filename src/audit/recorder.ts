@@ -7,6 +7,7 @@
 import { newKey } from '../core/keys.ts';
 import type { Principal } from '../core/principal.ts';
 import type { Executor } from '../store/store.ts';
+import { REVISED_ENTITY_TYPES, raiseRevision } from './revisions.ts';
 
 export type AuditAction = 'create' | 'update' | 'delete';
 
@@ -67,6 +68,7 @@ export function onChangesTo(entityTypes: readonly EntityType[], listener: Change
 
 export async function recordChange(db: Executor, actor: Actor, change: Change, now = Date.now()): Promise<void> {
   for (const listener of listeners) listener(change);
+  if (REVISED_ENTITY_TYPES.has(change.entityType)) await raiseRevision(db, change.organisationKey, change.entityType);
   await db
     .insertInto('audit_trails')
     .values({

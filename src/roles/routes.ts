@@ -29,6 +29,7 @@ export function roleRoutes(store: Store): AnyRoute[] {
       access: permission('role', 'read'),
       params: ListRolesParams,
       response: RoleList,
+      cachedUntilChangeOf: 'Role',
       handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
         const fields = requestedFields(params, ROLE_FIELDS);
         const { total, rows } = await listRoles(store.db, await visibleOrganisations(), toListQuery(params, ROLE_LIST));

@@ -2,6 +2,7 @@
  * Roles (seed Roles, CONTRACT 5): custom roles per organisation plus the two built-in ones.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
+import { raiseRevision } from '../audit/revisions.ts';
 import { ApiError, conflict, forbidden, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import { BUILT_IN_ROLES, type BuiltInRole, permissionOf } from '../core/permissions.ts';
@@ -161,5 +162,6 @@ export async function createBuiltInRoles(
     await roles.insertRole(db, row);
     created[builtIn] = row;
   }
+  await raiseRevision(db, organisationKey, 'Role');
   return created;
 }

@@ -58,6 +58,16 @@ export class QueryCache {
     values: QueryValues,
     build: (values: QueryValues) => Compilable<R>,
   ): Promise<R[]> {
+    return (await db.executeQuery<R>(this.compile(db, shapeKey, values, build))).rows;
+  }
+
+  /** The query `build(values)` compiles to, compiled only the first time its shape is seen. */
+  compile<R>(
+    db: Executor,
+    shapeKey: string,
+    values: QueryValues,
+    build: (values: QueryValues) => Compilable<R>,
+  ): CompiledQuery<R> {
     const { flat, placeholders, shape } = flatten(values);
     const dialect = db.getExecutor().adapter.constructor.name;
     const key = `${dialect}|${shapeKey}|${shape}`;
@@ -74,7 +84,7 @@ export class QueryCache {
     }
     const { query, slots } = entry;
     const parameters = query.parameters.map((p, i) => (slots[i] === -1 ? p : flat[slots[i] as number]));
-    return (await db.executeQuery<R>({ ...query, parameters } as CompiledQuery<R>)).rows;
+    return { ...query, parameters } as CompiledQuery<R>;
   }
 }
 

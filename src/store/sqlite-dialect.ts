@@ -52,6 +52,10 @@ class SqliteConnection implements DatabaseConnection {
   }
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    return this.executeNow(compiledQuery);
+  }
+
+  executeNow<R>(compiledQuery: CompiledQuery): QueryResult<R> {
     const statement = this.prepare(compiledQuery.sql);
     const parameters = compiledQuery.parameters as unknown[];
     if (statement.reader) {
@@ -76,7 +80,7 @@ class SqliteConnection implements DatabaseConnection {
   }
 }
 
-class SqliteDriver implements Driver {
+export class SqliteDriver implements Driver {
   private readonly connection: SqliteConnection;
   private busy = false;
   private readonly waiting: (() => void)[] = [];
@@ -86,6 +90,16 @@ class SqliteDriver implements Driver {
   }
 
   async init(): Promise<void> {}
+
+  /**
+   * Runs a read at once, outside the query layer's hand-over, when no query or transaction holds the
+   * connection: what it reads is then exactly what a queued read would have read. Undefined when the
+   * connection is held.
+   */
+  readIfIdle<R>(compiledQuery: CompiledQuery): R[] | undefined {
+    if (this.busy) return undefined;
+    return this.connection.executeNow<R>(compiledQuery).rows;
+  }
 
   async acquireConnection(): Promise<DatabaseConnection> {
     if (this.busy) await new Promise<void>((resolve) => this.waiting.push(resolve));
@@ -117,10 +131,14 @@ class SqliteDriver implements Driver {
 }
 
 export class SqliteStoreDialect implements Dialect {
-  constructor(private readonly database: BetterSqlite3.Database) {}
+  readonly driver: SqliteDriver;
+
+  constructor(database: BetterSqlite3.Database) {
+    this.driver = new SqliteDriver(database);
+  }
 
   createDriver(): Driver {
-    return new SqliteDriver(this.database);
+    return this.driver;
   }
 
   createQueryCompiler() {

@@ -4,9 +4,18 @@
 
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Kysely, type Migration, type MigrationProvider, Migrator, sql, type Transaction } from 'kysely';
+import {
+  type CompiledQuery,
+  Kysely,
+  type Migration,
+  type MigrationProvider,
+  Migrator,
+  sql,
+  type Transaction,
+} from 'kysely';
 import { createDialect, type Engine, engineOf, type SqliteSynchronous, sqlitePath } from './dialect.ts';
 import { MIGRATIONS } from './migrations/index.ts';
+import { SqliteStoreDialect } from './sqlite-dialect.ts';
 import type { Database } from './tables.ts';
 
 export type Db = Kysely<Database>;
@@ -19,6 +28,12 @@ export interface Store {
   readonly engine: Engine;
   /** Runs `work` in one transaction: every change in it commits together or not at all. */
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * The rows of a read, at once when the store can give them without waiting (SQLite with its one
+   * connection free), else undefined: for small reads on every request, where the query layer's own
+   * cost would exceed the read's.
+   */
+  readNow<R>(query: CompiledQuery): R[] | undefined;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -64,6 +79,7 @@ export async function openStore({ databaseUrl, schema, sqliteSynchronous }: Open
     db,
     engine,
     transaction: (work) => db.transaction().execute(work),
+    readNow: dialect instanceof SqliteStoreDialect ? (query) => dialect.driver.readIfIdle(query) : () => undefined,
     ping: async () => {
       await sql`select 1`.execute(db);
     },

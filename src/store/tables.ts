@@ -307,6 +307,12 @@ export interface InstructionRow {
   updated_at: number;
 }
 
+export interface ChangeRevisionRow {
+  organisation_key: string;
+  entity_type: string;
+  revision: number;
+}
+
 export interface ServerSecretRow {
   name: string;
   value: string;
@@ -328,6 +334,7 @@ export interface Database {
   events: EventRow;
   event_rollups: EventRollupRow;
   server_secrets: ServerSecretRow;
+  change_revisions: ChangeRevisionRow;
   rules: RuleRow;
   rule_states: RuleStateRow;
   notification_actions: NotificationActionRow;
@@ -356,4 +363,5 @@ export const ORGANISATION_SCOPED_TABLES = [
   'sessions',
   'users',
   'roles',
+  'change_revisions',
 ] as const satisfies readonly (keyof Database)[];

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { assertTokenRequired, createRole, unique, userWithAbilities } from '../support/fixtures.ts';
+import { startServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 describeOnStores('roles', (ctx) => {
@@ -336,6 +337,54 @@ describeOnStores('roles', (ctx) => {
     assert.equal(update.status, 200, update.text);
     const remove = await ctx.api.request('DELETE', `/api/v3/roles/${role.role_key}`, { token: updater.token });
     assert.equal(remove.status, 403);
+  });
+
+  it('when roles change through another server on the same store then the next list here shows each change', async () => {
+    // Lists are served from memory while the organisation's role revision is unchanged (route.ts).
+    const token = await ctx.api.adminToken();
+    const other = await startServer(ctx.store, { storeSettings: ctx.api.storeSettings });
+    try {
+      const names = async (query: Record<string, unknown> = {}) => {
+        const response = await ctx.api.request('GET', '/api/v3/roles', { token, query: { per: 1000, ...query } });
+        assert.equal(response.status, 200, response.text);
+        return (response.body.roles as { name: string; role_key: string }[]).map((r) => r.name);
+      };
+      const before = await names();
+      assert.deepEqual(await names(), before);
+
+      const created = await other.request('POST', '/api/v3/roles', {
+        token,
+        body: { role: { name: unique('Elsewhere'), abilities: [11] } },
+      });
+      assert.equal(created.status, 200, created.text);
+      const role = created.body.role;
+      assert.deepEqual((await names()).sort(), [...before, role.name].sort());
+
+      const renamed = unique('Renamed');
+      const updated = await other.request('PUT', `/api/v3/roles/${role.role_key}`, {
+        token,
+        body: { role: { name: renamed } },
+      });
+      assert.equal(updated.status, 200, updated.text);
+      const afterUpdate = await names();
+      assert.ok(afterUpdate.includes(renamed) && !afterUpdate.includes(role.name), afterUpdate.join(', '));
+
+      const listed = await ctx.api.request('GET', '/api/v3/roles', {
+        token,
+        query: { per: 1000, field_list: 'name', order_by: 'name', order: 'asc' },
+      });
+      assert.deepEqual(Object.keys(listed.body.roles[0]).sort(), ['name', 'role_key']);
+      assert.deepEqual(
+        listed.body.roles.map((r: { name: string }) => r.name),
+        [...afterUpdate].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+      );
+
+      const deleted = await other.request('DELETE', `/api/v3/roles/${role.role_key}`, { token });
+      assert.equal(deleted.status, 200, deleted.text);
+      assert.deepEqual((await names()).sort(), [...before].sort());
+    } finally {
+      await other.close();
+    }
   });
 
   it('when there is no token or a bad one then every role endpoint answers 401', async () => {

@@ -5,10 +5,12 @@
  */
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { EntityType } from '../../audit/recorder.ts';
 import { ApiError, forbidden, invalidParam, unauthorized, unknownReference } from '../errors.ts';
 import { grants, type Operation, type PermissionClass } from '../permissions.ts';
 import type { Principal } from '../principal.ts';
 import { resolveTimeZone, type TimeFormatter, type TimestampFormat, timeFormatter } from '../time.ts';
+import { AnswerCache } from './answer-cache.ts';
 import { answerWriter } from './answers.ts';
 import { DEFAULT_BODY_LIMIT, jsonBodyParams, rawBody } from './body.ts';
 import { JsonText } from './json-text.ts';
@@ -64,6 +66,13 @@ export interface RouteSpec<S extends TObject = TObject> {
   params: S;
   response?: TSchema;
   bodyLimit?: number;
+  /**
+   * Serves the answer again from memory while the change revisions of this entity type in the
+   * visible organisations stay the same (audit/revisions.ts keeps them for a few types). Only for
+   * reads whose answer depends on nothing but the parameters, the visible organisations and the
+   * caller's time zone, and whose entities change only through recorded changes.
+   */
+  cachedUntilChangeOf?: EntityType;
   handler(call: RouteCall<Static<S>>): Promise<unknown> | unknown;
 }
 
@@ -73,6 +82,8 @@ export interface RouteServices {
   /** Checks a device's key pair signature over the body; answers the body the signature covers. */
   authenticateDevice(request: FastifyRequest): Promise<{ principal: Principal; body: Buffer | undefined }>;
   childOrganisations(organisationKey: string): Promise<string[]>;
+  /** The change revisions of an entity type in some organisations (audit/revisions.ts). */
+  revisions(organisationKeys: readonly string[], entityType: EntityType): Promise<string>;
   /** Checks every answer against its route's response schema (see answers.ts). */
   checkAnswers: boolean;
 }
@@ -114,6 +125,7 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
   const validate = compileParams(spec.params);
   const write = answerWriter(spec.method, spec.url, spec.response, services.checkAnswers);
   const pathNames = [...spec.url.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1] as string);
+  const cache = spec.cachedUntilChangeOf === undefined ? undefined : new AnswerCache();
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const { principal, body: bytes } = await authorise(services, spec.access, request);
     const body = jsonBodyParams(bytes);
@@ -124,6 +136,7 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
     };
     const params = validate(raw) as CommonParamValues;
     const time = requestTimeFormatter(params, principal);
+    let organisations: Promise<string[]> | undefined;
     const call: RouteCall<Record<string, unknown>> = {
       params: params as Record<string, unknown>,
       principal,
@@ -131,16 +144,35 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       pageEcho: typeof body?.page === 'string' ? body.page : ((params.page as number | undefined) ?? 1),
       request,
       reply,
-      visibleOrganisations: () => visibleOrganisations(services, principal, params),
+      visibleOrganisations: () => {
+        organisations ??= visibleOrganisations(services, principal, params);
+        return organisations;
+      },
       targetOrganisation: () => targetOrganisation(services, principal, params),
     };
+    let cacheKey: string | undefined;
+    let revision = '';
+    if (cache !== undefined) {
+      const visible = await call.visibleOrganisations();
+      cacheKey = JSON.stringify([visible, principal.timeZone, call.pageEcho, params]);
+      revision = await services.revisions(visible, spec.cachedUntilChangeOf as EntityType);
+      const kept = cache.get(cacheKey, revision);
+      if (kept !== undefined) {
+        reply.header('content-type', 'application/json; charset=utf-8');
+        return reply.send(kept);
+      }
+    }
     const result = await spec.handler(call);
     if (reply.sent) return reply;
     reply.header('content-type', 'application/json; charset=utf-8');
+    let text: string;
     if (result instanceof JsonText) {
-      return reply.send(params.pretty ? JSON.stringify(JSON.parse(result.text), null, 2) : result.text);
+      text = params.pretty ? JSON.stringify(JSON.parse(result.text), null, 2) : result.text;
+    } else {
+      text = params.pretty ? JSON.stringify(result, null, 2) : write(result);
     }
-    return reply.send(params.pretty ? JSON.stringify(result, null, 2) : write(result));
+    if (cacheKey !== undefined) cache?.set(cacheKey, revision, text);
+    return reply.send(text);
   };
   const schema = documentationSchema(spec, pathNames);
   for (const url of [spec.url, ...(spec.aliases ?? [])]) {
@@ -150,9 +182,27 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       handler,
       schema: url === spec.url ? schema : { ...schema, hide: true },
       bodyLimit: spec.bodyLimit ?? DEFAULT_BODY_LIMIT,
+      onRequest: withoutEmptyBody,
       exposeHeadRoute: false,
     });
   }
+}
+
+/**
+ * Many clients name a Content-Type on every request, bodies or not; a request that declares no body
+ * (no Transfer-Encoding, no or zero Content-Length) then skips the body parser, which would otherwise
+ * read an empty stream: about a sixth of what a cached list answer costs (docs/benchmarks.md).
+ */
+function withoutEmptyBody(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  const headers = request.raw.headers;
+  if (
+    headers['content-type'] !== undefined &&
+    headers['transfer-encoding'] === undefined &&
+    (headers['content-length'] === undefined || headers['content-length'] === '0')
+  ) {
+    delete headers['content-type'];
+  }
+  done();
 }
 
 async function authorise(

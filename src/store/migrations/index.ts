@@ -9,6 +9,7 @@ import * as rules from './004-rules.ts';
 import * as rollups from './005-rollups.ts';
 import * as eventCounts from './006-event-counts.ts';
 import * as arrivalLag from './007-arrival-lag.ts';
+import * as changeRevisions from './008-change-revisions.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -18,4 +19,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '005-rollups': rollups,
   '006-event-counts': eventCounts,
   '007-arrival-lag': arrivalLag,
+  '008-change-revisions': changeRevisions,
 };

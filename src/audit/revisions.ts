@@ -1,0 +1,60 @@
+/**
+ * Change revisions: a counter per organisation and entity type, raised inside the transaction of each
+ * recorded change of that type. Whoever reads the counters before reading the entities knows that
+ * what it read is at least as new as the counters say; while they stay the same, nothing of that type
+ * changed in those organisations, whichever instance made the change. Kept only for the types listed
+ * here: each raise makes concurrent changes of one organisation's entities of that type take turns.
+ */
+import { sql } from 'kysely';
+import { PreparedQuery, QueryCache } from '../store/prepared.ts';
+import type { Executor, Store } from '../store/store.ts';
+import type { EntityType } from './recorder.ts';
+
+/** Entity types whose every change is recorded (audited) and whose lists are served from memory. */
+export const REVISED_ENTITY_TYPES: ReadonlySet<EntityType> = new Set<EntityType>(['Role']);
+
+const raise = new PreparedQuery((db: Executor, organisationKey: string, entityType: string) =>
+  db
+    .insertInto('change_revisions')
+    .values({ organisation_key: organisationKey, entity_type: entityType, revision: 1 })
+    .onConflict((conflict) =>
+      conflict
+        .columns(['organisation_key', 'entity_type'])
+        .doUpdateSet({ revision: sql<number>`change_revisions.revision + 1` }),
+    ),
+);
+
+/** Raises the revision of `entityType` in an organisation; call inside the changing transaction. */
+export async function raiseRevision(db: Executor, organisationKey: string, entityType: EntityType): Promise<void> {
+  await raise.execute(db, organisationKey, entityType);
+}
+
+const reads = new QueryCache();
+
+/**
+ * The revisions of `entityType` in the given organisations, as one text: equal texts mean no change
+ * in between. Read it before reading the entities.
+ */
+export async function readRevisions(
+  store: Store,
+  organisationKeys: readonly string[],
+  entityType: EntityType,
+): Promise<string> {
+  const query = reads.compile<{ organisation_key: string; revision: number }>(
+    store.db,
+    'change_revisions',
+    { organisations: organisationKeys, entityType },
+    (v) =>
+      store.db
+        .selectFrom('change_revisions')
+        .select(['organisation_key', 'revision'])
+        .where('entity_type', '=', v.entityType as string)
+        .where('organisation_key', 'in', v.organisations as string[])
+        .orderBy('organisation_key'),
+  );
+  const rows =
+    store.readNow<{ organisation_key: string; revision: number }>(query) ?? (await store.db.executeQuery(query)).rows;
+  let text = '';
+  for (const row of rows) text += `${row.organisation_key}=${row.revision};`;
+  return text;
+}
