@@ -1,39 +1,40 @@
 /**
  * Answers kept in memory, each under the change revisions it was read under (audit/revisions.ts):
  * served again only while those revisions are unchanged, so a change made through any instance shows
- * in the next answer of every instance. Bounded by entries and by the characters they hold; the
+ * in the next answer of every instance. Bounded by entries and by the bytes they hold; the
  * oldest goes first.
  */
 
 interface Entry {
   revision: string;
-  text: string;
+  /** The answer's bytes: written as they are, with no encoding or length to work out again. */
+  bytes: Buffer;
 }
 
 export class AnswerCache {
   private readonly entries = new Map<string, Entry>();
-  private characters = 0;
+  private bytes = 0;
 
   constructor(
     private readonly maxEntries = 1000,
-    private readonly maxCharacters = 16 * 1024 * 1024,
+    private readonly maxBytes = 16 * 1024 * 1024,
   ) {}
 
   /** The answer kept under `key` if it was read under `revision`. */
-  get(key: string, revision: string): string | undefined {
+  get(key: string, revision: string): Buffer | undefined {
     const entry = this.entries.get(key);
-    return entry !== undefined && entry.revision === revision ? entry.text : undefined;
+    return entry !== undefined && entry.revision === revision ? entry.bytes : undefined;
   }
 
   /** Keeps an answer read under `revision` (read before the answer's data). */
-  set(key: string, revision: string, text: string): void {
+  set(key: string, revision: string, bytes: Buffer): void {
     this.delete(key);
-    if (text.length > this.maxCharacters / 16) return;
-    while (this.entries.size >= this.maxEntries || this.characters + text.length > this.maxCharacters) {
+    if (bytes.length > this.maxBytes / 16) return;
+    while (this.entries.size >= this.maxEntries || this.bytes + bytes.length > this.maxBytes) {
       this.delete(this.entries.keys().next().value as string);
     }
-    this.entries.set(key, { revision, text });
-    this.characters += text.length;
+    this.entries.set(key, { revision, bytes });
+    this.bytes += bytes.length;
   }
 
   get size(): number {
@@ -44,6 +45,6 @@ export class AnswerCache {
     const entry = this.entries.get(key);
     if (entry === undefined) return;
     this.entries.delete(key);
-    this.characters -= entry.text.length;
+    this.bytes -= entry.bytes.length;
   }
 }

@@ -171,8 +171,10 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
     } else {
       text = params.pretty ? JSON.stringify(result, null, 2) : write(result);
     }
-    if (cacheKey !== undefined) cache?.set(cacheKey, revision, text);
-    return reply.send(text);
+    if (cacheKey === undefined) return reply.send(text);
+    const answer = Buffer.from(text);
+    cache?.set(cacheKey, revision, answer);
+    return reply.send(answer);
   };
   const schema = documentationSchema(spec, pathNames);
   for (const url of [spec.url, ...(spec.aliases ?? [])]) {
