@@ -35,6 +35,15 @@ export async function startEmbeddedBroker(options: {
 }): Promise<EmbeddedBroker> {
   const { authenticator, devices, log } = options;
   const connections = new WeakMap<Client, DeviceCredentials>();
+  // A device publishes to the same topic message after message: its last one is kept parsed.
+  const lastTopics = new WeakMap<Client, { name: string; topic: DeviceTopic | undefined }>();
+  const topicOf = (client: Client, name: string): DeviceTopic | undefined => {
+    const last = lastTopics.get(client);
+    if (last !== undefined && last.name === name) return last.topic;
+    const topic = parseDeviceTopic(name);
+    lastTopics.set(client, { name, topic });
+    return topic;
+  };
   const broker = await Aedes.createBroker({
     // The C SDK's client ids are 24 characters, over the usual 23.
     maxClientsIdLength: 256,
@@ -60,7 +69,7 @@ export async function startEmbeddedBroker(options: {
     },
     authorizePublish: (client, packet, done) => {
       // Devices publish to device topics only; acknowledgements and instructions come from the server.
-      if (!client || !parseDeviceTopic(packet.topic))
+      if (!client || !topicOf(client, packet.topic))
         return done(new Error(`publishing to ${packet.topic} is not allowed`));
       done(null);
     },
@@ -139,11 +148,9 @@ export async function startEmbeddedBroker(options: {
     }).then((ack) => acknowledge(client, ack), failed(client));
   };
 
-  broker.on('publish', (packet: PublishPacket, client: Client | null) => {
-    if (!client) return;
-    const topic = parseDeviceTopic(packet.topic);
+  const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTopic) => {
     const signedIn = connections.get(client);
-    if (!topic || !signedIn) return;
+    if (!signedIn) return;
     if (topic.clientId !== client.id) {
       acknowledge(client, {
         context: 'PARSE_ERROR',
@@ -163,7 +170,21 @@ export async function startEmbeddedBroker(options: {
         if (lookups.get(client) === looked) lookups.delete(client);
       });
     lookups.set(client, looked);
-  });
+  };
+
+  // A device's message (acknowledged to it with PUBACK by now) goes to the handler straight, not
+  // through the broker's router: no client may subscribe to device topics (maySubscribe), so routing it
+  // would look for subscribers and offline sessions only to find none, at about a tenth of what
+  // handling the message costs. Every other publish (the broker's own, instructions) is routed.
+  const route = broker.publish.bind(broker) as (packet: PublishPacket, client: unknown, done?: unknown) => void;
+  const publish = (packet: PublishPacket, client: unknown, done?: unknown) => {
+    const device = client instanceof Object && typeof client !== 'function' ? (client as Client) : undefined;
+    const topic = device !== undefined ? topicOf(device, packet.topic) : undefined;
+    if (device === undefined || topic === undefined) return route(packet, client, done);
+    onDevicePublish(packet, device, topic);
+    if (typeof done === 'function') done(null);
+  };
+  (broker as unknown as { publish: typeof publish }).publish = publish;
 
   options.instructions?.connect(
     embeddedInstructionLink(broker, (client) => connections.get(client)?.accessKey, options.instructions),
