@@ -5,7 +5,7 @@
  * changed in those organisations, whichever instance made the change. Kept only for the types listed
  * here: each raise makes concurrent changes of one organisation's entities of that type take turns.
  */
-import { sql } from 'kysely';
+import { type CompiledQuery, sql } from 'kysely';
 import { PreparedQuery, QueryCache } from '../store/prepared.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { EntityType } from './recorder.ts';
@@ -31,29 +31,53 @@ export async function raiseRevision(db: Executor, organisationKey: string, entit
 
 const reads = new QueryCache();
 
+type RevisionRow = { organisation_key: string; revision: number };
+
+/** The read of one organisation's revision, compiled once per dialect and entity type. */
+const singleReads = new Map<string, CompiledQuery<RevisionRow>>();
+
+function singleRead(store: Store, organisationKey: string, entityType: EntityType): CompiledQuery<RevisionRow> {
+  const key = `${store.engine}|${entityType}`;
+  let compiled = singleReads.get(key);
+  if (compiled === undefined) {
+    compiled = store.db
+      .selectFrom('change_revisions')
+      .select(['organisation_key', 'revision'])
+      .where('entity_type', '=', entityType)
+      .where('organisation_key', '=', '')
+      .compile();
+    singleReads.set(key, compiled);
+  }
+  return { ...compiled, parameters: [entityType, organisationKey] };
+}
+
 /**
  * The revisions of `entityType` in the given organisations, as one text: equal texts mean no change
- * in between. Read it before reading the entities.
+ * in between. Read it before reading the entities. Read on every request of a cached list, so it is
+ * read at once where the store can (see Store.readNow) and answered without a promise then.
  */
-export async function readRevisions(
+export function readRevisions(
   store: Store,
   organisationKeys: readonly string[],
   entityType: EntityType,
-): Promise<string> {
-  const query = reads.compile<{ organisation_key: string; revision: number }>(
-    store.db,
-    'change_revisions',
-    { organisations: organisationKeys, entityType },
-    (v) =>
-      store.db
-        .selectFrom('change_revisions')
-        .select(['organisation_key', 'revision'])
-        .where('entity_type', '=', v.entityType as string)
-        .where('organisation_key', 'in', v.organisations as string[])
-        .orderBy('organisation_key'),
-  );
-  const rows =
-    store.readNow<{ organisation_key: string; revision: number }>(query) ?? (await store.db.executeQuery(query)).rows;
+): string | Promise<string> {
+  const query =
+    organisationKeys.length === 1
+      ? singleRead(store, organisationKeys[0] as string, entityType)
+      : reads.compile<RevisionRow>(store.db, 'change_revisions', { organisations: organisationKeys, entityType }, (v) =>
+          store.db
+            .selectFrom('change_revisions')
+            .select(['organisation_key', 'revision'])
+            .where('entity_type', '=', v.entityType as string)
+            .where('organisation_key', 'in', v.organisations as string[])
+            .orderBy('organisation_key'),
+        );
+  const rows = store.readNow<RevisionRow>(query);
+  if (rows !== undefined) return revisionText(rows);
+  return store.db.executeQuery(query).then((result) => revisionText(result.rows));
+}
+
+function revisionText(rows: readonly RevisionRow[]): string {
   let text = '';
   for (const row of rows) text += `${row.organisation_key}=${row.revision};`;
   return text;

@@ -83,7 +83,7 @@ export interface RouteServices {
   authenticateDevice(request: FastifyRequest): Promise<{ principal: Principal; body: Buffer | undefined }>;
   childOrganisations(organisationKey: string): Promise<string[]>;
   /** The change revisions of an entity type in some organisations (audit/revisions.ts). */
-  revisions(organisationKeys: readonly string[], entityType: EntityType): Promise<string>;
+  revisions(organisationKeys: readonly string[], entityType: EntityType): string | Promise<string>;
   /** Checks every answer against its route's response schema (see answers.ts). */
   checkAnswers: boolean;
 }
@@ -155,7 +155,8 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
     if (cache !== undefined) {
       const visible = await call.visibleOrganisations();
       cacheKey = JSON.stringify([visible, principal.timeZone, call.pageEcho, params]);
-      revision = await services.revisions(visible, spec.cachedUntilChangeOf as EntityType);
+      const read = services.revisions(visible, spec.cachedUntilChangeOf as EntityType);
+      revision = typeof read === 'string' ? read : await read;
       const kept = cache.get(cacheKey, revision);
       if (kept !== undefined) {
         reply.header('content-type', 'application/json; charset=utf-8');
