@@ -32,9 +32,6 @@ export function verifySignature(secret: string, message: Buffer | string, signat
   return timingSafeEqual(expected, Buffer.from(signatureHex, 'hex'));
 }
 
-/** The top-level members a device adds to an MQTT payload after computing its hash. */
-export const ENVELOPE_MEMBERS: readonly string[] = ['hash', 'access_key', 'aliot_protocol_version'];
-
 export interface SignedText {
   /** The raw text without the envelope members: what the device HMACed. */
   signed: string;
@@ -59,47 +56,55 @@ export interface SignedText {
  * appears twice at top level (the hash is then undefined: such a message cannot be verified).
  */
 export function signedTextOfMqttPayload(rawText: string): SignedText {
-  const unsigned: SignedText = { signed: rawText, hash: undefined, accessKey: undefined };
   const object = scanTopLevelObject(rawText);
-  if (object === undefined) return unsigned;
+  if (object === undefined) return { signed: rawText, hash: undefined, accessKey: undefined };
   const { open, close, members } = object;
 
-  const seen = new Map<string, number>();
+  // Counted member by member rather than collected: this runs on every MQTT message.
+  let hashMember: Member | undefined;
+  let accessKeyMember: Member | undefined;
+  let hashes = 0;
+  let accessKeys = 0;
+  let versions = 0;
   for (const m of members) {
-    if (ENVELOPE_MEMBERS.includes(m.name)) seen.set(m.name, (seen.get(m.name) ?? 0) + 1);
+    if (m.name === 'hash') {
+      hashes++;
+      hashMember = m;
+    } else if (m.name === 'access_key') {
+      accessKeys++;
+      accessKeyMember = m;
+    } else if (m.name === 'aliot_protocol_version') {
+      versions++;
+    }
   }
-  const kept = members.filter((m) => !ENVELOPE_MEMBERS.includes(m.name));
+  const envelope = hashes + accessKeys + versions;
 
   let signed: string;
-  if (kept.length === members.length) {
+  if (envelope === 0) {
     signed = rawText;
-  } else if (kept.length === 0) {
+  } else if (envelope === members.length) {
     signed = rawText.slice(0, open + 1) + rawText.slice(close);
   } else {
     // Each kept member keeps the separator that followed it, except the last kept one, which is followed
     // by whatever closed the object; the text before the first member stays as it was.
-    const first = members[0]!;
-    const last = members[members.length - 1]!;
-    const parts = [rawText.slice(0, first.keyStart)];
-    kept.forEach((m, i) => {
-      parts.push(rawText.slice(m.keyStart, m.valueEnd));
-      parts.push(i < kept.length - 1 ? rawText.slice(m.valueEnd, m.nextKeyStart) : '');
-    });
-    parts.push(rawText.slice(last.valueEnd));
-    signed = parts.join('');
+    const first = members[0] as Member;
+    const last = members[members.length - 1] as Member;
+    const keptCount = members.length - envelope;
+    let kept = 0;
+    signed = rawText.slice(0, first.keyStart);
+    for (const m of members) {
+      if (m.name === 'hash' || m.name === 'access_key' || m.name === 'aliot_protocol_version') continue;
+      kept++;
+      signed += rawText.slice(m.keyStart, m.valueEnd);
+      if (kept < keptCount) signed += rawText.slice(m.valueEnd, m.nextKeyStart);
+    }
+    signed += rawText.slice(last.valueEnd);
   }
 
-  const memberString = (name: string): string | undefined => {
-    if (seen.get(name) !== 1) return undefined;
-    const m = members.find((x) => x.name === name)!;
-    return stringValue(rawText.slice(m.valueStart, m.valueEnd));
-  };
-  const repeated = [...seen.values()].some((n) => n > 1);
-  return {
-    signed,
-    hash: repeated ? undefined : memberString('hash'),
-    accessKey: repeated ? undefined : memberString('access_key'),
-  };
+  const repeated = hashes > 1 || accessKeys > 1 || versions > 1;
+  const memberString = (m: Member | undefined, count: number): string | undefined =>
+    repeated || count !== 1 || m === undefined ? undefined : stringValue(rawText.slice(m.valueStart, m.valueEnd));
+  return { signed, hash: memberString(hashMember, hashes), accessKey: memberString(accessKeyMember, accessKeys) };
 }
 
 interface Member {
@@ -143,21 +148,22 @@ function scanString(text: string, i: number): number {
 
 /** Index just past the value starting at `i`, or -1. Iterative, so deep nesting cannot exhaust the stack. */
 function scanValue(text: string, i: number): number {
-  const c = text[i];
-  if (c === '"') return scanString(text, i);
-  if (c === '{' || c === '[') {
-    const closers: string[] = [];
+  const c = text.charCodeAt(i);
+  if (c === QUOTE) return scanString(text, i);
+  if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+    // The closer each open object or array awaits, innermost last.
+    const closers: number[] = [];
     let j = i;
     while (j < text.length) {
-      const d = text[j];
-      if (d === '"') {
+      const d = text.charCodeAt(j);
+      if (d === QUOTE) {
         j = scanString(text, j);
         if (j < 0) return -1;
         continue;
       }
-      if (d === '{') closers.push('}');
-      else if (d === '[') closers.push(']');
-      else if (d === '}' || d === ']') {
+      if (d === OPEN_BRACE) closers.push(CLOSE_BRACE);
+      else if (d === OPEN_BRACKET) closers.push(CLOSE_BRACKET);
+      else if (d === CLOSE_BRACE || d === CLOSE_BRACKET) {
         if (closers.pop() !== d) return -1;
         if (closers.length === 0) return j + 1;
       }
@@ -166,8 +172,28 @@ function scanValue(text: string, i: number): number {
     return -1;
   }
   let j = i;
-  while (j < text.length && !isWhitespace(text.charCodeAt(j)) && !',:{}[]"'.includes(text[j]!)) j++;
+  while (j < text.length && !endsPrimitive(text.charCodeAt(j))) j++;
   return j > i && PRIMITIVE.test(text.slice(i, j)) ? j : -1;
+}
+
+const QUOTE = 0x22;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+/** Whitespace or one of `,:{}[]"`: where a number, true, false or null ends. */
+function endsPrimitive(c: number): boolean {
+  return (
+    isWhitespace(c) ||
+    c === 0x2c ||
+    c === 0x3a ||
+    c === OPEN_BRACE ||
+    c === CLOSE_BRACE ||
+    c === OPEN_BRACKET ||
+    c === CLOSE_BRACKET ||
+    c === QUOTE
+  );
 }
 
 function stringValue(token: string): string | undefined {
