@@ -119,13 +119,15 @@ export function embeddedInstructionLink(
     persistence: { outgoingClearMessageId(client: Client, packet: { cmd?: string }): Promise<unknown> };
   };
   const clear = persistence.outgoingClearMessageId.bind(persistence);
-  persistence.outgoingClearMessageId = async (client, packet) => {
-    const result = await clear(client, packet);
-    if (packet?.cmd === 'pubcomp') {
+  // Only a PUBCOMP ends an instruction's handshake; the PUBACK of every acknowledgement a device
+  // receives passes straight through.
+  persistence.outgoingClearMessageId = (client, packet) => {
+    if (packet?.cmd !== 'pubcomp') return clear(client, packet);
+    return clear(client, packet).then((result) => {
       const alertKey = inFlight.get(client)?.shift();
       if (alertKey) instructions.delivered(alertKey);
-    }
-    return result;
+      return result;
+    });
   };
   broker.on('subscribe', (subscriptions: Subscription[], client: Client) => {
     const accessKey = accessKeyOf(client);
