@@ -5,7 +5,7 @@
  * changed in those organisations, whichever instance made the change. Kept only for the types listed
  * here: each raise makes concurrent changes of one organisation's entities of that type take turns.
  */
-import { type CompiledQuery, sql } from 'kysely';
+import { sql } from 'kysely';
 import { PreparedQuery, QueryCache } from '../store/prepared.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { EntityType } from './recorder.ts';
@@ -29,27 +29,19 @@ export async function raiseRevision(db: Executor, organisationKey: string, entit
   await raise.execute(db, organisationKey, entityType);
 }
 
-const reads = new QueryCache();
-
 type RevisionRow = { organisation_key: string; revision: number };
 
-/** The read of one organisation's revision, compiled once per dialect and entity type. */
-const singleReads = new Map<string, CompiledQuery<RevisionRow>>();
+/** One organisation's revision: the read of nearly every request of a cached list. */
+const readOne = new PreparedQuery((db: Executor, organisationKey: string, entityType: string) =>
+  db
+    .selectFrom('change_revisions')
+    .select(['organisation_key', 'revision'])
+    .where('entity_type', '=', entityType)
+    .where('organisation_key', '=', organisationKey),
+);
 
-function singleRead(store: Store, organisationKey: string, entityType: EntityType): CompiledQuery<RevisionRow> {
-  const key = `${store.engine}|${entityType}`;
-  let compiled = singleReads.get(key);
-  if (compiled === undefined) {
-    compiled = store.db
-      .selectFrom('change_revisions')
-      .select(['organisation_key', 'revision'])
-      .where('entity_type', '=', entityType)
-      .where('organisation_key', '=', '')
-      .compile();
-    singleReads.set(key, compiled);
-  }
-  return { ...compiled, parameters: [entityType, organisationKey] };
-}
+/** Several organisations' revisions (an OEM organisation with its children). */
+const readMany = new QueryCache();
 
 /**
  * The revisions of `entityType` in the given organisations, as one text: equal texts mean no change
@@ -63,18 +55,22 @@ export function readRevisions(
 ): string | Promise<string> {
   const query =
     organisationKeys.length === 1
-      ? singleRead(store, organisationKeys[0] as string, entityType)
-      : reads.compile<RevisionRow>(store.db, 'change_revisions', { organisations: organisationKeys, entityType }, (v) =>
-          store.db
-            .selectFrom('change_revisions')
-            .select(['organisation_key', 'revision'])
-            .where('entity_type', '=', v.entityType as string)
-            .where('organisation_key', 'in', v.organisations as string[])
-            .orderBy('organisation_key'),
+      ? readOne.compile(store.db, organisationKeys[0] as string, entityType)
+      : readMany.compile<RevisionRow>(
+          store.db,
+          'change_revisions',
+          { organisations: organisationKeys, entityType },
+          (v) =>
+            store.db
+              .selectFrom('change_revisions')
+              .select(['organisation_key', 'revision'])
+              .where('entity_type', '=', v.entityType as string)
+              .where('organisation_key', 'in', v.organisations as string[])
+              .orderBy('organisation_key'),
         );
   const rows = store.readNow<RevisionRow>(query);
   if (rows !== undefined) return revisionText(rows);
-  return store.db.executeQuery(query).then((result) => revisionText(result.rows));
+  return store.db.executeQuery<RevisionRow>(query).then((result) => revisionText(result.rows));
 }
 
 function revisionText(rows: readonly RevisionRow[]): string {

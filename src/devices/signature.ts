@@ -32,6 +32,10 @@ export function verifySignature(secret: string, message: Buffer | string, signat
   return timingSafeEqual(expected, Buffer.from(signatureHex, 'hex'));
 }
 
+/** The top-level members a device adds to an MQTT payload after computing its hash. */
+const isEnvelopeMember = (name: string): boolean =>
+  name === 'hash' || name === 'access_key' || name === 'aliot_protocol_version';
+
 export interface SignedText {
   /** The raw text without the envelope members: what the device HMACed. */
   signed: string;
@@ -93,7 +97,7 @@ export function signedTextOfMqttPayload(rawText: string): SignedText {
     let kept = 0;
     signed = rawText.slice(0, first.keyStart);
     for (const m of members) {
-      if (m.name === 'hash' || m.name === 'access_key' || m.name === 'aliot_protocol_version') continue;
+      if (isEnvelopeMember(m.name)) continue;
       kept++;
       signed += rawText.slice(m.keyStart, m.valueEnd);
       if (kept < keptCount) signed += rawText.slice(m.valueEnd, m.nextKeyStart);
@@ -124,6 +128,16 @@ interface ScannedObject {
 
 const PRIMITIVE = /^(?:true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)$/;
 
+// Character codes the scanners compare with.
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
 function isWhitespace(c: number): boolean {
   return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 }
@@ -138,8 +152,8 @@ function scanString(text: string, i: number): number {
   let j = i + 1;
   while (j < text.length) {
     const c = text.charCodeAt(j);
-    if (c === 0x22) return j + 1;
-    if (c === 0x5c) j += 2;
+    if (c === QUOTE) return j + 1;
+    if (c === BACKSLASH) j += 2;
     else if (c < 0x20) return -1;
     else j++;
   }
@@ -176,18 +190,12 @@ function scanValue(text: string, i: number): number {
   return j > i && PRIMITIVE.test(text.slice(i, j)) ? j : -1;
 }
 
-const QUOTE = 0x22;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-
 /** Whitespace or one of `,:{}[]"`: where a number, true, false or null ends. */
 function endsPrimitive(c: number): boolean {
   return (
     isWhitespace(c) ||
-    c === 0x2c ||
-    c === 0x3a ||
+    c === COMMA ||
+    c === COLON ||
     c === OPEN_BRACE ||
     c === CLOSE_BRACE ||
     c === OPEN_BRACKET ||

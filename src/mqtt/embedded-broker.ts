@@ -178,7 +178,8 @@ export async function startEmbeddedBroker(options: {
   // handling the message costs. Every other publish (the broker's own, instructions) is routed.
   const route = broker.publish.bind(broker) as (packet: PublishPacket, client: unknown, done?: unknown) => void;
   const publish = (packet: PublishPacket, client: unknown, done?: unknown) => {
-    const device = client instanceof Object && typeof client !== 'function' ? (client as Client) : undefined;
+    // aedes also calls publish(packet, done), without a client.
+    const device = typeof client === 'object' && client !== null ? (client as Client) : undefined;
     const topic = device !== undefined ? topicOf(device, packet.topic) : undefined;
     if (device === undefined || topic === undefined) return route(packet, client, done);
     onDevicePublish(packet, device, topic);

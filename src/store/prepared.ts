@@ -20,6 +20,22 @@ const MAX_SHAPES = 1000;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL marks placeholders so no real value can look like one.
 const PLACEHOLDER = /^\u0000v(\d+)\u0000$/;
 
+const placeholderOf = (index: number): string => `\u0000v${index}\u0000`;
+
+/** For each compiled parameter, the placeholder index it holds, or -1 for a constant. */
+function slotsOf(query: CompiledQuery<unknown>): number[] {
+  return query.parameters.map((p) => {
+    const match = typeof p === 'string' ? PLACEHOLDER.exec(p) : null;
+    return match ? Number(match[1]) : -1;
+  });
+}
+
+/** The compiled query with `values` in the slots its placeholders held. */
+function withValues<R>({ query, slots }: Compiled, values: readonly unknown[]): CompiledQuery<R> {
+  const parameters = query.parameters.map((p, i) => (slots[i] === -1 ? p : values[slots[i] as number]));
+  return { ...query, parameters } as CompiledQuery<R>;
+}
+
 /** The values flattened in a fixed order, and placeholders of the same structure. */
 function flatten(values: QueryValues): { flat: (string | number | null)[]; placeholders: QueryValues; shape: string } {
   const flat: (string | number | null)[] = [];
@@ -27,7 +43,7 @@ function flatten(values: QueryValues): { flat: (string | number | null)[]; place
   const shape: string[] = [];
   const placeholder = (value: string | number | null) => {
     flat.push(value);
-    return `\u0000v${flat.length - 1}\u0000`;
+    return placeholderOf(flat.length - 1);
   };
   for (const name of Object.keys(values).sort()) {
     const value = values[name];
@@ -74,29 +90,38 @@ export class QueryCache {
     let entry = this.compiled.get(key);
     if (!entry) {
       const query = build(placeholders).compile() as CompiledQuery<unknown>;
-      const slots = query.parameters.map((p) => {
-        const match = typeof p === 'string' ? PLACEHOLDER.exec(p) : null;
-        return match ? Number(match[1]) : -1;
-      });
-      entry = { query, slots };
+      entry = { query, slots: slotsOf(query) };
       if (this.compiled.size >= MAX_SHAPES) this.compiled.clear();
       this.compiled.set(key, entry);
     }
-    const { query, slots } = entry;
-    const parameters = query.parameters.map((p, i) => (slots[i] === -1 ? p : flat[slots[i] as number]));
-    return { ...query, parameters } as CompiledQuery<R>;
+    return withValues<R>(entry, flat);
   }
 }
 
-/** A query of fixed shape, compiled once per dialect. */
+/**
+ * A query of fixed shape (the same arguments, each one value), compiled once per dialect. Arguments go
+ * straight to the parameter slots found at compile time: no values to flatten or shape to work out per
+ * run, for reads made on every request or message.
+ */
 export class PreparedQuery<Args extends string[], R> {
-  private readonly cache = new QueryCache();
+  private readonly compiled = new Map<string, Compiled>();
 
   constructor(private readonly build: (db: Executor, ...args: Args) => Compilable<R>) {}
 
-  execute(db: Executor, ...args: Args): Promise<R[]> {
-    const values = Object.fromEntries(args.map((a, i) => [`a${i}`, a]));
-    return this.cache.execute(db, '', values, (v) => this.build(db, ...(args.map((_, i) => v[`a${i}`]) as Args)));
+  compile(db: Executor, ...args: Args): CompiledQuery<R> {
+    const dialect = db.getExecutor().adapter.constructor.name;
+    let entry = this.compiled.get(dialect);
+    if (!entry) {
+      const placeholders = args.map((_, i) => placeholderOf(i)) as Args;
+      const query = this.build(db, ...placeholders).compile() as CompiledQuery<unknown>;
+      entry = { query, slots: slotsOf(query) };
+      this.compiled.set(dialect, entry);
+    }
+    return withValues<R>(entry, args);
+  }
+
+  async execute(db: Executor, ...args: Args): Promise<R[]> {
+    return (await db.executeQuery<R>(this.compile(db, ...args))).rows;
   }
 
   async executeTakeFirst(db: Executor, ...args: Args): Promise<R | undefined> {
