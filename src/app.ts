@@ -54,6 +54,8 @@ export interface Server {
   bootstrap: BootstrapResult | undefined;
   /** The embedded MQTT broker's port, when it runs. */
   mqttPort: number | undefined;
+  /** The embedded MQTT broker, when it runs. */
+  mqttBroker: EmbeddedBroker | undefined;
   close(): Promise<void>;
 }
 
@@ -104,6 +106,7 @@ export async function createServer(config: Config): Promise<Server> {
       config,
       bootstrap,
       mqttPort: mqtt && 'port' in mqtt ? mqtt.port : undefined,
+      mqttBroker: mqtt && 'port' in mqtt ? mqtt : undefined,
       close: async () => {
         for (const timer of timers) clearInterval(timer);
         await mqtt?.close();

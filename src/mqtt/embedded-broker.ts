@@ -1,28 +1,47 @@
 /**
- * The embedded MQTT broker (aedes) devices connect to (DEVICES.md). A device signs in with its access
- * key as user name and HMAC-SHA256(secret key, access key) as password; wrong credentials are refused
- * with CONNACK 5. It may publish only under its own client id and subscribe only to its own
+ * The embedded MQTT broker devices connect to (DEVICES.md). A device signs in with its access key as
+ * user name and HMAC-SHA256(secret key, access key) as password; wrong credentials are refused with
+ * CONNACK 5. It may publish only under its own client id and subscribe only to its own
  * acknowledgements and its key pair's instructions. Every message it publishes is answered on its
  * `httpAck` topic, after the PUBACK and after the data is durable.
+ *
+ * The broker itself runs on a worker thread (broker-worker.ts), which reads packets and checks
+ * signatures; this side answers its logins from the store, does what each checked message asks and
+ * sends back the acknowledgements. Should the thread fail, it is started again on the same port and
+ * devices reconnect, as after any broker restart.
  */
-import { createServer, type Server, type Socket } from 'node:net';
-import { Aedes, type Client, type PublishPacket } from 'aedes';
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
+import type { ErrorItem } from '../core/errors.ts';
 import type { DeviceAuthenticator, DeviceCredentials } from '../devices/authentication.ts';
 import type { DeviceService } from '../devices/service.ts';
-import { verifySignature } from '../devices/signature.ts';
-import { embeddedInstructionLink, type MqttInstructions } from './instructions.ts';
-import { handleDeviceMessage } from './messages.ts';
-import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic } from './topics.ts';
+import type { BrokerSettings, FromBroker, ToBroker } from './broker-worker.ts';
+import type { MqttInstructions } from './instructions.ts';
+import { type Ack, actOnDeviceMessage } from './messages.ts';
+import type { DeviceMessageKind } from './topics.ts';
 
 export interface EmbeddedBroker {
   port: number;
+  /** The broker's thread as it is now (it is replaced when it fails): for diagnostics and tests. */
+  thread(): Worker;
   close(): Promise<void>;
 }
 
-class AuthError extends Error {
-  readonly returnCode = 5;
+/** The worker's module: compiled JavaScript beside this file, or TypeScript when run from source. */
+const fromSource = extname(fileURLToPath(import.meta.url)) === '.ts';
+const workerUrl = new URL(`./broker-worker${fromSource ? '.ts' : '.js'}`, import.meta.url);
+
+/** A worker thread of the broker; from source, with the TypeScript loader the tests and `npm run dev` use. */
+function newWorker(settings: BrokerSettings): Worker {
+  if (!fromSource) return new Worker(workerUrl, { workerData: settings });
+  const loader = JSON.stringify(import.meta.resolve('tsx/esm/api'));
+  const code = `import(${loader}).then(({ register }) => { register(); return import(${JSON.stringify(workerUrl.href)}); })`;
+  return new Worker(code, { eval: true, workerData: settings });
 }
+const RESTART_DELAY_MS = 1000;
+const STOP_TIMEOUT_MS = 5000;
 
 export async function startEmbeddedBroker(options: {
   port: number;
@@ -33,178 +52,175 @@ export async function startEmbeddedBroker(options: {
   /** Instructions reach devices through this broker. */
   instructions?: MqttInstructions;
 }): Promise<EmbeddedBroker> {
-  const { authenticator, devices, log } = options;
-  const connections = new WeakMap<Client, DeviceCredentials>();
-  // A device publishes to the same topic message after message: its last one is kept parsed.
-  const lastTopics = new WeakMap<Client, { name: string; topic: DeviceTopic | undefined }>();
-  const topicOf = (client: Client, name: string): DeviceTopic | undefined => {
-    const last = lastTopics.get(client);
-    if (last !== undefined && last.name === name) return last.topic;
-    const topic = parseDeviceTopic(name);
-    lastTopics.set(client, { name, topic });
-    return topic;
-  };
-  const broker = await Aedes.createBroker({
-    // The C SDK's client ids are 24 characters, over the usual 23.
-    maxClientsIdLength: 256,
-    queueLimit: 1000,
-    drainTimeout: 30_000,
-    maxInflightInbound: 1000,
-    authenticate: (client, username, password, done) => {
-      const accessKey = username ?? '';
-      authenticator.credentials(accessKey).then(
-        (credentials) => {
-          const given = password ? password.toString('utf8') : '';
-          if (!credentials || !verifySignature(credentials.secretKey, accessKey, given)) {
-            return done(new AuthError('bad user name or password'), false);
-          }
-          connections.set(client, credentials);
-          done(null, true);
-        },
-        (error) => {
-          log.error(error, 'MQTT authentication failed');
-          done(new AuthError('authentication failed'), false);
-        },
-      );
-    },
-    authorizePublish: (client, packet, done) => {
-      // Devices publish to device topics only; acknowledgements and instructions come from the server.
-      if (!client || !topicOf(client, packet.topic))
-        return done(new Error(`publishing to ${packet.topic} is not allowed`));
-      done(null);
-    },
-    authorizeSubscribe: (client, subscription, done) => {
-      const credentials = client ? connections.get(client) : undefined;
-      if (!client || !credentials || !maySubscribe(subscription.topic, client.id, credentials.accessKey)) {
-        return done(null, null);
-      }
-      done(null, subscription);
-    },
-  });
-
-  // Straight to the device's connection rather than through the broker's topic routing: the ack topic
-  // has one subscriber, the device itself, and routing every ack costs more than it is worth (and, with
-  // thousands due at once after a commit, the router's queue recursed until the stack overflowed).
-  // The acks a commit makes due for one device leave together: one socket write instead of one each.
-  const due = new Map<Client, object[]>();
-  const sendDue = () => {
-    for (const [client, acks] of due) {
-      due.delete(client);
-      const topic = ackTopic(client.id);
-      // aedes keeps a client's subscriptions by topic; its typings leave them out.
-      const subscription = (client as Client & { subscriptions: Record<string, { qos?: number }> }).subscriptions[
-        topic
-      ];
-      if (!subscription || client.closed) continue;
-      // aedes writes each packet on a later turn of the event loop; the socket stays corked until then.
-      const socket = (client as Client & { conn: Socket }).conn;
-      socket.cork();
-      for (const ack of acks) {
-        client.publish(
-          {
-            cmd: 'publish',
-            topic,
-            payload: Buffer.from(JSON.stringify(ack)),
-            qos: subscription.qos ? 1 : 0,
-            retain: false,
-            dup: false,
+  let current = await startWorker(options, { port: options.port, host: options.host });
+  let stopping = false;
+  const watch = (worker: BrokerThread) => {
+    worker.exited.then((code) => {
+      if (stopping || current !== worker) return;
+      options.log.error(`the MQTT broker thread stopped (exit code ${code}); starting it again`);
+      const restart = () =>
+        startWorker(options, { port: worker.port, host: options.host }).then(
+          (next) => {
+            if (stopping) return void next.stop();
+            current = next;
+            watch(next);
           },
-          () => {},
+          (error) => {
+            options.log.error(error, 'the MQTT broker thread cannot start; trying again');
+            if (!stopping) setTimeout(restart, RESTART_DELAY_MS);
+          },
         );
-      }
-      setImmediate(() => socket.uncork());
-    }
+      setTimeout(restart, RESTART_DELAY_MS);
+    });
   };
-  const acknowledge = (client: Client, ack: object) => {
-    const acks = due.get(client);
-    if (acks) return void acks.push(ack);
-    if (due.size === 0) setImmediate(sendDue);
-    due.set(client, [ack]);
+  watch(current);
+  return {
+    port: current.port,
+    thread: () => current.worker,
+    close: async () => {
+      stopping = true;
+      await current.stop();
+    },
   };
+}
 
-  // Each message is checked against its key pair as it is now (kept for up to a second by the
-  // authenticator): a key pair deleted since the device signed in ends its connection, and a changed
-  // role applies to the next message. Messages of one device keep their order while it is read.
-  const lookups = new WeakMap<Client, Promise<void>>();
-  const failed = (client: Client) => (error: unknown) => {
+interface BrokerThread {
+  port: number;
+  worker: Worker;
+  /** Resolves with the exit code once the thread has ended. */
+  exited: Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** Starts a broker thread and serves it until it ends. */
+function startWorker(
+  options: Parameters<typeof startEmbeddedBroker>[0],
+  settings: BrokerSettings,
+): Promise<BrokerThread> {
+  const { authenticator, devices, log, instructions } = options;
+  const worker = newWorker(settings);
+  const post = (message: ToBroker) => worker.postMessage(message);
+  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  worker.on('error', (error) => log.error(error, 'MQTT broker thread failed'));
+
+  // Acknowledgements leave for the broker together, once per turn of the event loop.
+  let acks: (number | string | ErrorItem[] | null)[] = [];
+  const sendAcks = () => {
+    const message: ToBroker = { t: 'acks', acks };
+    acks = [];
+    post(message);
+  };
+  const acknowledge = (connection: number, ack: Ack) => {
+    if (acks.length === 0) setImmediate(sendAcks);
+    acks.push(connection, ack.context, ack.http_code, ack.http_msg.errors ?? null);
+  };
+  const failed = (connection: number) => (error: unknown) => {
     log.error(error, 'MQTT message failed');
-    acknowledge(client, {
+    acknowledge(connection, {
       context: 'PARSE_ERROR',
       http_code: 500,
       http_msg: { errors: [{ code: 'internal', message: 'an unexpected error occurred' }] },
     });
   };
-  const handle = (client: Client, topic: DeviceTopic, payload: Buffer, credentials: DeviceCredentials | undefined) => {
-    if (!credentials) {
-      client.close();
-      return;
+
+  // Each message is done in the name of its key pair as it is now (kept for up to a second by the
+  // authenticator): a key pair deleted since the device signed in ends its connection, and a changed
+  // role applies to the next message. Messages of one connection keep their order while it is read.
+  const lookups = new Map<number, Promise<void>>();
+  const act = (
+    connection: number,
+    kind: DeviceMessageKind,
+    text: string,
+    context: string,
+    credentials: DeviceCredentials | undefined,
+  ) => {
+    if (!credentials) return post({ t: 'close', connection });
+    actOnDeviceMessage(devices, kind, text, credentials.principal, context).then(
+      (ack) => acknowledge(connection, ack),
+      failed(connection),
+    );
+  };
+  const onMessages = (messages: (number | string)[]) => {
+    for (let i = 0; i < messages.length; i += 5) {
+      const connection = messages[i] as number;
+      const accessKey = messages[i + 1] as string;
+      const kind = messages[i + 2] as DeviceMessageKind;
+      const text = messages[i + 3] as string;
+      const context = messages[i + 4] as string;
+      const pending = lookups.get(connection);
+      const recent = pending ? undefined : authenticator.recentCredentials(accessKey);
+      if (recent) {
+        act(connection, kind, text, context, recent);
+        continue;
+      }
+      const looked = (pending ?? Promise.resolve())
+        .then(() => authenticator.credentials(accessKey))
+        .then((credentials) => act(connection, kind, text, context, credentials), failed(connection))
+        .finally(() => {
+          if (lookups.get(connection) === looked) lookups.delete(connection);
+        });
+      lookups.set(connection, looked);
     }
-    connections.set(client, credentials);
-    handleDeviceMessage(devices, {
-      topic,
-      payload,
-      connection: credentials,
-      lookup: (ak) => authenticator.credentials(ak),
-    }).then((ack) => acknowledge(client, ack), failed(client));
   };
 
-  const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTopic) => {
-    const signedIn = connections.get(client);
-    if (!signedIn) return;
-    if (topic.clientId !== client.id) {
-      acknowledge(client, {
-        context: 'PARSE_ERROR',
-        http_code: 403,
-        http_msg: { errors: [{ code: 'forbidden', message: 'publish under your own client id only' }] },
-      });
-      return;
-    }
-    const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
-    const pending = lookups.get(client);
-    const recent = pending ? undefined : authenticator.recentCredentials(signedIn.accessKey);
-    if (recent) return handle(client, topic, payload, recent);
-    const looked = (pending ?? Promise.resolve())
-      .then(() => authenticator.credentials(signedIn.accessKey))
-      .then((credentials) => handle(client, topic, payload, credentials), failed(client))
-      .finally(() => {
-        if (lookups.get(client) === looked) lookups.delete(client);
-      });
-    lookups.set(client, looked);
-  };
+  const publishing = new Map<number, () => void>();
+  let lastPublishId = 0;
+  instructions?.connect({
+    publish: (topic, payload, alertKey, connection) =>
+      new Promise<void>((resolve) => {
+        const id = ++lastPublishId;
+        publishing.set(id, resolve);
+        post({ t: 'publish', id, topic, payload, alertKey, connection: (connection as number | undefined) ?? null });
+      }),
+  });
 
-  // A device's message (acknowledged to it with PUBACK by now) goes to the handler straight, not
-  // through the broker's router: no client may subscribe to device topics (maySubscribe), so routing it
-  // would look for subscribers and offline sessions only to find none, at about a tenth of what
-  // handling the message costs. Every other publish (the broker's own, instructions) is routed.
-  const route = broker.publish.bind(broker) as (packet: PublishPacket, client: unknown, done?: unknown) => void;
-  const publish = (packet: PublishPacket, client: unknown, done?: unknown) => {
-    // aedes also calls publish(packet, done), without a client.
-    const device = typeof client === 'object' && client !== null ? (client as Client) : undefined;
-    const topic = device !== undefined ? topicOf(device, packet.topic) : undefined;
-    if (device === undefined || topic === undefined) return route(packet, client, done);
-    onDevicePublish(packet, device, topic);
-    if (typeof done === 'function') done(null);
-  };
-  (broker as unknown as { publish: typeof publish }).publish = publish;
-
-  options.instructions?.connect(
-    embeddedInstructionLink(broker, (client) => connections.get(client)?.accessKey, options.instructions),
-  );
-
-  const server: Server = createServer(broker.handle);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
+  return new Promise<BrokerThread>((resolve, reject) => {
+    const stop = async () => {
+      post({ t: 'stop' });
+      const timer = setTimeout(() => void worker.terminate(), STOP_TIMEOUT_MS);
+      await exited;
+      clearTimeout(timer);
+      for (const done of publishing.values()) done();
+    };
+    exited.then((code) => reject(new Error(`the MQTT broker thread ended before listening (exit code ${code})`)));
+    worker.on('message', (message: FromBroker) => {
+      switch (message.t) {
+        case 'messages':
+          onMessages(message.messages);
+          break;
+        case 'login': {
+          const { id } = message;
+          authenticator.credentials(message.accessKey).then(
+            (credentials) => post({ t: 'login', id, secretKey: credentials?.secretKey ?? null }),
+            (error) => {
+              log.error(error, 'MQTT authentication failed');
+              post({ t: 'login', id, secretKey: null });
+            },
+          );
+          break;
+        }
+        case 'subscribed':
+          setImmediate(() => void instructions?.subscribed(message.accessKey, message.topic, message.connection));
+          break;
+        case 'published':
+          publishing.get(message.id)?.();
+          publishing.delete(message.id);
+          break;
+        case 'delivered':
+          instructions?.delivered(message.alertKey);
+          break;
+        case 'log':
+          log[message.level](message.error ? { err: message.error } : {}, message.message);
+          break;
+        case 'listening':
+          resolve({ port: message.port, worker, exited, stop });
+          break;
+        case 'failed': {
+          void worker.terminate();
+          reject(Object.assign(new Error(message.message), { code: message.code }));
+          break;
+        }
+      }
     });
   });
-  const address = server.address();
-  return {
-    port: typeof address === 'object' && address ? address.port : options.port,
-    close: async () => {
-      await new Promise<void>((resolve) => broker.close(() => resolve()));
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }

@@ -5,7 +5,6 @@
  * the topic get it). An instruction not yet acknowledged is sent again to a device that subscribes
  * again, since every SDK connects with a clean session.
  */
-import type { Aedes, Client, Subscription } from 'aedes';
 import type { FastifyBaseLogger } from 'fastify';
 import type { DeviceAuthenticator } from '../devices/authentication.ts';
 import { instructionMessage } from '../instructions/message.ts';
@@ -94,71 +93,4 @@ export class MqttInstructions implements InstructionCarrier {
       connection,
     );
   }
-}
-
-/** Whether a subscription's filter covers a topic (the only wildcard a device may use is a `+` level). */
-const covers = (filter: string, topic: string): boolean => {
-  const f = filter.split('/');
-  const t = topic.split('/');
-  return f.length === t.length && f.every((part, i) => part === '+' || part === t[i]);
-};
-
-/**
- * The embedded broker's link: publishes to each subscribed connection at QoS 2 and learns of each
- * completed handshake. With clean sessions aedes keeps no copy of what it sent, so the link keeps, per
- * connection, the alert keys of instruction messages in flight: QoS 2 messages to a device are
- * instructions only, and a client completes their handshakes in order.
- */
-export function embeddedInstructionLink(
-  broker: Aedes,
-  accessKeyOf: (client: Client) => string | undefined,
-  instructions: MqttInstructions,
-): InstructionLink {
-  const inFlight = new WeakMap<Client, string[]>();
-  const { persistence } = broker as unknown as {
-    persistence: { outgoingClearMessageId(client: Client, packet: { cmd?: string }): Promise<unknown> };
-  };
-  const clear = persistence.outgoingClearMessageId.bind(persistence);
-  // Only a PUBCOMP ends an instruction's handshake; the PUBACK of every acknowledgement a device
-  // receives passes straight through.
-  persistence.outgoingClearMessageId = (client, packet) => {
-    if (packet?.cmd !== 'pubcomp') return clear(client, packet);
-    return clear(client, packet).then((result) => {
-      const alertKey = inFlight.get(client)?.shift();
-      if (alertKey) instructions.delivered(alertKey);
-      return result;
-    });
-  };
-  broker.on('subscribe', (subscriptions: Subscription[], client: Client) => {
-    const accessKey = accessKeyOf(client);
-    if (!accessKey) return;
-    for (const subscription of subscriptions) {
-      // Refused subscriptions come back with qos 128.
-      if ((subscription.qos as number) !== 128 && thingOfTopic(subscription.topic) !== undefined) {
-        setImmediate(() => void instructions.subscribed(accessKey, subscription.topic, client));
-      }
-    }
-  });
-  const sendTo = (client: Client, topic: string, payload: string, alertKey: string) =>
-    new Promise<void>((resolve) => {
-      const queue = inFlight.get(client) ?? [];
-      queue.push(alertKey);
-      inFlight.set(client, queue);
-      client.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 2, retain: false, dup: false }, () =>
-        resolve(),
-      );
-    });
-  return {
-    publish: async (topic, payload, alertKey, connection) => {
-      const clients = connection
-        ? [connection as Client]
-        : Object.values((broker as unknown as { clients: Record<string, Client> }).clients);
-      for (const client of clients) {
-        const subscribed = Object.keys(
-          (client as unknown as { subscriptions: Record<string, unknown> }).subscriptions ?? {},
-        );
-        if (subscribed.some((filter) => covers(filter, topic))) await sendTo(client, topic, payload, alertKey);
-      }
-    },
-  };
 }

@@ -1,28 +1,21 @@
 /**
  * One device message over MQTT, whichever broker carried it: checked (the `hash` member against the
- * key pair's secret, over the raw text without the envelope members), handled exactly as the same
- * body over HTTP, and answered with the acknowledgement the SDKs wait for on `.../httpAck`:
- * `{"context": <the message's hash>, "http_code": <number>, "http_msg": {...}}`, sent after the data
- * is durable.
+ * key pair's secret, over the raw text without the envelope members; signed-messages.ts), handled
+ * exactly as the same body over HTTP, and answered with the acknowledgement the SDKs wait for on
+ * `.../httpAck`: `{"context": <the message's hash>, "http_code": <number>, "http_msg": {...}}`, sent
+ * after the data is durable.
  */
 import { DeviceAlertBody } from '../alerts/schemas.ts';
-import { ApiError, type ErrorItem } from '../core/errors.ts';
-import { BULK_BODY_LIMIT } from '../core/http/body.ts';
+import { ApiError } from '../core/errors.ts';
 import { compileParams } from '../core/http/validation.ts';
+import type { Principal } from '../core/principal.ts';
 import type { DeviceCredentials } from '../devices/authentication.ts';
-import { decompressLzf } from '../devices/lzf.ts';
 import { EventBody, HeartbeatBody, RegisterBody } from '../devices/schemas.ts';
 import type { DeviceService } from '../devices/service.ts';
-import { signedTextOfMqttPayload, verifySignature } from '../devices/signature.ts';
-import type { DeviceTopic } from './topics.ts';
+import { type Ack, failure, isAck, PARSE_ERROR, readDeviceMessage, refusalOfHash } from './signed-messages.ts';
+import type { DeviceMessageKind, DeviceTopic } from './topics.ts';
 
-export interface Ack {
-  context: string;
-  http_code: number;
-  http_msg: { errors?: ErrorItem[] };
-}
-
-const PARSE_ERROR = 'PARSE_ERROR';
+export type { Ack } from './signed-messages.ts';
 
 const validators = {
   register: compileParams(RegisterBody),
@@ -31,51 +24,17 @@ const validators = {
   alert: compileParams(DeviceAlertBody),
 };
 
-const failure = (context: string, status: number, errors: ErrorItem[]): Ack => ({
-  context,
-  http_code: status,
-  http_msg: { errors },
-});
-
-export interface MessageContext {
-  topic: DeviceTopic;
-  payload: Buffer;
-  /** The connection's key pair (embedded broker); undefined on an external broker. */
-  connection?: DeviceCredentials;
-  /** Looks up a key pair by the message's `access_key` member (external broker). */
-  lookup: (accessKey: string) => Promise<DeviceCredentials | undefined>;
-}
-
-export async function handleDeviceMessage(devices: DeviceService, message: MessageContext): Promise<Ack> {
-  let text: string;
-  try {
-    text = (message.topic.lzf ? decompressLzf(message.payload, BULK_BODY_LIMIT) : message.payload).toString('utf8');
-  } catch (error) {
-    // C and Java SDKs end their wait on a PARSE_ERROR acknowledgement only with code 500.
-    return failure(PARSE_ERROR, 500, [
-      { code: 'invalid', message: `the payload cannot be read: ${(error as Error).message}` },
-    ]);
-  }
-  const { signed, hash, accessKey } = signedTextOfMqttPayload(text);
-  const context = hash ?? PARSE_ERROR;
-  let credentials = message.connection;
-  if (credentials) {
-    if (accessKey !== undefined && accessKey !== credentials.accessKey) {
-      return failure(context, 401, [
-        { code: 'unauthorized', message: 'access_key is not the one this connection signed in with' },
-      ]);
-    }
-  } else {
-    if (accessKey === undefined || hash === undefined) {
-      return failure(context, 401, [{ code: 'unauthorized', message: 'access_key and hash are required' }]);
-    }
-    credentials = await message.lookup(accessKey);
-    if (!credentials)
-      return failure(context, 401, [{ code: 'unauthorized', message: 'unknown access key or wrong hash' }]);
-  }
-  if (hash !== undefined && !verifySignature(credentials.secretKey, signed, hash)) {
-    return failure(context, 401, [{ code: 'unauthorized', message: 'unknown access key or wrong hash' }]);
-  }
+/**
+ * Does what a checked message asks, in the name of its key pair's principal, and answers the
+ * acknowledgement (with `context`) once that is durable.
+ */
+export async function actOnDeviceMessage(
+  devices: DeviceService,
+  kind: DeviceMessageKind,
+  text: string,
+  principal: Principal,
+  context: string,
+): Promise<Ack> {
   // The envelope members stay in the body: the schemas are open, and deleting members would turn the
   // object into a slow dictionary for everything that reads it afterwards.
   let body: Record<string, unknown>;
@@ -89,8 +48,7 @@ export async function handleDeviceMessage(devices: DeviceService, message: Messa
     ]);
   }
   try {
-    const principal = credentials.principal;
-    switch (message.topic.kind) {
+    switch (kind) {
       case 'register':
         await devices.register(principal, validators.register(body) as typeof RegisterBody.static);
         break;
@@ -109,4 +67,31 @@ export async function handleDeviceMessage(devices: DeviceService, message: Messa
     if (error instanceof ApiError) return failure(context, error.status, error.errors);
     throw error;
   }
+}
+
+/**
+ * A message from a broker that cannot vouch for its sender (an external one): it must name its key
+ * pair in `access_key` and carry a `hash` that checks out against it.
+ */
+export async function handleDeviceMessage(
+  devices: DeviceService,
+  message: {
+    topic: DeviceTopic;
+    payload: Buffer;
+    /** Looks up a key pair by the message's `access_key` member. */
+    lookup: (accessKey: string) => Promise<DeviceCredentials | undefined>;
+  },
+): Promise<Ack> {
+  const read = readDeviceMessage(message.topic, message.payload);
+  if (isAck(read)) return read;
+  if (read.accessKey === undefined || read.hash === undefined) {
+    return failure(read.context, 401, [{ code: 'unauthorized', message: 'access_key and hash are required' }]);
+  }
+  const credentials = await message.lookup(read.accessKey);
+  if (!credentials) {
+    return failure(read.context, 401, [{ code: 'unauthorized', message: 'unknown access key or wrong hash' }]);
+  }
+  const refused = refusalOfHash(read, credentials.secretKey);
+  if (refused) return refused;
+  return actOnDeviceMessage(devices, message.topic.kind, read.text, credentials.principal, read.context);
 }

@@ -231,6 +231,36 @@ describeOnStores(
       }
     });
 
+    it('when the broker thread fails then it starts again on the same port and devices are served again', async () => {
+      const broker = ctx.api.server.mqttBroker;
+      assert.ok(broker, 'the embedded broker runs');
+      const pair = await keyPair();
+      const device = await MqttDevice.connect(brokerUrl(), pair);
+      const key = unique('mqrestart');
+      assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+      const failed = broker.thread();
+      const closed = new Promise<void>((resolve) => device.client.once('close', () => resolve()));
+      await failed.terminate();
+      await closed;
+      device.client.end(true);
+      let again: MqttDevice | undefined;
+      for (let tries = 0; again === undefined; tries++) {
+        try {
+          again = await MqttDevice.connect(brokerUrl(), pair);
+        } catch (error) {
+          if (tries >= 50) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      try {
+        assert.notEqual(broker.thread(), failed, 'a new thread serves the port');
+        assert.equal((await again.send('event', { thing_key: key, data: { temperature: 3 } })).http_code, 200);
+        assert.equal(await storedCount(key), 1);
+      } finally {
+        await again.close();
+      }
+    });
+
     it('when a device publishes to an acknowledgement topic then nothing is delivered, so acks cannot be forged', async () => {
       const device = await MqttDevice.connect(brokerUrl(), await keyPair());
       const listener = await MqttDevice.connect(brokerUrl(), await keyPair());

@@ -1,0 +1,326 @@
+/**
+ * The embedded MQTT broker (aedes), on a thread of its own: it reads and writes the devices' packets,
+ * checks their logins and the `hash` of each message, and hands each checked message to the server
+ * thread (embedded-broker.ts), which stores it and sends back the acknowledgement. Reading packets,
+ * checking signatures and writing acknowledgements cost about as much as storing the events, so with
+ * the broker here the two halves of every message's work run on two cores.
+ *
+ * The server thread holds everything that needs the store: a login is checked against the secret it
+ * answers for the access key; a message's key pair is looked up there again (deleted since login: the
+ * connection is closed). Instructions are published here on the server's request.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import { parentPort, workerData } from 'node:worker_threads';
+import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
+import type { ErrorItem } from '../core/errors.ts';
+import { verifySignature } from '../devices/signature.ts';
+import { type Ack, failure, isAck, PARSE_ERROR, readDeviceMessage, refusalOnConnection } from './signed-messages.ts';
+import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic, thingOfTopic } from './topics.ts';
+
+export interface BrokerSettings {
+  port: number;
+  host: string;
+}
+
+/**
+ * What the server thread sends. Acknowledgements travel flat, four items each: connection, context,
+ * HTTP code, and the errors or null.
+ */
+export type ToBroker =
+  | { t: 'login'; id: number; secretKey: string | null }
+  | { t: 'acks'; acks: (number | string | ErrorItem[] | null)[] }
+  | { t: 'close'; connection: number }
+  | { t: 'publish'; id: number; topic: string; payload: string; alertKey: string; connection: number | null }
+  | { t: 'stop' };
+
+/** What the broker sends. Messages travel flat, five items each: connection, access key, kind, text, context. */
+export type FromBroker =
+  | { t: 'listening'; port: number }
+  | { t: 'failed'; code: string | undefined; message: string }
+  | { t: 'login'; id: number; accessKey: string }
+  | { t: 'messages'; messages: (number | string)[] }
+  | { t: 'subscribed'; accessKey: string; topic: string; connection: number }
+  | { t: 'published'; id: number }
+  | { t: 'delivered'; alertKey: string }
+  | { t: 'log'; level: 'error' | 'warn'; message: string; error: string | undefined };
+
+class AuthError extends Error {
+  readonly returnCode = 5;
+}
+
+/** A signed-in device's connection. */
+interface Connection {
+  id: number;
+  client: Client;
+  accessKey: string;
+  secretKey: string;
+}
+
+const port = parentPort;
+if (!port) throw new Error('broker-worker.ts runs as a worker thread');
+const send = (message: FromBroker) => port.postMessage(message);
+const log = (level: 'error' | 'warn', message: string, error?: unknown) =>
+  send({ t: 'log', level, message, error: error instanceof Error ? (error.stack ?? error.message) : undefined });
+
+const settings = workerData as BrokerSettings;
+const connections = new WeakMap<Client, Connection>();
+const byId = new Map<number, Connection>();
+let lastConnectionId = 0;
+
+// A device publishes to the same topic message after message: its last one is kept parsed.
+const lastTopics = new WeakMap<Client, { name: string; topic: DeviceTopic | undefined }>();
+const topicOf = (client: Client, name: string): DeviceTopic | undefined => {
+  const last = lastTopics.get(client);
+  if (last !== undefined && last.name === name) return last.topic;
+  const topic = parseDeviceTopic(name);
+  lastTopics.set(client, { name, topic });
+  return topic;
+};
+
+// Logins wait for the server thread to answer with the key pair's secret.
+const logins = new Map<
+  number,
+  { client: Client; accessKey: string; password: string; done: (error: AuthenticateError | null, ok: boolean) => void }
+>();
+let lastLoginId = 0;
+
+const broker = await Aedes.createBroker({
+  // The C SDK's client ids are 24 characters, over the usual 23.
+  maxClientsIdLength: 256,
+  queueLimit: 1000,
+  drainTimeout: 30_000,
+  maxInflightInbound: 1000,
+  authenticate: (client, username, password, done) => {
+    const id = ++lastLoginId;
+    const accessKey = username ?? '';
+    logins.set(id, { client, accessKey, password: password ? password.toString('utf8') : '', done });
+    send({ t: 'login', id, accessKey });
+  },
+  authorizePublish: (client, packet, done) => {
+    // Devices publish to device topics only; acknowledgements and instructions come from the server.
+    if (!client || !topicOf(client, packet.topic))
+      return done(new Error(`publishing to ${packet.topic} is not allowed`));
+    done(null);
+  },
+  authorizeSubscribe: (client, subscription, done) => {
+    const connection = client ? connections.get(client) : undefined;
+    if (!client || !connection || !maySubscribe(subscription.topic, client.id, connection.accessKey)) {
+      return done(null, null);
+    }
+    done(null, subscription);
+  },
+});
+
+function answerLogin(id: number, secretKey: string | null): void {
+  const login = logins.get(id);
+  if (!login) return;
+  logins.delete(id);
+  if (secretKey === null || !verifySignature(secretKey, login.accessKey, login.password)) {
+    login.done(new AuthError('bad user name or password'), false);
+    return;
+  }
+  const connection: Connection = {
+    id: ++lastConnectionId,
+    client: login.client,
+    accessKey: login.accessKey,
+    secretKey,
+  };
+  connections.set(login.client, connection);
+  byId.set(connection.id, connection);
+  login.done(null, true);
+}
+
+broker.on('clientDisconnect', (client: Client) => {
+  const connection = connections.get(client);
+  if (connection && byId.get(connection.id) === connection) byId.delete(connection.id);
+});
+
+// Straight to the device's connection rather than through the broker's topic routing: the ack topic
+// has one subscriber, the device itself, and routing every ack costs more than it is worth (and, with
+// thousands due at once after a commit, the router's queue recursed until the stack overflowed).
+// The acks a commit makes due for one device leave together: one socket write instead of one each.
+const due = new Map<Client, string[]>();
+const sendDue = () => {
+  for (const [client, acks] of due) {
+    due.delete(client);
+    const topic = ackTopic(client.id);
+    // aedes keeps a client's subscriptions by topic; its typings leave them out.
+    const subscription = (client as Client & { subscriptions: Record<string, { qos?: number }> }).subscriptions[topic];
+    if (!subscription || client.closed) continue;
+    // aedes writes each packet on a later turn of the event loop; the socket stays corked until then.
+    const socket = (client as Client & { conn: Socket }).conn;
+    socket.cork();
+    const qos = subscription.qos ? 1 : 0;
+    for (const ack of acks) {
+      client.publish({ cmd: 'publish', topic, payload: Buffer.from(ack), qos, retain: false, dup: false }, () => {});
+    }
+    setImmediate(() => socket.uncork());
+  }
+};
+const acknowledge = (client: Client, ack: string) => {
+  const acks = due.get(client);
+  if (acks) return void acks.push(ack);
+  if (due.size === 0) setImmediate(sendDue);
+  due.set(client, [ack]);
+};
+const ackText = (context: string, code: number, errors: ErrorItem[] | null) =>
+  JSON.stringify({ context, http_code: code, http_msg: errors ? { errors } : {} });
+const refuse = (client: Client, ack: Ack) => acknowledge(client, JSON.stringify(ack));
+
+// Checked messages leave for the server thread together, once per turn of the event loop.
+let forwarded: (number | string)[] = [];
+const forward = () => {
+  const messages = forwarded;
+  forwarded = [];
+  send({ t: 'messages', messages });
+};
+
+const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTopic) => {
+  const connection = connections.get(client);
+  if (!connection) return;
+  if (topic.clientId !== client.id) {
+    return refuse(
+      client,
+      failure(PARSE_ERROR, 403, [{ code: 'forbidden', message: 'publish under your own client id only' }]),
+    );
+  }
+  const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
+  const read = readDeviceMessage(topic, payload);
+  if (isAck(read)) return refuse(client, read);
+  const refused = refusalOnConnection(read, connection);
+  if (refused) return refuse(client, refused);
+  if (forwarded.length === 0) setImmediate(forward);
+  forwarded.push(connection.id, connection.accessKey, topic.kind, read.text, read.context);
+};
+
+// A device's message (acknowledged to it with PUBACK by now) goes to the handler straight, not
+// through the broker's router: no client may subscribe to device topics (maySubscribe), so routing it
+// would look for subscribers and offline sessions only to find none, at about a tenth of what
+// handling the message costs. Every other publish (the broker's own, instructions) is routed.
+const route = broker.publish.bind(broker) as (packet: PublishPacket, client: unknown, done?: unknown) => void;
+const publish = (packet: PublishPacket, client: unknown, done?: unknown) => {
+  // aedes also calls publish(packet, done), without a client.
+  const device = typeof client === 'object' && client !== null ? (client as Client) : undefined;
+  const topic = device !== undefined ? topicOf(device, packet.topic) : undefined;
+  if (device === undefined || topic === undefined) return route(packet, client, done);
+  onDevicePublish(packet, device, topic);
+  if (typeof done === 'function') done(null);
+};
+(broker as unknown as { publish: typeof publish }).publish = publish;
+
+/*
+ * Instructions go to each subscribed connection at QoS 2, and the server learns of each completed
+ * handshake. With clean sessions aedes keeps no copy of what it sent, so the alert keys of instruction
+ * messages in flight are kept per connection: QoS 2 messages to a device are instructions only, and a
+ * client completes their handshakes in order.
+ */
+const inFlight = new WeakMap<Client, string[]>();
+const { persistence } = broker as unknown as {
+  persistence: { outgoingClearMessageId(client: Client, packet: { cmd?: string }): Promise<unknown> };
+};
+const clear = persistence.outgoingClearMessageId.bind(persistence);
+// Only a PUBCOMP ends an instruction's handshake; the PUBACK of every acknowledgement a device
+// receives passes straight through.
+persistence.outgoingClearMessageId = (client, packet) => {
+  if (packet?.cmd !== 'pubcomp') return clear(client, packet);
+  return clear(client, packet).then((result) => {
+    const alertKey = inFlight.get(client)?.shift();
+    if (alertKey) send({ t: 'delivered', alertKey });
+    return result;
+  });
+};
+broker.on('subscribe', (subscriptions: Subscription[], client: Client) => {
+  const connection = connections.get(client);
+  if (!connection) return;
+  for (const subscription of subscriptions) {
+    // Refused subscriptions come back with qos 128.
+    if ((subscription.qos as number) !== 128 && thingOfTopic(subscription.topic) !== undefined) {
+      send({ t: 'subscribed', accessKey: connection.accessKey, topic: subscription.topic, connection: connection.id });
+    }
+  }
+});
+
+/** Whether a subscription's filter covers a topic (the only wildcard a device may use is a `+` level). */
+const covers = (filter: string, topic: string): boolean => {
+  const f = filter.split('/');
+  const t = topic.split('/');
+  return f.length === t.length && f.every((part, i) => part === '+' || part === t[i]);
+};
+
+const sendInstruction = (client: Client, topic: string, payload: string, alertKey: string) =>
+  new Promise<void>((resolve) => {
+    const queue = inFlight.get(client) ?? [];
+    queue.push(alertKey);
+    inFlight.set(client, queue);
+    client.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 2, retain: false, dup: false }, () =>
+      resolve(),
+    );
+  });
+
+async function publishInstruction(topic: string, payload: string, alertKey: string, to: number | null) {
+  const clients =
+    to !== null
+      ? [byId.get(to)?.client].filter((c) => c !== undefined)
+      : Object.values((broker as unknown as { clients: Record<string, Client> }).clients);
+  for (const client of clients) {
+    const subscribed = Object.keys(
+      (client as unknown as { subscriptions: Record<string, unknown> }).subscriptions ?? {},
+    );
+    if (subscribed.some((filter) => covers(filter, topic))) await sendInstruction(client, topic, payload, alertKey);
+  }
+}
+
+const server: Server = createServer(broker.handle);
+
+async function stop(): Promise<void> {
+  await new Promise<void>((resolve) => broker.close(() => resolve()));
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  port?.close();
+}
+
+port.on('message', (message: ToBroker) => {
+  switch (message.t) {
+    case 'acks': {
+      const { acks } = message;
+      for (let i = 0; i < acks.length; i += 4) {
+        const connection = byId.get(acks[i] as number);
+        if (!connection) continue;
+        acknowledge(
+          connection.client,
+          ackText(acks[i + 1] as string, acks[i + 2] as number, acks[i + 3] as ErrorItem[] | null),
+        );
+      }
+      break;
+    }
+    case 'login':
+      answerLogin(message.id, message.secretKey);
+      break;
+    case 'close':
+      byId.get(message.connection)?.client.close();
+      break;
+    case 'publish': {
+      const { id } = message;
+      publishInstruction(message.topic, message.payload, message.alertKey, message.connection).then(
+        () => send({ t: 'published', id }),
+        (error) => {
+          log('warn', 'instruction not published', error);
+          send({ t: 'published', id });
+        },
+      );
+      break;
+    }
+    case 'stop':
+      stop().catch((error) => log('error', 'the MQTT broker did not stop cleanly', error));
+      break;
+  }
+});
+
+server.once('error', (error: NodeJS.ErrnoException) => {
+  send({ t: 'failed', code: error.code, message: error.message });
+  port.close();
+});
+server.listen(settings.port, settings.host, () => {
+  const address = server.address();
+  server.on('error', (error) => log('error', 'MQTT listener failed', error));
+  send({ t: 'listening', port: typeof address === 'object' && address ? address.port : settings.port });
+});

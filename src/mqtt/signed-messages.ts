@@ -1,0 +1,80 @@
+/**
+ * The first half of handling a device's MQTT message, which needs no store: reading the payload (LZF
+ * on the lzf topic), recovering the text the device signed, and checking its `hash` against the key
+ * pair's secret. The embedded broker does this on its own thread (broker-worker.ts), an external
+ * broker's subscriber in the server (messages.ts).
+ */
+import type { ErrorItem } from '../core/errors.ts';
+import { BULK_BODY_LIMIT } from '../core/http/body.ts';
+import { decompressLzf } from '../devices/lzf.ts';
+import { signedTextOfMqttPayload, verifySignature } from '../devices/signature.ts';
+import type { DeviceTopic } from './topics.ts';
+
+/** What the SDKs wait for on `.../httpAck`. */
+export interface Ack {
+  context: string;
+  http_code: number;
+  http_msg: { errors?: ErrorItem[] };
+}
+
+/** The context of an acknowledgement to a message whose hash cannot be read. */
+export const PARSE_ERROR = 'PARSE_ERROR';
+
+export const failure = (context: string, status: number, errors: ErrorItem[]): Ack => ({
+  context,
+  http_code: status,
+  http_msg: { errors },
+});
+
+/** A payload as text, with what its envelope says. */
+export interface ReadMessage {
+  text: string;
+  /** The text without the envelope members: what the device signed. */
+  signed: string;
+  hash: string | undefined;
+  accessKey: string | undefined;
+  /** The acknowledgement's context: the message's hash, or PARSE_ERROR. */
+  context: string;
+}
+
+export const isAck = (value: ReadMessage | Ack): value is Ack => 'http_code' in value;
+
+/** The payload as text with its envelope, or the acknowledgement refusing it. */
+export function readDeviceMessage(topic: DeviceTopic, payload: Buffer): ReadMessage | Ack {
+  let text: string;
+  try {
+    text = (topic.lzf ? decompressLzf(payload, BULK_BODY_LIMIT) : payload).toString('utf8');
+  } catch (error) {
+    // C and Java SDKs end their wait on a PARSE_ERROR acknowledgement only with code 500.
+    return failure(PARSE_ERROR, 500, [
+      { code: 'invalid', message: `the payload cannot be read: ${(error as Error).message}` },
+    ]);
+  }
+  const { signed, hash, accessKey } = signedTextOfMqttPayload(text);
+  return { text, signed, hash, accessKey, context: hash ?? PARSE_ERROR };
+}
+
+/**
+ * The refusal of a message on a connection signed in with a key pair, or undefined when it may go on:
+ * an `access_key` member must name that key pair, and a `hash` member must be the HMAC of the signed
+ * text under its secret (the login already proved the device holds it, so a message may leave it out).
+ */
+export function refusalOnConnection(
+  message: ReadMessage,
+  connection: { accessKey: string; secretKey: string },
+): Ack | undefined {
+  if (message.accessKey !== undefined && message.accessKey !== connection.accessKey) {
+    return failure(message.context, 401, [
+      { code: 'unauthorized', message: 'access_key is not the one this connection signed in with' },
+    ]);
+  }
+  return refusalOfHash(message, connection.secretKey);
+}
+
+/** The refusal of a message whose `hash` is not the HMAC of its signed text under `secretKey`. */
+export function refusalOfHash(message: ReadMessage, secretKey: string): Ack | undefined {
+  if (message.hash !== undefined && !verifySignature(secretKey, message.signed, message.hash)) {
+    return failure(message.context, 401, [{ code: 'unauthorized', message: 'unknown access key or wrong hash' }]);
+  }
+  return undefined;
+}
