@@ -79,7 +79,10 @@ export async function createServer(config: Config): Promise<Server> {
     let worker: DeliveryWorker | undefined;
     const rules = new RuleEngine(store, { onQueued: () => worker?.wake() });
     closeOnFailure.push(() => rules.close());
-    const writer = new EventWriter(store, { process: (tx, batches) => rules.evaluate(tx, batches) });
+    const writer = new EventWriter(store, {
+      process: (tx, batches) => rules.evaluate(tx, batches),
+      concurrency: store.engine === 'postgres' ? 2 : 1,
+    });
     const authenticator = new DeviceAuthenticator(store.db, box);
     closeOnFailure.push(() => authenticator.close());
     const ingest = new EventIngest(store, writer);

@@ -73,6 +73,14 @@ export interface EventWriterOptions {
   maxPendingRows?: number;
   /** Runs in each transaction once its batches are written (rule evaluation). */
   process?: TransactionWork;
+  /**
+   * Transactions under way at once. On PostgreSQL one inserts its events while another commits. They
+   * lock the rows they share in one order, as transactions of several instances do: rollup slots, then
+   * things, then rule states. So a transaction with events of a thing another one also has waits at
+   * that thing's row for the other to commit, and its rules see the other's rule states. SQLite has
+   * one connection: 1.
+   */
+  concurrency?: number;
 }
 
 export class EventWriter {
@@ -80,12 +88,14 @@ export class EventWriter {
   private pendingRows = 0;
   /** Rows in the queue, not yet taken by a transaction. */
   private queuedRows = 0;
-  private flushing = false;
+  /** Transactions under way. */
+  private active = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly batchRows: number;
   private readonly delayMs: number;
   private readonly maxPendingRows: number;
   private readonly process: TransactionWork | undefined;
+  private readonly concurrency: number;
 
   constructor(
     private readonly store: Store,
@@ -95,6 +105,7 @@ export class EventWriter {
     this.delayMs = options.delayMs ?? 2;
     this.maxPendingRows = options.maxPendingRows ?? 100_000;
     this.process = options.process;
+    this.concurrency = options.concurrency ?? 1;
   }
 
   /** Resolves once the batch is committed; rejects if it could not be, and nothing of it is stored. */
@@ -117,14 +128,14 @@ export class EventWriter {
 
   /** Waits for everything queued to be written. */
   async drain(): Promise<void> {
-    while (this.queue.length > 0 || this.flushing) {
+    while (this.queue.length > 0 || this.active > 0) {
       await this.flush();
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
   private schedule(): void {
-    if (this.flushing) return;
+    if (this.active >= this.concurrency) return;
     if (this.queuedRows >= this.batchRows) {
       if (this.timer) clearTimeout(this.timer);
       this.timer = undefined;
@@ -137,8 +148,8 @@ export class EventWriter {
   private async flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.flushing || this.queue.length === 0) return;
-    this.flushing = true;
+    if (this.active >= this.concurrency || this.queue.length === 0) return;
+    this.active++;
     try {
       while (this.queue.length > 0) {
         const taken: Queued[] = [];
@@ -172,7 +183,7 @@ export class EventWriter {
         }
       }
     } finally {
-      this.flushing = false;
+      this.active--;
     }
   }
 }
