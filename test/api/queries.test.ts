@@ -62,6 +62,19 @@ describeOnStores('data queries', (ctx) => {
     assert.equal(bySeconds.body[key].total_event_count, 3);
   });
 
+  it('when event data holds backslashes, quotes, tabs, newlines and other scripts then it reads back exactly', async () => {
+    const data = {
+      note: 'tab\there "quoted" back\\slash\\n not a newline\nnewline\r\n\\N ü 温度 😀',
+      path: 'C:\\logs\\press.txt',
+      nested: { empty: '', list: ['a\tb', 'c\\d'] },
+      temperature: 21.5,
+    };
+    const key = await thingWithEvents([{ timestamp: KOLKATA_MIDNIGHT, data }]);
+    const response = await query('thing_data', { thing_key: key });
+    assert.equal(response.status, 200, response.text);
+    assert.deepEqual(response.body[key].event_data[0].data, data);
+  });
+
   it('when thing_data pages, orders, filters metrics and formats as array then each option shows', async () => {
     const key = await thingWithEvents(
       [0, 1, 2, 3, 4].map((m) => ({
