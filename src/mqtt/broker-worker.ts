@@ -20,6 +20,8 @@ import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic, thingOfTopi
 export interface BrokerSettings {
   port: number;
   host: string;
+  /** Connections are numbered from here: a thread started after a failed one never reuses a number. */
+  firstConnectionId: number;
 }
 
 /**
@@ -65,7 +67,7 @@ const log = (level: 'error' | 'warn', message: string, error?: unknown) =>
 const settings = workerData as BrokerSettings;
 const connections = new WeakMap<Client, Connection>();
 const byId = new Map<number, Connection>();
-let lastConnectionId = 0;
+let lastConnectionId = settings.firstConnectionId - 1;
 
 // A device publishes to the same topic message after message: its last one is kept parsed.
 const lastTopics = new WeakMap<Client, { name: string; topic: DeviceTopic | undefined }>();

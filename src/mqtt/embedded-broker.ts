@@ -42,6 +42,7 @@ function newWorker(settings: BrokerSettings): Worker {
 }
 const RESTART_DELAY_MS = 1000;
 const STOP_TIMEOUT_MS = 5000;
+const CONNECTIONS_PER_THREAD = 2 ** 40;
 
 export async function startEmbeddedBroker(options: {
   port: number;
@@ -52,14 +53,21 @@ export async function startEmbeddedBroker(options: {
   /** Instructions reach devices through this broker. */
   instructions?: MqttInstructions;
 }): Promise<EmbeddedBroker> {
-  let current = await startWorker(options, { port: options.port, host: options.host });
+  // Each thread numbers its connections from its own first number.
+  let started = 0;
+  const settings = (port: number): BrokerSettings => ({
+    port,
+    host: options.host,
+    firstConnectionId: started++ * CONNECTIONS_PER_THREAD + 1,
+  });
+  let current = await startWorker(options, settings(options.port));
   let stopping = false;
   const watch = (worker: BrokerThread) => {
     worker.exited.then((code) => {
       if (stopping || current !== worker) return;
       options.log.error(`the MQTT broker thread stopped (exit code ${code}); starting it again`);
       const restart = () =>
-        startWorker(options, { port: worker.port, host: options.host }).then(
+        startWorker(options, settings(worker.port)).then(
           (next) => {
             if (stopping) return void next.stop();
             current = next;
@@ -101,6 +109,15 @@ function startWorker(
   const worker = newWorker(settings);
   const post = (message: ToBroker) => worker.postMessage(message);
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  const publishing = new Map<number, () => void>();
+  // Instructions under way through a thread that has ended are not waited for, nor are new ones sent
+  // through it: they are sent again when their device subscribes again (to the next thread).
+  let ended = false;
+  void exited.then(() => {
+    ended = true;
+    for (const done of publishing.values()) done();
+    publishing.clear();
+  });
   worker.on('error', (error) => log.error(error, 'MQTT broker thread failed'));
 
   // Acknowledgements leave for the broker together, once per turn of the event loop.
@@ -163,11 +180,11 @@ function startWorker(
     }
   };
 
-  const publishing = new Map<number, () => void>();
   let lastPublishId = 0;
   instructions?.connect({
     publish: (topic, payload, alertKey, connection) =>
       new Promise<void>((resolve) => {
+        if (ended) return resolve();
         const id = ++lastPublishId;
         publishing.set(id, resolve);
         post({ t: 'publish', id, topic, payload, alertKey, connection: (connection as number | undefined) ?? null });
@@ -180,7 +197,6 @@ function startWorker(
       const timer = setTimeout(() => void worker.terminate(), STOP_TIMEOUT_MS);
       await exited;
       clearTimeout(timer);
-      for (const done of publishing.values()) done();
     };
     exited.then((code) => reject(new Error(`the MQTT broker thread ended before listening (exit code ${code})`)));
     worker.on('message', (message: FromBroker) => {

@@ -180,6 +180,45 @@ describeOnStores(
       }
     });
 
+    it('when the broker thread has failed then an instruction is still answered, and its device gets it once it is back', {
+      timeout: 30_000,
+    }, async () => {
+      const broker = ctx.api.server.mqttBroker;
+      assert.ok(broker, 'the embedded broker runs');
+      const { pair, device, thingKey, topic } = await listeningDevice();
+      const closed = new Promise<void>((resolve) => device.client.once('close', () => resolve()));
+      await broker.thread().terminate();
+      await closed;
+      device.client.end(true);
+      const sent = await send(thingKey, { name: 'Close', definition: { command: 'close' } });
+      assert.equal(sent.status, 200, sent.text);
+      assert.equal(sent.body.instruction.status, 'pending');
+      let again: MqttDevice | undefined;
+      for (let tries = 0; again === undefined; tries++) {
+        try {
+          again = await MqttDevice.connect(brokerUrl(), pair);
+        } catch (error) {
+          if (tries >= 50) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      try {
+        const received: string[] = [];
+        again.client.on('message', (name, payload) => {
+          if (name.endsWith('/executeInstruction')) received.push(payload.toString());
+        });
+        await again.client.subscribeAsync(topic, { qos: 2 });
+        await eventually(() => received.length === 1, 'the instruction from the new broker thread');
+        assert.match(received[0] as string, new RegExp(`"alert_key":"${sent.body.instruction.alert_key}"`));
+        await eventually(
+          async () => (await status(thingKey, sent.body.instruction.instruction_key)) === 'delivered',
+          'delivered',
+        );
+      } finally {
+        await again.close();
+      }
+    });
+
     it('when an instruction is malformed, for a one-way thing, unknown, foreign or not permitted then it is refused', async () => {
       const token = await ctx.api.adminToken();
       const oneWay = await createThing(ctx.api, token, { bi_directional: false });
