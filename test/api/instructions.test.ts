@@ -193,15 +193,7 @@ describeOnStores(
       const sent = await send(thingKey, { name: 'Close', definition: { command: 'close' } });
       assert.equal(sent.status, 200, sent.text);
       assert.equal(sent.body.instruction.status, 'pending');
-      let again: MqttDevice | undefined;
-      for (let tries = 0; again === undefined; tries++) {
-        try {
-          again = await MqttDevice.connect(brokerUrl(), pair);
-        } catch (error) {
-          if (tries >= 50) throw error;
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      }
+      const again = await MqttDevice.connectWhenUp(brokerUrl(), pair);
       try {
         const received: string[] = [];
         again.client.on('message', (name, payload) => {

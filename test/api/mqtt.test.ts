@@ -243,15 +243,7 @@ describeOnStores(
       await failed.terminate();
       await closed;
       device.client.end(true);
-      let again: MqttDevice | undefined;
-      for (let tries = 0; again === undefined; tries++) {
-        try {
-          again = await MqttDevice.connect(brokerUrl(), pair);
-        } catch (error) {
-          if (tries >= 50) throw error;
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      }
+      const again = await MqttDevice.connectWhenUp(brokerUrl(), pair);
       try {
         assert.notEqual(broker.thread(), failed, 'a new thread serves the port');
         assert.equal((await again.send('event', { thing_key: key, data: { temperature: 3 } })).http_code, 200);

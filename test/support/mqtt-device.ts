@@ -31,6 +31,18 @@ export class MqttDevice {
     });
   }
 
+  /** Connects once the broker accepts connections again (after a restart), trying for up to 5 s. */
+  static async connectWhenUp(url: string, keyPair: { access_key: string; secret_key: string }): Promise<MqttDevice> {
+    for (let tries = 0; ; tries++) {
+      try {
+        return await MqttDevice.connect(url, keyPair);
+      } catch (error) {
+        if (tries >= 50) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  }
+
   static async connect(
     url: string,
     keyPair: { access_key: string; secret_key: string },
