@@ -79,10 +79,7 @@ export async function createServer(config: Config): Promise<Server> {
     let worker: DeliveryWorker | undefined;
     const rules = new RuleEngine(store, { onQueued: () => worker?.wake() });
     closeOnFailure.push(() => rules.close());
-    const writer = new EventWriter(store, {
-      process: (tx, batches) => rules.evaluate(tx, batches),
-      concurrency: store.engine === 'postgres' ? 2 : 1,
-    });
+    const writer = new EventWriter(store, { process: (tx, batches) => rules.evaluate(tx, batches) });
     const authenticator = new DeviceAuthenticator(store.db, box);
     closeOnFailure.push(() => authenticator.close());
     const ingest = new EventIngest(store, writer);
@@ -99,6 +96,7 @@ export async function createServer(config: Config): Promise<Server> {
       await app.close();
       throw error;
     });
+    const embedded = mqtt && 'port' in mqtt ? mqtt : undefined;
     timers.push(setInterval(() => void sessions.prune().catch((e) => app.log.warn(e)), PRUNE_INTERVAL_MS).unref());
     worker = new DeliveryWorker(store, senders, config, app.log);
     await worker.start();
@@ -108,8 +106,8 @@ export async function createServer(config: Config): Promise<Server> {
       store,
       config,
       bootstrap,
-      mqttPort: mqtt && 'port' in mqtt ? mqtt.port : undefined,
-      mqttBroker: mqtt && 'port' in mqtt ? mqtt : undefined,
+      mqttPort: embedded?.port,
+      mqttBroker: embedded,
       close: async () => {
         for (const timer of timers) clearInterval(timer);
         await mqtt?.close();

@@ -77,8 +77,8 @@ export interface EventWriterOptions {
    * Transactions under way at once. On PostgreSQL one inserts its events while another commits. They
    * lock the rows they share in one order, as transactions of several instances do: rollup slots, then
    * things, then rule states. So a transaction with events of a thing another one also has waits at
-   * that thing's row for the other to commit, and its rules see the other's rule states. SQLite has
-   * one connection: 1.
+   * that thing's row for the other to commit, and its rules see the other's rule states. By default 2
+   * on PostgreSQL, and 1 on SQLite, which has one connection.
    */
   concurrency?: number;
 }
@@ -105,7 +105,7 @@ export class EventWriter {
     this.delayMs = options.delayMs ?? 2;
     this.maxPendingRows = options.maxPendingRows ?? 100_000;
     this.process = options.process;
-    this.concurrency = options.concurrency ?? 1;
+    this.concurrency = options.concurrency ?? (store.engine === 'postgres' ? 2 : 1);
   }
 
   /** Resolves once the batch is committed; rejects if it could not be, and nothing of it is stored. */

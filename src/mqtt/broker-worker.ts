@@ -12,39 +12,17 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
-import type { ErrorItem } from '../core/errors.ts';
 import { verifySignature } from '../devices/signature.ts';
+import {
+  addMessage,
+  type BrokerSettings,
+  type FromBroker,
+  forEachAck,
+  type MessageList,
+  type ToBroker,
+} from './broker-protocol.ts';
 import { type Ack, failure, isAck, PARSE_ERROR, readDeviceMessage, refusalOnConnection } from './signed-messages.ts';
 import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic, thingOfTopic } from './topics.ts';
-
-export interface BrokerSettings {
-  port: number;
-  host: string;
-  /** Connections are numbered from here: a thread started after a failed one never reuses a number. */
-  firstConnectionId: number;
-}
-
-/**
- * What the server thread sends. Acknowledgements travel flat, four items each: connection, context,
- * HTTP code, and the errors or null.
- */
-export type ToBroker =
-  | { t: 'login'; id: number; secretKey: string | null }
-  | { t: 'acks'; acks: (number | string | ErrorItem[] | null)[] }
-  | { t: 'close'; connection: number }
-  | { t: 'publish'; id: number; topic: string; payload: string; alertKey: string; connection: number | null }
-  | { t: 'stop' };
-
-/** What the broker sends. Messages travel flat, five items each: connection, access key, kind, text, context. */
-export type FromBroker =
-  | { t: 'listening'; port: number }
-  | { t: 'failed'; code: string | undefined; message: string }
-  | { t: 'login'; id: number; accessKey: string }
-  | { t: 'messages'; messages: (number | string)[] }
-  | { t: 'subscribed'; accessKey: string; topic: string; connection: number }
-  | { t: 'published'; id: number }
-  | { t: 'delivered'; alertKey: string }
-  | { t: 'log'; level: 'error' | 'warn'; message: string; error: string | undefined };
 
 class AuthError extends Error {
   readonly returnCode = 5;
@@ -58,8 +36,8 @@ interface Connection {
   secretKey: string;
 }
 
+if (!parentPort) throw new Error('broker-worker.ts runs as a worker thread');
 const port = parentPort;
-if (!port) throw new Error('broker-worker.ts runs as a worker thread');
 const send = (message: FromBroker) => port.postMessage(message);
 const log = (level: 'error' | 'warn', message: string, error?: unknown) =>
   send({ t: 'log', level, message, error: error instanceof Error ? (error.stack ?? error.message) : undefined });
@@ -134,14 +112,14 @@ function answerLogin(id: number, secretKey: string | null): void {
 
 broker.on('clientDisconnect', (client: Client) => {
   const connection = connections.get(client);
-  if (connection && byId.get(connection.id) === connection) byId.delete(connection.id);
+  if (connection) byId.delete(connection.id);
 });
 
 // Straight to the device's connection rather than through the broker's topic routing: the ack topic
 // has one subscriber, the device itself, and routing every ack costs more than it is worth (and, with
 // thousands due at once after a commit, the router's queue recursed until the stack overflowed).
 // The acks a commit makes due for one device leave together: one socket write instead of one each.
-const due = new Map<Client, string[]>();
+const due = new Map<Client, Ack[]>();
 const sendDue = () => {
   for (const [client, acks] of due) {
     due.delete(client);
@@ -154,23 +132,21 @@ const sendDue = () => {
     socket.cork();
     const qos = subscription.qos ? 1 : 0;
     for (const ack of acks) {
-      client.publish({ cmd: 'publish', topic, payload: Buffer.from(ack), qos, retain: false, dup: false }, () => {});
+      const payload = Buffer.from(JSON.stringify(ack));
+      client.publish({ cmd: 'publish', topic, payload, qos, retain: false, dup: false }, () => {});
     }
     setImmediate(() => socket.uncork());
   }
 };
-const acknowledge = (client: Client, ack: string) => {
+const acknowledge = (client: Client, ack: Ack) => {
   const acks = due.get(client);
   if (acks) return void acks.push(ack);
   if (due.size === 0) setImmediate(sendDue);
   due.set(client, [ack]);
 };
-const ackText = (context: string, code: number, errors: ErrorItem[] | null) =>
-  JSON.stringify({ context, http_code: code, http_msg: errors ? { errors } : {} });
-const refuse = (client: Client, ack: Ack) => acknowledge(client, JSON.stringify(ack));
 
 // Checked messages leave for the server thread together, once per turn of the event loop.
-let forwarded: (number | string)[] = [];
+let forwarded: MessageList = [];
 const forward = () => {
   const messages = forwarded;
   forwarded = [];
@@ -181,18 +157,18 @@ const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTop
   const connection = connections.get(client);
   if (!connection) return;
   if (topic.clientId !== client.id) {
-    return refuse(
+    return acknowledge(
       client,
       failure(PARSE_ERROR, 403, [{ code: 'forbidden', message: 'publish under your own client id only' }]),
     );
   }
   const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
   const read = readDeviceMessage(topic, payload);
-  if (isAck(read)) return refuse(client, read);
+  if (isAck(read)) return acknowledge(client, read);
   const refused = refusalOnConnection(read, connection);
-  if (refused) return refuse(client, refused);
+  if (refused) return acknowledge(client, refused);
   if (forwarded.length === 0) setImmediate(forward);
-  forwarded.push(connection.id, connection.accessKey, topic.kind, read.text, read.context);
+  addMessage(forwarded, connection.id, connection.accessKey, topic.kind, read.text, read.context);
 };
 
 // A device's message (acknowledged to it with PUBACK by now) goes to the handler straight, not
@@ -277,23 +253,17 @@ const server: Server = createServer(broker.handle);
 async function stop(): Promise<void> {
   await new Promise<void>((resolve) => broker.close(() => resolve()));
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  port?.close();
+  port.close();
 }
 
 port.on('message', (message: ToBroker) => {
   switch (message.t) {
-    case 'acks': {
-      const { acks } = message;
-      for (let i = 0; i < acks.length; i += 4) {
-        const connection = byId.get(acks[i] as number);
-        if (!connection) continue;
-        acknowledge(
-          connection.client,
-          ackText(acks[i + 1] as string, acks[i + 2] as number, acks[i + 3] as ErrorItem[] | null),
-        );
-      }
+    case 'acks':
+      forEachAck(message.acks, (id, ack) => {
+        const connection = byId.get(id);
+        if (connection) acknowledge(connection.client, ack);
+      });
       break;
-    }
     case 'login':
       answerLogin(message.id, message.secretKey);
       break;

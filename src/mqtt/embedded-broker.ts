@@ -14,12 +14,19 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
-import type { ErrorItem } from '../core/errors.ts';
 import type { DeviceAuthenticator, DeviceCredentials } from '../devices/authentication.ts';
 import type { DeviceService } from '../devices/service.ts';
-import type { BrokerSettings, FromBroker, ToBroker } from './broker-worker.ts';
+import {
+  type AckList,
+  addAck,
+  type BrokerSettings,
+  type FromBroker,
+  forEachMessage,
+  type ToBroker,
+} from './broker-protocol.ts';
 import type { MqttInstructions } from './instructions.ts';
-import { type Ack, actOnDeviceMessage } from './messages.ts';
+import { actOnDeviceMessage } from './messages.ts';
+import { type Ack, failure, PARSE_ERROR } from './signed-messages.ts';
 import type { DeviceMessageKind } from './topics.ts';
 
 export interface EmbeddedBroker {
@@ -40,6 +47,7 @@ function newWorker(settings: BrokerSettings): Worker {
   const code = `import(${loader}).then(({ register }) => { register(); return import(${JSON.stringify(workerUrl.href)}); })`;
   return new Worker(code, { eval: true, workerData: settings });
 }
+
 const RESTART_DELAY_MS = 1000;
 const STOP_TIMEOUT_MS = 5000;
 const CONNECTIONS_PER_THREAD = 2 ** 40;
@@ -121,7 +129,7 @@ function startWorker(
   worker.on('error', (error) => log.error(error, 'MQTT broker thread failed'));
 
   // Acknowledgements leave for the broker together, once per turn of the event loop.
-  let acks: (number | string | ErrorItem[] | null)[] = [];
+  let acks: AckList = [];
   const sendAcks = () => {
     const message: ToBroker = { t: 'acks', acks };
     acks = [];
@@ -129,15 +137,11 @@ function startWorker(
   };
   const acknowledge = (connection: number, ack: Ack) => {
     if (acks.length === 0) setImmediate(sendAcks);
-    acks.push(connection, ack.context, ack.http_code, ack.http_msg.errors ?? null);
+    addAck(acks, connection, ack);
   };
   const failed = (connection: number) => (error: unknown) => {
     log.error(error, 'MQTT message failed');
-    acknowledge(connection, {
-      context: 'PARSE_ERROR',
-      http_code: 500,
-      http_msg: { errors: [{ code: 'internal', message: 'an unexpected error occurred' }] },
-    });
+    acknowledge(connection, failure(PARSE_ERROR, 500, [{ code: 'internal', message: 'an unexpected error occurred' }]));
   };
 
   // Each message is done in the name of its key pair as it is now (kept for up to a second by the
@@ -157,27 +161,17 @@ function startWorker(
       failed(connection),
     );
   };
-  const onMessages = (messages: (number | string)[]) => {
-    for (let i = 0; i < messages.length; i += 5) {
-      const connection = messages[i] as number;
-      const accessKey = messages[i + 1] as string;
-      const kind = messages[i + 2] as DeviceMessageKind;
-      const text = messages[i + 3] as string;
-      const context = messages[i + 4] as string;
-      const pending = lookups.get(connection);
-      const recent = pending ? undefined : authenticator.recentCredentials(accessKey);
-      if (recent) {
-        act(connection, kind, text, context, recent);
-        continue;
-      }
-      const looked = (pending ?? Promise.resolve())
-        .then(() => authenticator.credentials(accessKey))
-        .then((credentials) => act(connection, kind, text, context, credentials), failed(connection))
-        .finally(() => {
-          if (lookups.get(connection) === looked) lookups.delete(connection);
-        });
-      lookups.set(connection, looked);
-    }
+  const onMessage = (connection: number, accessKey: string, kind: DeviceMessageKind, text: string, context: string) => {
+    const pending = lookups.get(connection);
+    const recent = pending ? undefined : authenticator.recentCredentials(accessKey);
+    if (recent) return act(connection, kind, text, context, recent);
+    const looked = (pending ?? Promise.resolve())
+      .then(() => authenticator.credentials(accessKey))
+      .then((credentials) => act(connection, kind, text, context, credentials), failed(connection))
+      .finally(() => {
+        if (lookups.get(connection) === looked) lookups.delete(connection);
+      });
+    lookups.set(connection, looked);
   };
 
   let lastPublishId = 0;
@@ -202,7 +196,7 @@ function startWorker(
     worker.on('message', (message: FromBroker) => {
       switch (message.t) {
         case 'messages':
-          onMessages(message.messages);
+          forEachMessage(message.messages, onMessage);
           break;
         case 'login': {
           const { id } = message;

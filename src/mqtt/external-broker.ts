@@ -10,7 +10,7 @@ import { newKey } from '../core/keys.ts';
 import type { DeviceAuthenticator } from '../devices/authentication.ts';
 import type { DeviceService } from '../devices/service.ts';
 import type { MqttInstructions } from './instructions.ts';
-import { handleDeviceMessage } from './messages.ts';
+import { handleExternalBrokerMessage } from './messages.ts';
 import { ackTopic, parseDeviceTopic, serverSubscriptions } from './topics.ts';
 
 export interface ExternalBroker {
@@ -37,7 +37,7 @@ export async function connectExternalBroker(options: {
   client.on('message', (topicName, payload) => {
     const topic = parseDeviceTopic(topicName);
     if (!topic) return;
-    handleDeviceMessage(devices, { topic, payload, lookup: (ak) => authenticator.credentials(ak) }).then(
+    handleExternalBrokerMessage(devices, { topic, payload, lookup: (ak) => authenticator.credentials(ak) }).then(
       (ack) => client.publish(ackTopic(topic.clientId), JSON.stringify(ack), { qos: 1 }),
       (error) => log.error(error, 'MQTT message failed'),
     );

@@ -15,8 +15,6 @@ import type { DeviceService } from '../devices/service.ts';
 import { type Ack, failure, isAck, PARSE_ERROR, readDeviceMessage, refusalOfHash } from './signed-messages.ts';
 import type { DeviceMessageKind, DeviceTopic } from './topics.ts';
 
-export type { Ack } from './signed-messages.ts';
-
 const validators = {
   register: compileParams(RegisterBody),
   heartbeat: compileParams(HeartbeatBody),
@@ -73,7 +71,7 @@ export async function actOnDeviceMessage(
  * A message from a broker that cannot vouch for its sender (an external one): it must name its key
  * pair in `access_key` and carry a `hash` that checks out against it.
  */
-export async function handleDeviceMessage(
+export async function handleExternalBrokerMessage(
   devices: DeviceService,
   message: {
     topic: DeviceTopic;

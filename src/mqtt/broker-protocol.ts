@@ -1,0 +1,82 @@
+/**
+ * What the server thread (embedded-broker.ts) and the broker thread (broker-worker.ts) say to each
+ * other. Device messages and acknowledgements, thousands a second, travel as flat lists, one list per
+ * turn of the event loop: copying one array of strings and numbers between threads costs far less
+ * than copying an object per item. The order of their items is written here only.
+ */
+import type { ErrorItem } from '../core/errors.ts';
+import type { Ack } from './signed-messages.ts';
+import type { DeviceMessageKind } from './topics.ts';
+
+export interface BrokerSettings {
+  port: number;
+  host: string;
+  /** Connections are numbered from here: a thread started after a failed one never reuses a number. */
+  firstConnectionId: number;
+}
+
+/** Checked device messages: connection, access key, kind, text, context; five items each. */
+export type MessageList = (number | string)[];
+
+/** Acknowledgements: connection, context, HTTP code, the errors or null; four items each. */
+export type AckList = (number | string | ErrorItem[] | null)[];
+
+/** What the server thread sends. */
+export type ToBroker =
+  | { t: 'login'; id: number; secretKey: string | null }
+  | { t: 'acks'; acks: AckList }
+  | { t: 'close'; connection: number }
+  | { t: 'publish'; id: number; topic: string; payload: string; alertKey: string; connection: number | null }
+  | { t: 'stop' };
+
+/** What the broker thread sends. */
+export type FromBroker =
+  | { t: 'listening'; port: number }
+  | { t: 'failed'; code: string | undefined; message: string }
+  | { t: 'login'; id: number; accessKey: string }
+  | { t: 'messages'; messages: MessageList }
+  | { t: 'subscribed'; accessKey: string; topic: string; connection: number }
+  | { t: 'published'; id: number }
+  | { t: 'delivered'; alertKey: string }
+  | { t: 'log'; level: 'error' | 'warn'; message: string; error: string | undefined };
+
+export function addMessage(
+  list: MessageList,
+  connection: number,
+  accessKey: string,
+  kind: DeviceMessageKind,
+  text: string,
+  context: string,
+): void {
+  list.push(connection, accessKey, kind, text, context);
+}
+
+export function forEachMessage(
+  list: MessageList,
+  visit: (connection: number, accessKey: string, kind: DeviceMessageKind, text: string, context: string) => void,
+): void {
+  for (let i = 0; i < list.length; i += 5) {
+    visit(
+      list[i] as number,
+      list[i + 1] as string,
+      list[i + 2] as DeviceMessageKind,
+      list[i + 3] as string,
+      list[i + 4] as string,
+    );
+  }
+}
+
+export function addAck(list: AckList, connection: number, ack: Ack): void {
+  list.push(connection, ack.context, ack.http_code, ack.http_msg.errors ?? null);
+}
+
+export function forEachAck(list: AckList, visit: (connection: number, ack: Ack) => void): void {
+  for (let i = 0; i < list.length; i += 4) {
+    const errors = list[i + 3] as ErrorItem[] | null;
+    visit(list[i] as number, {
+      context: list[i + 1] as string,
+      http_code: list[i + 2] as number,
+      http_msg: errors ? { errors } : {},
+    });
+  }
+}
