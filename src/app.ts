@@ -10,6 +10,7 @@ import { readRevisions } from './audit/revisions.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { type BootstrapResult, bootstrapFirstAdmin } from './bootstrap.ts';
 import type { Config } from './core/config.ts';
+import { limitHeapGrowth } from './core/heap.ts';
 import { DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
 import { registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
@@ -62,6 +63,7 @@ export interface Server {
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 export async function createServer(config: Config): Promise<Server> {
+  limitHeapGrowth(config.heapGrowingPercent);
   const store = await openStore({
     databaseUrl: config.databaseUrl,
     schema: config.databaseSchema,

@@ -43,6 +43,8 @@ export interface Config {
   deliveryRetryBaseMs: number;
   /** Attempts before a delivery is given up as failed. */
   deliveryMaxAttempts: number;
+  /** How far the V8 heap grows between full collections, in percent of the live size; 0 = V8's own. */
+  heapGrowingPercent: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -82,6 +84,14 @@ function parsePositive(name: string, text: string | undefined, fallback: number)
   const value = Number(text);
   if (!Number.isInteger(value) || value < 1)
     throw new ConfigError(`${name} must be a positive integer (got "${text}")`);
+  return value;
+}
+
+function parsePercent(name: string, text: string | undefined, fallback: number): number {
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0 || value > 1000)
+    throw new ConfigError(`${name} must be an integer from 0 to 1000 (got "${text}")`);
   return value;
 }
 
@@ -130,5 +140,6 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryTimeoutMs: parseDuration('DELIVERY_TIMEOUT', env.DELIVERY_TIMEOUT || '10s') * 1000,
     deliveryRetryBaseMs: parsePositive('DELIVERY_RETRY_BASE_MS', env.DELIVERY_RETRY_BASE_MS, 5000),
     deliveryMaxAttempts: parsePositive('DELIVERY_MAX_ATTEMPTS', env.DELIVERY_MAX_ATTEMPTS, 10),
+    heapGrowingPercent: parsePercent('HEAP_GROWING_PERCENT', env.HEAP_GROWING_PERCENT, 100),
   };
 }
