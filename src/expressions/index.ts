@@ -26,7 +26,14 @@ export {
   thingLookup,
 } from './contexts.ts';
 export { ExpressionError, ExpressionNameError, ExpressionSyntaxError } from './errors.ts';
-export { evaluateExpression, matchesExpression, type NameLookup } from './evaluate.ts';
+export {
+  type CompiledExpression,
+  compileExpression,
+  compileMatcher,
+  evaluateExpression,
+  matchesExpression,
+  type NameLookup,
+} from './evaluate.ts';
 export { formatExpression } from './format.ts';
 export { findUnknownName, formatName, referencedNames, validateNames } from './names.ts';
 export { MAX_EXPRESSION_LENGTH, MAX_NESTING_DEPTH, parseExpression } from './parser.ts';

@@ -10,8 +10,9 @@ import { newKey } from '../core/keys.ts';
 import type { DeliveryPayload } from '../deliveries/senders.ts';
 import type { IngestBatch, NewEvent } from '../events/writer.ts';
 import {
+  compileMatcher,
   type Expression,
-  matchesExpression,
+  type NameLookup,
   parseRuleCondition,
   parseThingExpression,
   readPath,
@@ -33,7 +34,8 @@ const MAX_KNOWN_STATES = 100_000;
 
 interface CompiledRule {
   row: RuleRow;
-  condition: Expression;
+  /** The condition, compiled once: it is checked on every event. */
+  matches: (lookup: NameLookup) => boolean;
   /** The condition reads `thing.<field>`, or the scope needs a dynamic group's expression. */
   needsThing: boolean;
   /** Watches every thing of the organisation. */
@@ -41,8 +43,8 @@ interface CompiledRule {
   thingKeys: ReadonlySet<string>;
   /** Static members of the rule's group. */
   groupMembers: ReadonlySet<string>;
-  /** A dynamic group's expression. */
-  groupExpression: Expression | undefined;
+  /** A dynamic group's expression, compiled. */
+  inGroup: ((lookup: NameLookup) => boolean) | undefined;
   actions: NotificationActionRow[];
 }
 
@@ -151,37 +153,39 @@ export class RuleEngine {
     const needsThing = rules.some((r) => r.needsThing);
     if (needsThing) await things.load(candidates.map((c) => c.thingKey));
     const firings: Firing[] = [];
-    // on_enter rules: each (rule, thing)'s verdicts in arrival order, to walk from its stored state.
-    const entering = new Map<CompiledRule, Map<string, StatePair>>();
+    // on_enter rules: each (rule, thing)'s verdicts in arrival order, to walk from its stored state; by
+    // rule, in the order of `rules`.
+    const entering = rules.map(() => new Map<string, StatePair>());
     for (const candidate of candidates) {
       const thing = needsThing ? await things.view(candidate.thingKey) : undefined;
       const lookup = ruleConditionLookup(candidate.event.data, thing);
-      for (const rule of rules) {
+      for (let index = 0; index < rules.length; index++) {
+        const rule = rules[index] as CompiledRule;
         if (!watches(rule, candidate, thing)) continue;
-        const matched = matchesExpression(rule.condition, lookup);
+        const matched = rule.matches(lookup);
         if (rule.row.trigger === 'every_event') {
           if (matched) firings.push({ rule, candidate });
           continue;
         }
-        let ofRule = entering.get(rule);
-        if (!ofRule) {
-          ofRule = new Map();
-          entering.set(rule, ofRule);
-        }
-        let pair = ofRule.get(candidate.thingKey);
+        const ofRule = entering[index] as Map<string, StatePair>;
+        const pair = ofRule.get(candidate.thingKey);
         if (!pair) {
-          pair = {
+          ofRule.set(candidate.thingKey, {
             key: pairKey(rule.row.rule_key, candidate.thingKey),
             rule,
             thingKey: candidate.thingKey,
-            verdicts: [],
-          };
-          ofRule.set(candidate.thingKey, pair);
+            first: candidate,
+            firstMatched: matched,
+            rising: [],
+            lastMatched: matched,
+          });
+          continue;
         }
-        pair.verdicts.push({ candidate, matched });
+        if (matched && !pair.lastMatched) pair.rising.push(candidate);
+        pair.lastMatched = matched;
       }
     }
-    const pairs = [...entering.values()].flatMap((ofRule) => [...ofRule.values()]);
+    const pairs = entering.flatMap((ofRule) => [...ofRule.values()]);
     if (pairs.length > 0) firings.push(...(await this.transitions(tx, organisationKey, pairs)));
     let queued = 0;
     for (const firing of firings) queued += await fire(tx, organisationKey, firing, things);
@@ -235,11 +239,11 @@ export class RuleEngine {
       } else {
         this.knownStates.add(pair.key);
       }
-      let state = before ?? false;
-      for (const { candidate, matched } of pair.verdicts) {
-        if (matched && !state) firings.push({ rule: pair.rule, candidate });
-        state = matched;
-      }
+      // It fires where its condition turns true: at the first event if the stored state was false,
+      // then at each rise between the transaction's own events.
+      if (pair.firstMatched && !before) firings.push({ rule: pair.rule, candidate: pair.first });
+      for (const candidate of pair.rising) firings.push({ rule: pair.rule, candidate });
+      const state = pair.lastMatched;
       if (state === before) continue;
       await tx
         .insertInto('rule_states')
@@ -262,12 +266,19 @@ export class RuleEngine {
 
 const pairKey = (ruleKey: string, thingKey: string) => `${ruleKey}\u0000${thingKey}`;
 
-/** One rule and one thing with the rule's verdicts on the thing's events of a transaction. */
+/**
+ * One rule and one thing with the rule's verdicts on the thing's events of a transaction, as much of
+ * them as decides its firings: the first verdict (which fires if the stored state was false), every
+ * later event where the verdict turns true, and the last verdict (the state to store).
+ */
 interface StatePair {
   key: string;
   rule: CompiledRule;
   thingKey: string;
-  verdicts: { candidate: Candidate; matched: boolean }[];
+  first: Candidate;
+  firstMatched: boolean;
+  rising: Candidate[];
+  lastMatched: boolean;
 }
 
 /** Things read at most once per transaction, for `thing.<field>` conditions, groups and alerts. */
@@ -313,7 +324,7 @@ function watches(rule: CompiledRule, candidate: Candidate, thing: object | undef
   if (rule.everyThing) return true;
   if (rule.row.thing_template_key !== null && rule.row.thing_template_key === candidate.templateKey) return true;
   if (rule.thingKeys.has(candidate.thingKey) || rule.groupMembers.has(candidate.thingKey)) return true;
-  if (rule.groupExpression && thing) return matchesExpression(rule.groupExpression, (path) => readPath(thing, path));
+  if (rule.inGroup && thing) return rule.inGroup((path) => readPath(thing, path));
   return false;
 }
 
@@ -373,12 +384,12 @@ async function loadRules(db: Executor, organisationKey: string): Promise<Compile
     const thingKeys = new Set(JSON.parse(row.thing_keys) as string[]);
     compiled.push({
       row,
-      condition,
+      matches: compileMatcher(condition),
       needsThing: groupExpression !== undefined || referencedNames(condition).some((path) => path[0] === 'thing'),
       everyThing: row.thing_template_key === null && thingKeys.size === 0 && row.group_key === null,
       thingKeys,
       groupMembers: new Set(members.filter((m) => m.group_key === row.group_key).map((m) => m.thing_key)),
-      groupExpression,
+      inGroup: groupExpression && compileMatcher(groupExpression),
       actions: actions.filter((a) => a.rule_key === row.rule_key),
     });
   }

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import {
+  compileExpression,
+  compileMatcher,
   type Expression,
   ExpressionError,
   ExpressionNameError,
@@ -591,6 +593,46 @@ describe('expressions: properties', () => {
         assert.equal(matchesExpression({ kind: 'not', operand: expr, position: 0 }, lookup), !matched);
       }),
       { numRuns: 2000 },
+    );
+  });
+
+  it('when any tree is compiled then it gives the values the tree walk gives, on any data', () => {
+    // Numbers and numeric text often, as rule conditions mostly compare metrics with number literals.
+    const reading = fc.oneof(
+      data,
+      fc.double(),
+      fc.integer({ min: -1000, max: 1000 }),
+      fc.integer({ min: -3, max: 3 }),
+      fc.integer({ min: -12, max: 12 }).map((n) => ` ${n / 4} `),
+      fc.constantFrom('1e3', 'x', '', 'NaN', 'Infinity', '-0'),
+    );
+    // And comparisons of a name with a small number, either way round, so readings often equal it.
+    const withNumber = fc
+      .tuple(operator, nameNode, fc.integer({ min: -3, max: 3 }), fc.boolean())
+      .map(([op, name, n, flip]): Expression => {
+        const literal: Expression = { kind: 'literal', value: n, position: 0 };
+        return {
+          kind: 'comparison',
+          operator: op,
+          left: flip ? literal : name,
+          right: flip ? name : literal,
+          position: 0,
+        };
+      });
+    fc.assert(
+      fc.property(fc.oneof(tree, withNumber), fc.dictionary(identifier, reading), reading, (expr, record, fallback) => {
+        const asked: string[][] = [];
+        const lookup: NameLookup = (path) => {
+          asked.push([...path]);
+          return path.length === 1 && Object.hasOwn(record, path[0]!) ? record[path[0]!] : fallback;
+        };
+        const walked = evaluateExpression(expr, lookup);
+        const walkedAsked = asked.splice(0);
+        assert.deepEqual(compileExpression(expr)(lookup), walked);
+        assert.deepEqual(asked, walkedAsked, 'the same names are looked up, in the same order');
+        assert.equal(compileMatcher(expr)(lookup), walked === true);
+      }),
+      { numRuns: 5000 },
     );
   });
 
