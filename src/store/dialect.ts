@@ -117,13 +117,19 @@ export function rowsFrom(
 }
 
 /**
- * A column as a PostgreSQL array literal, made by `JSON.stringify`: for numbers, null and strings
- * without control characters or lone surrogates, JSON's array text is the literal once its brackets
- * are braces, since both escape only `"` and `\` inside quotes. Most columns are JSON texts, which
- * never hold such characters, and native stringifying costs a fraction of the driver's escaping per
- * element. Any other escape in the text (a `\n`, a `\u`) leaves the column to the driver.
+ * A column as a PostgreSQL array literal, made by `JSON.stringify`: for finite numbers, null and
+ * strings without control characters or lone surrogates, JSON's array text is the literal once its
+ * brackets are braces, since both escape only `"` and `\` inside quotes. Most columns are JSON texts,
+ * which never hold such characters, and native stringifying costs a fraction of the driver's escaping
+ * per element. Any other escape in the text (a `\n`, a `\u`) leaves the column to the driver.
  */
 function arrayLiteral(values: readonly unknown[]): unknown {
+  for (const value of values) {
+    // Anything else (an object, a non-finite number...) JSON writes otherwise than the driver would.
+    if (value !== null && typeof value !== 'string' && !(typeof value === 'number' && Number.isFinite(value))) {
+      return values;
+    }
+  }
   const json = JSON.stringify(values);
   if (json.includes('\\') && /\\[^"\\]/.test(json)) return values;
   return `{${json.slice(1, -1)}}`;
