@@ -96,27 +96,6 @@ export function jsonArrayHasText(engine: Engine, column: string, value: string):
 export type ColumnType = 'bigint' | 'text';
 
 /**
- * Rows given column by column, as the relation `alias(column1, column2, ...)` for a FROM clause. The
- * SQL text does not depend on the number of rows, so no statement is built, compiled or prepared per
- * row count: PostgreSQL unnests one typed array per column; SQLite reads one JSON array of rows.
- */
-export function rowsFrom(
-  engine: Engine,
-  alias: string,
-  columns: readonly { type: ColumnType; values: readonly unknown[] }[],
-): RawBuilder<unknown> {
-  const names = columns.map((_, i) => `column${i + 1}`);
-  if (engine === 'postgres') {
-    const arrays = columns.map((c) => sql`${sql.val(c.values)}::${sql.raw(c.type)}[]`);
-    return sql`unnest(${sql.join(arrays)}) as ${sql.raw(`${alias}(${names.join(', ')})`)}`;
-  }
-  const length = columns[0]?.values.length ?? 0;
-  const rows = Array.from({ length }, (_, i) => columns.map((c) => c.values[i] ?? null));
-  const picks = names.map((name, i) => `value ->> ${i} as ${name}`).join(', ');
-  return sql`(select ${sql.raw(picks)} from json_each(${JSON.stringify(rows)})) as ${sql.raw(alias)}`;
-}
-
-/**
  * A column as a PostgreSQL array literal, made by `JSON.stringify`: for finite numbers, null and
  * strings without control characters or lone surrogates, JSON's array text is the literal once its
  * brackets are braces, since both escape only `"` and `\` inside quotes. Most columns are JSON texts,
@@ -136,11 +115,12 @@ function arrayLiteral(values: readonly unknown[]): unknown {
 }
 
 /**
- * A statement over rows given column by column (as `rowsFrom`), compiled once per engine: the rows are
- * the relation `v(column1, column2, ...)`, defined in a WITH clause ahead of `text`. It runs with one
- * parameter per column on PostgreSQL, one in all on SQLite, then `extra` parameters, which `text`
- * places with `extra(n)`. For the writer's statements, run in every transaction, where building and
- * compiling a query each time would cost more than running it.
+ * A statement over rows given column by column, compiled once per engine: the rows are the relation
+ * `v(column1, column2, ...)`, defined in a WITH clause ahead of `text`. Its text does not depend on
+ * the number of rows: PostgreSQL unnests one typed array per column (one parameter each), SQLite reads
+ * one JSON array of rows (one parameter in all); `extra` parameters follow, which `text` places with
+ * `extra(n)`. For the writer's statements, run in every transaction, where building and compiling a
+ * query each time would cost more than running it.
  */
 export class RowsStatement {
   private readonly texts = new Map<Engine, string>();
