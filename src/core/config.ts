@@ -89,8 +89,8 @@ function parsePositive(name: string, text: string | undefined, fallback: number)
 
 function parsePercent(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 0 || value > 1000)
+  const value = /^\d{1,4}$/.test(text.trim()) ? Number(text) : Number.NaN;
+  if (!(value >= 0 && value <= 1000))
     throw new ConfigError(`${name} must be an integer from 0 to 1000 (got "${text}")`);
   return value;
 }

@@ -21,14 +21,20 @@ describe('configuration', () => {
   });
 
   it('when HEAP_GROWING_PERCENT is not a whole percentage then the configuration is refused', () => {
-    for (const text of ['-1', '1.5', 'half', '1001']) {
+    for (const text of ['-1', '1.5', 'half', '1001', ' ', '0x64', '1e2']) {
       assert.throws(() => loadConfig({ HEAP_GROWING_PERCENT: text }), ConfigError, text);
     }
   });
 
   it('when node is started with its own --heap-growing-percent then the server keeps it', () => {
-    assert.equal(limitInChild([]), 'true');
-    assert.equal(limitInChild(['--heap-growing-percent=300']), 'false');
-    assert.equal(limitInChild(['--heap_growing_percent=300']), 'false');
+    const large = ['--max-old-space-size=4096'];
+    assert.equal(limitInChild(large), 'true');
+    assert.equal(limitInChild([...large, '--heap-growing-percent=300']), 'false');
+    assert.equal(limitInChild([...large, '--heap_growing_percent=300']), 'false');
+  });
+
+  it('when the heap limit is under 2 GB then V8 keeps its own factor, which is no larger there', () => {
+    assert.equal(limitInChild(['--max-old-space-size=1024']), 'false');
+    assert.equal(limitInChild(['--max-old-space-size=2048']), 'true');
   });
 });
