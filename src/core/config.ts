@@ -43,7 +43,10 @@ export interface Config {
   deliveryRetryBaseMs: number;
   /** Attempts before a delivery is given up as failed. */
   deliveryMaxAttempts: number;
-  /** How far the V8 heap grows between full collections, in percent of the live size; 0 = V8's own. */
+  /**
+   * On heaps of 2 GB or more, how far the V8 heap grows between full collections, in percent of the
+   * live size; 0 = V8's own (core/heap.ts).
+   */
   heapGrowingPercent: number;
 }
 

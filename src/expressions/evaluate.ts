@@ -2,8 +2,8 @@
  * Evaluates a parsed expression against data reached through a lookup. Only values flow through here;
  * nothing the expression says can call code, and no data can make evaluation throw.
  */
-import type { ComparisonOperator, Expression, LiteralNode } from './ast.ts';
-import { compareValues, containsValue, numericValue, valuesEqual } from './compare.ts';
+import type { ComparisonOperator, Expression } from './ast.ts';
+import { compareValues, containsValue, valuesEqual } from './compare.ts';
 
 /** Resolves a dotted name (as its segments) to a value; undefined means the name is missing. */
 export type NameLookup = (path: readonly string[]) => unknown;
@@ -41,9 +41,9 @@ export type CompiledExpression = (lookup: NameLookup) => unknown;
 
 /**
  * Turns an expression into nested closures, one per node, decided once: evaluating a rule condition
- * on every ingested event then costs no walk over the tree's kinds and operators. A comparison with a
- * number literal on one side reads only the other side's number. Same values as `evaluateExpression`,
- * which stays the reference (the unit tests compare the two over random trees and data).
+ * on every ingested event, or a group's expression on every thing, then costs no walk over the tree's
+ * kinds. What the server runs. Same values as `evaluateExpression`, which stays the reference the unit
+ * tests compare it with over random trees and data.
  */
 export function compileExpression(expr: Expression): CompiledExpression {
   switch (expr.kind) {
@@ -76,55 +76,22 @@ export function compileExpression(expr: Expression): CompiledExpression {
         return false;
       };
     }
-    case 'comparison':
-      return compileComparison(expr.operator, expr.left, expr.right);
+    case 'comparison': {
+      const { operator } = expr;
+      const left = compileExpression(expr.left);
+      const right = compileExpression(expr.right);
+      return (lookup) => compare(operator, left(lookup), right(lookup));
+    }
   }
 }
 
-/** Whether a compiled expression matches: its value is exactly `true`. */
-export function compileMatcher(expr: Expression): (lookup: NameLookup) => boolean {
+/** Whether data matches an expression: its value is exactly `true`. */
+export type Matcher = (lookup: NameLookup) => boolean;
+
+/** The expression compiled (as `compileExpression`) into a matcher. */
+export function compileMatcher(expr: Expression): Matcher {
   const compiled = compileExpression(expr);
   return (lookup) => compiled(lookup) === true;
-}
-
-const ORDERINGS: Partial<Record<ComparisonOperator, (order: number) => boolean>> = {
-  '>': (order) => order > 0,
-  '>=': (order) => order >= 0,
-  '<': (order) => order < 0,
-  '<=': (order) => order <= 0,
-};
-
-const MIRRORED: Partial<Record<ComparisonOperator, ComparisonOperator>> = {
-  '>': '<',
-  '>=': '<=',
-  '<': '>',
-  '<=': '>=',
-};
-
-function compileComparison(operator: ComparisonOperator, left: Expression, right: Expression): CompiledExpression {
-  const ordering = ORDERINGS[operator];
-  // `x > 5` (or `5 < x`): only a number (or numeric text) on the other side can be ordered with it.
-  if (ordering && (isNumberLiteral(right) || isNumberLiteral(left))) {
-    const [side, literal, holds] = isNumberLiteral(right)
-      ? [compileExpression(left), right.value, ordering]
-      : [compileExpression(right), (left as NumberLiteral).value, ORDERINGS[MIRRORED[operator] as ComparisonOperator]!];
-    if (Number.isNaN(literal)) return () => false;
-    return (lookup) => {
-      const value = side(lookup);
-      const number = typeof value === 'number' ? value : numericValue(value);
-      if (number === undefined || Number.isNaN(number)) return false;
-      return holds(number < literal ? -1 : number > literal ? 1 : 0);
-    };
-  }
-  const leftOf = compileExpression(left);
-  const rightOf = compileExpression(right);
-  return (lookup) => compare(operator, leftOf(lookup), rightOf(lookup));
-}
-
-type NumberLiteral = LiteralNode & { value: number };
-
-function isNumberLiteral(expr: Expression): expr is NumberLiteral {
-  return expr.kind === 'literal' && typeof expr.value === 'number';
 }
 
 function compare(operator: ComparisonOperator, left: unknown, right: unknown): boolean {

@@ -31,6 +31,7 @@ export {
   compileExpression,
   compileMatcher,
   evaluateExpression,
+  type Matcher,
   matchesExpression,
   type NameLookup,
 } from './evaluate.ts';

@@ -10,7 +10,7 @@
  */
 import { sql } from 'kysely';
 import type { ListQuery } from '../core/http/list.ts';
-import { type Expression, matchesExpression, parseThingExpression, thingLookup } from '../expressions/index.ts';
+import { compileMatcher, type Expression, parseThingExpression, thingLookup } from '../expressions/index.ts';
 import { engineOfDb } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { keywordFilter, keywordPatterns } from '../store/paging.ts';
@@ -73,6 +73,7 @@ async function scanMatches(
   const keyColumn = THING_PAGING.key;
   const skip = (list.page - 1) * list.per;
   const now = Date.now();
+  const matches = compileMatcher(expression);
   const templates = await templatesOf(db, filter.organisationKeys);
   const page: ThingWithTemplate[] = [];
   let total = 0;
@@ -104,7 +105,7 @@ async function scanMatches(
         thing_template_name: template?.name ?? '',
         heartbeat_interval: template?.heartbeat_interval ?? 60,
       };
-      if (!matchesExpression(expression, thingLookup(expressionViewOfThing(row, now)))) continue;
+      if (!matches(thingLookup(expressionViewOfThing(row, now)))) continue;
       total += 1;
       if (total > skip && page.length < list.per) page.push(row);
     }

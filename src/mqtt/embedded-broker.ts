@@ -181,7 +181,7 @@ function startWorker(
         if (ended) return resolve();
         const id = ++lastPublishId;
         publishing.set(id, resolve);
-        post({ t: 'publish', id, topic, payload, alertKey, connection: (connection as number | undefined) ?? null });
+        post({ t: 'publish', id, topic, payload, alertKey, connection: connection ?? null });
       }),
   });
 

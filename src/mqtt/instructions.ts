@@ -17,10 +17,11 @@ import { instructionTopic, thingOfTopic } from './topics.ts';
 /** How a broker sends an instruction message at QoS 2 and reports its delivery. */
 export interface InstructionLink {
   /**
-   * Sends `payload` to the devices subscribed to `topic`, or only to `connection` (one that has just
-   * subscribed). The link calls `delivered(alertKey)` once a device has the message.
+   * Sends `payload` to the devices subscribed to `topic`, or only to `connection` (the broker's number
+   * of one that has just subscribed). The link calls `delivered(alertKey)` once a device has the
+   * message.
    */
-  publish(topic: string, payload: string, alertKey: string, connection?: unknown): Promise<void>;
+  publish(topic: string, payload: string, alertKey: string, connection?: number): Promise<void>;
 }
 
 export class MqttInstructions implements InstructionCarrier {
@@ -57,7 +58,7 @@ export class MqttInstructions implements InstructionCarrier {
    * A device subscribed to an instruction topic: it gets what is not yet acknowledged for that thing, or
    * for every thing of its organisation when it subscribed with `+`.
    */
-  async subscribed(accessKey: string, topic: string, connection: unknown): Promise<void> {
+  async subscribed(accessKey: string, topic: string, connection: number): Promise<void> {
     const thingKey = thingOfTopic(topic);
     if (thingKey === undefined) return;
     try {
@@ -81,7 +82,7 @@ export class MqttInstructions implements InstructionCarrier {
     );
   }
 
-  private async sendTo(instruction: InstructionRow, accessKey: string, connection?: unknown): Promise<void> {
+  private async sendTo(instruction: InstructionRow, accessKey: string, connection?: number): Promise<void> {
     if (!this.link) return;
     const credentials = await this.authenticator.credentials(accessKey);
     if (!credentials) return;

@@ -12,12 +12,13 @@ import type { IngestBatch, NewEvent } from '../events/writer.ts';
 import {
   compileMatcher,
   type Expression,
-  type NameLookup,
+  type Matcher,
   parseRuleCondition,
   parseThingExpression,
   readPath,
   referencedNames,
   ruleConditionLookup,
+  thingLookup,
 } from '../expressions/index.ts';
 import { lockRows } from '../store/dialect.ts';
 import type { Executor, Store, Tx } from '../store/store.ts';
@@ -35,7 +36,7 @@ const MAX_KNOWN_STATES = 100_000;
 interface CompiledRule {
   row: RuleRow;
   /** The condition, compiled once: it is checked on every event. */
-  matches: (lookup: NameLookup) => boolean;
+  matches: Matcher;
   /** The condition reads `thing.<field>`, or the scope needs a dynamic group's expression. */
   needsThing: boolean;
   /** Watches every thing of the organisation. */
@@ -44,7 +45,7 @@ interface CompiledRule {
   /** Static members of the rule's group. */
   groupMembers: ReadonlySet<string>;
   /** A dynamic group's expression, compiled. */
-  inGroup: ((lookup: NameLookup) => boolean) | undefined;
+  inGroup: Matcher | undefined;
   actions: NotificationActionRow[];
 }
 
@@ -153,8 +154,8 @@ export class RuleEngine {
     const needsThing = rules.some((r) => r.needsThing);
     if (needsThing) await things.load(candidates.map((c) => c.thingKey));
     const firings: Firing[] = [];
-    // on_enter rules: each (rule, thing)'s verdicts in arrival order, to walk from its stored state; by
-    // rule, in the order of `rules`.
+    // on_enter rules: what decides each (rule, thing)'s firings from its stored state (StatePair), by
+    // rule in the order of `rules`.
     const entering = rules.map(() => new Map<string, StatePair>());
     for (const candidate of candidates) {
       const thing = needsThing ? await things.view(candidate.thingKey) : undefined;
@@ -324,7 +325,7 @@ function watches(rule: CompiledRule, candidate: Candidate, thing: object | undef
   if (rule.everyThing) return true;
   if (rule.row.thing_template_key !== null && rule.row.thing_template_key === candidate.templateKey) return true;
   if (rule.thingKeys.has(candidate.thingKey) || rule.groupMembers.has(candidate.thingKey)) return true;
-  if (rule.inGroup && thing) return rule.inGroup((path) => readPath(thing, path));
+  if (rule.inGroup && thing) return rule.inGroup(thingLookup(thing));
   return false;
 }
 

@@ -110,7 +110,7 @@ function arrayLiteral(values: readonly unknown[]): unknown {
     }
   }
   const json = JSON.stringify(values);
-  if (json.includes('\\') && /\\[^"\\]/.test(json)) return values;
+  if (/\\[^"\\]/.test(json)) return values;
   return `{${json.slice(1, -1)}}`;
 }
 
