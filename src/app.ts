@@ -30,6 +30,7 @@ import type { InstructionCarrier } from './instructions/service.ts';
 import { keyPairRoutes } from './keypairs/routes.ts';
 import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker.ts';
 import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
+import type { InboundLimits } from './mqtt/inbound-flow.ts';
 import { MqttInstructions } from './mqtt/instructions.ts';
 import { childOrganisationKeys } from './organisations/repository.ts';
 import { organisationRoutes } from './organisations/routes.ts';
@@ -227,6 +228,13 @@ async function buildHttpApp(
   return app;
 }
 
+/** Of all messages that may wait, one connection may hold at most 100, and their text at most 16 MiB. */
+const inboundLimits = (messages: number): InboundLimits => ({
+  messages,
+  perConnection: Math.min(100, messages),
+  bytes: 16 * 1024 * 1024,
+});
+
 /**
  * MQTT for devices (CONTRACT 1): an external broker with MQTT_URL; else the embedded broker on
  * MQTT_PORT (0 = off). When MQTT_PORT was not set and its default port is taken (another broker runs
@@ -258,6 +266,8 @@ async function startMqtt(
       devices,
       log: app.log,
       instructions,
+      maxConnections: config.mqttMaxConnections,
+      inbound: inboundLimits(config.mqttMaxPending),
     });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' && !config.mqttPortExplicit) {

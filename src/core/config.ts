@@ -2,6 +2,8 @@
  * Configuration, read once from the environment (CONTRACT section 1).
  * Every setting the server understands is named here and documented in docs/configuration.md.
  */
+import { openFileLimit, RESERVED_FILES } from './open-files.ts';
+
 export interface Config {
   port: number;
   host: string;
@@ -20,6 +22,10 @@ export interface Config {
   mqttUrl: string | undefined;
   /** Shared-subscription group on the external broker: one per deployment. */
   mqttShareGroup: string;
+  /** Device connections the embedded broker holds at most; more are refused with CONNACK 3. */
+  mqttMaxConnections: number;
+  /** Device messages that may wait to be stored at once; past it devices stop being read (TCP back-pressure). */
+  mqttMaxPending: number;
   smtpUrl: string | undefined;
   /** Sender address of e-mail actions. */
   smtpFrom: string | undefined;
@@ -106,6 +112,12 @@ function parseSynchronous(text: string | undefined): 'FULL' | 'NORMAL' {
   return value;
 }
 
+/** Below the open-file limit, with room for everything else; without a known limit, 100,000. */
+function defaultMaxConnections(): number {
+  const files = openFileLimit();
+  return files === undefined ? 100_000 : Math.max(1, files - RESERVED_FILES);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = env.PORT ? parsePort('PORT', env.PORT) : 3000;
   const host = env.HOST || '127.0.0.1';
@@ -128,6 +140,8 @@ export function loadConfig(env: Env = process.env): Config {
     mqttPortExplicit,
     mqttUrl: env.MQTT_URL || undefined,
     mqttShareGroup: env.MQTT_SHARE_GROUP || 'thingbase',
+    mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, defaultMaxConnections()),
+    mqttMaxPending: parsePositive('MQTT_MAX_PENDING', env.MQTT_MAX_PENDING, 10_000),
     smtpUrl: env.SMTP_URL || undefined,
     smtpFrom: env.SMTP_FROM || undefined,
     smsUrl: env.SMS_URL || undefined,

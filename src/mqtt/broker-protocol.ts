@@ -5,6 +5,7 @@
  * than copying an object per item. The order of their items is written here only.
  */
 import type { ErrorItem } from '../core/errors.ts';
+import type { InboundLimits } from './inbound-flow.ts';
 import type { Ack } from './signed-messages.ts';
 import type { DeviceMessageKind } from './topics.ts';
 
@@ -13,6 +14,10 @@ export interface BrokerSettings {
   host: string;
   /** Connections are numbered from here: a thread started after a failed one never reuses a number. */
   firstConnectionId: number;
+  /** Device connections beyond this are refused with CONNACK 3. */
+  maxConnections: number;
+  /** How many device messages may wait for the server thread (inbound-flow.ts). */
+  inbound: InboundLimits;
 }
 
 /** Checked device messages: connection, access key, kind, text, context; five items each. */
@@ -25,7 +30,10 @@ export type AckList = (number | string | ErrorItem[] | null)[];
 export type ToBroker =
   | { t: 'login'; id: number; secretKey: string | null }
   | { t: 'acks'; acks: AckList }
+  /** A message of this connection cannot be done: it is answered by closing the connection. */
   | { t: 'close'; connection: number }
+  /** Asks how many messages wait for the server thread now, and the most that ever did. */
+  | { t: 'inbound'; id: number }
   | { t: 'publish'; id: number; topic: string; payload: string; alertKey: string; connection: number | null }
   | { t: 'stop' };
 
@@ -38,6 +46,7 @@ export type FromBroker =
   | { t: 'subscribed'; accessKey: string; topic: string; connection: number }
   | { t: 'published'; id: number }
   | { t: 'delivered'; alertKey: string }
+  | { t: 'inbound'; id: number; pending: number; highWater: number }
   | { t: 'log'; level: 'error' | 'warn'; message: string; error: string | undefined };
 
 export function addMessage(

@@ -21,11 +21,17 @@ import {
   type MessageList,
   type ToBroker,
 } from './broker-protocol.ts';
+import { InboundFlow } from './inbound-flow.ts';
 import { type Ack, failure, isAck, PARSE_ERROR, readDeviceMessage, refusalOnConnection } from './signed-messages.ts';
 import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic, thingOfTopic } from './topics.ts';
 
 class AuthError extends Error {
   readonly returnCode = 5;
+}
+
+/** CONNACK 3, "server unavailable": the broker holds as many connections as it may. */
+class UnavailableError extends Error {
+  readonly returnCode = 3;
 }
 
 /** A signed-in device's connection. */
@@ -64,6 +70,22 @@ const logins = new Map<
 >();
 let lastLoginId = 0;
 
+// Messages handed to the server thread and not yet answered; past the limits, sockets stop being read.
+// aedes reads a socket again once every packet of its last read is done: a publish held in
+// authorizePublish holds its connection's socket.
+const inbound = new InboundFlow(settings.inbound);
+
+/** Device sockets open now, signed in or not. */
+let openSockets = 0;
+/** When a refusal for a limit was last logged: one line a minute, not one per device. */
+const lastLimitLog = { connections: 0, files: 0 };
+const logLimit = (limit: keyof typeof lastLimitLog, message: string) => {
+  const now = Date.now();
+  if (now - lastLimitLog[limit] < 60_000) return;
+  lastLimitLog[limit] = now;
+  log('warn', message);
+};
+
 const broker = await Aedes.createBroker({
   // The C SDK's client ids are 24 characters, over the usual 23.
   maxClientsIdLength: 256,
@@ -71,6 +93,13 @@ const broker = await Aedes.createBroker({
   drainTimeout: 30_000,
   maxInflightInbound: 1000,
   authenticate: (client, username, password, done) => {
+    if (openSockets > settings.maxConnections) {
+      logLimit(
+        'connections',
+        `MQTT connections at their limit of ${settings.maxConnections} (MQTT_MAX_CONNECTIONS): refusing new devices with CONNACK 3`,
+      );
+      return done(new UnavailableError('too many connections'), false);
+    }
     const id = ++lastLoginId;
     const accessKey = username ?? '';
     logins.set(id, { client, accessKey, password: password ? password.toString('utf8') : '', done });
@@ -80,7 +109,9 @@ const broker = await Aedes.createBroker({
     // Devices publish to device topics only; acknowledgements and instructions come from the server.
     if (!client || !topicOf(client, packet.topic))
       return done(new Error(`publishing to ${packet.topic} is not allowed`));
-    done(null);
+    const connection = connections.get(client);
+    if (!connection) return done(null);
+    inbound.admit(connection.id, () => done(null));
   },
   authorizeSubscribe: (client, subscription, done) => {
     const connection = client ? connections.get(client) : undefined;
@@ -112,7 +143,9 @@ function answerLogin(id: number, secretKey: string | null): void {
 
 broker.on('clientDisconnect', (client: Client) => {
   const connection = connections.get(client);
-  if (connection) byId.delete(connection.id);
+  if (!connection) return;
+  byId.delete(connection.id);
+  inbound.closed(connection.id);
 });
 
 // Straight to the device's connection rather than through the broker's topic routing: the ack topic
@@ -169,6 +202,7 @@ const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTop
   if (refused) return acknowledge(client, refused);
   if (forwarded.length === 0) setImmediate(forward);
   addMessage(forwarded, connection.id, connection.accessKey, topic.kind, read.text, read.context);
+  inbound.handedOn(connection.id, read.text.length);
 };
 
 // A device's message (acknowledged to it with PUBACK by now) goes to the handler straight, not
@@ -248,7 +282,15 @@ async function publishInstruction(topic: string, payload: string, alertKey: stri
   }
 }
 
-const server: Server = createServer(broker.handle);
+// No Nagle delay: an acknowledgement is a small packet, and waiting for the device's delayed ACK
+// before sending it would add about 40 ms to every answer.
+const server: Server = createServer({ noDelay: true }, (socket: Socket) => {
+  openSockets += 1;
+  socket.once('close', () => {
+    openSockets -= 1;
+  });
+  broker.handle(socket);
+});
 
 async function stop(): Promise<void> {
   await new Promise<void>((resolve) => broker.close(() => resolve()));
@@ -260,6 +302,7 @@ port.on('message', (message: ToBroker) => {
   switch (message.t) {
     case 'acks':
       forEachAck(message.acks, (id, ack) => {
+        inbound.answered(id);
         const connection = byId.get(id);
         if (connection) acknowledge(connection.client, ack);
       });
@@ -268,7 +311,11 @@ port.on('message', (message: ToBroker) => {
       answerLogin(message.id, message.secretKey);
       break;
     case 'close':
+      inbound.answered(message.connection);
       byId.get(message.connection)?.client.close();
+      break;
+    case 'inbound':
+      send({ t: 'inbound', id: message.id, pending: inbound.pending(), highWater: inbound.highWater });
       break;
     case 'publish': {
       const { id } = message;
@@ -293,6 +340,15 @@ server.once('error', (error: NodeJS.ErrnoException) => {
 });
 server.listen(settings.port, settings.host, () => {
   const address = server.address();
-  server.on('error', (error) => log('error', 'MQTT listener failed', error));
+  server.on('error', (error: NodeJS.ErrnoException) => {
+    // Out of file descriptors: the kernel's pending connection was closed unanswered.
+    if (error.code === 'EMFILE' || error.code === 'ENFILE') {
+      return logLimit(
+        'files',
+        `MQTT connection refused: the process has no file descriptor left (its open-file limit; see MQTT_MAX_CONNECTIONS)`,
+      );
+    }
+    log('error', 'MQTT listener failed', error);
+  });
   send({ t: 'listening', port: typeof address === 'object' && address ? address.port : settings.port });
 });

@@ -24,6 +24,7 @@ import {
   forEachMessage,
   type ToBroker,
 } from './broker-protocol.ts';
+import type { InboundLimits } from './inbound-flow.ts';
 import type { MqttInstructions } from './instructions.ts';
 import { actOnDeviceMessage } from './messages.ts';
 import { type Ack, failure, PARSE_ERROR } from './signed-messages.ts';
@@ -33,6 +34,8 @@ export interface EmbeddedBroker {
   port: number;
   /** The broker's thread as it is now (it is replaced when it fails): for diagnostics and tests. */
   thread(): Worker;
+  /** Device messages waiting for this thread now, and the most that ever waited at once (this broker thread). */
+  inbound(): Promise<{ pending: number; highWater: number }>;
   close(): Promise<void>;
 }
 
@@ -60,6 +63,9 @@ export async function startEmbeddedBroker(options: {
   log: FastifyBaseLogger;
   /** Instructions reach devices through this broker. */
   instructions?: MqttInstructions;
+  /** Device connections beyond this are refused with CONNACK 3. */
+  maxConnections: number;
+  inbound: InboundLimits;
 }): Promise<EmbeddedBroker> {
   // Each thread numbers its connections from its own first number.
   let started = 0;
@@ -67,6 +73,8 @@ export async function startEmbeddedBroker(options: {
     port,
     host: options.host,
     firstConnectionId: started++ * CONNECTIONS_PER_THREAD + 1,
+    maxConnections: options.maxConnections,
+    inbound: options.inbound,
   });
   let current = await startWorker(options, settings(options.port));
   let stopping = false;
@@ -93,6 +101,7 @@ export async function startEmbeddedBroker(options: {
   return {
     port: current.port,
     thread: () => current.worker,
+    inbound: () => current.inbound(),
     close: async () => {
       stopping = true;
       await current.stop();
@@ -105,6 +114,7 @@ interface BrokerThread {
   worker: Worker;
   /** Resolves with the exit code once the thread has ended. */
   exited: Promise<number>;
+  inbound(): Promise<{ pending: number; highWater: number }>;
   stop(): Promise<void>;
 }
 
@@ -174,6 +184,15 @@ function startWorker(
     lookups.set(connection, looked);
   };
 
+  let lastInboundId = 0;
+  const inboundAnswers = new Map<number, (figures: { pending: number; highWater: number }) => void>();
+  const inbound = () =>
+    new Promise<{ pending: number; highWater: number }>((resolve) => {
+      const id = ++lastInboundId;
+      inboundAnswers.set(id, resolve);
+      post({ t: 'inbound', id });
+    });
+
   let lastPublishId = 0;
   instructions?.connect({
     publish: (topic, payload, alertKey, connection) =>
@@ -219,11 +238,15 @@ function startWorker(
         case 'delivered':
           instructions?.delivered(message.alertKey);
           break;
+        case 'inbound':
+          inboundAnswers.get(message.id)?.({ pending: message.pending, highWater: message.highWater });
+          inboundAnswers.delete(message.id);
+          break;
         case 'log':
           log[message.level](message.error ? { err: message.error } : {}, message.message);
           break;
         case 'listening':
-          resolve({ port: message.port, worker, exited, stop });
+          resolve({ port: message.port, worker, exited, inbound, stop });
           break;
         case 'failed': {
           void worker.terminate();

@@ -1,0 +1,22 @@
+/**
+ * The process's open-file limit (its soft RLIMIT_NOFILE), read from /proc on Linux; undefined where
+ * it cannot be read. Every device connection holds a file descriptor, so connections are capped below
+ * it with room for the store, HTTP clients and logs (docs/configuration.md, MQTT_MAX_CONNECTIONS).
+ */
+import { readFileSync } from 'node:fs';
+
+export function openFileLimit(): number | undefined {
+  try {
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
+    const soft = line?.slice('Max open files'.length).trim().split(/\s+/)[0];
+    const value = Number(soft);
+    return Number.isInteger(value) && value > 0 ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Descriptors kept for everything but device connections. */
+export const RESERVED_FILES = 512;

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import mqtt from 'mqtt';
+import { createKeyPair, sign } from '../support/device.ts';
+import { unique } from '../support/fixtures.ts';
+import { MqttDevice } from '../support/mqtt-device.ts';
+import { flood } from '../support/mqtt-flood.ts';
+import { freePort } from '../support/ports.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+const MAX_PENDING = 50;
+const MAX_CONNECTIONS = 2;
+
+/** Busy-waits: the server, in this thread, does nothing meanwhile, while devices and the broker thread go on. */
+function blockThisThread(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    // busy
+  }
+}
+
+describeOnStores(
+  'MQTT under overload (embedded broker)',
+  (ctx) => {
+    const brokerUrl = () => `mqtt://127.0.0.1:${ctx.api.server.mqttPort}`;
+
+    async function storedCount(thingKey: string) {
+      const row = await ctx.api.server.store.db
+        .selectFrom('events')
+        .innerJoin('things', 'things.thing_id', 'events.thing_id')
+        .select((eb) => eb.fn.countAll().as('count'))
+        .where('things.thing_key', '=', thingKey)
+        .executeTakeFirst();
+      return Number(row?.count ?? 0);
+    }
+
+    it('when a device publishes far faster than the server takes its messages then the broker stops reading it, and every message is answered and every acknowledged one stored', async () => {
+      const pair = await createKeyPair(ctx.api, await ctx.api.adminToken());
+      const registrar = await MqttDevice.connect(brokerUrl(), pair);
+      const thingKey = unique('flood');
+      try {
+        assert.equal((await registrar.send('register', { thing_key: thingKey })).http_code, 200);
+      } finally {
+        await registrar.close();
+      }
+      const count = 3000;
+      const messages = Array.from({ length: count }, (_, seq) => {
+        const signed = JSON.stringify({ thing_key: thingKey, data: { seq, filler: 'x'.repeat(100) } });
+        const hash = sign(pair.secret_key, signed);
+        return `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;
+      });
+      const device = flood({
+        port: ctx.api.server.mqttPort as number,
+        clientId: `flood${Math.random().toString(36).slice(2, 10)}`,
+        username: pair.access_key,
+        password: sign(pair.secret_key, pair.access_key),
+        messages,
+      });
+      await device.sent;
+      // The server's thread stands still while the device's messages arrive: unbounded, the broker
+      // thread would hand every one of them on.
+      blockThisThread(1500);
+      const { codes } = await device.done;
+      const answered = Object.values(codes).reduce((a, b) => a + b, 0);
+      assert.equal(answered, count, `every message answered: ${JSON.stringify(codes)}`);
+      assert.equal(await storedCount(thingKey), codes[200] ?? 0, 'every acknowledged event stored, no other');
+      const inbound = await ctx.api.server.mqttBroker?.inbound();
+      assert.ok(inbound, 'the embedded broker runs');
+      assert.equal(inbound.pending, 0);
+      // Pausing takes effect at the socket's next read: what one read brought in (at most 64 KiB,
+      // about 400 of these messages) may still be handed on.
+      assert.ok(
+        inbound.highWater <= MAX_PENDING + Math.ceil(65536 / 200),
+        `at most ${MAX_PENDING} messages (and one read) waited at once, not ${inbound.highWater}`,
+      );
+    });
+
+    it('when the broker holds as many connections as it may then a further device is refused with CONNACK 3, and admitted once one leaves', async () => {
+      const pair = await createKeyPair(ctx.api, await ctx.api.adminToken());
+      const devices = [];
+      // The earlier test's device may take a moment to be seen gone.
+      for (let i = 0; i < MAX_CONNECTIONS; i++) devices.push(await MqttDevice.connectWhenUp(brokerUrl(), pair));
+      try {
+        await assert.rejects(
+          MqttDevice.connect(brokerUrl(), pair),
+          (error: Error & { code?: number }) => error.code === 3,
+        );
+        await devices.pop()?.close();
+        const admitted = await MqttDevice.connectWhenUp(brokerUrl(), pair);
+        devices.push(admitted);
+        const key = unique('admitted');
+        assert.equal((await admitted.send('register', { thing_key: key })).http_code, 200);
+      } finally {
+        for (const device of devices) await device.close();
+      }
+      await assert.rejects(
+        mqtt.connectAsync(brokerUrl(), { reconnectPeriod: 0, username: 'x', password: 'y' }),
+        (error: Error & { code?: number }) => error.code === 5,
+        'the limit counts connections, not attempts',
+      );
+    });
+  },
+  {
+    env: async () => ({
+      MQTT_PORT: String(await freePort()),
+      MQTT_MAX_PENDING: String(MAX_PENDING),
+      MQTT_MAX_CONNECTIONS: String(MAX_CONNECTIONS),
+    }),
+  },
+);
