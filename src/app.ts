@@ -11,7 +11,7 @@ import { auditRoutes } from './audit/routes.ts';
 import { type BootstrapResult, bootstrapFirstAdmin } from './bootstrap.ts';
 import type { Config } from './core/config.ts';
 import { limitHeapGrowth } from './core/heap.ts';
-import { DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
+import { BULK_BODY_LIMIT, DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
 import { registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
 import { SecretBox } from './core/secret-box.ts';
@@ -20,6 +20,7 @@ import { DeliveryWorker } from './deliveries/worker.ts';
 import { DeviceAuthenticator } from './devices/authentication.ts';
 import { deviceRoutes } from './devices/routes.ts';
 import { DeviceService } from './devices/service.ts';
+import { EventAdmission } from './events/admission.ts';
 import { EventIngest } from './events/ingest.ts';
 import { eventRoutes } from './events/routes.ts';
 import { EventWriter } from './events/writer.ts';
@@ -82,7 +83,10 @@ export async function createServer(config: Config): Promise<Server> {
     let worker: DeliveryWorker | undefined;
     const rules = new RuleEngine(store, { onQueued: () => worker?.wake() });
     closeOnFailure.push(() => rules.close());
-    const writer = new EventWriter(store, { process: (tx, batches) => rules.evaluate(tx, batches) });
+    const writer = new EventWriter(store, {
+      process: (tx, batches) => rules.evaluate(tx, batches),
+      maxPendingRows: config.eventMaxPending,
+    });
     const authenticator = new DeviceAuthenticator(store.db, box);
     closeOnFailure.push(() => authenticator.close());
     const ingest = new EventIngest(store, writer);
@@ -90,6 +94,7 @@ export async function createServer(config: Config): Promise<Server> {
     let instructions: MqttInstructions | undefined;
     const app = await buildHttpApp(config, store, sessions, box, {
       ingest,
+      eventAdmission: new EventAdmission(() => writer.refusing(), BULK_BODY_LIMIT),
       authenticator,
       devices,
       instructions: () => instructions,
@@ -138,6 +143,7 @@ async function buildHttpApp(
   box: SecretBox,
   parts: {
     ingest: EventIngest;
+    eventAdmission: EventAdmission;
     authenticator: DeviceAuthenticator;
     devices: DeviceService;
     instructions: () => InstructionCarrier | undefined;
@@ -216,8 +222,8 @@ async function buildHttpApp(
     ...groupRoutes(store),
     ...gatewayRoutes(store),
     ...keyPairRoutes(store, box),
-    ...eventRoutes(parts.ingest),
-    ...deviceRoutes(parts.devices),
+    ...eventRoutes(parts.ingest, parts.eventAdmission),
+    ...deviceRoutes(parts.devices, parts.eventAdmission),
     ...queryRoutes(store),
     ...alertRoutes(store, parts.devices),
     ...ruleRoutes(store),

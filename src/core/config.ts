@@ -26,6 +26,8 @@ export interface Config {
   mqttMaxConnections: number;
   /** Device messages that may wait to be stored at once; past it devices stop being read (TCP back-pressure). */
   mqttMaxPending: number;
+  /** Events (and heartbeats) that may wait to be stored; past it new ones are refused with 503. */
+  eventMaxPending: number;
   smtpUrl: string | undefined;
   /** Sender address of e-mail actions. */
   smtpFrom: string | undefined;
@@ -142,6 +144,7 @@ export function loadConfig(env: Env = process.env): Config {
     mqttShareGroup: env.MQTT_SHARE_GROUP || 'thingbase',
     mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, defaultMaxConnections()),
     mqttMaxPending: parsePositive('MQTT_MAX_PENDING', env.MQTT_MAX_PENDING, 10_000),
+    eventMaxPending: parsePositive('EVENT_MAX_PENDING', env.EVENT_MAX_PENDING, 100_000),
     smtpUrl: env.SMTP_URL || undefined,
     smtpFrom: env.SMTP_FROM || undefined,
     smsUrl: env.SMS_URL || undefined,

@@ -3,7 +3,7 @@
  * 200 with `{}`; errors carry `errors: [{code, message}]` with string codes, as the SDKs parse them.
  */
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
-import { type AnyRoute, defineRoute } from '../core/http/route.ts';
+import { type Admission, type AnyRoute, defineRoute } from '../core/http/route.ts';
 import { EmptyObject } from '../core/http/schema.ts';
 import { EventBody, HeartbeatBody, RegisterBody } from './schemas.ts';
 import type { DeviceService } from './service.ts';
@@ -12,7 +12,7 @@ const tags = ['Devices'];
 const device = { kind: 'device' } as const;
 const withJson = (path: string) => ({ url: path, aliases: [`${path}.json`] });
 
-export function deviceRoutes(devices: DeviceService): AnyRoute[] {
+export function deviceRoutes(devices: DeviceService, eventAdmission?: Admission): AnyRoute[] {
   return [
     defineRoute({
       method: 'POST',
@@ -48,6 +48,7 @@ export function deviceRoutes(devices: DeviceService): AnyRoute[] {
       description: 'Answered only after the events are committed. A bulk is stored whole or not at all.',
       access: device,
       bodyLimit: BULK_BODY_LIMIT,
+      admission: eventAdmission,
       params: EventBody,
       response: EmptyObject,
       handler: async ({ principal, params }) => {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
-import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
+import { type Admission, type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import { CommonParams, EmptyObject, Key } from '../core/http/schema.ts';
 import type { EventIngest } from './ingest.ts';
 
@@ -27,7 +27,7 @@ const PostEventsParams = Type.Object({
   ),
 });
 
-export function eventRoutes(ingest: EventIngest): AnyRoute[] {
+export function eventRoutes(ingest: EventIngest, admission?: Admission): AnyRoute[] {
   return [
     defineRoute({
       method: 'POST',
@@ -37,6 +37,7 @@ export function eventRoutes(ingest: EventIngest): AnyRoute[] {
       description: 'Answered only after the events are committed; stored whole or not at all.',
       access: permission('data', 'create'),
       bodyLimit: BULK_BODY_LIMIT,
+      admission,
       params: PostEventsParams,
       response: EmptyObject,
       handler: async ({ principal, params }) => {

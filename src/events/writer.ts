@@ -108,6 +108,11 @@ export class EventWriter {
     this.concurrency = options.concurrency ?? (store.engine === 'postgres' ? 2 : 1);
   }
 
+  /** Whether new work is refused now: as many rows wait as may. */
+  refusing(): boolean {
+    return this.pendingRows >= this.maxPendingRows;
+  }
+
   /** Resolves once the batch is committed; rejects if it could not be, and nothing of it is stored. */
   write(batch: IngestBatch): Promise<void> {
     const size = Math.max(1, batch.events.length + (batch.heartbeats?.size ?? 0));

@@ -66,6 +66,8 @@ export interface RouteSpec<S extends TObject = TObject> {
   params: S;
   response?: TSchema;
   bodyLimit?: number;
+  /** Refuses requests before their body is read (event ingestion under overload). */
+  admission?: Admission;
   /**
    * Serves the answer again from memory while the change revisions of this entity type in the
    * visible organisations stay the same (audit/revisions.ts keeps them for a few types). Only for
@@ -74,6 +76,15 @@ export interface RouteSpec<S extends TObject = TObject> {
    */
   cachedUntilChangeOf?: EntityType;
   handler(call: RouteCall<Static<S>>): Promise<unknown> | unknown;
+}
+
+/**
+ * Decides, when a request arrives and before its body is read, whether it is taken on; `leave` is
+ * called once its answer is sent (or its connection gone) for every request `enter` admitted.
+ */
+export interface Admission {
+  enter(request: FastifyRequest): ApiError | undefined;
+  leave(request: FastifyRequest): void;
 }
 
 /** What routes need from the rest of the server, provided when the app is built. */
@@ -178,6 +189,7 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
     return sendJson(reply, answer);
   };
   const schema = documentationSchema(spec, pathNames);
+  const admission = spec.admission;
   for (const url of [spec.url, ...(spec.aliases ?? [])]) {
     app.route({
       method: spec.method,
@@ -185,7 +197,27 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       handler,
       schema: url === spec.url ? schema : { ...schema, hide: true },
       bodyLimit: spec.bodyLimit ?? DEFAULT_BODY_LIMIT,
-      onRequest: ignoreContentTypeWithoutBody,
+      onRequest: admission
+        ? [
+            ignoreContentTypeWithoutBody,
+            (request, _reply, done) => {
+              const refused = admission.enter(request);
+              done(refused);
+            },
+          ]
+        : ignoreContentTypeWithoutBody,
+      ...(admission
+        ? {
+            onResponse: (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+              admission.leave(request);
+              done();
+            },
+            onRequestAbort: (request: FastifyRequest, done: () => void) => {
+              admission.leave(request);
+              done();
+            },
+          }
+        : {}),
       exposeHeadRoute: false,
     });
   }

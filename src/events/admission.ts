@@ -1,0 +1,48 @@
+/**
+ * Admission of event requests over HTTP (docs/devices.md, "Overload"). Checked when a request
+ * arrives, before its body is read: while the event writer refuses work, or while the bodies of
+ * event requests under way add up to more than a budget, the request is answered 503 with
+ * Retry-After at once. Reading and parsing a 10 MiB bulk only to refuse it would cost the memory and
+ * time the refusal is there to save.
+ */
+import type { FastifyRequest } from 'fastify';
+import { ApiError } from '../core/errors.ts';
+import type { Admission } from '../core/http/route.ts';
+
+/** Bytes of event request bodies that may be under way at once. */
+export const EVENT_BODY_BUDGET = 64 * 1024 * 1024;
+
+const unavailable = (message: string) =>
+  new ApiError(503, [{ code: 'unavailable', message }], undefined, { 'retry-after': '1' });
+
+export class EventAdmission implements Admission {
+  private bytes = 0;
+  private readonly admitted = new WeakMap<FastifyRequest, number>();
+
+  constructor(
+    /** Whether the writer refuses new work now. */
+    private readonly writerRefusing: () => boolean,
+    /** Counted for a body of unknown length (chunked): the route's body limit. */
+    private readonly unknownLength: number,
+    private readonly budget = EVENT_BODY_BUDGET,
+  ) {}
+
+  enter(request: FastifyRequest): ApiError | undefined {
+    if (this.writerRefusing()) return unavailable('the store is behind; send again shortly');
+    const declared = Number(request.headers['content-length']);
+    const size = Number.isFinite(declared) && declared >= 0 ? declared : this.unknownLength;
+    if (this.bytes > 0 && this.bytes + size > this.budget) {
+      return unavailable('too many events are being received; send again shortly');
+    }
+    this.bytes += size;
+    this.admitted.set(request, size);
+    return undefined;
+  }
+
+  leave(request: FastifyRequest): void {
+    const size = this.admitted.get(request);
+    if (size === undefined) return;
+    this.admitted.delete(request);
+    this.bytes -= size;
+  }
+}

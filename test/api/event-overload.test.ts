@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { it } from 'node:test';
+import pg from 'pg';
+import { createThing } from '../support/fixtures.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+const MAX_PENDING = 20;
+
+/** Sends only the headers of a request that announces a large body, and waits for the answer. */
+function headersOnly(
+  url: string,
+  path: string,
+  token: string,
+): Promise<{ status: number; headers: object; body: any }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(new URL(path, url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': '5000000', 'x-auth-token': token },
+    });
+    request.on('response', (response) => {
+      let text = '';
+      response.on('data', (chunk) => {
+        text += chunk;
+      });
+      response.on('end', () => {
+        request.destroy();
+        resolve({ status: response.statusCode ?? 0, headers: response.headers, body: JSON.parse(text) });
+      });
+    });
+    request.on('error', reject);
+    request.setTimeout(10_000, () => {
+      request.destroy();
+      reject(new Error('no answer while the body was not sent'));
+    });
+    request.flushHeaders();
+  });
+}
+
+describeOnStores(
+  'event ingestion under overload',
+  (ctx) => {
+    it('when the writer holds as many events as it may then an event request is refused with 503 and Retry-After before its body is read, and the events held are stored', {
+      skip:
+        ctx.store.name === 'sqlite'
+          ? 'holding a SQLite write lock from another connection would stop this process'
+          : false,
+    }, async () => {
+      const token = await ctx.api.adminToken();
+      const thing = await createThing(ctx.api, token, {});
+      const events = Array.from({ length: MAX_PENDING }, (_, i) => ({ data: { seq: i } }));
+      const locker = new pg.Client({ connectionString: ctx.api.storeSettings.databaseUrl });
+      await locker.connect();
+      try {
+        await locker.query(`set search_path to "${ctx.api.storeSettings.databaseSchema}"`);
+        await locker.query('begin');
+        await locker.query('select * from things where thing_key = $1 for update', [thing.thing_key]);
+        const held = ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, { token, body: { events } });
+        // Wait until the writer's transaction waits for the thing's row.
+        for (let tries = 0; ; tries++) {
+          const waiting = await locker.query(
+            "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()",
+          );
+          if (waiting.rows[0].n > 0) break;
+          if (tries > 200) throw new Error('the writer never waited for the lock');
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+        const refused = await headersOnly(ctx.api.url, `/api/v3/things/${thing.thing_key}/events`, token);
+        assert.equal(refused.status, 503);
+        assert.equal((refused.headers as Record<string, string>)['retry-after'], '1');
+        assert.equal(refused.body.success, false);
+        assert.equal(refused.body.errors[0].code, 'unavailable');
+        await locker.query('commit');
+        assert.equal((await held).status, 200);
+      } finally {
+        await locker.end();
+      }
+      const stored = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+        token,
+        body: { thing_key: thing.thing_key, per: 100 },
+      });
+      assert.equal(stored.body[thing.thing_key].total_event_count, MAX_PENDING, stored.text);
+      const again = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+        token,
+        body: { events: [{ data: { seq: -1 } }] },
+      });
+      assert.equal(again.status, 200, 'taken again once the writer caught up');
+    });
+  },
+  { env: { EVENT_MAX_PENDING: String(MAX_PENDING) } },
+);
