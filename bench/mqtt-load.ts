@@ -6,12 +6,12 @@
  */
 import { connect, type Socket } from 'node:net';
 
-const CONNECT = 0x10;
-const CONNACK = 0x20;
-const PUBLISH = 0x30;
-const PUBACK = 0x40;
-const SUBSCRIBE = 0x82;
-const SUBACK = 0x90;
+export const CONNECT = 0x10;
+export const CONNACK = 0x20;
+export const PUBLISH = 0x30;
+export const PUBACK = 0x40;
+export const SUBSCRIBE = 0x82;
+export const SUBACK = 0x90;
 
 function remainingLength(length: number): Buffer {
   const bytes: number[] = [];
@@ -24,19 +24,19 @@ function remainingLength(length: number): Buffer {
   return Buffer.from(bytes);
 }
 
-const text = (value: string) => {
+export const text = (value: string) => {
   const bytes = Buffer.from(value, 'utf8');
   const length = Buffer.alloc(2);
   length.writeUInt16BE(bytes.length);
   return Buffer.concat([length, bytes]);
 };
 
-const packet = (type: number, ...parts: Buffer[]) => {
+export const packet = (type: number, ...parts: Buffer[]) => {
   const body = Buffer.concat(parts);
   return Buffer.concat([Buffer.from([type]), remainingLength(body.length), body]);
 };
 
-const packetId = (id: number) => Buffer.from([id >> 8, id & 0xff]);
+export const packetId = (id: number) => Buffer.from([id >> 8, id & 0xff]);
 
 /** A PUBLISH at QoS 1 with packet id 0, and where in it the packet id goes. */
 function publishTemplate(topic: string, payload: string): { bytes: Buffer; idAt: number } {
@@ -46,7 +46,7 @@ function publishTemplate(topic: string, payload: string): { bytes: Buffer; idAt:
 }
 
 /** Splits a byte stream into MQTT packets: [first byte, body]. */
-class PacketReader {
+export class PacketReader {
   private pending: Buffer = Buffer.alloc(0);
 
   *read(chunk: Buffer): Generator<[number, Buffer]> {

@@ -100,7 +100,7 @@ export async function createServer(config: Config): Promise<Server> {
       instructions: () => instructions,
     });
     instructions = new MqttInstructions(store, authenticator, app.log);
-    const mqtt = await startMqtt(config, app, authenticator, devices, instructions).catch(async (error) => {
+    const mqtt = await startMqtt(config, app, authenticator, devices, instructions, writer).catch(async (error) => {
       await app.close();
       throw error;
     });
@@ -234,11 +234,14 @@ async function buildHttpApp(
   return app;
 }
 
-/** Of all messages that may wait, one connection may hold at most 100, and their text at most 16 MiB. */
+/**
+ * Of all messages that may wait, one connection may hold at most 1,000, and their text at most 4 MiB:
+ * about a second of the server's work, enough to keep the writer busy, little enough to read.
+ */
 const inboundLimits = (messages: number): InboundLimits => ({
   messages,
-  perConnection: Math.min(100, messages),
-  bytes: 16 * 1024 * 1024,
+  perConnection: Math.min(1000, messages),
+  bytes: 4 * 1024 * 1024,
 });
 
 /**
@@ -252,6 +255,7 @@ async function startMqtt(
   authenticator: DeviceAuthenticator,
   devices: DeviceService,
   instructions: MqttInstructions,
+  writer: EventWriter,
 ): Promise<EmbeddedBroker | ExternalBroker | undefined> {
   if (config.mqttUrl) {
     return connectExternalBroker({
@@ -274,6 +278,7 @@ async function startMqtt(
       instructions,
       maxConnections: config.mqttMaxConnections,
       inbound: inboundLimits(config.mqttMaxPending),
+      onStoreBehind: (listener) => writer.onRefusingChange(listener),
     });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' && !config.mqttPortExplicit) {

@@ -24,7 +24,7 @@ export interface Config {
   mqttShareGroup: string;
   /** Device connections the embedded broker holds at most; more are refused with CONNACK 3. */
   mqttMaxConnections: number;
-  /** Device messages that may wait to be stored at once; past it devices stop being read (TCP back-pressure). */
+  /** Device messages that may wait for the server thread at once; past it messages are answered 503 at once. */
   mqttMaxPending: number;
   /** Events (and heartbeats) that may wait to be stored; past it new ones are refused with 503. */
   eventMaxPending: number;
@@ -143,7 +143,7 @@ export function loadConfig(env: Env = process.env): Config {
     mqttUrl: env.MQTT_URL || undefined,
     mqttShareGroup: env.MQTT_SHARE_GROUP || 'thingbase',
     mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, defaultMaxConnections()),
-    mqttMaxPending: parsePositive('MQTT_MAX_PENDING', env.MQTT_MAX_PENDING, 10_000),
+    mqttMaxPending: parsePositive('MQTT_MAX_PENDING', env.MQTT_MAX_PENDING, 20_000),
     eventMaxPending: parsePositive('EVENT_MAX_PENDING', env.EVENT_MAX_PENDING, 100_000),
     smtpUrl: env.SMTP_URL || undefined,
     smtpFrom: env.SMTP_FROM || undefined,

@@ -96,6 +96,8 @@ export class EventWriter {
   private readonly maxPendingRows: number;
   private readonly process: TransactionWork | undefined;
   private readonly concurrency: number;
+  private refusingNow = false;
+  private readonly refusingListeners = new Set<(refusing: boolean) => void>();
 
   constructor(
     private readonly store: Store,
@@ -113,6 +115,19 @@ export class EventWriter {
     return this.pendingRows >= this.maxPendingRows;
   }
 
+  /** Calls `listener` each time the writer starts or stops refusing work; returns the function that stops it. */
+  onRefusingChange(listener: (refusing: boolean) => void): () => void {
+    this.refusingListeners.add(listener);
+    return () => this.refusingListeners.delete(listener);
+  }
+
+  private noteRefusing(): void {
+    const refusing = this.refusing();
+    if (refusing === this.refusingNow) return;
+    this.refusingNow = refusing;
+    for (const listener of this.refusingListeners) listener(refusing);
+  }
+
   /** Resolves once the batch is committed; rejects if it could not be, and nothing of it is stored. */
   write(batch: IngestBatch): Promise<void> {
     const size = Math.max(1, batch.events.length + (batch.heartbeats?.size ?? 0));
@@ -124,6 +139,7 @@ export class EventWriter {
       );
     }
     this.pendingRows += size;
+    this.noteRefusing();
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ batch, size, resolve, reject });
       this.queuedRows += size;
@@ -185,6 +201,7 @@ export class EventWriter {
           for (const q of taken) q.reject(error);
         } finally {
           this.pendingRows -= rows;
+          this.noteRefusing();
         }
       }
     } finally {

@@ -22,6 +22,7 @@ export interface BrokerSettings {
 
 /** Checked device messages: connection, access key, kind, text, context; five items each. */
 export type MessageList = (number | string)[];
+export const MESSAGE_ITEMS = 5;
 
 /** Acknowledgements: connection, context, HTTP code, the errors or null; four items each. */
 export type AckList = (number | string | ErrorItem[] | null)[];
@@ -32,6 +33,8 @@ export type ToBroker =
   | { t: 'acks'; acks: AckList }
   /** A message of this connection cannot be done: it is answered by closing the connection. */
   | { t: 'close'; connection: number }
+  /** The store is behind (the event writer refuses work): device messages are answered 503 at once. */
+  | { t: 'behind'; behind: boolean }
   /** Asks how many messages wait for the server thread now, and the most that ever did. */
   | { t: 'inbound'; id: number }
   | { t: 'publish'; id: number; topic: string; payload: string; alertKey: string; connection: number | null }
@@ -64,7 +67,7 @@ export function forEachMessage(
   list: MessageList,
   visit: (connection: number, accessKey: string, kind: DeviceMessageKind, text: string, context: string) => void,
 ): void {
-  for (let i = 0; i < list.length; i += 5) {
+  for (let i = 0; i < list.length; i += MESSAGE_ITEMS) {
     visit(
       list[i] as number,
       list[i + 1] as string,

@@ -71,9 +71,12 @@ const logins = new Map<
 let lastLoginId = 0;
 
 // Messages handed to the server thread and not yet answered; past the limits, sockets stop being read.
-// aedes reads a socket again once every packet of its last read is done: a publish held in
-// authorizePublish holds its connection's socket.
+// Messages handed to the server thread and not yet answered; past the limits, or while the server
+// says its store is behind, messages are answered at once with a 503.
 const inbound = new InboundFlow(settings.inbound);
+let storeBehind = false;
+const busy = (context: string) =>
+  failure(context, 503, [{ code: 'unavailable', message: 'the server is busy; send again shortly' }]);
 
 /** Device sockets open now, signed in or not. */
 let openSockets = 0;
@@ -109,9 +112,11 @@ const broker = await Aedes.createBroker({
     // Devices publish to device topics only; acknowledgements and instructions come from the server.
     if (!client || !topicOf(client, packet.topic))
       return done(new Error(`publishing to ${packet.topic} is not allowed`));
-    const connection = connections.get(client);
-    if (!connection) return done(null);
-    inbound.admit(connection.id, () => done(null));
+    // While the device does not read what it is sent (its acknowledgements), nothing more is read
+    // from it: aedes reads a socket again once every packet of its last read is done.
+    const socket = (client as Client & { conn: Socket }).conn;
+    if (!socket.writableNeedDrain) return done(null);
+    socket.once('drain', () => done(null));
   },
   authorizeSubscribe: (client, subscription, done) => {
     const connection = client ? connections.get(client) : undefined;
@@ -143,9 +148,7 @@ function answerLogin(id: number, secretKey: string | null): void {
 
 broker.on('clientDisconnect', (client: Client) => {
   const connection = connections.get(client);
-  if (!connection) return;
-  byId.delete(connection.id);
-  inbound.closed(connection.id);
+  if (connection) byId.delete(connection.id);
 });
 
 // Straight to the device's connection rather than through the broker's topic routing: the ack topic
@@ -198,11 +201,14 @@ const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTop
   const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
   const read = readDeviceMessage(topic, payload);
   if (isAck(read)) return acknowledge(client, read);
+  if (storeBehind || !inbound.handOn(connection.id, read.text.length)) return acknowledge(client, busy(read.context));
   const refused = refusalOnConnection(read, connection);
-  if (refused) return acknowledge(client, refused);
+  if (refused) {
+    inbound.answered(connection.id);
+    return acknowledge(client, refused);
+  }
   if (forwarded.length === 0) setImmediate(forward);
   addMessage(forwarded, connection.id, connection.accessKey, topic.kind, read.text, read.context);
-  inbound.handedOn(connection.id, read.text.length);
 };
 
 // A device's message (acknowledged to it with PUBACK by now) goes to the handler straight, not
@@ -313,6 +319,9 @@ port.on('message', (message: ToBroker) => {
     case 'close':
       inbound.answered(message.connection);
       byId.get(message.connection)?.client.close();
+      break;
+    case 'behind':
+      storeBehind = message.behind;
       break;
     case 'inbound':
       send({ t: 'inbound', id: message.id, pending: inbound.pending(), highWater: inbound.highWater });

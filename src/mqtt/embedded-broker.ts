@@ -22,6 +22,8 @@ import {
   type BrokerSettings,
   type FromBroker,
   forEachMessage,
+  MESSAGE_ITEMS,
+  type MessageList,
   type ToBroker,
 } from './broker-protocol.ts';
 import type { InboundLimits } from './inbound-flow.ts';
@@ -54,6 +56,8 @@ function newWorker(settings: BrokerSettings): Worker {
 const RESTART_DELAY_MS = 1000;
 const STOP_TIMEOUT_MS = 5000;
 const CONNECTIONS_PER_THREAD = 2 ** 40;
+/** Device messages begun on one turn of the event loop. */
+const MESSAGES_PER_SLICE = 200;
 
 export async function startEmbeddedBroker(options: {
   port: number;
@@ -66,6 +70,8 @@ export async function startEmbeddedBroker(options: {
   /** Device connections beyond this are refused with CONNACK 3. */
   maxConnections: number;
   inbound: InboundLimits;
+  /** Tells of each time the store falls behind or catches up (the event writer refusing work). */
+  onStoreBehind?: (listener: (behind: boolean) => void) => () => void;
 }): Promise<EmbeddedBroker> {
   // Each thread numbers its connections from its own first number.
   let started = 0;
@@ -137,6 +143,8 @@ function startWorker(
     publishing.clear();
   });
   worker.on('error', (error) => log.error(error, 'MQTT broker thread failed'));
+  const stopWatching = options.onStoreBehind?.((behind) => post({ t: 'behind', behind }));
+  void exited.then(() => stopWatching?.());
 
   // Acknowledgements leave for the broker together, once per turn of the event loop.
   let acks: AckList = [];
@@ -184,6 +192,26 @@ function startWorker(
     lookups.set(connection, looked);
   };
 
+  // Device messages are done a slice at a time, each slice on its own turn of the event loop, so
+  // that HTTP requests are served between them however many messages arrive at once.
+  const received: MessageList[] = [];
+  const doSlice = () => {
+    let done = 0;
+    while (received.length > 0 && done < MESSAGES_PER_SLICE) {
+      const list = received[0] as MessageList;
+      const take = Math.min(list.length, (MESSAGES_PER_SLICE - done) * MESSAGE_ITEMS);
+      forEachMessage(take === list.length ? list : list.slice(0, take), onMessage);
+      done += take / MESSAGE_ITEMS;
+      if (take === list.length) received.shift();
+      else received[0] = list.slice(take);
+    }
+    if (received.length > 0) setImmediate(doSlice);
+  };
+  const receive = (list: MessageList) => {
+    if (received.length === 0) setImmediate(doSlice);
+    received.push(list);
+  };
+
   let lastInboundId = 0;
   const inboundAnswers = new Map<number, (figures: { pending: number; highWater: number }) => void>();
   const inbound = () =>
@@ -215,7 +243,7 @@ function startWorker(
     worker.on('message', (message: FromBroker) => {
       switch (message.t) {
         case 'messages':
-          forEachMessage(message.messages, onMessage);
+          receive(message.messages);
           break;
         case 'login': {
           const { id } = message;

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { it } from 'node:test';
 import pg from 'pg';
+import { createKeyPair } from '../support/device.ts';
 import { createThing } from '../support/fixtures.ts';
+import { MqttDevice } from '../support/mqtt-device.ts';
+import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 const MAX_PENDING = 20;
@@ -48,6 +51,10 @@ describeOnStores(
     }, async () => {
       const token = await ctx.api.adminToken();
       const thing = await createThing(ctx.api, token, {});
+      const device = await MqttDevice.connect(
+        `mqtt://127.0.0.1:${ctx.api.server.mqttPort}`,
+        await createKeyPair(ctx.api, token),
+      );
       const events = Array.from({ length: MAX_PENDING }, (_, i) => ({ data: { seq: i } }));
       const locker = new pg.Client({ connectionString: ctx.api.storeSettings.databaseUrl });
       await locker.connect();
@@ -70,10 +77,14 @@ describeOnStores(
         assert.equal((refused.headers as Record<string, string>)['retry-after'], '1');
         assert.equal(refused.body.success, false);
         assert.equal(refused.body.errors[0].code, 'unavailable');
+        const overMqtt = await device.send('event', { thing_key: thing.thing_key, data: { seq: -2 } });
+        assert.equal(overMqtt.http_code, 503, JSON.stringify(overMqtt));
+        assert.equal(overMqtt.http_msg.errors?.[0]?.code, 'unavailable');
         await locker.query('commit');
         assert.equal((await held).status, 200);
       } finally {
         await locker.end();
+        await device.close();
       }
       const stored = await ctx.api.request('POST', '/api/v3/query/thing_data', {
         token,
@@ -87,5 +98,5 @@ describeOnStores(
       assert.equal(again.status, 200, 'taken again once the writer caught up');
     });
   },
-  { env: { EVENT_MAX_PENDING: String(MAX_PENDING) } },
+  { env: async () => ({ EVENT_MAX_PENDING: String(MAX_PENDING), MQTT_PORT: String(await freePort()) }) },
 );

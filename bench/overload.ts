@@ -1,0 +1,543 @@
+/**
+ * `npm run bench -- overload [--store sqlite|postgres] [--duration 60] [--normal 20] [--mqtt 60] [--http 8]`
+ * The server under far more events than it can store, next to the same server under a load it keeps
+ * up with, measured in the same run:
+ * - normal: each MQTT device sends its next bulk when the last is acknowledged, one HTTP client posts
+ *   bulks one after another.
+ * - overload: every MQTT device (QoS 1 bulks of 50 events) writes as fast as its socket takes them,
+ *   never waiting for an acknowledgement, while `--http` clients post signed bulks of 1,000 events
+ *   back to back; meanwhile a prober calls /healthz, signs in and lists things four times a second.
+ * Reported: the server's peak RSS in each phase, how fast refusals (503) and acknowledgements came,
+ * the prober's latencies, and whether every acknowledged event was stored exactly once (every event
+ * carries its sender and sequence number; the store is read after the server has stopped).
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { request } from 'undici';
+import {
+  CONNACK,
+  CONNECT,
+  PacketReader,
+  PUBACK,
+  PUBLISH,
+  packet,
+  packetId,
+  SUBACK,
+  SUBSCRIBE,
+  text,
+} from './mqtt-load.ts';
+import { buildServer, describeMachine, option, startChildServer, table } from './support.ts';
+
+interface KeyPair {
+  access_key: string;
+  secret_key: string;
+}
+
+const sign = (secret: string, body: string) => createHmac('sha256', secret).update(body).digest('hex');
+
+function rssMiB(pid: number): number {
+  try {
+    const match = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Latencies in milliseconds, summarised. */
+class Latencies {
+  private readonly values: number[] = [];
+  add(ms: number): void {
+    this.values.push(ms);
+  }
+  get count(): number {
+    return this.values.length;
+  }
+  quantile(q: number): number {
+    if (this.values.length === 0) return Number.NaN;
+    const sorted = [...this.values].sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+  }
+  summary(): string {
+    if (this.values.length === 0) return '-';
+    return `${this.quantile(0.5).toFixed(0)} / ${this.quantile(0.99).toFixed(0)} / ${this.quantile(1).toFixed(0)}`;
+  }
+}
+
+/** What one phase saw. */
+interface Phase {
+  peakRss: number;
+  /** Answers by HTTP code (MQTT acknowledgements and HTTP answers together). */
+  codes: Map<number, number>;
+  events: number;
+  /** Time to each answer, by transport and whether it took the events. */
+  latencies: Record<'mqtt' | 'http', { accepted: Latencies; refused: Latencies }>;
+  probes: Latencies;
+  probeFailures: number;
+  seconds: number;
+}
+
+const newPhase = (): Phase => ({
+  peakRss: 0,
+  codes: new Map(),
+  events: 0,
+  latencies: {
+    mqtt: { accepted: new Latencies(), refused: new Latencies() },
+    http: { accepted: new Latencies(), refused: new Latencies() },
+  },
+  probes: new Latencies(),
+  probeFailures: 0,
+  seconds: 0,
+});
+
+/** Events acknowledged as stored, by thing. */
+const acknowledged = new Map<string, number>();
+
+function answered(
+  phase: Phase,
+  transport: 'mqtt' | 'http',
+  thingKey: string,
+  code: number,
+  events: number,
+  ms: number,
+): void {
+  phase.codes.set(code, (phase.codes.get(code) ?? 0) + 1);
+  if (code === 200) {
+    acknowledged.set(thingKey, (acknowledged.get(thingKey) ?? 0) + events);
+    phase.events += events;
+    phase.latencies[transport].accepted.add(ms);
+  } else {
+    phase.latencies[transport].refused.add(ms);
+  }
+}
+
+const MQTT_BULK = 50;
+const HTTP_BULK = 1000;
+
+/** A bulk of a thing's events, each with its sequence number. */
+const bulkOf = (thingKey: string, first: number, count: number) => {
+  let events = '';
+  for (let i = 0; i < count; i++) {
+    if (i > 0) events += ',';
+    events += `{"thing_key":"${thingKey}","data":{"s":${first + i},"temperature":${20 + ((first + i) % 50)},"pressure":1.5,"rpm":1200}}`;
+  }
+  return `{"events":[${events}]}`;
+};
+
+/** A device on a raw socket: sends bulks either one at a time or as fast as the socket takes them. */
+class FloodDevice {
+  private readonly socket: Socket;
+  private readonly sentAt = new Map<string, number>();
+  private next = 0;
+  private nextId = 0;
+  private stopped = false;
+  phase: Phase = newPhase();
+  mode: 'paced' | 'flood' = 'paced';
+
+  private constructor(
+    private readonly pair: KeyPair,
+    readonly thingKey: string,
+    socket: Socket,
+  ) {
+    this.socket = socket;
+  }
+
+  static connect(port: number, pair: KeyPair, thingKey: string): Promise<FloodDevice> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.setNoDelay(true);
+      const device = new FloodDevice(pair, thingKey, socket);
+      const clientId = `ovl${thingKey}`;
+      const reader = new PacketReader();
+      socket.on('data', (chunk: Buffer) => {
+        for (const [first, body] of reader.read(chunk)) {
+          const type = first & 0xf0;
+          if (type === CONNACK) {
+            if (body[1] !== 0) return reject(new Error(`CONNACK ${body[1]}`));
+            socket.write(packet(SUBSCRIBE, packetId(1), text(`Altizon/Datonis/${clientId}/httpAck`), Buffer.from([1])));
+          } else if (type === SUBACK) {
+            resolve(device);
+          } else if (type === PUBLISH) {
+            const topicLength = body.readUInt16BE(0);
+            const id = body.subarray(2 + topicLength, 4 + topicLength);
+            socket.write(Buffer.from([PUBACK, 2, id[0] as number, id[1] as number]));
+            device.onAck(JSON.parse(body.subarray(4 + topicLength).toString()));
+          }
+        }
+      });
+      socket.on('error', (error) => reject(error));
+      socket.on('drain', () => device.fill());
+      socket.write(
+        packet(
+          CONNECT,
+          text('MQTT'),
+          Buffer.from([4, 0xc2, 0, 60]),
+          text(clientId),
+          text(pair.access_key),
+          text(sign(pair.secret_key, pair.access_key)),
+        ),
+      );
+    });
+  }
+
+  get outstanding(): number {
+    return this.sentAt.size;
+  }
+
+  start(mode: 'paced' | 'flood', phase: Phase): void {
+    this.mode = mode;
+    this.phase = phase;
+    this.stopped = false;
+    this.fill();
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+
+  private onAck(ack: { context: string; http_code: number }): void {
+    const at = this.sentAt.get(ack.context);
+    this.sentAt.delete(ack.context);
+    answered(
+      this.phase,
+      'mqtt',
+      this.thingKey,
+      ack.http_code,
+      MQTT_BULK,
+      at === undefined ? 0 : performance.now() - at,
+    );
+    if (this.mode === 'paced') this.fill();
+  }
+
+  /** Sends while the mode allows: paced, one outstanding; flood, until the socket's buffer is full. */
+  fill(): void {
+    while (!this.stopped && (this.mode === 'flood' || this.sentAt.size === 0)) {
+      const signed = bulkOf(this.thingKey, this.next, MQTT_BULK);
+      this.next += MQTT_BULK;
+      const hash = sign(this.pair.secret_key, signed);
+      const payload = `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${this.pair.access_key}","aliot_protocol_version":2.0}`;
+      this.nextId = (this.nextId % 65535) + 1;
+      this.sentAt.set(hash, performance.now());
+      const written = this.socket.write(
+        packet(
+          PUBLISH | 0x02,
+          text(`Altizon/Datonis/ovl${this.thingKey}/event`),
+          packetId(this.nextId),
+          Buffer.from(payload),
+        ),
+      );
+      if (!written) return;
+    }
+  }
+}
+
+/** The next sequence number of each HTTP client's thing, across phases. */
+const httpSequence = new Map<string, number>();
+
+/** An HTTP client posting signed bulks one after another until stopped. */
+async function postBulks(url: string, pair: KeyPair, thingKey: string, phase: () => Phase, stopped: () => boolean) {
+  while (!stopped()) {
+    const next = httpSequence.get(thingKey) ?? 0;
+    httpSequence.set(thingKey, next + HTTP_BULK);
+    const body = bulkOf(thingKey, next, HTTP_BULK);
+    const started = performance.now();
+    const current = phase();
+    try {
+      const response = await request(`${url}/api/v3/things/event.json`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-access-key': pair.access_key,
+          'x-dtn-signature': sign(pair.secret_key, body),
+        },
+        body,
+        headersTimeout: 120_000,
+        bodyTimeout: 120_000,
+      });
+      await response.body.text();
+      answered(current, 'http', thingKey, response.statusCode, HTTP_BULK, performance.now() - started);
+      if (response.statusCode === 503) await new Promise((resolve) => setTimeout(resolve, 50));
+    } catch {
+      answered(current, 'http', thingKey, 0, HTTP_BULK, performance.now() - started);
+    }
+  }
+}
+
+/** Health, sign-in and a REST read, four times a second, each timed. */
+async function probe(url: string, token: string, phase: () => Phase, stopped: () => boolean) {
+  const calls: [string, string, string | undefined][] = [
+    ['GET', '/healthz', undefined],
+    ['POST', '/api_sign_in', JSON.stringify({ email: 'bench@example.com', password: 'benchmark password' })],
+    ['GET', '/api/v3/things?per=10', undefined],
+  ];
+  while (!stopped()) {
+    for (const [method, path, body] of calls) {
+      const current = phase();
+      const started = performance.now();
+      try {
+        const response = await request(`${url}${path}`, {
+          method: method as 'GET',
+          headers: { 'content-type': 'application/json', 'x-auth-token': token },
+          body,
+          headersTimeout: 30_000,
+          bodyTimeout: 30_000,
+        });
+        await response.body.text();
+        if (response.statusCode !== 200) current.probeFailures++;
+      } catch {
+        current.probeFailures++;
+      }
+      current.probes.add(performance.now() - started);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+async function postJson(url: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await request(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return (await response.body.json()) as any;
+}
+
+/** Stored events and distinct stored events by thing, read from the store after the server stopped. */
+async function storedByThing(
+  store: string,
+  databaseUrl: string,
+  schema: string,
+): Promise<Map<string, { stored: number; distinct: number }>> {
+  const sql = `select t.thing_key as thing_key, count(*) as stored, count(distinct e.data) as distinct_events
+    from events e join things t on t.thing_id = e.thing_id group by t.thing_key`;
+  let rows: { thing_key: string; stored: number | string; distinct_events: number | string }[];
+  if (store === 'postgres') {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    await client.query(`set search_path to "${schema}"`);
+    rows = (await client.query(sql)).rows;
+    await client.end();
+  } else {
+    const db = new Database(databaseUrl.slice('sqlite:'.length), { readonly: true });
+    rows = db.prepare(sql).all() as typeof rows;
+    db.close();
+  }
+  return new Map(rows.map((r) => [r.thing_key, { stored: Number(r.stored), distinct: Number(r.distinct_events) }]));
+}
+
+export async function run(args: string[]): Promise<void> {
+  const store = option(args, 'store', 'sqlite');
+  const duration = Number(option(args, 'duration', '60'));
+  const normalSeconds = Number(option(args, 'normal', '20'));
+  const mqttDevices = Number(option(args, 'mqtt', '60'));
+  const httpClients = Number(option(args, 'http', '8'));
+  const schema = `tb_bench_${randomBytes(4).toString('hex')}`;
+  const databaseUrl =
+    store === 'postgres'
+      ? (process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
+      : `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-bench-')), 'bench.db')}`;
+  const mqttPort = 20000 + Math.floor(Math.random() * 20000);
+  console.log(
+    `overload benchmark: ${describeMachine()}; store ${store}; normal load ${normalSeconds}s, then overload ${duration}s: ${mqttDevices} MQTT devices flooding QoS 1 bulks of ${MQTT_BULK}, ${httpClients} HTTP clients posting bulks of ${HTTP_BULK}`,
+  );
+
+  buildServer();
+  const server = await startChildServer('thingbase-compiled.mjs', {
+    DATABASE_URL: databaseUrl,
+    ...(store === 'postgres' ? { DATABASE_SCHEMA: schema } : {}),
+    THINGBASE_ADMIN_EMAIL: 'bench@example.com',
+    THINGBASE_ADMIN_PASSWORD: 'benchmark password',
+    MQTT_PORT: String(mqttPort),
+  });
+  let exited: number | null | undefined;
+  const serverExit = new Promise<void>((resolve) => {
+    const check = setInterval(() => {
+      try {
+        process.kill(server.pid, 0);
+      } catch {
+        exited = null;
+        clearInterval(check);
+        resolve();
+      }
+    }, 500);
+  });
+  let serverStopped: Promise<void> | undefined;
+  const stopServer = () => {
+    serverStopped ??= exited === undefined ? server.stop() : Promise.resolve();
+    return serverStopped;
+  };
+  let phase = newPhase();
+  const sampler = setInterval(() => {
+    const rss = rssMiB(server.pid);
+    if (rss > phase.peakRss) phase.peakRss = rss;
+  }, 100);
+  const devices: FloodDevice[] = [];
+  let stopped = false;
+  let stopHttp = false;
+  try {
+    const { auth_token: token } = await postJson(server.url, '/api_sign_in', {
+      email: 'bench@example.com',
+      password: 'benchmark password',
+    });
+    const { key_pair: pair } = await postJson(
+      server.url,
+      '/api/v3/key_pairs',
+      { key_pair: { name: 'overload' } },
+      { 'x-auth-token': token },
+    );
+    const mqttThings = Array.from({ length: mqttDevices }, (_, i) => `m${i}`);
+    const httpThings = Array.from({ length: httpClients }, (_, i) => `h${i}`);
+    for (const thing_key of [...mqttThings, ...httpThings]) {
+      const body = JSON.stringify({ thing_key });
+      await request(`${server.url}/api/v3/things/register.json`, {
+        method: 'POST',
+        headers: { 'x-access-key': pair.access_key, 'x-dtn-signature': sign(pair.secret_key, body) },
+        body,
+      }).then((r) => r.body.text());
+    }
+    for (const thingKey of mqttThings) devices.push(await FloodDevice.connect(mqttPort, pair, thingKey));
+    const prober = probe(
+      server.url,
+      token,
+      () => phase,
+      () => stopped,
+    );
+
+    const normal = phase;
+    let started = performance.now();
+    for (const device of devices) device.start('paced', normal);
+    const normalHttp = postBulks(
+      server.url,
+      pair,
+      httpThings[0] as string,
+      () => normal,
+      () => stopHttp,
+    );
+    await new Promise((resolve) => setTimeout(resolve, normalSeconds * 1000));
+    stopHttp = true;
+    for (const device of devices) device.stop();
+    await normalHttp;
+    await settle(devices, 30);
+    normal.seconds = (performance.now() - started) / 1000;
+
+    const overload = newPhase();
+    phase = overload;
+    stopHttp = false;
+    started = performance.now();
+    for (const device of devices) device.start('flood', overload);
+    const posting = httpThings.map((thingKey) =>
+      postBulks(
+        server.url,
+        pair,
+        thingKey,
+        () => overload,
+        () => stopHttp,
+      ),
+    );
+    const progress = setInterval(() => {
+      const seconds = (performance.now() - started) / 1000;
+      console.log(
+        `  ${seconds.toFixed(0)}s: RSS ${rssMiB(server.pid).toFixed(0)} MiB (peak ${overload.peakRss.toFixed(0)}), ${Math.round(overload.events / seconds)} events/s stored, answers ${JSON.stringify(Object.fromEntries(overload.codes))}`,
+      );
+    }, 10_000);
+    await Promise.race([new Promise((resolve) => setTimeout(resolve, duration * 1000)), serverExit]);
+    clearInterval(progress);
+    stopHttp = true;
+    for (const device of devices) device.stop();
+    await Promise.all(posting);
+    const unanswered = await settle(devices, 60);
+    overload.seconds = (performance.now() - started) / 1000;
+    stopped = true;
+    await prober;
+
+    const crashed = exited !== undefined;
+    clearInterval(sampler);
+    for (const device of devices) device.close();
+    if (!crashed) await stopServer();
+    const stored = await storedByThing(store, databaseUrl, schema);
+    let missing = 0;
+    let duplicates = 0;
+    let unacknowledged = 0;
+    for (const thingKey of [...mqttThings, ...httpThings]) {
+      const acked = acknowledged.get(thingKey) ?? 0;
+      const found = stored.get(thingKey) ?? { stored: 0, distinct: 0 };
+      duplicates += found.stored - found.distinct;
+      if (found.distinct < acked) missing += acked - found.distinct;
+      else unacknowledged += found.distinct - acked;
+    }
+    const codes = (p: Phase) =>
+      [...p.codes.entries()]
+        .sort()
+        .map(([code, n]) => `${code}: ${n}`)
+        .join(', ');
+    console.log(
+      table([
+        [
+          'phase',
+          'seconds',
+          'events/s stored',
+          'peak RSS MiB',
+          'answers by code',
+          'MQTT accepted',
+          'MQTT refused',
+          'HTTP accepted',
+          'HTTP refused',
+          'probes (health, sign-in, list)',
+        ],
+        ...(
+          [
+            ['normal load', normal],
+            ['overload', overload],
+          ] as const
+        ).map(([label, p]) => [
+          label,
+          p.seconds.toFixed(0),
+          Math.round(p.events / p.seconds),
+          p.peakRss.toFixed(0),
+          codes(p),
+          p.latencies.mqtt.accepted.summary(),
+          p.latencies.mqtt.refused.summary(),
+          p.latencies.http.accepted.summary(),
+          p.latencies.http.refused.summary(),
+          `${p.probes.summary()}${p.probeFailures > 0 ? `, ${p.probeFailures} failed` : ''}`,
+        ]),
+      ]),
+    );
+    const acknowledgedEvents = [...acknowledged.values()].reduce((a, b) => a + b, 0);
+    console.log('latencies in ms: p50 / p99 / max, from the request or message written to its answer');
+    console.log(
+      `server ${crashed ? 'CRASHED' : 'ran to the end'}; peak RSS under overload ${(overload.peakRss / normal.peakRss).toFixed(2)}x the normal load's; ` +
+        `${acknowledgedEvents} events acknowledged: ${missing} of them missing, ${duplicates} stored twice; ` +
+        `${unacknowledged} stored without an acknowledgement; ${unanswered} MQTT messages never answered`,
+    );
+  } finally {
+    clearInterval(sampler);
+    stopped = true;
+    stopHttp = true;
+    for (const device of devices) device.close();
+    await stopServer();
+    if (store === 'postgres') {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      await client.query(`drop schema if exists "${schema}" cascade`);
+      await client.end();
+    }
+  }
+}
+
+/** Waits up to `seconds` for every outstanding MQTT message to be answered; answers how many were not. */
+async function settle(devices: FloodDevice[], seconds: number): Promise<number> {
+  const deadline = Date.now() + seconds * 1000;
+  const outstanding = () => devices.reduce((n, d) => n + d.outstanding, 0);
+  while (outstanding() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  return outstanding();
+}
