@@ -1,0 +1,349 @@
+/**
+ * `npm run bench -- fleet [--store sqlite|postgres] [--devices 5000] [--rate 1000] [--duration 30]
+ * [--connect 19000] [--connect-rate 2000]`
+ * A fleet of MQTT devices on raw sockets (mqtt-load.ts), two scenarios, each next to a baseline
+ * measured in the same run:
+ * - steady: `--devices` devices connected, sending `--rate` events a second in all (each device one
+ *   signed event every devices/rate seconds, spread evenly) for `--duration` seconds. Reported: the
+ *   server's CPU in percent of one core, and per event; publish -> httpAck latency. Baselines: the
+ *   same connections idle for as long (CPU), and PINGREQ -> PINGRESP on the same sockets (latency).
+ * - connect: `--connect` devices connecting at `--connect-rate` a second. Reported: CONNECT ->
+ *   CONNACK latency, refusals, and the server's peak RSS; baseline: its RSS before they connect.
+ * Each device's events go to a thing of its own, registered beforehand.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { request } from 'undici';
+import { CONNACK, CONNECT, PacketReader, PUBACK, PUBLISH, packet, packetId, SUBACK, SUBSCRIBE, text } from './mqtt-load.ts';
+import { buildServer, cpuSeconds, describeMachine, option, startChildServer, table } from './support.ts';
+
+interface KeyPair {
+  access_key: string;
+  secret_key: string;
+}
+
+const PINGREQ = 0xc0;
+const PINGRESP = 0xd0;
+
+const sign = (secret: string, body: string) => createHmac('sha256', secret).update(body).digest('hex');
+
+function rssMiB(pid: number): number {
+  const match = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) / 1024 : Number.NaN;
+}
+
+const quantile = (values: number[], q: number) => {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+};
+const latency = (values: number[]) =>
+  `${quantile(values, 0.5).toFixed(1)} / ${quantile(values, 0.99).toFixed(1)} / ${quantile(values, 1).toFixed(1)}`;
+
+/** A device on a raw socket: connects, subscribes to its acknowledgements, publishes and pings on demand. */
+class FleetDevice {
+  readonly socket: Socket;
+  /** When each of its messages (or pings) still unanswered was sent, oldest first. */
+  private readonly sent: number[] = [];
+  private readonly pings: number[] = [];
+  connackMs = Number.NaN;
+  refusedWith: number | undefined;
+  private readonly template: Buffer;
+
+  constructor(
+    port: number,
+    readonly clientId: string,
+    pair: KeyPair,
+    payload: string,
+    private readonly onAck: (ms: number, code: number) => void,
+    private readonly onPong: (ms: number) => void,
+    ready: (device: FleetDevice, error?: Error) => void,
+  ) {
+    this.template = packet(
+      PUBLISH | 0x02,
+      text(`Altizon/Datonis/${clientId}/event`),
+      packetId(1),
+      Buffer.from(payload, 'utf8'),
+    );
+    const started = performance.now();
+    this.socket = connect(port, '127.0.0.1');
+    this.socket.setNoDelay(true);
+    const reader = new PacketReader();
+    this.socket.on('data', (chunk: Buffer) => {
+      for (const [first, body] of reader.read(chunk)) {
+        const type = first & 0xf0;
+        if (type === CONNACK) {
+          this.connackMs = performance.now() - started;
+          if (body[1] !== 0) {
+            this.refusedWith = body[1];
+            ready(this);
+            continue;
+          }
+          this.socket.write(packet(SUBSCRIBE, packetId(1), text(`Altizon/Datonis/${clientId}/httpAck`), Buffer.from([1])));
+        } else if (type === SUBACK) {
+          ready(this);
+        } else if (type === PUBLISH) {
+          const topicLength = body.readUInt16BE(0);
+          const id = body.subarray(2 + topicLength, 4 + topicLength);
+          this.socket.write(Buffer.from([PUBACK, 2, id[0] as number, id[1] as number]));
+          const ack = JSON.parse(body.subarray(4 + topicLength).toString()) as { http_code: number };
+          const at = this.sent.shift();
+          if (at !== undefined) this.onAck(performance.now() - at, ack.http_code);
+        } else if (type === PINGRESP) {
+          const at = this.pings.shift();
+          if (at !== undefined) this.onPong(performance.now() - at);
+        }
+      }
+    });
+    this.socket.on('error', (error) => ready(this, error));
+    this.socket.write(
+      packet(
+        CONNECT,
+        text('MQTT'),
+        Buffer.from([4, 0xc2, 0, 120]),
+        text(clientId),
+        text(pair.access_key),
+        text(sign(pair.secret_key, pair.access_key)),
+      ),
+    );
+  }
+
+  publish(): void {
+    this.sent.push(performance.now());
+    this.socket.write(this.template);
+  }
+
+  ping(): void {
+    this.pings.push(performance.now());
+    this.socket.write(Buffer.from([PINGREQ, 0]));
+  }
+
+  get outstanding(): number {
+    return this.sent.length + this.pings.length;
+  }
+}
+
+/** Connects devices at `rate` a second; resolves when every one has its CONNACK (and SUBACK) or failed. */
+async function connectAll(
+  count: number,
+  rate: number,
+  make: (index: number, ready: (device: FleetDevice, error?: Error) => void) => FleetDevice,
+): Promise<{ devices: FleetDevice[]; failed: number }> {
+  const devices: FleetDevice[] = [];
+  let settled = 0;
+  let failed = 0;
+  let done!: () => void;
+  const all = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  const seen = new WeakSet<FleetDevice>();
+  const ready = (device: FleetDevice, error?: Error) => {
+    if (seen.has(device)) return;
+    seen.add(device);
+    if (error) failed++;
+    if (++settled === count) done();
+  };
+  const tick = 10;
+  const perTick = Math.max(1, Math.round((rate * tick) / 1000));
+  const started = performance.now();
+  for (let i = 0; i < count; ) {
+    const due = Math.min(count, Math.floor(((performance.now() - started) / 1000) * rate) + perTick);
+    for (; i < due; i++) devices.push(make(i, ready));
+    await new Promise((resolve) => setTimeout(resolve, tick));
+  }
+  await Promise.race([all, new Promise((resolve) => setTimeout(resolve, 60_000))]);
+  return { devices, failed: failed + (count - settled) };
+}
+
+async function postJson(url: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await request(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return (await response.body.json()) as any;
+}
+
+export async function run(args: string[]): Promise<void> {
+  const store = option(args, 'store', 'sqlite');
+  const fleet = Number(option(args, 'devices', '5000'));
+  const rate = Number(option(args, 'rate', '1000'));
+  const duration = Number(option(args, 'duration', '30'));
+  const connecting = Number(option(args, 'connect', '19000'));
+  const connectRate = Number(option(args, 'connect-rate', '2000'));
+  const schema = `tb_bench_${randomBytes(4).toString('hex')}`;
+  const databaseUrl =
+    store === 'postgres'
+      ? (process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
+      : `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-bench-')), 'bench.db')}`;
+  const mqttPort = 20000 + Math.floor(Math.random() * 20000);
+  console.log(
+    `fleet benchmark: ${describeMachine()}; store ${store}; steady: ${fleet} devices, ${rate} events/s for ${duration}s; connect: ${connecting} devices at ${connectRate}/s`,
+  );
+  buildServer();
+  const server = await startChildServer('thingbase-compiled.mjs', {
+    DATABASE_URL: databaseUrl,
+    ...(store === 'postgres' ? { DATABASE_SCHEMA: schema } : {}),
+    THINGBASE_ADMIN_EMAIL: 'bench@example.com',
+    THINGBASE_ADMIN_PASSWORD: 'benchmark password',
+    MQTT_PORT: String(mqttPort),
+  });
+  let open: FleetDevice[] = [];
+  const closeAll = async () => {
+    for (const device of open) device.socket.destroy();
+    open = [];
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  };
+  try {
+    const { auth_token: token } = await postJson(server.url, '/api_sign_in', {
+      email: 'bench@example.com',
+      password: 'benchmark password',
+    });
+    const { key_pair: pair } = await postJson(
+      server.url,
+      '/api/v3/key_pairs',
+      { key_pair: { name: 'fleet' } },
+      { 'x-auth-token': token },
+    );
+    // Things registered over HTTP, a hundred at a time.
+    const things = Array.from({ length: Math.max(fleet, connecting) }, (_, i) => `f${i}`);
+    for (let i = 0; i < fleet; i += 100) {
+      await Promise.all(
+        things.slice(i, Math.min(fleet, i + 100)).map((thing_key) => {
+          const body = JSON.stringify({ thing_key });
+          return request(`${server.url}/api/v3/things/register.json`, {
+            method: 'POST',
+            headers: { 'x-access-key': pair.access_key, 'x-dtn-signature': sign(pair.secret_key, body) },
+            body,
+          }).then((r) => r.body.text());
+        }),
+      );
+    }
+    const payloadOf = (thingKey: string) => {
+      const signed = JSON.stringify({ thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } });
+      return `${signed.slice(0, -1)},"hash":"${sign(pair.secret_key, signed)}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;
+    };
+
+    // Steady: the fleet connects, idles (baseline), pings (baseline), then sends.
+    const acks: number[] = [];
+    const pongs: number[] = [];
+    const codes = new Map<number, number>();
+    const steady = await connectAll(fleet, 1000, (i, ready) => {
+      const thingKey = things[i] as string;
+      return new FleetDevice(
+        mqttPort,
+        `fleet${i}`,
+        pair,
+        payloadOf(thingKey),
+        (ms, code) => {
+          acks.push(ms);
+          codes.set(code, (codes.get(code) ?? 0) + 1);
+        },
+        (ms) => pongs.push(ms),
+        ready,
+      );
+    });
+    open = steady.devices;
+    if (steady.failed > 0) throw new Error(`${steady.failed} devices of the fleet could not connect`);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const idleCpu = await measureCpu(server.pid, duration, () => {});
+    const pingCpu = await measureCpu(server.pid, duration, (second) => spread(open, rate, second, (d) => d.ping()));
+    await drained(open);
+    const sendCpu = await measureCpu(server.pid, duration, (second) => spread(open, rate, second, (d) => d.publish()));
+    await drained(open);
+    const events = acks.length;
+    await closeAll();
+
+    // Connect: a larger fleet arrives at once.
+    const rssBefore = rssMiB(server.pid);
+    let peakRss = rssBefore;
+    const sampler = setInterval(() => {
+      peakRss = Math.max(peakRss, rssMiB(server.pid));
+    }, 100);
+    const arrival = await connectAll(connecting, connectRate, (i, ready) => {
+      const thingKey = things[i] as string;
+      return new FleetDevice(mqttPort, `arrive${i}`, pair, payloadOf(thingKey), () => {}, () => {}, ready);
+    });
+    open = arrival.devices;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    clearInterval(sampler);
+    const connacks = arrival.devices.map((d) => d.connackMs).filter((ms) => Number.isFinite(ms));
+    const refused = arrival.devices.filter((d) => d.refusedWith !== undefined).length;
+    await closeAll();
+
+    console.log(
+      table([
+        ['what', 'server CPU % of a core', 'CPU us/event', 'latency ms p50 / p99 / max', 'answers'],
+        [`baseline: ${fleet} devices connected, idle`, idleCpu.toFixed(1), '-', '-', '-'],
+        [`baseline: PINGREQ -> PINGRESP, ${rate}/s`, pingCpu.toFixed(1), '-', latency(pongs), '-'],
+        [
+          `steady: ${rate} events/s from ${fleet} devices, publish -> httpAck`,
+          sendCpu.toFixed(1),
+          ((sendCpu / 100 / (events / duration)) * 1e6).toFixed(0),
+          latency(acks),
+          [...codes.entries()].map(([c, n]) => `${c}: ${n}`).join(', '),
+        ],
+      ]),
+    );
+    console.log(
+      table([
+        ['what', 'CONNECT -> CONNACK ms p50 / p99 / max', 'refused', 'no answer', 'server RSS MiB'],
+        ['baseline: before the devices arrive', '-', '-', '-', rssBefore.toFixed(0)],
+        [
+          `connect: ${connecting} devices at ${connectRate}/s`,
+          latency(connacks),
+          refused,
+          arrival.failed,
+          `${peakRss.toFixed(0)} peak (${(peakRss / rssBefore).toFixed(2)}x)`,
+        ],
+      ]),
+    );
+  } finally {
+    for (const device of open) device.socket.destroy();
+    await server.stop();
+    if (store === 'postgres') {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      await client.query(`drop schema if exists "${schema}" cascade`);
+      await client.end();
+    }
+  }
+}
+
+/** Calls `act` on `rate` devices a second, spread over the second, in 10 ms ticks. */
+function spread(devices: FleetDevice[], rate: number, _second: number, act: (device: FleetDevice) => void): void {
+  const perTick = rate / 100;
+  let carry = 0;
+  for (let tick = 0; tick < 100; tick++) {
+    setTimeout(() => {
+      carry += perTick;
+      while (carry >= 1) {
+        carry -= 1;
+        act(devices[next++ % devices.length] as FleetDevice);
+      }
+    }, tick * 10);
+  }
+}
+let next = 0;
+
+/** Runs `each` once a second for `seconds`; answers the server's CPU in percent of one core meanwhile. */
+async function measureCpu(pid: number, seconds: number, each: (second: number) => void): Promise<number> {
+  const before = cpuSeconds(pid);
+  const started = performance.now();
+  for (let second = 0; second < seconds; second++) {
+    each(second);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  return ((cpuSeconds(pid) - before) / ((performance.now() - started) / 1000)) * 100;
+}
+
+async function drained(devices: FleetDevice[]): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (devices.some((d) => d.outstanding > 0) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
