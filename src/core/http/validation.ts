@@ -1,6 +1,8 @@
 /**
  * Turns the parameters of a request (query string, JSON body, path) into one validated object.
- * Path beats body beats query. Values are coerced by the declared type (CONTRACT 2).
+ * Path beats body beats query. Values are coerced by the declared type (CONTRACT 2). Two rules hold
+ * for every parameter of every endpoint, over HTTP and MQTT alike (docs/api.md, "Bad input"): numbers
+ * are finite and integers within +-(2^53 - 1), and no text holds a NUL character.
  */
 import type { TObject } from '@sinclair/typebox';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
@@ -14,7 +16,7 @@ type JsonSchema = { type?: unknown; properties?: Record<string, JsonSchema>; ite
 
 /** Compiles a params schema once; the returned function coerces in place and throws ApiError 400. */
 export function compileParams(schema: TObject): ParamValidator {
-  const validate: ValidateFunction = ajv.compile(schema);
+  const validate: ValidateFunction = ajv.compile(withNumberBounds(schema) as TObject);
   const properties = (schema as JsonSchema).properties ?? {};
   const arrays = Object.keys(properties).filter((k) => properties[k]?.type === 'array');
   const objects = Object.keys(properties).filter((k) => properties[k]?.type === 'object');
@@ -32,6 +34,38 @@ export function compileParams(schema: TObject): ParamValidator {
     return input;
   };
 }
+
+/**
+ * The schema with every number bounded where it declares no tighter bound: integers to what a double
+ * holds exactly (beyond 2^53, "9007199254740993" would be read as ...992 and echoed so), other numbers
+ * to finite values (JSON's 1e309 parses as Infinity). Neither reaches a store, which would refuse it
+ * with a 500.
+ */
+function withNumberBounds(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withNumberBounds);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const bounded: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (DATA_KEYWORDS.has(key)) bounded[key] = value;
+    else if (SCHEMA_MAPS.has(key)) bounded[key] = mapValues(value, withNumberBounds);
+    else bounded[key] = withNumberBounds(value);
+  }
+  const types = [(schema as JsonSchema).type].flat();
+  const limit = types.includes('integer') ? Number.MAX_SAFE_INTEGER : types.includes('number') ? Number.MAX_VALUE : 0;
+  if (limit > 0) {
+    bounded.maximum ??= limit;
+    bounded.minimum ??= -limit;
+  }
+  return bounded;
+}
+
+/** Keywords whose values are data, not schemas. */
+const DATA_KEYWORDS = new Set(['default', 'enum', 'const', 'examples']);
+/** Keywords whose values map names to schemas (a property may be named like a keyword). */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions']);
+
+const mapValues = (object: unknown, f: (value: unknown) => unknown) =>
+  Object.fromEntries(Object.entries(object as Record<string, unknown>).map(([k, v]) => [k, f(v)]));
 
 function parseJsonObject(name: string, text: string): unknown {
   try {
