@@ -1,11 +1,13 @@
 /**
  * Bad input of every class answers a 4xx in the contract's error shape, the same on both stores
- * (docs/api.md, "Bad input"): integers out of range and pages beyond any store.
+ * (docs/api.md, "Bad input"): integers out of range, pages beyond any store, NUL characters in text
+ * and deep nesting.
  */
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
 import { createKeyPair, Device } from '../support/device.ts';
 import { unique } from '../support/fixtures.ts';
+import { MqttDevice } from '../support/mqtt-device.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
 
@@ -21,6 +23,12 @@ function assertErrorShape(body: any, context: string): { code: string; message: 
   return body.errors[0];
 }
 
+/** The device interface's error body (docs/devices.md): `errors: [{code, message}]` with string codes. */
+function assertDeviceError(body: any, context: string): { code: string; message: string; param?: string } {
+  assert.ok(Array.isArray(body?.errors) && body.errors.length > 0, `${context}: ${JSON.stringify(body)}`);
+  return body.errors[0];
+}
+
 const OUT_OF_RANGE_INTEGERS = [
   '99999999999999999999',
   '1e309',
@@ -29,6 +37,8 @@ const OUT_OF_RANGE_INTEGERS = [
   '9007199254740992',
   '-9007199254740993',
 ];
+
+const NUL = '\u0000';
 
 describeOnStores(
   'bad input',
@@ -105,6 +115,177 @@ describeOnStores(
       assert.equal(data.status, 200, data.text);
       assert.equal(data.body[thingKey].total_event_count, 1);
       assert.deepEqual(data.body[thingKey].event_data, []);
+    });
+
+    const nulCases: { title: string; method: string; path: (key: string) => string; body?: unknown; param: string }[] =
+      [
+        { title: 'a path key', method: 'GET', path: () => '/api/v3/things/a%00b', param: 'thing_key' },
+        { title: 'a path key of an update', method: 'PUT', path: () => '/api/v3/roles/%00', param: 'role_key' },
+        { title: 'a path key of a delete', method: 'DELETE', path: () => '/api/v3/groups/x%00', param: 'group_key' },
+        { title: 'a search', method: 'GET', path: () => `/api/v3/things?search=a%00b`, param: 'search' },
+        { title: 'a time zone', method: 'GET', path: () => '/api/v3/roles?time_zone=UTC%00', param: 'time_zone' },
+        {
+          title: 'a template name',
+          method: 'POST',
+          path: () => '/api/v3/thing_templates',
+          body: { thing_template: { name: `x${NUL}y` } },
+          param: 'thing_template.name',
+        },
+        {
+          title: 'a role name',
+          method: 'POST',
+          path: () => '/api/v3/roles',
+          body: { role: { name: NUL, abilities: [11] } },
+          param: 'role.name',
+        },
+        {
+          title: 'an item of an array',
+          method: 'PUT',
+          path: (key) => `/api/v3/things/${key}`,
+          body: { thing: { tags: ['ok', `b${NUL}`] } },
+          param: 'thing.tags.1',
+        },
+        {
+          title: 'a value in a nested object',
+          method: 'PUT',
+          path: (key) => `/api/v3/things/${key}/set_user_defined_properties`,
+          body: { user_defined_properties: { colour: `red${NUL}` } },
+          param: 'user_defined_properties.colour',
+        },
+        {
+          title: 'a member name in a nested object',
+          method: 'PUT',
+          path: (key) => `/api/v3/things/${key}/set_user_defined_properties`,
+          body: { user_defined_properties: { [`col${NUL}our`]: 'red' } },
+          param: 'user_defined_properties',
+        },
+        {
+          title: 'the thing_key of a query',
+          method: 'POST',
+          path: () => '/api/v3/query/thing_data',
+          body: { thing_key: `k${NUL}` },
+          param: 'thing_key',
+        },
+        {
+          title: "a user's event data",
+          method: 'POST',
+          path: (key) => `/api/v3/things/${key}/events`,
+          body: { events: [{ data: { status: { text: `a${NUL}` } } }] },
+          param: 'events.0.data.status.text',
+        },
+        {
+          title: 'the e-mail address of a sign-in',
+          method: 'POST',
+          path: () => '/api_sign_in',
+          body: { email: `admin${NUL}@example.com`, password: 'whatever it is' },
+          param: 'email',
+        },
+      ];
+    for (const nul of nulCases) {
+      it(`when ${nul.title} holds a NUL character then it is a 400 naming it`, async () => {
+        const response = await ctx.api.request(nul.method, nul.path(thingKey), {
+          token,
+          ...(nul.body === undefined ? {} : { body: nul.body }),
+        });
+        assert.equal(response.status, 400, response.text);
+        const item = assertErrorShape(response.body, nul.title);
+        assert.equal(item.code, 'invalid');
+        assert.equal(item.param, nul.param);
+      });
+    }
+
+    const deviceNulCases: { title: string; path: string; body: (key: string) => unknown; param: string }[] = [
+      {
+        title: 'the thing_key of a register',
+        path: '/api/v3/things/register',
+        body: () => ({ thing_key: `a${NUL}b` }),
+        param: 'thing_key',
+      },
+      {
+        title: 'the thing_key of a heartbeat',
+        path: '/api/v3/things/heartbeat',
+        body: () => ({ thing_key: `a${NUL}b` }),
+        param: 'thing_key',
+      },
+      {
+        title: 'a value of event data',
+        path: '/api/v3/things/event',
+        body: (key) => ({ thing_key: key, data: { state: `on${NUL}` } }),
+        param: 'data.state',
+      },
+      {
+        title: 'a metric name of an event in a bulk',
+        path: '/api/v3/things/event',
+        body: (key) => ({
+          events: [
+            { thing_key: key, data: { ok: 1 } },
+            { thing_key: key, data: { [`t${NUL}`]: 1 } },
+          ],
+        }),
+        param: 'events.1.data',
+      },
+      {
+        title: 'the message of an alert',
+        path: '/api/v3/alerts',
+        body: (key) => ({ alert: { thing_key: key, message: `hot${NUL}`, alert_type: 1 } }),
+        param: 'alert.message',
+      },
+    ];
+    for (const nul of deviceNulCases) {
+      it(`when a device sends a NUL character in ${nul.title} over HTTP then it is a 400 naming it`, async () => {
+        const response = await device.post(nul.path, nul.body(thingKey));
+        assert.equal(response.status, 400, response.text);
+        const item = assertDeviceError(response.body, nul.title);
+        assert.equal(item.code, 'invalid');
+        assert.equal(item.param, nul.param);
+      });
+    }
+
+    it('when parameters nest deeper than 64 levels then it is a 400 naming where, and nothing is stored', async () => {
+      const deepArray = (depth: number) => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
+      const event = await device.post('/api/v3/things/event', null, {
+        raw: `{"thing_key":"${thingKey}","data":{"deep":${deepArray(10_000)}}}`,
+      });
+      assert.equal(event.status, 400, event.text);
+      assert.equal(assertDeviceError(event.body, 'deep event').param?.startsWith('data.deep.0.0'), true);
+      const list = await ctx.api.request('GET', '/api/v3/roles', { token, rawBody: `{"extra":${deepArray(5000)}}` });
+      assert.equal(list.status, 400, list.text);
+      assert.equal(assertErrorShape(list.body, 'deep list').code, 'invalid');
+      const shallow = await ctx.api.request('GET', '/api/v3/roles', { token, rawBody: `{"extra":${deepArray(60)}}` });
+      assert.equal(shallow.status, 200, shallow.text);
+      const data = await ctx.api.request('POST', '/api/v3/query/thing_data', { token, body: { thing_key: thingKey } });
+      assert.equal(data.body[thingKey].total_event_count, 1, 'only the event stored before');
+    });
+
+    it('when a device sends a NUL character over MQTT then the acknowledgement refuses it with 400 and nothing is stored', async () => {
+      const keyPair = await createKeyPair(ctx.api, token);
+      const mqttDevice = await MqttDevice.connect(`mqtt://127.0.0.1:${ctx.api.server.mqttPort}`, keyPair);
+      try {
+        const cases = [
+          { kind: 'register', payload: { thing_key: `m${NUL}` } },
+          { kind: 'event', payload: { thing_key: thingKey, data: { state: `on${NUL}` } } },
+          { kind: 'alert', payload: { alert: { thing_key: thingKey, message: `hot${NUL}`, alert_type: 1 } } },
+        ] as const;
+        for (const { kind, payload } of cases) {
+          const ack = await mqttDevice.send(kind, payload);
+          assert.equal(ack.http_code, 400, `${kind}: ${JSON.stringify(ack)}`);
+          assert.equal(ack.http_msg.errors?.[0]?.code, 'invalid', kind);
+        }
+      } finally {
+        await mqttDevice.close();
+      }
+      const data = await ctx.api.request('POST', '/api/v3/query/thing_data', { token, body: { thing_key: thingKey } });
+      assert.equal(data.body[thingKey].total_event_count, 1, 'only the event stored before');
+    });
+
+    it('when an MQTT login names an access key with a NUL character then it is refused like any unknown key', async () => {
+      await assert.rejects(
+        MqttDevice.connect(`mqtt://127.0.0.1:${ctx.api.server.mqttPort}`, {
+          access_key: `a${NUL}b`,
+          secret_key: 'not a secret',
+        }),
+      );
+      assert.equal((await ctx.api.request('GET', '/healthz')).status, 200);
     });
 
     it('after all of it the server still answers', async () => {
