@@ -1,12 +1,13 @@
 /**
  * Bad input of every class answers a 4xx in the contract's error shape, the same on both stores
- * (docs/api.md, "Bad input"): integers out of range, pages beyond any store, NUL characters in text
- * and deep nesting.
+ * (docs/api.md, "Bad input"): integers out of range, pages beyond any store, NUL characters in text,
+ * and what the HTTP framework and the node server refuse before a route runs.
  */
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
 import { createKeyPair, Device } from '../support/device.ts';
 import { unique } from '../support/fixtures.ts';
+import { rawRequest } from '../support/http.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -287,6 +288,82 @@ describeOnStores(
       );
       assert.equal((await ctx.api.request('GET', '/healthz')).status, 200);
     });
+
+    const frameworkCases: {
+      title: string;
+      send: () => Promise<{ status: number; body: any }>;
+      status: number;
+      code: string;
+    }[] = [
+      {
+        title: 'a path with a bad percent-encoding',
+        send: () => ctx.api.request('GET', '/api/v3/things/%zz', { token }),
+        status: 400,
+        code: 'invalid',
+      },
+      {
+        title: 'a path parameter longer than the router accepts',
+        send: () => ctx.api.request('GET', `/api/v3/things/${'k'.repeat(300)}`, { token }),
+        status: 414,
+        code: 'too_large',
+      },
+      {
+        title: 'a path naming no endpoint',
+        send: () => ctx.api.request('GET', '/api/v3/../../etc/passwd', { token }),
+        status: 404,
+        code: 'not_found',
+      },
+      {
+        title: 'a method no endpoint of the path has',
+        send: () => ctx.api.request('PATCH', '/api/v3/things', { token }),
+        status: 404,
+        code: 'not_found',
+      },
+      {
+        title: 'a malformed Content-Type with a body',
+        send: () =>
+          ctx.api.request('POST', '/api/v3/roles', { token, rawBody: '{}', headers: { 'content-type': ';;;' } }),
+        status: 415,
+        code: 'unsupported_media_type',
+      },
+      {
+        title: 'a body over the limit',
+        send: () => ctx.api.request('POST', '/api/v3/roles', { token, rawBody: `"${'x'.repeat(1024 * 1024)}"` }),
+        status: 413,
+        code: 'too_large',
+      },
+      {
+        title: 'an invalid request line',
+        send: () => rawRequest(ctx.api.url, 'GARBAGE\r\n\r\n'),
+        status: 400,
+        code: 'invalid',
+      },
+      {
+        title: 'an unknown HTTP version',
+        send: () => rawRequest(ctx.api.url, 'GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n'),
+        status: 400,
+        code: 'invalid',
+      },
+      {
+        title: 'a NUL character in a header',
+        send: () => rawRequest(ctx.api.url, `GET /api/v3/roles HTTP/1.1\r\nHost: x\r\nX-Auth-Token: a${NUL}b\r\n\r\n`),
+        status: 400,
+        code: 'invalid',
+      },
+      {
+        title: 'headers over the size limit',
+        send: () => rawRequest(ctx.api.url, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+        status: 431,
+        code: 'too_large',
+      },
+    ];
+    for (const framework of frameworkCases) {
+      it(`when the request has ${framework.title} then it is a ${framework.status} in the error shape`, async () => {
+        const response = await framework.send();
+        assert.equal(response.status, framework.status, JSON.stringify(response.body));
+        assert.equal(assertErrorShape(response.body, framework.title).code, framework.code);
+      });
+    }
 
     it('after all of it the server still answers', async () => {
       assert.equal((await ctx.api.request('GET', '/healthz')).status, 200);
