@@ -12,7 +12,7 @@ import { type BootstrapResult, bootstrapFirstAdmin } from './bootstrap.ts';
 import type { Config } from './core/config.ts';
 import { limitHeapGrowth } from './core/heap.ts';
 import { BULK_BODY_LIMIT, DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
-import { registerErrorHandling } from './core/http/error-handler.ts';
+import { answerClientError, answerFrameworkError, registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
 import { SecretBox } from './core/secret-box.ts';
 import { Senders } from './deliveries/senders.ts';
@@ -158,6 +158,9 @@ async function buildHttpApp(
     bodyLimit: DEFAULT_BODY_LIMIT,
     trustProxy: process.env.TRUST_PROXY === 'true',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // Refusals before any route runs answer the contract's error body too (core/http/error-handler.ts).
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
   });
   // Clients send parameters of GET requests in a JSON body (seed: Endpoints).
   app.addHttpMethod('GET', { hasBody: true, overrideExisting: true });

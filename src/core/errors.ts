@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'forbidden'
   | 'conflict'
   | 'too_large'
+  | 'timeout'
   | 'unsupported_media_type'
   | 'rate_limited'
   | 'unavailable'

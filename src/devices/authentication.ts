@@ -73,6 +73,9 @@ export class DeviceAuthenticator {
 
   /** The key pair behind an access key, or undefined. Also used for MQTT logins and messages. */
   async credentials(accessKey: string): Promise<DeviceCredentials | undefined> {
+    // No access key holds a NUL character (they are letters and digits, docs/devices.md), and
+    // PostgreSQL would refuse to look one up (an MQTT user name may carry one).
+    if (accessKey.includes('\u0000')) return undefined;
     const now = monotonicNow();
     const recent = this.recent.get(accessKey, now);
     if (recent) return recent;

@@ -88,8 +88,10 @@ export async function pageOfEvents(
   range: EventRange,
   order: 'asc' | 'desc',
   limit: number,
-  offset: number,
+  /** Undefined for a page beyond any store (store/paging.ts): it is empty. */
+  offset: number | undefined,
 ): Promise<{ total: number; events: StoredEvent[] }> {
+  if (offset === undefined) return { total: await countEvents(db, range), events: [] };
   const column = range.byCreatedAt ? 'created_at' : 'timestamp';
   const rows = (await queries.execute(
     db,

@@ -4,6 +4,7 @@
  */
 import { invalidParam } from '../core/errors.ts';
 import { parseDateTime, type TimeFormatter } from '../core/time.ts';
+import { pageOffset } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import { metricValue, pickMetrics } from './metrics.ts';
 import { type EventRange, pageOfEvents } from './repository.ts';
@@ -53,7 +54,7 @@ export async function thingData(db: Executor, request: ThingDataRequest, time: T
       range,
       request.order,
       request.per,
-      (request.page - 1) * request.per,
+      pageOffset(request.page, request.per),
     );
     const datas = events.map((e) => JSON.parse(e.data) as Record<string, unknown>);
     const entry: Record<string, unknown> = { total_event_count: total, page_number: String(request.page) };

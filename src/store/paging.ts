@@ -53,6 +53,16 @@ export interface ListSource {
 const pages = new QueryCache();
 
 /**
+ * The number of rows before a page, or undefined when it is beyond any store: no table holds 2^53
+ * rows, so such a page is past the end (empty, with the total; docs/api.md, "Bad input"), and an
+ * OFFSET that large is not written into SQL, where the engines refuse it or read it as a float.
+ */
+export function pageOffset(page: number, per: number): number | undefined {
+  const offset = (Math.trunc(page) - 1) * Math.trunc(per);
+  return Number.isSafeInteger(offset) && offset >= 0 ? offset : undefined;
+}
+
+/**
  * One page and the total in one query: the count is an uncorrelated subquery, which both engines
  * evaluate once; only a page past the end, with no row to carry the total, needs a second query.
  * LIMIT and OFFSET are literals (validated integers): SQLite plans a bound LIMIT about 4x slower.
@@ -76,16 +86,19 @@ export async function fetchPage<Row>(
       .clearSelect()
       .select((eb) => eb.fn.countAll().as('count'));
   const sortColumn = columns.sort[list.orderBy] ?? columns.key;
-  const offset = Math.trunc((list.page - 1) * list.per);
+  const offset = pageOffset(list.page, list.per);
   const shape = `${source.name}|${list.matchAll}|${sortColumn}|${list.order}|${list.per}|${offset}`;
-  const rows = (await pages.execute(db, shape, values, (v) =>
-    filtered(v)
-      .select(counted(v).as(TOTAL_COLUMN))
-      .orderBy(sql.ref(sortColumn), list.order)
-      .orderBy(sql.ref(columns.key), list.order)
-      .limit(sql.lit(Math.trunc(list.per)))
-      .offset(sql.lit(offset)),
-  )) as Record<string, unknown>[];
+  const rows =
+    offset === undefined
+      ? []
+      : ((await pages.execute(db, shape, values, (v) =>
+          filtered(v)
+            .select(counted(v).as(TOTAL_COLUMN))
+            .orderBy(sql.ref(sortColumn), list.order)
+            .orderBy(sql.ref(columns.key), list.order)
+            .limit(sql.lit(Math.trunc(list.per)))
+            .offset(sql.lit(offset)),
+        )) as Record<string, unknown>[]);
   let total = 0;
   // The total stays on the rows as an extra column: presenters pick their fields by name, and deleting
   // it would turn every row into a slow dictionary-mode object.

@@ -2,6 +2,7 @@
  * A small HTTP client for tests. It can send a JSON body with GET (as the platform's clients do),
  * which fetch cannot.
  */
+import { connect } from 'node:net';
 import { request } from 'undici';
 
 export interface ApiResponse<T = any> {
@@ -44,4 +45,41 @@ export async function call<T = any>(
     // not JSON: the text is the body
   }
   return { status: response.statusCode, headers: response.headers, text, body: parsed as T };
+}
+
+export interface RawResponse {
+  status: number;
+  headers: string;
+  text: string;
+  body: any;
+}
+
+/**
+ * Sends bytes as they are over a new connection and reads the answer until the server closes it, for
+ * requests no HTTP client would send (a malformed request line, oversized headers).
+ */
+export function rawRequest(baseUrl: string, bytes: string | Buffer, timeoutMs = 5000): Promise<RawResponse> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = connect(Number(port), hostname, () => socket.end(bytes));
+    const timer = setTimeout(() => socket.destroy(new Error('no answer before the timeout')), timeoutMs);
+    socket.on('data', (chunk) => chunks.push(chunk));
+    // A server that answers and closes at once may reset the connection: what arrived is the answer.
+    socket.on('error', (error) => {
+      if (chunks.length === 0) reject(error);
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      const answer = Buffer.concat(chunks).toString('utf8');
+      const [head = '', text = ''] = answer.split(/\r\n\r\n/, 2);
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // not JSON: the text is the body
+      }
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0), headers: head, text, body });
+    });
+  });
 }

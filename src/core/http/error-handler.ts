@@ -1,12 +1,20 @@
 /**
- * Every failure leaves as the contract's error body (CONTRACT 3). Unexpected errors are logged with
- * their detail and answered 500 without any: no stack, SQL or internal names reach the client.
+ * Every failure leaves as the contract's error body (CONTRACT 3), from every layer: routes, Fastify's
+ * own checks before a route is found (frameworkErrors), and the node server's refusal of what is not
+ * HTTP at all (clientErrorHandler). Unexpected errors are logged with their detail and answered 500
+ * without any: no stack, SQL or internal names reach the client.
  */
-import type { FastifyError, FastifyInstance } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';
 
 function fromFrameworkError(error: FastifyError): ApiError | undefined {
   switch (error.code) {
+    case 'FST_ERR_BAD_URL':
+      return new ApiError(400, [{ code: 'invalid', message: 'the path is not validly percent-encoded' }]);
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new ApiError(414, [{ code: 'too_large', message: 'a path segment is longer than any key' }]);
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError(413, [
         { code: 'too_large', message: 'the request body is larger than this endpoint accepts' },
@@ -23,23 +31,75 @@ function fromFrameworkError(error: FastifyError): ApiError | undefined {
   }
 }
 
+const sendError = (reply: FastifyReply, error: ApiError): FastifyReply =>
+  reply
+    .status(error.status)
+    .headers(error.headers)
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(error.toBody()));
+
+/**
+ * Fastify's `frameworkErrors` option: what its router refuses before any route or hook runs (a bad
+ * percent-encoding, a path parameter over the router's maxParamLength), which it would otherwise
+ * answer in a body of its own.
+ */
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const known = fromFrameworkError(error);
+  if (known) {
+    sendError(reply, known);
+    return;
+  }
+  request.log.error({ err: error, url: request.url, method: request.method }, 'request failed');
+  sendError(reply, internalError());
+}
+
+const internalError = () => new ApiError(500, [{ code: 'internal', message: 'an unexpected error occurred' }]);
+
+/** The node server's refusals of bytes that are no HTTP request it can read, by its error codes. */
+function fromClientError(error: NodeJS.ErrnoException): ApiError {
+  switch (error.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new ApiError(431, [{ code: 'too_large', message: 'the request headers are larger than accepted' }]);
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new ApiError(408, [{ code: 'timeout', message: 'the request did not arrive in time' }]);
+    default:
+      return new ApiError(400, [{ code: 'invalid', message: 'the request is not valid HTTP' }]);
+  }
+}
+
+/**
+ * Fastify's `clientErrorHandler` (the node server's 'clientError' event): there is no request or
+ * reply, so the answer is written on the socket as the node server itself would, only when nothing
+ * of an answer has been written on it yet, and the connection is closed.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable && socket.bytesWritten === 0) {
+    const refusal = fromClientError(error);
+    const body = JSON.stringify(refusal.toBody());
+    socket.write(
+      `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status]}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+    );
+  }
+  socket.destroy(error);
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = error instanceof ApiError ? error : fromFrameworkError(error);
-    if (known) {
-      return reply
-        .status(known.status)
-        .headers(known.headers)
-        .type('application/json; charset=utf-8')
-        .send(JSON.stringify(known.toBody()));
-    }
+    if (known) return sendError(reply, known);
     request.log.error({ err: error, url: request.url, method: request.method }, 'request failed');
-    const internal = new ApiError(500, [{ code: 'internal', message: 'an unexpected error occurred' }]);
-    return reply.status(500).type('application/json; charset=utf-8').send(JSON.stringify(internal.toBody()));
+    return sendError(reply, internalError());
   });
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0];
-    const notFound = new ApiError(404, [{ code: 'not_found', message: `no endpoint ${request.method} ${path}` }]);
-    return reply.status(404).type('application/json; charset=utf-8').send(JSON.stringify(notFound.toBody()));
+    return sendError(
+      reply,
+      new ApiError(404, [{ code: 'not_found', message: `no endpoint ${request.method} ${path}` }]),
+    );
   });
 }

@@ -1,0 +1,373 @@
+/**
+ * Bad input of every class answers a 4xx in the contract's error shape, the same on both stores
+ * (docs/api.md, "Bad input"): integers out of range, pages beyond any store, NUL characters in text,
+ * and what the HTTP framework and the node server refuse before a route runs.
+ */
+import assert from 'node:assert/strict';
+import { before, it } from 'node:test';
+import { createKeyPair, Device } from '../support/device.ts';
+import { unique } from '../support/fixtures.ts';
+import { rawRequest } from '../support/http.ts';
+import { MqttDevice } from '../support/mqtt-device.ts';
+import { freePort } from '../support/ports.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+/** Asserts the contract's error body (CONTRACT 3) and answers its first item. */
+function assertErrorShape(body: any, context: string): { code: string; message: string; param?: string } {
+  assert.equal(body?.success, false, `${context}: ${JSON.stringify(body)}`);
+  assert.equal(typeof body.message, 'string', context);
+  assert.ok(Array.isArray(body.errors) && body.errors.length > 0, context);
+  for (const item of body.errors) {
+    assert.equal(typeof item.code, 'string', context);
+    assert.equal(typeof item.message, 'string', context);
+  }
+  return body.errors[0];
+}
+
+/** The device interface's error body (docs/devices.md): `errors: [{code, message}]` with string codes. */
+function assertDeviceError(body: any, context: string): { code: string; message: string; param?: string } {
+  assert.ok(Array.isArray(body?.errors) && body.errors.length > 0, `${context}: ${JSON.stringify(body)}`);
+  return body.errors[0];
+}
+
+const OUT_OF_RANGE_INTEGERS = [
+  '99999999999999999999',
+  '1e309',
+  '9223372036854775807',
+  '9007199254740993',
+  '9007199254740992',
+  '-9007199254740993',
+];
+
+const NUL = '\u0000';
+
+describeOnStores(
+  'bad input',
+  (ctx) => {
+    let token: string;
+    let thingKey: string;
+    let device: Device;
+    let listOperations: { method: string; path: string }[];
+
+    before(async () => {
+      token = await ctx.api.adminToken();
+      const keyPair = await createKeyPair(ctx.api, token);
+      device = new Device(ctx.api.url, keyPair);
+      thingKey = unique('bad');
+      const registered = await device.post('/api/v3/things/register', { thing_key: thingKey });
+      assert.equal(registered.status, 200, registered.text);
+      const event = await device.post('/api/v3/things/event', { thing_key: thingKey, data: { temperature: 20 } });
+      assert.equal(event.status, 200, event.text);
+      // Every operation that pages, as the OpenAPI document lists them.
+      const document = (await ctx.api.request('GET', '/openapi.json')).body;
+      listOperations = [];
+      for (const [path, item] of Object.entries<any>(document.paths)) {
+        for (const [method, operation] of Object.entries<any>(item)) {
+          const inQuery = (operation.parameters ?? []).some((p: any) => p.name === 'page');
+          const inBody = operation.requestBody?.content?.['application/json']?.schema?.properties?.page;
+          if (inQuery || inBody) {
+            listOperations.push({ method: method.toUpperCase(), path: path.replace(/\{[^}]+\}/g, thingKey) });
+          }
+        }
+      }
+      assert.ok(listOperations.length >= 15, `list operations found: ${listOperations.length}`);
+    });
+
+    it('when page or per is an integer beyond 2^53 (or not finite) on any list then it is a 400 naming it', async () => {
+      for (const { method, path } of listOperations) {
+        for (const name of ['page', 'per']) {
+          for (const value of OUT_OF_RANGE_INTEGERS) {
+            const context = `${method} ${path} ${name}=${value}`;
+            const inQuery = method === 'GET' || method === 'DELETE';
+            const response = await ctx.api.request(method, path, {
+              token,
+              ...(inQuery ? { query: { [name]: value } } : { body: { thing_key: thingKey, [name]: value } }),
+            });
+            assert.equal(response.status, 400, `${context}: ${response.text}`);
+            assertErrorShape(response.body, context);
+            // Some lists also require a parameter of their own (rule_key): the item for this one is there.
+            const item = response.body.errors.find((e: { param?: string }) => e.param === name);
+            assert.equal(item?.code, 'invalid', `${context}: ${response.text}`);
+          }
+        }
+      }
+    });
+
+    it('when an out-of-range integer comes as a JSON number then it is a 400 too', async () => {
+      for (const rawBody of ['{"page": 1e309}', '{"page": 99999999999999999999}', '{"per": -1e400}']) {
+        const response = await ctx.api.request('GET', '/api/v3/roles', { token, rawBody });
+        assert.equal(response.status, 400, `${rawBody}: ${response.text}`);
+        assert.equal(assertErrorShape(response.body, rawBody).code, 'invalid');
+      }
+    });
+
+    it('when the page is the largest safe integer then the page is empty and the total is still right', async () => {
+      const first = await ctx.api.request('GET', '/api/v3/roles', { token });
+      const last = await ctx.api.request('GET', '/api/v3/roles', {
+        token,
+        query: { page: String(Number.MAX_SAFE_INTEGER), per: 1000 },
+      });
+      assert.equal(last.status, 200, last.text);
+      assert.deepEqual(last.body, { total_count: first.body.total_count, page: Number.MAX_SAFE_INTEGER, roles: [] });
+      const data = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+        token,
+        body: { thing_key: thingKey, page: Number.MAX_SAFE_INTEGER, per: 10_000 },
+      });
+      assert.equal(data.status, 200, data.text);
+      assert.equal(data.body[thingKey].total_event_count, 1);
+      assert.deepEqual(data.body[thingKey].event_data, []);
+    });
+
+    const nulCases: { title: string; method: string; path: (key: string) => string; body?: unknown; param: string }[] =
+      [
+        { title: 'a path key', method: 'GET', path: () => '/api/v3/things/a%00b', param: 'thing_key' },
+        { title: 'a path key of an update', method: 'PUT', path: () => '/api/v3/roles/%00', param: 'role_key' },
+        { title: 'a path key of a delete', method: 'DELETE', path: () => '/api/v3/groups/x%00', param: 'group_key' },
+        { title: 'a search', method: 'GET', path: () => `/api/v3/things?search=a%00b`, param: 'search' },
+        { title: 'a time zone', method: 'GET', path: () => '/api/v3/roles?time_zone=UTC%00', param: 'time_zone' },
+        {
+          title: 'a template name',
+          method: 'POST',
+          path: () => '/api/v3/thing_templates',
+          body: { thing_template: { name: `x${NUL}y` } },
+          param: 'thing_template.name',
+        },
+        {
+          title: 'a role name',
+          method: 'POST',
+          path: () => '/api/v3/roles',
+          body: { role: { name: NUL, abilities: [11] } },
+          param: 'role.name',
+        },
+        {
+          title: 'an item of an array',
+          method: 'PUT',
+          path: (key) => `/api/v3/things/${key}`,
+          body: { thing: { tags: ['ok', `b${NUL}`] } },
+          param: 'thing.tags.1',
+        },
+        {
+          title: 'a value in a nested object',
+          method: 'PUT',
+          path: (key) => `/api/v3/things/${key}/set_user_defined_properties`,
+          body: { user_defined_properties: { colour: `red${NUL}` } },
+          param: 'user_defined_properties.colour',
+        },
+        {
+          title: 'a member name in a nested object',
+          method: 'PUT',
+          path: (key) => `/api/v3/things/${key}/set_user_defined_properties`,
+          body: { user_defined_properties: { [`col${NUL}our`]: 'red' } },
+          param: 'user_defined_properties',
+        },
+        {
+          title: 'the thing_key of a query',
+          method: 'POST',
+          path: () => '/api/v3/query/thing_data',
+          body: { thing_key: `k${NUL}` },
+          param: 'thing_key',
+        },
+        {
+          title: "a user's event data",
+          method: 'POST',
+          path: (key) => `/api/v3/things/${key}/events`,
+          body: { events: [{ data: { status: { text: `a${NUL}` } } }] },
+          param: 'events.0.data.status.text',
+        },
+        {
+          title: 'the e-mail address of a sign-in',
+          method: 'POST',
+          path: () => '/api_sign_in',
+          body: { email: `admin${NUL}@example.com`, password: 'whatever it is' },
+          param: 'email',
+        },
+      ];
+    for (const nul of nulCases) {
+      it(`when ${nul.title} holds a NUL character then it is a 400 naming it`, async () => {
+        const response = await ctx.api.request(nul.method, nul.path(thingKey), {
+          token,
+          ...(nul.body === undefined ? {} : { body: nul.body }),
+        });
+        assert.equal(response.status, 400, response.text);
+        const item = assertErrorShape(response.body, nul.title);
+        assert.equal(item.code, 'invalid');
+        assert.equal(item.param, nul.param);
+      });
+    }
+
+    const deviceNulCases: { title: string; path: string; body: (key: string) => unknown; param: string }[] = [
+      {
+        title: 'the thing_key of a register',
+        path: '/api/v3/things/register',
+        body: () => ({ thing_key: `a${NUL}b` }),
+        param: 'thing_key',
+      },
+      {
+        title: 'the thing_key of a heartbeat',
+        path: '/api/v3/things/heartbeat',
+        body: () => ({ thing_key: `a${NUL}b` }),
+        param: 'thing_key',
+      },
+      {
+        title: 'a value of event data',
+        path: '/api/v3/things/event',
+        body: (key) => ({ thing_key: key, data: { state: `on${NUL}` } }),
+        param: 'data.state',
+      },
+      {
+        title: 'a metric name of an event in a bulk',
+        path: '/api/v3/things/event',
+        body: (key) => ({
+          events: [
+            { thing_key: key, data: { ok: 1 } },
+            { thing_key: key, data: { [`t${NUL}`]: 1 } },
+          ],
+        }),
+        param: 'events.1.data',
+      },
+      {
+        title: 'the message of an alert',
+        path: '/api/v3/alerts',
+        body: (key) => ({ alert: { thing_key: key, message: `hot${NUL}`, alert_type: 1 } }),
+        param: 'alert.message',
+      },
+    ];
+    for (const nul of deviceNulCases) {
+      it(`when a device sends a NUL character in ${nul.title} over HTTP then it is a 400 naming it`, async () => {
+        const response = await device.post(nul.path, nul.body(thingKey));
+        assert.equal(response.status, 400, response.text);
+        const item = assertDeviceError(response.body, nul.title);
+        assert.equal(item.code, 'invalid');
+        assert.equal(item.param, nul.param);
+      });
+    }
+
+    it('when parameters nest deeper than 64 levels then it is a 400 naming where, and nothing is stored', async () => {
+      const deepArray = (depth: number) => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
+      const event = await device.post('/api/v3/things/event', null, {
+        raw: `{"thing_key":"${thingKey}","data":{"deep":${deepArray(10_000)}}}`,
+      });
+      assert.equal(event.status, 400, event.text);
+      assert.equal(assertDeviceError(event.body, 'deep event').param?.startsWith('data.deep.0.0'), true);
+      const list = await ctx.api.request('GET', '/api/v3/roles', { token, rawBody: `{"extra":${deepArray(5000)}}` });
+      assert.equal(list.status, 400, list.text);
+      assert.equal(assertErrorShape(list.body, 'deep list').code, 'invalid');
+      const shallow = await ctx.api.request('GET', '/api/v3/roles', { token, rawBody: `{"extra":${deepArray(60)}}` });
+      assert.equal(shallow.status, 200, shallow.text);
+      const data = await ctx.api.request('POST', '/api/v3/query/thing_data', { token, body: { thing_key: thingKey } });
+      assert.equal(data.body[thingKey].total_event_count, 1, 'only the event stored before');
+    });
+
+    it('when a device sends a NUL character over MQTT then the acknowledgement refuses it with 400 and nothing is stored', async () => {
+      const keyPair = await createKeyPair(ctx.api, token);
+      const mqttDevice = await MqttDevice.connect(`mqtt://127.0.0.1:${ctx.api.server.mqttPort}`, keyPair);
+      try {
+        const cases = [
+          { kind: 'register', payload: { thing_key: `m${NUL}` } },
+          { kind: 'event', payload: { thing_key: thingKey, data: { state: `on${NUL}` } } },
+          { kind: 'alert', payload: { alert: { thing_key: thingKey, message: `hot${NUL}`, alert_type: 1 } } },
+        ] as const;
+        for (const { kind, payload } of cases) {
+          const ack = await mqttDevice.send(kind, payload);
+          assert.equal(ack.http_code, 400, `${kind}: ${JSON.stringify(ack)}`);
+          assert.equal(ack.http_msg.errors?.[0]?.code, 'invalid', kind);
+        }
+      } finally {
+        await mqttDevice.close();
+      }
+      const data = await ctx.api.request('POST', '/api/v3/query/thing_data', { token, body: { thing_key: thingKey } });
+      assert.equal(data.body[thingKey].total_event_count, 1, 'only the event stored before');
+    });
+
+    it('when an MQTT login names an access key with a NUL character then it is refused like any unknown key', async () => {
+      await assert.rejects(
+        MqttDevice.connect(`mqtt://127.0.0.1:${ctx.api.server.mqttPort}`, {
+          access_key: `a${NUL}b`,
+          secret_key: 'not a secret',
+        }),
+      );
+      assert.equal((await ctx.api.request('GET', '/healthz')).status, 200);
+    });
+
+    const frameworkCases: {
+      title: string;
+      send: () => Promise<{ status: number; body: any }>;
+      status: number;
+      code: string;
+    }[] = [
+      {
+        title: 'a path with a bad percent-encoding',
+        send: () => ctx.api.request('GET', '/api/v3/things/%zz', { token }),
+        status: 400,
+        code: 'invalid',
+      },
+      {
+        title: 'a path parameter longer than the router accepts',
+        send: () => ctx.api.request('GET', `/api/v3/things/${'k'.repeat(300)}`, { token }),
+        status: 414,
+        code: 'too_large',
+      },
+      {
+        title: 'a path naming no endpoint',
+        send: () => ctx.api.request('GET', '/api/v3/../../etc/passwd', { token }),
+        status: 404,
+        code: 'not_found',
+      },
+      {
+        title: 'a method no endpoint of the path has',
+        send: () => ctx.api.request('PATCH', '/api/v3/things', { token }),
+        status: 404,
+        code: 'not_found',
+      },
+      {
+        title: 'a malformed Content-Type with a body',
+        send: () =>
+          ctx.api.request('POST', '/api/v3/roles', { token, rawBody: '{}', headers: { 'content-type': ';;;' } }),
+        status: 415,
+        code: 'unsupported_media_type',
+      },
+      {
+        title: 'a body over the limit',
+        send: () => ctx.api.request('POST', '/api/v3/roles', { token, rawBody: `"${'x'.repeat(1024 * 1024)}"` }),
+        status: 413,
+        code: 'too_large',
+      },
+      {
+        title: 'an invalid request line',
+        send: () => rawRequest(ctx.api.url, 'GARBAGE\r\n\r\n'),
+        status: 400,
+        code: 'invalid',
+      },
+      {
+        title: 'an unknown HTTP version',
+        send: () => rawRequest(ctx.api.url, 'GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n'),
+        status: 400,
+        code: 'invalid',
+      },
+      {
+        title: 'a NUL character in a header',
+        send: () => rawRequest(ctx.api.url, `GET /api/v3/roles HTTP/1.1\r\nHost: x\r\nX-Auth-Token: a${NUL}b\r\n\r\n`),
+        status: 400,
+        code: 'invalid',
+      },
+      {
+        title: 'headers over the size limit',
+        send: () => rawRequest(ctx.api.url, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+        status: 431,
+        code: 'too_large',
+      },
+    ];
+    for (const framework of frameworkCases) {
+      it(`when the request has ${framework.title} then it is a ${framework.status} in the error shape`, async () => {
+        const response = await framework.send();
+        assert.equal(response.status, framework.status, JSON.stringify(response.body));
+        assert.equal(assertErrorShape(response.body, framework.title).code, framework.code);
+      });
+    }
+
+    it('after all of it the server still answers', async () => {
+      assert.equal((await ctx.api.request('GET', '/healthz')).status, 200);
+    });
+  },
+  { env: async () => ({ MQTT_PORT: String(await freePort()) }) },
+);
