@@ -18,7 +18,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { request } from 'undici';
-import { CONNACK, CONNECT, PacketReader, PUBACK, PUBLISH, packet, packetId, SUBACK, SUBSCRIBE, text } from './mqtt-load.ts';
+import {
+  CONNACK,
+  CONNECT,
+  PacketReader,
+  PUBACK,
+  PUBLISH,
+  packet,
+  packetId,
+  SUBACK,
+  SUBSCRIBE,
+  text,
+} from './mqtt-load.ts';
 import { buildServer, cpuSeconds, describeMachine, option, startChildServer, table } from './support.ts';
 
 interface KeyPair {
@@ -83,7 +94,9 @@ class FleetDevice {
             ready(this);
             continue;
           }
-          this.socket.write(packet(SUBSCRIBE, packetId(1), text(`Altizon/Datonis/${clientId}/httpAck`), Buffer.from([1])));
+          this.socket.write(
+            packet(SUBSCRIBE, packetId(1), text(`Altizon/Datonis/${clientId}/httpAck`), Buffer.from([1])),
+          );
         } else if (type === SUBACK) {
           ready(this);
         } else if (type === PUBLISH) {
@@ -266,7 +279,15 @@ export async function run(args: string[]): Promise<void> {
     }, 100);
     const arrival = await connectAll(connecting, connectRate, (i, ready) => {
       const thingKey = things[i] as string;
-      return new FleetDevice(mqttPort, `arrive${i}`, pair, payloadOf(thingKey), () => {}, () => {}, ready);
+      return new FleetDevice(
+        mqttPort,
+        `arrive${i}`,
+        pair,
+        payloadOf(thingKey),
+        () => {},
+        () => {},
+        ready,
+      );
     });
     open = arrival.devices;
     await new Promise((resolve) => setTimeout(resolve, 2000));
