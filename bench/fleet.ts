@@ -62,6 +62,8 @@ class FleetDevice {
   private readonly sent: number[] = [];
   private readonly pings: number[] = [];
   connackMs = Number.NaN;
+  /** TCP handshake: a baseline for the CONNACK. */
+  tcpMs = Number.NaN;
   refusedWith: number | undefined;
   private readonly template: Buffer;
 
@@ -83,6 +85,9 @@ class FleetDevice {
     const started = performance.now();
     this.socket = connect(port, '127.0.0.1');
     this.socket.setNoDelay(true);
+    this.socket.once('connect', () => {
+      this.tcpMs = performance.now() - started;
+    });
     const reader = new PacketReader();
     this.socket.on('data', (chunk: Buffer) => {
       for (const [first, body] of reader.read(chunk)) {
@@ -277,6 +282,9 @@ export async function run(args: string[]): Promise<void> {
     const sampler = setInterval(() => {
       peakRss = Math.max(peakRss, rssMiB(server.pid));
     }, 100);
+    const generatorBefore = process.cpuUsage();
+    const serverBefore = cpuSeconds(server.pid);
+    const arrivalStarted = performance.now();
     const arrival = await connectAll(connecting, connectRate, (i, ready) => {
       const thingKey = things[i] as string;
       return new FleetDevice(
@@ -289,10 +297,17 @@ export async function run(args: string[]): Promise<void> {
         ready,
       );
     });
+    const arrivalSeconds = (performance.now() - arrivalStarted) / 1000;
+    const generatorCpu = process.cpuUsage(generatorBefore);
+    const arrivalCpu = {
+      server: ((cpuSeconds(server.pid) - serverBefore) / arrivalSeconds) * 100,
+      generator: ((generatorCpu.user + generatorCpu.system) / 1e6 / arrivalSeconds) * 100,
+    };
     open = arrival.devices;
     await new Promise((resolve) => setTimeout(resolve, 2000));
     clearInterval(sampler);
     const connacks = arrival.devices.map((d) => d.connackMs).filter((ms) => Number.isFinite(ms));
+    const handshakes = arrival.devices.map((d) => d.tcpMs).filter((ms) => Number.isFinite(ms));
     const refused = arrival.devices.filter((d) => d.refusedWith !== undefined).length;
     await closeAll();
 
@@ -312,14 +327,16 @@ export async function run(args: string[]): Promise<void> {
     );
     console.log(
       table([
-        ['what', 'CONNECT -> CONNACK ms p50 / p99 / max', 'refused', 'no answer', 'server RSS MiB'],
-        ['baseline: before the devices arrive', '-', '-', '-', rssBefore.toFixed(0)],
+        ['what', 'CONNECT -> CONNACK ms p50 / p99 / max', 'refused', 'no answer', 'server RSS MiB', 'CPU % server / generator'],
+        ['baseline: before the devices arrive', '-', '-', '-', rssBefore.toFixed(0), '-'],
+        ['baseline: their TCP handshakes', latency(handshakes), '-', '-', '-', '-'],
         [
           `connect: ${connecting} devices at ${connectRate}/s`,
           latency(connacks),
           refused,
           arrival.failed,
           `${peakRss.toFixed(0)} peak (${(peakRss / rssBefore).toFixed(2)}x)`,
+          `${arrivalCpu.server.toFixed(0)} / ${arrivalCpu.generator.toFixed(0)}`,
         ],
       ]),
     );

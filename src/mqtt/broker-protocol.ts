@@ -29,7 +29,8 @@ export type AckList = (number | string | ErrorItem[] | null)[];
 
 /** What the server thread sends. */
 export type ToBroker =
-  | { t: 'login'; id: number; secretKey: string | null }
+  /** Answers to logins: login id, then the key pair's secret or null; two items each. */
+  | { t: 'logins'; answers: (number | string | null)[] }
   | { t: 'acks'; acks: AckList }
   /** A message of this connection cannot be done: it is answered by closing the connection. */
   | { t: 'close'; connection: number }
@@ -44,7 +45,8 @@ export type ToBroker =
 export type FromBroker =
   | { t: 'listening'; port: number }
   | { t: 'failed'; code: string | undefined; message: string }
-  | { t: 'login'; id: number; accessKey: string }
+  /** Logins to check: login id, then access key; two items each. */
+  | { t: 'logins'; logins: (number | string)[] }
   | { t: 'messages'; messages: MessageList }
   | { t: 'subscribed'; accessKey: string; topic: string; connection: number }
   | { t: 'published'; id: number }

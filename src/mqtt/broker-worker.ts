@@ -69,6 +69,13 @@ const logins = new Map<
   { client: Client; accessKey: string; password: string; done: (error: AuthenticateError | null, ok: boolean) => void }
 >();
 let lastLoginId = 0;
+// Logins leave for the server thread together, once per turn of the event loop.
+let asked: (number | string)[] = [];
+const askLogins = () => {
+  const logins = asked;
+  asked = [];
+  send({ t: 'logins', logins });
+};
 
 // Messages handed to the server thread and not yet answered; past the limits, sockets stop being read.
 // Messages handed to the server thread and not yet answered; past the limits, or while the server
@@ -106,7 +113,8 @@ const broker = await Aedes.createBroker({
     const id = ++lastLoginId;
     const accessKey = username ?? '';
     logins.set(id, { client, accessKey, password: password ? password.toString('utf8') : '', done });
-    send({ t: 'login', id, accessKey });
+    if (asked.length === 0) setImmediate(askLogins);
+    asked.push(id, accessKey);
   },
   authorizePublish: (client, packet, done) => {
     // Devices publish to device topics only; acknowledgements and instructions come from the server.
@@ -313,8 +321,10 @@ port.on('message', (message: ToBroker) => {
         if (connection) acknowledge(connection.client, ack);
       });
       break;
-    case 'login':
-      answerLogin(message.id, message.secretKey);
+    case 'logins':
+      for (let i = 0; i < message.answers.length; i += 2) {
+        answerLogin(message.answers[i] as number, message.answers[i + 1] as string | null);
+      }
       break;
     case 'close':
       inbound.answered(message.connection);
@@ -347,7 +357,9 @@ server.once('error', (error: NodeJS.ErrnoException) => {
   send({ t: 'failed', code: error.code, message: error.message });
   port.close();
 });
-server.listen(settings.port, settings.host, () => {
+// A connection storm must not overflow the kernel's queue of connections not yet accepted: a device
+// whose connection is dropped there retries only after a second or more.
+server.listen({ port: settings.port, host: settings.host, backlog: 4096 }, () => {
   const address = server.address();
   server.on('error', (error: NodeJS.ErrnoException) => {
     // Out of file descriptors: the kernel's pending connection was closed unanswered.

@@ -212,6 +212,18 @@ function startWorker(
     received.push(list);
   };
 
+  // Answers to logins leave for the broker together, once per turn of the event loop.
+  let loginAnswers: (number | string | null)[] = [];
+  const sendLoginAnswers = () => {
+    const answers = loginAnswers;
+    loginAnswers = [];
+    post({ t: 'logins', answers });
+  };
+  const answerLogin = (id: number, secretKey: string | null) => {
+    if (loginAnswers.length === 0) setImmediate(sendLoginAnswers);
+    loginAnswers.push(id, secretKey);
+  };
+
   let lastInboundId = 0;
   const inboundAnswers = new Map<number, (figures: { pending: number; highWater: number }) => void>();
   const inbound = () =>
@@ -245,17 +257,18 @@ function startWorker(
         case 'messages':
           receive(message.messages);
           break;
-        case 'login': {
-          const { id } = message;
-          authenticator.credentials(message.accessKey).then(
-            (credentials) => post({ t: 'login', id, secretKey: credentials?.secretKey ?? null }),
-            (error) => {
-              log.error(error, 'MQTT authentication failed');
-              post({ t: 'login', id, secretKey: null });
-            },
-          );
+        case 'logins':
+          for (let i = 0; i < message.logins.length; i += 2) {
+            const id = message.logins[i] as number;
+            authenticator.credentials(message.logins[i + 1] as string).then(
+              (credentials) => answerLogin(id, credentials?.secretKey ?? null),
+              (error) => {
+                log.error(error, 'MQTT authentication failed');
+                answerLogin(id, null);
+              },
+            );
+          }
           break;
-        }
         case 'subscribed':
           setImmediate(() => void instructions?.subscribed(message.accessKey, message.topic, message.connection));
           break;
