@@ -80,7 +80,6 @@ export async function createServer(config: Config): Promise<Server> {
     const senders = new Senders(store, config);
     let worker: DeliveryWorker | undefined;
     const rules = new RuleEngine(store, { onQueued: () => worker?.wake() });
-    closeOnFailure.push(() => rules.close());
     const writer = new EventWriter(store, { process: (tx, batches) => rules.evaluate(tx, batches) });
     const authenticator = new DeviceAuthenticator(store.db, box);
     closeOnFailure.push(() => authenticator.close());
@@ -117,7 +116,6 @@ export async function createServer(config: Config): Promise<Server> {
         await writer.drain();
         await deliveries.stop();
         await senders.close();
-        rules.close();
         sessions.close();
         authenticator.close();
         await store.close();
