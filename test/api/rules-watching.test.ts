@@ -126,6 +126,36 @@ describeOnStores('what a rule watches, changed', (ctx) => {
     assert.equal(await alertCount(ctx.api, token, thing.thing_key), 2, 'the event after it changed back');
   });
 
+  it('when a thing moves to the template a rule watches and back then the next event follows the move', async () => {
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, {});
+    const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
+      token,
+      body: { thing_template: { name: unique('t') } },
+    });
+    assert.equal(template.status, 200, template.text);
+    const templateKey = template.body.thing_template.thing_template_key as string;
+    await everyEventRule(ctx.api, token, { thing_template_key: templateKey });
+    await sendEvent(ctx.api, token, thing.thing_key, 1);
+    assert.equal(await alertCount(ctx.api, token, thing.thing_key), 0, 'not of the template yet');
+
+    const moved = await ctx.api.request('PUT', `/api/v3/things/${thing.thing_key}`, {
+      token,
+      body: { thing: { thing_template_key: templateKey } },
+    });
+    assert.equal(moved.status, 200, moved.text);
+    await sendEvent(ctx.api, token, thing.thing_key, 2);
+    assert.equal(await alertCount(ctx.api, token, thing.thing_key), 1, 'the event after it moved to the template');
+
+    const back = await ctx.api.request('PUT', `/api/v3/things/${thing.thing_key}`, {
+      token,
+      body: { thing: { thing_template_key: thing.thing_template_key } },
+    });
+    assert.equal(back.status, 200, back.text);
+    await sendEvent(ctx.api, token, thing.thing_key, 3);
+    assert.equal(await alertCount(ctx.api, token, thing.thing_key), 1, 'the event after it moved back');
+  });
+
   it('when a rule’s notification action is added, moved or deleted then the next event follows the change', async () => {
     const token = await ctx.api.adminToken();
     const thing = await createThing(ctx.api, token, {});
