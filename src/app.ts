@@ -82,7 +82,6 @@ export async function createServer(config: Config): Promise<Server> {
     const senders = new Senders(store, config);
     let worker: DeliveryWorker | undefined;
     const rules = new RuleEngine(store, { onQueued: () => worker?.wake() });
-    closeOnFailure.push(() => rules.close());
     const writer = new EventWriter(store, {
       process: (tx, batches) => rules.evaluate(tx, batches),
       maxPendingRows: config.eventMaxPending,
@@ -123,7 +122,6 @@ export async function createServer(config: Config): Promise<Server> {
         await writer.drain();
         await deliveries.stop();
         await senders.close();
-        rules.close();
         sessions.close();
         authenticator.close();
         await store.close();

@@ -4,10 +4,10 @@
  * fields; a field of another kind is a 400 naming it.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
+import { raiseRevision } from '../audit/revisions.ts';
 import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { rulesChanged } from '../rules/changes.ts';
 import { findRule } from '../rules/repository.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { NotificationActionRow } from '../store/tables.ts';
@@ -150,7 +150,7 @@ export async function createAction(
   const type = typeOf(version, input.type);
   checkFields(type, input, true);
   const now = Date.now();
-  const created = await store.transaction(async (tx) => {
+  return store.transaction(async (tx) => {
     const rule = await requireRuleOf(tx, organisationKeys, input.rule_key as string);
     const row: NotificationActionRow = {
       notification_action_key: newKey(),
@@ -183,8 +183,6 @@ export async function createAction(
     });
     return row;
   });
-  rulesChanged(created.organisation_key);
-  return created;
 }
 
 /** An action the caller can see and the version knows (a v2 request never finds an SMS action). */
@@ -202,7 +200,7 @@ export async function updateAction(
   key: string,
   input: ActionInput,
 ): Promise<NotificationActionRow> {
-  const updated = await store.transaction(async (tx) => {
+  return store.transaction(async (tx) => {
     const before = await requireAction(tx, organisationKeys, version, key);
     const type = typeOf(version, input.type);
     if (type !== before.type) {
@@ -211,10 +209,13 @@ export async function updateAction(
       ]);
     }
     checkFields(type, input, false);
-    const ruleKey =
-      input.rule_key === undefined
-        ? before.rule_key
-        : (await requireRuleOf(tx, organisationKeys, input.rule_key)).rule_key;
+    const rule = input.rule_key === undefined ? undefined : await requireRuleOf(tx, organisationKeys, input.rule_key);
+    const ruleKey = rule ? rule.rule_key : before.rule_key;
+    // Moved to a rule of another organisation (one the caller also sees): that organisation's rules
+    // change too, for the rule engine's cache (audit/revisions.ts).
+    if (rule && rule.organisation_key !== before.organisation_key) {
+      await raiseRevision(tx, rule.organisation_key, 'NotificationAction');
+    }
     const after: NotificationActionRow = {
       ...before,
       ...columnsOf(version, type, input),
@@ -234,8 +235,6 @@ export async function updateAction(
     });
     return after;
   });
-  rulesChanged(updated.organisation_key);
-  return updated;
 }
 
 export async function deleteAction(
@@ -245,7 +244,7 @@ export async function deleteAction(
   version: ApiVersion,
   key: string,
 ): Promise<void> {
-  const organisationKey = await store.transaction(async (tx) => {
+  await store.transaction(async (tx) => {
     const before = await requireAction(tx, organisationKeys, version, key);
     await actions.deleteAction(tx, key);
     await recordChange(tx, actor, {
@@ -256,7 +255,5 @@ export async function deleteAction(
       entityName: before.name ?? before.type,
       before: auditSnapshot(before),
     });
-    return before.organisation_key;
   });
-  rulesChanged(organisationKey);
 }

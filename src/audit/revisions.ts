@@ -6,12 +6,22 @@
  * here: each raise makes concurrent changes of one organisation's entities of that type take turns.
  */
 import { sql } from 'kysely';
+import { RowsStatement } from '../store/dialect.ts';
 import { PreparedQuery, QueryCache } from '../store/prepared.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { EntityType } from './recorder.ts';
 
-/** Entity types whose every change is recorded (audited) and whose lists are served from memory. */
-export const REVISED_ENTITY_TYPES: ReadonlySet<EntityType> = new Set<EntityType>(['Role']);
+/**
+ * What the rule engine caches per organisation (rules/engine.ts): rules, their notification actions
+ * and their groups (a static group's members, a dynamic group's expression).
+ */
+export const RULE_ENTITY_TYPES: readonly EntityType[] = ['Rule', 'NotificationAction', 'Group'];
+
+/**
+ * Entity types whose every change is recorded (audited) and kept in memory somewhere: Role lists are
+ * served from memory, and the rule engine keeps the rule types.
+ */
+export const REVISED_ENTITY_TYPES: ReadonlySet<EntityType> = new Set<EntityType>(['Role', ...RULE_ENTITY_TYPES]);
 
 const raise = new PreparedQuery((db: Executor, organisationKey: string, entityType: string) =>
   db
@@ -77,4 +87,35 @@ function revisionText(rows: readonly RevisionRow[]): string {
   let text = '';
   for (const row of rows) text += `${row.organisation_key}=${row.revision};`;
   return text;
+}
+
+const ruleRevisions = new RowsStatement(
+  ['text'],
+  () => `select r.organisation_key, r.entity_type, r.revision from change_revisions r
+    join v on r.organisation_key = v.column1
+    where r.entity_type in (${RULE_ENTITY_TYPES.map((t) => `'${t}'`).join(', ')})`,
+);
+
+/**
+ * The revisions of RULE_ENTITY_TYPES in each of the given organisations, one text per organisation
+ * (equal texts mean no change in between), in one statement whatever the number of organisations.
+ * Read it before reading the entities, in the transaction that uses them.
+ */
+export async function readRuleRevisions(
+  db: Executor,
+  organisationKeys: readonly string[],
+): Promise<Map<string, string>> {
+  const rows = await ruleRevisions.run<{ organisation_key: string; entity_type: string; revision: number | string }>(
+    db,
+    [organisationKeys],
+  );
+  const parts = new Map<string, string[]>();
+  for (const row of rows) {
+    const list = parts.get(row.organisation_key) ?? [];
+    list.push(`${row.entity_type}=${row.revision}`);
+    parts.set(row.organisation_key, list);
+  }
+  const texts = new Map<string, string>();
+  for (const key of organisationKeys) texts.set(key, (parts.get(key) ?? []).sort().join(';'));
+  return texts;
 }

@@ -203,6 +203,11 @@ export class EventWriter {
           this.pendingRows -= rows;
           this.noteRefusing();
         }
+        // Lets what arrived during that transaction go first. On SQLite a transaction runs without
+        // giving way (one connection, synchronous statements), so back-to-back transactions would keep
+        // a delivery's answer unread, and its result unrecorded, until the queue is empty: a crash in
+        // between sends it again (docs/rules.md, "Deliveries").
+        if (this.queue.length > 0) await new Promise((resolve) => setImmediate(resolve));
       }
     } finally {
       this.active--;

@@ -4,8 +4,15 @@
  * notification actions in that same transaction, so an acknowledged event's consequences are as
  * durable as the event. `on_enter` rules fire when their condition turns true for a thing; that state
  * lives in the store (rule_states), so it survives restarts and is shared by every server instance.
+ *
+ * Each organisation's rules, with their notification actions and groups, are kept in memory under the
+ * change revisions they were read under (audit/revisions.ts). Every transaction reads the revisions of
+ * its organisations first, in one statement, and reads an organisation's rules again where they
+ * differ: a change committed before the transaction, through any instance, applies to its events
+ * (docs/rules.md, "How rules are evaluated").
  */
 import { raiseAlert } from '../alerts/service.ts';
+import { readRuleRevisions } from '../audit/revisions.ts';
 import { newKey } from '../core/keys.ts';
 import type { DeliveryPayload } from '../deliveries/senders.ts';
 import type { IngestBatch, NewEvent } from '../events/writer.ts';
@@ -27,7 +34,6 @@ import { expressionViewOfThing } from '../things/presenter.ts';
 import type { ThingWithTemplate } from '../things/repository.ts';
 import { selectThings } from '../things/repository.ts';
 import { thingSnapshot } from '../things/service.ts';
-import { onRulesChanged } from './changes.ts';
 
 /** Rows per multi-row statement (well under both engines' parameter limits). */
 const CHUNK = 500;
@@ -50,13 +56,12 @@ interface CompiledRule {
 }
 
 interface OrganisationRules {
-  loadedAt: number;
+  /** The organisation's change revisions the rules were read under (readRuleRevisions). */
+  revision: string;
   rules: CompiledRule[];
 }
 
 export interface RuleEngineOptions {
-  /** How long cached rules are trusted before they are read again (changes made elsewhere). */
-  refreshMs?: number;
   /** Told when deliveries were queued (the worker starts on them without waiting for its poll). */
   onQueued?: () => void;
 }
@@ -101,20 +106,11 @@ export class RuleEngine {
   private readonly cache = new Map<string, OrganisationRules>();
   /** (rule, thing) pairs whose state row is known to exist: their insert is skipped. */
   private readonly knownStates = new Set<string>();
-  private readonly refreshMs: number;
-  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly store: Store,
     private readonly options: RuleEngineOptions = {},
-  ) {
-    this.refreshMs = options.refreshMs ?? 2000;
-    this.unsubscribe = onRulesChanged((organisationKey) => this.cache.delete(organisationKey));
-  }
-
-  close(): void {
-    this.unsubscribe();
-  }
+  ) {}
 
   /** Evaluates every event of a transaction's batches; run inside that transaction by the event writer. */
   async evaluate(tx: Tx, batches: readonly IngestBatch[]): Promise<void> {
@@ -125,9 +121,11 @@ export class RuleEngine {
       list.push(batch);
       byOrganisation.set(batch.subject.organisationKey, list);
     }
+    if (byOrganisation.size === 0) return;
+    const revisions = await readRuleRevisions(tx, [...byOrganisation.keys()]);
     let queued = 0;
     for (const [organisationKey, ofOrganisation] of byOrganisation) {
-      const rules = await this.rulesOf(tx, organisationKey);
+      const rules = await this.rulesOf(tx, organisationKey, revisions.get(organisationKey) ?? '');
       // Most organisations have no rules: their events are not looked at one by one.
       if (rules.length === 0) continue;
       queued += await this.evaluateOrganisation(tx, organisationKey, rules, candidatesOf(ofOrganisation));
@@ -135,12 +133,12 @@ export class RuleEngine {
     if (queued > 0 && this.options.onQueued) setImmediate(this.options.onQueued);
   }
 
-  private async rulesOf(db: Executor, organisationKey: string): Promise<CompiledRule[]> {
+  /** The organisation's rules, read again unless those in memory were read under `revision`. */
+  private async rulesOf(db: Executor, organisationKey: string, revision: string): Promise<CompiledRule[]> {
     const cached = this.cache.get(organisationKey);
-    const now = Date.now();
-    if (cached && now - cached.loadedAt < this.refreshMs) return cached.rules;
+    if (cached && cached.revision === revision) return cached.rules;
     const rules = await loadRules(db, organisationKey);
-    this.cache.set(organisationKey, { loadedAt: now, rules });
+    this.cache.set(organisationKey, { revision, rules });
     return rules;
   }
 

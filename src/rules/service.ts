@@ -1,7 +1,7 @@
 /**
  * Rules (CONTRACT 8): which things to watch, the condition over their events, and what to raise. The
- * rule engine (engine.ts) evaluates them on ingestion; every change here is audited in its transaction
- * and then told to the engine's cache.
+ * rule engine (engine.ts) evaluates them on ingestion; every change here is audited in its transaction,
+ * which raises the change revision the engine's cache is checked against (audit/revisions.ts).
  */
 import { auditSnapshot } from '../actions/service.ts';
 import { type Actor, recordChange } from '../audit/recorder.ts';
@@ -14,7 +14,6 @@ import type { Executor, Store } from '../store/store.ts';
 import type { RuleRow } from '../store/tables.ts';
 import { findTemplate } from '../templates/repository.ts';
 import { requireKnownThings } from '../things/service.ts';
-import { rulesChanged } from './changes.ts';
 import { presentRule } from './presenter.ts';
 import * as rules from './repository.ts';
 
@@ -73,7 +72,7 @@ export async function createRule(store: Store, actor: Actor, organisationKey: st
     created_at: now,
     updated_at: now,
   };
-  const created = await store.transaction(async (tx) => {
+  return store.transaction(async (tx) => {
     await checkReferences(tx, organisationKey, row);
     await rules.insertRule(tx, row);
     await recordChange(tx, actor, {
@@ -86,8 +85,6 @@ export async function createRule(store: Store, actor: Actor, organisationKey: st
     });
     return row;
   });
-  rulesChanged(organisationKey);
-  return created;
 }
 
 export async function requireRule(db: Executor, organisationKeys: string[], ruleKey: string): Promise<RuleRow> {
@@ -103,7 +100,7 @@ export async function updateRule(
   ruleKey: string,
   changes: Partial<RuleInput>,
 ) {
-  const updated = await store.transaction(async (tx) => {
+  return store.transaction(async (tx) => {
     const before = await requireRule(tx, organisationKeys, ruleKey);
     const after: RuleRow = {
       ...before,
@@ -137,13 +134,11 @@ export async function updateRule(
     });
     return after;
   });
-  rulesChanged(updated.organisation_key);
-  return updated;
 }
 
 /** Deletes the rule and its notification actions (each with its audit trail); pending deliveries lapse. */
 export async function deleteRule(store: Store, actor: Actor, organisationKeys: string[], ruleKey: string) {
-  const organisationKey = await store.transaction(async (tx) => {
+  await store.transaction(async (tx) => {
     const before = await requireRule(tx, organisationKeys, ruleKey);
     const actions = await tx.selectFrom('notification_actions').selectAll().where('rule_key', '=', ruleKey).execute();
     for (const action of actions) {
@@ -166,7 +161,5 @@ export async function deleteRule(store: Store, actor: Actor, organisationKeys: s
       entityName: before.name,
       before: snapshot(before),
     });
-    return before.organisation_key;
   });
-  rulesChanged(organisationKey);
 }

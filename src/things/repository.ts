@@ -108,14 +108,18 @@ export async function updateThing(db: Executor, thingKey: string, changes: Parti
   await db.updateTable('things').set(changes).where('thing_key', '=', thingKey).execute();
 }
 
-/** Removes a thing and what hangs on it (its events, static group memberships). */
-export async function deleteThing(db: Executor, thingKey: string): Promise<void> {
+/**
+ * Removes a thing and what hangs on it (its events, static group memberships). Answers whether it was
+ * a member of a static group.
+ */
+export async function deleteThing(db: Executor, thingKey: string): Promise<boolean> {
   for (const table of ['events', 'event_rollups'] as const) {
     await db
       .deleteFrom(table)
       .where('thing_id', 'in', (eb) => eb.selectFrom('things').select('thing_id').where('thing_key', '=', thingKey))
       .execute();
   }
-  await db.deleteFrom('group_things').where('thing_key', '=', thingKey).execute();
+  const memberships = await db.deleteFrom('group_things').where('thing_key', '=', thingKey).executeTakeFirst();
   await db.deleteFrom('things').where('thing_key', '=', thingKey).execute();
+  return Number(memberships.numDeletedRows) > 0;
 }

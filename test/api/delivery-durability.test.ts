@@ -140,8 +140,6 @@ if (postgres) {
           body: { rule: { name: 'enter once', condition: 'n > 5', thing_keys: ['press-2'], alert_type: 1 } },
         });
         assert.equal(enter.status, 200, enter.text);
-        // Let both instances see the new rules (each refreshes its cache within two seconds).
-        await new Promise((resolve) => setTimeout(resolve, 2200));
         const sends: Promise<unknown>[] = [];
         for (let n = 0; n < 40; n++) {
           const d = n % 2 === 0 ? viaA : viaB;
