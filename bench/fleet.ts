@@ -327,7 +327,14 @@ export async function run(args: string[]): Promise<void> {
     );
     console.log(
       table([
-        ['what', 'CONNECT -> CONNACK ms p50 / p99 / max', 'refused', 'no answer', 'server RSS MiB', 'CPU % server / generator'],
+        [
+          'what',
+          'CONNECT -> CONNACK ms p50 / p99 / max',
+          'refused',
+          'no answer',
+          'server RSS MiB',
+          'CPU % server / generator',
+        ],
         ['baseline: before the devices arrive', '-', '-', '-', rssBefore.toFixed(0), '-'],
         ['baseline: their TCP handshakes', latency(handshakes), '-', '-', '-', '-'],
         [
