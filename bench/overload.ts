@@ -16,6 +16,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { request } from 'undici';
@@ -31,7 +32,7 @@ import {
   SUBSCRIBE,
   text,
 } from './mqtt-load.ts';
-import { buildServer, describeMachine, option, startChildServer, table } from './support.ts';
+import { buildServer, cpuSeconds, describeMachine, option, startChildServer, table } from './support.ts';
 
 interface KeyPair {
   access_key: string;
@@ -51,9 +52,12 @@ function rssMiB(pid: number): number {
 
 /** Latencies in milliseconds, summarised. */
 class Latencies {
-  private readonly values: number[] = [];
+  readonly values: number[] = [];
   add(ms: number): void {
     this.values.push(ms);
+  }
+  addAll(values: number[]): void {
+    for (const value of values) this.values.push(value);
   }
   get count(): number {
     return this.values.length;
@@ -80,6 +84,8 @@ interface Phase {
   probes: Latencies;
   probeFailures: number;
   seconds: number;
+  /** CPU in percent of one core: the server's, and this load generator's. */
+  cpu: { server: number; generator: number };
 }
 
 const newPhase = (): Phase => ({
@@ -93,7 +99,23 @@ const newPhase = (): Phase => ({
   probes: new Latencies(),
   probeFailures: 0,
   seconds: 0,
+  cpu: { server: 0, generator: 0 },
 });
+
+/** Starts counting CPU; the function it answers stores the percentages of one core into the phase. */
+function countCpu(pid: number, phase: Phase): () => void {
+  const server = cpuSeconds(pid);
+  const generator = process.cpuUsage();
+  const started = performance.now();
+  return () => {
+    const seconds = (performance.now() - started) / 1000;
+    const used = process.cpuUsage(generator);
+    phase.cpu = {
+      server: ((cpuSeconds(pid) - server) / seconds) * 100,
+      generator: ((used.user + used.system) / 1e6 / seconds) * 100,
+    };
+  };
+}
 
 /** Events acknowledged as stored, by thing. */
 const acknowledged = new Map<string, number>();
@@ -218,9 +240,17 @@ class FloodDevice {
     if (this.mode === 'paced') this.fill();
   }
 
-  /** Sends while the mode allows: paced, one outstanding; flood, until the socket's buffer is full. */
+  /**
+   * Sends while the mode allows: paced, one outstanding; flood, until the socket's buffer is full, a
+   * few messages per turn of the event loop so that acknowledgements are read as they come.
+   */
   fill(): void {
+    let turn = 0;
     while (!this.stopped && (this.mode === 'flood' || this.sentAt.size === 0)) {
+      if (++turn > 8) {
+        setImmediate(() => this.fill());
+        return;
+      }
       const signed = bulkOf(this.thingKey, this.next, MQTT_BULK);
       this.next += MQTT_BULK;
       const hash = sign(this.pair.secret_key, signed);
@@ -380,7 +410,7 @@ export async function run(args: string[]): Promise<void> {
     const rss = rssMiB(server.pid);
     if (rss > phase.peakRss) phase.peakRss = rss;
   }, 100);
-  const devices: FloodDevice[] = [];
+  let flood: FloodThread | undefined;
   let stopped = false;
   let stopHttp = false;
   try {
@@ -404,7 +434,8 @@ export async function run(args: string[]): Promise<void> {
         body,
       }).then((r) => r.body.text());
     }
-    for (const thingKey of mqttThings) devices.push(await FloodDevice.connect(mqttPort, pair, thingKey));
+    flood = new FloodThread({ port: mqttPort, pair, things: mqttThings });
+    await flood.ready;
     const prober = probe(
       server.url,
       token,
@@ -414,7 +445,8 @@ export async function run(args: string[]): Promise<void> {
 
     const normal = phase;
     let started = performance.now();
-    for (const device of devices) device.start('paced', normal);
+    let stopCounting = countCpu(server.pid, normal);
+    await flood.start('paced');
     const normalHttp = postBulks(
       server.url,
       pair,
@@ -424,16 +456,19 @@ export async function run(args: string[]): Promise<void> {
     );
     await new Promise((resolve) => setTimeout(resolve, normalSeconds * 1000));
     stopHttp = true;
-    for (const device of devices) device.stop();
+    await flood.stop();
     await normalHttp;
-    await settle(devices, 30);
+    await flood.settle(30);
+    addReport(normal, await flood.report());
     normal.seconds = (performance.now() - started) / 1000;
+    stopCounting();
 
     const overload = newPhase();
     phase = overload;
     stopHttp = false;
     started = performance.now();
-    for (const device of devices) device.start('flood', overload);
+    stopCounting = countCpu(server.pid, overload);
+    await flood.start('flood');
     const posting = httpThings.map((thingKey) =>
       postBulks(
         server.url,
@@ -446,22 +481,25 @@ export async function run(args: string[]): Promise<void> {
     const progress = setInterval(() => {
       const seconds = (performance.now() - started) / 1000;
       console.log(
-        `  ${seconds.toFixed(0)}s: RSS ${rssMiB(server.pid).toFixed(0)} MiB (peak ${overload.peakRss.toFixed(0)}), ${Math.round(overload.events / seconds)} events/s stored, answers ${JSON.stringify(Object.fromEntries(overload.codes))}`,
+        `  ${seconds.toFixed(0)}s: RSS ${rssMiB(server.pid).toFixed(0)} MiB (peak ${overload.peakRss.toFixed(0)}), HTTP answers ${JSON.stringify(Object.fromEntries(overload.codes))}`,
       );
     }, 10_000);
     await Promise.race([new Promise((resolve) => setTimeout(resolve, duration * 1000)), serverExit]);
     clearInterval(progress);
     stopHttp = true;
-    for (const device of devices) device.stop();
+    await flood.stop();
     await Promise.all(posting);
-    const unanswered = await settle(devices, 60);
+    const unanswered = await flood.settle(60);
     overload.seconds = (performance.now() - started) / 1000;
+    addReport(overload, await flood.report());
+    stopCounting();
     stopped = true;
     await prober;
 
     const crashed = exited !== undefined;
     clearInterval(sampler);
-    for (const device of devices) device.close();
+    await flood.close();
+    flood = undefined;
     if (!crashed) await stopServer();
     const stored = await storedByThing(store, databaseUrl, schema);
     let missing = 0;
@@ -492,6 +530,7 @@ export async function run(args: string[]): Promise<void> {
           'HTTP accepted',
           'HTTP refused',
           'probes (health, sign-in, list)',
+          'CPU % server / generator',
         ],
         ...(
           [
@@ -509,6 +548,7 @@ export async function run(args: string[]): Promise<void> {
           p.latencies.http.accepted.summary(),
           p.latencies.http.refused.summary(),
           `${p.probes.summary()}${p.probeFailures > 0 ? `, ${p.probeFailures} failed` : ''}`,
+          `${p.cpu.server.toFixed(0)} / ${p.cpu.generator.toFixed(0)}`,
         ]),
       ]),
     );
@@ -523,7 +563,7 @@ export async function run(args: string[]): Promise<void> {
     clearInterval(sampler);
     stopped = true;
     stopHttp = true;
-    for (const device of devices) device.close();
+    await flood?.close();
     await stopServer();
     if (store === 'postgres') {
       const client = new pg.Client({ connectionString: databaseUrl });
@@ -541,3 +581,129 @@ async function settle(devices: FloodDevice[], seconds: number): Promise<number> 
   while (outstanding() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
   return outstanding();
 }
+
+/** What the flood thread reports of a phase. */
+interface FloodReport {
+  codes: [number, number][];
+  events: number;
+  accepted: number[];
+  refused: number[];
+  acknowledged: [string, number][];
+}
+
+type FloodCommand =
+  | { t: 'start'; id: number; mode: 'paced' | 'flood' }
+  | { t: 'stop'; id: number }
+  | { t: 'settle'; id: number; seconds: number }
+  | { t: 'report'; id: number }
+  | { t: 'close'; id: number };
+
+/**
+ * The MQTT devices run on a thread of their own: flooding sixty sockets keeps an event loop busy,
+ * and the HTTP clients and the prober on this thread must not wait for it (their latencies would be
+ * the generator's, not the server's).
+ */
+class FloodThread {
+  private readonly worker: Worker;
+  private lastId = 0;
+  private exited = false;
+  private readonly answers = new Map<number, (value: any) => void>();
+  readonly ready: Promise<void>;
+
+  constructor(data: { port: number; pair: KeyPair; things: string[] }) {
+    // This module again, on a thread of its own, through the TypeScript loader the benchmarks run with.
+    const loader = JSON.stringify(import.meta.resolve('tsx/esm/api'));
+    const code = `import(${loader}).then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}); })`;
+    this.worker = new Worker(code, { eval: true, workerData: { overloadFlood: data } });
+    this.worker.once('exit', () => {
+      this.exited = true;
+      for (const answer of this.answers.values()) answer(undefined);
+      this.answers.clear();
+    });
+    this.ready = new Promise((resolve, reject) => {
+      this.worker.on('message', (message: { id: number; value?: unknown }) => {
+        if (message.id === 0) return resolve();
+        this.answers.get(message.id)?.(message.value);
+        this.answers.delete(message.id);
+      });
+      this.worker.on('error', reject);
+    });
+  }
+
+  private ask<T>(
+    command: FloodCommand extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never,
+  ): Promise<T> {
+    const id = ++this.lastId;
+    if (this.exited) return Promise.resolve(undefined as T);
+    return new Promise((resolve) => {
+      this.answers.set(id, resolve as (value: unknown) => void);
+      this.worker.postMessage({ ...command, id });
+    });
+  }
+
+  start(mode: 'paced' | 'flood') {
+    return this.ask<void>({ t: 'start', mode });
+  }
+  stop() {
+    return this.ask<void>({ t: 'stop' });
+  }
+  /** Waits up to `seconds` for the messages still unanswered; answers how many stay so. */
+  settle(seconds: number) {
+    return this.ask<number>({ t: 'settle', seconds });
+  }
+  report() {
+    return this.ask<FloodReport>({ t: 'report' });
+  }
+  async close() {
+    await this.ask<void>({ t: 'close' });
+    await this.worker.terminate();
+  }
+}
+
+/** Adds what the flood thread saw in a phase to the phase. */
+function addReport(phase: Phase, report: FloodReport): void {
+  for (const [code, n] of report.codes) phase.codes.set(code, (phase.codes.get(code) ?? 0) + n);
+  phase.events += report.events;
+  phase.latencies.mqtt.accepted.addAll(report.accepted);
+  phase.latencies.mqtt.refused.addAll(report.refused);
+  for (const [thing, n] of report.acknowledged) acknowledged.set(thing, (acknowledged.get(thing) ?? 0) + n);
+}
+
+async function floodThread(data: { port: number; pair: KeyPair; things: string[] }): Promise<void> {
+  const port = parentPort as NonNullable<typeof parentPort>;
+  const devices: FloodDevice[] = [];
+  for (const thingKey of data.things) devices.push(await FloodDevice.connect(data.port, data.pair, thingKey));
+  let phase = newPhase();
+  port.on('message', async (command: FloodCommand) => {
+    let value: unknown;
+    switch (command.t) {
+      case 'start':
+        phase = newPhase();
+        acknowledged.clear();
+        for (const device of devices) device.start(command.mode, phase);
+        break;
+      case 'stop':
+        for (const device of devices) device.stop();
+        break;
+      case 'settle':
+        value = await settle(devices, command.seconds);
+        break;
+      case 'report':
+        value = {
+          codes: [...phase.codes],
+          events: phase.events,
+          accepted: phase.latencies.mqtt.accepted.values,
+          refused: phase.latencies.mqtt.refused.values,
+          acknowledged: [...acknowledged],
+        } satisfies FloodReport;
+        break;
+      case 'close':
+        for (const device of devices) device.close();
+        break;
+    }
+    port.postMessage({ id: command.id, value });
+  });
+  port.postMessage({ id: 0 });
+}
+
+if (!isMainThread && workerData?.overloadFlood) await floodThread(workerData.overloadFlood);

@@ -22,7 +22,7 @@ export interface BrokerSettings {
 
 /** Checked device messages: connection, access key, kind, text, context; five items each. */
 export type MessageList = (number | string)[];
-export const MESSAGE_ITEMS = 5;
+const MESSAGE_ITEMS = 5;
 
 /** Acknowledgements: connection, context, HTTP code, the errors or null; four items each. */
 export type AckList = (number | string | ErrorItem[] | null)[];
@@ -65,19 +65,20 @@ export function addMessage(
   list.push(connection, accessKey, kind, text, context);
 }
 
-export function forEachMessage(
+/** Visits the message that starts at item `at` of the list; answers where the next one starts. */
+export function visitMessage(
   list: MessageList,
+  at: number,
   visit: (connection: number, accessKey: string, kind: DeviceMessageKind, text: string, context: string) => void,
-): void {
-  for (let i = 0; i < list.length; i += MESSAGE_ITEMS) {
-    visit(
-      list[i] as number,
-      list[i + 1] as string,
-      list[i + 2] as DeviceMessageKind,
-      list[i + 3] as string,
-      list[i + 4] as string,
-    );
-  }
+): number {
+  visit(
+    list[at] as number,
+    list[at + 1] as string,
+    list[at + 2] as DeviceMessageKind,
+    list[at + 3] as string,
+    list[at + 4] as string,
+  );
+  return at + MESSAGE_ITEMS;
 }
 
 export function addAck(list: AckList, connection: number, ack: Ack): void {
