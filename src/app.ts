@@ -202,7 +202,7 @@ async function buildHttpApp(
       return reply.status(503).type('application/json').send('{"status":"unavailable"}');
     }
   });
-  // No console yet: the API's documentation is the front page (docs/configuration.md, "Command line").
+  // No console yet: the API's documentation is the front page (docs/configuration.md, "Starting").
   app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs', 302));
   app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => reply.send(app.swagger()));
 

@@ -1,6 +1,6 @@
 /**
  * Start-up plumbing shared by `thingbase serve` and the other commands: opening the configured store,
- * and start-up failures told as the setting to change (docs/configuration.md, "When a start fails").
+ * and start-up failures told as the setting to change (docs/configuration.md, "Starting").
  */
 import { type Config, ConfigError } from './core/config.ts';
 import { engineOf, sqlitePath } from './store/dialect.ts';
