@@ -9,12 +9,12 @@ import { alertRoutes } from './alerts/routes.ts';
 import { readRevisions } from './audit/revisions.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { type BootstrapResult, bootstrapFirstAdmin } from './bootstrap.ts';
-import type { Config } from './core/config.ts';
+import { type Config, ConfigError } from './core/config.ts';
 import { limitHeapGrowth } from './core/heap.ts';
 import { BULK_BODY_LIMIT, DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
-import { SecretBox } from './core/secret-box.ts';
+import type { SecretBox } from './core/secret-box.ts';
 import { Senders } from './deliveries/senders.ts';
 import { DeliveryWorker } from './deliveries/worker.ts';
 import { DeviceAuthenticator } from './devices/authentication.ts';
@@ -29,6 +29,7 @@ import { groupRoutes } from './groups/routes.ts';
 import { instructionRoutes } from './instructions/routes.ts';
 import type { InstructionCarrier } from './instructions/service.ts';
 import { keyPairRoutes } from './keypairs/routes.ts';
+import { openSecretBox } from './keypairs/secret-key.ts';
 import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker.ts';
 import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
 import type { InboundLimits } from './mqtt/inbound-flow.ts';
@@ -42,8 +43,8 @@ import { ruleRoutes } from './rules/routes.ts';
 import { loadIdentityProviders } from './sessions/identity-providers.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { SessionService } from './sessions/service.ts';
-import { serverSecret } from './store/server-secrets.ts';
-import { openStore, type Store } from './store/store.ts';
+import { explainListenError, openConfiguredStore } from './startup.ts';
+import type { Store } from './store/store.ts';
 import { templateRoutes } from './templates/routes.ts';
 import { thingRoutes } from './things/routes.ts';
 import { userRoutes } from './users/routes.ts';
@@ -53,12 +54,18 @@ export interface Server {
   app: FastifyInstance;
   store: Store;
   config: Config;
-  /** Set when this start created the first organisation and admin. */
+  /** Set when `listen` created the first organisation and admin. */
   bootstrap: BootstrapResult | undefined;
   /** The embedded MQTT broker's port, when it runs. */
   mqttPort: number | undefined;
   /** The embedded MQTT broker, when it runs. */
   mqttBroker: EmbeddedBroker | undefined;
+  /**
+   * Opens the HTTP port (PORT and HOST unless given) and then, the server being ready to serve, makes
+   * the first organisation and admin on a store with no users: a start that fails earlier (a port
+   * taken) leaves the store without an admin whose password nobody saw. Answers the address.
+   */
+  listen(at?: { port: number; host: string }): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -66,19 +73,14 @@ const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 export async function createServer(config: Config): Promise<Server> {
   limitHeapGrowth(config.heapGrowingPercent);
-  const store = await openStore({
-    databaseUrl: config.databaseUrl,
-    schema: config.databaseSchema,
-    sqliteSynchronous: config.sqliteSynchronous,
-  });
+  const store = await openConfiguredStore(config);
   const timers: NodeJS.Timeout[] = [];
   /** What a start that fails must undo before the store closes: listeners of recorded changes. */
   const closeOnFailure: (() => void)[] = [];
   try {
-    const bootstrap = await bootstrapFirstAdmin(store, config);
     const sessions = new SessionService(store, config, loadIdentityProviders(config.idpConfigPath));
     closeOnFailure.push(() => sessions.close());
-    const box = new SecretBox(config.secretKey ?? (await serverSecret(store.db, 'secret_box_key')));
+    const box = await openSecretBox(store, config.secretKey);
     const senders = new Senders(store, config);
     let worker: DeliveryWorker | undefined;
     const rules = new RuleEngine(store, { onQueued: () => worker?.wake() });
@@ -108,13 +110,20 @@ export async function createServer(config: Config): Promise<Server> {
     worker = new DeliveryWorker(store, senders, config, app.log);
     await worker.start();
     const deliveries = worker;
-    return {
+    const server: Server = {
       app,
       store,
       config,
-      bootstrap,
+      bootstrap: undefined,
       mqttPort: embedded?.port,
       mqttBroker: embedded,
+      listen: async (at = { port: config.port, host: config.host }) => {
+        const address = await app.listen(at).catch((error) => {
+          throw explainListenError(error, at);
+        });
+        server.bootstrap = await bootstrapFirstAdmin(store, config);
+        return address;
+      },
       close: async () => {
         for (const timer of timers) clearInterval(timer);
         await mqtt?.close();
@@ -127,6 +136,7 @@ export async function createServer(config: Config): Promise<Server> {
         await store.close();
       },
     };
+    return server;
   } catch (error) {
     for (const close of closeOnFailure) close();
     await store.close();
@@ -154,7 +164,7 @@ async function buildHttpApp(
     // One logger for all requests: a child logger per request costs ~15 us; errors log method and URL.
     childLoggerFactory: (logger) => logger,
     bodyLimit: DEFAULT_BODY_LIMIT,
-    trustProxy: process.env.TRUST_PROXY === 'true',
+    trustProxy: config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     // Refusals before any route runs answer the contract's error body too (core/http/error-handler.ts).
     frameworkErrors: answerFrameworkError,
@@ -200,6 +210,8 @@ async function buildHttpApp(
       return reply.status(503).type('application/json').send('{"status":"unavailable"}');
     }
   });
+  // No console yet: the API's documentation is the front page (docs/configuration.md, "Starting").
+  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs', 302));
   app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => reply.send(app.swagger()));
 
   const services: RouteServices = {
@@ -288,6 +300,11 @@ async function startMqtt(
       );
       return undefined;
     }
-    throw new Error(`cannot start the MQTT broker on port ${config.mqttPort}: ${(error as Error).message}`);
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new ConfigError(
+        `MQTT_PORT ${config.mqttPort} is taken: set MQTT_PORT to a free port, or to 0 to run without the embedded MQTT broker`,
+      );
+    }
+    throw new Error(`cannot start the MQTT broker on MQTT_PORT ${config.mqttPort}: ${(error as Error).message}`);
   }
 }

@@ -3,10 +3,13 @@
  * organisation) and its account admin. Without THINGBASE_ADMIN_PASSWORD a random password is made
  * and reported once.
  */
-import { randomBytes } from 'node:crypto';
 import { provisionOrganisation } from './organisations/service.ts';
+// Every new organisation gets its Default thing template: a provisioner registered by this module,
+// which the command line, loading no routes, would otherwise not load.
+import './templates/service.ts';
 import { isUniqueViolation } from './store/dialect.ts';
 import type { Store } from './store/store.ts';
+import { generatePassword } from './users/admin.ts';
 import { hashPassword } from './users/passwords.ts';
 import { countUsers } from './users/repository.ts';
 import { insertNewUser } from './users/service.ts';
@@ -31,7 +34,7 @@ export async function bootstrapFirstAdmin(
 ): Promise<BootstrapResult | undefined> {
   if ((await countUsers(store.db)) > 0) return undefined;
   const email = (settings.adminEmail ?? 'admin@localhost').toLowerCase();
-  const generatedPassword = settings.adminPassword ? undefined : randomBytes(12).toString('base64url');
+  const generatedPassword = settings.adminPassword ? undefined : generatePassword();
   const passwordHash = await hashPassword(
     settings.adminPassword ?? (generatedPassword as string),
     settings.passwordHashCost,

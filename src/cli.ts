@@ -1,44 +1,147 @@
 /**
- * The `thingbase` command: `thingbase serve` (the default) starts the server configured by the
- * environment (docs/configuration.md).
+ * The `thingbase` command (docs/configuration.md, "Command line"): `serve` (the default) starts the
+ * server; `migrate`, `admin create`, `admin reset-password` and `rotate-secret-key` work on the store.
+ * Every command is configured by the same environment variables as the server.
  */
 import { pathToFileURL } from 'node:url';
-import { createServer } from './app.ts';
-import { loadConfig } from './core/config.ts';
+import { Command } from 'commander';
+import type { Server } from './app.ts';
+import { bootstrapFirstAdmin } from './bootstrap.ts';
+import { type Config, loadConfig } from './core/config.ts';
+import { rotateSecretKey } from './keypairs/secret-key.ts';
+import { openConfiguredStore } from './startup.ts';
+import type { Store } from './store/store.ts';
+import { LATEST_MIGRATION } from './store/store.ts';
+import { checkNewAdmin, createAccountAdmin, resetPassword } from './users/admin.ts';
+import { countUsers } from './users/repository.ts';
+import { VERSION } from './version.ts';
 
-const USAGE = `Usage: thingbase [serve]
-
-  serve   start the server (configured by environment variables; see docs/configuration.md)
-`;
+const print = (lines: string[]) => process.stdout.write(`${lines.join('\n')}\n`);
 
 export async function main(argv: string[]): Promise<void> {
-  const command = argv[0] ?? 'serve';
-  if (command === 'help' || command === '--help' || command === '-h') {
-    process.stdout.write(USAGE);
-    return;
+  const program = new Command('thingbase')
+    .description('Thingbase IoT platform server, configured by environment variables (docs/configuration.md)')
+    .version(VERSION, '-v, --version', 'print the version')
+    .showHelpAfterError()
+    .allowExcessArguments(false);
+
+  program.command('serve').description('start the server (the default command)').action(serve);
+
+  program
+    .command('migrate')
+    .description('bring the database schema up to date, then exit')
+    .action(async () => {
+      const applied: string[] = [];
+      const store = await openConfiguredStore(loadConfig(), (names) => applied.push(...names));
+      await store.close();
+      print([
+        applied.length === 0
+          ? `The database schema is up to date (${LATEST_MIGRATION}).`
+          : `Applied ${applied.length} migration(s): ${applied.join(', ')}. The schema is at ${LATEST_MIGRATION}.`,
+      ]);
+    });
+
+  const admin = program.command('admin').description("manage the first organisation's account admins");
+  admin
+    .command('create')
+    .description('create an account admin of the first organisation; prints its password when generated')
+    .requiredOption('--email <email>', "the admin's e-mail address")
+    .option('--password <password>', 'its password (8 to 256 characters); generated and printed when omitted')
+    .action(async (options: { email: string; password?: string }) => {
+      const config = loadConfig();
+      checkNewAdmin(options.email, options.password);
+      await withStore(config, async (store) => {
+        if ((await countUsers(store.db)) === 0) {
+          // An empty store: this admin is the first one, made as the first start would.
+          const first = await bootstrapFirstAdmin(store, {
+            ...config,
+            adminEmail: options.email,
+            adminPassword: options.password,
+          });
+          if (first) {
+            print([
+              `Created the first organisation ${config.orgName} and its account admin ${first.email}.`,
+              ...passwordLines(first.generatedPassword),
+            ]);
+            return;
+          }
+        }
+        const created = await createAccountAdmin(store, {
+          email: options.email,
+          password: options.password,
+          passwordHashCost: config.passwordHashCost,
+        });
+        print([
+          `Created the account admin ${created.email} of the organisation ${created.organisationName}.`,
+          ...passwordLines(created.generatedPassword),
+        ]);
+      });
+    });
+  admin
+    .command('reset-password')
+    .description('give a user a new random password and end its sessions; prints the password as the last line')
+    .requiredOption('--email <email>', "the user's e-mail address")
+    .action(async (options: { email: string }) => {
+      const config = loadConfig();
+      await withStore(config, async (store) => {
+        const password = await resetPassword(store, {
+          email: options.email,
+          passwordHashCost: config.passwordHashCost,
+        });
+        print([`New password of ${options.email.trim().toLowerCase()} (its sessions have ended):`, password]);
+      });
+    });
+
+  program
+    .command('rotate-secret-key')
+    .description(
+      "re-seal every key pair's secret key under THINGBASE_SECRET_KEY (stop every server first); " +
+        'the old key is --old-key, THINGBASE_OLD_SECRET_KEY, or else the key generated and kept in the database',
+    )
+    .option('--old-key <key>', 'the key the secrets are sealed under now (THINGBASE_OLD_SECRET_KEY)')
+    .action(async (options: { oldKey?: string }) => {
+      const config = loadConfig();
+      const oldKey = options.oldKey || process.env.THINGBASE_OLD_SECRET_KEY || undefined;
+      await withStore(config, async (store) => {
+        const result = await rotateSecretKey(store, { oldKey, newKey: config.secretKey });
+        const key = config.secretKey ? 'THINGBASE_SECRET_KEY' : 'the key generated and kept in the database';
+        print([
+          `Re-sealed ${result.resealed} key pair secret key(s) under ${key}` +
+            (result.unchanged > 0 ? `; ${result.unchanged} already were.` : '.'),
+        ]);
+      });
+    });
+
+  // No command is `serve`; an unknown one is an error, not arguments of `serve`.
+  await program.parseAsync(argv.length === 0 ? ['serve'] : argv, { from: 'user' });
+}
+
+function passwordLines(password: string | undefined): string[] {
+  return password ? ['Its password, shown only this once:', password] : [];
+}
+
+async function withStore(config: Config, work: (store: Store) => Promise<void>): Promise<void> {
+  const store = await openConfiguredStore(config);
+  try {
+    await work(store);
+  } finally {
+    await store.close();
   }
-  if (command !== 'serve') throw new Error(`unknown command "${command}"\n${USAGE}`);
-  await serve();
 }
 
 async function serve(): Promise<void> {
   const config = loadConfig();
+  // Loaded only to serve, so that the other commands start quickly.
+  const { createServer } = await import('./app.ts');
   const server = await createServer(config);
-  const address = await server.app.listen({ port: config.port, host: config.host });
-  const base = config.publicBaseUrl;
-  const lines = [`Thingbase is listening on ${address} (API docs at ${base}/docs)`];
-  if (server.mqttPort !== undefined) lines.push(`MQTT broker for devices on port ${server.mqttPort}`);
-  if (config.mqttUrl) lines.push(`Serving devices through the MQTT broker at ${config.mqttUrl}`);
-  if (server.bootstrap) {
-    lines.push(`Created the first organisation and its account admin ${server.bootstrap.email}.`);
-    if (server.bootstrap.generatedPassword) {
-      lines.push(`Its password, shown only this once: ${server.bootstrap.generatedPassword}`);
-      lines.push(
-        `Sign in: curl -s -X POST ${base}/api_sign_in -H 'Content-Type: application/json' -d '{"email":"${server.bootstrap.email}","password":"${server.bootstrap.generatedPassword}"}'`,
-      );
-    }
+  let address: string;
+  try {
+    address = await server.listen();
+  } catch (error) {
+    await server.close().catch(() => {});
+    throw error;
   }
-  process.stdout.write(`${lines.join('\n')}\n`);
+  print(startMessage(server, address));
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
@@ -54,6 +157,24 @@ async function serve(): Promise<void> {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+function startMessage(server: Server, address: string): string[] {
+  const { config, bootstrap } = server;
+  const base = config.publicBaseUrl;
+  const lines = [`Thingbase is listening on ${address} (API docs at ${base}/docs)`];
+  if (server.mqttPort !== undefined) lines.push(`MQTT broker for devices on port ${server.mqttPort}`);
+  if (config.mqttUrl) lines.push(`Serving devices through the MQTT broker at ${config.mqttUrl}`);
+  if (bootstrap) {
+    lines.push(`Created the first organisation and its account admin ${bootstrap.email}.`);
+    if (bootstrap.generatedPassword) {
+      lines.push(`Its password, shown only this once: ${bootstrap.generatedPassword}`);
+      lines.push(
+        `Sign in: curl -s -X POST ${base}/api_sign_in -H 'Content-Type: application/json' -d '{"email":"${bootstrap.email}","password":"${bootstrap.generatedPassword}"}'`,
+      );
+    }
+  }
+  return lines;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -34,6 +34,8 @@ export interface Config {
   smsUrl: string | undefined;
   idpConfigPath: string | undefined;
   logLevel: string;
+  /** Behind a reverse proxy: client addresses come from X-Forwarded-For. */
+  trustProxy: boolean;
   tokenIdleTtlSeconds: number;
   tokenMaxTtlSeconds: number;
   allowPrivateWebhooks: boolean;
@@ -150,6 +152,7 @@ export function loadConfig(env: Env = process.env): Config {
     smsUrl: env.SMS_URL || undefined,
     idpConfigPath: env.IDP_CONFIG || undefined,
     logLevel: env.LOG_LEVEL || 'info',
+    trustProxy: parseBoolean('TRUST_PROXY', env.TRUST_PROXY),
     tokenIdleTtlSeconds: parseDuration('TOKEN_IDLE_TTL', env.TOKEN_IDLE_TTL || '7d'),
     tokenMaxTtlSeconds: parseDuration('TOKEN_MAX_TTL', env.TOKEN_MAX_TTL || '30d'),
     allowPrivateWebhooks: parseBoolean('ALLOW_PRIVATE_WEBHOOKS', env.ALLOW_PRIVATE_WEBHOOKS),

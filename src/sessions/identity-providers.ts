@@ -71,7 +71,14 @@ export type IdentityProviders = ReadonlyMap<string, IdentityProvider>;
 
 export function loadIdentityProviders(path: string | undefined): IdentityProviders {
   if (!path) return new Map();
-  const parsed = JSON.parse(readFileSync(path, 'utf8')) as Record<string, IdentityProviderConfig>;
+  let parsed: Record<string, IdentityProviderConfig>;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8')) as Record<string, IdentityProviderConfig>;
+  } catch (error) {
+    throw new Error(
+      `IDP_CONFIG: cannot read ${path} as JSON (${(error as Error).message}): set IDP_CONFIG to such a file`,
+    );
+  }
   const providers = new Map<string, IdentityProvider>();
   for (const [mode, config] of Object.entries(parsed)) {
     for (const field of ['token_url', 'jwks_url', 'issuer', 'audience'] as const) {

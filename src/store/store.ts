@@ -48,19 +48,54 @@ export interface OpenStoreOptions {
   databaseUrl: string;
   schema?: string | undefined;
   sqliteSynchronous?: SqliteSynchronous | undefined;
+  /** Told the names of the migrations this opening applied (none when the schema was current). */
+  onMigrated?: ((names: string[]) => void) | undefined;
 }
 
-export async function openStore({ databaseUrl, schema, sqliteSynchronous }: OpenStoreOptions): Promise<Store> {
-  const engine = engineOf(databaseUrl);
-  if (engine === 'sqlite') {
-    const path = sqlitePath(databaseUrl);
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+/** Name of the newest migration: the schema version a current store is at. */
+export const LATEST_MIGRATION = Object.keys(MIGRATIONS).sort().at(-1) as string;
+
+/**
+ * The store could not be opened or reached: a wrong address, a database that is down, a file that
+ * cannot be created. `step` says what was being done; `cause` is the driver's error.
+ */
+export class StoreUnavailableError extends Error {
+  constructor(
+    readonly step: 'open' | 'connect' | 'schema',
+    override readonly cause: Error,
+  ) {
+    super(cause.message);
+    this.name = 'StoreUnavailableError';
   }
-  const dialect = createDialect(databaseUrl, schema, sqliteSynchronous);
+}
+
+async function unavailableOn<T>(step: StoreUnavailableError['step'], work: () => T | Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw new StoreUnavailableError(step, error instanceof Error ? error : new Error(String(error)));
+  }
+}
+
+export async function openStore({
+  databaseUrl,
+  schema,
+  sqliteSynchronous,
+  onMigrated,
+}: OpenStoreOptions): Promise<Store> {
+  const engine = engineOf(databaseUrl);
+  const dialect = await unavailableOn('open', () => {
+    if (engine === 'sqlite') {
+      const path = sqlitePath(databaseUrl);
+      if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    }
+    return createDialect(databaseUrl, schema, sqliteSynchronous);
+  });
   const db = new Kysely<Database>({ dialect });
   try {
+    await unavailableOn('connect', () => sql`select 1`.execute(db));
     if (engine === 'postgres' && schema) {
-      await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+      await unavailableOn('schema', () => sql`create schema if not exists ${sql.id(schema)}`.execute(db));
     }
     // With an explicit schema, the migrator's own tables live there too: without it, Kysely may find
     // another schema's migration tables in the same database and skip creating its own.
@@ -69,8 +104,9 @@ export async function openStore({ databaseUrl, schema, sqliteSynchronous }: Open
       provider: new StaticMigrations(),
       ...(engine === 'postgres' && schema ? { migrationTableSchema: schema } : {}),
     });
-    const { error } = await migrator.migrateToLatest();
+    const { error, results } = await migrator.migrateToLatest();
     if (error) throw error;
+    onMigrated?.((results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName));
   } catch (error) {
     await db.destroy();
     throw error;

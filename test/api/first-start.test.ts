@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { call } from '../support/http.ts';
-import { serveProcess, stopProcess } from '../support/process.ts';
+import { freePort } from '../support/ports.ts';
+import { runCli, serveProcess, stopProcess } from '../support/process.ts';
+import { STORES } from '../support/stores.ts';
 
 /** Runs `thingbase serve` and lets the rest of its start-up message arrive. */
 async function serve(env: Record<string, string>) {
@@ -13,6 +17,22 @@ async function serve(env: Record<string, string>) {
   await new Promise((resolve) => setTimeout(resolve, 200));
   return { child: server.child, url: server.url, output: server.output() };
 }
+
+/** Holds a loopback port, as another program would, until `release` is called. */
+async function takePort(): Promise<{ port: number; release: () => Promise<void> }> {
+  const holder = createServer();
+  holder.listen(0, '127.0.0.1');
+  await once(holder, 'listening');
+  const address = holder.address();
+  if (!address || typeof address === 'string') throw new Error('no port');
+  return { port: address.port, release: () => new Promise((resolve) => holder.close(() => resolve())) };
+}
+
+/** Settings of the store `settings` names, as environment variables. */
+const storeEnv = (settings: { databaseUrl: string; databaseSchema?: string }): Record<string, string> => ({
+  DATABASE_URL: settings.databaseUrl,
+  ...(settings.databaseSchema ? { DATABASE_SCHEMA: settings.databaseSchema } : {}),
+});
 
 async function stop(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null) return child.exitCode;
@@ -31,6 +51,9 @@ describe('first start of thingbase serve', () => {
     const session = await call(first.url, 'POST', '/api_sign_in', { body: { email: 'admin@localhost', password } });
     assert.equal(session.status, 200, session.text);
     assert.equal(session.body.organisation.name, 'Default');
+    const front = await call(first.url, 'GET', '/', { headers: { 'content-type': '' } });
+    assert.equal(front.status, 302, 'the front page leads to the API docs until there is a console');
+    assert.equal(front.headers.location, '/docs');
     assert.equal(await stop(first.child), 0, 'SIGTERM shuts down cleanly');
 
     const second = await serve({ DATABASE_URL: databaseUrl });
@@ -61,6 +84,31 @@ describe('first start of thingbase serve', () => {
     }
   });
 
+  it('when the database cannot be reached then the message names DATABASE_URL without its password', async () => {
+    const port = await freePort();
+    const result = await runCli(['serve'], { DATABASE_URL: `postgres://postgres:hunter2@127.0.0.1:${port}/test` });
+    assert.notEqual(result.code, 0);
+    assert.match(result.stderr, /cannot reach the database at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/test/);
+    assert.match(result.stderr, /check DATABASE_URL/);
+    assert.doesNotMatch(result.stdout + result.stderr, /hunter2/);
+
+    const sqlite = await runCli(['serve'], { DATABASE_URL: `sqlite:${process.execPath}/thingbase.db` });
+    assert.notEqual(sqlite.code, 0);
+    assert.match(sqlite.stderr, /cannot open the SQLite database .*: set DATABASE_URL/);
+  });
+
+  it('when MQTT_PORT is set and taken then the message says to change MQTT_PORT', async () => {
+    const held = await takePort();
+    try {
+      const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-first-')), 'thingbase.db')}`;
+      const result = await runCli(['serve'], { DATABASE_URL: databaseUrl, MQTT_PORT: String(held.port) });
+      assert.notEqual(result.code, 0);
+      assert.match(result.stderr, new RegExp(`MQTT_PORT ${held.port} is taken: set MQTT_PORT to a free port`));
+    } finally {
+      await held.release();
+    }
+  });
+
   it('when the configuration is wrong then it exits with a clear message', async () => {
     await assert.rejects(
       serve({ DATABASE_URL: 'mysql://nope' }),
@@ -69,3 +117,36 @@ describe('first start of thingbase serve', () => {
     await assert.rejects(serve({ PORT: 'eighty' }), /PORT must be a port number/);
   });
 });
+
+for (const store of STORES) {
+  describe(`a first start that fails [${store.name}]`, { skip: store.skip }, () => {
+    const made: { databaseUrl: string; databaseSchema?: string }[] = [];
+    after(async () => {
+      for (const settings of made) await store.dispose(settings);
+    });
+
+    it('when the HTTP port is taken then no admin is made, the message names PORT, and the next start prints the password', async () => {
+      const settings = store.fresh();
+      made.push(settings);
+      const held = await takePort();
+      let failed: Awaited<ReturnType<typeof runCli>>;
+      try {
+        failed = await runCli(['serve'], { ...storeEnv(settings), PORT: String(held.port) });
+      } finally {
+        await held.release();
+      }
+      assert.notEqual(failed.code, 0, failed.stdout);
+
+      const next = await serve(storeEnv(settings));
+      try {
+        const password = /shown only this once: (\S+)/.exec(next.output)?.[1];
+        assert.ok(password, `the start after the failed one makes the admin and prints its password:\n${next.output}`);
+        const session = await call(next.url, 'POST', '/api_sign_in', { body: { email: 'admin@localhost', password } });
+        assert.equal(session.status, 200, session.text);
+      } finally {
+        await stop(next.child);
+      }
+      assert.match(failed.stderr, new RegExp(`PORT ${held.port} is taken: set PORT to a free port`));
+    });
+  });
+}

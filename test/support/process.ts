@@ -7,9 +7,19 @@ export interface ServerProcess {
   output: () => string;
 }
 
+/** The environment every test process starts with: any free port, no MQTT, a cheap password hash. */
+const testEnv = (env: Record<string, string>) => ({
+  ...process.env,
+  PORT: '0',
+  MQTT_PORT: '0',
+  LOG_LEVEL: 'warn',
+  THINGBASE_PASSWORD_HASH_COST: '1024',
+  ...env,
+});
+
 export async function serveProcess(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
-    env: { ...process.env, PORT: '0', MQTT_PORT: '0', LOG_LEVEL: 'warn', THINGBASE_PASSWORD_HASH_COST: '1024', ...env },
+    env: testEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -41,4 +51,34 @@ export function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTE
     child.once('exit', () => resolve());
     child.kill(signal);
   });
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `thingbase <args>` to its end (a `serve` that fails to start, or any other command). */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    env: testEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  // A command that does not end (a `serve` that started after all) fails the test instead of hanging it.
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  return new Promise((resolve) =>
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    }),
+  );
 }

@@ -47,7 +47,7 @@ export async function startServer(store: StoreCase, options: StartOptions = {}):
     ...(typeof options.env === 'function' ? await options.env() : options.env),
   });
   const server = await createServer(config);
-  const address = await server.app.listen({ port: 0, host: '127.0.0.1' });
+  const address = await server.listen({ port: 0, host: '127.0.0.1' });
   let admin: string | undefined;
   const request = <T = any>(method: string, path: string, requestOptions?: RequestOptions) =>
     call<T>(address, method, path, requestOptions);
