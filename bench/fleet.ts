@@ -11,12 +11,7 @@
  *   CONNACK latency, refusals, and the server's peak RSS; baseline: its RSS before they connect.
  * Each device's events go to a thing of its own, registered beforehand.
  */
-import { createHmac, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
 import { request } from 'undici';
 import {
   CONNACK,
@@ -30,22 +25,23 @@ import {
   SUBSCRIBE,
   text,
 } from './mqtt-load.ts';
-import { buildServer, cpuSeconds, describeMachine, option, startChildServer, table } from './support.ts';
-
-interface KeyPair {
-  access_key: string;
-  secret_key: string;
-}
+import {
+  BENCH_ADMIN,
+  benchMqttPort,
+  benchStore,
+  cpuSeconds,
+  describeMachine,
+  type KeyPair,
+  option,
+  postJson,
+  rssMiB,
+  sign,
+  startThingbase,
+  table,
+} from './support.ts';
 
 const PINGREQ = 0xc0;
 const PINGRESP = 0xd0;
-
-const sign = (secret: string, body: string) => createHmac('sha256', secret).update(body).digest('hex');
-
-function rssMiB(pid: number): number {
-  const match = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : Number.NaN;
-}
 
 const quantile = (values: number[], q: number) => {
   if (values.length === 0) return Number.NaN;
@@ -177,15 +173,6 @@ async function connectAll(
   return { devices, failed: failed + (count - settled) };
 }
 
-async function postJson(url: string, path: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await request(`${url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-  return (await response.body.json()) as any;
-}
-
 export async function run(args: string[]): Promise<void> {
   const store = option(args, 'store', 'sqlite');
   const fleet = Number(option(args, 'devices', '5000'));
@@ -193,23 +180,12 @@ export async function run(args: string[]): Promise<void> {
   const duration = Number(option(args, 'duration', '30'));
   const connecting = Number(option(args, 'connect', '19000'));
   const connectRate = Number(option(args, 'connect-rate', '2000'));
-  const schema = `tb_bench_${randomBytes(4).toString('hex')}`;
-  const databaseUrl =
-    store === 'postgres'
-      ? (process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
-      : `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-bench-')), 'bench.db')}`;
-  const mqttPort = 20000 + Math.floor(Math.random() * 20000);
+  const bench = benchStore(store);
+  const mqttPort = benchMqttPort();
   console.log(
     `fleet benchmark: ${describeMachine()}; store ${store}; steady: ${fleet} devices, ${rate} events/s for ${duration}s; connect: ${connecting} devices at ${connectRate}/s`,
   );
-  buildServer();
-  const server = await startChildServer('thingbase-compiled.mjs', {
-    DATABASE_URL: databaseUrl,
-    ...(store === 'postgres' ? { DATABASE_SCHEMA: schema } : {}),
-    THINGBASE_ADMIN_EMAIL: 'bench@example.com',
-    THINGBASE_ADMIN_PASSWORD: 'benchmark password',
-    MQTT_PORT: String(mqttPort),
-  });
+  const server = await startThingbase(bench, mqttPort);
   let open: FleetDevice[] = [];
   const closeAll = async () => {
     for (const device of open) device.socket.destroy();
@@ -217,10 +193,7 @@ export async function run(args: string[]): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 2000));
   };
   try {
-    const { auth_token: token } = await postJson(server.url, '/api_sign_in', {
-      email: 'bench@example.com',
-      password: 'benchmark password',
-    });
+    const { auth_token: token } = await postJson(server.url, '/api_sign_in', BENCH_ADMIN);
     const { key_pair: pair } = await postJson(
       server.url,
       '/api/v3/key_pairs',
@@ -350,12 +323,7 @@ export async function run(args: string[]): Promise<void> {
   } finally {
     for (const device of open) device.socket.destroy();
     await server.stop();
-    if (store === 'postgres') {
-      const client = new pg.Client({ connectionString: databaseUrl });
-      await client.connect();
-      await client.query(`drop schema if exists "${schema}" cascade`);
-      await client.end();
-    }
+    await bench.dispose();
   }
 }
 

@@ -11,11 +11,7 @@
  * the prober's latencies, and whether every acknowledged event was stored exactly once (every event
  * carries its sender and sequence number; the store is read after the server has stopped).
  */
-import { createHmac, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -32,23 +28,21 @@ import {
   SUBSCRIBE,
   text,
 } from './mqtt-load.ts';
-import { buildServer, cpuSeconds, describeMachine, option, startChildServer, table } from './support.ts';
-
-interface KeyPair {
-  access_key: string;
-  secret_key: string;
-}
-
-const sign = (secret: string, body: string) => createHmac('sha256', secret).update(body).digest('hex');
-
-function rssMiB(pid: number): number {
-  try {
-    const match = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) / 1024 : Number.NaN;
-  } catch {
-    return Number.NaN;
-  }
-}
+import {
+  BENCH_ADMIN,
+  type BenchStore,
+  benchMqttPort,
+  benchStore,
+  cpuSeconds,
+  describeMachine,
+  type KeyPair,
+  option,
+  postJson,
+  rssMiB,
+  sign,
+  startThingbase,
+  table,
+} from './support.ts';
 
 /** Latencies in milliseconds, summarised. */
 class Latencies {
@@ -306,7 +300,7 @@ async function postBulks(url: string, pair: KeyPair, thingKey: string, phase: ()
 async function probe(url: string, token: string, phase: () => Phase, stopped: () => boolean) {
   const calls: [string, string, string | undefined][] = [
     ['GET', '/healthz', undefined],
-    ['POST', '/api_sign_in', JSON.stringify({ email: 'bench@example.com', password: 'benchmark password' })],
+    ['POST', '/api_sign_in', JSON.stringify(BENCH_ADMIN)],
     ['GET', '/api/v3/things?per=10', undefined],
   ];
   while (!stopped()) {
@@ -332,32 +326,19 @@ async function probe(url: string, token: string, phase: () => Phase, stopped: ()
   }
 }
 
-async function postJson(url: string, path: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await request(`${url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-  return (await response.body.json()) as any;
-}
-
 /** Stored events and distinct stored events by thing, read from the store after the server stopped. */
-async function storedByThing(
-  store: string,
-  databaseUrl: string,
-  schema: string,
-): Promise<Map<string, { stored: number; distinct: number }>> {
+async function storedByThing(store: BenchStore): Promise<Map<string, { stored: number; distinct: number }>> {
   const sql = `select t.thing_key as thing_key, count(*) as stored, count(distinct e.data) as distinct_events
     from events e join things t on t.thing_id = e.thing_id group by t.thing_key`;
   let rows: { thing_key: string; stored: number | string; distinct_events: number | string }[];
-  if (store === 'postgres') {
-    const client = new pg.Client({ connectionString: databaseUrl });
+  if (store.engine === 'postgres') {
+    const client = new pg.Client({ connectionString: store.databaseUrl });
     await client.connect();
-    await client.query(`set search_path to "${schema}"`);
+    await client.query(`set search_path to "${store.schema}"`);
     rows = (await client.query(sql)).rows;
     await client.end();
   } else {
-    const db = new Database(databaseUrl.slice('sqlite:'.length), { readonly: true });
+    const db = new Database(store.databaseUrl.slice('sqlite:'.length), { readonly: true });
     rows = db.prepare(sql).all() as typeof rows;
     db.close();
   }
@@ -370,24 +351,13 @@ export async function run(args: string[]): Promise<void> {
   const normalSeconds = Number(option(args, 'normal', '20'));
   const mqttDevices = Number(option(args, 'mqtt', '60'));
   const httpClients = Number(option(args, 'http', '8'));
-  const schema = `tb_bench_${randomBytes(4).toString('hex')}`;
-  const databaseUrl =
-    store === 'postgres'
-      ? (process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
-      : `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-bench-')), 'bench.db')}`;
-  const mqttPort = 20000 + Math.floor(Math.random() * 20000);
+  const bench = benchStore(store);
+  const mqttPort = benchMqttPort();
   console.log(
     `overload benchmark: ${describeMachine()}; store ${store}; normal load ${normalSeconds}s, then overload ${duration}s: ${mqttDevices} MQTT devices flooding QoS 1 bulks of ${MQTT_BULK}, ${httpClients} HTTP clients posting bulks of ${HTTP_BULK}`,
   );
 
-  buildServer();
-  const server = await startChildServer('thingbase-compiled.mjs', {
-    DATABASE_URL: databaseUrl,
-    ...(store === 'postgres' ? { DATABASE_SCHEMA: schema } : {}),
-    THINGBASE_ADMIN_EMAIL: 'bench@example.com',
-    THINGBASE_ADMIN_PASSWORD: 'benchmark password',
-    MQTT_PORT: String(mqttPort),
-  });
+  const server = await startThingbase(bench, mqttPort);
   let exited: number | null | undefined;
   const serverExit = new Promise<void>((resolve) => {
     const check = setInterval(() => {
@@ -414,10 +384,7 @@ export async function run(args: string[]): Promise<void> {
   let stopped = false;
   let stopHttp = false;
   try {
-    const { auth_token: token } = await postJson(server.url, '/api_sign_in', {
-      email: 'bench@example.com',
-      password: 'benchmark password',
-    });
+    const { auth_token: token } = await postJson(server.url, '/api_sign_in', BENCH_ADMIN);
     const { key_pair: pair } = await postJson(
       server.url,
       '/api/v3/key_pairs',
@@ -501,7 +468,7 @@ export async function run(args: string[]): Promise<void> {
     await flood.close();
     flood = undefined;
     if (!crashed) await stopServer();
-    const stored = await storedByThing(store, databaseUrl, schema);
+    const stored = await storedByThing(bench);
     let missing = 0;
     let duplicates = 0;
     let unacknowledged = 0;
@@ -565,12 +532,7 @@ export async function run(args: string[]): Promise<void> {
     stopHttp = true;
     await flood?.close();
     await stopServer();
-    if (store === 'postgres') {
-      const client = new pg.Client({ connectionString: databaseUrl });
-      await client.connect();
-      await client.query(`drop schema if exists "${schema}" cascade`);
-      await client.end();
-    }
+    await bench.dispose();
   }
 }
 

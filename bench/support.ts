@@ -1,10 +1,12 @@
 /** Shared pieces of the benchmarks: child-process servers, load generation, machine description. */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import pg from 'pg';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -120,3 +122,81 @@ export function buildServer(): void {
   const result = spawnSync('npm', ['run', 'build'], { stdio: 'ignore' });
   if (result.status !== 0) throw new Error('npm run build failed');
 }
+
+export interface KeyPair {
+  access_key: string;
+  secret_key: string;
+}
+
+/** Lowercase hex HMAC-SHA256, as devices sign. */
+export const sign = (secret: string, body: string): string => createHmac('sha256', secret).update(body).digest('hex');
+
+/** A process's resident memory, MiB, from /proc (Linux); NaN once it is gone. */
+export function rssMiB(pid: number): number {
+  try {
+    const match = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+export async function postJson(url: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return (await response.json()) as any;
+}
+
+/** The first admin of every benchmark's server. */
+export const BENCH_ADMIN = { email: 'bench@example.com', password: 'benchmark password' };
+
+/** A fresh store for one benchmark run: a SQLite file in a new folder, or a PostgreSQL schema of its own. */
+export interface BenchStore {
+  engine: 'sqlite' | 'postgres';
+  databaseUrl: string;
+  /** The PostgreSQL schema. */
+  schema: string;
+  /** The server's settings for it. */
+  env: Record<string, string>;
+  /** Drops the PostgreSQL schema. */
+  dispose(): Promise<void>;
+}
+
+export function benchStore(engine: string): BenchStore {
+  if (engine !== 'sqlite' && engine !== 'postgres') throw new Error(`--store must be sqlite or postgres`);
+  const schema = `tb_bench_${randomBytes(4).toString('hex')}`;
+  const databaseUrl =
+    engine === 'postgres'
+      ? (process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
+      : `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-bench-')), 'bench.db')}`;
+  return {
+    engine,
+    databaseUrl,
+    schema,
+    env: { DATABASE_URL: databaseUrl, ...(engine === 'postgres' ? { DATABASE_SCHEMA: schema } : {}) },
+    dispose: async () => {
+      if (engine !== 'postgres') return;
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      await client.query(`drop schema if exists "${schema}" cascade`);
+      await client.end();
+    },
+  };
+}
+
+/** Compiles and starts Thingbase on a store, with the benchmark admin and the embedded broker on `mqttPort`. */
+export function startThingbase(store: BenchStore, mqttPort: number): Promise<ChildServer> {
+  buildServer();
+  return startChildServer('thingbase-compiled.mjs', {
+    ...store.env,
+    THINGBASE_ADMIN_EMAIL: BENCH_ADMIN.email,
+    THINGBASE_ADMIN_PASSWORD: BENCH_ADMIN.password,
+    MQTT_PORT: String(mqttPort),
+  });
+}
+
+/** A port for the embedded broker, away from the usual ones. */
+export const benchMqttPort = (): number => 20000 + Math.floor(Math.random() * 20000);
