@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import mqtt from 'mqtt';
 import { createKeyPair, sign } from '../support/device.ts';
-import { unique } from '../support/fixtures.ts';
+import { storedEventCount, unique } from '../support/fixtures.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
 import { flood } from '../support/mqtt-flood.ts';
 import { freePort } from '../support/ports.ts';
@@ -24,15 +24,7 @@ describeOnStores(
   (ctx) => {
     const brokerUrl = () => `mqtt://127.0.0.1:${ctx.api.server.mqttPort}`;
 
-    async function storedCount(thingKey: string) {
-      const row = await ctx.api.server.store.db
-        .selectFrom('events')
-        .innerJoin('things', 'things.thing_id', 'events.thing_id')
-        .select((eb) => eb.fn.countAll().as('count'))
-        .where('things.thing_key', '=', thingKey)
-        .executeTakeFirst();
-      return Number(row?.count ?? 0);
-    }
+    const storedCount = (thingKey: string) => storedEventCount(ctx.api, thingKey);
 
     it('when a device publishes far faster than the server takes its messages then those past the limit are answered 503 at once, and every acknowledged one is stored', async () => {
       const pair = await createKeyPair(ctx.api, await ctx.api.adminToken());

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import mqtt from 'mqtt';
 import { createKeyPair } from '../support/device.ts';
-import { unique } from '../support/fixtures.ts';
+import { storedEventCount, unique } from '../support/fixtures.ts';
 import { compressLzf } from '../support/lzf-compress.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
 import { freePort } from '../support/ports.ts';
@@ -14,15 +14,7 @@ describeOnStores(
     const brokerUrl = () => `mqtt://127.0.0.1:${ctx.api.server.mqttPort}`;
     const keyPair = async () => createKeyPair(ctx.api, await ctx.api.adminToken());
 
-    async function storedCount(thingKey: string) {
-      const row = await ctx.api.server.store.db
-        .selectFrom('events')
-        .innerJoin('things', 'things.thing_id', 'events.thing_id')
-        .select((eb) => eb.fn.countAll().as('count'))
-        .where('things.thing_key', '=', thingKey)
-        .executeTakeFirst();
-      return Number(row?.count ?? 0);
-    }
+    const storedCount = (thingKey: string) => storedEventCount(ctx.api, thingKey);
 
     it('when a device registers and sends signed events then each is acknowledged with its hash after it is stored', async () => {
       const device = await MqttDevice.connect(brokerUrl(), await keyPair());

@@ -113,3 +113,14 @@ export async function assertTokenRequired(api: TestServer, endpoints: readonly (
     assert.equal(bad.status, 401);
   }
 }
+
+/** Events stored for a thing, read straight from the server's store. */
+export async function storedEventCount(api: TestServer, thingKey: string): Promise<number> {
+  const row = await api.server.store.db
+    .selectFrom('events')
+    .innerJoin('things', 'things.thing_id', 'events.thing_id')
+    .select((eb) => eb.fn.countAll().as('count'))
+    .where('things.thing_key', '=', thingKey)
+    .executeTakeFirst();
+  return Number(row?.count ?? 0);
+}
