@@ -291,7 +291,7 @@ async function startMqtt(
       instructions,
       maxConnections: config.mqttMaxConnections,
       inbound: inboundLimits(config.mqttMaxPending),
-      onStoreBehind: (listener) => writer.onRefusingChange(listener),
+      onStoreBehind: (listener) => writer.onBehindChange(listener),
     });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' && !config.mqttPortExplicit) {

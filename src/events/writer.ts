@@ -83,6 +83,10 @@ export interface EventWriterOptions {
   concurrency?: number;
 }
 
+/** Shares of the rows the writer may hold at which it falls behind, and catches up again. */
+const BEHIND_FROM = 0.8;
+const BEHIND_UNTIL = 0.5;
+
 export class EventWriter {
   private readonly queue: Queued[] = [];
   private pendingRows = 0;
@@ -96,8 +100,8 @@ export class EventWriter {
   private readonly maxPendingRows: number;
   private readonly process: TransactionWork | undefined;
   private readonly concurrency: number;
-  private refusingNow = false;
-  private readonly refusingListeners = new Set<(refusing: boolean) => void>();
+  private behindNow = false;
+  private readonly behindListeners = new Set<(behind: boolean) => void>();
 
   constructor(
     private readonly store: Store,
@@ -115,17 +119,24 @@ export class EventWriter {
     return this.pendingRows >= this.maxPendingRows;
   }
 
-  /** Calls `listener` each time the writer starts or stops refusing work; returns the function that stops it. */
-  onRefusingChange(listener: (refusing: boolean) => void): () => void {
-    this.refusingListeners.add(listener);
-    return () => this.refusingListeners.delete(listener);
+  /**
+   * Calls `listener` each time the writer falls behind (four fifths of the rows it may hold wait) or
+   * has caught up again (half of them); returns the function that stops it. Whoever refuses work
+   * upstream of the writer on it (the MQTT broker thread) then refuses before the writer must, and
+   * not in bursts at its limit: what it lets through while behind would be refused later and slower.
+   */
+  onBehindChange(listener: (behind: boolean) => void): () => void {
+    this.behindListeners.add(listener);
+    return () => this.behindListeners.delete(listener);
   }
 
-  private noteRefusing(): void {
-    const refusing = this.refusing();
-    if (refusing === this.refusingNow) return;
-    this.refusingNow = refusing;
-    for (const listener of this.refusingListeners) listener(refusing);
+  private noteBehind(): void {
+    const behind = this.behindNow
+      ? this.pendingRows > this.maxPendingRows * BEHIND_UNTIL
+      : this.pendingRows >= this.maxPendingRows * BEHIND_FROM;
+    if (behind === this.behindNow) return;
+    this.behindNow = behind;
+    for (const listener of this.behindListeners) listener(behind);
   }
 
   /** Resolves once the batch is committed; rejects if it could not be, and nothing of it is stored. */
@@ -139,7 +150,7 @@ export class EventWriter {
       );
     }
     this.pendingRows += size;
-    this.noteRefusing();
+    this.noteBehind();
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ batch, size, resolve, reject });
       this.queuedRows += size;
@@ -201,7 +212,7 @@ export class EventWriter {
           for (const q of taken) q.reject(error);
         } finally {
           this.pendingRows -= rows;
-          this.noteRefusing();
+          this.noteBehind();
         }
         // Lets what arrived during that transaction go first. On SQLite a transaction runs without
         // giving way (one connection, synchronous statements), so back-to-back transactions would keep

@@ -34,7 +34,7 @@ export type ToBroker =
   | { t: 'acks'; acks: AckList }
   /** A message of this connection cannot be done: it is answered by closing the connection. */
   | { t: 'close'; connection: number }
-  /** The store is behind (the event writer refuses work): device messages are answered 503 at once. */
+  /** The store is behind (the event writer holds most of what it may): device messages are answered 503 at once. */
   | { t: 'behind'; behind: boolean }
   /** Asks how many messages wait for the server thread now, and the most that ever did. */
   | { t: 'inbound'; id: number }

@@ -70,7 +70,7 @@ export async function startEmbeddedBroker(options: {
   /** Device connections beyond this are refused with CONNACK 3. */
   maxConnections: number;
   inbound: InboundLimits;
-  /** Tells of each time the store falls behind or catches up (the event writer refusing work). */
+  /** Tells of each time the store falls behind or catches up (events/writer.ts, onBehindChange). */
   onStoreBehind?: (listener: (behind: boolean) => void) => () => void;
 }): Promise<EmbeddedBroker> {
   // Each thread numbers its connections from its own first number.
