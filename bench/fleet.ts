@@ -14,10 +14,10 @@
 import { connect, type Socket } from 'node:net';
 import { request } from 'undici';
 import {
+  acknowledgeAck,
   CONNACK,
   CONNECT,
   PacketReader,
-  PUBACK,
   PUBLISH,
   packet,
   packetId,
@@ -101,10 +101,7 @@ class FleetDevice {
         } else if (type === SUBACK) {
           ready(this);
         } else if (type === PUBLISH) {
-          const topicLength = body.readUInt16BE(0);
-          const id = body.subarray(2 + topicLength, 4 + topicLength);
-          this.socket.write(Buffer.from([PUBACK, 2, id[0] as number, id[1] as number]));
-          const ack = JSON.parse(body.subarray(4 + topicLength).toString()) as { http_code: number };
+          const ack = JSON.parse(acknowledgeAck(this.socket, body).toString()) as { http_code: number };
           const at = this.sent.shift();
           if (at !== undefined) this.onAck(performance.now() - at, ack.http_code);
         } else if (type === PINGRESP) {

@@ -45,6 +45,13 @@ function publishTemplate(topic: string, payload: string): { bytes: Buffer; idAt:
   return { bytes, idAt };
 }
 
+/** Answers an httpAck received at QoS 1 (topic, packet id, payload) with its PUBACK; returns the payload. */
+export function acknowledgeAck(socket: Socket, body: Buffer): Buffer {
+  const topicLength = body.readUInt16BE(0);
+  socket.write(Buffer.from([PUBACK, 2, body[2 + topicLength] as number, body[3 + topicLength] as number]));
+  return body.subarray(4 + topicLength);
+}
+
 /** Splits a byte stream into MQTT packets: [first byte, body]. */
 export class PacketReader {
   private pending: Buffer = Buffer.alloc(0);
@@ -130,11 +137,7 @@ export async function mqttLoad(options: {
               } else if (type === SUBACK) {
                 resolve({ socket, send });
               } else if (type === PUBLISH) {
-                // An httpAck at QoS 1: topic, packet id, payload.
-                const topicLength = body.readUInt16BE(0);
-                const id = body.subarray(2 + topicLength, 4 + topicLength);
-                socket.write(Buffer.from([PUBACK, 2, id[0] as number, id[1] as number]));
-                const payload = body.subarray(4 + topicLength);
+                const payload = acknowledgeAck(socket, body);
                 outstanding -= 1;
                 if (payload.includes('"http_code":200')) acknowledged += 1;
                 else refused += 1;

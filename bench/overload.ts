@@ -17,10 +17,10 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { request } from 'undici';
 import {
+  acknowledgeAck,
   CONNACK,
   CONNECT,
   PacketReader,
-  PUBACK,
   PUBLISH,
   packet,
   packetId,
@@ -179,10 +179,7 @@ class FloodDevice {
           } else if (type === SUBACK) {
             resolve(device);
           } else if (type === PUBLISH) {
-            const topicLength = body.readUInt16BE(0);
-            const id = body.subarray(2 + topicLength, 4 + topicLength);
-            socket.write(Buffer.from([PUBACK, 2, id[0] as number, id[1] as number]));
-            device.onAck(JSON.parse(body.subarray(4 + topicLength).toString()));
+            device.onAck(JSON.parse(acknowledgeAck(socket, body).toString()));
           }
         }
       });
@@ -560,6 +557,9 @@ type FloodCommand =
   | { t: 'report'; id: number }
   | { t: 'close'; id: number };
 
+/** A command as the main thread asks it (the id is added when sent). */
+type FloodRequest = FloodCommand extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never;
+
 /**
  * The MQTT devices run on a thread of their own: flooding sixty sockets keeps an event loop busy,
  * and the HTTP clients and the prober on this thread must not wait for it (their latencies would be
@@ -592,9 +592,7 @@ class FloodThread {
     });
   }
 
-  private ask<T>(
-    command: FloodCommand extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never,
-  ): Promise<T> {
+  private ask<T>(command: FloodRequest): Promise<T> {
     const id = ++this.lastId;
     if (this.exited) return Promise.resolve(undefined as T);
     return new Promise((resolve) => {

@@ -84,3 +84,7 @@ export const rateLimited = (retryAfterSeconds: number, message = 'too many reque
   new ApiError(429, [{ code: 'rate_limited', message }], message, {
     'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))),
   });
+
+/** 503: the server cannot take this now; the client sends it again after a second. */
+export const sendAgainLater = (message: string): ApiError =>
+  new ApiError(503, [{ code: 'unavailable', message }], undefined, { 'retry-after': '1' });

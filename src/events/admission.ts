@@ -6,14 +6,12 @@
  * time the refusal is there to save.
  */
 import type { FastifyRequest } from 'fastify';
-import { ApiError } from '../core/errors.ts';
+import { type ApiError, sendAgainLater } from '../core/errors.ts';
 import type { Admission } from '../core/http/route.ts';
+import { STORE_BEHIND } from './writer.ts';
 
 /** Bytes of event request bodies that may be under way at once. */
 export const EVENT_BODY_BUDGET = 64 * 1024 * 1024;
-
-const unavailable = (message: string) =>
-  new ApiError(503, [{ code: 'unavailable', message }], undefined, { 'retry-after': '1' });
 
 export class EventAdmission implements Admission {
   private bytes = 0;
@@ -28,11 +26,11 @@ export class EventAdmission implements Admission {
   ) {}
 
   enter(request: FastifyRequest): ApiError | undefined {
-    if (this.writerRefusing()) return unavailable('the store is behind; send again shortly');
+    if (this.writerRefusing()) return sendAgainLater(STORE_BEHIND);
     const declared = Number(request.headers['content-length']);
     const size = Number.isFinite(declared) && declared >= 0 ? declared : this.unknownLength;
     if (this.bytes > 0 && this.bytes + size > this.budget) {
-      return unavailable('too many events are being received; send again shortly');
+      return sendAgainLater('too many events are being received; send again shortly');
     }
     this.bytes += size;
     this.admitted.set(request, size);

@@ -4,7 +4,7 @@
  * template, new metric names added to the Default template. A bulk with one bad event is refused
  * whole; nothing is stored before every event of it has been checked.
  */
-import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
+import { ApiError, invalidParam, notFound, requiredParam, sendAgainLater } from '../core/errors.ts';
 import type { Principal } from '../core/principal.ts';
 import { readPath } from '../expressions/index.ts';
 import { PreparedQuery } from '../store/prepared.ts';
@@ -240,14 +240,7 @@ export class EventIngest {
         if (!(error instanceof StaleSubjectError)) throw error;
         for (const thing of things.values()) this.cache.forget(principal.organisationKey, thing);
         if (tries >= STALE_ATTEMPTS) {
-          throw new ApiError(
-            503,
-            [{ code: 'unavailable', message: 'the things changed meanwhile; send again' }],
-            undefined,
-            {
-              'retry-after': '1',
-            },
-          );
+          throw sendAgainLater('the things changed meanwhile; send again');
         }
       }
     }

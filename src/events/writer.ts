@@ -11,7 +11,7 @@
  * refused with StaleSubjectError (nothing of it stored) while the others of the transaction go on.
  */
 
-import { ApiError } from '../core/errors.ts';
+import { sendAgainLater } from '../core/errors.ts';
 import { RowsStatement } from '../store/dialect.ts';
 import { QueryCache } from '../store/prepared.ts';
 import type { Store, Tx } from '../store/store.ts';
@@ -83,6 +83,9 @@ export interface EventWriterOptions {
   concurrency?: number;
 }
 
+/** Why work is refused while as many rows wait as may. */
+export const STORE_BEHIND = 'the store is behind; send again shortly';
+
 /** Shares of the rows the writer may hold at which it falls behind, and catches up again. */
 const BEHIND_FROM = 0.8;
 const BEHIND_UNTIL = 0.5;
@@ -143,11 +146,7 @@ export class EventWriter {
   write(batch: IngestBatch): Promise<void> {
     const size = Math.max(1, batch.events.length + (batch.heartbeats?.size ?? 0));
     if (this.pendingRows > 0 && this.pendingRows + size > this.maxPendingRows) {
-      return Promise.reject(
-        new ApiError(503, [{ code: 'unavailable', message: 'the store is behind; send again shortly' }], undefined, {
-          'retry-after': '1',
-        }),
-      );
+      return Promise.reject(sendAgainLater(STORE_BEHIND));
     }
     this.pendingRows += size;
     this.noteBehind();

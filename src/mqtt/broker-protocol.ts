@@ -24,13 +24,18 @@ export interface BrokerSettings {
 export type MessageList = (number | string)[];
 const MESSAGE_ITEMS = 5;
 
+/** Logins to check: login id, access key; two items each. */
+export type LoginList = (number | string)[];
+
+/** Answers to logins: login id, the key pair's secret or null; two items each. */
+export type LoginAnswerList = (number | string | null)[];
+
 /** Acknowledgements: connection, context, HTTP code, the errors or null; four items each. */
 export type AckList = (number | string | ErrorItem[] | null)[];
 
 /** What the server thread sends. */
 export type ToBroker =
-  /** Answers to logins: login id, then the key pair's secret or null; two items each. */
-  | { t: 'logins'; answers: (number | string | null)[] }
+  | { t: 'logins'; answers: LoginAnswerList }
   | { t: 'acks'; acks: AckList }
   /** A message of this connection cannot be done: it is answered by closing the connection. */
   | { t: 'close'; connection: number }
@@ -45,8 +50,7 @@ export type ToBroker =
 export type FromBroker =
   | { t: 'listening'; port: number }
   | { t: 'failed'; code: string | undefined; message: string }
-  /** Logins to check: login id, then access key; two items each. */
-  | { t: 'logins'; logins: (number | string)[] }
+  | { t: 'logins'; logins: LoginList }
   | { t: 'messages'; messages: MessageList }
   | { t: 'subscribed'; accessKey: string; topic: string; connection: number }
   | { t: 'published'; id: number }
@@ -94,4 +98,42 @@ export function forEachAck(list: AckList, visit: (connection: number, ack: Ack) 
       http_msg: errors ? { errors } : {},
     });
   }
+}
+
+export function addLogin(list: LoginList, id: number, accessKey: string): void {
+  list.push(id, accessKey);
+}
+
+export function forEachLogin(list: LoginList, visit: (id: number, accessKey: string) => void): void {
+  for (let i = 0; i < list.length; i += 2) visit(list[i] as number, list[i + 1] as string);
+}
+
+export function addLoginAnswer(list: LoginAnswerList, id: number, secretKey: string | null): void {
+  list.push(id, secretKey);
+}
+
+export function forEachLoginAnswer(list: LoginAnswerList, visit: (id: number, secretKey: string | null) => void): void {
+  for (let i = 0; i < list.length; i += 2) visit(list[i] as number, list[i + 1] as string | null);
+}
+
+/**
+ * A list that leaves for the other thread once per turn of the event loop, with whatever was added to
+ * it meanwhile: one message per turn instead of one per item.
+ */
+export class TurnList<T> {
+  private items: T[] = [];
+
+  constructor(private readonly send: (items: T[]) => void) {}
+
+  /** The list to add to now. */
+  open(): T[] {
+    if (this.items.length === 0) setImmediate(this.flush);
+    return this.items;
+  }
+
+  private readonly flush = () => {
+    const items = this.items;
+    this.items = [];
+    this.send(items);
+  };
 }

@@ -14,12 +14,16 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
 import { verifySignature } from '../devices/signature.ts';
 import {
+  addLogin,
   addMessage,
   type BrokerSettings,
   type FromBroker,
   forEachAck,
+  forEachLoginAnswer,
+  type LoginList,
   type MessageList,
   type ToBroker,
+  TurnList,
 } from './broker-protocol.ts';
 import { InboundFlow } from './inbound-flow.ts';
 import { type Ack, failure, isAck, PARSE_ERROR, readDeviceMessage, refusalOnConnection } from './signed-messages.ts';
@@ -69,15 +73,8 @@ const logins = new Map<
   { client: Client; accessKey: string; password: string; done: (error: AuthenticateError | null, ok: boolean) => void }
 >();
 let lastLoginId = 0;
-// Logins leave for the server thread together, once per turn of the event loop.
-let asked: (number | string)[] = [];
-const askLogins = () => {
-  const logins = asked;
-  asked = [];
-  send({ t: 'logins', logins });
-};
+const loginsAsked = new TurnList<LoginList[number]>((logins) => send({ t: 'logins', logins }));
 
-// Messages handed to the server thread and not yet answered; past the limits, sockets stop being read.
 // Messages handed to the server thread and not yet answered; past the limits, or while the server
 // says its store is behind, messages are answered at once with a 503.
 const inbound = new InboundFlow(settings.inbound);
@@ -113,8 +110,7 @@ const broker = await Aedes.createBroker({
     const id = ++lastLoginId;
     const accessKey = username ?? '';
     logins.set(id, { client, accessKey, password: password ? password.toString('utf8') : '', done });
-    if (asked.length === 0) setImmediate(askLogins);
-    asked.push(id, accessKey);
+    addLogin(loginsAsked.open(), id, accessKey);
   },
   authorizePublish: (client, packet, done) => {
     // Devices publish to device topics only; acknowledgements and instructions come from the server.
@@ -189,13 +185,7 @@ const acknowledge = (client: Client, ack: Ack) => {
   due.set(client, [ack]);
 };
 
-// Checked messages leave for the server thread together, once per turn of the event loop.
-let forwarded: MessageList = [];
-const forward = () => {
-  const messages = forwarded;
-  forwarded = [];
-  send({ t: 'messages', messages });
-};
+const forwarded = new TurnList<MessageList[number]>((messages) => send({ t: 'messages', messages }));
 
 const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTopic) => {
   const connection = connections.get(client);
@@ -215,8 +205,7 @@ const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTop
     inbound.answered(connection.id);
     return acknowledge(client, refused);
   }
-  if (forwarded.length === 0) setImmediate(forward);
-  addMessage(forwarded, connection.id, connection.accessKey, topic.kind, read.text, read.context);
+  addMessage(forwarded.open(), connection.id, connection.accessKey, topic.kind, read.text, read.context);
 };
 
 // A device's message (acknowledged to it with PUBACK by now) goes to the handler straight, not
@@ -322,9 +311,7 @@ port.on('message', (message: ToBroker) => {
       });
       break;
     case 'logins':
-      for (let i = 0; i < message.answers.length; i += 2) {
-        answerLogin(message.answers[i] as number, message.answers[i + 1] as string | null);
-      }
+      forEachLoginAnswer(message.answers, answerLogin);
       break;
     case 'close':
       inbound.answered(message.connection);

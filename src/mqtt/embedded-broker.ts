@@ -19,10 +19,14 @@ import type { DeviceService } from '../devices/service.ts';
 import {
   type AckList,
   addAck,
+  addLoginAnswer,
   type BrokerSettings,
   type FromBroker,
+  forEachLogin,
+  type LoginAnswerList,
   type MessageList,
   type ToBroker,
+  TurnList,
   visitMessage,
 } from './broker-protocol.ts';
 import type { InboundLimits } from './inbound-flow.ts';
@@ -146,17 +150,8 @@ function startWorker(
   const stopWatching = options.onStoreBehind?.((behind) => post({ t: 'behind', behind }));
   void exited.then(() => stopWatching?.());
 
-  // Acknowledgements leave for the broker together, once per turn of the event loop.
-  let acks: AckList = [];
-  const sendAcks = () => {
-    const message: ToBroker = { t: 'acks', acks };
-    acks = [];
-    post(message);
-  };
-  const acknowledge = (connection: number, ack: Ack) => {
-    if (acks.length === 0) setImmediate(sendAcks);
-    addAck(acks, connection, ack);
-  };
+  const acks = new TurnList<AckList[number]>((list) => post({ t: 'acks', acks: list }));
+  const acknowledge = (connection: number, ack: Ack) => addAck(acks.open(), connection, ack);
   const failed = (connection: number) => (error: unknown) => {
     log.error(error, 'MQTT message failed');
     acknowledge(connection, failure(PARSE_ERROR, 500, [{ code: 'internal', message: 'an unexpected error occurred' }]));
@@ -197,16 +192,19 @@ function startWorker(
   // after 200 messages or 64 KiB of their text: a 50-event bulk costs as much as 50 single events.
   const received: MessageList[] = [];
   let offset = 0;
+  let sliceMessages = 0;
+  let sliceBytes = 0;
+  const begin = (connection: number, accessKey: string, kind: DeviceMessageKind, text: string, context: string) => {
+    sliceMessages += 1;
+    sliceBytes += text.length;
+    onMessage(connection, accessKey, kind, text, context);
+  };
   const doSlice = () => {
-    let count = 0;
-    let bytes = 0;
-    while (received.length > 0 && count < SLICE_MESSAGES && bytes < SLICE_BYTES) {
+    sliceMessages = 0;
+    sliceBytes = 0;
+    while (received.length > 0 && sliceMessages < SLICE_MESSAGES && sliceBytes < SLICE_BYTES) {
       const list = received[0] as MessageList;
-      offset = visitMessage(list, offset, (connection, accessKey, kind, text, context) => {
-        count += 1;
-        bytes += text.length;
-        onMessage(connection, accessKey, kind, text, context);
-      });
+      offset = visitMessage(list, offset, begin);
       if (offset >= list.length) {
         received.shift();
         offset = 0;
@@ -219,17 +217,8 @@ function startWorker(
     received.push(list);
   };
 
-  // Answers to logins leave for the broker together, once per turn of the event loop.
-  let loginAnswers: (number | string | null)[] = [];
-  const sendLoginAnswers = () => {
-    const answers = loginAnswers;
-    loginAnswers = [];
-    post({ t: 'logins', answers });
-  };
-  const answerLogin = (id: number, secretKey: string | null) => {
-    if (loginAnswers.length === 0) setImmediate(sendLoginAnswers);
-    loginAnswers.push(id, secretKey);
-  };
+  const loginAnswers = new TurnList<LoginAnswerList[number]>((answers) => post({ t: 'logins', answers }));
+  const answerLogin = (id: number, secretKey: string | null) => addLoginAnswer(loginAnswers.open(), id, secretKey);
 
   let lastInboundId = 0;
   const inboundAnswers = new Map<number, (figures: { pending: number; highWater: number }) => void>();
@@ -265,16 +254,15 @@ function startWorker(
           receive(message.messages);
           break;
         case 'logins':
-          for (let i = 0; i < message.logins.length; i += 2) {
-            const id = message.logins[i] as number;
-            authenticator.credentials(message.logins[i + 1] as string).then(
+          forEachLogin(message.logins, (id, accessKey) =>
+            authenticator.credentials(accessKey).then(
               (credentials) => answerLogin(id, credentials?.secretKey ?? null),
               (error) => {
                 log.error(error, 'MQTT authentication failed');
                 answerLogin(id, null);
               },
-            );
-          }
+            ),
+          );
           break;
         case 'subscribed':
           setImmediate(() => void instructions?.subscribed(message.accessKey, message.topic, message.connection));
