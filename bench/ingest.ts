@@ -12,35 +12,24 @@
  * event of the server (from /proc) and of the load generator (this process), and the server's peak RSS.
  * With several rounds, figures are medians (peak RSS the maximum).
  */
-import { createHmac, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
 import { openStore, type Store } from '../src/store/store.ts';
 import { mqttLoad } from './mqtt-load.ts';
-import { buildServer, cpuSeconds, describeMachine, load, median, option, startChildServer, table } from './support.ts';
-
-interface KeyPair {
-  access_key: string;
-  secret_key: string;
-}
-
-const sign = (secret: string, text: string) => createHmac('sha256', secret).update(text).digest('hex');
-
-function rssMiB(pid: number): number {
-  const match = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : Number.NaN;
-}
-
-async function json(url: string, path: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(`${url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-  return (await response.json()) as any;
-}
+import {
+  BENCH_ADMIN,
+  benchMqttPort,
+  benchStore,
+  cpuSeconds,
+  describeMachine,
+  type KeyPair,
+  load,
+  median,
+  option,
+  postJson,
+  rssMiB,
+  sign,
+  startThingbase,
+  table,
+} from './support.ts';
 
 export async function run(args: string[]): Promise<void> {
   const store = option(args, 'store', 'sqlite');
@@ -50,24 +39,13 @@ export async function run(args: string[]): Promise<void> {
   const rounds = Number(option(args, 'rounds', '1'));
   const only = option(args, 'only', 'single,bulk,mqtt').split(',');
   const ruleCount = Number(option(args, 'rules', '0'));
-  const schema = `tb_bench_${randomBytes(4).toString('hex')}`;
-  const databaseUrl =
-    store === 'postgres'
-      ? (process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
-      : `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-bench-')), 'bench.db')}`;
-  const mqttPort = 20000 + Math.floor(Math.random() * 20000);
+  const bench = benchStore(store);
+  const mqttPort = benchMqttPort();
   console.log(
     `ingest benchmark: ${describeMachine()}; store ${store}; ${duration}s per run; MQTT ${devices} devices x ${inflight} in flight; ${ruleCount} active rules`,
   );
 
-  buildServer();
-  const server = await startChildServer('thingbase-compiled.mjs', {
-    DATABASE_URL: databaseUrl,
-    ...(store === 'postgres' ? { DATABASE_SCHEMA: schema } : {}),
-    THINGBASE_ADMIN_EMAIL: 'bench@example.com',
-    THINGBASE_ADMIN_PASSWORD: 'benchmark password',
-    MQTT_PORT: String(mqttPort),
-  });
+  const server = await startThingbase(bench, mqttPort);
   let peakRss = 0;
   const sampler = setInterval(() => {
     peakRss = Math.max(peakRss, rssMiB(server.pid));
@@ -76,11 +54,8 @@ export async function run(args: string[]): Promise<void> {
     ['what', 'events/s', 'vs baseline', 'requests/s', 'CPU us/event server / generator', 'server peak RSS MiB'],
   ];
   try {
-    const { auth_token: token } = await json(server.url, '/api_sign_in', {
-      email: 'bench@example.com',
-      password: 'benchmark password',
-    });
-    const { key_pair: pair } = await json(
+    const { auth_token: token } = await postJson(server.url, '/api_sign_in', BENCH_ADMIN);
+    const { key_pair: pair } = await postJson(
       server.url,
       '/api/v3/key_pairs',
       { key_pair: { name: 'bench' } },
@@ -95,7 +70,7 @@ export async function run(args: string[]): Promise<void> {
         trigger: i % 2 === 0 ? 'on_enter' : 'every_event',
         alert_type: 1,
       };
-      const created = await json(server.url, '/api/v3/rules', { rule }, { 'x-auth-token': token });
+      const created = await postJson(server.url, '/api/v3/rules', { rule }, { 'x-auth-token': token });
       if (!created.rule) throw new Error(`cannot create a rule: ${JSON.stringify(created)}`);
     }
     const things = Array.from({ length: devices }, (_, i) => `bench-${i}`);
@@ -110,8 +85,8 @@ export async function run(args: string[]): Promise<void> {
 
     // Baseline: the same rows straight into the store, 1,000 per transaction.
     const direct = await openStore({
-      databaseUrl,
-      schema: store === 'postgres' ? schema : undefined,
+      databaseUrl: bench.databaseUrl,
+      schema: bench.engine === 'postgres' ? bench.schema : undefined,
       sqliteSynchronous: process.env.SQLITE_SYNCHRONOUS === 'NORMAL' ? 'NORMAL' : 'FULL',
     });
     const thingIds = (await direct.db.selectFrom('things').select('thing_id').execute()).map((r) => Number(r.thing_id));
@@ -185,12 +160,7 @@ export async function run(args: string[]): Promise<void> {
   } finally {
     clearInterval(sampler);
     await server.stop();
-    if (store === 'postgres') {
-      const client = new pg.Client({ connectionString: databaseUrl });
-      await client.connect();
-      await client.query(`drop schema if exists "${schema}" cascade`);
-      await client.end();
-    }
+    await bench.dispose();
   }
 }
 

@@ -64,3 +64,12 @@ export async function insertKeyPair(db: Executor, row: KeyPairRow): Promise<void
 export async function deleteKeyPair(db: Executor, key: string): Promise<void> {
   await db.deleteFrom('key_pairs').where('key_pair_key', '=', key).execute();
 }
+
+/** Every key pair's sealed secret key, by key (re-sealing under another key). */
+export function sealedSecrets(db: Executor): Promise<{ key_pair_key: string; secret_key_sealed: string }[]> {
+  return db.selectFrom('key_pairs').select(['key_pair_key', 'secret_key_sealed']).orderBy('key_pair_key').execute();
+}
+
+export async function resealSecret(db: Executor, keyPairKey: string, sealed: string): Promise<void> {
+  await db.updateTable('key_pairs').set({ secret_key_sealed: sealed }).where('key_pair_key', '=', keyPairKey).execute();
+}

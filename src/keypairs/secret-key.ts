@@ -6,8 +6,9 @@
  */
 import { ConfigError } from '../core/config.ts';
 import { SecretBox } from '../core/secret-box.ts';
-import { serverSecret } from '../store/server-secrets.ts';
-import type { Executor, Store } from '../store/store.ts';
+import { serverSecret, storedServerSecret } from '../store/server-secrets.ts';
+import type { Store } from '../store/store.ts';
+import { resealSecret, sealedSecrets } from './repository.ts';
 
 /** Name of the generated key in `server_secrets`. */
 const GENERATED_KEY = 'secret_box_key';
@@ -20,20 +21,6 @@ const opens = (box: SecretBox, sealed: string): boolean => {
     return false;
   }
 };
-
-async function sealedSecrets(db: Executor): Promise<{ key_pair_key: string; secret_key_sealed: string }[]> {
-  return db.selectFrom('key_pairs').select(['key_pair_key', 'secret_key_sealed']).orderBy('key_pair_key').execute();
-}
-
-/** The key stored in the store, when one was ever generated; never makes one. */
-async function storedGeneratedKey(db: Executor): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('server_secrets')
-    .select('value')
-    .where('name', '=', GENERATED_KEY)
-    .executeTakeFirst();
-  return row?.value;
-}
 
 /**
  * The box sealing key pair secrets under the configured key (THINGBASE_SECRET_KEY, else the stored
@@ -75,7 +62,7 @@ export async function rotateSecretKey(
   keys: { oldKey: string | undefined; newKey: string | undefined },
 ): Promise<RotationResult> {
   return store.transaction(async (tx) => {
-    const generated = await storedGeneratedKey(tx);
+    const generated = await storedServerSecret(tx, GENERATED_KEY);
     const oldKey = keys.oldKey ?? generated;
     const newBox = new SecretBox(keys.newKey ?? (await serverSecret(tx, GENERATED_KEY)));
     const oldBox = oldKey === undefined ? undefined : new SecretBox(oldKey);
@@ -90,11 +77,7 @@ export async function rotateSecretKey(
         stuck.push(row.key_pair_key);
         continue;
       }
-      await tx
-        .updateTable('key_pairs')
-        .set({ secret_key_sealed: newBox.seal(oldBox.open(row.secret_key_sealed)) })
-        .where('key_pair_key', '=', row.key_pair_key)
-        .execute();
+      await resealSecret(tx, row.key_pair_key, newBox.seal(oldBox.open(row.secret_key_sealed)));
       result.resealed++;
     }
     if (stuck.length > 0) {

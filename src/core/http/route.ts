@@ -189,7 +189,7 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
     return sendJson(reply, answer);
   };
   const schema = documentationSchema(spec, pathNames);
-  const admission = spec.admission;
+  const hooks = spec.admission ? admissionHooks(spec.admission) : { onRequest: ignoreContentTypeWithoutBody };
   for (const url of [spec.url, ...(spec.aliases ?? [])]) {
     app.route({
       method: spec.method,
@@ -197,30 +197,26 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       handler,
       schema: url === spec.url ? schema : { ...schema, hide: true },
       bodyLimit: spec.bodyLimit ?? DEFAULT_BODY_LIMIT,
-      onRequest: admission
-        ? [
-            ignoreContentTypeWithoutBody,
-            (request, _reply, done) => {
-              const refused = admission.enter(request);
-              done(refused);
-            },
-          ]
-        : ignoreContentTypeWithoutBody,
-      ...(admission
-        ? {
-            onResponse: (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
-              admission.leave(request);
-              done();
-            },
-            onRequestAbort: (request: FastifyRequest, done: () => void) => {
-              admission.leave(request);
-              done();
-            },
-          }
-        : {}),
+      ...hooks,
       exposeHeadRoute: false,
     });
   }
+}
+
+/** Hooks that ask `admission` before the body is read and tell it when the request is done. */
+function admissionHooks(admission: Admission) {
+  const leave = (request: FastifyRequest, done: () => void) => {
+    admission.leave(request);
+    done();
+  };
+  return {
+    onRequest: [
+      ignoreContentTypeWithoutBody,
+      (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => done(admission.enter(request)),
+    ],
+    onResponse: (request: FastifyRequest, _reply: FastifyReply, done: () => void) => leave(request, done),
+    onRequestAbort: leave,
+  };
 }
 
 function sendJson(reply: FastifyReply, answer: string | Buffer): FastifyReply {
