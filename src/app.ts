@@ -166,11 +166,11 @@ async function buildHttpApp(
     bodyLimit: DEFAULT_BODY_LIMIT,
     trustProxy: config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    // Refusals before any route runs answer the contract's error body too (core/http/error-handler.ts).
+    // Refusals before any route runs answer the error body too (core/http/error-handler.ts).
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
   });
-  // Clients send parameters of GET requests in a JSON body (seed: Endpoints).
+  // Clients send parameters of GET requests in a JSON body (docs/api.md, "Requests").
   app.addHttpMethod('GET', { hasBody: true, overrideExisting: true });
   // Route schemas document the API; parameters are validated by the route wrapper (core/http/validation.ts).
   app.setValidatorCompiler(() => () => true);
@@ -258,9 +258,10 @@ const inboundLimits = (messages: number): InboundLimits => ({
 });
 
 /**
- * MQTT for devices (CONTRACT 1): an external broker with MQTT_URL; else the embedded broker on
- * MQTT_PORT (0 = off). When MQTT_PORT was not set and its default port is taken (another broker runs
- * there), the server runs without the embedded broker and says so; when it was set, that is an error.
+ * MQTT for devices (docs/configuration.md, "MQTT"): an external broker with MQTT_URL; else the embedded
+ * broker on MQTT_PORT (0 = off). When MQTT_PORT was not set and its default port is taken (another
+ * broker runs there), the server runs without the embedded broker and says so; when it was set, that is
+ * an error.
  */
 async function startMqtt(
   config: Config,

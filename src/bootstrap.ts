@@ -1,7 +1,7 @@
 /**
- * First start (CONTRACT 1): on a store with no users, create the first organisation (an OEM
- * organisation) and its account admin. Without THINGBASE_ADMIN_PASSWORD a random password is made
- * and reported once.
+ * First start (docs/configuration.md, "Starting"): on a store with no users, create the first
+ * organisation (an OEM organisation) and its account admin. Without THINGBASE_ADMIN_PASSWORD a random
+ * password is made and reported once.
  */
 import { provisionOrganisation } from './organisations/service.ts';
 // Every new organisation gets its Default thing template: a provisioner registered by this module,

@@ -2,7 +2,10 @@ import { type TimeFormatter, toIsoWithMillis } from '../core/time.ts';
 import type { NotificationActionRow } from '../store/tables.ts';
 import { type ApiVersion, EMAIL, HTTP_CALL, PROPERTIES, SMS, typeNameIn, VERSIONS } from './versions.ts';
 
-/** Which answer an action is presented in: the v2 create and update answers differ (seed). */
+/**
+ * Which answer an action is presented in: the v2 create and update answers differ (docs/rules.md,
+ * "Notification actions").
+ */
 export type AnswerKind = 'read' | 'create' | 'update';
 
 const parseObject = (text: string | null): Record<string, unknown> => (text ? JSON.parse(text) : {});
@@ -14,8 +17,8 @@ export function propertiesBody(row: NotificationActionRow, version: ApiVersion):
 }
 
 /**
- * The seed's Notification action as a version shows it; undefined when the version does not know its
- * kind. Each kind carries its own fields (docs/rules.md).
+ * A notification action as a version shows it; undefined when the version does not know its kind. Each
+ * kind carries its own fields (docs/rules.md, "Notification actions").
  */
 export function presentAction(
   row: NotificationActionRow,

@@ -24,7 +24,7 @@ export function listActions(db: Executor, ruleKey: string, types: string[], list
           notification_action_key: 'notification_action_key',
         },
         key: 'notification_action_key',
-        // The seed: search and scope are accepted but not supported on this list.
+        // search and scope are accepted and ignored on this list (docs/rules.md, "Notification actions").
         search: [],
       },
     },

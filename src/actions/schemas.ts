@@ -5,7 +5,7 @@ import { type ApiVersion, typeNamesOf } from './versions.ts';
 
 const Timestamp = Type.Union([Type.Integer(), Type.String()]);
 
-/** The seed's Notification action; each kind carries its own fields (docs/rules.md). */
+/** A notification action as answered; each kind has its own fields (docs/rules.md, "Notification actions"). */
 export const NotificationAction = Type.Object({
   notification_action_key: Type.String(),
   type: Type.String(),

@@ -1,5 +1,5 @@
 /**
- * Notification actions (seed: Notification actions; CONTRACT 8): what a rule does when it fires. One
+ * Notification actions (docs/rules.md, "Notification actions"): what a rule does when it fires. One
  * store serves both API versions; versions.ts maps their names. Each kind requires and allows its own
  * fields; a field of another kind is a 400 naming it.
  */
@@ -127,7 +127,7 @@ async function requireRuleOf(db: Executor, organisationKeys: string[], ruleKey: 
 /** Header names whose values are credentials: audit trails keep the name, not the value. */
 const CREDENTIAL_HEADER = /authorization|cookie|token|secret|api[-_]?key|password/i;
 
-/** The action as audit trails keep it (CONTRACT 9): credential header values left out. */
+/** The action as audit trails keep it, credential header values left out (docs/rules.md, "Notification actions"). */
 export function auditSnapshot(row: NotificationActionRow): object {
   const presented = presentAction(row, 'v3', STORED_TIME, '') ?? {};
   if (!('headers' in presented) || !presented.headers) return presented;

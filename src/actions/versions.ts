@@ -1,7 +1,7 @@
 /**
- * The one mapping between the two versions of notification actions (seed: Versioning). The store holds
- * v3 names; v2 reads and writes the property-setting kind as `SensorTraitsAction` with `traits` and the
- * `$SENSOR$` url, and does not know SMS actions.
+ * The one mapping between the two versions of notification actions (docs/rules.md, "Notification
+ * actions"). The store holds v3 names; v2 reads and writes the property-setting kind as
+ * `SensorTraitsAction` with `traits` and the `$SENSOR$` url, and does not know SMS actions.
  */
 export type ApiVersion = 'v2' | 'v3';
 

@@ -4,7 +4,10 @@ import { ALERT_TYPE_NAMES } from './schemas.ts';
 
 export const alertTypeName = (alertType: number): string => ALERT_TYPE_NAMES[alertType] ?? 'Info';
 
-/** The seed's Alert; `instruction_key` and `instruction_name` only when it concerns an instruction. */
+/**
+ * An alert as answered; `instruction_key` and `instruction_name` only on an instruction's
+ * (docs/rules.md, "Alerts").
+ */
 export function presentAlert(row: AlertRow, time: TimeFormatter) {
   return {
     alert_key: row.alert_key,

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { ListResponse, type ListSpec, listParams, OneResponse } from '../core/http/list.ts';
 import { CommonParams, Key, Nullable, OemParams } from '../core/http/schema.ts';
 
-/** alert_type 0-3 and their names (CONTRACT 8). */
+/** alert_type 0-3 and their names (docs/rules.md, "Alerts"). */
 export const ALERT_TYPE_NAMES = ['Info', 'Warning', 'Error', 'Critical'] as const;
 
 export const AlertType = Type.Integer({
@@ -61,7 +61,7 @@ export const GetAlertParams = Type.Object({ ...CommonParams, ...OemParams, alert
 export const AlertList = ListResponse('alerts', Alert);
 export const AlertOne = OneResponse('alert', Alert);
 
-/** What a device sends to raise an alert or acknowledge an instruction (DEVICES.md). */
+/** What a device sends to raise an alert or acknowledge an instruction (docs/devices.md, "Alerts from devices"). */
 export const DeviceAlertInput = Type.Object(
   {
     thing_key: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),

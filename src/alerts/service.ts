@@ -1,7 +1,7 @@
 /**
- * Alerts (CONTRACT 8): raised by rules, by devices (out-of-band alerts) and by instructions, whose
- * device acknowledgement updates the instruction's alert instead of adding another. `data.thing` is the
- * thing as it was when the alert was raised.
+ * Alerts (docs/rules.md, "Alerts"): raised by rules, by devices (out-of-band alerts) and by
+ * instructions, whose device acknowledgement updates the instruction's alert instead of adding another.
+ * `data.thing` is the thing as it was when the alert was raised.
  */
 import { notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
@@ -67,9 +67,10 @@ export interface DeviceAlert {
 }
 
 /**
- * A device's alert (DEVICES.md). One naming the `alert_key` of an existing alert is an acknowledgement:
- * it updates that alert's message, type and data (keeping `data.thing` and `data.instruction`) and
- * marks the instruction acknowledged. Any other needs a thing and raises a new alert.
+ * A device's alert (docs/devices.md, "Alerts from devices"). One naming the `alert_key` of an existing
+ * alert is an acknowledgement: it updates that alert's message, type and data (keeping `data.thing` and
+ * `data.instruction`) and marks the instruction acknowledged. Any other needs a thing and raises a new
+ * alert.
  */
 export async function receiveDeviceAlert(store: Store, principal: Principal, input: DeviceAlert): Promise<AlertRow> {
   const organisations = [principal.organisationKey];

@@ -1,7 +1,7 @@
 /**
- * The one way a change is recorded (CONTRACT 9): called inside the transaction that makes the change,
- * so the audit row and the change commit together or not at all. Contents are the entity's public
- * representation, which never carries secrets.
+ * The one way a change is recorded (docs/api.md, "Audit trails"): called inside the transaction that
+ * makes the change, so the audit row and the change commit together or not at all. Contents are the
+ * entity's public representation, which never carries secrets.
  */
 
 import { newKey } from '../core/keys.ts';

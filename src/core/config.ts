@@ -1,5 +1,5 @@
 /**
- * Configuration, read once from the environment (CONTRACT section 1).
+ * Configuration, read once from the environment.
  * Every setting the server understands is named here and documented in docs/configuration.md.
  */
 import { openFileLimit, RESERVED_FILES } from './open-files.ts';

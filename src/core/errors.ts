@@ -1,6 +1,6 @@
 /**
  * The one registry of error codes and the one error type every layer throws.
- * The HTTP layer turns an ApiError into the contract's body:
+ * The HTTP layer turns an ApiError into the error body of docs/api.md, "Errors":
  * {"success": false, "message": "...", "errors": [{"code", "param"?, "message"}]}.
  */
 export type ErrorCode =
@@ -59,7 +59,7 @@ export const requiredParam = (param: string): ApiError =>
 export const invalidParam = (param: string, message: string): ApiError =>
   new ApiError(400, [{ code: 'invalid', param, message }]);
 
-/** A key in a create/update body that names nothing the caller can see (400, CONTRACT 3). */
+/** A key in a create/update body that names nothing the caller can see (400, docs/api.md, "Errors"). */
 export const unknownReference = (param: string, key: string): ApiError =>
   new ApiError(400, [{ code: 'not_found', param, message: `names no known resource (${key})` }]);
 

@@ -1,5 +1,5 @@
 /**
- * Permission classes, operations and abilities (CONTRACT 5).
+ * Permission classes, operations and abilities (docs/api.md, "Permissions").
  * An ability is `class * 10 + seqno`: 11 = read things, 35 = everything on rules, 995 = everything.
  */
 export const PERMISSION_CLASSES = {

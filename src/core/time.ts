@@ -1,5 +1,5 @@
 /**
- * Time zones and timestamp presentation (CONTRACT 2: timestamp_format, time_zone).
+ * Time zones and timestamp presentation (`timestamp_format`, `time_zone`: docs/api.md, "Requests").
  * Everything is stored as epoch milliseconds; this module turns them into what a request asked for.
  */
 import { DateTime, IANAZone } from 'luxon';

@@ -1,7 +1,7 @@
 /**
- * Device requests (DEVICES.md): `X-Access-Key` names a key pair and `X-Dtn-Signature` is the
- * HMAC-SHA256 of the raw body (after LZF decompression when `X-Compressed: LZF`) under its secret key.
- * The signature is checked on the bytes before any JSON parsing, whatever the Content-Type says.
+ * Device requests (docs/devices.md, "HTTP"): `X-Access-Key` names a key pair and `X-Dtn-Signature` is
+ * the HMAC-SHA256 of the raw body (after LZF decompression when `X-Compressed: LZF`) under its secret
+ * key. The signature is checked on the bytes before any JSON parsing, whatever the Content-Type says.
  */
 import type { FastifyRequest } from 'fastify';
 import { onChangesTo } from '../audit/recorder.ts';

@@ -1,6 +1,7 @@
 /**
- * The device HTTP interface (DEVICES.md): what the edge SDKs call, signed with a key pair. Success is
- * 200 with `{}`; errors carry `errors: [{code, message}]` with string codes, as the SDKs parse them.
+ * The device HTTP interface (docs/devices.md, "HTTP"): what the edge SDKs call, signed with a key pair.
+ * Success is 200 with `{}`; errors carry `errors: [{code, message}]` with string codes, as the SDKs
+ * parse them.
  */
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
 import { type Admission, type AnyRoute, defineRoute } from '../core/http/route.ts';

@@ -1,6 +1,6 @@
 /**
- * What devices send (DEVICES.md), over HTTP and MQTT alike. The objects are open: devices send members
- * of their own (type, additional_attributes, ...) beside these.
+ * What devices send (docs/devices.md, "HTTP"), over HTTP and MQTT alike. The objects are open: devices
+ * send members of their own (type, additional_attributes, ...) beside these.
  */
 import { Type } from '@sinclair/typebox';
 

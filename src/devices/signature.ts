@@ -1,4 +1,4 @@
-// Device signatures: HMAC-SHA256 over the exact bytes a device signed (DEVICES.md, "Credentials").
+// Device signatures: HMAC-SHA256 over the exact bytes a device signed (docs/devices.md, "HTTP" and "MQTT").
 import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
 
 const SHA256_HEX = /^[0-9a-fA-F]{64}$/;

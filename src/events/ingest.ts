@@ -1,8 +1,8 @@
 /**
- * Turning what devices (and users) send into stored events (CONTRACT 10, DEVICES.md): one event or a
+ * Turning what devices (and users) send into stored events (docs/devices.md, "HTTP"): one event or a
  * bulk, timestamps in milliseconds (or seconds when under 10^11), data checked against the thing's
- * template, new metric names added to the Default template. A bulk with one bad event is refused
- * whole; nothing is stored before every event of it has been checked.
+ * template, new metric names added to the Default template. A bulk with one bad event is refused whole;
+ * nothing is stored before every event of it has been checked.
  */
 import { ApiError, invalidParam, notFound, requiredParam, sendAgainLater } from '../core/errors.ts';
 import type { Principal } from '../core/principal.ts';

@@ -1,9 +1,9 @@
 /**
- * Event storage built for volume (CONTRACT 10, DEVICES.md). Requests hand their events to the writer,
- * which groups everything arriving within a few milliseconds into one transaction and answers each
- * request only once its events are committed: a device's acknowledgement means its data is durable.
- * A request's events are never split across transactions, so a bulk is stored whole or not at all.
- * When the store falls behind, new work is refused (503 with Retry-After) instead of piling up.
+ * Event storage built for volume (docs/devices.md, "HTTP" and "Overload"). Requests hand their events
+ * to the writer, which groups everything arriving within a few milliseconds into one transaction and
+ * answers each request only once its events are committed: a device's acknowledgement means its data is
+ * durable. A request's events are never split across transactions, so a bulk is stored whole or not at
+ * all. When the store falls behind, new work is refused (503 with Retry-After) instead of piling up.
  *
  * Requests check their events against things and templates they may have read from a cache. Each
  * batch says which (`subject`), and the transaction confirms them before writing: a batch whose thing

@@ -1,6 +1,6 @@
 /**
- * The syntax tree of an expression (CONTRACT 11). Every node keeps the 0-based offset where its text
- * starts, so later checks (unknown names) can point users at the right place.
+ * The syntax tree of an expression (docs/expressions.md). Every node keeps the 0-based offset where its
+ * text starts, so later checks (unknown names) can point users at the right place.
  */
 export type LiteralValue = string | number | boolean | null;
 

@@ -1,6 +1,6 @@
 /**
- * The two places expressions are used (CONTRACT 11): a group's `thing_expression` over a thing's
- * fields, and a rule's `condition` over an event's metrics plus `thing.<field>`.
+ * The two places expressions are used (docs/expressions.md, "Names"): a group's `thing_expression` over
+ * a thing's fields, and a rule's `condition` over an event's metrics plus `thing.<field>`.
  */
 import type { Expression } from './ast.ts';
 import type { NameLookup } from './evaluate.ts';

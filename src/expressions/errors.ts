@@ -1,6 +1,6 @@
 /**
  * Errors raised while reading an expression. Both kinds carry the offending 0-based offset; the HTTP
- * layer turns any ExpressionError into a 400 whose message is this one (CONTRACT 11).
+ * layer turns any ExpressionError into a 400 whose message is this one (docs/expressions.md, "Errors").
  */
 export class ExpressionError extends Error {
   readonly position: number;

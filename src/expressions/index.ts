@@ -1,6 +1,6 @@
 /**
- * The expression language of group `thing_expression` and rule `condition` (CONTRACT 11,
- * docs/expressions.md): parsed by hand into a tree and evaluated over plain data, never run as code.
+ * The expression language of group `thing_expression` and rule `condition` (docs/expressions.md):
+ * parsed by hand into a tree and evaluated over plain data, never run as code.
  */
 export type {
   ComparisonNode,

@@ -12,7 +12,7 @@ export interface StoredAdapter {
 export const adaptersOf = (row: Pick<GatewayRow, 'adapters'>): StoredAdapter[] =>
   JSON.parse(row.adapters) as StoredAdapter[];
 
-/** The seed's Gateway. Timestamps are kept for sorting only: the seed's object has none. */
+/** A gateway as answered (docs/gateways.md, "The gateway object"). Timestamps are kept for sorting only. */
 export function presentGateway(row: GatewayRow) {
   return {
     gateway_key: row.gateway_key,

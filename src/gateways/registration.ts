@@ -1,7 +1,7 @@
 /**
- * `POST /api/v3/gateway/register` in its two forms (CONTRACT 7): the declared one (`gateway_key`,
- * `type`, `version`, `configuration`) and the example's (`gateway: {gateway_key, gateway_type,
- * gateway_version, config}`). Both become one update of the gateway.
+ * `POST /api/v3/gateway/register` in its two forms (docs/gateways.md, "Registration"): the declared one
+ * (`gateway_key`, `type`, `version`, `configuration`) and the example one (`gateway: {gateway_key,
+ * gateway_type, gateway_version, config}`). Both become one update of the gateway.
  */
 import { Type } from '@sinclair/typebox';
 import { invalidParam, requiredParam } from '../core/errors.ts';

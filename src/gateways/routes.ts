@@ -29,7 +29,7 @@ export function gatewayRoutes(store: Store): AnyRoute[] {
       url: '/api/v3/gateway',
       tags,
       summary: 'List gateways',
-      description: 'The array is named `gateway`, as the interface description shows.',
+      description: "The array is named `gateway` (singular), as the platform's clients read it.",
       access: permission('gateway', 'read'),
       params: ListGatewaysParams,
       response: GatewayList,

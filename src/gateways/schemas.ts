@@ -9,7 +9,7 @@ export const Adapter = Type.Object({
   adapter_pid: Type.String(),
 });
 
-/** The seed's Gateway: no timestamps, tags comma-joined. */
+/** A gateway as answered: no timestamps, tags comma-joined (docs/gateways.md, "The gateway object"). */
 export const Gateway = Type.Object({
   gateway_key: Type.String(),
   gateway_type: Nullable(Type.String()),

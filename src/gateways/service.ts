@@ -1,6 +1,6 @@
 /**
- * Gateways (seed Gateways, CONTRACT 7): a gateway and its adapters, changed through the API or by
- * the gateway itself when it registers.
+ * Gateways (docs/gateways.md): a gateway and its adapters, changed through the API or by the gateway
+ * itself when it registers.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { invalidParam, notFound } from '../core/errors.ts';

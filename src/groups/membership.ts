@@ -1,6 +1,6 @@
 /**
- * Which things belong to a group (CONTRACT 6). A static group (type 1) lists its things; a dynamic
- * group (type 2) holds every thing of its organisation that its expression matches, evaluated
+ * Which things belong to a group (docs/api.md, "Groups"). A static group (type 1) lists its things; a
+ * dynamic group (type 2) holds every thing of its organisation that its expression matches, evaluated
  * whenever it is read.
  *
  * Dynamic membership is computed by streaming the organisation's things from the store in batches,

@@ -2,7 +2,7 @@ import { storedTags } from '../core/tags.ts';
 import type { TimeFormatter } from '../core/time.ts';
 import type { GroupRow } from '../store/tables.ts';
 
-/** The seed's Group. */
+/** A group as answered (docs/api.md, "Groups"). */
 export function presentGroup(row: GroupRow, time: TimeFormatter) {
   return {
     group_key: row.group_key,

@@ -1,6 +1,6 @@
 /**
- * Groups (CONTRACT 6): a static group (type 1) names its things; a dynamic group (type 2) holds
- * what its expression matches.
+ * Groups (docs/api.md, "Groups"): a static group (type 1) names its things; a dynamic group (type 2)
+ * holds what its expression matches.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { invalidParam, notFound, requiredParam } from '../core/errors.ts';

@@ -1,6 +1,7 @@
 /**
- * The text a device receives for an instruction (DEVICES.md): compact ASCII JSON, members in this
- * order, signed with the key pair's secret over the text before `,"access_key"` closed with `}`.
+ * The text a device receives for an instruction (docs/devices.md, "Instructions"): compact ASCII JSON,
+ * members in this order, signed with the key pair's secret over the text before `,"access_key"` closed
+ * with `}`.
  */
 import { createHmac } from 'node:crypto';
 import type { InstructionRow } from '../store/tables.ts';

@@ -1,8 +1,9 @@
 /**
- * Instructions (CONTRACT 12): a message to a bi-directional thing. Sending stores it with its alert
- * (Info, carrying the instruction) in one transaction, audited, and then hands it to the MQTT side,
- * which delivers it to the devices listening for it; the device's acknowledgement (an alert naming
- * the alert_key) updates that alert and marks the instruction acknowledged (alerts/service.ts).
+ * Instructions (docs/devices.md, "Instructions"): a message to a bi-directional thing. Sending stores
+ * it with its alert (Info, carrying the instruction) in one transaction, audited, and then hands it to
+ * the MQTT side, which delivers it to the devices listening for it; the device's acknowledgement (an
+ * alert naming the alert_key) updates that alert and marks the instruction acknowledged
+ * (alerts/service.ts).
  */
 import { raiseAlert } from '../alerts/service.ts';
 import { type Actor, recordChange } from '../audit/recorder.ts';
@@ -26,7 +27,7 @@ export interface InstructionCarrier {
   send(instruction: InstructionRow): Promise<void>;
 }
 
-/** `data.instruction` of the instruction's alert, as the seed's Alert shows it. */
+/** `data.instruction` of the instruction's alert (docs/rules.md, "Alerts"). */
 const alertView = (row: InstructionRow) => {
   const { definition, description, instruction_key, name, created_at, updated_at } = presentInstruction(
     row,

@@ -1,6 +1,6 @@
 /**
- * Key pairs (DEVICES.md): a device's credentials. The secret key is answered once, at creation, and
- * kept sealed with the server's key, since checking a device's signature needs it back.
+ * Key pairs (docs/devices.md, "Credentials"): a device's credentials. The secret key is answered once,
+ * at creation, and kept sealed with the server's key: checking a device's signature needs it back.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { notFound, unknownReference } from '../core/errors.ts';

@@ -1,7 +1,7 @@
 /**
- * The embedded MQTT broker devices connect to (DEVICES.md). A device signs in with its access key as
- * user name and HMAC-SHA256(secret key, access key) as password; wrong credentials are refused with
- * CONNACK 5. It may publish only under its own client id and subscribe only to its own
+ * The embedded MQTT broker devices connect to (docs/devices.md, "MQTT"). A device signs in with its
+ * access key as user name and HMAC-SHA256(secret key, access key) as password; wrong credentials are
+ * refused with CONNACK 5. It may publish only under its own client id and subscribe only to its own
  * acknowledgements and its key pair's instructions. Every message it publishes is answered on its
  * `httpAck` topic, after the PUBACK and after the data is durable.
  *

@@ -1,5 +1,5 @@
 /**
- * Carries instructions to devices over MQTT (DEVICES.md): to
+ * Carries instructions to devices over MQTT (docs/devices.md, "Instructions"): to
  * `Altizon/Datonis/<access key>/thing/<thing key>/executeInstruction` at QoS 2, once for each key pair
  * of the thing's organisation (the topic and the signature are per key pair; only devices subscribed to
  * the topic get it). An instruction not yet acknowledged is sent again to a device that subscribes

@@ -1,4 +1,4 @@
-/** The device topics (DEVICES.md). `<cid>` is the MQTT client id, `<ak>` the key pair's access key. */
+/** The device topics (docs/devices.md, "MQTT"). `<cid>` is the MQTT client id, `<ak>` the access key. */
 export const TOPIC_ROOT = 'Altizon/Datonis';
 
 export type DeviceMessageKind = 'register' | 'heartbeat' | 'event' | 'alert';

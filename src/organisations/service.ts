@@ -1,7 +1,8 @@
 /**
- * Organisations (CONTRACT 4): the first one is made at bootstrap and is an OEM organisation; its
- * account admin manages child organisations. A new organisation is provisioned with everything it
- * needs to be used at once (built-in roles, and whatever other capabilities register).
+ * Organisations (docs/api.md, "Organisations and OEM access"): the first one is made at bootstrap and
+ * is an OEM organisation; its account admin manages child organisations. A new organisation is
+ * provisioned with everything it needs to be used at once (built-in roles, and whatever other
+ * capabilities register).
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { conflict, notFound } from '../core/errors.ts';

@@ -1,6 +1,7 @@
 /**
- * `thing_aggregated_data` (CONTRACT 10): count, sum, min, max and avg of numeric metrics over a
- * period, for all things together, per thing, and per calendar-aligned time bucket, with idle time.
+ * `thing_aggregated_data` (docs/api.md, "Data queries"): count, sum, min, max and avg of numeric
+ * metrics over a period, for all things together, per thing, and per calendar-aligned time bucket, with
+ * idle time.
  */
 import { requiredParam } from '../core/errors.ts';
 import { JsonText } from '../core/http/json-text.ts';

@@ -1,4 +1,4 @@
-/** Picking metrics out of event data: names with dots are paths into nested objects (CONTRACT 10). */
+/** Picking metrics out of event data: dotted names are paths into nested objects (docs/api.md, "Data queries"). */
 import { readPath } from '../expressions/index.ts';
 
 const pathOf = (name: string) => name.split('.');

@@ -1,6 +1,6 @@
 /**
- * `thing_data` (seed Data queries, CONTRACT 10): a page of a thing's events, newest first by default,
- * as maps or as rows in the order of `metrics`.
+ * `thing_data` (docs/api.md, "Data queries"): a page of a thing's events, newest first by default, as
+ * maps or as rows in the order of `metrics`.
  */
 import { invalidParam } from '../core/errors.ts';
 import { parseDateTime, type TimeFormatter } from '../core/time.ts';

@@ -34,7 +34,7 @@ function presentAbilities(text: string): PresentedAbilities {
   return found;
 }
 
-/** The seed's Role; create and update answers carry no timestamps. */
+/** A role as answered; create and update answers carry no timestamps (docs/api.md, "Roles"). */
 export function presentRole(
   row: RoleRow,
   time: TimeFormatter,

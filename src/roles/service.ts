@@ -1,5 +1,5 @@
 /**
- * Roles (seed Roles, CONTRACT 5): custom roles per organisation plus the two built-in ones.
+ * Roles (docs/api.md, "Roles" and "Permissions"): custom roles per organisation plus the two built-in ones.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { raiseRevision } from '../audit/revisions.ts';

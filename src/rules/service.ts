@@ -1,7 +1,8 @@
 /**
- * Rules (CONTRACT 8): which things to watch, the condition over their events, and what to raise. The
- * rule engine (engine.ts) evaluates them on ingestion; every change here is audited in its transaction,
- * which raises the change revision the engine's cache is checked against (audit/revisions.ts).
+ * Rules (docs/rules.md, "Rules"): which things to watch, the condition over their events, and what to
+ * raise. The rule engine (engine.ts) evaluates them on ingestion; every change here is audited in its
+ * transaction, which raises the change revision the engine's cache is checked against
+ * (audit/revisions.ts).
  */
 import { auditSnapshot } from '../actions/service.ts';
 import { type Actor, recordChange } from '../audit/recorder.ts';

@@ -1,7 +1,8 @@
 /**
- * External sign-in (`/azure_api_sign_in`, CONTRACT 4): an OAuth 2.0 resource-owner password grant
- * against a configured provider's token endpoint, then the returned ID token is verified against the
- * provider's JWKS (signature, issuer, audience, expiry). Providers are named in the IDP_CONFIG file.
+ * External sign-in (`/azure_api_sign_in`, docs/configuration.md, "Identity providers"): an OAuth 2.0
+ * resource-owner password grant against a configured provider's token endpoint, then the returned ID
+ * token is verified against the provider's JWKS (signature, issuer, audience, expiry). Providers are
+ * named in the IDP_CONFIG file.
  */
 import { readFileSync } from 'node:fs';
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from 'jose';

@@ -1,6 +1,6 @@
 /**
- * Sessions (CONTRACT 4): sign-in with a password or through an identity provider, sign-out, and
- * the token check every request goes through.
+ * Sessions (docs/api.md, "Sessions"): sign-in with a password or through an identity provider,
+ * sign-out, and the token check every request goes through.
  */
 
 import { onChangesTo } from '../audit/recorder.ts';
@@ -25,7 +25,7 @@ export interface SessionSettings {
   passwordHashCost: number;
 }
 
-/** The seed's Session object. */
+/** The Session object sign-in answers (docs/api.md, "Sessions"). */
 export interface SessionAnswer {
   success: true;
   auth_token: string;

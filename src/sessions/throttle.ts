@@ -1,7 +1,7 @@
 /**
- * Sign-in throttling (CONTRACT 4): more than 10 failures for one e-mail address within 15 minutes,
- * or 50 from one client address, are answered 429 until the window passes. Failures are kept in the
- * store, so every server instance sees the same count.
+ * Sign-in throttling (docs/api.md, "Sessions"): after 10 failures for one e-mail address within 15
+ * minutes, or 50 from one client address, sign-ins are answered 429 until the window passes. Failures
+ * are kept in the store, so every server instance sees the same count.
  */
 import { rateLimited } from '../core/errors.ts';
 import type { Executor } from '../store/store.ts';

@@ -1,6 +1,6 @@
 /**
- * Thing templates (CONTRACT 10): what a kind of thing measures and how often it is heard from.
- * Every organisation has a `Default` template, which devices' auto-registered things use.
+ * Thing templates (docs/api.md, "Thing templates"): what a kind of thing measures and how often it is
+ * heard from. Every organisation has a `Default` template, which devices' auto-registered things use.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { conflict, notFound } from '../core/errors.ts';

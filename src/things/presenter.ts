@@ -11,7 +11,7 @@ export function isAlive(
   return lastHeard > 0 && now - lastHeard <= 2 * row.heartbeat_interval * 1000;
 }
 
-/** The seed's Thing. */
+/** The Thing object (docs/api.md, "Things"). */
 export function presentThing(row: ThingWithTemplate, time: TimeFormatter, now = Date.now()) {
   const tags = storedTags(row);
   const lastEvent = row.last_event ? (JSON.parse(row.last_event) as { timestamp: number; data: unknown }) : null;
@@ -36,8 +36,9 @@ export function presentThing(row: ThingWithTemplate, time: TimeFormatter, now = 
 }
 
 /**
- * What a group expression sees of a thing (CONTRACT 11): its fields with `tags` as an array. Built
- * straight from the row, because membership is evaluated over every thing of an organisation.
+ * What a group expression sees of a thing (docs/expressions.md, "Names"): its fields with `tags` as an
+ * array. Built straight from the row, because membership is evaluated over every thing of an
+ * organisation.
  */
 export function expressionViewOfThing(row: ThingWithTemplate, now: number) {
   return {

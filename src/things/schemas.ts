@@ -5,7 +5,7 @@ import { CLIENT_KEY_PATTERN } from '../core/keys.ts';
 
 const Timestamp = Type.Union([Type.Integer(), Type.String()]);
 
-/** The seed's Thing, as listed, read, and embedded in alerts and audit trails. */
+/** The Thing object, as listed, read, and embedded in alerts and audit trails (docs/api.md, "Things"). */
 export const Thing = Type.Object({
   bi_directional: Type.Boolean(),
   coordinates: Type.Union([Type.Array(Type.Union([Type.Number(), Type.String()])), Type.Null()]),

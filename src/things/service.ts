@@ -1,5 +1,5 @@
 /**
- * Things (CONTRACT 10): the devices and machines of an organisation, each of a template.
+ * Things (docs/api.md, "Things"): the devices and machines of an organisation, each of a template.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { raiseRevision } from '../audit/revisions.ts';

@@ -1,6 +1,6 @@
 /**
- * Password hashing with scrypt, a memory-hard function built into Node (CONTRACT 4).
- * Stored form: scrypt$N$r$p$<salt base64>$<hash base64>, so the cost can rise without breaking old hashes.
+ * Password hashing with scrypt, a memory-hard function built into Node (docs/api.md, "Users"). Stored
+ * form: scrypt$N$r$p$<salt base64>$<hash base64>, so the cost can rise without breaking old hashes.
  */
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 

@@ -1,5 +1,5 @@
 /**
- * Users (CONTRACT 4): e-mail addresses are unique across the server, passwords are write-only.
+ * Users (docs/api.md, "Users"): e-mail addresses are unique across the server, passwords are write-only.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { conflict, invalidParam, notFound, unknownReference } from '../core/errors.ts';

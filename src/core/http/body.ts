@@ -1,7 +1,7 @@
 /**
- * Request bodies. Every body is read as raw bytes whatever its Content-Type (device SDKs send none
- * or a wrong one, and their signatures cover the raw bytes); JSON is parsed afterwards, and an empty
- * body is no body (CONTRACT 2).
+ * Request bodies. Every body is read as raw bytes whatever its Content-Type (device SDKs send none or a
+ * wrong one, and their signatures cover the raw bytes); JSON is parsed afterwards, and an empty body is
+ * no body (docs/api.md, "Requests").
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';

@@ -1,5 +1,5 @@
 /**
- * Every failure leaves as the contract's error body (CONTRACT 3), from every layer: routes, Fastify's
+ * Every failure leaves as the error body of docs/api.md, "Errors", from every layer: routes, Fastify's
  * own checks before a route is found (frameworkErrors), and the node server's refusal of what is not
  * HTTP at all (clientErrorHandler). Unexpected errors are logged with their detail and answered 500
  * without any: no stack, SQL or internal names reach the client.

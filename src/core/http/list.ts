@@ -1,7 +1,7 @@
 /**
- * List conventions shared by every collection endpoint (CONTRACT 2): page/per bounds, order_by over
- * the fields the resource declares sortable, search keywords with scope, field_list, and the answer
- * shape {total_count, page, <plural>}.
+ * List conventions shared by every collection endpoint (docs/api.md, "Lists"): page/per bounds,
+ * order_by over the fields the resource declares sortable, search keywords with scope, field_list, and
+ * the answer shape {total_count, page, <plural>}.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
 import { ApiError } from '../errors.ts';

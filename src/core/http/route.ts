@@ -24,11 +24,11 @@ export type Access =
   | { kind: 'public' }
   /** Any signed-in user (sign-out). */
   | { kind: 'signed_in' }
-  /** A signed-in user whose role grants this permission (CONTRACT 5). */
+  /** A signed-in user whose role grants this permission (docs/api.md, "Permissions"). */
   | { kind: 'permission'; class: PermissionClass; operation: Operation }
   /** The account admin of an OEM organisation (managing child organisations). */
   | { kind: 'oem_admin' }
-  /** A device signing its request with a key pair (DEVICES.md); the handler checks what it may do. */
+  /** A device signing its request with a key pair (docs/devices.md, "HTTP"); the handler checks what it may do. */
   | { kind: 'device' };
 
 export const permission = (cls: PermissionClass, operation: Operation): Access => ({

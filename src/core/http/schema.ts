@@ -34,7 +34,7 @@ export const TagsInput = Type.Unsafe<string[] | string>({
 export const Key = (description?: string) =>
   Type.String({ minLength: 1, maxLength: 64, ...(description ? { description } : {}) });
 
-/** Parameters every endpoint accepts (CONTRACT 2). */
+/** Parameters every endpoint accepts (docs/api.md, "Requests"). */
 export const CommonParams = {
   pretty: Type.Optional(Type.Boolean({ default: false, description: 'indent the JSON answer with two spaces' })),
   timestamp_format: Type.Optional(

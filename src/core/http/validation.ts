@@ -1,8 +1,8 @@
 /**
- * Turns the parameters of a request (query string, JSON body, path) into one validated object.
- * Path beats body beats query. Values are coerced by the declared type (CONTRACT 2). Two rules hold
- * for every parameter of every endpoint, over HTTP and MQTT alike (docs/api.md, "Bad input"): numbers
- * are finite and integers within +-(2^53 - 1), and no text holds a NUL character.
+ * Turns the parameters of a request (query string, JSON body, path) into one validated object. Path
+ * beats body beats query. Values are coerced by the declared type (docs/api.md, "Requests"). Two rules
+ * hold for every parameter of every endpoint, over HTTP and MQTT alike (docs/api.md, "Bad input"):
+ * numbers are finite and integers within +-(2^53 - 1), and no text holds a NUL character.
  */
 import type { TObject } from '@sinclair/typebox';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
