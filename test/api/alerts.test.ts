@@ -4,7 +4,7 @@ import { createKeyPair, Device } from '../support/device.ts';
 import {
   assertTokenRequired,
   childOrganisation,
-  SEED_THING_FIELDS,
+  THING_FIELDS,
   unique,
   userWithAbilities,
 } from '../support/fixtures.ts';
@@ -58,7 +58,7 @@ describeOnStores(
       assert.equal(alert.data.thing.thing_key, key);
       assert.equal(alert.data.alert_type_string, 'Error');
       assert.equal(alert.data.pressure, 9.5);
-      assert.deepEqual(Object.keys(alert.data.thing).sort(), SEED_THING_FIELDS);
+      assert.deepEqual(Object.keys(alert.data.thing).sort(), THING_FIELDS);
       const one = await ctx.api.request('GET', `/api/v3/alerts/${alert.alert_key}`, {
         token,
         query: { timestamp_format: 'str', time_zone: 'Mumbai' },

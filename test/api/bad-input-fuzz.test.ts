@@ -1,7 +1,7 @@
 /**
  * A property over the server's own OpenAPI document: every operation, sent junk (wrong types, huge
  * numbers, unicode, NUL characters, nested junk, nulls, wrong content types, `../` and `%00` in path
- * keys), answers below 500, and every 4xx carries the contract's error body (docs/api.md, "Bad input").
+ * keys), answers below 500, and every 4xx carries the error body (docs/api.md, "Errors" and "Bad input").
  * The operations' own schemas guide the junk, so much of it gets past the parameter check into the
  * handlers, signed by a key pair where the operation is a device's.
  */

@@ -1,5 +1,5 @@
 /**
- * Bad input of every class answers a 4xx in the contract's error shape, the same on both stores
+ * Bad input of every class answers a 4xx in the error shape (docs/api.md, "Errors"), the same on both stores
  * (docs/api.md, "Bad input"): integers out of range, pages beyond any store, NUL characters in text,
  * and what the HTTP framework and the node server refuse before a route runs.
  */
@@ -12,7 +12,7 @@ import { MqttDevice } from '../support/mqtt-device.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
 
-/** Asserts the contract's error body (CONTRACT 3) and answers its first item. */
+/** Asserts the error body (docs/api.md, "Errors") and answers its first item. */
 function assertErrorShape(body: any, context: string): { code: string; message: string; param?: string } {
   assert.equal(body?.success, false, `${context}: ${JSON.stringify(body)}`);
   assert.equal(typeof body.message, 'string', context);

@@ -78,7 +78,7 @@ describeOnStores('device HTTP interface', (ctx) => {
     assert.ok(names.includes('temperature:number') && names.includes('machine.status:string'), names.join());
   });
 
-  it('when timestamps come in seconds, are missing, or are late then they are read as the contract says', async () => {
+  it('when timestamps come in seconds, are missing, or are late then they are read as docs/devices.md says', async () => {
     const d = await device();
     const key = unique('dev');
     await d.register({ thing_key: key });

@@ -38,7 +38,7 @@ const fromDataUri = (uri: string) => {
 };
 
 describeOnStores('gateways', (ctx) => {
-  it('when a gateway is created then it has exactly the seed fields and adapters get their defaults', async () => {
+  it('when a gateway is created then it has exactly the documented fields and adapters get their defaults', async () => {
     const token = await ctx.api.adminToken();
     const name = unique('Plant gateway');
     const response = await ctx.api.request('POST', '/api/v3/gateway', {

@@ -83,7 +83,7 @@ describeOnStores('key pairs', (ctx) => {
 
   it('when a key pair is deleted or its role loses a permission then its next device request is refused at once', async () => {
     const token = await ctx.api.adminToken();
-    // Abilities 11, 12, 122: read and create things, create data (CONTRACT 5).
+    // Abilities 11, 12, 122: read and create things, create data (docs/api.md, "Permissions").
     const role = await createRole(ctx.api, token, [11, 12, 122]);
     const pair = await createKeyPair(ctx.api, token, { role_key: role.role_key });
     const device = new Device(ctx.api.url, pair);

@@ -21,7 +21,7 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       body: { notification_action: action },
     });
 
-  it('when each kind is created through v3 then it answers exactly its fields with the seed defaults', async () => {
+  it('when each kind is created through v3 then it answers exactly its fields with their documented defaults', async () => {
     const ruleKey = await rule();
     const email = await create('v3', { type: 'EmailNotificationAction', rule_key: ruleKey, to: 'ops@example.com' });
     assert.equal(email.status, 200, email.text);

@@ -56,7 +56,7 @@ describeOnStores('roles', (ctx) => {
     assert.equal(fetched.body.errors[0].code, 'not_found');
   });
 
-  it('when roles are listed then the built-in roles are there with the seed shape', async () => {
+  it('when roles are listed then the built-in roles are there with the documented shape', async () => {
     const token = await ctx.api.adminToken();
     const response = await ctx.api.request('GET', '/api/v3/roles', { token, query: { per: 1000 } });
     assert.equal(response.status, 200);

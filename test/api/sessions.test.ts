@@ -31,7 +31,7 @@ writeFileSync(
 describeOnStores(
   'sessions',
   (ctx) => {
-    it('when the admin signs in then the answer is the seed Session object', async () => {
+    it('when the admin signs in then the answer is the documented Session object', async () => {
       const response = await ctx.api.request('POST', '/api_sign_in', {
         body: { email: ADMIN_EMAIL.toUpperCase(), password: ADMIN_PASSWORD },
       });

@@ -4,14 +4,14 @@ import {
   childOrganisation,
   createThing,
   defaultTemplateKey,
-  SEED_THING_FIELDS,
+  THING_FIELDS,
   unique,
   userWithAbilities,
 } from '../support/fixtures.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 describeOnStores('things', (ctx) => {
-  it('when a thing is created then it has exactly the seed Thing fields', async () => {
+  it('when a thing is created then it has exactly the documented Thing fields', async () => {
     const token = await ctx.api.adminToken();
     const thing = await createThing(ctx.api, token, {
       tags: 'boiler, hall-a,boiler',
@@ -19,7 +19,7 @@ describeOnStores('things', (ctx) => {
       bi_directional: true,
       user_defined_properties: { site: 'Pune', floor: 3, heated: true },
     });
-    assert.deepEqual(Object.keys(thing).sort(), SEED_THING_FIELDS);
+    assert.deepEqual(Object.keys(thing).sort(), THING_FIELDS);
     assert.match(thing.thing_key, /^[0-9a-z]{10}$/);
     assert.deepEqual(thing.tags_array, ['boiler', 'hall-a']);
     assert.equal(thing.tags, 'boiler,hall-a');

@@ -38,7 +38,7 @@ describeOnStores('users', (ctx) => {
     assert.equal(session.body.time_zone, 'Mumbai');
   });
 
-  it('when users are listed, read, searched and deleted then each answer has the contract shape', async () => {
+  it('when users are listed, read, searched and deleted then each answer has the documented shape', async () => {
     const token = await ctx.api.adminToken();
     const { response, email } = await newUser(token);
     const key = response.body.user.user_key;

@@ -1,5 +1,5 @@
 /**
- * A device client written from DEVICES.md alone: it signs each body with its key pair, as the edge
+ * A device client written from docs/devices.md alone: it signs each body with its key pair, as the edge
  * SDKs do, and can compress bodies with LZF.
  */
 import { createHmac } from 'node:crypto';

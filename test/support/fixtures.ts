@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { TestServer } from './server.ts';
 
-/** The fields of the seed's Thing, as things are embedded in alerts and audit trails. */
-export const SEED_THING_FIELDS = [
+/** The fields of the Thing object, as alerts and audit trails embed it (docs/api.md, "Things"). */
+export const THING_FIELDS = [
   'alive',
   'bi_directional',
   'coordinates',

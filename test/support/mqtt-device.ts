@@ -1,6 +1,6 @@
 /**
- * A device over MQTT written from DEVICES.md: it logs in with its access key and the HMAC of it, signs
- * each message as the Python edge SDK does (compact JSON, then hash, access_key and
+ * A device over MQTT written from docs/devices.md: it logs in with its access key and the HMAC of it,
+ * signs each message as the Python edge SDK does (compact JSON, then hash, access_key and
  * aliot_protocol_version appended), and waits for the server's answer on its httpAck topic.
  */
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
