@@ -7,8 +7,9 @@
  * waiting for its commit outlives the young collections, so its garbage is promoted and piles up
  * until the next full collection, and the peak RSS with it. On a large heap the server therefore
  * fixes the factor at 1 + HEAP_GROWING_PERCENT / 100 (default 100: twice the live size), which kept
- * the throughput and cut the peak RSS by about a quarter (docs/benchmarks.md). Under smaller limits
- * V8's own factor is no larger than that already, and it stays V8's.
+ * the throughput and cut the peak RSS by about a quarter (docs/benchmarks-history.md, "evening session
+ * (2 x Intel Xeon, 2026-11-23 evening)"). Under smaller limits V8's own factor is no larger than that
+ * already, and it stays V8's.
  */
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 

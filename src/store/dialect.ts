@@ -40,7 +40,8 @@ export function createDialect(databaseUrl: string, schema?: string, synchronous:
     // The log is copied into the database once it holds 10,000 pages (40 MB) rather than SQLite's
     // 1,000. Every ingestion transaction rewrites the newest index page of each thing it touches, and
     // a checkpoint copies each page once however often the log holds it, so a longer log copies far
-    // fewer pages: commits of 700 events took about a quarter less time (docs/benchmarks.md).
+    // fewer pages: commits of 700 events took about a quarter less time (docs/benchmarks-history.md,
+    // "morning session").
     database.pragma('wal_autocheckpoint = 10000');
     return new SqliteStoreDialect(database);
   }

@@ -18,7 +18,7 @@ export function registerRawBodyParser(app: FastifyInstance): void {
  * An onRequest hook: a request that declares no body (no Transfer-Encoding, no or zero
  * Content-Length) loses its Content-Type, which many clients name on every request, so the body
  * parser is skipped instead of reading an empty stream: about a sixth of what a cached list answer
- * costs (docs/benchmarks.md).
+ * costs (docs/benchmarks-history.md, "midday session").
  */
 export function ignoreContentTypeWithoutBody(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
   const headers = request.raw.headers;
