@@ -6,7 +6,6 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { actionRoutes } from './actions/routes.ts';
 import { alertRoutes } from './alerts/routes.ts';
-import { readRevisions } from './audit/revisions.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { type BootstrapResult, bootstrapFirstAdmin } from './bootstrap.ts';
 import { type Config, ConfigError } from './core/config.ts';
@@ -88,7 +87,7 @@ export async function createServer(config: Config): Promise<Server> {
       process: (tx, batches) => rules.evaluate(tx, batches),
       maxPendingRows: config.eventMaxPending,
     });
-    const authenticator = new DeviceAuthenticator(store.db, box);
+    const authenticator = new DeviceAuthenticator(store.db, box, store.changes);
     closeOnFailure.push(() => authenticator.close());
     const ingest = new EventIngest(store, writer);
     const devices = new DeviceService(store, ingest);
@@ -133,6 +132,7 @@ export async function createServer(config: Config): Promise<Server> {
         await senders.close();
         sessions.close();
         authenticator.close();
+        ingest.close();
         await store.close();
       },
     };
@@ -221,7 +221,7 @@ async function buildHttpApp(
     },
     authenticateDevice: (request) => parts.authenticator.authenticate(request),
     childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
-    revisions: (organisationKeys, entityType) => readRevisions(store, organisationKeys, entityType),
+    changes: store.changes,
     checkAnswers: config.checkAnswers,
   };
   registerRoutes(app, services, [

@@ -1,28 +1,19 @@
 /**
  * The one way a change is recorded (docs/api.md, "Audit trails"): called inside the transaction that
- * makes the change, so the audit row and the change commit together or not at all. Contents are the
- * entity's public representation, which never carries secrets.
+ * makes the change, so the audit row and the change commit together or not at all, and the change is
+ * told to the change feed once it commits (core/change-feed.ts). Contents are the entity's public
+ * representation, which never carries secrets.
  */
 
+import type { EntityType } from '../core/change-feed.ts';
 import { newKey } from '../core/keys.ts';
 import type { Principal } from '../core/principal.ts';
-import type { Executor } from '../store/store.ts';
-import { REVISED_ENTITY_TYPES, raiseRevision } from './revisions.ts';
+import { type Executor, noteChange } from '../store/store.ts';
+import { raiseRevision, revisionsRaisedBy } from './revisions.ts';
 
 export type AuditAction = 'create' | 'update' | 'delete';
 
-export type EntityType =
-  | 'User'
-  | 'Role'
-  | 'Group'
-  | 'Gateway'
-  | 'Thing'
-  | 'ThingTemplate'
-  | 'Rule'
-  | 'NotificationAction'
-  | 'Instruction'
-  | 'Organisation'
-  | 'KeyPair';
+export type { EntityType };
 
 /** Who made a change, as audit trails name them. */
 export interface Actor {
@@ -49,26 +40,14 @@ export interface Change {
   after?: object;
 }
 
-type ChangeListener = (change: Change) => void;
-const listeners = new Set<ChangeListener>();
-
-/**
- * Calls `listener` with every change to one of `entityTypes` recorded in this process (as it is
- * recorded, before its transaction commits), for caches of what changes. Returns the function that
- * stops it.
- */
-export function onChangesTo(entityTypes: readonly EntityType[], listener: ChangeListener): () => void {
-  const types = new Set(entityTypes);
-  const filtered: ChangeListener = (change) => {
-    if (types.has(change.entityType)) listener(change);
-  };
-  listeners.add(filtered);
-  return () => listeners.delete(filtered);
-}
-
 export async function recordChange(db: Executor, actor: Actor, change: Change, now = Date.now()): Promise<void> {
-  for (const listener of listeners) listener(change);
-  if (REVISED_ENTITY_TYPES.has(change.entityType)) await raiseRevision(db, change.organisationKey, change.entityType);
+  await noteChange(db, {
+    entityType: change.entityType,
+    organisationKey: change.organisationKey,
+    entityKey: change.entityKey,
+    action: change.action,
+  });
+  for (const type of revisionsRaisedBy(change.entityType)) await raiseRevision(db, change.organisationKey, type);
   await db
     .insertInto('audit_trails')
     .values({

@@ -6,10 +6,10 @@
  * here: each raise makes concurrent changes of one organisation's entities of that type take turns.
  */
 import { sql } from 'kysely';
+import type { EntityType } from '../core/change-feed.ts';
 import { RowsStatement } from '../store/dialect.ts';
 import { PreparedQuery, QueryCache } from '../store/prepared.ts';
 import type { Executor, Store } from '../store/store.ts';
-import type { EntityType } from './recorder.ts';
 
 /**
  * What the rule engine caches per organisation (rules/engine.ts): rules, their notification actions
@@ -18,10 +18,22 @@ import type { EntityType } from './recorder.ts';
 export const RULE_ENTITY_TYPES: readonly EntityType[] = ['Rule', 'NotificationAction', 'Group'];
 
 /**
- * Entity types whose every change is recorded (audited) and kept in memory somewhere: Role lists are
- * served from memory, and the rule engine keeps the rule types.
+ * Entity types whose every change raises a revision: those the rule engine keeps. Caches that may
+ * trail a change made through another instance by the time its notice takes follow the change feed
+ * instead (core/change-feed.ts); the rule engine must not, so it reads these in its transaction.
  */
-export const REVISED_ENTITY_TYPES: ReadonlySet<EntityType> = new Set<EntityType>(['Role', ...RULE_ENTITY_TYPES]);
+export const REVISED_ENTITY_TYPES: ReadonlySet<EntityType> = new Set<EntityType>(RULE_ENTITY_TYPES);
+
+/**
+ * The revisions a recorded change of `entityType` raises. A thing made, changed or deleted may join
+ * or leave groups (a static group loses a deleted thing; a thing made again with its key is not a
+ * member): its organisation's Group revision is raised whatever changed, so no change that affects
+ * what a rule watches can miss the rule engine.
+ */
+export function revisionsRaisedBy(entityType: EntityType): readonly EntityType[] {
+  if (entityType === 'Thing') return ['Group'];
+  return REVISED_ENTITY_TYPES.has(entityType) ? [entityType] : [];
+}
 
 const raise = new PreparedQuery((db: Executor, organisationKey: string, entityType: string) =>
   db
@@ -37,56 +49,6 @@ const raise = new PreparedQuery((db: Executor, organisationKey: string, entityTy
 /** Raises the revision of `entityType` in an organisation; call inside the changing transaction. */
 export async function raiseRevision(db: Executor, organisationKey: string, entityType: EntityType): Promise<void> {
   await raise.execute(db, organisationKey, entityType);
-}
-
-type RevisionRow = { organisation_key: string; revision: number };
-
-/** One organisation's revision: the read of nearly every request of a cached list. */
-const readOne = new PreparedQuery((db: Executor, organisationKey: string, entityType: string) =>
-  db
-    .selectFrom('change_revisions')
-    .select(['organisation_key', 'revision'])
-    .where('entity_type', '=', entityType)
-    .where('organisation_key', '=', organisationKey),
-);
-
-/** Several organisations' revisions (an OEM organisation with its children). */
-const readMany = new QueryCache();
-
-/**
- * The revisions of `entityType` in the given organisations, as one text: equal texts mean no change
- * in between. Read it before reading the entities. Read on every request of a cached list, so it is
- * read at once where the store can (see Store.readNow) and answered without a promise then.
- */
-export function readRevisions(
-  store: Store,
-  organisationKeys: readonly string[],
-  entityType: EntityType,
-): string | Promise<string> {
-  const query =
-    organisationKeys.length === 1
-      ? readOne.compile(store.db, organisationKeys[0] as string, entityType)
-      : readMany.compile<RevisionRow>(
-          store.db,
-          'change_revisions',
-          { organisations: organisationKeys, entityType },
-          (v) =>
-            store.db
-              .selectFrom('change_revisions')
-              .select(['organisation_key', 'revision'])
-              .where('entity_type', '=', v.entityType as string)
-              .where('organisation_key', 'in', v.organisations as string[])
-              .orderBy('organisation_key'),
-        );
-  const rows = store.readNow<RevisionRow>(query);
-  if (rows !== undefined) return revisionText(rows);
-  return store.db.executeQuery<RevisionRow>(query).then((result) => revisionText(result.rows));
-}
-
-function revisionText(rows: readonly RevisionRow[]): string {
-  let text = '';
-  for (const row of rows) text += `${row.organisation_key}=${row.revision};`;
-  return text;
 }
 
 const ruleRevisions = new RowsStatement(

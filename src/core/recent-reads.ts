@@ -2,11 +2,11 @@
  * Values read from the store and used again for a short while without reading them again: who is
  * behind a token (sessions/service.ts), what a device key pair may do (devices/authentication.ts).
  *
- * A change is announced here as it is recorded, inside the transaction that makes it, so before it
- * commits. What its scope read before the change, or until the change has surely committed (taken to
- * be within the same short while), is then read again. A change made through this instance thus
- * takes effect at once; one made through another instance on the same store when the values read
- * before it expire.
+ * A change is announced here by the change feed (core/change-feed.ts) once it has committed; one made
+ * through another instance when its notice arrives, a little later. What its scope read before the
+ * change, or within the same short while after it (a read may have begun before the change committed
+ * and end after it was told), is then read again. Values read before a change whose notice was missed
+ * (another instance's, while the link between them was down) expire with their short while.
  */
 
 /** Milliseconds that never go back, unlike the wall clock. */
@@ -25,6 +25,8 @@ export class RecentReads<V> {
   private readonly changedAt = new Map<string, number>();
   /** When any scope last changed. */
   private lastChangeAt = Number.NEGATIVE_INFINITY;
+  /** When every scope last changed at once. */
+  private everyScopeChangedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly ttlMs: number,
@@ -35,7 +37,10 @@ export class RecentReads<V> {
   get(key: string, now = monotonicNow()): V | undefined {
     const entry = this.entries.get(key);
     if (!entry || now - entry.readAt >= this.ttlMs) return undefined;
-    return this.readAfterChanges(entry.readAt, this.changedAt.get(entry.scope)) ? entry.value : undefined;
+    return this.readAfterChanges(entry.readAt, this.changedAt.get(entry.scope)) &&
+      this.readAfterChanges(entry.readAt, this.everyScopeChangedAt)
+      ? entry.value
+      : undefined;
   }
 
   /** Keeps a value whose read began at `readAt` (monotonicNow); the oldest goes when full. */
@@ -66,6 +71,13 @@ export class RecentReads<V> {
     for (const scope of changed) this.changedAt.set(scope, now);
     this.lastChangeAt = now;
     for (const [key, entry] of this.entries) if (changed.has(entry.scope)) this.entries.delete(key);
+  }
+
+  /** Announces a change that may concern every scope. */
+  changedEverywhere(): void {
+    this.everyScopeChangedAt = monotonicNow();
+    this.lastChangeAt = this.everyScopeChangedAt;
+    this.entries.clear();
   }
 
   private readAfterChanges(readAt: number, changedAt: number | undefined): boolean {

@@ -4,7 +4,7 @@
  * key. The signature is checked on the bytes before any JSON parsing, whatever the Content-Type says.
  */
 import type { FastifyRequest } from 'fastify';
-import { onChangesTo } from '../audit/recorder.ts';
+import type { ChangeFeed } from '../core/change-feed.ts';
 import { ApiError, unauthorized } from '../core/errors.ts';
 import { BULK_BODY_LIMIT, rawBody } from '../core/http/body.ts';
 import type { Principal } from '../core/principal.ts';
@@ -51,13 +51,20 @@ export class DeviceAuthenticator {
   constructor(
     private readonly db: Executor,
     private readonly box: SecretBox,
+    changes: ChangeFeed,
   ) {
-    this.stopListening = onChangesTo(['KeyPair', 'Role', 'Organisation'], (change) => {
+    this.stopListening = changes.follow(['KeyPair', 'Role', 'Organisation'], (change) => {
       // A key pair or role belongs to the organisation the change is recorded in; an organisation
       // is changed by its parent, in whose name the change is recorded.
-      this.recent.changed(
-        change.entityType === 'Organisation' ? [change.organisationKey, change.entityKey] : [change.organisationKey],
-      );
+      if (change.organisationKey === null || (change.entityType === 'Organisation' && change.entityKey === null)) {
+        this.recent.changedEverywhere();
+      } else {
+        this.recent.changed(
+          change.entityType === 'Organisation' && change.entityKey !== null
+            ? [change.organisationKey, change.entityKey]
+            : [change.organisationKey],
+        );
+      }
     });
   }
 

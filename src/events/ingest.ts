@@ -8,7 +8,7 @@ import { ApiError, invalidParam, notFound, requiredParam, sendAgainLater } from 
 import type { Principal } from '../core/principal.ts';
 import { readPath } from '../expressions/index.ts';
 import { PreparedQuery } from '../store/prepared.ts';
-import type { Executor, Store, Tx } from '../store/store.ts';
+import { type Executor, noteChange, type Store, type Tx } from '../store/store.ts';
 import type { MetricDefinition } from '../templates/presenter.ts';
 import { type EventWriter, type NewEvent, StaleSubjectError } from './writer.ts';
 
@@ -93,6 +93,17 @@ class IngestThingCache {
 
   forgetTemplate(templateKey: string): void {
     this.templates.delete(templateKey);
+  }
+
+  /** Forgets a thing by its key. */
+  forgetThing(organisationKey: string, thingKey: string): void {
+    if (this.things.get(organisationKey)?.delete(thingKey)) this.size -= 1;
+  }
+
+  clear(): void {
+    this.things.clear();
+    this.templates.clear();
+    this.size = 0;
   }
 }
 
@@ -196,11 +207,26 @@ export interface IncomingEvent {
 
 export class EventIngest {
   private readonly cache = new IngestThingCache();
+  private readonly stopFollowing: () => void;
 
   constructor(
     private readonly store: Store,
     private readonly writer: EventWriter,
-  ) {}
+  ) {
+    // What changes is forgotten once it commits, so the next message reads it again instead of being
+    // refused by the writer as stale first (which still guards against a change the feed has not told
+    // yet: one of another instance, on its way).
+    this.stopFollowing = store.changes.follow(['Thing', 'ThingTemplate'], (change) => {
+      if (change.organisationKey === null || change.entityKey === null) this.cache.clear();
+      else if (change.entityType === 'Thing') this.cache.forgetThing(change.organisationKey, change.entityKey);
+      else this.cache.forgetTemplate(change.entityKey);
+    });
+  }
+
+  close(): void {
+    this.stopFollowing();
+    this.cache.clear();
+  }
 
   async resolveThing(
     principal: Principal,
@@ -301,10 +327,8 @@ export class EventIngest {
     await this.writer.write({
       events,
       subject: subjectOf(principal, things),
-      ...(discovered.size > 0 ? { after: (tx) => addMetrics(tx, discovered) } : {}),
+      ...(discovered.size > 0 ? { after: (tx) => addMetrics(tx, principal.organisationKey, discovered) } : {}),
     });
-    // The templates grew: what the cache holds of them is out of date.
-    for (const templateKey of discovered.keys()) this.cache.forgetTemplate(templateKey);
   }
 
   /** Records heartbeats (receipt time) and resolves once they are committed. */
@@ -324,8 +348,15 @@ function subjectOf(principal: Principal, things: Map<string, ResolvedThing>) {
   return { organisationKey: principal.organisationKey, things: byId };
 }
 
-/** The Default template grows the metrics its things report. */
-async function addMetrics(tx: Tx, discovered: Map<string, Map<string, MetricDefinition>>): Promise<void> {
+/**
+ * The Default template grows the metrics its things report. Not an audited change; the change feed
+ * is told of it (what ingestion and the templates list keep of the template is then out of date).
+ */
+async function addMetrics(
+  tx: Tx,
+  organisationKey: string,
+  discovered: Map<string, Map<string, MetricDefinition>>,
+): Promise<void> {
   for (const [templateKey, metrics] of discovered) {
     const row = await tx
       .selectFrom('thing_templates')
@@ -342,5 +373,6 @@ async function addMetrics(tx: Tx, discovered: Map<string, Map<string, MetricDefi
       .set({ metrics: JSON.stringify([...current, ...added]) })
       .where('thing_template_key', '=', templateKey)
       .execute();
+    await noteChange(tx, { entityType: 'ThingTemplate', organisationKey, entityKey: templateKey, action: 'update' });
   }
 }

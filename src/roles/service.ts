@@ -2,13 +2,12 @@
  * Roles (docs/api.md, "Roles" and "Permissions"): custom roles per organisation plus the two built-in ones.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { raiseRevision } from '../audit/revisions.ts';
 import { ApiError, conflict, forbidden, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import { BUILT_IN_ROLES, type BuiltInRole, permissionOf } from '../core/permissions.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { uniqueOr } from '../store/dialect.ts';
-import type { Executor, Store } from '../store/store.ts';
+import { type Executor, noteChange, type Store } from '../store/store.ts';
 import type { RoleRow } from '../store/tables.ts';
 import { presentRole } from './presenter.ts';
 import * as roles from './repository.ts';
@@ -160,8 +159,9 @@ export async function createBuiltInRoles(
       updated_at: now,
     };
     await roles.insertRole(db, row);
+    // Made without an audit record: the change feed hears of it here (roles lists are kept in memory).
+    await noteChange(db, { entityType: 'Role', organisationKey, entityKey: row.role_key, action: 'create' });
     created[builtIn] = row;
   }
-  await raiseRevision(db, organisationKey, 'Role');
   return created;
 }

@@ -3,7 +3,6 @@
  * sign-out, and the token check every request goes through.
  */
 
-import { onChangesTo } from '../audit/recorder.ts';
 import { ApiError, forbidden, unauthorized } from '../core/errors.ts';
 import type { Principal } from '../core/principal.ts';
 import { monotonicNow, RecentReads } from '../core/recent-reads.ts';
@@ -77,7 +76,9 @@ export class SessionService {
     private readonly settings: SessionSettings,
     private readonly identityProviders: IdentityProviders,
   ) {
-    this.stopListening = onChangesTo(['User', 'Role', 'Organisation'], () => this.principals.changed([EVERY_CALLER]));
+    this.stopListening = store.changes.follow(['User', 'Role', 'Organisation'], () =>
+      this.principals.changed([EVERY_CALLER]),
+    );
   }
 
   close(): void {

@@ -133,8 +133,16 @@ export class SqliteDriver implements Driver {
 export class SqliteStoreDialect implements Dialect {
   readonly driver: SqliteDriver;
 
-  constructor(database: BetterSqlite3.Database) {
+  constructor(private readonly database: BetterSqlite3.Database) {
     this.driver = new SqliteDriver(database);
+  }
+
+  /**
+   * A number that changes whenever another connection (another process on the same file) commits a
+   * change to the database; this connection's own commits leave it as it is.
+   */
+  dataVersion(): number {
+    return this.database.pragma('data_version', { simple: true }) as number;
   }
 
   createDriver(): Driver {

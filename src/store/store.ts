@@ -13,6 +13,8 @@ import {
   sql,
   type Transaction,
 } from 'kysely';
+import { ChangeFeed, type EntityChange } from '../core/change-feed.ts';
+import { PostgresChangeLink } from './change-link.ts';
 import { createDialect, type Engine, engineOf, type SqliteSynchronous, sqlitePath } from './dialect.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import { SqliteStoreDialect } from './sqlite-dialect.ts';
@@ -34,8 +36,42 @@ export interface Store {
    * cost would exceed the read's.
    */
   readNow<R>(query: CompiledQuery): R[] | undefined;
+  /** The changes made to entities, told once they commit (noteChange), here and by other instances. */
+  readonly changes: ChangeFeed;
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** How often a SQLite store looks for changes made by other processes on its file. */
+const SQLITE_WATCH_MS = 1000;
+
+/** A change as it is noted: who made it is known from where. */
+export type NotedChange = Omit<EntityChange, 'remote'>;
+
+interface Noting {
+  feed: ChangeFeed;
+  link: PostgresChangeLink | undefined;
+}
+
+/** The store of each database handle, and the changes noted so far in each open transaction. */
+const notingOf = new WeakMap<object, Noting>();
+const notedIn = new WeakMap<object, NotedChange[]>();
+
+/**
+ * Notes a change made through `db`, for the change feed (docs/architecture.md, "The change feed"):
+ * in a transaction, it is told once the transaction commits, and not at all if it rolls back;
+ * otherwise (a statement of its own, already done), at once.
+ */
+export async function noteChange(db: Executor, change: NotedChange): Promise<void> {
+  const noted = notedIn.get(db);
+  if (noted !== undefined) {
+    noted.push(change);
+    return;
+  }
+  const noting = notingOf.get(db);
+  if (noting === undefined) throw new Error('noteChange: not a database handle or transaction of an open store');
+  await noting.link?.announce(db as Tx, [{ ...change, remote: false }]);
+  noting.feed.tell([{ ...change, remote: false }]);
 }
 
 class StaticMigrations implements MigrationProvider {
@@ -111,14 +147,57 @@ export async function openStore({
     await db.destroy();
     throw error;
   }
+  const changes = new ChangeFeed();
+  const link = engine === 'postgres' ? new PostgresChangeLink(databaseUrl, schema, changes) : undefined;
+  try {
+    await unavailableOn('connect', () => link?.start());
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+  notingOf.set(db, { feed: changes, link });
+  if (link) changes.setCatchUp(() => link.catchUp());
+  // On SQLite, other processes on the same file (the command line, a second server) tell nothing: a
+  // change of the file's data version says that one of them changed something.
+  let watch: NodeJS.Timeout | undefined;
+  if (dialect instanceof SqliteStoreDialect) {
+    let version = dialect.dataVersion();
+    const catchUp = () => {
+      const now = dialect.dataVersion();
+      if (now === version) return;
+      version = now;
+      changes.tellEverything();
+    };
+    changes.setCatchUp(catchUp);
+    watch = setInterval(catchUp, SQLITE_WATCH_MS).unref();
+  }
   return {
     db,
     engine,
-    transaction: (work) => db.transaction().execute(work),
+    changes,
+    transaction: async (work) => {
+      let committed: EntityChange[] | undefined;
+      const result = await db.transaction().execute(async (tx) => {
+        const noted: NotedChange[] = [];
+        notedIn.set(tx, noted);
+        const value = await work(tx);
+        if (noted.length > 0) {
+          committed = noted.map((change) => ({ ...change, remote: false }));
+          await link?.announce(tx, committed);
+        }
+        return value;
+      });
+      if (committed) changes.tell(committed);
+      return result;
+    },
     readNow: dialect instanceof SqliteStoreDialect ? (query) => dialect.driver.readIfIdle(query) : () => undefined,
     ping: async () => {
       await sql`select 1`.execute(db);
     },
-    close: () => db.destroy(),
+    close: async () => {
+      if (watch) clearInterval(watch);
+      await link?.close();
+      await db.destroy();
+    },
   };
 }

@@ -2,7 +2,6 @@
  * Things (docs/api.md, "Things"): the devices and machines of an organisation, each of a template.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { raiseRevision } from '../audit/revisions.ts';
 import { ApiError, conflict, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import { normaliseTags } from '../core/tags.ts';
@@ -158,9 +157,9 @@ export async function updateThing(
 export async function deleteThing(store: Store, actor: Actor, organisationKeys: string[], thingKey: string) {
   await store.transaction(async (tx) => {
     const before = await requireThing(tx, organisationKeys, thingKey);
-    // Leaving a static group changes what the group's rules watch (a thing made again with this key
-    // is not a member): the group's revision is raised for the rule engine's cache (audit/revisions.ts).
-    if (await things.deleteThing(tx, thingKey)) await raiseRevision(tx, before.organisation_key, 'Group');
+    // Leaving a static group changes what the group's rules watch: recording the change raises the
+    // group revision the rule engine's cache is checked against (audit/revisions.ts).
+    await things.deleteThing(tx, thingKey);
     await recordChange(tx, actor, {
       organisationKey: before.organisation_key,
       action: 'delete',

@@ -5,12 +5,12 @@
  */
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { EntityType } from '../../audit/recorder.ts';
+import type { ChangeFeed, EntityType } from '../change-feed.ts';
 import { ApiError, forbidden, invalidParam, unauthorized, unknownReference } from '../errors.ts';
 import { grants, type Operation, type PermissionClass } from '../permissions.ts';
 import type { Principal } from '../principal.ts';
 import { resolveTimeZone, type TimeFormatter, type TimestampFormat, timeFormatter } from '../time.ts';
-import { AnswerCache } from './answer-cache.ts';
+import { AnswerCache, ChangeGenerations } from './answer-cache.ts';
 import { answerWriter } from './answers.ts';
 import { DEFAULT_BODY_LIMIT, ignoreContentTypeWithoutBody, jsonBodyParams, rawBody } from './body.ts';
 import { JsonText } from './json-text.ts';
@@ -69,10 +69,10 @@ export interface RouteSpec<S extends TObject = TObject> {
   /** Refuses requests before their body is read (event ingestion under overload). */
   admission?: Admission;
   /**
-   * Serves the answer again from memory while the change revisions of this entity type in the
-   * visible organisations stay the same (audit/revisions.ts keeps them for a few types). Only for
-   * reads whose answer depends on nothing but the parameters, the visible organisations and the
-   * caller's time zone, and whose entities change only through recorded changes.
+   * Serves the answer again from memory until a change of this entity type is told in one of the
+   * visible organisations (answer-cache.ts). Only for reads whose answer depends on nothing but the
+   * parameters, the visible organisations and the caller's time zone, and whose entities change only
+   * through changes noted to the change feed.
    */
   cachedUntilChangeOf?: EntityType;
   handler(call: RouteCall<Static<S>>): Promise<unknown> | unknown;
@@ -93,8 +93,8 @@ export interface RouteServices {
   /** Checks a device's key pair signature over the body; answers the body the signature covers. */
   authenticateDevice(request: FastifyRequest): Promise<{ principal: Principal; body: Buffer | undefined }>;
   childOrganisations(organisationKey: string): Promise<string[]>;
-  /** The change revisions of an entity type in some organisations (audit/revisions.ts). */
-  revisions(organisationKeys: readonly string[], entityType: EntityType): string | Promise<string>;
+  /** Changes to entities once they commit, for the answers kept in memory. */
+  changes: ChangeFeed;
   /** Checks every answer against its route's response schema (see answers.ts). */
   checkAnswers: boolean;
 }
@@ -139,7 +139,7 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
   const cached =
     spec.cachedUntilChangeOf === undefined
       ? undefined
-      : { entityType: spec.cachedUntilChangeOf, answers: new AnswerCache() };
+      : { generations: new ChangeGenerations(services.changes, spec.cachedUntilChangeOf), answers: new AnswerCache() };
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const { principal, body: bytes } = await authorise(services, spec.access, request);
     const body = jsonBodyParams(bytes);
@@ -164,13 +164,14 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       },
       targetOrganisation: () => targetOrganisation(services, principal, params),
     };
-    // Served from memory while the revision, read before the data, is the one the answer was kept under.
+    // Served from memory while the generation, taken before the data is read, is the one the answer was
+    // kept under.
     let keep: { key: string; revision: string; answers: AnswerCache } | undefined;
     if (cached !== undefined) {
       const visible = await call.visibleOrganisations();
       const key = JSON.stringify([visible, principal.timeZone, call.pageEcho, params]);
-      const read = services.revisions(visible, cached.entityType);
-      const revision = typeof read === 'string' ? read : await read;
+      const generation = cached.generations.of(visible);
+      const revision = typeof generation === 'string' ? generation : await generation;
       const answer = cached.answers.get(key, revision);
       if (answer !== undefined) return sendJson(reply, answer);
       keep = { key, revision, answers: cached.answers };
