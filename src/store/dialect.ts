@@ -5,8 +5,8 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, type Dialect, PostgresDialect, type RawBuilder, sql } from 'kysely';
 import pg from 'pg';
+import type { Executor } from './executor.ts';
 import { SqliteStoreDialect } from './sqlite-dialect.ts';
-import type { Executor } from './store.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 
