@@ -7,22 +7,12 @@
 import { newKey } from '../core/keys.ts';
 import type { Principal } from '../core/principal.ts';
 import type { Executor } from '../store/store.ts';
+import type { EntityType } from './entity-types.ts';
 import { REVISED_ENTITY_TYPES, raiseRevision } from './revisions.ts';
 
 export type AuditAction = 'create' | 'update' | 'delete';
 
-export type EntityType =
-  | 'User'
-  | 'Role'
-  | 'Group'
-  | 'Gateway'
-  | 'Thing'
-  | 'ThingTemplate'
-  | 'Rule'
-  | 'NotificationAction'
-  | 'Instruction'
-  | 'Organisation'
-  | 'KeyPair';
+export type { EntityType } from './entity-types.ts';
 
 /** Who made a change, as audit trails name them. */
 export interface Actor {

@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { RowsStatement } from '../store/dialect.ts';
 import { PreparedQuery, QueryCache } from '../store/prepared.ts';
 import type { Executor, Store } from '../store/store.ts';
-import type { EntityType } from './recorder.ts';
+import type { EntityType } from './entity-types.ts';
 
 /**
  * What the rule engine caches per organisation (rules/engine.ts): rules, their notification actions
