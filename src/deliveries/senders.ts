@@ -5,23 +5,15 @@
 import { isIP } from 'node:net';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { Agent, request } from 'undici';
+import { renderAlertMessage } from '../alerts/message.ts';
 import { alertTypeName } from '../alerts/presenter.ts';
 import { SYSTEM_ACTOR } from '../audit/recorder.ts';
 import type { Config } from '../core/config.ts';
-import { renderAlertMessage } from '../rules/engine.ts';
 import type { Store } from '../store/store.ts';
 import type { NotificationActionRow } from '../store/tables.ts';
 import { updateThing } from '../things/service.ts';
 import { guardedLookup, isPrivateAddress, PrivateAddressError } from './address-guard.ts';
-
-/** What the rule engine queued with the delivery. */
-export interface DeliveryPayload {
-  rule: { rule_key: string; name: string; alert_type: number | null };
-  thing: { thing_key: string; name: string; [field: string]: unknown };
-  event: { timestamp: number; data: unknown };
-  alert: { alert_key: string; alert_type: number; message: string; timestamp: number } | null;
-  message: string;
-}
+import type { DeliveryPayload } from './service.ts';
 
 export interface Delivery {
   deliveryKey: string;

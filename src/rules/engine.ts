@@ -11,10 +11,10 @@
  * differ: a change committed before the transaction, through any instance, applies to its events
  * (docs/rules.md, "How rules are evaluated").
  */
+import { renderAlertMessage } from '../alerts/message.ts';
 import { raiseAlert } from '../alerts/service.ts';
 import { readRuleRevisions } from '../audit/revisions.ts';
-import { newKey } from '../core/keys.ts';
-import type { DeliveryPayload } from '../deliveries/senders.ts';
+import { queueDeliveries } from '../deliveries/service.ts';
 import type { IngestBatch, NewEvent } from '../events/writer.ts';
 import {
   compileMatcher,
@@ -22,7 +22,6 @@ import {
   type Matcher,
   parseRuleCondition,
   parseThingExpression,
-  readPath,
   referencedNames,
   ruleConditionLookup,
   thingLookup,
@@ -395,16 +394,6 @@ async function loadRules(db: Executor, organisationKey: string): Promise<Compile
   return compiled;
 }
 
-/** `{{metric}}`, `{{nested.metric}}` and `{{thing.<field>}}` replaced; unknown names become empty. */
-export function renderAlertMessage(template: string, data: unknown, thing: object): string {
-  return template.replace(/\{\{\s*([A-Za-z0-9_.$-]+)\s*\}\}/g, (_, name: string) => {
-    const path = name.split('.');
-    const value = path[0] === 'thing' ? readPath(thing, path.slice(1)) : readPath(data, path);
-    if (value === undefined || value === null) return '';
-    return typeof value === 'object' ? JSON.stringify(value) : String(value);
-  });
-}
-
 /** Raises the rule's alert and queues its actions, in the event's transaction; answers how many were queued. */
 async function fire(tx: Tx, organisationKey: string, firing: Firing, things: ThingCache): Promise<number> {
   const { rule, candidate } = firing;
@@ -428,36 +417,23 @@ async function fire(tx: Tx, organisationKey: string, firing: Firing, things: Thi
           ruleKey: rule.row.rule_key,
           data: { rule_key: rule.row.rule_key, rule_name: rule.row.name, event },
         });
-  if (rule.actions.length === 0) return 0;
-  const now = Date.now();
-  const delivery: DeliveryPayload = {
-    rule: { rule_key: rule.row.rule_key, name: rule.row.name, alert_type: rule.row.alert_type },
-    thing: snapshot,
-    event,
-    alert: alert
-      ? { alert_key: alert.alert_key, alert_type: alert.alert_type, message: alert.message, timestamp: alert.timestamp }
-      : null,
-    message,
-  };
-  const payload = JSON.stringify(delivery);
-  await tx
-    .insertInto('deliveries')
-    .values(
-      rule.actions.map((action) => ({
-        delivery_key: newKey(),
-        organisation_key: organisationKey,
-        notification_action_key: action.notification_action_key,
-        rule_key: rule.row.rule_key,
-        payload,
-        status: 'pending',
-        attempts: 0,
-        next_attempt_at: now,
-        claimed_by: null,
-        claimed_until: null,
-        created_at: now,
-        updated_at: now,
-      })),
-    )
-    .execute();
-  return rule.actions.length;
+  return queueDeliveries(tx, {
+    organisationKey,
+    ruleKey: rule.row.rule_key,
+    actionKeys: rule.actions.map((action) => action.notification_action_key),
+    payload: {
+      rule: { rule_key: rule.row.rule_key, name: rule.row.name, alert_type: rule.row.alert_type },
+      thing: snapshot,
+      event,
+      alert: alert
+        ? {
+            alert_key: alert.alert_key,
+            alert_type: alert.alert_type,
+            message: alert.message,
+            timestamp: alert.timestamp,
+          }
+        : null,
+      message,
+    },
+  });
 }
