@@ -56,3 +56,14 @@ export async function updateAction(db: Executor, key: string, changes: Partial<N
 export async function deleteAction(db: Executor, key: string): Promise<void> {
   await db.deleteFrom('notification_actions').where('notification_action_key', '=', key).execute();
 }
+
+/** The notification actions of these rules, oldest first. */
+export function listActionsOfRules(db: Executor, ruleKeys: readonly string[]): Promise<NotificationActionRow[]> {
+  return db
+    .selectFrom('notification_actions')
+    .selectAll()
+    .where('rule_key', 'in', ruleKeys)
+    .orderBy('created_at')
+    .orderBy('notification_action_key')
+    .execute();
+}
