@@ -7,7 +7,7 @@
  */
 import { sql } from 'kysely';
 import { RowsStatement } from '../store/dialect.ts';
-import { PreparedQuery, QueryCache } from '../store/prepared.ts';
+import { compiledQuery, QueryCache } from '../store/prepared.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { EntityType } from './entity-types.ts';
 
@@ -23,7 +23,7 @@ export const RULE_ENTITY_TYPES: readonly EntityType[] = ['Rule', 'NotificationAc
  */
 export const REVISED_ENTITY_TYPES: ReadonlySet<EntityType> = new Set<EntityType>(['Role', ...RULE_ENTITY_TYPES]);
 
-const raise = new PreparedQuery((db: Executor, organisationKey: string, entityType: string) =>
+const raise = compiledQuery((db: Executor, organisationKey: string, entityType: string) =>
   db
     .insertInto('change_revisions')
     .values({ organisation_key: organisationKey, entity_type: entityType, revision: 1 })
@@ -42,7 +42,7 @@ export async function raiseRevision(db: Executor, organisationKey: string, entit
 type RevisionRow = { organisation_key: string; revision: number };
 
 /** One organisation's revision: the read of nearly every request of a cached list. */
-const readOne = new PreparedQuery((db: Executor, organisationKey: string, entityType: string) =>
+const readOne = compiledQuery((db: Executor, organisationKey: string, entityType: string) =>
   db
     .selectFrom('change_revisions')
     .select(['organisation_key', 'revision'])
