@@ -102,7 +102,7 @@ export type ColumnType = 'bigint' | 'text';
  * which never hold such characters, and native stringifying costs a fraction of the driver's escaping
  * per element. Any other escape in the text (a `\n`, a `\u`) leaves the column to the driver.
  */
-function arrayLiteral(values: readonly unknown[]): unknown {
+export function arrayLiteral(values: readonly unknown[]): unknown {
   for (const value of values) {
     // Anything else (an object, a non-finite number...) JSON writes otherwise than the driver would.
     if (value !== null && typeof value !== 'string' && !(typeof value === 'number' && Number.isFinite(value))) {
