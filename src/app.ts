@@ -82,7 +82,7 @@ export async function createServer(config: Config): Promise<Server> {
     const box = await openSecretBox(store, config.secretKey);
     const senders = new Senders(store, config);
     let worker: DeliveryWorker | undefined;
-    const rules = new RuleEngine(store, { onQueued: () => worker?.wake() });
+    const rules = new RuleEngine({ onQueued: () => worker?.wake() });
     const writer = new EventWriter(store, {
       process: (tx, batches) => rules.evaluate(tx, batches),
       maxPendingRows: config.eventMaxPending,

@@ -1,8 +1,8 @@
-import type { ListQuery } from '../core/http/list.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
-import type { DeliveryAttemptRow, NotificationActionRow } from '../store/tables.ts';
+import type { NotificationActionRow } from '../store/tables.ts';
 
 export function listActions(db: Executor, ruleKey: string, types: string[], list: ListQuery) {
   return fetchPage<NotificationActionRow>(
@@ -57,23 +57,13 @@ export async function deleteAction(db: Executor, key: string): Promise<void> {
   await db.deleteFrom('notification_actions').where('notification_action_key', '=', key).execute();
 }
 
-export function listDeliveryAttempts(db: Executor, actionKey: string, list: ListQuery) {
-  return fetchPage<DeliveryAttemptRow>(
-    db,
-    {
-      name: 'delivery_attempts',
-      values: { action: actionKey },
-      build: (d, v) =>
-        d
-          .selectFrom('delivery_attempts')
-          .selectAll()
-          .where('notification_action_key', '=', v.action as string),
-      columns: {
-        sort: { at: 'at', attempt: 'attempt', status: 'status' },
-        key: 'attempt_key',
-        search: ['status', 'error'],
-      },
-    },
-    list,
-  );
+/** The notification actions of these rules, oldest first. */
+export function listActionsOfRules(db: Executor, ruleKeys: readonly string[]): Promise<NotificationActionRow[]> {
+  return db
+    .selectFrom('notification_actions')
+    .selectAll()
+    .where('rule_key', 'in', ruleKeys)
+    .orderBy('created_at')
+    .orderBy('notification_action_key')
+    .execute();
 }

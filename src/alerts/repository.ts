@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { ListQuery } from '../core/http/list.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';

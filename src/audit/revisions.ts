@@ -8,8 +8,8 @@
 import { sql } from 'kysely';
 import type { EntityType } from '../core/change-feed.ts';
 import { RowsStatement } from '../store/dialect.ts';
-import { PreparedQuery, QueryCache } from '../store/prepared.ts';
-import type { Executor, Store } from '../store/store.ts';
+import { compiledQuery } from '../store/prepared.ts';
+import type { Executor } from '../store/store.ts';
 
 /**
  * What the rule engine caches per organisation (rules/engine.ts): rules, their notification actions
@@ -35,7 +35,7 @@ export function revisionsRaisedBy(entityType: EntityType): readonly EntityType[]
   return REVISED_ENTITY_TYPES.has(entityType) ? [entityType] : [];
 }
 
-const raise = new PreparedQuery((db: Executor, organisationKey: string, entityType: string) =>
+const raise = compiledQuery((db: Executor, organisationKey: string, entityType: string) =>
   db
     .insertInto('change_revisions')
     .values({ organisation_key: organisationKey, entity_type: entityType, revision: 1 })

@@ -1,6 +1,6 @@
 /**
- * Outbound calls of notification actions must not reach the server's own network by default (CONTRACT
- * 8): a host that resolves to a loopback, private, link-local, unique-local or unspecified address is
+ * Outbound calls of notification actions must not reach the server's own network by default
+ * (docs/configuration.md, "Notification deliveries"): a host that resolves to a loopback, private, link-local, unique-local or unspecified address is
  * refused unless ALLOW_PRIVATE_WEBHOOKS=true. The check runs in the connection's own DNS lookup, so the
  * address checked is the address connected to (no second lookup to rebind).
  */

@@ -1,27 +1,19 @@
 /**
- * How each kind of notification action is carried out (CONTRACT 8). A sender resolves when the peer
+ * How each kind of notification action is carried out (docs/rules.md, "What each action does when its rule fires"). A sender resolves when the peer
  * has accepted the delivery and throws with a short reason when it has not.
  */
 import { isIP } from 'node:net';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { Agent, request } from 'undici';
+import { renderAlertMessage } from '../alerts/message.ts';
 import { alertTypeName } from '../alerts/presenter.ts';
 import { SYSTEM_ACTOR } from '../audit/recorder.ts';
 import type { Config } from '../core/config.ts';
-import { renderAlertMessage } from '../rules/engine.ts';
 import type { Store } from '../store/store.ts';
 import type { NotificationActionRow } from '../store/tables.ts';
 import { updateThing } from '../things/service.ts';
 import { guardedLookup, isPrivateAddress, PrivateAddressError } from './address-guard.ts';
-
-/** What the rule engine queued with the delivery. */
-export interface DeliveryPayload {
-  rule: { rule_key: string; name: string; alert_type: number | null };
-  thing: { thing_key: string; name: string; [field: string]: unknown };
-  event: { timestamp: number; data: unknown };
-  alert: { alert_key: string; alert_type: number; message: string; timestamp: number } | null;
-  message: string;
-}
+import type { DeliveryPayload } from './service.ts';
 
 export interface Delivery {
   deliveryKey: string;

@@ -1,19 +1,20 @@
 /**
- * Drains the delivery queue (CONTRACT 8). Each instance claims due deliveries with a lease (on
- * PostgreSQL with `FOR UPDATE SKIP LOCKED`, so instances never claim the same row), carries them out,
- * and records every attempt. A failed attempt is retried with exponential backoff until the attempt
- * limit; a claim left by an instance that died returns to the queue when its lease runs out (on SQLite,
- * whose store one process owns, at the next start).
+ * Drains the delivery queue (docs/rules.md, "Deliveries"; docs/configuration.md, "Notification
+ * deliveries"). Each instance claims due deliveries with a lease (on PostgreSQL with `FOR UPDATE SKIP
+ * LOCKED`, so instances never claim the same row), carries them out, and records every attempt. A
+ * failed attempt is retried with exponential backoff until the attempt limit; a claim left by an
+ * instance that died returns to the queue when its lease runs out (on SQLite, whose store one process
+ * owns, at the next start). The queue's SQL is in repository.ts.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { findAction } from '../actions/repository.ts';
 import type { Config } from '../core/config.ts';
-import { newKey } from '../core/keys.ts';
-import { lockRows } from '../store/dialect.ts';
 import type { Store } from '../store/store.ts';
 import type { DeliveryRow } from '../store/tables.ts';
-import type { Delivery, DeliveryPayload, Senders } from './senders.ts';
+import { claimDueDeliveries, finishDelivery, releaseClaims } from './repository.ts';
+import type { Delivery, Senders } from './senders.ts';
+import type { DeliveryPayload } from './service.ts';
 
 const POLL_MS = 500;
 const BATCH = 20;
@@ -37,12 +38,7 @@ export class DeliveryWorker {
   async start(): Promise<void> {
     if (this.store.engine === 'sqlite') {
       // One process owns a SQLite store: claims still held are from a process that is gone.
-      await this.store.db
-        .updateTable('deliveries')
-        .set({ claimed_by: null, claimed_until: null })
-        .where('status', '=', 'pending')
-        .where('claimed_by', 'is not', null)
-        .execute();
+      await releaseClaims(this.store.db);
     }
     this.schedule(0);
   }
@@ -96,29 +92,9 @@ export class DeliveryWorker {
     const now = Date.now();
     // Longer than one attempt can take, so a live claim never lapses mid-attempt.
     const claimedUntil = now + this.config.deliveryTimeoutMs * 3 + 5000;
-    return this.store.transaction(async (tx) => {
-      const due = await tx
-        .selectFrom('deliveries')
-        .selectAll()
-        .where('status', '=', 'pending')
-        .where('next_attempt_at', '<=', now)
-        .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-        .orderBy('next_attempt_at')
-        .limit(BATCH)
-        .$call(lockRows(this.store.engine, { skipLocked: true }))
-        .execute();
-      if (due.length === 0) return [];
-      await tx
-        .updateTable('deliveries')
-        .set({ claimed_by: this.instance, claimed_until: claimedUntil })
-        .where(
-          'delivery_key',
-          'in',
-          due.map((d) => d.delivery_key),
-        )
-        .execute();
-      return due;
-    });
+    return this.store.transaction((tx) =>
+      claimDueDeliveries(tx, { instance: this.instance, now, claimedUntil, limit: BATCH }),
+    );
   }
 
   private async deliver(row: DeliveryRow): Promise<void> {
@@ -156,34 +132,22 @@ export class DeliveryWorker {
     const now = Date.now();
     const attempt = row.attempts + 1;
     await this.store.transaction(async (tx) => {
-      const updated = await tx
-        .updateTable('deliveries')
-        .set({
-          status,
-          attempts: status === 'cancelled' ? row.attempts : attempt,
-          next_attempt_at: status === 'pending' ? now + backoff(this.config.deliveryRetryBaseMs, attempt) : now,
-          claimed_by: null,
-          claimed_until: null,
-          updated_at: now,
-        })
-        .where('delivery_key', '=', row.delivery_key)
-        .where('claimed_by', '=', this.instance)
-        .executeTakeFirst();
-      if (Number(updated.numUpdatedRows) === 0 || status === 'cancelled') return;
-      await tx
-        .insertInto('delivery_attempts')
-        .values({
-          attempt_key: newKey(),
-          delivery_key: row.delivery_key,
-          notification_action_key: row.notification_action_key,
-          organisation_key: row.organisation_key,
-          attempt,
-          status: status === 'delivered' ? 'delivered' : 'failed',
-          error: error ? error.slice(0, 500) : null,
-          at: now,
-          duration_ms: durationMs,
-        })
-        .execute();
+      await finishDelivery(tx, row, this.instance, {
+        status,
+        attempts: status === 'cancelled' ? row.attempts : attempt,
+        nextAttemptAt: status === 'pending' ? now + backoff(this.config.deliveryRetryBaseMs, attempt) : now,
+        now,
+        ...(status === 'cancelled'
+          ? {}
+          : {
+              attempt: {
+                number: attempt,
+                status: status === 'delivered' ? 'delivered' : 'failed',
+                error: error ? error.slice(0, 500) : null,
+                durationMs,
+              },
+            }),
+      });
     });
   }
 }

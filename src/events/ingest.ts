@@ -7,7 +7,7 @@
 import { ApiError, invalidParam, notFound, requiredParam, sendAgainLater } from '../core/errors.ts';
 import type { Principal } from '../core/principal.ts';
 import { readPath } from '../expressions/index.ts';
-import { PreparedQuery } from '../store/prepared.ts';
+import { compiledQuery } from '../store/prepared.ts';
 import { type Executor, noteChange, type Store, type Tx } from '../store/store.ts';
 import type { MetricDefinition } from '../templates/presenter.ts';
 import { type EventWriter, type NewEvent, StaleSubjectError } from './writer.ts';
@@ -29,7 +29,7 @@ interface ResolvedThing extends IngestThing {
   metricList: MetricDefinition[];
 }
 
-const thingOfOrganisation = new PreparedQuery((db: Executor, organisationKey: string, thingKey: string) =>
+const thingOfOrganisation = compiledQuery((db: Executor, organisationKey: string, thingKey: string) =>
   db
     .selectFrom('things as t')
     .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')

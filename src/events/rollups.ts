@@ -13,7 +13,8 @@
  */
 import { readPath } from '../expressions/index.ts';
 import { eventChunks } from '../queries/repository.ts';
-import { engineOfDb, RowsStatement } from '../store/dialect.ts';
+import { engineOfDb, jsonRowsText, RowsStatement } from '../store/dialect.ts';
+import { QueryCache } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
 
 /** A slot's length: 15 minutes, on multiples of 15 minutes since the epoch. */
@@ -29,7 +30,7 @@ export const slotOf = (at: number): number => Math.floor(at / SLOT_MS) * SLOT_MS
 
 const emptyStats = (): SlotStats => Object.create(null) as SlotStats;
 
-/** A template's metric names and their paths (CONTRACT 10: dots reach into nested objects). */
+/** A template's metric names and their paths (docs/api.md, "Data queries": dots reach into nested objects). */
 interface MetricPaths {
   names: string[];
   paths: string[][];
@@ -171,6 +172,34 @@ const update = new RowsStatement(
 /** Stored stats text as stats with a null prototype. */
 export function parseSlotStats(text: string): SlotStats {
   return Object.assign(emptyStats(), JSON.parse(text) as SlotStats);
+}
+
+const rollupReads = new QueryCache();
+
+/** A thing's stored slot rollups whose slot starts in [from, to), as [slot, stats], oldest first. */
+export async function rollupsOf(
+  db: Executor,
+  thingId: number,
+  from: number,
+  to: number,
+): Promise<[number, SlotStats][]> {
+  const engine = engineOfDb(db);
+  const [row] = (await rollupReads.execute(db, 'rollups', { thing: thingId, from, to }, (v) =>
+    db
+      .selectFrom(
+        db
+          .selectFrom('event_rollups')
+          .select(['slot', 'stats'])
+          .where('thing_id', '=', v.thing as number)
+          .where('slot', '>=', v.from as number)
+          .where('slot', '<', v.to as number)
+          .orderBy('slot')
+          .as('r'),
+      )
+      .select(jsonRowsText(engine, ['r.slot', 'r.stats'], ['r.slot']).as('rows')),
+  )) as { rows: string | null }[];
+  if (!row?.rows) return [];
+  return JSON.parse(`[${row.rows}]`) as [number, SlotStats][];
 }
 
 /**

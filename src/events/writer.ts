@@ -13,8 +13,8 @@
 
 import { sendAgainLater } from '../core/errors.ts';
 import { RowsStatement } from '../store/dialect.ts';
-import { QueryCache } from '../store/prepared.ts';
-import type { Store, Tx } from '../store/store.ts';
+import { compiledQuery } from '../store/prepared.ts';
+import type { Executor, Store, Tx } from '../store/store.ts';
 import { addToRollups, metricPaths, SlotCounter } from './rollups.ts';
 
 export interface NewEvent {
@@ -230,7 +230,9 @@ export class EventWriter {
  * RowsStatement), so their SQL never varies with the number of rows and is compiled once per engine;
  * so is the heartbeat update.
  */
-const statements = new QueryCache();
+const heartbeat = compiledQuery((db: Executor, thingId: number, at: number) =>
+  db.updateTable('things').set({ last_beat_at: at }).where('thing_id', '=', thingId),
+);
 
 const insertRows = new RowsStatement(
   ['bigint', 'bigint', 'text', 'text'],
@@ -396,12 +398,7 @@ async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
   const heartbeats = new Map<number, number>();
   for (const b of batches) for (const [thingId, at] of b.heartbeats ?? []) heartbeats.set(thingId, at);
   for (const [thingId, at] of heartbeats) {
-    await statements.execute(tx, 'thing heartbeat', { thing: thingId, at }, (v) =>
-      tx
-        .updateTable('things')
-        .set({ last_beat_at: v.at as number })
-        .where('thing_id', '=', v.thing as number),
-    );
+    await heartbeat.execute(tx, thingId, at);
   }
   for (const b of batches) if (b.after) await b.after(tx);
 }

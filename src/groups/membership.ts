@@ -9,7 +9,7 @@
  * with the number of things (see `npm run bench -- groups`).
  */
 import { sql } from 'kysely';
-import type { ListQuery } from '../core/http/list.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { compileMatcher, type Expression, parseThingExpression, thingLookup } from '../expressions/index.ts';
 import { engineOfDb } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';

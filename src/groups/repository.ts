@@ -1,4 +1,4 @@
-import type { ListQuery } from '../core/http/list.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
@@ -69,4 +69,26 @@ export async function setStaticMembers(db: Executor, group: GroupRow, thingKeys:
       )
       .execute();
   }
+}
+
+/** The expressions of an organisation's groups among `groupKeys` (null for a static group). */
+export function groupExpressions(
+  db: Executor,
+  organisationKey: string,
+  groupKeys: readonly string[],
+): Promise<Pick<GroupRow, 'group_key' | 'thing_expression'>[]> {
+  return db
+    .selectFrom('groups')
+    .select(['group_key', 'thing_expression'])
+    .where('group_key', 'in', groupKeys)
+    .where('organisation_key', '=', organisationKey)
+    .execute();
+}
+
+/** The static members of these groups, as (group, thing) pairs. */
+export function staticMembersOf(
+  db: Executor,
+  groupKeys: readonly string[],
+): Promise<{ group_key: string; thing_key: string }[]> {
+  return db.selectFrom('group_things').select(['group_key', 'thing_key']).where('group_key', 'in', groupKeys).execute();
 }

@@ -1,4 +1,4 @@
-import type { ListQuery } from '../core/http/list.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import type { InstructionRow } from '../store/tables.ts';

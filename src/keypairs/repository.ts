@@ -1,7 +1,7 @@
-import type { ListQuery } from '../core/http/list.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
-import { PreparedQuery } from '../store/prepared.ts';
+import { compiledQuery } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
 import type { KeyPairRow } from '../store/tables.ts';
 
@@ -36,7 +36,7 @@ export function findKeyPair(db: Executor, organisationKeys: string[], key: strin
 }
 
 /** What a device request needs about its key pair, in one query compiled once. */
-const credentials = new PreparedQuery((db: Executor, accessKey: string) =>
+const credentials = compiledQuery((db: Executor, accessKey: string) =>
   db
     .selectFrom('key_pairs as k')
     .innerJoin('roles as r', 'r.role_key', 'k.role_key')

@@ -1,4 +1,4 @@
-import type { ListQuery } from '../core/http/list.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import { ORGANISATION_SCOPED_TABLES, type OrganisationRow } from '../store/tables.ts';

@@ -6,10 +6,10 @@
 import { requiredParam } from '../core/errors.ts';
 import { JsonText } from '../core/http/json-text.ts';
 import type { TimeFormatter } from '../core/time.ts';
-import { type MetricStats, SLOT_MS } from '../events/rollups.ts';
+import { type MetricStats, rollupsOf, SLOT_MS } from '../events/rollups.ts';
 import { readPath } from '../expressions/index.ts';
 import type { Executor } from '../store/store.ts';
-import { type EventTriple, eventChunks, rollupsOf } from './repository.ts';
+import { type EventTriple, eventChunks } from './repository.ts';
 import { readBound } from './thing-data.ts';
 import { queriedThings } from './things.ts';
 import { type TimeGrouping, timeBuckets } from './time-buckets.ts';

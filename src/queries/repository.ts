@@ -1,6 +1,5 @@
 /** Reads of stored events for queries. */
 import { sql } from 'kysely';
-import type { SlotStats } from '../events/rollups.ts';
 import { engineOfDb, jsonRowsText } from '../store/dialect.ts';
 import { QueryCache } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
@@ -150,30 +149,4 @@ export async function* eventChunks(db: Executor, range: EventRange, size = 20_00
     if (events.length < size) return;
     after = events[events.length - 1];
   }
-}
-
-/** A thing's stored slot rollups (events/rollups.ts) whose slot starts in [from, to), as [slot, stats], oldest first. */
-export async function rollupsOf(
-  db: Executor,
-  thingId: number,
-  from: number,
-  to: number,
-): Promise<[number, SlotStats][]> {
-  const engine = engineOfDb(db);
-  const [row] = (await queries.execute(db, 'rollups', { thing: thingId, from, to }, (v) =>
-    db
-      .selectFrom(
-        db
-          .selectFrom('event_rollups')
-          .select(['slot', 'stats'])
-          .where('thing_id', '=', v.thing as number)
-          .where('slot', '>=', v.from as number)
-          .where('slot', '<', v.to as number)
-          .orderBy('slot')
-          .as('r'),
-      )
-      .select(jsonRowsText(engine, ['r.slot', 'r.stats'], ['r.slot']).as('rows')),
-  )) as { rows: string | null }[];
-  if (!row?.rows) return [];
-  return JSON.parse(`[${row.rows}]`) as [number, SlotStats][];
 }

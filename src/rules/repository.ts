@@ -1,4 +1,4 @@
-import type { ListQuery } from '../core/http/list.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
@@ -59,8 +59,19 @@ export async function updateRule(db: Executor, ruleKey: string, changes: Partial
   await db.updateTable('rules').set(changes).where('rule_key', '=', ruleKey).execute();
 }
 
-/** Removes the rule with its state; its notification actions are removed by the caller (audited). */
+/** Removes the rule; its state and notification actions are removed by the caller. */
 export async function deleteRule(db: Executor, ruleKey: string): Promise<void> {
-  await db.deleteFrom('rule_states').where('rule_key', '=', ruleKey).execute();
   await db.deleteFrom('rules').where('rule_key', '=', ruleKey).execute();
+}
+
+/** An organisation's enabled rules, oldest first: the rules its events are checked against. */
+export function listEnabledRules(db: Executor, organisationKey: string): Promise<RuleRow[]> {
+  return db
+    .selectFrom('rules')
+    .selectAll()
+    .where('organisation_key', '=', organisationKey)
+    .where('enabled', '=', 1)
+    .orderBy('created_at')
+    .orderBy('rule_key')
+    .execute();
 }

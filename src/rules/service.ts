@@ -17,6 +17,7 @@ import { findTemplate } from '../templates/repository.ts';
 import { requireKnownThings } from '../things/service.ts';
 import { presentRule } from './presenter.ts';
 import * as rules from './repository.ts';
+import { clearRuleStates } from './state-repository.ts';
 
 export interface RuleInput {
   name: string;
@@ -122,7 +123,7 @@ export async function updateRule(
     await rules.updateRule(tx, ruleKey, columns);
     // A changed condition or scope starts from a clean state: the next matching event enters.
     if (after.condition !== before.condition || after.trigger !== before.trigger) {
-      await tx.deleteFrom('rule_states').where('rule_key', '=', ruleKey).execute();
+      await clearRuleStates(tx, ruleKey);
     }
     await recordChange(tx, actor, {
       organisationKey: before.organisation_key,
@@ -153,6 +154,7 @@ export async function deleteRule(store: Store, actor: Actor, organisationKeys: s
       });
     }
     await tx.deleteFrom('notification_actions').where('rule_key', '=', ruleKey).execute();
+    await clearRuleStates(tx, ruleKey);
     await rules.deleteRule(tx, ruleKey);
     await recordChange(tx, actor, {
       organisationKey: before.organisation_key,

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { PreparedQuery } from '../store/prepared.ts';
+import { compiledQuery } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
 import type { SessionRow } from '../store/tables.ts';
 
@@ -23,7 +23,7 @@ export async function deleteExpiredSessions(db: Executor, now: number, idleMs: n
 }
 
 /** Everything a request needs about its caller, in one query, compiled once. */
-const sessionPrincipal = new PreparedQuery((db: Executor, tokenHash: string) =>
+const sessionPrincipal = compiledQuery((db: Executor, tokenHash: string) =>
   db
     .selectFrom('sessions as s')
     .innerJoin('users as u', 'u.user_key', 's.user_key')

@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { ChangeAction, ChangeFeed, EntityChange, EntityType } from '../core/change-feed.ts';
-import type { Tx } from './store.ts';
+import type { Tx } from './executor.ts';
 
 /** NOTIFY payloads must stay under 8,000 bytes: changes are sent in parts of at most this many. */
 const PAYLOAD_BYTES = 7000;

@@ -5,8 +5,8 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, type Dialect, PostgresDialect, type RawBuilder, sql } from 'kysely';
 import pg from 'pg';
+import type { Executor } from './executor.ts';
 import { SqliteStoreDialect } from './sqlite-dialect.ts';
-import type { Executor } from './store.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -103,7 +103,7 @@ export type ColumnType = 'bigint' | 'text';
  * which never hold such characters, and native stringifying costs a fraction of the driver's escaping
  * per element. Any other escape in the text (a `\n`, a `\u`) leaves the column to the driver.
  */
-function arrayLiteral(values: readonly unknown[]): unknown {
+export function arrayLiteral(values: readonly unknown[]): unknown {
   for (const value of values) {
     // Anything else (an object, a non-finite number...) JSON writes otherwise than the driver would.
     if (value !== null && typeof value !== 'string' && !(typeof value === 'number' && Number.isFinite(value))) {

@@ -4,7 +4,7 @@
  * Kysely select over any table, on both engines.
  */
 import { type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
-import type { ListQuery } from '../core/http/list.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { QueryCache, type QueryValues } from './prepared.ts';
 import type { Executor } from './store.ts';
 

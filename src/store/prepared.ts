@@ -1,8 +1,10 @@
 /**
  * Queries built and compiled once per shape and SQL dialect, then run with new values. Building and
  * compiling a Kysely query costs several times more than running a small one, so the hot paths (the
- * token check behind every request, list pages) skip it. A query is built once with placeholder
- * values; where the placeholders land in the compiled parameters is where later values go.
+ * token check behind every request, a device's key pair, the event writer's heartbeats, list pages)
+ * skip it. A query is built once with placeholder values; where the placeholders land in the compiled
+ * parameters is where later values go. Fixed-shape queries are declared with compiledQuery; queries
+ * whose shape varies go through a QueryCache.
  */
 import type { Compilable, CompiledQuery } from 'kysely';
 import type { Executor } from './store.ts';
@@ -98,33 +100,46 @@ export class QueryCache {
   }
 }
 
+/** An argument of a compiled query: one value, always a parameter of the query. */
+export type QueryArg = string | number | null;
+
+/** A query of fixed shape declared once (compiledQuery): compiled on first use per SQL dialect. */
+export interface CompiledQueryHandle<Args extends QueryArg[], R> {
+  /** The query with these arguments, compiled only the first time on the executor's dialect. */
+  compile(db: Executor, ...args: Args): CompiledQuery<R>;
+  execute(db: Executor, ...args: Args): Promise<R[]>;
+  executeTakeFirst(db: Executor, ...args: Args): Promise<R | undefined>;
+}
+
 /**
- * A query of fixed shape (the same arguments, each one value), compiled once per dialect. Arguments go
- * straight to the parameter slots found at compile time: no values to flatten or shape to work out per
- * run, for reads made on every request or message.
+ * A query of fixed shape (the same arguments, each one value), for reads and writes made on every
+ * request, message or event-writer transaction. Declare it once at module level: the handle is the
+ * statement, compiled once per dialect the first time it runs there; there is no name to choose, so
+ * two declarations never share a compiled statement. `build` receives placeholders in place of the
+ * arguments and must use them only as query parameters, never compute with them; later arguments go
+ * straight to the parameter slots the placeholders landed in, with no values to flatten or shape to
+ * work out per run. Queries whose shape varies (lists of values, optional filters) use QueryCache.
  */
-export class PreparedQuery<Args extends string[], R> {
-  private readonly compiled = new Map<string, Compiled>();
-
-  constructor(private readonly build: (db: Executor, ...args: Args) => Compilable<R>) {}
-
-  compile(db: Executor, ...args: Args): CompiledQuery<R> {
+export function compiledQuery<Args extends QueryArg[], R>(
+  build: (db: Executor, ...args: Args) => Compilable<R>,
+): CompiledQueryHandle<Args, R> {
+  const byDialect = new Map<string, Compiled>();
+  const compile = (db: Executor, ...args: Args): CompiledQuery<R> => {
     const dialect = db.getExecutor().adapter.constructor.name;
-    let entry = this.compiled.get(dialect);
+    let entry = byDialect.get(dialect);
     if (!entry) {
       const placeholders = args.map((_, i) => placeholderOf(i)) as Args;
-      const query = this.build(db, ...placeholders).compile() as CompiledQuery<unknown>;
+      const query = build(db, ...placeholders).compile() as CompiledQuery<unknown>;
       entry = { query, slots: slotsOf(query) };
-      this.compiled.set(dialect, entry);
+      byDialect.set(dialect, entry);
     }
     return withValues<R>(entry, args);
-  }
-
-  async execute(db: Executor, ...args: Args): Promise<R[]> {
-    return (await db.executeQuery<R>(this.compile(db, ...args))).rows;
-  }
-
-  async executeTakeFirst(db: Executor, ...args: Args): Promise<R | undefined> {
-    return (await this.execute(db, ...args))[0];
-  }
+  };
+  const execute = async (db: Executor, ...args: Args): Promise<R[]> =>
+    (await db.executeQuery<R>(compile(db, ...args))).rows;
+  return {
+    compile,
+    execute,
+    executeTakeFirst: async (db, ...args) => (await execute(db, ...args))[0],
+  };
 }

@@ -4,26 +4,16 @@
 
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import {
-  type CompiledQuery,
-  Kysely,
-  type Migration,
-  type MigrationProvider,
-  Migrator,
-  sql,
-  type Transaction,
-} from 'kysely';
+import { type CompiledQuery, Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { ChangeFeed, type EntityChange } from '../core/change-feed.ts';
 import { PostgresChangeLink } from './change-link.ts';
 import { createDialect, type Engine, engineOf, type SqliteSynchronous, sqlitePath } from './dialect.ts';
+import type { Db, Executor, Tx } from './executor.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import { SqliteStoreDialect } from './sqlite-dialect.ts';
 import type { Database } from './tables.ts';
 
-export type Db = Kysely<Database>;
-export type Tx = Transaction<Database>;
-/** Either the database or an open transaction: repositories accept both. */
-export type Executor = Kysely<Database> | Transaction<Database>;
+export type { Db, Executor, Tx } from './executor.ts';
 
 export interface Store {
   readonly db: Db;

@@ -1,4 +1,4 @@
-import type { ListQuery } from '../core/http/list.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage, type PagingColumns } from '../store/paging.ts';
 import type { QueryValues } from '../store/prepared.ts';

@@ -5,6 +5,7 @@
  */
 import { type TSchema, Type } from '@sinclair/typebox';
 import { ApiError } from '../errors.ts';
+import type { ListQuery } from '../list-query.ts';
 import { StringEnum } from './schema.ts';
 
 export const MAX_PER = 1000;
@@ -44,15 +45,7 @@ export interface ListParamValues {
   scope?: 'all' | 'any';
 }
 
-/** A list request, normalised. */
-export interface ListQuery {
-  page: number;
-  per: number;
-  orderBy: string;
-  order: 'asc' | 'desc';
-  keywords: string[];
-  matchAll: boolean;
-}
+export type { ListQuery } from '../list-query.ts';
 
 export function toListQuery(params: ListParamValues, spec: ListSpec): ListQuery {
   return {

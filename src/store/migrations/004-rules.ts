@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 
 /**
  * Rules, their notification actions and the queue that delivers them, alerts, and instructions
- * (CONTRACT 8 and 12).
+ * (docs/rules.md; docs/devices.md, "Instructions").
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
