@@ -8,8 +8,9 @@ import { ApiError, invalidParam, notFound, requiredParam, sendAgainLater } from 
 import type { Principal } from '../core/principal.ts';
 import { readPath } from '../expressions/index.ts';
 import { compiledQuery } from '../store/prepared.ts';
-import { type Executor, noteChange, type Store, type Tx } from '../store/store.ts';
+import type { Executor, Store } from '../store/store.ts';
 import type { MetricDefinition } from '../templates/presenter.ts';
+import { growTemplateMetrics } from '../templates/service.ts';
 import { type EventWriter, type NewEvent, StaleSubjectError } from './writer.ts';
 
 /** Events more than this far ahead of the server's clock are refused. */
@@ -327,7 +328,7 @@ export class EventIngest {
     await this.writer.write({
       events,
       subject: subjectOf(principal, things),
-      ...(discovered.size > 0 ? { after: (tx) => addMetrics(tx, principal.organisationKey, discovered) } : {}),
+      ...(discovered.size > 0 ? { after: (tx) => growTemplateMetrics(tx, principal.organisationKey, discovered) } : {}),
     });
   }
 
@@ -346,33 +347,4 @@ function subjectOf(principal: Principal, things: Map<string, ResolvedThing>) {
   const byId = new Map<number, ResolvedThing>();
   for (const thing of things.values()) byId.set(thing.thing_id, thing);
   return { organisationKey: principal.organisationKey, things: byId };
-}
-
-/**
- * The Default template grows the metrics its things report. Not an audited change; the change feed
- * is told of it (what ingestion and the templates list keep of the template is then out of date).
- */
-async function addMetrics(
-  tx: Tx,
-  organisationKey: string,
-  discovered: Map<string, Map<string, MetricDefinition>>,
-): Promise<void> {
-  for (const [templateKey, metrics] of discovered) {
-    const row = await tx
-      .selectFrom('thing_templates')
-      .select('metrics')
-      .where('thing_template_key', '=', templateKey)
-      .executeTakeFirst();
-    if (!row) continue;
-    const current = JSON.parse(row.metrics) as MetricDefinition[];
-    const known = new Set(current.map((m) => m.name));
-    const added = [...metrics.values()].filter((m) => !known.has(m.name));
-    if (added.length === 0) continue;
-    await tx
-      .updateTable('thing_templates')
-      .set({ metrics: JSON.stringify([...current, ...added]) })
-      .where('thing_template_key', '=', templateKey)
-      .execute();
-    await noteChange(tx, { entityType: 'ThingTemplate', organisationKey, entityKey: templateKey, action: 'update' });
-  }
 }

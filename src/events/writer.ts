@@ -13,17 +13,12 @@
 
 import { sendAgainLater } from '../core/errors.ts';
 import { RowsStatement } from '../store/dialect.ts';
-import { compiledQuery } from '../store/prepared.ts';
-import type { Executor, Store, Tx } from '../store/store.ts';
+import type { Store, Tx } from '../store/store.ts';
+import { recordHeartbeat, recordLastEvents, type ThingTouch } from '../things/service.ts';
+import { insertEvents, type NewEvent } from './repository.ts';
 import { addToRollups, metricPaths, SlotCounter } from './rollups.ts';
 
-export interface NewEvent {
-  thingId: number;
-  /** When it happened (ms). */
-  timestamp: number;
-  data: Record<string, unknown>;
-  waypoint: [number, number] | null;
-}
+export type { NewEvent };
 
 /** What one request writes. */
 export interface IngestBatch {
@@ -227,86 +222,8 @@ export class EventWriter {
 
 /**
  * The writer's statements read their rows from one parameter per column (store/dialect.ts,
- * RowsStatement), so their SQL never varies with the number of rows and is compiled once per engine;
- * so is the heartbeat update.
+ * RowsStatement), so their SQL never varies with the number of rows and is compiled once per engine.
  */
-const heartbeat = compiledQuery((db: Executor, thingId: number, at: number) =>
-  db.updateTable('things').set({ last_beat_at: at }).where('thing_id', '=', thingId),
-);
-
-const insertRows = new RowsStatement(
-  ['bigint', 'bigint', 'text', 'text'],
-  (extra) => `insert into events (thing_id, timestamp, created_at, data, waypoint)
-    select v.column1, v.column2, cast(${extra(0)} as bigint), v.column3, v.column4 from v`,
-);
-
-function insertEvents(tx: Tx, events: NewEvent[], now: number) {
-  return insertRows.run(
-    tx,
-    [
-      events.map((e) => e.thingId),
-      events.map((e) => e.timestamp),
-      events.map((e) => JSON.stringify(e.data)),
-      events.map((e) => (e.waypoint ? JSON.stringify(e.waypoint) : null)),
-    ],
-    [now],
-  );
-}
-
-/** What one transaction's events do to their thing. */
-interface ThingTouch {
-  /** Its newest event by its own time. */
-  newest: NewEvent;
-  /** How many events it got. */
-  count: number;
-  /** The last waypoint sent, in arrival order. */
-  waypoint: [number, number] | undefined;
-  /** The smallest and largest receipt time minus event time of its events (ms). */
-  lagMin: number;
-  lagMax: number;
-}
-
-/**
- * Every touched thing's newest event (by its own time), heard-from time, event count and arrival lag
- * bounds, in one statement: one UPDATE per thing would cost a round trip each on PostgreSQL. A late
- * event does not replace a newer last_event; the last waypoint of the batch becomes the coordinates.
- */
-function updateLastEvents(tx: Tx, touched: Map<number, ThingTouch>, now: number) {
-  // In thing order, so concurrent transactions (several instances) lock things in the same order.
-  const ids = [...touched.keys()].sort((a, b) => a - b);
-  const touches = ids.map((id) => touched.get(id) as ThingTouch);
-  return lastEvents.run(
-    tx,
-    [
-      ids,
-      touches.map((t) => t.newest.timestamp),
-      touches.map((t) => JSON.stringify({ timestamp: t.newest.timestamp, data: t.newest.data })),
-      touches.map((t) => (t.waypoint ? JSON.stringify(t.waypoint) : null)),
-      touches.map((t) => t.count),
-      touches.map((t) => t.lagMin),
-      touches.map((t) => t.lagMax),
-    ],
-    [now],
-  );
-}
-
-const NEWER = 'things.last_event_timestamp is null or things.last_event_timestamp <= v.column2';
-const lastEvents = new RowsStatement(
-  ['bigint', 'bigint', 'text', 'text', 'bigint', 'bigint', 'bigint'],
-  (extra) => `update things set
-      last_event_at = cast(${extra(0)} as bigint),
-      event_count = things.event_count + v.column5,
-      last_event = case when ${NEWER} then v.column3 else things.last_event end,
-      last_event_timestamp = case when ${NEWER} then v.column2 else things.last_event_timestamp end,
-      coordinates = coalesce(v.column4, things.coordinates),
-      arrival_lag_min = case when things.arrival_lag_min is null or v.column6 < things.arrival_lag_min
-        then v.column6 else things.arrival_lag_min end,
-      arrival_lag_max = case when things.arrival_lag_max is null or v.column7 > things.arrival_lag_max
-        then v.column7 else things.arrival_lag_max end
-    from v
-    where things.thing_id = v.column1`,
-);
-
 /**
  * The batches whose subject no longer holds: a thing that is gone or has another key or template, or a
  * template whose metrics are not those the events were checked against. One statement for the
@@ -394,11 +311,9 @@ async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
     if (lag < touch.lagMin) touch.lagMin = lag;
     else if (lag > touch.lagMax) touch.lagMax = lag;
   }
-  if (touched.size > 0) await updateLastEvents(tx, touched, now);
+  if (touched.size > 0) await recordLastEvents(tx, touched, now);
   const heartbeats = new Map<number, number>();
   for (const b of batches) for (const [thingId, at] of b.heartbeats ?? []) heartbeats.set(thingId, at);
-  for (const [thingId, at] of heartbeats) {
-    await heartbeat.execute(tx, thingId, at);
-  }
+  for (const [thingId, at] of heartbeats) await recordHeartbeat(tx, thingId, at);
   for (const b of batches) if (b.after) await b.after(tx);
 }

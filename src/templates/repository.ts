@@ -56,6 +56,16 @@ export async function insertTemplate(db: Executor, row: ThingTemplateRow): Promi
   await db.insertInto('thing_templates').values(row).execute();
 }
 
+/** A template's metrics (JSON text), by key alone: for ingestion, which already checked the organisation. */
+export async function templateMetrics(db: Executor, key: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('thing_templates')
+    .select('metrics')
+    .where('thing_template_key', '=', key)
+    .executeTakeFirst();
+  return row?.metrics;
+}
+
 export async function updateTemplate(db: Executor, key: string, changes: Partial<ThingTemplateRow>): Promise<void> {
   await db.updateTable('thing_templates').set(changes).where('thing_template_key', '=', key).execute();
 }

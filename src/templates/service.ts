@@ -8,12 +8,34 @@ import { newKey } from '../core/keys.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { onOrganisationProvisioned } from '../organisations/service.ts';
 import { uniqueOr } from '../store/dialect.ts';
-import type { Executor, Store } from '../store/store.ts';
+import { type Executor, noteChange, type Store, type Tx } from '../store/store.ts';
 import type { ThingTemplateRow } from '../store/tables.ts';
 import { type MetricDefinition, presentTemplate } from './presenter.ts';
 import * as templates from './repository.ts';
 
 export const DEFAULT_TEMPLATE_NAME = 'Default';
+
+/**
+ * The Default template grows the metrics its things report (docs/devices.md): called by ingestion in
+ * the event writer's transaction with the new metrics of each template. Not an audited change; the
+ * change feed is told of it, so what is kept of the template elsewhere is read again.
+ */
+export async function growTemplateMetrics(
+  tx: Tx,
+  organisationKey: string,
+  discovered: Map<string, Map<string, MetricDefinition>>,
+): Promise<void> {
+  for (const [templateKey, metrics] of discovered) {
+    const text = await templates.templateMetrics(tx, templateKey);
+    if (text === undefined) continue;
+    const current = JSON.parse(text) as MetricDefinition[];
+    const known = new Set(current.map((m) => m.name));
+    const added = [...metrics.values()].filter((m) => !known.has(m.name));
+    if (added.length === 0) continue;
+    await templates.updateTemplate(tx, templateKey, { metrics: JSON.stringify([...current, ...added]) });
+    await noteChange(tx, { entityType: 'ThingTemplate', organisationKey, entityKey: templateKey, action: 'update' });
+  }
+}
 export const DEFAULT_HEARTBEAT_INTERVAL = 60;
 export const DEFAULT_IDLE_TIMEOUT = 300;
 

@@ -1,8 +1,9 @@
 import type { ListQuery } from '../core/list-query.ts';
+import { RowsStatement } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage, type PagingColumns } from '../store/paging.ts';
-import type { QueryValues } from '../store/prepared.ts';
-import type { Executor } from '../store/store.ts';
+import { compiledQuery, type QueryValues } from '../store/prepared.ts';
+import type { Executor, Tx } from '../store/store.ts';
 import type { ThingRow } from '../store/tables.ts';
 
 /**
@@ -123,3 +124,64 @@ export async function deleteThing(db: Executor, thingKey: string): Promise<boole
   await db.deleteFrom('things').where('thing_key', '=', thingKey).execute();
   return Number(memberships.numDeletedRows) > 0;
 }
+
+/* What stored events do to their things (events/writer.ts, through the things service). */
+
+/** What one transaction's events do to their thing. */
+export interface ThingTouch {
+  /** Its newest event by its own time. */
+  newest: { timestamp: number; data: Record<string, unknown> };
+  /** How many events it got. */
+  count: number;
+  /** The last waypoint sent, in arrival order. */
+  waypoint: [number, number] | undefined;
+  /** The smallest and largest receipt time minus event time of its events (ms). */
+  lagMin: number;
+  lagMax: number;
+}
+
+/**
+ * Every touched thing's newest event (by its own time), heard-from time, event count and arrival lag
+ * bounds, in one statement: one UPDATE per thing would cost a round trip each on PostgreSQL. A late
+ * event does not replace a newer last_event; the last waypoint of the batch becomes the coordinates.
+ */
+export function updateLastEvents(tx: Tx, touched: Map<number, ThingTouch>, now: number) {
+  // In thing order, so concurrent transactions (several instances) lock things in the same order.
+  const ids = [...touched.keys()].sort((a, b) => a - b);
+  const touches = ids.map((id) => touched.get(id) as ThingTouch);
+  return lastEvents.run(
+    tx,
+    [
+      ids,
+      touches.map((t) => t.newest.timestamp),
+      touches.map((t) => JSON.stringify({ timestamp: t.newest.timestamp, data: t.newest.data })),
+      touches.map((t) => (t.waypoint ? JSON.stringify(t.waypoint) : null)),
+      touches.map((t) => t.count),
+      touches.map((t) => t.lagMin),
+      touches.map((t) => t.lagMax),
+    ],
+    [now],
+  );
+}
+
+const NEWER = 'things.last_event_timestamp is null or things.last_event_timestamp <= v.column2';
+const lastEvents = new RowsStatement(
+  ['bigint', 'bigint', 'text', 'text', 'bigint', 'bigint', 'bigint'],
+  (extra) => `update things set
+      last_event_at = cast(${extra(0)} as bigint),
+      event_count = things.event_count + v.column5,
+      last_event = case when ${NEWER} then v.column3 else things.last_event end,
+      last_event_timestamp = case when ${NEWER} then v.column2 else things.last_event_timestamp end,
+      coordinates = coalesce(v.column4, things.coordinates),
+      arrival_lag_min = case when things.arrival_lag_min is null or v.column6 < things.arrival_lag_min
+        then v.column6 else things.arrival_lag_min end,
+      arrival_lag_max = case when things.arrival_lag_max is null or v.column7 > things.arrival_lag_max
+        then v.column7 else things.arrival_lag_max end
+    from v
+    where things.thing_id = v.column1`,
+);
+
+/** A heartbeat: when the thing was last heard from without an event. */
+export const heartbeat = compiledQuery((db: Executor, thingId: number, at: number) =>
+  db.updateTable('things').set({ last_beat_at: at }).where('thing_id', '=', thingId),
+);

@@ -7,13 +7,28 @@ import { newKey } from '../core/keys.ts';
 import { normaliseTags } from '../core/tags.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { uniqueOr } from '../store/dialect.ts';
-import type { Executor, Store } from '../store/store.ts';
+import type { Executor, Store, Tx } from '../store/store.ts';
 import { findTemplate } from '../templates/repository.ts';
 import { presentThing } from './presenter.ts';
-import type { ThingColumns, ThingWithTemplate } from './repository.ts';
+import type { ThingColumns, ThingTouch, ThingWithTemplate } from './repository.ts';
 import * as things from './repository.ts';
 
 type PropertyValue = string | number | boolean | null;
+
+export type { ThingTouch };
+
+/**
+ * What the events a transaction stores do to their things: newest event, heard-from time, event
+ * count and arrival lag bounds (the event writer, in its transaction; not audited).
+ */
+export function recordLastEvents(tx: Tx, touched: Map<number, ThingTouch>, now: number) {
+  return things.updateLastEvents(tx, touched, now);
+}
+
+/** A heartbeat of a thing: heard from at `at` (the event writer, in its transaction). */
+export async function recordHeartbeat(tx: Tx, thingId: number, at: number): Promise<void> {
+  await things.heartbeat.execute(tx, thingId, at);
+}
 
 export interface ThingInput {
   thing_key?: string | undefined;
