@@ -161,7 +161,10 @@ async function serve(): Promise<void> {
 
 function startMessage(server: Server, address: string): string[] {
   const { config, bootstrap } = server;
-  const base = config.publicBaseUrl;
+  // PORT=0 lets the system choose the port: name the one it chose.
+  const url = new URL(config.publicBaseUrl);
+  if (url.port === '0') url.port = new URL(address).port;
+  const base = url.href.replace(/\/+$/, '');
   const lines = [`Thingbase is listening on ${address} (API docs at ${base}/docs)`];
   if (server.mqttPort !== undefined) lines.push(`MQTT broker for devices on port ${server.mqttPort}`);
   if (config.mqttUrl) lines.push(`Serving devices through the MQTT broker at ${config.mqttUrl}`);

@@ -48,6 +48,10 @@ describe('first start of thingbase serve', () => {
     const password = /shown only this once: (\S+)/.exec(first.output)?.[1];
     assert.ok(password, first.output);
     assert.match(first.output, /admin@localhost/);
+    // With PORT=0 the message names the port the system chose, not port 0.
+    const docs = /API docs at (\S+)\/docs\)/.exec(first.output)?.[1];
+    assert.equal(docs && new URL(docs).port, new URL(first.url).port, first.output);
+    assert.doesNotMatch(first.output, /:0\//);
     const session = await call(first.url, 'POST', '/api_sign_in', { body: { email: 'admin@localhost', password } });
     assert.equal(session.status, 200, session.text);
     assert.equal(session.body.organisation.name, 'Default');
