@@ -3,20 +3,11 @@
  * and start-up failures told as the setting to change (docs/configuration.md, "Starting").
  */
 import { type Config, ConfigError } from './core/config.ts';
+import { redactUrl } from './core/urls.ts';
 import { engineOf, sqlitePath } from './store/dialect.ts';
 import { openStore, type Store, StoreUnavailableError } from './store/store.ts';
 
-/** A database address fit to print: its password, if any, replaced by `***`. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (!parsed.password) return url;
-    parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return url.replace(/(\/\/[^:/@]*):[^@/]*@/, '$1:***@');
-  }
-}
+export { redactUrl };
 
 /** The password in a database address, if it has one, so that it can be kept out of messages. */
 function passwordOf(url: string): string | undefined {

@@ -6,7 +6,9 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import mqtt, { type MqttClient } from 'mqtt';
+import { ConfigError } from '../core/config.ts';
 import { newKey } from '../core/keys.ts';
+import { redactUrl } from '../core/urls.ts';
 import type { DeviceAuthenticator } from '../devices/authentication.ts';
 import type { DeviceService } from '../devices/service.ts';
 import type { MqttInstructions } from './instructions.ts';
@@ -15,6 +17,43 @@ import { ackTopic, parseDeviceTopic, serverSubscriptions } from './topics.ts';
 
 export interface ExternalBroker {
   close(): Promise<void>;
+}
+
+/** How long a start waits for the external broker before it fails (docs/configuration.md, "MQTT"). */
+export const FIRST_CONNECT_MS = 30_000;
+
+/**
+ * The first connection: tried every second until `withinMs` has passed, then the start fails with a
+ * message naming MQTT_URL (a broker started along with the server gets the time to come up; a wrong
+ * address does not leave the server waiting forever). Once connected, a lost connection is made again
+ * every second for as long as the server runs.
+ */
+async function connectFirst(url: string, withinMs: number, log: FastifyBaseLogger): Promise<MqttClient> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    try {
+      return await mqtt.connectAsync(
+        url,
+        {
+          clientId: `thingbase-${newKey()}`,
+          clean: true,
+          protocolVersion: 4,
+          reconnectPeriod: 1000,
+          connectTimeout: 5000,
+        },
+        false,
+      );
+    } catch (error) {
+      const reason = (error as Error).message || String((error as NodeJS.ErrnoException).code ?? error);
+      if (Date.now() + 1000 > deadline) {
+        throw new ConfigError(
+          `cannot reach the MQTT broker at ${redactUrl(url)} (${reason}): check MQTT_URL (mqtt://user:password@host:port) and that the broker runs, or unset MQTT_URL to use the embedded broker`,
+        );
+      }
+      log.warn(`MQTT broker ${redactUrl(url)} not reachable yet (${reason}); trying again`);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
 }
 
 export async function connectExternalBroker(options: {
@@ -26,14 +65,11 @@ export async function connectExternalBroker(options: {
   log: FastifyBaseLogger;
   /** Instructions reach devices through this broker. */
   instructions?: MqttInstructions;
+  /** How long the first connection is tried for before the start fails (ms). */
+  firstConnectMs?: number;
 }): Promise<ExternalBroker> {
   const { authenticator, devices, log } = options;
-  const client: MqttClient = await mqtt.connectAsync(options.url, {
-    clientId: `thingbase-${newKey()}`,
-    clean: true,
-    protocolVersion: 4,
-    reconnectPeriod: 1000,
-  });
+  const client = await connectFirst(options.url, options.firstConnectMs ?? FIRST_CONNECT_MS, log);
   client.on('message', (topicName, payload) => {
     const topic = parseDeviceTopic(topicName);
     if (!topic) return;

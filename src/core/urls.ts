@@ -1,0 +1,15 @@
+/**
+ * Addresses of other services (the database, an MQTT broker) as they may be printed.
+ */
+
+/** An address fit to print: its password, if any, replaced by `***`. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.password) return url;
+    parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url.replace(/(\/\/[^:/@]*):[^@/]*@/, '$1:***@');
+  }
+}
