@@ -211,21 +211,25 @@ export async function updateAction(
     checkFields(type, input, false);
     const rule = input.rule_key === undefined ? undefined : await requireRuleOf(tx, organisationKeys, input.rule_key);
     const ruleKey = rule ? rule.rule_key : before.rule_key;
-    // Moved to a rule of another organisation (one the caller also sees): that organisation's rules
-    // change too, for the rule engine's cache (audit/revisions.ts).
-    if (rule && rule.organisation_key !== before.organisation_key) {
-      await raiseRevision(tx, rule.organisation_key, 'NotificationAction');
+    // Moved to a rule of another organisation (one the caller also sees: an OEM parent and its child):
+    // the action belongs to its rule's organisation from now on. The change is recorded there; the
+    // organisation it leaves loses an action of its rules too, for the rule engine's cache
+    // (audit/revisions.ts).
+    const organisationKey = rule ? rule.organisation_key : before.organisation_key;
+    if (organisationKey !== before.organisation_key) {
+      await raiseRevision(tx, before.organisation_key, 'NotificationAction');
     }
     const after: NotificationActionRow = {
       ...before,
       ...columnsOf(version, type, input),
       rule_key: ruleKey,
+      organisation_key: organisationKey,
       updated_at: Date.now(),
     };
-    const { notification_action_key: _k, organisation_key: _o, created_at: _c, ...columns } = after;
+    const { notification_action_key: _k, created_at: _c, ...columns } = after;
     await actions.updateAction(tx, key, columns);
     await recordChange(tx, actor, {
-      organisationKey: before.organisation_key,
+      organisationKey,
       action: 'update',
       entityType: 'NotificationAction',
       entityKey: key,

@@ -276,6 +276,34 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
     assert.equal((await ctx.api.request('DELETE', `/api/v2/notification_actions/${key}`, { token })).status, 404);
   });
 
+  it('when an OEM admin moves an action to a rule of a child organisation then it belongs to the child', async () => {
+    const token = await ctx.api.adminToken();
+    const child = await childOrganisation(ctx.api, token, { isOem: false });
+    const parentRule = await rule();
+    const childRule = await rule(token, { is_oem: true, child_organisation_key: child.organisationKey });
+    const key = (await create('v3', { type: 'EmailNotificationAction', rule_key: parentRule, to: 'a@example.com' }))
+      .body.notification_action.notification_action_key;
+    const moved = await ctx.api.request('PUT', `/api/v3/notification_actions/${key}`, {
+      token,
+      body: { is_oem: true, notification_action: { type: 'EmailNotificationAction', rule_key: childRule } },
+    });
+    assert.equal(moved.status, 200, moved.text);
+    // The child's own admin sees the action of its rule; the parent rule's list no longer has it.
+    const seen = await ctx.api.request('GET', `/api/v3/notification_actions/${key}`, { token: child.token });
+    assert.equal(seen.status, 200, seen.text);
+    assert.equal(seen.body.notification_action.rule_key, childRule);
+    const parentList = await ctx.api.request('GET', '/api/v3/notification_actions', {
+      token,
+      query: { rule_key: parentRule },
+    });
+    assert.equal(parentList.status, 200, parentList.text);
+    assert.ok(
+      !parentList.body.notification_actions.some(
+        (a: { notification_action_key: string }) => a.notification_action_key === key,
+      ),
+    );
+  });
+
   it('when another organisation or a role without the permission asks then it is refused', async () => {
     const token = await ctx.api.adminToken();
     const ruleKey = await rule();
