@@ -73,6 +73,15 @@ describeOnStores(
       assert.ok(listOperations.length >= 15, `list operations found: ${listOperations.length}`);
     });
 
+    it('when the API documentation shows an integer parameter then it shows the bounds validation applies', async () => {
+      const document = (await ctx.api.request('GET', '/openapi.json')).body;
+      const operation = document.paths['/api/v3/things'].get;
+      const page = operation.parameters.find((p: any) => p.name === 'page');
+      assert.equal(page.schema.type, 'integer');
+      assert.ok(page.schema.maximum <= Number.MAX_SAFE_INTEGER, JSON.stringify(page.schema));
+      assert.ok(page.schema.minimum >= -Number.MAX_SAFE_INTEGER, JSON.stringify(page.schema));
+    });
+
     it('when page or per is an integer beyond 2^53 (or not finite) on any list then it is a 400 naming it', async () => {
       for (const { method, path } of listOperations) {
         for (const name of ['page', 'per']) {

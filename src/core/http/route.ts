@@ -14,7 +14,7 @@ import { AnswerCache, ChangeGenerations } from './answer-cache.ts';
 import { answerWriter } from './answers.ts';
 import { DEFAULT_BODY_LIMIT, ignoreContentTypeWithoutBody, jsonBodyParams, rawBody } from './body.ts';
 import { JsonText } from './json-text.ts';
-import { compileParams } from './validation.ts';
+import { compileParams, documentedBounds } from './validation.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -293,7 +293,7 @@ function documentationSchema(spec: AnyRoute, pathNames: string[]): Record<string
   const required = new Set<string>((spec.params.required as string[] | undefined) ?? []);
   const pick = (names: string[]) => ({
     type: 'object',
-    properties: Object.fromEntries(names.map((n) => [n, properties[n]])),
+    properties: Object.fromEntries(names.map((n) => [n, documentedBounds(properties[n])])),
     required: names.filter((n) => required.has(n)),
   });
   const otherNames = Object.keys(properties).filter((n) => !pathNames.includes(n));

@@ -91,23 +91,33 @@ const NUL = '\u0000';
  * to finite values (JSON's 1e309 parses as Infinity). Neither reaches a store, which would refuse it
  * with a 500.
  */
-function withNumberBounds(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(withNumberBounds);
+function withNumberBounds(schema: unknown, integersOnly = false): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => withNumberBounds(s, integersOnly));
   if (schema === null || typeof schema !== 'object') return schema;
   const bounded: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) {
     if (DATA_KEYWORDS.has(key)) bounded[key] = value;
-    else if (SCHEMA_MAPS.has(key)) bounded[key] = mapValues(value, withNumberBounds);
-    else bounded[key] = withNumberBounds(value);
+    else if (SCHEMA_MAPS.has(key)) bounded[key] = mapValues(value, (v) => withNumberBounds(v, integersOnly));
+    else bounded[key] = withNumberBounds(value, integersOnly);
   }
   const types = [(schema as JsonSchema).type].flat();
-  const limit = types.includes('integer') ? Number.MAX_SAFE_INTEGER : types.includes('number') ? Number.MAX_VALUE : 0;
+  const limit = types.includes('integer')
+    ? Number.MAX_SAFE_INTEGER
+    : types.includes('number') && !integersOnly
+      ? Number.MAX_VALUE
+      : 0;
   if (limit > 0) {
     bounded.maximum ??= limit;
     bounded.minimum ??= -limit;
   }
   return bounded;
 }
+
+/**
+ * The schema as the API documentation shows it: integers bounded as validation bounds them (the bound
+ * of other numbers, finite, is said in docs/api.md, "Bad input", rather than as a huge maximum).
+ */
+export const documentedBounds = (schema: unknown): unknown => withNumberBounds(schema, true);
 
 /** Keywords whose values are data, not schemas. */
 const DATA_KEYWORDS = new Set(['default', 'enum', 'const', 'examples']);
