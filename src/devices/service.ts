@@ -4,7 +4,7 @@
 import { type DeviceAlert, receiveDeviceAlert } from '../alerts/service.ts';
 import { actorOf } from '../audit/recorder.ts';
 import { ApiError, invalidParam, requiredParam } from '../core/errors.ts';
-import { requirePermission } from '../core/http/route.ts';
+import { requirePermission } from '../core/permissions.ts';
 import type { Principal } from '../core/principal.ts';
 import type { EventIngest, IncomingEvent } from '../events/ingest.ts';
 import type { Store } from '../store/store.ts';
