@@ -5,6 +5,7 @@
  */
 import { notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import type { Principal } from '../core/principal.ts';
 import { readTimestamp } from '../events/ingest.ts';
 import { markAcknowledged } from '../instructions/repository.ts';
@@ -29,6 +30,16 @@ export interface NewAlert {
   instruction?: { instruction_key: string; name: string } | undefined;
   /** A key chosen beforehand (instructions hand theirs to the device). */
   alertKey?: string | undefined;
+}
+
+export function listAlerts(db: Executor, filter: alerts.AlertFilter, list: ListQuery) {
+  return alerts.listAlerts(db, filter, list);
+}
+
+export async function requireAlert(db: Executor, organisationKeys: string[], alertKey: string): Promise<AlertRow> {
+  const row = await alerts.findAlert(db, organisationKeys, alertKey);
+  if (!row) throw notFound('alert');
+  return row;
 }
 
 /** Writes an alert inside the caller's transaction. */

@@ -5,6 +5,7 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { notFound, unknownReference } from '../core/errors.ts';
 import { newKey, newSecretKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { findBuiltInRole, findRole } from '../roles/repository.ts';
@@ -49,6 +50,10 @@ export async function createKeyPair(
     });
     return { row, secretKey };
   });
+}
+
+export function listKeyPairs(db: Executor, organisationKeys: string[], list: ListQuery) {
+  return keyPairs.listKeyPairs(db, organisationKeys, list);
 }
 
 export async function requireKeyPair(db: Executor, organisationKeys: string[], key: string): Promise<KeyPairRow> {

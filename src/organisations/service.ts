@@ -7,6 +7,7 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { conflict, notFound } from '../core/errors.ts';
 import { newKey, newSecretKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import type { BuiltInRole } from '../core/permissions.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { createBuiltInRoles } from '../roles/service.ts';
@@ -74,6 +75,10 @@ export async function createChildOrganisation(
     });
     return organisation;
   });
+}
+
+export function listChildOrganisations(db: Executor, parentKey: string, list: ListQuery) {
+  return organisations.listChildOrganisations(db, parentKey, list);
 }
 
 /** The caller's own organisation or one of its children; anything else is not found. */

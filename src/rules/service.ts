@@ -8,6 +8,7 @@ import { auditSnapshot } from '../actions/service.ts';
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { invalidParam, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { ExpressionError, parseRuleCondition } from '../expressions/index.ts';
 import { findGroup } from '../groups/repository.ts';
@@ -87,6 +88,10 @@ export async function createRule(store: Store, actor: Actor, organisationKey: st
     });
     return row;
   });
+}
+
+export function listRules(db: Executor, filter: rules.RuleFilter, list: ListQuery) {
+  return rules.listRules(db, filter, list);
 }
 
 export async function requireRule(db: Executor, organisationKeys: string[], ruleKey: string): Promise<RuleRow> {

@@ -5,6 +5,7 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { conflict, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { onOrganisationProvisioned } from '../organisations/service.ts';
 import { uniqueOr } from '../store/dialect.ts';
@@ -82,6 +83,10 @@ export async function createTemplate(store: Store, actor: Actor, organisationKey
     () => nameTaken(input.name),
   );
   return row;
+}
+
+export function listTemplates(db: Executor, organisationKeys: string[], list: ListQuery) {
+  return templates.listTemplates(db, organisationKeys, list);
 }
 
 export async function requireTemplate(

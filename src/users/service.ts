@@ -4,6 +4,7 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { conflict, invalidParam, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { resolveTimeZone, STORED_TIME } from '../core/time.ts';
 import { findRole } from '../roles/repository.ts';
 import { uniqueOr } from '../store/dialect.ts';
@@ -79,6 +80,10 @@ export async function createUser(write: UserWrite, organisationKey: string, inpu
       }),
     () => emailTaken(input.email),
   );
+}
+
+export function listUsers(db: Executor, organisationKeys: string[], list: ListQuery) {
+  return users.listUsers(db, organisationKeys, list);
 }
 
 export async function requireUser(db: Executor, organisationKeys: string[], userKey: string): Promise<UserRow> {
