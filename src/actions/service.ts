@@ -7,7 +7,9 @@ import { type Actor, recordChange } from '../audit/recorder.ts';
 import { raiseRevision } from '../audit/revisions.ts';
 import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
+import { listDeliveryAttempts } from '../deliveries/service.ts';
 import { findRule } from '../rules/repository.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { NotificationActionRow } from '../store/tables.ts';
@@ -22,6 +24,7 @@ import {
   SMS,
   type StoredType,
   storedTypeOf,
+  typeNamesOf,
   VERSIONS,
 } from './versions.ts';
 
@@ -190,6 +193,28 @@ export async function requireAction(db: Executor, organisationKeys: string[], ve
   const row = await actions.findAction(db, organisationKeys, key);
   if (!row || (version === 'v2' && row.type === SMS)) throw notFound('notification action');
   return row;
+}
+
+/** The actions of a rule the caller can see, of one type (`typeName`) or of every type the version knows. */
+export async function listActionsOfRule(
+  db: Executor,
+  organisationKeys: string[],
+  version: ApiVersion,
+  ruleKey: string,
+  typeName: string | undefined,
+  list: ListQuery,
+) {
+  const rule = await requireRuleOf(db, organisationKeys, ruleKey);
+  const types = (typeName === undefined ? typeNamesOf(version) : [typeName]).map(
+    (name) => storedTypeOf(version, name) as string,
+  );
+  return actions.listActions(db, rule.rule_key, types, list);
+}
+
+/** A page of the delivery attempts of a (v3) action the caller can see. */
+export async function listDeliveriesOfAction(db: Executor, organisationKeys: string[], key: string, list: ListQuery) {
+  const action = await requireAction(db, organisationKeys, 'v3', key);
+  return listDeliveryAttempts(db, action.notification_action_key, list);
 }
 
 export async function updateAction(

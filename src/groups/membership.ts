@@ -25,10 +25,13 @@ export const GROUP_TYPE_DYNAMIC = 2;
 
 const BATCH_SIZE = 1000;
 
+/** What a list of a group's things may be narrowed by, beside the group. */
+export type MemberFilter = Omit<ThingFilter, 'organisationKeys' | 'staticGroupKey'>;
+
 export async function listGroupMembers(
   db: Executor,
   group: GroupRow,
-  filter: Omit<ThingFilter, 'organisationKeys' | 'staticGroupKey'>,
+  filter: MemberFilter,
   list: ListQuery,
 ): Promise<{ total: number; rows: ThingWithTemplate[] }> {
   const organisationKeys = [group.organisation_key];

@@ -9,10 +9,12 @@ import { raiseAlert } from '../alerts/service.ts';
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { invalidParam, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
-import type { Store } from '../store/store.ts';
+import type { Executor, Store } from '../store/store.ts';
 import type { InstructionRow } from '../store/tables.ts';
 import { findThing } from '../things/repository.ts';
+import { requireThing } from '../things/service.ts';
 import { presentInstruction } from './presenter.ts';
 import * as instructions from './repository.ts';
 
@@ -92,5 +94,29 @@ export async function sendInstruction(
   });
   // Stored first: a device that is not connected now gets it when it subscribes again.
   await carrier?.send(row);
+  return row;
+}
+
+/** A page of the instructions of a thing the caller can see. */
+export async function listInstructionsOfThing(
+  db: Executor,
+  organisationKeys: string[],
+  thingKey: string,
+  list: ListQuery,
+) {
+  const thing = await requireThing(db, organisationKeys, thingKey);
+  return instructions.listInstructions(db, thing.organisation_key, thing.thing_key, list);
+}
+
+/** An instruction of a thing the caller can see. */
+export async function requireInstruction(
+  db: Executor,
+  organisationKeys: string[],
+  thingKey: string,
+  instructionKey: string,
+): Promise<InstructionRow> {
+  const thing = await requireThing(db, organisationKeys, thingKey);
+  const row = await instructions.findInstruction(db, thing.organisation_key, thing.thing_key, instructionKey);
+  if (!row) throw notFound('instruction');
   return row;
 }

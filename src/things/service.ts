@@ -4,6 +4,7 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { ApiError, conflict, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { normaliseTags } from '../core/tags.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { uniqueOr } from '../store/dialect.ts';
@@ -63,6 +64,10 @@ export async function requireKnownThings(
     ]);
   }
   return wanted;
+}
+
+export function listThings(db: Executor, filter: things.ThingFilter, list: ListQuery) {
+  return things.listThings(db, filter, list);
 }
 
 export async function requireThing(db: Executor, organisationKeys: string[], thingKey: string) {
