@@ -51,6 +51,20 @@ export async function provisionOrganisation(
   return { organisation, roles };
 }
 
+export function findOrganisation(db: Executor, organisationKey: string): Promise<OrganisationRow | undefined> {
+  return organisations.findOrganisation(db, organisationKey);
+}
+
+/** The oldest top-level organisation: the one made at bootstrap. */
+export function findFirstOrganisation(db: Executor): Promise<OrganisationRow | undefined> {
+  return organisations.findFirstOrganisation(db);
+}
+
+/** The keys of an organisation's children. */
+export function childOrganisationKeys(db: Executor, parentKey: string): Promise<string[]> {
+  return organisations.childOrganisationKeys(db, parentKey);
+}
+
 const snapshot = (row: OrganisationRow) => presentOrganisation(row, STORED_TIME);
 
 export async function createChildOrganisation(

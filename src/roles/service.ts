@@ -75,6 +75,20 @@ export function listRoles(db: Executor, organisationKeys: string[], list: ListQu
   return roles.listRoles(db, organisationKeys, list);
 }
 
+/** A role of these organisations, or undefined. */
+export function findRole(db: Executor, organisationKeys: string[], roleKey: string): Promise<RoleRow | undefined> {
+  return roles.findRole(db, organisationKeys, roleKey);
+}
+
+/** One of the organisation's built-in roles (every organisation has both). */
+export function findBuiltInRole(
+  db: Executor,
+  organisationKey: string,
+  builtIn: BuiltInRole,
+): Promise<RoleRow | undefined> {
+  return roles.findBuiltInRole(db, organisationKey, builtIn);
+}
+
 export async function requireRole(db: Executor, organisationKeys: string[], roleKey: string): Promise<RoleRow> {
   const row = await roles.findRole(db, organisationKeys, roleKey);
   if (!row) throw notFound('role');
