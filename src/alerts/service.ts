@@ -11,9 +11,7 @@ import { readTimestamp } from '../events/ingest.ts';
 import { markAcknowledged } from '../instructions/repository.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { AlertRow } from '../store/tables.ts';
-import type { ThingWithTemplate } from '../things/repository.ts';
-import { findThing } from '../things/repository.ts';
-import { thingSnapshot } from '../things/service.ts';
+import { findThing, type ThingWithTemplate, thingSnapshot } from '../things/service.ts';
 import { alertTypeName } from './presenter.ts';
 import * as alerts from './repository.ts';
 

@@ -17,7 +17,7 @@ import { keywordFilter, keywordPatterns } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import type { GroupRow } from '../store/tables.ts';
 import { expressionViewOfThing } from '../things/presenter.ts';
-import { listThings, THING_PAGING, type ThingFilter, type ThingWithTemplate } from '../things/repository.ts';
+import { listThings, THING_PAGING, type ThingFilter, type ThingWithTemplate } from '../things/service.ts';
 import { candidateCondition } from './candidates.ts';
 
 export const GROUP_TYPE_STATIC = 1;

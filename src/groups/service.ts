@@ -94,6 +94,11 @@ export function listGroups(db: Executor, organisationKeys: string[], list: ListQ
   return groups.listGroups(db, organisationKeys, list);
 }
 
+/** A group of these organisations, or undefined. */
+export function findGroup(db: Executor, organisationKeys: string[], groupKey: string): Promise<GroupRow | undefined> {
+  return groups.findGroup(db, organisationKeys, groupKey);
+}
+
 export async function requireGroup(db: Executor, organisationKeys: string[], groupKey: string): Promise<GroupRow> {
   const row = await groups.findGroup(db, organisationKeys, groupKey);
   if (!row) throw notFound('group');

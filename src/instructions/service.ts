@@ -13,7 +13,6 @@ import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { InstructionRow } from '../store/tables.ts';
-import { findThing } from '../things/repository.ts';
 import { requireThing } from '../things/service.ts';
 import { presentInstruction } from './presenter.ts';
 import * as instructions from './repository.ts';
@@ -47,8 +46,7 @@ export async function sendInstruction(
   input: InstructionInput,
 ): Promise<InstructionRow> {
   const row = await store.transaction(async (tx) => {
-    const thing = await findThing(tx, organisationKeys, thingKey);
-    if (!thing) throw notFound('thing');
+    const thing = await requireThing(tx, organisationKeys, thingKey);
     if (thing.bi_directional !== 1) {
       throw invalidParam('thing_key', 'names a thing that is not bi-directional: it takes no instructions');
     }

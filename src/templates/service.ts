@@ -89,6 +89,20 @@ export function listTemplates(db: Executor, organisationKeys: string[], list: Li
   return templates.listTemplates(db, organisationKeys, list);
 }
 
+/** A template of these organisations, or undefined. */
+export function findTemplate(
+  db: Executor,
+  organisationKeys: string[],
+  key: string,
+): Promise<ThingTemplateRow | undefined> {
+  return templates.findTemplate(db, organisationKeys, key);
+}
+
+/** The organisation's Default template, which auto-registered things get. */
+export function findDefaultTemplate(db: Executor, organisationKey: string): Promise<ThingTemplateRow | undefined> {
+  return templates.findDefaultTemplate(db, organisationKey);
+}
+
 export async function requireTemplate(
   db: Executor,
   organisationKeys: string[],
