@@ -8,7 +8,6 @@ import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import type { Principal } from '../core/principal.ts';
 import { readTimestamp } from '../events/ingest.ts';
-import { markAcknowledged } from '../instructions/repository.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { AlertRow } from '../store/tables.ts';
 import { findThing, type ThingWithTemplate, thingSnapshot } from '../things/service.ts';
@@ -65,6 +64,18 @@ export async function raiseAlert(db: Executor, alert: NewAlert, now = Date.now()
   return row;
 }
 
+/**
+ * What another capability does, in the same transaction, when a device acknowledges an existing alert
+ * (instructions register theirs: instructions/service.ts, which raises its alerts through this module).
+ */
+export type AlertAcknowledgement = (db: Executor, alert: AlertRow, now: number) => Promise<void>;
+
+const acknowledgements: AlertAcknowledgement[] = [];
+
+export function onAlertAcknowledged(acknowledgement: AlertAcknowledgement): void {
+  if (!acknowledgements.includes(acknowledgement)) acknowledgements.push(acknowledgement);
+}
+
 export interface DeviceAlert {
   thing_key?: string | null | undefined;
   device_key?: string | null | undefined;
@@ -104,7 +115,7 @@ export async function receiveDeviceAlert(store: Store, principal: Principal, inp
           updated_at: now,
         };
         await alerts.updateAlert(tx, existing.alert_key, changes);
-        if (existing.instruction_key !== null) await markAcknowledged(tx, existing.instruction_key, now);
+        for (const acknowledge of acknowledgements) await acknowledge(tx, existing, now);
         return { ...existing, ...changes };
       }
     }

@@ -5,7 +5,7 @@
  * alert naming the alert_key) updates that alert and marks the instruction acknowledged
  * (alerts/service.ts).
  */
-import { raiseAlert } from '../alerts/service.ts';
+import { onAlertAcknowledged, raiseAlert } from '../alerts/service.ts';
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { invalidParam, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
@@ -36,6 +36,11 @@ const alertView = (row: InstructionRow) => {
   );
   return { definition, description, instruction_key, name, created_at, updated_at };
 };
+
+/** A device's acknowledgement of an instruction's alert acknowledges the instruction. */
+onAlertAcknowledged(async (db, alert, now) => {
+  if (alert.instruction_key !== null) await instructions.markAcknowledged(db, alert.instruction_key, now);
+});
 
 export async function sendInstruction(
   store: Store,
