@@ -10,7 +10,7 @@ import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { listDeliveryAttempts } from '../deliveries/service.ts';
-import { findRule } from '../rules/repository.ts';
+import { findRule, onRuleDeleted } from '../rules/service.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { NotificationActionRow } from '../store/tables.ts';
 import { presentAction } from './presenter.ts';
@@ -142,6 +142,35 @@ export function auditSnapshot(row: NotificationActionRow): object {
   );
   return { ...presented, headers };
 }
+
+/** A notification action of these organisations, or undefined (whatever the API version). */
+export function findAction(
+  db: Executor,
+  organisationKeys: string[],
+  key: string,
+): Promise<NotificationActionRow | undefined> {
+  return actions.findAction(db, organisationKeys, key);
+}
+
+/** The notification actions of these rules, oldest first (for the rule engine). */
+export function listActionsOfRules(db: Executor, ruleKeys: readonly string[]): Promise<NotificationActionRow[]> {
+  return actions.listActionsOfRules(db, ruleKeys);
+}
+
+/** A rule's actions go with it, each with its audit trail; their pending deliveries lapse. */
+onRuleDeleted(async (db, actor, rule) => {
+  for (const action of await actions.actionsOfRule(db, rule.rule_key)) {
+    await recordChange(db, actor, {
+      organisationKey: rule.organisation_key,
+      action: 'delete',
+      entityType: 'NotificationAction',
+      entityKey: action.notification_action_key,
+      entityName: action.name ?? action.type,
+      before: auditSnapshot(action),
+    });
+  }
+  await actions.deleteActionsOfRule(db, rule.rule_key);
+});
 
 export async function createAction(
   store: Store,

@@ -99,6 +99,16 @@ export function findGroup(db: Executor, organisationKeys: string[], groupKey: st
   return groups.findGroup(db, organisationKeys, groupKey);
 }
 
+/** The expressions of an organisation's groups among `groupKeys` (null for a static group), for the rule engine. */
+export function groupExpressions(db: Executor, organisationKey: string, groupKeys: readonly string[]) {
+  return groups.groupExpressions(db, organisationKey, groupKeys);
+}
+
+/** The static members of these groups, as (group, thing) pairs, for the rule engine. */
+export function staticMembersOf(db: Executor, groupKeys: readonly string[]) {
+  return groups.staticMembersOf(db, groupKeys);
+}
+
 export async function requireGroup(db: Executor, organisationKeys: string[], groupKey: string): Promise<GroupRow> {
   const row = await groups.findGroup(db, organisationKeys, groupKey);
   if (!row) throw notFound('group');
