@@ -33,8 +33,8 @@ import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker
 import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
 import type { InboundLimits } from './mqtt/inbound-flow.ts';
 import { MqttInstructions } from './mqtt/instructions.ts';
-import { childOrganisationKeys } from './organisations/repository.ts';
 import { organisationRoutes } from './organisations/routes.ts';
+import { childOrganisationKeys } from './organisations/service.ts';
 import { queryRoutes } from './queries/routes.ts';
 import { roleRoutes } from './roles/routes.ts';
 import { RuleEngine } from './rules/engine.ts';

@@ -11,8 +11,7 @@ import { isUniqueViolation } from './store/dialect.ts';
 import type { Store } from './store/store.ts';
 import { generatePassword } from './users/admin.ts';
 import { hashPassword } from './users/passwords.ts';
-import { countUsers } from './users/repository.ts';
-import { insertNewUser } from './users/service.ts';
+import { countUsers, insertNewUser } from './users/service.ts';
 
 export interface BootstrapSettings {
   adminEmail: string | undefined;

@@ -13,7 +13,7 @@ import { openConfiguredStore } from './startup.ts';
 import type { Store } from './store/store.ts';
 import { LATEST_MIGRATION } from './store/store.ts';
 import { checkNewAdmin, createAccountAdmin, resetPassword } from './users/admin.ts';
-import { countUsers } from './users/repository.ts';
+import { countUsers } from './users/service.ts';
 import { VERSION } from './version.ts';
 
 const print = (lines: string[]) => process.stdout.write(`${lines.join('\n')}\n`);

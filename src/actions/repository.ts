@@ -57,6 +57,15 @@ export async function deleteAction(db: Executor, key: string): Promise<void> {
   await db.deleteFrom('notification_actions').where('notification_action_key', '=', key).execute();
 }
 
+/** The notification actions of a rule. */
+export function actionsOfRule(db: Executor, ruleKey: string): Promise<NotificationActionRow[]> {
+  return db.selectFrom('notification_actions').selectAll().where('rule_key', '=', ruleKey).execute();
+}
+
+export async function deleteActionsOfRule(db: Executor, ruleKey: string): Promise<void> {
+  await db.deleteFrom('notification_actions').where('rule_key', '=', ruleKey).execute();
+}
+
 /** The notification actions of these rules, oldest first. */
 export function listActionsOfRules(db: Executor, ruleKeys: readonly string[]): Promise<NotificationActionRow[]> {
   return db

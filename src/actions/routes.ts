@@ -1,18 +1,21 @@
 import { actorOf } from '../audit/recorder.ts';
-import { notFound } from '../core/errors.ts';
 import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import { EmptyObject } from '../core/http/schema.ts';
 import type { TimeFormatter } from '../core/time.ts';
-import { listDeliveryAttempts } from '../deliveries/repository.ts';
-import { findRule } from '../rules/repository.ts';
 import type { Store } from '../store/store.ts';
 import type { NotificationActionRow } from '../store/tables.ts';
 import { type AnswerKind, presentAction } from './presenter.ts';
-import { listActions } from './repository.ts';
 import { ActionList, ActionOne, actionSchemas, DELIVERY_LIST, DeliveryList, ListDeliveriesParams } from './schemas.ts';
-import { createAction, deleteAction, requireAction, updateAction } from './service.ts';
-import { type ApiVersion, storedTypeOf, typeNamesOf } from './versions.ts';
+import {
+  createAction,
+  deleteAction,
+  listActionsOfRule,
+  listDeliveriesOfAction,
+  requireAction,
+  updateAction,
+} from './service.ts';
+import type { ApiVersion } from './versions.ts';
 
 const tags = ['Notification actions'];
 
@@ -40,12 +43,14 @@ function versionRoutes(store: Store, publicBaseUrl: string, version: ApiVersion)
       params: schemas.ListParams,
       response: ActionList,
       handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
-        const rule = await findRule(store.db, await visibleOrganisations(), params.rule_key);
-        if (!rule) throw notFound('rule', 'rule_key');
-        const types = (params.type === undefined ? typeNamesOf(version) : [params.type]).map(
-          (name) => storedTypeOf(version, name) as string,
+        const { total, rows } = await listActionsOfRule(
+          store.db,
+          await visibleOrganisations(),
+          version,
+          params.rule_key,
+          params.type,
+          toListQuery(params, schemas.list),
         );
-        const { total, rows } = await listActions(store.db, rule.rule_key, types, toListQuery(params, schemas.list));
         return listAnswer(
           'notification_actions',
           total,
@@ -143,10 +148,10 @@ function deliveriesRoute(store: Store): AnyRoute {
     params: ListDeliveriesParams,
     response: DeliveryList,
     handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
-      const action = await requireAction(store.db, await visibleOrganisations(), 'v3', params.notification_action_key);
-      const { total, rows } = await listDeliveryAttempts(
+      const { total, rows } = await listDeliveriesOfAction(
         store.db,
-        action.notification_action_key,
+        await visibleOrganisations(),
+        params.notification_action_key,
         toListQuery(params, DELIVERY_LIST),
       );
       return listAnswer(

@@ -7,8 +7,10 @@ import { type Actor, recordChange } from '../audit/recorder.ts';
 import { raiseRevision } from '../audit/revisions.ts';
 import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { findRule } from '../rules/repository.ts';
+import { listDeliveryAttempts } from '../deliveries/service.ts';
+import { findRule, onRuleDeleted } from '../rules/service.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { NotificationActionRow } from '../store/tables.ts';
 import { presentAction } from './presenter.ts';
@@ -22,6 +24,7 @@ import {
   SMS,
   type StoredType,
   storedTypeOf,
+  typeNamesOf,
   VERSIONS,
 } from './versions.ts';
 
@@ -140,6 +143,35 @@ export function auditSnapshot(row: NotificationActionRow): object {
   return { ...presented, headers };
 }
 
+/** A notification action of these organisations, or undefined (whatever the API version). */
+export function findAction(
+  db: Executor,
+  organisationKeys: string[],
+  key: string,
+): Promise<NotificationActionRow | undefined> {
+  return actions.findAction(db, organisationKeys, key);
+}
+
+/** The notification actions of these rules, oldest first (for the rule engine). */
+export function listActionsOfRules(db: Executor, ruleKeys: readonly string[]): Promise<NotificationActionRow[]> {
+  return actions.listActionsOfRules(db, ruleKeys);
+}
+
+/** A rule's actions go with it, each with its audit trail; their pending deliveries lapse. */
+onRuleDeleted(async (db, actor, rule) => {
+  for (const action of await actions.actionsOfRule(db, rule.rule_key)) {
+    await recordChange(db, actor, {
+      organisationKey: rule.organisation_key,
+      action: 'delete',
+      entityType: 'NotificationAction',
+      entityKey: action.notification_action_key,
+      entityName: action.name ?? action.type,
+      before: auditSnapshot(action),
+    });
+  }
+  await actions.deleteActionsOfRule(db, rule.rule_key);
+});
+
 export async function createAction(
   store: Store,
   actor: Actor,
@@ -190,6 +222,28 @@ export async function requireAction(db: Executor, organisationKeys: string[], ve
   const row = await actions.findAction(db, organisationKeys, key);
   if (!row || (version === 'v2' && row.type === SMS)) throw notFound('notification action');
   return row;
+}
+
+/** The actions of a rule the caller can see, of one type (`typeName`) or of every type the version knows. */
+export async function listActionsOfRule(
+  db: Executor,
+  organisationKeys: string[],
+  version: ApiVersion,
+  ruleKey: string,
+  typeName: string | undefined,
+  list: ListQuery,
+) {
+  const rule = await requireRuleOf(db, organisationKeys, ruleKey);
+  const types = (typeName === undefined ? typeNamesOf(version) : [typeName]).map(
+    (name) => storedTypeOf(version, name) as string,
+  );
+  return actions.listActions(db, rule.rule_key, types, list);
+}
+
+/** A page of the delivery attempts of a (v3) action the caller can see. */
+export async function listDeliveriesOfAction(db: Executor, organisationKeys: string[], key: string, list: ListQuery) {
+  const action = await requireAction(db, organisationKeys, 'v3', key);
+  return listDeliveryAttempts(db, action.notification_action_key, list);
 }
 
 export async function updateAction(

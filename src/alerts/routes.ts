@@ -1,11 +1,9 @@
-import { notFound } from '../core/errors.ts';
 import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import { EmptyObject } from '../core/http/schema.ts';
 import type { DeviceService } from '../devices/service.ts';
 import type { Store } from '../store/store.ts';
 import { presentAlert } from './presenter.ts';
-import { findAlert, listAlerts } from './repository.ts';
 import {
   ALERT_LIST,
   AlertList,
@@ -15,6 +13,7 @@ import {
   GetAlertParams,
   ListAlertsParams,
 } from './schemas.ts';
+import { listAlerts, requireAlert } from './service.ts';
 
 const tags = ['Alerts'];
 const device = { kind: 'device' } as const;
@@ -57,8 +56,7 @@ export function alertRoutes(store: Store, devices: DeviceService): AnyRoute[] {
       params: GetAlertParams,
       response: AlertOne,
       handler: async ({ params, time, visibleOrganisations }) => {
-        const row = await findAlert(store.db, await visibleOrganisations(), params.alert_key);
-        if (!row) throw notFound('alert');
+        const row = await requireAlert(store.db, await visibleOrganisations(), params.alert_key);
         return { alert: presentAlert(row, time) };
       },
     }),

@@ -5,14 +5,12 @@
  */
 import { notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import type { Principal } from '../core/principal.ts';
 import { readTimestamp } from '../events/ingest.ts';
-import { markAcknowledged } from '../instructions/repository.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { AlertRow } from '../store/tables.ts';
-import type { ThingWithTemplate } from '../things/repository.ts';
-import { findThing } from '../things/repository.ts';
-import { thingSnapshot } from '../things/service.ts';
+import { findThing, type ThingWithTemplate, thingSnapshot } from '../things/service.ts';
 import { alertTypeName } from './presenter.ts';
 import * as alerts from './repository.ts';
 
@@ -29,6 +27,16 @@ export interface NewAlert {
   instruction?: { instruction_key: string; name: string } | undefined;
   /** A key chosen beforehand (instructions hand theirs to the device). */
   alertKey?: string | undefined;
+}
+
+export function listAlerts(db: Executor, filter: alerts.AlertFilter, list: ListQuery) {
+  return alerts.listAlerts(db, filter, list);
+}
+
+export async function requireAlert(db: Executor, organisationKeys: string[], alertKey: string): Promise<AlertRow> {
+  const row = await alerts.findAlert(db, organisationKeys, alertKey);
+  if (!row) throw notFound('alert');
+  return row;
 }
 
 /** Writes an alert inside the caller's transaction. */
@@ -54,6 +62,18 @@ export async function raiseAlert(db: Executor, alert: NewAlert, now = Date.now()
   };
   await alerts.insertAlert(db, row);
   return row;
+}
+
+/**
+ * What another capability does, in the same transaction, when a device acknowledges an existing alert
+ * (instructions register theirs: instructions/service.ts, which raises its alerts through this module).
+ */
+export type AlertAcknowledgement = (db: Executor, alert: AlertRow, now: number) => Promise<void>;
+
+const acknowledgements: AlertAcknowledgement[] = [];
+
+export function onAlertAcknowledged(acknowledgement: AlertAcknowledgement): void {
+  if (!acknowledgements.includes(acknowledgement)) acknowledgements.push(acknowledgement);
 }
 
 export interface DeviceAlert {
@@ -95,7 +115,7 @@ export async function receiveDeviceAlert(store: Store, principal: Principal, inp
           updated_at: now,
         };
         await alerts.updateAlert(tx, existing.alert_key, changes);
-        if (existing.instruction_key !== null) await markAcknowledged(tx, existing.instruction_key, now);
+        for (const acknowledge of acknowledgements) await acknowledge(tx, existing, now);
         return { ...existing, ...changes };
       }
     }

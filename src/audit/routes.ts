@@ -1,10 +1,9 @@
-import { notFound } from '../core/errors.ts';
 import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
 import { presentAuditTrail } from './presenter.ts';
-import { findAuditTrail, listAuditTrails } from './repository.ts';
 import { AUDIT_LIST, AuditTrailList, AuditTrailOne, GetAuditTrailParams, ListAuditTrailsParams } from './schemas.ts';
+import { listAuditTrails, requireAuditTrail } from './service.ts';
 
 export function auditRoutes(store: Store): AnyRoute[] {
   return [
@@ -43,8 +42,7 @@ export function auditRoutes(store: Store): AnyRoute[] {
       params: GetAuditTrailParams,
       response: AuditTrailOne,
       handler: async (call) => {
-        const row = await findAuditTrail(store.db, await call.visibleOrganisations(), call.params.audit_trail_key);
-        if (!row) throw notFound('audit trail');
+        const row = await requireAuditTrail(store.db, await call.visibleOrganisations(), call.params.audit_trail_key);
         return { audit_trail: presentAuditTrail(row, call.time) };
       },
     }),

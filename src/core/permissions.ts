@@ -2,6 +2,9 @@
  * Permission classes, operations and abilities (docs/api.md, "Permissions").
  * An ability is `class * 10 + seqno`: 11 = read things, 35 = everything on rules, 995 = everything.
  */
+import { forbidden } from './errors.ts';
+import type { Principal } from './principal.ts';
+
 export const PERMISSION_CLASSES = {
   thing: 1,
   thing_template: 2,
@@ -63,6 +66,16 @@ export function grants(abilities: ReadonlySet<number>, cls: PermissionClass, ope
     abilities.has(all * 10 + o) ||
     abilities.has(ALL_ABILITY)
   );
+}
+
+/**
+ * For device requests, over HTTP or MQTT, whose needs are known only as they go (a register creates or
+ * updates): a 403 unless the key pair's role grants `operation` on `cls`.
+ */
+export function requirePermission(principal: Principal, cls: PermissionClass, operation: Operation): void {
+  if (!grants(principal.abilities, cls, operation)) {
+    throw forbidden(`this key pair's role lacks the permission to ${operation} ${cls}`);
+  }
 }
 
 /** The built-in roles every organisation has. They cannot be changed or deleted. */

@@ -3,8 +3,9 @@
  * action of a firing rule, written in the transaction of the event that fired it, each carrying what
  * its sender needs (senders.ts). The worker (worker.ts) carries them out.
  */
+import type { ListQuery } from '../core/list-query.ts';
 import type { Executor } from '../store/store.ts';
-import { enqueueDeliveries } from './repository.ts';
+import * as queue from './repository.ts';
 
 /** What a delivery carries from the firing that queued it: its rule, thing, event, alert and message. */
 export interface DeliveryPayload {
@@ -26,7 +27,7 @@ export interface RuleDeliveries {
 /** Queues the deliveries inside the caller's transaction; answers how many were queued. */
 export async function queueDeliveries(db: Executor, deliveries: RuleDeliveries, now = Date.now()): Promise<number> {
   if (deliveries.actionKeys.length === 0) return 0;
-  await enqueueDeliveries(db, {
+  await queue.enqueueDeliveries(db, {
     organisationKey: deliveries.organisationKey,
     ruleKey: deliveries.ruleKey,
     actionKeys: deliveries.actionKeys,
@@ -34,4 +35,9 @@ export async function queueDeliveries(db: Executor, deliveries: RuleDeliveries, 
     now,
   });
   return deliveries.actionKeys.length;
+}
+
+/** A page of a notification action's delivery attempts. */
+export function listDeliveryAttempts(db: Executor, actionKey: string, list: ListQuery) {
+  return queue.listDeliveryAttempts(db, actionKey, list);
 }

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { findAction } from '../actions/repository.ts';
+import { findAction } from '../actions/service.ts';
 import type { Config } from '../core/config.ts';
 import type { Store } from '../store/store.ts';
 import type { DeliveryRow } from '../store/tables.ts';

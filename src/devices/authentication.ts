@@ -10,7 +10,7 @@ import { BULK_BODY_LIMIT, rawBody } from '../core/http/body.ts';
 import type { Principal } from '../core/principal.ts';
 import { monotonicNow, RecentReads } from '../core/recent-reads.ts';
 import type { SecretBox } from '../core/secret-box.ts';
-import { findCredentials } from '../keypairs/repository.ts';
+import { findCredentials } from '../keypairs/service.ts';
 import type { Executor } from '../store/store.ts';
 import { decompressLzf, LzfFormatError } from './lzf.ts';
 import { verifySignature } from './signature.ts';

@@ -4,13 +4,12 @@
 import { type DeviceAlert, receiveDeviceAlert } from '../alerts/service.ts';
 import { actorOf } from '../audit/recorder.ts';
 import { ApiError, invalidParam, requiredParam } from '../core/errors.ts';
-import { requirePermission } from '../core/http/route.ts';
+import { requirePermission } from '../core/permissions.ts';
 import type { Principal } from '../core/principal.ts';
 import type { EventIngest, IncomingEvent } from '../events/ingest.ts';
 import type { Store } from '../store/store.ts';
-import { findDefaultTemplate } from '../templates/repository.ts';
-import { findThing } from '../things/repository.ts';
-import { createThing, updateThing } from '../things/service.ts';
+import { findDefaultTemplate } from '../templates/service.ts';
+import { createThing, findThing, updateThing } from '../things/service.ts';
 import type { EventInput, HeartbeatInput, RegisterInput } from './schemas.ts';
 
 /** `thing_key`, or `device_key` instead; an empty string counts as absent. */

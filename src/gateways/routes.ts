@@ -6,7 +6,6 @@ import type { Store } from '../store/store.ts';
 import { toDataUri } from './configuration.ts';
 import { presentGateway } from './presenter.ts';
 import { readRegistration } from './registration.ts';
-import { listGateways } from './repository.ts';
 import {
   CreateGatewayParams,
   GATEWAY_LIST,
@@ -18,7 +17,7 @@ import {
   RegisterGatewayParams,
   UpdateGatewayParams,
 } from './schemas.ts';
-import { createGateway, deleteGateway, requireGateway, updateGateway } from './service.ts';
+import { createGateway, deleteGateway, listGateways, requireGateway, updateGateway } from './service.ts';
 
 const tags = ['Gateways'];
 

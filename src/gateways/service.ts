@@ -5,6 +5,7 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { invalidParam, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { normaliseTags } from '../core/tags.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { GatewayRow } from '../store/tables.ts';
@@ -87,6 +88,10 @@ export async function createGateway(
     });
   });
   return row;
+}
+
+export function listGateways(db: Executor, organisationKeys: string[], list: ListQuery) {
+  return gateways.listGateways(db, organisationKeys, list);
 }
 
 export async function requireGateway(

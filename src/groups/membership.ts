@@ -17,7 +17,7 @@ import { keywordFilter, keywordPatterns } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import type { GroupRow } from '../store/tables.ts';
 import { expressionViewOfThing } from '../things/presenter.ts';
-import { listThings, THING_PAGING, type ThingFilter, type ThingWithTemplate } from '../things/repository.ts';
+import { listThings, THING_PAGING, type ThingFilter, type ThingWithTemplate } from '../things/service.ts';
 import { candidateCondition } from './candidates.ts';
 
 export const GROUP_TYPE_STATIC = 1;
@@ -25,10 +25,13 @@ export const GROUP_TYPE_DYNAMIC = 2;
 
 const BATCH_SIZE = 1000;
 
+/** What a list of a group's things may be narrowed by, beside the group. */
+export type MemberFilter = Omit<ThingFilter, 'organisationKeys' | 'staticGroupKey'>;
+
 export async function listGroupMembers(
   db: Executor,
   group: GroupRow,
-  filter: Omit<ThingFilter, 'organisationKeys' | 'staticGroupKey'>,
+  filter: MemberFilter,
   list: ListQuery,
 ): Promise<{ total: number; rows: ThingWithTemplate[] }> {
   const organisationKeys = [group.organisation_key];

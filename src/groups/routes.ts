@@ -4,9 +4,7 @@ import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
 import { presentThing } from '../things/presenter.ts';
 import { THING_LIST, ThingList } from '../things/schemas.ts';
-import { listGroupMembers } from './membership.ts';
 import { presentGroup } from './presenter.ts';
-import { listGroups } from './repository.ts';
 import {
   CreateGroupParams,
   GROUP_FIELDS,
@@ -18,7 +16,7 @@ import {
   ListGroupThingsParams,
   UpdateGroupParams,
 } from './schemas.ts';
-import { createGroup, deleteGroup, requireGroup, updateGroup } from './service.ts';
+import { createGroup, deleteGroup, listGroups, listThingsOfGroup, requireGroup, updateGroup } from './service.ts';
 
 const tags = ['Groups'];
 
@@ -69,10 +67,10 @@ export function groupRoutes(store: Store): AnyRoute[] {
       params: ListGroupThingsParams,
       response: ThingList,
       handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
-        const group = await requireGroup(store.db, await visibleOrganisations(), params.group_key);
-        const { total, rows } = await listGroupMembers(
+        const { total, rows } = await listThingsOfGroup(
           store.db,
-          group,
+          await visibleOrganisations(),
+          params.group_key,
           { thingTemplateKey: params.thing_template_key, biDirectional: params.bi_directional },
           toListQuery(params, THING_LIST),
         );

@@ -5,13 +5,14 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { invalidParam, notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { normaliseTags } from '../core/tags.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { ExpressionError, parseThingExpression } from '../expressions/index.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { GroupRow } from '../store/tables.ts';
 import { requireKnownThings } from '../things/service.ts';
-import { GROUP_TYPE_DYNAMIC, GROUP_TYPE_STATIC } from './membership.ts';
+import { GROUP_TYPE_DYNAMIC, GROUP_TYPE_STATIC, listGroupMembers, type MemberFilter } from './membership.ts';
 import { presentGroup } from './presenter.ts';
 import * as groups from './repository.ts';
 
@@ -89,10 +90,40 @@ export async function createGroup(store: Store, actor: Actor, organisationKey: s
   });
 }
 
+export function listGroups(db: Executor, organisationKeys: string[], list: ListQuery) {
+  return groups.listGroups(db, organisationKeys, list);
+}
+
+/** A group of these organisations, or undefined. */
+export function findGroup(db: Executor, organisationKeys: string[], groupKey: string): Promise<GroupRow | undefined> {
+  return groups.findGroup(db, organisationKeys, groupKey);
+}
+
+/** The expressions of an organisation's groups among `groupKeys` (null for a static group), for the rule engine. */
+export function groupExpressions(db: Executor, organisationKey: string, groupKeys: readonly string[]) {
+  return groups.groupExpressions(db, organisationKey, groupKeys);
+}
+
+/** The static members of these groups, as (group, thing) pairs, for the rule engine. */
+export function staticMembersOf(db: Executor, groupKeys: readonly string[]) {
+  return groups.staticMembersOf(db, groupKeys);
+}
+
 export async function requireGroup(db: Executor, organisationKeys: string[], groupKey: string): Promise<GroupRow> {
   const row = await groups.findGroup(db, organisationKeys, groupKey);
   if (!row) throw notFound('group');
   return row;
+}
+
+/** A page of the things of a group the caller can see; a dynamic group's expression is evaluated now. */
+export async function listThingsOfGroup(
+  db: Executor,
+  organisationKeys: string[],
+  groupKey: string,
+  filter: MemberFilter,
+  list: ListQuery,
+) {
+  return listGroupMembers(db, await requireGroup(db, organisationKeys, groupKey), filter, list);
 }
 
 export async function updateGroup(

@@ -1,11 +1,8 @@
 import { actorOf } from '../audit/recorder.ts';
-import { notFound } from '../core/errors.ts';
 import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
-import { requireThing } from '../things/service.ts';
 import { presentInstruction } from './presenter.ts';
-import { findInstruction, listInstructions } from './repository.ts';
 import {
   INSTRUCTION_LIST,
   InstructionKeyParams,
@@ -14,7 +11,7 @@ import {
   ListInstructionsParams,
   SendInstructionParams,
 } from './schemas.ts';
-import { type InstructionCarrier, sendInstruction } from './service.ts';
+import { type InstructionCarrier, listInstructionsOfThing, requireInstruction, sendInstruction } from './service.ts';
 
 const tags = ['Instructions'];
 
@@ -52,11 +49,10 @@ export function instructionRoutes(store: Store, carrier: () => InstructionCarrie
       params: ListInstructionsParams,
       response: InstructionList,
       handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
-        const thing = await requireThing(store.db, await visibleOrganisations(), params.thing_key);
-        const { total, rows } = await listInstructions(
+        const { total, rows } = await listInstructionsOfThing(
           store.db,
-          thing.organisation_key,
-          thing.thing_key,
+          await visibleOrganisations(),
+          params.thing_key,
           toListQuery(params, INSTRUCTION_LIST),
         );
         return listAnswer(
@@ -76,9 +72,12 @@ export function instructionRoutes(store: Store, carrier: () => InstructionCarrie
       params: InstructionKeyParams,
       response: InstructionOne,
       handler: async ({ params, time, visibleOrganisations }) => {
-        const thing = await requireThing(store.db, await visibleOrganisations(), params.thing_key);
-        const row = await findInstruction(store.db, thing.organisation_key, thing.thing_key, params.instruction_key);
-        if (!row) throw notFound('instruction');
+        const row = await requireInstruction(
+          store.db,
+          await visibleOrganisations(),
+          params.thing_key,
+          params.instruction_key,
+        );
         return { instruction: presentInstruction(row, time) };
       },
     }),

@@ -5,14 +5,15 @@
  * alert naming the alert_key) updates that alert and marks the instruction acknowledged
  * (alerts/service.ts).
  */
-import { raiseAlert } from '../alerts/service.ts';
+import { onAlertAcknowledged, raiseAlert } from '../alerts/service.ts';
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { invalidParam, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
-import type { Store } from '../store/store.ts';
+import type { Executor, Store } from '../store/store.ts';
 import type { InstructionRow } from '../store/tables.ts';
-import { findThing } from '../things/repository.ts';
+import { requireThing } from '../things/service.ts';
 import { presentInstruction } from './presenter.ts';
 import * as instructions from './repository.ts';
 
@@ -36,6 +37,11 @@ const alertView = (row: InstructionRow) => {
   return { definition, description, instruction_key, name, created_at, updated_at };
 };
 
+/** A device's acknowledgement of an instruction's alert acknowledges the instruction. */
+onAlertAcknowledged(async (db, alert, now) => {
+  if (alert.instruction_key !== null) await instructions.markAcknowledged(db, alert.instruction_key, now);
+});
+
 export async function sendInstruction(
   store: Store,
   carrier: InstructionCarrier | undefined,
@@ -45,8 +51,7 @@ export async function sendInstruction(
   input: InstructionInput,
 ): Promise<InstructionRow> {
   const row = await store.transaction(async (tx) => {
-    const thing = await findThing(tx, organisationKeys, thingKey);
-    if (!thing) throw notFound('thing');
+    const thing = await requireThing(tx, organisationKeys, thingKey);
     if (thing.bi_directional !== 1) {
       throw invalidParam('thing_key', 'names a thing that is not bi-directional: it takes no instructions');
     }
@@ -92,5 +97,29 @@ export async function sendInstruction(
   });
   // Stored first: a device that is not connected now gets it when it subscribes again.
   await carrier?.send(row);
+  return row;
+}
+
+/** A page of the instructions of a thing the caller can see. */
+export async function listInstructionsOfThing(
+  db: Executor,
+  organisationKeys: string[],
+  thingKey: string,
+  list: ListQuery,
+) {
+  const thing = await requireThing(db, organisationKeys, thingKey);
+  return instructions.listInstructions(db, thing.organisation_key, thing.thing_key, list);
+}
+
+/** An instruction of a thing the caller can see. */
+export async function requireInstruction(
+  db: Executor,
+  organisationKeys: string[],
+  thingKey: string,
+  instructionKey: string,
+): Promise<InstructionRow> {
+  const thing = await requireThing(db, organisationKeys, thingKey);
+  const row = await instructions.findInstruction(db, thing.organisation_key, thing.thing_key, instructionKey);
+  if (!row) throw notFound('instruction');
   return row;
 }

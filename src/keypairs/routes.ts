@@ -4,7 +4,6 @@ import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import type { Store } from '../store/store.ts';
 import { presentKeyPair } from './presenter.ts';
-import { listKeyPairs } from './repository.ts';
 import {
   CreateKeyPairParams,
   KEY_PAIR_LIST,
@@ -13,7 +12,7 @@ import {
   KeyPairOne,
   ListKeyPairsParams,
 } from './schemas.ts';
-import { createKeyPair, deleteKeyPair, requireKeyPair } from './service.ts';
+import { createKeyPair, deleteKeyPair, listKeyPairs, requireKeyPair } from './service.ts';
 
 const tags = ['Key pairs'];
 

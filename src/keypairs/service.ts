@@ -5,9 +5,10 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { notFound, unknownReference } from '../core/errors.ts';
 import { newKey, newSecretKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { findBuiltInRole, findRole } from '../roles/repository.ts';
+import { findBuiltInRole, findRole } from '../roles/service.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { KeyPairRow } from '../store/tables.ts';
 import { presentKeyPair } from './presenter.ts';
@@ -49,6 +50,15 @@ export async function createKeyPair(
     });
     return { row, secretKey };
   });
+}
+
+export function listKeyPairs(db: Executor, organisationKeys: string[], list: ListQuery) {
+  return keyPairs.listKeyPairs(db, organisationKeys, list);
+}
+
+/** A key pair's secret (sealed), role and organisation, by its access key, for checking a device's signature. */
+export function findCredentials(db: Executor, accessKey: string) {
+  return keyPairs.findCredentials(db, accessKey);
 }
 
 export async function requireKeyPair(db: Executor, organisationKeys: string[], key: string): Promise<KeyPairRow> {

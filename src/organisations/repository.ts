@@ -7,6 +7,17 @@ export function findOrganisation(db: Executor, organisationKey: string): Promise
   return db.selectFrom('organisations').selectAll().where('organisation_key', '=', organisationKey).executeTakeFirst();
 }
 
+/** The oldest top-level organisation: the one made at bootstrap. */
+export function findFirstOrganisation(db: Executor): Promise<OrganisationRow | undefined> {
+  return db
+    .selectFrom('organisations')
+    .selectAll()
+    .where('parent_organisation_key', 'is', null)
+    .orderBy('created_at')
+    .orderBy('organisation_key')
+    .executeTakeFirst();
+}
+
 export async function childOrganisationKeys(db: Executor, parentKey: string): Promise<string[]> {
   const rows = await db
     .selectFrom('organisations')

@@ -3,7 +3,6 @@ import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
 import { presentOrganisation } from './presenter.ts';
-import { listChildOrganisations } from './repository.ts';
 import {
   CreateOrganisationParams,
   ListOrganisationsParams,
@@ -16,6 +15,7 @@ import {
 import {
   createChildOrganisation,
   deleteChildOrganisation,
+  listChildOrganisations,
   requireVisibleOrganisation,
   updateChildOrganisation,
 } from './service.ts';

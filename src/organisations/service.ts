@@ -7,6 +7,7 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { conflict, notFound } from '../core/errors.ts';
 import { newKey, newSecretKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import type { BuiltInRole } from '../core/permissions.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { createBuiltInRoles } from '../roles/service.ts';
@@ -50,6 +51,20 @@ export async function provisionOrganisation(
   return { organisation, roles };
 }
 
+export function findOrganisation(db: Executor, organisationKey: string): Promise<OrganisationRow | undefined> {
+  return organisations.findOrganisation(db, organisationKey);
+}
+
+/** The oldest top-level organisation: the one made at bootstrap. */
+export function findFirstOrganisation(db: Executor): Promise<OrganisationRow | undefined> {
+  return organisations.findFirstOrganisation(db);
+}
+
+/** The keys of an organisation's children. */
+export function childOrganisationKeys(db: Executor, parentKey: string): Promise<string[]> {
+  return organisations.childOrganisationKeys(db, parentKey);
+}
+
 const snapshot = (row: OrganisationRow) => presentOrganisation(row, STORED_TIME);
 
 export async function createChildOrganisation(
@@ -74,6 +89,10 @@ export async function createChildOrganisation(
     });
     return organisation;
   });
+}
+
+export function listChildOrganisations(db: Executor, parentKey: string, list: ListQuery) {
+  return organisations.listChildOrganisations(db, parentKey, list);
 }
 
 /** The caller's own organisation or one of its children; anything else is not found. */

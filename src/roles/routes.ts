@@ -4,7 +4,6 @@ import { listAnswer, pickFields, requestedFields, toListQuery } from '../core/ht
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
 import { presentRole } from './presenter.ts';
-import { listRoles } from './repository.ts';
 import {
   CreateRoleParams,
   ListRolesParams,
@@ -15,7 +14,7 @@ import {
   RoleOne,
   UpdateRoleParams,
 } from './schemas.ts';
-import { createRole, deleteRole, requireRole, updateRole } from './service.ts';
+import { createRole, deleteRole, listRoles, requireRole, updateRole } from './service.ts';
 
 const tags = ['Roles'];
 

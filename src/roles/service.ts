@@ -4,6 +4,7 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { ApiError, conflict, forbidden, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { BUILT_IN_ROLES, type BuiltInRole, permissionOf } from '../core/permissions.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { uniqueOr } from '../store/dialect.ts';
@@ -68,6 +69,24 @@ export async function createRole(
     () => nameTaken(input.name),
   );
   return row;
+}
+
+export function listRoles(db: Executor, organisationKeys: string[], list: ListQuery) {
+  return roles.listRoles(db, organisationKeys, list);
+}
+
+/** A role of these organisations, or undefined. */
+export function findRole(db: Executor, organisationKeys: string[], roleKey: string): Promise<RoleRow | undefined> {
+  return roles.findRole(db, organisationKeys, roleKey);
+}
+
+/** One of the organisation's built-in roles (every organisation has both). */
+export function findBuiltInRole(
+  db: Executor,
+  organisationKey: string,
+  builtIn: BuiltInRole,
+): Promise<RoleRow | undefined> {
+  return roles.findBuiltInRole(db, organisationKey, builtIn);
 }
 
 export async function requireRole(db: Executor, organisationKeys: string[], roleKey: string): Promise<RoleRow> {

@@ -15,8 +15,7 @@ import { readRuleRevisions } from '../audit/revisions.ts';
 import type { IngestBatch } from '../events/writer.ts';
 import type { Tx } from '../store/store.ts';
 import { expressionViewOfThing } from '../things/presenter.ts';
-import type { ThingWithTemplate } from '../things/repository.ts';
-import { selectThings } from '../things/repository.ts';
+import { findThingsOfOrganisation, type ThingWithTemplate } from '../things/service.ts';
 import { type Candidate, enter, evaluate } from './evaluator.ts';
 import { fire } from './firing.ts';
 import { type CompiledRule, RuleSetCache } from './rule-set.ts';
@@ -124,10 +123,7 @@ class ThingCache {
     const wanted = [...new Set(thingKeys)].filter((k) => !this.rows.has(k));
     for (let i = 0; i < wanted.length; i += CHUNK) {
       const chunk = wanted.slice(i, i + CHUNK);
-      const rows = (await selectThings(this.tx)
-        .where('t.organisation_key', '=', this.organisationKey)
-        .where('t.thing_key', 'in', chunk)
-        .execute()) as ThingWithTemplate[];
+      const rows = await findThingsOfOrganisation(this.tx, this.organisationKey, chunk);
       for (const key of chunk) this.rows.set(key, undefined);
       for (const row of rows) this.rows.set(row.thing_key, row);
     }

@@ -8,8 +8,7 @@ import { renderAlertMessage } from '../alerts/message.ts';
 import { raiseAlert } from '../alerts/service.ts';
 import { queueDeliveries } from '../deliveries/service.ts';
 import type { Tx } from '../store/store.ts';
-import type { ThingWithTemplate } from '../things/repository.ts';
-import { thingSnapshot } from '../things/service.ts';
+import { type ThingWithTemplate, thingSnapshot } from '../things/service.ts';
 import type { Firing } from './evaluator.ts';
 
 /**

@@ -4,7 +4,6 @@ import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import { EmptyObject } from '../core/http/schema.ts';
 import type { Store } from '../store/store.ts';
 import { presentRule } from './presenter.ts';
-import { listRules } from './repository.ts';
 import {
   CreateRuleParams,
   ListRulesParams,
@@ -14,7 +13,7 @@ import {
   RuleOne,
   UpdateRuleParams,
 } from './schemas.ts';
-import { createRule, deleteRule, requireRule, updateRule } from './service.ts';
+import { createRule, deleteRule, listRules, requireRule, updateRule } from './service.ts';
 
 const tags = ['Rules'];
 

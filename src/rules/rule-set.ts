@@ -4,7 +4,7 @@
  * "How rules are evaluated": changes take effect at the next event). The rule engine reads the
  * revisions of its organisations in each transaction and reads a rule set again where they differ.
  */
-import { listActionsOfRules } from '../actions/repository.ts';
+import { listActionsOfRules } from '../actions/service.ts';
 import {
   compileMatcher,
   type Expression,
@@ -13,7 +13,7 @@ import {
   parseThingExpression,
   referencedNames,
 } from '../expressions/index.ts';
-import { groupExpressions, staticMembersOf } from '../groups/repository.ts';
+import { groupExpressions, staticMembersOf } from '../groups/service.ts';
 import type { Executor } from '../store/store.ts';
 import type { NotificationActionRow, RuleRow } from '../store/tables.ts';
 import { listEnabledRules } from './repository.ts';

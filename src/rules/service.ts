@@ -4,16 +4,16 @@
  * transaction, which raises the change revision the engine's cache is checked against
  * (audit/revisions.ts).
  */
-import { auditSnapshot } from '../actions/service.ts';
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { invalidParam, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { ExpressionError, parseRuleCondition } from '../expressions/index.ts';
-import { findGroup } from '../groups/repository.ts';
+import { findGroup } from '../groups/service.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { RuleRow } from '../store/tables.ts';
-import { findTemplate } from '../templates/repository.ts';
+import { findTemplate } from '../templates/service.ts';
 import { requireKnownThings } from '../things/service.ts';
 import { presentRule } from './presenter.ts';
 import * as rules from './repository.ts';
@@ -33,6 +33,18 @@ export interface RuleInput {
 }
 
 const snapshot = (row: RuleRow) => presentRule(row, STORED_TIME);
+
+/**
+ * What another capability deletes with a rule, in the rule's transaction, before the rule goes (the
+ * notification actions register theirs: actions/service.ts, which needs this module to find rules).
+ */
+export type RuleDeletion = (db: Executor, actor: Actor, rule: RuleRow) => Promise<void>;
+
+const deletions: RuleDeletion[] = [];
+
+export function onRuleDeleted(deletion: RuleDeletion): void {
+  if (!deletions.includes(deletion)) deletions.push(deletion);
+}
 
 function checkCondition(condition: string): string {
   try {
@@ -89,6 +101,15 @@ export async function createRule(store: Store, actor: Actor, organisationKey: st
   });
 }
 
+export function listRules(db: Executor, filter: rules.RuleFilter, list: ListQuery) {
+  return rules.listRules(db, filter, list);
+}
+
+/** A rule of these organisations, or undefined. */
+export function findRule(db: Executor, organisationKeys: string[], ruleKey: string): Promise<RuleRow | undefined> {
+  return rules.findRule(db, organisationKeys, ruleKey);
+}
+
 export async function requireRule(db: Executor, organisationKeys: string[], ruleKey: string): Promise<RuleRow> {
   const row = await rules.findRule(db, organisationKeys, ruleKey);
   if (!row) throw notFound('rule');
@@ -142,18 +163,7 @@ export async function updateRule(
 export async function deleteRule(store: Store, actor: Actor, organisationKeys: string[], ruleKey: string) {
   await store.transaction(async (tx) => {
     const before = await requireRule(tx, organisationKeys, ruleKey);
-    const actions = await tx.selectFrom('notification_actions').selectAll().where('rule_key', '=', ruleKey).execute();
-    for (const action of actions) {
-      await recordChange(tx, actor, {
-        organisationKey: before.organisation_key,
-        action: 'delete',
-        entityType: 'NotificationAction',
-        entityKey: action.notification_action_key,
-        entityName: action.name ?? action.type,
-        before: auditSnapshot(action),
-      });
-    }
-    await tx.deleteFrom('notification_actions').where('rule_key', '=', ruleKey).execute();
+    for (const deletion of deletions) await deletion(tx, actor, before);
     await clearRuleStates(tx, ruleKey);
     await rules.deleteRule(tx, ruleKey);
     await recordChange(tx, actor, {

@@ -7,12 +7,12 @@ import { ApiError, forbidden, unauthorized } from '../core/errors.ts';
 import type { Principal } from '../core/principal.ts';
 import { monotonicNow, RecentReads } from '../core/recent-reads.ts';
 import { resolveTimeZone } from '../core/time.ts';
-import { findOrganisation } from '../organisations/repository.ts';
-import { findBuiltInRole, findRole } from '../roles/repository.ts';
-import type { Store } from '../store/store.ts';
+import { findOrganisation } from '../organisations/service.ts';
+import { findBuiltInRole, findRole } from '../roles/service.ts';
+import type { Executor, Store } from '../store/store.ts';
 import type { UserRow } from '../store/tables.ts';
 import { decoyHash, verifyPassword } from '../users/passwords.ts';
-import { findUserByEmail } from '../users/repository.ts';
+import { findUserByEmail } from '../users/service.ts';
 import type { IdentityProviders } from './identity-providers.ts';
 import * as sessions from './repository.ts';
 import { checkSignInThrottle, THROTTLE_WINDOW_MS } from './throttle.ts';
@@ -63,6 +63,11 @@ interface CachedPrincipal {
  * recorded in one organisation can concern callers of another.
  */
 const EVERY_CALLER = '';
+
+/** Forgets an e-mail address's failed sign-ins (which may have locked it out, see throttle.ts). */
+export async function clearSignInFailures(db: Executor, email: string): Promise<void> {
+  await sessions.clearSignInFailures(db, email);
+}
 
 export class SessionService {
   /** Callers by token hash: most requests then cost no store read before their own work. */

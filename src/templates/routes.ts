@@ -3,7 +3,6 @@ import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
 import { presentTemplate } from './presenter.ts';
-import { listTemplates } from './repository.ts';
 import {
   CreateTemplateParams,
   ListTemplatesParams,
@@ -13,7 +12,7 @@ import {
   TemplateOne,
   UpdateTemplateParams,
 } from './schemas.ts';
-import { createTemplate, deleteTemplate, requireTemplate, updateTemplate } from './service.ts';
+import { createTemplate, deleteTemplate, listTemplates, requireTemplate, updateTemplate } from './service.ts';
 
 const tags = ['Thing templates'];
 

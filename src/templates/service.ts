@@ -5,6 +5,7 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { conflict, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { onOrganisationProvisioned } from '../organisations/service.ts';
 import { uniqueOr } from '../store/dialect.ts';
@@ -104,6 +105,24 @@ export async function createTemplate(store: Store, actor: Actor, organisationKey
     () => nameTaken(input.name),
   );
   return row;
+}
+
+export function listTemplates(db: Executor, organisationKeys: string[], list: ListQuery) {
+  return templates.listTemplates(db, organisationKeys, list);
+}
+
+/** A template of these organisations, or undefined. */
+export function findTemplate(
+  db: Executor,
+  organisationKeys: string[],
+  key: string,
+): Promise<ThingTemplateRow | undefined> {
+  return templates.findTemplate(db, organisationKeys, key);
+}
+
+/** The organisation's Default template, which auto-registered things get. */
+export function findDefaultTemplate(db: Executor, organisationKey: string): Promise<ThingTemplateRow | undefined> {
+  return templates.findDefaultTemplate(db, organisationKey);
 }
 
 export async function requireTemplate(

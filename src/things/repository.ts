@@ -85,6 +85,18 @@ export async function findThing(
     .executeTakeFirst()) as ThingWithTemplate | undefined;
 }
 
+/** Those of these things of one organisation that exist, with their templates. */
+export async function findThingsOfOrganisation(
+  db: Executor,
+  organisationKey: string,
+  thingKeys: readonly string[],
+): Promise<ThingWithTemplate[]> {
+  return (await selectThings(db)
+    .where('t.organisation_key', '=', organisationKey)
+    .where('t.thing_key', 'in', thingKeys)
+    .execute()) as ThingWithTemplate[];
+}
+
 /** Which of these keys name things of the organisations (for static group members). */
 export async function existingThingKeys(
   db: Executor,

@@ -2,11 +2,9 @@ import type { Static } from '@sinclair/typebox';
 import { actorOf } from '../audit/recorder.ts';
 import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
-import { listGroupMembers } from '../groups/membership.ts';
-import { requireGroup } from '../groups/service.ts';
+import { listThingsOfGroup } from '../groups/service.ts';
 import type { Store } from '../store/store.ts';
 import { presentThing } from './presenter.ts';
-import { listThings } from './repository.ts';
 import {
   CreateThingParams,
   ListThingsParams,
@@ -18,7 +16,7 @@ import {
   ThingOne,
   UpdateThingParams,
 } from './schemas.ts';
-import { createThing, deleteThing, requireThing, updateThing } from './service.ts';
+import { createThing, deleteThing, listThings, requireThing, updateThing } from './service.ts';
 
 const tags = ['Things'];
 
@@ -68,12 +66,7 @@ export function thingRoutes(store: Store): AnyRoute[] {
         const { total, rows } =
           params.group_key === undefined
             ? await listThings(store.db, { ...filter, organisationKeys }, list)
-            : await listGroupMembers(
-                store.db,
-                await requireGroup(store.db, organisationKeys, params.group_key),
-                filter,
-                list,
-              );
+            : await listThingsOfGroup(store.db, organisationKeys, params.group_key, filter, list);
         const now = Date.now();
         return listAnswer(
           'things',

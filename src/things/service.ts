@@ -4,14 +4,23 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { ApiError, conflict, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { normaliseTags } from '../core/tags.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { uniqueOr } from '../store/dialect.ts';
 import type { Executor, Store, Tx } from '../store/store.ts';
-import { findTemplate } from '../templates/repository.ts';
+import { findTemplate } from '../templates/service.ts';
 import { presentThing } from './presenter.ts';
 import type { ThingColumns, ThingTouch, ThingWithTemplate } from './repository.ts';
 import * as things from './repository.ts';
+
+export type { ThingColumns, ThingFilter, ThingWithTemplate } from './repository.ts';
+
+/**
+ * The columns lists of things are sorted, searched and paged by: groups/membership.ts pages the things
+ * of a dynamic group the same way.
+ */
+export const THING_PAGING = things.THING_PAGING;
 
 type PropertyValue = string | number | boolean | null;
 
@@ -78,6 +87,20 @@ export async function requireKnownThings(
     ]);
   }
   return wanted;
+}
+
+export function listThings(db: Executor, filter: things.ThingFilter, list: ListQuery) {
+  return things.listThings(db, filter, list);
+}
+
+/** A thing of these organisations, or undefined. */
+export function findThing(db: Executor, organisationKeys: string[], thingKey: string) {
+  return things.findThing(db, organisationKeys, thingKey);
+}
+
+/** Those of these things of one organisation that exist (for the rule engine, which reads them in chunks). */
+export function findThingsOfOrganisation(db: Executor, organisationKey: string, thingKeys: readonly string[]) {
+  return things.findThingsOfOrganisation(db, organisationKey, thingKeys);
 }
 
 export async function requireThing(db: Executor, organisationKeys: string[], thingKey: string) {

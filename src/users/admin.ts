@@ -7,8 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { ConfigError } from '../core/config.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { findBuiltInRole } from '../roles/repository.ts';
-import { clearSignInFailures } from '../sessions/repository.ts';
+import { findFirstOrganisation } from '../organisations/service.ts';
+import { findBuiltInRole } from '../roles/service.ts';
+import { clearSignInFailures } from '../sessions/service.ts';
 import { isUniqueViolation } from '../store/dialect.ts';
 import type { Store } from '../store/store.ts';
 import { hashPassword } from './passwords.ts';
@@ -60,13 +61,7 @@ export async function createAccountAdmin(
   if (await users.findUserByEmail(store.db, email)) throw taken();
   try {
     return await store.transaction(async (tx) => {
-      const organisation = await tx
-        .selectFrom('organisations')
-        .selectAll()
-        .where('parent_organisation_key', 'is', null)
-        .orderBy('created_at')
-        .orderBy('organisation_key')
-        .executeTakeFirst();
+      const organisation = await findFirstOrganisation(tx);
       if (!organisation) throw new ConfigError('the database has no organisation yet');
       const role = await findBuiltInRole(tx, organisation.organisation_key, 'account_admin');
       if (!role) throw new Error(`the organisation ${organisation.name} has no account admin role`);

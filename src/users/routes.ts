@@ -3,7 +3,6 @@ import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission, type RouteCall } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
 import { presentUser } from './presenter.ts';
-import { listUsers } from './repository.ts';
 import {
   CreateUserParams,
   ListUsersParams,
@@ -13,7 +12,7 @@ import {
   UserList,
   UserOne,
 } from './schemas.ts';
-import { createUser, deleteUser, requireUser, type UserWrite, updateUser } from './service.ts';
+import { createUser, deleteUser, listUsers, requireUser, type UserWrite, updateUser } from './service.ts';
 
 const tags = ['Users'];
 

@@ -4,8 +4,9 @@
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { conflict, invalidParam, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
+import type { ListQuery } from '../core/list-query.ts';
 import { resolveTimeZone, STORED_TIME } from '../core/time.ts';
-import { findRole } from '../roles/repository.ts';
+import { findRole } from '../roles/service.ts';
 import { uniqueOr } from '../store/dialect.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { UserRow } from '../store/tables.ts';
@@ -79,6 +80,20 @@ export async function createUser(write: UserWrite, organisationKey: string, inpu
       }),
     () => emailTaken(input.email),
   );
+}
+
+export function listUsers(db: Executor, organisationKeys: string[], list: ListQuery) {
+  return users.listUsers(db, organisationKeys, list);
+}
+
+/** The user with this e-mail address (unique across the server), or undefined. */
+export function findUserByEmail(db: Executor, email: string): Promise<UserRow | undefined> {
+  return users.findUserByEmail(db, email);
+}
+
+/** How many users the server has, in every organisation. */
+export function countUsers(db: Executor): Promise<number> {
+  return users.countUsers(db);
 }
 
 export async function requireUser(db: Executor, organisationKeys: string[], userKey: string): Promise<UserRow> {

@@ -244,13 +244,6 @@ async function authorise(
   return { principal, body };
 }
 
-/** For handlers that decide what a caller needs as they go (device requests). */
-export function requirePermission(principal: Principal, cls: PermissionClass, operation: Operation): void {
-  if (!grants(principal.abilities, cls, operation)) {
-    throw forbidden(`this key pair's role lacks the permission to ${operation} ${cls}`);
-  }
-}
-
 function requestTimeFormatter(params: CommonParamValues, principal: Principal): TimeFormatter {
   let zone = principal.timeZone;
   if (params.time_zone !== undefined) {
