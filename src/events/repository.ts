@@ -1,9 +1,11 @@
 /**
- * The events table: only the event writer adds rows (events/writer.ts), through this module. Reads of
- * stored events for queries are the queries capability's (queries/repository.ts).
+ * The events table, which the events capability owns: the event writer adds rows (events/writer.ts)
+ * and queries read them (through events/service.ts), all through this module.
  */
-import { RowsStatement } from '../store/dialect.ts';
-import type { Tx } from '../store/store.ts';
+import { sql } from 'kysely';
+import { engineOfDb, jsonRowsText, RowsStatement } from '../store/dialect.ts';
+import { QueryCache } from '../store/prepared.ts';
+import type { Executor, Tx } from '../store/store.ts';
 
 /** An event as the writer stores it. */
 export interface NewEvent {
@@ -32,4 +34,153 @@ export function insertEvents(tx: Tx, events: NewEvent[], now: number) {
     ],
     [now],
   );
+}
+
+/* Reads of stored events, for queries and the rollups' rebuild. */
+
+export interface EventRange {
+  thingId: number;
+  from: number | undefined;
+  to: number | undefined;
+  /** Filter on the receipt time instead of the event time. */
+  byCreatedAt: boolean;
+}
+
+export interface StoredEvent {
+  timestamp: number;
+  data: string;
+}
+
+const queries = new QueryCache();
+
+function rangeValues(range: EventRange) {
+  return { thing: range.thingId, from: range.from, to: range.to };
+}
+
+/**
+ * The range's events as a query. A receipt-time range is read through the (thing, event time) index
+ * too: an event received at `created_at` happened at `created_at` minus its arrival lag, which lies
+ * within the thing's lag bounds (`things.arrival_lag_min/max`, kept by the event writer), so the
+ * receipt times [from, to] hold only event times in [from - largest lag, to - smallest lag]. The
+ * bounds are read in the same statement, so they cover every event it sees. A thing whose devices
+ * send as things happen has a lag of seconds and the read stays narrow; one that once uploaded old
+ * readings widens its own reads by that age.
+ */
+function rangeQuery(db: Executor, range: EventRange, v: Record<string, unknown>) {
+  let query = db.selectFrom('events').where('thing_id', '=', v.thing as number);
+  if (!range.byCreatedAt) {
+    if (v.from !== undefined) query = query.where('timestamp', '>=', v.from as number);
+    if (v.to !== undefined) query = query.where('timestamp', '<=', v.to as number);
+    return query;
+  }
+  const lag = (bound: 'arrival_lag_min' | 'arrival_lag_max') =>
+    db
+      .selectFrom('things')
+      .select(bound)
+      .where('thing_id', '=', v.thing as number);
+  if (v.from !== undefined) {
+    query = query
+      .where('timestamp', '>=', sql<number>`${v.from} - (${lag('arrival_lag_max')})`)
+      .where('created_at', '>=', v.from as number);
+  }
+  if (v.to !== undefined) {
+    query = query
+      .where('timestamp', '<=', sql<number>`${v.to} - (${lag('arrival_lag_min')})`)
+      .where('created_at', '<=', v.to as number);
+  }
+  return query;
+}
+
+/**
+ * The range's count as a query: a thing's whole history is counted as it is written
+ * (`things.event_count`), so only a bounded range counts its events.
+ */
+function countQuery(db: Executor, range: EventRange, v: Record<string, unknown>) {
+  if (v.from === undefined && v.to === undefined) {
+    return db
+      .selectFrom('things')
+      .select('event_count as count')
+      .where('thing_id', '=', v.thing as number);
+  }
+  return rangeQuery(db, range, v).select((eb) => eb.fn.countAll().as('count'));
+}
+
+export async function countEvents(db: Executor, range: EventRange): Promise<number> {
+  const [row] = await queries.execute(db, `count|${range.byCreatedAt}`, rangeValues(range), (v) =>
+    countQuery(db, range, v),
+  );
+  return Number((row as { count?: unknown } | undefined)?.count ?? 0);
+}
+
+/**
+ * A page of the range's events and their total, in one statement: the total is an uncorrelated
+ * subquery evaluated once. Only a page past the end, with no row to carry it, counts again.
+ */
+export async function pageOfEvents(
+  db: Executor,
+  range: EventRange,
+  order: 'asc' | 'desc',
+  limit: number,
+  /** Undefined for a page beyond any store (store/paging.ts): it is empty. */
+  offset: number | undefined,
+): Promise<{ total: number; events: StoredEvent[] }> {
+  if (offset === undefined) return { total: await countEvents(db, range), events: [] };
+  const column = range.byCreatedAt ? 'created_at' : 'timestamp';
+  const rows = (await queries.execute(
+    db,
+    `page|${range.byCreatedAt}|${order}|${limit}|${offset}`,
+    rangeValues(range),
+    (v) =>
+      rangeQuery(db, range, v)
+        .select(['timestamp', 'data'])
+        .select(() => countQuery(db, range, v).as('total'))
+        .orderBy(column, order)
+        .orderBy('event_id', order)
+        .limit(sql.lit(limit))
+        .offset(sql.lit(offset)),
+  )) as (StoredEvent & { total: number | string })[];
+  const total = rows.length > 0 ? Number(rows[0]?.total) : await countEvents(db, range);
+  return { total, events: rows };
+}
+
+/** Events as [time (ms), event id, data], oldest first. */
+export type EventTriple = [number, number, Record<string, unknown>];
+
+const byTimeThenId = (a: EventTriple, b: EventTriple) => a[0] - b[0] || a[1] - b[1];
+
+/**
+ * Every event of the range in time order, for aggregation, in chunks of at most `size` events so memory
+ * stays bounded. A chunk is read as one text and parsed once, which costs about half of reading and
+ * parsing one row at a time.
+ */
+export async function* eventChunks(db: Executor, range: EventRange, size = 20_000): AsyncGenerator<EventTriple[]> {
+  const engine = engineOfDb(db);
+  let after: EventTriple | undefined;
+  for (;;) {
+    const values = { ...rangeValues(range), afterAt: after?.[0], afterId: after?.[1] };
+    const [row] = (await queries.execute(db, `chunk|${range.byCreatedAt}|${size}`, values, (v) => {
+      let page = rangeQuery(db, range, v).select(['timestamp', 'event_id', 'data']);
+      if (v.afterAt !== undefined) {
+        page = page.where((eb) =>
+          eb.or([
+            eb('timestamp', '>', v.afterAt as number),
+            eb.and([eb('timestamp', '=', v.afterAt as number), eb('event_id', '>', v.afterId as number)]),
+          ]),
+        );
+      }
+      const ordered = page.orderBy('timestamp', 'asc').orderBy('event_id', 'asc').limit(sql.lit(size));
+      const columns = ['page.timestamp', 'page.event_id', 'page.data'];
+      return db
+        .selectFrom(ordered.as('page'))
+        .select(jsonRowsText(engine, columns, ['page.timestamp', 'page.event_id']).as('rows'));
+    })) as { rows: string | null }[];
+    if (!row?.rows) return;
+    const events = JSON.parse(`[${row.rows}]`) as EventTriple[];
+    if (!events.every((e, i) => i === 0 || byTimeThenId(events[i - 1] as EventTriple, e) <= 0)) {
+      events.sort(byTimeThenId);
+    }
+    yield events;
+    if (events.length < size) return;
+    after = events[events.length - 1];
+  }
 }

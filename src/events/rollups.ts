@@ -12,10 +12,10 @@
  * name reads that thing's events instead, so the answer is the same either way.
  */
 import { readPath } from '../expressions/index.ts';
-import { eventChunks } from '../queries/repository.ts';
 import { engineOfDb, jsonRowsText, RowsStatement } from '../store/dialect.ts';
 import { QueryCache } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
+import { eventChunks } from './repository.ts';
 
 /** A slot's length: 15 minutes, on multiples of 15 minutes since the epoch. */
 export const SLOT_MS = 15 * 60_000;

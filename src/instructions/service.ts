@@ -123,3 +123,13 @@ export async function requireInstruction(
   if (!row) throw notFound('instruction');
   return row;
 }
+
+/** The instructions of an organisation (one thing, or all) not yet acknowledged, newest first: sent again when a device subscribes. */
+export function unacknowledgedInstructions(db: Executor, organisationKey: string, thingKey: string | undefined) {
+  return instructions.unacknowledged(db, organisationKey, thingKey);
+}
+
+/** A device has the instruction's message (docs/devices.md, "Instructions"). */
+export function markInstructionDelivered(db: Executor, alertKey: string): Promise<void> {
+  return instructions.markDelivered(db, alertKey);
+}

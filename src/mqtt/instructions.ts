@@ -8,8 +8,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { DeviceAuthenticator } from '../devices/authentication.ts';
 import { instructionMessage } from '../instructions/message.ts';
-import { markDelivered, unacknowledged } from '../instructions/repository.ts';
 import type { InstructionCarrier } from '../instructions/service.ts';
+import { markInstructionDelivered, unacknowledgedInstructions } from '../instructions/service.ts';
 import type { Store } from '../store/store.ts';
 import type { InstructionRow } from '../store/tables.ts';
 import { instructionTopic, thingOfTopic } from './topics.ts';
@@ -64,7 +64,7 @@ export class MqttInstructions implements InstructionCarrier {
     try {
       const credentials = await this.authenticator.credentials(accessKey);
       if (!credentials) return;
-      const rows = await unacknowledged(
+      const rows = await unacknowledgedInstructions(
         this.store.db,
         credentials.principal.organisationKey,
         thingKey === '+' ? undefined : thingKey,
@@ -77,7 +77,7 @@ export class MqttInstructions implements InstructionCarrier {
 
   /** A device has the message (QoS 2 handshake done; through an external broker: that broker has it). */
   delivered(alertKey: string): void {
-    markDelivered(this.store.db, alertKey).catch((error) =>
+    markInstructionDelivered(this.store.db, alertKey).catch((error) =>
       this.log.warn({ err: error }, 'instruction status not updated'),
     );
   }

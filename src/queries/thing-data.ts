@@ -4,10 +4,10 @@
  */
 import { invalidParam } from '../core/errors.ts';
 import { parseDateTime, type TimeFormatter } from '../core/time.ts';
+import { type EventRange, pageOfEvents } from '../events/service.ts';
 import { pageOffset } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import { metricValue, pickMetrics } from './metrics.ts';
-import { type EventRange, pageOfEvents } from './repository.ts';
 import { queriedThings } from './things.ts';
 
 export interface ThingDataRequest {

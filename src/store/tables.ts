@@ -114,7 +114,7 @@ export interface ThingRow {
   /**
    * The smallest and largest receipt time minus event time (ms) of the thing's stored events, kept by
    * the event writer (null before its first event): they bound the event times a receipt-time range
-   * can hold (queries/repository.ts).
+   * can hold (events/repository.ts).
    */
   arrival_lag_min: Generated<number | null>;
   arrival_lag_max: Generated<number | null>;

@@ -2,7 +2,7 @@ import { type Kysely, type QueryExecutorProvider, sql } from 'kysely';
 
 /**
  * Reads by receipt time (`query_by_created_at`) go through the events' (thing, event time) index,
- * within the bounds each thing's arrival lag allows (queries/repository.ts), instead of a second
+ * within the bounds each thing's arrival lag allows (events/repository.ts), instead of a second
  * per-thing index on the receipt time: every stored event added an entry to that index and each
  * transaction rewrote one of its pages per thing, a third of what storing a bulk cost. A thing's lag
  * bounds are the smallest and largest receipt time minus event time (ms) of its stored events, kept
