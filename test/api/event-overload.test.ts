@@ -63,10 +63,11 @@ describeOnStores(
         await locker.query('begin');
         await locker.query('select * from things where thing_key = $1 for update', [thing.thing_key]);
         const held = ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, { token, body: { events } });
-        // Wait until the writer's transaction waits for the thing's row.
+        // Wait until the writer's transaction waits for the thing's row: for this locker, not for a
+        // lock of another suite working in the same database at the same time.
         for (let tries = 0; ; tries++) {
           const waiting = await locker.query(
-            "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()",
+            'select count(*)::int as n from pg_stat_activity where pg_backend_pid() = any(pg_blocking_pids(pid))',
           );
           if (waiting.rows[0].n > 0) break;
           if (tries > 200) throw new Error('the writer never waited for the lock');
