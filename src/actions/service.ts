@@ -220,9 +220,11 @@ export async function updateAction(
       ...before,
       ...columnsOf(version, type, input),
       rule_key: ruleKey,
+      // An action belongs to its rule's organisation: the delivery worker finds it there.
+      organisation_key: rule ? rule.organisation_key : before.organisation_key,
       updated_at: Date.now(),
     };
-    const { notification_action_key: _k, organisation_key: _o, created_at: _c, ...columns } = after;
+    const { notification_action_key: _k, created_at: _c, ...columns } = after;
     await actions.updateAction(tx, key, columns);
     await recordChange(tx, actor, {
       organisationKey: before.organisation_key,

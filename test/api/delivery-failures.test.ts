@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
-import { createThing, unique } from '../support/fixtures.ts';
+import { childOrganisation, createThing, unique } from '../support/fixtures.ts';
 import { eventually, startHttpPeer, startSmtpPeer } from '../support/peers.ts';
 import type { TestServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -143,6 +143,41 @@ describeOnStores(
       assert.equal(calls[0]?.url, `/status/${thing.thing_key}?level=high`);
       assert.equal(calls[0]?.body, '');
       assert.equal(calls[0]?.headers['content-type'], undefined);
+    });
+
+    it('when an OEM admin moves an action to a rule of a child organisation then its deliveries are carried out', async () => {
+      const token = await ctx.api.adminToken();
+      const child = await childOrganisation(ctx.api, token);
+      const own = await thingAndRule(ctx.api, token);
+      const theirs = await thingAndRule(ctx.api, child.token);
+      const actionKey = await addAction(ctx.api, token, own.ruleKey, {
+        type: 'CallHttpUrlAction',
+        method: 'POST',
+        url: `${webhook.url}/moved/$THING$`,
+      });
+      const moved = await ctx.api.request('PUT', `/api/v3/notification_actions/${actionKey}`, {
+        token,
+        body: { is_oem: true, notification_action: { type: 'CallHttpUrlAction', rule_key: theirs.ruleKey } },
+      });
+      assert.equal(moved.status, 200, moved.text);
+      assert.equal(moved.body.notification_action.rule_key, theirs.ruleKey);
+      const listed = await ctx.api.request('GET', '/api/v3/notification_actions', {
+        token: child.token,
+        query: { rule_key: theirs.ruleKey },
+      });
+      assert.deepEqual(
+        listed.body.notification_actions.map((a: { notification_action_key: string }) => a.notification_action_key),
+        [actionKey],
+        'the child organisation sees the action of its rule',
+      );
+      await sendEvent(ctx.api, child.token, theirs.thing.thing_key, { v: 5 });
+      const calls = () => webhook.received.filter((r) => r.url === `/moved/${theirs.thing.thing_key}`);
+      await eventually(() => calls().length >= 1, 'the moved action’s call', 5000);
+      const attempts = await attemptsOf(ctx.api, child.token, actionKey);
+      assert.deepEqual(
+        attempts.map((a) => a.status),
+        ['delivered'],
+      );
     });
   },
   {
