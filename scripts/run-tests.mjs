@@ -1,8 +1,14 @@
 #!/usr/bin/env node
 // Runs the test suite with Node's own test runner (Node 20 does not expand globs itself).
 // `npm test` runs everything; `npm test -- roles sessions` runs the files whose path contains a word.
+//
+// Files run in parallel, each in its own process: every API suite has its own store (a SQLite file,
+// or a PostgreSQL schema) and its own ports. Much of a suite's time is spent waiting (on PostgreSQL,
+// on child processes starting, on timers), so more files run at once than there are cores.
+// TEST_CONCURRENCY sets how many (1 runs them one after another).
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 
 const words = process.argv.slice(2).filter((a) => !a.startsWith('-'));
@@ -16,7 +22,14 @@ if (files.length === 0) {
   console.error(`no test file matches ${words.join(' ')}`);
   process.exit(1);
 }
-const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...flags, ...files], {
-  stdio: 'inherit',
-});
+// The files that start thingbase as processes of its own take longest: they start first, so that
+// the run does not end with one of them running alone.
+const startsProcesses = (file) => readFileSync(file, 'utf8').includes('support/process.ts');
+const ordered = [...files.filter(startsProcesses), ...files.filter((f) => !startsProcesses(f))];
+const concurrency = Number(process.env.TEST_CONCURRENCY) || availableParallelism() + 1;
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...flags, ...ordered],
+  { stdio: 'inherit' },
+);
 process.exit(result.status ?? 1);

@@ -3,7 +3,18 @@
  * runs one query path on both engines.
  */
 import BetterSqlite3 from 'better-sqlite3';
-import { CompiledQuery, type Dialect, PostgresDialect, type RawBuilder, sql } from 'kysely';
+import {
+  CompiledQuery,
+  type DatabaseIntrospector,
+  type DatabaseMetadata,
+  type Dialect,
+  type Kysely,
+  PostgresDialect,
+  type RawBuilder,
+  type SchemaMetadata,
+  sql,
+  type TableMetadata,
+} from 'kysely';
 import pg from 'pg';
 import type { Executor } from './executor.ts';
 import { SqliteStoreDialect } from './sqlite-dialect.ts';
@@ -50,7 +61,42 @@ export function createDialect(databaseUrl: string, schema?: string, synchronous:
     max: 10,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
-  return new PostgresDialect({ pool });
+  return new StorePostgresDialect({ pool });
+}
+
+/**
+ * What Kysely's migrator asks of the database: its schemas, and whether its own tables exist. Kysely's
+ * PostgreSQL introspector answers the second by reading every column of every table of every schema,
+ * naming each schema to has_schema_privilege, so a schema dropped meanwhile by anyone sharing the
+ * database (another application, another Thingbase on its own DATABASE_SCHEMA) fails it, and the start
+ * with it. This one reads the tables of the store's own schema (the search path's first) by catalog
+ * ids; it answers no columns.
+ */
+class StoreSchemaIntrospector implements DatabaseIntrospector {
+  constructor(private readonly db: Kysely<unknown>) {}
+
+  async getSchemas(): Promise<SchemaMetadata[]> {
+    const { rows } = await sql<SchemaMetadata>`select nspname as name from pg_catalog.pg_namespace`.execute(this.db);
+    return rows;
+  }
+
+  async getTables(): Promise<TableMetadata[]> {
+    const { rows } = await sql<{ name: string; schema: string; kind: string }>`
+      select c.relname as name, n.nspname as schema, c.relkind as kind
+      from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = current_schema() and c.relkind in ('r', 'v', 'p')`.execute(this.db);
+    return rows.map((r) => ({ name: r.name, schema: r.schema, isView: r.kind === 'v', columns: [] }));
+  }
+
+  async getMetadata(): Promise<DatabaseMetadata> {
+    return { tables: await this.getTables() };
+  }
+}
+
+class StorePostgresDialect extends PostgresDialect {
+  override createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
+    return new StoreSchemaIntrospector(db);
+  }
 }
 
 /** Runs `work`; a broken UNIQUE constraint in it becomes `conflict()` (a 409) rather than a failure. */

@@ -40,14 +40,26 @@ function headersOnly(
   });
 }
 
+/** Waits until a transaction of another connection waits for a row lock `locker` holds. */
+async function untilBlockedBy(locker: pg.Client): Promise<void> {
+  for (let tries = 0; ; tries++) {
+    const waiting = await locker.query(
+      'select count(*)::int as n from pg_stat_activity where pg_backend_pid() = any(pg_blocking_pids(pid))',
+    );
+    if (waiting.rows[0].n > 0) return;
+    if (tries > 200) throw new Error('the writer never waited for the lock');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const POSTGRES_ONLY = (store: string) =>
+  store === 'sqlite' ? 'holding a SQLite write lock from another connection would stop this process' : false;
+
 describeOnStores(
   'event ingestion under overload',
   (ctx) => {
     it('when the writer holds as many events as it may then an event request is refused with 503 and Retry-After before its body is read, and the events held are stored', {
-      skip:
-        ctx.store.name === 'sqlite'
-          ? 'holding a SQLite write lock from another connection would stop this process'
-          : false,
+      skip: POSTGRES_ONLY(ctx.store.name),
     }, async () => {
       const token = await ctx.api.adminToken();
       const thing = await createThing(ctx.api, token, {});
@@ -63,15 +75,9 @@ describeOnStores(
         await locker.query('begin');
         await locker.query('select * from things where thing_key = $1 for update', [thing.thing_key]);
         const held = ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, { token, body: { events } });
-        // Wait until the writer's transaction waits for the thing's row.
-        for (let tries = 0; ; tries++) {
-          const waiting = await locker.query(
-            "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()",
-          );
-          if (waiting.rows[0].n > 0) break;
-          if (tries > 200) throw new Error('the writer never waited for the lock');
-          await new Promise((resolve) => setTimeout(resolve, 25));
-        }
+        // Until the writer's transaction waits for the thing's row: for this locker, not for a lock of
+        // another suite working in the same database at the same time.
+        await untilBlockedBy(locker);
         const refused = await headersOnly(ctx.api.url, `/api/v3/things/${thing.thing_key}/events`, token);
         assert.equal(refused.status, 503);
         assert.equal((refused.headers as Record<string, string>)['retry-after'], '1');
@@ -96,6 +102,47 @@ describeOnStores(
         body: { events: [{ data: { seq: -1 } }] },
       });
       assert.equal(again.status, 200, 'taken again once the writer caught up');
+    });
+
+    it('when the events held and those of a request together pass EVENT_MAX_PENDING then that request is refused with 503, while one that fits is taken', {
+      skip: POSTGRES_ONLY(ctx.store.name),
+    }, async () => {
+      const token = await ctx.api.adminToken();
+      const thing = await createThing(ctx.api, token, {});
+      const post = (count: number, from: number) =>
+        ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+          token,
+          body: { events: Array.from({ length: count }, (_, i) => ({ data: { seq: from + i } })) },
+        });
+      const locker = new pg.Client({ connectionString: ctx.api.storeSettings.databaseUrl });
+      await locker.connect();
+      try {
+        await locker.query(`set search_path to "${ctx.api.storeSettings.databaseSchema}"`);
+        await locker.query('begin');
+        await locker.query('select * from things where thing_key = $1 for update', [thing.thing_key]);
+        const held = post(MAX_PENDING - 5, 0);
+        await untilBlockedBy(locker);
+        const tooMany = await post(6, 100);
+        assert.equal(tooMany.status, 503, tooMany.text);
+        assert.equal(tooMany.headers['retry-after'], '1');
+        assert.equal(tooMany.body.errors[0].code, 'unavailable');
+        const fits = post(5, 200);
+        await locker.query('commit');
+        assert.equal((await held).status, 200);
+        assert.equal((await fits).status, 200);
+      } finally {
+        await locker.end();
+      }
+      const stored = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+        token,
+        body: { thing_key: thing.thing_key, per: 100 },
+      });
+      const seqs = stored.body[thing.thing_key].event_data.map((e: { data: { seq: number } }) => e.data.seq);
+      assert.equal(seqs.length, MAX_PENDING, stored.text);
+      assert.ok(
+        seqs.every((seq: number) => seq < 100 || seq >= 200),
+        'nothing of the refused request stored',
+      );
     });
   },
   { env: async () => ({ EVENT_MAX_PENDING: String(MAX_PENDING), MQTT_PORT: String(await freePort()) }) },

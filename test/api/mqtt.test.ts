@@ -5,6 +5,7 @@ import { createKeyPair } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { compressLzf } from '../support/lzf-compress.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
+import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
 
@@ -101,6 +102,50 @@ describeOnStores(
         );
         assert.equal(ack.http_code, 200, JSON.stringify(ack));
         assert.equal(await storedCount(key), 1);
+      } finally {
+        await device.close();
+      }
+    });
+
+    it('when an LZF payload cannot be decompressed then it is answered 500 with the context PARSE_ERROR and nothing is stored', async () => {
+      const device = await MqttDevice.connect(brokerUrl(), await keyPair());
+      try {
+        const key = unique('mq');
+        await device.send('register', { thing_key: key });
+        const garbage = Buffer.concat([Buffer.from('ZV'), Buffer.from([1, 0, 40, 0, 10]), Buffer.from('not lzf')]);
+        const ack = await device.publishRaw('event', garbage, `Altizon/Datonis/lzf/${device.clientId}/event`);
+        assert.equal(ack.http_code, 500, JSON.stringify(ack));
+        assert.equal(ack.context, 'PARSE_ERROR');
+        assert.match(ack.http_msg.errors?.[0]?.message ?? '', /the payload cannot be read/);
+        assert.equal(await storedCount(key), 0);
+      } finally {
+        await device.close();
+      }
+    });
+
+    it('when a device takes its acknowledgements at QoS 0 they come at QoS 0; without the subscription none come, and its events are still stored', async () => {
+      const device = await MqttDevice.connect(brokerUrl(), await keyPair());
+      const ackTopic = `Altizon/Datonis/${device.clientId}/httpAck`;
+      try {
+        const key = unique('mq');
+        await device.send('register', { thing_key: key });
+        const qos: number[] = [];
+        device.client.on('message', (topic, _payload, packet) => {
+          if (topic === ackTopic) qos.push(packet.qos);
+        });
+        await device.client.subscribeAsync(ackTopic, { qos: 0 });
+        assert.equal((await device.send('event', { thing_key: key, data: { v: 1 } })).http_code, 200);
+        assert.deepEqual(qos, [0]);
+
+        await device.client.unsubscribeAsync(ackTopic);
+        await device.client.publishAsync(
+          `Altizon/Datonis/${device.clientId}/event`,
+          device.envelope({ thing_key: key, data: { v: 2 } }),
+          { qos: 1 },
+        );
+        await eventually(async () => (await storedCount(key)) === 2, 'the second event stored');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        assert.deepEqual(qos, [0], 'no acknowledgement without the subscription');
       } finally {
         await device.close();
       }

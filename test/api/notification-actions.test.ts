@@ -170,6 +170,31 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       const response = await create(version, { rule_key: ruleKey, ...action });
       assert.equal(response.status, 400, `${version} ${JSON.stringify(action)}: ${response.text}`);
     }
+    // Values of the wrong shape, named down to the member.
+    for (const [action, param] of [
+      [
+        { type: 'CallHttpUrlAction', url: 'https://example.com', method: 'GET', headers: { 'X-Team': { a: 1 } } },
+        'notification_action.headers.X-Team',
+      ],
+      [
+        { type: 'CallHttpUrlAction', url: 'https://example.com', method: 'GET', query: { page: [1, 2] } },
+        'notification_action.query.page',
+      ],
+      [{ type: 'ThingUserDefinedPropertiesAction', body: 'state=on' }, 'notification_action.body'],
+      [
+        { type: 'ThingUserDefinedPropertiesAction', body: { user_defined_properties: { state: { on: true } } } },
+        'notification_action.body.user_defined_properties.state',
+      ],
+      [
+        { type: 'SMSNotificationAction', name: 'x', phone_number: '1', body: { text: 'hi' } },
+        'notification_action.body',
+      ],
+      [{ type: 'EmailNotificationAction', to: 'a@example.com', body: 'text' }, 'notification_action.body'],
+    ] as const) {
+      const response = await create('v3', { rule_key: ruleKey, ...action });
+      assert.equal(response.status, 400, `${JSON.stringify(action)}: ${response.text}`);
+      assert.equal(response.body.errors[0].param, param, response.text);
+    }
     const token = await ctx.api.adminToken();
     const listed = await ctx.api.request('GET', '/api/v3/notification_actions', {
       token,

@@ -201,4 +201,67 @@ describeOnStores('organisations, OEM access and tenant isolation', (ctx) => {
       404,
     );
   });
+
+  it('when organisations are read, changed in part and deleted then only the own and child ones are reached, and a child with children of its own stays', async () => {
+    const adminToken = await ctx.api.adminToken();
+    const child = await childOrganisation(ctx.api, adminToken, { isOem: true });
+    const grandchild = await ctx.api.request('POST', '/api/v3/organisations', {
+      token: child.token,
+      body: { organisation: { name: unique('grandchild') } },
+    });
+    assert.equal(grandchild.status, 200, grandchild.text);
+    assert.equal(grandchild.body.organisation.is_oem, false, 'not OEM unless asked');
+    const grandchildKey = grandchild.body.organisation.organisation_key as string;
+
+    const read = await ctx.api.request('GET', `/api/v3/organisations/${child.organisationKey}`, { token: adminToken });
+    assert.equal(read.status, 200, read.text);
+    assert.equal(read.body.organisation.is_oem, true);
+    const byChild = await ctx.api.request('GET', `/api/v3/organisations/${grandchildKey}`, { token: child.token });
+    assert.equal(byChild.status, 200, byChild.text);
+    const byGrandparent = await ctx.api.request('GET', `/api/v3/organisations/${grandchildKey}`, { token: adminToken });
+    assert.equal(byGrandparent.status, 404, 'a child of a child is not reached');
+
+    const renamed = await ctx.api.request('PUT', `/api/v3/organisations/${child.organisationKey}`, {
+      token: adminToken,
+      body: { organisation: { name: 'Only the name' } },
+    });
+    assert.equal(renamed.status, 200, renamed.text);
+    assert.equal(renamed.body.organisation.name, 'Only the name');
+    assert.equal(renamed.body.organisation.is_oem, true);
+    const notOem = await ctx.api.request('PUT', `/api/v3/organisations/${child.organisationKey}`, {
+      token: adminToken,
+      body: { organisation: { is_oem: false } },
+    });
+    assert.equal(notOem.status, 200, notOem.text);
+    assert.equal(notOem.body.organisation.name, 'Only the name');
+    assert.equal(notOem.body.organisation.is_oem, false);
+
+    const ownKey = read.body.organisation.parent_organisation_key as string;
+    assert.equal((await ctx.api.request('GET', `/api/v3/organisations/${ownKey}`, { token: adminToken })).status, 200);
+    const self = await ctx.api.request('PUT', `/api/v3/organisations/${ownKey}`, {
+      token: adminToken,
+      body: { organisation: { name: 'Not a child' } },
+    });
+    assert.equal(self.status, 404, 'the own organisation is not changed here');
+
+    const refused = await ctx.api.request('DELETE', `/api/v3/organisations/${child.organisationKey}`, {
+      token: adminToken,
+    });
+    assert.equal(refused.status, 409, refused.text);
+    assert.equal(refused.body.errors[0].param, 'organisation_key');
+    assert.equal((await ctx.api.request('GET', '/api/v3/roles', { token: child.token })).status, 200, 'still there');
+    const notNow = await ctx.api.request('DELETE', `/api/v3/organisations/${grandchildKey}`, { token: child.token });
+    assert.equal(notNow.status, 403, 'no longer OEM, the child reaches no organisation of its own');
+    const oemAgain = await ctx.api.request('PUT', `/api/v3/organisations/${child.organisationKey}`, {
+      token: adminToken,
+      body: { organisation: { is_oem: true } },
+    });
+    assert.equal(oemAgain.body.organisation.is_oem, true);
+    const gone = await ctx.api.request('DELETE', `/api/v3/organisations/${grandchildKey}`, { token: child.token });
+    assert.equal(gone.status, 200, gone.text);
+    const deleted = await ctx.api.request('DELETE', `/api/v3/organisations/${child.organisationKey}`, {
+      token: adminToken,
+    });
+    assert.equal(deleted.status, 200, deleted.text);
+  });
 });

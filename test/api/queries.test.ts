@@ -247,6 +247,9 @@ describeOnStores('data queries', (ctx) => {
     assert.equal((await query('thing_data', { per: 10_001 })).status, 400);
     assert.equal((await query('thing_data', { from: 'yesterday' })).body.errors[0].param, 'from');
     assert.equal((await query('thing_data', { data_format: 'csv' })).status, 400);
+    const backwards = await query('thing_data', { from: 1_700_000_100, to: 1_700_000_000 });
+    assert.equal(backwards.status, 400, backwards.text);
+    assert.equal(backwards.body.errors[0].param, 'from');
     const user = await userWithAbilities(ctx.api, token, [11]);
     assert.equal(
       (await ctx.api.request('POST', '/api/v3/query/thing_data', { token: user.token, body: {} })).status,
@@ -625,5 +628,10 @@ describeOnStores('data queries', (ctx) => {
     assert.equal(tooMany.status, 400);
     assert.equal((await query('thing_aggregated_data', { thing_keys: ['nosuchthing'] })).status, 404);
     assert.equal((await query('thing_aggregated_data', { functions: ['median'] })).status, 400);
+    for (const asked of [{ time_grouping: 'hour' }, { idle_time_required: true }]) {
+      const noEnd = await query('thing_aggregated_data', { ...asked, from: 1_700_000_000 });
+      assert.equal(noEnd.status, 400, `${JSON.stringify(asked)}: ${noEnd.text}`);
+      assert.equal(noEnd.body.errors[0].param, 'to');
+    }
   });
 });

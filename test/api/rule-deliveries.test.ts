@@ -282,7 +282,13 @@ describeOnStores('outbound calls to private addresses', (ctx) => {
     assert.equal(rule.status, 200, rule.text);
     const port = new URL(webhook.url).port;
     const actionKeys: string[] = [];
-    for (const url of [`${webhook.url}/direct`, `http://localhost:${port}/named`, `http://[::1]:${port}/v6`]) {
+    for (const url of [
+      `${webhook.url}/direct`,
+      `http://localhost:${port}/named`,
+      `http://[::1]:${port}/v6`,
+      // 127.0.0.1 written as an IPv4-mapped IPv6 address reaches the same socket.
+      `http://[::ffff:127.0.0.1]:${port}/mapped`,
+    ]) {
       const made = await ctx.api.request('POST', '/api/v3/notification_actions', {
         token,
         body: {

@@ -62,6 +62,39 @@ describeOnStores('thing templates', (ctx) => {
     ]);
   });
 
+  it('when metrics name one metric twice then the first is kept; an update of the name and heartbeat alone keeps the rest', async () => {
+    const token = await ctx.api.adminToken();
+    const created = await ctx.api.request('POST', '/api/v3/thing_templates', {
+      token,
+      body: {
+        thing_template: {
+          name: unique('Chiller'),
+          metrics: [
+            { name: 'pressure', data_type: 'number', unit: 'bar' },
+            { name: 'pressure', data_type: 'string', unit: 'psi' },
+            { name: 'mode', data_type: 'string' },
+          ],
+        },
+      },
+    });
+    assert.equal(created.status, 200, created.text);
+    const template = created.body.thing_template;
+    assert.deepEqual(template.metrics, [
+      { name: 'pressure', data_type: 'number', unit: 'bar' },
+      { name: 'mode', data_type: 'string', unit: '' },
+    ]);
+    const name = unique('Chiller');
+    const updated = await ctx.api.request('PUT', `/api/v3/thing_templates/${template.thing_template_key}`, {
+      token,
+      body: { thing_template: { name, heartbeat_interval: 15 } },
+    });
+    assert.equal(updated.status, 200, updated.text);
+    assert.equal(updated.body.thing_template.name, name);
+    assert.equal(updated.body.thing_template.heartbeat_interval, 15);
+    assert.deepEqual(updated.body.thing_template.metrics, template.metrics);
+    assert.equal(updated.body.thing_template.idle_timeout, template.idle_timeout);
+  });
+
   it('when a template is in use or is the Default then deleting it is a 409', async () => {
     const token = await ctx.api.adminToken();
     const defaultKey = await defaultTemplateKey(ctx.api, token);

@@ -99,6 +99,46 @@ describeOnStores('things', (ctx) => {
     assert.equal((await ctx.api.request('GET', `/api/v3/things/${thing.thing_key}`, { token })).status, 404);
   });
 
+  it('when coordinates and bi_directional are updated then they show, null clears the coordinates, and lists filter on bi_directional false', async () => {
+    const token = await ctx.api.adminToken();
+    const word = unique('twoway');
+    const thing = await createThing(ctx.api, token, { name: `${word} a`, bi_directional: true });
+    const other = await createThing(ctx.api, token, { name: `${word} b` });
+    const moved = await ctx.api.request('PUT', `/api/v3/things/${thing.thing_key}`, {
+      token,
+      body: { thing: { coordinates: [48.85, 2.35], bi_directional: false } },
+    });
+    assert.equal(moved.status, 200, moved.text);
+    assert.deepEqual(moved.body.thing.coordinates, [48.85, 2.35]);
+    assert.equal(moved.body.thing.bi_directional, false);
+    const cleared = await ctx.api.request('PUT', `/api/v3/things/${thing.thing_key}`, {
+      token,
+      body: { thing: { coordinates: null } },
+    });
+    assert.equal(cleared.status, 200, cleared.text);
+    assert.equal(cleared.body.thing.coordinates, null);
+    const oneWay = await ctx.api.request('GET', '/api/v3/things', {
+      token,
+      query: { search: word, bi_directional: false },
+    });
+    assert.deepEqual(
+      oneWay.body.things.map((t: { thing_key: string }) => t.thing_key).sort(),
+      [thing.thing_key, other.thing_key].sort(),
+    );
+    await ctx.api.request('PUT', `/api/v3/things/${other.thing_key}`, {
+      token,
+      body: { thing: { bi_directional: true } },
+    });
+    const stillOneWay = await ctx.api.request('GET', '/api/v3/things', {
+      token,
+      query: { search: word, bi_directional: false },
+    });
+    assert.deepEqual(
+      stillOneWay.body.things.map((t: { thing_key: string }) => t.thing_key),
+      [thing.thing_key],
+    );
+  });
+
   it('when things are listed with filters then only matching things come', async () => {
     const token = await ctx.api.adminToken();
     const word = unique('valve');

@@ -74,6 +74,26 @@ describeOnStores('users', (ctx) => {
     assert.equal(rename.status, 409);
   });
 
+  it('when a user’s time zone is changed then it is kept; an unknown zone is a 400 and changes nothing', async () => {
+    const token = await ctx.api.adminToken();
+    const { response } = await newUser(token, { time_zone: 'Mumbai' });
+    const userKey = response.body.user.user_key as string;
+    const moved = await ctx.api.request('PUT', `/api/v3/users/${userKey}`, {
+      token,
+      body: { user: { time_zone: 'Europe/Berlin' } },
+    });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal(moved.body.user.time_zone, 'Europe/Berlin');
+    const unknown = await ctx.api.request('PUT', `/api/v3/users/${userKey}`, {
+      token,
+      body: { user: { time_zone: 'Atlantis/Capital' } },
+    });
+    assert.equal(unknown.status, 400, unknown.text);
+    assert.equal(unknown.body.errors[0].param, 'user.time_zone');
+    const read = await ctx.api.request('GET', `/api/v3/users/${userKey}`, { token });
+    assert.equal(read.body.user.time_zone, 'Europe/Berlin');
+  });
+
   it('when a user gets a new password then the old sessions end and the new password works', async () => {
     const token = await ctx.api.adminToken();
     const { response, email } = await newUser(token);

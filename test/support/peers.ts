@@ -11,14 +11,26 @@ export interface ReceivedMail {
   from: string;
   to: string[];
   raw: string;
+  /** The user that logged in, when the peer asks for a login. */
+  user?: string;
 }
 
-export async function startSmtpPeer() {
+/** An SMTP peer; with `login`, it requires that user and password (over plain text, as a test may). */
+export async function startSmtpPeer(options: { login?: { user: string; pass: string } } = {}) {
   const received: ReceivedMail[] = [];
+  const { login } = options;
   const server = new SMTPServer({
-    authOptional: true,
+    authOptional: !login,
+    allowInsecureAuth: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
+    onAuth(auth, _session, callback) {
+      if (login && auth.username === login.user && auth.password === login.pass) {
+        callback(null, { user: auth.username });
+      } else {
+        callback(new Error('Invalid username or password'));
+      }
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -27,6 +39,7 @@ export async function startSmtpPeer() {
           from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           to: session.envelope.rcptTo.map((r) => r.address),
           raw: Buffer.concat(chunks).toString('utf8'),
+          ...(session.user ? { user: String(session.user) } : {}),
         });
         callback();
       });

@@ -30,23 +30,35 @@ export interface StartOptions {
 
 export async function startServer(store: StoreCase, options: StartOptions = {}): Promise<TestServer> {
   const storeSettings = options.storeSettings ?? store.fresh();
-  const config = loadConfig({
-    HOST: '127.0.0.1',
-    PORT: '0',
-    MQTT_PORT: '0',
-    LOG_LEVEL: 'error',
-    THINGBASE_ADMIN_EMAIL: ADMIN_EMAIL,
-    THINGBASE_ADMIN_PASSWORD: ADMIN_PASSWORD,
-    THINGBASE_ORG_NAME: 'Acme',
-    // Lower scrypt cost keeps the suite fast; the algorithm is the same.
-    THINGBASE_PASSWORD_HASH_COST: '1024',
-    // Every answer checked against its route's response schema (src/core/http/answers.ts).
-    THINGBASE_CHECK_ANSWERS: 'true',
-    DATABASE_URL: storeSettings.databaseUrl,
-    ...(storeSettings.databaseSchema ? { DATABASE_SCHEMA: storeSettings.databaseSchema } : {}),
-    ...(typeof options.env === 'function' ? await options.env() : options.env),
-  });
-  const server = await createServer(config);
+  const configure = async () =>
+    loadConfig({
+      HOST: '127.0.0.1',
+      PORT: '0',
+      MQTT_PORT: '0',
+      LOG_LEVEL: 'error',
+      THINGBASE_ADMIN_EMAIL: ADMIN_EMAIL,
+      THINGBASE_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      THINGBASE_ORG_NAME: 'Acme',
+      // Lower scrypt cost keeps the suite fast; the algorithm is the same.
+      THINGBASE_PASSWORD_HASH_COST: '1024',
+      // Every answer checked against its route's response schema (src/core/http/answers.ts).
+      THINGBASE_CHECK_ANSWERS: 'true',
+      DATABASE_URL: storeSettings.databaseUrl,
+      ...(storeSettings.databaseSchema ? { DATABASE_SCHEMA: storeSettings.databaseSchema } : {}),
+      ...(typeof options.env === 'function' ? await options.env() : options.env),
+    });
+  let server: Server;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      server = await createServer(await configure());
+      break;
+    } catch (error) {
+      // A port the environment function found free (freePort) can be taken by another suite's
+      // server, running in parallel, before this one listens on it: pick again.
+      const portTaken = /_PORT \d+ is taken/.test((error as Error).message);
+      if (typeof options.env !== 'function' || !portTaken || attempt === 3) throw error;
+    }
+  }
   const address = await server.listen({ port: 0, host: '127.0.0.1' });
   let admin: string | undefined;
   const request = <T = any>(method: string, path: string, requestOptions?: RequestOptions) =>

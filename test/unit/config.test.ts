@@ -37,4 +37,57 @@ describe('configuration', () => {
     assert.equal(limitInChild(['--max-old-space-size=1024']), 'false');
     assert.equal(limitInChild(['--max-old-space-size=2048']), 'true');
   });
+
+  it('when a duration is written in seconds, minutes, hours or days then it is read in seconds; anything else is refused naming the setting', () => {
+    assert.equal(loadConfig({ TOKEN_IDLE_TTL: '3600' }).tokenIdleTtlSeconds, 3600);
+    assert.equal(loadConfig({ TOKEN_IDLE_TTL: '45s' }).tokenIdleTtlSeconds, 45);
+    assert.equal(loadConfig({ TOKEN_IDLE_TTL: '90m' }).tokenIdleTtlSeconds, 5400);
+    assert.equal(loadConfig({ TOKEN_IDLE_TTL: ' 12 h ' }).tokenIdleTtlSeconds, 43_200);
+    assert.equal(loadConfig({ TOKEN_MAX_TTL: '7d' }).tokenMaxTtlSeconds, 604_800);
+    assert.equal(loadConfig({ DELIVERY_TIMEOUT: '2m' }).deliveryTimeoutMs, 120_000);
+    for (const text of ['1.5h', 'ten', '-5', '5w', 'h']) {
+      assert.throws(() => loadConfig({ TOKEN_IDLE_TTL: text }), /TOKEN_IDLE_TTL must be a duration/, text);
+    }
+  });
+
+  it('when a switch is yes, on, 1 or true (any case) then it is on; no, off, 0, false or empty, off; anything else is refused', () => {
+    for (const text of ['yes', 'ON', '1', 'True'])
+      assert.equal(loadConfig({ TRUST_PROXY: text }).trustProxy, true, text);
+    for (const text of ['no', 'Off', '0', 'FALSE', '']) {
+      assert.equal(loadConfig({ TRUST_PROXY: text }).trustProxy, false, text);
+    }
+    assert.throws(
+      () => loadConfig({ ALLOW_PRIVATE_WEBHOOKS: 'maybe' }),
+      /ALLOW_PRIVATE_WEBHOOKS must be true or false/,
+    );
+  });
+
+  it('when a count is not a positive integer or a port not one then the setting is named', () => {
+    assert.equal(loadConfig({ MQTT_MAX_PENDING: '10' }).mqttMaxPending, 10);
+    for (const text of ['0', '-1', '2.5', 'many']) {
+      assert.throws(() => loadConfig({ MQTT_MAX_PENDING: text }), /MQTT_MAX_PENDING must be a positive integer/, text);
+    }
+    assert.throws(() => loadConfig({ PORT: '70000' }), /PORT must be a port number/);
+    assert.throws(() => loadConfig({ MQTT_PORT: 'one' }), /MQTT_PORT must be a port number/);
+    const unset = loadConfig({ MQTT_PORT: '' });
+    assert.equal(unset.mqttPort, 1883);
+    assert.equal(unset.mqttPortExplicit, false);
+  });
+
+  it('when SQLITE_SYNCHRONOUS is given in any case then it is FULL or NORMAL; anything else is refused', () => {
+    assert.equal(loadConfig({}).sqliteSynchronous, 'FULL');
+    assert.equal(loadConfig({ SQLITE_SYNCHRONOUS: 'normal' }).sqliteSynchronous, 'NORMAL');
+    assert.equal(loadConfig({ SQLITE_SYNCHRONOUS: 'Full' }).sqliteSynchronous, 'FULL');
+    assert.throws(() => loadConfig({ SQLITE_SYNCHRONOUS: 'OFF' }), /SQLITE_SYNCHRONOUS must be FULL or NORMAL/);
+  });
+
+  it('when the server listens on every address then its public address names the loopback; PUBLIC_BASE_URL wins, without a trailing slash', () => {
+    assert.equal(loadConfig({ HOST: '0.0.0.0', PORT: '8080' }).publicBaseUrl, 'http://127.0.0.1:8080');
+    assert.equal(loadConfig({ HOST: '::' }).publicBaseUrl, 'http://127.0.0.1:3000');
+    assert.equal(loadConfig({ HOST: 'iot.example.com' }).publicBaseUrl, 'http://iot.example.com:3000');
+    assert.equal(
+      loadConfig({ HOST: '0.0.0.0', PUBLIC_BASE_URL: 'https://iot.example.com//' }).publicBaseUrl,
+      'https://iot.example.com',
+    );
+  });
 });

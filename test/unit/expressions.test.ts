@@ -202,6 +202,7 @@ describe('expressions: syntax errors', () => {
     [`'\\q'`, `unknown escape '\\q' at position 1 (a string may use \\' \\" \\\\ \\n \\t \\r)`, 1],
     ['and', "unexpected 'and' at position 0 (expected a value)", 0],
     ['a == not b', "unexpected 'not' at position 5 (expected a value)", 5],
+    [`a ${'b'.repeat(50)}`, `unexpected name '${'b'.repeat(37)}...' at position 2 (expected 'and' or 'or')`, 2],
   ];
   for (const [source, message, position] of cases) {
     it(`when ${JSON.stringify(source)} is parsed then the error names position ${position}`, () => {
@@ -212,6 +213,12 @@ describe('expressions: syntax errors', () => {
       assert.equal(error.name, 'ExpressionSyntaxError');
     });
   }
+
+  it('when the expression is not text then it is a syntax error at position 0', () => {
+    const error = syntaxErrorOf(42 as unknown as string);
+    assert.equal(error.message, 'expected the expression as text at position 0');
+    assert.equal(error.position, 0);
+  });
 
   it('when the text is longer than the limit then it is refused before reading', () => {
     const error = syntaxErrorOf('a'.repeat(MAX_EXPRESSION_LENGTH + 1));
@@ -387,6 +394,21 @@ describe('expressions: comparison semantics', () => {
     for (const name of ['map', 'date', 'symbol', 'fn']) {
       assert.equal(value(`${name} == ${name} or ${name} > 1 or ${name} contains 1 or 1 in ${name}`, lookup), false);
     }
+  });
+
+  it('when booleans meet the text false or numbers meet text past the largest number then they compare as documented', () => {
+    assert.equal(value(`false == 'false'`), true);
+    assert.equal(value(`false == 'true'`), false);
+    assert.equal(value(`'false' != false`), false);
+    assert.equal(valuesEqual('1e308', 1e308), true);
+    assert.equal(valuesEqual('1e400', Number.MAX_VALUE), false, 'text beyond any number is no number');
+    assert.equal(valuesEqual('-1e400', -Number.MAX_VALUE), false);
+  });
+
+  it('when two lists are too long to compare within the step budget then they are not equal, rather than slow', () => {
+    const items = (n: number) => Array.from({ length: n }, (_, i) => i);
+    assert.equal(valuesEqual(items(5_000), items(5_000)), true);
+    assert.equal(valuesEqual(items(20_000), items(20_000)), false);
   });
 });
 

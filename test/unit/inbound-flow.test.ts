@@ -46,6 +46,8 @@ describe('inbound flow of device messages', () => {
     flow.answered(1);
     flow.answered(1);
     assert.equal(flow.pending(), 0);
+    assert.equal(flow.pending(1), 0);
+    assert.equal(flow.pending(7), 0, 'a connection never seen');
     assert.equal(offer(flow, 1, 5), 2);
   });
 });

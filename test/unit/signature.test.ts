@@ -187,6 +187,11 @@ describe('signature', () => {
       '{"a":[1,2},"hash":"h"}',
       '{"a":"line\nbreak","hash":"h"}',
       '{a:1,"hash":"h"}',
+      '{"a":["x',
+      '{"a":{"b":[1,2',
+      '{"\\q":1,"hash":"h"}',
+      '{"abc',
+      '{"a" 1,"hash":"h"}',
     ]) {
       assert.deepEqual(signedTextOfMqttPayload(raw), { signed: raw, hash: undefined, accessKey: undefined }, raw);
     }

@@ -455,6 +455,8 @@ describe('timeBuckets limits and arguments', () => {
     assert.throws(() => timeBuckets({ ...base, size: 1.5 }), RangeError);
     assert.throws(() => timeBuckets({ ...base, to: Number.NaN }), RangeError);
     assert.throws(() => timeBuckets({ ...base, grouping: 'week' as TimeGrouping }), RangeError);
+    assert.throws(() => timeBuckets({ ...base, maxBuckets: 0 }), /maxBuckets must be a positive integer/);
+    assert.throws(() => timeBuckets({ ...base, maxBuckets: 2.5 }), /maxBuckets must be a positive integer/);
   });
 });
 

@@ -1,0 +1,158 @@
+/**
+ * What an event may carry besides plain metrics, and where its limits are: waypoints, timestamps as
+ * text, new boolean metrics, data that is not an object, bulks over the limit.
+ */
+import assert from 'node:assert/strict';
+import { before, it } from 'node:test';
+import { createKeyPair, Device } from '../support/device.ts';
+import { createThing, defaultTemplateKey, storedEventCount, unique } from '../support/fixtures.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+describeOnStores('event input', (ctx) => {
+  let device: Device;
+  before(async () => {
+    device = new Device(ctx.api.url, await createKeyPair(ctx.api, await ctx.api.adminToken()));
+  });
+
+  /** A thing's events as stored: epoch milliseconds and the data's text. */
+  const storedEvents = async (thingKey: string) =>
+    (
+      await ctx.api.server.store.db
+        .selectFrom('events')
+        .innerJoin('things', 'things.thing_id', 'events.thing_id')
+        .select(['events.timestamp', 'events.data'])
+        .where('things.thing_key', '=', thingKey)
+        .orderBy('events.timestamp')
+        .execute()
+    ).map((e) => ({ timestamp: Number(e.timestamp), data: String(e.data) }));
+
+  const readThing = async (thingKey: string) => {
+    const read = await ctx.api.request('GET', `/api/v3/things/${thingKey}`, { token: await ctx.api.adminToken() });
+    assert.equal(read.status, 200, read.text);
+    return read.body.thing;
+  };
+
+  it('when the events of a bulk carry waypoints then the last one becomes the thing’s coordinates, and an event of a waypoint alone is stored', async () => {
+    const thingKey = unique('truck');
+    assert.equal((await device.register({ thing_key: thingKey })).status, 200);
+    const bulk = await device.event({
+      events: [
+        { thing_key: thingKey, timestamp: 1_700_000_000_000, data: { speed: 40 }, waypoint: [18.52, 73.85] },
+        { thing_key: thingKey, timestamp: 1_700_000_001_000, data: { speed: 42 } },
+        { thing_key: thingKey, timestamp: 1_700_000_002_000, waypoint: ['19.07', '72.87'] },
+      ],
+    });
+    assert.equal(bulk.status, 200, bulk.text);
+    assert.deepEqual((await readThing(thingKey)).coordinates, [19.07, 72.87]);
+    assert.equal(await storedEventCount(ctx.api, thingKey), 3);
+    const stored = await storedEvents(thingKey);
+    assert.deepEqual(
+      stored.map((e) => [e.timestamp, e.data]),
+      [
+        [1_700_000_000_000, '{"speed":40}'],
+        [1_700_000_001_000, '{"speed":42}'],
+        [1_700_000_002_000, '{}'],
+      ],
+    );
+  });
+
+  it('when a waypoint is off the globe or not a pair then it is dropped, and an event with nothing else is a 400', async () => {
+    const thingKey = unique('truck');
+    assert.equal((await device.register({ thing_key: thingKey })).status, 200);
+    for (const waypoint of [[91, 10], [10, -181], [1, 2, 3], ['north', 'east'], 'here']) {
+      const alone = await device.event({ thing_key: thingKey, waypoint });
+      assert.equal(alone.status, 400, `${JSON.stringify(waypoint)}: ${alone.text}`);
+      assert.equal(alone.body.errors[0].param, 'data');
+      const withData = await device.event({ thing_key: thingKey, waypoint, data: { speed: 1 } });
+      assert.equal(withData.status, 200, withData.text);
+    }
+    assert.equal((await readThing(thingKey)).coordinates, null);
+    assert.equal(await storedEventCount(ctx.api, thingKey), 5);
+  });
+
+  it('when data is not an object then it is a 400 naming it, alone and in a bulk, and nothing is stored', async () => {
+    const thingKey = unique('bad');
+    assert.equal((await device.register({ thing_key: thingKey })).status, 200);
+    for (const data of [[1, 2], 'warm', null]) {
+      const alone = await device.event({ thing_key: thingKey, data });
+      assert.equal(alone.status, 400, `${JSON.stringify(data)}: ${alone.text}`);
+      assert.equal(alone.body.errors[0].param, 'data');
+      const bulk = await device.event({
+        events: [
+          { thing_key: thingKey, data: { ok: 1 } },
+          { thing_key: thingKey, data },
+        ],
+      });
+      assert.equal(bulk.status, 400, bulk.text);
+      assert.equal(bulk.body.errors[0].param, 'events.1.data');
+    }
+    assert.equal(await storedEventCount(ctx.api, thingKey), 0);
+  });
+
+  it('when a timestamp comes as decimal text then it is read as the number, in seconds or milliseconds', async () => {
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, {});
+    const sent = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+      token,
+      body: {
+        events: [
+          { timestamp: '1700000000', data: { n: 1 } },
+          { timestamp: ' 1700000005123 ', data: { n: 2 } },
+        ],
+      },
+    });
+    assert.equal(sent.status, 200, sent.text);
+    assert.deepEqual(
+      (await storedEvents(thing.thing_key)).map((e) => [e.timestamp, e.data]),
+      [
+        [1_700_000_000_000, '{"n":1}'],
+        [1_700_000_005_123, '{"n":2}'],
+      ],
+    );
+    for (const timestamp of ['1.7e12', '-1700000000', 'yesterday']) {
+      const refused = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+        token,
+        body: { events: [{ timestamp, data: { n: 3 } }] },
+      });
+      assert.equal(refused.status, 400, `${timestamp}: ${refused.text}`);
+      assert.equal(refused.body.errors[0].param, 'timestamp');
+    }
+  });
+
+  it('when a thing of the Default template sends a new boolean metric then the template learns it as boolean', async () => {
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, {});
+    const name = unique('door').replaceAll('-', '_');
+    const sent = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+      token,
+      body: { events: [{ data: { [name]: true, nested: { [name]: false } } }] },
+    });
+    assert.equal(sent.status, 200, sent.text);
+    const template = await ctx.api.request(
+      'GET',
+      `/api/v3/thing_templates/${await defaultTemplateKey(ctx.api, token)}`,
+      {
+        token,
+      },
+    );
+    const metrics = template.body.thing_template.metrics as { name: string; data_type: string }[];
+    assert.equal(metrics.find((m) => m.name === name)?.data_type, 'boolean', template.text);
+    assert.equal(metrics.find((m) => m.name === `nested.${name}`)?.data_type, 'boolean', template.text);
+    const wrong = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+      token,
+      body: { events: [{ data: { [name]: 'open' } }] },
+    });
+    assert.equal(wrong.status, 422, wrong.text);
+  });
+
+  it('when a device bulk holds more than 10,000 events then it is a 400 and nothing is stored', async () => {
+    const thingKey = unique('many');
+    assert.equal((await device.register({ thing_key: thingKey })).status, 200);
+    const events = Array.from({ length: 10_001 }, (_, n) => ({ thing_key: thingKey, data: { n } }));
+    const refused = await device.event({ events });
+    assert.equal(refused.status, 400, refused.text);
+    assert.equal(refused.body.errors[0].param, 'events');
+    assert.match(refused.body.errors[0].message, /at most 10000 events/);
+    assert.equal(await storedEventCount(ctx.api, thingKey), 0);
+  });
+});
