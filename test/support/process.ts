@@ -1,11 +1,22 @@
 /** Runs `thingbase serve` as its own process, as an operator would, for tests that kill or restart it. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export interface ServerProcess {
   child: ChildProcess;
   url: string;
   output: () => string;
 }
+
+/**
+ * How node starts the CLI: compiled beside this file when the suite runs compiled (as `npm test` runs it),
+ * else from source through the TypeScript loader.
+ */
+const cli = (args: string[]): string[] =>
+  extname(fileURLToPath(import.meta.url)) === '.ts'
+    ? ['--import', 'tsx', 'src/cli.ts', ...args]
+    : [fileURLToPath(new URL('../../src/cli.js', import.meta.url)), ...args];
 
 /** The environment every test process starts with: any free port, no MQTT, a cheap password hash. */
 const testEnv = (env: Record<string, string>) => ({
@@ -18,7 +29,7 @@ const testEnv = (env: Record<string, string>) => ({
 });
 
 export async function serveProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+  const child = spawn(process.execPath, cli(['serve']), {
     env: testEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -61,7 +72,7 @@ export interface CliResult {
 
 /** Runs `thingbase <args>` to its end (a `serve` that fails to start, or any other command). */
 export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+  const child = spawn(process.execPath, cli(args), {
     env: testEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+// The suite runs from the repository's root (compiled, this file is not in the repository's tree).
+const root = process.cwd();
 const THIS_FILE = 'test/unit/repository-documents.test.ts';
 
 /** Documents outside the repository that earlier comments cited; this file names them to look for them. */
