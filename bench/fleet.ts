@@ -32,6 +32,7 @@ import {
   cpuSeconds,
   describeMachine,
   type KeyPair,
+  latency,
   option,
   postJson,
   rssMiB,
@@ -42,14 +43,6 @@ import {
 
 const PINGREQ = 0xc0;
 const PINGRESP = 0xd0;
-
-const quantile = (values: number[], q: number) => {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
-};
-const latency = (values: number[]) =>
-  `${quantile(values, 0.5).toFixed(1)} / ${quantile(values, 0.99).toFixed(1)} / ${quantile(values, 1).toFixed(1)}`;
 
 /** A device on a raw socket: connects, subscribes to its acknowledgements, publishes and pings on demand. */
 class FleetDevice {

@@ -200,3 +200,16 @@ export function startThingbase(store: BenchStore, mqttPort: number): Promise<Chi
 
 /** A port for the embedded broker, away from the usual ones. */
 export const benchMqttPort = (): number => 20000 + Math.floor(Math.random() * 20000);
+
+/** The value below which a share `q` of the values lie. */
+export const quantile = (values: number[], q: number): number => {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+};
+
+/** Latencies as `p50 / p99 / max`, in ms to a tenth. */
+export const latency = (values: number[]): string =>
+  values.length === 0
+    ? '-'
+    : `${quantile(values, 0.5).toFixed(1)} / ${quantile(values, 0.99).toFixed(1)} / ${quantile(values, 1).toFixed(1)}`;

@@ -3,6 +3,7 @@
  */
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { actionRoutes } from './actions/routes.ts';
 import { alertRoutes } from './alerts/routes.ts';
@@ -36,6 +37,8 @@ import { MqttInstructions } from './mqtt/instructions.ts';
 import { organisationRoutes } from './organisations/routes.ts';
 import { childOrganisationKeys } from './organisations/service.ts';
 import { queryRoutes } from './queries/routes.ts';
+import { RealtimeHub } from './realtime/hub.ts';
+import { MAX_FRAME_BYTES, registerRealtimeRoutes } from './realtime/routes.ts';
 import { roleRoutes } from './roles/routes.ts';
 import { RuleEngine } from './rules/engine.ts';
 import { ruleRoutes } from './rules/routes.ts';
@@ -92,7 +95,13 @@ export async function createServer(config: Config): Promise<Server> {
     const ingest = new EventIngest(store, writer);
     const devices = new DeviceService(store, ingest);
     let instructions: MqttInstructions | undefined;
+    const hub = new RealtimeHub(store, {
+      authenticate: (token) => sessions.authenticate(token),
+      childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
+    });
+    closeOnFailure.push(() => hub.close());
     const app = await buildHttpApp(config, store, sessions, box, {
+      hub,
       ingest,
       eventAdmission: new EventAdmission(() => writer.refusing(), BULK_BODY_LIMIT),
       authenticator,
@@ -126,6 +135,7 @@ export async function createServer(config: Config): Promise<Server> {
       close: async () => {
         for (const timer of timers) clearInterval(timer);
         await mqtt?.close();
+        hub.close();
         await app.close();
         await writer.drain();
         await deliveries.stop();
@@ -150,6 +160,7 @@ async function buildHttpApp(
   sessions: SessionService,
   box: SecretBox,
   parts: {
+    hub: RealtimeHub;
     ingest: EventIngest;
     eventAdmission: EventAdmission;
     authenticator: DeviceAuthenticator;
@@ -201,6 +212,7 @@ async function buildHttpApp(
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES } });
 
   app.get('/healthz', { schema: { hide: true } }, async (_request, reply) => {
     try {
@@ -243,6 +255,10 @@ async function buildHttpApp(
     ...actionRoutes(store, config.publicBaseUrl),
     ...instructionRoutes(store, parts.instructions),
   ]);
+  registerRealtimeRoutes(app, {
+    hub: parts.hub,
+    authenticate: (token) => sessions.authenticate(token),
+  });
   await app.ready();
   return app;
 }

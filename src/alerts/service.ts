@@ -8,7 +8,7 @@ import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import type { Principal } from '../core/principal.ts';
 import { readTimestamp } from '../events/ingest.ts';
-import type { Executor, Store } from '../store/store.ts';
+import { type Executor, noteChange, type Store } from '../store/store.ts';
 import type { AlertRow } from '../store/tables.ts';
 import { findThing, type ThingWithTemplate, thingSnapshot } from '../things/service.ts';
 import { alertTypeName } from './presenter.ts';
@@ -31,6 +31,11 @@ export interface NewAlert {
 
 export function listAlerts(db: Executor, filter: alerts.AlertFilter, list: ListQuery) {
   return alerts.listAlerts(db, filter, list);
+}
+
+/** An alert of these organisations, or undefined. */
+export function findAlert(db: Executor, organisationKeys: string[], alertKey: string): Promise<AlertRow | undefined> {
+  return alerts.findAlert(db, organisationKeys, alertKey);
 }
 
 export async function requireAlert(db: Executor, organisationKeys: string[], alertKey: string): Promise<AlertRow> {
@@ -61,7 +66,19 @@ export async function raiseAlert(db: Executor, alert: NewAlert, now = Date.now()
     updated_at: now,
   };
   await alerts.insertAlert(db, row);
+  await noteAlert(db, row, 'create');
   return row;
+}
+
+/** Tells the change feed an alert as it now is (realtime push, docs/realtime.md). */
+function noteAlert(db: Executor, row: AlertRow, action: 'create' | 'update') {
+  return noteChange(db, {
+    entityType: 'Alert',
+    organisationKey: row.organisation_key,
+    entityKey: row.alert_key,
+    action,
+    detail: row,
+  });
 }
 
 /**
@@ -115,8 +132,10 @@ export async function receiveDeviceAlert(store: Store, principal: Principal, inp
           updated_at: now,
         };
         await alerts.updateAlert(tx, existing.alert_key, changes);
+        const updated = { ...existing, ...changes };
+        await noteAlert(tx, updated, 'update');
         for (const acknowledge of acknowledgements) await acknowledge(tx, existing, now);
-        return { ...existing, ...changes };
+        return updated;
       }
     }
     const thingKey = input.thing_key || input.device_key;

@@ -38,6 +38,8 @@ export interface Change {
   before?: object;
   /** Public representation after the change (omit on delete). */
   after?: object;
+  /** What the change feed tells of it (core/change-feed.ts, `detail`); by default `after`, or `before` on delete. */
+  detail?: unknown;
 }
 
 export async function recordChange(db: Executor, actor: Actor, change: Change, now = Date.now()): Promise<void> {
@@ -46,6 +48,7 @@ export async function recordChange(db: Executor, actor: Actor, change: Change, n
     organisationKey: change.organisationKey,
     entityKey: change.entityKey,
     action: change.action,
+    detail: change.detail ?? change.after ?? change.before,
   });
   for (const type of revisionsRaisedBy(change.entityType)) await raiseRevision(db, change.organisationKey, type);
   await db

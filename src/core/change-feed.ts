@@ -19,7 +19,10 @@ export type EntityType =
   | 'NotificationAction'
   | 'Instruction'
   | 'Organisation'
-  | 'KeyPair';
+  | 'KeyPair'
+  | 'Alert'
+  /** Events stored: told only while someone wants them (`want`), a change per organisation and transaction. */
+  | 'Event';
 
 export type ChangeAction = 'create' | 'update' | 'delete';
 
@@ -35,6 +38,12 @@ export interface EntityChange {
   action: ChangeAction;
   /** Whether another instance made it. */
   remote: boolean;
+  /**
+   * What the entity is now (or was, when deleted), for realtime push (docs/realtime.md): the entity's
+   * snapshot or row, or for `Event` the stored events. Absent when unknown: a change of another
+   * instance carries it only while this one wants the type, and only when it is small enough.
+   */
+  detail?: unknown;
 }
 
 export type ChangeListener = (change: EntityChange) => void;
@@ -42,6 +51,63 @@ export type ChangeListener = (change: EntityChange) => void;
 export class ChangeFeed {
   private readonly listeners = new Map<EntityType, Set<ChangeListener>>();
   private catchingUp: (() => void | Promise<void>) | undefined;
+  /** How many want the details of each type here. */
+  private readonly wants = new Map<EntityType, number>();
+  private readonly wantListeners = new Set<() => void>();
+  private wantedElsewhere: (type: EntityType) => boolean = () => false;
+
+  /**
+   * Says that changes of these types are wanted with their details (realtime push has subscribers to
+   * them); answers the function that takes it back. Events are noted to the feed only while wanted,
+   * here or by another instance, and details cross to other instances only while they want them.
+   */
+  want(types: readonly EntityType[]): () => void {
+    const before = this.wants.size;
+    for (const type of types) this.wants.set(type, (this.wants.get(type) ?? 0) + 1);
+    if (this.wants.size !== before) this.wantsChanged();
+    let taken = false;
+    return () => {
+      if (taken) return;
+      taken = true;
+      const before = this.wants.size;
+      for (const type of types) {
+        const count = (this.wants.get(type) ?? 0) - 1;
+        if (count > 0) this.wants.set(type, count);
+        else this.wants.delete(type);
+      }
+      if (this.wants.size !== before) this.wantsChanged();
+    };
+  }
+
+  /** The types wanted with their details here. */
+  wantedHere(): EntityType[] {
+    return [...this.wants.keys()];
+  }
+
+  /** Whether changes of the type are wanted with their details, here or by another instance. */
+  wanted(type: EntityType): boolean {
+    return this.wants.has(type) || this.wantedElsewhere(type);
+  }
+
+  /** Whether another instance wants changes of the type with their details. */
+  wantedByOthers(type: EntityType): boolean {
+    return this.wantedElsewhere(type);
+  }
+
+  /** Sets how the feed learns what the other instances want (store/change-link.ts). */
+  setWantedElsewhere(wanted: (type: EntityType) => boolean): void {
+    this.wantedElsewhere = wanted;
+  }
+
+  /** Calls `listener` whenever the types wanted here change; returns the function that stops it. */
+  onWantsChange(listener: () => void): () => void {
+    this.wantListeners.add(listener);
+    return () => this.wantListeners.delete(listener);
+  }
+
+  private wantsChanged(): void {
+    for (const listener of this.wantListeners) listener();
+  }
 
   /** Sets how the feed learns at once of changes made elsewhere that it may not have been told yet. */
   setCatchUp(catchUp: () => void | Promise<void>): void {

@@ -13,3 +13,8 @@ export function redactUrl(url: string): string {
     return url.replace(/(\/\/[^:/@]*):[^@/]*@/, '$1:***@');
   }
 }
+
+/** A request's URL as logs show it: a `token` query parameter (realtime streams) is never written. */
+export function loggedUrl(url: string): string {
+  return url.includes('token=') ? url.replace(/([?&]token=)[^&#]*/g, '$1[redacted]') : url;
+}

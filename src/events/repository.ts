@@ -184,3 +184,21 @@ export async function* eventChunks(db: Executor, range: EventRange, size = 20_00
     after = events[events.length - 1];
   }
 }
+
+/** The data (JSON text) of a thing's event at a time, or undefined: realtime push reads one told without it. */
+export async function eventDataAt(
+  db: Executor,
+  organisationKey: string,
+  thingKey: string,
+  timestamp: number,
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('events as e')
+    .innerJoin('things as t', 't.thing_id', 'e.thing_id')
+    .select('e.data')
+    .where('t.organisation_key', '=', organisationKey)
+    .where('t.thing_key', '=', thingKey)
+    .where('e.timestamp', '=', timestamp)
+    .executeTakeFirst();
+  return row?.data;
+}

@@ -13,7 +13,7 @@
 
 import { sendAgainLater } from '../core/errors.ts';
 import { RowsStatement } from '../store/dialect.ts';
-import type { Store, Tx } from '../store/store.ts';
+import { noteChange, type Store, type Tx } from '../store/store.ts';
 import { recordHeartbeat, recordLastEvents, type ThingTouch } from '../things/service.ts';
 import { insertEvents, type NewEvent } from './repository.ts';
 import { addToRollups, metricPaths, SlotCounter } from './rollups.ts';
@@ -196,6 +196,8 @@ export class EventWriter {
             stale = await staleBatches(tx, batches);
             const current = batches.filter((b) => !stale.has(b));
             await writeBatches(tx, current);
+            // Told before the alerts the rules raise on them.
+            if (this.store.changes.wanted('Event')) await noteEvents(tx, current);
             if (this.process) await this.process(tx, current);
           });
           for (const q of taken) {
@@ -278,6 +280,40 @@ async function staleBatches(tx: Tx, batches: IngestBatch[]): Promise<Set<IngestB
     }
   }
   return stale;
+}
+
+/** A stored event as the change feed tells it, for realtime push (docs/realtime.md). */
+export interface EventNotice {
+  thing_key: string;
+  thing_template_key: string;
+  /** When it happened (ms). */
+  timestamp: number;
+  data: Record<string, unknown>;
+}
+
+/** Tells the change feed the transaction's events, once it commits: one change per organisation. */
+async function noteEvents(tx: Tx, batches: IngestBatch[]): Promise<void> {
+  const byOrganisation = new Map<string, EventNotice[]>();
+  for (const b of batches) {
+    let stored = byOrganisation.get(b.subject.organisationKey);
+    if (!stored) {
+      stored = [];
+      byOrganisation.set(b.subject.organisationKey, stored);
+    }
+    for (const e of b.events) {
+      const thing = b.subject.things.get(e.thingId) as SubjectThing;
+      stored.push({
+        thing_key: thing.thing_key,
+        thing_template_key: thing.thing_template_key,
+        timestamp: e.timestamp,
+        data: e.data,
+      });
+    }
+  }
+  for (const [organisationKey, detail] of byOrganisation) {
+    if (detail.length === 0) continue;
+    await noteChange(tx, { entityType: 'Event', organisationKey, entityKey: null, action: 'create', detail });
+  }
 }
 
 async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {

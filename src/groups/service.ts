@@ -186,3 +186,15 @@ export async function deleteGroup(store: Store, actor: Actor, organisationKeys: 
     });
   });
 }
+
+/** The keys of every thing in a group now, a dynamic group's expression evaluated now (realtime push). */
+export async function memberKeysOfGroup(db: Executor, group: GroupRow): Promise<string[]> {
+  const keys: string[] = [];
+  const per = 1000;
+  for (let page = 1; ; page++) {
+    const list = { page, per, orderBy: 'thing_key', order: 'asc' as const, keywords: [], matchAll: false };
+    const { rows } = await listGroupMembers(db, group, {}, list);
+    for (const row of rows) keys.push(row.thing_key);
+    if (rows.length < per) return keys;
+  }
+}

@@ -56,21 +56,37 @@ export function unacknowledged(db: Executor, organisationKey: string, thingKey: 
   return query.orderBy('created_at', 'desc').limit(limit).execute();
 }
 
-/** pending -> delivered; a later state is never undone. */
-export async function markDelivered(db: Executor, alertKey: string, now = Date.now()): Promise<void> {
-  await db
+/** pending -> delivered; a later state is never undone. Answers the instruction when it changed. */
+export function markDelivered(db: Executor, alertKey: string, now = Date.now()): Promise<InstructionRow | undefined> {
+  return db
     .updateTable('instructions')
     .set({ status: 'delivered', delivered_at: now, updated_at: now })
     .where('alert_key', '=', alertKey)
     .where('status', '=', 'pending')
-    .execute();
+    .returningAll()
+    .executeTakeFirst();
 }
 
-/** The device acknowledged the instruction (its alert was updated). */
-export async function markAcknowledged(db: Executor, instructionKey: string, now = Date.now()): Promise<void> {
-  await db
+/** The device acknowledged the instruction (its alert was updated). Answers the instruction. */
+export function markAcknowledged(
+  db: Executor,
+  instructionKey: string,
+  now = Date.now(),
+): Promise<InstructionRow | undefined> {
+  return db
     .updateTable('instructions')
     .set({ status: 'acknowledged', acknowledged_at: now, updated_at: now })
     .where('instruction_key', '=', instructionKey)
-    .execute();
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** An instruction of an organisation by its key alone. */
+export function findInstructionByKey(db: Executor, organisationKey: string, key: string) {
+  return db
+    .selectFrom('instructions')
+    .selectAll()
+    .where('instruction_key', '=', key)
+    .where('organisation_key', '=', organisationKey)
+    .executeTakeFirst();
 }

@@ -11,7 +11,7 @@ import { invalidParam, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
-import type { Executor, Store } from '../store/store.ts';
+import { type Executor, noteChange, type Store } from '../store/store.ts';
 import type { InstructionRow } from '../store/tables.ts';
 import { requireThing } from '../things/service.ts';
 import { presentInstruction } from './presenter.ts';
@@ -39,8 +39,21 @@ const alertView = (row: InstructionRow) => {
 
 /** A device's acknowledgement of an instruction's alert acknowledges the instruction. */
 onAlertAcknowledged(async (db, alert, now) => {
-  if (alert.instruction_key !== null) await instructions.markAcknowledged(db, alert.instruction_key, now);
+  if (alert.instruction_key === null) return;
+  const row = await instructions.markAcknowledged(db, alert.instruction_key, now);
+  if (row) await noteStatus(db, row);
 });
+
+/** Tells the change feed an instruction's new status (realtime push, docs/realtime.md). */
+function noteStatus(db: Executor, row: InstructionRow) {
+  return noteChange(db, {
+    entityType: 'Instruction',
+    organisationKey: row.organisation_key,
+    entityKey: row.instruction_key,
+    action: 'update',
+    detail: row,
+  });
+}
 
 export async function sendInstruction(
   store: Store,
@@ -92,6 +105,7 @@ export async function sendInstruction(
       entityKey: instruction.instruction_key,
       entityName: instruction.name,
       after: presentInstruction(instruction, STORED_TIME),
+      detail: instruction,
     });
     return instruction;
   });
@@ -130,6 +144,12 @@ export function unacknowledgedInstructions(db: Executor, organisationKey: string
 }
 
 /** A device has the instruction's message (docs/devices.md, "Instructions"). */
-export function markInstructionDelivered(db: Executor, alertKey: string): Promise<void> {
-  return instructions.markDelivered(db, alertKey);
+export async function markInstructionDelivered(db: Executor, alertKey: string): Promise<void> {
+  const row = await instructions.markDelivered(db, alertKey);
+  if (row) await noteStatus(db, row);
+}
+
+/** An instruction of an organisation, or undefined (realtime push reads one it was told of without detail). */
+export function findInstructionByKey(db: Executor, organisationKey: string, key: string) {
+  return instructions.findInstructionByKey(db, organisationKey, key);
 }

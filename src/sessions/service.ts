@@ -9,7 +9,7 @@ import { monotonicNow, RecentReads } from '../core/recent-reads.ts';
 import { resolveTimeZone } from '../core/time.ts';
 import { findOrganisation } from '../organisations/service.ts';
 import { findBuiltInRole, findRole } from '../roles/service.ts';
-import type { Executor, Store } from '../store/store.ts';
+import { type Executor, noteChange, type Store } from '../store/store.ts';
 import type { UserRow } from '../store/tables.ts';
 import { decoyHash, verifyPassword } from '../users/passwords.ts';
 import { findUserByEmail } from '../users/service.ts';
@@ -143,8 +143,18 @@ export class SessionService {
     for (const [hash, at] of this.signedOut) if (at < now - 10 * PRINCIPAL_CACHE_MS) this.signedOut.delete(hash);
     this.signedOut.set(tokenHash, now);
     this.principals.delete(tokenHash);
+    const session = await sessions.findSessionPrincipal(this.store.db, tokenHash);
     await sessions.deleteSession(this.store.db, tokenHash);
     this.principals.delete(tokenHash);
+    // Told to every instance: their caches forget the token, and realtime push closes what it opened.
+    if (session) {
+      await noteChange(this.store.db, {
+        entityType: 'User',
+        organisationKey: session.organisation_key,
+        entityKey: session.user_key,
+        action: 'update',
+      });
+    }
   }
 
   /** The caller behind an X-Auth-Token, or undefined for a missing, unknown, revoked or expired token. */

@@ -5,6 +5,10 @@
  * of its own and tells its feed what the others changed. While that connection is down, changes are
  * missed: once it is back, the feed is told that anything may have changed. `catchUp` waits for the
  * notices already sent, for followers that must not trail another instance's change.
+ *
+ * Details (what realtime push sends: stored events, an alert, a thing) cross only to instances that
+ * want them: each instance says which types it wants when that changes and every few seconds, and
+ * the others send those types' details (and events at all) only while some instance wants them.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
@@ -15,12 +19,24 @@ import type { Tx } from './executor.ts';
 /** NOTIFY payloads must stay under 8,000 bytes: changes are sent in parts of at most this many. */
 const PAYLOAD_BYTES = 7000;
 const RECONNECT_MS = 1000;
+/** How often an instance repeats what it wants, and how long the others believe it. */
+const WANTS_EVERY_MS = 5000;
+const WANTS_LIVE_MS = 3 * WANTS_EVERY_MS;
 
-type Sent = [EntityType, string | null, string | null, ChangeAction];
+type Sent = [EntityType, string | null, string | null, ChangeAction, unknown?];
 interface Payload {
   /** The sending instance. */
   o: string;
-  c: Sent[];
+  /** Changes. */
+  c?: Sent[];
+  /** The types the sender wants with their details (its whole list). */
+  w?: EntityType[];
+}
+
+/** A stored event as the change feed carries it (events/writer.ts); `data` null with `partial` when too large. */
+interface EventDetail {
+  data: unknown;
+  partial?: boolean;
 }
 
 /** The channel of one database schema: instances on other schemas of the database do not hear it. */
@@ -36,6 +52,10 @@ export class PostgresChangeLink {
   private client: pg.Client | undefined;
   private closed = false;
   private retry: NodeJS.Timeout | undefined;
+  /** What each other instance wants, until when. */
+  private readonly wantedBy = new Map<string, { types: Set<EntityType>; until: number }>();
+  private readonly repeat: NodeJS.Timeout;
+  private readonly stopWatchingWants: () => void;
 
   constructor(
     private readonly databaseUrl: string,
@@ -43,6 +63,29 @@ export class PostgresChangeLink {
     private readonly feed: ChangeFeed,
   ) {
     this.channel = channelOf(schema);
+    feed.setWantedElsewhere((type) => this.wantedElsewhere(type));
+    this.stopWatchingWants = feed.onWantsChange(() => this.sayWants());
+    this.repeat = setInterval(() => {
+      if (this.feed.wantedHere().length > 0) this.sayWants();
+    }, WANTS_EVERY_MS).unref();
+  }
+
+  private wantedElsewhere(type: EntityType): boolean {
+    if (this.wantedBy.size === 0) return false;
+    const now = Date.now();
+    for (const [origin, wants] of this.wantedBy) {
+      if (wants.until < now) this.wantedBy.delete(origin);
+      else if (wants.types.has(type)) return true;
+    }
+    return false;
+  }
+
+  /** Tells the others what this instance wants now (nothing, when it stopped wanting). */
+  private sayWants(): void {
+    const client = this.client;
+    if (!client) return;
+    const payload: Payload = { o: this.origin, w: this.feed.wantedHere() };
+    client.query('select pg_notify($1, $2)', [this.channel, JSON.stringify(payload)]).catch(() => {});
   }
 
   /** Starts listening; resolves once the first connection listens. */
@@ -66,6 +109,7 @@ export class PostgresChangeLink {
     await client.connect();
     await client.query(`LISTEN ${client.escapeIdentifier(this.channel)}`);
     this.client = client;
+    if (this.feed.wantedHere().length > 0) this.sayWants();
   }
 
   private again(): void {
@@ -108,14 +152,20 @@ export class PostgresChangeLink {
     } catch {
       return;
     }
-    if (payload.o === this.origin || !Array.isArray(payload.c)) return;
+    if (payload.o === this.origin) return;
+    if (Array.isArray(payload.w)) {
+      if (payload.w.length === 0) this.wantedBy.delete(payload.o);
+      else this.wantedBy.set(payload.o, { types: new Set(payload.w), until: Date.now() + WANTS_LIVE_MS });
+    }
+    if (!Array.isArray(payload.c)) return;
     this.feed.tell(
-      payload.c.map(([entityType, organisationKey, entityKey, action]) => ({
+      payload.c.map(([entityType, organisationKey, entityKey, action, detail]) => ({
         entityType,
         organisationKey,
         entityKey,
         action,
         remote: true,
+        ...(detail !== undefined ? { detail } : {}),
       })),
     );
   }
@@ -132,17 +182,54 @@ export class PostgresChangeLink {
       bytes = 0;
     };
     for (const change of changes) {
-      const sent: Sent = [change.entityType, change.organisationKey, change.entityKey, change.action];
-      const size = Buffer.byteLength(JSON.stringify(sent)) + 1;
-      if (bytes + size > PAYLOAD_BYTES - 64) await send();
-      part.push(sent);
-      bytes += size;
+      for (const sent of this.sendable(change)) {
+        const size = Buffer.byteLength(JSON.stringify(sent)) + 1;
+        if (bytes + size > PAYLOAD_BYTES - 64) await send();
+        part.push(sent);
+        bytes += size;
+      }
     }
     await send();
   }
 
+  /**
+   * A change as sent: without its detail unless another instance wants it; events not at all unless
+   * wanted. A detail too large for one notice is split when it is a list (stored events), else left
+   * out (the receiver reads the entity itself); a single event too large goes without its data.
+   */
+  private sendable(change: EntityChange): Sent[] {
+    const { entityType, organisationKey, entityKey, action, detail } = change;
+    const bare: Sent = [entityType, organisationKey, entityKey, action];
+    const wanted = detail !== undefined && this.wantedElsewhere(entityType);
+    if (entityType === 'Event' && !wanted) return [];
+    if (!wanted) return [bare];
+    const whole: Sent = [entityType, organisationKey, entityKey, action, detail];
+    if (Buffer.byteLength(JSON.stringify(whole)) <= PAYLOAD_BYTES - 64) return [whole];
+    if (Array.isArray(detail) && detail.length > 1) {
+      const half = Math.ceil(detail.length / 2);
+      return [
+        ...this.sendable({ ...change, detail: detail.slice(0, half) }),
+        ...this.sendable({ ...change, detail: detail.slice(half) }),
+      ];
+    }
+    if (entityType === 'Event' && Array.isArray(detail)) {
+      return [
+        [
+          entityType,
+          organisationKey,
+          entityKey,
+          action,
+          [{ ...(detail[0] as EventDetail), data: null, partial: true }],
+        ],
+      ];
+    }
+    return [bare];
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.repeat);
+    this.stopWatchingWants();
     if (this.retry) clearTimeout(this.retry);
     const client = this.client;
     this.client = undefined;

@@ -197,3 +197,31 @@ const lastEvents = new RowsStatement(
 export const heartbeat = compiledQuery((db: Executor, thingId: number, at: number) =>
   db.updateTable('things').set({ last_beat_at: at }).where('thing_id', '=', thingId),
 );
+
+/** What decides whether each thing of an organisation is alive, for realtime push's watch of `alive`. */
+export function presenceOfOrganisation(db: Executor, organisationKey: string) {
+  return db
+    .selectFrom('things as t')
+    .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
+    .select([
+      't.thing_key',
+      't.thing_template_key',
+      't.last_event_at',
+      't.last_beat_at',
+      't.last_event',
+      'tt.heartbeat_interval',
+    ])
+    .where('t.organisation_key', '=', organisationKey)
+    .execute();
+}
+
+/** The keys of the things of a template. */
+export async function thingKeysOfTemplate(db: Executor, organisationKeys: string[], templateKey: string) {
+  const rows = await db
+    .selectFrom('things')
+    .select('thing_key')
+    .where('thing_template_key', '=', templateKey)
+    .where(inOrganisations(organisationKeys))
+    .execute();
+  return rows.map((r) => r.thing_key);
+}

@@ -93,6 +93,16 @@ export function listThings(db: Executor, filter: things.ThingFilter, list: ListQ
   return things.listThings(db, filter, list);
 }
 
+/** Each thing of an organisation with what decides whether it is alive (realtime push). */
+export function presenceOfOrganisation(db: Executor, organisationKey: string) {
+  return things.presenceOfOrganisation(db, organisationKey);
+}
+
+/** The keys of the things of a template, in these organisations. */
+export function thingKeysOfTemplate(db: Executor, organisationKeys: string[], templateKey: string) {
+  return things.thingKeysOfTemplate(db, organisationKeys, templateKey);
+}
+
 /** A thing of these organisations, or undefined. */
 export function findThing(db: Executor, organisationKeys: string[], thingKey: string) {
   return things.findThing(db, organisationKeys, thingKey);

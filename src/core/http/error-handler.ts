@@ -8,6 +8,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';
+import { loggedUrl } from '../urls.ts';
 
 function fromFrameworkError(error: FastifyError): ApiError | undefined {
   switch (error.code) {
@@ -49,7 +50,7 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
     sendError(reply, known);
     return;
   }
-  request.log.error({ err: error, url: request.url, method: request.method }, 'request failed');
+  request.log.error({ err: error, url: loggedUrl(request.url), method: request.method }, 'request failed');
   sendError(reply, internalError());
 }
 
@@ -92,7 +93,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = error instanceof ApiError ? error : fromFrameworkError(error);
     if (known) return sendError(reply, known);
-    request.log.error({ err: error, url: request.url, method: request.method }, 'request failed');
+    request.log.error({ err: error, url: loggedUrl(request.url), method: request.method }, 'request failed');
     return sendError(reply, internalError());
   });
   app.setNotFoundHandler((request, reply) => {

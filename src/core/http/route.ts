@@ -118,7 +118,7 @@ const ANONYMOUS: Principal = {
   timeZone: 'Etc/UTC',
 };
 
-interface CommonParamValues {
+export interface CommonParamValues {
   pretty?: boolean;
   timestamp_format?: TimestampFormat;
   time_format?: TimestampFormat;
@@ -244,7 +244,7 @@ async function authorise(
   return { principal, body };
 }
 
-function requestTimeFormatter(params: CommonParamValues, principal: Principal): TimeFormatter {
+export function requestTimeFormatter(params: CommonParamValues, principal: Principal): TimeFormatter {
   let zone = principal.timeZone;
   if (params.time_zone !== undefined) {
     const resolved = resolveTimeZone(params.time_zone);

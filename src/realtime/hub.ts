@@ -1,0 +1,624 @@
+/**
+ * Realtime push (docs/realtime.md): subscriptions of connected clients, fed from the change feed once
+ * changes commit. Transports (routes.ts: WebSocket and Server-Sent Events) own connections; the hub
+ * checks what a subscription asks, keeps it, and turns each committed change into the messages of
+ * the subscriptions it matches, in the order the feed tells them.
+ *
+ * Events go only to subscriptions of their thing: those naming things are found by the thing's key,
+ * the others (every thing, a group, a template) are checked one by one. A thing's `alive` flips
+ * without any change being written (time passes), so it is watched: every second the things of the
+ * organisations with `things` subscriptions are read and compared with what was seen before.
+ */
+
+import { presentAlert } from '../alerts/presenter.ts';
+import { findAlert } from '../alerts/service.ts';
+import type { ChangeFeed, EntityChange } from '../core/change-feed.ts';
+import { ApiError, forbidden, invalidParam, notFound } from '../core/errors.ts';
+import { type CommonParamValues, requestTimeFormatter } from '../core/http/route.ts';
+import { compileParams } from '../core/http/validation.ts';
+import { grants } from '../core/permissions.ts';
+import type { Principal } from '../core/principal.ts';
+import { STORED_TIME, type TimeFormatter } from '../core/time.ts';
+import { eventDataAt } from '../events/service.ts';
+import type { EventNotice } from '../events/writer.ts';
+import { findGroup, memberKeysOfGroup } from '../groups/service.ts';
+import { presentInstruction } from '../instructions/presenter.ts';
+import { findInstructionByKey } from '../instructions/service.ts';
+import type { Store } from '../store/store.ts';
+import type { AlertRow, InstructionRow } from '../store/tables.ts';
+import { requireTemplate } from '../templates/service.ts';
+import { isAlive } from '../things/presenter.ts';
+import {
+  findThing,
+  presenceOfOrganisation,
+  requireKnownThings,
+  thingKeysOfTemplate,
+  thingSnapshot,
+} from '../things/service.ts';
+import {
+  MAX_SUBSCRIPTIONS,
+  message,
+  SubscribeParams,
+  type SubscribeValues,
+  type ThingChange,
+  type ThingSnapshot,
+  TOPIC_SOURCES,
+  type Topic,
+  thingBody,
+} from './messages.ts';
+import type { Outbox } from './outbox.ts';
+
+/** How often the things of watched organisations are read to see `alive` flip. */
+const PRESENCE_EVERY_MS = 1000;
+/** How often every connection's token is checked again (expiry; revocation is also told at once). */
+const RECHECK_EVERY_MS = 5000;
+/** How long after a change of things or groups the members of group and template filters are read again. */
+const MEMBERS_AFTER_MS = 100;
+
+/** A connected client, as the hub sees it: its transport implements the rest. */
+export interface Connection {
+  readonly outbox: Outbox;
+  principal: Principal;
+  readonly token: string;
+  readonly subscriptions: Map<string, Subscription>;
+  /** Ends the connection because its token no longer holds. */
+  revoke(): void;
+}
+
+export interface Subscription {
+  readonly id: string;
+  readonly topic: Topic;
+  readonly connection: Connection;
+  readonly organisations: ReadonlySet<string>;
+  /** Only these things (`thing_keys`). */
+  readonly thingKeys: ReadonlySet<string> | undefined;
+  /** Only the members of this group, as last read. */
+  readonly group: { key: string; organisationKey: string; members: Set<string> } | undefined;
+  /** Only the things of this template; `members` as last read, for topics whose messages do not name it. */
+  readonly template: { key: string; members: Set<string> } | undefined;
+  readonly metrics: readonly string[] | undefined;
+  readonly alertTypes: ReadonlySet<number> | undefined;
+  readonly time: TimeFormatter;
+  /** The same time format and zone give the same text: messages are built once per format. */
+  readonly timeKey: string;
+  readonly release: () => void;
+}
+
+export interface HubServices {
+  authenticate(token: string): Promise<Principal | undefined>;
+  childOrganisations(organisationKey: string): Promise<string[]>;
+}
+
+const validateSubscribe = compileParams(SubscribeParams);
+const RESOLVED: Promise<void> = Promise.resolve();
+
+export class RealtimeHub {
+  /** Subscriptions naming things, by topic, then by `organisation\0thing`. */
+  private readonly named = new Map<Topic, Map<string, Set<Subscription>>>();
+  /** The others, by topic, then by organisation. */
+  private readonly broad = new Map<Topic, Map<string, Set<Subscription>>>();
+  private readonly connections = new Set<Connection>();
+  private readonly stopFollowing: (() => void)[] = [];
+  /** Changes whose messages need a read of the store first, in the order told. */
+  private reading: Promise<void> = RESOLVED;
+  /** `alive` of each thing of the watched organisations, as last seen. */
+  private readonly presence = new Map<string, Map<string, boolean>>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private recheckSoon: NodeJS.Timeout | undefined;
+  private membersSoon: NodeJS.Timeout | undefined;
+  private readonly membersStale = new Set<string>();
+  private closed = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly services: HubServices,
+  ) {
+    const feed: ChangeFeed = store.changes;
+    this.stopFollowing.push(
+      feed.follow(['Event'], (change) => this.onEvents(change)),
+      feed.follow(['Thing'], (change) => {
+        this.onThing(change);
+        this.membersChanged(change.organisationKey);
+      }),
+      feed.follow(['Group'], (change) => this.membersChanged(change.organisationKey)),
+      feed.follow(['Alert'], (change) => this.onAlert(change)),
+      feed.follow(['Instruction'], (change) => this.onInstruction(change)),
+      feed.follow(['User', 'Role', 'Organisation'], () => this.recheckAll(50)),
+    );
+    this.timers.push(
+      setInterval(() => void this.watchPresence(), PRESENCE_EVERY_MS).unref(),
+      setInterval(() => this.recheckAll(0), RECHECK_EVERY_MS).unref(),
+    );
+  }
+
+  /** Subscriptions held now, over every connection. */
+  get subscriptionCount(): number {
+    let count = 0;
+    for (const connection of this.connections) count += connection.subscriptions.size;
+    return count;
+  }
+
+  connect(connection: Connection): void {
+    this.connections.add(connection);
+  }
+
+  disconnect(connection: Connection): void {
+    this.connections.delete(connection);
+    for (const subscription of connection.subscriptions.values()) this.remove(subscription);
+    connection.subscriptions.clear();
+  }
+
+  /**
+   * Checks a subscription's parameters, permission and filters and makes it; throws ApiError (400
+   * invalid, 403 forbidden, 404 not_found) otherwise. `announce` runs once it is checked, before any
+   * of its messages can be sent (the WebSocket's `subscribed`).
+   */
+  async subscribe(
+    connection: Connection,
+    id: string,
+    raw: Record<string, unknown>,
+    announce: () => void = () => {},
+  ): Promise<Subscription> {
+    if (connection.subscriptions.has(id)) throw invalidParam('id', `is already the id of a subscription (${id})`);
+    if (connection.subscriptions.size >= MAX_SUBSCRIPTIONS) {
+      throw invalidParam('id', `a connection holds at most ${MAX_SUBSCRIPTIONS} subscriptions`);
+    }
+    const params = validateSubscribe(raw) as unknown as SubscribeValues;
+    const { topic } = params;
+    if (params.metrics !== undefined && topic !== 'events') throw invalidParam('metrics', 'applies to events only');
+    if (params.alert_type !== undefined && topic !== 'alerts')
+      throw invalidParam('alert_type', 'applies to alerts only');
+    const principal = connection.principal;
+    const source = TOPIC_SOURCES[topic];
+    if (!grants(principal.abilities, source.permission, 'read')) {
+      throw forbidden(`your role lacks the permission to read ${source.permission}`);
+    }
+    const time = requestTimeFormatter(params as CommonParamValues, principal);
+    let organisations = [principal.organisationKey];
+    if (params.is_oem) {
+      if (!principal.organisationIsOem) throw forbidden('is_oem is only for OEM organisations');
+      organisations = [...organisations, ...(await this.services.childOrganisations(principal.organisationKey))];
+    }
+    const db = this.store.db;
+    let thingKeys: Set<string> | undefined;
+    if (params.thing_keys !== undefined) {
+      try {
+        thingKeys = new Set(await requireKnownThings(db, organisations, params.thing_keys, 'thing_keys'));
+      } catch (error) {
+        // A thing of another organisation is as unknown as one that does not exist.
+        if (error instanceof ApiError && error.errors[0]?.code === 'not_found') {
+          throw new ApiError(
+            404,
+            error.errors.map((e) => ({ ...e })),
+          );
+        }
+        throw error;
+      }
+    }
+    let group: Subscription['group'];
+    if (params.group_key !== undefined) {
+      const row = await findGroup(db, organisations, params.group_key);
+      if (!row) throw notFound('group', 'group_key');
+      group = {
+        key: row.group_key,
+        organisationKey: row.organisation_key,
+        members: new Set(await memberKeysOfGroup(db, row)),
+      };
+    }
+    let template: Subscription['template'];
+    if (params.thing_template_key !== undefined) {
+      const row = await requireTemplate(db, organisations, params.thing_template_key);
+      template = {
+        key: row.thing_template_key,
+        members: new Set(await thingKeysOfTemplate(db, organisations, row.thing_template_key)),
+      };
+    }
+    if (connection.subscriptions.has(id)) throw invalidParam('id', `is already the id of a subscription (${id})`);
+    if (!this.connections.has(connection)) throw new ApiError(400, [{ code: 'invalid', message: 'disconnected' }]);
+    const subscription: Subscription = {
+      id,
+      topic,
+      connection,
+      organisations: new Set(organisations),
+      thingKeys,
+      group,
+      template,
+      metrics: params.metrics,
+      alertTypes: params.alert_type ? new Set(params.alert_type) : undefined,
+      time,
+      timeKey: `${time.format}|${time.zone}`,
+      release: this.store.changes.want([source.entityType]),
+    };
+    announce();
+    connection.subscriptions.set(id, subscription);
+    this.add(subscription);
+    return subscription;
+  }
+
+  unsubscribe(connection: Connection, id: string): boolean {
+    const subscription = connection.subscriptions.get(id);
+    if (!subscription) return false;
+    connection.subscriptions.delete(id);
+    this.remove(subscription);
+    return true;
+  }
+
+  private add(subscription: Subscription): void {
+    const index = subscription.thingKeys ? this.named : this.broad;
+    let byTopic = index.get(subscription.topic);
+    if (!byTopic) {
+      byTopic = new Map();
+      index.set(subscription.topic, byTopic);
+    }
+    for (const key of this.indexKeys(subscription)) {
+      let set = byTopic.get(key);
+      if (!set) {
+        set = new Set();
+        byTopic.set(key, set);
+      }
+      set.add(subscription);
+    }
+    if (subscription.topic === 'things') {
+      for (const organisation of subscription.organisations) {
+        if (!this.presence.has(organisation)) this.presence.set(organisation, new Map());
+      }
+    }
+  }
+
+  private remove(subscription: Subscription): void {
+    subscription.release();
+    const byTopic = (subscription.thingKeys ? this.named : this.broad).get(subscription.topic);
+    for (const key of this.indexKeys(subscription)) {
+      const set = byTopic?.get(key);
+      set?.delete(subscription);
+      if (set?.size === 0) byTopic?.delete(key);
+    }
+    if (subscription.topic === 'things') {
+      for (const organisation of subscription.organisations) {
+        if (!this.thingsWatchedIn(organisation)) this.presence.delete(organisation);
+      }
+    }
+  }
+
+  private indexKeys(subscription: Subscription): string[] {
+    const organisations = [...subscription.organisations];
+    if (!subscription.thingKeys) return organisations;
+    const keys: string[] = [];
+    for (const organisation of organisations) {
+      for (const thing of subscription.thingKeys) keys.push(`${organisation}\u0000${thing}`);
+    }
+    return keys;
+  }
+
+  private thingsWatchedIn(organisation: string): boolean {
+    if (this.broad.get('things')?.has(organisation)) return true;
+    const named = this.named.get('things');
+    if (!named) return false;
+    for (const key of named.keys()) if (key.startsWith(`${organisation}\u0000`)) return true;
+    return false;
+  }
+
+  /** The subscriptions of a topic that a change of a thing of an organisation concerns. */
+  private targets(topic: Topic, organisation: string, thingKey: string, templateKey?: string): Subscription[] {
+    const found: Subscription[] = [];
+    const named = this.named.get(topic)?.get(`${organisation}\u0000${thingKey}`);
+    if (named) for (const s of named) if (matches(s, organisation, thingKey, templateKey)) found.push(s);
+    const broad = this.broad.get(topic)?.get(organisation);
+    if (broad) for (const s of broad) if (matches(s, organisation, thingKey, templateKey)) found.push(s);
+    return found;
+  }
+
+  private onEvents(change: EntityChange): void {
+    const organisation = change.organisationKey;
+    if (organisation === null || !Array.isArray(change.detail)) return;
+    if (!this.named.get('events') && !this.broad.get('events')) return;
+    const events = change.detail as (EventNotice & { partial?: boolean })[];
+    if (events.some((e) => e.partial)) {
+      // Another instance's event too large to be told whole: read from the store, in order.
+      this.afterReads(async () => {
+        for (const e of events) {
+          if (!e.partial) continue;
+          const data = await eventDataAt(this.store.db, organisation, e.thing_key, e.timestamp);
+          if (data === undefined) continue;
+          e.data = JSON.parse(data) as Record<string, unknown>;
+          e.partial = false;
+        }
+        this.sendEvents(
+          organisation,
+          events.filter((e) => !e.partial),
+        );
+      });
+      return;
+    }
+    if (this.reading !== RESOLVED) {
+      this.afterReads(() => this.sendEvents(organisation, events));
+      return;
+    }
+    this.sendEvents(organisation, events);
+  }
+
+  private sendEvents(organisation: string, events: readonly EventNotice[]): void {
+    for (const event of events) {
+      const subscriptions = this.targets('events', organisation, event.thing_key, event.thing_template_key);
+      if (subscriptions.length === 0) continue;
+      const bodies = new Map<string, string>();
+      for (const s of subscriptions) {
+        let body: string | undefined;
+        if (s.metrics) {
+          const data: Record<string, unknown> = {};
+          let any = false;
+          for (const metric of s.metrics) {
+            if (metric in event.data) {
+              data[metric] = event.data[metric];
+              any = true;
+            }
+          }
+          if (!any) continue;
+          body = eventBody(event, data, s.time);
+        } else {
+          body = bodies.get(s.timeKey);
+          if (body === undefined) {
+            body = eventBody(event, event.data, s.time);
+            bodies.set(s.timeKey, body);
+          }
+        }
+        s.connection.outbox.push({ id: s.id, type: 'event', text: message('event', s.id, body) });
+      }
+    }
+  }
+
+  private onThing(change: EntityChange): void {
+    const organisation = change.organisationKey;
+    const key = change.entityKey;
+    if (organisation === null || key === null) return;
+    const known = this.presence.get(organisation);
+    if (change.action === 'delete') known?.delete(key);
+    if (!this.named.get('things') && !this.broad.get('things')) return;
+    const changeName: ThingChange =
+      change.action === 'create' ? 'created' : change.action === 'delete' ? 'deleted' : 'updated';
+    const detail = change.detail as ThingSnapshot | undefined;
+    if (detail !== undefined && typeof detail === 'object' && detail !== null && 'thing_key' in detail) {
+      this.inOrder(() => this.sendThing(organisation, detail, changeName));
+      return;
+    }
+    this.afterReads(async () => {
+      const row = change.action === 'delete' ? undefined : await findThing(this.store.db, [organisation], key);
+      const snapshot: ThingSnapshot = row
+        ? thingSnapshot(row)
+        : { thing_key: key, thing_template_key: '', alive: false, last_event: null, last_beat: null };
+      this.sendThing(organisation, snapshot, changeName);
+    });
+  }
+
+  private sendThing(organisation: string, thing: ThingSnapshot, change: ThingChange): void {
+    const templateKey = thing.thing_template_key === '' ? undefined : thing.thing_template_key;
+    const subscriptions = this.targets('things', organisation, thing.thing_key, templateKey);
+    if (change !== 'deleted') this.presence.get(organisation)?.set(thing.thing_key, thing.alive);
+    const bodies = new Map<string, string>();
+    for (const s of subscriptions) {
+      let body = bodies.get(s.timeKey);
+      if (body === undefined) {
+        body = thingBody(thing, change, s.time);
+        bodies.set(s.timeKey, body);
+      }
+      s.connection.outbox.push({ id: s.id, type: 'thing', text: message('thing', s.id, body) });
+    }
+  }
+
+  private onAlert(change: EntityChange): void {
+    const organisation = change.organisationKey;
+    const key = change.entityKey;
+    if (organisation === null || key === null) return;
+    if (!this.named.get('alerts') && !this.broad.get('alerts')) return;
+    const changeName = change.action === 'create' ? 'created' : 'updated';
+    const detail = change.detail as AlertRow | undefined;
+    if (isRow(detail, 'alert_key')) {
+      this.inOrder(() => this.sendAlert(organisation, detail, changeName));
+      return;
+    }
+    this.afterReads(async () => {
+      const row = await findAlert(this.store.db, [organisation], key);
+      if (row) this.sendAlert(organisation, row, changeName);
+    });
+  }
+
+  private sendAlert(organisation: string, row: AlertRow, change: string): void {
+    const bodies = new Map<string, string>();
+    for (const s of this.targets('alerts', organisation, row.thing_key ?? '')) {
+      if (s.alertTypes && !s.alertTypes.has(row.alert_type)) continue;
+      let body = bodies.get(s.timeKey);
+      if (body === undefined) {
+        body = JSON.stringify({ change, alert: presentAlert(row, s.time) }).slice(1);
+        bodies.set(s.timeKey, body);
+      }
+      s.connection.outbox.push({ id: s.id, type: 'alert', text: message('alert', s.id, body) });
+    }
+  }
+
+  private onInstruction(change: EntityChange): void {
+    const organisation = change.organisationKey;
+    const key = change.entityKey;
+    if (organisation === null || key === null) return;
+    if (!this.named.get('instructions') && !this.broad.get('instructions')) return;
+    const detail = change.detail as InstructionRow | undefined;
+    if (isRow(detail, 'instruction_key') && typeof detail.definition === 'string') {
+      this.inOrder(() => this.sendInstruction(organisation, detail));
+      return;
+    }
+    this.afterReads(async () => {
+      const row = await findInstructionByKey(this.store.db, organisation, key);
+      if (row) this.sendInstruction(organisation, row);
+    });
+  }
+
+  private sendInstruction(organisation: string, row: InstructionRow): void {
+    const bodies = new Map<string, string>();
+    for (const s of this.targets('instructions', organisation, row.thing_key)) {
+      let body = bodies.get(s.timeKey);
+      if (body === undefined) {
+        body = JSON.stringify({ instruction: presentInstruction(row, s.time) }).slice(1);
+        bodies.set(s.timeKey, body);
+      }
+      s.connection.outbox.push({ id: s.id, type: 'instruction', text: message('instruction', s.id, body) });
+    }
+  }
+
+  /** Runs `send` now, or after the reads under way when there are some, so messages keep the feed's order. */
+  private inOrder(send: () => void): void {
+    if (this.reading === RESOLVED) send();
+    else this.afterReads(send);
+  }
+
+  /** Runs `work` after every read before it; a failed read is reported and the next goes on. */
+  private afterReads(work: () => void | Promise<void>): void {
+    const next = this.reading.then(work).catch((error: unknown) => {
+      if (!this.closed) process.emitWarning(`realtime push could not read a change: ${(error as Error).message}`);
+    });
+    this.reading = next;
+    void next.then(() => {
+      if (this.reading === next) this.reading = RESOLVED;
+    });
+  }
+
+  /** Reads the watched organisations' things and tells the flips of `alive` since the last look. */
+  private async watchPresence(): Promise<void> {
+    if (this.presence.size === 0 || this.closed) return;
+    for (const [organisation, known] of [...this.presence]) {
+      let rows: Awaited<ReturnType<typeof presenceOfOrganisation>>;
+      try {
+        rows = await presenceOfOrganisation(this.store.db, organisation);
+      } catch {
+        return;
+      }
+      if (this.presence.get(organisation) !== known) continue;
+      const now = Date.now();
+      for (const row of rows) {
+        const alive = isAlive(row, now);
+        const before = known.get(row.thing_key);
+        known.set(row.thing_key, alive);
+        if (before === undefined || before === alive) continue;
+        const lastEvent = row.last_event ? (JSON.parse(row.last_event) as { timestamp: number; data: unknown }) : null;
+        const thing: ThingSnapshot = {
+          thing_key: row.thing_key,
+          thing_template_key: row.thing_template_key,
+          alive,
+          last_event: lastEvent
+            ? { timestamp: STORED_TIME(lastEvent.timestamp) as number, data: lastEvent.data }
+            : null,
+          last_beat: row.last_beat_at === null ? null : (STORED_TIME(row.last_beat_at) as number),
+        };
+        this.inOrder(() => this.sendThing(organisation, thing, 'alive'));
+      }
+    }
+  }
+
+  /** Group and template members of an organisation may have changed: read them again shortly. */
+  private membersChanged(organisation: string | null): void {
+    this.membersStale.add(organisation ?? '');
+    if (this.membersSoon) return;
+    this.membersSoon = setTimeout(() => {
+      this.membersSoon = undefined;
+      void this.refreshMembers();
+    }, MEMBERS_AFTER_MS);
+    this.membersSoon.unref();
+  }
+
+  private async refreshMembers(): Promise<void> {
+    const stale = new Set(this.membersStale);
+    this.membersStale.clear();
+    const everywhere = stale.has('');
+    for (const connection of this.connections) {
+      for (const s of connection.subscriptions.values()) {
+        try {
+          if (s.group && (everywhere || stale.has(s.group.organisationKey))) {
+            const row = await findGroup(this.store.db, [s.group.organisationKey], s.group.key);
+            replaceAll(s.group.members, row ? await memberKeysOfGroup(this.store.db, row) : []);
+          }
+          if (s.template && (everywhere || [...s.organisations].some((o) => stale.has(o)))) {
+            replaceAll(
+              s.template.members,
+              await thingKeysOfTemplate(this.store.db, [...s.organisations], s.template.key),
+            );
+          }
+        } catch {
+          // Read again at the next change.
+        }
+      }
+    }
+  }
+
+  /** Checks every connection's token again after `delayMs`: revoked or expired ones are closed. */
+  private recheckAll(delayMs: number): void {
+    if (this.recheckSoon || this.connections.size === 0) return;
+    this.recheckSoon = setTimeout(() => {
+      this.recheckSoon = undefined;
+      for (const connection of this.connections) void this.recheck(connection);
+    }, delayMs);
+    this.recheckSoon.unref();
+  }
+
+  private async recheck(connection: Connection): Promise<void> {
+    let principal: Principal | undefined;
+    try {
+      principal = await this.services.authenticate(connection.token);
+    } catch {
+      return;
+    }
+    if (!this.connections.has(connection)) return;
+    if (!principal) {
+      this.disconnect(connection);
+      connection.revoke();
+      return;
+    }
+    connection.principal = principal;
+    // A role that lost a permission ends the subscriptions that needed it.
+    for (const s of [...connection.subscriptions.values()]) {
+      const needed = TOPIC_SOURCES[s.topic].permission;
+      if (grants(principal.abilities, needed, 'read')) continue;
+      this.unsubscribe(connection, s.id);
+      connection.outbox.push({
+        id: s.id,
+        type: 'error',
+        text: JSON.stringify({
+          type: 'error',
+          id: s.id,
+          code: 'forbidden',
+          message: `your role lacks the permission to read ${needed}`,
+        }),
+      });
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const stop of this.stopFollowing) stop();
+    for (const timer of this.timers) clearInterval(timer);
+    if (this.recheckSoon) clearTimeout(this.recheckSoon);
+    if (this.membersSoon) clearTimeout(this.membersSoon);
+    for (const connection of [...this.connections]) this.disconnect(connection);
+  }
+}
+
+function matches(s: Subscription, organisation: string, thingKey: string, templateKey: string | undefined): boolean {
+  if (!s.organisations.has(organisation)) return false;
+  if (s.thingKeys && !s.thingKeys.has(thingKey)) return false;
+  if (s.group && (s.group.organisationKey !== organisation || !s.group.members.has(thingKey))) return false;
+  if (s.template) {
+    if (templateKey !== undefined) return templateKey === s.template.key;
+    return s.template.members.has(thingKey);
+  }
+  return true;
+}
+
+function eventBody(event: EventNotice, data: Record<string, unknown>, time: TimeFormatter): string {
+  return `"thing_key":${JSON.stringify(event.thing_key)},"timestamp":${JSON.stringify(time(event.timestamp))},"data":${JSON.stringify(data)}}`;
+}
+
+function isRow<K extends string>(detail: unknown, key: K): detail is Record<K, unknown> & Record<string, unknown> {
+  return typeof detail === 'object' && detail !== null && key in detail;
+}
+
+function replaceAll(set: Set<string>, keys: readonly string[]): void {
+  set.clear();
+  for (const key of keys) set.add(key);
+}

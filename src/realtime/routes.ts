@@ -1,0 +1,335 @@
+/**
+ * The realtime transports (docs/realtime.md): a WebSocket at /api/v3/ws, where a client subscribes
+ * and unsubscribes by message, and Server-Sent Events at /api/v3/stream, one subscription per stream
+ * given by the query. Both carry the same messages, from the hub (hub.ts).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { RawData, WebSocket } from 'ws';
+import { ApiError, unauthorized } from '../core/errors.ts';
+import type { Principal } from '../core/principal.ts';
+import type { Connection, RealtimeHub, Subscription } from './hub.ts';
+import { reply, SubscribeParams, TOPICS } from './messages.ts';
+import { Outbox, type Outgoing, type Transport } from './outbox.ts';
+
+/** How long a WebSocket may stay unauthenticated. */
+export const AUTH_TIMEOUT_MS = 10_000;
+/** A WebSocket is pinged this often, and closed when no pong came for IDLE_MS. */
+const PING_EVERY_MS = 20_000;
+const IDLE_MS = 60_000;
+/** An SSE stream gets a comment line this often, so that proxies keep it open. */
+const SSE_KEEPALIVE_MS = 15_000;
+/** Text handed to a transport and not yet written out, beyond which messages wait in the outbox. */
+const IN_FLIGHT_BYTES = 1024 * 1024;
+/** The largest message a client may send (a subscribe naming 1,000 things fits). */
+export const MAX_FRAME_BYTES = 128 * 1024;
+/** Client messages waiting to be handled, beyond which the server stops reading the socket. */
+const MAX_UNHANDLED = 16;
+
+export const CLOSE_UNAUTHORIZED = 4401;
+
+export interface RealtimeServices {
+  hub: RealtimeHub;
+  authenticate(token: string | undefined): Promise<Principal | undefined>;
+}
+
+export function registerRealtimeRoutes(app: FastifyInstance, services: RealtimeServices): void {
+  app.route({
+    method: 'GET',
+    url: '/api/v3/ws',
+    schema: {
+      tags: ['Realtime'],
+      summary: 'Realtime push over a WebSocket',
+      description:
+        'Upgrade to a WebSocket, authenticate with X-Auth-Token or a first message {"type":"auth","token"}, then ' +
+        'subscribe: {"type":"subscribe","id","topic",...filters}. Topics events, things, alerts and instructions; ' +
+        'messages and filters as in docs/realtime.md.',
+      security: [{ authToken: [] }, {}],
+    },
+    // An upgrade with a bad X-Auth-Token is refused before it happens; without one, the first message authenticates.
+    preValidation: async (request, answer) => {
+      const token = request.headers['x-auth-token'];
+      if (token === undefined) return;
+      const principal = typeof token === 'string' ? await services.authenticate(token) : undefined;
+      if (!principal) return refuse(answer, unauthorized());
+      (request as FastifyRequest & { realtimePrincipal?: Principal }).realtimePrincipal = principal;
+    },
+    handler: (_request, answer) =>
+      refuse(answer, new ApiError(426, [{ code: 'invalid', message: 'this endpoint takes WebSocket upgrades only' }])),
+    wsHandler: (socket: WebSocket, request: FastifyRequest) => {
+      const principal = (request as FastifyRequest & { realtimePrincipal?: Principal }).realtimePrincipal;
+      const token = request.headers['x-auth-token'];
+      new SocketSession(services, socket, principal, typeof token === 'string' ? token : undefined);
+    },
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/api/v3/stream',
+    schema: {
+      tags: ['Realtime'],
+      summary: 'Realtime push as Server-Sent Events',
+      description:
+        'One subscription per stream: the query gives topic and filters as a subscribe message would. Each ' +
+        'message is an event named by its type, whose data is the message; its id is the topic. Authenticate ' +
+        'with X-Auth-Token or the token parameter (never logged).',
+      querystring: {
+        type: 'object',
+        properties: {
+          ...SubscribeParams.properties,
+          token: { type: 'string', description: 'the X-Auth-Token, for clients that cannot set headers' },
+        },
+        required: ['topic'],
+      },
+      security: [{ authToken: [] }, {}],
+    },
+    handler: async (request, answer) => {
+      const query = { ...(request.query as Record<string, unknown>) };
+      const header = request.headers['x-auth-token'];
+      const token = typeof header === 'string' ? header : typeof query.token === 'string' ? query.token : undefined;
+      delete query.token;
+      const principal = await services.authenticate(token);
+      if (!principal || token === undefined) return refuse(answer, unauthorized());
+      await openStream(services, request, answer, principal, token, query);
+    },
+  });
+}
+
+function refuse(answer: FastifyReply, error: ApiError): FastifyReply {
+  return answer.status(error.status).type('application/json').send(JSON.stringify(error.toBody()));
+}
+
+/** One WebSocket client: authentication, its messages, and the messages sent to it. */
+class SocketSession implements Connection {
+  readonly outbox: Outbox;
+  readonly subscriptions = new Map<string, Subscription>();
+  principal!: Principal;
+  token = '';
+  private authenticated = false;
+  private closed = false;
+  private inFlight = 0;
+  private lastPong = Date.now();
+  private readonly timers: NodeJS.Timeout[] = [];
+  /** Client messages in the order they came, handled one at a time. */
+  private handling: Promise<void> = Promise.resolve();
+  private unhandled = 0;
+
+  constructor(
+    private readonly services: RealtimeServices,
+    private readonly socket: WebSocket,
+    principal: Principal | undefined,
+    token: string | undefined,
+  ) {
+    const transport: Transport = {
+      writable: () => this.inFlight < IN_FLIGHT_BYTES && !this.closed,
+      send: (outgoing: Outgoing) => this.write(outgoing.text),
+    };
+    this.outbox = new Outbox(transport);
+    if (principal && token !== undefined) this.begin(principal, token);
+    else {
+      const timer = setTimeout(() => {
+        if (!this.authenticated) this.close(CLOSE_UNAUTHORIZED, 'authentication timed out');
+      }, AUTH_TIMEOUT_MS);
+      this.timers.push(timer);
+    }
+    socket.on('message', (data, isBinary) => this.receive(data, isBinary));
+    socket.on('pong', () => {
+      this.lastPong = Date.now();
+    });
+    socket.on('close', () => this.end());
+    socket.on('error', () => this.end());
+    this.timers.push(
+      setInterval(() => {
+        if (Date.now() - this.lastPong > IDLE_MS) {
+          this.socket.terminate();
+          this.end();
+          return;
+        }
+        if (this.socket.readyState === this.socket.OPEN) this.socket.ping();
+      }, PING_EVERY_MS),
+    );
+  }
+
+  private begin(principal: Principal, token: string): void {
+    this.principal = principal;
+    this.token = token;
+    this.authenticated = true;
+    this.services.hub.connect(this);
+  }
+
+  private write(text: string): void {
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    const size = text.length;
+    this.inFlight += size;
+    this.socket.send(text, () => {
+      this.inFlight -= size;
+      if (!this.closed) this.outbox.pump();
+    });
+  }
+
+  private answer(text: string, type = 'reply'): void {
+    this.outbox.push({ id: '', type, text });
+  }
+
+  private receive(data: RawData, isBinary: boolean): void {
+    if (this.closed) return;
+    this.unhandled++;
+    if (this.unhandled > MAX_UNHANDLED) this.socket.pause();
+    this.handling = this.handling
+      .then(() => this.handle(data, isBinary))
+      .catch(() => {})
+      .then(() => {
+        this.unhandled--;
+        if (this.unhandled <= MAX_UNHANDLED / 2 && this.socket.isPaused) this.socket.resume();
+      });
+  }
+
+  private async handle(data: RawData, isBinary: boolean): Promise<void> {
+    if (this.closed) return;
+    let parsed: unknown;
+    try {
+      if (isBinary) throw new Error('binary');
+      parsed = JSON.parse(rawText(data));
+    } catch {
+      return this.error(undefined, 'invalid', 'a message is a JSON object with a type');
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      return this.error(undefined, 'invalid', 'a message is a JSON object with a type');
+    }
+    const msg = parsed as Record<string, unknown>;
+    const id = typeof msg.id === 'string' ? msg.id : undefined;
+    if (msg.type === 'auth') return this.authenticate(msg.token);
+    if (!this.authenticated) return this.error(id, 'unauthorized', 'authenticate first: {"type":"auth","token":"..."}');
+    switch (msg.type) {
+      case 'subscribe':
+        return this.subscribe(msg);
+      case 'unsubscribe':
+        if (id === undefined) return this.error(undefined, 'invalid', 'unsubscribe needs the id of a subscription');
+        if (!this.services.hub.unsubscribe(this, id)) return this.error(id, 'not_found', 'no subscription has this id');
+        return this.answer(reply('unsubscribed', id));
+      default:
+        return this.error(id, 'invalid', `unknown message type (${String(msg.type)}): auth, subscribe or unsubscribe`);
+    }
+  }
+
+  private async authenticate(token: unknown): Promise<void> {
+    if (this.authenticated) return this.error(undefined, 'invalid', 'already authenticated');
+    const principal = typeof token === 'string' && token !== '' ? await this.services.authenticate(token) : undefined;
+    if (this.closed) return;
+    if (!principal) {
+      this.error(undefined, 'unauthorized', 'the token is not valid');
+      this.close(CLOSE_UNAUTHORIZED, 'unauthorized');
+      return;
+    }
+    this.begin(principal, token as string);
+    this.answer(reply('authenticated', undefined));
+  }
+
+  private async subscribe(msg: Record<string, unknown>): Promise<void> {
+    const { type: _type, id, ...params } = msg;
+    if (typeof id !== 'string' || id === '' || id.length > 200) {
+      return this.error(undefined, 'invalid', 'subscribe needs an id: a string of 1 to 200 characters');
+    }
+    try {
+      await this.services.hub.subscribe(this, id, params, () => this.answer(reply('subscribed', id)));
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      const first = error.errors[0];
+      const detail = first?.param ? `${first.param} ${first.message}` : (first?.message ?? error.message);
+      this.error(id, first?.code ?? 'invalid', detail);
+    }
+  }
+
+  private error(id: string | undefined, code: string, message: string): void {
+    this.answer(reply('error', id, { code, message }), 'error');
+  }
+
+  revoke(): void {
+    this.error(undefined, 'unauthorized', 'the token was revoked or expired');
+    this.close(CLOSE_UNAUTHORIZED, 'unauthorized');
+  }
+
+  private close(code: number, reason: string): void {
+    if (this.closed) return;
+    // What waits in the outbox goes first, as far as the socket takes it.
+    this.outbox.pump();
+    this.end();
+    this.socket.close(code, reason);
+  }
+
+  private end(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.services.hub.disconnect(this);
+  }
+}
+
+function rawText(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
+  return data.toString('utf8');
+}
+
+/** An SSE stream of one subscription; refusals come before it starts, as ordinary error answers. */
+async function openStream(
+  services: RealtimeServices,
+  request: FastifyRequest,
+  answer: FastifyReply,
+  principal: Principal,
+  token: string,
+  query: Record<string, unknown>,
+): Promise<unknown> {
+  const raw = answer.raw;
+  let closed = false;
+  const transport: Transport = {
+    writable: () => !closed && !raw.writableNeedDrain,
+    send: (outgoing) => {
+      raw.write(`event: ${outgoing.type}\nid: ${topic}\ndata: ${outgoing.text}\n\n`);
+    },
+  };
+  const topic =
+    typeof query.topic === 'string' && (TOPICS as readonly string[]).includes(query.topic) ? query.topic : '';
+  const connection: Connection = {
+    outbox: new Outbox(transport),
+    principal,
+    token,
+    subscriptions: new Map(),
+    revoke: () => {
+      const text = reply('error', topic, { code: 'unauthorized', message: 'the token was revoked or expired' });
+      raw.write(`event: error\nid: ${topic}\ndata: ${text}\n\n`);
+      finish();
+      raw.end();
+    },
+  };
+  let keepAlive: NodeJS.Timeout | undefined;
+  const finish = () => {
+    if (closed) return;
+    closed = true;
+    if (keepAlive) clearInterval(keepAlive);
+    services.hub.disconnect(connection);
+  };
+  services.hub.connect(connection);
+  try {
+    await services.hub.subscribe(connection, topic, query, () => {
+      answer.hijack();
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      raw.write(': subscribed\n\n');
+    });
+  } catch (error) {
+    finish();
+    if (error instanceof ApiError) return refuse(answer, error);
+    throw error;
+  }
+  raw.on('drain', () => connection.outbox.pump());
+  raw.on('close', finish);
+  request.raw.on('close', finish);
+  keepAlive = setInterval(() => {
+    if (!raw.writableNeedDrain) raw.write(': keepalive\n\n');
+  }, SSE_KEEPALIVE_MS);
+  return answer;
+}
