@@ -119,9 +119,13 @@ class SocketSession implements Connection {
     principal: Principal | undefined,
     token: string | undefined,
   ) {
+    // The socket under the WebSocket: corked while the pumper sends a turn of messages, so they leave together.
+    const raw = () => (socket as unknown as { _socket?: { cork(): void; uncork(): void } | null })._socket;
     const transport: Transport = {
       writable: () => this.inFlight < IN_FLIGHT_BYTES && !this.closed,
       send: (outgoing: Outgoing) => this.write(outgoing.text),
+      cork: () => raw()?.cork(),
+      uncork: () => raw()?.uncork(),
     };
     this.outbox = new Outbox(transport);
     if (principal && token !== undefined) this.begin(principal, token);
@@ -162,7 +166,7 @@ class SocketSession implements Connection {
     this.inFlight += size;
     this.socket.send(text, () => {
       this.inFlight -= size;
-      if (!this.closed) this.outbox.pump();
+      if (!this.closed) this.outbox.wake();
     });
   }
 
@@ -261,6 +265,7 @@ class SocketSession implements Connection {
     this.closed = true;
     for (const timer of this.timers) clearTimeout(timer);
     this.services.hub.disconnect(this);
+    this.outbox.clear();
   }
 }
 
@@ -286,6 +291,8 @@ async function openStream(
     send: (outgoing) => {
       raw.write(`event: ${outgoing.type}\nid: ${topic}\ndata: ${outgoing.text}\n\n`);
     },
+    cork: () => raw.cork(),
+    uncork: () => raw.uncork(),
   };
   const topic =
     typeof query.topic === 'string' && (TOPICS as readonly string[]).includes(query.topic) ? query.topic : '';
@@ -307,6 +314,7 @@ async function openStream(
     closed = true;
     if (keepAlive) clearInterval(keepAlive);
     services.hub.disconnect(connection);
+    connection.outbox.clear();
   };
   services.hub.connect(connection);
   try {
@@ -325,7 +333,7 @@ async function openStream(
     if (error instanceof ApiError) return refuse(answer, error);
     throw error;
   }
-  raw.on('drain', () => connection.outbox.pump());
+  raw.on('drain', () => connection.outbox.wake());
   raw.on('close', finish);
   request.raw.on('close', finish);
   keepAlive = setInterval(() => {

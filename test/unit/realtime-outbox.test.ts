@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loggedUrl } from '../../src/core/urls.ts';
-import { MAX_WAITING, MAX_WAITING_BYTES, Outbox, type Outgoing } from '../../src/realtime/outbox.ts';
+import {
+  MAX_WAITING,
+  MAX_WAITING_BYTES,
+  MAX_WAITING_BYTES_IN_ALL,
+  Outbox,
+  type Outgoing,
+} from '../../src/realtime/outbox.ts';
 
 /** A transport that takes messages while `open`, and keeps what it took. */
 function transport() {
@@ -17,6 +23,9 @@ function transport() {
   };
 }
 
+/** An outbox whose pumping runs at once, where the server would run it a moment later. */
+const outboxOf = (t: ReturnType<typeof transport>) => new Outbox(t, (outbox) => outbox.pump());
+
 const event = (id: string, n: number): Outgoing => ({
   id,
   type: 'event',
@@ -26,7 +35,7 @@ const event = (id: string, n: number): Outgoing => ({
 describe('realtime outbox', () => {
   it('when the transport takes messages then they go straight through, in order', () => {
     const t = transport();
-    const outbox = new Outbox(t);
+    const outbox = outboxOf(t);
     for (let n = 0; n < 5; n++) outbox.push(event('a', n));
     assert.equal(outbox.length, 0);
     assert.deepEqual(
@@ -37,7 +46,7 @@ describe('realtime outbox', () => {
 
   it('when the transport stalls then messages wait, and go in order once it takes them again', () => {
     const t = transport();
-    const outbox = new Outbox(t);
+    const outbox = outboxOf(t);
     t.state.open = false;
     for (let n = 0; n < 100; n++) outbox.push(event('a', n));
     assert.equal(t.sent.length, 0);
@@ -53,7 +62,7 @@ describe('realtime outbox', () => {
 
   it('when more than 10,000 wait then the oldest are dropped and each subscription is told how many first', () => {
     const t = transport();
-    const outbox = new Outbox(t);
+    const outbox = outboxOf(t);
     t.state.open = false;
     for (let n = 0; n < MAX_WAITING + 300; n++) outbox.push(event(n < 200 ? 'a' : 'b', n));
     assert.equal(outbox.length, MAX_WAITING);
@@ -67,9 +76,20 @@ describe('realtime outbox', () => {
     assert.equal(t.sent.length, MAX_WAITING + 2);
   });
 
+  it('when messages are pushed then the shared pumper sends them soon after, corked together', async () => {
+    const t = transport();
+    let corks = 0;
+    const outbox = new Outbox({ ...t, cork: () => corks++, uncork: () => {} });
+    for (let n = 0; n < 1000; n++) outbox.push(event('a', n));
+    assert.equal(t.sent.length, 0, 'not where they are made');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(t.sent.length, 1000);
+    assert.ok(corks >= 1 && corks <= 4, `${corks} turns for 1,000 messages`);
+  });
+
   it('when large messages wait then their text is bounded too', () => {
     const t = transport();
-    const outbox = new Outbox(t);
+    const outbox = outboxOf(t);
     t.state.open = false;
     const big = 'x'.repeat(1024 * 1024);
     for (let n = 0; n < 40; n++) outbox.push({ id: 'a', type: 'event', text: `${n}:${big}` });
@@ -77,9 +97,24 @@ describe('realtime outbox', () => {
     assert.ok(outbox.length > 0);
   });
 
+  it('when outboxes together hold more than their shared bound then each push drops the oldest of its own', () => {
+    const t = transport();
+    t.state.open = false;
+    const outboxes = Array.from({ length: 12 }, () => outboxOf(t));
+    const text = 'x'.repeat(1024 * 1024);
+    for (let n = 0; n < 15; n++) for (const outbox of outboxes) outbox.push({ id: 'a', type: 'event', text });
+    const waiting = outboxes.reduce((sum, o) => sum + o.length, 0);
+    assert.ok(waiting * text.length <= MAX_WAITING_BYTES_IN_ALL + 12 * text.length, `${waiting} MiB wait in all`);
+    for (const outbox of outboxes) outbox.clear();
+    const fresh = outboxOf(t);
+    for (let n = 0; n < 15; n++) fresh.push({ id: 'a', type: 'event', text });
+    assert.equal(fresh.length, 15, 'cleared outboxes no longer count');
+    fresh.clear();
+  });
+
   it('when a long backlog drains bit by bit then nothing is lost or repeated', () => {
     const t = transport();
-    const outbox = new Outbox(t);
+    const outbox = outboxOf(t);
     t.state.open = false;
     for (let n = 0; n < 9000; n++) outbox.push(event('a', n));
     // The transport takes 7 messages per turn.
