@@ -192,7 +192,8 @@ class SocketSession implements Connection {
     let parsed: unknown;
     try {
       if (isBinary) throw new Error('binary');
-      parsed = JSON.parse(rawText(data));
+      // Text frames arrive as one Buffer (the server's binary type), however many fragments they came in.
+      parsed = JSON.parse(String(data));
     } catch {
       return this.error(undefined, 'invalid', 'a message is a JSON object with a type');
     }
@@ -267,12 +268,6 @@ class SocketSession implements Connection {
     this.services.hub.disconnect(this);
     this.outbox.clear();
   }
-}
-
-function rawText(data: RawData): string {
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
-  return data.toString('utf8');
 }
 
 /** An SSE stream of one subscription; refusals come before it starts, as ordinary error answers. */

@@ -121,6 +121,95 @@ for (const storeCase of STORES) {
         assert.ok(mine.every((c) => !c.remote));
       });
 
+      it('when this instance wants a type then the others send its details, split under the notice limit, and stop when it no longer does', async () => {
+        const changes: EntityChange[] = [];
+        one.changes.follow(['Alert', 'Event', 'Group'], (change) => changes.push(change));
+        const stop = one.changes.want(['Alert', 'Event']);
+        await until(() => two.changes.wantedByOthers('Alert'), 'the other instance to hear what this one wants');
+        assert.equal(two.changes.wanted('Event'), true);
+        assert.equal(two.changes.wantedByOthers('Group'), false);
+        const events = Array.from({ length: 200 }, (_, i) => ({
+          thing_key: 't',
+          timestamp: i,
+          data: { pad: 'p'.repeat(100) },
+        }));
+        await two.transaction(async (tx) => {
+          await noteChange(tx, {
+            entityType: 'Alert',
+            organisationKey: 'org-w',
+            entityKey: 'a1',
+            action: 'create',
+            detail: { n: 1 },
+          });
+          await noteChange(tx, {
+            entityType: 'Event',
+            organisationKey: 'org-w',
+            entityKey: null,
+            action: 'create',
+            detail: events,
+          });
+          await noteChange(tx, {
+            entityType: 'Event',
+            organisationKey: 'org-w',
+            entityKey: null,
+            action: 'create',
+            detail: [{ thing_key: 'big', timestamp: 1, data: { blob: 'b'.repeat(9000) } }],
+          });
+          await noteChange(tx, {
+            entityType: 'Alert',
+            organisationKey: 'org-w',
+            entityKey: 'a2',
+            action: 'update',
+            detail: { blob: 'b'.repeat(9000) },
+          });
+          await noteChange(tx, {
+            entityType: 'Group',
+            organisationKey: 'org-w',
+            entityKey: 'g1',
+            action: 'update',
+            detail: { n: 2 },
+          });
+        });
+        await until(() => changes.some((c) => c.entityKey === 'g1'), 'the changes');
+        assert.deepEqual(changes.find((c) => c.entityKey === 'a1')?.detail, { n: 1 });
+        const told = changes
+          .filter((c) => c.entityType === 'Event')
+          .flatMap((c) => c.detail as { thing_key: string }[]);
+        assert.equal(told.length, 201, 'every event, over several notices');
+        assert.deepEqual(
+          told.at(-1),
+          { thing_key: 'big', timestamp: 1, data: null, partial: true },
+          'too large: without its data',
+        );
+        assert.equal(changes.find((c) => c.entityKey === 'a2')?.detail, undefined, 'too large: without its detail');
+        assert.equal(changes.find((c) => c.entityKey === 'g1')?.detail, undefined, 'not wanted: without its detail');
+        stop();
+        await until(() => !two.changes.wantedByOthers('Alert'), 'the other instance to hear it is no longer wanted');
+        changes.length = 0;
+        await two.transaction(async (tx) => {
+          await noteChange(tx, {
+            entityType: 'Event',
+            organisationKey: 'org-w',
+            entityKey: null,
+            action: 'create',
+            detail: events,
+          });
+          await noteChange(tx, {
+            entityType: 'Alert',
+            organisationKey: 'org-w',
+            entityKey: 'a3',
+            action: 'create',
+            detail: { n: 3 },
+          });
+        });
+        await until(() => changes.length > 0, 'the alert');
+        assert.deepEqual(
+          changes.map((c) => [c.entityType, c.detail]),
+          [['Alert', undefined]],
+          'events are not sent at all, nor details, when nobody wants them',
+        );
+      });
+
       it('when a transaction of another instance rolls back then nothing is told here', async () => {
         const changes = heard(one);
         await assert.rejects(
@@ -166,6 +255,28 @@ describe('change feed', () => {
         resolve();
       }),
     );
+  });
+
+  it('when types are wanted then the feed says so until every want is taken back, and tells watchers of the set', () => {
+    const feed = new ChangeFeed();
+    let told = 0;
+    feed.onWantsChange(() => told++);
+    assert.equal(feed.wanted('Event'), false);
+    const one = feed.want(['Event']);
+    const two = feed.want(['Event', 'Alert']);
+    assert.deepEqual(feed.wantedHere().sort(), ['Alert', 'Event']);
+    assert.equal(told, 2, 'Event, then Alert, joined the set');
+    one();
+    one();
+    assert.equal(feed.wanted('Event'), true, 'still wanted by the other');
+    assert.equal(told, 2);
+    two();
+    assert.equal(feed.wanted('Event'), false);
+    assert.deepEqual(feed.wantedHere(), []);
+    assert.equal(told, 3);
+    feed.setWantedElsewhere((type) => type === 'Alert');
+    assert.equal(feed.wanted('Alert'), true);
+    assert.equal(feed.wantedByOthers('Event'), false);
   });
 
   it('when anything may have changed then every follower hears of it for no organisation', () => {

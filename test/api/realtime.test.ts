@@ -237,6 +237,15 @@ describeOnStores('realtime push', (ctx) => {
     assert.equal((await client.closed).code, 4401);
   });
 
+  it('when the first message has no token, or not a text one, then the socket is closed with 4401', async () => {
+    for (const auth of [{ type: 'auth' }, { type: 'auth', token: 42 }, { type: 'auth', token: '' }]) {
+      const client = await SocketClient.open(ctx.api.url);
+      client.send(auth);
+      assert.equal((await client.next()).code, 'unauthorized', JSON.stringify(auth));
+      assert.equal((await client.closed).code, 4401);
+    }
+  });
+
   it('when the upgrade carries a bad X-Auth-Token then it is a 401 in the error shape, and no upgrade', async () => {
     const error = await SocketClient.open(ctx.api.url, 'not-a-token').then(
       () => assert.fail('upgraded'),
@@ -265,6 +274,7 @@ describeOnStores('realtime push', (ctx) => {
       [{ type: 'subscribe', id: 'c', topic: 'events', group_key: 'no-such-group' }, 'not_found'],
       [{ type: 'subscribe', id: 'd', topic: 'events', thing_template_key: 'no-such-template' }, 'not_found'],
       [{ type: 'subscribe', id: 'e', topic: 'things', metrics: ['x'] }, 'invalid'],
+      [{ type: 'subscribe', id: 'e2', topic: 'events', alert_type: [1] }, 'invalid'],
       [{ type: 'subscribe', id: 'f', topic: 'events', time_zone: 'Mars/Olympus' }, 'invalid'],
       [{ type: 'subscribe', id: 'g', topic: 'events', is_oem: 'perhaps' }, 'invalid'],
       [{ type: 'subscribe', id: 'h', topic: 'events', thing_keys: 'x'.repeat(100) }, 'invalid'],
@@ -288,6 +298,10 @@ describeOnStores('realtime push', (ctx) => {
     const denied = await limited.subscribe('e', 'events');
     assert.equal(denied.type, 'error');
     assert.equal(denied.code, 'forbidden');
+    const childClient = await SocketClient.open(ctx.api.url, child.token);
+    const notOem = await childClient.subscribe('o', 'things', { is_oem: true });
+    assert.equal(notOem.code, 'forbidden', 'is_oem outside an OEM organisation');
+    childClient.close();
     client.close();
     limited.close();
   });
@@ -425,6 +439,118 @@ describeOnStores('realtime push', (ctx) => {
     assert.ok(Date.now() - started >= 9000, 'not before its time');
   });
 
+  it("when a change is told without its detail (another instance's, too large for a notice) then it is read back from the store", async () => {
+    const token = await ctx.api.adminToken();
+    const { device, thingKey } = await newDevice({ bi_directional: true });
+    const client = await SocketClient.open(ctx.api.url, token);
+    await client.subscribe('e', 'events', { thing_keys: [thingKey] });
+    await client.subscribe('t', 'things', { thing_keys: [thingKey] });
+    await client.subscribe('a', 'alerts', { thing_keys: [thingKey] });
+    await client.subscribe('i', 'instructions', { thing_keys: [thingKey] });
+    await device.event({ thing_key: thingKey, timestamp: 1_700_000_000_000, data: { level: 3 } });
+    const stored = await client.next(isEvent(thingKey));
+    const raised = await device.post('/api/v3/alerts.json', {
+      alert: { thing_key: thingKey, message: 'low', alert_type: 1 },
+    });
+    const alert = await client.next((m) => m.type === 'alert');
+    const sent = await ctx.api.request('POST', `/api/v3/things/${thingKey}/instructions`, {
+      token,
+      body: { instruction: { name: 'Fill', definition: { valve: 'open' } } },
+    });
+    await client.next((m) => m.type === 'instruction');
+    assert.equal(raised.status, 200);
+    const feed = ctx.api.server.store.changes;
+    const key = await organisationOf(thingKey);
+    feed.tell([
+      {
+        entityType: 'Event',
+        organisationKey: key,
+        entityKey: null,
+        action: 'create',
+        remote: true,
+        detail: [
+          { thing_key: thingKey, thing_template_key: '', timestamp: 1_700_000_000_000, data: null, partial: true },
+        ],
+      },
+      { entityType: 'Thing', organisationKey: key, entityKey: thingKey, action: 'update', remote: true },
+      { entityType: 'Alert', organisationKey: key, entityKey: alert.alert.alert_key, action: 'update', remote: true },
+      {
+        entityType: 'Instruction',
+        organisationKey: key,
+        entityKey: sent.body.instruction.instruction_key,
+        action: 'update',
+        remote: true,
+      },
+      { entityType: 'Thing', organisationKey: key, entityKey: thingKey, action: 'delete', remote: true },
+    ]);
+    assert.deepEqual((await client.next(isEvent(thingKey))).data, stored.data);
+    const thing = await client.next((m) => m.type === 'thing' && m.change === 'updated');
+    assert.equal(thing.last_event.timestamp, 1_700_000_000);
+    assert.equal((await client.next((m) => m.type === 'alert')).alert.message, 'low');
+    assert.equal((await client.next((m) => m.type === 'instruction')).instruction.status, 'pending');
+    const gone = await client.next((m) => m.type === 'thing' && m.change === 'deleted');
+    assert.deepEqual([gone.alive, gone.last_event, gone.last_beat], [false, null, null]);
+    client.close();
+  });
+
+  /** The organisation of a thing, read from the store. */
+  async function organisationOf(thingKey: string): Promise<string> {
+    const row = await ctx.api.server.store.db
+      .selectFrom('things')
+      .select('organisation_key')
+      .where('thing_key', '=', thingKey)
+      .executeTakeFirstOrThrow();
+    return row.organisation_key;
+  }
+
+  it('when things join a group or a template later then its subscriptions follow, for every topic', async () => {
+    const token = await ctx.api.adminToken();
+    const first = await newDevice();
+    const later = await newDevice();
+    const group = await ctx.api.request('POST', '/api/v3/groups', {
+      token,
+      body: { group: { name: unique('group'), group_type: 1, thing_keys: [first.thingKey] } },
+    });
+    const groupKey = group.body.group.group_key as string;
+    const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
+      token,
+      body: { thing_template: { name: unique('tpl') } },
+    });
+    const templateKey = template.body.thing_template.thing_template_key as string;
+    const client = await SocketClient.open(ctx.api.url, token);
+    await client.subscribe('g', 'events', { group_key: groupKey });
+    await client.subscribe('ga', 'alerts', { group_key: groupKey });
+    await client.subscribe('ta', 'alerts', { thing_template_key: templateKey });
+    await client.subscribe('tt', 'things', { thing_template_key: templateKey });
+    const joined = await ctx.api.request('PUT', `/api/v3/groups/${groupKey}`, {
+      token,
+      body: { group: { thing_keys: [first.thingKey, later.thingKey] } },
+    });
+    assert.equal(joined.status, 200, joined.text);
+    const moved = await ctx.api.request('PUT', `/api/v3/things/${later.thingKey}`, {
+      token,
+      body: { thing: { thing_template_key: templateKey } },
+    });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal((await client.next((m) => m.type === 'thing' && m.id === 'tt')).thing_key, later.thingKey);
+    await sleep(400); // members are read again shortly after a change
+    await later.device.event({ thing_key: later.thingKey, data: { n: 1 } });
+    assert.equal((await client.next((m) => m.type === 'event' && m.id === 'g')).thing_key, later.thingKey);
+    await later.device.post('/api/v3/alerts.json', {
+      alert: { thing_key: later.thingKey, message: 'm', alert_type: 0 },
+    });
+    const alerts = [await client.next((m) => m.type === 'alert'), await client.next((m) => m.type === 'alert')];
+    assert.deepEqual(alerts.map((m) => m.id).sort(), ['ga', 'ta']);
+    const removed = await ctx.api.request('DELETE', `/api/v3/groups/${groupKey}`, { token });
+    assert.equal(removed.status, 200, removed.text);
+    await sleep(400);
+    await later.device.post('/api/v3/alerts.json', {
+      alert: { thing_key: later.thingKey, message: 'n', alert_type: 0 },
+    });
+    assert.equal((await client.next((m) => m.type === 'alert')).id, 'ta', 'the group is gone: only the template');
+    client.close();
+  });
+
   it('when two servers share a PostgreSQL store then what is stored through one reaches subscribers of the other', {
     skip: ctx.store.name === 'postgres' ? false : 'one server per SQLite store',
   }, async () => {
@@ -503,3 +629,31 @@ describeOnStores('realtime push', (ctx) => {
     client.close();
   });
 });
+
+describeOnStores(
+  'realtime push with short-lived tokens',
+  (ctx) => {
+    it('when the token of a connection expires while connected then the socket is closed with 4401', {
+      timeout: 20_000,
+    }, async () => {
+      const token = await ctx.api.signIn();
+      const client = await SocketClient.open(ctx.api.url, token);
+      assert.equal((await client.subscribe('e', 'events')).type, 'subscribed');
+      const opened = Date.now();
+      const { code } = await client.closed;
+      assert.equal(code, 4401);
+      assert.ok(Date.now() - opened >= 1500, 'not before the token expired');
+      assert.equal(client.messages.at(-1)?.code, 'unauthorized');
+    });
+
+    it('when the API description is read then both transports are in it', async () => {
+      const document = await ctx.api.request('GET', '/openapi.json');
+      assert.equal(document.status, 200);
+      assert.ok(document.body.paths['/api/v3/ws']?.get, 'the WebSocket');
+      const stream = document.body.paths['/api/v3/stream']?.get;
+      assert.ok(stream, 'the stream');
+      assert.ok(stream.parameters.some((p: { name: string }) => p.name === 'topic'));
+    });
+  },
+  { env: { TOKEN_MAX_TTL: '2' } },
+);
