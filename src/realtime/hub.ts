@@ -105,6 +105,8 @@ export class RealtimeHub {
   private readonly presence = new Map<string, Map<string, boolean>>();
   private readonly timers: NodeJS.Timeout[] = [];
   private recheckSoon: NodeJS.Timeout | undefined;
+  private rechecking = false;
+  private recheckAgain = false;
   private membersSoon: NodeJS.Timeout | undefined;
   private readonly membersStale = new Set<string>();
   private closed = false;
@@ -547,23 +549,51 @@ export class RealtimeHub {
     }
   }
 
-  /** Checks every connection's token again after `delayMs`: revoked or expired ones are closed. */
+  /**
+   * Checks every connection's token again after `delayMs`: revoked or expired ones are closed. Each
+   * token is read once, however many connections share it, and one token at a time: a pass over
+   * thousands of connections must not queue thousands of reads ahead of the event writer's.
+   */
   private recheckAll(delayMs: number): void {
+    if (this.rechecking) {
+      // A change during a pass may concern a token the pass has read already: another pass follows.
+      this.recheckAgain = true;
+      return;
+    }
     if (this.recheckSoon || this.connections.size === 0) return;
     this.recheckSoon = setTimeout(() => {
       this.recheckSoon = undefined;
-      for (const connection of this.connections) void this.recheck(connection);
+      this.rechecking = true;
+      void this.recheckTokens().finally(() => {
+        this.rechecking = false;
+        if (!this.recheckAgain) return;
+        this.recheckAgain = false;
+        this.recheckAll(0);
+      });
     }, delayMs);
     this.recheckSoon.unref();
   }
 
-  private async recheck(connection: Connection): Promise<void> {
-    let principal: Principal | undefined;
-    try {
-      principal = await this.services.authenticate(connection.token);
-    } catch {
-      return;
+  private async recheckTokens(): Promise<void> {
+    const byToken = new Map<string, Connection[]>();
+    for (const connection of this.connections) {
+      const sharing = byToken.get(connection.token);
+      if (sharing) sharing.push(connection);
+      else byToken.set(connection.token, [connection]);
     }
+    for (const [token, connections] of byToken) {
+      if (this.closed) return;
+      let principal: Principal | undefined;
+      try {
+        principal = await this.services.authenticate(token);
+      } catch {
+        continue;
+      }
+      for (const connection of connections) this.recheck(connection, principal);
+    }
+  }
+
+  private recheck(connection: Connection, principal: Principal | undefined): void {
     if (!this.connections.has(connection)) return;
     if (!principal) {
       this.disconnect(connection);
