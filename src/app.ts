@@ -16,6 +16,7 @@ import { answerClientError, answerFrameworkError, registerErrorHandling } from '
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
 import type { SecretBox } from './core/secret-box.ts';
 import { Senders } from './deliveries/senders.ts';
+import { deliveryQueueDepth } from './deliveries/service.ts';
 import { DeliveryWorker } from './deliveries/worker.ts';
 import { DeviceAuthenticator } from './devices/authentication.ts';
 import { deviceRoutes } from './devices/routes.ts';
@@ -34,6 +35,8 @@ import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker
 import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
 import type { InboundLimits } from './mqtt/inbound-flow.ts';
 import { MqttInstructions } from './mqtt/instructions.ts';
+import { Metrics } from './operations/metrics.ts';
+import { type Readiness, registerOperationsRoutes } from './operations/routes.ts';
 import { organisationRoutes } from './organisations/routes.ts';
 import { childOrganisationKeys } from './organisations/service.ts';
 import { queryRoutes } from './queries/routes.ts';
@@ -73,6 +76,23 @@ export interface Server {
 
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
+/** What `work` answers, or undefined when it takes longer than `ms`. */
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(undefined), ms);
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(undefined);
+      },
+    );
+  });
+}
+
 export async function createServer(config: Config): Promise<Server> {
   limitHeapGrowth(config.heapGrowingPercent);
   const store = await openConfiguredStore(config);
@@ -85,14 +105,15 @@ export async function createServer(config: Config): Promise<Server> {
     const box = await openSecretBox(store, config.secretKey);
     const senders = new Senders(store, config);
     let worker: DeliveryWorker | undefined;
-    const rules = new RuleEngine({ onQueued: () => worker?.wake() });
+    const metrics = new Metrics();
+    const rules = new RuleEngine({ onQueued: () => worker?.wake(), onFired: (count) => metrics.rulesFired(count) });
     const writer = new EventWriter(store, {
       process: (tx, batches) => rules.evaluate(tx, batches),
       maxPendingRows: config.eventMaxPending,
     });
     const authenticator = new DeviceAuthenticator(store.db, box, store.changes);
     closeOnFailure.push(() => authenticator.close());
-    const ingest = new EventIngest(store, writer);
+    const ingest = new EventIngest(store, writer, (transport, count) => metrics.eventStored(transport, count));
     const devices = new DeviceService(store, ingest);
     let instructions: MqttInstructions | undefined;
     const hub = new RealtimeHub(store, {
@@ -100,7 +121,20 @@ export async function createServer(config: Config): Promise<Server> {
       childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
     });
     closeOnFailure.push(() => hub.close());
+    let mqtt: EmbeddedBroker | ExternalBroker | undefined;
+    const readiness: Readiness = {
+      reasons: async () => {
+        const reasons: string[] = [];
+        await store.ping().catch(() => reasons.push('store: the database does not answer'));
+        if (mqtt && 'connected' in mqtt && !mqtt.connected())
+          reasons.push('mqtt: the external broker is not connected');
+        if (writer.refusing()) reasons.push('events: the event writer is behind and refusing events');
+        return reasons;
+      },
+    };
     const app = await buildHttpApp(config, store, sessions, box, {
+      metrics,
+      readiness,
       hub,
       ingest,
       eventAdmission: new EventAdmission(() => writer.refusing(), BULK_BODY_LIMIT),
@@ -109,13 +143,23 @@ export async function createServer(config: Config): Promise<Server> {
       instructions: () => instructions,
     });
     instructions = new MqttInstructions(store, authenticator, app.log);
-    const mqtt = await startMqtt(config, app, authenticator, devices, instructions, writer).catch(async (error) => {
+    mqtt = await startMqtt(config, app, authenticator, devices, instructions, writer).catch(async (error) => {
       await app.close();
       throw error;
     });
     const embedded = mqtt && 'port' in mqtt ? mqtt : undefined;
     timers.push(setInterval(() => void sessions.prune().catch((e) => app.log.warn(e)), PRUNE_INTERVAL_MS).unref());
-    worker = new DeliveryWorker(store, senders, config, app.log);
+    worker = new DeliveryWorker(store, senders, config, app.log, (kind, status) =>
+      metrics.deliveryFinished(kind, status),
+    );
+    metrics.readFrom({
+      writerPendingRows: () => writer.pending,
+      writerRefusals: () => writer.refusals,
+      mqttConnections: async () =>
+        embedded ? withTimeout(embedded.inbound(), 1000).then((i) => i?.connections) : undefined,
+      deliveryQueueDepth: () => deliveryQueueDepth(store.db),
+      realtimeSubscribers: () => hub.subscriptionCount,
+    });
     await worker.start();
     const deliveries = worker;
     const server: Server = {
@@ -160,6 +204,8 @@ async function buildHttpApp(
   sessions: SessionService,
   box: SecretBox,
   parts: {
+    metrics: Metrics;
+    readiness: Readiness;
     hub: RealtimeHub;
     ingest: EventIngest;
     eventAdmission: EventAdmission;
@@ -188,6 +234,7 @@ async function buildHttpApp(
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   registerRawBodyParser(app);
   registerErrorHandling(app);
+  parts.metrics.observe(app);
 
   await app.register(swagger, {
     openapi: {
@@ -224,6 +271,7 @@ async function buildHttpApp(
   });
   // No console yet: the API's documentation is the front page (docs/configuration.md, "Starting").
   app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs', 302));
+  registerOperationsRoutes(app, parts.metrics, parts.readiness, config.metricsToken);
   app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => reply.send(app.swagger()));
 
   const services: RouteServices = {

@@ -41,6 +41,8 @@ export interface Config {
   allowPrivateWebhooks: boolean;
   /** Checks every answer against its route's response schema (the test suite sets it; costs time). */
   checkAnswers: boolean;
+  /** When set, `GET /metrics` needs `Authorization: Bearer <it>`. */
+  metricsToken: string | undefined;
   /** Base address used in URLs the server hands out (property-setting actions); default http://HOST:PORT. */
   publicBaseUrl: string;
   /** Key that seals key pair secrets at rest; without it one is generated and kept in the store. */
@@ -157,6 +159,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenMaxTtlSeconds: parseDuration('TOKEN_MAX_TTL', env.TOKEN_MAX_TTL || '30d'),
     allowPrivateWebhooks: parseBoolean('ALLOW_PRIVATE_WEBHOOKS', env.ALLOW_PRIVATE_WEBHOOKS),
     checkAnswers: parseBoolean('THINGBASE_CHECK_ANSWERS', env.THINGBASE_CHECK_ANSWERS),
+    metricsToken: env.METRICS_TOKEN || undefined,
     publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`).replace(/\/+$/, ''),
     secretKey: env.THINGBASE_SECRET_KEY || undefined,
     passwordHashCost: env.THINGBASE_PASSWORD_HASH_COST ? Number(env.THINGBASE_PASSWORD_HASH_COST) : 16384,

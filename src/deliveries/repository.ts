@@ -167,3 +167,13 @@ export function listDeliveryAttempts(db: Executor, actionKey: string, list: List
     list,
   );
 }
+
+/** Deliveries waiting to be made (due now or later), for metrics. */
+export async function queueDepth(db: Executor): Promise<number> {
+  const row = await db
+    .selectFrom('deliveries')
+    .select((eb) => eb.fn.countAll().as('count'))
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return Number(row?.count ?? 0);
+}

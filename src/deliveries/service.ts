@@ -41,3 +41,8 @@ export async function queueDeliveries(db: Executor, deliveries: RuleDeliveries, 
 export function listDeliveryAttempts(db: Executor, actionKey: string, list: ListQuery) {
   return queue.listDeliveryAttempts(db, actionKey, list);
 }
+
+/** Deliveries waiting to be made, for metrics. */
+export function deliveryQueueDepth(db: Executor): Promise<number> {
+  return queue.queueDepth(db);
+}

@@ -33,6 +33,8 @@ export class DeliveryWorker {
     private readonly senders: Senders,
     private readonly config: Config,
     private readonly log: FastifyBaseLogger,
+    /** Told each delivery's outcome: the action's type, and delivered, pending (to retry), failed or cancelled. */
+    private readonly onFinished?: (kind: string, status: string) => void,
   ) {}
 
   async start(): Promise<void> {
@@ -101,6 +103,7 @@ export class DeliveryWorker {
     const action = await findAction(this.store.db, [row.organisation_key], row.notification_action_key);
     if (!action) {
       await this.finish(row, 'cancelled', undefined, 0);
+      this.onFinished?.('unknown', 'cancelled');
       return;
     }
     const delivery: Delivery = {
@@ -113,12 +116,14 @@ export class DeliveryWorker {
     try {
       await this.senders.send(delivery);
       await this.finish(row, 'delivered', undefined, Date.now() - started);
+      this.onFinished?.(action.type, 'delivered');
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       const attempts = row.attempts + 1;
       const giveUp = attempts >= this.config.deliveryMaxAttempts;
       this.log.warn({ delivery: row.delivery_key, attempt: attempts, reason }, 'notification delivery failed');
       await this.finish(row, giveUp ? 'failed' : 'pending', reason, Date.now() - started);
+      this.onFinished?.(action.type, giveUp ? 'failed' : 'pending');
     }
   }
 

@@ -53,7 +53,7 @@ export function deviceRoutes(devices: DeviceService, eventAdmission?: Admission)
       params: EventBody,
       response: EmptyObject,
       handler: async ({ principal, params }) => {
-        await devices.event(principal, params);
+        await devices.event(principal, params, 'http');
         return {};
       },
     }),

@@ -78,12 +78,12 @@ export class DeviceService {
   }
 
   /** Stores one event or a bulk; resolves once committed. */
-  async event(principal: Principal, input: EventInput): Promise<void> {
+  async event(principal: Principal, input: EventInput, transport: 'http' | 'mqtt'): Promise<void> {
     requirePermission(principal, 'data', 'create');
     const incoming: IncomingEvent[] = input.events
       ? input.events.map((e, i) => incomingEvent(e, thingKeyOf(e, `events.${i}.`)))
       : [incomingEvent(input, thingKeyOf(input))];
-    await this.ingest.ingest(principal, incoming, input.events ? input.timestamp : undefined, '');
+    await this.ingest.ingest(principal, incoming, input.events ? input.timestamp : undefined, '', transport);
   }
 
   /** Raises an alert, or acknowledges an instruction when it names that instruction's alert_key. */

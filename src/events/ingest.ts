@@ -206,6 +206,9 @@ export interface IncomingEvent {
   waypoint?: unknown;
 }
 
+/** How events came: a device over HTTP or MQTT, or a user through the REST API. */
+export type EventTransport = 'http' | 'mqtt' | 'api';
+
 export class EventIngest {
   private readonly cache = new IngestThingCache();
   private readonly stopFollowing: () => void;
@@ -213,6 +216,8 @@ export class EventIngest {
   constructor(
     private readonly store: Store,
     private readonly writer: EventWriter,
+    /** Told how many events of a request were stored, and how they came (for metrics). */
+    private readonly onStored?: (transport: EventTransport, count: number) => void,
   ) {
     // What changes is forgotten once it commits, so the next message reads it again instead of being
     // refused by the writer as stale first (which still guards against a change the feed has not told
@@ -274,11 +279,18 @@ export class EventIngest {
   }
 
   /** Stores events (one request's worth) and resolves once they are committed. */
-  async ingest(principal: Principal, incoming: IncomingEvent[], defaultTimestamp: unknown, paramPrefix: string) {
+  async ingest(
+    principal: Principal,
+    incoming: IncomingEvent[],
+    defaultTimestamp: unknown,
+    paramPrefix: string,
+    transport: EventTransport,
+  ) {
     if (incoming.length > MAX_BULK_EVENTS) throw invalidParam('events', `may hold at most ${MAX_BULK_EVENTS} events`);
     await this.withFreshThings(principal, (things) =>
       this.ingestOnce(principal, incoming, defaultTimestamp, paramPrefix, things),
     );
+    this.onStored?.(transport, incoming.length);
   }
 
   private async ingestOnce(

@@ -46,6 +46,7 @@ export function eventRoutes(ingest: EventIngest, admission?: Admission): AnyRout
           params.events.map((e) => ({ ...e, thingKey: params.thing_key })),
           undefined,
           '',
+          'api',
         );
         return {};
       },

@@ -113,6 +113,14 @@ export class EventWriter {
   }
 
   /** Whether new work is refused now: as many rows wait as may. */
+  /** Rows waiting or being written now. */
+  get pending(): number {
+    return this.pendingRows;
+  }
+
+  /** Requests refused because the store was behind, since the start. */
+  refusals = 0;
+
   refusing(): boolean {
     return this.pendingRows >= this.maxPendingRows;
   }
@@ -141,6 +149,7 @@ export class EventWriter {
   write(batch: IngestBatch): Promise<void> {
     const size = Math.max(1, batch.events.length + (batch.heartbeats?.size ?? 0));
     if (this.pendingRows > 0 && this.pendingRows + size > this.maxPendingRows) {
+      this.refusals++;
       return Promise.reject(sendAgainLater(STORE_BEHIND));
     }
     this.pendingRows += size;

@@ -55,7 +55,7 @@ export type FromBroker =
   | { t: 'subscribed'; accessKey: string; topic: string; connection: number }
   | { t: 'published'; id: number }
   | { t: 'delivered'; alertKey: string }
-  | { t: 'inbound'; id: number; pending: number; highWater: number }
+  | { t: 'inbound'; id: number; pending: number; highWater: number; connections: number }
   | { t: 'log'; level: 'error' | 'warn'; message: string; error: string | undefined };
 
 export function addMessage(

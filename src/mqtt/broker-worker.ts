@@ -321,7 +321,13 @@ port.on('message', (message: ToBroker) => {
       storeBehind = message.behind;
       break;
     case 'inbound':
-      send({ t: 'inbound', id: message.id, pending: inbound.pending(), highWater: inbound.highWater });
+      send({
+        t: 'inbound',
+        id: message.id,
+        pending: inbound.pending(),
+        highWater: inbound.highWater,
+        connections: broker.connectedClients,
+      });
       break;
     case 'publish': {
       const { id } = message;

@@ -39,8 +39,11 @@ export interface EmbeddedBroker {
   port: number;
   /** The broker's thread as it is now (it is replaced when it fails): for diagnostics and tests. */
   thread(): Worker;
-  /** Device messages waiting for this thread now, and the most that ever waited at once (this broker thread). */
-  inbound(): Promise<{ pending: number; highWater: number }>;
+  /**
+   * Device messages waiting for this thread now, the most that ever waited at once (this broker
+   * thread), and the devices connected.
+   */
+  inbound(): Promise<{ pending: number; highWater: number; connections: number }>;
   close(): Promise<void>;
 }
 
@@ -124,7 +127,7 @@ interface BrokerThread {
   worker: Worker;
   /** Resolves with the exit code once the thread has ended. */
   exited: Promise<number>;
-  inbound(): Promise<{ pending: number; highWater: number }>;
+  inbound(): Promise<{ pending: number; highWater: number; connections: number }>;
   stop(): Promise<void>;
 }
 
@@ -221,9 +224,12 @@ function startWorker(
   const answerLogin = (id: number, secretKey: string | null) => addLoginAnswer(loginAnswers.open(), id, secretKey);
 
   let lastInboundId = 0;
-  const inboundAnswers = new Map<number, (figures: { pending: number; highWater: number }) => void>();
+  const inboundAnswers = new Map<
+    number,
+    (figures: { pending: number; highWater: number; connections: number }) => void
+  >();
   const inbound = () =>
-    new Promise<{ pending: number; highWater: number }>((resolve) => {
+    new Promise<{ pending: number; highWater: number; connections: number }>((resolve) => {
       const id = ++lastInboundId;
       inboundAnswers.set(id, resolve);
       post({ t: 'inbound', id });
@@ -275,7 +281,11 @@ function startWorker(
           instructions?.delivered(message.alertKey);
           break;
         case 'inbound':
-          inboundAnswers.get(message.id)?.({ pending: message.pending, highWater: message.highWater });
+          inboundAnswers.get(message.id)?.({
+            pending: message.pending,
+            highWater: message.highWater,
+            connections: message.connections,
+          });
           inboundAnswers.delete(message.id);
           break;
         case 'log':

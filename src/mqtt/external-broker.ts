@@ -16,6 +16,8 @@ import { handleExternalBrokerMessage } from './messages.ts';
 import { ackTopic, parseDeviceTopic, serverSubscriptions } from './topics.ts';
 
 export interface ExternalBroker {
+  /** Whether the connection to the broker is up now. */
+  connected(): boolean;
   close(): Promise<void>;
 }
 
@@ -88,5 +90,5 @@ export async function connectExternalBroker(options: {
       options.instructions?.delivered(alertKey);
     },
   });
-  return { close: () => client.endAsync() };
+  return { connected: () => client.connected, close: () => client.endAsync() };
 }

@@ -54,7 +54,7 @@ export async function actOnDeviceMessage(
         await devices.heartbeat(principal, validators.heartbeat(body) as typeof HeartbeatBody.static);
         break;
       case 'event':
-        await devices.event(principal, validators.event(body) as typeof EventBody.static);
+        await devices.event(principal, validators.event(body) as typeof EventBody.static, 'mqtt');
         break;
       case 'alert':
         await devices.alert(principal, (validators.alert(body) as typeof DeviceAlertBody.static).alert);

@@ -27,6 +27,8 @@ const CHUNK = 500;
 export interface RuleEngineOptions {
   /** Told when deliveries were queued (the worker starts on them without waiting for its poll). */
   onQueued?: () => void;
+  /** Told how many times rules fired in a transaction (for metrics). */
+  onFired?: (count: number) => void;
 }
 
 /** The events of one organisation's batches with their things, in arrival order. */
@@ -104,6 +106,7 @@ export class RuleEngine {
     for (const firing of firings) {
       queued += await fire(tx, organisationKey, firing, await things.row(firing.candidate.thingKey));
     }
+    if (firings.length > 0) this.options.onFired?.(firings.length);
     return queued;
   }
 }

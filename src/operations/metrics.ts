@@ -1,0 +1,132 @@
+/**
+ * Prometheus metrics (docs/operations.md, "Metrics"): what the server does, counted where it happens
+ * and read at each scrape. Each server has a registry of its own (several servers may run in one
+ * process, as the tests run them), with the process metrics of prom-client.
+ */
+import type { FastifyInstance } from 'fastify';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { EventTransport } from '../events/ingest.ts';
+
+/** What the metrics read at each scrape. */
+export interface MetricSources {
+  writerPendingRows(): number;
+  writerRefusals(): number;
+  /** Device connections of the embedded broker; undefined without one. */
+  mqttConnections(): Promise<number | undefined>;
+  deliveryQueueDepth(): Promise<number>;
+  realtimeSubscribers(): number;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly eventsStored: Counter<'transport'>;
+  private readonly deliveries: Counter<'kind' | 'status'>;
+  private readonly ruleFirings: Counter;
+  private readonly requests: Counter<'method' | 'route' | 'status'>;
+  private readonly durations: Histogram<'method' | 'route'>;
+  private sources: MetricSources | undefined;
+
+  constructor() {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.eventsStored = new Counter({
+      name: 'thingbase_events_stored_total',
+      help: 'Events stored, by how they came (http, mqtt: devices; api: the REST API)',
+      labelNames: ['transport'],
+      registers,
+    });
+    for (const transport of ['http', 'mqtt', 'api']) this.eventsStored.inc({ transport }, 0);
+    const metrics = this;
+    let refusalsSeen = 0;
+    new Gauge({
+      name: 'thingbase_event_writer_pending_rows',
+      help: 'Events waiting for the event writer or being written',
+      registers,
+      collect() {
+        this.set(metrics.sources?.writerPendingRows() ?? 0);
+      },
+    });
+    new Counter({
+      name: 'thingbase_event_writer_refusals_total',
+      help: 'Requests refused (503 or http_code 503) because the store was behind',
+      registers,
+      collect() {
+        const now = metrics.sources?.writerRefusals() ?? 0;
+        this.inc(now - refusalsSeen);
+        refusalsSeen = now;
+      },
+    });
+    this.requests = new Counter({
+      name: 'thingbase_http_requests_total',
+      help: 'HTTP requests answered, by method, route (its path template) and status',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
+    this.durations = new Histogram({
+      name: 'thingbase_http_request_duration_seconds',
+      help: 'Time from a request to its answer',
+      labelNames: ['method', 'route'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    new Gauge({
+      name: 'thingbase_mqtt_connections',
+      help: 'Devices connected to the embedded MQTT broker',
+      registers,
+      async collect() {
+        this.set((await metrics.sources?.mqttConnections()) ?? 0);
+      },
+    });
+    this.deliveries = new Counter({
+      name: 'thingbase_deliveries_total',
+      help: 'Attempts of notification deliveries, by action type and outcome (pending: to be retried)',
+      labelNames: ['kind', 'status'],
+      registers,
+    });
+    new Gauge({
+      name: 'thingbase_delivery_queue_depth',
+      help: 'Deliveries waiting to be made, due now or later',
+      registers,
+      async collect() {
+        this.set((await metrics.sources?.deliveryQueueDepth()) ?? 0);
+      },
+    });
+    this.ruleFirings = new Counter({ name: 'thingbase_rule_firings_total', help: 'Times rules fired', registers });
+    new Gauge({
+      name: 'thingbase_realtime_subscribers',
+      help: 'Realtime subscriptions held, over every connection',
+      registers,
+      collect() {
+        this.set(metrics.sources?.realtimeSubscribers() ?? 0);
+      },
+    });
+  }
+
+  /** Sets what the gauges read (parts made after the metrics). */
+  readFrom(sources: MetricSources): void {
+    this.sources = sources;
+  }
+
+  eventStored(transport: EventTransport, count: number): void {
+    this.eventsStored.inc({ transport }, count);
+  }
+
+  deliveryFinished(kind: string, status: string): void {
+    this.deliveries.inc({ kind, status });
+  }
+
+  rulesFired(count: number): void {
+    this.ruleFirings.inc(count);
+  }
+
+  /** Counts and times every answer of the app, by its route's path template. */
+  observe(app: FastifyInstance): void {
+    app.addHook('onResponse', (request, reply, done) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      const labels = { method: request.method, route };
+      this.requests.inc({ ...labels, status: String(reply.statusCode) });
+      this.durations.observe(labels, reply.elapsedTime / 1000);
+      done();
+    });
+  }
+}

@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { request } from 'undici';
+import { createKeyPair, Device } from '../support/device.ts';
+import { createThing, unique } from '../support/fixtures.ts';
+import { SocketClient } from '../support/realtime.ts';
+import { startServer } from '../support/server.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+/** The value of one sample of a Prometheus text answer, or undefined when it is absent. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const match = /^([a-z_:]+)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const given = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => given[k] === v)) return Number(match[3]);
+  }
+  return undefined;
+}
+
+async function scrape(url: string, headers: Record<string, string> = {}) {
+  const response = await request(`${url}/metrics`, { headers });
+  return {
+    status: response.statusCode,
+    type: String(response.headers['content-type']),
+    text: await response.body.text(),
+  };
+}
+
+describeOnStores('operations endpoints', (ctx) => {
+  it('when scraped then /metrics answers the Prometheus families, counting what the server did', async () => {
+    const token = await ctx.api.adminToken();
+    const before = await scrape(ctx.api.url);
+    assert.equal(before.status, 200);
+    assert.match(before.type, /^text\/plain/);
+    for (const family of [
+      'thingbase_events_stored_total',
+      'thingbase_event_writer_pending_rows',
+      'thingbase_event_writer_refusals_total',
+      'thingbase_http_requests_total',
+      'thingbase_http_request_duration_seconds',
+      'thingbase_mqtt_connections',
+      'thingbase_deliveries_total',
+      'thingbase_delivery_queue_depth',
+      'thingbase_rule_firings_total',
+      'thingbase_realtime_subscribers',
+      'process_cpu_user_seconds_total',
+    ]) {
+      assert.match(before.text, new RegExp(`^# TYPE ${family} `, 'm'), family);
+    }
+    const httpBefore = sample(before.text, 'thingbase_events_stored_total', { transport: 'http' }) ?? 0;
+    const apiBefore = sample(before.text, 'thingbase_events_stored_total', { transport: 'api' }) ?? 0;
+    const firedBefore = sample(before.text, 'thingbase_rule_firings_total') ?? 0;
+
+    const device = new Device(ctx.api.url, await createKeyPair(ctx.api, token));
+    const thingKey = unique('meter');
+    assert.equal((await device.register({ thing_key: thingKey })).status, 200);
+    assert.equal(
+      (await device.event({ events: [1, 2, 3].map((v) => ({ thing_key: thingKey, data: { v } })) })).status,
+      200,
+    );
+    const thing = await createThing(ctx.api, token, {});
+    const rule = await ctx.api.request('POST', '/api/v3/rules', {
+      token,
+      body: { rule: { name: unique('rule'), condition: 'v > 5', thing_keys: [thing.thing_key], alert_type: 1 } },
+    });
+    assert.equal(rule.status, 200, rule.text);
+    const posted = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+      token,
+      body: { events: [{ data: { v: 10 } }, { data: { v: 1 } }] },
+    });
+    assert.equal(posted.status, 200, posted.text);
+    assert.equal((await ctx.api.request('GET', `/api/v3/things/${thing.thing_key}`, { token })).status, 200);
+    assert.equal((await ctx.api.request('GET', '/api/v3/things/no-such-thing', { token })).status, 404);
+    const client = await SocketClient.open(ctx.api.url, token);
+    await client.subscribe('a', 'alerts');
+    await client.subscribe('b', 'events');
+
+    const after = (await scrape(ctx.api.url)).text;
+    assert.equal(sample(after, 'thingbase_events_stored_total', { transport: 'http' }), httpBefore + 3);
+    assert.equal(sample(after, 'thingbase_events_stored_total', { transport: 'api' }), apiBefore + 2);
+    assert.equal(sample(after, 'thingbase_rule_firings_total'), firedBefore + 1);
+    assert.equal(sample(after, 'thingbase_realtime_subscribers'), 2);
+    assert.equal(sample(after, 'thingbase_event_writer_pending_rows'), 0);
+    const route = '/api/v3/things/:thing_key';
+    assert.ok((sample(after, 'thingbase_http_requests_total', { method: 'GET', route, status: '200' }) ?? 0) >= 1);
+    assert.ok((sample(after, 'thingbase_http_requests_total', { method: 'GET', route, status: '404' }) ?? 0) >= 1);
+    assert.ok(
+      (sample(after, 'thingbase_http_request_duration_seconds_count', { method: 'GET', route }) ?? 0) >= 2,
+      'timed by route template, not by path',
+    );
+    assert.doesNotMatch(after, /no-such-thing/);
+    client.close();
+  });
+
+  it('when asked whether it is ready then /readyz answers 200 while the store answers and the writer takes events', async () => {
+    const ready = await ctx.api.request('GET', '/readyz');
+    assert.equal(ready.status, 200);
+    assert.deepEqual(ready.body, { status: 'ready' });
+  });
+
+  it('when the store no longer answers then /readyz is a 503 naming why', async () => {
+    const other = await startServer(ctx.store);
+    await other.server.store.close();
+    const answer = await other.request('GET', '/readyz');
+    assert.equal(answer.status, 503);
+    assert.equal(answer.body.status, 'not_ready');
+    assert.match(answer.body.reasons.join(' '), /store/);
+    await other.server.app.close();
+  });
+});
+
+describeOnStores(
+  'operations endpoints with METRICS_TOKEN',
+  (ctx) => {
+    it('when METRICS_TOKEN is set then /metrics needs it as a bearer token, in the error shape otherwise', async () => {
+      const attempts: Record<string, string>[] = [
+        {},
+        { authorization: 'Bearer wrong' },
+        { authorization: 'metrics secret' },
+      ];
+      for (const headers of attempts) {
+        const refused = await scrape(ctx.api.url, headers);
+        assert.equal(refused.status, 401);
+        const body = JSON.parse(refused.text);
+        assert.equal(body.success, false);
+        assert.equal(body.errors[0].code, 'unauthorized');
+      }
+      const allowed = await scrape(ctx.api.url, { authorization: 'Bearer metrics secret' });
+      assert.equal(allowed.status, 200);
+      assert.match(allowed.text, /thingbase_events_stored_total/);
+    });
+  },
+  { env: { METRICS_TOKEN: 'metrics secret' } },
+);
