@@ -1,6 +1,7 @@
 /**
  * Builds the server: the store, the HTTP app with its shared plumbing, and every capability's routes.
  */
+import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import websocket from '@fastify/websocket';
@@ -15,6 +16,7 @@ import { BULK_BODY_LIMIT, DEFAULT_BODY_LIMIT, registerRawBodyParser } from './co
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
 import type { SecretBox } from './core/secret-box.ts';
+import { loggedUrl } from './core/urls.ts';
 import { Senders } from './deliveries/senders.ts';
 import { deliveryQueueDepth } from './deliveries/service.ts';
 import { DeliveryWorker } from './deliveries/worker.ts';
@@ -75,6 +77,8 @@ export interface Server {
 }
 
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+/** A request id a client may choose: short, and nothing a log line could be confused by. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** What `work` answers, or undefined when it takes longer than `ms`. */
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
@@ -223,6 +227,13 @@ async function buildHttpApp(
     bodyLimit: DEFAULT_BODY_LIMIT,
     trustProxy: config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // Each request has an id: the client's X-Request-Id when it sends one, else a new UUID; every
+    // answer carries it back, and log lines about the request name it (docs/operations.md, "Logs").
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
     // Refusals before any route runs answer the error body too (core/http/error-handler.ts).
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
@@ -235,6 +246,25 @@ async function buildHttpApp(
   registerRawBodyParser(app);
   registerErrorHandling(app);
   parts.metrics.observe(app);
+  app.addHook('onSend', (request, reply, payload, done) => {
+    reply.header('x-request-id', request.id);
+    done(null, payload);
+  });
+  if (config.logRequests) {
+    app.addHook('onResponse', (request, reply, done) => {
+      request.log.info(
+        {
+          reqId: request.id,
+          method: request.method,
+          url: loggedUrl(request.url),
+          status: reply.statusCode,
+          ms: Math.round(reply.elapsedTime * 10) / 10,
+        },
+        'request',
+      );
+      done();
+    });
+  }
 
   await app.register(swagger, {
     openapi: {

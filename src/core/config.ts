@@ -34,6 +34,8 @@ export interface Config {
   smsUrl: string | undefined;
   idpConfigPath: string | undefined;
   logLevel: string;
+  /** Log a line for every answered request (LOG_REQUESTS). */
+  logRequests: boolean;
   /** Behind a reverse proxy: client addresses come from X-Forwarded-For. */
   trustProxy: boolean;
   tokenIdleTtlSeconds: number;
@@ -154,6 +156,7 @@ export function loadConfig(env: Env = process.env): Config {
     smsUrl: env.SMS_URL || undefined,
     idpConfigPath: env.IDP_CONFIG || undefined,
     logLevel: env.LOG_LEVEL || 'info',
+    logRequests: parseBoolean('LOG_REQUESTS', env.LOG_REQUESTS),
     trustProxy: parseBoolean('TRUST_PROXY', env.TRUST_PROXY),
     tokenIdleTtlSeconds: parseDuration('TOKEN_IDLE_TTL', env.TOKEN_IDLE_TTL || '7d'),
     tokenMaxTtlSeconds: parseDuration('TOKEN_MAX_TTL', env.TOKEN_MAX_TTL || '30d'),

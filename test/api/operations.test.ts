@@ -3,7 +3,8 @@ import { it } from 'node:test';
 import { request } from 'undici';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, unique } from '../support/fixtures.ts';
-import { SocketClient } from '../support/realtime.ts';
+import { serveProcess, stopProcess } from '../support/process.ts';
+import { SocketClient, StreamClient } from '../support/realtime.ts';
 import { startServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
 
@@ -94,6 +95,18 @@ describeOnStores('operations endpoints', (ctx) => {
     client.close();
   });
 
+  it('when a request carries an X-Request-Id then the answer echoes it; else the answer has a new one', async () => {
+    const given = await ctx.api.request('GET', '/api/v3/things', { headers: { 'x-request-id': 'trace-42.a:b' } });
+    assert.equal(given.status, 401);
+    assert.equal(given.headers['x-request-id'], 'trace-42.a:b');
+    const none = await ctx.api.request('GET', '/healthz');
+    assert.match(String(none.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    const odd = await ctx.api.request('GET', '/healthz', { headers: { 'x-request-id': 'no spaces {allowed}' } });
+    assert.match(String(odd.headers['x-request-id']), /^[0-9a-f-]{36}$/, 'an id it could not log safely is replaced');
+    const again = await ctx.api.request('GET', '/healthz');
+    assert.notEqual(again.headers['x-request-id'], none.headers['x-request-id']);
+  });
+
   it('when asked whether it is ready then /readyz answers 200 while the store answers and the writer takes events', async () => {
     const ready = await ctx.api.request('GET', '/readyz');
     assert.equal(ready.status, 200);
@@ -134,3 +147,46 @@ describeOnStores(
   },
   { env: { METRICS_TOKEN: 'metrics secret' } },
 );
+
+describeOnStores('access logs', (ctx) => {
+  it('when LOG_REQUESTS is set then each answer is logged with its id, route and status, and a token parameter never', async () => {
+    const server = await serveProcess({
+      DATABASE_URL: ctx.api.storeSettings.databaseUrl,
+      ...(ctx.api.storeSettings.databaseSchema ? { DATABASE_SCHEMA: ctx.api.storeSettings.databaseSchema } : {}),
+      LOG_LEVEL: 'info',
+      LOG_REQUESTS: 'true',
+    });
+    try {
+      const token = await ctx.api.adminToken();
+      const answered = await request(`${server.url}/api/v3/things`, {
+        headers: { 'x-auth-token': token, 'x-request-id': 'access-log-test' },
+      });
+      await answered.body.text();
+      const stream = await StreamClient.open(server.url, { topic: 'events', token });
+      assert.equal(stream.status, 200);
+      stream.close();
+      const refused = await StreamClient.open(server.url, { topic: 'weather', token });
+      assert.equal(refused.status, 400);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const lines = server
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"msg":"request"'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const things = lines.find((l) => l.reqId === 'access-log-test');
+      assert.ok(things, server.output());
+      assert.equal(things.method, 'GET');
+      assert.equal(things.url, '/api/v3/things');
+      assert.equal(things.status, 200);
+      assert.equal(typeof things.ms, 'number');
+      assert.ok(
+        lines.some((l) => String(l.url).startsWith('/api/v3/stream?')),
+        'the streams are logged',
+      );
+      assert.ok(!server.output().includes(token), 'the token is in no log line');
+      assert.match(server.output(), /token=\[redacted\]/);
+    } finally {
+      await stopProcess(server.child);
+    }
+  });
+});

@@ -50,7 +50,10 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
     sendError(reply, known);
     return;
   }
-  request.log.error({ err: error, url: loggedUrl(request.url), method: request.method }, 'request failed');
+  request.log.error(
+    { err: error, reqId: request.id, url: loggedUrl(request.url), method: request.method },
+    'request failed',
+  );
   sendError(reply, internalError());
 }
 
@@ -93,7 +96,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = error instanceof ApiError ? error : fromFrameworkError(error);
     if (known) return sendError(reply, known);
-    request.log.error({ err: error, url: loggedUrl(request.url), method: request.method }, 'request failed');
+    request.log.error(
+      { err: error, reqId: request.id, url: loggedUrl(request.url), method: request.method },
+      'request failed',
+    );
     return sendError(reply, internalError());
   });
   app.setNotFoundHandler((request, reply) => {
