@@ -8,6 +8,7 @@ import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { actionRoutes } from './actions/routes.ts';
 import { alertRoutes } from './alerts/routes.ts';
+import { apiKeyRoutes } from './apikeys/routes.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { type BootstrapResult, bootstrapFirstAdmin } from './bootstrap.ts';
 import { type Config, ConfigError } from './core/config.ts';
@@ -325,6 +326,7 @@ async function buildHttpApp(
     ...groupRoutes(store),
     ...gatewayRoutes(store),
     ...keyPairRoutes(store, box),
+    ...apiKeyRoutes(store),
     ...eventRoutes(parts.ingest, parts.eventAdmission),
     ...deviceRoutes(parts.devices, parts.eventAdmission),
     ...queryRoutes(store),

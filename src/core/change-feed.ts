@@ -20,6 +20,7 @@ export type EntityType =
   | 'Instruction'
   | 'Organisation'
   | 'KeyPair'
+  | 'ApiKey'
   | 'Alert'
   /** Events stored: told only while someone wants them (`want`), a change per organisation and transaction. */
   | 'Event';

@@ -19,6 +19,7 @@ export const PERMISSION_CLASSES = {
   notification_action: 11,
   data: 12,
   key_pair: 13,
+  api_key: 14,
   all: 99,
 } as const;
 

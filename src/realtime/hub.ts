@@ -125,7 +125,7 @@ export class RealtimeHub {
       feed.follow(['Group'], (change) => this.membersChanged(change.organisationKey)),
       feed.follow(['Alert'], (change) => this.onAlert(change)),
       feed.follow(['Instruction'], (change) => this.onInstruction(change)),
-      feed.follow(['User', 'Role', 'Organisation'], () => this.recheckAll(50)),
+      feed.follow(['User', 'Role', 'Organisation', 'ApiKey'], () => this.recheckAll(50)),
     );
     this.timers.push(
       setInterval(() => void this.watchPresence(), PRESENCE_EVERY_MS).unref(),

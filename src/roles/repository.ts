@@ -55,10 +55,10 @@ export async function deleteRole(db: Executor, roleKey: string): Promise<void> {
   await db.deleteFrom('roles').where('role_key', '=', roleKey).execute();
 }
 
-/** How many users and key pairs still hold a role. */
+/** How many users, key pairs and API keys still hold a role. */
 export async function countRoleHolders(db: Executor, roleKey: string): Promise<number> {
   let holders = 0;
-  for (const table of ['users', 'key_pairs'] as const) {
+  for (const table of ['users', 'key_pairs', 'api_keys'] as const) {
     const row = await db
       .selectFrom(table)
       .select((eb) => eb.fn.countAll().as('count'))

@@ -3,6 +3,7 @@
  * sign-out, and the token check every request goes through.
  */
 
+import { findApiKeyPrincipal, isApiKeyToken, touchApiKey } from '../apikeys/service.ts';
 import { ApiError, forbidden, unauthorized } from '../core/errors.ts';
 import type { Principal } from '../core/principal.ts';
 import { monotonicNow, RecentReads } from '../core/recent-reads.ts';
@@ -81,7 +82,7 @@ export class SessionService {
     private readonly settings: SessionSettings,
     private readonly identityProviders: IdentityProviders,
   ) {
-    this.stopListening = store.changes.follow(['User', 'Role', 'Organisation'], () =>
+    this.stopListening = store.changes.follow(['User', 'Role', 'Organisation', 'ApiKey'], () =>
       this.principals.changed([EVERY_CALLER]),
     );
   }
@@ -160,6 +161,7 @@ export class SessionService {
   /** The caller behind an X-Auth-Token, or undefined for a missing, unknown, revoked or expired token. */
   async authenticate(token: string | undefined): Promise<Principal | undefined> {
     if (!token) return undefined;
+    if (isApiKeyToken(token)) return this.authenticateApiKey(token);
     const tokenHash = hashToken(token);
     const now = Date.now();
     const readAt = monotonicNow();
@@ -202,6 +204,46 @@ export class SessionService {
     });
     if (this.signedOut.has(tokenHash)) this.principals.delete(tokenHash);
     else this.principals.set(tokenHash, { principal, expiresAt: row.expires_at, lastUsedAt }, EVERY_CALLER, readAt);
+    return principal;
+  }
+
+  /** The caller behind an API key's token (apikeys/service.ts): never idle, until deleted or expired. */
+  private async authenticateApiKey(token: string): Promise<Principal | undefined> {
+    const tokenHash = hashToken(token);
+    const now = Date.now();
+    const readAt = monotonicNow();
+    const cached = this.principals.get(tokenHash, readAt);
+    if (cached && cached.expiresAt > now) {
+      if (now - cached.lastUsedAt > MAX_TOUCH_INTERVAL_MS) {
+        cached.lastUsedAt = now;
+        await touchApiKey(this.store.db, tokenHash, now);
+      }
+      return cached.principal;
+    }
+    const row = await findApiKeyPrincipal(this.store.db, tokenHash);
+    const expiresAt = row?.expires_at ?? Number.POSITIVE_INFINITY;
+    if (!row || expiresAt <= now) {
+      this.principals.delete(tokenHash);
+      return undefined;
+    }
+    let lastUsedAt = row.last_used_at ?? 0;
+    if (now - lastUsedAt > MAX_TOUCH_INTERVAL_MS) {
+      await touchApiKey(this.store.db, tokenHash, now);
+      lastUsedAt = now;
+    }
+    const principal: Principal = Object.freeze({
+      kind: 'user',
+      userKey: row.user_key,
+      userName: `api key ${row.name}`,
+      roleKey: row.role_key,
+      roleName: row.role_name,
+      accountAdmin: row.account_admin === 1,
+      abilities: new Set(JSON.parse(row.abilities) as number[]),
+      organisationKey: row.organisation_key,
+      organisationIsOem: row.is_oem === 1,
+      timeZone: resolveTimeZone(row.time_zone) ?? 'Etc/UTC',
+    });
+    this.principals.set(tokenHash, { principal, expiresAt, lastUsedAt }, EVERY_CALLER, readAt);
     return principal;
   }
 

@@ -168,6 +168,20 @@ export interface KeyPairRow {
   updated_at: number;
 }
 
+export interface ApiKeyRow {
+  api_key_key: string;
+  organisation_key: string;
+  name: string;
+  /** SHA-256 of the token; the token itself is answered once and never stored. */
+  token_hash: string;
+  role_key: string;
+  /** The user who made it: its requests act as that user, with the key's role. */
+  created_by: string;
+  created_at: number;
+  expires_at: number | null;
+  last_used_at: number | null;
+}
+
 export interface EventRow {
   event_id: Generated<number>;
   thing_id: number;
@@ -331,6 +345,7 @@ export interface Database {
   group_things: GroupThingRow;
   gateways: GatewayRow;
   key_pairs: KeyPairRow;
+  api_keys: ApiKeyRow;
   events: EventRow;
   event_rollups: EventRollupRow;
   server_secrets: ServerSecretRow;

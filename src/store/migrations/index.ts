@@ -10,6 +10,7 @@ import * as rollups from './005-rollups.ts';
 import * as eventCounts from './006-event-counts.ts';
 import * as arrivalLag from './007-arrival-lag.ts';
 import * as changeRevisions from './008-change-revisions.ts';
+import * as apiKeys from './009-api-keys.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -20,4 +21,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '006-event-counts': eventCounts,
   '007-arrival-lag': arrivalLag,
   '008-change-revisions': changeRevisions,
+  '009-api-keys': apiKeys,
 };

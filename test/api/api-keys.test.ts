@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { childOrganisation, createRole, userWithAbilities } from '../support/fixtures.ts';
+import { SocketClient } from '../support/realtime.ts';
+import { startServer } from '../support/server.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+describeOnStores('API keys', (ctx) => {
+  async function createKey(token: string, apiKey: Record<string, unknown>) {
+    return ctx.api.request('POST', '/api/v3/api_keys', { token, body: { api_key: apiKey } });
+  }
+
+  it('when a key is made then its token is answered once, works as X-Auth-Token, and only its hash is stored', async () => {
+    const token = await ctx.api.adminToken();
+    const created = await createKey(token, { name: 'nightly export' });
+    assert.equal(created.status, 200, created.text);
+    const key = created.body.api_key;
+    assert.match(key.token, /^tbk_[A-Za-z0-9_-]{43}$/);
+    assert.equal(key.name, 'nightly export');
+    assert.equal(typeof key.role_key, 'string');
+    assert.equal(key.expires_at, null);
+    assert.equal(key.last_used_at, null);
+    const things = await ctx.api.request('GET', '/api/v3/things', { token: key.token });
+    assert.equal(things.status, 200, things.text);
+    const one = await ctx.api.request('GET', `/api/v3/api_keys/${key.api_key_key}`, { token });
+    assert.equal(one.status, 200);
+    assert.equal(one.body.api_key.token, undefined, 'not shown again');
+    assert.equal(typeof one.body.api_key.last_used_at, 'number', 'its use is recorded');
+    const list = await ctx.api.request('GET', '/api/v3/api_keys', { token });
+    assert.ok(list.body.api_keys.some((k: { api_key_key: string }) => k.api_key_key === key.api_key_key));
+    assert.ok(!list.text.includes(key.token));
+    const rows = await ctx.api.server.store.db.selectFrom('api_keys').selectAll().execute();
+    assert.ok(!JSON.stringify(rows).includes(key.token.slice(4)), 'the token is not stored');
+    const audit = await ctx.api.request('GET', '/api/v3/audit_trails', {
+      token,
+      query: { entity_key: key.api_key_key },
+    });
+    assert.equal(audit.body.audit_trails[0].entity_type, 'ApiKey');
+    assert.ok(!audit.text.includes(key.token), 'nor audited');
+  });
+
+  it('when a key has a narrower role then its requests may do only what that role may', async () => {
+    const token = await ctx.api.adminToken();
+    const reader = await createRole(ctx.api, token, [11]);
+    const key = (await createKey(token, { name: 'reader', role_key: reader.role_key })).body.api_key;
+    assert.equal((await ctx.api.request('GET', '/api/v3/things', { token: key.token })).status, 200);
+    const write = await ctx.api.request('POST', '/api/v3/thing_templates', {
+      token: key.token,
+      body: { thing_template: { name: 'nope' } },
+    });
+    assert.equal(write.status, 403);
+  });
+
+  it('when a user asks for a key whose role has a permission it lacks then it is a 403', async () => {
+    const token = await ctx.api.adminToken();
+    const user = await userWithAbilities(ctx.api, token, [11, 141, 142]);
+    const own = await createKey(user.token, { name: 'mine' });
+    assert.equal(own.status, 200, 'its own role: allowed');
+    const writer = await createRole(ctx.api, token, [11, 12]);
+    const wider = await createKey(user.token, { name: 'wider', role_key: writer.role_key });
+    assert.equal(wider.status, 403, wider.text);
+    assert.equal(wider.body.errors[0].code, 'forbidden');
+    assert.equal(wider.body.errors[0].param, 'api_key.role_key');
+    const none = await userWithAbilities(ctx.api, token, [11]);
+    assert.equal((await ctx.api.request('GET', '/api/v3/api_keys', { token: none.token })).status, 403);
+    assert.equal((await createKey(none.token, { name: 'x' })).status, 403);
+  });
+
+  it('when the input is wrong then it is a 400; a key of another organisation or none is a 404', async () => {
+    const token = await ctx.api.adminToken();
+    for (const bad of [{}, { name: '' }, { name: 'past', expires_at: 1_000_000 }, { name: 'x', extra: 1 }]) {
+      const refused = await createKey(token, bad);
+      assert.equal(refused.status, 400, JSON.stringify(bad));
+      assert.equal(refused.body.success, false);
+    }
+    assert.equal((await createKey(token, { name: 'r', role_key: 'no-such-role' })).status, 400);
+    const child = await childOrganisation(ctx.api, token);
+    const theirs = (await createKey(child.token, { name: 'theirs' })).body.api_key;
+    assert.equal((await ctx.api.request('GET', `/api/v3/api_keys/${theirs.api_key_key}`, { token })).status, 404);
+    assert.equal((await ctx.api.request('DELETE', `/api/v3/api_keys/${theirs.api_key_key}`, { token })).status, 404);
+    assert.equal((await ctx.api.request('GET', '/api/v3/api_keys/no-such-key', { token })).status, 404);
+  });
+
+  it('when a key expires or is deleted then its token is refused at once, and its sockets closed', async () => {
+    const token = await ctx.api.adminToken();
+    const soon = Math.floor(Date.now() / 1000) + 2;
+    const brief = (await createKey(token, { name: 'brief', expires_at: soon })).body.api_key;
+    assert.equal((await ctx.api.request('GET', '/api/v3/things', { token: brief.token })).status, 200);
+    await sleep(Math.max(0, soon * 1000 - Date.now()) + 100);
+    assert.equal((await ctx.api.request('GET', '/api/v3/things', { token: brief.token })).status, 401);
+
+    const key = (await createKey(token, { name: 'doomed' })).body.api_key;
+    assert.equal((await ctx.api.request('GET', '/api/v3/things', { token: key.token })).status, 200);
+    const socket = await SocketClient.open(ctx.api.url, key.token);
+    assert.equal((await socket.subscribe('t', 'things')).type, 'subscribed');
+    const deleted = await ctx.api.request('DELETE', `/api/v3/api_keys/${key.api_key_key}`, { token });
+    assert.equal(deleted.status, 200, deleted.text);
+    assert.equal((await ctx.api.request('GET', '/api/v3/things', { token: key.token })).status, 401);
+    assert.equal((await socket.closed).code, 4401);
+  });
+
+  it('when two servers share a PostgreSQL store then a key deleted through one is refused by the other at once', {
+    skip: ctx.store.name === 'postgres' ? false : 'one server per SQLite store',
+  }, async () => {
+    const other = await startServer(ctx.store, { storeSettings: ctx.api.storeSettings });
+    try {
+      const token = await ctx.api.adminToken();
+      const key = (await createKey(token, { name: 'shared' })).body.api_key;
+      assert.equal((await other.request('GET', '/api/v3/things', { token: key.token })).status, 200);
+      assert.equal((await other.request('GET', '/api/v3/things', { token: key.token })).status, 200);
+      await ctx.api.request('DELETE', `/api/v3/api_keys/${key.api_key_key}`, { token });
+      const deadline = Date.now() + 1000;
+      let status = (await other.request('GET', '/api/v3/things', { token: key.token })).status;
+      while (status === 200 && Date.now() < deadline) {
+        await sleep(20);
+        status = (await other.request('GET', '/api/v3/things', { token: key.token })).status;
+      }
+      assert.equal(status, 401);
+    } finally {
+      await other.close();
+    }
+  });
+});
