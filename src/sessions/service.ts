@@ -190,18 +190,7 @@ export class SessionService {
       await sessions.touchSession(this.store.db, tokenHash, now);
       lastUsedAt = now;
     }
-    const principal: Principal = Object.freeze({
-      kind: 'user',
-      userKey: row.user_key,
-      userName: row.email,
-      roleKey: row.role_key,
-      roleName: row.role_name,
-      accountAdmin: row.account_admin === 1,
-      abilities: new Set(JSON.parse(row.abilities) as number[]),
-      organisationKey: row.organisation_key,
-      organisationIsOem: row.is_oem === 1,
-      timeZone: resolveTimeZone(row.time_zone) ?? 'Etc/UTC',
-    });
+    const principal = userPrincipal(row, row.email);
     if (this.signedOut.has(tokenHash)) this.principals.delete(tokenHash);
     else this.principals.set(tokenHash, { principal, expiresAt: row.expires_at, lastUsedAt }, EVERY_CALLER, readAt);
     return principal;
@@ -231,18 +220,7 @@ export class SessionService {
       await touchApiKey(this.store.db, tokenHash, now);
       lastUsedAt = now;
     }
-    const principal: Principal = Object.freeze({
-      kind: 'user',
-      userKey: row.user_key,
-      userName: `api key ${row.name}`,
-      roleKey: row.role_key,
-      roleName: row.role_name,
-      accountAdmin: row.account_admin === 1,
-      abilities: new Set(JSON.parse(row.abilities) as number[]),
-      organisationKey: row.organisation_key,
-      organisationIsOem: row.is_oem === 1,
-      timeZone: resolveTimeZone(row.time_zone) ?? 'Etc/UTC',
-    });
+    const principal = userPrincipal(row, `api key ${row.name}`);
     this.principals.set(tokenHash, { principal, expiresAt, lastUsedAt }, EVERY_CALLER, readAt);
     return principal;
   }
@@ -306,4 +284,32 @@ export class SessionService {
       },
     };
   }
+}
+
+/** A user's principal from the columns a session or an API key reads; `userName` as audit trails name it. */
+function userPrincipal(
+  row: {
+    user_key: string;
+    role_key: string;
+    role_name: string;
+    account_admin: number;
+    abilities: string;
+    organisation_key: string;
+    is_oem: number;
+    time_zone: string;
+  },
+  userName: string,
+): Principal {
+  return Object.freeze({
+    kind: 'user',
+    userKey: row.user_key,
+    userName,
+    roleKey: row.role_key,
+    roleName: row.role_name,
+    accountAdmin: row.account_admin === 1,
+    abilities: new Set(JSON.parse(row.abilities) as number[]),
+    organisationKey: row.organisation_key,
+    organisationIsOem: row.is_oem === 1,
+    timeZone: resolveTimeZone(row.time_zone) ?? 'Etc/UTC',
+  });
 }
