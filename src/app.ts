@@ -110,7 +110,14 @@ export async function createServer(config: Config): Promise<Server> {
     const box = await openSecretBox(store, config.secretKey);
     const senders = new Senders(store, config);
     let worker: DeliveryWorker | undefined;
-    const metrics = new Metrics();
+    const metrics = new Metrics({
+      writerPendingRows: () => writer.pending,
+      writerRefusals: () => writer.refusals,
+      mqttConnections: async () =>
+        embedded ? withTimeout(embedded.inbound(), 1000).then((i) => i?.connections) : undefined,
+      deliveryQueueDepth: () => deliveryQueueDepth(store.db),
+      realtimeSubscribers: () => hub.subscriptionCount,
+    });
     const rules = new RuleEngine({ onQueued: () => worker?.wake(), onFired: (count) => metrics.rulesFired(count) });
     const writer = new EventWriter(store, {
       process: (tx, batches) => rules.evaluate(tx, batches),
@@ -157,14 +164,6 @@ export async function createServer(config: Config): Promise<Server> {
     worker = new DeliveryWorker(store, senders, config, app.log, (kind, status) =>
       metrics.deliveryFinished(kind, status),
     );
-    metrics.readFrom({
-      writerPendingRows: () => writer.pending,
-      writerRefusals: () => writer.refusals,
-      mqttConnections: async () =>
-        embedded ? withTimeout(embedded.inbound(), 1000).then((i) => i?.connections) : undefined,
-      deliveryQueueDepth: () => deliveryQueueDepth(store.db),
-      realtimeSubscribers: () => hub.subscriptionCount,
-    });
     await worker.start();
     const deliveries = worker;
     const server: Server = {

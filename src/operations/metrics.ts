@@ -24,9 +24,8 @@ export class Metrics {
   private readonly ruleFirings: Counter;
   private readonly requests: Counter<'method' | 'route' | 'status'>;
   private readonly durations: Histogram<'method' | 'route'>;
-  private sources: MetricSources | undefined;
-
-  constructor() {
+  /** `sources` are read at each scrape only: they may name parts made after the metrics. */
+  constructor(sources: MetricSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     this.eventsStored = new Counter({
@@ -36,14 +35,13 @@ export class Metrics {
       registers,
     });
     for (const transport of ['http', 'mqtt', 'api']) this.eventsStored.inc({ transport }, 0);
-    const metrics = this;
     let refusalsSeen = 0;
     new Gauge({
       name: 'thingbase_event_writer_pending_rows',
       help: 'Events waiting for the event writer or being written',
       registers,
       collect() {
-        this.set(metrics.sources?.writerPendingRows() ?? 0);
+        this.set(sources.writerPendingRows());
       },
     });
     new Counter({
@@ -51,7 +49,7 @@ export class Metrics {
       help: 'Requests refused (503 or http_code 503) because the store was behind',
       registers,
       collect() {
-        const now = metrics.sources?.writerRefusals() ?? 0;
+        const now = sources.writerRefusals();
         this.inc(now - refusalsSeen);
         refusalsSeen = now;
       },
@@ -74,7 +72,7 @@ export class Metrics {
       help: 'Devices connected to the embedded MQTT broker',
       registers,
       async collect() {
-        this.set((await metrics.sources?.mqttConnections()) ?? 0);
+        this.set((await sources.mqttConnections()) ?? 0);
       },
     });
     this.deliveries = new Counter({
@@ -88,7 +86,7 @@ export class Metrics {
       help: 'Deliveries waiting to be made, due now or later',
       registers,
       async collect() {
-        this.set((await metrics.sources?.deliveryQueueDepth()) ?? 0);
+        this.set(await sources.deliveryQueueDepth());
       },
     });
     this.ruleFirings = new Counter({ name: 'thingbase_rule_firings_total', help: 'Times rules fired', registers });
@@ -97,14 +95,9 @@ export class Metrics {
       help: 'Realtime subscriptions held, over every connection',
       registers,
       collect() {
-        this.set(metrics.sources?.realtimeSubscribers() ?? 0);
+        this.set(sources.realtimeSubscribers());
       },
     });
-  }
-
-  /** Sets what the gauges read (parts made after the metrics). */
-  readFrom(sources: MetricSources): void {
-    this.sources = sources;
   }
 
   eventStored(transport: EventTransport, count: number): void {

@@ -62,6 +62,11 @@ describeOnStores('API keys', (ctx) => {
     assert.equal(wider.status, 403, wider.text);
     assert.equal(wider.body.errors[0].code, 'forbidden');
     assert.equal(wider.body.errors[0].param, 'api_key.role_key');
+    const everything = await userWithAbilities(ctx.api, token, [995]);
+    const roles = await ctx.api.request('GET', '/api/v3/roles', { token, query: { search: 'Account Admin' } });
+    const admin = roles.body.roles.find((r: { name: string }) => r.name === 'Account Admin');
+    const asAdmin = await createKey(everything.token, { name: 'admin', role_key: admin.role_key });
+    assert.equal(asAdmin.status, 403, 'every permission, but not an account admin');
     const none = await userWithAbilities(ctx.api, token, [11]);
     assert.equal((await ctx.api.request('GET', '/api/v3/api_keys', { token: none.token })).status, 403);
     assert.equal((await createKey(none.token, { name: 'x' })).status, 403);

@@ -40,6 +40,10 @@ describeOnStores(
         assert.equal(bulk.http_code, 200);
         assert.equal(await storedCount(key), 3);
         assert.equal((await device.send('heartbeat', { thing_key: key })).http_code, 200);
+        const metrics = await ctx.api.request('GET', '/metrics');
+        assert.match(metrics.text, /^thingbase_mqtt_connections [1-9]\d*$/m, 'the connected device counts');
+        const stored = /^thingbase_events_stored_total\{transport="mqtt"\} (\d+)$/m.exec(metrics.text);
+        assert.ok(Number(stored?.[1]) >= 3, 'events stored over MQTT are counted as such');
       } finally {
         await device.close();
       }

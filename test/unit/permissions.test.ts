@@ -8,7 +8,8 @@ describe('permissions', () => {
     assert.deepEqual(permissionOf(35), { class: 'rule', operation: 'all', seqno: 5 });
     assert.deepEqual(permissionOf(995), { class: 'all', operation: 'all', seqno: 5 });
     assert.equal(permissionOf(16), undefined);
-    assert.equal(permissionOf(141), undefined);
+    assert.deepEqual(permissionOf(141), { class: 'api_key', operation: 'read', seqno: 1 });
+    assert.equal(permissionOf(151), undefined);
     assert.equal(permissionOf(7), undefined);
   });
 
