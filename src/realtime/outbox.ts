@@ -61,14 +61,17 @@ export class Pumper {
     while (this.due.size > 0 && elapsed < SLICE_MS) {
       const turn = [...this.due];
       this.due.clear();
-      for (const outbox of turn) {
-        if (elapsed >= SLICE_MS) {
-          this.due.add(outbox);
-          continue;
-        }
-        if (outbox.pump(PER_TURN)) this.due.add(outbox);
+      const again: Outbox[] = [];
+      let next = 0;
+      while (next < turn.length && elapsed < SLICE_MS) {
+        const outbox = turn[next++] as Outbox;
+        if (outbox.pump(PER_TURN)) again.push(outbox);
         elapsed = performance.now() - started;
       }
+      // Those that had no turn go first next time, then those that had one; then any new.
+      const added = [...this.due];
+      this.due.clear();
+      for (const outbox of [...turn.slice(next), ...again, ...added]) this.due.add(outbox);
     }
     if (this.due.size === 0) {
       this.scheduled = false;

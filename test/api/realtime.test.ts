@@ -99,6 +99,28 @@ describeOnStores('realtime push', (ctx) => {
     client.close();
   });
 
+  it('when subscriptions of things come and go then the things watched follow, and other subscriptions are untouched', async () => {
+    const token = await ctx.api.adminToken();
+    const { thingKey } = await newDevice();
+    const client = await SocketClient.open(ctx.api.url, token);
+    await client.subscribe('one', 'things', { thing_keys: [thingKey] });
+    await client.subscribe('all', 'things');
+    client.send({ type: 'unsubscribe', id: 'all' });
+    await client.next((m) => m.type === 'unsubscribed');
+    const updated = await ctx.api.request('PUT', `/api/v3/things/${thingKey}`, {
+      token,
+      body: { thing: { description: 'still watched' } },
+    });
+    assert.equal(updated.status, 200);
+    assert.equal((await client.next((m) => m.type === 'thing')).id, 'one');
+    client.send({ type: 'unsubscribe', id: 'one' });
+    await client.next((m) => m.type === 'unsubscribed');
+    await ctx.api.request('PUT', `/api/v3/things/${thingKey}`, { token, body: { thing: { description: 'not' } } });
+    await sleep(200);
+    assert.equal(client.pending((m) => m.type === 'thing').length, 0);
+    client.close();
+  });
+
   it('when a client unsubscribes then it is answered and gets nothing more of that subscription', async () => {
     const token = await ctx.api.adminToken();
     const { device, thingKey } = await newDevice();

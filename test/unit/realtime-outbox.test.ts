@@ -87,6 +87,37 @@ describe('realtime outbox', () => {
     assert.ok(corks >= 1 && corks <= 4, `${corks} turns for 1,000 messages`);
   });
 
+  it('when sending is slow then the pumper works in slices, takes turns between outboxes and loses nothing', async () => {
+    const sent: string[] = [];
+    const slow = (name: string) => ({
+      writable: () => true,
+      send: (m: Outgoing) => {
+        const until = performance.now() + 0.2;
+        while (performance.now() < until) {
+          // a socket write that takes a while
+        }
+        sent.push(`${name}:${JSON.parse(m.text).n}`);
+      },
+    });
+    const outboxes = ['a', 'b', 'c'].map((name) => new Outbox(slow(name)));
+    for (let n = 0; n < 300; n++) for (const outbox of outboxes) outbox.push(event('x', n));
+    let timers = 0;
+    const started = performance.now();
+    while (sent.length < 900 && performance.now() - started < 10_000) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      timers++;
+    }
+    assert.equal(sent.length, 900);
+    for (const name of ['a', 'b', 'c']) {
+      assert.deepEqual(
+        sent.filter((s) => s.startsWith(`${name}:`)).map((s) => Number(s.slice(2))),
+        Array.from({ length: 300 }, (_, n) => n),
+      );
+    }
+    assert.ok(timers > 3, 'other work ran between the slices');
+    assert.ok(sent.indexOf('b:0') < sent.indexOf('a:299'), 'outboxes take turns (of 256 messages)');
+  });
+
   it('when large messages wait then their text is bounded too', () => {
     const t = transport();
     const outbox = outboxOf(t);
