@@ -69,11 +69,8 @@ export async function recentSignInFailures(
     .select((eb) => [eb.fn.countAll().as('count'), eb.fn.min('at').as('oldest')])
     .where(column, '=', value)
     .where('at', '>', since)
-    .executeTakeFirst();
-  return {
-    count: Number(row?.count ?? 0),
-    oldest: row?.oldest === null || row?.oldest === undefined ? 0 : Number(row.oldest),
-  };
+    .executeTakeFirstOrThrow();
+  return { count: Number(row.count), oldest: row.oldest === null ? 0 : Number(row.oldest) };
 }
 
 export async function pruneSignInFailures(db: Executor, before: number): Promise<void> {

@@ -38,7 +38,8 @@ export function sessionRoutes(sessions: SessionService): AnyRoute[] {
         sessions.signInWithIdentityProvider({
           clientId: params.client_id,
           code: params.code,
-          mode: params.mode ?? 'azure',
+          // The schema's default fills it in.
+          mode: params.mode as string,
           clientAddress: request.ip,
         }),
     }),

@@ -42,8 +42,8 @@ export async function countUsers(db: Executor): Promise<number> {
   const row = await db
     .selectFrom('users')
     .select((eb) => eb.fn.countAll().as('count'))
-    .executeTakeFirst();
-  return Number(row?.count ?? 0);
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
 }
 
 export async function insertUser(db: Executor, row: UserRow): Promise<void> {
