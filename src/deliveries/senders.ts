@@ -158,7 +158,8 @@ export class Senders {
   }
 }
 
-function parseObject(text: string | null): Record<string, unknown> {
+/** A JSON object held as text, or {} for anything else (an action body stored before it was checked). */
+export function parseObject(text: string | null): Record<string, unknown> {
   if (!text) return {};
   try {
     const value = JSON.parse(text) as unknown;
@@ -181,7 +182,7 @@ async function drain(body: AsyncIterable<Buffer> & { destroy(): void }): Promise
 }
 
 /** Without SMTP_FROM: the SMTP user when it is an address, else thingbase@localhost. */
-function fromAddress(smtpUrl: string): string {
+export function fromAddress(smtpUrl: string): string {
   try {
     const user = decodeURIComponent(new URL(smtpUrl).username);
     if (user.includes('@')) return user;
