@@ -54,6 +54,12 @@ describeOnStores('key pairs', (ctx) => {
     });
     assert.deepEqual(removed.body, {});
     assert.equal((await ctx.api.request('DELETE', `/api/v3/roles/${role.role_key}`, { token })).status, 200);
+    const unknown = await ctx.api.request('POST', '/api/v3/key_pairs', {
+      token,
+      body: { key_pair: { name: 'k', role_key: role.role_key } },
+    });
+    assert.equal(unknown.status, 400, 'a role that is gone');
+    assert.equal(unknown.body.errors[0].param, 'key_pair.role_key');
   });
 
   it('when a key pair request is wrong or foreign then it is a 400, 403 or 404', async () => {
