@@ -72,7 +72,7 @@ export class ChangeFeed {
       taken = true;
       const before = this.wants.size;
       for (const type of types) {
-        const count = (this.wants.get(type) ?? 0) - 1;
+        const count = (this.wants.get(type) as number) - 1;
         if (count > 0) this.wants.set(type, count);
         else this.wants.delete(type);
       }

@@ -78,7 +78,7 @@ export function parseDuration(name: string, text: string): number {
   const match = /^(\d+)\s*([smhd]?)$/.exec(text.trim());
   if (!match) throw new ConfigError(`${name} must be a duration such as 3600, 90m, 12h or 7d (got "${text}")`);
   const units: Record<string, number> = { '': 1, s: 1, m: 60, h: 3600, d: 86400 };
-  return Number(match[1]) * (units[match[2] ?? ''] ?? 1);
+  return Number(match[1]) * (units[match[2] as string] as number);
 }
 
 function parsePort(name: string, text: string): number {
