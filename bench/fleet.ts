@@ -12,17 +12,16 @@
  * Each device's events go to a thing of its own, registered beforehand.
  */
 import { connect, type Socket } from 'node:net';
-import { request } from 'undici';
 import {
   acknowledgeAck,
+  ackSubscription,
   CONNACK,
-  CONNECT,
+  connectPacket,
   PacketReader,
   PUBLISH,
   packet,
   packetId,
   SUBACK,
-  SUBSCRIBE,
   text,
 } from './mqtt-load.ts';
 import {
@@ -35,6 +34,7 @@ import {
   latency,
   option,
   postJson,
+  registerThings,
   rssMiB,
   sign,
   startThingbase,
@@ -88,9 +88,7 @@ class FleetDevice {
             ready(this);
             continue;
           }
-          this.socket.write(
-            packet(SUBSCRIBE, packetId(1), text(`Altizon/Datonis/${clientId}/httpAck`), Buffer.from([1])),
-          );
+          this.socket.write(ackSubscription(clientId));
         } else if (type === SUBACK) {
           ready(this);
         } else if (type === PUBLISH) {
@@ -104,16 +102,7 @@ class FleetDevice {
       }
     });
     this.socket.on('error', (error) => ready(this, error));
-    this.socket.write(
-      packet(
-        CONNECT,
-        text('MQTT'),
-        Buffer.from([4, 0xc2, 0, 120]),
-        text(clientId),
-        text(pair.access_key),
-        text(sign(pair.secret_key, pair.access_key)),
-      ),
-    );
+    this.socket.write(connectPacket(clientId, pair.access_key, sign(pair.secret_key, pair.access_key), 120));
   }
 
   publish(): void {
@@ -192,18 +181,7 @@ export async function run(args: string[]): Promise<void> {
     );
     // Things registered over HTTP, a hundred at a time.
     const things = Array.from({ length: Math.max(fleet, connecting) }, (_, i) => `f${i}`);
-    for (let i = 0; i < fleet; i += 100) {
-      await Promise.all(
-        things.slice(i, Math.min(fleet, i + 100)).map((thing_key) => {
-          const body = JSON.stringify({ thing_key });
-          return request(`${server.url}/api/v3/things/register.json`, {
-            method: 'POST',
-            headers: { 'x-access-key': pair.access_key, 'x-dtn-signature': sign(pair.secret_key, body) },
-            body,
-          }).then((r) => r.body.text());
-        }),
-      );
-    }
+    await registerThings(server.url, pair, things.slice(0, fleet));
     const payloadOf = (thingKey: string) => {
       const signed = JSON.stringify({ thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } });
       return `${signed.slice(0, -1)},"hash":"${sign(pair.secret_key, signed)}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;

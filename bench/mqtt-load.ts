@@ -38,6 +38,21 @@ export const packet = (type: number, ...parts: Buffer[]) => {
 
 export const packetId = (id: number) => Buffer.from([id >> 8, id & 0xff]);
 
+/** A device's CONNECT (MQTT 3.1.1, clean session, user name and password). */
+export const connectPacket = (clientId: string, username: string, password: string, keepAliveSeconds = 60) =>
+  packet(
+    CONNECT,
+    text('MQTT'),
+    Buffer.from([4, 0xc2, 0, keepAliveSeconds]),
+    text(clientId),
+    text(username),
+    text(password),
+  );
+
+/** The SUBSCRIBE (QoS 1) to a device's own acknowledgements, sent once its CONNACK came. */
+export const ackSubscription = (clientId: string) =>
+  packet(SUBSCRIBE, packetId(1), text(`Altizon/Datonis/${clientId}/httpAck`), Buffer.from([1]));
+
 /** A PUBLISH at QoS 1 with packet id 0, and where in it the packet id goes. */
 function publishTemplate(topic: string, payload: string): { bytes: Buffer; idAt: number } {
   const bytes = packet(PUBLISH | 0x02, text(topic), packetId(0), Buffer.from(payload, 'utf8'));
@@ -131,9 +146,7 @@ export async function mqttLoad(options: {
               const type = first & 0xf0;
               if (type === CONNACK) {
                 if (body[1] !== 0) return reject(new Error(`CONNACK ${body[1]}`));
-                socket.write(
-                  packet(SUBSCRIBE, packetId(1), text(`Altizon/Datonis/${device.clientId}/httpAck`), Buffer.from([1])),
-                );
+                socket.write(ackSubscription(device.clientId));
               } else if (type === SUBACK) {
                 resolve({ socket, send });
               } else if (type === PUBLISH) {
@@ -146,16 +159,7 @@ export async function mqttLoad(options: {
             }
           });
           socket.once('error', reject);
-          socket.write(
-            packet(
-              CONNECT,
-              text('MQTT'),
-              Buffer.from([4, 0xc2, 0, 60]),
-              text(device.clientId),
-              text(options.username),
-              text(options.password),
-            ),
-          );
+          socket.write(connectPacket(device.clientId, options.username, options.password));
         }),
     ),
   );

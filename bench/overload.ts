@@ -18,14 +18,14 @@ import pg from 'pg';
 import { request } from 'undici';
 import {
   acknowledgeAck,
+  ackSubscription,
   CONNACK,
-  CONNECT,
+  connectPacket,
   PacketReader,
   PUBLISH,
   packet,
   packetId,
   SUBACK,
-  SUBSCRIBE,
   text,
 } from './mqtt-load.ts';
 import {
@@ -38,6 +38,7 @@ import {
   type KeyPair,
   option,
   postJson,
+  registerThings,
   rssMiB,
   sign,
   startThingbase,
@@ -175,7 +176,7 @@ class FloodDevice {
           const type = first & 0xf0;
           if (type === CONNACK) {
             if (body[1] !== 0) return reject(new Error(`CONNACK ${body[1]}`));
-            socket.write(packet(SUBSCRIBE, packetId(1), text(`Altizon/Datonis/${clientId}/httpAck`), Buffer.from([1])));
+            socket.write(ackSubscription(clientId));
           } else if (type === SUBACK) {
             resolve(device);
           } else if (type === PUBLISH) {
@@ -185,16 +186,7 @@ class FloodDevice {
       });
       socket.on('error', (error) => reject(error));
       socket.on('drain', () => device.fill());
-      socket.write(
-        packet(
-          CONNECT,
-          text('MQTT'),
-          Buffer.from([4, 0xc2, 0, 60]),
-          text(clientId),
-          text(pair.access_key),
-          text(sign(pair.secret_key, pair.access_key)),
-        ),
-      );
+      socket.write(connectPacket(clientId, pair.access_key, sign(pair.secret_key, pair.access_key)));
     });
   }
 
@@ -390,14 +382,7 @@ export async function run(args: string[]): Promise<void> {
     );
     const mqttThings = Array.from({ length: mqttDevices }, (_, i) => `m${i}`);
     const httpThings = Array.from({ length: httpClients }, (_, i) => `h${i}`);
-    for (const thing_key of [...mqttThings, ...httpThings]) {
-      const body = JSON.stringify({ thing_key });
-      await request(`${server.url}/api/v3/things/register.json`, {
-        method: 'POST',
-        headers: { 'x-access-key': pair.access_key, 'x-dtn-signature': sign(pair.secret_key, body) },
-        body,
-      }).then((r) => r.body.text());
-    }
+    await registerThings(server.url, pair, [...mqttThings, ...httpThings]);
     flood = new FloodThread({ port: mqttPort, pair, things: mqttThings });
     await flood.ready;
     const prober = probe(

@@ -14,18 +14,17 @@
  *   messages dropped to slow subscribers, and server CPU per delivered message.
  */
 import { connect, type Socket } from 'node:net';
-import { request } from 'undici';
 import WebSocket from 'ws';
 import {
   acknowledgeAck,
+  ackSubscription,
   CONNACK,
-  CONNECT,
+  connectPacket,
   PacketReader,
   PUBLISH,
   packet,
   packetId,
   SUBACK,
-  SUBSCRIBE,
   text,
 } from './mqtt-load.ts';
 import {
@@ -38,6 +37,7 @@ import {
   latency,
   option,
   postJson,
+  registerThings,
   rssMiB,
   sign,
   startThingbase,
@@ -68,10 +68,7 @@ class BulkDevice {
         const type = first & 0xf0;
         if (type === CONNACK) {
           if (body[1] !== 0) ready(new Error(`CONNACK ${body[1]}`));
-          else
-            this.socket.write(
-              packet(SUBSCRIBE, packetId(1), text(`Altizon/Datonis/${clientId}/httpAck`), Buffer.from([1])),
-            );
+          else this.socket.write(ackSubscription(clientId));
         } else if (type === SUBACK) {
           ready();
         } else if (type === PUBLISH) {
@@ -83,16 +80,7 @@ class BulkDevice {
       }
     });
     this.socket.on('error', (error) => ready(error));
-    this.socket.write(
-      packet(
-        CONNECT,
-        text('MQTT'),
-        Buffer.from([4, 0xc2, 0, 120]),
-        text(clientId),
-        text(pair.access_key),
-        text(sign(pair.secret_key, pair.access_key)),
-      ),
-    );
+    this.socket.write(connectPacket(clientId, pair.access_key, sign(pair.secret_key, pair.access_key), 120));
   }
 
   /** Sends `count` events of a thing as one bulk; `seq` numbers the bulk. */
@@ -144,18 +132,7 @@ export async function run(args: string[]): Promise<void> {
       { 'x-auth-token': token },
     );
     const things = Array.from({ length: subscribers }, (_, i) => `rt${i}`);
-    for (let i = 0; i < things.length; i += 100) {
-      await Promise.all(
-        things.slice(i, i + 100).map((thing_key) => {
-          const body = JSON.stringify({ thing_key });
-          return request(`${server.url}/api/v3/things/register.json`, {
-            method: 'POST',
-            headers: { 'x-access-key': pair.access_key, 'x-dtn-signature': sign(pair.secret_key, body) },
-            body,
-          }).then((r) => r.body.text());
-        }),
-      );
-    }
+    await registerThings(server.url, pair, things);
 
     // Acknowledgements of the current phase; when each bulk was acknowledged, for the push's lag behind it.
     let phase: Phase = newPhase();

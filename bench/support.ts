@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { request } from 'undici';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -213,3 +214,19 @@ export const latency = (values: number[]): string =>
   values.length === 0
     ? '-'
     : `${quantile(values, 0.5).toFixed(1)} / ${quantile(values, 0.99).toFixed(1)} / ${quantile(values, 1).toFixed(1)}`;
+
+/** Registers things of these keys as their device would (`register.json`, signed), a hundred at a time. */
+export async function registerThings(url: string, pair: KeyPair, thingKeys: readonly string[]): Promise<void> {
+  for (let i = 0; i < thingKeys.length; i += 100) {
+    await Promise.all(
+      thingKeys.slice(i, i + 100).map((thing_key) => {
+        const body = JSON.stringify({ thing_key });
+        return request(`${url}/api/v3/things/register.json`, {
+          method: 'POST',
+          headers: { 'x-access-key': pair.access_key, 'x-dtn-signature': sign(pair.secret_key, body) },
+          body,
+        }).then((r) => r.body.text());
+      }),
+    );
+  }
+}

@@ -114,7 +114,7 @@ export async function createServer(config: Config): Promise<Server> {
       writerPendingRows: () => writer.pending,
       writerRefusals: () => writer.refusals,
       mqttConnections: async () =>
-        embedded ? withTimeout(embedded.inbound(), 1000).then((i) => i?.connections) : undefined,
+        embedded ? withTimeout(embedded.figures(), 1000).then((i) => i?.connections) : undefined,
       deliveryQueueDepth: () => deliveryQueueDepth(store.db),
       realtimeSubscribers: () => hub.subscriptionCount,
     });

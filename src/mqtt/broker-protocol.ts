@@ -42,7 +42,7 @@ export type ToBroker =
   /** The store is behind (the event writer holds most of what it may): device messages are answered 503 at once. */
   | { t: 'behind'; behind: boolean }
   /** Asks how many messages wait for the server thread now, and the most that ever did. */
-  | { t: 'inbound'; id: number }
+  | { t: 'figures'; id: number }
   | { t: 'publish'; id: number; topic: string; payload: string; alertKey: string; connection: number | null }
   | { t: 'stop' };
 
@@ -55,7 +55,7 @@ export type FromBroker =
   | { t: 'subscribed'; accessKey: string; topic: string; connection: number }
   | { t: 'published'; id: number }
   | { t: 'delivered'; alertKey: string }
-  | { t: 'inbound'; id: number; pending: number; highWater: number; connections: number }
+  | { t: 'figures'; id: number; pending: number; highWater: number; connections: number }
   | { t: 'log'; level: 'error' | 'warn'; message: string; error: string | undefined };
 
 export function addMessage(

@@ -320,9 +320,9 @@ port.on('message', (message: ToBroker) => {
     case 'behind':
       storeBehind = message.behind;
       break;
-    case 'inbound':
+    case 'figures':
       send({
-        t: 'inbound',
+        t: 'figures',
         id: message.id,
         pending: inbound.pending(),
         highWater: inbound.highWater,

@@ -39,12 +39,19 @@ export interface EmbeddedBroker {
   port: number;
   /** The broker's thread as it is now (it is replaced when it fails): for diagnostics and tests. */
   thread(): Worker;
-  /**
-   * Device messages waiting for this thread now, the most that ever waited at once (this broker
-   * thread), and the devices connected.
-   */
-  inbound(): Promise<{ pending: number; highWater: number; connections: number }>;
+  /** How loaded the broker thread is now (for diagnostics, metrics and tests). */
+  figures(): Promise<BrokerFigures>;
   close(): Promise<void>;
+}
+
+/**
+ * How loaded a broker thread is: device messages waiting for the server thread, the most that ever
+ * waited at once, and the devices connected.
+ */
+export interface BrokerFigures {
+  pending: number;
+  highWater: number;
+  connections: number;
 }
 
 /** The worker's module: compiled JavaScript beside this file, or TypeScript when run from source. */
@@ -114,7 +121,7 @@ export async function startEmbeddedBroker(options: {
   return {
     port: current.port,
     thread: () => current.worker,
-    inbound: () => current.inbound(),
+    figures: () => current.figures(),
     close: async () => {
       stopping = true;
       await current.stop();
@@ -127,7 +134,7 @@ interface BrokerThread {
   worker: Worker;
   /** Resolves with the exit code once the thread has ended. */
   exited: Promise<number>;
-  inbound(): Promise<{ pending: number; highWater: number; connections: number }>;
+  figures(): Promise<BrokerFigures>;
   stop(): Promise<void>;
 }
 
@@ -223,16 +230,13 @@ function startWorker(
   const loginAnswers = new TurnList<LoginAnswerList[number]>((answers) => post({ t: 'logins', answers }));
   const answerLogin = (id: number, secretKey: string | null) => addLoginAnswer(loginAnswers.open(), id, secretKey);
 
-  let lastInboundId = 0;
-  const inboundAnswers = new Map<
-    number,
-    (figures: { pending: number; highWater: number; connections: number }) => void
-  >();
-  const inbound = () =>
-    new Promise<{ pending: number; highWater: number; connections: number }>((resolve) => {
-      const id = ++lastInboundId;
-      inboundAnswers.set(id, resolve);
-      post({ t: 'inbound', id });
+  let lastFiguresId = 0;
+  const figuresAnswers = new Map<number, (figures: BrokerFigures) => void>();
+  const figures = () =>
+    new Promise<BrokerFigures>((resolve) => {
+      const id = ++lastFiguresId;
+      figuresAnswers.set(id, resolve);
+      post({ t: 'figures', id });
     });
 
   let lastPublishId = 0;
@@ -280,19 +284,19 @@ function startWorker(
         case 'delivered':
           instructions?.delivered(message.alertKey);
           break;
-        case 'inbound':
-          inboundAnswers.get(message.id)?.({
+        case 'figures':
+          figuresAnswers.get(message.id)?.({
             pending: message.pending,
             highWater: message.highWater,
             connections: message.connections,
           });
-          inboundAnswers.delete(message.id);
+          figuresAnswers.delete(message.id);
           break;
         case 'log':
           log[message.level](message.error ? { err: message.error } : {}, message.message);
           break;
         case 'listening':
-          resolve({ port: message.port, worker, exited, inbound, stop });
+          resolve({ port: message.port, worker, exited, figures, stop });
           break;
         case 'failed': {
           void worker.terminate();

@@ -23,8 +23,7 @@ export function registerOperationsRoutes(
     if (expected) {
       const given = Buffer.from(request.headers.authorization ?? '');
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-        const error = unauthorized('GET /metrics needs Authorization: Bearer <METRICS_TOKEN>');
-        return reply.status(401).type('application/json').send(JSON.stringify(error.toBody()));
+        throw unauthorized('GET /metrics needs Authorization: Bearer <METRICS_TOKEN>');
       }
     }
     const text = await metrics.registry.metrics();

@@ -18,7 +18,7 @@ import { type CommonParamValues, requestTimeFormatter } from '../core/http/route
 import { compileParams } from '../core/http/validation.ts';
 import { grants } from '../core/permissions.ts';
 import type { Principal } from '../core/principal.ts';
-import { STORED_TIME, type TimeFormatter } from '../core/time.ts';
+import type { TimeFormatter } from '../core/time.ts';
 import { eventDataAt } from '../events/service.ts';
 import type { EventNotice } from '../events/writer.ts';
 import { findGroup, memberKeysOfGroup } from '../groups/service.ts';
@@ -30,14 +30,15 @@ import { requireTemplate } from '../templates/service.ts';
 import { isAlive } from '../things/presenter.ts';
 import {
   findThing,
-  presenceOfOrganisation,
   requireKnownThings,
   thingKeysOfTemplate,
   thingSnapshot,
+  thingsOfOrganisation,
 } from '../things/service.ts';
 import {
   MAX_SUBSCRIPTIONS,
   message,
+  reply,
   SubscribeParams,
   type SubscribeValues,
   type ThingChange,
@@ -215,6 +216,7 @@ export class RealtimeHub {
         members: new Set(await thingKeysOfTemplate(db, organisations, row.thing_template_key)),
       };
     }
+    // Checked again: the same id may have been subscribed, or the connection gone, during the reads.
     if (connection.subscriptions.has(id)) throw invalidParam('id', `is already the id of a subscription (${id})`);
     if (!this.connections.has(connection)) throw new ApiError(400, [{ code: 'invalid', message: 'disconnected' }]);
     const subscription: Subscription = {
@@ -275,6 +277,7 @@ export class RealtimeHub {
       set?.delete(subscription);
       if (set?.size === 0) byTopic?.delete(key);
     }
+    if (byTopic?.size === 0) (subscription.thingKeys ? this.named : this.broad).delete(subscription.topic);
     if (subscription.topic === 'things') {
       for (const organisation of subscription.organisations) {
         if (!this.thingsWatchedIn(organisation)) this.presence.delete(organisation);
@@ -300,6 +303,11 @@ export class RealtimeHub {
     return false;
   }
 
+  /** Whether any subscription of the topic is held. */
+  private watched(topic: Topic): boolean {
+    return this.named.has(topic) || this.broad.has(topic);
+  }
+
   /** The subscriptions of a topic that a change of a thing of an organisation concerns. */
   private targets(topic: Topic, organisation: string, thingKey: string, templateKey?: string): Subscription[] {
     const found: Subscription[] = [];
@@ -313,7 +321,7 @@ export class RealtimeHub {
   private onEvents(change: EntityChange): void {
     const organisation = change.organisationKey;
     if (organisation === null || !Array.isArray(change.detail)) return;
-    if (!this.named.get('events') && !this.broad.get('events')) return;
+    if (!this.watched('events')) return;
     const events = change.detail as (EventNotice & { partial?: boolean })[];
     if (events.some((e) => e.partial)) {
       // Another instance's event too large to be told whole: read from the store, in order.
@@ -342,29 +350,15 @@ export class RealtimeHub {
   private sendEvents(organisation: string, events: readonly EventNotice[]): void {
     for (const event of events) {
       const subscriptions = this.targets('events', organisation, event.thing_key, event.thing_template_key);
-      if (subscriptions.length === 0) continue;
-      const bodies = new Map<string, string>();
+      fanOut(
+        'event',
+        subscriptions.filter((s) => !s.metrics),
+        (time) => eventBody(event, event.data, time),
+      );
       for (const s of subscriptions) {
-        let body: string | undefined;
-        if (s.metrics) {
-          const data: Record<string, unknown> = {};
-          let any = false;
-          for (const metric of s.metrics) {
-            if (metric in event.data) {
-              data[metric] = event.data[metric];
-              any = true;
-            }
-          }
-          if (!any) continue;
-          body = eventBody(event, data, s.time);
-        } else {
-          body = bodies.get(s.timeKey);
-          if (body === undefined) {
-            body = eventBody(event, event.data, s.time);
-            bodies.set(s.timeKey, body);
-          }
-        }
-        s.connection.outbox.push({ id: s.id, type: 'event', text: message('event', s.id, body) });
+        if (!s.metrics) continue;
+        const data = pickMetrics(event.data, s.metrics);
+        if (data) deliver(s, 'event', eventBody(event, data, s.time));
       }
     }
   }
@@ -373,96 +367,79 @@ export class RealtimeHub {
     const organisation = change.organisationKey;
     const key = change.entityKey;
     if (organisation === null || key === null) return;
-    const known = this.presence.get(organisation);
-    if (change.action === 'delete') known?.delete(key);
-    if (!this.named.get('things') && !this.broad.get('things')) return;
+    if (change.action === 'delete') this.presence.get(organisation)?.delete(key);
+    if (!this.watched('things')) return;
     const changeName: ThingChange =
       change.action === 'create' ? 'created' : change.action === 'delete' ? 'deleted' : 'updated';
-    const detail = change.detail as ThingSnapshot | undefined;
-    if (detail !== undefined && typeof detail === 'object' && detail !== null && 'thing_key' in detail) {
-      this.inOrder(() => this.sendThing(organisation, detail, changeName));
-      return;
-    }
-    this.afterReads(async () => {
-      const row = change.action === 'delete' ? undefined : await findThing(this.store.db, [organisation], key);
-      const snapshot: ThingSnapshot = row
-        ? thingSnapshot(row)
-        : { thing_key: key, thing_template_key: '', alive: false, last_event: null, last_beat: null };
-      this.sendThing(organisation, snapshot, changeName);
-    });
+    this.sendOrRead(
+      isRow(change.detail, 'thing_key') ? (change.detail as unknown as ThingSnapshot) : undefined,
+      (thing) => this.sendThing(organisation, thing, changeName),
+      async () => {
+        const row = change.action === 'delete' ? undefined : await findThing(this.store.db, [organisation], key);
+        return row
+          ? thingSnapshot(row)
+          : { thing_key: key, thing_template_key: '', alive: false, last_event: null, last_beat: null };
+      },
+    );
   }
 
   private sendThing(organisation: string, thing: ThingSnapshot, change: ThingChange): void {
     const templateKey = thing.thing_template_key === '' ? undefined : thing.thing_template_key;
-    const subscriptions = this.targets('things', organisation, thing.thing_key, templateKey);
     if (change !== 'deleted') this.presence.get(organisation)?.set(thing.thing_key, thing.alive);
-    const bodies = new Map<string, string>();
-    for (const s of subscriptions) {
-      let body = bodies.get(s.timeKey);
-      if (body === undefined) {
-        body = thingBody(thing, change, s.time);
-        bodies.set(s.timeKey, body);
-      }
-      s.connection.outbox.push({ id: s.id, type: 'thing', text: message('thing', s.id, body) });
-    }
+    fanOut('thing', this.targets('things', organisation, thing.thing_key, templateKey), (time) =>
+      thingBody(thing, change, time),
+    );
   }
 
   private onAlert(change: EntityChange): void {
     const organisation = change.organisationKey;
     const key = change.entityKey;
-    if (organisation === null || key === null) return;
-    if (!this.named.get('alerts') && !this.broad.get('alerts')) return;
+    if (organisation === null || key === null || !this.watched('alerts')) return;
     const changeName = change.action === 'create' ? 'created' : 'updated';
-    const detail = change.detail as AlertRow | undefined;
-    if (isRow(detail, 'alert_key')) {
-      this.inOrder(() => this.sendAlert(organisation, detail, changeName));
-      return;
-    }
-    this.afterReads(async () => {
-      const row = await findAlert(this.store.db, [organisation], key);
-      if (row) this.sendAlert(organisation, row, changeName);
-    });
-  }
-
-  private sendAlert(organisation: string, row: AlertRow, change: string): void {
-    const bodies = new Map<string, string>();
-    for (const s of this.targets('alerts', organisation, row.thing_key ?? '')) {
-      if (s.alertTypes && !s.alertTypes.has(row.alert_type)) continue;
-      let body = bodies.get(s.timeKey);
-      if (body === undefined) {
-        body = JSON.stringify({ change, alert: presentAlert(row, s.time) }).slice(1);
-        bodies.set(s.timeKey, body);
-      }
-      s.connection.outbox.push({ id: s.id, type: 'alert', text: message('alert', s.id, body) });
-    }
+    this.sendOrRead(
+      isRow(change.detail, 'alert_key') ? (change.detail as unknown as AlertRow) : undefined,
+      (row) => {
+        const subscriptions = this.targets('alerts', organisation, row.thing_key ?? '').filter(
+          (s) => !s.alertTypes || s.alertTypes.has(row.alert_type),
+        );
+        fanOut('alert', subscriptions, (time) =>
+          JSON.stringify({ change: changeName, alert: presentAlert(row, time) }).slice(1),
+        );
+      },
+      () => findAlert(this.store.db, [organisation], key),
+    );
   }
 
   private onInstruction(change: EntityChange): void {
     const organisation = change.organisationKey;
     const key = change.entityKey;
-    if (organisation === null || key === null) return;
-    if (!this.named.get('instructions') && !this.broad.get('instructions')) return;
-    const detail = change.detail as InstructionRow | undefined;
-    if (isRow(detail, 'instruction_key') && typeof detail.definition === 'string') {
-      this.inOrder(() => this.sendInstruction(organisation, detail));
+    if (organisation === null || key === null || !this.watched('instructions')) return;
+    this.sendOrRead(
+      // A row (instructions/service.ts), not the snapshot an audit trail keeps (its definition parsed).
+      isRow(change.detail, 'instruction_key') && typeof change.detail.definition === 'string'
+        ? (change.detail as unknown as InstructionRow)
+        : undefined,
+      (row) =>
+        fanOut('instruction', this.targets('instructions', organisation, row.thing_key), (time) =>
+          JSON.stringify({ instruction: presentInstruction(row, time) }).slice(1),
+        ),
+      () => findInstructionByKey(this.store.db, organisation, key),
+    );
+  }
+
+  /**
+   * Sends what a change told (`detail`) in the feed's order, or, told without it (another instance's
+   * change, too large for a notice), what `read` finds in the store.
+   */
+  private sendOrRead<T>(detail: T | undefined, send: (value: T) => void, read: () => Promise<T | undefined>): void {
+    if (detail !== undefined) {
+      this.inOrder(() => send(detail));
       return;
     }
     this.afterReads(async () => {
-      const row = await findInstructionByKey(this.store.db, organisation, key);
-      if (row) this.sendInstruction(organisation, row);
+      const value = await read();
+      if (value !== undefined) send(value);
     });
-  }
-
-  private sendInstruction(organisation: string, row: InstructionRow): void {
-    const bodies = new Map<string, string>();
-    for (const s of this.targets('instructions', organisation, row.thing_key)) {
-      let body = bodies.get(s.timeKey);
-      if (body === undefined) {
-        body = JSON.stringify({ instruction: presentInstruction(row, s.time) }).slice(1);
-        bodies.set(s.timeKey, body);
-      }
-      s.connection.outbox.push({ id: s.id, type: 'instruction', text: message('instruction', s.id, body) });
-    }
   }
 
   /** Runs `send` now, or after the reads under way when there are some, so messages keep the feed's order. */
@@ -486,9 +463,9 @@ export class RealtimeHub {
   private async watchPresence(): Promise<void> {
     if (this.presence.size === 0 || this.closed) return;
     for (const [organisation, known] of [...this.presence]) {
-      let rows: Awaited<ReturnType<typeof presenceOfOrganisation>>;
+      let rows: Awaited<ReturnType<typeof thingsOfOrganisation>>;
       try {
-        rows = await presenceOfOrganisation(this.store.db, organisation);
+        rows = await thingsOfOrganisation(this.store.db, organisation);
       } catch {
         return;
       }
@@ -499,16 +476,7 @@ export class RealtimeHub {
         const before = known.get(row.thing_key);
         known.set(row.thing_key, alive);
         if (before === undefined || before === alive) continue;
-        const lastEvent = row.last_event ? (JSON.parse(row.last_event) as { timestamp: number; data: unknown }) : null;
-        const thing: ThingSnapshot = {
-          thing_key: row.thing_key,
-          thing_template_key: row.thing_template_key,
-          alive,
-          last_event: lastEvent
-            ? { timestamp: STORED_TIME(lastEvent.timestamp) as number, data: lastEvent.data }
-            : null,
-          last_beat: row.last_beat_at === null ? null : (STORED_TIME(row.last_beat_at) as number),
-        };
+        const thing = thingSnapshot(row, now);
         this.inOrder(() => this.sendThing(organisation, thing, 'alive'));
       }
     }
@@ -609,12 +577,7 @@ export class RealtimeHub {
       connection.outbox.push({
         id: s.id,
         type: 'error',
-        text: JSON.stringify({
-          type: 'error',
-          id: s.id,
-          code: 'forbidden',
-          message: `your role lacks the permission to read ${needed}`,
-        }),
+        text: reply('error', s.id, { code: 'forbidden', message: `your role lacks the permission to read ${needed}` }),
       });
     }
   }
@@ -638,6 +601,35 @@ function matches(s: Subscription, organisation: string, thingKey: string, templa
     return s.template.members.has(thingKey);
   }
   return true;
+}
+
+/** Sends a message of `type` to each subscription, its members made once per time format and zone. */
+function fanOut(type: string, subscriptions: readonly Subscription[], bodyOf: (time: TimeFormatter) => string): void {
+  const bodies = new Map<string, string>();
+  for (const s of subscriptions) {
+    let body = bodies.get(s.timeKey);
+    if (body === undefined) {
+      body = bodyOf(s.time);
+      bodies.set(s.timeKey, body);
+    }
+    deliver(s, type, body);
+  }
+}
+
+function deliver(s: Subscription, type: string, body: string): void {
+  s.connection.outbox.push({ id: s.id, type, text: message(type, s.id, body) });
+}
+
+/** The event's data of these metrics only; undefined when it has none of them. */
+function pickMetrics(data: Record<string, unknown>, metrics: readonly string[]): Record<string, unknown> | undefined {
+  let picked: Record<string, unknown> | undefined;
+  for (const metric of metrics) {
+    if (metric in data) {
+      picked ??= {};
+      picked[metric] = data[metric];
+    }
+  }
+  return picked;
 }
 
 function eventBody(event: EventNotice, data: Record<string, unknown>, time: TimeFormatter): string {

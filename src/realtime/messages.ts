@@ -1,7 +1,7 @@
 /**
  * The realtime protocol's topics, subscription parameters and messages (docs/realtime.md).
  */
-import { Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import type { EntityType } from '../core/change-feed.ts';
 import { CommonParams, Key, OemParams, StringEnum } from '../core/http/schema.ts';
 import type { PermissionClass } from '../core/permissions.ts';
@@ -46,18 +46,7 @@ export const SubscribeParams = Type.Object({
   time_zone: CommonParams.time_zone,
 });
 
-export interface SubscribeValues {
-  topic: Topic;
-  thing_keys?: string[];
-  group_key?: string;
-  thing_template_key?: string;
-  metrics?: string[];
-  alert_type?: number[];
-  is_oem?: boolean;
-  timestamp_format?: 'int' | 'str';
-  time_format?: 'int' | 'str';
-  time_zone?: string;
-}
+export type SubscribeValues = Static<typeof SubscribeParams>;
 
 /** A thing as a `thing` message tells it, from its snapshot (the Thing object at stored time). */
 export interface ThingSnapshot {

@@ -26,6 +26,7 @@ export const MAX_FRAME_BYTES = 128 * 1024;
 const MAX_UNHANDLED = 16;
 
 export const CLOSE_UNAUTHORIZED = 4401;
+const REVOKED = 'the token was revoked or expired';
 
 export interface RealtimeServices {
   hub: RealtimeHub;
@@ -46,15 +47,16 @@ export function registerRealtimeRoutes(app: FastifyInstance, services: RealtimeS
       security: [{ authToken: [] }, {}],
     },
     // An upgrade with a bad X-Auth-Token is refused before it happens; without one, the first message authenticates.
-    preValidation: async (request, answer) => {
+    preValidation: async (request) => {
       const token = request.headers['x-auth-token'];
       if (token === undefined) return;
       const principal = typeof token === 'string' ? await services.authenticate(token) : undefined;
-      if (!principal) return refuse(answer, unauthorized());
+      if (!principal) throw unauthorized();
       (request as FastifyRequest & { realtimePrincipal?: Principal }).realtimePrincipal = principal;
     },
-    handler: (_request, answer) =>
-      refuse(answer, new ApiError(426, [{ code: 'invalid', message: 'this endpoint takes WebSocket upgrades only' }])),
+    handler: async () => {
+      throw new ApiError(426, [{ code: 'invalid', message: 'this endpoint takes WebSocket upgrades only' }]);
+    },
     wsHandler: (socket: WebSocket, request: FastifyRequest) => {
       const principal = (request as FastifyRequest & { realtimePrincipal?: Principal }).realtimePrincipal;
       const token = request.headers['x-auth-token'];
@@ -88,14 +90,10 @@ export function registerRealtimeRoutes(app: FastifyInstance, services: RealtimeS
       const token = typeof header === 'string' ? header : typeof query.token === 'string' ? query.token : undefined;
       delete query.token;
       const principal = await services.authenticate(token);
-      if (!principal || token === undefined) return refuse(answer, unauthorized());
+      if (!principal || token === undefined) throw unauthorized();
       await openStream(services, request, answer, principal, token, query);
     },
   });
-}
-
-function refuse(answer: FastifyReply, error: ApiError): FastifyReply {
-  return answer.status(error.status).type('application/json').send(JSON.stringify(error.toBody()));
 }
 
 /** One WebSocket client: authentication, its messages, and the messages sent to it. */
@@ -249,7 +247,7 @@ class SocketSession implements Connection {
   }
 
   revoke(): void {
-    this.error(undefined, 'unauthorized', 'the token was revoked or expired');
+    this.error(undefined, 'unauthorized', REVOKED);
     this.close(CLOSE_UNAUTHORIZED, 'unauthorized');
   }
 
@@ -270,6 +268,9 @@ class SocketSession implements Connection {
   }
 }
 
+/** One message as an SSE event: named by its type, its id the stream's topic. */
+const sseEvent = (type: string, topic: string, text: string) => `event: ${type}\nid: ${topic}\ndata: ${text}\n\n`;
+
 /** An SSE stream of one subscription; refusals come before it starts, as ordinary error answers. */
 async function openStream(
   services: RealtimeServices,
@@ -283,9 +284,7 @@ async function openStream(
   let closed = false;
   const transport: Transport = {
     writable: () => !closed && !raw.writableNeedDrain,
-    send: (outgoing) => {
-      raw.write(`event: ${outgoing.type}\nid: ${topic}\ndata: ${outgoing.text}\n\n`);
-    },
+    send: (outgoing) => raw.write(sseEvent(outgoing.type, topic, outgoing.text)),
     cork: () => raw.cork(),
     uncork: () => raw.uncork(),
   };
@@ -297,8 +296,7 @@ async function openStream(
     token,
     subscriptions: new Map(),
     revoke: () => {
-      const text = reply('error', topic, { code: 'unauthorized', message: 'the token was revoked or expired' });
-      raw.write(`event: error\nid: ${topic}\ndata: ${text}\n\n`);
+      raw.write(sseEvent('error', topic, reply('error', topic, { code: 'unauthorized', message: REVOKED })));
       finish();
       raw.end();
     },
@@ -324,8 +322,8 @@ async function openStream(
       raw.write(': subscribed\n\n');
     });
   } catch (error) {
+    // Refused before the stream started: answered by the error handler, as any request is.
     finish();
-    if (error instanceof ApiError) return refuse(answer, error);
     throw error;
   }
   raw.on('drain', () => connection.outbox.wake());

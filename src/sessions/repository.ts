@@ -7,8 +7,13 @@ export async function insertSession(db: Executor, row: SessionRow): Promise<void
   await db.insertInto('sessions').values(row).execute();
 }
 
-export async function deleteSession(db: Executor, tokenHash: string): Promise<void> {
-  await db.deleteFrom('sessions').where('token_hash', '=', tokenHash).execute();
+/** Deletes a session; answers whose it was, if there was one. */
+export function deleteSession(db: Executor, tokenHash: string) {
+  return db
+    .deleteFrom('sessions')
+    .where('token_hash', '=', tokenHash)
+    .returning(['user_key', 'organisation_key'])
+    .executeTakeFirst();
 }
 
 export async function touchSession(db: Executor, tokenHash: string, now: number): Promise<void> {

@@ -144,8 +144,7 @@ export class SessionService {
     for (const [hash, at] of this.signedOut) if (at < now - 10 * PRINCIPAL_CACHE_MS) this.signedOut.delete(hash);
     this.signedOut.set(tokenHash, now);
     this.principals.delete(tokenHash);
-    const session = await sessions.findSessionPrincipal(this.store.db, tokenHash);
-    await sessions.deleteSession(this.store.db, tokenHash);
+    const session = await sessions.deleteSession(this.store.db, tokenHash);
     this.principals.delete(tokenHash);
     // Told to every instance: their caches forget the token, and realtime push closes what it opened.
     if (session) {

@@ -198,21 +198,9 @@ export const heartbeat = compiledQuery((db: Executor, thingId: number, at: numbe
   db.updateTable('things').set({ last_beat_at: at }).where('thing_id', '=', thingId),
 );
 
-/** What decides whether each thing of an organisation is alive, for realtime push's watch of `alive`. */
-export function presenceOfOrganisation(db: Executor, organisationKey: string) {
-  return db
-    .selectFrom('things as t')
-    .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
-    .select([
-      't.thing_key',
-      't.thing_template_key',
-      't.last_event_at',
-      't.last_beat_at',
-      't.last_event',
-      'tt.heartbeat_interval',
-    ])
-    .where('t.organisation_key', '=', organisationKey)
-    .execute();
+/** Every thing of an organisation with its template's fields (realtime push watches whether each is alive). */
+export async function thingsOfOrganisation(db: Executor, organisationKey: string): Promise<ThingWithTemplate[]> {
+  return (await selectThings(db).where('t.organisation_key', '=', organisationKey).execute()) as ThingWithTemplate[];
 }
 
 /** The keys of the things of a template. */

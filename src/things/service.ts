@@ -53,7 +53,7 @@ export interface ThingInput {
 export type ThingChanges = Partial<Omit<ThingInput, 'thing_key'>>;
 
 /** Snapshot of a thing as audit trails (and alerts) keep it. */
-export const thingSnapshot = (row: ThingWithTemplate) => presentThing(row, STORED_TIME);
+export const thingSnapshot = (row: ThingWithTemplate, now = Date.now()) => presentThing(row, STORED_TIME, now);
 
 /** Merges property changes into a map of text values; null removes a property. */
 export function mergeProperties(current: Record<string, string>, changes: Record<string, PropertyValue>) {
@@ -93,9 +93,9 @@ export function listThings(db: Executor, filter: things.ThingFilter, list: ListQ
   return things.listThings(db, filter, list);
 }
 
-/** Each thing of an organisation with what decides whether it is alive (realtime push). */
-export function presenceOfOrganisation(db: Executor, organisationKey: string) {
-  return things.presenceOfOrganisation(db, organisationKey);
+/** Every thing of an organisation (realtime push watches whether each is alive). */
+export function thingsOfOrganisation(db: Executor, organisationKey: string) {
+  return things.thingsOfOrganisation(db, organisationKey);
 }
 
 /** The keys of the things of a template, in these organisations. */

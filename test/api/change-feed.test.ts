@@ -5,13 +5,22 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ChangeFeed, type EntityChange } from '../../src/core/change-feed.ts';
+import { type ChangeAction, ChangeFeed, type EntityChange, type EntityType } from '../../src/core/change-feed.ts';
 import { ChangeGenerations } from '../../src/core/http/answer-cache.ts';
 import { noteChange, openStore, type Store } from '../../src/store/store.ts';
 import { STORES } from '../support/stores.ts';
 
 const roleChange = (organisationKey: string, entityKey: string) =>
   ({ entityType: 'Role', organisationKey, entityKey, action: 'update' }) as const;
+
+/** A change in the organisation org-w with a detail. */
+const detailed = (entityType: EntityType, entityKey: string | null, action: ChangeAction, detail: unknown) => ({
+  entityType,
+  organisationKey: 'org-w',
+  entityKey,
+  action,
+  detail,
+});
 
 /** The changes a feed tells, from now on. */
 function heard(store: Store): EntityChange[] {
@@ -134,41 +143,14 @@ for (const storeCase of STORES) {
           data: { pad: 'p'.repeat(100) },
         }));
         await two.transaction(async (tx) => {
-          await noteChange(tx, {
-            entityType: 'Alert',
-            organisationKey: 'org-w',
-            entityKey: 'a1',
-            action: 'create',
-            detail: { n: 1 },
-          });
-          await noteChange(tx, {
-            entityType: 'Event',
-            organisationKey: 'org-w',
-            entityKey: null,
-            action: 'create',
-            detail: events,
-          });
-          await noteChange(tx, {
-            entityType: 'Event',
-            organisationKey: 'org-w',
-            entityKey: null,
-            action: 'create',
-            detail: [{ thing_key: 'big', timestamp: 1, data: { blob: 'b'.repeat(9000) } }],
-          });
-          await noteChange(tx, {
-            entityType: 'Alert',
-            organisationKey: 'org-w',
-            entityKey: 'a2',
-            action: 'update',
-            detail: { blob: 'b'.repeat(9000) },
-          });
-          await noteChange(tx, {
-            entityType: 'Group',
-            organisationKey: 'org-w',
-            entityKey: 'g1',
-            action: 'update',
-            detail: { n: 2 },
-          });
+          await noteChange(tx, detailed('Alert', 'a1', 'create', { n: 1 }));
+          await noteChange(tx, detailed('Event', null, 'create', events));
+          await noteChange(
+            tx,
+            detailed('Event', null, 'create', [{ thing_key: 'big', timestamp: 1, data: { blob: 'b'.repeat(9000) } }]),
+          );
+          await noteChange(tx, detailed('Alert', 'a2', 'update', { blob: 'b'.repeat(9000) }));
+          await noteChange(tx, detailed('Group', 'g1', 'update', { n: 2 }));
         });
         await until(() => changes.some((c) => c.entityKey === 'g1'), 'the changes');
         assert.deepEqual(changes.find((c) => c.entityKey === 'a1')?.detail, { n: 1 });
@@ -187,20 +169,8 @@ for (const storeCase of STORES) {
         await until(() => !two.changes.wantedByOthers('Alert'), 'the other instance to hear it is no longer wanted');
         changes.length = 0;
         await two.transaction(async (tx) => {
-          await noteChange(tx, {
-            entityType: 'Event',
-            organisationKey: 'org-w',
-            entityKey: null,
-            action: 'create',
-            detail: events,
-          });
-          await noteChange(tx, {
-            entityType: 'Alert',
-            organisationKey: 'org-w',
-            entityKey: 'a3',
-            action: 'create',
-            detail: { n: 3 },
-          });
+          await noteChange(tx, detailed('Event', null, 'create', events));
+          await noteChange(tx, detailed('Alert', 'a3', 'create', { n: 3 }));
         });
         await until(() => changes.length > 0, 'the alert');
         assert.deepEqual(

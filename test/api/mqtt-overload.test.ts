@@ -56,7 +56,7 @@ describeOnStores(
       const answered = Object.values(codes).reduce((a, b) => a + b, 0);
       assert.equal(answered, count, `every message answered: ${JSON.stringify(codes)}`);
       assert.equal(await storedCount(thingKey), codes[200] ?? 0, 'every acknowledged event stored, no other');
-      const inbound = await ctx.api.server.mqttBroker?.inbound();
+      const inbound = await ctx.api.server.mqttBroker?.figures();
       assert.ok(inbound, 'the embedded broker runs');
       assert.equal(inbound.pending, 0);
       assert.ok(
