@@ -1,7 +1,8 @@
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
 import { aggregatedData } from './aggregation.ts';
-import { AggregatedDataParams, ThingDataParams } from './schemas.ts';
+import { exportEvents } from './export.ts';
+import { AggregatedDataParams, ExportEventsParams, ThingDataParams } from './schemas.ts';
 import { thingData } from './thing-data.ts';
 
 const tags = ['Data queries'];
@@ -61,6 +62,33 @@ export function queryRoutes(store: Store): AnyRoute[] {
           },
           time,
         ),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/v3/things/:thing_key/events/export',
+      tags,
+      summary: 'Every event of a thing in a range, streamed as NDJSON or CSV, oldest first',
+      description:
+        'ndjson: one {"timestamp","data"} per line (application/x-ndjson); csv: a header timestamp,<metric>,... then a row per event (text/csv). from and to are optional (default: every event).',
+      access: permission('data', 'read'),
+      params: ExportEventsParams,
+      handler: async ({ params, time, visibleOrganisations, reply }) => {
+        const answer = await exportEvents(
+          store.db,
+          {
+            organisationKeys: await visibleOrganisations(),
+            thingKey: params.thing_key,
+            from: params.from,
+            to: params.to,
+            format: params.format ?? 'ndjson',
+            metrics: params.metrics,
+          },
+          time,
+        );
+        reply.header('content-type', answer.contentType);
+        reply.header('content-disposition', `attachment; filename="${answer.fileName}"`);
+        return answer.body;
+      },
     }),
   ];
 }

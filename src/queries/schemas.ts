@@ -58,3 +58,19 @@ export const AggregatedDataParams = Type.Object({
     }),
   ),
 });
+
+export const ExportEventsParams = Type.Object({
+  ...CommonParams,
+  ...OemParams,
+  thing_key: Key('the thing'),
+  from: PointInTime,
+  to: PointInTime,
+  format: Type.Optional(StringEnum(['ndjson', 'csv'], { description: 'default ndjson' })),
+  metrics: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+      maxItems: 500,
+      description:
+        'csv columns in this order (dots address nested values); default every metric of the events, by name',
+    }),
+  ),
+});

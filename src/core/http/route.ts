@@ -3,6 +3,7 @@
  * it (the permission it needs), the schema of its parameters and what it answers; the wrapper here
  * authenticates, checks the permission, merges and validates parameters, and writes the JSON answer.
  */
+import { Readable } from 'node:stream';
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ChangeFeed, EntityType } from '../change-feed.ts';
@@ -178,6 +179,8 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
     }
     const result = await spec.handler(call);
     if (reply.sent) return reply;
+    // A streamed answer (an export): piped to the socket, which paces it and ends it if the client leaves.
+    if (result instanceof Readable) return reply.send(result);
     let text: string;
     if (result instanceof JsonText) {
       text = params.pretty ? JSON.stringify(JSON.parse(result.text), null, 2) : result.text;

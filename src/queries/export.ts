@@ -1,0 +1,125 @@
+/**
+ * Export of a thing's events (docs/api.md, "Exporting events"): every event of a range in time order,
+ * as NDJSON or CSV, streamed. The events are read a page at a time, each page after the last one's
+ * (time, id), and a page is read only when the client has taken what came before: the answer is a
+ * Readable stream, which the server pipes to the socket, so a slow client slows the reads and one that
+ * disconnects ends them. Memory holds one page whatever the range.
+ */
+import { Readable } from 'node:stream';
+import { invalidParam } from '../core/errors.ts';
+import type { TimeFormatter } from '../core/time.ts';
+import { type EventRange, eventChunks } from '../events/service.ts';
+import type { Executor } from '../store/store.ts';
+import { metricValue } from './metrics.ts';
+import { readBound } from './thing-data.ts';
+import { queriedThings } from './things.ts';
+
+export type ExportFormat = 'ndjson' | 'csv';
+
+export interface ExportRequest {
+  organisationKeys: string[];
+  thingKey: string;
+  from?: string | number | undefined;
+  to?: string | number | undefined;
+  format: ExportFormat;
+  metrics?: string[] | undefined;
+}
+
+export interface ExportAnswer {
+  contentType: string;
+  fileName: string;
+  body: Readable;
+}
+
+/** Events read per page: small enough that a page is a few tens of kilobytes of answer. */
+export const EXPORT_PAGE_EVENTS = 1000;
+
+/** Exports under way and pages read, for tests and operators (a client that leaves stops its export). */
+export const exportProgress = { active: 0, pagesRead: 0 };
+
+/**
+ * Checks the request (the thing must be readable, the range readable) before anything is sent, so bad
+ * input is a 4xx answer rather than a broken stream, and answers the stream.
+ */
+export async function exportEvents(db: Executor, request: ExportRequest, time: TimeFormatter): Promise<ExportAnswer> {
+  const from = readBound(request.from, time.zone, 'from');
+  const to = readBound(request.to, time.zone, 'to', true);
+  if (from !== undefined && to !== undefined && from > to) throw invalidParam('from', 'must not be after to');
+  const [thing] = await queriedThings(db, request.organisationKeys, [request.thingKey]);
+  const range: EventRange = { thingId: (thing as { thing_id: number }).thing_id, from, to, byCreatedAt: false };
+  const lines = request.format === 'csv' ? csvLines(db, range, request.metrics, time) : ndjsonLines(db, range, time);
+  return {
+    contentType: request.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
+    fileName: `${request.thingKey.replace(/[^A-Za-z0-9_-]/g, '_')}-events.${request.format}`,
+    body: Readable.from(counted(lines), { objectMode: false }),
+  };
+}
+
+/** The pages of the range, counted while they are read. */
+async function* pages(db: Executor, range: EventRange) {
+  for await (const chunk of eventChunks(db, range, EXPORT_PAGE_EVENTS)) {
+    exportProgress.pagesRead++;
+    yield chunk;
+  }
+}
+
+/** Keeps `exportProgress.active` while the stream is read, however it ends. */
+async function* counted(lines: AsyncGenerator<string>) {
+  exportProgress.active++;
+  try {
+    yield* lines;
+  } finally {
+    exportProgress.active--;
+  }
+}
+
+async function* ndjsonLines(db: Executor, range: EventRange, time: TimeFormatter) {
+  for await (const chunk of pages(db, range)) {
+    let text = '';
+    for (const [at, , data] of chunk) text += `${JSON.stringify({ timestamp: time(at), data })}\n`;
+    yield text;
+  }
+}
+
+/**
+ * CSV: a header of the metrics (the requested ones in their order, else every metric of the exported
+ * events sorted by name, found by a first pass over the range), then a row per event.
+ */
+async function* csvLines(db: Executor, range: EventRange, requested: string[] | undefined, time: TimeFormatter) {
+  let metrics = requested;
+  if (metrics === undefined || metrics.length === 0) {
+    const names = new Set<string>();
+    for await (const chunk of pages(db, range)) for (const [, , data] of chunk) collectNames(data, '', names);
+    metrics = [...names].sort();
+  }
+  yield `${['timestamp', ...metrics].map(csvField).join(',')}\r\n`;
+  for await (const chunk of pages(db, range)) {
+    let text = '';
+    for (const [at, , data] of chunk) {
+      text += `${[time(at), ...metrics.map((m) => metricValue(data, m))].map(csvField).join(',')}\r\n`;
+    }
+    yield text;
+  }
+}
+
+/** The dotted names of the values in event data: nested objects are walked, anything else is a value. */
+function collectNames(data: Record<string, unknown>, prefix: string, names: Set<string>): void {
+  for (const [name, value] of Object.entries(data)) {
+    const dotted = prefix + name;
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      collectNames(value as Record<string, unknown>, `${dotted}.`, names);
+    } else {
+      names.add(dotted);
+    }
+  }
+}
+
+/**
+ * A value as a CSV field (RFC 4180): text as it is, other values as JSON (arrays and objects whole),
+ * null and missing values empty; quoted when it holds a comma, a quote or a line break.
+ */
+export function csvField(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}

@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EXPORT_PAGE_EVENTS, exportProgress } from '../../src/queries/export.ts';
+import { childOrganisation, createThing, userWithAbilities } from '../support/fixtures.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+const T0 = Date.UTC(2025, 0, 1);
+const SECOND = 1000;
+
+describeOnStores('event export', (ctx) => {
+  async function thingWithEvents(events: { timestamp: number; data: object }[], token?: string) {
+    const auth = token ?? (await ctx.api.adminToken());
+    const thing = await createThing(ctx.api, auth, {});
+    for (let i = 0; i < events.length; i += 1000) {
+      const posted = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+        token: auth,
+        body: { events: events.slice(i, i + 1000) },
+      });
+      assert.equal(posted.status, 200, posted.text);
+    }
+    return thing.thing_key;
+  }
+
+  const exportOf = async (key: string, query: Record<string, string | string[]> = {}, token?: string) =>
+    ctx.api.request('GET', `/api/v3/things/${key}/events/export`, {
+      token: token ?? (await ctx.api.adminToken()),
+      query,
+    });
+
+  it('when events are exported as ndjson then every event comes once, oldest first, as an attachment', async () => {
+    // Posted out of order: the export is in time order.
+    const key = await thingWithEvents([
+      { timestamp: T0 + 2 * SECOND, data: { t: 2, machine: { status: 'on' } } },
+      { timestamp: T0, data: { t: 0, note: 'line\nbreak "quoted"' } },
+      { timestamp: T0 + SECOND, data: { t: 1, list: [1, 2] } },
+    ]);
+    const response = await exportOf(key);
+    assert.equal(response.status, 200, response.text);
+    assert.equal(response.headers['content-type'], 'application/x-ndjson');
+    assert.match(String(response.headers['content-disposition']), /^attachment; filename=".+-events\.ndjson"$/);
+    const lines = response.text.split('\n');
+    assert.equal(lines.pop(), '', 'the last line ends with a line break');
+    assert.deepEqual(
+      lines.map((l) => JSON.parse(l)),
+      [
+        { timestamp: T0 / 1000, data: { t: 0, note: 'line\nbreak "quoted"' } },
+        { timestamp: T0 / 1000 + 1, data: { t: 1, list: [1, 2] } },
+        { timestamp: T0 / 1000 + 2, data: { t: 2, machine: { status: 'on' } } },
+      ],
+    );
+    const ranged = await exportOf(key, {
+      from: '2025/01/01 00:00:01',
+      to: '2025-01-01 00:00:02',
+      timestamp_format: 'str',
+      time_zone: 'UTC',
+    });
+    assert.deepEqual(
+      ranged.text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).timestamp),
+      ['2025/01/01 00:00:01', '2025/01/01 00:00:02'],
+    );
+  });
+
+  it('when events are exported as csv then the header names every dotted metric by name and fields are quoted', async () => {
+    const key = await thingWithEvents([
+      { timestamp: T0, data: { b: 1, a: 'x,y', machine: { status: 'say "hi"', rpm: 5 } } },
+      { timestamp: T0 + SECOND, data: { b: 2.5, flag: true, list: [1, 'two'], gone: null } },
+    ]);
+    const all = await exportOf(key, { format: 'csv' });
+    assert.equal(all.status, 200, all.text);
+    assert.equal(all.headers['content-type'], 'text/csv; charset=utf-8');
+    assert.match(String(all.headers['content-disposition']), /^attachment; filename=".+-events\.csv"$/);
+    assert.equal(
+      all.text,
+      'timestamp,a,b,flag,gone,list,machine.rpm,machine.status\r\n' +
+        `${T0 / 1000},"x,y",1,,,,5,"say ""hi"""\r\n` +
+        `${T0 / 1000 + 1},,2.5,true,,"[1,""two""]",,\r\n`,
+    );
+    const picked = await exportOf(key, { format: 'csv', metrics: 'machine.rpm,b,missing' });
+    assert.equal(picked.text, `timestamp,machine.rpm,b,missing\r\n${T0 / 1000},5,1,\r\n${T0 / 1000 + 1},,2.5,\r\n`);
+    const repeated = await exportOf(key, { format: 'csv', metrics: ['b', 'a'] });
+    assert.equal(repeated.text.split('\r\n')[0], 'timestamp,b,a');
+  });
+
+  it('when more events than a page are exported then each comes exactly once in order, in csv and ndjson', async () => {
+    const count = EXPORT_PAGE_EVENTS * 2 + 7;
+    // Several events share a timestamp across page boundaries: the order is time, then arrival.
+    const events = Array.from({ length: count }, (_, i) => ({
+      timestamp: T0 + Math.floor(i / 3) * SECOND,
+      data: { i },
+    }));
+    const key = await thingWithEvents(events);
+    const ndjson = await exportOf(key);
+    const seen = ndjson.text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).data.i as number);
+    assert.deepEqual(
+      seen,
+      events.map((e) => e.data.i),
+    );
+    const csv = await exportOf(key, { format: 'csv' });
+    const rows = csv.text.trim().split('\r\n');
+    assert.equal(rows[0], 'timestamp,i');
+    assert.equal(rows.length, count + 1);
+    assert.equal(rows.at(-1), `${(T0 + Math.floor((count - 1) / 3) * SECOND) / 1000},${count - 1}`);
+  });
+
+  it('when an export has no events in its range then ndjson is empty and csv is the header alone', async () => {
+    const key = await thingWithEvents([{ timestamp: T0, data: { t: 1 } }]);
+    const empty = await exportOf(key, { from: String(T0 / 1000 + 10) });
+    assert.equal(empty.status, 200);
+    assert.equal(empty.text, '');
+    const csv = await exportOf(key, { format: 'csv', from: String(T0 / 1000 + 10) });
+    assert.equal(csv.text, 'timestamp\r\n');
+  });
+
+  it('when an export is asked badly or by someone who may not then it is refused before anything is sent', async () => {
+    const admin = await ctx.api.adminToken();
+    const key = await thingWithEvents([{ timestamp: T0, data: { t: 1 } }]);
+    const backwards = await exportOf(key, { from: String(T0 / 1000 + 10), to: String(T0 / 1000) });
+    assert.equal(backwards.status, 400);
+    assert.equal(backwards.body.success, false);
+    assert.equal(backwards.body.errors[0].param, 'from');
+    const unreadable = await exportOf(key, { to: 'yesterday' });
+    assert.equal(unreadable.status, 400);
+    assert.equal(unreadable.body.errors[0].param, 'to');
+    const format = await exportOf(key, { format: 'xml' });
+    assert.equal(format.status, 400);
+    const missing = await exportOf('no-such-thing');
+    assert.equal(missing.status, 404);
+    const noRead = await userWithAbilities(ctx.api, admin, [11]);
+    assert.equal((await exportOf(key, {}, noRead.token)).status, 403);
+    const reader = await userWithAbilities(ctx.api, admin, [121]);
+    assert.equal((await exportOf(key, {}, reader.token)).status, 200);
+    // Another organisation's thing does not exist for its neighbour.
+    const child = await childOrganisation(ctx.api, admin);
+    assert.equal((await exportOf(key, {}, child.token)).status, 404);
+    assert.equal((await ctx.api.request('GET', `/api/v3/things/${key}/events/export`)).status, 401);
+  });
+
+  it('when the client reads slowly the export waits for it, and when it disconnects the export stops', async () => {
+    // About 10 MB of answer: more than the socket buffers between the two ends hold.
+    const filler = 'x'.repeat(2000);
+    const events = Array.from({ length: 5000 }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i, filler } }));
+    const key = await thingWithEvents(events);
+    const token = await ctx.api.adminToken();
+    const { hostname, port } = new URL(ctx.api.url);
+    const pagesBefore = exportProgress.pagesRead;
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = httpRequest(
+        { host: hostname, port, path: `/api/v3/things/${key}/events/export`, headers: { 'x-auth-token': token } },
+        resolve,
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(response.statusCode, 200);
+    response.pause();
+    // Not read: the server stops reading pages once the socket is full.
+    let previous = -1;
+    for (let i = 0; i < 50 && exportProgress.pagesRead !== previous; i++) {
+      previous = exportProgress.pagesRead;
+      await sleep(100);
+    }
+    const pagesWhilePaused = exportProgress.pagesRead - pagesBefore;
+    assert.ok(pagesWhilePaused < events.length / EXPORT_PAGE_EVENTS, `read ${pagesWhilePaused} pages unasked`);
+    assert.equal(exportProgress.active, 1);
+    response.destroy();
+    for (let i = 0; i < 100 && exportProgress.active > 0; i++) await sleep(20);
+    assert.equal(exportProgress.active, 0, 'the export ended when its client left');
+    assert.equal(exportProgress.pagesRead - pagesBefore, pagesWhilePaused, 'no page was read after the client left');
+  });
+});
