@@ -43,28 +43,56 @@ export interface Change {
 }
 
 export async function recordChange(db: Executor, actor: Actor, change: Change, now = Date.now()): Promise<void> {
-  await noteChange(db, {
-    entityType: change.entityType,
-    organisationKey: change.organisationKey,
-    entityKey: change.entityKey,
-    action: change.action,
-    detail: change.detail ?? change.after ?? change.before,
-  });
-  for (const type of revisionsRaisedBy(change.entityType)) await raiseRevision(db, change.organisationKey, type);
-  await db
-    .insertInto('audit_trails')
-    .values({
-      audit_trail_key: newKey(),
-      organisation_key: change.organisationKey,
-      action_taken: change.action,
-      entity_type: change.entityType,
-      entity_key: change.entityKey,
-      entity_name: change.entityName,
-      old_entity_contents: JSON.stringify(change.before ?? {}),
-      new_entity_contents: JSON.stringify(change.after ?? {}),
-      timestamp: now,
-      user_name: actor.userName,
-      role_name: actor.roleName,
-    })
-    .execute();
+  await recordChanges(db, actor, [change], now);
+}
+
+/** Audit rows written by one statement: 11 values each, well within both engines' parameter limits. */
+const AUDIT_ROWS_PER_STATEMENT = 500;
+
+/**
+ * Records many changes in one transaction (bulk provisioning): each revision they raise is raised once,
+ * and the audit rows are written a few hundred per statement.
+ */
+export async function recordChanges(
+  db: Executor,
+  actor: Actor,
+  changes: readonly Change[],
+  now = Date.now(),
+): Promise<void> {
+  const raised = new Set<string>();
+  for (const change of changes) {
+    await noteChange(db, {
+      entityType: change.entityType,
+      organisationKey: change.organisationKey,
+      entityKey: change.entityKey,
+      action: change.action,
+      detail: change.detail ?? change.after ?? change.before,
+    });
+    for (const type of revisionsRaisedBy(change.entityType)) {
+      const id = JSON.stringify([change.organisationKey, type]);
+      if (raised.has(id)) continue;
+      raised.add(id);
+      await raiseRevision(db, change.organisationKey, type);
+    }
+  }
+  for (let start = 0; start < changes.length; start += AUDIT_ROWS_PER_STATEMENT) {
+    await db
+      .insertInto('audit_trails')
+      .values(
+        changes.slice(start, start + AUDIT_ROWS_PER_STATEMENT).map((change) => ({
+          audit_trail_key: newKey(),
+          organisation_key: change.organisationKey,
+          action_taken: change.action,
+          entity_type: change.entityType,
+          entity_key: change.entityKey,
+          entity_name: change.entityName,
+          old_entity_contents: JSON.stringify(change.before ?? {}),
+          new_entity_contents: JSON.stringify(change.after ?? {}),
+          timestamp: now,
+          user_name: actor.userName,
+          role_name: actor.roleName,
+        })),
+      )
+      .execute();
+  }
 }

@@ -113,8 +113,31 @@ export async function existingThingKeys(
   return new Set(rows.map((r) => r.thing_key));
 }
 
-export async function insertThing(db: Executor, row: ThingColumns): Promise<void> {
-  await db.insertInto('things').values(row).execute();
+/** Things written by one statement: 15 values each, well within both engines' parameter limits. */
+const THINGS_PER_STATEMENT = 500;
+
+export async function insertThings(db: Executor, rows: readonly ThingColumns[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += THINGS_PER_STATEMENT) {
+    await db
+      .insertInto('things')
+      .values(rows.slice(start, start + THINGS_PER_STATEMENT))
+      .execute();
+  }
+}
+
+/**
+ * The things these keys name, in whichever organisation (keys are unique across organisations), read a
+ * few hundred keys per statement.
+ */
+export async function thingsWithKeys(db: Executor, keys: readonly string[]): Promise<ThingWithTemplate[]> {
+  const found: ThingWithTemplate[] = [];
+  for (let start = 0; start < keys.length; start += THINGS_PER_STATEMENT) {
+    const rows = await selectThings(db)
+      .where('t.thing_key', 'in', keys.slice(start, start + THINGS_PER_STATEMENT))
+      .execute();
+    found.push(...(rows as ThingWithTemplate[]));
+  }
+  return found;
 }
 
 export async function updateThing(db: Executor, thingKey: string, changes: Partial<ThingColumns>) {

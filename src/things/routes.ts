@@ -1,12 +1,18 @@
 import type { Static } from '@sinclair/typebox';
 import { actorOf } from '../audit/recorder.ts';
+import { forbidden, requiredParam } from '../core/errors.ts';
+import { BULK_BODY_LIMIT, isCsv } from '../core/http/body.ts';
 import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
+import { grants } from '../core/permissions.ts';
 import { listThingsOfGroup } from '../groups/service.ts';
 import type { Store } from '../store/store.ts';
+import { csvRows, IMPORT_MAX_ROWS, importThings } from './import.ts';
 import { presentThing } from './presenter.ts';
 import {
   CreateThingParams,
+  ImportAnswer,
+  ImportThingsParams,
   ListThingsParams,
   SetPropertiesParams,
   SetTraitsParams,
@@ -100,6 +106,41 @@ export function thingRoutes(store: Store): AnyRoute[] {
       handler: async ({ params, principal, time, targetOrganisation }) => {
         const row = await createThing(store, actorOf(principal), await targetOrganisation(), params.thing);
         return { thing: presentThing(row, time) };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/v3/things/import',
+      tags,
+      summary: 'Import things (bulk provisioning)',
+      description:
+        'A text/csv body (a header row naming Thing fields: thing_key, name, description, tags, thing_template_key, ' +
+        'bi_directional, user_defined_properties.<name>; an empty cell is a field not given) or a JSON body ' +
+        `{things: [...]}; at most ${IMPORT_MAX_ROWS} rows and ${BULK_BODY_LIMIT / 1024 / 1024} MiB. ` +
+        'Each row is checked as POST /api/v3/things checks its thing; thing_template_key defaults to the Default ' +
+        'template. Rows that fail are answered by number (from 1, over the data rows) with their errors; the others ' +
+        'are written in one transaction with one audit trail each, unless dry_run, or atomic and any row failed. ' +
+        'mode=upsert updates the existing things of the organisation (as PUT /api/v3/things/:thing_key) and needs ' +
+        'the permission to update things too.',
+      access: permission('thing', 'create'),
+      params: ImportThingsParams,
+      response: ImportAnswer,
+      bodyLimit: BULK_BODY_LIMIT,
+      acceptsCsv: true,
+      handler: async ({ params, principal, request, targetOrganisation }) => {
+        const mode = params.mode as 'create' | 'upsert'; // defaulted by the schema
+        if (mode === 'upsert' && !grants(principal.abilities, 'thing', 'update')) {
+          throw forbidden('your role lacks the permission to update thing, which mode=upsert needs');
+        }
+        let rows: unknown[];
+        if (isCsv(request)) rows = csvRows(String(request.body));
+        else if (params.things === undefined) throw requiredParam('things');
+        else rows = params.things;
+        return importThings(store, actorOf(principal), await targetOrganisation(), rows, {
+          mode,
+          dryRun: params.dry_run === true,
+          atomic: params.atomic === true,
+        });
       },
     }),
     defineRoute({

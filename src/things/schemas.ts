@@ -108,3 +108,34 @@ export const SetTraitsParams = Type.Object({ ...CommonParams, ...OemParams, thin
 
 export const ThingList = ListResponse('things', Thing);
 export const ThingOne = OneResponse('thing', Thing);
+
+export const ImportThingsParams = Type.Object({
+  ...CommonParams,
+  ...ChildOrganisationParams,
+  things: Type.Optional(
+    Type.Array(Type.Unknown(), {
+      description: 'the Thing objects to import, as POST /api/v3/things takes them; with a JSON body',
+    }),
+  ),
+  mode: Type.Optional(
+    Type.Union([Type.Literal('create'), Type.Literal('upsert')], {
+      default: 'create',
+      description: 'create: an existing key is a row error; upsert: an existing thing is updated',
+    }),
+  ),
+  dry_run: Type.Optional(Type.Boolean({ default: false, description: 'check every row and count, but write nothing' })),
+  atomic: Type.Optional(Type.Boolean({ default: false, description: 'write nothing when any row fails' })),
+});
+
+export const ImportAnswer = Type.Object({
+  created: Type.Integer(),
+  updated: Type.Integer(),
+  failed: Type.Array(
+    Type.Object({
+      row: Type.Integer({ description: 'the data row, from 1 (a CSV header is not a row)' }),
+      errors: Type.Array(
+        Type.Object({ code: Type.String(), message: Type.String(), param: Type.Optional(Type.String()) }),
+      ),
+    }),
+  ),
+});

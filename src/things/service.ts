@@ -119,11 +119,12 @@ export async function requireThing(db: Executor, organisationKeys: string[], thi
   return row;
 }
 
-const keyTaken = (key: string) => conflict('thing.thing_key', `a thing with the key ${key} already exists`);
+/** A key already taken (keys are unique across organisations); `param` names where it was given. */
+export const keyTaken = (key: string, param: string) => conflict(param, `a thing with the key ${key} already exists`);
 
-export async function createThing(store: Store, actor: Actor, organisationKey: string, input: ThingInput) {
-  const now = Date.now();
-  const row: ThingColumns = {
+/** The columns of a new thing of an organisation (its template already checked). */
+export function newThingColumns(organisationKey: string, input: ThingInput, now: number): ThingColumns {
+  return {
     thing_key: input.thing_key ?? newKey(),
     organisation_key: organisationKey,
     thing_template_key: input.thing_template_key,
@@ -140,11 +141,40 @@ export async function createThing(store: Store, actor: Actor, organisationKey: s
     created_at: now,
     updated_at: now,
   };
+}
+
+/**
+ * The columns an update writes (its template already checked); user_defined_properties replace the
+ * map, or merge into it with `mergeProperties`.
+ */
+export function changedThingColumns(
+  before: ThingWithTemplate,
+  changes: ThingChanges,
+  options: { mergeProperties?: boolean | undefined },
+  now: number,
+): Partial<ThingColumns> {
+  const columns: Partial<ThingColumns> = { updated_at: now };
+  if (changes.name !== undefined) columns.name = changes.name;
+  if (changes.description !== undefined) columns.description = changes.description;
+  if (changes.tags !== undefined) columns.tags = JSON.stringify(normaliseTags(changes.tags));
+  if (changes.coordinates !== undefined)
+    columns.coordinates = changes.coordinates ? JSON.stringify(changes.coordinates) : null;
+  if (changes.bi_directional !== undefined) columns.bi_directional = changes.bi_directional ? 1 : 0;
+  if (changes.thing_template_key !== undefined) columns.thing_template_key = changes.thing_template_key;
+  if (changes.user_defined_properties !== undefined) {
+    const base = options.mergeProperties ? (JSON.parse(before.user_defined_properties) as Record<string, string>) : {};
+    columns.user_defined_properties = JSON.stringify(mergeProperties(base, changes.user_defined_properties));
+  }
+  return columns;
+}
+
+export async function createThing(store: Store, actor: Actor, organisationKey: string, input: ThingInput) {
+  const row = newThingColumns(organisationKey, input, Date.now());
   return uniqueOr(
     () =>
       store.transaction(async (tx) => {
         await templateOf(tx, organisationKey, input.thing_template_key, 'thing.thing_template_key');
-        await things.insertThing(tx, row);
+        await things.insertThings(tx, [row]);
         const created = await requireThing(tx, [organisationKey], row.thing_key);
         await recordChange(tx, actor, {
           organisationKey,
@@ -156,7 +186,7 @@ export async function createThing(store: Store, actor: Actor, organisationKey: s
         });
         return created;
       }),
-    () => keyTaken(row.thing_key),
+    () => keyTaken(row.thing_key, 'thing.thing_key'),
   );
 }
 
@@ -170,23 +200,10 @@ export async function updateThing(
 ) {
   return store.transaction(async (tx) => {
     const before = await requireThing(tx, organisationKeys, thingKey);
-    const columns: Partial<ThingColumns> = { updated_at: Date.now() };
-    if (changes.name !== undefined) columns.name = changes.name;
-    if (changes.description !== undefined) columns.description = changes.description;
-    if (changes.tags !== undefined) columns.tags = JSON.stringify(normaliseTags(changes.tags));
-    if (changes.coordinates !== undefined)
-      columns.coordinates = changes.coordinates ? JSON.stringify(changes.coordinates) : null;
-    if (changes.bi_directional !== undefined) columns.bi_directional = changes.bi_directional ? 1 : 0;
     if (changes.thing_template_key !== undefined) {
       await templateOf(tx, before.organisation_key, changes.thing_template_key, 'thing.thing_template_key');
-      columns.thing_template_key = changes.thing_template_key;
     }
-    if (changes.user_defined_properties !== undefined) {
-      const base = options.mergeProperties
-        ? (JSON.parse(before.user_defined_properties) as Record<string, string>)
-        : {};
-      columns.user_defined_properties = JSON.stringify(mergeProperties(base, changes.user_defined_properties));
-    }
+    const columns = changedThingColumns(before, changes, options, Date.now());
     await things.updateThing(tx, thingKey, columns);
     const after = await requireThing(tx, organisationKeys, thingKey);
     await recordChange(tx, actor, {

@@ -37,6 +37,11 @@ export function rawBody(request: FastifyRequest): Buffer | undefined {
   return Buffer.isBuffer(body) && body.length > 0 ? body : undefined;
 }
 
+/** Whether the request's body is declared CSV (`text/csv`, with or without parameters). */
+export function isCsv(request: FastifyRequest): boolean {
+  return /^text\/csv\s*(;|$)/i.test(String(request.headers['content-type']));
+}
+
 /** Parses a JSON body text; undefined when there is none. Malformed JSON is a 400. */
 export function parseJsonBody(raw: Buffer | string | undefined): unknown {
   if (raw === undefined) return undefined;

@@ -10,7 +10,11 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ApiError } from '../errors.ts';
 import { loggedUrl } from '../urls.ts';
 
-function fromFrameworkError(error: FastifyError): ApiError | undefined {
+/** A byte count as people read it: 10 MiB, 0.5 MiB. */
+const describeBytes = (bytes: number): string => `${Number((bytes / (1024 * 1024)).toFixed(2))} MiB`;
+
+/** The refusal of Fastify's own checks; a body too large is told the limit of its route. */
+function fromFrameworkError(error: FastifyError, request: FastifyRequest): ApiError | undefined {
   switch (error.code) {
     case 'FST_ERR_BAD_URL':
       return new ApiError(400, [{ code: 'invalid', message: 'the path is not validly percent-encoded' }]);
@@ -18,7 +22,11 @@ function fromFrameworkError(error: FastifyError): ApiError | undefined {
       return new ApiError(414, [{ code: 'too_large', message: 'a path segment is longer than any key' }]);
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError(413, [
-        { code: 'too_large', message: 'the request body is larger than this endpoint accepts' },
+        {
+          code: 'too_large',
+          param: 'body',
+          message: `the request body is larger than the ${describeBytes(request.routeOptions.bodyLimit)} (${request.routeOptions.bodyLimit} bytes) this endpoint accepts`,
+        },
       ]);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError(415, [{ code: 'unsupported_media_type', message: 'the Content-Type header is malformed' }]);
@@ -45,7 +53,7 @@ const sendError = (reply: FastifyReply, error: ApiError): FastifyReply =>
  * answer in a body of its own.
  */
 export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const known = fromFrameworkError(error);
+  const known = fromFrameworkError(error, request);
   if (known) {
     sendError(reply, known);
     return;
@@ -94,7 +102,7 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const known = error instanceof ApiError ? error : fromFrameworkError(error);
+    const known = error instanceof ApiError ? error : fromFrameworkError(error, request);
     if (known) return sendError(reply, known);
     request.log.error(
       { err: error, reqId: request.id, url: loggedUrl(request.url), method: request.method },

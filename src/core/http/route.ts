@@ -13,7 +13,7 @@ import type { Principal } from '../principal.ts';
 import { resolveTimeZone, type TimeFormatter, type TimestampFormat, timeFormatter } from '../time.ts';
 import { AnswerCache, ChangeGenerations } from './answer-cache.ts';
 import { answerWriter } from './answers.ts';
-import { DEFAULT_BODY_LIMIT, ignoreContentTypeWithoutBody, jsonBodyParams, rawBody } from './body.ts';
+import { DEFAULT_BODY_LIMIT, ignoreContentTypeWithoutBody, isCsv, jsonBodyParams, rawBody } from './body.ts';
 import { JsonText } from './json-text.ts';
 import { compileParams, documentedBounds } from './validation.ts';
 
@@ -67,6 +67,11 @@ export interface RouteSpec<S extends TObject = TObject> {
   params: S;
   response?: TSchema;
   bodyLimit?: number;
+  /**
+   * The body may also be `text/csv`: then it is not read as parameters (only the query string is),
+   * and the handler reads it with `csvBody`.
+   */
+  acceptsCsv?: boolean;
   /** Refuses requests before their body is read (event ingestion under overload). */
   admission?: Admission;
   /**
@@ -143,7 +148,7 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       : { generations: new ChangeGenerations(services.changes, spec.cachedUntilChangeOf), answers: new AnswerCache() };
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const { principal, body: bytes } = await authorise(services, spec.access, request);
-    const body = jsonBodyParams(bytes);
+    const body = spec.acceptsCsv && isCsv(request) ? undefined : jsonBodyParams(bytes);
     const raw: Record<string, unknown> = {
       ...(request.query as Record<string, unknown>),
       ...body,
