@@ -23,5 +23,12 @@ export function presentAlert(row: AlertRow, time: TimeFormatter) {
       ? { instruction_key: row.instruction_key, instruction_name: row.instruction_name ?? '' }
       : {}),
     data: presentStoredTimestamps(JSON.parse(row.data), time),
+    status: row.status,
+    acknowledged_at: row.acknowledged_at === null ? null : time(row.acknowledged_at),
+    acknowledged_by: row.acknowledged_by,
+    cleared_at: row.cleared_at === null ? null : time(row.cleared_at),
+    cleared_by: row.cleared_by,
+    rule_key: row.rule_key,
+    comment: row.comment,
   };
 }

@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import type { ListQuery } from '../core/list-query.ts';
+import { engineOfDb, lockRows } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
-import type { AlertRow } from '../store/tables.ts';
+import type { AlertRow, AlertStatus } from '../store/tables.ts';
 import { ALERT_TYPE_NAMES } from './schemas.ts';
 
 export interface AlertFilter {
@@ -11,6 +12,8 @@ export interface AlertFilter {
   thingKey?: string | undefined;
   instructionKey?: string | undefined;
   alertTypes?: number[] | undefined;
+  statuses?: AlertStatus[] | undefined;
+  ruleKey?: string | undefined;
 }
 
 const SORTABLE = ['timestamp', 'created_at', 'updated_at', 'alert_type', 'thing_key', 'message'];
@@ -31,6 +34,8 @@ export function listAlerts(db: Executor, filter: AlertFilter, list: ListQuery) {
         thing: filter.thingKey,
         instruction: filter.instructionKey,
         types: filter.alertTypes,
+        statuses: filter.statuses,
+        rule: filter.ruleKey,
       },
       build: (d, v) => {
         // A derived table, so search can match the type's name like a column.
@@ -47,6 +52,8 @@ export function listAlerts(db: Executor, filter: AlertFilter, list: ListQuery) {
         if (v.thing !== undefined) query = query.where('thing_key', '=', v.thing as string);
         if (v.instruction !== undefined) query = query.where('instruction_key', '=', v.instruction as string);
         if (v.types !== undefined) query = query.where('alert_type', 'in', v.types as number[]);
+        if (v.statuses !== undefined) query = query.where('status', 'in', v.statuses as AlertStatus[]);
+        if (v.rule !== undefined) query = query.where('rule_key', '=', v.rule as string);
         return query;
       },
       columns: {
@@ -59,13 +66,19 @@ export function listAlerts(db: Executor, filter: AlertFilter, list: ListQuery) {
   );
 }
 
-export function findAlert(db: Executor, organisationKeys: string[], alertKey: string): Promise<AlertRow | undefined> {
-  return db
+/** An alert of these organisations; with `lock`, locked until the transaction ends. */
+export function findAlert(
+  db: Executor,
+  organisationKeys: string[],
+  alertKey: string,
+  options: { lock?: boolean } = {},
+): Promise<AlertRow | undefined> {
+  const query = db
     .selectFrom('alerts')
     .selectAll()
     .where('alert_key', '=', alertKey)
-    .where(inOrganisations(organisationKeys))
-    .executeTakeFirst();
+    .where(inOrganisations(organisationKeys));
+  return (options.lock ? query.$call(lockRows(engineOfDb(db))) : query).executeTakeFirst();
 }
 
 export async function insertAlert(db: Executor, row: AlertRow): Promise<void> {
@@ -74,4 +87,20 @@ export async function insertAlert(db: Executor, row: AlertRow): Promise<void> {
 
 export async function updateAlert(db: Executor, alertKey: string, changes: Partial<AlertRow>): Promise<void> {
   await db.updateTable('alerts').set(changes).where('alert_key', '=', alertKey).execute();
+}
+
+/** Sets an alert's status fields if its status is one of `from`; answers whether it did. */
+export async function changeStatus(
+  db: Executor,
+  alertKey: string,
+  from: readonly AlertStatus[],
+  changes: Partial<AlertRow>,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('alerts')
+    .set(changes)
+    .where('alert_key', '=', alertKey)
+    .where('status', 'in', [...from])
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }

@@ -1,3 +1,4 @@
+import { actorOf } from '../audit/recorder.ts';
 import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import { EmptyObject } from '../core/http/schema.ts';
@@ -8,12 +9,13 @@ import {
   ALERT_LIST,
   AlertList,
   AlertOne,
+  AlertStepParams,
   DeviceAlertBody,
   DeviceAlertUpdateBody,
   GetAlertParams,
   ListAlertsParams,
 } from './schemas.ts';
-import { listAlerts, requireAlert } from './service.ts';
+import { type AlertStep, listAlerts, requireAlert, stepAlert } from './service.ts';
 
 const tags = ['Alerts'];
 const device = { kind: 'device' } as const;
@@ -36,6 +38,8 @@ export function alertRoutes(store: Store, devices: DeviceService): AnyRoute[] {
             thingKey: params.thing_key,
             instructionKey: params.instruction_key,
             alertTypes: params.alert_type,
+            statuses: params.status,
+            ruleKey: params.rule_key,
           },
           toListQuery(params, ALERT_LIST),
         );
@@ -60,6 +64,34 @@ export function alertRoutes(store: Store, devices: DeviceService): AnyRoute[] {
         return { alert: presentAlert(row, time) };
       },
     }),
+    ...(['acknowledge', 'clear'] as const).map((step: AlertStep) =>
+      defineRoute({
+        method: 'POST',
+        url: `/api/v3/alerts/:alert_key/${step}`,
+        tags,
+        summary: step === 'acknowledge' ? 'Acknowledge an alert' : 'Clear an alert',
+        description:
+          step === 'acknowledge'
+            ? 'From open to acknowledged; a cleared or already acknowledged alert is a 409 (docs/rules.md, "Alert lifecycle").'
+            : 'From open or acknowledged to cleared; an alert already cleared is a 409 (docs/rules.md, "Alert lifecycle").',
+        access: permission('alert', 'update'),
+        params: AlertStepParams,
+        response: AlertOne,
+        handler: async ({ params, principal, time, visibleOrganisations }) => ({
+          alert: presentAlert(
+            await stepAlert(
+              store,
+              actorOf(principal),
+              await visibleOrganisations(),
+              params.alert_key,
+              step,
+              params.comment,
+            ),
+            time,
+          ),
+        }),
+      }),
+    ),
     defineRoute({
       method: 'POST',
       url: '/api/v3/alerts',

@@ -30,7 +30,17 @@ export const Alert = Type.Object({
       description: 'thing (as it was when the alert was raised), instruction, alert_type_string, and what was sent',
     },
   ),
+  status: Type.String({ description: 'open, acknowledged or cleared' }),
+  acknowledged_at: Type.Union([Type.Integer(), Type.String(), Type.Null()]),
+  acknowledged_by: Nullable(Type.String({ description: "the acknowledging user's e-mail" })),
+  cleared_at: Type.Union([Type.Integer(), Type.String(), Type.Null()]),
+  cleared_by: Nullable(Type.String({ description: "the clearing user's e-mail, or rule when its rule cleared it" })),
+  rule_key: Nullable(Type.String({ description: 'the rule that raised it, or null' })),
+  comment: Nullable(Type.String({ description: 'the last comment given on acknowledging or clearing' })),
 });
+
+/** An alert's statuses (docs/rules.md, "Alert lifecycle"). */
+export const ALERT_STATUSES = ['open', 'acknowledged', 'cleared'] as const;
 
 export const ALERT_LIST: ListSpec = {
   defaultPer: 20,
@@ -54,9 +64,25 @@ export const ListAlertsParams = Type.Object({
   thing_key: Type.Optional(Key()),
   instruction_key: Type.Optional(Key()),
   alert_type: Type.Optional(AlertTypeFilter),
+  status: Type.Optional(
+    Type.Unsafe<(typeof ALERT_STATUSES)[number][]>({
+      type: 'array',
+      items: { type: 'string', enum: [...ALERT_STATUSES] },
+      maxItems: 3,
+      description: 'statuses to list: open, acknowledged, cleared (an array, repeated keys or comma-separated)',
+    }),
+  ),
+  rule_key: Type.Optional(Key('only alerts raised by this rule (one naming no rule: an empty list)')),
 });
 
 export const GetAlertParams = Type.Object({ ...CommonParams, ...OemParams, alert_key: Key() });
+
+export const AlertStepParams = Type.Object({
+  ...CommonParams,
+  ...OemParams,
+  alert_key: Key(),
+  comment: Type.Optional(Type.String({ maxLength: 2000, description: "kept as the alert's comment" })),
+});
 
 export const AlertList = ListResponse('alerts', Alert);
 export const AlertOne = OneResponse('alert', Alert);

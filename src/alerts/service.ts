@@ -3,15 +3,17 @@
  * instructions, whose device acknowledgement updates the instruction's alert instead of adding another.
  * `data.thing` is the thing as it was when the alert was raised.
  */
-import { notFound, requiredParam } from '../core/errors.ts';
+import { type Actor, recordChange } from '../audit/recorder.ts';
+import { conflict, notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import type { Principal } from '../core/principal.ts';
+import { STORED_TIME } from '../core/time.ts';
 import { readTimestamp } from '../events/ingest.ts';
 import { type Executor, noteChange, type Store } from '../store/store.ts';
-import type { AlertRow } from '../store/tables.ts';
+import type { AlertRow, AlertStatus } from '../store/tables.ts';
 import { findThing, type ThingWithTemplate, thingSnapshot } from '../things/service.ts';
-import { alertTypeName } from './presenter.ts';
+import { alertTypeName, presentAlert } from './presenter.ts';
 import * as alerts from './repository.ts';
 
 export interface NewAlert {
@@ -64,6 +66,12 @@ export async function raiseAlert(db: Executor, alert: NewAlert, now = Date.now()
     timestamp: alert.timestamp,
     created_at: now,
     updated_at: now,
+    status: 'open',
+    acknowledged_at: null,
+    acknowledged_by: null,
+    cleared_at: null,
+    cleared_by: null,
+    comment: null,
   };
   await alerts.insertAlert(db, row);
   await noteAlert(db, row, 'create');
@@ -158,4 +166,94 @@ export async function receiveDeviceAlert(store: Store, principal: Principal, inp
       now,
     );
   });
+}
+
+/** What a user does to an alert (docs/rules.md, "Alert lifecycle"). */
+export type AlertStep = 'acknowledge' | 'clear';
+
+/** The statuses each step may start from. */
+const STEP_FROM: Record<AlertStep, readonly AlertStatus[]> = {
+  acknowledge: ['open'],
+  clear: ['open', 'acknowledged'],
+};
+
+/**
+ * What another capability does, in the same transaction and before the alert changes, when a user
+ * clears an alert (the rule engine registers its own, rules/engine.ts: it forgets the alert it kept
+ * open, so that its rule may raise another).
+ */
+export type AlertClearing = (db: Executor, alert: AlertRow) => Promise<void>;
+
+const clearings: AlertClearing[] = [];
+
+export function onAlertCleared(clearing: AlertClearing): void {
+  if (!clearings.includes(clearing)) clearings.push(clearing);
+}
+
+/**
+ * Acknowledges or clears an alert for a user, with an audit trail: a 404 for an alert the caller
+ * cannot see, a 409 for a step its status does not allow (acknowledging a cleared alert, repeating a
+ * step).
+ */
+export async function stepAlert(
+  store: Store,
+  actor: Actor,
+  organisationKeys: string[],
+  alertKey: string,
+  step: AlertStep,
+  comment: string | undefined,
+): Promise<AlertRow> {
+  return store.transaction(async (tx) => {
+    // Locked until the step commits: concurrent steps on one alert take turns.
+    const before = await alerts.findAlert(tx, organisationKeys, alertKey, { lock: true });
+    if (!before) throw notFound('alert');
+    if (!STEP_FROM[step].includes(before.status)) {
+      throw conflict(
+        'alert_key',
+        `the alert is ${before.status}: it cannot be ${step === 'clear' ? 'cleared' : 'acknowledged'}`,
+      );
+    }
+    if (step === 'clear') for (const clearing of clearings) await clearing(tx, before);
+    const now = Date.now();
+    const changes =
+      step === 'acknowledge'
+        ? { status: 'acknowledged' as const, acknowledged_at: now, acknowledged_by: actor.userName }
+        : { status: 'cleared' as const, cleared_at: now, cleared_by: actor.userName };
+    const after: AlertRow = { ...before, ...changes, comment: comment ?? before.comment, updated_at: now };
+    await alerts.changeStatus(tx, alertKey, STEP_FROM[step], { ...changes, comment: after.comment, updated_at: now });
+    await recordChange(
+      tx,
+      actor,
+      {
+        organisationKey: before.organisation_key,
+        action: 'update',
+        entityType: 'Alert',
+        entityKey: alertKey,
+        entityName: before.message,
+        before: presentAlert(before, STORED_TIME),
+        after: presentAlert(after, STORED_TIME),
+        detail: after,
+      },
+      now,
+    );
+    return after;
+  });
+}
+
+/**
+ * Clears an alert a rule kept open (`cleared_by: "rule"`), inside the caller's transaction; nothing
+ * when it is cleared already. Answers whether it changed.
+ */
+export async function clearAlertByRule(db: Executor, organisationKey: string, alertKey: string, now = Date.now()) {
+  const changes = { status: 'cleared' as const, cleared_at: now, cleared_by: 'rule', updated_at: now };
+  if (!(await alerts.changeStatus(db, alertKey, STEP_FROM.clear, changes))) return false;
+  const row = await alerts.findAlert(db, [organisationKey], alertKey);
+  if (row) await noteAlert(db, row, 'update');
+  return true;
+}
+
+/** Whether an alert is still open or acknowledged (not cleared, not gone). */
+export async function isAlertActive(db: Executor, organisationKey: string, alertKey: string): Promise<boolean> {
+  const row = await alerts.findAlert(db, [organisationKey], alertKey);
+  return row !== undefined && row.status !== 'cleared';
 }

@@ -83,6 +83,8 @@ export async function createRule(store: Store, actor: Actor, organisationKey: st
     alert_message: input.alert_message ?? '',
     trigger: input.trigger ?? 'on_enter',
     enabled: input.enabled === false ? 0 : 1,
+    for_seconds: 0,
+    auto_clear: 0,
     created_at: now,
     updated_at: now,
   };

@@ -47,6 +47,7 @@ export class RuleStateRepository {
             thing_key: p.thingKey,
             organisation_key: organisationKey,
             matched: 0,
+            fired: 0,
             updated_at: now,
           })),
         )
@@ -92,9 +93,12 @@ export class RuleStateRepository {
           thing_key: change.thingKey,
           organisation_key: organisationKey,
           matched,
+          fired: matched,
           updated_at: now,
         })
-        .onConflict((oc) => oc.columns(['rule_key', 'thing_key']).doUpdateSet({ matched, updated_at: now }))
+        .onConflict((oc) =>
+          oc.columns(['rule_key', 'thing_key']).doUpdateSet({ matched, fired: matched, updated_at: now }),
+        )
         .execute();
     }
   }

@@ -217,9 +217,13 @@ export interface RuleRow {
   /** 0-3, or null: the rule raises no alert. */
   alert_type: number | null;
   alert_message: string;
-  /** `on_enter` or `every_event`. */
+  /** `on_enter`, `every_event` or `no_data`. */
   trigger: string;
   enabled: number;
+  /** on_enter: how long the condition must hold; no_data: how long a silence must last (seconds). */
+  for_seconds: number;
+  /** 1: the rule keeps one alert open per thing and clears it itself. */
+  auto_clear: number;
   created_at: number;
   updated_at: number;
 }
@@ -231,6 +235,18 @@ export interface RuleStateRow {
   /** 1 while the condition held at the thing's last event. */
   matched: number;
   updated_at: number;
+  /** Event time (ms) of the first event of the run the condition has held on. */
+  run_started_at: number | null;
+  /** 1 once the rule fired in that run. */
+  fired: number;
+  /** The alert an auto_clear rule keeps open for the thing. */
+  open_alert_key: string | null;
+  /** no_data: when the thing's silence is next checked (ms), or null. */
+  due_at: number | null;
+  /** no_data: when the rule began watching the thing (ms). */
+  watched_since: number | null;
+  /** no_data: the start (ms) of the last silence the rule fired for. */
+  fired_silence: number | null;
 }
 
 export interface NotificationActionRow {
@@ -302,7 +318,19 @@ export interface AlertRow {
   timestamp: number;
   created_at: number;
   updated_at: number;
+  /** open | acknowledged | cleared (docs/rules.md, "Alert lifecycle"). */
+  status: AlertStatus;
+  acknowledged_at: number | null;
+  /** The user's e-mail. */
+  acknowledged_by: string | null;
+  cleared_at: number | null;
+  /** The user's e-mail, or `rule` when a rule cleared it. */
+  cleared_by: string | null;
+  /** The last comment given on acknowledging or clearing. */
+  comment: string | null;
 }
+
+export type AlertStatus = 'open' | 'acknowledged' | 'cleared';
 
 export interface InstructionRow {
   instruction_key: string;

@@ -21,6 +21,8 @@ function rule(fields: Partial<RuleRow> & { rule_key: string }, group?: RuleGroup
     alert_message: '',
     trigger: 'every_event',
     enabled: 1,
+    for_seconds: 0,
+    auto_clear: 0,
     created_at: 0,
     updated_at: 0,
     ...fields,
@@ -142,6 +144,8 @@ describe('rule evaluator: every_event', () => {
       alert_message: '',
       trigger: 'every_event',
       enabled: 1,
+      for_seconds: 0,
+      auto_clear: 0,
       created_at: 0,
       updated_at: 0,
     };

@@ -11,6 +11,7 @@ import * as eventCounts from './006-event-counts.ts';
 import * as arrivalLag from './007-arrival-lag.ts';
 import * as changeRevisions from './008-change-revisions.ts';
 import * as apiKeys from './009-api-keys.ts';
+import * as alertLifecycle from './010-alert-lifecycle.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -22,4 +23,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '007-arrival-lag': arrivalLag,
   '008-change-revisions': changeRevisions,
   '009-api-keys': apiKeys,
+  '010-alert-lifecycle': alertLifecycle,
 };
