@@ -2,6 +2,7 @@
  * Builds the server: the store, the HTTP app with its shared plumbing, and every capability's routes.
  */
 import { randomUUID } from 'node:crypto';
+import type { Server as HttpsServer } from 'node:https';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import websocket from '@fastify/websocket';
@@ -17,6 +18,7 @@ import { BULK_BODY_LIMIT, DEFAULT_BODY_LIMIT, registerRawBodyParser } from './co
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
 import type { SecretBox } from './core/secret-box.ts';
+import { readTlsFiles, type TlsCertificate, type TlsMaterial } from './core/tls.ts';
 import { loggedUrl } from './core/urls.ts';
 import { Senders } from './deliveries/senders.ts';
 import { deliveryQueueDepth } from './deliveries/service.ts';
@@ -34,6 +36,7 @@ import { instructionRoutes } from './instructions/routes.ts';
 import type { InstructionCarrier } from './instructions/service.ts';
 import { keyPairRoutes } from './keypairs/routes.ts';
 import { openSecretBox } from './keypairs/secret-key.ts';
+import type { BrokerListener } from './mqtt/broker-protocol.ts';
 import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker.ts';
 import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
 import type { InboundLimits } from './mqtt/inbound-flow.ts';
@@ -66,6 +69,8 @@ export interface Server {
   bootstrap: BootstrapResult | undefined;
   /** The embedded MQTT broker's port, when it runs. */
   mqttPort: number | undefined;
+  /** The embedded MQTT broker's MQTTS port, when it runs with TLS. */
+  mqttsPort: number | undefined;
   /** The embedded MQTT broker, when it runs. */
   mqttBroker: EmbeddedBroker | undefined;
   /**
@@ -74,6 +79,12 @@ export interface Server {
    * taken) leaves the store without an admin whose password nobody saw. Answers the address.
    */
   listen(at?: { port: number; host: string }): Promise<string>;
+  /**
+   * Reads TLS_CERT_FILE and TLS_KEY_FILE again (on SIGHUP) and gives HTTPS and MQTTS the new certificate
+   * for their next connections; connections open keep theirs. When the files are wrong, it logs why and
+   * the old certificate stays. Answers the certificate now served (undefined without TLS).
+   */
+  reloadTls(): Promise<TlsCertificate | undefined>;
   close(): Promise<void>;
 }
 
@@ -100,6 +111,7 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
 
 export async function createServer(config: Config): Promise<Server> {
   limitHeapGrowth(config.heapGrowingPercent);
+  let tls = config.tls ? await readTlsFiles(config.tls) : undefined;
   const store = await openConfiguredStore(config);
   const timers: NodeJS.Timeout[] = [];
   /** What a start that fails must undo before the store closes: listeners of recorded changes. */
@@ -144,7 +156,7 @@ export async function createServer(config: Config): Promise<Server> {
         return reasons;
       },
     };
-    const app = await buildHttpApp(config, store, sessions, box, {
+    const app = await buildHttpApp(config, tls, store, sessions, box, {
       metrics,
       readiness,
       hub,
@@ -155,7 +167,7 @@ export async function createServer(config: Config): Promise<Server> {
       instructions: () => instructions,
     });
     instructions = new MqttInstructions(store, authenticator, app.log);
-    mqtt = await startMqtt(config, app, authenticator, devices, instructions, writer).catch(async (error) => {
+    mqtt = await startMqtt(config, tls, app, authenticator, devices, instructions, writer).catch(async (error) => {
       await app.close();
       throw error;
     });
@@ -172,6 +184,7 @@ export async function createServer(config: Config): Promise<Server> {
       config,
       bootstrap: undefined,
       mqttPort: embedded?.port,
+      mqttsPort: embedded?.securePort,
       mqttBroker: embedded,
       listen: async (at = { port: config.port, host: config.host }) => {
         const address = await app.listen(at).catch((error) => {
@@ -179,6 +192,19 @@ export async function createServer(config: Config): Promise<Server> {
         });
         server.bootstrap = await bootstrapFirstAdmin(store, config);
         return address;
+      },
+      reloadTls: async () => {
+        if (!config.tls) return undefined;
+        try {
+          tls = await readTlsFiles(config.tls);
+        } catch (error) {
+          app.log.error(`TLS certificate not reloaded, the one loaded before stays: ${(error as Error).message}`);
+          return tls;
+        }
+        (app.server as unknown as HttpsServer).setSecureContext(tls);
+        embedded?.setTls(tls);
+        app.log.info(`TLS certificate reloaded: SHA-256 fingerprint ${tls.fingerprint}, valid until ${tls.validTo}`);
+        return tls;
       },
       close: async () => {
         for (const timer of timers) clearInterval(timer);
@@ -204,6 +230,7 @@ export async function createServer(config: Config): Promise<Server> {
 
 async function buildHttpApp(
   config: Config,
+  tls: TlsMaterial | undefined,
   store: Store,
   sessions: SessionService,
   box: SecretBox,
@@ -219,6 +246,8 @@ async function buildHttpApp(
   },
 ): Promise<FastifyInstance> {
   const app = Fastify({
+    // With TLS_CERT_FILE and TLS_KEY_FILE, HTTPS on the HTTP port (docs/configuration.md, "TLS").
+    https: tls ? { cert: tls.cert, key: tls.key } : null,
     logger: { level: config.logLevel, redact: ['req.headers["x-auth-token"]', 'req.headers["x-dtn-signature"]'] },
     // Per-request logging costs about two thirds of a small route's throughput; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
@@ -360,6 +389,7 @@ const inboundLimits = (messages: number): InboundLimits => ({
  */
 async function startMqtt(
   config: Config,
+  tls: TlsMaterial | undefined,
   app: FastifyInstance,
   authenticator: DeviceAuthenticator,
   devices: DeviceService,
@@ -376,31 +406,43 @@ async function startMqtt(
       instructions,
     });
   }
-  if (config.mqttPort === 0) return undefined;
-  try {
-    return await startEmbeddedBroker({
-      port: config.mqttPort,
-      host: config.host,
-      authenticator,
-      devices,
-      log: app.log,
-      instructions,
-      maxConnections: config.mqttMaxConnections,
-      inbound: inboundLimits(config.mqttMaxPending),
-      onStoreBehind: (listener) => writer.onBehindChange(listener),
-    });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' && !config.mqttPortExplicit) {
+  // Each listener (MQTT_PORT's, and MQTTS_PORT's with TLS) is off at 0, and left off when its
+  // default port is taken; the broker runs while it has one.
+  const ports = {
+    MQTT_PORT: config.mqttPort === 0 ? null : config.mqttPort,
+    MQTTS_PORT: tls && config.mqttsPort !== 0 ? config.mqttsPort : null,
+  };
+  const explicit = { MQTT_PORT: config.mqttPortExplicit, MQTTS_PORT: config.mqttsPortExplicit };
+  while (ports.MQTT_PORT !== null || ports.MQTTS_PORT !== null) {
+    try {
+      return await startEmbeddedBroker({
+        port: ports.MQTT_PORT,
+        secure: tls && ports.MQTTS_PORT !== null ? { port: ports.MQTTS_PORT, tls } : null,
+        host: config.host,
+        authenticator,
+        devices,
+        log: app.log,
+        instructions,
+        maxConnections: config.mqttMaxConnections,
+        inbound: inboundLimits(config.mqttMaxPending),
+        onStoreBehind: (listener) => writer.onBehindChange(listener),
+      });
+    } catch (error) {
+      const { code, message, listener } = error as NodeJS.ErrnoException & { listener?: BrokerListener };
+      // Without a listener, the thread ended before it could try one.
+      if (!listener) throw error;
+      const port = ports[listener];
+      if (code !== 'EADDRINUSE') throw new Error(`cannot start the MQTT broker on ${listener} ${port}: ${message}`);
+      if (explicit[listener]) {
+        throw new ConfigError(
+          `${listener} ${port} is taken: set ${listener} to a free port, or to 0 to run without that listener of the embedded MQTT broker`,
+        );
+      }
       process.stdout.write(
-        `MQTT port ${config.mqttPort} is taken (another broker?): running without the embedded MQTT broker; set MQTT_PORT or MQTT_URL to choose.\n`,
+        `${listener} ${port} is taken (another broker?): running without that listener of the embedded MQTT broker; set ${listener} or MQTT_URL to choose.\n`,
       );
-      return undefined;
+      ports[listener] = null;
     }
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new ConfigError(
-        `MQTT_PORT ${config.mqttPort} is taken: set MQTT_PORT to a free port, or to 0 to run without the embedded MQTT broker`,
-      );
-    }
-    throw new Error(`cannot start the MQTT broker on MQTT_PORT ${config.mqttPort}: ${(error as Error).message}`);
   }
+  return undefined;
 }

@@ -157,6 +157,8 @@ async function serve(): Promise<void> {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  // With TLS, SIGHUP reads the certificate and key again (docs/configuration.md, "TLS").
+  if (server.config.tls) process.on('SIGHUP', () => void server.reloadTls());
 }
 
 function startMessage(server: Server, address: string): string[] {
@@ -167,6 +169,7 @@ function startMessage(server: Server, address: string): string[] {
   const base = url.href.replace(/\/+$/, '');
   const lines = [`Thingbase is listening on ${address} (API docs at ${base}/docs)`];
   if (server.mqttPort !== undefined) lines.push(`MQTT broker for devices on port ${server.mqttPort}`);
+  if (server.mqttsPort !== undefined) lines.push(`MQTTS (MQTT over TLS) for devices on port ${server.mqttsPort}`);
   if (config.mqttUrl) lines.push(`Serving devices through the MQTT broker at ${config.mqttUrl}`);
   if (bootstrap) {
     lines.push(`Created the first organisation and its account admin ${bootstrap.email}.`);

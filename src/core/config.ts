@@ -20,6 +20,12 @@ export interface Config {
   /** Whether MQTT_PORT was set explicitly (a taken port is then fatal). */
   mqttPortExplicit: boolean;
   mqttUrl: string | undefined;
+  /** TLS certificate and key (PEM files): HTTPS on PORT and MQTTS on MQTTS_PORT (core/tls.ts). */
+  tls: { certFile: string; keyFile: string } | undefined;
+  /** Port of the embedded broker's MQTTS listener, with TLS; 0 = off. */
+  mqttsPort: number;
+  /** Whether MQTTS_PORT was set explicitly (a taken port is then fatal). */
+  mqttsPortExplicit: boolean;
   /** Shared-subscription group on the external broker: one per deployment. */
   mqttShareGroup: string;
   /** Device connections the embedded broker holds at most; more are refused with CONNACK 3. */
@@ -120,6 +126,16 @@ function parseSynchronous(text: string | undefined): 'FULL' | 'NORMAL' {
   return value;
 }
 
+/** Both TLS files, or neither: one without the other is an error naming the one missing. */
+function parseTls(env: Env): Config['tls'] {
+  const certFile = env.TLS_CERT_FILE || undefined;
+  const keyFile = env.TLS_KEY_FILE || undefined;
+  if (certFile && keyFile) return { certFile, keyFile };
+  if (!certFile && !keyFile) return undefined;
+  const [set, missing] = certFile ? ['TLS_CERT_FILE', 'TLS_KEY_FILE'] : ['TLS_KEY_FILE', 'TLS_CERT_FILE'];
+  throw new ConfigError(`${set} is set without ${missing}: set both (PEM files) to serve HTTPS and MQTTS, or neither`);
+}
+
 /** Below the open-file limit, with room for everything else; without a known limit, 100,000. */
 function defaultMaxConnections(): number {
   const files = openFileLimit();
@@ -134,6 +150,8 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('DATABASE_URL must start with sqlite: or postgres://');
   }
   const mqttPortExplicit = env.MQTT_PORT !== undefined && env.MQTT_PORT !== '';
+  const mqttsPortExplicit = env.MQTTS_PORT !== undefined && env.MQTTS_PORT !== '';
+  const tls = parseTls(env);
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   return {
     port,
@@ -146,6 +164,9 @@ export function loadConfig(env: Env = process.env): Config {
     orgName: env.THINGBASE_ORG_NAME || 'Default',
     mqttPort: mqttPortExplicit ? parsePort('MQTT_PORT', env.MQTT_PORT as string) : 1883,
     mqttPortExplicit,
+    tls,
+    mqttsPort: mqttsPortExplicit ? parsePort('MQTTS_PORT', env.MQTTS_PORT as string) : 8883,
+    mqttsPortExplicit,
     mqttUrl: env.MQTT_URL || undefined,
     mqttShareGroup: env.MQTT_SHARE_GROUP || 'thingbase',
     mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, defaultMaxConnections()),
@@ -163,7 +184,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateWebhooks: parseBoolean('ALLOW_PRIVATE_WEBHOOKS', env.ALLOW_PRIVATE_WEBHOOKS),
     checkAnswers: parseBoolean('THINGBASE_CHECK_ANSWERS', env.THINGBASE_CHECK_ANSWERS),
     metricsToken: env.METRICS_TOKEN || undefined,
-    publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${urlHost}:${port}`).replace(/\/+$/, ''),
+    publicBaseUrl: (env.PUBLIC_BASE_URL || `${tls ? 'https' : 'http'}://${urlHost}:${port}`).replace(/\/+$/, ''),
     secretKey: env.THINGBASE_SECRET_KEY || undefined,
     passwordHashCost: env.THINGBASE_PASSWORD_HASH_COST ? Number(env.THINGBASE_PASSWORD_HASH_COST) : 16384,
     deliveryTimeoutMs: parseDuration('DELIVERY_TIMEOUT', env.DELIVERY_TIMEOUT || '10s') * 1000,

@@ -5,12 +5,16 @@
  * than copying an object per item. The order of their items is written here only.
  */
 import type { ErrorItem } from '../core/errors.ts';
+import type { TlsMaterial } from '../core/tls.ts';
 import type { InboundLimits } from './inbound-flow.ts';
 import type { Ack } from './signed-messages.ts';
 import type { DeviceMessageKind } from './topics.ts';
 
 export interface BrokerSettings {
-  port: number;
+  /** The plain MQTT listener's port (0: any free one), or null for none. */
+  port: number | null;
+  /** The MQTTS listener's port and its certificate, or null for none. */
+  secure: { port: number; tls: TlsMaterial } | null;
   host: string;
   /** Connections are numbered from here: a thread started after a failed one never reuses a number. */
   firstConnectionId: number;
@@ -44,12 +48,17 @@ export type ToBroker =
   /** Asks how many messages wait for the server thread now, and the most that ever did. */
   | { t: 'figures'; id: number }
   | { t: 'publish'; id: number; topic: string; payload: string; alertKey: string; connection: number | null }
+  /** A new certificate for the MQTTS listener's next connections (connections open keep theirs). */
+  | { t: 'tls'; tls: TlsMaterial }
   | { t: 'stop' };
+
+/** The listeners of a broker thread: MQTT_PORT's and MQTTS_PORT's. */
+export type BrokerListener = 'MQTT_PORT' | 'MQTTS_PORT';
 
 /** What the broker thread sends. */
 export type FromBroker =
-  | { t: 'listening'; port: number }
-  | { t: 'failed'; code: string | undefined; message: string }
+  | { t: 'listening'; port: number | null; securePort: number | null }
+  | { t: 'failed'; listener: BrokerListener; code: string | undefined; message: string }
   | { t: 'logins'; logins: LoginList }
   | { t: 'messages'; messages: MessageList }
   | { t: 'subscribed'; accessKey: string; topic: string; connection: number }

@@ -9,13 +9,15 @@
  * answers for the access key; a message's key pair is looked up there again (deleted since login: the
  * connection is closed). Instructions are published here on the server's request.
  */
-import { createServer, type Server, type Socket } from 'node:net';
+import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
 import { verifySignature } from '../devices/signature.ts';
 import {
   addLogin,
   addMessage,
+  type BrokerListener,
   type BrokerSettings,
   type FromBroker,
   forEachAck,
@@ -287,17 +289,26 @@ async function publishInstruction(topic: string, payload: string, alertKey: stri
 
 // No Nagle delay: an acknowledgement is a small packet, and waiting for the device's delayed ACK
 // before sending it would add about 40 ms to every answer.
-const server: Server = createServer({ noDelay: true }, (socket: Socket) => {
+const handle = (socket: Socket) => {
   openSockets += 1;
   socket.once('close', () => {
     openSockets -= 1;
   });
   broker.handle(socket);
-});
+};
+// The plain listener, and the MQTTS one (docs/configuration.md, "TLS"): a device's packets are read
+// from its TLS socket once the handshake is done, the same way as from a plain one.
+const listeners: [Server, number, BrokerListener][] = [];
+if (settings.port !== null) listeners.push([createServer({ noDelay: true }, handle), settings.port, 'MQTT_PORT']);
+let secureServer: TlsServer | undefined;
+if (settings.secure) {
+  secureServer = createTlsServer({ ...settings.secure.tls, noDelay: true }, handle);
+  listeners.push([secureServer, settings.secure.port, 'MQTTS_PORT']);
+}
 
 async function stop(): Promise<void> {
   await new Promise<void>((resolve) => broker.close(() => resolve()));
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  for (const [server] of listeners) await new Promise<void>((resolve) => server.close(() => resolve()));
   port.close();
 }
 
@@ -340,29 +351,48 @@ port.on('message', (message: ToBroker) => {
       );
       break;
     }
+    case 'tls':
+      secureServer?.setSecureContext(message.tls);
+      break;
     case 'stop':
       stop().catch((error) => log('error', 'the MQTT broker did not stop cleanly', error));
       break;
   }
 });
 
-server.once('error', (error: NodeJS.ErrnoException) => {
-  send({ t: 'failed', code: error.code, message: error.message });
-  port.close();
-});
-// A connection storm must not overflow the kernel's queue of connections not yet accepted: a device
-// whose connection is dropped there retries only after a second or more.
-server.listen({ port: settings.port, host: settings.host, backlog: 4096 }, () => {
-  const address = server.address();
-  server.on('error', (error: NodeJS.ErrnoException) => {
-    // Out of file descriptors: the kernel's pending connection was closed unanswered.
-    if (error.code === 'EMFILE' || error.code === 'ENFILE') {
-      return logLimit(
-        'files',
-        `MQTT connection refused: the process has no file descriptor left (its open-file limit; see MQTT_MAX_CONNECTIONS)`,
-      );
-    }
-    log('error', 'MQTT listener failed', error);
+/** Listens on a listener's port; answers the port (the one the system chose for port 0). */
+function listen(server: Server, at: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    // A connection storm must not overflow the kernel's queue of connections not yet accepted: a device
+    // whose connection is dropped there retries only after a second or more.
+    server.listen({ port: at, host: settings.host, backlog: 4096 }, () => {
+      server.on('error', (error: NodeJS.ErrnoException) => {
+        // Out of file descriptors: the kernel's pending connection was closed unanswered.
+        if (error.code === 'EMFILE' || error.code === 'ENFILE') {
+          return logLimit(
+            'files',
+            `MQTT connection refused: the process has no file descriptor left (its open-file limit; see MQTT_MAX_CONNECTIONS)`,
+          );
+        }
+        log('error', 'MQTT listener failed', error);
+      });
+      resolve((server.address() as AddressInfo).port);
+    });
   });
-  send({ t: 'listening', port: typeof address === 'object' && address ? address.port : settings.port });
-});
+}
+
+const ports = new Map<BrokerListener, number>();
+for (const [server, at, listener] of listeners) {
+  try {
+    ports.set(listener, await listen(server, at));
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException;
+    send({ t: 'failed', listener, code, message });
+    port.close();
+    break;
+  }
+}
+if (ports.size === listeners.length) {
+  send({ t: 'listening', port: ports.get('MQTT_PORT') ?? null, securePort: ports.get('MQTTS_PORT') ?? null });
+}

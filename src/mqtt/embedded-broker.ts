@@ -14,6 +14,7 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
+import type { TlsMaterial } from '../core/tls.ts';
 import type { DeviceAuthenticator, DeviceCredentials } from '../devices/authentication.ts';
 import type { DeviceService } from '../devices/service.ts';
 import {
@@ -36,7 +37,12 @@ import { type Ack, failure, PARSE_ERROR } from './signed-messages.ts';
 import type { DeviceMessageKind } from './topics.ts';
 
 export interface EmbeddedBroker {
-  port: number;
+  /** The plain MQTT listener's port, when there is one. */
+  port: number | undefined;
+  /** The MQTTS listener's port, when there is one. */
+  securePort: number | undefined;
+  /** Gives the MQTTS listener a new certificate for its next connections; those open keep theirs. */
+  setTls(tls: TlsMaterial): void;
   /** The broker's thread as it is now (it is replaced when it fails): for diagnostics and tests. */
   thread(): Worker;
   /** How loaded the broker thread is now (for diagnostics, metrics and tests). */
@@ -74,7 +80,10 @@ const SLICE_MESSAGES = 200;
 const SLICE_BYTES = 64 * 1024;
 
 export async function startEmbeddedBroker(options: {
-  port: number;
+  /** The plain MQTT listener's port (0: any free one), or null for none. */
+  port: number | null;
+  /** The MQTTS listener's port (0: any free one) and its certificate, or null for none. */
+  secure: { port: number; tls: TlsMaterial } | null;
   host: string;
   authenticator: DeviceAuthenticator;
   devices: DeviceService;
@@ -89,21 +98,24 @@ export async function startEmbeddedBroker(options: {
 }): Promise<EmbeddedBroker> {
   // Each thread numbers its connections from its own first number.
   let started = 0;
-  const settings = (port: number): BrokerSettings => ({
+  let secure = options.secure;
+  const settings = (port: number | null, securePort: number | null): BrokerSettings => ({
     port,
+    secure: secure && securePort !== null ? { port: securePort, tls: secure.tls } : null,
     host: options.host,
     firstConnectionId: started++ * CONNECTIONS_PER_THREAD + 1,
     maxConnections: options.maxConnections,
     inbound: options.inbound,
   });
-  let current = await startWorker(options, settings(options.port));
+  let current = await startWorker(options, settings(options.port, options.secure?.port ?? null));
   let stopping = false;
   const watch = (worker: BrokerThread) => {
     worker.exited.then((code) => {
       if (stopping || current !== worker) return;
       options.log.error(`the MQTT broker thread stopped (exit code ${code}); starting it again`);
       const restart = () =>
-        startWorker(options, settings(worker.port)).then(
+        // On the same ports, and with the certificate the MQTTS listener was given last.
+        startWorker(options, settings(worker.port, worker.securePort)).then(
           (next) => {
             if (stopping) return void next.stop();
             current = next;
@@ -119,7 +131,13 @@ export async function startEmbeddedBroker(options: {
   };
   watch(current);
   return {
-    port: current.port,
+    port: current.port ?? undefined,
+    securePort: current.securePort ?? undefined,
+    setTls: (tls) => {
+      if (!secure) return;
+      secure = { ...secure, tls };
+      current.post({ t: 'tls', tls });
+    },
     thread: () => current.worker,
     figures: () => current.figures(),
     close: async () => {
@@ -130,8 +148,10 @@ export async function startEmbeddedBroker(options: {
 }
 
 interface BrokerThread {
-  port: number;
+  port: number | null;
+  securePort: number | null;
   worker: Worker;
+  post(message: ToBroker): void;
   /** Resolves with the exit code once the thread has ended. */
   exited: Promise<number>;
   figures(): Promise<BrokerFigures>;
@@ -296,11 +316,11 @@ function startWorker(
           log[message.level](message.error ? { err: message.error } : {}, message.message);
           break;
         case 'listening':
-          resolve({ port: message.port, worker, exited, figures, stop });
+          resolve({ port: message.port, securePort: message.securePort, worker, post, exited, figures, stop });
           break;
         case 'failed': {
           void worker.terminate();
-          reject(Object.assign(new Error(message.message), { code: message.code }));
+          reject(Object.assign(new Error(message.message), { code: message.code, listener: message.listener }));
           break;
         }
       }

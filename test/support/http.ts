@@ -3,7 +3,7 @@
  * which fetch cannot.
  */
 import { connect } from 'node:net';
-import { request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -19,6 +19,8 @@ export interface RequestOptions {
   rawBody?: string | Buffer;
   query?: Record<string, string | number | boolean | string[]>;
   headers?: Record<string, string>;
+  /** The connection pool to send through (one trusting a test's certificate authority, for HTTPS). */
+  dispatcher?: Dispatcher;
 }
 
 export async function call<T = any>(
@@ -36,7 +38,7 @@ export async function call<T = any>(
   for (const [name, value] of Object.entries(headers)) if (value === '') delete headers[name];
   if (options.token) headers['x-auth-token'] = options.token;
   const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
-  const response = await request(url, { method: method as 'GET', headers, body });
+  const response = await request(url, { method: method as 'GET', headers, body, dispatcher: options.dispatcher });
   const text = await response.body.text();
   let parsed: unknown = text;
   try {

@@ -32,10 +32,14 @@ export class MqttDevice {
   }
 
   /** Connects once the broker accepts connections again (after a restart), trying for up to 5 s. */
-  static async connectWhenUp(url: string, keyPair: { access_key: string; secret_key: string }): Promise<MqttDevice> {
+  static async connectWhenUp(
+    url: string,
+    keyPair: { access_key: string; secret_key: string },
+    options: Partial<IClientOptions> & { password?: string } = {},
+  ): Promise<MqttDevice> {
     for (let tries = 0; ; tries++) {
       try {
-        return await MqttDevice.connect(url, keyPair);
+        return await MqttDevice.connect(url, keyPair, options);
       } catch (error) {
         if (tries >= 50) throw error;
         await new Promise((resolve) => setTimeout(resolve, 100));

@@ -37,7 +37,7 @@ export async function serveProcess(env: Record<string, string>): Promise<ServerP
   return new Promise((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
+      const match = /listening on (https?:\/\/\S+)/.exec(output);
       if (match) {
         child.stdout?.off('data', onData);
         child.stdout?.on('data', (more: Buffer) => {

@@ -1,6 +1,8 @@
 /**
  * Starts a real Thingbase server on a loopback port against a fresh store, for API tests.
  */
+
+import type { Dispatcher } from 'undici';
 import { createServer, type Server } from '../../src/app.ts';
 import { loadConfig } from '../../src/core/config.ts';
 import { type ApiResponse, call, type RequestOptions } from './http.ts';
@@ -26,6 +28,8 @@ export interface StartOptions {
   env?: Record<string, string> | (() => Promise<Record<string, string>>);
   /** Reuse the store of an earlier server instead of a fresh one. */
   storeSettings?: { databaseUrl: string; databaseSchema?: string };
+  /** Where requests go through: for HTTPS, a pool trusting the test's certificate authority. */
+  dispatcher?: Dispatcher;
 }
 
 export async function startServer(store: StoreCase, options: StartOptions = {}): Promise<TestServer> {
@@ -62,7 +66,7 @@ export async function startServer(store: StoreCase, options: StartOptions = {}):
   const address = await server.listen({ port: 0, host: '127.0.0.1' });
   let admin: string | undefined;
   const request = <T = any>(method: string, path: string, requestOptions?: RequestOptions) =>
-    call<T>(address, method, path, requestOptions);
+    call<T>(address, method, path, { dispatcher: options.dispatcher, ...requestOptions });
   const signIn = async (email = ADMIN_EMAIL, password = ADMIN_PASSWORD, organisationKey?: string) => {
     const response = await request('POST', '/api_sign_in', {
       body: { email, password, ...(organisationKey ? { organisation_key: organisationKey } : {}) },
