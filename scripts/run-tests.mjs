@@ -12,7 +12,7 @@
 // every test file, and every server process and broker thread the tests start, a second of CPU more.
 // A test file may still be run from source on its own: `node --import tsx --test test/api/x.test.ts`.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -41,6 +41,8 @@ if (build.status !== 0) {
 // The compiled server reads its version from the package.json above its src/ folder.
 mkdirSync('.build', { recursive: true });
 copyFileSync('package.json', '.build/package.json');
+// The built console sits beside src/ as well (src/core/config.ts, CONSOLE_DIR's default).
+if (!existsSync('.build/console')) symlinkSync('../console', '.build/console');
 const compiled = (file) => join('.build', file.replace(/\.ts$/, '.js'));
 
 const concurrency = Number(process.env.TEST_CONCURRENCY) || availableParallelism() + 1;

@@ -12,6 +12,7 @@ import { alertRoutes } from './alerts/routes.ts';
 import { apiKeyRoutes } from './apikeys/routes.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { type BootstrapResult, bootstrapFirstAdmin } from './bootstrap.ts';
+import { registerConsole } from './console/routes.ts';
 import { type Config, ConfigError } from './core/config.ts';
 import { limitHeapGrowth } from './core/heap.ts';
 import { BULK_BODY_LIMIT, DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
@@ -30,6 +31,7 @@ import { EventAdmission } from './events/admission.ts';
 import { EventIngest } from './events/ingest.ts';
 import { eventRoutes } from './events/routes.ts';
 import { EventWriter } from './events/writer.ts';
+import { expressionRoutes } from './expressions/routes.ts';
 import { gatewayRoutes } from './gateways/routes.ts';
 import { groupRoutes } from './groups/routes.ts';
 import { instructionRoutes } from './instructions/routes.ts';
@@ -328,8 +330,7 @@ async function buildHttpApp(
       return reply.status(503).type('application/json').send('{"status":"unavailable"}');
     }
   });
-  // No console yet: the API's documentation is the front page (docs/configuration.md, "Starting").
-  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs', 302));
+  await registerConsole(app, config.consoleDir);
   registerOperationsRoutes(app, parts.metrics, parts.readiness, config.metricsToken);
   app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => reply.send(app.swagger()));
 
@@ -352,6 +353,7 @@ async function buildHttpApp(
     ...templateRoutes(store),
     ...thingRoutes(store),
     ...groupRoutes(store),
+    ...expressionRoutes(),
     ...gatewayRoutes(store),
     ...keyPairRoutes(store, box),
     ...apiKeyRoutes(store),

@@ -2,6 +2,7 @@
  * Configuration, read once from the environment.
  * Every setting the server understands is named here and documented in docs/configuration.md.
  */
+import { fileURLToPath } from 'node:url';
 import { openFileLimit, RESERVED_FILES } from './open-files.ts';
 
 export interface Config {
@@ -68,7 +69,15 @@ export interface Config {
    * live size; 0 = V8's own (core/heap.ts).
    */
   heapGrowingPercent: number;
+  /** Folder of the built console (docs/console.md); default console/dist of this installation. */
+  consoleDir: string;
 }
+
+/**
+ * Where `npm run build` puts the console: console/dist beside src/, seen from this module in src/core/
+ * and in the compiled dist/core/ alike (the test suite's .build/ links console/ in, scripts/run-tests.mjs).
+ */
+const BUILT_CONSOLE_DIR = fileURLToPath(new URL('../../console/dist/', import.meta.url));
 
 type Env = Record<string, string | undefined>;
 
@@ -191,5 +200,6 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryRetryBaseMs: parsePositive('DELIVERY_RETRY_BASE_MS', env.DELIVERY_RETRY_BASE_MS, 5000),
     deliveryMaxAttempts: parsePositive('DELIVERY_MAX_ATTEMPTS', env.DELIVERY_MAX_ATTEMPTS, 10),
     heapGrowingPercent: parsePercent('HEAP_GROWING_PERCENT', env.HEAP_GROWING_PERCENT, 100),
+    consoleDir: env.CONSOLE_DIR || BUILT_CONSOLE_DIR,
   };
 }

@@ -56,8 +56,8 @@ describe('first start of thingbase serve', () => {
     assert.equal(session.status, 200, session.text);
     assert.equal(session.body.organisation.name, 'Default');
     const front = await call(first.url, 'GET', '/', { headers: { 'content-type': '' } });
-    assert.equal(front.status, 302, 'the front page leads to the API docs until there is a console');
-    assert.equal(front.headers.location, '/docs');
+    assert.equal(front.status, 302, 'the front page is the console');
+    assert.equal(front.headers.location, '/console/');
     assert.equal(await stop(first.child), 0, 'SIGTERM shuts down cleanly');
 
     const second = await serve({ DATABASE_URL: databaseUrl });

@@ -1,0 +1,111 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api } from './api/client.ts';
+import { AlertsPage } from './pages/alerts.tsx';
+import { AuditPage } from './pages/audit.tsx';
+import { KeyPairsPage } from './pages/key-pairs.tsx';
+import { RulesPage } from './pages/rules.tsx';
+import { SignInPage } from './pages/sign-in.tsx';
+import { ThingPage } from './pages/thing.tsx';
+import { ThingsPage } from './pages/things.tsx';
+import { UsersPage } from './pages/users.tsx';
+import { type ConnectionState, realtime } from './realtime.ts';
+import { Link, usePath } from './router.tsx';
+import { currentSession, endSession, onSessionChange, type Session } from './session.ts';
+
+const SECTIONS = [
+  { path: 'things', label: 'Things' },
+  { path: 'alerts', label: 'Alerts' },
+  { path: 'rules', label: 'Rules' },
+  { path: 'key-pairs', label: 'Key pairs' },
+  { path: 'users', label: 'Users' },
+  { path: 'audit-trail', label: 'Audit trail' },
+];
+
+export function App() {
+  const [session, setSession] = useState<Session | undefined>(currentSession);
+  const [notice, setNotice] = useState<string | undefined>();
+  useEffect(
+    () =>
+      onSessionChange((next, reason) => {
+        if (!next) realtime.close();
+        setSession(next);
+        setNotice(reason);
+      }),
+    [],
+  );
+  if (!session) return <SignInPage notice={notice} />;
+  return <Shell session={session} />;
+}
+
+function Shell({ session }: { session: Session }) {
+  const path = usePath();
+  const [section = 'things', key] = path.split('/');
+  useEffect(() => {
+    const title = SECTIONS.find((s) => s.path === section)?.label ?? 'Things';
+    document.title = `${title} · Thingbase`;
+  }, [section]);
+  const signOut = async () => {
+    // The token is forgotten whatever the answer: a failed sign-out must not keep the user in.
+    await api.DELETE('/api_sign_out', {}).catch(() => undefined);
+    endSession();
+  };
+  return (
+    <>
+      <header>
+        <span class="brand">Thingbase</span>
+        <nav aria-label="Main">
+          {SECTIONS.map((s) => (
+            <Link key={s.path} to={s.path} current={s.path === section}>
+              {s.label}
+            </Link>
+          ))}
+        </nav>
+        <ConnectionStatus />
+        <span class="who">
+          {session.email}
+          {session.organisationName ? ` · ${session.organisationName}` : ''}
+        </span>
+        <button type="button" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <main>
+        <Page section={section} thingKey={key ? decodeURIComponent(key) : undefined} />
+      </main>
+    </>
+  );
+}
+
+function Page({ section, thingKey }: { section: string; thingKey: string | undefined }) {
+  switch (section) {
+    case 'alerts':
+      return <AlertsPage />;
+    case 'rules':
+      return <RulesPage />;
+    case 'key-pairs':
+      return <KeyPairsPage />;
+    case 'users':
+      return <UsersPage />;
+    case 'audit-trail':
+      return <AuditPage />;
+    default:
+      return thingKey ? <ThingPage thingKey={thingKey} /> : <ThingsPage />;
+  }
+}
+
+const STATE_TEXT: Record<ConnectionState, string> = {
+  connecting: 'Connecting…',
+  live: 'Live',
+  reconnecting: 'Connection lost: reconnecting…',
+};
+
+/** Whether live updates arrive; silent until a page subscribes. */
+function ConnectionStatus() {
+  const [state, setState] = useState<ConnectionState>(realtime.state);
+  useEffect(() => realtime.onState(setState), []);
+  return (
+    <span role="status" class={`connection ${state}`}>
+      {STATE_TEXT[state]}
+    </span>
+  );
+}

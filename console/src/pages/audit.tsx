@@ -1,0 +1,7 @@
+export function AuditPage() {
+  return (
+    <section>
+      <h1>Audit trail</h1>
+    </section>
+  );
+}

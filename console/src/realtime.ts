@@ -1,0 +1,103 @@
+/**
+ * Realtime push (docs/realtime.md) over one WebSocket per signed-in tab: it authenticates with its
+ * first message (browsers cannot set headers on an upgrade, and the token stays out of the URL), then
+ * holds every subscription the open pages ask for. A lost connection is opened again with growing
+ * waits (1 s doubling to 30 s) and its subscriptions sent again; the state is shown to the user.
+ */
+import { currentSession, endSession } from './session.ts';
+
+export type ConnectionState = 'connecting' | 'live' | 'reconnecting';
+export type Message = { type: string; id?: string } & Record<string, unknown>;
+type Handler = (message: Message) => void;
+
+interface Subscription {
+  topic: string;
+  filters: Record<string, unknown>;
+  handler: Handler;
+}
+
+class Realtime {
+  private socket: WebSocket | undefined;
+  private authenticated = false;
+  private readonly subscriptions = new Map<string, Subscription>();
+  private readonly stateListeners = new Set<(state: ConnectionState) => void>();
+  private next = 0;
+  private wait = 1000;
+  private retry: ReturnType<typeof setTimeout> | undefined;
+  state: ConnectionState = 'connecting';
+
+  /** Subscribes to a topic with filters; answers the function that ends the subscription. */
+  subscribe(topic: string, filters: Record<string, unknown>, handler: Handler): () => void {
+    const id = `s${++this.next}`;
+    this.subscriptions.set(id, { topic, filters, handler });
+    if (this.authenticated) this.send({ type: 'subscribe', id, topic, ...filters });
+    else this.connect();
+    return () => {
+      this.subscriptions.delete(id);
+      if (this.authenticated) this.send({ type: 'unsubscribe', id });
+    };
+  }
+
+  onState(listener: (state: ConnectionState) => void): () => void {
+    this.stateListeners.add(listener);
+    return () => this.stateListeners.delete(listener);
+  }
+
+  /** Closes the connection for good (sign-out). */
+  close(): void {
+    clearTimeout(this.retry);
+    this.retry = undefined;
+    const socket = this.socket;
+    this.socket = undefined;
+    this.authenticated = false;
+    this.subscriptions.clear();
+    socket?.close(1000);
+  }
+
+  private setState(state: ConnectionState): void {
+    this.state = state;
+    for (const listener of this.stateListeners) listener(state);
+  }
+
+  private send(message: Record<string, unknown>): void {
+    this.socket?.send(JSON.stringify(message));
+  }
+
+  private connect(): void {
+    const session = currentSession();
+    if (this.socket || this.retry || !session) return;
+    const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    const socket = new WebSocket(`${scheme}//${location.host}/api/v3/ws`);
+    this.socket = socket;
+    socket.onopen = () => socket.send(JSON.stringify({ type: 'auth', token: session.token }));
+    socket.onmessage = (event) => {
+      const message = JSON.parse(String(event.data)) as Message;
+      if (message.type === 'authenticated') {
+        this.authenticated = true;
+        this.wait = 1000;
+        this.setState('live');
+        for (const [id, { topic, filters }] of this.subscriptions)
+          this.send({ type: 'subscribe', id, topic, ...filters });
+        return;
+      }
+      if (message.id) this.subscriptions.get(message.id)?.handler(message);
+    };
+    socket.onclose = (event) => {
+      if (this.socket !== socket) return;
+      this.socket = undefined;
+      this.authenticated = false;
+      if (event.code === 4401) {
+        endSession('Your session has ended: sign in again.');
+        return;
+      }
+      this.setState('reconnecting');
+      this.retry = setTimeout(() => {
+        this.retry = undefined;
+        if (this.subscriptions.size > 0) this.connect();
+      }, this.wait);
+      this.wait = Math.min(this.wait * 2, 30_000);
+    };
+  }
+}
+
+export const realtime = new Realtime();

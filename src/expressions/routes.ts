@@ -1,0 +1,34 @@
+/**
+ * `POST /api/v3/expressions/validate`: lets editors (the console's rule form) check an expression as it
+ * is typed, with the same messages a create or update would answer (docs/expressions.md, "Errors").
+ */
+import { invalidParam } from '../core/errors.ts';
+import { type AnyRoute, defineRoute } from '../core/http/route.ts';
+import { parseRuleCondition, parseThingExpression } from './contexts.ts';
+import { ExpressionError } from './errors.ts';
+import { ValidateExpressionParams, ValidExpression } from './schemas.ts';
+
+export function expressionRoutes(): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/v3/expressions/validate',
+      tags: ['Expressions'],
+      summary: 'Check a rule condition or group expression',
+      description: 'Answers {"valid": true}, or a 400 whose message names the position of the first problem.',
+      access: { kind: 'signed_in' },
+      params: ValidateExpressionParams,
+      response: ValidExpression,
+      handler: ({ params }) => {
+        try {
+          if (params.kind === 'rule') parseRuleCondition(params.expression);
+          else parseThingExpression(params.expression);
+        } catch (error) {
+          if (error instanceof ExpressionError) throw invalidParam('expression', error.message);
+          throw error;
+        }
+        return { valid: true as const };
+      },
+    }),
+  ];
+}

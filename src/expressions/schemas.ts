@@ -1,0 +1,13 @@
+import { Type } from '@sinclair/typebox';
+import { CommonParams } from '../core/http/schema.ts';
+import { MAX_EXPRESSION_LENGTH } from './parser.ts';
+
+export const ValidateExpressionParams = Type.Object({
+  ...CommonParams,
+  expression: Type.String({ maxLength: MAX_EXPRESSION_LENGTH, description: 'the text to check' }),
+  kind: Type.Union([Type.Literal('rule'), Type.Literal('group')], {
+    description: 'rule = a rule condition (metrics and thing.<field>); group = a group thing_expression',
+  }),
+});
+
+export const ValidExpression = Type.Object({ valid: Type.Literal(true) });
