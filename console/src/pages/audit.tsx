@@ -1,7 +1,78 @@
+import { useState } from 'preact/hooks';
+import { answer, api } from '../api/client.ts';
+import { Failure } from '../components/failure.tsx';
+import { Field } from '../components/field.tsx';
+import { Pager } from '../components/pager.tsx';
+import { useDebounced, useLoad } from '../components/use-load.ts';
+import { showTime } from '../format.ts';
+
+const PER = 50;
+
+/** Who changed what, newest first (the audit trails written with every change). */
 export function AuditPage() {
+  const [search, setSearch] = useState('');
+  const [page, setPage] = useState(1);
+  const keywords = useDebounced(search.trim(), 250);
+  const list = useLoad(
+    () =>
+      answer(
+        api.GET('/api/v3/audit_trails', {
+          params: { query: { page, per: PER, ...(keywords ? { search: keywords } : {}) } },
+        }),
+      ),
+    [page, keywords],
+  );
   return (
     <section>
       <h1>Audit trail</h1>
+      <div class="filters">
+        <Field label="Search the audit trail" hint="keywords in the action, entity type, name or key">
+          {(id, describedBy) => (
+            <input
+              id={id}
+              type="search"
+              aria-describedby={describedBy}
+              value={search}
+              onInput={(e) => {
+                setSearch(e.currentTarget.value);
+                setPage(1);
+              }}
+            />
+          )}
+        </Field>
+      </div>
+      <Failure message={list.error} />
+      {list.data && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Time</th>
+              <th scope="col">User</th>
+              <th scope="col">Action</th>
+              <th scope="col">Entity</th>
+              <th scope="col">Name</th>
+              <th scope="col">Key</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.audit_trails.map((trail) => (
+              <tr key={trail.audit_trail_key}>
+                <td>{showTime(trail.timestamp)}</td>
+                <td>
+                  {trail.user_name} <small>({trail.role_name})</small>
+                </td>
+                <td>{trail.action_taken}</td>
+                <td>{trail.entity_type}</td>
+                <td>{trail.entity_name ?? ''}</td>
+                <td>
+                  <code>{trail.entity_key}</code>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {list.data && <Pager page={page} per={PER} total={list.data.total_count} noun="changes" onPage={setPage} />}
     </section>
   );
 }

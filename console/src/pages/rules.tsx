@@ -1,7 +1,284 @@
+import { useEffect, useState } from 'preact/hooks';
+import { ApiFailure, answer, api, messageOf } from '../api/client.ts';
+import type { paths } from '../api/schema';
+import { Failure } from '../components/failure.tsx';
+import { Field } from '../components/field.tsx';
+import { useDebounced, useLoad } from '../components/use-load.ts';
+import { showTime } from '../format.ts';
+
+type Rule = paths['/api/v3/rules']['get']['responses'][200]['content']['application/json']['rules'][number];
+type Action =
+  paths['/api/v3/notification_actions']['get']['responses'][200]['content']['application/json']['notification_actions'][number];
+
+const ALERT_TYPES = ['Info', 'Warning', 'Error', 'Critical'];
+
+/** Rules, a form to create or edit one, and each rule's notification actions with their deliveries. */
 export function RulesPage() {
+  const list = useLoad(
+    () => answer(api.GET('/api/v3/rules', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } })),
+    [],
+  );
+  const [editing, setEditing] = useState<Rule | 'new' | undefined>();
+  const [shown, setShown] = useState<string | undefined>();
   return (
     <section>
       <h1>Rules</h1>
+      {editing === undefined && (
+        <button type="button" onClick={() => setEditing('new')}>
+          New rule
+        </button>
+      )}
+      {editing !== undefined && (
+        <RuleForm
+          rule={editing === 'new' ? undefined : editing}
+          onDone={(saved) => {
+            setEditing(undefined);
+            if (saved) list.reload();
+          }}
+        />
+      )}
+      <Failure message={list.error} />
+      {list.data && (
+        <table aria-label="Rules">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Condition</th>
+              <th scope="col">Alert</th>
+              <th scope="col">Enabled</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.rules.map((rule) => (
+              <>
+                <tr key={rule.rule_key}>
+                  <td>{rule.name}</td>
+                  <td>
+                    <code>{rule.condition}</code>
+                  </td>
+                  <td>{rule.alert_type === null ? '' : `${ALERT_TYPES[rule.alert_type]}: ${rule.alert_message}`}</td>
+                  <td>{rule.enabled ? 'Yes' : 'No'}</td>
+                  <td>
+                    <button type="button" onClick={() => setEditing(rule)} aria-label={`Edit ${rule.name}`}>
+                      Edit
+                    </button>{' '}
+                    <button
+                      type="button"
+                      aria-expanded={shown === rule.rule_key}
+                      aria-label={`Notifications of ${rule.name}`}
+                      onClick={() => setShown(shown === rule.rule_key ? undefined : rule.rule_key)}
+                    >
+                      Notifications
+                    </button>
+                  </td>
+                </tr>
+                {shown === rule.rule_key && (
+                  <tr key={`${rule.rule_key}-actions`}>
+                    <td colSpan={5}>
+                      <RuleActions rule={rule} />
+                    </td>
+                  </tr>
+                )}
+              </>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+/** Checks the condition through the API as it is typed; answers the API's message, or undefined. */
+function useConditionCheck(condition: string): { message: string | undefined; valid: boolean } {
+  const settled = useDebounced(condition, 200);
+  const [state, setState] = useState<{ message: string | undefined; valid: boolean }>({
+    message: undefined,
+    valid: false,
+  });
+  useEffect(() => {
+    if (settled.trim() === '') {
+      setState({ message: undefined, valid: false });
+      return;
+    }
+    let current = true;
+    answer(api.POST('/api/v3/expressions/validate', { body: { expression: settled, kind: 'rule' } })).then(
+      () => current && setState({ message: undefined, valid: true }),
+      (failure) =>
+        current &&
+        setState({ message: failure instanceof ApiFailure ? failure.message : messageOf(failure), valid: false }),
+    );
+    return () => {
+      current = false;
+    };
+  }, [settled]);
+  return state;
+}
+
+function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: boolean) => void }) {
+  const [name, setName] = useState(rule?.name ?? '');
+  const [condition, setCondition] = useState(rule?.condition ?? '');
+  const [alertType, setAlertType] = useState(String(rule?.alert_type ?? 1));
+  const [alertMessage, setAlertMessage] = useState(rule?.alert_message ?? '');
+  const [template, setTemplate] = useState(rule?.thing_template_key ?? '');
+  const [error, setError] = useState<string | undefined>();
+  const check = useConditionCheck(condition);
+  const templates = useLoad(
+    () =>
+      answer(api.GET('/api/v3/thing_templates', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } })),
+    [],
+  );
+  const save = async (event: Event) => {
+    event.preventDefault();
+    const fields = {
+      name,
+      condition,
+      alert_type: Number(alertType) as 0 | 1 | 2 | 3,
+      ...(alertMessage ? { alert_message: alertMessage } : {}),
+      ...(template ? { thing_template_key: template } : {}),
+    };
+    try {
+      if (rule) {
+        await answer(
+          api.PUT('/api/v3/rules/{rule_key}', {
+            params: { path: { rule_key: rule.rule_key } },
+            body: { rule: fields },
+          }),
+        );
+      } else {
+        await answer(api.POST('/api/v3/rules', { body: { rule: fields } }));
+      }
+      onDone(true);
+    } catch (failure) {
+      setError(messageOf(failure));
+    }
+  };
+  return (
+    <form onSubmit={save} class="panel" aria-label={rule ? `Edit ${rule.name}` : 'New rule'}>
+      <h2>{rule ? `Edit ${rule.name}` : 'New rule'}</h2>
+      <Field label="Name">
+        {(id) => <input id={id} required value={name} onInput={(e) => setName(e.currentTarget.value)} />}
+      </Field>
+      <Field
+        label="Condition"
+        hint={
+          check.valid
+            ? 'The condition is valid.'
+            : "Metrics and thing.<field>, e.g. temperature > 80 and thing.name == 'boiler'"
+        }
+        error={check.message}
+      >
+        {(id, describedBy) => (
+          <input
+            id={id}
+            required
+            aria-describedby={describedBy}
+            aria-invalid={check.message ? true : undefined}
+            value={condition}
+            onInput={(e) => setCondition(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <Field label="Template" hint="the things the rule watches; every thing when none">
+        {(id, describedBy) => (
+          <select
+            id={id}
+            aria-describedby={describedBy}
+            value={template}
+            onChange={(e) => setTemplate(e.currentTarget.value)}
+          >
+            <option value="">None</option>
+            {templates.data?.thing_templates.map((t) => (
+              <option key={t.thing_template_key} value={t.thing_template_key}>
+                {t.name}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <Field label="Alert type">
+        {(id) => (
+          <select id={id} value={alertType} onChange={(e) => setAlertType(e.currentTarget.value)}>
+            {ALERT_TYPES.map((label, i) => (
+              <option key={label} value={String(i)}>
+                {label}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <Field label="Alert message">
+        {(id) => <input id={id} value={alertMessage} onInput={(e) => setAlertMessage(e.currentTarget.value)} />}
+      </Field>
+      <Failure message={error} />
+      <div>
+        <button type="submit">Save</button>{' '}
+        <button type="button" class="secondary" onClick={() => onDone(false)}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function RuleActions({ rule }: { rule: Rule }) {
+  const actions = useLoad(
+    () => answer(api.GET('/api/v3/notification_actions', { params: { query: { rule_key: rule.rule_key, per: 100 } } })),
+    [rule.rule_key],
+  );
+  return (
+    <div>
+      <Failure message={actions.error} />
+      {actions.data?.notification_actions.length === 0 && <p>No notification actions.</p>}
+      {actions.data?.notification_actions.map((action) => (
+        <ActionDeliveries key={action.notification_action_key} action={action} />
+      ))}
+    </div>
+  );
+}
+
+const describeAction = (action: Action): string =>
+  [action.type, action.to, action.url, action.phone_number].filter((part) => part).join(' · ');
+
+function ActionDeliveries({ action }: { action: Action }) {
+  const deliveries = useLoad(
+    () =>
+      answer(
+        api.GET('/api/v3/notification_actions/{notification_action_key}/deliveries', {
+          params: { path: { notification_action_key: action.notification_action_key }, query: { per: 10 } },
+        }),
+      ),
+    [action.notification_action_key],
+  );
+  return (
+    <section aria-label={`Deliveries of ${describeAction(action)}`}>
+      <h3>{describeAction(action)}</h3>
+      <Failure message={deliveries.error} />
+      {deliveries.data?.deliveries.length === 0 && <p>No delivery attempts yet.</p>}
+      {deliveries.data && deliveries.data.deliveries.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">At</th>
+              <th scope="col">Attempt</th>
+              <th scope="col">Result</th>
+              <th scope="col">Took</th>
+              <th scope="col">Error</th>
+            </tr>
+          </thead>
+          <tbody>
+            {deliveries.data.deliveries.map((d) => (
+              <tr key={`${d.delivery_key}-${d.attempt}`}>
+                <td>{showTime(d.at)}</td>
+                <td>{d.attempt}</td>
+                <td>{d.status}</td>
+                <td>{d.duration_ms} ms</td>
+                <td>{d.error ?? ''}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
     </section>
   );
 }
