@@ -203,6 +203,28 @@ for (const store of STORES) {
       await shot('rule-deliveries');
     });
 
+    it('when an alert is acknowledged and then cleared from Alerts then its status follows, and the Status filter lists by status', async () => {
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Alerts', exact: true }).click();
+      const row = page.getByRole('row').filter({ hasText: 'Kiln' }).filter({ hasText: 'Boiler too hot' });
+      await row.getByRole('cell', { name: 'open', exact: true }).waitFor();
+      await page.getByLabel('Comment', { exact: true }).fill('on it');
+      await row.getByRole('button', { name: 'Acknowledge', exact: true }).click();
+      await row.getByRole('cell', { name: 'acknowledged', exact: true }).waitFor();
+      const token = await api.adminToken();
+      const stored = await api.request('GET', '/api/v3/alerts', { token, query: { search: 'Boiler too hot' } });
+      assert.equal(stored.body.alerts[0].status, 'acknowledged');
+      assert.equal(stored.body.alerts[0].comment, 'on it');
+      await page.getByLabel('Status', { exact: true }).selectOption('Open');
+      await row.waitFor({ state: 'detached' });
+      await page.getByLabel('Status', { exact: true }).selectOption('Acknowledged');
+      await row.waitFor();
+      await row.getByRole('button', { name: 'Clear', exact: true }).click();
+      await row.getByRole('cell', { name: 'cleared', exact: true }).waitFor();
+      assert.equal(await row.getByRole('button').count(), 0, 'a cleared alert has nothing left to do');
+      await page.getByLabel('Status', { exact: true }).selectOption('All');
+      await shot('alerts-cleared');
+    });
+
     it('when a key pair is created then its secret and device settings are shown once, and gone after navigating away', async () => {
       await page
         .getByRole('navigation', { name: 'Main' })

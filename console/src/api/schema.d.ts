@@ -631,10 +631,14 @@ export interface paths {
                     per?: number;
                     /** @description indent the JSON answer with two spaces */
                     pretty?: boolean;
+                    /** @description only alerts raised by this rule (one naming no rule: an empty list) */
+                    rule_key?: string;
                     /** @description all: every keyword must match; any: one is enough */
                     scope?: "all" | "any";
                     /** @description keywords matched against message, thing_key, thing_name and alert_type_string */
                     search?: string;
+                    /** @description statuses to list: open, acknowledged, cleared (an array, repeated keys or comma-separated) */
+                    status?: ("open" | "acknowledged" | "cleared")[];
                     thing_key?: string;
                     /** @description synonym of timestamp_format */
                     time_format?: "int" | "str";
@@ -657,11 +661,19 @@ export interface paths {
                     content: {
                         "application/json": {
                             alerts: {
+                                acknowledged_at: number | string | null;
+                                /** @description the acknowledging user's e-mail */
+                                acknowledged_by: string | null;
                                 alert_key: string;
                                 /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
                                 alert_type: number;
                                 /** @description Info, Warning, Error or Critical */
                                 alert_type_string: string;
+                                cleared_at: number | string | null;
+                                /** @description the clearing user's e-mail, or rule when its rule cleared it */
+                                cleared_by: string | null;
+                                /** @description the last comment given on acknowledging or clearing */
+                                comment: string | null;
                                 created_at: number | string;
                                 /** @description thing (as it was when the alert was raised), instruction, alert_type_string, and what was sent */
                                 data: {
@@ -671,6 +683,10 @@ export interface paths {
                                 instruction_key?: string;
                                 instruction_name?: string;
                                 message: string;
+                                /** @description the rule that raised it, or null */
+                                rule_key: string | null;
+                                /** @description open, acknowledged or cleared */
+                                status: string;
                                 thing_key: string | null;
                                 thing_name: string | null;
                                 timestamp: number | string;
@@ -769,11 +785,19 @@ export interface paths {
                     content: {
                         "application/json": {
                             alert: {
+                                acknowledged_at: number | string | null;
+                                /** @description the acknowledging user's e-mail */
+                                acknowledged_by: string | null;
                                 alert_key: string;
                                 /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
                                 alert_type: number;
                                 /** @description Info, Warning, Error or Critical */
                                 alert_type_string: string;
+                                cleared_at: number | string | null;
+                                /** @description the clearing user's e-mail, or rule when its rule cleared it */
+                                cleared_by: string | null;
+                                /** @description the last comment given on acknowledging or clearing */
+                                comment: string | null;
                                 created_at: number | string;
                                 /** @description thing (as it was when the alert was raised), instruction, alert_type_string, and what was sent */
                                 data: {
@@ -783,6 +807,10 @@ export interface paths {
                                 instruction_key?: string;
                                 instruction_name?: string;
                                 message: string;
+                                /** @description the rule that raised it, or null */
+                                rule_key: string | null;
+                                /** @description open, acknowledged or cleared */
+                                status: string;
                                 thing_key: string | null;
                                 thing_name: string | null;
                                 timestamp: number | string;
@@ -837,6 +865,206 @@ export interface paths {
             };
         };
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v3/alerts/{alert_key}/acknowledge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledge an alert
+         * @description From open to acknowledged; a cleared or already acknowledged alert is a 409 (docs/rules.md, "Alert lifecycle").
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    alert_key: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description kept as the alert's comment */
+                        comment?: string;
+                        /** @description include or act on child organisations of an OEM organisation */
+                        is_oem?: boolean;
+                        /**
+                         * @description indent the JSON answer with two spaces
+                         * @default false
+                         */
+                        pretty?: boolean;
+                        /**
+                         * @description synonym of timestamp_format
+                         * @enum {string}
+                         */
+                        time_format?: "int" | "str";
+                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                        time_zone?: string;
+                        /**
+                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                         * @enum {string}
+                         */
+                        timestamp_format?: "int" | "str";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            alert: {
+                                acknowledged_at: number | string | null;
+                                /** @description the acknowledging user's e-mail */
+                                acknowledged_by: string | null;
+                                alert_key: string;
+                                /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
+                                alert_type: number;
+                                /** @description Info, Warning, Error or Critical */
+                                alert_type_string: string;
+                                cleared_at: number | string | null;
+                                /** @description the clearing user's e-mail, or rule when its rule cleared it */
+                                cleared_by: string | null;
+                                /** @description the last comment given on acknowledging or clearing */
+                                comment: string | null;
+                                created_at: number | string;
+                                /** @description thing (as it was when the alert was raised), instruction, alert_type_string, and what was sent */
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description present when the alert concerns an instruction */
+                                instruction_key?: string;
+                                instruction_name?: string;
+                                message: string;
+                                /** @description the rule that raised it, or null */
+                                rule_key: string | null;
+                                /** @description open, acknowledged or cleared */
+                                status: string;
+                                thing_key: string | null;
+                                thing_name: string | null;
+                                timestamp: number | string;
+                                updated_at: number | string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v3/alerts/{alert_key}/clear": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Clear an alert
+         * @description From open or acknowledged to cleared; an alert already cleared is a 409 (docs/rules.md, "Alert lifecycle").
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    alert_key: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description kept as the alert's comment */
+                        comment?: string;
+                        /** @description include or act on child organisations of an OEM organisation */
+                        is_oem?: boolean;
+                        /**
+                         * @description indent the JSON answer with two spaces
+                         * @default false
+                         */
+                        pretty?: boolean;
+                        /**
+                         * @description synonym of timestamp_format
+                         * @enum {string}
+                         */
+                        time_format?: "int" | "str";
+                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                        time_zone?: string;
+                        /**
+                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                         * @enum {string}
+                         */
+                        timestamp_format?: "int" | "str";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            alert: {
+                                acknowledged_at: number | string | null;
+                                /** @description the acknowledging user's e-mail */
+                                acknowledged_by: string | null;
+                                alert_key: string;
+                                /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
+                                alert_type: number;
+                                /** @description Info, Warning, Error or Critical */
+                                alert_type_string: string;
+                                cleared_at: number | string | null;
+                                /** @description the clearing user's e-mail, or rule when its rule cleared it */
+                                cleared_by: string | null;
+                                /** @description the last comment given on acknowledging or clearing */
+                                comment: string | null;
+                                created_at: number | string;
+                                /** @description thing (as it was when the alert was raised), instruction, alert_type_string, and what was sent */
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description present when the alert concerns an instruction */
+                                instruction_key?: string;
+                                instruction_name?: string;
+                                message: string;
+                                /** @description the rule that raised it, or null */
+                                rule_key: string | null;
+                                /** @description open, acknowledged or cleared */
+                                status: string;
+                                thing_key: string | null;
+                                thing_name: string | null;
+                                timestamp: number | string;
+                                updated_at: number | string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -4901,6 +5129,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v3/things/{thing_key}/events/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every event of a thing in a range, streamed as NDJSON or CSV, oldest first
+         * @description ndjson: one {"timestamp","data"} per line (application/x-ndjson); csv: a header timestamp,<metric>,... then a row per event (text/csv). from and to are optional (default: every event).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description default ndjson */
+                    format?: "ndjson" | "csv";
+                    /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
+                    from?: string | number;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /** @description csv columns in this order (dots address nested values); default every metric of the events, by name */
+                    metrics?: string[];
+                    /** @description indent the JSON answer with two spaces */
+                    pretty?: boolean;
+                    /** @description synonym of timestamp_format */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                    timestamp_format?: "int" | "str";
+                    /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
+                    to?: string | number;
+                };
+                header?: never;
+                path: {
+                    /** @description the thing */
+                    thing_key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v3/things/{thing_key}/instructions": {
         parameters: {
             query?: never;
@@ -5333,6 +5620,100 @@ export interface paths {
                     };
                     content: {
                         "application/json": Record<string, never>;
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v3/things/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import things (bulk provisioning)
+         * @description A text/csv body (a header row naming Thing fields: thing_key, name, description, tags, thing_template_key, bi_directional, user_defined_properties.<name>; an empty cell is a field not given) or a JSON body {things: [...]}; at most 20000 rows and 10 MiB. Each row is checked as POST /api/v3/things checks its thing; thing_template_key defaults to the Default template. Rows that fail are answered by number (from 1, over the data rows) with their errors; the others are written in one transaction with one audit trail each, unless dry_run, or atomic and any row failed. mode=upsert updates the existing things of the organisation (as PUT /api/v3/things/:thing_key) and needs the permission to update things too.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description write nothing when any row fails
+                         * @default false
+                         */
+                        atomic?: boolean;
+                        /** @description create the resource in this child organisation */
+                        child_organisation_key?: string;
+                        /**
+                         * @description check every row and count, but write nothing
+                         * @default false
+                         */
+                        dry_run?: boolean;
+                        /** @description include or act on child organisations of an OEM organisation */
+                        is_oem?: boolean;
+                        /**
+                         * @description create: an existing key is a row error; upsert: an existing thing is updated
+                         * @default create
+                         */
+                        mode?: "create" | "upsert";
+                        /**
+                         * @description indent the JSON answer with two spaces
+                         * @default false
+                         */
+                        pretty?: boolean;
+                        /** @description the Thing objects to import, as POST /api/v3/things takes them; with a JSON body */
+                        things?: unknown[];
+                        /**
+                         * @description synonym of timestamp_format
+                         * @enum {string}
+                         */
+                        time_format?: "int" | "str";
+                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                        time_zone?: string;
+                        /**
+                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                         * @enum {string}
+                         */
+                        timestamp_format?: "int" | "str";
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            created: number;
+                            failed: {
+                                errors: {
+                                    code: string;
+                                    message: string;
+                                    param?: string;
+                                }[];
+                                /** @description the data row, from 1 (a CSV header is not a row) */
+                                row: number;
+                            }[];
+                            updated: number;
+                        };
                     };
                 };
             };

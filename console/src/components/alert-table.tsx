@@ -18,7 +18,7 @@ export function AlertTable(props: {
           <th scope="col">Type</th>
           {props.showThing && <th scope="col">Thing</th>}
           <th scope="col">Message</th>
-          {'status' in (props.alerts[0] ?? {}) && <th scope="col">Status</th>}
+          <th scope="col">Status</th>
           {props.actions && <th scope="col">Actions</th>}
         </tr>
       </thead>
@@ -29,7 +29,7 @@ export function AlertTable(props: {
             <td>{alert.alert_type_string}</td>
             {props.showThing && <td>{alert.thing_name ?? alert.thing_key ?? ''}</td>}
             <td>{alert.message}</td>
-            {'status' in alert && <td>{String(alert.status)}</td>}
+            <td>{alert.status}</td>
             {props.actions && <td>{props.actions(alert)}</td>}
           </tr>
         ))}

@@ -1,11 +1,14 @@
 import { useEffect, useState } from 'preact/hooks';
-import { answer, api } from '../api/client.ts';
+import { answer, api, messageOf } from '../api/client.ts';
+import type { paths } from '../api/schema';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { realtime } from '../realtime.ts';
+
+type StatusFilter = NonNullable<NonNullable<paths['/api/v3/alerts']['get']['parameters']['query']>['status']>[number];
 
 const PER = 50;
 const STATUSES = [
@@ -15,18 +18,43 @@ const STATUSES = [
   { value: 'cleared', label: 'Cleared' },
 ];
 
-/** An alert's status; alerts of a server without the alert lifecycle are all open. */
-const statusOf = (alert: Alert): string =>
-  'status' in alert && typeof alert.status === 'string' ? alert.status : 'open';
-
 /** The latest alerts, newest first; alerts raised or changed while the page is open come in live. */
 export function AlertsPage() {
   const [status, setStatus] = useState('');
   const [page, setPage] = useState(1);
+  const [comment, setComment] = useState('');
+  const [failure, setFailure] = useState<string | undefined>();
+  useEffect(() => setPage(1), [status]);
   const list = useLoad(
-    () => answer(api.GET('/api/v3/alerts', { params: { query: { page, per: PER, order: 'desc' } } })),
-    [page],
+    () =>
+      answer(
+        api.GET('/api/v3/alerts', {
+          params: {
+            query: { page, per: PER, order: 'desc', ...(status ? { status: [status as StatusFilter] } : {}) },
+          },
+        }),
+      ),
+    [page, status],
   );
+  const act = async (alert: Alert, step: 'acknowledge' | 'clear') => {
+    const body = comment.trim() ? { comment: comment.trim() } : {};
+    const params = { path: { alert_key: alert.alert_key } };
+    try {
+      const answered = await answer(
+        step === 'acknowledge'
+          ? api.POST('/api/v3/alerts/{alert_key}/acknowledge', { params, body })
+          : api.POST('/api/v3/alerts/{alert_key}/clear', { params, body }),
+      );
+      setFailure(undefined);
+      setComment('');
+      list.set((data) => ({
+        ...data,
+        alerts: data.alerts.map((a) => (a.alert_key === alert.alert_key ? answered.alert : a)),
+      }));
+    } catch (error) {
+      setFailure(messageOf(error));
+    }
+  };
   useEffect(
     () =>
       realtime.subscribe('alerts', {}, (message) => {
@@ -34,6 +62,7 @@ export function AlertsPage() {
         const alert = message.alert as Alert;
         list.set((data) => {
           const known = data.alerts.some((a) => a.alert_key === alert.alert_key);
+          if (!known && status !== '' && alert.status !== status) return data;
           return {
             ...data,
             total_count: data.total_count + (known ? 0 : 1),
@@ -43,9 +72,9 @@ export function AlertsPage() {
           };
         });
       }),
-    [page],
+    [page, status],
   );
-  const shown = list.data?.alerts.filter((a) => status === '' || statusOf(a) === status) ?? [];
+  const shown = list.data?.alerts ?? [];
   return (
     <section>
       <h1>Alerts</h1>
@@ -61,9 +90,41 @@ export function AlertsPage() {
             </select>
           )}
         </Field>
+        <Field label="Comment" hint="optional: kept with the next Acknowledge or Clear">
+          {(id, describedBy) => (
+            <input
+              id={id}
+              aria-describedby={describedBy}
+              value={comment}
+              onInput={(e) => setComment(e.currentTarget.value)}
+            />
+          )}
+        </Field>
       </div>
-      <Failure message={list.error} />
-      {list.data && (shown.length === 0 ? <p>No alerts.</p> : <AlertTable alerts={shown} showThing />)}
+      <Failure message={list.error ?? failure} />
+      {list.data &&
+        (shown.length === 0 ? (
+          <p>No alerts.</p>
+        ) : (
+          <AlertTable
+            alerts={shown}
+            showThing
+            actions={(alert) => (
+              <>
+                {alert.status === 'open' && (
+                  <button type="button" onClick={() => act(alert, 'acknowledge')}>
+                    Acknowledge
+                  </button>
+                )}{' '}
+                {alert.status !== 'cleared' && (
+                  <button type="button" onClick={() => act(alert, 'clear')}>
+                    Clear
+                  </button>
+                )}
+              </>
+            )}
+          />
+        ))}
       {list.data && <Pager page={page} per={PER} total={list.data.total_count} noun="alerts" onPage={setPage} />}
     </section>
   );
