@@ -30,6 +30,7 @@ import { DeviceService } from './devices/service.ts';
 import { EventAdmission } from './events/admission.ts';
 import { EventIngest } from './events/ingest.ts';
 import { eventRoutes } from './events/routes.ts';
+import { RetentionSweeper } from './events/sweeper.ts';
 import { EventWriter } from './events/writer.ts';
 import { expressionRoutes } from './expressions/routes.ts';
 import { gatewayRoutes } from './gateways/routes.ts';
@@ -75,6 +76,8 @@ export interface Server {
   mqttsPort: number | undefined;
   /** The embedded MQTT broker, when it runs. */
   mqttBroker: EmbeddedBroker | undefined;
+  /** Deletes expired events and rollups (docs/storage.md), every RETENTION_SWEEP_INTERVAL. */
+  sweeper: RetentionSweeper;
   /**
    * Opens the HTTP port (PORT and HOST unless given) and then, the server being ready to serve, makes
    * the first organisation and admin on a store with no users: a start that fails earlier (a port
@@ -180,6 +183,10 @@ export async function createServer(config: Config): Promise<Server> {
     );
     await worker.start();
     const deliveries = worker;
+    const sweeper = new RetentionSweeper(store);
+    if (config.retentionSweepMs > 0) {
+      sweeper.start(config.retentionSweepMs, (error) => app.log.warn({ err: error }, 'retention sweep failed'));
+    }
     const server: Server = {
       app,
       store,
@@ -188,6 +195,7 @@ export async function createServer(config: Config): Promise<Server> {
       mqttPort: embedded?.port,
       mqttsPort: embedded?.securePort,
       mqttBroker: embedded,
+      sweeper,
       listen: async (at = { port: config.port, host: config.host }) => {
         const address = await app.listen(at).catch((error) => {
           throw explainListenError(error, at);
@@ -214,6 +222,7 @@ export async function createServer(config: Config): Promise<Server> {
         hub.close();
         await app.close();
         await writer.drain();
+        await sweeper.stop();
         await deliveries.stop();
         await senders.close();
         sessions.close();

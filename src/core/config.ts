@@ -60,6 +60,8 @@ export interface Config {
   passwordHashCost: number;
   /** Notification deliveries: how long one attempt may take (ms). */
   deliveryTimeoutMs: number;
+  /** How often expired events and rollups are deleted (ms); 0: never (docs/storage.md). */
+  retentionSweepMs: number;
   /** Delay before the first retry (ms); it doubles with each further attempt, up to an hour. */
   deliveryRetryBaseMs: number;
   /** Attempts before a delivery is given up as failed. */
@@ -197,6 +199,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretKey: env.THINGBASE_SECRET_KEY || undefined,
     passwordHashCost: env.THINGBASE_PASSWORD_HASH_COST ? Number(env.THINGBASE_PASSWORD_HASH_COST) : 16384,
     deliveryTimeoutMs: parseDuration('DELIVERY_TIMEOUT', env.DELIVERY_TIMEOUT || '10s') * 1000,
+    retentionSweepMs: parseDuration('RETENTION_SWEEP_INTERVAL', env.RETENTION_SWEEP_INTERVAL || '10m') * 1000,
     deliveryRetryBaseMs: parsePositive('DELIVERY_RETRY_BASE_MS', env.DELIVERY_RETRY_BASE_MS, 5000),
     deliveryMaxAttempts: parsePositive('DELIVERY_MAX_ATTEMPTS', env.DELIVERY_MAX_ATTEMPTS, 10),
     heapGrowingPercent: parsePercent('HEAP_GROWING_PERCENT', env.HEAP_GROWING_PERCENT, 100),

@@ -44,6 +44,11 @@ export interface EventRange {
   to: number | undefined;
   /** Filter on the receipt time instead of the event time. */
   byCreatedAt: boolean;
+  /**
+   * Events of an earlier time (ms) have expired (docs/storage.md, "Retention"): never answered, whether
+   * or not the sweeper has deleted them yet.
+   */
+  notBefore?: number | undefined;
 }
 
 export interface StoredEvent {
@@ -54,8 +59,11 @@ export interface StoredEvent {
 const queries = new QueryCache();
 
 function rangeValues(range: EventRange) {
-  return { thing: range.thingId, from: range.from, to: range.to };
+  return { thing: range.thingId, from: range.from, to: range.to, notBefore: range.notBefore };
 }
+
+/** What makes the statements of a range differ in shape, for their cache keys. */
+const shapeOf = (range: EventRange) => `${range.byCreatedAt}|${range.notBefore !== undefined}`;
 
 /**
  * The range's events as a query. A receipt-time range is read through the (thing, event time) index
@@ -68,6 +76,7 @@ function rangeValues(range: EventRange) {
  */
 function rangeQuery(db: Executor, range: EventRange, v: Record<string, unknown>) {
   let query = db.selectFrom('events').where('thing_id', '=', v.thing as number);
+  if (v.notBefore !== undefined) query = query.where('timestamp', '>=', v.notBefore as number);
   if (!range.byCreatedAt) {
     if (v.from !== undefined) query = query.where('timestamp', '>=', v.from as number);
     if (v.to !== undefined) query = query.where('timestamp', '<=', v.to as number);
@@ -93,20 +102,32 @@ function rangeQuery(db: Executor, range: EventRange, v: Record<string, unknown>)
 
 /**
  * The range's count as a query: a thing's whole history is counted as it is written
- * (`things.event_count`), so only a bounded range counts its events.
+ * (`things.event_count`), so only a bounded range counts its events. Under retention, the expired
+ * events the sweeper has not deleted yet (at most an hour's worth) are counted and taken off.
  */
 function countQuery(db: Executor, range: EventRange, v: Record<string, unknown>) {
   if (v.from === undefined && v.to === undefined) {
+    if (v.notBefore === undefined) {
+      return db
+        .selectFrom('things')
+        .select('event_count as count')
+        .where('thing_id', '=', v.thing as number);
+    }
+    const expired = db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll().as('expired'))
+      .where('thing_id', '=', v.thing as number)
+      .where('timestamp', '<', v.notBefore as number);
     return db
       .selectFrom('things')
-      .select('event_count as count')
+      .select(sql<number>`event_count - (${expired})`.as('count'))
       .where('thing_id', '=', v.thing as number);
   }
   return rangeQuery(db, range, v).select((eb) => eb.fn.countAll().as('count'));
 }
 
 export async function countEvents(db: Executor, range: EventRange): Promise<number> {
-  const [row] = await queries.execute(db, `count|${range.byCreatedAt}`, rangeValues(range), (v) =>
+  const [row] = await queries.execute(db, `count|${shapeOf(range)}`, rangeValues(range), (v) =>
     countQuery(db, range, v),
   );
   return Number((row as { count?: unknown } | undefined)?.count ?? 0);
@@ -128,7 +149,7 @@ export async function pageOfEvents(
   const column = range.byCreatedAt ? 'created_at' : 'timestamp';
   const rows = (await queries.execute(
     db,
-    `page|${range.byCreatedAt}|${order}|${limit}|${offset}`,
+    `page|${shapeOf(range)}|${order}|${limit}|${offset}`,
     rangeValues(range),
     (v) =>
       rangeQuery(db, range, v)
@@ -158,7 +179,7 @@ export async function* eventChunks(db: Executor, range: EventRange, size = 20_00
   let after: EventTriple | undefined;
   for (;;) {
     const values = { ...rangeValues(range), afterAt: after?.[0], afterId: after?.[1] };
-    const [row] = (await queries.execute(db, `chunk|${range.byCreatedAt}|${size}`, values, (v) => {
+    const [row] = (await queries.execute(db, `chunk|${shapeOf(range)}|${size}`, values, (v) => {
       let page = rangeQuery(db, range, v).select(['timestamp', 'event_id', 'data']);
       if (v.afterAt !== undefined) {
         page = page.where((eb) =>
@@ -201,4 +222,69 @@ export async function eventDataAt(
     .where('e.timestamp', '=', timestamp)
     .executeTakeFirst();
   return row?.data;
+}
+
+/* Deletions: retention (events/sweeper.ts) and range deletes (events/lifecycle.ts). */
+
+/** A thing whose events or rollups expire, with its days of each (docs/storage.md). */
+export interface RetainedThing {
+  thingId: number;
+  retentionDays: number | null;
+  rollupRetentionDays: number | null;
+}
+
+/** Every thing under a retention: its template's or its organisation's days of events, its organisation's of rollups. */
+export async function retainedThings(db: Executor): Promise<RetainedThing[]> {
+  const rows = await db
+    .selectFrom('things as t')
+    .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
+    .innerJoin('organisations as o', 'o.organisation_key', 't.organisation_key')
+    .select(['t.thing_id', 'o.rollup_retention_days'])
+    .select((eb) => eb.fn.coalesce('tt.retention_days', 'o.retention_days').as('retention_days'))
+    .where((eb) =>
+      eb.or([
+        eb('tt.retention_days', 'is not', null),
+        eb('o.retention_days', 'is not', null),
+        eb('o.rollup_retention_days', 'is not', null),
+      ]),
+    )
+    .orderBy('t.thing_id')
+    .execute();
+  return rows.map((r) => ({
+    thingId: Number(r.thing_id),
+    retentionDays: r.retention_days,
+    rollupRetentionDays: r.rollup_retention_days,
+  }));
+}
+
+/**
+ * Deletes at most `limit` of a thing's oldest events older than `before` (ms), through its (thing,
+ * time) index; answers how many. Instances deleting at once (PostgreSQL) each delete only rows still
+ * there, so each counts only its own.
+ */
+export async function deleteEventsBefore(tx: Tx, thingId: number, before: number, limit: number): Promise<number> {
+  const result = await tx
+    .deleteFrom('events')
+    .where('event_id', 'in', (eb) =>
+      eb
+        .selectFrom('events')
+        .select('event_id')
+        .where('thing_id', '=', thingId)
+        .where('timestamp', '<', before)
+        .orderBy('timestamp')
+        .limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** Deletes a thing's events whose time is in [from, to] (ms); answers how many. */
+export async function deleteEventsBetween(tx: Tx, thingId: number, from: number, to: number): Promise<number> {
+  const result = await tx
+    .deleteFrom('events')
+    .where('thing_id', '=', thingId)
+    .where('timestamp', '>=', from)
+    .where('timestamp', '<=', to)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

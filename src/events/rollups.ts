@@ -224,3 +224,61 @@ export async function rebuildRollups(db: Executor, thingIds?: number[]): Promise
     for (let i = 0; i < rows.length; i += 1000) await addToRollups(db, rows.slice(i, i + 1000));
   }
 }
+
+/** Deletes at most `limit` of a thing's oldest rollup slots that start before `before`; answers how many. */
+export async function deleteRollupsBefore(db: Executor, thingId: number, before: number, limit: number) {
+  const result = await db
+    .deleteFrom('event_rollups')
+    .where('thing_id', '=', thingId)
+    .where('slot', 'in', (eb) =>
+      eb
+        .selectFrom('event_rollups')
+        .select('slot')
+        .where('thing_id', '=', thingId)
+        .where('slot', '<', before)
+        .orderBy('slot')
+        .limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+const deleteSlots = new RowsStatement(
+  ['bigint', 'bigint'],
+  () => `delete from event_rollups where (thing_id, slot) in (select v.column1, v.column2 from v)`,
+);
+
+/**
+ * After a thing's events in [from, to] (ms) were deleted in this transaction, its stored slots from the
+ * one `from` falls in to the one `to` falls in are counted again from the events left in them, with the
+ * template's metrics (`metricsText`): the slots wholly inside the range go, the two at its ends keep
+ * the rest of their events. On PostgreSQL those slots' rows are locked first, in slot order as the
+ * event writer locks them: events another transaction stored in them before are counted with the rest,
+ * and one storing events in them now waits and adds its counts to the corrected ones. A slot with no
+ * row had no event to delete and is left to whoever is writing it.
+ */
+export async function correctRollups(tx: Executor, thingId: number, from: number, to: number, metricsText: string) {
+  const first = slotOf(from);
+  const end = slotOf(to) + SLOT_MS;
+  let stored = tx
+    .selectFrom('event_rollups')
+    .select('slot')
+    .where('thing_id', '=', thingId)
+    .where('slot', '>=', first)
+    .where('slot', '<', end)
+    .orderBy('slot');
+  if (engineOfDb(tx) === 'postgres') stored = stored.forUpdate();
+  const slots = (await stored.execute()).map((r) => Number(r.slot));
+  if (slots.length === 0) return;
+  await deleteSlots.run(tx, [slots.map(() => thingId), slots]);
+  const counter = new SlotCounter();
+  const metrics = metricPaths(metricsText);
+  for await (const chunk of eventChunks(tx, { thingId, from: first, to: end - 1, byCreatedAt: false })) {
+    for (const [at, , data] of chunk) counter.add(thingId, metrics, at, data);
+  }
+  const kept = new Set(slots);
+  await addToRollups(
+    tx,
+    counter.rows().filter((r) => kept.has(r.slot)),
+  );
+}

@@ -11,3 +11,4 @@ export {
   pageOfEvents,
   type StoredEvent,
 } from './repository.ts';
+export { DAY_MS, firstKeptSlot, type RetentionCuts, retentionCuts } from './retention.ts';

@@ -8,6 +8,8 @@ export function presentOrganisation(row: OrganisationRow, time: TimeFormatter) {
     is_oem: row.is_oem === 1,
     parent_organisation_key: row.parent_organisation_key,
     license: { license_key: row.license_key },
+    retention_days: row.retention_days ?? null,
+    rollup_retention_days: row.rollup_retention_days ?? null,
     created_at: time(row.created_at),
     updated_at: time(row.updated_at),
   };

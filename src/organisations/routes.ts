@@ -16,8 +16,8 @@ import {
   createChildOrganisation,
   deleteChildOrganisation,
   listChildOrganisations,
-  requireVisibleOrganisation,
-  updateChildOrganisation,
+  readOrganisation,
+  updateOrganisation,
 } from './service.ts';
 
 const tags = ['Organisations'];
@@ -48,15 +48,12 @@ export function organisationRoutes(store: Store): AnyRoute[] {
       method: 'GET',
       url: '/api/v3/organisations/:organisation_key',
       tags,
-      summary: 'Get the own or a child organisation',
-      access,
+      summary: 'Get the own organisation (any account admin) or a child organisation (an OEM account admin)',
+      access: { kind: 'signed_in' },
       params: OrganisationKeyParams,
       response: OrganisationOne,
       handler: async ({ params, principal, time }) => ({
-        organisation: presentOrganisation(
-          await requireVisibleOrganisation(store.db, principal.organisationKey, params.organisation_key),
-          time,
-        ),
+        organisation: presentOrganisation(await readOrganisation(store.db, principal, params.organisation_key), time),
       }),
     }),
     defineRoute({
@@ -82,15 +79,17 @@ export function organisationRoutes(store: Store): AnyRoute[] {
       method: 'PUT',
       url: '/api/v3/organisations/:organisation_key',
       tags,
-      summary: 'Update a child organisation',
-      access,
+      summary: 'Update the own organisation (any account admin) or a child organisation (an OEM account admin)',
+      description:
+        'retention_days and rollup_retention_days: whole days from 1 to 36500, or null for ever (docs/storage.md). is_oem is set by the parent only.',
+      access: { kind: 'signed_in' },
       params: UpdateOrganisationParams,
       response: OrganisationOne,
       handler: async ({ params, principal, time }) => {
-        const row = await updateChildOrganisation(
+        const row = await updateOrganisation(
           store,
           actorOf(principal),
-          principal.organisationKey,
+          principal,
           params.organisation_key,
           params.organisation,
         );

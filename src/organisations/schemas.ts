@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { ListResponse, type ListSpec, listParams, OneResponse } from '../core/http/list.ts';
-import { CommonParams, Key } from '../core/http/schema.ts';
+import { CommonParams, Key, RetentionDays } from '../core/http/schema.ts';
 
 export const Organisation = Type.Object({
   organisation_key: Type.String(),
@@ -8,6 +8,12 @@ export const Organisation = Type.Object({
   is_oem: Type.Boolean(),
   parent_organisation_key: Type.Union([Type.String(), Type.Null()]),
   license: Type.Object({ license_key: Type.String() }),
+  retention_days: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'days events are kept; null: for ever (docs/storage.md)',
+  }),
+  rollup_retention_days: Type.Union([Type.Integer(), Type.Null()], {
+    description: '15-minute rollups are kept this many days, and at least as long as the events; null: for ever',
+  }),
   created_at: Type.Union([Type.Integer(), Type.String()]),
   updated_at: Type.Union([Type.Integer(), Type.String()]),
 });
@@ -33,7 +39,14 @@ export const UpdateOrganisationParams = Type.Object({
   ...CommonParams,
   organisation_key: Key(),
   organisation: Type.Object(
-    { name: Type.Optional(OrganisationName), is_oem: Type.Optional(Type.Boolean()) },
+    {
+      name: Type.Optional(OrganisationName),
+      is_oem: Type.Optional(Type.Boolean({ description: 'a child organisation only; set by its parent' })),
+      retention_days: Type.Optional(RetentionDays('days events are kept; null: for ever')),
+      rollup_retention_days: Type.Optional(
+        RetentionDays('days 15-minute rollups are kept (at least as long as the events); null: for ever'),
+      ),
+    },
     { additionalProperties: false },
   ),
 });

@@ -5,10 +5,11 @@
  * capabilities register).
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { conflict, notFound } from '../core/errors.ts';
+import { conflict, forbidden, notFound } from '../core/errors.ts';
 import { newKey, newSecretKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import type { BuiltInRole } from '../core/permissions.ts';
+import type { Principal } from '../core/principal.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { createBuiltInRoles } from '../roles/service.ts';
 import type { Executor, Store } from '../store/store.ts';
@@ -42,6 +43,8 @@ export async function provisionOrganisation(
     is_oem: input.isOem ? 1 : 0,
     parent_organisation_key: input.parentKey,
     license_key: newSecretKey(20),
+    retention_days: null,
+    rollup_retention_days: null,
     created_at: now,
     updated_at: now,
   };
@@ -96,11 +99,7 @@ export function listChildOrganisations(db: Executor, parentKey: string, list: Li
 }
 
 /** The caller's own organisation or one of its children; anything else is not found. */
-export async function requireVisibleOrganisation(
-  db: Executor,
-  callerKey: string,
-  key: string,
-): Promise<OrganisationRow> {
+async function requireVisibleOrganisation(db: Executor, callerKey: string, key: string): Promise<OrganisationRow> {
   const row = await organisations.findOrganisation(db, key);
   if (!row || (row.organisation_key !== callerKey && row.parent_organisation_key !== callerKey)) {
     throw notFound('organisation');
@@ -114,28 +113,64 @@ async function requireChild(db: Executor, parentKey: string, key: string): Promi
   return row;
 }
 
-export async function updateChildOrganisation(
+/**
+ * The organisation an account admin may read and change: its own (any account admin), or a child of
+ * its OEM organisation. Anyone else is refused (403); another organisation is not found (404).
+ */
+async function requireManaged(db: Executor, principal: Principal, key: string): Promise<OrganisationRow> {
+  if (!principal.accountAdmin) throw forbidden('only an account admin may do this');
+  if (key === principal.organisationKey) return requireVisibleOrganisation(db, key, key);
+  if (!principal.organisationIsOem) throw notFound('organisation');
+  return requireChild(db, principal.organisationKey, key);
+}
+
+export function readOrganisation(db: Executor, principal: Principal, key: string): Promise<OrganisationRow> {
+  return requireManaged(db, principal, key);
+}
+
+export interface OrganisationChanges {
+  name?: string | undefined;
+  is_oem?: boolean | undefined;
+  retention_days?: number | null | undefined;
+  rollup_retention_days?: number | null | undefined;
+}
+
+/**
+ * Changes the caller's own organisation (its retention only: its name and whether it is an OEM
+ * organisation are its parent's to decide) or a child of its OEM organisation (anything).
+ */
+export async function updateOrganisation(
   store: Store,
   actor: Actor,
-  parentKey: string,
+  principal: Principal,
   key: string,
-  changes: { name?: string | undefined; is_oem?: boolean | undefined },
+  changes: OrganisationChanges,
 ): Promise<OrganisationRow> {
+  const own = key === principal.organisationKey;
   return store.transaction(async (tx) => {
-    const before = await requireChild(tx, parentKey, key);
+    const before = await requireManaged(tx, principal, key);
+    if (own && (changes.name !== undefined || changes.is_oem !== undefined)) {
+      throw forbidden(
+        "an organisation's own admin changes only its retention; its name and OEM status are its parent's",
+      );
+    }
     const after: OrganisationRow = {
       ...before,
       ...(changes.name !== undefined ? { name: changes.name } : {}),
       ...(changes.is_oem !== undefined ? { is_oem: changes.is_oem ? 1 : 0 } : {}),
+      ...(changes.retention_days !== undefined ? { retention_days: changes.retention_days } : {}),
+      ...(changes.rollup_retention_days !== undefined ? { rollup_retention_days: changes.rollup_retention_days } : {}),
       updated_at: Date.now(),
     };
     await organisations.updateOrganisation(tx, key, {
       name: after.name,
       is_oem: after.is_oem,
+      retention_days: after.retention_days,
+      rollup_retention_days: after.rollup_retention_days,
       updated_at: after.updated_at,
     });
     await recordChange(tx, actor, {
-      organisationKey: parentKey,
+      organisationKey: own ? key : principal.organisationKey,
       action: 'update',
       entityType: 'Organisation',
       entityKey: key,

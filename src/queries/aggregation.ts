@@ -6,8 +6,8 @@
 import { requiredParam } from '../core/errors.ts';
 import { JsonText } from '../core/http/json-text.ts';
 import type { TimeFormatter } from '../core/time.ts';
-import { type MetricStats, rollupsOf, SLOT_MS } from '../events/rollups.ts';
-import { type EventTriple, eventChunks } from '../events/service.ts';
+import { rollupsOf, SLOT_MS } from '../events/rollups.ts';
+import { type EventTriple, eventChunks, firstKeptSlot, retentionCuts } from '../events/service.ts';
 import { readPath } from '../expressions/index.ts';
 import type { Executor } from '../store/store.ts';
 import { readBound } from './thing-data.ts';
@@ -220,6 +220,7 @@ export async function aggregatedData(
 
   const paths = metrics.map((metric) => metric.split('.'));
   const plan = rollupPlan(from, to, buckets, idle);
+  const now = Date.now();
   for (const thing of things) {
     const idleMs = thing.idle_timeout * 1000;
     const overall = metrics.map(() => new Stats(1, idle));
@@ -236,21 +237,35 @@ export async function aggregatedData(
       }
     };
     // Whole slots from their rollups when every one covers every metric asked for; the rest event by event.
-    const slots = plan ? await rollupsOf(db, thing.thing_id, plan.from, plan.to) : [];
+    // Under retention (docs/storage.md), expired events are never read: the whole slots before they
+    // expire are answered from the rollups still kept, and the rest of the expired part counts nothing.
+    const cuts = retentionCuts(thing.retention_days, thing.rollup_retention_days, now);
+    const slots = plan
+      ? await rollupsOf(db, thing.thing_id, Math.max(plan.from, firstKeptSlot(cuts.rollups) ?? -FAR), plan.to)
+      : [];
     const covered = plan && slots.every(([, stats]) => metrics.every((metric) => Object.hasOwn(stats, metric)));
-    if (plan && covered) {
-      for (const [slot, stats] of slots) {
-        const index = buckets ? buckets.indexOf(slot) : -1;
-        for (let m = 0; m < metrics.length; m++) {
-          const [count, sum, min, max] = stats[metrics[m] as string] as MetricStats;
-          (overall[m] as Stats).merge(0, count, sum, min, max);
-          if (index >= 0) (bucketed[m] as Stats).merge(index, count, sum, min, max);
-        }
+    const expiredBefore = cuts.events ?? -FAR;
+    for (const [slot, stats] of slots) {
+      // Not covered: only the slots whose events have all expired, with the metrics they have.
+      if (!covered && slot + SLOT_MS > expiredBefore) continue;
+      const index = buckets ? buckets.indexOf(slot) : -1;
+      for (let m = 0; m < metrics.length; m++) {
+        const metric = stats[metrics[m] as string];
+        if (metric === undefined) continue;
+        const [count, sum, min, max] = metric;
+        (overall[m] as Stats).merge(0, count, sum, min, max);
+        if (index >= 0) (bucketed[m] as Stats).merge(index, count, sum, min, max);
       }
     }
     const ranges = plan && covered ? plan.rest : [{ from, to }];
     for (const range of ranges) {
-      const events = { thingId: thing.thing_id, from: range.from, to: range.to, byCreatedAt: false };
+      const events = {
+        thingId: thing.thing_id,
+        from: range.from,
+        to: range.to,
+        byCreatedAt: false,
+        notBefore: cuts.events,
+      };
       for await (const chunk of eventChunks(db, events)) addEvents(chunk);
     }
     const members: string[] = [];

@@ -8,11 +8,11 @@
 import { Readable } from 'node:stream';
 import { invalidParam } from '../core/errors.ts';
 import type { TimeFormatter } from '../core/time.ts';
-import { type EventRange, eventChunks } from '../events/service.ts';
+import { type EventRange, eventChunks, retentionCuts } from '../events/service.ts';
 import type { Executor } from '../store/store.ts';
 import { metricValue } from './metrics.ts';
 import { readBound } from './thing-data.ts';
-import { queriedThings } from './things.ts';
+import { type QueriedThing, queriedThings } from './things.ts';
 
 export type ExportFormat = 'ndjson' | 'csv';
 
@@ -45,8 +45,15 @@ export async function exportEvents(db: Executor, request: ExportRequest, time: T
   const from = readBound(request.from, time.zone, 'from');
   const to = readBound(request.to, time.zone, 'to', true);
   if (from !== undefined && to !== undefined && from > to) throw invalidParam('from', 'must not be after to');
-  const [thing] = await queriedThings(db, request.organisationKeys, [request.thingKey]);
-  const range: EventRange = { thingId: (thing as { thing_id: number }).thing_id, from, to, byCreatedAt: false };
+  const [thing] = (await queriedThings(db, request.organisationKeys, [request.thingKey])) as [QueriedThing];
+  // Events expired while the export runs may still be written: its range is fixed when it starts.
+  const range: EventRange = {
+    thingId: thing.thing_id,
+    from,
+    to,
+    byCreatedAt: false,
+    notBefore: retentionCuts(thing.retention_days, null, Date.now()).events,
+  };
   const lines = request.format === 'csv' ? csvLines(db, range, request.metrics, time) : ndjsonLines(db, range, time);
   return {
     contentType: request.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',

@@ -4,7 +4,7 @@
  */
 import { invalidParam } from '../core/errors.ts';
 import { parseDateTime, type TimeFormatter } from '../core/time.ts';
-import { type EventRange, pageOfEvents } from '../events/service.ts';
+import { type EventRange, pageOfEvents, retentionCuts } from '../events/service.ts';
 import { pageOffset } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import { metricValue, pickMetrics } from './metrics.ts';
@@ -47,8 +47,15 @@ export async function thingData(db: Executor, request: ThingDataRequest, time: T
     request.thingKey === undefined ? undefined : [request.thingKey],
   );
   const answer: Record<string, unknown> = {};
+  const now = Date.now();
   for (const thing of things) {
-    const range: EventRange = { thingId: thing.thing_id, from, to, byCreatedAt: request.byCreatedAt };
+    const range: EventRange = {
+      thingId: thing.thing_id,
+      from,
+      to,
+      byCreatedAt: request.byCreatedAt,
+      notBefore: retentionCuts(thing.retention_days, null, now).events,
+    };
     const { total, events } = await pageOfEvents(
       db,
       range,

@@ -11,6 +11,10 @@ export interface QueriedThing {
   metrics: MetricDefinition[];
   /** Seconds without events that count as idle. */
   idle_timeout: number;
+  /** Days its events are kept (its template's, else its organisation's); null: for ever. */
+  retention_days: number | null;
+  /** Days its organisation keeps rollups; null: for ever. */
+  rollup_retention_days: number | null;
 }
 
 /** Compiled once per number of organisations and things named (store/prepared.ts). */
@@ -26,7 +30,9 @@ export async function queriedThings(
     let query = db
       .selectFrom('things as t')
       .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
-      .select(['t.thing_id', 't.thing_key', 'tt.metrics', 'tt.idle_timeout'])
+      .innerJoin('organisations as o', 'o.organisation_key', 't.organisation_key')
+      .select(['t.thing_id', 't.thing_key', 'tt.metrics', 'tt.idle_timeout', 'o.rollup_retention_days'])
+      .select((eb) => eb.fn.coalesce('tt.retention_days', 'o.retention_days').as('retention_days'))
       .where(inOrganisations(v.organisations as string[], 't.organisation_key'));
     const keys = v.things as string[] | undefined;
     if (keys !== undefined) query = query.where('t.thing_key', 'in', keys.length > 0 ? keys : ['']);
@@ -37,5 +43,10 @@ export async function queriedThings(
     const missing = thingKeys.find((k) => !found.has(k));
     if (missing !== undefined) throw notFound(`thing ${missing}`, 'thing_key');
   }
-  return rows.map((r) => ({ ...r, metrics: JSON.parse(r.metrics) as MetricDefinition[] }));
+  return rows.map((r) => ({
+    ...r,
+    metrics: JSON.parse(r.metrics) as MetricDefinition[],
+    retention_days: r.retention_days === null ? null : Number(r.retention_days),
+    rollup_retention_days: r.rollup_retention_days === null ? null : Number(r.rollup_retention_days),
+  }));
 }

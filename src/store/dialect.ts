@@ -39,6 +39,10 @@ export type SqliteSynchronous = 'FULL' | 'NORMAL';
 export function createDialect(databaseUrl: string, schema?: string, synchronous: SqliteSynchronous = 'FULL'): Dialect {
   if (engineOf(databaseUrl) === 'sqlite') {
     const database = new BetterSqlite3(sqlitePath(databaseUrl));
+    // A new file gives the pages that deleted rows free back to the file system a few at a time
+    // (reclaimFreePages, docs/storage.md). Only a file without tables takes it: an existing one keeps
+    // its mode, and reuses its free pages for new rows instead.
+    database.pragma('auto_vacuum = INCREMENTAL');
     database.pragma('journal_mode = WAL');
     // FULL (default): a commit is on disk before it is acknowledged, even across a power cut. NORMAL
     // keeps commits safe when the process dies but not when the machine loses power, and saves a disk
@@ -229,4 +233,19 @@ export function jsonRowsText(engine: Engine, columns: string[], orderBy: string[
   return engine === 'sqlite'
     ? sql`group_concat(${row}, ',')`
     : sql`string_agg(${row}, ',' order by ${sql.join(orderBy.map((c) => sql.ref(c)))})`;
+}
+
+/**
+ * Gives up to `pages` free pages of a SQLite file in incremental auto-vacuum mode back to the file
+ * system, and answers how many free pages remain (docs/storage.md, "What is freed when"). 0 on a file
+ * in another mode, whose free pages new rows reuse, and on PostgreSQL, where autovacuum frees dead
+ * rows' space for reuse.
+ */
+export async function reclaimFreePages(db: Executor, pages: number): Promise<number> {
+  if (engineOfDb(db) !== 'sqlite') return 0;
+  const [mode] = (await sql<{ auto_vacuum: number }>`pragma auto_vacuum`.execute(db)).rows;
+  if ((mode as { auto_vacuum: number }).auto_vacuum !== 2) return 0;
+  await sql`pragma incremental_vacuum(${sql.lit(pages)})`.execute(db);
+  const [free] = (await sql<{ freelist_count: number }>`pragma freelist_count`.execute(db)).rows;
+  return (free as { freelist_count: number }).freelist_count;
 }

@@ -10,6 +10,10 @@ export interface OrganisationRow {
   is_oem: number;
   parent_organisation_key: string | null;
   license_key: string;
+  /** Days events are kept (docs/storage.md); null: for ever. */
+  retention_days: number | null;
+  /** Days 15-minute rollups are kept, at least as long as the events; null: for ever. */
+  rollup_retention_days: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -84,6 +88,8 @@ export interface ThingTemplateRow {
   idle_timeout: number;
   /** 1 for the organisation's `Default` template, which auto-registered things use. */
   is_default: number;
+  /** Days its things' events are kept; null: the organisation's retention_days. */
+  retention_days: number | null;
   created_at: number;
   updated_at: number;
 }

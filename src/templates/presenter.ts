@@ -18,6 +18,7 @@ export function presentTemplate(row: ThingTemplateRow, time: TimeFormatter) {
     metrics: metricsOf(row),
     heartbeat_interval: row.heartbeat_interval,
     idle_timeout: row.idle_timeout,
+    retention_days: row.retention_days ?? null,
     created_at: time(row.created_at),
     updated_at: time(row.updated_at),
   };

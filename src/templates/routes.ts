@@ -12,7 +12,14 @@ import {
   TemplateOne,
   UpdateTemplateParams,
 } from './schemas.ts';
-import { createTemplate, deleteTemplate, listTemplates, requireTemplate, updateTemplate } from './service.ts';
+import {
+  checkRetentionChange,
+  createTemplate,
+  deleteTemplate,
+  listTemplates,
+  requireTemplate,
+  updateTemplate,
+} from './service.ts';
 
 const tags = ['Thing templates'];
 
@@ -61,6 +68,7 @@ export function templateRoutes(store: Store): AnyRoute[] {
       params: CreateTemplateParams,
       response: TemplateOne,
       handler: async ({ params, principal, time, targetOrganisation }) => {
+        checkRetentionChange(principal, params.thing_template);
         const row = await createTemplate(store, actorOf(principal), await targetOrganisation(), params.thing_template);
         return { thing_template: presentTemplate(row, time) };
       },
@@ -74,6 +82,7 @@ export function templateRoutes(store: Store): AnyRoute[] {
       params: UpdateTemplateParams,
       response: TemplateOne,
       handler: async ({ params, principal, time, visibleOrganisations }) => {
+        checkRetentionChange(principal, params.thing_template);
         const row = await updateTemplate(
           store,
           actorOf(principal),

@@ -1,6 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import { ListResponse, type ListSpec, listParams, OneResponse } from '../core/http/list.ts';
-import { ChildOrganisationParams, CommonParams, Key, OemParams, StringEnum } from '../core/http/schema.ts';
+import {
+  ChildOrganisationParams,
+  CommonParams,
+  Key,
+  OemParams,
+  RetentionDays,
+  StringEnum,
+} from '../core/http/schema.ts';
 
 export const Metric = Type.Object(
   {
@@ -20,6 +27,9 @@ export const ThingTemplate = Type.Object({
     description: 'seconds; a thing is alive while it was heard from within twice this',
   }),
   idle_timeout: Type.Integer({ description: 'seconds without events that count as idle time in aggregations' }),
+  retention_days: Type.Union([Type.Integer(), Type.Null()], {
+    description: "days its things' events are kept; null: the organisation's retention_days",
+  }),
   created_at: Type.Union([Type.Integer(), Type.String()]),
   updated_at: Type.Union([Type.Integer(), Type.String()]),
 });
@@ -30,6 +40,9 @@ const fields = {
   metrics: Type.Array(Metric, { maxItems: 1000 }),
   heartbeat_interval: Type.Integer({ minimum: 1, maximum: 31_536_000 }),
   idle_timeout: Type.Integer({ minimum: 1, maximum: 31_536_000 }),
+  retention_days: RetentionDays(
+    "days its things' events are kept, 1 to 36500; null: the organisation's; set by an account admin only",
+  ),
 };
 
 export const TemplateInput = Type.Object(
@@ -39,6 +52,7 @@ export const TemplateInput = Type.Object(
     metrics: Type.Optional(fields.metrics),
     heartbeat_interval: Type.Optional({ ...fields.heartbeat_interval, default: 60 }),
     idle_timeout: Type.Optional({ ...fields.idle_timeout, default: 300 }),
+    retention_days: Type.Optional(fields.retention_days),
   },
   { additionalProperties: false },
 );
@@ -50,6 +64,7 @@ export const TemplateChanges = Type.Object(
     metrics: Type.Optional(fields.metrics),
     heartbeat_interval: Type.Optional(fields.heartbeat_interval),
     idle_timeout: Type.Optional(fields.idle_timeout),
+    retention_days: Type.Optional(fields.retention_days),
   },
   { additionalProperties: false },
 );

@@ -3,9 +3,10 @@
  * heard from. Every organisation has a `Default` template, which devices' auto-registered things use.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { conflict, notFound } from '../core/errors.ts';
+import { conflict, forbidden, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
+import type { Principal } from '../core/principal.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { onOrganisationProvisioned } from '../organisations/service.ts';
 import { uniqueOr } from '../store/dialect.ts';
@@ -46,6 +47,14 @@ export interface TemplateInput {
   metrics?: { name: string; data_type: MetricDefinition['data_type']; unit?: string | undefined }[] | undefined;
   heartbeat_interval?: number | undefined;
   idle_timeout?: number | undefined;
+  retention_days?: number | null | undefined;
+}
+
+/** How long data is kept is the account admin's to decide (docs/storage.md). */
+export function checkRetentionChange(principal: Principal, input: Partial<TemplateInput>): void {
+  if (input.retention_days !== undefined && !principal.accountAdmin) {
+    throw forbidden("only an account admin may change a template's retention_days");
+  }
 }
 
 const snapshot = (row: ThingTemplateRow) => presentTemplate(row, STORED_TIME);
@@ -78,6 +87,7 @@ export function newTemplateRow(
     heartbeat_interval: input.heartbeat_interval ?? DEFAULT_HEARTBEAT_INTERVAL,
     idle_timeout: input.idle_timeout ?? DEFAULT_IDLE_TIMEOUT,
     is_default: isDefault ? 1 : 0,
+    retention_days: input.retention_days ?? null,
     created_at: now,
     updated_at: now,
   };
@@ -153,6 +163,7 @@ export async function updateTemplate(
           ...(changes.metrics !== undefined ? { metrics: normaliseMetrics(changes.metrics) } : {}),
           ...(changes.heartbeat_interval !== undefined ? { heartbeat_interval: changes.heartbeat_interval } : {}),
           ...(changes.idle_timeout !== undefined ? { idle_timeout: changes.idle_timeout } : {}),
+          ...(changes.retention_days !== undefined ? { retention_days: changes.retention_days } : {}),
           updated_at: Date.now(),
         };
         const { thing_template_key: _k, organisation_key: _o, created_at: _c, is_default: _d, ...columns } = after;

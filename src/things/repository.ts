@@ -216,6 +216,14 @@ const lastEvents = new RowsStatement(
     where things.thing_id = v.column1`,
 );
 
+/** Events of a thing deleted (retention, a range delete): its count goes down by as many. */
+export const uncountEvents = compiledQuery((db: Executor, thingId: number, count: number) =>
+  db
+    .updateTable('things')
+    .set((eb) => ({ event_count: eb('event_count', '-', count) }))
+    .where('thing_id', '=', thingId),
+);
+
 /** A heartbeat: when the thing was last heard from without an event. */
 export const heartbeat = compiledQuery((db: Executor, thingId: number, at: number) =>
   db.updateTable('things').set({ last_beat_at: at }).where('thing_id', '=', thingId),

@@ -34,6 +34,11 @@ export function recordLastEvents(tx: Tx, touched: Map<number, ThingTouch>, now: 
   return things.updateLastEvents(tx, touched, now);
 }
 
+/** Events of a thing deleted in this transaction (retention, a range delete): it counts as many fewer. */
+export async function recordEventsRemoved(tx: Tx, thingId: number, count: number): Promise<void> {
+  await things.uncountEvents.execute(tx, thingId, count);
+}
+
 /** A heartbeat of a thing: heard from at `at` (the event writer, in its transaction). */
 export async function recordHeartbeat(tx: Tx, thingId: number, at: number): Promise<void> {
   await things.heartbeat.execute(tx, thingId, at);

@@ -242,7 +242,8 @@ describeOnStores('organisations, OEM access and tenant isolation', (ctx) => {
       token: adminToken,
       body: { organisation: { name: 'Not a child' } },
     });
-    assert.equal(self.status, 404, 'the own organisation is not changed here');
+    assert.equal(self.status, 403, "the own organisation's name is its parent's to change");
+    assert.equal(self.body.errors[0].code, 'forbidden');
 
     const refused = await ctx.api.request('DELETE', `/api/v3/organisations/${child.organisationKey}`, {
       token: adminToken,

@@ -34,6 +34,13 @@ export const TagsInput = Type.Unsafe<string[] | string>({
 export const Key = (description?: string) =>
   Type.String({ minLength: 1, maxLength: 64, ...(description ? { description } : {}) });
 
+/** The most days data may be kept for (a hundred years): more is refused, naming this. */
+export const MAX_RETENTION_DAYS = 36_500;
+
+/** Days some data is kept: a whole number from 1 to MAX_RETENTION_DAYS, or null for ever. */
+export const RetentionDays = (description: string) =>
+  Type.Unsafe<number | null>({ type: ['integer', 'null'], minimum: 1, maximum: MAX_RETENTION_DAYS, description });
+
 /** Parameters every endpoint accepts (docs/api.md, "Requests"). */
 export const CommonParams = {
   pretty: Type.Optional(Type.Boolean({ default: false, description: 'indent the JSON answer with two spaces' })),

@@ -12,6 +12,7 @@ import * as arrivalLag from './007-arrival-lag.ts';
 import * as changeRevisions from './008-change-revisions.ts';
 import * as apiKeys from './009-api-keys.ts';
 import * as alertLifecycle from './010-alert-lifecycle.ts';
+import * as retention from './011-retention.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -24,4 +25,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '008-change-revisions': changeRevisions,
   '009-api-keys': apiKeys,
   '010-alert-lifecycle': alertLifecycle,
+  '011-retention': retention,
 };

@@ -1,0 +1,344 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { sql } from 'kysely';
+import { childOrganisation, createThing, storedEventCount, userWithAbilities } from '../support/fixtures.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+const DAY = 86_400_000;
+const SLOT = 15 * 60_000;
+const HOUR = 3_600_000;
+
+/** A time as yyyy-mm-dd hh:mm:ss in UTC. */
+const utc = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
+
+/** A slot-aligned time `days` ago, so rollups and buckets fall on whole slots. */
+const daysAgo = (days: number) => Math.floor((Date.now() - days * DAY) / HOUR) * HOUR;
+
+describeOnStores(
+  'retention',
+  (ctx) => {
+    /** A child organisation of its own (retention is per organisation), its admin, and a thing with events. */
+    async function organisationWithEvents(events: { timestamp: number; data: object }[]) {
+      const org = await childOrganisation(ctx.api, await ctx.api.adminToken());
+      // Metrics declared: rollups count a template's metrics, and the Default template has none until
+      // its first events are stored.
+      const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token: org.token,
+        body: {
+          thing_template: {
+            name: 'meter',
+            metrics: [
+              { name: 'n', data_type: 'number' },
+              { name: 'm', data_type: 'number' },
+            ],
+          },
+        },
+      });
+      assert.equal(template.status, 200, template.text);
+      const templateKey = template.body.thing_template.thing_template_key as string;
+      const thing = await createThing(ctx.api, org.token, { thing_template_key: templateKey });
+      for (let i = 0; i < events.length; i += 5000) {
+        const posted = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+          token: org.token,
+          body: { events: events.slice(i, i + 5000) },
+        });
+        assert.equal(posted.status, 200, posted.text);
+      }
+      return { ...org, thingKey: thing.thing_key, templateKey };
+    }
+
+    const setRetention = (org: { organisationKey: string; token: string }, organisation: object) =>
+      ctx.api.request('PUT', `/api/v3/organisations/${org.organisationKey}`, {
+        token: org.token,
+        body: { organisation },
+      });
+
+    const thingData = async (org: { token: string; thingKey: string }, body: object = {}) => {
+      const response = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+        token: org.token,
+        body: { thing_key: org.thingKey, per: 10_000, order: 'asc', ...body },
+      });
+      assert.equal(response.status, 200, response.text);
+      return response.body[org.thingKey] as { total_event_count: number; event_data: { data: { n: number } }[] };
+    };
+
+    const aggregated = async (org: { token: string; thingKey: string }, body: object) => {
+      const response = await ctx.api.request('POST', '/api/v3/query/thing_aggregated_data', {
+        token: org.token,
+        body: { thing_keys: [org.thingKey], metrics: ['n'], time_zone: 'UTC', ...body },
+      });
+      assert.equal(response.status, 200, response.text);
+      return response.body;
+    };
+
+    it('when an account admin reads and sets its own retention then it is kept, and bad values are refused with the cap named', async () => {
+      const org = await childOrganisation(ctx.api, await ctx.api.adminToken());
+      const path = `/api/v3/organisations/${org.organisationKey}`;
+      const read = await ctx.api.request('GET', path, { token: org.token });
+      assert.equal(read.status, 200, read.text);
+      assert.equal(read.body.organisation.retention_days, null);
+      assert.equal(read.body.organisation.rollup_retention_days, null);
+      const set = await setRetention(org, { retention_days: 30, rollup_retention_days: 400 });
+      assert.equal(set.status, 200, set.text);
+      assert.equal(set.body.organisation.retention_days, 30);
+      assert.equal(set.body.organisation.rollup_retention_days, 400);
+      assert.equal((await ctx.api.request('GET', path, { token: org.token })).body.organisation.retention_days, 30);
+      for (const bad of [0, -5, 1.5, 'soon']) {
+        const refused = await setRetention(org, { retention_days: bad });
+        assert.equal(refused.status, 400, `${bad}: ${refused.text}`);
+        assert.equal(refused.body.success, false);
+        assert.equal(refused.body.errors[0].param, 'organisation.retention_days');
+      }
+      const huge = await setRetention(org, { rollup_retention_days: 36_501 });
+      assert.equal(huge.status, 400);
+      assert.match(huge.body.errors[0].message, /36500/);
+      assert.equal((await setRetention(org, { retention_days: 36_500 })).status, 200, 'the cap itself is allowed');
+      const cleared = await setRetention(org, { retention_days: null });
+      assert.equal(cleared.body.organisation.retention_days, null);
+      assert.equal(cleared.body.organisation.rollup_retention_days, 400, 'a field not sent is kept');
+      // Its name and OEM status are its parent's to change.
+      assert.equal((await setRetention(org, { name: 'mine' })).status, 403);
+      assert.equal((await setRetention(org, { is_oem: true })).status, 403);
+      const trail = await ctx.api.request('GET', '/api/v3/audit_trails', {
+        token: org.token,
+        query: { entity_type: 'Organisation' },
+      });
+      assert.equal(trail.status, 200, trail.text);
+      assert.ok(
+        trail.body.audit_trails.some((t: any) => t.entity_key === org.organisationKey && t.action_taken === 'update'),
+      );
+    });
+
+    it('when a non-admin or another organisation touches retention then it is refused', async () => {
+      const admin = await ctx.api.adminToken();
+      const org = await childOrganisation(ctx.api, admin);
+      const other = await childOrganisation(ctx.api, admin);
+      // Everything but account admin.
+      const user = await userWithAbilities(ctx.api, org.token, [995]);
+      const path = `/api/v3/organisations/${org.organisationKey}`;
+      assert.equal((await ctx.api.request('GET', path, { token: user.token })).status, 403);
+      const byUser = await ctx.api.request('PUT', path, {
+        token: user.token,
+        body: { organisation: { retention_days: 5 } },
+      });
+      assert.equal(byUser.status, 403);
+      assert.equal(byUser.body.errors[0].code, 'forbidden');
+      assert.equal((await ctx.api.request('GET', path, { token: other.token })).status, 404);
+      const byOther = await ctx.api.request('PUT', path, {
+        token: other.token,
+        body: { organisation: { retention_days: 5 } },
+      });
+      assert.equal(byOther.status, 404);
+      // The OEM parent reaches its child; the child does not reach its parent.
+      const byParent = await ctx.api.request('PUT', path, {
+        token: admin,
+        body: { organisation: { retention_days: 9 } },
+      });
+      assert.equal(byParent.status, 200, byParent.text);
+      assert.equal(byParent.body.organisation.retention_days, 9);
+      const parentKey = byParent.body.organisation.parent_organisation_key as string;
+      assert.equal(
+        (await ctx.api.request('GET', `/api/v3/organisations/${parentKey}`, { token: org.token })).status,
+        404,
+      );
+
+      const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token: user.token,
+        body: { thing_template: { name: 'kept', retention_days: 3 } },
+      });
+      assert.equal(template.status, 403, 'a template retention is the account admin’s too');
+      const plain = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token: user.token,
+        body: { thing_template: { name: 'plain' } },
+      });
+      assert.equal(plain.status, 200, plain.text);
+      assert.equal(plain.body.thing_template.retention_days, null);
+      const change = await ctx.api.request(
+        'PUT',
+        `/api/v3/thing_templates/${plain.body.thing_template.thing_template_key}`,
+        {
+          token: user.token,
+          body: { thing_template: { retention_days: 3 } },
+        },
+      );
+      assert.equal(change.status, 403);
+      const byAdmin = await ctx.api.request(
+        'PUT',
+        `/api/v3/thing_templates/${plain.body.thing_template.thing_template_key}`,
+        { token: org.token, body: { thing_template: { retention_days: 3 } } },
+      );
+      assert.equal(byAdmin.status, 200, byAdmin.text);
+      assert.equal(byAdmin.body.thing_template.retention_days, 3);
+      for (const bad of [0, 40_000]) {
+        const refused = await ctx.api.request('POST', '/api/v3/thing_templates', {
+          token: org.token,
+          body: { thing_template: { name: `bad ${bad}`, retention_days: bad } },
+        });
+        assert.equal(refused.status, 400, refused.text);
+        assert.equal(refused.body.errors[0].param, 'thing_template.retention_days');
+      }
+      const created = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token: org.token,
+        body: { thing_template: { name: 'short', retention_days: 2 } },
+      });
+      assert.equal(created.status, 200, created.text);
+      assert.equal(created.body.thing_template.retention_days, 2);
+    });
+
+    it('when events expire then no query answers them, before the sweeper runs and after, and the template retention wins', async () => {
+      const events = [20, 10, 5, 1].map((d, i) => ({ timestamp: daysAgo(d), data: { n: i } }));
+      const org = await organisationWithEvents(events);
+      assert.deepEqual(
+        (await thingData(org)).event_data.map((e) => e.data.n),
+        [0, 1, 2, 3],
+      );
+      assert.equal((await setRetention(org, { retention_days: 7 })).status, 200);
+      const expired = await thingData(org);
+      assert.deepEqual(
+        expired.event_data.map((e) => e.data.n),
+        [2, 3],
+      );
+      assert.equal(expired.total_event_count, 2, 'the total leaves out what the sweeper has not deleted yet');
+      const ranged = await thingData(org, { from: Math.floor(daysAgo(30) / 1000), to: Math.floor(Date.now() / 1000) });
+      assert.equal(ranged.total_event_count, 2);
+      const byArrival = await thingData(org, { query_by_created_at: true, from: Math.floor(daysAgo(1) / 1000) });
+      assert.deepEqual(
+        byArrival.event_data.map((e) => e.data.n),
+        [2, 3],
+        'received today, but happened before the retention',
+      );
+      const exported = await ctx.api.request('GET', `/api/v3/things/${org.thingKey}/events/export`, {
+        token: org.token,
+      });
+      assert.deepEqual(
+        exported.text
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l).data.n),
+        [2, 3],
+      );
+      assert.equal(await storedEventCount(ctx.api, org.thingKey), 4, 'not deleted yet');
+
+      // The thing's template keeps fewer days than its organisation.
+      const short = await ctx.api.request('PUT', `/api/v3/thing_templates/${org.templateKey}`, {
+        token: org.token,
+        body: { thing_template: { retention_days: 2 } },
+      });
+      assert.equal(short.status, 200, short.text);
+      assert.deepEqual(
+        (await thingData(org)).event_data.map((e) => e.data.n),
+        [3],
+      );
+      const swept = await ctx.api.server.sweeper.sweep();
+      assert.ok(swept.events >= 3, `swept ${swept.events}`);
+      assert.equal(await storedEventCount(ctx.api, org.thingKey), 1);
+      const after = await thingData(org);
+      assert.equal(after.total_event_count, 1, 'the count went down with the deletes');
+      assert.deepEqual(
+        after.event_data.map((e) => e.data.n),
+        [3],
+      );
+      // Longer again: what was deleted stays deleted, what was kept is answered.
+      await ctx.api.request('PUT', `/api/v3/thing_templates/${org.templateKey}`, {
+        token: org.token,
+        body: { thing_template: { retention_days: null } },
+      });
+      assert.equal((await thingData(org)).total_event_count, 1);
+    });
+
+    it('when events expire then aggregation answers their period from the rollups while those are kept', async () => {
+      // Four events in each of the hours from 10 days ago, and four in the last hour.
+      const base = daysAgo(10);
+      const old = Array.from({ length: 8 }, (_, i) => ({ timestamp: base + i * SLOT, data: { n: i + 1 } }));
+      const recent = Array.from({ length: 4 }, (_, i) => ({
+        timestamp: daysAgo(0) - HOUR + i * SLOT,
+        data: { n: 100 },
+      }));
+      const org = await organisationWithEvents([...old, ...recent]);
+      const range = { from: Math.floor((base - DAY) / 1000), to: Math.floor(Date.now() / 1000) };
+      // Inclusive to the second it names: the two hours are whole slots.
+      const hourly = { from: utc(base), to: utc(base + 2 * HOUR - 1000) };
+      const before = await aggregated(org, { ...hourly, time_grouping: 'hour' });
+      assert.equal(before.summary_result.n.count, 8);
+
+      assert.equal((await setRetention(org, { retention_days: 7, rollup_retention_days: 30 })).status, 200);
+      await ctx.api.server.sweeper.sweep();
+      assert.equal(await storedEventCount(ctx.api, org.thingKey), 4, 'the old events are deleted');
+      const fromRollups = await aggregated(org, { ...hourly, time_grouping: 'hour' });
+      assert.deepEqual(fromRollups, before, 'hours are whole slots: answered from their rollups');
+      const whole = await aggregated(org, range);
+      assert.equal(whole.summary_result.n.count, 12);
+      assert.equal(whole.summary_result.n.sum, 36 + 400);
+      assert.equal(whole.summary_result.n.min, 1);
+      assert.equal(whole.thing_wise_result[org.thingKey].n.max, 100);
+      // Five-minute buckets are not whole slots: the expired part counts nothing.
+      const fine = await aggregated(org, { ...hourly, time_grouping: 'minute', time_grouping_value: 5 });
+      assert.equal(fine.summary_result.n.count, 0);
+      assert.equal(fine.summary_result.n.min, null);
+      // Idle time needs each event's time: the expired period has none.
+      const idle = await aggregated(org, { ...hourly, idle_time_required: true });
+      assert.equal(idle.summary_result.n.count, 0);
+
+      // Rollups kept fewer days than the old events' age: they expire too (at once, then swept).
+      assert.equal((await setRetention(org, { rollup_retention_days: 8 })).status, 200);
+      assert.equal((await aggregated(org, range)).summary_result.n.count, 4);
+      const swept = await ctx.api.server.sweeper.sweep();
+      assert.equal(swept.rollups, 8, 'one slot per old event');
+      assert.equal((await aggregated(org, range)).summary_result.n.count, 4);
+    });
+
+    it('when a template of a thing has a metric its old slots lack then the expired slots still answer what they counted', async () => {
+      const base = daysAgo(10);
+      const org = await organisationWithEvents([
+        { timestamp: base, data: { n: 5, m: 1 } },
+        { timestamp: daysAgo(0) - HOUR, data: { n: 7, m: 2 } },
+      ]);
+      // A metric added now was counted in no slot.
+      const grown = await ctx.api.request('PUT', `/api/v3/thing_templates/${org.templateKey}`, {
+        token: org.token,
+        body: {
+          thing_template: {
+            metrics: [
+              { name: 'n', data_type: 'number' },
+              { name: 'm', data_type: 'number' },
+              { name: 'z', data_type: 'number' },
+            ],
+          },
+        },
+      });
+      assert.equal(grown.status, 200, grown.text);
+      await setRetention(org, { retention_days: 7 });
+      const answer = await aggregated(org, {
+        metrics: ['n', 'z'],
+        from: Math.floor((base - HOUR) / 1000),
+        to: Math.floor(Date.now() / 1000),
+      });
+      assert.equal(answer.summary_result.n.count, 2, 'the expired slot from its rollup, the rest from events');
+      assert.equal(answer.summary_result.n.sum, 12);
+      assert.equal(answer.summary_result.z.count, 0);
+    });
+
+    it('when the sweeper deletes on SQLite then the file gives the pages back', async () => {
+      if (ctx.store.name !== 'sqlite') return;
+      const filler = 'x'.repeat(500);
+      const events = Array.from({ length: 6000 }, (_, i) => ({
+        timestamp: daysAgo(20) + i * 1000,
+        data: { n: i, filler },
+      }));
+      const org = await organisationWithEvents(events);
+      const pages = async () =>
+        (await sql<{ page_count: number }>`pragma page_count`.execute(ctx.api.server.store.db)).rows[0]?.page_count ??
+        0;
+      const full = await pages();
+      await setRetention(org, { retention_days: 7 });
+      await ctx.api.server.sweeper.sweep();
+      assert.equal(await storedEventCount(ctx.api, org.thingKey), 0);
+      const freed = await pages();
+      assert.ok(full - freed > 500, `${full} pages, then ${freed}`);
+      const [free] = (await sql<{ freelist_count: number }>`pragma freelist_count`.execute(ctx.api.server.store.db))
+        .rows;
+      assert.equal(free?.freelist_count, 0);
+    });
+  },
+  { env: { RETENTION_SWEEP_INTERVAL: '0' } },
+);
