@@ -1,8 +1,31 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { it } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
+import { RetentionSweeper } from '../../src/events/sweeper.ts';
+import { reclaimFreePages } from '../../src/store/dialect.ts';
+import { openStore } from '../../src/store/store.ts';
 import { childOrganisation, createThing, storedEventCount, userWithAbilities } from '../support/fixtures.ts';
 import { describeOnStores } from '../support/suites.ts';
+
+it('when a SQLite file made before incremental auto-vacuum is opened then it keeps its mode and frees pages for reuse only', async () => {
+  const path = join(mkdtempSync(join(tmpdir(), 'thingbase-old-')), 'old.db');
+  // A table made first, as every earlier version did: the mode can no longer be chosen.
+  const before = new BetterSqlite3(path);
+  before.exec('create table made_earlier (id integer primary key)');
+  before.close();
+  const store = await openStore({ databaseUrl: `sqlite:${path}` });
+  try {
+    const [mode] = (await sql<{ auto_vacuum: number }>`pragma auto_vacuum`.execute(store.db)).rows;
+    assert.equal(mode?.auto_vacuum, 0);
+    assert.equal(await reclaimFreePages(store.db, 10), 0);
+  } finally {
+    await store.close();
+  }
+});
 
 const DAY = 86_400_000;
 const SLOT = 15 * 60_000;
@@ -316,6 +339,23 @@ describeOnStores(
       assert.equal(answer.summary_result.n.count, 2, 'the expired slot from its rollup, the rest from events');
       assert.equal(answer.summary_result.n.sum, 12);
       assert.equal(answer.summary_result.z.count, 0);
+    });
+
+    it('when the sweeper is stopped part way then it ends after its transaction and the next sweep finishes', async () => {
+      const events = Array.from({ length: 3000 }, (_, n) => ({ timestamp: daysAgo(20) + n * 1000, data: { n } }));
+      const org = await organisationWithEvents(events);
+      await setRetention(org, { retention_days: 7 });
+      const sweeper = new RetentionSweeper(ctx.api.server.store, { chunk: 100 });
+      const sweeping = sweeper.sweep();
+      assert.equal(sweeper.sweep(), sweeping, 'a sweep asked during another joins it');
+      await sweeper.stop();
+      const stopped = await sweeping;
+      assert.ok(stopped.events < 3000, `swept ${stopped.events} before stopping`);
+      const left = await storedEventCount(ctx.api, org.thingKey);
+      assert.equal(left, 3000 - stopped.events);
+      assert.equal((await thingData(org)).total_event_count, 0);
+      await new RetentionSweeper(ctx.api.server.store).sweep();
+      assert.equal(await storedEventCount(ctx.api, org.thingKey), 0);
     });
 
     it('when the sweeper deletes on SQLite then the file gives the pages back', async () => {

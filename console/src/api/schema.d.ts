@@ -3164,6 +3164,10 @@ export interface paths {
                                 name: string | null;
                                 organisation_key: string;
                                 parent_organisation_key: string | null;
+                                /** @description days events are kept; null: for ever (docs/storage.md) */
+                                retention_days: number | null;
+                                /** @description 15-minute rollups are kept this many days, and at least as long as the events; null: for ever */
+                                rollup_retention_days: number | null;
                                 updated_at: number | string;
                             }[];
                             page: number | string;
@@ -3230,6 +3234,10 @@ export interface paths {
                                 name: string | null;
                                 organisation_key: string;
                                 parent_organisation_key: string | null;
+                                /** @description days events are kept; null: for ever (docs/storage.md) */
+                                retention_days: number | null;
+                                /** @description 15-minute rollups are kept this many days, and at least as long as the events; null: for ever */
+                                rollup_retention_days: number | null;
                                 updated_at: number | string;
                             };
                         };
@@ -3250,7 +3258,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get the own or a child organisation */
+        /** Get the own organisation (any account admin) or a child organisation (an OEM account admin) */
         get: {
             parameters: {
                 query?: {
@@ -3287,6 +3295,10 @@ export interface paths {
                                 name: string | null;
                                 organisation_key: string;
                                 parent_organisation_key: string | null;
+                                /** @description days events are kept; null: for ever (docs/storage.md) */
+                                retention_days: number | null;
+                                /** @description 15-minute rollups are kept this many days, and at least as long as the events; null: for ever */
+                                rollup_retention_days: number | null;
                                 updated_at: number | string;
                             };
                         };
@@ -3294,7 +3306,10 @@ export interface paths {
                 };
             };
         };
-        /** Update a child organisation */
+        /**
+         * Update the own organisation (any account admin) or a child organisation (an OEM account admin)
+         * @description retention_days and rollup_retention_days: whole days from 1 to 36500, or null for ever (docs/storage.md). is_oem is set by the parent only.
+         */
         put: {
             parameters: {
                 query?: never;
@@ -3308,8 +3323,13 @@ export interface paths {
                 content: {
                     "application/json": {
                         organisation: {
+                            /** @description a child organisation only; set by its parent */
                             is_oem?: boolean;
                             name?: string;
+                            /** @description days events are kept; null: for ever */
+                            retention_days?: number | null;
+                            /** @description days 15-minute rollups are kept (at least as long as the events); null: for ever */
+                            rollup_retention_days?: number | null;
                         };
                         /**
                          * @description indent the JSON answer with two spaces
@@ -3348,6 +3368,10 @@ export interface paths {
                                 name: string | null;
                                 organisation_key: string;
                                 parent_organisation_key: string | null;
+                                /** @description days events are kept; null: for ever (docs/storage.md) */
+                                retention_days: number | null;
+                                /** @description 15-minute rollups are kept this many days, and at least as long as the events; null: for ever */
+                                rollup_retention_days: number | null;
                                 updated_at: number | string;
                             };
                         };
@@ -4372,6 +4396,8 @@ export interface paths {
                                     unit: string;
                                 }[];
                                 name: string;
+                                /** @description days its things' events are kept; null: the organisation's retention_days */
+                                retention_days: number | null;
                                 thing_template_key: string;
                                 updated_at: number | string;
                             }[];
@@ -4420,6 +4446,8 @@ export interface paths {
                                 unit?: string;
                             }[];
                             name: string;
+                            /** @description days its things' events are kept, 1 to 36500; null: the organisation's; set by an account admin only */
+                            retention_days?: number | null;
                         };
                         /**
                          * @description synonym of timestamp_format
@@ -4463,6 +4491,8 @@ export interface paths {
                                     unit: string;
                                 }[];
                                 name: string;
+                                /** @description days its things' events are kept; null: the organisation's retention_days */
+                                retention_days: number | null;
                                 thing_template_key: string;
                                 updated_at: number | string;
                             };
@@ -4533,6 +4563,8 @@ export interface paths {
                                     unit: string;
                                 }[];
                                 name: string;
+                                /** @description days its things' events are kept; null: the organisation's retention_days */
+                                retention_days: number | null;
                                 thing_template_key: string;
                                 updated_at: number | string;
                             };
@@ -4577,6 +4609,8 @@ export interface paths {
                                 unit?: string;
                             }[];
                             name?: string;
+                            /** @description days its things' events are kept, 1 to 36500; null: the organisation's; set by an account admin only */
+                            retention_days?: number | null;
                         };
                         /**
                          * @description synonym of timestamp_format
@@ -4620,6 +4654,8 @@ export interface paths {
                                     unit: string;
                                 }[];
                                 name: string;
+                                /** @description days its things' events are kept; null: the organisation's retention_days */
+                                retention_days: number | null;
                                 thing_template_key: string;
                                 updated_at: number | string;
                             };
