@@ -44,6 +44,7 @@ import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker
 import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
 import type { InboundLimits } from './mqtt/inbound-flow.ts';
 import { MqttInstructions } from './mqtt/instructions.ts';
+import { finishDocument } from './openapi/document.ts';
 import { Metrics } from './operations/metrics.ts';
 import { type Readiness, registerOperationsRoutes } from './operations/routes.ts';
 import { organisationRoutes } from './organisations/routes.ts';
@@ -307,6 +308,9 @@ async function buildHttpApp(
   }
 
   await app.register(swagger, {
+    // Operation ids, examples, error answers and component schemas, for every route at once.
+    transformObject: (document) =>
+      finishDocument((document as Extract<typeof document, { openapiObject: unknown }>).openapiObject),
     openapi: {
       openapi: '3.1.0',
       info: {

@@ -14,67 +14,7 @@ export interface paths {
          * Sign in with e-mail address and password
          * @description Answers 429 with Retry-After after 10 failures for one address (or 50 from one client) in 15 minutes.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        email: string;
-                        /** @description an OEM admin signs in to this child organisation as its admin */
-                        organisation_key?: string;
-                        password: string;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description send it as X-Auth-Token on every other request */
-                            auth_token: string;
-                            email: string;
-                            organisation: {
-                                license: {
-                                    license_key: string;
-                                };
-                                name: string | null;
-                                organisation_key: string;
-                            };
-                            /** @description name of the role the session acts with */
-                            role: string;
-                            success: boolean;
-                            time_zone: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postApiSignIn"];
         delete?: never;
         options?: never;
         head?: never;
@@ -92,38 +32,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Sign out: the token stops working */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            success: boolean;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["deleteApiSignOut"];
         options?: never;
         head?: never;
         patch?: never;
@@ -141,84 +50,7 @@ export interface paths {
          * Merge traits into a sensor (v1 form of set_user_defined_properties)
          * @description Values are kept as text; null removes a property.
          */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    thing_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                        /** @description name to value; values are kept as text; null removes a property */
-                        traits: {
-                            [key: string]: string | number | boolean | null;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            thing: {
-                                /** @description heard from within twice the template heartbeat_interval */
-                                alive: boolean;
-                                bi_directional: boolean;
-                                coordinates: (number | string)[] | null;
-                                created_at: number | string;
-                                description: string;
-                                last_beat: (number | string) | null;
-                                last_event: {
-                                    data: {
-                                        [key: string]: unknown;
-                                    };
-                                    timestamp: number | string;
-                                } | null;
-                                name: string;
-                                state: null;
-                                /** @description comma-joined tags */
-                                tags: string;
-                                tags_array: string[];
-                                thing_key: string;
-                                thing_template_key: string;
-                                thing_template_name: string;
-                                updated_at: number | string;
-                                user_defined_properties: {
-                                    [key: string]: string;
-                                };
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["putApiV1SensorsByThingKeySetTraits"];
         post?: never;
         delete?: never;
         options?: never;
@@ -237,170 +69,10 @@ export interface paths {
          * List the notification actions of a rule (v2)
          * @description search and scope are accepted and ignored.
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "updated_at" | "type" | "notification_action_key";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description the rule whose actions to list */
-                    rule_key: string;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description accepted and ignored */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                    type?: "EmailNotificationAction" | "CallHttpUrlAction" | "SensorTraitsAction";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            notification_actions: {
-                                bcc?: string;
-                                body?: string | null;
-                                cc?: string;
-                                created_at?: number | string;
-                                headers?: {
-                                    [key: string]: unknown;
-                                };
-                                method?: string;
-                                name?: string;
-                                notification_action_key: string;
-                                phone_number?: string;
-                                query?: {
-                                    [key: string]: unknown;
-                                };
-                                rule_key: string;
-                                subject?: string | null;
-                                to?: string;
-                                type: string;
-                                updated_at?: number | string;
-                                url?: string;
-                            }[];
-                            page: number | string;
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getApiV2NotificationActions"];
         put?: never;
         /** Create a notification action of a rule (v2) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        notification_action: {
-                            bcc?: string;
-                            /** @description HTTP call: request body text; SensorTraitsAction: {traits: {...}} */
-                            body?: string | Record<string, never> | null;
-                            cc?: string;
-                            /** @description names to text values */
-                            headers?: {
-                                [key: string]: unknown;
-                            };
-                            /** @description GET, POST, PUT, PATCH or DELETE */
-                            method?: string;
-                            /** @description names to text values */
-                            query?: {
-                                [key: string]: unknown;
-                            };
-                            /** @description the rule the action belongs to */
-                            rule_key: string;
-                            subject?: string | null;
-                            /** @description e-mail: recipients, comma-separated */
-                            to?: string;
-                            /** @enum {string} */
-                            type: "EmailNotificationAction" | "CallHttpUrlAction" | "SensorTraitsAction";
-                            /** @description http(s) URL; $THING$ is replaced by the thing key */
-                            url?: string;
-                        };
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            notification_action: {
-                                bcc?: string;
-                                body?: string | null;
-                                cc?: string;
-                                created_at?: number | string;
-                                headers?: {
-                                    [key: string]: unknown;
-                                };
-                                method?: string;
-                                name?: string;
-                                notification_action_key: string;
-                                phone_number?: string;
-                                query?: {
-                                    [key: string]: unknown;
-                                };
-                                rule_key: string;
-                                subject?: string | null;
-                                to?: string;
-                                type: string;
-                                updated_at?: number | string;
-                                url?: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postApiV2NotificationActions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -415,192 +87,12 @@ export interface paths {
             cookie?: never;
         };
         /** Get a notification action (v2) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    notification_action_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            notification_action: {
-                                bcc?: string;
-                                body?: string | null;
-                                cc?: string;
-                                created_at?: number | string;
-                                headers?: {
-                                    [key: string]: unknown;
-                                };
-                                method?: string;
-                                name?: string;
-                                notification_action_key: string;
-                                phone_number?: string;
-                                query?: {
-                                    [key: string]: unknown;
-                                };
-                                rule_key: string;
-                                subject?: string | null;
-                                to?: string;
-                                type: string;
-                                updated_at?: number | string;
-                                url?: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getApiV2NotificationActionsByNotificationActionKey"];
         /** Update a notification action (v2); type is required */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    notification_action_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        notification_action: {
-                            bcc?: string;
-                            /** @description HTTP call: request body text; SensorTraitsAction: {traits: {...}} */
-                            body?: string | Record<string, never> | null;
-                            cc?: string;
-                            /** @description names to text values */
-                            headers?: {
-                                [key: string]: unknown;
-                            };
-                            /** @description GET, POST, PUT, PATCH or DELETE */
-                            method?: string;
-                            /** @description names to text values */
-                            query?: {
-                                [key: string]: unknown;
-                            };
-                            /** @description the rule the action belongs to */
-                            rule_key?: string;
-                            subject?: string | null;
-                            /** @description e-mail: recipients, comma-separated */
-                            to?: string;
-                            /** @enum {string} */
-                            type: "EmailNotificationAction" | "CallHttpUrlAction" | "SensorTraitsAction";
-                            /** @description http(s) URL; $THING$ is replaced by the thing key */
-                            url?: string;
-                        };
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            notification_action: {
-                                bcc?: string;
-                                body?: string | null;
-                                cc?: string;
-                                created_at?: number | string;
-                                headers?: {
-                                    [key: string]: unknown;
-                                };
-                                method?: string;
-                                name?: string;
-                                notification_action_key: string;
-                                phone_number?: string;
-                                query?: {
-                                    [key: string]: unknown;
-                                };
-                                rule_key: string;
-                                subject?: string | null;
-                                to?: string;
-                                type: string;
-                                updated_at?: number | string;
-                                url?: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["putApiV2NotificationActionsByNotificationActionKey"];
         post?: never;
         /** Delete a notification action (v2) */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    notification_action_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-            };
-        };
+        delete: operations["deleteApiV2NotificationActionsByNotificationActionKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -614,133 +106,10 @@ export interface paths {
             cookie?: never;
         };
         /** List alerts */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description alert types to list: integers from [0, 1, 2, 3] */
-                    alert_type?: (0 | 1 | 2 | 3)[];
-                    instruction_key?: string;
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "timestamp" | "created_at" | "updated_at" | "alert_type" | "thing_key" | "message";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description only alerts raised by this rule (one naming no rule: an empty list) */
-                    rule_key?: string;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against message, thing_key, thing_name and alert_type_string */
-                    search?: string;
-                    /** @description statuses to list: open, acknowledged, cleared (an array, repeated keys or comma-separated) */
-                    status?: ("open" | "acknowledged" | "cleared")[];
-                    thing_key?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            alerts: {
-                                acknowledged_at: number | string | null;
-                                /** @description the acknowledging user's e-mail */
-                                acknowledged_by: string | null;
-                                alert_key: string;
-                                /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
-                                alert_type: number;
-                                /** @description Info, Warning, Error or Critical */
-                                alert_type_string: string;
-                                cleared_at: number | string | null;
-                                /** @description the clearing user's e-mail, or rule when its rule cleared it */
-                                cleared_by: string | null;
-                                /** @description the last comment given on acknowledging or clearing */
-                                comment: string | null;
-                                created_at: number | string;
-                                /** @description thing (as it was when the alert was raised), instruction, alert_type_string, and what was sent */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description present when the alert concerns an instruction */
-                                instruction_key?: string;
-                                instruction_name?: string;
-                                message: string;
-                                /** @description the rule that raised it, or null */
-                                rule_key: string | null;
-                                /** @description open, acknowledged or cleared */
-                                status: string;
-                                thing_key: string | null;
-                                thing_name: string | null;
-                                timestamp: number | string;
-                                updated_at: number | string;
-                            }[];
-                            page: number | string;
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getAlerts"];
         put?: never;
         /** Raise an alert, or acknowledge an instruction by its alert_key (devices) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        alert: {
-                            alert_key?: string | null;
-                            /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
-                            alert_type: number;
-                            data?: {
-                                [key: string]: unknown;
-                            } | null;
-                            device_key?: string | null;
-                            message: string;
-                            thing_key?: string | null;
-                            /** @description epoch ms (or seconds) */
-                            timestamp?: number | string | null;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-            };
-        };
+        post: operations["postAlerts"];
         delete?: never;
         options?: never;
         head?: never;
@@ -755,115 +124,9 @@ export interface paths {
             cookie?: never;
         };
         /** Get an alert */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    alert_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            alert: {
-                                acknowledged_at: number | string | null;
-                                /** @description the acknowledging user's e-mail */
-                                acknowledged_by: string | null;
-                                alert_key: string;
-                                /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
-                                alert_type: number;
-                                /** @description Info, Warning, Error or Critical */
-                                alert_type_string: string;
-                                cleared_at: number | string | null;
-                                /** @description the clearing user's e-mail, or rule when its rule cleared it */
-                                cleared_by: string | null;
-                                /** @description the last comment given on acknowledging or clearing */
-                                comment: string | null;
-                                created_at: number | string;
-                                /** @description thing (as it was when the alert was raised), instruction, alert_type_string, and what was sent */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description present when the alert concerns an instruction */
-                                instruction_key?: string;
-                                instruction_name?: string;
-                                message: string;
-                                /** @description the rule that raised it, or null */
-                                rule_key: string | null;
-                                /** @description open, acknowledged or cleared */
-                                status: string;
-                                thing_key: string | null;
-                                thing_name: string | null;
-                                timestamp: number | string;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getAlertsByAlertKey"];
         /** Acknowledge an instruction: update its alert (devices) */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    alert_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        alert: {
-                            alert_key?: string | null;
-                            /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
-                            alert_type: number;
-                            data?: {
-                                [key: string]: unknown;
-                            } | null;
-                            device_key?: string | null;
-                            message: string;
-                            thing_key?: string | null;
-                            /** @description epoch ms (or seconds) */
-                            timestamp?: number | string | null;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-            };
-        };
+        put: operations["putAlertsByAlertKey"];
         post?: never;
         delete?: never;
         options?: never;
@@ -884,87 +147,7 @@ export interface paths {
          * Acknowledge an alert
          * @description From open to acknowledged; a cleared or already acknowledged alert is a 409 (docs/rules.md, "Alert lifecycle").
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    alert_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description kept as the alert's comment */
-                        comment?: string;
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            alert: {
-                                acknowledged_at: number | string | null;
-                                /** @description the acknowledging user's e-mail */
-                                acknowledged_by: string | null;
-                                alert_key: string;
-                                /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
-                                alert_type: number;
-                                /** @description Info, Warning, Error or Critical */
-                                alert_type_string: string;
-                                cleared_at: number | string | null;
-                                /** @description the clearing user's e-mail, or rule when its rule cleared it */
-                                cleared_by: string | null;
-                                /** @description the last comment given on acknowledging or clearing */
-                                comment: string | null;
-                                created_at: number | string;
-                                /** @description thing (as it was when the alert was raised), instruction, alert_type_string, and what was sent */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description present when the alert concerns an instruction */
-                                instruction_key?: string;
-                                instruction_name?: string;
-                                message: string;
-                                /** @description the rule that raised it, or null */
-                                rule_key: string | null;
-                                /** @description open, acknowledged or cleared */
-                                status: string;
-                                thing_key: string | null;
-                                thing_name: string | null;
-                                timestamp: number | string;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postAlertsByAlertKeyAcknowledge"];
         delete?: never;
         options?: never;
         head?: never;
@@ -984,87 +167,7 @@ export interface paths {
          * Clear an alert
          * @description From open or acknowledged to cleared; an alert already cleared is a 409 (docs/rules.md, "Alert lifecycle").
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    alert_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description kept as the alert's comment */
-                        comment?: string;
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            alert: {
-                                acknowledged_at: number | string | null;
-                                /** @description the acknowledging user's e-mail */
-                                acknowledged_by: string | null;
-                                alert_key: string;
-                                /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
-                                alert_type: number;
-                                /** @description Info, Warning, Error or Critical */
-                                alert_type_string: string;
-                                cleared_at: number | string | null;
-                                /** @description the clearing user's e-mail, or rule when its rule cleared it */
-                                cleared_by: string | null;
-                                /** @description the last comment given on acknowledging or clearing */
-                                comment: string | null;
-                                created_at: number | string;
-                                /** @description thing (as it was when the alert was raised), instruction, alert_type_string, and what was sent */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description present when the alert concerns an instruction */
-                                instruction_key?: string;
-                                instruction_name?: string;
-                                message: string;
-                                /** @description the rule that raised it, or null */
-                                rule_key: string | null;
-                                /** @description open, acknowledged or cleared */
-                                status: string;
-                                thing_key: string | null;
-                                thing_name: string | null;
-                                timestamp: number | string;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postAlertsByAlertKeyClear"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1079,127 +182,13 @@ export interface paths {
             cookie?: never;
         };
         /** List API keys (without their tokens) */
-        get: {
-            parameters: {
-                query?: {
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "name";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against name */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            api_keys: {
-                                api_key_key: string;
-                                created_at: number | string;
-                                /** @description null: it does not expire */
-                                expires_at: number | string | null;
-                                last_used_at: number | string | null;
-                                name: string;
-                                /** @description what requests with the key may do; by default the creator's role */
-                                role_key: string;
-                                /** @description only in the answer to the create request: send it as X-Auth-Token; not shown again */
-                                token?: string;
-                            }[];
-                            page: number | string;
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getApiKeys"];
         put?: never;
         /**
          * Create an API key; its token is answered this once
          * @description Send the token as X-Auth-Token. The key acts as its creator with its role (by default the creator's; one with a permission the creator lacks is a 403), until deleted or past expires_at.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        api_key: {
-                            /** @description epoch seconds, in the future; none: it does not expire */
-                            expires_at?: number | null;
-                            name: string;
-                            role_key?: string;
-                        };
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            api_key: {
-                                api_key_key: string;
-                                created_at: number | string;
-                                /** @description null: it does not expire */
-                                expires_at: number | string | null;
-                                last_used_at: number | string | null;
-                                name: string;
-                                /** @description what requests with the key may do; by default the creator's role */
-                                role_key: string;
-                                /** @description only in the answer to the create request: send it as X-Auth-Token; not shown again */
-                                token?: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postApiKeys"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1214,82 +203,11 @@ export interface paths {
             cookie?: never;
         };
         /** Get an API key (without its token) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    api_key_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            api_key: {
-                                api_key_key: string;
-                                created_at: number | string;
-                                /** @description null: it does not expire */
-                                expires_at: number | string | null;
-                                last_used_at: number | string | null;
-                                name: string;
-                                /** @description what requests with the key may do; by default the creator's role */
-                                role_key: string;
-                                /** @description only in the answer to the create request: send it as X-Auth-Token; not shown again */
-                                token?: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getApiKeysByApiKeyKey"];
         put?: never;
         post?: never;
         /** Delete an API key: its token stops working at once, on every instance */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    api_key_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteApiKeysByApiKeyKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1303,73 +221,7 @@ export interface paths {
             cookie?: never;
         };
         /** List audit trails */
-        get: {
-            parameters: {
-                query?: {
-                    entity_key?: string;
-                    entity_type?: string;
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "timestamp" | "action_taken" | "entity_type" | "entity_key" | "entity_name" | "user_name";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against action_taken, entity_type, entity_name, entity_key */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            audit_trails: {
-                                /** @description create, update or delete */
-                                action_taken: string;
-                                audit_trail_key: string;
-                                entity_key: string;
-                                entity_name: string | null;
-                                /** @description User, Role, Group, Gateway, Thing, ThingTemplate, Rule, ... */
-                                entity_type: string;
-                                /** @description the entity after the change */
-                                new_entity_contents: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description the entity before; {} on create */
-                                old_entity_contents: {
-                                    [key: string]: unknown;
-                                };
-                                role_name: string;
-                                timestamp: number | string;
-                                user_name: string;
-                            }[];
-                            page: number | string;
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getAuditTrails"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1386,60 +238,7 @@ export interface paths {
             cookie?: never;
         };
         /** Get an audit trail */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    audit_trail_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            audit_trail: {
-                                /** @description create, update or delete */
-                                action_taken: string;
-                                audit_trail_key: string;
-                                entity_key: string;
-                                entity_name: string | null;
-                                /** @description User, Role, Group, Gateway, Thing, ThingTemplate, Rule, ... */
-                                entity_type: string;
-                                /** @description the entity after the change */
-                                new_entity_contents: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description the entity before; {} on create */
-                                old_entity_contents: {
-                                    [key: string]: unknown;
-                                };
-                                role_name: string;
-                                timestamp: number | string;
-                                user_name: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getAuditTrailsByAuditTrailKey"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1461,55 +260,7 @@ export interface paths {
          * Check a rule condition or group expression
          * @description Answers {"valid": true}, or a 400 whose message names the position of the first problem.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description the text to check */
-                        expression: string;
-                        /** @description rule = a rule condition (metrics and thing.<field>); group = a group thing_expression */
-                        kind: "rule" | "group";
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            valid: true;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postExpressionsValidate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1527,150 +278,13 @@ export interface paths {
          * List gateways
          * @description The array is named `gateway` (singular), as the platform's clients read it.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "updated_at" | "name" | "gateway_key";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against name and tags */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            gateway: {
-                                adapters: {
-                                    adapter_pid: string;
-                                    /** @description JSON text */
-                                    configuration: string;
-                                    enabled: boolean;
-                                    type: string | null;
-                                }[];
-                                gateway_key: string;
-                                gateway_type: string | null;
-                                gateway_version: string | null;
-                                name: string;
-                                /** @description comma-joined */
-                                tags: string;
-                            }[];
-                            page: number | string;
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getGateway"];
         put?: never;
         /**
          * Create a gateway
          * @description With is_oem, child_organisation_key names the child organisation the gateway is created in.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description create the resource in this child organisation */
-                        child_organisation_key?: string;
-                        gateway: {
-                            /** @description replaces the stored adapters */
-                            adapters?: {
-                                /** @description unique within the gateway; generated when absent */
-                                adapter_pid?: string;
-                                /** @description JSON text; default {} */
-                                configuration?: string;
-                                /** @description default true */
-                                enabled?: boolean;
-                                type?: string | null;
-                            }[];
-                            gateway_type?: string | null;
-                            gateway_version?: string | null;
-                            name: string;
-                            /** @description array of strings or one comma-joined string; returned comma-joined */
-                            tags?: string | string[];
-                        };
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            gateway: {
-                                adapters: {
-                                    adapter_pid: string;
-                                    /** @description JSON text */
-                                    configuration: string;
-                                    enabled: boolean;
-                                    type: string | null;
-                                }[];
-                                gateway_key: string;
-                                gateway_type: string | null;
-                                gateway_version: string | null;
-                                name: string;
-                                /** @description comma-joined */
-                                tags: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postGateway"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1685,173 +299,15 @@ export interface paths {
             cookie?: never;
         };
         /** Get a gateway */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    gateway_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            gateway: {
-                                adapters: {
-                                    adapter_pid: string;
-                                    /** @description JSON text */
-                                    configuration: string;
-                                    enabled: boolean;
-                                    type: string | null;
-                                }[];
-                                gateway_key: string;
-                                gateway_type: string | null;
-                                gateway_version: string | null;
-                                name: string;
-                                /** @description comma-joined */
-                                tags: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getGatewayByGatewayKey"];
         /**
          * Update a gateway
          * @description Fields not given keep their value; adapters, when given, replace the stored list.
          */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    gateway_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        gateway: {
-                            /** @description replaces the stored adapters */
-                            adapters?: {
-                                /** @description unique within the gateway; generated when absent */
-                                adapter_pid?: string;
-                                /** @description JSON text; default {} */
-                                configuration?: string;
-                                /** @description default true */
-                                enabled?: boolean;
-                                type?: string | null;
-                            }[];
-                            gateway_type?: string | null;
-                            gateway_version?: string | null;
-                            name?: string;
-                            /** @description array of strings or one comma-joined string; returned comma-joined */
-                            tags?: string | string[];
-                        };
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            gateway: {
-                                adapters: {
-                                    adapter_pid: string;
-                                    /** @description JSON text */
-                                    configuration: string;
-                                    enabled: boolean;
-                                    type: string | null;
-                                }[];
-                                gateway_key: string;
-                                gateway_type: string | null;
-                                gateway_version: string | null;
-                                name: string;
-                                /** @description comma-joined */
-                                tags: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["putGatewayByGatewayKey"];
         post?: never;
         /** Delete a gateway */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    gateway_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-            };
-        };
+        delete: operations["deleteGatewayByGatewayKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1868,42 +324,7 @@ export interface paths {
          * Get a gateway's configuration
          * @description A data URI whose JSON is the gateway object itself, adapters included.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    gateway_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description data:application/json;base64,... of the gateway object */
-                            result: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getGatewayByGatewayKeyConfiguration"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1925,68 +346,7 @@ export interface paths {
          * Register a gateway
          * @description Either gateway_key, type, version and configuration, or gateway: {gateway_key, gateway_type, gateway_version, config}. The configuration (a data URI, JSON text or a JSON object) may carry name, tags, gateway_type, gateway_version and adapters, which replace the stored ones.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description a data URI (data:application/json;base64,...), JSON text, or a JSON object */
-                        configuration?: string | {
-                            [key: string]: unknown;
-                        };
-                        /** @description the other form of the same parameters */
-                        gateway?: {
-                            /** @description a data URI (data:application/json;base64,...), JSON text, or a JSON object */
-                            config?: string | {
-                                [key: string]: unknown;
-                            };
-                            gateway_key?: string;
-                            gateway_type?: string | null;
-                            gateway_version?: string | null;
-                        };
-                        /** @description the gateway to register */
-                        gateway_key?: string;
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                        type?: string | null;
-                        version?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-            };
-        };
+        post: operations["postGatewayRegister"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2001,150 +361,13 @@ export interface paths {
             cookie?: never;
         };
         /** List groups */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description fields wanted in each object */
-                    field_list?: ("group_key" | "name" | "description" | "group_type" | "scope" | "thing_expression" | "tags" | "created_at" | "updated_at")[];
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "updated_at" | "name" | "group_key";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against group_key, name and tags */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            groups: {
-                                created_at: number | string;
-                                description: string;
-                                group_key: string;
-                                /** @description 1 = static (thing_keys), 2 = dynamic (thing_expression) */
-                                group_type: number;
-                                name: string;
-                                /** @description all or any; stored and returned, it does not change membership */
-                                scope: string;
-                                /** @description comma-joined tags */
-                                tags: string;
-                                thing_expression: string | null;
-                                updated_at: number | string;
-                            }[];
-                            page: number | string;
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getGroups"];
         put?: never;
         /**
          * Create a group
          * @description group_type 1 (static) takes thing_keys; group_type 2 (dynamic) takes thing_expression.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description create the resource in this child organisation */
-                        child_organisation_key?: string;
-                        group: {
-                            description?: string;
-                            /**
-                             * @description 1 = static, 2 = dynamic
-                             * @enum {integer}
-                             */
-                            group_type: 1 | 2;
-                            name: string;
-                            /** @enum {string} */
-                            scope?: "all" | "any";
-                            /** @description an array of tags or one comma-joined string */
-                            tags?: string[] | string;
-                            /** @description membership rule of a dynamic group (docs/expressions.md) */
-                            thing_expression?: string | null;
-                            /** @description members of a static group */
-                            thing_keys?: string[];
-                        };
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            group: {
-                                created_at: number | string;
-                                description: string;
-                                group_key: string;
-                                /** @description 1 = static (thing_keys), 2 = dynamic (thing_expression) */
-                                group_type: number;
-                                name: string;
-                                /** @description all or any; stored and returned, it does not change membership */
-                                scope: string;
-                                /** @description comma-joined tags */
-                                tags: string;
-                                thing_expression: string | null;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postGroups"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2159,169 +382,15 @@ export interface paths {
             cookie?: never;
         };
         /** Get a group */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    group_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            group: {
-                                created_at: number | string;
-                                description: string;
-                                group_key: string;
-                                /** @description 1 = static (thing_keys), 2 = dynamic (thing_expression) */
-                                group_type: number;
-                                name: string;
-                                /** @description all or any; stored and returned, it does not change membership */
-                                scope: string;
-                                /** @description comma-joined tags */
-                                tags: string;
-                                thing_expression: string | null;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getGroupsByGroupKey"];
         /**
          * Update a group
          * @description thing_keys, when given, replaces the members of a static group.
          */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    group_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        group: {
-                            description?: string;
-                            /**
-                             * @description 1 = static, 2 = dynamic
-                             * @enum {integer}
-                             */
-                            group_type?: 1 | 2;
-                            name?: string;
-                            /** @enum {string} */
-                            scope?: "all" | "any";
-                            /** @description an array of tags or one comma-joined string */
-                            tags?: string[] | string;
-                            /** @description membership rule of a dynamic group (docs/expressions.md) */
-                            thing_expression?: string | null;
-                            /** @description members of a static group */
-                            thing_keys?: string[];
-                        };
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            group: {
-                                created_at: number | string;
-                                description: string;
-                                group_key: string;
-                                /** @description 1 = static (thing_keys), 2 = dynamic (thing_expression) */
-                                group_type: number;
-                                name: string;
-                                /** @description all or any; stored and returned, it does not change membership */
-                                scope: string;
-                                /** @description comma-joined tags */
-                                tags: string;
-                                thing_expression: string | null;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["putGroupsByGroupKey"];
         post?: never;
         /** Delete a group */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    group_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteGroupsByGroupKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2338,83 +407,7 @@ export interface paths {
          * List the things of a group
          * @description For a dynamic group the expression is evaluated at every read.
          */
-        get: {
-            parameters: {
-                query?: {
-                    bi_directional?: boolean;
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "updated_at" | "name" | "thing_key";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against thing_key, name, description and tags */
-                    search?: string;
-                    /** @description only things of this template */
-                    thing_template_key?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    group_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            page: number | string;
-                            things: {
-                                /** @description heard from within twice the template heartbeat_interval */
-                                alive: boolean;
-                                bi_directional: boolean;
-                                coordinates: (number | string)[] | null;
-                                created_at: number | string;
-                                description: string;
-                                last_beat: (number | string) | null;
-                                last_event: {
-                                    data: {
-                                        [key: string]: unknown;
-                                    };
-                                    timestamp: number | string;
-                                } | null;
-                                name: string;
-                                state: null;
-                                /** @description comma-joined tags */
-                                tags: string;
-                                tags_array: string[];
-                                thing_key: string;
-                                thing_template_key: string;
-                                thing_template_name: string;
-                                updated_at: number | string;
-                                user_defined_properties: {
-                                    [key: string]: string;
-                                };
-                            }[];
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getGroupsByGroupKeyThings"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2431,126 +424,10 @@ export interface paths {
             cookie?: never;
         };
         /** List key pairs (without their secret keys) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "name";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against name and access_key */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            key_pairs: {
-                                /** @description X-Access-Key of the device, and its MQTT user name */
-                                access_key: string;
-                                created_at: number | string;
-                                key_pair_key: string;
-                                name: string;
-                                /** @description what the device may do; the built-in Agent role by default */
-                                role_key: string;
-                                /** @description only in the answer to the create request: keep it, it is not shown again */
-                                secret_key?: string;
-                            }[];
-                            page: number | string;
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getKeyPairs"];
         put?: never;
         /** Create a key pair; its secret key is answered this once */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description create the resource in this child organisation */
-                        child_organisation_key?: string;
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        key_pair: {
-                            name: string;
-                            role_key?: string;
-                        };
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            key_pair: {
-                                /** @description X-Access-Key of the device, and its MQTT user name */
-                                access_key: string;
-                                created_at: number | string;
-                                key_pair_key: string;
-                                name: string;
-                                /** @description what the device may do; the built-in Agent role by default */
-                                role_key: string;
-                                /** @description only in the answer to the create request: keep it, it is not shown again */
-                                secret_key?: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postKeyPairs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2565,85 +442,11 @@ export interface paths {
             cookie?: never;
         };
         /** Get a key pair (without its secret key) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    key_pair_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            key_pair: {
-                                /** @description X-Access-Key of the device, and its MQTT user name */
-                                access_key: string;
-                                created_at: number | string;
-                                key_pair_key: string;
-                                name: string;
-                                /** @description what the device may do; the built-in Agent role by default */
-                                role_key: string;
-                                /** @description only in the answer to the create request: keep it, it is not shown again */
-                                secret_key?: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getKeyPairsByKeyPairKey"];
         put?: never;
         post?: never;
         /** Delete a key pair: its device can no longer connect */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    key_pair_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteKeyPairsByKeyPairKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2660,174 +463,10 @@ export interface paths {
          * List the notification actions of a rule (v3)
          * @description search and scope are accepted and ignored.
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "updated_at" | "type" | "notification_action_key";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description the rule whose actions to list */
-                    rule_key: string;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description accepted and ignored */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                    type?: "EmailNotificationAction" | "CallHttpUrlAction" | "ThingUserDefinedPropertiesAction" | "SMSNotificationAction";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            notification_actions: {
-                                bcc?: string;
-                                body?: string | null;
-                                cc?: string;
-                                created_at?: number | string;
-                                headers?: {
-                                    [key: string]: unknown;
-                                };
-                                method?: string;
-                                name?: string;
-                                notification_action_key: string;
-                                phone_number?: string;
-                                query?: {
-                                    [key: string]: unknown;
-                                };
-                                rule_key: string;
-                                subject?: string | null;
-                                to?: string;
-                                type: string;
-                                updated_at?: number | string;
-                                url?: string;
-                            }[];
-                            page: number | string;
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getNotificationActions"];
         put?: never;
         /** Create a notification action of a rule (v3) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        notification_action: {
-                            bcc?: string;
-                            /** @description HTTP call: request body text; ThingUserDefinedPropertiesAction: {user_defined_properties: {...}}; SMS: message template */
-                            body?: string | Record<string, never> | null;
-                            cc?: string;
-                            /** @description names to text values */
-                            headers?: {
-                                [key: string]: unknown;
-                            };
-                            /** @description GET, POST, PUT, PATCH or DELETE */
-                            method?: string;
-                            /** @description SMS: recipient name */
-                            name?: string;
-                            /** @description SMS: recipient number */
-                            phone_number?: string;
-                            /** @description names to text values */
-                            query?: {
-                                [key: string]: unknown;
-                            };
-                            /** @description the rule the action belongs to */
-                            rule_key: string;
-                            subject?: string | null;
-                            /** @description e-mail: recipients, comma-separated */
-                            to?: string;
-                            /** @enum {string} */
-                            type: "EmailNotificationAction" | "CallHttpUrlAction" | "ThingUserDefinedPropertiesAction" | "SMSNotificationAction";
-                            /** @description http(s) URL; $THING$ is replaced by the thing key */
-                            url?: string;
-                        };
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            notification_action: {
-                                bcc?: string;
-                                body?: string | null;
-                                cc?: string;
-                                created_at?: number | string;
-                                headers?: {
-                                    [key: string]: unknown;
-                                };
-                                method?: string;
-                                name?: string;
-                                notification_action_key: string;
-                                phone_number?: string;
-                                query?: {
-                                    [key: string]: unknown;
-                                };
-                                rule_key: string;
-                                subject?: string | null;
-                                to?: string;
-                                type: string;
-                                updated_at?: number | string;
-                                url?: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postNotificationActions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2842,196 +481,12 @@ export interface paths {
             cookie?: never;
         };
         /** Get a notification action (v3) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    notification_action_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            notification_action: {
-                                bcc?: string;
-                                body?: string | null;
-                                cc?: string;
-                                created_at?: number | string;
-                                headers?: {
-                                    [key: string]: unknown;
-                                };
-                                method?: string;
-                                name?: string;
-                                notification_action_key: string;
-                                phone_number?: string;
-                                query?: {
-                                    [key: string]: unknown;
-                                };
-                                rule_key: string;
-                                subject?: string | null;
-                                to?: string;
-                                type: string;
-                                updated_at?: number | string;
-                                url?: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getNotificationActionsByNotificationActionKey"];
         /** Update a notification action (v3); type is required */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    notification_action_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        notification_action: {
-                            bcc?: string;
-                            /** @description HTTP call: request body text; ThingUserDefinedPropertiesAction: {user_defined_properties: {...}}; SMS: message template */
-                            body?: string | Record<string, never> | null;
-                            cc?: string;
-                            /** @description names to text values */
-                            headers?: {
-                                [key: string]: unknown;
-                            };
-                            /** @description GET, POST, PUT, PATCH or DELETE */
-                            method?: string;
-                            /** @description SMS: recipient name */
-                            name?: string;
-                            /** @description SMS: recipient number */
-                            phone_number?: string;
-                            /** @description names to text values */
-                            query?: {
-                                [key: string]: unknown;
-                            };
-                            /** @description the rule the action belongs to */
-                            rule_key?: string;
-                            subject?: string | null;
-                            /** @description e-mail: recipients, comma-separated */
-                            to?: string;
-                            /** @enum {string} */
-                            type: "EmailNotificationAction" | "CallHttpUrlAction" | "ThingUserDefinedPropertiesAction" | "SMSNotificationAction";
-                            /** @description http(s) URL; $THING$ is replaced by the thing key */
-                            url?: string;
-                        };
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            notification_action: {
-                                bcc?: string;
-                                body?: string | null;
-                                cc?: string;
-                                created_at?: number | string;
-                                headers?: {
-                                    [key: string]: unknown;
-                                };
-                                method?: string;
-                                name?: string;
-                                notification_action_key: string;
-                                phone_number?: string;
-                                query?: {
-                                    [key: string]: unknown;
-                                };
-                                rule_key: string;
-                                subject?: string | null;
-                                to?: string;
-                                type: string;
-                                updated_at?: number | string;
-                                url?: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["putNotificationActionsByNotificationActionKey"];
         post?: never;
         /** Delete a notification action (v3) */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    notification_action_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-            };
-        };
+        delete: operations["deleteNotificationActionsByNotificationActionKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3045,64 +500,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the delivery attempts of a notification action, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "at" | "attempt" | "status";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against status and error */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    notification_action_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            deliveries: {
-                                at: number | string;
-                                /** @description 1 for the first attempt */
-                                attempt: number;
-                                /** @description the queued delivery; the same for every attempt of it */
-                                delivery_key: string;
-                                duration_ms: number;
-                                error: string | null;
-                                /** @description delivered or failed */
-                                status: string;
-                            }[];
-                            page: number | string;
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getNotificationActionsByNotificationActionKeyDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3119,132 +517,13 @@ export interface paths {
             cookie?: never;
         };
         /** List the child organisations of an OEM organisation */
-        get: {
-            parameters: {
-                query?: {
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "updated_at" | "name" | "organisation_key";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against organisation_key and name */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            organisations: {
-                                created_at: number | string;
-                                is_oem: boolean;
-                                license: {
-                                    license_key: string;
-                                };
-                                name: string | null;
-                                organisation_key: string;
-                                parent_organisation_key: string | null;
-                                /** @description days events are kept; null: for ever (docs/storage.md) */
-                                retention_days: number | null;
-                                /** @description 15-minute rollups are kept this many days, and at least as long as the events; null: for ever */
-                                rollup_retention_days: number | null;
-                                updated_at: number | string;
-                            }[];
-                            page: number | string;
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOrganisations"];
         put?: never;
         /**
          * Create a child organisation
          * @description The new organisation gets its built-in roles (Account Admin, Agent) and a Default thing template.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        organisation: {
-                            /** @default false */
-                            is_oem?: boolean;
-                            name: string;
-                        };
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            organisation: {
-                                created_at: number | string;
-                                is_oem: boolean;
-                                license: {
-                                    license_key: string;
-                                };
-                                name: string | null;
-                                organisation_key: string;
-                                parent_organisation_key: string | null;
-                                /** @description days events are kept; null: for ever (docs/storage.md) */
-                                retention_days: number | null;
-                                /** @description 15-minute rollups are kept this many days, and at least as long as the events; null: for ever */
-                                rollup_retention_days: number | null;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOrganisations"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3259,157 +538,15 @@ export interface paths {
             cookie?: never;
         };
         /** Get the own organisation (any account admin) or a child organisation (an OEM account admin) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    organisation_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            organisation: {
-                                created_at: number | string;
-                                is_oem: boolean;
-                                license: {
-                                    license_key: string;
-                                };
-                                name: string | null;
-                                organisation_key: string;
-                                parent_organisation_key: string | null;
-                                /** @description days events are kept; null: for ever (docs/storage.md) */
-                                retention_days: number | null;
-                                /** @description 15-minute rollups are kept this many days, and at least as long as the events; null: for ever */
-                                rollup_retention_days: number | null;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOrganisationsByOrganisationKey"];
         /**
          * Update the own organisation (any account admin) or a child organisation (an OEM account admin)
          * @description retention_days and rollup_retention_days: whole days from 1 to 36500, or null for ever (docs/storage.md). is_oem is set by the parent only.
          */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    organisation_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        organisation: {
-                            /** @description a child organisation only; set by its parent */
-                            is_oem?: boolean;
-                            name?: string;
-                            /** @description days events are kept; null: for ever */
-                            retention_days?: number | null;
-                            /** @description days 15-minute rollups are kept (at least as long as the events); null: for ever */
-                            rollup_retention_days?: number | null;
-                        };
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            organisation: {
-                                created_at: number | string;
-                                is_oem: boolean;
-                                license: {
-                                    license_key: string;
-                                };
-                                name: string | null;
-                                organisation_key: string;
-                                parent_organisation_key: string | null;
-                                /** @description days events are kept; null: for ever (docs/storage.md) */
-                                retention_days: number | null;
-                                /** @description 15-minute rollups are kept this many days, and at least as long as the events; null: for ever */
-                                rollup_retention_days: number | null;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["putOrganisationsByOrganisationKey"];
         post?: never;
         /** Delete a child organisation and all its data */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    organisation_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteOrganisationsByOrganisationKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3428,67 +565,7 @@ export interface paths {
          * Count, sum, min, max and avg of numeric metrics, overall, per thing and per time bucket
          * @description Answer: {"summary_result", "thing_wise_result", "time_grouped_result" (with time_grouping)}. Buckets are aligned to the calendar in time_zone; from and to are required with time_grouping or idle_time_required.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
-                        from?: string | number;
-                        /** @description default all; avg brings sum and count */
-                        functions?: ("avg" | "min" | "max" | "sum" | "count")[];
-                        /**
-                         * @description add idle_time_mins and total_time_mins
-                         * @enum {boolean|integer}
-                         */
-                        idle_time_required?: true | false | 1 | 0;
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /** @description metric names; dots address nested values */
-                        metrics?: string[];
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /** @description default: every thing the caller can read */
-                        thing_keys?: string[];
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @enum {string} */
-                        time_grouping?: "month" | "day" | "hour" | "minute";
-                        /** @default 1 */
-                        time_grouping_value?: number;
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                        /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
-                        to?: string | number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["postQueryThingAggregatedData"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3508,72 +585,7 @@ export interface paths {
          * Events of a thing (or of every readable thing), a page at a time
          * @description Answer: {"<thing_key>": {"total_event_count", "page_number", "event_data": [...]}}
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * @description array: rows [timestamp, v1, v2, ...] in the order of metrics
-                         * @enum {string}
-                         */
-                        data_format?: "map" | "array";
-                        /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
-                        from?: string | number;
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /** @description metric names; dots address nested values */
-                        metrics?: string[];
-                        /**
-                         * @description on timestamp; default desc
-                         * @enum {string}
-                         */
-                        order?: "asc" | "desc";
-                        /** @default 1 */
-                        page?: number;
-                        /** @default 100 */
-                        per?: number;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /** @description from/to apply to the receipt time instead of the event time */
-                        query_by_created_at?: boolean;
-                        /** @description the thing; without it, every thing the caller can read */
-                        thing_key?: string;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                        /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
-                        to?: string | number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["postQueryThingData"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3588,145 +600,13 @@ export interface paths {
             cookie?: never;
         };
         /** List roles */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description fields wanted in each object */
-                    field_list?: ("role_key" | "name" | "abilities" | "account_admin" | "permissions" | "created_at" | "updated_at")[];
-                    /** @description deprecated: comma-separated field names; use field_list */
-                    fields?: string;
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "updated_at" | "name" | "role_key";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against role_key and name */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            page: number | string;
-                            roles: {
-                                /** @description class * 10 + seqno, e.g. 11 = read things, 995 = everything */
-                                abilities: number[];
-                                account_admin: boolean;
-                                created_at?: number | string;
-                                name: string;
-                                permissions: {
-                                    /** @description thing, thing_template, rule, instruction, group, role, user, gateway, alert, ... */
-                                    class: string;
-                                    /** @description read, create, update, delete or all */
-                                    operation: string;
-                                    /** @description read 1, create 2, update 3, delete 4, all 5 */
-                                    seqno: number;
-                                }[];
-                                role_key: string;
-                                updated_at?: number | string;
-                            }[];
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getRoles"];
         put?: never;
         /**
          * Create a role
          * @description With is_oem, child_organisation_key names the child organisation the role is created in.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description create the resource in this child organisation */
-                        child_organisation_key?: string;
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        role: {
-                            abilities: number[];
-                            name: string;
-                        };
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            role: {
-                                /** @description class * 10 + seqno, e.g. 11 = read things, 995 = everything */
-                                abilities: number[];
-                                account_admin: boolean;
-                                created_at?: number | string;
-                                name: string;
-                                permissions: {
-                                    /** @description thing, thing_template, rule, instruction, group, role, user, gateway, alert, ... */
-                                    class: string;
-                                    /** @description read, create, update, delete or all */
-                                    operation: string;
-                                    /** @description read 1, create 2, update 3, delete 4, all 5 */
-                                    seqno: number;
-                                }[];
-                                role_key: string;
-                                updated_at?: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postRoles"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3741,162 +621,15 @@ export interface paths {
             cookie?: never;
         };
         /** Get a role */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    role_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            role: {
-                                /** @description class * 10 + seqno, e.g. 11 = read things, 995 = everything */
-                                abilities: number[];
-                                account_admin: boolean;
-                                created_at?: number | string;
-                                name: string;
-                                permissions: {
-                                    /** @description thing, thing_template, rule, instruction, group, role, user, gateway, alert, ... */
-                                    class: string;
-                                    /** @description read, create, update, delete or all */
-                                    operation: string;
-                                    /** @description read 1, create 2, update 3, delete 4, all 5 */
-                                    seqno: number;
-                                }[];
-                                role_key: string;
-                                updated_at?: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getRolesByRoleKey"];
         /** Update a role */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    role_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        role: {
-                            abilities?: number[];
-                            name?: string;
-                        };
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            role: {
-                                /** @description class * 10 + seqno, e.g. 11 = read things, 995 = everything */
-                                abilities: number[];
-                                account_admin: boolean;
-                                created_at?: number | string;
-                                name: string;
-                                permissions: {
-                                    /** @description thing, thing_template, rule, instruction, group, role, user, gateway, alert, ... */
-                                    class: string;
-                                    /** @description read, create, update, delete or all */
-                                    operation: string;
-                                    /** @description read 1, create 2, update 3, delete 4, all 5 */
-                                    seqno: number;
-                                }[];
-                                role_key: string;
-                                updated_at?: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["putRolesByRoleKey"];
         post?: never;
         /**
          * Delete a role
          * @description A role that users or key pairs still hold cannot be deleted (409); built-in roles never (403).
          */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    role_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteRolesByRoleKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3910,169 +643,13 @@ export interface paths {
             cookie?: never;
         };
         /** List rules */
-        get: {
-            parameters: {
-                query?: {
-                    enabled?: boolean;
-                    /** @description only rules watching this group */
-                    group_key?: string;
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "updated_at" | "name" | "rule_key";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against rule_key, name and description */
-                    search?: string;
-                    /** @description only rules watching this template */
-                    thing_template_key?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            page: number | string;
-                            rules: {
-                                alert_message: string;
-                                /** @description 0 Info, 1 Warning, 2 Error, 3 Critical; null: no alert */
-                                alert_type: number | null;
-                                /** @description expression over the event metrics and thing.<field> (docs/expressions.md) */
-                                condition: string;
-                                created_at: number | string;
-                                description: string;
-                                enabled: boolean;
-                                group_key: string | null;
-                                name: string;
-                                rule_key: string;
-                                thing_keys: string[];
-                                thing_template_key: string | null;
-                                /** @description on_enter or every_event */
-                                trigger: string;
-                                updated_at: number | string;
-                            }[];
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getRules"];
         put?: never;
         /**
          * Create a rule
          * @description The rule watches the union of thing_template_key, thing_keys and group_key (none: every thing) and fires when condition holds (docs/rules.md).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description create the resource in this child organisation */
-                        child_organisation_key?: string;
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        rule: {
-                            /** @description {{metric}}, {{thing.name}} and {{thing.thing_key}} are replaced */
-                            alert_message?: string;
-                            /**
-                             * @description 0 Info, 1 Warning, 2 Error, 3 Critical; null: no alert
-                             * @enum {integer|null}
-                             */
-                            alert_type?: 0 | 1 | 2 | 3 | null;
-                            /** @description e.g. temperature > 80 */
-                            condition: string;
-                            description?: string;
-                            enabled?: boolean;
-                            /** @description watch the things of this group */
-                            group_key?: string | null;
-                            name: string;
-                            /** @description watch these things */
-                            thing_keys?: string[];
-                            /** @description watch the things of this template */
-                            thing_template_key?: string | null;
-                            /**
-                             * @description on_enter: when the condition turns true for a thing; every_event: on every matching event
-                             * @enum {string}
-                             */
-                            trigger?: "on_enter" | "every_event";
-                        };
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            rule: {
-                                alert_message: string;
-                                /** @description 0 Info, 1 Warning, 2 Error, 3 Critical; null: no alert */
-                                alert_type: number | null;
-                                /** @description expression over the event metrics and thing.<field> (docs/expressions.md) */
-                                condition: string;
-                                created_at: number | string;
-                                description: string;
-                                enabled: boolean;
-                                group_key: string | null;
-                                name: string;
-                                rule_key: string;
-                                thing_keys: string[];
-                                thing_template_key: string | null;
-                                /** @description on_enter or every_event */
-                                trigger: string;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postRules"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4087,184 +664,12 @@ export interface paths {
             cookie?: never;
         };
         /** Get a rule */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    rule_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            rule: {
-                                alert_message: string;
-                                /** @description 0 Info, 1 Warning, 2 Error, 3 Critical; null: no alert */
-                                alert_type: number | null;
-                                /** @description expression over the event metrics and thing.<field> (docs/expressions.md) */
-                                condition: string;
-                                created_at: number | string;
-                                description: string;
-                                enabled: boolean;
-                                group_key: string | null;
-                                name: string;
-                                rule_key: string;
-                                thing_keys: string[];
-                                thing_template_key: string | null;
-                                /** @description on_enter or every_event */
-                                trigger: string;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getRulesByRuleKey"];
         /** Update a rule */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    rule_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        rule: {
-                            /** @description {{metric}}, {{thing.name}} and {{thing.thing_key}} are replaced */
-                            alert_message?: string;
-                            /**
-                             * @description 0 Info, 1 Warning, 2 Error, 3 Critical; null: no alert
-                             * @enum {integer|null}
-                             */
-                            alert_type?: 0 | 1 | 2 | 3 | null;
-                            /** @description e.g. temperature > 80 */
-                            condition?: string;
-                            description?: string;
-                            enabled?: boolean;
-                            /** @description watch the things of this group */
-                            group_key?: string | null;
-                            name?: string;
-                            /** @description watch these things */
-                            thing_keys?: string[];
-                            /** @description watch the things of this template */
-                            thing_template_key?: string | null;
-                            /**
-                             * @description on_enter: when the condition turns true for a thing; every_event: on every matching event
-                             * @enum {string}
-                             */
-                            trigger?: "on_enter" | "every_event";
-                        };
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            rule: {
-                                alert_message: string;
-                                /** @description 0 Info, 1 Warning, 2 Error, 3 Critical; null: no alert */
-                                alert_type: number | null;
-                                /** @description expression over the event metrics and thing.<field> (docs/expressions.md) */
-                                condition: string;
-                                created_at: number | string;
-                                description: string;
-                                enabled: boolean;
-                                group_key: string | null;
-                                name: string;
-                                rule_key: string;
-                                thing_keys: string[];
-                                thing_template_key: string | null;
-                                /** @description on_enter or every_event */
-                                trigger: string;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["putRulesByRuleKey"];
         post?: never;
         /** Delete a rule with its notification actions */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    rule_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-            };
-        };
+        delete: operations["deleteRulesByRuleKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -4281,47 +686,7 @@ export interface paths {
          * Realtime push as Server-Sent Events
          * @description One subscription per stream: the query gives topic and filters as a subscribe message would. Each message is an event named by its type, whose data is the message; its id is the topic. Authenticate with X-Auth-Token or the token parameter (never logged).
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description alerts: only these types */
-                    alert_type?: number[];
-                    /** @description only the things of this group */
-                    group_key?: string;
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description events: only these metrics; an event with none of them sends nothing */
-                    metrics?: string[];
-                    /** @description only these things (an array, or comma-separated) */
-                    thing_keys?: string[];
-                    /** @description only the things of this template */
-                    thing_template_key?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                    /** @description the X-Auth-Token, for clients that cannot set headers */
-                    token?: string;
-                    /** @description what to receive */
-                    topic: "events" | "things" | "alerts" | "instructions";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getStream"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4338,169 +703,10 @@ export interface paths {
             cookie?: never;
         };
         /** List thing templates */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "updated_at" | "name" | "thing_template_key";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against thing_template_key, name and description */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            page: number | string;
-                            thing_templates: {
-                                created_at: number | string;
-                                description: string;
-                                /** @description seconds; a thing is alive while it was heard from within twice this */
-                                heartbeat_interval: number;
-                                /** @description seconds without events that count as idle time in aggregations */
-                                idle_timeout: number;
-                                metrics: {
-                                    /**
-                                     * @default number
-                                     * @enum {string}
-                                     */
-                                    data_type: "number" | "string" | "boolean";
-                                    /** @description metric name; dots address nested values */
-                                    name: string;
-                                    /** @default  */
-                                    unit: string;
-                                }[];
-                                name: string;
-                                /** @description days its things' events are kept; null: the organisation's retention_days */
-                                retention_days: number | null;
-                                thing_template_key: string;
-                                updated_at: number | string;
-                            }[];
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getThingTemplates"];
         put?: never;
         /** Create a thing template */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description create the resource in this child organisation */
-                        child_organisation_key?: string;
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        thing_template: {
-                            description?: string;
-                            /** @default 60 */
-                            heartbeat_interval?: number;
-                            /** @default 300 */
-                            idle_timeout?: number;
-                            metrics?: {
-                                /**
-                                 * @default number
-                                 * @enum {string}
-                                 */
-                                data_type: "number" | "string" | "boolean";
-                                /** @description metric name; dots address nested values */
-                                name: string;
-                                /** @default  */
-                                unit?: string;
-                            }[];
-                            name: string;
-                            /** @description days its things' events are kept, 1 to 36500; null: the organisation's; set by an account admin only */
-                            retention_days?: number | null;
-                        };
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            thing_template: {
-                                created_at: number | string;
-                                description: string;
-                                /** @description seconds; a thing is alive while it was heard from within twice this */
-                                heartbeat_interval: number;
-                                /** @description seconds without events that count as idle time in aggregations */
-                                idle_timeout: number;
-                                metrics: {
-                                    /**
-                                     * @default number
-                                     * @enum {string}
-                                     */
-                                    data_type: "number" | "string" | "boolean";
-                                    /** @description metric name; dots address nested values */
-                                    name: string;
-                                    /** @default  */
-                                    unit: string;
-                                }[];
-                                name: string;
-                                /** @description days its things' events are kept; null: the organisation's retention_days */
-                                retention_days: number | null;
-                                thing_template_key: string;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postThingTemplates"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4515,191 +721,15 @@ export interface paths {
             cookie?: never;
         };
         /** Get a thing template */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    thing_template_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            thing_template: {
-                                created_at: number | string;
-                                description: string;
-                                /** @description seconds; a thing is alive while it was heard from within twice this */
-                                heartbeat_interval: number;
-                                /** @description seconds without events that count as idle time in aggregations */
-                                idle_timeout: number;
-                                metrics: {
-                                    /**
-                                     * @default number
-                                     * @enum {string}
-                                     */
-                                    data_type: "number" | "string" | "boolean";
-                                    /** @description metric name; dots address nested values */
-                                    name: string;
-                                    /** @default  */
-                                    unit: string;
-                                }[];
-                                name: string;
-                                /** @description days its things' events are kept; null: the organisation's retention_days */
-                                retention_days: number | null;
-                                thing_template_key: string;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getThingTemplatesByThingTemplateKey"];
         /** Update a thing template */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    thing_template_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        thing_template: {
-                            description?: string;
-                            heartbeat_interval?: number;
-                            idle_timeout?: number;
-                            metrics?: {
-                                /**
-                                 * @default number
-                                 * @enum {string}
-                                 */
-                                data_type: "number" | "string" | "boolean";
-                                /** @description metric name; dots address nested values */
-                                name: string;
-                                /** @default  */
-                                unit?: string;
-                            }[];
-                            name?: string;
-                            /** @description days its things' events are kept, 1 to 36500; null: the organisation's; set by an account admin only */
-                            retention_days?: number | null;
-                        };
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            thing_template: {
-                                created_at: number | string;
-                                description: string;
-                                /** @description seconds; a thing is alive while it was heard from within twice this */
-                                heartbeat_interval: number;
-                                /** @description seconds without events that count as idle time in aggregations */
-                                idle_timeout: number;
-                                metrics: {
-                                    /**
-                                     * @default number
-                                     * @enum {string}
-                                     */
-                                    data_type: "number" | "string" | "boolean";
-                                    /** @description metric name; dots address nested values */
-                                    name: string;
-                                    /** @default  */
-                                    unit: string;
-                                }[];
-                                name: string;
-                                /** @description days its things' events are kept; null: the organisation's retention_days */
-                                retention_days: number | null;
-                                thing_template_key: string;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["putThingTemplatesByThingTemplateKey"];
         post?: never;
         /**
          * Delete a thing template
          * @description A template that things use, and the Default template, cannot be deleted (409).
          */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    thing_template_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteThingTemplatesByThingTemplateKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -4713,178 +743,13 @@ export interface paths {
             cookie?: never;
         };
         /** List things */
-        get: {
-            parameters: {
-                query?: {
-                    bi_directional?: boolean;
-                    /** @description only members of this group */
-                    group_key?: string;
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "updated_at" | "name" | "thing_key";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against thing_key, name, description and tags */
-                    search?: string;
-                    /** @description only things of this template */
-                    thing_template_key?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            page: number | string;
-                            things: {
-                                /** @description heard from within twice the template heartbeat_interval */
-                                alive: boolean;
-                                bi_directional: boolean;
-                                coordinates: (number | string)[] | null;
-                                created_at: number | string;
-                                description: string;
-                                last_beat: (number | string) | null;
-                                last_event: {
-                                    data: {
-                                        [key: string]: unknown;
-                                    };
-                                    timestamp: number | string;
-                                } | null;
-                                name: string;
-                                state: null;
-                                /** @description comma-joined tags */
-                                tags: string;
-                                tags_array: string[];
-                                thing_key: string;
-                                thing_template_key: string;
-                                thing_template_name: string;
-                                updated_at: number | string;
-                                user_defined_properties: {
-                                    [key: string]: string;
-                                };
-                            }[];
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getThings"];
         put?: never;
         /**
          * Create a thing
          * @description thing_key may be chosen by the client (1-64 of A-Za-z0-9._-); otherwise it is generated.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description create the resource in this child organisation */
-                        child_organisation_key?: string;
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        thing: {
-                            bi_directional?: boolean;
-                            /** @description [latitude, longitude] as numbers or numeric text */
-                            coordinates?: (number | string)[] | null;
-                            description?: string;
-                            name: string;
-                            /** @description an array of tags or one comma-joined string */
-                            tags?: string[] | string;
-                            /** @description chosen by the client; generated when absent */
-                            thing_key?: string;
-                            thing_template_key: string;
-                            /** @description name to value; values are kept as text; null removes a property */
-                            user_defined_properties?: {
-                                [key: string]: string | number | boolean | null;
-                            };
-                        };
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            thing: {
-                                /** @description heard from within twice the template heartbeat_interval */
-                                alive: boolean;
-                                bi_directional: boolean;
-                                coordinates: (number | string)[] | null;
-                                created_at: number | string;
-                                description: string;
-                                last_beat: (number | string) | null;
-                                last_event: {
-                                    data: {
-                                        [key: string]: unknown;
-                                    };
-                                    timestamp: number | string;
-                                } | null;
-                                name: string;
-                                state: null;
-                                /** @description comma-joined tags */
-                                tags: string;
-                                tags_array: string[];
-                                thing_key: string;
-                                thing_template_key: string;
-                                thing_template_name: string;
-                                updated_at: number | string;
-                                user_defined_properties: {
-                                    [key: string]: string;
-                                };
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postThings"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4899,195 +764,18 @@ export interface paths {
             cookie?: never;
         };
         /** Get a thing */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    thing_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            thing: {
-                                /** @description heard from within twice the template heartbeat_interval */
-                                alive: boolean;
-                                bi_directional: boolean;
-                                coordinates: (number | string)[] | null;
-                                created_at: number | string;
-                                description: string;
-                                last_beat: (number | string) | null;
-                                last_event: {
-                                    data: {
-                                        [key: string]: unknown;
-                                    };
-                                    timestamp: number | string;
-                                } | null;
-                                name: string;
-                                state: null;
-                                /** @description comma-joined tags */
-                                tags: string;
-                                tags_array: string[];
-                                thing_key: string;
-                                thing_template_key: string;
-                                thing_template_name: string;
-                                updated_at: number | string;
-                                user_defined_properties: {
-                                    [key: string]: string;
-                                };
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getThingsByThingKey"];
         /**
          * Update a thing
          * @description user_defined_properties, when given, replaces the whole map; set_user_defined_properties merges.
          */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    thing_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        thing: {
-                            bi_directional?: boolean;
-                            /** @description [latitude, longitude] as numbers or numeric text */
-                            coordinates?: (number | string)[] | null;
-                            description?: string;
-                            name?: string;
-                            /** @description an array of tags or one comma-joined string */
-                            tags?: string[] | string;
-                            thing_template_key?: string;
-                            /** @description name to value; values are kept as text; null removes a property */
-                            user_defined_properties?: {
-                                [key: string]: string | number | boolean | null;
-                            };
-                        };
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            thing: {
-                                /** @description heard from within twice the template heartbeat_interval */
-                                alive: boolean;
-                                bi_directional: boolean;
-                                coordinates: (number | string)[] | null;
-                                created_at: number | string;
-                                description: string;
-                                last_beat: (number | string) | null;
-                                last_event: {
-                                    data: {
-                                        [key: string]: unknown;
-                                    };
-                                    timestamp: number | string;
-                                } | null;
-                                name: string;
-                                state: null;
-                                /** @description comma-joined tags */
-                                tags: string;
-                                tags_array: string[];
-                                thing_key: string;
-                                thing_template_key: string;
-                                thing_template_name: string;
-                                updated_at: number | string;
-                                user_defined_properties: {
-                                    [key: string]: string;
-                                };
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["putThingsByThingKey"];
         post?: never;
         /**
          * Delete a thing
          * @description The thing leaves every static group.
          */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    thing_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteThingsByThingKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -5106,59 +794,7 @@ export interface paths {
          * Store events of a thing
          * @description Answered only after the events are committed; stored whole or not at all.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    thing_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        events: {
-                            /** @description metric name to value; objects nest */
-                            data?: {
-                                [key: string]: unknown;
-                            };
-                            /** @description epoch ms (seconds when under 10^11) */
-                            timestamp?: number | string;
-                            waypoint?: unknown;
-                        }[];
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-            };
-        };
+        post: operations["postThingsByThingKeyEvents"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5176,46 +812,7 @@ export interface paths {
          * Every event of a thing in a range, streamed as NDJSON or CSV, oldest first
          * @description ndjson: one {"timestamp","data"} per line (application/x-ndjson); csv: a header timestamp,<metric>,... then a row per event (text/csv). from and to are optional (default: every event).
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description default ndjson */
-                    format?: "ndjson" | "csv";
-                    /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
-                    from?: string | number;
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description csv columns in this order (dots address nested values); default every metric of the events, by name */
-                    metrics?: string[];
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                    /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
-                    to?: string | number;
-                };
-                header?: never;
-                path: {
-                    /** @description the thing */
-                    thing_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getThingsByThingKeyEventsExport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5232,145 +829,13 @@ export interface paths {
             cookie?: never;
         };
         /** List the instructions of a thing with their status */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "updated_at" | "name" | "status" | "instruction_key";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against instruction_key, name and status */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    thing_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            instructions: {
-                                /** @description the alert of this instruction; the device acknowledges with it */
-                                alert_key: string;
-                                created_at: number | string;
-                                /** @description what the device receives */
-                                definition: {
-                                    [key: string]: unknown;
-                                };
-                                description: string | null;
-                                instruction_key: string;
-                                name: string;
-                                /** @description pending, delivered (the device has it) or acknowledged */
-                                status: string;
-                                thing_key: string;
-                                updated_at: number | string;
-                            }[];
-                            page: number | string;
-                            total_count: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getThingsByThingKeyInstructions"];
         put?: never;
         /**
          * Send an instruction to a bi-directional thing
          * @description Stored with its alert, then delivered over MQTT at QoS 2; sent again when the device subscribes again, until acknowledged.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    thing_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        instruction: {
-                            /** @description sent to the device as instruction_wrapper.instruction */
-                            definition: {
-                                [key: string]: unknown;
-                            };
-                            description?: string | null;
-                            name: string;
-                        };
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            instruction: {
-                                /** @description the alert of this instruction; the device acknowledges with it */
-                                alert_key: string;
-                                created_at: number | string;
-                                /** @description what the device receives */
-                                definition: {
-                                    [key: string]: unknown;
-                                };
-                                description: string | null;
-                                instruction_key: string;
-                                name: string;
-                                /** @description pending, delivered (the device has it) or acknowledged */
-                                status: string;
-                                thing_key: string;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postThingsByThingKeyInstructions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5385,57 +850,7 @@ export interface paths {
             cookie?: never;
         };
         /** Get an instruction */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    instruction_key: string;
-                    thing_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            instruction: {
-                                /** @description the alert of this instruction; the device acknowledges with it */
-                                alert_key: string;
-                                created_at: number | string;
-                                /** @description what the device receives */
-                                definition: {
-                                    [key: string]: unknown;
-                                };
-                                description: string | null;
-                                instruction_key: string;
-                                name: string;
-                                /** @description pending, delivered (the device has it) or acknowledged */
-                                status: string;
-                                thing_key: string;
-                                updated_at: number | string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getThingsByThingKeyInstructionsByInstructionKey"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5456,84 +871,7 @@ export interface paths {
          * Merge user-defined properties into a thing
          * @description Values are kept as text; null removes a property.
          */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    thing_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                        /** @description name to value; values are kept as text; null removes a property */
-                        user_defined_properties: {
-                            [key: string]: string | number | boolean | null;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            thing: {
-                                /** @description heard from within twice the template heartbeat_interval */
-                                alive: boolean;
-                                bi_directional: boolean;
-                                coordinates: (number | string)[] | null;
-                                created_at: number | string;
-                                description: string;
-                                last_beat: (number | string) | null;
-                                last_event: {
-                                    data: {
-                                        [key: string]: unknown;
-                                    };
-                                    timestamp: number | string;
-                                } | null;
-                                name: string;
-                                state: null;
-                                /** @description comma-joined tags */
-                                tags: string;
-                                tags_array: string[];
-                                thing_key: string;
-                                thing_template_key: string;
-                                thing_template_name: string;
-                                updated_at: number | string;
-                                user_defined_properties: {
-                                    [key: string]: string;
-                                };
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["putThingsByThingKeySetUserDefinedProperties"];
         post?: never;
         delete?: never;
         options?: never;
@@ -5554,52 +892,7 @@ export interface paths {
          * An event of a thing, or a bulk of events (devices)
          * @description Answered only after the events are committed. A bulk is stored whole or not at all.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data?: unknown;
-                        /** @description the thing key (device_key is a synonym) */
-                        device_key?: string | null;
-                        /** @description a bulk of events */
-                        events?: ({
-                            data?: unknown;
-                            /** @description the thing key (device_key is a synonym) */
-                            device_key?: string | null;
-                            /** @description the thing key (device_key is a synonym) */
-                            thing_key?: string | null;
-                            /** @description epoch ms (seconds when under 10^11); default now */
-                            timestamp?: number | string | null;
-                            waypoint?: unknown;
-                        } & {
-                            [key: string]: unknown;
-                        })[];
-                        /** @description the thing key (device_key is a synonym) */
-                        thing_key?: string | null;
-                        /** @description epoch ms (seconds when under 10^11); default now */
-                        timestamp?: number | string | null;
-                        waypoint?: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-            };
-        };
+        post: operations["postThingsEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5616,50 +909,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Heartbeat of a thing, or a bulk of heartbeats (devices) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description the thing key (device_key is a synonym) */
-                        device_key?: string | null;
-                        /** @description a bulk of heartbeats */
-                        events?: ({
-                            data?: unknown;
-                            /** @description the thing key (device_key is a synonym) */
-                            device_key?: string | null;
-                            /** @description the thing key (device_key is a synonym) */
-                            thing_key?: string | null;
-                            /** @description epoch ms (seconds when under 10^11); default now */
-                            timestamp?: number | string | null;
-                            waypoint?: unknown;
-                        } & {
-                            [key: string]: unknown;
-                        })[];
-                        /** @description the thing key (device_key is a synonym) */
-                        thing_key?: string | null;
-                        /** @description epoch ms (seconds when under 10^11); default now */
-                        timestamp?: number | string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-            };
-        };
+        post: operations["postThingsHeartbeat"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5679,81 +929,7 @@ export interface paths {
          * Import things (bulk provisioning)
          * @description A text/csv body (a header row naming Thing fields: thing_key, name, description, tags, thing_template_key, bi_directional, user_defined_properties.<name>; an empty cell is a field not given) or a JSON body {things: [...]}; at most 20000 rows and 10 MiB. Each row is checked as POST /api/v3/things checks its thing; thing_template_key defaults to the Default template. Rows that fail are answered by number (from 1, over the data rows) with their errors; the others are written in one transaction with one audit trail each, unless dry_run, or atomic and any row failed. mode=upsert updates the existing things of the organisation (as PUT /api/v3/things/:thing_key) and needs the permission to update things too.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * @description write nothing when any row fails
-                         * @default false
-                         */
-                        atomic?: boolean;
-                        /** @description create the resource in this child organisation */
-                        child_organisation_key?: string;
-                        /**
-                         * @description check every row and count, but write nothing
-                         * @default false
-                         */
-                        dry_run?: boolean;
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description create: an existing key is a row error; upsert: an existing thing is updated
-                         * @default create
-                         */
-                        mode?: "create" | "upsert";
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /** @description the Thing objects to import, as POST /api/v3/things takes them; with a JSON body */
-                        things?: unknown[];
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            created: number;
-                            failed: {
-                                errors: {
-                                    code: string;
-                                    message: string;
-                                    param?: string;
-                                }[];
-                                /** @description the data row, from 1 (a CSV header is not a row) */
-                                row: number;
-                            }[];
-                            updated: number;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postThingsImport"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5770,40 +946,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Register a thing (devices): creates it in the Default template when it is new */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        bi_directional?: boolean | number | string;
-                        description?: string | null;
-                        /** @description the thing key (device_key is a synonym) */
-                        device_key?: string | null;
-                        name?: string | null;
-                        /** @description the thing key (device_key is a synonym) */
-                        thing_key?: string | null;
-                        /** @description epoch ms (seconds when under 10^11); default now */
-                        timestamp?: number | string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-            };
-        };
+        post: operations["postThingsRegister"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5818,130 +961,13 @@ export interface paths {
             cookie?: never;
         };
         /** List users */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    order?: "asc" | "desc";
-                    /** @description field to sort on */
-                    order_by?: "created_at" | "updated_at" | "email" | "name";
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size */
-                    per?: number;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description all: every keyword must match; any: one is enough */
-                    scope?: "all" | "any";
-                    /** @description keywords matched against email and name */
-                    search?: string;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            page: number | string;
-                            total_count: number;
-                            users: {
-                                created_at: number | string;
-                                email: string;
-                                name: string;
-                                role_key: string;
-                                time_zone: string;
-                                updated_at: number | string;
-                                user_key: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getUsers"];
         put?: never;
         /**
          * Create a user
          * @description E-mail addresses are unique across the server. With is_oem and child_organisation_key the user is created in that child organisation.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description create the resource in this child organisation */
-                        child_organisation_key?: string;
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                        user: {
-                            email: string;
-                            name?: string;
-                            /** @description never returned */
-                            password: string;
-                            role_key: string;
-                            /** @description IANA or Rails-style name */
-                            time_zone?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            user: {
-                                created_at: number | string;
-                                email: string;
-                                name: string;
-                                role_key: string;
-                                time_zone: string;
-                                updated_at: number | string;
-                                user_key: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postUsers"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5956,151 +982,15 @@ export interface paths {
             cookie?: never;
         };
         /** Get a user */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    user_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            user: {
-                                created_at: number | string;
-                                email: string;
-                                name: string;
-                                role_key: string;
-                                time_zone: string;
-                                updated_at: number | string;
-                                user_key: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getUsersByUserKey"];
         /**
          * Update a user
          * @description A new password signs the user out of every session.
          */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    user_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description include or act on child organisations of an OEM organisation */
-                        is_oem?: boolean;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                        user: {
-                            email?: string;
-                            name?: string;
-                            /** @description never returned */
-                            password?: string;
-                            role_key?: string;
-                            /** @description IANA or Rails-style name */
-                            time_zone?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            user: {
-                                created_at: number | string;
-                                email: string;
-                                name: string;
-                                role_key: string;
-                                time_zone: string;
-                                updated_at: number | string;
-                                user_key: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["putUsersByUserKey"];
         post?: never;
         /** Delete a user */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description include or act on child organisations of an OEM organisation */
-                    is_oem?: boolean;
-                    /** @description indent the JSON answer with two spaces */
-                    pretty?: boolean;
-                    /** @description synonym of timestamp_format */
-                    time_format?: "int" | "str";
-                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                    time_zone?: string;
-                    /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
-                    timestamp_format?: "int" | "str";
-                };
-                header?: never;
-                path: {
-                    user_key: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteUsersByUserKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -6117,24 +1007,7 @@ export interface paths {
          * Realtime push over a WebSocket
          * @description Upgrade to a WebSocket, authenticate with X-Auth-Token or a first message {"type":"auth","token"}, then subscribe: {"type":"subscribe","id","topic",...filters}. Topics events, things, alerts and instructions; messages and filters as in docs/realtime.md.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getWs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6156,72 +1029,7 @@ export interface paths {
          * Sign in through an external identity provider
          * @description A resource-owner password grant at the provider named by mode; its ID token is verified against its JWKS.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description the user name at the identity provider */
-                        client_id: string;
-                        /** @description the user's password at the identity provider */
-                        code: string;
-                        /**
-                         * @description name of the configured provider
-                         * @default azure
-                         */
-                        mode?: string;
-                        /**
-                         * @description indent the JSON answer with two spaces
-                         * @default false
-                         */
-                        pretty?: boolean;
-                        /**
-                         * @description synonym of timestamp_format
-                         * @enum {string}
-                         */
-                        time_format?: "int" | "str";
-                        /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
-                        time_zone?: string;
-                        /**
-                         * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
-                         * @enum {string}
-                         */
-                        timestamp_format?: "int" | "str";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description send it as X-Auth-Token on every other request */
-                            auth_token: string;
-                            email: string;
-                            organisation: {
-                                license: {
-                                    license_key: string;
-                                };
-                                name: string | null;
-                                organisation_key: string;
-                            };
-                            /** @description name of the role the session acts with */
-                            role: string;
-                            success: boolean;
-                            time_zone: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postAzureApiSignIn"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6231,7 +1039,287 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        Alert: {
+            acknowledged_at: number | string | null;
+            /** @description the acknowledging user's e-mail */
+            acknowledged_by: string | null;
+            alert_key: string;
+            /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
+            alert_type: number;
+            /** @description Info, Warning, Error or Critical */
+            alert_type_string: string;
+            cleared_at: number | string | null;
+            /** @description the clearing user's e-mail, or rule when its rule cleared it */
+            cleared_by: string | null;
+            /** @description the last comment given on acknowledging or clearing */
+            comment: string | null;
+            created_at: number | string;
+            /** @description thing (as it was when the alert was raised), instruction, alert_type_string, and what was sent */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description present when the alert concerns an instruction */
+            instruction_key?: string;
+            instruction_name?: string;
+            message: string;
+            /** @description the rule that raised it, or null */
+            rule_key: string | null;
+            /** @description open, acknowledged or cleared */
+            status: string;
+            thing_key: string | null;
+            thing_name: string | null;
+            timestamp: number | string;
+            updated_at: number | string;
+        };
+        ApiKey: {
+            api_key_key: string;
+            created_at: number | string;
+            /** @description null: it does not expire */
+            expires_at: number | string | null;
+            last_used_at: number | string | null;
+            name: string;
+            /** @description what requests with the key may do; by default the creator's role */
+            role_key: string;
+            /** @description only in the answer to the create request: send it as X-Auth-Token; not shown again */
+            token?: string;
+        };
+        AuditTrail: {
+            /** @description create, update or delete */
+            action_taken: string;
+            audit_trail_key: string;
+            entity_key: string;
+            entity_name: string | null;
+            /** @description User, Role, Group, Gateway, Thing, ThingTemplate, Rule, ... */
+            entity_type: string;
+            /** @description the entity after the change */
+            new_entity_contents: {
+                [key: string]: unknown;
+            };
+            /** @description the entity before; {} on create */
+            old_entity_contents: {
+                [key: string]: unknown;
+            };
+            role_name: string;
+            timestamp: number | string;
+            user_name: string;
+        };
+        /**
+         * @description every failure answers this body (docs/api.md, "Errors")
+         * @example {
+         *       "success": false,
+         *       "message": "rule_key is required",
+         *       "errors": [
+         *         {
+         *           "code": "required",
+         *           "param": "rule_key",
+         *           "message": "is required"
+         *         }
+         *       ]
+         *     }
+         */
+        Error: {
+            errors: {
+                /** @description required, invalid, unknown_field, not_found, unauthorized, forbidden, conflict, too_large, ... */
+                code: string;
+                message: string;
+                /** @description the parameter concerned, where there is one */
+                param?: string;
+            }[];
+            /** @description all errors in one sentence */
+            message: string;
+            /** @constant */
+            success: false;
+        };
+        Gateway: {
+            adapters: {
+                adapter_pid: string;
+                /** @description JSON text */
+                configuration: string;
+                enabled: boolean;
+                type: string | null;
+            }[];
+            gateway_key: string;
+            gateway_type: string | null;
+            gateway_version: string | null;
+            name: string;
+            /** @description comma-joined */
+            tags: string;
+        };
+        Group: {
+            created_at: number | string;
+            description: string;
+            group_key: string;
+            /** @description 1 = static (thing_keys), 2 = dynamic (thing_expression) */
+            group_type: number;
+            name: string;
+            /** @description all or any; stored and returned, it does not change membership */
+            scope: string;
+            /** @description comma-joined tags */
+            tags: string;
+            thing_expression: string | null;
+            updated_at: number | string;
+        };
+        Instruction: {
+            /** @description the alert of this instruction; the device acknowledges with it */
+            alert_key: string;
+            created_at: number | string;
+            /** @description what the device receives */
+            definition: {
+                [key: string]: unknown;
+            };
+            description: string | null;
+            instruction_key: string;
+            name: string;
+            /** @description pending, delivered (the device has it) or acknowledged */
+            status: string;
+            thing_key: string;
+            updated_at: number | string;
+        };
+        KeyPair: {
+            /** @description X-Access-Key of the device, and its MQTT user name */
+            access_key: string;
+            created_at: number | string;
+            key_pair_key: string;
+            name: string;
+            /** @description what the device may do; the built-in Agent role by default */
+            role_key: string;
+            /** @description only in the answer to the create request: keep it, it is not shown again */
+            secret_key?: string;
+        };
+        NotificationAction: {
+            bcc?: string;
+            body?: string | null;
+            cc?: string;
+            created_at?: number | string;
+            headers?: {
+                [key: string]: unknown;
+            };
+            method?: string;
+            name?: string;
+            notification_action_key: string;
+            phone_number?: string;
+            query?: {
+                [key: string]: unknown;
+            };
+            rule_key: string;
+            subject?: string | null;
+            to?: string;
+            type: string;
+            updated_at?: number | string;
+            url?: string;
+        };
+        Organisation: {
+            created_at: number | string;
+            is_oem: boolean;
+            license: {
+                license_key: string;
+            };
+            name: string | null;
+            organisation_key: string;
+            parent_organisation_key: string | null;
+            /** @description days events are kept; null: for ever (docs/storage.md) */
+            retention_days: number | null;
+            /** @description 15-minute rollups are kept this many days, and at least as long as the events; null: for ever */
+            rollup_retention_days: number | null;
+            updated_at: number | string;
+        };
+        Role: {
+            /** @description class * 10 + seqno, e.g. 11 = read things, 995 = everything */
+            abilities: number[];
+            account_admin: boolean;
+            created_at?: number | string;
+            name: string;
+            permissions: {
+                /** @description thing, thing_template, rule, instruction, group, role, user, gateway, alert, ... */
+                class: string;
+                /** @description read, create, update, delete or all */
+                operation: string;
+                /** @description read 1, create 2, update 3, delete 4, all 5 */
+                seqno: number;
+            }[];
+            role_key: string;
+            updated_at?: number | string;
+        };
+        Rule: {
+            alert_message: string;
+            /** @description 0 Info, 1 Warning, 2 Error, 3 Critical; null: no alert */
+            alert_type: number | null;
+            /** @description expression over the event metrics and thing.<field> (docs/expressions.md) */
+            condition: string;
+            created_at: number | string;
+            description: string;
+            enabled: boolean;
+            group_key: string | null;
+            name: string;
+            rule_key: string;
+            thing_keys: string[];
+            thing_template_key: string | null;
+            /** @description on_enter or every_event */
+            trigger: string;
+            updated_at: number | string;
+        };
+        Thing: {
+            /** @description heard from within twice the template heartbeat_interval */
+            alive: boolean;
+            bi_directional: boolean;
+            coordinates: (number | string)[] | null;
+            created_at: number | string;
+            description: string;
+            last_beat: (number | string) | null;
+            last_event: {
+                data: {
+                    [key: string]: unknown;
+                };
+                timestamp: number | string;
+            } | null;
+            name: string;
+            state: null;
+            /** @description comma-joined tags */
+            tags: string;
+            tags_array: string[];
+            thing_key: string;
+            thing_template_key: string;
+            thing_template_name: string;
+            updated_at: number | string;
+            user_defined_properties: {
+                [key: string]: string;
+            };
+        };
+        ThingTemplate: {
+            created_at: number | string;
+            description: string;
+            /** @description seconds; a thing is alive while it was heard from within twice this */
+            heartbeat_interval: number;
+            /** @description seconds without events that count as idle time in aggregations */
+            idle_timeout: number;
+            metrics: {
+                /**
+                 * @default number
+                 * @enum {string}
+                 */
+                data_type: "number" | "string" | "boolean";
+                /** @description metric name; dots address nested values */
+                name: string;
+                /** @default  */
+                unit: string;
+            }[];
+            name: string;
+            /** @description days its things' events are kept; null: the organisation's retention_days */
+            retention_days: number | null;
+            thing_template_key: string;
+            updated_at: number | string;
+        };
+        User: {
+            created_at: number | string;
+            email: string;
+            name: string;
+            role_key: string;
+            time_zone: string;
+            updated_at: number | string;
+            user_key: string;
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -6239,4 +1327,7507 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    postApiSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "admin@localhost",
+                 *       "password": "the password printed at first start"
+                 *     }
+                 */
+                "application/json": {
+                    email: string;
+                    /** @description an OEM admin signs in to this child organisation as its admin */
+                    organisation_key?: string;
+                    password: string;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description send it as X-Auth-Token on every other request */
+                        auth_token: string;
+                        email: string;
+                        organisation: {
+                            license: {
+                                license_key: string;
+                            };
+                            name: string | null;
+                            organisation_key: string;
+                        };
+                        /** @description name of the role the session acts with */
+                        role: string;
+                        success: boolean;
+                        time_zone: string;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiSignOut: {
+        parameters: {
+            query?: {
+                /**
+                 * @description indent the JSON answer with two spaces
+                 * @example true
+                 */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        success: boolean;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putApiV1SensorsByThingKeySetTraits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                thing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "traits": {},
+                 *       "thing_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                    /** @description name to value; values are kept as text; null removes a property */
+                    traits: {
+                        [key: string]: string | number | boolean | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        thing: components["schemas"]["Thing"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiV2NotificationActions: {
+        parameters: {
+            query: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "type" | "notification_action_key";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /**
+                 * @description the rule whose actions to list
+                 * @example k3y0example
+                 */
+                rule_key: string;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description accepted and ignored */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+                type?: "EmailNotificationAction" | "CallHttpUrlAction" | "SensorTraitsAction";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        notification_actions: components["schemas"]["NotificationAction"][];
+                        page: number | string;
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiV2NotificationActions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "notification_action": {
+                 *         "type": "EmailNotificationAction",
+                 *         "rule_key": "k3y0example"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    notification_action: {
+                        bcc?: string;
+                        /** @description HTTP call: request body text; SensorTraitsAction: {traits: {...}} */
+                        body?: string | Record<string, never> | null;
+                        cc?: string;
+                        /** @description names to text values */
+                        headers?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description GET, POST, PUT, PATCH or DELETE */
+                        method?: string;
+                        /** @description names to text values */
+                        query?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the rule the action belongs to */
+                        rule_key: string;
+                        subject?: string | null;
+                        /** @description e-mail: recipients, comma-separated */
+                        to?: string;
+                        /** @enum {string} */
+                        type: "EmailNotificationAction" | "CallHttpUrlAction" | "SensorTraitsAction";
+                        /** @description http(s) URL; $THING$ is replaced by the thing key */
+                        url?: string;
+                    };
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        notification_action: components["schemas"]["NotificationAction"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiV2NotificationActionsByNotificationActionKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                notification_action_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        notification_action: components["schemas"]["NotificationAction"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putApiV2NotificationActionsByNotificationActionKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                notification_action_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "notification_action": {
+                 *         "type": "EmailNotificationAction"
+                 *       },
+                 *       "notification_action_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    notification_action: {
+                        bcc?: string;
+                        /** @description HTTP call: request body text; SensorTraitsAction: {traits: {...}} */
+                        body?: string | Record<string, never> | null;
+                        cc?: string;
+                        /** @description names to text values */
+                        headers?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description GET, POST, PUT, PATCH or DELETE */
+                        method?: string;
+                        /** @description names to text values */
+                        query?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the rule the action belongs to */
+                        rule_key?: string;
+                        subject?: string | null;
+                        /** @description e-mail: recipients, comma-separated */
+                        to?: string;
+                        /** @enum {string} */
+                        type: "EmailNotificationAction" | "CallHttpUrlAction" | "SensorTraitsAction";
+                        /** @description http(s) URL; $THING$ is replaced by the thing key */
+                        url?: string;
+                    };
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        notification_action: components["schemas"]["NotificationAction"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiV2NotificationActionsByNotificationActionKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                notification_action_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAlerts: {
+        parameters: {
+            query?: {
+                /** @description alert types to list: integers from [0, 1, 2, 3] */
+                alert_type?: (0 | 1 | 2 | 3)[];
+                instruction_key?: string;
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "timestamp" | "created_at" | "updated_at" | "alert_type" | "thing_key" | "message";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description only alerts raised by this rule (one naming no rule: an empty list) */
+                rule_key?: string;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against message, thing_key, thing_name and alert_type_string */
+                search?: string;
+                /**
+                 * @description statuses to list: open, acknowledged, cleared (an array, repeated keys or comma-separated)
+                 * @example [
+                 *       "open"
+                 *     ]
+                 */
+                status?: ("open" | "acknowledged" | "cleared")[];
+                thing_key?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        alerts: components["schemas"]["Alert"][];
+                        page: number | string;
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAlerts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "alert": {
+                 *         "message": "Temperature above 80",
+                 *         "alert_type": 0
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    alert: {
+                        alert_key?: string | null;
+                        /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
+                        alert_type: number;
+                        data?: {
+                            [key: string]: unknown;
+                        } | null;
+                        device_key?: string | null;
+                        message: string;
+                        thing_key?: string | null;
+                        /** @description epoch ms (or seconds) */
+                        timestamp?: number | string | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAlertsByAlertKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                alert_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        alert: components["schemas"]["Alert"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putAlertsByAlertKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                alert_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "alert": {
+                 *         "message": "Temperature above 80",
+                 *         "alert_type": 0
+                 *       },
+                 *       "alert_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    alert: {
+                        alert_key?: string | null;
+                        /** @description 0 Info, 1 Warning, 2 Error, 3 Critical */
+                        alert_type: number;
+                        data?: {
+                            [key: string]: unknown;
+                        } | null;
+                        device_key?: string | null;
+                        message: string;
+                        thing_key?: string | null;
+                        /** @description epoch ms (or seconds) */
+                        timestamp?: number | string | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAlertsByAlertKeyAcknowledge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                alert_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "alert_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description kept as the alert's comment */
+                    comment?: string;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        alert: components["schemas"]["Alert"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAlertsByAlertKeyClear: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                alert_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "alert_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description kept as the alert's comment */
+                    comment?: string;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        alert: components["schemas"]["Alert"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiKeys: {
+        parameters: {
+            query?: {
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "name";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against name */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        api_keys: components["schemas"]["ApiKey"][];
+                        page: number | string;
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "api_key": {
+                 *         "name": "Boiler room"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    api_key: {
+                        /** @description epoch seconds, in the future; none: it does not expire */
+                        expires_at?: number | null;
+                        name: string;
+                        role_key?: string;
+                    };
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        api_key: components["schemas"]["ApiKey"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiKeysByApiKeyKey: {
+        parameters: {
+            query?: {
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                api_key_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        api_key: components["schemas"]["ApiKey"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiKeysByApiKeyKey: {
+        parameters: {
+            query?: {
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                api_key_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAuditTrails: {
+        parameters: {
+            query?: {
+                entity_key?: string;
+                /** @example Thing */
+                entity_type?: string;
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "timestamp" | "action_taken" | "entity_type" | "entity_key" | "entity_name" | "user_name";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against action_taken, entity_type, entity_name, entity_key */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        audit_trails: components["schemas"]["AuditTrail"][];
+                        page: number | string;
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAuditTrailsByAuditTrailKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                audit_trail_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        audit_trail: components["schemas"]["AuditTrail"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postExpressionsValidate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "expression": "temperature > 80 and thing.name == 'boiler'",
+                 *       "kind": "rule"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description the text to check */
+                    expression: string;
+                    /** @description rule = a rule condition (metrics and thing.<field>); group = a group thing_expression */
+                    kind: "rule" | "group";
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        valid: true;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getGateway: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "name" | "gateway_key";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against name and tags */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        gateway: components["schemas"]["Gateway"][];
+                        page: number | string;
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postGateway: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "gateway": {
+                 *         "name": "Boiler room"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description create the resource in this child organisation */
+                    child_organisation_key?: string;
+                    gateway: {
+                        /** @description replaces the stored adapters */
+                        adapters?: {
+                            /** @description unique within the gateway; generated when absent */
+                            adapter_pid?: string;
+                            /** @description JSON text; default {} */
+                            configuration?: string;
+                            /** @description default true */
+                            enabled?: boolean;
+                            type?: string | null;
+                        }[];
+                        gateway_type?: string | null;
+                        gateway_version?: string | null;
+                        name: string;
+                        /** @description array of strings or one comma-joined string; returned comma-joined */
+                        tags?: string | string[];
+                    };
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        gateway: components["schemas"]["Gateway"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getGatewayByGatewayKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                gateway_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        gateway: components["schemas"]["Gateway"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putGatewayByGatewayKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                gateway_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "gateway": {},
+                 *       "gateway_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    gateway: {
+                        /** @description replaces the stored adapters */
+                        adapters?: {
+                            /** @description unique within the gateway; generated when absent */
+                            adapter_pid?: string;
+                            /** @description JSON text; default {} */
+                            configuration?: string;
+                            /** @description default true */
+                            enabled?: boolean;
+                            type?: string | null;
+                        }[];
+                        gateway_type?: string | null;
+                        gateway_version?: string | null;
+                        name?: string;
+                        /** @description array of strings or one comma-joined string; returned comma-joined */
+                        tags?: string | string[];
+                    };
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        gateway: components["schemas"]["Gateway"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteGatewayByGatewayKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                gateway_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getGatewayByGatewayKeyConfiguration: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                gateway_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description data:application/json;base64,... of the gateway object */
+                        result: string;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postGatewayRegister: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "pretty": true
+                 *     }
+                 */
+                "application/json": {
+                    /** @description a data URI (data:application/json;base64,...), JSON text, or a JSON object */
+                    configuration?: string | {
+                        [key: string]: unknown;
+                    };
+                    /** @description the other form of the same parameters */
+                    gateway?: {
+                        /** @description a data URI (data:application/json;base64,...), JSON text, or a JSON object */
+                        config?: string | {
+                            [key: string]: unknown;
+                        };
+                        gateway_key?: string;
+                        gateway_type?: string | null;
+                        gateway_version?: string | null;
+                    };
+                    /** @description the gateway to register */
+                    gateway_key?: string;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                    type?: string | null;
+                    version?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getGroups: {
+        parameters: {
+            query?: {
+                /** @description fields wanted in each object */
+                field_list?: ("group_key" | "name" | "description" | "group_type" | "scope" | "thing_expression" | "tags" | "created_at" | "updated_at")[];
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "name" | "group_key";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against group_key, name and tags */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        groups: components["schemas"]["Group"][];
+                        page: number | string;
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postGroups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "group": {
+                 *         "name": "Boiler room",
+                 *         "group_type": 1
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description create the resource in this child organisation */
+                    child_organisation_key?: string;
+                    group: {
+                        description?: string;
+                        /**
+                         * @description 1 = static, 2 = dynamic
+                         * @enum {integer}
+                         */
+                        group_type: 1 | 2;
+                        name: string;
+                        /** @enum {string} */
+                        scope?: "all" | "any";
+                        /** @description an array of tags or one comma-joined string */
+                        tags?: string[] | string;
+                        /** @description membership rule of a dynamic group (docs/expressions.md) */
+                        thing_expression?: string | null;
+                        /** @description members of a static group */
+                        thing_keys?: string[];
+                    };
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        group: components["schemas"]["Group"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getGroupsByGroupKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                group_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        group: components["schemas"]["Group"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putGroupsByGroupKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                group_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "group": {},
+                 *       "group_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    group: {
+                        description?: string;
+                        /**
+                         * @description 1 = static, 2 = dynamic
+                         * @enum {integer}
+                         */
+                        group_type?: 1 | 2;
+                        name?: string;
+                        /** @enum {string} */
+                        scope?: "all" | "any";
+                        /** @description an array of tags or one comma-joined string */
+                        tags?: string[] | string;
+                        /** @description membership rule of a dynamic group (docs/expressions.md) */
+                        thing_expression?: string | null;
+                        /** @description members of a static group */
+                        thing_keys?: string[];
+                    };
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        group: components["schemas"]["Group"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteGroupsByGroupKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                group_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getGroupsByGroupKeyThings: {
+        parameters: {
+            query?: {
+                bi_directional?: boolean;
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "name" | "thing_key";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against thing_key, name, description and tags */
+                search?: string;
+                /** @description only things of this template */
+                thing_template_key?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                group_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number | string;
+                        things: components["schemas"]["Thing"][];
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getKeyPairs: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "name";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against name and access_key */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        key_pairs: components["schemas"]["KeyPair"][];
+                        page: number | string;
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postKeyPairs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "key_pair": {
+                 *         "name": "Line 3 gateway"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description create the resource in this child organisation */
+                    child_organisation_key?: string;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    key_pair: {
+                        name: string;
+                        role_key?: string;
+                    };
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        key_pair: components["schemas"]["KeyPair"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getKeyPairsByKeyPairKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                key_pair_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        key_pair: components["schemas"]["KeyPair"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteKeyPairsByKeyPairKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                key_pair_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getNotificationActions: {
+        parameters: {
+            query: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "type" | "notification_action_key";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /**
+                 * @description the rule whose actions to list
+                 * @example k3y0example
+                 */
+                rule_key: string;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description accepted and ignored */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+                type?: "EmailNotificationAction" | "CallHttpUrlAction" | "ThingUserDefinedPropertiesAction" | "SMSNotificationAction";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        notification_actions: components["schemas"]["NotificationAction"][];
+                        page: number | string;
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postNotificationActions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "notification_action": {
+                 *         "type": "EmailNotificationAction",
+                 *         "rule_key": "k3y0example"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    notification_action: {
+                        bcc?: string;
+                        /** @description HTTP call: request body text; ThingUserDefinedPropertiesAction: {user_defined_properties: {...}}; SMS: message template */
+                        body?: string | Record<string, never> | null;
+                        cc?: string;
+                        /** @description names to text values */
+                        headers?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description GET, POST, PUT, PATCH or DELETE */
+                        method?: string;
+                        /** @description SMS: recipient name */
+                        name?: string;
+                        /** @description SMS: recipient number */
+                        phone_number?: string;
+                        /** @description names to text values */
+                        query?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the rule the action belongs to */
+                        rule_key: string;
+                        subject?: string | null;
+                        /** @description e-mail: recipients, comma-separated */
+                        to?: string;
+                        /** @enum {string} */
+                        type: "EmailNotificationAction" | "CallHttpUrlAction" | "ThingUserDefinedPropertiesAction" | "SMSNotificationAction";
+                        /** @description http(s) URL; $THING$ is replaced by the thing key */
+                        url?: string;
+                    };
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        notification_action: components["schemas"]["NotificationAction"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getNotificationActionsByNotificationActionKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                notification_action_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        notification_action: components["schemas"]["NotificationAction"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putNotificationActionsByNotificationActionKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                notification_action_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "notification_action": {
+                 *         "type": "EmailNotificationAction"
+                 *       },
+                 *       "notification_action_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    notification_action: {
+                        bcc?: string;
+                        /** @description HTTP call: request body text; ThingUserDefinedPropertiesAction: {user_defined_properties: {...}}; SMS: message template */
+                        body?: string | Record<string, never> | null;
+                        cc?: string;
+                        /** @description names to text values */
+                        headers?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description GET, POST, PUT, PATCH or DELETE */
+                        method?: string;
+                        /** @description SMS: recipient name */
+                        name?: string;
+                        /** @description SMS: recipient number */
+                        phone_number?: string;
+                        /** @description names to text values */
+                        query?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the rule the action belongs to */
+                        rule_key?: string;
+                        subject?: string | null;
+                        /** @description e-mail: recipients, comma-separated */
+                        to?: string;
+                        /** @enum {string} */
+                        type: "EmailNotificationAction" | "CallHttpUrlAction" | "ThingUserDefinedPropertiesAction" | "SMSNotificationAction";
+                        /** @description http(s) URL; $THING$ is replaced by the thing key */
+                        url?: string;
+                    };
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        notification_action: components["schemas"]["NotificationAction"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteNotificationActionsByNotificationActionKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                notification_action_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getNotificationActionsByNotificationActionKeyDeliveries: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "at" | "attempt" | "status";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against status and error */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                notification_action_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveries: {
+                            at: number | string;
+                            /** @description 1 for the first attempt */
+                            attempt: number;
+                            /** @description the queued delivery; the same for every attempt of it */
+                            delivery_key: string;
+                            duration_ms: number;
+                            error: string | null;
+                            /** @description delivered or failed */
+                            status: string;
+                        }[];
+                        page: number | string;
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOrganisations: {
+        parameters: {
+            query?: {
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "name" | "organisation_key";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against organisation_key and name */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        organisations: components["schemas"]["Organisation"][];
+                        page: number | string;
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postOrganisations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "organisation": {
+                 *         "name": "Boiler room"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    organisation: {
+                        /** @default false */
+                        is_oem?: boolean;
+                        name: string;
+                    };
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        organisation: components["schemas"]["Organisation"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOrganisationsByOrganisationKey: {
+        parameters: {
+            query?: {
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                organisation_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        organisation: components["schemas"]["Organisation"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putOrganisationsByOrganisationKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                organisation_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "organisation": {},
+                 *       "organisation_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    organisation: {
+                        /** @description a child organisation only; set by its parent */
+                        is_oem?: boolean;
+                        name?: string;
+                        /** @description days events are kept; null: for ever */
+                        retention_days?: number | null;
+                        /** @description days 15-minute rollups are kept (at least as long as the events); null: for ever */
+                        rollup_retention_days?: number | null;
+                    };
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        organisation: components["schemas"]["Organisation"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteOrganisationsByOrganisationKey: {
+        parameters: {
+            query?: {
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                organisation_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postQueryThingAggregatedData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "functions": [
+                 *         "avg",
+                 *         "min",
+                 *         "max"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
+                    from?: string | number;
+                    /** @description default all; avg brings sum and count */
+                    functions?: ("avg" | "min" | "max" | "sum" | "count")[];
+                    /**
+                     * @description add idle_time_mins and total_time_mins
+                     * @enum {boolean|integer}
+                     */
+                    idle_time_required?: true | false | 1 | 0;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /** @description metric names; dots address nested values */
+                    metrics?: string[];
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /** @description default: every thing the caller can read */
+                    thing_keys?: string[];
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @enum {string} */
+                    time_grouping?: "month" | "day" | "hour" | "minute";
+                    /** @default 1 */
+                    time_grouping_value?: number;
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                    /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
+                    to?: string | number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postQueryThingData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "per": 10,
+                 *       "order": "desc",
+                 *       "timestamp_format": "str",
+                 *       "time_zone": "UTC"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description array: rows [timestamp, v1, v2, ...] in the order of metrics
+                     * @enum {string}
+                     */
+                    data_format?: "map" | "array";
+                    /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
+                    from?: string | number;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /** @description metric names; dots address nested values */
+                    metrics?: string[];
+                    /**
+                     * @description on timestamp; default desc
+                     * @enum {string}
+                     */
+                    order?: "asc" | "desc";
+                    /** @default 1 */
+                    page?: number;
+                    /** @default 100 */
+                    per?: number;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /** @description from/to apply to the receipt time instead of the event time */
+                    query_by_created_at?: boolean;
+                    /** @description the thing; without it, every thing the caller can read */
+                    thing_key?: string;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                    /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
+                    to?: string | number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRoles: {
+        parameters: {
+            query?: {
+                /** @description fields wanted in each object */
+                field_list?: ("role_key" | "name" | "abilities" | "account_admin" | "permissions" | "created_at" | "updated_at")[];
+                /** @description deprecated: comma-separated field names; use field_list */
+                fields?: string;
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "name" | "role_key";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against role_key and name */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number | string;
+                        roles: components["schemas"]["Role"][];
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postRoles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "role": {
+                 *         "name": "Viewers",
+                 *         "abilities": [
+                 *           11,
+                 *           91,
+                 *           121
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description create the resource in this child organisation */
+                    child_organisation_key?: string;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    role: {
+                        abilities: number[];
+                        name: string;
+                    };
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        role: components["schemas"]["Role"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRolesByRoleKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                role_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        role: components["schemas"]["Role"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putRolesByRoleKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                role_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "role": {},
+                 *       "role_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    role: {
+                        abilities?: number[];
+                        name?: string;
+                    };
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        role: components["schemas"]["Role"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteRolesByRoleKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                role_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRules: {
+        parameters: {
+            query?: {
+                enabled?: boolean;
+                /** @description only rules watching this group */
+                group_key?: string;
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "name" | "rule_key";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against rule_key, name and description */
+                search?: string;
+                /** @description only rules watching this template */
+                thing_template_key?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number | string;
+                        rules: components["schemas"]["Rule"][];
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "rule": {
+                 *         "name": "Boiler too hot",
+                 *         "condition": "temperature > 80",
+                 *         "thing_template_key": "k3y0example",
+                 *         "alert_type": 2,
+                 *         "alert_message": "Boiler too hot"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description create the resource in this child organisation */
+                    child_organisation_key?: string;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    rule: {
+                        /** @description {{metric}}, {{thing.name}} and {{thing.thing_key}} are replaced */
+                        alert_message?: string;
+                        /**
+                         * @description 0 Info, 1 Warning, 2 Error, 3 Critical; null: no alert
+                         * @enum {integer|null}
+                         */
+                        alert_type?: 0 | 1 | 2 | 3 | null;
+                        /** @description e.g. temperature > 80 */
+                        condition: string;
+                        description?: string;
+                        enabled?: boolean;
+                        /** @description watch the things of this group */
+                        group_key?: string | null;
+                        name: string;
+                        /** @description watch these things */
+                        thing_keys?: string[];
+                        /** @description watch the things of this template */
+                        thing_template_key?: string | null;
+                        /**
+                         * @description on_enter: when the condition turns true for a thing; every_event: on every matching event
+                         * @enum {string}
+                         */
+                        trigger?: "on_enter" | "every_event";
+                    };
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rule: components["schemas"]["Rule"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRulesByRuleKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                rule_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rule: components["schemas"]["Rule"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putRulesByRuleKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                rule_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "rule": {},
+                 *       "rule_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    rule: {
+                        /** @description {{metric}}, {{thing.name}} and {{thing.thing_key}} are replaced */
+                        alert_message?: string;
+                        /**
+                         * @description 0 Info, 1 Warning, 2 Error, 3 Critical; null: no alert
+                         * @enum {integer|null}
+                         */
+                        alert_type?: 0 | 1 | 2 | 3 | null;
+                        /** @description e.g. temperature > 80 */
+                        condition?: string;
+                        description?: string;
+                        enabled?: boolean;
+                        /** @description watch the things of this group */
+                        group_key?: string | null;
+                        name?: string;
+                        /** @description watch these things */
+                        thing_keys?: string[];
+                        /** @description watch the things of this template */
+                        thing_template_key?: string | null;
+                        /**
+                         * @description on_enter: when the condition turns true for a thing; every_event: on every matching event
+                         * @enum {string}
+                         */
+                        trigger?: "on_enter" | "every_event";
+                    };
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rule: components["schemas"]["Rule"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteRulesByRuleKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                rule_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStream: {
+        parameters: {
+            query: {
+                /** @description alerts: only these types */
+                alert_type?: number[];
+                /** @description only the things of this group */
+                group_key?: string;
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description events: only these metrics; an event with none of them sends nothing */
+                metrics?: string[];
+                /** @description only these things (an array, or comma-separated) */
+                thing_keys?: string[];
+                /** @description only the things of this template */
+                thing_template_key?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+                /** @description the X-Auth-Token, for clients that cannot set headers */
+                token?: string;
+                /**
+                 * @description what to receive
+                 * @example events
+                 */
+                topic: "events" | "things" | "alerts" | "instructions";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getThingTemplates: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "name" | "thing_template_key";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against thing_template_key, name and description */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number | string;
+                        thing_templates: components["schemas"]["ThingTemplate"][];
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postThingTemplates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "thing_template": {
+                 *         "name": "Boiler room"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description create the resource in this child organisation */
+                    child_organisation_key?: string;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    thing_template: {
+                        description?: string;
+                        /** @default 60 */
+                        heartbeat_interval?: number;
+                        /** @default 300 */
+                        idle_timeout?: number;
+                        metrics?: {
+                            /**
+                             * @default number
+                             * @enum {string}
+                             */
+                            data_type: "number" | "string" | "boolean";
+                            /** @description metric name; dots address nested values */
+                            name: string;
+                            /** @default  */
+                            unit?: string;
+                        }[];
+                        name: string;
+                        /** @description days its things' events are kept, 1 to 36500; null: the organisation's; set by an account admin only */
+                        retention_days?: number | null;
+                    };
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        thing_template: components["schemas"]["ThingTemplate"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getThingTemplatesByThingTemplateKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                thing_template_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        thing_template: components["schemas"]["ThingTemplate"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putThingTemplatesByThingTemplateKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                thing_template_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "thing_template": {},
+                 *       "thing_template_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    thing_template: {
+                        description?: string;
+                        heartbeat_interval?: number;
+                        idle_timeout?: number;
+                        metrics?: {
+                            /**
+                             * @default number
+                             * @enum {string}
+                             */
+                            data_type: "number" | "string" | "boolean";
+                            /** @description metric name; dots address nested values */
+                            name: string;
+                            /** @default  */
+                            unit?: string;
+                        }[];
+                        name?: string;
+                        /** @description days its things' events are kept, 1 to 36500; null: the organisation's; set by an account admin only */
+                        retention_days?: number | null;
+                    };
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        thing_template: components["schemas"]["ThingTemplate"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteThingTemplatesByThingTemplateKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                thing_template_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getThings: {
+        parameters: {
+            query?: {
+                bi_directional?: boolean;
+                /** @description only members of this group */
+                group_key?: string;
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "name" | "thing_key";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against thing_key, name, description and tags */
+                search?: string;
+                /** @description only things of this template */
+                thing_template_key?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number | string;
+                        things: components["schemas"]["Thing"][];
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postThings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "thing": {
+                 *         "name": "Boiler 7",
+                 *         "thing_template_key": "k3y0example",
+                 *         "tags": "boiler,plant-7",
+                 *         "bi_directional": true
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description create the resource in this child organisation */
+                    child_organisation_key?: string;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    thing: {
+                        bi_directional?: boolean;
+                        /** @description [latitude, longitude] as numbers or numeric text */
+                        coordinates?: (number | string)[] | null;
+                        description?: string;
+                        name: string;
+                        /** @description an array of tags or one comma-joined string */
+                        tags?: string[] | string;
+                        /** @description chosen by the client; generated when absent */
+                        thing_key?: string;
+                        thing_template_key: string;
+                        /** @description name to value; values are kept as text; null removes a property */
+                        user_defined_properties?: {
+                            [key: string]: string | number | boolean | null;
+                        };
+                    };
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        thing: components["schemas"]["Thing"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getThingsByThingKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                thing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        thing: components["schemas"]["Thing"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putThingsByThingKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                thing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "thing": {},
+                 *       "thing_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    thing: {
+                        bi_directional?: boolean;
+                        /** @description [latitude, longitude] as numbers or numeric text */
+                        coordinates?: (number | string)[] | null;
+                        description?: string;
+                        name?: string;
+                        /** @description an array of tags or one comma-joined string */
+                        tags?: string[] | string;
+                        thing_template_key?: string;
+                        /** @description name to value; values are kept as text; null removes a property */
+                        user_defined_properties?: {
+                            [key: string]: string | number | boolean | null;
+                        };
+                    };
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        thing: components["schemas"]["Thing"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteThingsByThingKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                thing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postThingsByThingKeyEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                thing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "events": [
+                 *         {}
+                 *       ],
+                 *       "thing_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    events: {
+                        /** @description metric name to value; objects nest */
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description epoch ms (seconds when under 10^11) */
+                        timestamp?: number | string;
+                        waypoint?: unknown;
+                    }[];
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getThingsByThingKeyEventsExport: {
+        parameters: {
+            query?: {
+                /** @description default ndjson */
+                format?: "ndjson" | "csv";
+                /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
+                from?: string | number;
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description csv columns in this order (dots address nested values); default every metric of the events, by name */
+                metrics?: string[];
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+                /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
+                to?: string | number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description the thing
+                 * @example k3y0example
+                 */
+                thing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getThingsByThingKeyInstructions: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "name" | "status" | "instruction_key";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against instruction_key, name and status */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                thing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        instructions: components["schemas"]["Instruction"][];
+                        page: number | string;
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postThingsByThingKeyInstructions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                thing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instruction": {
+                 *         "name": "Boiler room",
+                 *         "definition": {}
+                 *       },
+                 *       "thing_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    instruction: {
+                        /** @description sent to the device as instruction_wrapper.instruction */
+                        definition: {
+                            [key: string]: unknown;
+                        };
+                        description?: string | null;
+                        name: string;
+                    };
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        instruction: components["schemas"]["Instruction"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getThingsByThingKeyInstructionsByInstructionKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                instruction_key: string;
+                /** @example k3y0example */
+                thing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        instruction: components["schemas"]["Instruction"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putThingsByThingKeySetUserDefinedProperties: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                thing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "user_defined_properties": {},
+                 *       "thing_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                    /** @description name to value; values are kept as text; null removes a property */
+                    user_defined_properties: {
+                        [key: string]: string | number | boolean | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        thing: components["schemas"]["Thing"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postThingsEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "pretty": true
+                 *     }
+                 */
+                "application/json": {
+                    data?: unknown;
+                    /** @description the thing key (device_key is a synonym) */
+                    device_key?: string | null;
+                    /** @description a bulk of events */
+                    events?: ({
+                        data?: unknown;
+                        /** @description the thing key (device_key is a synonym) */
+                        device_key?: string | null;
+                        /** @description the thing key (device_key is a synonym) */
+                        thing_key?: string | null;
+                        /** @description epoch ms (seconds when under 10^11); default now */
+                        timestamp?: number | string | null;
+                        waypoint?: unknown;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    /** @description the thing key (device_key is a synonym) */
+                    thing_key?: string | null;
+                    /** @description epoch ms (seconds when under 10^11); default now */
+                    timestamp?: number | string | null;
+                    waypoint?: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postThingsHeartbeat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "pretty": true
+                 *     }
+                 */
+                "application/json": {
+                    /** @description the thing key (device_key is a synonym) */
+                    device_key?: string | null;
+                    /** @description a bulk of heartbeats */
+                    events?: ({
+                        data?: unknown;
+                        /** @description the thing key (device_key is a synonym) */
+                        device_key?: string | null;
+                        /** @description the thing key (device_key is a synonym) */
+                        thing_key?: string | null;
+                        /** @description epoch ms (seconds when under 10^11); default now */
+                        timestamp?: number | string | null;
+                        waypoint?: unknown;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    /** @description the thing key (device_key is a synonym) */
+                    thing_key?: string | null;
+                    /** @description epoch ms (seconds when under 10^11); default now */
+                    timestamp?: number | string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postThingsImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "pretty": true
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description write nothing when any row fails
+                     * @default false
+                     */
+                    atomic?: boolean;
+                    /** @description create the resource in this child organisation */
+                    child_organisation_key?: string;
+                    /**
+                     * @description check every row and count, but write nothing
+                     * @default false
+                     */
+                    dry_run?: boolean;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description create: an existing key is a row error; upsert: an existing thing is updated
+                     * @default create
+                     */
+                    mode?: "create" | "upsert";
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /** @description the Thing objects to import, as POST /api/v3/things takes them; with a JSON body */
+                    things?: unknown[];
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created: number;
+                        failed: {
+                            errors: {
+                                code: string;
+                                message: string;
+                                param?: string;
+                            }[];
+                            /** @description the data row, from 1 (a CSV header is not a row) */
+                            row: number;
+                        }[];
+                        updated: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postThingsRegister: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "pretty": true
+                 *     }
+                 */
+                "application/json": {
+                    bi_directional?: boolean | number | string;
+                    description?: string | null;
+                    /** @description the thing key (device_key is a synonym) */
+                    device_key?: string | null;
+                    name?: string | null;
+                    /** @description the thing key (device_key is a synonym) */
+                    thing_key?: string | null;
+                    /** @description epoch ms (seconds when under 10^11); default now */
+                    timestamp?: number | string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUsers: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "email" | "name";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against email and name */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number | string;
+                        total_count: number;
+                        users: components["schemas"]["User"][];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postUsers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "user": {
+                 *         "email": "ops@example.com",
+                 *         "password": "correct horse battery",
+                 *         "role_key": "k3y0example"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description create the resource in this child organisation */
+                    child_organisation_key?: string;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                    user: {
+                        email: string;
+                        name?: string;
+                        /** @description never returned */
+                        password: string;
+                        role_key: string;
+                        /** @description IANA or Rails-style name */
+                        time_zone?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: components["schemas"]["User"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUsersByUserKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                user_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: components["schemas"]["User"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putUsersByUserKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                user_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "user": {},
+                 *       "user_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                    user: {
+                        email?: string;
+                        name?: string;
+                        /** @description never returned */
+                        password?: string;
+                        role_key?: string;
+                        /** @description IANA or Rails-style name */
+                        time_zone?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: components["schemas"]["User"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteUsersByUserKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                user_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAzureApiSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "client_id": "example",
+                 *       "code": "example"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description the user name at the identity provider */
+                    client_id: string;
+                    /** @description the user's password at the identity provider */
+                    code: string;
+                    /**
+                     * @description name of the configured provider
+                     * @default azure
+                     */
+                    mode?: string;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description send it as X-Auth-Token on every other request */
+                        auth_token: string;
+                        email: string;
+                        organisation: {
+                            license: {
+                                license_key: string;
+                            };
+                            name: string | null;
+                            organisation_key: string;
+                        };
+                        /** @description name of the role the session acts with */
+                        role: string;
+                        success: boolean;
+                        time_zone: string;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+}

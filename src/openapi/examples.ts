@@ -1,0 +1,28 @@
+/**
+ * Example requests written by hand, keyed by operation id (document.ts): where an example made from
+ * the schema alone would not show how the operation is meant to be used, or would fail when run as
+ * it is from /docs (a read whose made-up key names nothing). Every example is checked against its
+ * operation's schema by test/api/openapi.test.ts.
+ */
+export const EXAMPLES: Record<string, Record<string, unknown>> = {
+  postApiSignIn: { email: 'admin@localhost', password: 'the password printed at first start' },
+  postQueryThingData: { per: 10, order: 'desc', timestamp_format: 'str', time_zone: 'UTC' },
+  postQueryThingAggregatedData: { functions: ['avg', 'min', 'max'] },
+  postExpressionsValidate: { expression: "temperature > 80 and thing.name == 'boiler'", kind: 'rule' },
+  postThings: {
+    thing: { name: 'Boiler 7', thing_template_key: 'k3y0example', tags: 'boiler,plant-7', bi_directional: true },
+  },
+  postRules: {
+    rule: {
+      name: 'Boiler too hot',
+      condition: 'temperature > 80',
+      thing_template_key: 'k3y0example',
+      alert_type: 2,
+      alert_message: 'Boiler too hot',
+    },
+  },
+  postKeyPairs: { key_pair: { name: 'Line 3 gateway' } },
+  postRoles: { role: { name: 'Viewers', abilities: [11, 91, 121] } },
+  getAlerts: { page: 1, per: 10, status: ['open'] },
+  getAuditTrails: { page: 1, per: 10, entity_type: 'Thing' },
+};
