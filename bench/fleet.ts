@@ -250,8 +250,10 @@ export async function run(args: string[]): Promise<void> {
     });
     const arrivalSeconds = (performance.now() - arrivalStarted) / 1000;
     const generatorCpu = process.cpuUsage(generatorBefore);
+    const serverSeconds = cpuSeconds(server.pid) - serverBefore;
     const arrivalCpu = {
-      server: ((cpuSeconds(server.pid) - serverBefore) / arrivalSeconds) * 100,
+      server: (serverSeconds / arrivalSeconds) * 100,
+      perConnectionUs: (serverSeconds / connecting) * 1e6,
       generator: ((generatorCpu.user + generatorCpu.system) / 1e6 / arrivalSeconds) * 100,
     };
     open = arrival.devices;
@@ -285,9 +287,10 @@ export async function run(args: string[]): Promise<void> {
           'no answer',
           'server RSS MiB',
           'CPU % server / generator',
+          'server CPU us/connection',
         ],
-        ['baseline: before the devices arrive', '-', '-', '-', rssBefore.toFixed(0), '-'],
-        ['baseline: their TCP handshakes', latency(handshakes), '-', '-', '-', '-'],
+        ['baseline: before the devices arrive', '-', '-', '-', rssBefore.toFixed(0), '-', '-'],
+        ['baseline: their TCP handshakes', latency(handshakes), '-', '-', '-', '-', '-'],
         [
           `connect: ${connecting} devices at ${connectRate}/s`,
           latency(connacks),
@@ -295,6 +298,7 @@ export async function run(args: string[]): Promise<void> {
           arrival.failed,
           `${peakRss.toFixed(0)} peak (${(peakRss / rssBefore).toFixed(2)}x)`,
           `${arrivalCpu.server.toFixed(0)} / ${arrivalCpu.generator.toFixed(0)}`,
+          arrivalCpu.perConnectionUs.toFixed(0),
         ],
       ]),
     );
