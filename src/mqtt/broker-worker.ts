@@ -10,8 +10,8 @@
  * connection is closed). Instructions are published here on the server's request.
  */
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
-import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { Readable } from 'node:stream';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
 import { verifySignature } from '../devices/signature.ts';
