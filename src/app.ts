@@ -370,7 +370,7 @@ async function buildHttpApp(
     ...gatewayRoutes(store),
     ...keyPairRoutes(store, box),
     ...apiKeyRoutes(store),
-    ...eventRoutes(parts.ingest, parts.eventAdmission),
+    ...eventRoutes(store, parts.ingest, parts.eventAdmission),
     ...deviceRoutes(parts.devices, parts.eventAdmission),
     ...queryRoutes(store),
     ...alertRoutes(store, parts.devices),

@@ -288,3 +288,16 @@ export async function deleteEventsBetween(tx: Tx, thingId: number, from: number,
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** A thing's newest stored event by its own time (its data as JSON text), or undefined. */
+export async function newestEvent(db: Executor, thingId: number): Promise<StoredEvent | undefined> {
+  const row = await db
+    .selectFrom('events')
+    .select(['timestamp', 'data'])
+    .where('thing_id', '=', thingId)
+    .orderBy('timestamp', 'desc')
+    .orderBy('event_id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row && { timestamp: Number(row.timestamp), data: row.data };
+}

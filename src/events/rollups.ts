@@ -269,7 +269,6 @@ export async function correctRollups(tx: Executor, thingId: number, from: number
     .orderBy('slot');
   if (engineOfDb(tx) === 'postgres') stored = stored.forUpdate();
   const slots = (await stored.execute()).map((r) => Number(r.slot));
-  if (slots.length === 0) return;
   await deleteSlots.run(tx, [slots.map(() => thingId), slots]);
   const counter = new SlotCounter();
   const metrics = metricPaths(metricsText);

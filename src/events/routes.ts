@@ -1,8 +1,27 @@
 import { Type } from '@sinclair/typebox';
+import { actorOf } from '../audit/recorder.ts';
+import { invalidParam, requiredParam } from '../core/errors.ts';
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
 import { type Admission, type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
-import { CommonParams, EmptyObject, Key } from '../core/http/schema.ts';
+import { CommonParams, EmptyObject, Key, OemParams } from '../core/http/schema.ts';
+import { readBound } from '../queries/thing-data.ts';
+import type { Store } from '../store/store.ts';
 import type { EventIngest } from './ingest.ts';
+import { deleteEventRange } from './service.ts';
+
+const Bound = (description: string) =>
+  Type.Unsafe<string | number>({
+    type: ['string', 'number'],
+    description: `${description}: yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive`,
+  });
+
+const DeleteEventsParams = Type.Object({
+  ...CommonParams,
+  ...OemParams,
+  thing_key: Key(),
+  from: Bound('the first event time deleted'),
+  to: Bound('the last event time deleted'),
+});
 
 const PostEventsParams = Type.Object({
   ...CommonParams,
@@ -27,7 +46,7 @@ const PostEventsParams = Type.Object({
   ),
 });
 
-export function eventRoutes(ingest: EventIngest, admission?: Admission): AnyRoute[] {
+export function eventRoutes(store: Store, ingest: EventIngest, admission?: Admission): AnyRoute[] {
   return [
     defineRoute({
       method: 'POST',
@@ -49,6 +68,33 @@ export function eventRoutes(ingest: EventIngest, admission?: Admission): AnyRout
           'api',
         );
         return {};
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api/v3/things/:thing_key/events',
+      tags: ['Events'],
+      summary: 'Delete the events of a thing in a range',
+      description:
+        'from and to are required and read as in thing_data. The rollups, the event count and the last event are corrected in the same transaction; audited as an update of the thing. Answer: {"deleted": N}.',
+      access: permission('data', 'delete'),
+      params: DeleteEventsParams,
+      response: Type.Object({ deleted: Type.Integer() }),
+      handler: async ({ params, principal, time, visibleOrganisations }) => {
+        const from = readBound(params.from, time.zone, 'from');
+        const to = readBound(params.to, time.zone, 'to', true);
+        if (from === undefined) throw requiredParam('from');
+        if (to === undefined) throw requiredParam('to');
+        if (from > to) throw invalidParam('from', 'must not be after to');
+        const deleted = await deleteEventRange(
+          store,
+          actorOf(principal),
+          await visibleOrganisations(),
+          params.thing_key,
+          from,
+          to,
+        );
+        return { deleted };
       },
     }),
   ];

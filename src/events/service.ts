@@ -1,7 +1,15 @@
 /**
  * What other capabilities may use of the events capability's stored events: reads for data queries
- * (docs/api.md, "Data queries") and realtime push. Events are written only by the event writer.
+ * (docs/api.md, "Data queries") and realtime push. Events are written only by the event writer, and
+ * deleted by the retention sweeper (events/sweeper.ts) and by a range delete (here).
  */
+import { type Actor, recordChange } from '../audit/recorder.ts';
+import type { Store } from '../store/store.ts';
+import { findTemplate } from '../templates/service.ts';
+import { recordEventsRemoved, recordNewestEvent, requireThing, thingSnapshot } from '../things/service.ts';
+import { deleteEventsBetween, newestEvent } from './repository.ts';
+import { correctRollups } from './rollups.ts';
+
 export {
   countEvents,
   type EventRange,
@@ -12,3 +20,42 @@ export {
   type StoredEvent,
 } from './repository.ts';
 export { DAY_MS, firstKeptSlot, type RetentionCuts, retentionCuts } from './retention.ts';
+
+/**
+ * Deletes a thing's events whose time is in [from, to] (ms), correcting its rollups, its event count and
+ * its last event in the same transaction, and records the change as an update of the thing
+ * (docs/storage.md, "Deleting a range of events"). Answers how many were deleted.
+ */
+export async function deleteEventRange(
+  store: Store,
+  actor: Actor,
+  organisationKeys: string[],
+  thingKey: string,
+  from: number,
+  to: number,
+): Promise<number> {
+  return store.transaction(async (tx) => {
+    const before = await requireThing(tx, organisationKeys, thingKey);
+    const deleted = await deleteEventsBetween(tx, before.thing_id, from, to);
+    if (deleted > 0) {
+      const template = await findTemplate(tx, [before.organisation_key], before.thing_template_key);
+      await correctRollups(tx, before.thing_id, from, to, (template as { metrics: string }).metrics);
+      await recordEventsRemoved(tx, before.thing_id, deleted);
+      const newestAt = before.last_event_timestamp;
+      if (newestAt !== null && newestAt >= from && newestAt <= to) {
+        await recordNewestEvent(tx, before.thing_id, (await newestEvent(tx, before.thing_id)) ?? null);
+      }
+    }
+    const after = await requireThing(tx, organisationKeys, thingKey);
+    await recordChange(tx, actor, {
+      organisationKey: before.organisation_key,
+      action: 'update',
+      entityType: 'Thing',
+      entityKey: thingKey,
+      entityName: after.name,
+      before: thingSnapshot(before),
+      after: thingSnapshot(after),
+    });
+    return deleted;
+  });
+}

@@ -224,6 +224,18 @@ export const uncountEvents = compiledQuery((db: Executor, thingId: number, count
     .where('thing_id', '=', thingId),
 );
 
+/** A thing's newest event (by its own time) as it is now, after events were deleted; null for none left. */
+export async function setLastEvent(tx: Tx, thingId: number, newest: { timestamp: number; data: string } | null) {
+  await tx
+    .updateTable('things')
+    .set({
+      last_event: newest === null ? null : `{"timestamp":${newest.timestamp},"data":${newest.data}}`,
+      last_event_timestamp: newest?.timestamp ?? null,
+    })
+    .where('thing_id', '=', thingId)
+    .execute();
+}
+
 /** A heartbeat: when the thing was last heard from without an event. */
 export const heartbeat = compiledQuery((db: Executor, thingId: number, at: number) =>
   db.updateTable('things').set({ last_beat_at: at }).where('thing_id', '=', thingId),

@@ -39,6 +39,11 @@ export async function recordEventsRemoved(tx: Tx, thingId: number, count: number
   await things.uncountEvents.execute(tx, thingId, count);
 }
 
+/** A thing's newest event after some were deleted (a range delete), or null when none is left. */
+export async function recordNewestEvent(tx: Tx, thingId: number, newest: { timestamp: number; data: string } | null) {
+  await things.setLastEvent(tx, thingId, newest);
+}
+
 /** A heartbeat of a thing: heard from at `at` (the event writer, in its transaction). */
 export async function recordHeartbeat(tx: Tx, thingId: number, at: number): Promise<void> {
   await things.heartbeat.execute(tx, thingId, at);

@@ -795,7 +795,11 @@ export interface paths {
          * @description Answered only after the events are committed; stored whole or not at all.
          */
         post: operations["postThingsByThingKeyEvents"];
-        delete?: never;
+        /**
+         * Delete the events of a thing in a range
+         * @description from and to are required and read as in thing_data. The rollups, the event count and the last event are corrected in the same transaction; audited as an update of the thing. Answer: {"deleted": N}.
+         */
+        delete: operations["deleteThingsByThingKeyEvents"];
         options?: never;
         head?: never;
         patch?: never;
@@ -7484,6 +7488,88 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteThingsByThingKeyEvents: {
+        parameters: {
+            query: {
+                /**
+                 * @description the first event time deleted: yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive
+                 * @example example
+                 */
+                from: string | number;
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+                /**
+                 * @description the last event time deleted: yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive
+                 * @example ops@example.com
+                 */
+                to: string | number;
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                thing_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deleted: number;
+                    };
                 };
             };
             /** @description a parameter is missing, malformed or outside its allowed values */
