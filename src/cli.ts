@@ -9,7 +9,7 @@ import type { Server } from './app.ts';
 import { bootstrapFirstAdmin } from './bootstrap.ts';
 import { type Config, loadConfig } from './core/config.ts';
 import { rotateSecretKey } from './keypairs/secret-key.ts';
-import { openConfiguredStore } from './startup.ts';
+import { openConfiguredStore, redactUrl } from './startup.ts';
 import type { Store } from './store/store.ts';
 import { LATEST_MIGRATION } from './store/store.ts';
 import { checkNewAdmin, createAccountAdmin, resetPassword } from './users/admin.ts';
@@ -170,7 +170,7 @@ function startMessage(server: Server, address: string): string[] {
   const lines = [`Thingbase is listening on ${address} (API docs at ${base}/docs)`];
   if (server.mqttPort !== undefined) lines.push(`MQTT broker for devices on port ${server.mqttPort}`);
   if (server.mqttsPort !== undefined) lines.push(`MQTTS (MQTT over TLS) for devices on port ${server.mqttsPort}`);
-  if (config.mqttUrl) lines.push(`Serving devices through the MQTT broker at ${config.mqttUrl}`);
+  if (config.mqttUrl) lines.push(`Serving devices through the MQTT broker at ${redactUrl(config.mqttUrl)}`);
   if (bootstrap) {
     lines.push(`Created the first organisation and its account admin ${bootstrap.email}.`);
     if (bootstrap.generatedPassword) {
