@@ -140,6 +140,22 @@ for (const store of STORES) {
       await shot('thing-24-hours');
     });
 
+    it('when a silent thing sends a burst of events with a metric new to its chart then every one of them is drawn', async () => {
+      const token = await api.adminToken();
+      const device = new Device(api.url, await createKeyPair(api, token));
+      const thingKey = unique('quiet');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Quiet pump' })).status, 200);
+      const current = new URL(page.url());
+      await page.goto(`${current.origin}/console/things/${thingKey}`);
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await chart.getByText('No numeric values in this range.').waitFor();
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      const events = Array.from({ length: 20 }, (_, i) => ({ thing_key: thingKey, data: { flow: i } }));
+      assert.equal((await device.event({ events })).status, 200);
+      await chart.getByText(/^20 points · flow$/).waitFor();
+      await page.goBack();
+    });
+
     it('when Send instruction is used on a bi-directional thing then the instruction is listed as pending', async () => {
       await page.getByRole('button', { name: 'Send instruction', exact: true }).click();
       await page.getByLabel('Instruction name', { exact: true }).fill('Open valve');
@@ -196,6 +212,13 @@ for (const store of STORES) {
       await page.getByRole('row').filter({ hasText: 'Kiln' }).filter({ hasText: 'Boiler too hot' }).waitFor();
       await shot('alerts-live');
 
+      // Delivery attempts are read when the rule's notifications are opened: wait for the first one.
+      const actionKey = action.body.notification_action.notification_action_key as string;
+      for (let tries = 0; tries < 100; tries++) {
+        const attempts = await api.request('GET', `/api/v3/notification_actions/${actionKey}/deliveries`, { token });
+        if (attempts.body.total_count > 0) break;
+        await new Promise((done) => setTimeout(done, 100));
+      }
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Rules', exact: true }).click();
       await page.getByRole('button', { name: 'Notifications of Too hot', exact: true }).click();
       const deliveries = page.getByRole('region', { name: /^Deliveries of CallHttpUrlAction/ });

@@ -6,7 +6,7 @@ import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { Field } from '../components/field.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { showTime, showValue } from '../format.ts';
-import { realtime } from '../realtime.ts';
+import { type Message, realtime } from '../realtime.ts';
 import { Link } from '../router.tsx';
 
 type Thing = paths['/api/v3/things/{thing_key}']['get']['responses'][200]['content']['application/json']['thing'];
@@ -110,42 +110,56 @@ function Telemetry({ thingKey }: { thingKey: string }) {
   const chart = useRef<ChartHandle | undefined>(undefined);
   useEffect(() => {
     let current = true;
+    // Live events are taken from before the history is read, so that none falls between the two; those
+    // that arrive first are added once it is there, unless the history already holds their second.
+    let loaded: Columns | undefined;
+    const early: Message[] = [];
+    const add = (message: Message) => {
+      if (!loaded) return;
+      const data = message.data as Record<string, unknown>;
+      const known = loaded.metrics;
+      const fresh = Object.keys(data).filter((m) => typeof data[m] === 'number' && !known.includes(m));
+      if (fresh.length > 0) {
+        // A metric not seen before: a new chart with a column for it.
+        loaded = {
+          metrics: [...known, ...fresh],
+          x: loaded.x,
+          ys: [...loaded.ys, ...fresh.map(() => (loaded as Columns).x.map(() => null))],
+        };
+        appendEvent(loaded, message.timestamp as number, data, range.seconds);
+        setColumns(loaded);
+      } else {
+        appendEvent(loaded, message.timestamp as number, data, range.seconds);
+        chart.current?.draw();
+      }
+      setCount(loaded.x.length);
+    };
+    const stop =
+      range === RANGES[0]
+        ? realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
+            if (message.type !== 'event') return;
+            if (loaded) add(message);
+            else early.push(message);
+          })
+        : undefined;
     setColumns(undefined);
     loadColumns(thingKey, range).then(
-      (loaded) => {
+      (history) => {
         if (!current) return;
-        setColumns(loaded);
-        setCount(loaded.x.length);
+        loaded = history;
+        const last = history.x[history.x.length - 1] ?? Number.NEGATIVE_INFINITY;
+        setColumns(history);
+        setCount(history.x.length);
         setError(undefined);
+        for (const message of early) if ((message.timestamp as number) > last) add(message);
       },
       (failure) => current && setError(messageOf(failure)),
     );
     return () => {
       current = false;
+      stop?.();
     };
   }, [thingKey, range]);
-  useEffect(() => {
-    if (!columns || range !== RANGES[0]) return;
-    return realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
-      if (message.type !== 'event') return;
-      const data = message.data as Record<string, unknown>;
-      const fresh = Object.keys(data).filter((m) => typeof data[m] === 'number' && !columns.metrics.includes(m));
-      if (fresh.length > 0) {
-        // A metric not seen before: a new chart with a column for it.
-        const next = {
-          metrics: [...columns.metrics, ...fresh],
-          x: columns.x,
-          ys: [...columns.ys, ...fresh.map(() => columns.x.map(() => null))],
-        };
-        appendEvent(next, message.timestamp as number, data, range.seconds);
-        setColumns(next);
-      } else {
-        appendEvent(columns, message.timestamp as number, data, range.seconds);
-        chart.current?.draw();
-      }
-      setCount(columns.x.length);
-    });
-  }, [thingKey, range, columns]);
   return (
     <section class="panel" aria-label="Telemetry">
       <h2>Telemetry</h2>
