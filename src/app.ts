@@ -62,6 +62,8 @@ import { explainListenError, openConfiguredStore } from './startup.ts';
 import type { Store } from './store/store.ts';
 import { templateRoutes } from './templates/routes.ts';
 import { thingRoutes } from './things/routes.ts';
+import { usageRoutes } from './usage/routes.ts';
+import { ApiRateLimiter, countStoredEvents, limitRequest } from './usage/service.ts';
 import { userRoutes } from './users/routes.ts';
 import { VERSION } from './version.ts';
 
@@ -138,7 +140,10 @@ export async function createServer(config: Config): Promise<Server> {
     });
     const rules = new RuleEngine({ onQueued: () => worker?.wake(), onFired: (count) => metrics.rulesFired(count) });
     const writer = new EventWriter(store, {
-      process: (tx, batches) => rules.evaluate(tx, batches),
+      process: async (tx, batches) => {
+        await rules.evaluate(tx, batches);
+        await countStoredEvents(tx, batches);
+      },
       maxPendingRows: config.eventMaxPending,
     });
     const authenticator = new DeviceAuthenticator(store.db, box, store.changes);
@@ -162,7 +167,12 @@ export async function createServer(config: Config): Promise<Server> {
         return reasons;
       },
     };
+    const limiter = new ApiRateLimiter(store.db, config.apiRateLimit, (error) =>
+      process.stderr.write(`API request counts could not be stored: ${(error as Error).message}\n`),
+    );
+    closeOnFailure.push(() => void limiter.close());
     const app = await buildHttpApp(config, tls, store, sessions, box, {
+      limiter,
       metrics,
       readiness,
       hub,
@@ -222,6 +232,7 @@ export async function createServer(config: Config): Promise<Server> {
         await mqtt?.close();
         hub.close();
         await app.close();
+        await limiter.close();
         await writer.drain();
         await sweeper.stop();
         await deliveries.stop();
@@ -247,6 +258,7 @@ async function buildHttpApp(
   sessions: SessionService,
   box: SecretBox,
   parts: {
+    limiter: ApiRateLimiter;
     metrics: Metrics;
     readiness: Readiness;
     hub: RealtimeHub;
@@ -352,6 +364,7 @@ async function buildHttpApp(
       const token = request.headers['x-auth-token'];
       return sessions.authenticate(typeof token === 'string' ? token : undefined);
     },
+    limitRequest: (principal) => limitRequest(parts.limiter, principal.organisationKey),
     authenticateDevice: (request) => parts.authenticator.authenticate(request),
     childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
     changes: store.changes,
@@ -377,6 +390,7 @@ async function buildHttpApp(
     ...ruleRoutes(store),
     ...actionRoutes(store, config.publicBaseUrl),
     ...instructionRoutes(store, parts.instructions),
+    ...usageRoutes(store, parts.limiter),
   ]);
   registerRealtimeRoutes(app, {
     hub: parts.hub,

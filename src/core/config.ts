@@ -73,6 +73,8 @@ export interface Config {
   heapGrowingPercent: number;
   /** Folder of the built console (docs/console.md); default console/dist of this installation. */
   consoleDir: string;
+  /** User API requests each organisation may make a minute (API_RATE_LIMIT). */
+  apiRateLimit: number;
 }
 
 /**
@@ -204,5 +206,6 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryMaxAttempts: parsePositive('DELIVERY_MAX_ATTEMPTS', env.DELIVERY_MAX_ATTEMPTS, 10),
     heapGrowingPercent: parsePercent('HEAP_GROWING_PERCENT', env.HEAP_GROWING_PERCENT, 100),
     consoleDir: env.CONSOLE_DIR || BUILT_CONSOLE_DIR,
+    apiRateLimit: parsePositive('API_RATE_LIMIT', env.API_RATE_LIMIT, 6000),
   };
 }

@@ -366,6 +366,20 @@ export interface ServerSecretRow {
   value: string;
 }
 
+/** User API requests of an organisation in a one-minute window (the rate limit; usage). */
+export interface ApiRequestWindowRow {
+  organisation_key: string;
+  window_start: number;
+  requests: number;
+}
+
+/** Events stored for an organisation in a UTC day (usage). */
+export interface EventDayRow {
+  organisation_key: string;
+  day_start: number;
+  events: number;
+}
+
 export interface Database {
   organisations: OrganisationRow;
   roles: RoleRow;
@@ -391,6 +405,8 @@ export interface Database {
   delivery_attempts: DeliveryAttemptRow;
   alerts: AlertRow;
   instructions: InstructionRow;
+  api_request_windows: ApiRequestWindowRow;
+  event_days: EventDayRow;
 }
 
 /** Tables whose rows belong to one organisation (column `organisation_key`): removed with it. */

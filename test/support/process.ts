@@ -25,6 +25,7 @@ const testEnv = (env: Record<string, string>) => ({
   MQTT_PORT: '0',
   LOG_LEVEL: 'warn',
   THINGBASE_PASSWORD_HASH_COST: '1024',
+  API_RATE_LIMIT: '1000000',
   ...env,
 });
 

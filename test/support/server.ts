@@ -47,6 +47,8 @@ export async function startServer(store: StoreCase, options: StartOptions = {}):
       THINGBASE_PASSWORD_HASH_COST: '1024',
       // Every answer checked against its route's response schema (src/core/http/answers.ts).
       THINGBASE_CHECK_ANSWERS: 'true',
+      // Suites make thousands of requests a minute; the rate limit's own tests set their limit.
+      API_RATE_LIMIT: '1000000',
       DATABASE_URL: storeSettings.databaseUrl,
       ...(storeSettings.databaseSchema ? { DATABASE_SCHEMA: storeSettings.databaseSchema } : {}),
       ...(typeof options.env === 'function' ? await options.env() : options.env),

@@ -957,6 +957,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v3/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the caller's organisation uses
+         * @description Things, events stored today and this month (by receipt, UTC), user API requests today (as the rate limit counts them) and an estimate of the storage its things and events take.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v3/users": {
         parameters: {
             query?: never;
@@ -1313,6 +1333,17 @@ export interface components {
             retention_days: number | null;
             thing_template_key: string;
             updated_at: number | string;
+        };
+        Usage: {
+            /** @description user API requests counted by the rate limit since midnight UTC */
+            api_requests_today: number;
+            /** @description events received since the first of the month, UTC */
+            events_stored_this_month: number;
+            /** @description events received since midnight UTC */
+            events_stored_today: number;
+            /** @description an estimate of the bytes the things and their events take */
+            storage_bytes: number;
+            things: number;
         };
         User: {
             created_at: number | string;
@@ -8347,6 +8378,67 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description indent the JSON answer with two spaces
+                 * @example true
+                 */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        usage: components["schemas"]["Usage"];
+                    };
                 };
             };
             /** @description a parameter is missing, malformed or outside its allowed values */

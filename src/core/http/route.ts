@@ -96,6 +96,11 @@ export interface Admission {
 /** What routes need from the rest of the server, provided when the app is built. */
 export interface RouteServices {
   authenticate(request: FastifyRequest): Promise<Principal | undefined>;
+  /**
+   * Counts a signed-in user's request against the organisation's rate limit: answers the headers to
+   * send, or throws its 429.
+   */
+  limitRequest(principal: Principal): Promise<Record<string, string>>;
   /** Checks a device's key pair signature over the body; answers the body the signature covers. */
   authenticateDevice(request: FastifyRequest): Promise<{ principal: Principal; body: Buffer | undefined }>;
   childOrganisations(organisationKey: string): Promise<string[]>;
@@ -147,7 +152,7 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       ? undefined
       : { generations: new ChangeGenerations(services.changes, spec.cachedUntilChangeOf), answers: new AnswerCache() };
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const { principal, body: bytes } = await authorise(services, spec.access, request);
+    const { principal, body: bytes } = await authorise(services, spec.access, request, reply);
     const body = spec.acceptsCsv && isCsv(request) ? undefined : jsonBodyParams(bytes);
     const raw: Record<string, unknown> = {
       ...(request.query as Record<string, unknown>),
@@ -237,12 +242,14 @@ async function authorise(
   services: RouteServices,
   access: Access,
   request: FastifyRequest,
+  reply: FastifyReply,
 ): Promise<{ principal: Principal; body: Buffer | undefined }> {
   if (access.kind === 'device') return services.authenticateDevice(request);
   const body = rawBody(request);
   if (access.kind === 'public') return { principal: ANONYMOUS, body };
   const principal = await services.authenticate(request);
   if (!principal) throw unauthorized();
+  reply.headers(await services.limitRequest(principal));
   if (access.kind === 'permission' && !grants(principal.abilities, access.class, access.operation)) {
     throw forbidden(`your role lacks the permission to ${access.operation} ${access.class}`);
   }

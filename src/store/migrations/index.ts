@@ -13,6 +13,7 @@ import * as changeRevisions from './008-change-revisions.ts';
 import * as apiKeys from './009-api-keys.ts';
 import * as alertLifecycle from './010-alert-lifecycle.ts';
 import * as retention from './011-retention.ts';
+import * as usage from './012-usage.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -26,4 +27,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '009-api-keys': apiKeys,
   '010-alert-lifecycle': alertLifecycle,
   '011-retention': retention,
+  '012-usage': usage,
 };

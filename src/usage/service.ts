@@ -1,0 +1,188 @@
+/**
+ * API rate limits and usage (docs/api.md, "Rate limits and usage"): each organisation may make
+ * API_RATE_LIMIT user API requests a minute, counted across instances through the store; what an
+ * organisation uses is answered by GET /api/v3/usage.
+ */
+import { ApiError } from '../core/errors.ts';
+import type { IngestBatch } from '../events/writer.ts';
+import type { Executor, Store, Tx } from '../store/store.ts';
+import * as usage from './repository.ts';
+
+/** Fixed windows of one minute, starting on the minute (epoch ms multiples of 60,000). */
+export const WINDOW_MS = 60_000;
+/** How long an instance trusts the shared count it last read before it reads it again (ms). */
+export const SYNC_MS = 1000;
+/** How long the windows are kept: long enough for `api_requests_today`. */
+const KEEP_WINDOWS_MS = 2 * 86_400_000;
+const DAY_MS = 86_400_000;
+
+/** The rate limit's answer to one request. */
+export interface Allowance {
+  allowed: boolean;
+  limit: number;
+  /** Requests left in the window after this one. */
+  remaining: number;
+  /** Seconds until the window ends. */
+  resetSeconds: number;
+}
+
+interface Window {
+  start: number;
+  /** The window's count across every instance, as last read (this instance's flushed requests included). */
+  shared: number;
+  /** This instance's requests not yet added to the shared count. */
+  pending: number;
+  syncedAt: number;
+  syncing: Promise<void> | undefined;
+}
+
+/**
+ * Counts each organisation's user API requests in memory and adds them to the shared count in the
+ * store in batches: when the count it knows is older than SYNC_MS (read again, and awaited, before the
+ * request is decided), when a hundredth of the limit is pending, and every SYNC_MS in the background.
+ * A request costs a map lookup; the store is asked at most about once a second per organisation and
+ * instance, or every hundredth of the limit. The price: instances learn of each other's requests up to
+ * that late, so with N instances a window may let through up to (N - 1) x a hundredth of the limit
+ * more (or a second of another instance's requests), never fewer.
+ */
+export class ApiRateLimiter {
+  private readonly windows = new Map<string, Window>();
+  private readonly timer: NodeJS.Timeout;
+  private readonly batch: number;
+  private prunedAt = 0;
+
+  constructor(
+    private readonly db: Executor,
+    readonly limit: number,
+    private readonly onError: (error: unknown) => void,
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.batch = Math.ceil(limit / 100);
+    this.timer = setInterval(() => void this.flushAll(), SYNC_MS).unref();
+  }
+
+  /** Counts a request of the organisation, unless its window is full. */
+  async take(organisationKey: string): Promise<Allowance> {
+    const now = this.clock();
+    const start = now - (now % WINDOW_MS);
+    let window = this.windows.get(organisationKey);
+    if (window === undefined || window.start !== start) {
+      window = { start, shared: 0, pending: 0, syncedAt: 0, syncing: undefined };
+      this.windows.set(organisationKey, window);
+    }
+    if (now - window.syncedAt >= SYNC_MS) await this.sync(organisationKey, window);
+    const used = window.shared + window.pending;
+    const resetSeconds = Math.ceil((start + WINDOW_MS - now) / 1000);
+    if (used >= this.limit) return { allowed: false, limit: this.limit, remaining: 0, resetSeconds };
+    window.pending++;
+    if (window.pending >= this.batch) void this.sync(organisationKey, window);
+    return { allowed: true, limit: this.limit, remaining: this.limit - used - 1, resetSeconds };
+  }
+
+  /**
+   * Adds every pending request of an organisation that made a request in this window to the shared
+   * count: after the one being added, if any, the rest.
+   */
+  async flush(organisationKey: string): Promise<void> {
+    const window = this.windows.get(organisationKey) as Window;
+    await window.syncing;
+    await this.sync(organisationKey, window);
+  }
+
+  /** Adds what is pending and reads the shared count; one at a time per window. */
+  private sync(organisationKey: string, window: Window): Promise<void> {
+    window.syncing ??= (async () => {
+      const delta = window.pending;
+      const total = await usage.addRequests(this.db, organisationKey, window.start, delta);
+      window.pending -= delta;
+      window.shared = total;
+      window.syncedAt = this.clock();
+    })()
+      .catch(this.onError)
+      .finally(() => {
+        window.syncing = undefined;
+      });
+    return window.syncing;
+  }
+
+  /** Every SYNC_MS: pending requests flushed, past windows forgotten, old stored windows pruned hourly. */
+  async flushAll(): Promise<void> {
+    const now = this.clock();
+    const current = now - (now % WINDOW_MS);
+    for (const [organisationKey, window] of this.windows) {
+      if (window.pending > 0) await this.sync(organisationKey, window);
+      if (window.start < current) this.windows.delete(organisationKey);
+    }
+    if (now - this.prunedAt >= 3_600_000) {
+      this.prunedAt = now;
+      await usage.pruneWindows(this.db, now - KEEP_WINDOWS_MS).catch(this.onError);
+    }
+  }
+
+  /** Stops the background flush after flushing what is pending. */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    for (const organisationKey of this.windows.keys()) await this.flush(organisationKey);
+  }
+}
+
+/**
+ * Counts a user API request of an organisation: answers the RateLimit-* headers every answer carries,
+ * or throws the 429 (with Retry-After) of a full window, before anything of the request is done.
+ */
+export async function limitRequest(limiter: ApiRateLimiter, organisationKey: string): Promise<Record<string, string>> {
+  const allowance = await limiter.take(organisationKey);
+  const headers = {
+    'ratelimit-limit': String(allowance.limit),
+    'ratelimit-remaining': String(allowance.remaining),
+    'ratelimit-reset': String(allowance.resetSeconds),
+  };
+  if (allowance.allowed) return headers;
+  const message = `the organisation has made its ${allowance.limit} API requests of this minute; try again in ${allowance.resetSeconds} s`;
+  throw new ApiError(429, [{ code: 'rate_limited', message }], message, {
+    ...headers,
+    'retry-after': String(allowance.resetSeconds),
+  });
+}
+
+const dayStart = (at: number) => at - (at % DAY_MS);
+
+/**
+ * Counts the events a writer transaction stores, per organisation and UTC day of receipt (in that
+ * transaction, after the rest of its work, so the counted row stays locked only until it commits).
+ */
+export async function countStoredEvents(tx: Tx, batches: readonly IngestBatch[], now = Date.now()): Promise<void> {
+  const byOrganisation = new Map<string, number>();
+  for (const b of batches) byOrganisation.set(b.subject.organisationKey, 0);
+  for (const b of batches) {
+    const key = b.subject.organisationKey;
+    byOrganisation.set(key, (byOrganisation.get(key) as number) + b.events.length);
+  }
+  // In organisation order, so that concurrent writers (several instances) lock the rows in one order.
+  const counts = [...byOrganisation]
+    .filter(([, events]) => events > 0)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([organisationKey, events]) => ({ organisationKey, dayStart: dayStart(now), events }));
+  if (counts.length > 0) await usage.addStoredEvents(tx, counts);
+}
+
+/** What an event row costs beyond its data, by estimate: ids, times and two index entries (bytes). */
+export const EVENT_OVERHEAD_BYTES = 64;
+/** What a thing costs, by estimate: its row, index entries and rollup share (bytes). */
+export const THING_BYTES = 1024;
+
+/** What an organisation uses (docs/api.md, "Rate limits and usage"); days and months are UTC. */
+export async function usageOf(store: Store, limiter: ApiRateLimiter, organisationKey: string, now = Date.now()) {
+  await limiter.flush(organisationKey);
+  const today = dayStart(now);
+  const date = new Date(now);
+  const month = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
+  const { things, eventBytes } = await usage.thingFigures(store.db, organisationKey, EVENT_OVERHEAD_BYTES);
+  return {
+    things,
+    events_stored_today: await usage.eventsSince(store.db, organisationKey, today),
+    events_stored_this_month: await usage.eventsSince(store.db, organisationKey, month),
+    api_requests_today: await usage.requestsSince(store.db, organisationKey, today),
+    storage_bytes: eventBytes + things * THING_BYTES,
+  };
+}
