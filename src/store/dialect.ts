@@ -42,7 +42,9 @@ export function createDialect(databaseUrl: string, schema?: string, synchronous:
     // A new file gives the pages that deleted rows free back to the file system a few at a time
     // (reclaimFreePages, docs/storage.md). Only a file without tables takes it: an existing one keeps
     // its mode, and reuses its free pages for new rows instead.
-    database.pragma('auto_vacuum = INCREMENTAL');
+    // Set on an empty file only: on one with tables the pragma still writes the file's header, which
+    // other connections to the file take for a change of data (store.ts, the data version watch).
+    if (database.pragma('page_count', { simple: true }) === 0) database.pragma('auto_vacuum = INCREMENTAL');
     database.pragma('journal_mode = WAL');
     // FULL (default): a commit is on disk before it is acknowledged, even across a power cut. NORMAL
     // keeps commits safe when the process dies but not when the machine loses power, and saves a disk
