@@ -89,15 +89,24 @@ const DATE_TIME_PATTERNS = [
   "yyyy-MM-dd'T'HH:mm:ss",
 ];
 
+/** The most milliseconds from the epoch a date may lie either way (ECMAScript's Date range). */
+const LAST_DATE_MS = 8.64e15;
+
+/** Epoch seconds as ms, or undefined beyond the dates a clock can name (the stores' integers too). */
+const epochMs = (seconds: number): number | undefined => {
+  const ms = Math.round(seconds * 1000);
+  return Math.abs(ms) <= LAST_DATE_MS ? ms : undefined;
+};
+
 /**
  * Reads a point in time given as `yyyy/mm/dd hh:mm:ss`, `yyyy-mm-dd hh:mm:ss` (in `zone`),
  * ISO 8601 with an offset, or epoch seconds (number or numeric text). Returns epoch ms or undefined.
  */
 export function parseDateTime(value: unknown, zone: string): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? Math.round(value * 1000) : undefined;
+  if (typeof value === 'number') return epochMs(value);
   if (typeof value !== 'string') return undefined;
   const text = value.trim();
-  if (/^-?\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+  if (/^-?\d+(\.\d+)?$/.test(text)) return epochMs(Number(text));
   for (const pattern of DATE_TIME_PATTERNS) {
     const parsed = DateTime.fromFormat(text, pattern, { zone });
     if (parsed.isValid) return parsed.toMillis();

@@ -110,6 +110,32 @@ describeOnStores(
       }
     });
 
+    it('when a point in time lies beyond the dates a clock can name then the data queries answer 400', async () => {
+      const queries = [
+        ['/api/v3/query/thing_data', {}],
+        ['/api/v3/query/thing_aggregated_data', { aggregation_type: 'avg', metrics: ['temperature'], time_interval: 60 }],
+      ] as const;
+      for (const [path, extra] of queries) {
+        for (const bound of [99999999999999999999, '99999999999999999999', -1e20, 9e12]) {
+          for (const param of ['from', 'to']) {
+            const context = `${path} ${param}=${bound}`;
+            const response = await ctx.api.request('POST', path, {
+              token,
+              body: { thing_key: thingKey, ...extra, [param]: bound },
+            });
+            assert.equal(response.status, 400, `${context}: ${response.text}`);
+            assert.equal(assertErrorShape(response.body, context).param, param, context);
+          }
+        }
+      }
+      // The last second a clock can name is still one.
+      const latest = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+        token,
+        body: { thing_key: thingKey, to: 8.64e12 },
+      });
+      assert.equal(latest.status, 200, latest.text);
+    });
+
     it('when the page is the largest safe integer then the page is empty and the total is still right', async () => {
       const first = await ctx.api.request('GET', '/api/v3/roles', { token });
       const last = await ctx.api.request('GET', '/api/v3/roles', {

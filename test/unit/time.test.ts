@@ -148,6 +148,14 @@ describe('parseDateTime', () => {
     assert.equal(parseDateTime('-60', 'Etc/UTC'), -60_000);
   });
 
+  it('when epoch seconds lie beyond the dates a clock can name then the answer is undefined', () => {
+    for (const value of [99999999999999999999, '99999999999999999999', 8.64e12 + 1, -8.64e12 - 1, '9000000000000']) {
+      assert.equal(parseDateTime(value, 'Etc/UTC'), undefined, String(value));
+    }
+    assert.equal(parseDateTime(8.64e12, 'Etc/UTC'), 8.64e15);
+    assert.equal(parseDateTime('-8640000000000', 'Etc/UTC'), -8.64e15);
+  });
+
   it('when the value is garbage then the answer is undefined', () => {
     for (const value of ['garbage', '', '2024-02-30 00:00:00', '2024/13/01 00:00:00', '1e3', 'Infinity']) {
       assert.equal(parseDateTime(value, 'Etc/UTC'), undefined, JSON.stringify(value));
