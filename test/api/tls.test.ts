@@ -14,6 +14,7 @@ import { MqttDevice } from '../support/mqtt-device.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { runCli, serveProcess, stopProcess } from '../support/process.ts';
+import { SocketClient } from '../support/realtime.ts';
 import { STORES } from '../support/stores.ts';
 import { describeOnStores } from '../support/suites.ts';
 import { makeAuthority } from '../support/tls.ts';
@@ -96,6 +97,24 @@ describeOnStores(
       );
       const plain = await MqttDevice.connect(`mqtt://127.0.0.1:${ctx.api.server.mqttPort}`, pair);
       await plain.close();
+    });
+
+    it('when a client subscribes over wss then events a device sends over MQTTS reach it', async () => {
+      const pair = await keyPair();
+      const device = await MqttDevice.connect(mqttsUrl(), pair, { ca: authority.ca });
+      const client = await SocketClient.open(ctx.api.url, await ctx.api.adminToken(), authority.ca);
+      try {
+        const key = unique('tls');
+        assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+        assert.equal((await client.subscribe('mine', 'events', { thing_keys: [key] })).type, 'subscribed');
+        assert.equal((await device.send('event', { thing_key: key, data: { temperature: 5 } })).http_code, 200);
+        const pushed = await client.next((m) => m.type === 'event');
+        assert.equal(pushed.thing_key, key);
+        assert.deepEqual(pushed.data, { temperature: 5 });
+      } finally {
+        client.close();
+        await device.close();
+      }
     });
 
     it('when the certificate is reloaded then new connections get the new one while open HTTPS and MQTTS connections go on', async () => {

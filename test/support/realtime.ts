@@ -66,10 +66,13 @@ export class SocketClient extends Inbox {
     });
   }
 
-  /** Opens a WebSocket to the server at `baseUrl`; with a token, sent as X-Auth-Token on the upgrade. */
-  static open(baseUrl: string, token?: string): Promise<SocketClient> {
+  /**
+   * Opens a WebSocket to the server at `baseUrl` (`wss:` for `https:`); with a token, sent as
+   * X-Auth-Token on the upgrade; `ca` trusts a test's certificate authority.
+   */
+  static open(baseUrl: string, token?: string, ca?: string): Promise<SocketClient> {
     const url = `${baseUrl.replace(/^http/, 'ws')}/api/v3/ws`;
-    const socket = new WebSocket(url, { headers: token ? { 'x-auth-token': token } : {} });
+    const socket = new WebSocket(url, { headers: token ? { 'x-auth-token': token } : {}, ...(ca ? { ca } : {}) });
     const client = new SocketClient(socket);
     return new Promise((resolve, reject) => {
       socket.once('open', () => resolve(client));
