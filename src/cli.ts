@@ -1,12 +1,14 @@
 /**
  * The `thingbase` command (docs/configuration.md, "Command line"): `serve` (the default) starts the
- * server; `migrate`, `admin create`, `admin reset-password` and `rotate-secret-key` work on the store.
+ * server; `migrate`, `admin create`, `admin reset-password`, `rotate-secret-key` and `backup` work on the
+ * store; `import things` and `export events` on a running server (commands/).
  * Every command is configured by the same environment variables as the server.
  */
 import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import type { Server } from './app.ts';
 import { bootstrapFirstAdmin } from './bootstrap.ts';
+import { addOperationsCommands } from './commands/commands.ts';
 import { type Config, loadConfig } from './core/config.ts';
 import { rotateSecretKey } from './keypairs/secret-key.ts';
 import { openConfiguredStore, redactUrl } from './startup.ts';
@@ -111,6 +113,8 @@ export async function main(argv: string[]): Promise<void> {
         ]);
       });
     });
+
+  addOperationsCommands(program);
 
   // No command is `serve`; an unknown one is an error, not arguments of `serve`.
   await program.parseAsync(argv.length === 0 ? ['serve'] : argv, { from: 'user' });

@@ -13,7 +13,7 @@ export interface ServerProcess {
  * How node starts the CLI: compiled beside this file when the suite runs compiled (as `npm test` runs it),
  * else from source through the TypeScript loader.
  */
-const cli = (args: string[]): string[] =>
+export const cli = (args: string[]): string[] =>
   extname(fileURLToPath(import.meta.url)) === '.ts'
     ? ['--import', 'tsx', 'src/cli.ts', ...args]
     : [fileURLToPath(new URL('../../src/cli.js', import.meta.url)), ...args];
