@@ -113,10 +113,13 @@ describeOnStores(
     it('when a point in time lies beyond the dates a clock can name then the data queries answer 400', async () => {
       const queries = [
         ['/api/v3/query/thing_data', {}],
-        ['/api/v3/query/thing_aggregated_data', { aggregation_type: 'avg', metrics: ['temperature'], time_interval: 60 }],
+        [
+          '/api/v3/query/thing_aggregated_data',
+          { aggregation_type: 'avg', metrics: ['temperature'], time_interval: 60 },
+        ],
       ] as const;
       for (const [path, extra] of queries) {
-        for (const bound of [99999999999999999999, '99999999999999999999', -1e20, 9e12]) {
+        for (const bound of [1e20, '99999999999999999999', -1e20, 9e12]) {
           for (const param of ['from', 'to']) {
             const context = `${path} ${param}=${bound}`;
             const response = await ctx.api.request('POST', path, {
