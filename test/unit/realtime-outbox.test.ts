@@ -82,7 +82,11 @@ describe('realtime outbox', () => {
     const outbox = new Outbox({ ...t, cork: () => corks++, uncork: () => {} });
     for (let n = 0; n < 1000; n++) outbox.push(event('a', n));
     assert.equal(t.sent.length, 0, 'not where they are made');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Soon, but how soon depends on the machine: a loaded one gives the pumper's slices less time.
+    const started = performance.now();
+    while (t.sent.length < 1000 && performance.now() - started < 10_000) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
     assert.equal(t.sent.length, 1000);
     assert.ok(corks >= 1 && corks <= 4, `${corks} turns for 1,000 messages`);
   });
