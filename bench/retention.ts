@@ -1,0 +1,191 @@
+/**
+ * `npm run bench -- retention [--store sqlite|postgres] [--things 100] [--seconds 10000] [--rounds 100]`
+ * Expiring many events (`things` x `seconds` one-second events, all older than the retention) with the
+ * server's own sweeper (src/events/sweeper.ts), in the server's code in this process:
+ * - blocking: the longest transaction of the sweep (the store is held that long), and the whole sweep;
+ * - ingestion stall: while the sweep runs, a batch of one event per thing is written every 20 ms
+ *   through the event writer; each write's time from hand-over to commit, next to the same writes
+ *   measured just before without a sweep (the baseline);
+ * - queries: `thing_data` (the newest 100 events) and `thing_aggregated_data` (30 days of one-minute
+ *   events in 15-minute buckets) of a thing with kept events, p99 of `rounds` requests, under the
+ *   retention after the sweep, next to the same requests without a retention before it.
+ */
+import { sql } from 'kysely';
+import { timeFormatter } from '../src/core/time.ts';
+import { RetentionSweeper } from '../src/events/sweeper.ts';
+import { aggregatedData } from '../src/queries/aggregation.ts';
+import { thingData } from '../src/queries/thing-data.ts';
+import type { Store } from '../src/store/store.ts';
+import { fill, fillableStore, readings } from './storage.ts';
+import { benchStore, describeMachine, latency, option, quantile, table } from './support.ts';
+
+const DAY = 86_400_000;
+const MINUTE = 60_000;
+
+export async function run(args: string[]): Promise<void> {
+  const engine = option(args, 'store', 'sqlite');
+  const thingCount = Number(option(args, 'things', '100'));
+  const seconds = Number(option(args, 'seconds', '10000'));
+  const rounds = Number(option(args, 'rounds', '100'));
+  const expiring = thingCount * seconds;
+  const bench = benchStore(engine);
+  console.log(`retention: ${engine}, ${expiring} events to expire (${thingCount} things x ${seconds} s)`);
+  console.log(describeMachine());
+  const filled = await fillableStore(bench, thingCount);
+  const { store, writer } = filled;
+  try {
+    let started = performance.now();
+    await fill(filled, seconds);
+    console.log(`filled in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    // One thing with 30 days of one-minute events up to now: kept, and queried.
+    const now = Date.now();
+    const [queriedId, queried] = [...filled.things][0] as [number, { thing_key: string }];
+    const recent = Array.from({ length: 30 * 1440 }, (_, i) => ({
+      thingId: queriedId,
+      timestamp: now - 30 * DAY + i * MINUTE,
+      data: readings(i),
+      waypoint: null,
+    }));
+    for (let i = 0; i < recent.length; i += 1000) {
+      await writer.write({ events: recent.slice(i, i + 1000), subject: filled.batch(0, 0).subject });
+    }
+    const queries = await measureQueries(store, filled.organisationKey, queried.thing_key, now, rounds);
+
+    // Baseline: ingestion without a sweep, for as long as the sweep is expected to take (at most 10 s).
+    const writes = (until: () => boolean) => ingest(filled, until);
+    const baselineEnd = performance.now() + 5000;
+    const baseline = await writes(() => performance.now() > baselineEnd);
+
+    await store.db
+      .updateTable('organisations')
+      .set({ retention_days: 60 })
+      .where('organisation_key', '=', filled.organisationKey)
+      .execute();
+    const transactions: number[] = [];
+    const timed: Store = {
+      ...store,
+      transaction: async (work) => {
+        const began = performance.now();
+        try {
+          return await store.transaction(work);
+        } finally {
+          transactions.push(performance.now() - began);
+        }
+      },
+    };
+    const sweeper = new RetentionSweeper(timed);
+    started = performance.now();
+    let sweeping = true;
+    const [swept, during] = await Promise.all([
+      sweeper.sweep().finally(() => {
+        sweeping = false;
+      }),
+      writes(() => !sweeping),
+    ]);
+    const sweepSeconds = (performance.now() - started) / 1000;
+    const after = await measureQueries(store, filled.organisationKey, queried.thing_key, now, rounds);
+    const left = await store.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
+
+    console.log(
+      `swept ${swept.events} events and ${swept.rollups} rollup slots in ${sweepSeconds.toFixed(1)} s (${Math.round(swept.events / sweepSeconds)}/s), ${transactions.length} transactions; ${Number(left.n)} events left`,
+    );
+    console.log(
+      table([
+        ['', 'baseline', 'measured', 'ratio'],
+        ['longest sweep transaction (blocking), ms', '-', quantile(transactions, 1).toFixed(1), '-'],
+        ['sweep transactions p99, ms', '-', quantile(transactions, 0.99).toFixed(1), '-'],
+        [
+          'ingestion write, max ms (no sweep / sweeping)',
+          quantile(baseline, 1).toFixed(1),
+          quantile(during, 1).toFixed(1),
+          `${(quantile(during, 1) / quantile(baseline, 1)).toFixed(2)}x`,
+        ],
+        [
+          'ingestion write p99, ms (no sweep / sweeping)',
+          quantile(baseline, 0.99).toFixed(1),
+          quantile(during, 0.99).toFixed(1),
+          `${(quantile(during, 0.99) / quantile(baseline, 0.99)).toFixed(2)}x`,
+        ],
+        [
+          'thing_data newest 100, p99 ms (no retention / after)',
+          quantile(queries.newest, 0.99).toFixed(1),
+          quantile(after.newest, 0.99).toFixed(1),
+          `${(quantile(after.newest, 0.99) / quantile(queries.newest, 0.99)).toFixed(2)}x`,
+        ],
+        [
+          '30 days in 15-min buckets, p99 ms (no retention / after)',
+          quantile(queries.aggregated, 0.99).toFixed(1),
+          quantile(after.aggregated, 0.99).toFixed(1),
+          `${(quantile(after.aggregated, 0.99) / quantile(queries.aggregated, 0.99)).toFixed(2)}x`,
+        ],
+      ]),
+    );
+    console.log(`ingestion writes: ${latency(baseline)} without a sweep, ${latency(during)} while sweeping`);
+    if (store.engine === 'sqlite') {
+      const [free] = (
+        await sql<{ n: number }>`select freelist_count as n from pragma_freelist_count()`.execute(store.db)
+      ).rows;
+      console.log(`free pages left in the file: ${free?.n}`);
+    }
+  } finally {
+    await writer.drain();
+    await store.close();
+    await bench.dispose();
+  }
+}
+
+/** Writes one event per thing every 20 ms until `until()`; answers each write's time to commit (ms). */
+async function ingest(filled: Awaited<ReturnType<typeof fillableStore>>, until: () => boolean): Promise<number[]> {
+  const times: number[] = [];
+  let second = 0;
+  while (!until()) {
+    const batch = filled.batch(0, 1, Date.now() - Date.UTC(2026, 0, 1) + second++);
+    const began = performance.now();
+    await filled.writer.write(batch);
+    times.push(performance.now() - began);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return times;
+}
+
+async function measureQueries(store: Store, organisationKey: string, thingKey: string, now: number, rounds: number) {
+  const time = timeFormatter('int', 'Etc/UTC');
+  const newest: number[] = [];
+  const aggregated: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    let began = performance.now();
+    await thingData(
+      store.db,
+      {
+        organisationKeys: [organisationKey],
+        thingKey,
+        page: 1,
+        per: 100,
+        order: 'desc',
+        dataFormat: 'map',
+        byCreatedAt: false,
+      },
+      time,
+    );
+    newest.push(performance.now() - began);
+    began = performance.now();
+    await aggregatedData(
+      store.db,
+      {
+        organisationKeys: [organisationKey],
+        thingKeys: [thingKey],
+        grouping: 'minute',
+        groupingValue: 15,
+        idle: false,
+        from: Math.floor((now - 30 * DAY) / 1000),
+        to: Math.floor(now / 1000),
+      },
+      time,
+    );
+    aggregated.push(performance.now() - began);
+  }
+  return { newest, aggregated };
+}
