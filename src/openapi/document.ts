@@ -102,6 +102,11 @@ export function finishDocument<T extends object>(finished: T): T {
   document.components.schemas = { ...document.components.schemas };
   const schemas = document.components.schemas;
   schemas.Error = ERROR_SCHEMA;
+  // Every answer to a request with a token carries the rate limit's headers: said once, here.
+  document.components.securitySchemes.authToken.description =
+    "Every request with a token counts against its organisation's API rate limit, and its answer carries " +
+    'RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (seconds until the minute ends); beyond the ' +
+    'limit the answer is a 429 with Retry-After.';
   const errorAnswer = (description: string) => ({
     description,
     content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
@@ -132,6 +137,12 @@ export function finishDocument<T extends object>(finished: T): T {
     const secured = Array.isArray(operation.security) && operation.security.length > 0;
     const statuses = ['400', ...(secured ? ['401', '403'] : []), ...(path.includes('{') ? ['404'] : [])];
     for (const status of statuses) responses[status] ??= errorAnswer(ERROR_ANSWERS[status] as string);
+    if (operation.security?.some((s: Json) => 'authToken' in s)) {
+      responses['429'] = {
+        ...errorAnswer("the organisation's API rate limit is reached for this minute"),
+        headers: { 'Retry-After': { description: 'seconds until the minute ends', schema: { type: 'integer' } } },
+      };
+    }
     const example = exampleOf(id, parameterSchema(operation));
     const media = operation.requestBody?.content?.['application/json'];
     if (media) media.example = example;

@@ -12,6 +12,14 @@ export const EXAMPLES: Record<string, Record<string, unknown>> = {
   postThings: {
     thing: { name: 'Boiler 7', thing_template_key: 'k3y0example', tags: 'boiler,plant-7', bi_directional: true },
   },
+  postThingsImport: {
+    mode: 'upsert',
+    dry_run: true,
+    things: [
+      { thing_key: 'boiler-7', name: 'Boiler 7', tags: 'boiler,plant-7' },
+      { thing_key: 'boiler-8', name: 'Boiler 8', user_defined_properties: { site: 'Pune' } },
+    ],
+  },
   postRules: {
     rule: {
       name: 'Boiler too hot',

@@ -212,6 +212,15 @@ describeOnStores('usage', (ctx) => {
     assert.equal(again.api_requests_today, usage.api_requests_today + 1);
   });
 
+  it('when the API description is read then user operations document the 429 and device ones do not', async () => {
+    const document = (await ctx.api.request('GET', '/openapi.json')).body;
+    const usage = document.paths['/api/v3/usage'].get;
+    assert.equal(usage.responses['429'].headers['Retry-After'].schema.type, 'integer');
+    assert.match(document.components.securitySchemes.authToken.description, /RateLimit-Remaining/);
+    assert.equal(document.paths['/api/v3/things/event'].post.responses['429'], undefined);
+    assert.equal(document.paths['/api_sign_in'].post.responses['429'], undefined);
+  });
+
   it('when the caller may not read things then usage is a 403', async () => {
     const admin = await ctx.api.adminToken();
     const user = await userWithAbilities(ctx.api, admin, [21]);

@@ -1499,6 +1499,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     putApiV1SensorsByThingKeySetTraits: {
@@ -1594,6 +1605,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getApiV2NotificationActions: {
@@ -1673,6 +1695,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1785,6 +1818,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getApiV2NotificationActionsByNotificationActionKey: {
@@ -1851,6 +1895,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1975,6 +2030,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteApiV2NotificationActionsByNotificationActionKey: {
@@ -2039,6 +2105,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2131,6 +2208,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2278,6 +2366,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2464,6 +2563,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     postAlertsByAlertKeyClear: {
@@ -2556,6 +2666,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getApiKeys: {
@@ -2627,6 +2748,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2717,6 +2849,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getApiKeysByApiKeyKey: {
@@ -2787,6 +2930,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteApiKeysByApiKeyKey: {
@@ -2847,6 +3001,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2935,6 +3100,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getAuditTrailsByAuditTrailKey: {
@@ -3001,6 +3177,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3089,6 +3276,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getGateway: {
@@ -3162,6 +3360,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3267,6 +3476,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getGatewayByGatewayKey: {
@@ -3333,6 +3553,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3447,6 +3678,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteGatewayByGatewayKey: {
@@ -3511,6 +3753,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3584,6 +3837,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3684,6 +3948,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getGroups: {
@@ -3759,6 +4034,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3865,6 +4151,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getGroupsByGroupKey: {
@@ -3931,6 +4228,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4045,6 +4353,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteGroupsByGroupKey: {
@@ -4107,6 +4426,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4207,6 +4537,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getKeyPairs: {
@@ -4280,6 +4621,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4372,6 +4724,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getKeyPairsByKeyPairKey: {
@@ -4444,6 +4807,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteKeyPairsByKeyPairKey: {
@@ -4506,6 +4880,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4591,6 +4976,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4707,6 +5103,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getNotificationActionsByNotificationActionKey: {
@@ -4773,6 +5180,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4901,6 +5319,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteNotificationActionsByNotificationActionKey: {
@@ -4965,6 +5394,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5072,6 +5512,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getOrganisations: {
@@ -5143,6 +5594,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5232,6 +5694,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getOrganisationsByOrganisationKey: {
@@ -5296,6 +5769,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5400,6 +5884,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteOrganisationsByOrganisationKey: {
@@ -5460,6 +5955,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5557,6 +6063,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5664,6 +6181,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getRoles: {
@@ -5741,6 +6269,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5838,6 +6377,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getRolesByRoleKey: {
@@ -5904,6 +6454,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6005,6 +6566,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteRolesByRoleKey: {
@@ -6067,6 +6639,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6151,6 +6734,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6268,6 +6862,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getRulesByRuleKey: {
@@ -6334,6 +6939,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6456,6 +7072,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteRulesByRuleKey: {
@@ -6520,6 +7147,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6591,6 +7229,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6670,6 +7319,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6779,6 +7439,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getThingTemplatesByThingTemplateKey: {
@@ -6845,6 +7516,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6961,6 +7643,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteThingTemplatesByThingTemplateKey: {
@@ -7023,6 +7716,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7107,6 +7811,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7214,6 +7929,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getThingsByThingKey: {
@@ -7280,6 +8006,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7391,6 +8128,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteThingsByThingKey: {
@@ -7453,6 +8201,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7557,6 +8316,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteThingsByThingKeyEvents: {
@@ -7639,6 +8409,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getThingsByThingKeyEventsExport: {
@@ -7712,6 +8493,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7803,6 +8595,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7911,6 +8714,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getThingsByThingKeyInstructionsByInstructionKey: {
@@ -7979,6 +8793,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8074,6 +8899,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8247,7 +9083,22 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "pretty": true
+                 *       "mode": "upsert",
+                 *       "dry_run": true,
+                 *       "things": [
+                 *         {
+                 *           "thing_key": "boiler-7",
+                 *           "name": "Boiler 7",
+                 *           "tags": "boiler,plant-7"
+                 *         },
+                 *         {
+                 *           "thing_key": "boiler-8",
+                 *           "name": "Boiler 8",
+                 *           "user_defined_properties": {
+                 *             "site": "Pune"
+                 *           }
+                 *         }
+                 *       ]
                  *     }
                  */
                 "application/json": {
@@ -8335,6 +9186,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8468,6 +9330,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getUsers: {
@@ -8541,6 +9414,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8640,6 +9524,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getUsersByUserKey: {
@@ -8706,6 +9601,17 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8812,6 +9718,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteUsersByUserKey: {
@@ -8880,6 +9797,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getWs: {
@@ -8919,6 +9847,17 @@ export interface operations {
             /** @description the role lacks this operation's permission */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
