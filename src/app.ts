@@ -55,6 +55,7 @@ import { MAX_FRAME_BYTES, registerRealtimeRoutes } from './realtime/routes.ts';
 import { roleRoutes } from './roles/routes.ts';
 import { RuleEngine } from './rules/engine.ts';
 import { ruleRoutes } from './rules/routes.ts';
+import { SilenceWatcher } from './rules/silences.ts';
 import { loadIdentityProviders } from './sessions/identity-providers.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { SessionService } from './sessions/service.ts';
@@ -198,6 +199,13 @@ export async function createServer(config: Config): Promise<Server> {
     if (config.retentionSweepMs > 0) {
       sweeper.start(config.retentionSweepMs, (error) => app.log.warn({ err: error }, 'retention sweep failed'));
     }
+    const silences = new SilenceWatcher(store, {
+      intervalMs: config.noDataCheckMs,
+      onQueued: () => deliveries.wake(),
+      onFired: (count) => metrics.rulesFired(count),
+      onError: (error) => app.log.warn(error),
+    });
+    silences.start();
     const server: Server = {
       app,
       store,
@@ -235,6 +243,7 @@ export async function createServer(config: Config): Promise<Server> {
         await limiter.close();
         await writer.drain();
         await sweeper.stop();
+        await silences.stop();
         await deliveries.stop();
         await senders.close();
         sessions.close();

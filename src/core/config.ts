@@ -66,6 +66,8 @@ export interface Config {
   deliveryRetryBaseMs: number;
   /** Attempts before a delivery is given up as failed. */
   deliveryMaxAttempts: number;
+  /** How often no_data rules look for things whose silence is due (ms). */
+  noDataCheckMs: number;
   /**
    * On heaps of 2 GB or more, how far the V8 heap grows between full collections, in percent of the
    * live size; 0 = V8's own (core/heap.ts).
@@ -204,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
     retentionSweepMs: parseDuration('RETENTION_SWEEP_INTERVAL', env.RETENTION_SWEEP_INTERVAL || '10m') * 1000,
     deliveryRetryBaseMs: parsePositive('DELIVERY_RETRY_BASE_MS', env.DELIVERY_RETRY_BASE_MS, 5000),
     deliveryMaxAttempts: parsePositive('DELIVERY_MAX_ATTEMPTS', env.DELIVERY_MAX_ATTEMPTS, 10),
+    noDataCheckMs: parsePositive('NO_DATA_CHECK_MS', env.NO_DATA_CHECK_MS, 1000),
     heapGrowingPercent: parsePercent('HEAP_GROWING_PERCENT', env.HEAP_GROWING_PERCENT, 100),
     consoleDir: env.CONSOLE_DIR || BUILT_CONSOLE_DIR,
     apiRateLimit: parsePositive('API_RATE_LIMIT', env.API_RATE_LIMIT, 6000),

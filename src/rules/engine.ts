@@ -11,15 +11,24 @@
  * - state-repository.ts: `on_enter` states, kept in the store (rule_states);
  * - firing.ts: alerts and deliveries.
  */
+
+import { clearAlertByRule, onAlertCleared } from '../alerts/service.ts';
 import { readRuleRevisions } from '../audit/revisions.ts';
 import type { IngestBatch } from '../events/writer.ts';
 import type { Tx } from '../store/store.ts';
 import { expressionViewOfThing } from '../things/presenter.ts';
 import { findThingsOfOrganisation, type ThingWithTemplate } from '../things/service.ts';
-import { type Candidate, enter, evaluate } from './evaluator.ts';
+import { type Candidate, type Effect, enter, evaluate, FRESH_STATE, sameState } from './evaluator.ts';
 import { fire } from './firing.ts';
 import { type CompiledRule, RuleSetCache } from './rule-set.ts';
-import { RuleStateRepository } from './state-repository.ts';
+import { forgetOpenAlert, RuleStateRepository } from './state-repository.ts';
+
+// A user clearing a rule's alert frees the rule to raise another (docs/rules.md, "Rule timing").
+onAlertCleared(async (db, alert) => {
+  if (alert.rule_key !== null && alert.thing_key !== null) {
+    await forgetOpenAlert(db, alert.rule_key, alert.thing_key, alert.alert_key);
+  }
+});
 
 /** Things per read (well under both engines' parameter limits). */
 const CHUNK = 500;
@@ -88,25 +97,43 @@ export class RuleEngine {
     const things = new ThingCache(tx, organisationKey);
     if (rules.some((r) => r.needsThing)) await things.load(candidates.map((c) => c.thingKey));
     const verdicts = evaluate(rules, candidates, (thingKey) => things.loadedView(thingKey));
-    const firings = verdicts.firings;
-    if (verdicts.entering.length > 0) {
-      const now = Date.now();
-      const pairs = verdicts.entering.map((p) => ({ ruleKey: p.rule.row.rule_key, thingKey: p.thingKey }));
-      const stored = await this.states.lock(tx, organisationKey, pairs, now);
-      const entered = enter(verdicts.entering, stored);
-      await this.states.save(
-        tx,
-        organisationKey,
-        entered.changes.map((c) => ({ ruleKey: c.rule.row.rule_key, thingKey: c.thingKey, matched: c.matched })),
-        now,
-      );
-      firings.push(...entered.firings);
-    }
+    const effects: Effect[] = verdicts.firings.map((firing) => ({ ...firing, kind: 'fire', pair: -1 }));
+    const { pairs } = verdicts;
+    const now = Date.now();
+    const statePairs = pairs.map((p) => ({
+      ruleKey: p.rule.row.rule_key,
+      thingKey: p.thingKey,
+      dueAt: p.rule.row.trigger === 'no_data' ? now + p.rule.forMs : undefined,
+    }));
+    const stored = pairs.length === 0 ? [] : await this.states.lock(tx, organisationKey, statePairs, now);
+    const entered = enter(pairs, stored);
+    effects.push(...entered.effects);
+    // In the order their events arrived (a stable sort: stateless firings of one event come first).
+    if (entered.effects.length > 0) effects.sort((a, b) => a.candidate.order - b.candidate.order);
+    const openAlerts = stored.map((state) => state?.openAlertKey ?? null);
     let queued = 0;
-    for (const firing of firings) {
-      queued += await fire(tx, organisationKey, firing, await things.row(firing.candidate.thingKey));
+    let fired = 0;
+    for (const effect of effects) {
+      if (effect.kind === 'clear') {
+        const alertKey = openAlerts[effect.pair];
+        if (alertKey) await clearAlertByRule(tx, organisationKey, alertKey, now);
+        openAlerts[effect.pair] = null;
+        continue;
+      }
+      const result = await fire(tx, organisationKey, effect, await things.row(effect.candidate.thingKey));
+      queued += result.queued;
+      fired++;
+      if (effect.pair >= 0 && effect.rule.autoClear) openAlerts[effect.pair] = result.alertKey;
     }
-    if (firings.length > 0) this.options.onFired?.(firings.length);
+    const changes = pairs.flatMap((_pair, index) => {
+      const before = stored[index];
+      const after = entered.states[index] as (typeof entered.states)[number];
+      const openAlertKey = openAlerts[index] ?? null;
+      if (sameState(after, before ?? FRESH_STATE) && openAlertKey === (before?.openAlertKey ?? null)) return [];
+      return [{ ...(statePairs[index] as (typeof statePairs)[number]), ...after, openAlertKey }];
+    });
+    if (changes.length > 0) await this.states.save(tx, organisationKey, changes, now);
+    if (fired > 0) this.options.onFired?.(fired);
     return queued;
   }
 }

@@ -7,6 +7,9 @@
  */
 import { ruleConditionLookup, thingLookup } from '../expressions/index.ts';
 import type { CompiledRule } from './rule-set.ts';
+import type { RuleState } from './state-repository.ts';
+
+export type { RuleState };
 
 /** One event of one thing, as a rule sees it. */
 export interface Candidate {
@@ -23,33 +26,33 @@ export interface Firing {
 }
 
 /**
- * One `on_enter` rule and one thing with the rule's verdicts on the thing's events of a transaction, as
- * much of them as decides its firings: the first verdict (which fires if the stored state was false),
- * every later event where the verdict turns true, and the last verdict (the state to store).
+ * One rule that keeps state per thing (`on_enter`, `auto_clear`, `no_data`) and one thing, with the
+ * thing's events of a transaction in arrival order and the rule's verdict on each (no_data rules do
+ * not evaluate their condition on events: each event only ends a silence).
  */
-export interface EnteringPair {
+export interface StatefulPair {
   /** Orders pairs: by rule key, then thing key. */
   key: string;
   rule: CompiledRule;
   thingKey: string;
-  first: Candidate;
-  firstMatched: boolean;
-  rising: Candidate[];
-  lastMatched: boolean;
+  candidates: Candidate[];
+  verdicts: boolean[];
 }
 
 export interface Verdicts {
-  /** Firings of `every_event` rules, in the order their events arrived. */
+  /** Firings of stateless rules (`every_event` without `auto_clear`), in the order their events arrived. */
   firings: Firing[];
-  /** The `on_enter` rules' pairs, in key order: the order their state rows are locked in. */
-  entering: EnteringPair[];
+  /** The stateful rules' pairs, in key order: the order their state rows are locked in. */
+  pairs: StatefulPair[];
 }
 
-/** The state of an `on_enter` rule for a thing: whether its condition held at the thing's last event. */
-export interface StateChange {
-  rule: CompiledRule;
-  thingKey: string;
-  matched: boolean;
+export const FRESH_STATE: Readonly<RuleState> = { matched: false, runStartedAt: null, fired: false, openAlert: false };
+
+/** What a stateful pair causes at one of its events: a firing, or the clearing of the alert it keeps open. */
+export interface Effect extends Firing {
+  kind: 'fire' | 'clear';
+  /** Index of the pair in the pairs given to `enter`. */
+  pair: number;
 }
 
 const pairKey = (ruleKey: string, thingKey: string) => `${ruleKey}\u0000${thingKey}`;
@@ -62,6 +65,9 @@ export function watches(rule: CompiledRule, candidate: Candidate, thing: object 
   if (rule.inGroup && thing) return rule.inGroup(thingLookup(thing));
   return false;
 }
+
+/** Whether a rule keeps state per thing: `every_event` rules without `auto_clear` do not. */
+export const isStateful = (rule: CompiledRule): boolean => rule.row.trigger !== 'every_event' || rule.autoClear;
 
 /**
  * The verdicts of `rules` (in their order) on `candidates` (in arrival order). `thingOf` gives a
@@ -76,61 +82,94 @@ export function evaluate(
   const needsThing = rules.some((r) => r.needsThing);
   const firings: Firing[] = [];
   // By rule in the order of `rules`, then by thing.
-  const entering = rules.map(() => new Map<string, EnteringPair>());
+  const stateful = rules.map(() => new Map<string, StatefulPair>());
   for (const candidate of candidates) {
     const thing = needsThing ? thingOf(candidate.thingKey) : undefined;
     const lookup = ruleConditionLookup(candidate.event.data, thing);
     for (let index = 0; index < rules.length; index++) {
       const rule = rules[index] as CompiledRule;
       if (!watches(rule, candidate, thing)) continue;
-      const matched = rule.matches(lookup);
-      if (rule.row.trigger === 'every_event') {
+      const matched = rule.row.trigger !== 'no_data' && rule.matches(lookup);
+      if (!isStateful(rule)) {
         if (matched) firings.push({ rule, candidate });
         continue;
       }
-      const ofRule = entering[index] as Map<string, EnteringPair>;
-      const pair = ofRule.get(candidate.thingKey);
+      const ofRule = stateful[index] as Map<string, StatefulPair>;
+      let pair = ofRule.get(candidate.thingKey);
       if (!pair) {
-        ofRule.set(candidate.thingKey, {
+        pair = {
           key: pairKey(rule.row.rule_key, candidate.thingKey),
           rule,
           thingKey: candidate.thingKey,
-          first: candidate,
-          firstMatched: matched,
-          rising: [],
-          lastMatched: matched,
-        });
-        continue;
+          candidates: [],
+          verdicts: [],
+        };
+        ofRule.set(candidate.thingKey, pair);
       }
-      if (matched && !pair.lastMatched) pair.rising.push(candidate);
-      pair.lastMatched = matched;
+      pair.candidates.push(candidate);
+      pair.verdicts.push(matched);
     }
   }
-  const pairs = entering.flatMap((ofRule) => [...ofRule.values()]);
+  const pairs = stateful.flatMap((ofRule) => [...ofRule.values()]);
   pairs.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return { firings, entering: pairs };
+  return { firings, pairs };
 }
 
 /**
- * The firings of `on_enter` pairs (in arrival order) and the states to store, given each pair's stored
- * state (`stored[i]` for `pairs[i]`: undefined when none). A pair fires where its condition turns true:
- * at its first event if the stored state was not true, then at each rise between the transaction's own
- * events. Its state changes where its last verdict differs from the stored one.
+ * Moves one pair's state through one event (docs/rules.md, "Rule timing"), adding what it causes to
+ * `effects`. An `on_enter` rule fires at the first event at least `for_seconds` (by event time) after
+ * the first event of the run its condition has held on, once per run; an event on which the condition
+ * fails ends the run. An `every_event` rule with `auto_clear` fires on each event on which the
+ * condition holds while it keeps no alert open. A rule with `auto_clear` raises no other alert while
+ * it keeps one open, and clears it at the first event on which the condition fails; a `no_data`
+ * rule's at the thing's first event.
+ */
+function advance(state: RuleState, pair: StatefulPair, index: number, pairIndex: number, effects: Effect[]): void {
+  const { rule } = pair;
+  const candidate = pair.candidates[index] as Candidate;
+  const effect = (kind: Effect['kind']) => effects.push({ kind, rule, candidate, pair: pairIndex });
+  if (!pair.verdicts[index]) {
+    state.matched = false;
+    state.runStartedAt = null;
+    state.fired = false;
+    if (state.openAlert) {
+      effect('clear');
+      state.openAlert = false;
+    }
+    return;
+  }
+  if (!state.matched) {
+    state.matched = true;
+    state.runStartedAt = candidate.event.timestamp;
+    state.fired = false;
+  }
+  if (rule.row.trigger === 'every_event') state.fired = false;
+  if (state.fired || candidate.event.timestamp - (state.runStartedAt ?? candidate.event.timestamp) < rule.forMs) return;
+  state.fired = true;
+  if (state.openAlert) return;
+  effect('fire');
+  if (rule.autoClear) state.openAlert = true;
+}
+
+/**
+ * What the stateful pairs cause (in the order their events arrived) and each pair's state after its
+ * events, given each pair's stored state (`stored[i]` for `pairs[i]`: undefined when none).
  */
 export function enter(
-  pairs: readonly EnteringPair[],
-  stored: readonly (boolean | undefined)[],
-): { firings: Firing[]; changes: StateChange[] } {
-  const firings: Firing[] = [];
-  const changes: StateChange[] = [];
-  pairs.forEach((pair, index) => {
-    const before = stored[index];
-    if (pair.firstMatched && !before) firings.push({ rule: pair.rule, candidate: pair.first });
-    for (const candidate of pair.rising) firings.push({ rule: pair.rule, candidate });
-    if (pair.lastMatched !== before)
-      changes.push({ rule: pair.rule, thingKey: pair.thingKey, matched: pair.lastMatched });
+  pairs: readonly StatefulPair[],
+  stored: readonly (RuleState | undefined)[],
+): { effects: Effect[]; states: RuleState[] } {
+  const effects: Effect[] = [];
+  const states = pairs.map((pair, pairIndex) => {
+    const state = { ...(stored[pairIndex] ?? FRESH_STATE) };
+    for (let index = 0; index < pair.candidates.length; index++) advance(state, pair, index, pairIndex, effects);
+    return state;
   });
-  // Firings in the order their events arrived (a stable sort: pairs of one event keep key order).
-  firings.sort((a, b) => a.candidate.order - b.candidate.order);
-  return { firings, changes };
+  // In the order their events arrived (a stable sort: effects of one event keep pair order).
+  effects.sort((a, b) => a.candidate.order - b.candidate.order);
+  return { effects, states };
 }
+
+/** Whether two states differ (the state row is written only then). */
+export const sameState = (a: RuleState, b: RuleState): boolean =>
+  a.matched === b.matched && a.runStartedAt === b.runStartedAt && a.fired === b.fired && a.openAlert === b.openAlert;

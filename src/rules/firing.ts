@@ -11,17 +11,25 @@ import type { Tx } from '../store/store.ts';
 import { type ThingWithTemplate, thingSnapshot } from '../things/service.ts';
 import type { Firing } from './evaluator.ts';
 
+/** What a firing caused: deliveries queued, and the alert raised (null when none). */
+export interface Fired {
+  queued: number;
+  alertKey: string | null;
+}
+
 /**
  * Raises the rule's alert (unless it has no alert type) and queues its actions, for `thing` as it is
- * now; a thing that is gone causes nothing. Answers how many deliveries were queued.
+ * now; a thing that is gone causes nothing. `at` is the alert's time: the event's, or for a no_data
+ * rule the time it fired (then the event is the thing's last, if any).
  */
 export async function fire(
   tx: Tx,
   organisationKey: string,
   { rule, candidate }: Firing,
   thing: ThingWithTemplate | undefined,
-): Promise<number> {
-  if (!thing) return 0;
+  at = candidate.event.timestamp,
+): Promise<Fired> {
+  if (!thing) return { queued: 0, alertKey: null };
   const snapshot = thingSnapshot(thing);
   const message =
     rule.row.alert_message.trim() === ''
@@ -36,11 +44,11 @@ export async function fire(
           thing,
           alertType: rule.row.alert_type,
           message,
-          timestamp: candidate.event.timestamp,
+          timestamp: at,
           ruleKey: rule.row.rule_key,
           data: { rule_key: rule.row.rule_key, rule_name: rule.row.name, event },
         });
-  return queueDeliveries(tx, {
+  const queued = await queueDeliveries(tx, {
     organisationKey,
     ruleKey: rule.row.rule_key,
     actionKeys: rule.actions.map((action) => action.notification_action_key),
@@ -59,4 +67,5 @@ export async function fire(
       message,
     },
   });
+  return { queued, alertKey: alert?.alert_key ?? null };
 }

@@ -14,6 +14,8 @@ export function presentRule(row: RuleRow, time: TimeFormatter) {
     alert_message: row.alert_message,
     trigger: row.trigger,
     enabled: row.enabled === 1,
+    for_seconds: row.for_seconds,
+    auto_clear: row.auto_clear === 1,
     created_at: time(row.created_at),
     updated_at: time(row.updated_at),
   };

@@ -75,3 +75,25 @@ export function listEnabledRules(db: Executor, organisationKey: string): Promise
     .orderBy('rule_key')
     .execute();
 }
+
+/** The enabled no_data rules of an organisation (docs/rules.md, "Rule timing"). */
+export function listSilenceRules(db: Executor, organisationKey: string): Promise<RuleRow[]> {
+  return db
+    .selectFrom('rules')
+    .selectAll()
+    .where('organisation_key', '=', organisationKey)
+    .where('enabled', '=', 1)
+    .where('trigger', '=', 'no_data')
+    .orderBy('created_at')
+    .orderBy('rule_key')
+    .execute();
+}
+
+/** These rules, of any organisation (the no_data timer reads the rules of the silences due). */
+export function findRulesByKeys(db: Executor, ruleKeys: readonly string[]): Promise<RuleRow[]> {
+  return db
+    .selectFrom('rules')
+    .selectAll()
+    .where('rule_key', 'in', [...ruleKeys])
+    .execute();
+}

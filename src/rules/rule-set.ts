@@ -32,7 +32,13 @@ export interface CompiledRule {
   /** A dynamic group's expression, compiled. */
   inGroup: Matcher | undefined;
   actions: NotificationActionRow[];
+  /** `for_seconds` in milliseconds. */
+  forMs: number;
+  autoClear: boolean;
 }
+
+/** A rule without a condition (no_data rules may have none) holds for every event. */
+const ALWAYS: Matcher = () => true;
 
 /** What a rule's group contributes to its scope. */
 export interface RuleGroup {
@@ -52,9 +58,9 @@ export function compileRule(
   group: RuleGroup | undefined,
   actions: NotificationActionRow[],
 ): CompiledRule | undefined {
-  let condition: Expression;
+  let condition: Expression | undefined;
   try {
-    condition = parseRuleCondition(row.condition);
+    condition = row.condition.trim() === '' ? undefined : parseRuleCondition(row.condition);
   } catch {
     return undefined;
   }
@@ -69,19 +75,27 @@ export function compileRule(
   const thingKeys = new Set(JSON.parse(row.thing_keys) as string[]);
   return {
     row,
-    matches: compileMatcher(condition),
-    needsThing: groupExpression !== undefined || referencedNames(condition).some((path) => path[0] === 'thing'),
+    matches: condition ? compileMatcher(condition) : ALWAYS,
+    needsThing:
+      groupExpression !== undefined ||
+      (condition !== undefined && referencedNames(condition).some((path) => path[0] === 'thing')),
     everyThing: row.thing_template_key === null && thingKeys.size === 0 && row.group_key === null,
     thingKeys,
     groupMembers: new Set(group?.members ?? []),
     inGroup: groupExpression && compileMatcher(groupExpression),
     actions,
+    forMs: row.for_seconds * 1000,
+    autoClear: row.auto_clear === 1,
   };
 }
 
 /** Reads an organisation's enabled rules, their actions and groups, and compiles them, oldest first. */
 export async function loadRuleSet(db: Executor, organisationKey: string): Promise<CompiledRule[]> {
-  const rows = await listEnabledRules(db, organisationKey);
+  return compileRules(db, organisationKey, await listEnabledRules(db, organisationKey));
+}
+
+/** Compiles rules of one organisation with their actions and groups (rules that no longer parse left out). */
+export async function compileRules(db: Executor, organisationKey: string, rows: RuleRow[]): Promise<CompiledRule[]> {
   if (rows.length === 0) return [];
   const actions = await listActionsOfRules(
     db,

@@ -5,19 +5,19 @@
  * (audit/revisions.ts).
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { invalidParam, notFound, unknownReference } from '../core/errors.ts';
+import { invalidParam, notFound, requiredParam, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { ExpressionError, parseRuleCondition } from '../expressions/index.ts';
 import { findGroup } from '../groups/service.ts';
-import type { Executor, Store } from '../store/store.ts';
+import type { Executor, Store, Tx } from '../store/store.ts';
 import type { RuleRow } from '../store/tables.ts';
 import { findTemplate } from '../templates/service.ts';
 import { requireKnownThings } from '../things/service.ts';
 import { presentRule } from './presenter.ts';
 import * as rules from './repository.ts';
-import { clearRuleStates } from './state-repository.ts';
+import { clearRuleStates, resetRuleStates } from './state-repository.ts';
 
 export interface RuleInput {
   name: string;
@@ -25,14 +25,27 @@ export interface RuleInput {
   thing_template_key?: string | null | undefined;
   thing_keys?: string[] | undefined;
   group_key?: string | null | undefined;
-  condition: string;
+  condition?: string | undefined;
   alert_type?: number | null | undefined;
   alert_message?: string | undefined;
-  trigger?: 'on_enter' | 'every_event' | undefined;
+  trigger?: 'on_enter' | 'every_event' | 'no_data' | undefined;
   enabled?: boolean | undefined;
+  for_seconds?: number | undefined;
+  auto_clear?: boolean | undefined;
 }
 
 const snapshot = (row: RuleRow) => presentRule(row, STORED_TIME);
+
+/** The fields whose change starts a rule's states over (docs/rules.md, "Rule timing"). */
+const RESETTING = [
+  'condition',
+  'trigger',
+  'for_seconds',
+  'auto_clear',
+  'thing_template_key',
+  'thing_keys',
+  'group_key',
+] as const satisfies readonly (keyof RuleRow)[];
 
 /**
  * What another capability deletes with a rule, in the rule's transaction, before the rule goes (the
@@ -41,6 +54,18 @@ const snapshot = (row: RuleRow) => presentRule(row, STORED_TIME);
 export type RuleDeletion = (db: Executor, actor: Actor, rule: RuleRow) => Promise<void>;
 
 const deletions: RuleDeletion[] = [];
+
+/**
+ * What another capability does in the transaction that creates or updates a rule, once it is written
+ * (no_data watches register theirs: rules/silences.ts, which reads rules through the rule set).
+ */
+export type RuleSaving = (db: Tx, after: RuleRow, before: RuleRow | undefined, now: number) => Promise<void>;
+
+const savings: RuleSaving[] = [];
+
+export function onRuleSaved(saving: RuleSaving): void {
+  if (!savings.includes(saving)) savings.push(saving);
+}
 
 export function onRuleDeleted(deletion: RuleDeletion): void {
   if (!deletions.includes(deletion)) deletions.push(deletion);
@@ -54,6 +79,24 @@ function checkCondition(condition: string): string {
     throw error;
   }
   return condition;
+}
+
+/**
+ * How the rule's trigger, timing and alert fit together (docs/rules.md, "Rule timing"): a condition
+ * unless no_data; for_seconds only with on_enter and no_data, which needs it; auto_clear only with an
+ * alert to clear.
+ */
+function checkTiming(row: RuleRow): void {
+  if (row.trigger !== 'no_data' && row.condition === '') throw requiredParam('rule.condition');
+  if (row.trigger === 'every_event' && row.for_seconds > 0) {
+    throw invalidParam('rule.for_seconds', 'applies to on_enter and no_data rules only');
+  }
+  if (row.trigger === 'no_data' && row.for_seconds < 1) {
+    throw invalidParam('rule.for_seconds', 'a no_data rule needs the silence to wait for: at least 1 second');
+  }
+  if (row.auto_clear === 1 && row.alert_type === null) {
+    throw invalidParam('rule.auto_clear', 'needs an alert_type: a rule that raises no alert has none to clear');
+  }
 }
 
 /** Every key the rule names must be one the organisation has (a 400 naming the param otherwise). */
@@ -78,19 +121,21 @@ export async function createRule(store: Store, actor: Actor, organisationKey: st
     thing_template_key: input.thing_template_key ?? null,
     thing_keys: JSON.stringify([...new Set(input.thing_keys ?? [])]),
     group_key: input.group_key ?? null,
-    condition: checkCondition(input.condition),
+    condition: input.condition === undefined ? '' : checkCondition(input.condition),
     alert_type: input.alert_type === undefined ? 0 : input.alert_type,
     alert_message: input.alert_message ?? '',
     trigger: input.trigger ?? 'on_enter',
     enabled: input.enabled === false ? 0 : 1,
-    for_seconds: 0,
-    auto_clear: 0,
+    for_seconds: input.for_seconds ?? 0,
+    auto_clear: input.auto_clear ? 1 : 0,
     created_at: now,
     updated_at: now,
   };
+  checkTiming(row);
   return store.transaction(async (tx) => {
     await checkReferences(tx, organisationKey, row);
     await rules.insertRule(tx, row);
+    for (const saved of savings) await saved(tx, row, undefined, now);
     await recordChange(tx, actor, {
       organisationKey,
       action: 'create',
@@ -139,15 +184,20 @@ export async function updateRule(
       ...(changes.alert_message !== undefined ? { alert_message: changes.alert_message } : {}),
       ...(changes.trigger !== undefined ? { trigger: changes.trigger } : {}),
       ...(changes.enabled !== undefined ? { enabled: changes.enabled ? 1 : 0 } : {}),
+      ...(changes.for_seconds !== undefined ? { for_seconds: changes.for_seconds } : {}),
+      ...(changes.auto_clear !== undefined ? { auto_clear: changes.auto_clear ? 1 : 0 } : {}),
       updated_at: Date.now(),
     };
+    checkTiming(after);
     await checkReferences(tx, before.organisation_key, after);
     const { rule_key: _k, organisation_key: _o, created_at: _c, ...columns } = after;
     await rules.updateRule(tx, ruleKey, columns);
-    // A changed condition or scope starts from a clean state: the next matching event enters.
-    if (after.condition !== before.condition || after.trigger !== before.trigger) {
-      await clearRuleStates(tx, ruleKey);
+    // A changed condition, trigger, timing or scope starts from a clean state: the next matching event
+    // starts a new run. The alerts it keeps open stay its own unless auto_clear is turned off.
+    if (RESETTING.some((field) => after[field] !== before[field])) {
+      await resetRuleStates(tx, ruleKey, before.auto_clear === 1 && after.auto_clear === 0);
     }
+    for (const saved of savings) await saved(tx, after, before, after.updated_at);
     await recordChange(tx, actor, {
       organisationKey: before.organisation_key,
       action: 'update',

@@ -1,12 +1,25 @@
 /**
- * The state of `on_enter` rules (docs/rules.md, "How rules are evaluated"): per rule and thing, whether
- * the condition held at the thing's last event. The only code that reads or writes the rule_states
- * table. The state is kept in the store, so it survives a restart and is shared by every instance; on
- * PostgreSQL the rows are locked for the rest of the transaction that reads them, so two instances
- * storing events of one thing at once take turns and a rule fires once.
+ * The state of rules per thing (docs/rules.md, "How rules are evaluated" and "Rule timing"): whether
+ * the condition held at the thing's last event, the run it has held on, the alert an `auto_clear` rule
+ * keeps open, and when a `no_data` rule next checks the thing's silence. The only code that reads or
+ * writes the rule_states table. The state is kept in the store, so it survives a restart and is shared
+ * by every instance; on PostgreSQL the rows are locked for the rest of the transaction that reads
+ * them, so two instances storing events of one thing at once take turns and a rule fires once.
  */
 import { engineOfDb, lockRows } from '../store/dialect.ts';
 import type { Executor, Tx } from '../store/store.ts';
+
+/** A rule's state for a thing, as stored (docs/rules.md, "Rule timing"). */
+export interface RuleState {
+  /** Whether the condition held at the thing's last event. */
+  matched: boolean;
+  /** Event time (ms) of the first event of the run the condition has held on. */
+  runStartedAt: number | null;
+  /** Whether the rule fired in that run. */
+  fired: boolean;
+  /** Whether the rule keeps an alert open for the thing (auto_clear). */
+  openAlert: boolean;
+}
 
 /** Rows per multi-row statement (well under both engines' parameter limits). */
 const CHUNK = 500;
@@ -16,6 +29,13 @@ const MAX_KNOWN_STATES = 100_000;
 export interface StatePair {
   ruleKey: string;
   thingKey: string;
+  /** no_data rules: when a row made now is first due (ms). */
+  dueAt?: number | undefined;
+}
+
+/** A stored state with the key of the alert it keeps open. */
+export interface StoredState extends RuleState {
+  openAlertKey: string | null;
 }
 
 const keyOf = (ruleKey: string, thingKey: string) => `${ruleKey}\u0000${thingKey}`;
@@ -36,7 +56,7 @@ export class RuleStateRepository {
     organisationKey: string,
     pairs: readonly StatePair[],
     now: number,
-  ): Promise<(boolean | undefined)[]> {
+  ): Promise<(StoredState | undefined)[]> {
     const missing = pairs.filter((p) => !this.known.has(keyOf(p.ruleKey, p.thingKey)));
     for (let i = 0; i < missing.length; i += CHUNK) {
       await tx
@@ -49,6 +69,8 @@ export class RuleStateRepository {
             matched: 0,
             fired: 0,
             updated_at: now,
+            due_at: p.dueAt ?? null,
+            watched_since: p.dueAt === undefined ? null : now,
           })),
         )
         .onConflict((oc) => oc.columns(['rule_key', 'thing_key']).doNothing())
@@ -58,14 +80,25 @@ export class RuleStateRepository {
     const thingKeys = [...new Set(pairs.map((p) => p.thingKey))];
     const rows = await tx
       .selectFrom('rule_states')
-      .select(['rule_key', 'thing_key', 'matched'])
+      .select(['rule_key', 'thing_key', 'matched', 'run_started_at', 'fired', 'open_alert_key'])
       .where('rule_key', 'in', ruleKeys)
       .where('thing_key', 'in', thingKeys)
       .orderBy('rule_key')
       .orderBy('thing_key')
       .$call(lockRows(engineOfDb(tx)))
       .execute();
-    const stored = new Map(rows.map((r) => [keyOf(r.rule_key, r.thing_key), r.matched === 1]));
+    const stored = new Map<string, StoredState>(
+      rows.map((r) => [
+        keyOf(r.rule_key, r.thing_key),
+        {
+          matched: r.matched === 1,
+          runStartedAt: r.run_started_at === null ? null : Number(r.run_started_at),
+          fired: r.fired === 1,
+          openAlert: r.open_alert_key !== null,
+          openAlertKey: r.open_alert_key,
+        },
+      ]),
+    );
     if (this.known.size > MAX_KNOWN_STATES) this.known.clear();
     return pairs.map((pair) => {
       const key = keyOf(pair.ruleKey, pair.thingKey);
@@ -78,33 +111,146 @@ export class RuleStateRepository {
   }
 
   /** Stores new states, in the order given. */
-  async save(
-    tx: Tx,
-    organisationKey: string,
-    changes: readonly (StatePair & { matched: boolean })[],
-    now: number,
-  ): Promise<void> {
+  async save(tx: Tx, organisationKey: string, changes: readonly (StatePair & StoredState)[], now: number) {
     for (const change of changes) {
-      const matched = change.matched ? 1 : 0;
+      const columns = {
+        matched: change.matched ? 1 : 0,
+        run_started_at: change.runStartedAt,
+        fired: change.fired ? 1 : 0,
+        open_alert_key: change.openAlertKey,
+        updated_at: now,
+      };
       await tx
         .insertInto('rule_states')
-        .values({
-          rule_key: change.ruleKey,
-          thing_key: change.thingKey,
-          organisation_key: organisationKey,
-          matched,
-          fired: matched,
-          updated_at: now,
-        })
-        .onConflict((oc) =>
-          oc.columns(['rule_key', 'thing_key']).doUpdateSet({ matched, fired: matched, updated_at: now }),
-        )
+        .values({ rule_key: change.ruleKey, thing_key: change.thingKey, organisation_key: organisationKey, ...columns })
+        .onConflict((oc) => oc.columns(['rule_key', 'thing_key']).doUpdateSet(columns))
         .execute();
     }
   }
 }
 
-/** Forgets a rule's states (its condition or trigger changed, or it is deleted): its next match enters. */
+/**
+ * Starts a rule's states over (its condition, trigger, timing or scope changed): the next matching
+ * event starts a new run. The alerts it keeps open stay linked, so that it still clears them, unless
+ * `forgetOpenAlerts` (auto_clear turned off: they are left to users).
+ */
+export async function resetRuleStates(db: Executor, ruleKey: string, forgetOpenAlerts: boolean): Promise<void> {
+  await db
+    .updateTable('rule_states')
+    .set({
+      matched: 0,
+      run_started_at: null,
+      fired: 0,
+      ...(forgetOpenAlerts ? { open_alert_key: null } : {}),
+    })
+    .where('rule_key', '=', ruleKey)
+    .execute();
+}
+
+/** Forgets a rule's states (it is deleted). */
 export async function clearRuleStates(db: Executor, ruleKey: string): Promise<void> {
   await db.deleteFrom('rule_states').where('rule_key', '=', ruleKey).execute();
+}
+
+/** A user cleared an alert a rule kept open: the rule keeps it no longer, and may raise another. */
+export async function forgetOpenAlert(db: Executor, ruleKey: string, thingKey: string, alertKey: string) {
+  await db
+    .updateTable('rule_states')
+    .set({ open_alert_key: null })
+    .where('rule_key', '=', ruleKey)
+    .where('thing_key', '=', thingKey)
+    .where('open_alert_key', '=', alertKey)
+    .execute();
+}
+
+/** A no_data rule's watch of a thing that is due (docs/rules.md, "Rule timing"). */
+export interface DueSilence {
+  rule_key: string;
+  thing_key: string;
+  organisation_key: string;
+  watched_since: number | null;
+  fired_silence: number | null;
+  open_alert_key: string | null;
+}
+
+/**
+ * Up to `limit` watches due by `now`, earliest first, locked until the transaction ends; on
+ * PostgreSQL those another instance holds are passed over, so each is checked by one instance.
+ */
+export async function claimDueSilences(tx: Tx, now: number, limit: number): Promise<DueSilence[]> {
+  const rows = await tx
+    .selectFrom('rule_states')
+    .select(['rule_key', 'thing_key', 'organisation_key', 'watched_since', 'fired_silence', 'open_alert_key'])
+    .where('due_at', '<=', now)
+    .orderBy('due_at')
+    .limit(limit)
+    .$call(lockRows(engineOfDb(tx), { skipLocked: true }))
+    .execute();
+  return rows.map((r) => ({
+    ...r,
+    watched_since: r.watched_since === null ? null : Number(r.watched_since),
+    fired_silence: r.fired_silence === null ? null : Number(r.fired_silence),
+  }));
+}
+
+/** What checking a watch decided: when it is next due (null: not watched), and what it fired for. */
+export async function saveSilence(
+  db: Executor,
+  ruleKey: string,
+  thingKey: string,
+  changes: { due_at: number | null; fired_silence?: number; open_alert_key?: string | null },
+): Promise<void> {
+  await db
+    .updateTable('rule_states')
+    .set(changes)
+    .where('rule_key', '=', ruleKey)
+    .where('thing_key', '=', thingKey)
+    .execute();
+}
+
+/** Forgets a watch whose thing is gone. */
+export async function deleteState(db: Executor, ruleKey: string, thingKey: string): Promise<void> {
+  await db.deleteFrom('rule_states').where('rule_key', '=', ruleKey).where('thing_key', '=', thingKey).execute();
+}
+
+/** Stops every watch of a rule (it is no longer an enabled no_data rule). */
+export async function unwatchRule(db: Executor, ruleKey: string): Promise<void> {
+  await db.updateTable('rule_states').set({ due_at: null }).where('rule_key', '=', ruleKey).execute();
+}
+
+/**
+ * Watches these things for a rule from `now`: each is due `forMs` after the latest of `now`, its
+ * creation and its last event. A thing already watched keeps what the rule fired for and the alert it
+ * keeps open.
+ */
+export async function watchThings(
+  db: Executor,
+  organisationKey: string,
+  ruleKey: string,
+  watches: readonly { thingKey: string; dueAt: number }[],
+  now: number,
+): Promise<void> {
+  for (let i = 0; i < watches.length; i += CHUNK) {
+    await db
+      .insertInto('rule_states')
+      .values(
+        watches.slice(i, i + CHUNK).map((w) => ({
+          rule_key: ruleKey,
+          thing_key: w.thingKey,
+          organisation_key: organisationKey,
+          matched: 0,
+          fired: 0,
+          updated_at: now,
+          due_at: w.dueAt,
+          watched_since: now,
+        })),
+      )
+      .onConflict((oc) =>
+        oc.columns(['rule_key', 'thing_key']).doUpdateSet((eb) => ({
+          due_at: eb.ref('excluded.due_at'),
+          watched_since: eb.ref('excluded.watched_since'),
+        })),
+      )
+      .execute();
+  }
 }

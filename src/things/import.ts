@@ -13,7 +13,14 @@ import type { ThingTemplateRow } from '../store/tables.ts';
 import { findDefaultTemplate, findTemplate } from '../templates/service.ts';
 import * as things from './repository.ts';
 import { ThingInput as ThingInputSchema } from './schemas.ts';
-import { changedThingColumns, keyTaken, newThingColumns, type ThingInput, thingSnapshot } from './service.ts';
+import {
+  changedThingColumns,
+  keyTaken,
+  newThingColumns,
+  type ThingInput,
+  thingSnapshot,
+  thingsCreated,
+} from './service.ts';
 
 /** The most rows one request may hold: 10,000 things take a few seconds (docs/benchmarks.md, "import"). */
 export const IMPORT_MAX_ROWS = 20_000;
@@ -204,6 +211,12 @@ async function write(
   const now = Date.now();
   const created = creates.map((c) => newThingColumns(organisationKey, c.input, now));
   await things.insertThings(tx, created);
+  await thingsCreated(
+    tx,
+    organisationKey,
+    created.map((c) => c.thing_key),
+    now,
+  );
   for (const { row, before } of updates) {
     // A row that names no template keeps the thing's.
     const changes = row.namesTemplate ? row.input : { ...row.input, thing_template_key: undefined };

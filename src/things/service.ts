@@ -178,6 +178,23 @@ export function changedThingColumns(
   return columns;
 }
 
+/**
+ * What another capability does, in the same transaction, when things are created (the rules' no_data
+ * watches register theirs: rules/silences.ts, which needs this module to read things).
+ */
+export type ThingsCreation = (db: Executor, organisationKey: string, thingKeys: string[], now: number) => Promise<void>;
+
+const creations: ThingsCreation[] = [];
+
+export function onThingsCreated(creation: ThingsCreation): void {
+  if (!creations.includes(creation)) creations.push(creation);
+}
+
+/** Tells those registered that things were created (inside the creating transaction). */
+export async function thingsCreated(db: Executor, organisationKey: string, thingKeys: string[], now: number) {
+  for (const creation of creations) await creation(db, organisationKey, thingKeys, now);
+}
+
 export async function createThing(store: Store, actor: Actor, organisationKey: string, input: ThingInput) {
   const row = newThingColumns(organisationKey, input, Date.now());
   return uniqueOr(
@@ -185,6 +202,7 @@ export async function createThing(store: Store, actor: Actor, organisationKey: s
       store.transaction(async (tx) => {
         await templateOf(tx, organisationKey, input.thing_template_key, 'thing.thing_template_key');
         await things.insertThings(tx, [row]);
+        await thingsCreated(tx, organisationKey, [row.thing_key], row.created_at);
         const created = await requireThing(tx, [organisationKey], row.thing_key);
         await recordChange(tx, actor, {
           organisationKey,

@@ -43,6 +43,8 @@ describeOnStores('rules', (ctx) => {
         alert_message: '{{thing.name}} at {{temperature}}',
         trigger: 'on_enter',
         enabled: true,
+        for_seconds: 0,
+        auto_clear: false,
         created_at: undefined,
         updated_at: undefined,
       },

@@ -4,7 +4,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Candidate, type EnteringPair, enter, evaluate, type Firing } from '../../src/rules/evaluator.ts';
+import {
+  type Candidate,
+  enter,
+  evaluate,
+  type Firing,
+  FRESH_STATE,
+  type RuleState,
+  type StatefulPair,
+} from '../../src/rules/evaluator.ts';
 import { type CompiledRule, compileRule, type RuleGroup } from '../../src/rules/rule-set.ts';
 import type { NotificationActionRow, RuleRow } from '../../src/store/tables.ts';
 
@@ -65,7 +73,7 @@ describe('rule evaluator: every_event', () => {
       ['hot', 3],
       ['any', 3],
     ]);
-    assert.deepEqual(verdicts.entering, []);
+    assert.deepEqual(verdicts.pairs, []);
   });
 
   it('when a rule names a template, things and a group then it watches their union, and no scope watches every thing', () => {
@@ -168,10 +176,14 @@ describe('rule evaluator: every_event', () => {
 });
 
 describe('rule evaluator: on_enter', () => {
-  const onEnter = (key: string, condition = 'temperature > 80') =>
-    rule({ rule_key: key, condition, trigger: 'on_enter' });
+  const onEnter = (key: string, condition = 'temperature > 80', fields: Partial<RuleRow> = {}) =>
+    rule({ rule_key: key, condition, trigger: 'on_enter', ...fields });
+  const held: RuleState = { matched: true, runStartedAt: 0, fired: true, openAlert: false };
+  const fires = (result: ReturnType<typeof enter>) =>
+    result.effects.filter((e) => e.kind === 'fire').map((e) => [e.rule.row.rule_key, e.candidate.order]);
+  const effects = (result: ReturnType<typeof enter>) => result.effects.map((e) => [e.kind, e.candidate.order]);
 
-  it("when a thing's events are evaluated then its pair keeps the first verdict, the rises and the last verdict, pairs in key order", () => {
+  it("when a thing's events are evaluated then its pair keeps every verdict in arrival order, pairs in key order", () => {
     const b = onEnter('b');
     const a = onEnter('a');
     const verdicts = evaluate(
@@ -181,24 +193,19 @@ describe('rule evaluator: on_enter', () => {
         event('t1', { temperature: 50 }),
         event('t2', { temperature: 50 }),
         event('t2', { temperature: 95 }),
-        event('t2', { temperature: 96 }),
-        event('t2', { temperature: 10 }),
-        event('t2', { temperature: 99 }),
       ),
       noThing,
     );
     assert.deepEqual(verdicts.firings, [], 'on_enter rules fire only once their states are known');
-    const shape = (p: EnteringPair) => ({
+    const shape = (p: StatefulPair) => ({
       rule: p.rule.row.rule_key,
       thing: p.thingKey,
-      first: p.first.order,
-      firstMatched: p.firstMatched,
-      rising: p.rising.map((c) => c.order),
-      lastMatched: p.lastMatched,
+      orders: p.candidates.map((c) => c.order),
+      verdicts: p.verdicts,
     });
-    const t1 = { thing: 't1', first: 1, firstMatched: false, rising: [], lastMatched: false };
-    const t2 = { thing: 't2', first: 0, firstMatched: true, rising: [3, 6], lastMatched: true };
-    assert.deepEqual(verdicts.entering.map(shape), [
+    const t1 = { thing: 't1', orders: [1], verdicts: [false] };
+    const t2 = { thing: 't2', orders: [0, 2, 3], verdicts: [true, false, true] };
+    assert.deepEqual(verdicts.pairs.map(shape), [
       { rule: 'a', ...t1 },
       { rule: 'a', ...t2 },
       { rule: 'b', ...t1 },
@@ -213,33 +220,24 @@ describe('rule evaluator: on_enter', () => {
       event('t', { temperature: 10 }),
       event('t', { temperature: 90 }),
     );
-    const { entering } = evaluate([r], candidates, noThing);
-    for (const stored of [false, undefined]) {
-      const result = enter(entering, [stored]);
-      assert.deepEqual(fired(result.firings), [
+    const { pairs } = evaluate([r], candidates, noThing);
+    for (const stored of [FRESH_STATE, undefined]) {
+      const result = enter(pairs, [stored]);
+      assert.deepEqual(fires(result), [
         ['r', 0],
         ['r', 2],
       ]);
-      assert.deepEqual(
-        result.changes.map((c) => [c.rule.row.rule_key, c.thingKey, c.matched]),
-        [['r', 't', true]],
-      );
+      assert.deepEqual(result.states, [{ matched: true, runStartedAt: 1002, fired: true, openAlert: false }]);
     }
-    const held = enter(entering, [true]);
-    assert.deepEqual(fired(held.firings), [['r', 2]]);
-    assert.deepEqual(held.changes, [], 'the stored state is already the last verdict');
+    assert.deepEqual(fires(enter(pairs, [held])), [['r', 2]]);
   });
 
-  it('when the condition stops holding then nothing fires and the state becomes false', () => {
+  it('when the condition stops holding then nothing fires and the run ends', () => {
     const r = onEnter('r');
-    const { entering } = evaluate([r], events(event('t', { temperature: 10 })), noThing);
-    const result = enter(entering, [true]);
-    assert.deepEqual(result.firings, []);
-    assert.deepEqual(
-      result.changes.map((c) => [c.thingKey, c.matched]),
-      [['t', false]],
-    );
-    assert.deepEqual(enter(entering, [false]).changes, []);
+    const { pairs } = evaluate([r], events(event('t', { temperature: 10 })), noThing);
+    const result = enter(pairs, [held]);
+    assert.deepEqual(result.effects, []);
+    assert.deepEqual(result.states, [FRESH_STATE]);
   });
 
   it('when several pairs fire then their firings come in the order their events arrived', () => {
@@ -250,12 +248,12 @@ describe('rule evaluator: on_enter', () => {
       event('t2', { temperature: 90, humidity: 90 }),
       event('t1', { temperature: 90 }),
     );
-    const { entering } = evaluate([a, b], candidates, noThing);
+    const { pairs } = evaluate([a, b], candidates, noThing);
     const result = enter(
-      entering,
-      entering.map(() => false),
+      pairs,
+      pairs.map(() => undefined),
     );
-    assert.deepEqual(fired(result.firings), [
+    assert.deepEqual(fires(result), [
       ['b', 0],
       ['a', 1],
       ['b', 1],
@@ -275,6 +273,90 @@ describe('rule evaluator: on_enter', () => {
       ['every', 0],
       ['every', 1],
     ]);
-    assert.deepEqual(fired(enter(verdicts.entering, [false]).firings), [['enter', 0]]);
+    assert.deepEqual(fires(enter(verdicts.pairs, [undefined])), [['enter', 0]]);
+  });
+
+  it('when a rule has for_seconds then it fires at the first event of the run that far after its start, once per run', () => {
+    const r = onEnter('r', 'temperature > 80', { for_seconds: 5 });
+    const at = (timestamp: number, temperature: number, order: number): Candidate => ({
+      event: { timestamp, data: { temperature } },
+      thingKey: 't',
+      templateKey: 'template',
+      order,
+    });
+    const candidates = [
+      at(0, 90, 0),
+      at(4_999, 90, 1),
+      at(5_000, 91, 2),
+      at(9_000, 92, 3),
+      at(10_000, 10, 4),
+      at(11_000, 90, 5),
+      at(15_000, 90, 6),
+      at(16_000, 90, 7),
+    ];
+    const { pairs } = evaluate([r], candidates, noThing);
+    const result = enter(pairs, [undefined]);
+    assert.deepEqual(fires(result), [
+      ['r', 2],
+      ['r', 7],
+    ]);
+    assert.deepEqual(result.states, [{ matched: true, runStartedAt: 11_000, fired: true, openAlert: false }]);
+    // Going on from a stored run that began earlier: the first event far enough after its start fires.
+    const later = evaluate([r], [at(20_000, 95, 0)], noThing).pairs;
+    const stored: RuleState = { matched: true, runStartedAt: 14_000, fired: false, openAlert: false };
+    assert.deepEqual(fires(enter(later, [stored])), [['r', 0]]);
+    assert.deepEqual(fires(enter(later, [{ ...stored, runStartedAt: 16_000 }])), []);
+  });
+
+  it('when a rule has auto_clear then it raises nothing while it keeps an alert open and clears it when the condition fails', () => {
+    const r = onEnter('r', 'temperature > 80', { auto_clear: 1 });
+    const candidates = events(
+      event('t', { temperature: 90 }),
+      event('t', { temperature: 10 }),
+      event('t', { temperature: 90 }),
+    );
+    const { pairs } = evaluate([r], candidates, noThing);
+    assert.deepEqual(effects(enter(pairs, [undefined])), [
+      ['fire', 0],
+      ['clear', 1],
+      ['fire', 2],
+    ]);
+    const open: RuleState = { ...FRESH_STATE, openAlert: true };
+    const reset = enter(pairs, [open]);
+    assert.deepEqual(
+      effects(reset),
+      [
+        ['clear', 1],
+        ['fire', 2],
+      ],
+      'an open alert (rule reset) is not raised again',
+    );
+    assert.equal(reset.states[0]?.openAlert, true);
+  });
+
+  it('when an every_event rule has auto_clear then it fires again only after its alert is cleared', () => {
+    const r = rule({ rule_key: 'e', auto_clear: 1 });
+    const candidates = events(
+      event('t', { temperature: 90 }),
+      event('t', { temperature: 91 }),
+      event('t', { temperature: 10 }),
+      event('t', { temperature: 92 }),
+    );
+    const verdicts = evaluate([r], candidates, noThing);
+    assert.deepEqual(verdicts.firings, [], 'kept as state, not fired at once');
+    assert.deepEqual(effects(enter(verdicts.pairs, [undefined])), [
+      ['fire', 0],
+      ['clear', 2],
+      ['fire', 3],
+    ]);
+  });
+
+  it('when a no_data rule sees events then its condition is not evaluated and its open alert clears at the first', () => {
+    const r = rule({ rule_key: 'n', trigger: 'no_data', condition: '', for_seconds: 60, auto_clear: 1 });
+    const candidates = events(event('t', { temperature: 1 }), event('t', { temperature: 2 }));
+    const { pairs } = evaluate([r], candidates, noThing);
+    assert.deepEqual(pairs[0]?.verdicts, [false, false]);
+    assert.deepEqual(effects(enter(pairs, [{ ...FRESH_STATE, openAlert: true }])), [['clear', 0]]);
+    assert.deepEqual(effects(enter(pairs, [undefined])), []);
   });
 });

@@ -1,0 +1,432 @@
+/**
+ * Rule timing (docs/rules.md, "Rule timing"): `for_seconds` runs by event time, `auto_clear` with one
+ * open alert per rule and thing, `no_data` rules fired by a timer (also for things that never sent
+ * anything), each across a restart; two instances on PostgreSQL firing a silence once; and the bad
+ * input of each field.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createThing, defaultTemplateKey, unique } from '../support/fixtures.ts';
+import { startServer, type TestServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+/** How often no_data rules look for due silences in these tests (ms). */
+const CHECK_MS = 100;
+const env = { NO_DATA_CHECK_MS: String(CHECK_MS) };
+
+async function createRule(api: TestServer, token: string, rule: Record<string, unknown>) {
+  const created = await api.request('POST', '/api/v3/rules', {
+    token,
+    body: { rule: { name: unique('rule'), alert_type: 1, ...rule } },
+  });
+  assert.equal(created.status, 200, created.text);
+  return created.body.rule as { rule_key: string; [field: string]: unknown };
+}
+
+/** Sends events `[seconds after base, v]` in one request, in this order. */
+async function send(api: TestServer, token: string, thingKey: string, base: number, events: [number, number][]) {
+  const sent = await api.request('POST', `/api/v3/things/${thingKey}/events`, {
+    token,
+    body: { events: events.map(([s, v]) => ({ timestamp: base + s * 1000, data: { v } })) },
+  });
+  assert.equal(sent.status, 200, sent.text);
+}
+
+async function alertsOf(api: TestServer, token: string, query: Record<string, unknown>) {
+  const list = await api.request('GET', '/api/v3/alerts', {
+    token,
+    query: { per: 1000, order_by: 'timestamp', order: 'asc', ...query },
+  });
+  assert.equal(list.status, 200, list.text);
+  return list.body.alerts as Record<string, any>[];
+}
+
+/** Deliveries queued for a rule, read from the store. */
+async function deliveriesOf(api: TestServer, ruleKey: string): Promise<number> {
+  const rows = await api.server.store.db
+    .selectFrom('deliveries')
+    .select('delivery_key')
+    .where('rule_key', '=', ruleKey)
+    .execute();
+  return rows.length;
+}
+
+async function withAction(api: TestServer, token: string, ruleKey: string) {
+  const action = await api.request('POST', '/api/v3/notification_actions', {
+    token,
+    body: {
+      notification_action: {
+        type: 'CallHttpUrlAction',
+        rule_key: ruleKey,
+        method: 'POST',
+        url: 'https://example.invalid/hook',
+      },
+    },
+  });
+  assert.equal(action.status, 200, action.text);
+}
+
+const BASE = Date.UTC(2026, 0, 1);
+
+describeOnStores(
+  'rule timing',
+  (ctx) => {
+    it('when a rule has for_seconds then it fires at the first event that far into an unbroken run, by event time', async () => {
+      const token = await ctx.api.adminToken();
+      const thing = await createThing(ctx.api, token, {});
+      const rule = await createRule(ctx.api, token, {
+        condition: 'v > 5',
+        for_seconds: 60,
+        thing_keys: [thing.thing_key],
+        alert_message: 'v={{v}}',
+      });
+      assert.equal(rule.for_seconds, 60);
+      assert.equal(rule.auto_clear, false);
+      // A run broken at 50 s; a new run from 70 s fires at 130 s, not at 125 s.
+      await send(ctx.api, token, thing.thing_key, BASE, [
+        [0, 9],
+        [30, 9],
+        [50, 1],
+        [70, 8],
+        [125, 8],
+      ]);
+      assert.deepEqual(await alertsOf(ctx.api, token, { thing_key: thing.thing_key }), []);
+      await send(ctx.api, token, thing.thing_key, BASE, [
+        [130, 7],
+        [200, 9],
+      ]);
+      const alerts = await alertsOf(ctx.api, token, { thing_key: thing.thing_key });
+      assert.deepEqual(
+        alerts.map((a) => [a.message, a.timestamp]),
+        [['v=7', (BASE + 130_000) / 1000]],
+        'once per run, with the firing event as its time',
+      );
+      assert.equal(alerts[0]?.rule_key, rule.rule_key);
+    });
+
+    it('when the server restarts in the middle of a for_seconds run then the run goes on and fires once at the right event', async () => {
+      const settings = ctx.store.fresh();
+      const first = await startServer(ctx.store, { env, storeSettings: settings });
+      let second: TestServer | undefined;
+      try {
+        const token = await first.adminToken();
+        const thing = await createThing(first, token, {});
+        await createRule(first, token, {
+          condition: 'v > 5',
+          for_seconds: 10,
+          thing_keys: [thing.thing_key],
+          alert_message: 'v={{v}}',
+        });
+        await send(first, token, thing.thing_key, BASE, [
+          [0, 6],
+          [5, 7],
+        ]);
+        await first.close();
+        second = await startServer(ctx.store, { env, storeSettings: settings });
+        const again = await second.adminToken();
+        await send(second, again, thing.thing_key, BASE, [[9, 8]]);
+        assert.deepEqual(await alertsOf(second, again, { thing_key: thing.thing_key }), []);
+        await send(second, again, thing.thing_key, BASE, [
+          [10, 9],
+          [11, 10],
+        ]);
+        const alerts = await alertsOf(second, again, { thing_key: thing.thing_key });
+        assert.deepEqual(
+          alerts.map((a) => [a.message, a.timestamp]),
+          [['v=9', (BASE + 10_000) / 1000]],
+        );
+      } finally {
+        await second?.close();
+        await ctx.store.dispose(settings);
+      }
+    });
+
+    it('when an on_enter rule has auto_clear then it keeps one alert open, sends its actions once, and clears it when the condition fails', async () => {
+      const token = await ctx.api.adminToken();
+      const thing = await createThing(ctx.api, token, {});
+      const rule = await createRule(ctx.api, token, {
+        condition: 'v > 5',
+        for_seconds: 5,
+        auto_clear: true,
+        thing_keys: [thing.thing_key],
+      });
+      await withAction(ctx.api, token, rule.rule_key);
+      await send(ctx.api, token, thing.thing_key, BASE, [
+        [0, 9],
+        [5, 9],
+        [10, 9],
+      ]);
+      let alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.equal(alerts.length, 1);
+      assert.equal(alerts[0]?.status, 'open');
+      assert.equal(await deliveriesOf(ctx.api, rule.rule_key), 1);
+      // Acknowledged is still open to the rule: nothing new.
+      const acknowledged = await ctx.api.request('POST', `/api/v3/alerts/${alerts[0]?.alert_key}/acknowledge`, {
+        token,
+      });
+      assert.equal(acknowledged.status, 200, acknowledged.text);
+      await send(ctx.api, token, thing.thing_key, BASE, [
+        [20, 1],
+        [21, 2],
+      ]);
+      alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.equal(alerts.length, 1);
+      assert.equal(alerts[0]?.status, 'cleared');
+      assert.equal(alerts[0]?.cleared_by, 'rule');
+      assert.equal(typeof alerts[0]?.cleared_at, 'number');
+      assert.equal(alerts[0]?.acknowledged_by !== null, true);
+      await send(ctx.api, token, thing.thing_key, BASE, [
+        [30, 9],
+        [36, 9],
+      ]);
+      alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.deepEqual(
+        alerts.map((a) => a.status),
+        ['cleared', 'open'],
+      );
+      assert.equal(await deliveriesOf(ctx.api, rule.rule_key), 2);
+    });
+
+    it('when an every_event rule has auto_clear then repeats raise nothing until its alert is cleared by a user or the rule', async () => {
+      const token = await ctx.api.adminToken();
+      const thing = await createThing(ctx.api, token, {});
+      const rule = await createRule(ctx.api, token, {
+        condition: 'v > 5',
+        trigger: 'every_event',
+        auto_clear: true,
+        thing_keys: [thing.thing_key],
+      });
+      await withAction(ctx.api, token, rule.rule_key);
+      await send(ctx.api, token, thing.thing_key, BASE, [
+        [0, 9],
+        [1, 9],
+      ]);
+      await send(ctx.api, token, thing.thing_key, BASE, [[2, 9]]);
+      let alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.equal(alerts.length, 1);
+      assert.equal(await deliveriesOf(ctx.api, rule.rule_key), 1);
+      const cleared = await ctx.api.request('POST', `/api/v3/alerts/${alerts[0]?.alert_key}/clear`, {
+        token,
+        body: { comment: 'handled' },
+      });
+      assert.equal(cleared.status, 200, cleared.text);
+      await send(ctx.api, token, thing.thing_key, BASE, [
+        [3, 9],
+        [4, 9],
+      ]);
+      alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key, status: 'open' });
+      assert.equal(alerts.length, 1, 'a user clearing it lets the rule raise another');
+      await send(ctx.api, token, thing.thing_key, BASE, [
+        [5, 1],
+        [6, 9],
+      ]);
+      alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.deepEqual(
+        alerts.map((a) => [a.status, a.cleared_by]),
+        [
+          ['cleared', 'admin@example.com'],
+          ['cleared', 'rule'],
+          ['open', null],
+        ],
+      );
+      assert.equal(await deliveriesOf(ctx.api, rule.rule_key), 3);
+    });
+
+    it('when a rule is edited while its alert is open then the alert stays open and the rule still clears it, unless auto_clear is turned off', async () => {
+      const token = await ctx.api.adminToken();
+      const thing = await createThing(ctx.api, token, {});
+      const rule = await createRule(ctx.api, token, {
+        condition: 'v > 5',
+        auto_clear: true,
+        thing_keys: [thing.thing_key],
+      });
+      await send(ctx.api, token, thing.thing_key, BASE, [[0, 9]]);
+      const edit = (changes: object) =>
+        ctx.api.request('PUT', `/api/v3/rules/${rule.rule_key}`, { token, body: { rule: changes } });
+      assert.equal((await edit({ condition: 'v > 6' })).status, 200);
+      // The new condition holds: the run starts over, but the alert still open is not raised again.
+      await send(ctx.api, token, thing.thing_key, BASE, [[1, 9]]);
+      let alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.deepEqual(
+        alerts.map((a) => a.status),
+        ['open'],
+      );
+      await send(ctx.api, token, thing.thing_key, BASE, [[2, 6]]);
+      alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.deepEqual(
+        alerts.map((a) => [a.status, a.cleared_by]),
+        [['cleared', 'rule']],
+      );
+      await send(ctx.api, token, thing.thing_key, BASE, [[3, 9]]);
+      assert.equal((await edit({ auto_clear: false })).status, 200);
+      await send(ctx.api, token, thing.thing_key, BASE, [[4, 1]]);
+      alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key, status: 'open' });
+      assert.equal(alerts.length, 1, 'left to users once auto_clear is off');
+    });
+
+    it('when timing fields are wrong then the rule is refused with a 400 naming them, on create and update', async () => {
+      const token = await ctx.api.adminToken();
+      const refused = async (rule: Record<string, unknown>, param: string) => {
+        const answer = await ctx.api.request('POST', '/api/v3/rules', {
+          token,
+          body: { rule: { name: unique('bad'), ...rule } },
+        });
+        assert.equal(answer.status, 400, `${JSON.stringify(rule)}: ${answer.text}`);
+        assert.equal(answer.body.success, false);
+        assert.match(answer.body.errors[0].param, new RegExp(`^rule\\.${param}`), answer.text);
+      };
+      await refused({ condition: 'v > 1', for_seconds: -1 }, 'for_seconds');
+      await refused({ condition: 'v > 1', for_seconds: 2_592_001 }, 'for_seconds');
+      await refused({ condition: 'v > 1', for_seconds: 1.5 }, 'for_seconds');
+      await refused({ condition: 'v > 1', for_seconds: 'soon' }, 'for_seconds');
+      await refused({ trigger: 'no_data' }, 'for_seconds');
+      await refused({ trigger: 'no_data', for_seconds: 0 }, 'for_seconds');
+      await refused({ condition: 'v > 1', trigger: 'every_event', for_seconds: 5 }, 'for_seconds');
+      await refused({ condition: 'v > 1', auto_clear: true, alert_type: null }, 'auto_clear');
+      await refused({ condition: 'v > 1', auto_clear: 'maybe' }, 'auto_clear');
+      await refused({ for_seconds: 5 }, 'condition');
+      await refused({ trigger: 'no_data', for_seconds: 5, condition: 'v >' }, 'condition');
+      await refused({ condition: 'v > 1', trigger: 'later' }, 'trigger');
+      const rule = await createRule(ctx.api, token, { condition: 'v > 1' });
+      const update = await ctx.api.request('PUT', `/api/v3/rules/${rule.rule_key}`, {
+        token,
+        body: { rule: { trigger: 'no_data' } },
+      });
+      assert.equal(update.status, 400, update.text);
+      assert.equal(update.body.errors[0].param, 'rule.for_seconds');
+      const read = await ctx.api.request('GET', `/api/v3/rules/${rule.rule_key}`, { token });
+      assert.equal(read.body.rule.trigger, 'on_enter', 'nothing of a refused update is kept');
+      const noData = await createRule(ctx.api, token, { trigger: 'no_data', for_seconds: 3600 });
+      assert.equal(noData.condition, '');
+      assert.equal(noData.for_seconds, 3600);
+    });
+
+    it('when a thing never sends anything then a no_data rule fires once for its silence, and again after an event and a new silence', async () => {
+      const token = await ctx.api.adminToken();
+      const thing = await createThing(ctx.api, token, {});
+      const before = Date.now();
+      const rule = await createRule(ctx.api, token, {
+        trigger: 'no_data',
+        for_seconds: 1,
+        auto_clear: true,
+        thing_keys: [thing.thing_key],
+        alert_message: '{{thing.name}} is silent',
+      });
+      await sleep(2500);
+      let alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.equal(alerts.length, 1, 'once per silence');
+      assert.equal(alerts[0]?.message, `${thing.name} is silent`);
+      assert.ok(alerts[0]?.timestamp * 1000 >= before + 1000 - 1000, 'fired when the silence had lasted');
+      assert.equal(alerts[0]?.status, 'open');
+      const sent = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+        token,
+        body: { events: [{ data: { v: 1 } }] },
+      });
+      assert.equal(sent.status, 200, sent.text);
+      alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.deepEqual(
+        alerts.map((a) => [a.status, a.cleared_by]),
+        [['cleared', 'rule']],
+        'cleared by the first event',
+      );
+      await sleep(2000);
+      alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.deepEqual(
+        alerts.map((a) => a.status),
+        ['cleared', 'open'],
+        'a new silence fires again',
+      );
+    });
+
+    it('when a thing is created after a no_data rule of its template then it is watched from its creation; a condition is checked against the last event', async () => {
+      const token = await ctx.api.adminToken();
+      const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name: unique('template') } },
+      });
+      assert.equal(template.status, 200, template.text);
+      const templateKey = template.body.thing_template.thing_template_key as string;
+      const rule = await createRule(ctx.api, token, {
+        trigger: 'no_data',
+        for_seconds: 1,
+        thing_template_key: templateKey,
+        condition: 'mode != "off"',
+      });
+      const silent = await createThing(ctx.api, token, { thing_template_key: templateKey });
+      const switchedOff = await createThing(ctx.api, token, { thing_template_key: templateKey });
+      const other = await createThing(ctx.api, token, { thing_template_key: await defaultTemplateKey(ctx.api, token) });
+      const off = await ctx.api.request('POST', `/api/v3/things/${switchedOff.thing_key}/events`, {
+        token,
+        body: { events: [{ data: { mode: 'off' } }] },
+      });
+      assert.equal(off.status, 200, off.text);
+      await sleep(2500);
+      const alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.deepEqual(
+        alerts.map((a) => a.thing_key),
+        [silent.thing_key],
+      );
+      assert.equal((await alertsOf(ctx.api, token, { thing_key: other.thing_key })).length, 0);
+    });
+
+    it('when the server restarts in the middle of a no_data silence then the rule fires once, when the silence has lasted', async () => {
+      const settings = ctx.store.fresh();
+      const first = await startServer(ctx.store, { env, storeSettings: settings });
+      let second: TestServer | undefined;
+      try {
+        const token = await first.adminToken();
+        const thing = await createThing(first, token, {});
+        const rule = await createRule(first, token, {
+          trigger: 'no_data',
+          for_seconds: 2,
+          thing_keys: [thing.thing_key],
+        });
+        const armed = Date.now();
+        await sleep(800);
+        await first.close();
+        second = await startServer(ctx.store, { env, storeSettings: settings });
+        const again = await second.adminToken();
+        assert.equal((await alertsOf(second, again, { rule_key: rule.rule_key })).length, 0);
+        await sleep(3000);
+        const alerts = await alertsOf(second, again, { rule_key: rule.rule_key });
+        assert.equal(alerts.length, 1, 'once');
+        const firedAt = (alerts[0]?.created_at as number) * 1000;
+        assert.ok(firedAt >= Math.floor(armed / 1000) * 1000 + 2000 - 1000, `fired at ${firedAt}, armed ${armed}`);
+        assert.ok(firedAt <= armed + 2000 + 2000, `fired at ${firedAt}, armed ${armed}`);
+      } finally {
+        await second?.close();
+        await ctx.store.dispose(settings);
+      }
+    });
+  },
+  { env },
+);
+
+const postgres = STORES.find((s) => s.name === 'postgres');
+if (postgres) {
+  describe('no_data rules on two instances of one PostgreSQL store', { skip: postgres.skip }, () => {
+    it('when both instances watch the same silences then each fires exactly once', async () => {
+      const a = await startServer(postgres, { env });
+      const b = await startServer(postgres, { env, storeSettings: a.storeSettings });
+      try {
+        const token = await a.adminToken();
+        const things = [];
+        for (let i = 0; i < 30; i++) things.push(await createThing(a, token, {}));
+        const rule = await createRule(a, token, {
+          trigger: 'no_data',
+          for_seconds: 1,
+          thing_keys: things.map((t) => t.thing_key),
+        });
+        await sleep(3500);
+        const alerts = await alertsOf(a, token, { rule_key: rule.rule_key });
+        assert.equal(alerts.length, things.length, 'one per thing');
+        assert.equal(new Set(alerts.map((x) => x.thing_key)).size, things.length);
+      } finally {
+        await b.close();
+        await a.close();
+      }
+    });
+  });
+}
