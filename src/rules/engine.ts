@@ -18,7 +18,7 @@ import type { IngestBatch } from '../events/writer.ts';
 import type { Tx } from '../store/store.ts';
 import { expressionViewOfThing } from '../things/presenter.ts';
 import { findThingsOfOrganisation, type ThingWithTemplate } from '../things/service.ts';
-import { type Candidate, type Effect, enter, evaluate, FRESH_STATE, sameState } from './evaluator.ts';
+import { type Candidate, type Effect, enter, evaluate, sameState } from './evaluator.ts';
 import { fire } from './firing.ts';
 import { type CompiledRule, RuleSetCache } from './rule-set.ts';
 import { forgetOpenAlert, RuleStateRepository } from './state-repository.ts';
@@ -110,7 +110,7 @@ export class RuleEngine {
     effects.push(...entered.effects);
     // In the order their events arrived (a stable sort: stateless firings of one event come first).
     if (entered.effects.length > 0) effects.sort((a, b) => a.candidate.order - b.candidate.order);
-    const openAlerts = stored.map((state) => state?.openAlertKey ?? null);
+    const openAlerts = stored.map((state) => state.openAlertKey);
     let queued = 0;
     let fired = 0;
     for (const effect of effects) {
@@ -126,10 +126,10 @@ export class RuleEngine {
       if (effect.pair >= 0 && effect.rule.autoClear) openAlerts[effect.pair] = result.alertKey;
     }
     const changes = pairs.flatMap((_pair, index) => {
-      const before = stored[index];
+      const before = stored[index] as (typeof stored)[number];
       const after = entered.states[index] as (typeof entered.states)[number];
       const openAlertKey = openAlerts[index] ?? null;
-      if (sameState(after, before ?? FRESH_STATE) && openAlertKey === (before?.openAlertKey ?? null)) return [];
+      if (sameState(after, before) && openAlertKey === before.openAlertKey) return [];
       return [{ ...(statePairs[index] as (typeof statePairs)[number]), ...after, openAlertKey }];
     });
     if (changes.length > 0) await this.states.save(tx, organisationKey, changes, now);

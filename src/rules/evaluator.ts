@@ -7,9 +7,9 @@
  */
 import { ruleConditionLookup, thingLookup } from '../expressions/index.ts';
 import type { CompiledRule } from './rule-set.ts';
-import type { RuleState } from './state-repository.ts';
+import { FRESH_STATE, type RuleState } from './state-repository.ts';
 
-export type { RuleState };
+export { FRESH_STATE, type RuleState };
 
 /** One event of one thing, as a rule sees it. */
 export interface Candidate {
@@ -45,8 +45,6 @@ export interface Verdicts {
   /** The stateful rules' pairs, in key order: the order their state rows are locked in. */
   pairs: StatefulPair[];
 }
-
-export const FRESH_STATE: Readonly<RuleState> = { matched: false, runStartedAt: null, fired: false, openAlert: false };
 
 /** What a stateful pair causes at one of its events: a firing, or the clearing of the alert it keeps open. */
 export interface Effect extends Firing {
@@ -144,7 +142,9 @@ function advance(state: RuleState, pair: StatefulPair, index: number, pairIndex:
     state.fired = false;
   }
   if (rule.row.trigger === 'every_event') state.fired = false;
-  if (state.fired || candidate.event.timestamp - (state.runStartedAt ?? candidate.event.timestamp) < rule.forMs) return;
+  // A state stored before runs were kept has none: its run counts from here.
+  state.runStartedAt ??= candidate.event.timestamp;
+  if (state.fired || candidate.event.timestamp - state.runStartedAt < rule.forMs) return;
   state.fired = true;
   if (state.openAlert) return;
   effect('fire');

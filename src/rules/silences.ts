@@ -76,17 +76,20 @@ export async function armSilences(tx: Tx, after: RuleRow, before: RuleRow | unde
     return;
   }
   if (before && isWatching(before) && ARMING.every((field) => before[field] === after[field])) return;
-  const [rule] = await compileRules(tx, after.organisation_key, [after]);
   await unwatchRule(tx, after.rule_key);
-  if (!rule) return;
-  const things = watchedBy(rule, await thingsOfOrganisation(tx, after.organisation_key), now);
-  await watchThings(
-    tx,
-    after.organisation_key,
-    after.rule_key,
-    things.map((thing) => ({ thingKey: thing.thing_key, dueAt: silenceStart(thing, now) + rule.forMs })),
-    now,
-  );
+  const all = await thingsOfOrganisation(tx, after.organisation_key);
+  for (const rule of await compileRules(tx, after.organisation_key, [after])) {
+    await watchThings(
+      tx,
+      after.organisation_key,
+      after.rule_key,
+      watchedBy(rule, all, now).map((thing) => ({
+        thingKey: thing.thing_key,
+        dueAt: silenceStart(thing, now) + rule.forMs,
+      })),
+      now,
+    );
+  }
 }
 
 /**
@@ -132,7 +135,7 @@ async function checkSilence(
     await saveSilence(tx, due.rule_key, due.thing_key, { due_at: null });
     return nothing;
   }
-  const start = silenceStart(thing, due.watched_since ?? now);
+  const start = silenceStart(thing, due.watched_since);
   if (now < start + rule.forMs) {
     await saveSilence(tx, due.rule_key, due.thing_key, { due_at: start + rule.forMs });
     return nothing;

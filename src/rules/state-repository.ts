@@ -21,6 +21,8 @@ export interface RuleState {
   openAlert: boolean;
 }
 
+export const FRESH_STATE: Readonly<RuleState> = { matched: false, runStartedAt: null, fired: false, openAlert: false };
+
 /** Rows per multi-row statement (well under both engines' parameter limits). */
 const CHUNK = 500;
 /** Pairs remembered as stored; past that, forgotten all at once. */
@@ -51,12 +53,7 @@ export class RuleStateRepository {
    * ends. Give the pairs in one order (by rule key, then thing key), so concurrent transactions lock
    * state rows in the same order.
    */
-  async lock(
-    tx: Tx,
-    organisationKey: string,
-    pairs: readonly StatePair[],
-    now: number,
-  ): Promise<(StoredState | undefined)[]> {
+  async lock(tx: Tx, organisationKey: string, pairs: readonly StatePair[], now: number): Promise<StoredState[]> {
     const missing = pairs.filter((p) => !this.known.has(keyOf(p.ruleKey, p.thingKey)));
     for (let i = 0; i < missing.length; i += CHUNK) {
       await tx
@@ -103,10 +100,11 @@ export class RuleStateRepository {
     return pairs.map((pair) => {
       const key = keyOf(pair.ruleKey, pair.thingKey);
       const state = stored.get(key);
-      // Believed stored but not found (its insert was rolled back): inserted again next time.
+      // Believed stored but not found (its insert was rolled back): inserted again next time, and
+      // taken as fresh now.
       if (state === undefined) this.known.delete(key);
       else this.known.add(key);
-      return state;
+      return state ?? { ...FRESH_STATE, openAlertKey: null };
     });
   }
 
@@ -168,7 +166,8 @@ export interface DueSilence {
   rule_key: string;
   thing_key: string;
   organisation_key: string;
-  watched_since: number | null;
+  /** When the watch began (ms; 0 for a row that never had one). */
+  watched_since: number;
   fired_silence: number | null;
   open_alert_key: string | null;
 }
@@ -188,7 +187,7 @@ export async function claimDueSilences(tx: Tx, now: number, limit: number): Prom
     .execute();
   return rows.map((r) => ({
     ...r,
-    watched_since: r.watched_since === null ? null : Number(r.watched_since),
+    watched_since: Number(r.watched_since ?? 0),
     fired_silence: r.fired_silence === null ? null : Number(r.fired_silence),
   }));
 }

@@ -308,6 +308,18 @@ describe('rule evaluator: on_enter', () => {
     assert.deepEqual(fires(enter(later, [{ ...stored, runStartedAt: 16_000 }])), []);
   });
 
+  it('when a holding state has no run start then its run counts from the next event', () => {
+    const r = onEnter('r', 'temperature > 80', { for_seconds: 5 });
+    const candidates = [0, 4_000, 5_000].map((timestamp, order) => ({
+      ...event('t', { temperature: 90 }),
+      event: { timestamp: 1_000 + timestamp, data: { temperature: 90 } },
+      order,
+    }));
+    const { pairs } = evaluate([r], candidates, noThing);
+    const unknown: RuleState = { matched: true, runStartedAt: null, fired: false, openAlert: false };
+    assert.deepEqual(fires(enter(pairs, [unknown])), [['r', 2]]);
+  });
+
   it('when a rule has auto_clear then it raises nothing while it keeps an alert open and clears it when the condition fails', () => {
     const r = onEnter('r', 'temperature > 80', { auto_clear: 1 });
     const candidates = events(
