@@ -11,6 +11,10 @@
  * The server runs compiled, in its own process. Besides throughput each row gives the CPU time per
  * event of the server (from /proc) and of the load generator (this process), and the server's peak RSS.
  * With several rounds, figures are medians (peak RSS the maximum).
+ * With `--rules N`, N rules watch every thing (half `on_enter` with `for_seconds` and `auto_clear`,
+ * half `every_event`; their conditions do not hold for the readings, as for most real events), and
+ * each scenario runs in turns with the rules disabled and enabled: the rows with rules also give their
+ * ratio to the same scenario without them, measured in the same round.
  */
 import { openStore, type Store } from '../src/store/store.ts';
 import { mqttLoad } from './mqtt-load.ts';
@@ -61,18 +65,34 @@ export async function run(args: string[]): Promise<void> {
       { key_pair: { name: 'bench' } },
       { 'x-auth-token': token },
     );
-    // Rules watching every thing, evaluated on every event (half on_enter with their stored state, half
-    // every_event); their conditions do not hold for the benchmark's readings, as for most real events.
+    // Rules watching every thing, evaluated on every event (half on_enter with for_seconds and
+    // auto_clear and their stored state, half every_event); their conditions do not hold for the
+    // benchmark's readings, as for most real events. Created disabled: each round enables them in turn.
+    const ruleKeys: string[] = [];
     for (let i = 0; i < ruleCount; i++) {
+      const timed = i % 2 === 0;
       const rule = {
         name: `bench rule ${i}`,
         condition: `temperature > ${100 + i} or (pressure < 0 and rpm > ${i})`,
-        trigger: i % 2 === 0 ? 'on_enter' : 'every_event',
+        trigger: timed ? 'on_enter' : 'every_event',
+        ...(timed ? { for_seconds: 60, auto_clear: true } : {}),
         alert_type: 1,
+        enabled: false,
       };
       const created = await postJson(server.url, '/api/v3/rules', { rule }, { 'x-auth-token': token });
       if (!created.rule) throw new Error(`cannot create a rule: ${JSON.stringify(created)}`);
+      ruleKeys.push(created.rule.rule_key);
     }
+    const enableRules = async (enabled: boolean) => {
+      for (const key of ruleKeys) {
+        const response = await fetch(`${server.url}/api/v3/rules/${key}`, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json', 'x-auth-token': token },
+          body: JSON.stringify({ rule: { enabled } }),
+        });
+        if (response.status !== 200) throw new Error(`cannot switch a rule: ${await response.text()}`);
+      }
+    };
     const things = Array.from({ length: devices }, (_, i) => `bench-${i}`);
     for (const thing_key of things) {
       const body = JSON.stringify({ thing_key });
@@ -94,7 +114,16 @@ export async function run(args: string[]): Promise<void> {
     for (let round = 0; round < rounds; round++) baselines.push(await directInserts(direct, thingIds));
     await direct.close();
     const baseline = median(baselines);
-    rows.push(['baseline: direct inserts, 1,000 per transaction', Math.round(baseline), '1.00x', '-', '-', '-']);
+    rows.push([
+      'baseline: direct inserts, 1,000 per transaction',
+      Math.round(baseline),
+      '1.00x',
+      '-',
+      '-',
+      '-',
+      ...(ruleCount > 0 ? ['-'] : []),
+    ]);
+    if (ruleCount > 0) rows[0]?.push('vs no rules');
 
     const scenarios: Record<string, { label: string; perRequest: number; measure: () => Promise<Throughput> }> = {
       single: {
@@ -130,31 +159,51 @@ export async function run(args: string[]): Promise<void> {
     for (const name of only) {
       const scenario = scenarios[name];
       if (!scenario) throw new Error(`unknown scenario ${name}; choose from ${Object.keys(scenarios).join(', ')}`);
-      const measured: Measured[] = [];
-      for (let round = 0; round < rounds; round++) {
+      const once = async (): Promise<Measured> => {
         peakRss = 0;
         const serverBefore = cpuSeconds(server.pid);
         const generatorBefore = process.cpuUsage();
         const { requests, seconds } = await scenario.measure();
         const generator = process.cpuUsage(generatorBefore);
         const events = requests * scenario.perRequest;
-        measured.push({
+        return {
           eventsPerSecond: events / seconds,
           requestsPerSecond: requests / seconds,
           serverCpu: ((cpuSeconds(server.pid) - serverBefore) / events) * 1e6,
           generatorCpu: (generator.user + generator.system) / events,
           rss: peakRss,
-        });
+        };
+      };
+      // With rules: each round measures without them, then with them, so each ratio is of one round.
+      const withoutRules: Measured[] = [];
+      const measured: Measured[] = [];
+      for (let round = 0; round < rounds; round++) {
+        if (ruleCount > 0) {
+          await enableRules(false);
+          withoutRules.push(await once());
+          await enableRules(true);
+        }
+        measured.push(await once());
       }
-      const m = (pick: (x: Measured) => number) => median(measured.map(pick));
-      rows.push([
-        scenario.label,
-        Math.round(m((x) => x.eventsPerSecond)),
-        `${(m((x) => x.eventsPerSecond) / baseline).toFixed(2)}x`,
-        Math.round(m((x) => x.requestsPerSecond)),
-        `${m((x) => x.serverCpu).toFixed(1)} / ${m((x) => x.generatorCpu).toFixed(1)}`,
-        Math.round(Math.max(...measured.map((x) => x.rss))),
-      ]);
+      const row = (label: string, list: Measured[], vsNoRules?: string) => {
+        const m = (pick: (x: Measured) => number) => median(list.map(pick));
+        rows.push([
+          label,
+          Math.round(m((x) => x.eventsPerSecond)),
+          `${(m((x) => x.eventsPerSecond) / baseline).toFixed(2)}x`,
+          Math.round(m((x) => x.requestsPerSecond)),
+          `${m((x) => x.serverCpu).toFixed(1)} / ${m((x) => x.generatorCpu).toFixed(1)}`,
+          Math.round(Math.max(...list.map((x) => x.rss))),
+          ...(vsNoRules === undefined ? [] : [vsNoRules]),
+        ]);
+      };
+      if (ruleCount === 0) {
+        row(scenario.label, measured);
+        continue;
+      }
+      row(`${scenario.label}, no rules`, withoutRules, '1.00x');
+      const ratios = measured.map((x, i) => x.eventsPerSecond / (withoutRules[i] as Measured).eventsPerSecond);
+      row(`${scenario.label}, ${ruleCount} rules`, measured, `${median(ratios).toFixed(2)}x`);
     }
     console.log(table(rows));
   } finally {

@@ -187,7 +187,7 @@ export async function claimDueSilences(tx: Tx, now: number, limit: number): Prom
     .execute();
   return rows.map((r) => ({
     ...r,
-    watched_since: Number(r.watched_since ?? 0),
+    watched_since: Number(r.watched_since),
     fired_silence: r.fired_silence === null ? null : Number(r.fired_silence),
   }));
 }
