@@ -1269,17 +1269,21 @@ export interface components {
             alert_message: string;
             /** @description 0 Info, 1 Warning, 2 Error, 3 Critical; null: no alert */
             alert_type: number | null;
+            /** @description one open alert per thing, cleared when the condition no longer holds */
+            auto_clear: boolean;
             /** @description expression over the event metrics and thing.<field> (docs/expressions.md) */
             condition: string;
             created_at: number | string;
             description: string;
             enabled: boolean;
+            /** @description on_enter: how long the condition must hold; no_data: the silence */
+            for_seconds: number;
             group_key: string | null;
             name: string;
             rule_key: string;
             thing_keys: string[];
             thing_template_key: string | null;
-            /** @description on_enter or every_event */
+            /** @description on_enter, every_event or no_data */
             trigger: string;
             updated_at: number | string;
         };
@@ -6791,10 +6795,14 @@ export interface operations {
                          * @enum {integer|null}
                          */
                         alert_type?: 0 | 1 | 2 | 3 | null;
-                        /** @description e.g. temperature > 80 */
-                        condition: string;
+                        /** @description keep one open alert per thing, raise no other and send no actions while it is open or acknowledged, and clear it at the first event on which the condition no longer holds (no_data: the first event) */
+                        auto_clear?: boolean;
+                        /** @description e.g. temperature > 80; required unless trigger is no_data */
+                        condition?: string;
                         description?: string;
                         enabled?: boolean;
+                        /** @description on_enter: seconds (by event time) the condition must hold before the rule fires; no_data (required, at least 1): seconds of silence. At most 2592000 (30 days) */
+                        for_seconds?: number;
                         /** @description watch the things of this group */
                         group_key?: string | null;
                         name: string;
@@ -6803,10 +6811,10 @@ export interface operations {
                         /** @description watch the things of this template */
                         thing_template_key?: string | null;
                         /**
-                         * @description on_enter: when the condition turns true for a thing; every_event: on every matching event
+                         * @description on_enter: when the condition turns true for a thing (and has held for_seconds); every_event: on every matching event; no_data: when a thing has sent nothing for for_seconds
                          * @enum {string}
                          */
-                        trigger?: "on_enter" | "every_event";
+                        trigger?: "on_enter" | "every_event" | "no_data";
                     };
                     /**
                      * @description synonym of timestamp_format
@@ -6992,10 +7000,14 @@ export interface operations {
                          * @enum {integer|null}
                          */
                         alert_type?: 0 | 1 | 2 | 3 | null;
-                        /** @description e.g. temperature > 80 */
+                        /** @description keep one open alert per thing, raise no other and send no actions while it is open or acknowledged, and clear it at the first event on which the condition no longer holds (no_data: the first event) */
+                        auto_clear?: boolean;
+                        /** @description e.g. temperature > 80; required unless trigger is no_data */
                         condition?: string;
                         description?: string;
                         enabled?: boolean;
+                        /** @description on_enter: seconds (by event time) the condition must hold before the rule fires; no_data (required, at least 1): seconds of silence. At most 2592000 (30 days) */
+                        for_seconds?: number;
                         /** @description watch the things of this group */
                         group_key?: string | null;
                         name?: string;
@@ -7004,10 +7016,10 @@ export interface operations {
                         /** @description watch the things of this template */
                         thing_template_key?: string | null;
                         /**
-                         * @description on_enter: when the condition turns true for a thing; every_event: on every matching event
+                         * @description on_enter: when the condition turns true for a thing (and has held for_seconds); every_event: on every matching event; no_data: when a thing has sent nothing for for_seconds
                          * @enum {string}
                          */
-                        trigger?: "on_enter" | "every_event";
+                        trigger?: "on_enter" | "every_event" | "no_data";
                     };
                     /**
                      * @description synonym of timestamp_format
