@@ -4,10 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, WebSocketRoute } from 'playwright-core';
 import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
-import { createThing, unique } from '../support/fixtures.ts';
+import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -304,6 +304,22 @@ for (const store of STORES) {
       await shot('audit-trail');
     });
 
+    it('when the realtime connection drops then the header says so, and it connects again by itself', async () => {
+      const sockets: WebSocketRoute[] = [];
+      await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
+        socket.connectToServer();
+        sockets.push(socket);
+      });
+      await page.reload();
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      assert.equal(sockets.length, 1);
+      await sockets[0]?.close({ code: 1012, reason: 'restarting' });
+      await page.getByRole('status').filter({ hasText: 'Connection lost: reconnecting' }).waitFor();
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      assert.equal(sockets.length, 2, 'a new connection');
+      await page.unrouteAll();
+    });
+
     it('when the token stops working then the next call brings the sign-in page back', async () => {
       const token = await sessionToken();
       assert.ok(token);
@@ -326,6 +342,35 @@ for (const store of STORES) {
       assert.equal(after.status, 401, 'the token is revoked');
       assert.equal(await sessionToken(), undefined, 'and forgotten');
       await shot('signed-out');
+    });
+
+    it('when the OEM admin signs in with an Organisation key then the console acts in that child organisation', async () => {
+      const token = await api.adminToken();
+      const child = await api.request('POST', '/api/v3/organisations', {
+        token,
+        body: { organisation: { name: unique('Plant') } },
+      });
+      assert.equal(child.status, 200, child.text);
+      const { organisation_key: organisationKey, name } = child.body.organisation;
+      await page.getByLabel('Organisation key', { exact: true }).fill(organisationKey);
+      await signIn();
+      await page.getByText(`${ADMIN_EMAIL} · ${name}`).waitFor();
+      await page.getByText('Page 1 of 1 · 0 things').waitFor();
+      await shot('child-organisation');
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+      await page.getByLabel('Organisation key', { exact: true }).fill('');
+    });
+
+    it("when a user's role may not read a page's data then the page shows the API's message", async () => {
+      const user = await userWithAbilities(api, await api.adminToken(), [11]);
+      const refused = await api.request('GET', '/api/v3/alerts', { token: user.token });
+      assert.equal(refused.status, 403);
+      await signIn(user.email, user.password);
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Alerts', exact: true }).click();
+      await page.getByRole('alert').filter({ hasText: refused.body.message }).waitFor();
+      await shot('forbidden');
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+      await page.getByRole('button', { name: 'Sign in', exact: true }).waitFor();
     });
 
     it('when the journeys are done then no URL carried a token and the page broke no Content-Security-Policy', () => {
