@@ -310,7 +310,9 @@ for (const store of STORES) {
         socket.connectToServer();
         sockets.push(socket);
       });
+      // A page with live updates opens the connection, through the route.
       await page.reload();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Things', exact: true }).click();
       await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
       assert.equal(sockets.length, 1);
       await sockets[0]?.close({ code: 1012, reason: 'restarting' });
@@ -355,8 +357,8 @@ for (const store of STORES) {
       await page.getByLabel('Organisation key', { exact: true }).fill(organisationKey);
       await signIn();
       await page.getByText(`${ADMIN_EMAIL} · ${name}`).waitFor();
-      await page.getByText('Page 1 of 1 · 0 things').waitFor();
       await shot('child-organisation');
+      await page.getByText('Page 1 of 1 · 0 things').waitFor();
       await page.getByRole('button', { name: 'Sign out', exact: true }).click();
       await page.getByLabel('Organisation key', { exact: true }).fill('');
     });
