@@ -94,12 +94,13 @@ function Page({ section, thingKey }: { section: string; thingKey: string | undef
 }
 
 const STATE_TEXT: Record<ConnectionState, string> = {
+  idle: '',
   connecting: 'Connecting…',
   live: 'Live',
   reconnecting: 'Connection lost: reconnecting…',
 };
 
-/** Whether live updates arrive; silent until a page subscribes. */
+/** Whether live updates arrive; empty until a page asks for them. */
 function ConnectionStatus() {
   const [state, setState] = useState<ConnectionState>(realtime.state);
   useEffect(() => realtime.onState(setState), []);

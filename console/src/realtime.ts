@@ -6,7 +6,7 @@
  */
 import { currentSession, endSession } from './session.ts';
 
-export type ConnectionState = 'connecting' | 'live' | 'reconnecting';
+export type ConnectionState = 'idle' | 'connecting' | 'live' | 'reconnecting';
 export type Message = { type: string; id?: string } & Record<string, unknown>;
 type Handler = (message: Message) => void;
 
@@ -24,7 +24,8 @@ class Realtime {
   private next = 0;
   private wait = 1000;
   private retry: ReturnType<typeof setTimeout> | undefined;
-  state: ConnectionState = 'connecting';
+  /** idle until a page subscribes: pages without live updates open no connection. */
+  state: ConnectionState = 'idle';
 
   /** Subscribes to a topic with filters; answers the function that ends the subscription. */
   subscribe(topic: string, filters: Record<string, unknown>, handler: Handler): () => void {
@@ -52,6 +53,7 @@ class Realtime {
     this.authenticated = false;
     this.subscriptions.clear();
     socket?.close(1000);
+    this.setState('idle');
   }
 
   private setState(state: ConnectionState): void {
@@ -69,6 +71,7 @@ class Realtime {
     const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
     const socket = new WebSocket(`${scheme}//${location.host}/api/v3/ws`);
     this.socket = socket;
+    if (this.state === 'idle') this.setState('connecting');
     socket.onopen = () => socket.send(JSON.stringify({ type: 'auth', token: session.token }));
     socket.onmessage = (event) => {
       const message = JSON.parse(String(event.data)) as Message;
