@@ -33,8 +33,9 @@ export function listAlerts(db: Executor, filter: AlertFilter, list: ListQuery) {
         organisations: filter.organisationKeys,
         thing: filter.thingKey,
         instruction: filter.instructionKey,
-        types: filter.alertTypes,
-        statuses: filter.statuses,
+        // An empty list filters nothing, as an absent one (`in ()` is a syntax error on PostgreSQL).
+        types: filter.alertTypes?.length ? filter.alertTypes : undefined,
+        statuses: filter.statuses?.length ? filter.statuses : undefined,
         rule: filter.ruleKey,
       },
       build: (d, v) => {

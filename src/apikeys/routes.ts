@@ -70,6 +70,7 @@ export function apiKeyRoutes(store: Store): AnyRoute[] {
       tags,
       summary: 'Delete an API key: its token stops working at once, on every instance',
       access: permission('api_key', 'delete'),
+      unlimited: true,
       params: ApiKeyKeyParams,
       handler: async ({ params, principal }) => {
         await deleteApiKey(store, actorOf(principal), [principal.organisationKey], params.api_key_key);

@@ -49,6 +49,7 @@ export function sessionRoutes(sessions: SessionService): AnyRoute[] {
       tags,
       summary: 'Sign out: the token stops working',
       access: { kind: 'signed_in' },
+      unlimited: true,
       params: SignOutParams,
       response: SignOutAnswer,
       handler: async ({ request }) => {

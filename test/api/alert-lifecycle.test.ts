@@ -152,6 +152,19 @@ describeOnStores('alert lifecycle', (ctx) => {
     assert.deepEqual((await listed({ status: 'open,acknowledged' })).sort(), [keys[0], keys[1]].sort());
     assert.deepEqual(await listed({}, { status: ['cleared'] }), [keys[2]]);
     assert.deepEqual(await listed({ rule_key: second.ruleKey }), [keys[1]]);
+    // An empty list filters nothing, the same on both stores.
+    for (const [query, body] of [
+      [{ status: '' }],
+      [{}, { status: [] }],
+      [{ alert_type: '' }],
+      [{}, { alert_type: [] }],
+    ]) {
+      assert.deepEqual(
+        (await listed(query as Record<string, unknown>, body)).sort(),
+        [...keys].sort(),
+        JSON.stringify([query, body]),
+      );
+    }
     const none = await ctx.api.request('GET', '/api/v3/alerts', { token, query: { rule_key: 'nosuchrule' } });
     assert.equal(none.status, 200, none.text);
     assert.equal(none.body.total_count, 0);

@@ -91,6 +91,26 @@ describeOnStores(
       assert.ok((await ctx.api.signIn(child.email, child.password)).length > 0, 'sign-in goes on');
     });
 
+    it('when a leaked key spends the limit then its deletion and a sign-out still work', async () => {
+      const admin = await ctx.api.adminToken();
+      await awayFromWindowEnd(ctx.api, admin, 20);
+      const child = await childOrganisation(ctx.api, admin);
+      const created = await ctx.api.request('POST', '/api/v3/api_keys', {
+        token: child.token,
+        body: { api_key: { name: unique('leaked') } },
+      });
+      assert.equal(created.status, 200, created.text);
+      const { api_key_key: key, token: leaked } = created.body.api_key;
+      await exhaust(ctx.api, leaked);
+      assert.equal((await ctx.api.request('GET', '/api/v3/things', { token: child.token })).status, 429);
+      const deleted = await ctx.api.request('DELETE', `/api/v3/api_keys/${key}`, { token: child.token });
+      assert.equal(deleted.status, 200, deleted.text);
+      assert.equal((await ctx.api.request('GET', '/api/v3/things', { token: leaked })).status, 401, 'the key is gone');
+      const signedOut = await ctx.api.request('DELETE', '/api_sign_out', { token: child.token });
+      assert.equal(signedOut.status, 200, signedOut.text);
+      assert.equal((await ctx.api.request('GET', '/api/v3/things', { token: child.token })).status, 401, 'signed out');
+    });
+
     it('when a request is refused for another reason then it still carries the RateLimit headers', async () => {
       const admin = await ctx.api.adminToken();
       const child = await childOrganisation(ctx.api, admin);

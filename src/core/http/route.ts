@@ -75,6 +75,11 @@ export interface RouteSpec<S extends TObject = TObject> {
   /** Refuses requests before their body is read (event ingestion under overload). */
   admission?: Admission;
   /**
+   * Not counted against the organisation's rate limit (docs/api.md, "Rate limits and usage"): taking
+   * access away (a sign-out, an API key's deletion) must work even while a leaked token spends it.
+   */
+  unlimited?: boolean;
+  /**
    * Serves the answer again from memory until a change of this entity type is told in one of the
    * visible organisations (answer-cache.ts). Only for reads whose answer depends on nothing but the
    * parameters, the visible organisations and the caller's time zone, and whose entities change only
@@ -152,7 +157,7 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       ? undefined
       : { generations: new ChangeGenerations(services.changes, spec.cachedUntilChangeOf), answers: new AnswerCache() };
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const { principal, body: bytes } = await authorise(services, spec.access, request, reply);
+    const { principal, body: bytes } = await authorise(services, spec, request, reply);
     const body = spec.acceptsCsv && isCsv(request) ? undefined : jsonBodyParams(bytes);
     const raw: Record<string, unknown> = {
       ...(request.query as Record<string, unknown>),
@@ -240,7 +245,7 @@ function sendJson(reply: FastifyReply, answer: string | Buffer): FastifyReply {
 
 async function authorise(
   services: RouteServices,
-  access: Access,
+  { access, unlimited }: AnyRoute,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<{ principal: Principal; body: Buffer | undefined }> {
@@ -249,7 +254,7 @@ async function authorise(
   if (access.kind === 'public') return { principal: ANONYMOUS, body };
   const principal = await services.authenticate(request);
   if (!principal) throw unauthorized();
-  reply.headers(await services.limitRequest(principal));
+  if (!unlimited) reply.headers(await services.limitRequest(principal));
   if (access.kind === 'permission' && !grants(principal.abilities, access.class, access.operation)) {
     throw forbidden(`your role lacks the permission to ${access.operation} ${access.class}`);
   }
