@@ -46,8 +46,11 @@ export function addOperationsCommands(program: Command): void {
       .command('events')
       .description("write a thing's events with GET /api/v3/things/:thing_key/events/export")
       .requiredOption('--thing <thing_key>', 'the thing')
-      .option('--from <time>', 'first time (epoch ms or a time thing_data reads); default: the first event')
-      .option('--to <time>', 'last time; default: the last event')
+      .option(
+        '--from <time>',
+        'first time: epoch seconds, or yyyy-mm-dd hh:mm:ss as thing_data reads it; default: the first event',
+      )
+      .option('--to <time>', 'last time, read as --from; default: the last event')
       .option('--format <format>', 'csv or ndjson', 'ndjson')
       .option('--output <file>', 'the file to write (default: standard output)'),
   ).action(

@@ -12,7 +12,7 @@ import type { Store, Tx } from '../store/store.ts';
 import type { ThingTemplateRow } from '../store/tables.ts';
 import { findDefaultTemplate, findTemplate } from '../templates/service.ts';
 import * as things from './repository.ts';
-import { ThingInput as ThingInputSchema } from './schemas.ts';
+import { IMPORT_MAX_ROWS, ThingInput as ThingInputSchema } from './schemas.ts';
 import {
   changedThingColumns,
   keyTaken,
@@ -21,9 +21,6 @@ import {
   thingSnapshot,
   thingsCreated,
 } from './service.ts';
-
-/** The most rows one request may hold: 10,000 things take a few seconds (docs/benchmarks.md, "import"). */
-export const IMPORT_MAX_ROWS = 20_000;
 
 /** The columns a CSV header may name, besides `user_defined_properties.<name>`. */
 export const CSV_COLUMNS = ['thing_key', 'name', 'description', 'tags', 'thing_template_key', 'bi_directional'];
@@ -54,11 +51,24 @@ export interface ImportResult {
 export function csvRows(text: string): Record<string, unknown>[] {
   let records: Record<string, string>[];
   try {
-    records = parse(text, { bom: true, columns: checkHeader, skip_empty_lines: true }) as Record<string, string>[];
+    // Parsing stops at the first row past the limit: a body of millions of tiny rows is refused without
+    // holding them all (nor the time it takes to read them).
+    records = parse(text, {
+      bom: true,
+      columns: checkHeader,
+      skip_empty_lines: true,
+      to: IMPORT_MAX_ROWS + 1,
+    }) as Record<string, string>[];
   } catch (error) {
     if (error instanceof ApiError) throw error;
     const { lines, message } = error as { lines: number; message: string };
     throw invalidParam('body', `is not valid CSV: line ${lines}: ${message}`);
+  }
+  if (records.length > IMPORT_MAX_ROWS) {
+    throw invalidParam(
+      'things',
+      `holds more than ${IMPORT_MAX_ROWS} rows; one request may hold at most ${IMPORT_MAX_ROWS}`,
+    );
   }
   return records.map((record) => {
     const row: Record<string, unknown> = {};
@@ -66,6 +76,8 @@ export function csvRows(text: string): Record<string, unknown>[] {
     for (const [column, value] of Object.entries(record)) {
       if (value === '') continue;
       if (column.startsWith(PROPERTY_PREFIX)) properties[column.slice(PROPERTY_PREFIX.length)] = value;
+      // Spreadsheets write TRUE and FALSE.
+      else if (column === 'bi_directional' && /^(true|false)$/i.test(value)) row[column] = value.toLowerCase();
       else row[column] = value;
     }
     if (Object.keys(properties).length > 0) row.user_defined_properties = properties;
@@ -109,9 +121,6 @@ export async function importThings(
   rows: unknown[],
   options: ImportOptions,
 ): Promise<ImportResult> {
-  if (rows.length > IMPORT_MAX_ROWS) {
-    throw invalidParam('things', `holds ${rows.length} rows; one request may hold at most ${IMPORT_MAX_ROWS}`);
-  }
   const failed: ImportFailure[] = [];
   const defaultTemplate = await findDefaultTemplate(store.db, organisationKey);
   const checked = checkRows(rows, defaultTemplate?.thing_template_key, failed);

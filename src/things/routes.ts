@@ -7,10 +7,11 @@ import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import { grants } from '../core/permissions.ts';
 import { listThingsOfGroup } from '../groups/service.ts';
 import type { Store } from '../store/store.ts';
-import { csvRows, IMPORT_MAX_ROWS, importThings } from './import.ts';
+import { csvRows, importThings } from './import.ts';
 import { presentThing } from './presenter.ts';
 import {
   CreateThingParams,
+  IMPORT_MAX_ROWS,
   ImportAnswer,
   ImportThingsParams,
   ListThingsParams,

@@ -109,11 +109,18 @@ export const SetTraitsParams = Type.Object({ ...CommonParams, ...OemParams, thin
 export const ThingList = ListResponse('things', Thing);
 export const ThingOne = OneResponse('thing', Thing);
 
+/**
+ * The most rows one import may hold: 10,000 things take a few seconds (docs/benchmarks.md, "import").
+ * A JSON body of more is refused by validation, a CSV body as soon as its parsing passes the limit.
+ */
+export const IMPORT_MAX_ROWS = 20_000;
+
 export const ImportThingsParams = Type.Object({
   ...CommonParams,
   ...ChildOrganisationParams,
   things: Type.Optional(
     Type.Array(Type.Unknown(), {
+      maxItems: IMPORT_MAX_ROWS,
       description: 'the Thing objects to import, as POST /api/v3/things takes them; with a JSON body',
     }),
   ),

@@ -176,6 +176,9 @@ for (const store of STORES) {
       const unknown = await runCli(['export', 'events', '--thing', 'nothing-here', '--url', url, '--token', token]);
       assert.notEqual(unknown.code, 0);
       assert.match(unknown.stderr, /the server answered 404/);
+      const help = succeeded(await runCli(['export', 'events', '--help']));
+      assert.match(help.stdout, /--from <time>\s+first time: epoch seconds/);
+      assert.doesNotMatch(help.stdout, /epoch ms/);
     });
 
     it('when a command runs on a terminal then it shows a progress bar', async () => {

@@ -239,11 +239,51 @@ describeOnStores('things import', (ctx) => {
       body: { things: Array.from({ length: 20_001 }, () => ({})) },
     });
     assert.equal(many.status, 400);
-    assert.match(many.body.message, /at most 20000/);
+    assert.equal(many.body.success, false);
+    assert.equal(many.body.errors[0].code, 'invalid');
+    assert.equal(many.body.errors[0].param, 'things');
+    assert.match(many.body.message, /more than 20000 items/);
     const none = await ctx.api.request('POST', '/api/v3/things/import', { token, body: {} });
     assert.equal(none.status, 400);
     assert.equal(none.body.errors[0].param, 'things');
     const empty = await importCsv(ctx.api, token, 'thing_key,name\n');
     assert.deepEqual(empty.body, { created: 0, updated: 0, failed: [] });
+  });
+
+  it('when a CSV holds millions of rows then it is refused naming the limit, and other requests are answered', async () => {
+    const token = await ctx.api.adminToken();
+    // About 10 MB, under the body limit: 5.2 million rows.
+    const csv = `name\n${'x\n'.repeat(5_200_000)}`;
+    const [many, health] = await Promise.all([importCsv(ctx.api, token, csv), ctx.api.request('GET', '/healthz')]);
+    assert.equal(many.status, 400, many.text.slice(0, 500));
+    assert.equal(many.body.success, false);
+    assert.deepEqual(
+      many.body.errors.map((e: any) => [e.code, e.param]),
+      [['invalid', 'things']],
+    );
+    assert.match(many.body.message, /holds more than 20000 rows; one request may hold at most 20000/);
+    assert.equal(health.status, 200);
+    const limit = `name\n${'x\n'.repeat(20_000)}`;
+    const atLimit = await importCsv(ctx.api, token, limit, { dry_run: true });
+    assert.deepEqual(atLimit.body, { created: 20_000, updated: 0, failed: [] });
+    const pastLimit = await importCsv(ctx.api, token, `${limit}x\n`, { dry_run: true });
+    assert.equal(pastLimit.status, 400);
+    assert.match(pastLimit.body.message, /at most 20000/);
+  });
+
+  it('when bi_directional is written in any case in a CSV then it is read as true or false', async () => {
+    const token = await ctx.api.adminToken();
+    const [a, b, c, d] = [unique('bidi'), unique('bidi'), unique('bidi'), unique('bidi')];
+    const csv = `thing_key,name,bi_directional\n${a},A,TRUE\n${b},B,False\n${c},C,tRuE\n${d},D,yes\n`;
+    const response = await importCsv(ctx.api, token, csv);
+    assert.equal(response.status, 200, response.text);
+    assert.equal(response.body.created, 3);
+    assert.deepEqual(
+      response.body.failed.map((f: any) => [f.row, f.errors[0].param]),
+      [[4, 'bi_directional']],
+    );
+    assert.equal((await getThing(ctx.api, token, a)).body.thing.bi_directional, true);
+    assert.equal((await getThing(ctx.api, token, b)).body.thing.bi_directional, false);
+    assert.equal((await getThing(ctx.api, token, c)).body.thing.bi_directional, true);
   });
 });
