@@ -161,8 +161,12 @@ async function serve(): Promise<void> {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
-  // With TLS, SIGHUP reads the certificate and key again (docs/configuration.md, "TLS").
-  if (server.config.tls) process.on('SIGHUP', () => void server.reloadTls());
+  // With TLS, SIGHUP reads the certificate and key again (docs/configuration.md, "TLS"). Without, it
+  // must not end the process (Node's default), as a service manager's reload would.
+  process.on('SIGHUP', () => {
+    if (server.config.tls) void server.reloadTls();
+    else server.app.log.info('SIGHUP: nothing to reload (no TLS_CERT_FILE)');
+  });
 }
 
 function startMessage(server: Server, address: string): string[] {

@@ -330,6 +330,18 @@ describe('TLS in a server process', () => {
     }
   });
 
+  it('without TLS files a SIGHUP (a reload by systemd, say) leaves the server serving and says there is nothing to reload', async () => {
+    const server = await serveProcess({ DATABASE_URL: sqlite(), MQTT_PORT: '0', LOG_LEVEL: 'info' });
+    try {
+      server.child.kill('SIGHUP');
+      await eventually(() => /SIGHUP: nothing to reload/.test(server.output()), 'a line about the SIGHUP');
+      assert.equal((await call(server.url, 'GET', '/healthz')).status, 200, 'the process still serves');
+      assert.equal(server.child.exitCode, null);
+    } finally {
+      await stopProcess(server.child);
+    }
+  });
+
   it('when a TLS file is missing or only one is set then the start fails naming the variable', async () => {
     const missing = await runCli(['serve'], {
       DATABASE_URL: sqlite(),
