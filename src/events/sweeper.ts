@@ -4,7 +4,7 @@
  * expires (events/retention.ts); the sweeper only frees the space.
  *
  * It deletes each thing's oldest expired events in small transactions of their own (a thing's event
- * count goes down in the same one), giving way between them, so on SQLite's one connection the event
+ * count goes down in the same one, and its last event becomes the newest one left when it expired), giving way between them, so on SQLite's one connection the event
  * writer's transactions run in between and ingestion stalls for one small delete at most. After each
  * delete it gives a few free pages of a SQLite file back to the file system (incremental vacuum).
  * A transaction deletes only rows whose time is before the cut and that are still there, so instances
@@ -13,8 +13,8 @@
  */
 import { reclaimFreePages } from '../store/dialect.ts';
 import type { Store, Tx } from '../store/store.ts';
-import { recordEventsRemoved } from '../things/service.ts';
-import { deleteEventsBefore, retainedThings } from './repository.ts';
+import { lastEventBefore, recordEventsRemoved, recordNewestEvent } from '../things/service.ts';
+import { deleteEventsBefore, newestEvent, retainedThings } from './repository.ts';
 import { retentionCuts } from './retention.ts';
 import { deleteRollupsBefore, slotOf } from './rollups.ts';
 
@@ -89,7 +89,7 @@ export class RetentionSweeper {
         const before = cuts.events;
         swept.events += await this.inChunks(
           (tx) => deleteEventsBefore(tx, thing.thingId, before, this.chunk),
-          (tx, deleted) => recordEventsRemoved(tx, thing.thingId, deleted),
+          (tx, deleted) => this.afterEventsDeleted(tx, thing.thingId, deleted, before),
         );
       }
       if (cuts.rollups !== undefined) {
@@ -101,6 +101,17 @@ export class RetentionSweeper {
     // What is still free after the deletes' own steps.
     while (!this.stopped && (await reclaimFreePages(this.store.db, this.reclaimPages)) > 0) await giveWay();
     return swept;
+  }
+
+  /**
+   * In the delete's transaction: the thing counts the deleted events no more, and when its newest event
+   * was among them, its newest event is the newest one left (or none), so it is never answered again.
+   */
+  private async afterEventsDeleted(tx: Tx, thingId: number, deleted: number, before: number): Promise<void> {
+    await recordEventsRemoved(tx, thingId, deleted);
+    if (await lastEventBefore(tx, thingId, before)) {
+      await recordNewestEvent(tx, thingId, (await newestEvent(tx, thingId)) ?? null);
+    }
   }
 
   /** Deletes chunk after chunk, each in its own transaction, until one deletes less than a whole chunk. */

@@ -236,6 +236,17 @@ export async function setLastEvent(tx: Tx, thingId: number, newest: { timestamp:
     .execute();
 }
 
+/** Whether a thing's newest event is older than `before` (ms): retention has deleted it. */
+export async function lastEventBefore(db: Executor, thingId: number, before: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('things')
+    .select('thing_id')
+    .where('thing_id', '=', thingId)
+    .where('last_event_timestamp', '<', before)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** A heartbeat: when the thing was last heard from without an event. */
 export const heartbeat = compiledQuery((db: Executor, thingId: number, at: number) =>
   db.updateTable('things').set({ last_beat_at: at }).where('thing_id', '=', thingId),

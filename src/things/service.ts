@@ -39,9 +39,14 @@ export async function recordEventsRemoved(tx: Tx, thingId: number, count: number
   await things.uncountEvents.execute(tx, thingId, count);
 }
 
-/** A thing's newest event after some were deleted (a range delete), or null when none is left. */
+/** A thing's newest event after some were deleted (a range delete, retention), or null when none is left. */
 export async function recordNewestEvent(tx: Tx, thingId: number, newest: { timestamp: number; data: string } | null) {
   await things.setLastEvent(tx, thingId, newest);
+}
+
+/** Whether a thing's newest event is older than `before` (ms), so retention deleted it (the sweeper). */
+export function lastEventBefore(tx: Tx, thingId: number, before: number): Promise<boolean> {
+  return things.lastEventBefore(tx, thingId, before);
 }
 
 /** A heartbeat of a thing: heard from at `at` (the event writer, in its transaction). */

@@ -358,6 +358,30 @@ describeOnStores(
       assert.equal(await storedEventCount(ctx.api, org.thingKey), 0);
     });
 
+    it('when the sweeper deletes the newest event of a thing then the thing and the things list show no expired last event', async () => {
+      const org = await organisationWithEvents([
+        { timestamp: daysAgo(20), data: { n: 1 } },
+        { timestamp: daysAgo(10), data: { n: 2 } },
+      ]);
+      const lastEvents = async () => {
+        const one = await ctx.api.request('GET', `/api/v3/things/${org.thingKey}`, { token: org.token });
+        assert.equal(one.status, 200, one.text);
+        const list = await ctx.api.request('GET', '/api/v3/things', { token: org.token });
+        assert.equal(list.status, 200, list.text);
+        const listed = list.body.things.find((t: any) => t.thing_key === org.thingKey);
+        return [one.body.thing.last_event, listed.last_event];
+      };
+      const [before] = await lastEvents();
+      assert.equal(before.timestamp, daysAgo(10) / 1000);
+      assert.deepEqual(before.data, { n: 2 });
+      await setRetention(org, { retention_days: 7 });
+      // One event a transaction: the first leaves an expired newest event, the second none.
+      const swept = await new RetentionSweeper(ctx.api.server.store, { chunk: 1 }).sweep();
+      assert.equal(swept.events, 2);
+      assert.equal(await storedEventCount(ctx.api, org.thingKey), 0);
+      assert.deepEqual(await lastEvents(), [null, null]);
+    });
+
     it('when the sweeper deletes on SQLite then the file gives the pages back', async () => {
       if (ctx.store.name !== 'sqlite') return;
       const filler = 'x'.repeat(500);
