@@ -167,7 +167,8 @@ export async function pageOfEvents(
 /** Events as [time (ms), event id, data], oldest first. */
 export type EventTriple = [number, number, Record<string, unknown>];
 
-const byTimeThenId = (a: EventTriple, b: EventTriple) => a[0] - b[0] || a[1] - b[1];
+/** Orders events by time, then by id (their order of arrival). */
+export const byTimeThenId = (a: EventTriple, b: EventTriple) => a[0] - b[0] || a[1] - b[1];
 
 /**
  * Every event of the range in time order, for aggregation, in chunks of at most `size` events so memory

@@ -11,6 +11,7 @@ import { deleteEventsBetween, newestEvent } from './repository.ts';
 import { correctRollups } from './rollups.ts';
 
 export {
+  byTimeThenId,
   countEvents,
   type EventRange,
   type EventTriple,

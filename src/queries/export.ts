@@ -8,7 +8,7 @@
 import { Readable } from 'node:stream';
 import { invalidParam } from '../core/errors.ts';
 import type { TimeFormatter } from '../core/time.ts';
-import { type EventRange, eventChunks, retentionCuts } from '../events/service.ts';
+import { byTimeThenId, type EventRange, type EventTriple, eventChunks, retentionCuts } from '../events/service.ts';
 import type { Executor } from '../store/store.ts';
 import { metricValue } from './metrics.ts';
 import { readBound } from './thing-data.ts';
@@ -90,22 +90,34 @@ async function* ndjsonLines(db: Executor, range: EventRange, time: TimeFormatter
 
 /**
  * CSV: a header of the metrics (the requested ones in their order, else every metric of the exported
- * events sorted by name, found by a first pass over the range), then a row per event.
+ * events sorted by name, found by a first pass over the range), then a row per event. After a first
+ * pass the rows end at its last event, so events stored meanwhile, whose metrics the header may lack,
+ * are left out rather than written without them.
  */
 async function* csvLines(db: Executor, range: EventRange, requested: string[] | undefined, time: TimeFormatter) {
   let metrics = requested;
+  /** The first pass's last event (null: it found none); undefined without a first pass. */
+  let end: EventTriple | null | undefined;
   if (metrics === undefined || metrics.length === 0) {
     const names = new Set<string>();
-    for await (const chunk of pages(db, range)) for (const [, , data] of chunk) collectNames(data, '', names);
+    end = null;
+    for await (const chunk of pages(db, range)) {
+      for (const [, , data] of chunk) collectNames(data, '', names);
+      end = chunk[chunk.length - 1] as EventTriple;
+    }
     metrics = [...names].sort();
   }
   yield `${['timestamp', ...metrics].map(csvField).join(',')}\r\n`;
+  if (end === null) return;
+  const last = end;
   for await (const chunk of pages(db, range)) {
+    const rows = last === undefined ? chunk : chunk.filter((e) => byTimeThenId(e, last) <= 0);
     let text = '';
-    for (const [at, , data] of chunk) {
+    for (const [at, , data] of rows) {
       text += `${[time(at), ...metrics.map((m) => metricValue(data, m))].map(csvField).join(',')}\r\n`;
     }
     yield text;
+    if (rows.length < chunk.length) return;
   }
 }
 

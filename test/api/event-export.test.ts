@@ -143,6 +143,50 @@ describeOnStores('event export', (ctx) => {
     assert.equal((await ctx.api.request('GET', `/api/v3/things/${key}/events/export`)).status, 401);
   });
 
+  it('when an event with a new metric is stored during a csv export then the export leaves it out rather than half-written', async () => {
+    // About 10 MB of answer: the paused client holds the export in its second pass.
+    const filler = 'x'.repeat(2000);
+    const events = Array.from({ length: 5000 }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i, filler } }));
+    const key = await thingWithEvents(events);
+    const token = await ctx.api.adminToken();
+    const { hostname, port } = new URL(ctx.api.url);
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: hostname,
+          port,
+          path: `/api/v3/things/${key}/events/export?format=csv`,
+          headers: { 'x-auth-token': token },
+        },
+        resolve,
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(response.statusCode, 200);
+    response.pause();
+    let previous = -1;
+    for (let i = 0; i < 50 && exportProgress.pagesRead !== previous; i++) {
+      previous = exportProgress.pagesRead;
+      await sleep(100);
+    }
+    assert.equal(exportProgress.active, 1, 'the export is under way');
+    const late = T0 + events.length * SECOND;
+    const posted = await ctx.api.request('POST', `/api/v3/things/${key}/events`, {
+      token,
+      body: { events: [{ timestamp: late, data: { i: events.length, late: 'new metric' } }] },
+    });
+    assert.equal(posted.status, 200, posted.text);
+    response.setEncoding('utf8');
+    let text = '';
+    for await (const part of response) text += part;
+    const rows = text.trim().split('\r\n');
+    assert.equal(rows[0], 'timestamp,filler,i');
+    assert.equal(rows.length, events.length + 1, 'the header and the events there were when the export began');
+    assert.equal(rows.at(-1), `${(late - SECOND) / 1000},${filler},${events.length - 1}`);
+    assert.ok(!rows.some((r) => r.startsWith(`${late / 1000},`)), 'the event stored meanwhile is not written');
+  });
+
   it('when the client reads slowly the export waits for it, and when it disconnects the export stops', async () => {
     // About 10 MB of answer: more than the socket buffers between the two ends hold.
     const filler = 'x'.repeat(2000);
