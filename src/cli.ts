@@ -138,14 +138,7 @@ async function serve(): Promise<void> {
   // Loaded only to serve, so that the other commands start quickly.
   const { createServer } = await import('./app.ts');
   const server = await createServer(config);
-  let address: string;
-  try {
-    address = await server.listen();
-  } catch (error) {
-    await server.close().catch(() => {});
-    throw error;
-  }
-  print(startMessage(server, address));
+  // Signals are handled before the server listens: one sent as soon as it answers must find them.
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
@@ -167,6 +160,14 @@ async function serve(): Promise<void> {
     if (server.config.tls) void server.reloadTls();
     else server.app.log.info('SIGHUP: nothing to reload (no TLS_CERT_FILE)');
   });
+  let address: string;
+  try {
+    address = await server.listen();
+  } catch (error) {
+    await server.close().catch(() => {});
+    throw error;
+  }
+  print(startMessage(server, address));
 }
 
 function startMessage(server: Server, address: string): string[] {
