@@ -3,10 +3,10 @@
  * (docs/api.md, "Data queries") and realtime push. Events are written only by the event writer, and
  * deleted by the retention sweeper (events/sweeper.ts) and by a range delete (here).
  */
-import { type Actor, recordChange } from '../audit/recorder.ts';
+import type { Actor } from '../audit/recorder.ts';
 import type { Store } from '../store/store.ts';
 import { findTemplate } from '../templates/service.ts';
-import { recordEventsRemoved, recordNewestEvent, requireThing, thingSnapshot } from '../things/service.ts';
+import { recordEventsRemoved, recordNewestEvent, recordThingUpdated, requireThing } from '../things/service.ts';
 import { deleteEventsBetween, newestEvent } from './repository.ts';
 import { correctRollups } from './rollups.ts';
 
@@ -47,16 +47,7 @@ export async function deleteEventRange(
         await recordNewestEvent(tx, before.thing_id, (await newestEvent(tx, before.thing_id)) ?? null);
       }
     }
-    const after = await requireThing(tx, organisationKeys, thingKey);
-    await recordChange(tx, actor, {
-      organisationKey: before.organisation_key,
-      action: 'update',
-      entityType: 'Thing',
-      entityKey: thingKey,
-      entityName: after.name,
-      before: thingSnapshot(before),
-      after: thingSnapshot(after),
-    });
+    await recordThingUpdated(tx, actor, organisationKeys, before);
     return deleted;
   });
 }

@@ -128,6 +128,26 @@ export function findThingsOfOrganisation(db: Executor, organisationKey: string, 
   return things.findThingsOfOrganisation(db, organisationKey, thingKeys);
 }
 
+/** Audits a change to a thing made in this transaction (`before` as it was read first); answers it as it is now. */
+export async function recordThingUpdated(
+  tx: Tx,
+  actor: Actor,
+  organisationKeys: string[],
+  before: Awaited<ReturnType<typeof requireThing>>,
+) {
+  const after = await requireThing(tx, organisationKeys, before.thing_key);
+  await recordChange(tx, actor, {
+    organisationKey: before.organisation_key,
+    action: 'update',
+    entityType: 'Thing',
+    entityKey: before.thing_key,
+    entityName: after.name,
+    before: thingSnapshot(before),
+    after: thingSnapshot(after),
+  });
+  return after;
+}
+
 export async function requireThing(db: Executor, organisationKeys: string[], thingKey: string) {
   const row = await things.findThing(db, organisationKeys, thingKey);
   if (!row) throw notFound('thing');
@@ -238,17 +258,7 @@ export async function updateThing(
     }
     const columns = changedThingColumns(before, changes, options, Date.now());
     await things.updateThing(tx, thingKey, columns);
-    const after = await requireThing(tx, organisationKeys, thingKey);
-    await recordChange(tx, actor, {
-      organisationKey: before.organisation_key,
-      action: 'update',
-      entityType: 'Thing',
-      entityKey: thingKey,
-      entityName: after.name,
-      before: thingSnapshot(before),
-      after: thingSnapshot(after),
-    });
-    return after;
+    return recordThingUpdated(tx, actor, organisationKeys, before);
   });
 }
 
