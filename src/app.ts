@@ -195,7 +195,8 @@ export async function createServer(config: Config): Promise<Server> {
     );
     await worker.start();
     const deliveries = worker;
-    const sweeper = new RetentionSweeper(store);
+    // Its deletes take turns with the event writer's transactions (docs/storage.md, "The sweeper").
+    const sweeper = new RetentionSweeper(store, { turn: (work) => writer.turn(work) });
     if (config.retentionSweepMs > 0) {
       sweeper.start(config.retentionSweepMs, (error) => app.log.warn({ err: error }, 'retention sweep failed'));
     }

@@ -234,8 +234,11 @@ export interface RetainedThing {
   rollupRetentionDays: number | null;
 }
 
-/** Every thing under a retention: its template's or its organisation's days of events, its organisation's of rollups. */
-export async function retainedThings(db: Executor): Promise<RetainedThing[]> {
+/**
+ * The things under a retention whose id is above `after`, at most `limit` of them in id order: its
+ * template's or its organisation's days of events, its organisation's of rollups.
+ */
+export async function retainedThings(db: Executor, after: number, limit: number): Promise<RetainedThing[]> {
   const rows = await db
     .selectFrom('things as t')
     .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
@@ -249,7 +252,9 @@ export async function retainedThings(db: Executor): Promise<RetainedThing[]> {
         eb('o.rollup_retention_days', 'is not', null),
       ]),
     )
+    .where('t.thing_id', '>', after)
     .orderBy('t.thing_id')
+    .limit(limit)
     .execute();
   return rows.map((r) => ({
     thingId: Number(r.thing_id),

@@ -3,28 +3,44 @@
  * expired, so their storage is freed. Queries already leave expired data out from the moment it
  * expires (events/retention.ts); the sweeper only frees the space.
  *
- * It deletes each thing's oldest expired events in small transactions of their own (a thing's event
- * count goes down in the same one, and its last event becomes the newest one left when it expired), giving way between them, so on SQLite's one connection the event
- * writer's transactions run in between and ingestion stalls for one small delete at most. After each
- * delete it gives a few free pages of a SQLite file back to the file system (incremental vacuum).
+ * It deletes each thing's oldest expired events in short transactions of their own, sized by the time
+ * they take rather than by rows: each deletes as many rows as the previous one's pace fits in a budget
+ * of 10 ms, commit included, lowering the thing's event count (and setting its last event to the
+ * newest one left when that one expired) in the same transaction. Every transaction runs in a turn of
+ * the event writer (`turn`), between two of the writer's transactions, so on SQLite's one connection
+ * ingestion waits for one short delete at most, never for a queue of them. In the same transaction it
+ * gives a few free pages of a SQLite file back to the file system (incremental vacuum), and in a turn
+ * of its own after it copies the write-ahead log into the file (checkpoint), so that no commit of the
+ * writer has to copy the log of many deletes at once.
  * A transaction deletes only rows whose time is before the cut and that are still there, so instances
  * sweeping the same PostgreSQL store at once, or a sweep killed part way, delete each event once and
  * never one that is kept.
  */
-import { reclaimFreePages } from '../store/dialect.ts';
+import { checkpointLog, reclaimFreePages } from '../store/dialect.ts';
 import type { Store, Tx } from '../store/store.ts';
 import { lastEventBefore, recordEventsRemoved, recordNewestEvent } from '../things/service.ts';
-import { deleteEventsBefore, newestEvent, retainedThings } from './repository.ts';
+import { deleteEventsBefore, newestEvent, type RetainedThing, retainedThings } from './repository.ts';
 import { retentionCuts } from './retention.ts';
 import { deleteRollupsBefore, slotOf } from './rollups.ts';
 
+/** Runs a step of the sweep in its turn among the store's writers (the event writer's `turn`). */
+export type Turn = <T>(work: () => Promise<T>) => Promise<T>;
+
 export interface SweeperOptions {
-  /** Events (or rollup slots) deleted per transaction. */
-  chunk?: number;
-  /** Free pages given back to the file system after each delete (SQLite). */
+  /** Events (or rollup slots) deleted per statement: the fewest a transaction deletes. */
+  step?: number;
+  /** Time (ms) a transaction should take, its commit included; 0: one step per transaction. */
+  budgetMs?: number;
+  /** The most rows a transaction deletes, however fast they go. */
+  maxRows?: number;
+  /** Things read per step of the list of things under a retention. */
+  thingsPerRead?: number;
+  /** Free pages given back to the file system in each delete's transaction (SQLite). */
   reclaimPages?: number;
   /** The clock (ms). */
   now?: () => number;
+  /** Where each transaction waits for its turn; by default it runs at once. */
+  turn?: Turn;
 }
 
 export interface SweepResult {
@@ -32,13 +48,19 @@ export interface SweepResult {
   rollups: number;
 }
 
-/** Lets other work (the event writer's transactions, requests) run before the next step. */
+/** Lets other work (requests) run before the next step. */
 const giveWay = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class RetentionSweeper {
-  private readonly chunk: number;
+  private readonly step: number;
+  private readonly budgetMs: number;
+  private readonly maxRows: number;
+  /** Rows the next transaction deletes (`pace`). */
+  private rowsPerTransaction: number;
+  private readonly thingsPerRead: number;
   private readonly reclaimPages: number;
   private readonly now: () => number;
+  private readonly turn: Turn;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<SweepResult> | undefined;
   private stopped = false;
@@ -47,9 +69,14 @@ export class RetentionSweeper {
     private readonly store: Store,
     options: SweeperOptions = {},
   ) {
-    this.chunk = options.chunk ?? 1000;
+    this.step = options.step ?? 100;
+    this.budgetMs = options.budgetMs ?? 10;
+    this.maxRows = options.maxRows ?? 10_000;
+    this.rowsPerTransaction = this.step;
+    this.thingsPerRead = options.thingsPerRead ?? 500;
     this.reclaimPages = options.reclaimPages ?? 64;
     this.now = options.now ?? Date.now;
+    this.turn = options.turn ?? ((work) => work());
   }
 
   /** Sweeps every `intervalMs`, the first time one interval after the start; a failed sweep is told to `onError` and the next tries again. */
@@ -83,23 +110,31 @@ export class RetentionSweeper {
   private async sweepAll(): Promise<SweepResult> {
     const swept: SweepResult = { events: 0, rollups: 0 };
     const now = this.now();
-    for (const thing of await retainedThings(this.store.db)) {
-      const cuts = retentionCuts(thing.retentionDays, thing.rollupRetentionDays, now);
-      if (cuts.events !== undefined) {
-        const before = cuts.events;
-        swept.events += await this.inChunks(
-          (tx) => deleteEventsBefore(tx, thing.thingId, before, this.chunk),
-          (tx, deleted) => this.afterEventsDeleted(tx, thing.thingId, deleted, before),
-        );
+    let after = 0;
+    while (!this.stopped) {
+      const things: RetainedThing[] = await this.turn(() => retainedThings(this.store.db, after, this.thingsPerRead));
+      for (const thing of things) {
+        const cuts = retentionCuts(thing.retentionDays, thing.rollupRetentionDays, now);
+        if (cuts.events !== undefined) {
+          const before = cuts.events;
+          swept.events += await this.inSteps(
+            (tx, limit) => deleteEventsBefore(tx, thing.thingId, before, limit),
+            (tx, deleted) => this.afterEventsDeleted(tx, thing.thingId, deleted, before),
+          );
+        }
+        if (cuts.rollups !== undefined) {
+          const before = slotOf(cuts.rollups);
+          swept.rollups += await this.inSteps((tx, limit) => deleteRollupsBefore(tx, thing.thingId, before, limit));
+        }
+        if (this.stopped) break;
       }
-      if (cuts.rollups !== undefined) {
-        const before = slotOf(cuts.rollups);
-        swept.rollups += await this.inChunks((tx) => deleteRollupsBefore(tx, thing.thingId, before, this.chunk));
-      }
-      if (this.stopped) break;
+      if (things.length < this.thingsPerRead) break;
+      after = (things.at(-1) as RetainedThing).thingId;
     }
     // What is still free after the deletes' own steps.
-    while (!this.stopped && (await reclaimFreePages(this.store.db, this.reclaimPages)) > 0) await giveWay();
+    while (!this.stopped && (await this.turn(() => reclaimFreePages(this.store.db, this.reclaimPages))) > 0) {
+      await giveWay();
+    }
     return swept;
   }
 
@@ -114,22 +149,59 @@ export class RetentionSweeper {
     }
   }
 
-  /** Deletes chunk after chunk, each in its own transaction, until one deletes less than a whole chunk. */
-  private async inChunks(
-    remove: (tx: Tx) => Promise<number>,
+  /**
+   * Deletes in transactions of about `budgetMs` each, until all that expired is gone (a step deletes
+   * less than a whole one); answers how many were deleted. A transaction's time, commit included, is
+   * mostly its rows' (on SQLite each deleted event rewrites a page, a thing's events being spread among
+   * every other thing's), so each transaction deletes as many rows as the previous one's pace says fit
+   * in the budget, steps of `step` rows at a time, and stops early if the budget is spent anyway.
+   */
+  private async inSteps(
+    remove: (tx: Tx, limit: number) => Promise<number>,
     after?: (tx: Tx, deleted: number) => Promise<void>,
   ): Promise<number> {
     let total = 0;
-    for (;;) {
-      const deleted = await this.store.transaction(async (tx) => {
-        const count = await remove(tx);
-        if (count > 0) await after?.(tx, count);
-        return count;
+    let more = true;
+    while (more && !this.stopped) {
+      const target = this.rowsPerTransaction;
+      let began = 0;
+      const deleted = await this.turn(() => {
+        began = performance.now();
+        return this.store.transaction(async (tx) => {
+          let count = 0;
+          do {
+            const limit = Math.min(this.step, target - count);
+            const step = await remove(tx, limit);
+            count += step;
+            more = step === limit;
+          } while (more && count < target && performance.now() - began < this.budgetMs);
+          if (count > 0) {
+            await after?.(tx, count);
+            await reclaimFreePages(tx, this.reclaimPages);
+          }
+          return count;
+        });
       });
       total += deleted;
-      if (deleted > 0) await reclaimFreePages(this.store.db, this.reclaimPages);
+      const took = performance.now() - began;
       await giveWay();
-      if (deleted < this.chunk || this.stopped) return total;
+      if (deleted === 0) continue;
+      // The log of the delete's pages is copied into the file in a turn of its own, a step's worth at a
+      // time, rather than by one of the writer's commits all at once.
+      const copied = await this.turn(async () => {
+        const at = performance.now();
+        await checkpointLog(this.store.db);
+        return performance.now() - at;
+      });
+      if (more) this.pace(deleted, Math.max(took, copied));
+      await giveWay();
     }
+    return total;
+  }
+
+  /** The next transaction's rows: as many as the last one's pace fits in the budget, at most twice as many. */
+  private pace(rows: number, ms: number): void {
+    const fit = Math.floor((rows * this.budgetMs) / Math.max(ms, 0.1));
+    this.rowsPerTransaction = Math.max(this.step, Math.min(fit, rows * 2, this.maxRows));
   }
 }

@@ -100,6 +100,8 @@ export class EventWriter {
   private readonly concurrency: number;
   private behindNow = false;
   private readonly behindListeners = new Set<(behind: boolean) => void>();
+  /** Work waiting for a turn (`turn`). */
+  private readonly turns: (() => void)[] = [];
 
   constructor(
     private readonly store: Store,
@@ -159,6 +161,36 @@ export class EventWriter {
       this.queuedRows += size;
       this.schedule();
     });
+  }
+
+  /**
+   * Runs `work` in a turn of the writer's own: in place of one of its transactions, after the one
+   * under way commits, and before the next. On SQLite's one connection the writer's transactions and
+   * other writes to the same tables (the retention sweeper's deletes) then alternate, each waiting for
+   * at most one of the other's, instead of queueing behind each other on the connection; a queue of
+   * events never waits for more than one turn. `work` should be short: events wait for all of it.
+   */
+  async turn<T>(work: () => Promise<T>): Promise<T> {
+    await new Promise<void>((resolve) => {
+      this.turns.push(resolve);
+      this.grantTurn();
+    });
+    try {
+      return await work();
+    } finally {
+      this.active--;
+      // The events that waited during the turn go first, then the next turn.
+      if (this.queue.length > 0) void this.flush();
+      else this.grantTurn();
+    }
+  }
+
+  private grantTurn(): void {
+    if (this.active >= this.concurrency) return;
+    const next = this.turns.shift();
+    if (!next) return;
+    this.active++;
+    next();
   }
 
   /** Waits for everything queued to be written. */
@@ -223,10 +255,13 @@ export class EventWriter {
         // giving way (one connection, synchronous statements), so back-to-back transactions would keep
         // a delivery's answer unread, and its result unrecorded, until the queue is empty: a crash in
         // between sends it again (docs/rules.md, "Deliveries").
+        if (this.turns.length > 0) break;
         if (this.queue.length > 0) await new Promise((resolve) => setImmediate(resolve));
       }
     } finally {
       this.active--;
+      // A turn waiting takes the place of the next transaction; it runs the rest of the queue after it.
+      this.grantTurn();
     }
   }
 }

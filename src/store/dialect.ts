@@ -251,3 +251,15 @@ export async function reclaimFreePages(db: Executor, pages: number): Promise<num
   const [free] = (await sql<{ freelist_count: number }>`pragma freelist_count`.execute(db)).rows;
   return (free as { freelist_count: number }).freelist_count;
 }
+
+/**
+ * Copies what a SQLite write-ahead log holds into the database file, as far as no reader needs it
+ * (a passive checkpoint). The log is otherwise copied by whichever commit makes it grow past
+ * `wal_autocheckpoint` pages, and that commit waits for the whole copy: a log grown by many deletes
+ * takes hundreds of milliseconds. Called between steps of a long run of writes, each copy is of one
+ * step's pages. Nothing to do on PostgreSQL.
+ */
+export async function checkpointLog(db: Executor): Promise<void> {
+  if (engineOfDb(db) !== 'sqlite') return;
+  await sql`pragma wal_checkpoint(passive)`.execute(db);
+}

@@ -6,6 +6,7 @@ import { it } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
 import { RetentionSweeper } from '../../src/events/sweeper.ts';
+import { EventWriter } from '../../src/events/writer.ts';
 import { reclaimFreePages } from '../../src/store/dialect.ts';
 import { openStore } from '../../src/store/store.ts';
 import { childOrganisation, createThing, storedEventCount, userWithAbilities } from '../support/fixtures.ts';
@@ -345,7 +346,7 @@ describeOnStores(
       const events = Array.from({ length: 3000 }, (_, n) => ({ timestamp: daysAgo(20) + n * 1000, data: { n } }));
       const org = await organisationWithEvents(events);
       await setRetention(org, { retention_days: 7 });
-      const sweeper = new RetentionSweeper(ctx.api.server.store, { chunk: 100 });
+      const sweeper = new RetentionSweeper(ctx.api.server.store, { step: 100, budgetMs: 0 });
       const sweeping = sweeper.sweep();
       assert.equal(sweeper.sweep(), sweeping, 'a sweep asked during another joins it');
       await sweeper.stop();
@@ -376,10 +377,35 @@ describeOnStores(
       assert.deepEqual(before.data, { n: 2 });
       await setRetention(org, { retention_days: 7 });
       // One event a transaction: the first leaves an expired newest event, the second none.
-      const swept = await new RetentionSweeper(ctx.api.server.store, { chunk: 1 }).sweep();
+      const swept = await new RetentionSweeper(ctx.api.server.store, { step: 1, budgetMs: 0 }).sweep();
       assert.equal(swept.events, 2);
       assert.equal(await storedEventCount(ctx.api, org.thingKey), 0);
       assert.deepEqual(await lastEvents(), [null, null]);
+    });
+
+    it('when turns are asked of the event writer while events wait then each runs between two of its transactions', async () => {
+      const order: string[] = [];
+      const writer = new EventWriter(ctx.api.server.store, {
+        batchRows: 1,
+        concurrency: 1,
+        process: async () => {
+          order.push('transaction');
+        },
+      });
+      const nothing = () => ({ events: [], subject: { organisationKey: 'none', things: new Map() } });
+      const turn = (name: string) =>
+        writer.turn(async () => {
+          order.push(name);
+          return name;
+        });
+      const writes = [writer.write(nothing()), writer.write(nothing()), writer.write(nothing())];
+      const turns = [turn('turn 1'), turn('turn 2')];
+      assert.deepEqual(await Promise.all(turns), ['turn 1', 'turn 2']);
+      await Promise.all(writes);
+      await writer.drain();
+      // The first turn finds the writer idle; the queue's first transaction goes next, then the turn
+      // that waited for it, then the rest of the queue.
+      assert.deepEqual(order, ['turn 1', 'transaction', 'turn 2', 'transaction', 'transaction']);
     });
 
     it('when the sweeper deletes on SQLite then the file gives the pages back', async () => {
