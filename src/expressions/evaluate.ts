@@ -79,9 +79,49 @@ export function compileExpression(expr: Expression): CompiledExpression {
     case 'comparison': {
       const { operator } = expr;
       const left = compileExpression(expr.left);
+      if (expr.right.kind === 'literal' && typeof expr.right.value === 'number') {
+        const ordered = orderedAgainstNumber(operator, left, expr.right.value);
+        if (ordered) return ordered;
+      }
       const right = compileExpression(expr.right);
       return (lookup) => compare(operator, left(lookup), right(lookup));
     }
+  }
+}
+
+/**
+ * `x > 80` and its kin, the commonest rule condition, compared directly when `x` is a number (as
+ * `compare` would: a NaN orders with nothing) and through `compare` otherwise.
+ */
+function orderedAgainstNumber(
+  operator: ComparisonOperator,
+  left: CompiledExpression,
+  bound: number,
+): CompiledExpression | undefined {
+  const other = (value: unknown) => compare(operator, value, bound);
+  switch (operator) {
+    case '>':
+      return (lookup) => {
+        const value = left(lookup);
+        return typeof value === 'number' ? value > bound : other(value);
+      };
+    case '>=':
+      return (lookup) => {
+        const value = left(lookup);
+        return typeof value === 'number' ? value >= bound : other(value);
+      };
+    case '<':
+      return (lookup) => {
+        const value = left(lookup);
+        return typeof value === 'number' ? value < bound : other(value);
+      };
+    case '<=':
+      return (lookup) => {
+        const value = left(lookup);
+        return typeof value === 'number' ? value <= bound : other(value);
+      };
+    default:
+      return undefined;
   }
 }
 

@@ -100,11 +100,15 @@ export class RuleEngine {
     const effects: Effect[] = verdicts.firings.map((firing) => ({ ...firing, kind: 'fire', pair: -1 }));
     const { pairs } = verdicts;
     const now = Date.now();
-    const statePairs = pairs.map((p) => ({
-      ruleKey: p.rule.row.rule_key,
-      thingKey: p.thingKey,
-      dueAt: p.rule.row.trigger === 'no_data' ? now + p.rule.forMs : undefined,
-    }));
+    const statePairs = pairs.map((p) => {
+      const noData = p.rule.row.trigger === 'no_data';
+      return {
+        ruleKey: p.rule.row.rule_key,
+        thingKey: p.thingKey,
+        dueAt: noData ? now + p.rule.forMs : undefined,
+        whole: noData || p.held,
+      };
+    });
     const stored = pairs.length === 0 ? [] : await this.states.lock(tx, organisationKey, statePairs, now);
     const entered = enter(pairs, stored);
     effects.push(...entered.effects);
@@ -129,8 +133,11 @@ export class RuleEngine {
       const before = stored[index] as (typeof stored)[number];
       const after = entered.states[index] as (typeof entered.states)[number];
       const openAlertKey = openAlerts[index] ?? null;
-      if (sameState(after, before) && openAlertKey === before.openAlertKey) return [];
-      return [{ ...(statePairs[index] as (typeof statePairs)[number]), ...after, openAlertKey }];
+      const pair = statePairs[index] as (typeof statePairs)[number];
+      // A watch found unwatched (its thing had left the rule's scope) is armed again by the thing's event.
+      const arm = pair.dueAt !== undefined && !before.watched;
+      if (sameState(after, before) && openAlertKey === before.openAlertKey && !arm) return [];
+      return [{ ...pair, ...after, openAlertKey, arm }];
     });
     if (changes.length > 0) await this.states.save(tx, organisationKey, changes, now);
     if (fired > 0) this.options.onFired?.(fired);

@@ -37,6 +37,8 @@ export interface StatefulPair {
   thingKey: string;
   candidates: Candidate[];
   verdicts: boolean[];
+  /** Whether the rule's verdict on one of the events was true. */
+  held: boolean;
 }
 
 export interface Verdicts {
@@ -78,22 +80,31 @@ export function evaluate(
   thingOf: (thingKey: string) => object | undefined,
 ): Verdicts {
   const needsThing = rules.some((r) => r.needsThing);
+  const keepsState = rules.map(isStateful);
+  const noData = rules.map((rule) => rule.row.trigger === 'no_data');
   const firings: Firing[] = [];
-  // By rule in the order of `rules`, then by thing.
-  const stateful = rules.map(() => new Map<string, StatefulPair>());
+  // Each thing's place in arrival order, and each stateful rule's pairs by that place: one map
+  // lookup per event rather than one per event and rule.
+  const places = new Map<string, number>();
+  const stateful = rules.map((): StatefulPair[] => []);
   for (const candidate of candidates) {
+    let place = places.get(candidate.thingKey);
+    if (place === undefined) {
+      place = places.size;
+      places.set(candidate.thingKey, place);
+    }
     const thing = needsThing ? thingOf(candidate.thingKey) : undefined;
     const lookup = ruleConditionLookup(candidate.event.data, thing);
     for (let index = 0; index < rules.length; index++) {
       const rule = rules[index] as CompiledRule;
       if (!watches(rule, candidate, thing)) continue;
-      const matched = rule.row.trigger !== 'no_data' && rule.matches(lookup);
-      if (!isStateful(rule)) {
+      const matched = !noData[index] && rule.matches(lookup);
+      if (!keepsState[index]) {
         if (matched) firings.push({ rule, candidate });
         continue;
       }
-      const ofRule = stateful[index] as Map<string, StatefulPair>;
-      let pair = ofRule.get(candidate.thingKey);
+      const ofRule = stateful[index] as StatefulPair[];
+      let pair = ofRule[place];
       if (!pair) {
         pair = {
           key: pairKey(rule.row.rule_key, candidate.thingKey),
@@ -101,14 +112,17 @@ export function evaluate(
           thingKey: candidate.thingKey,
           candidates: [],
           verdicts: [],
+          held: false,
         };
-        ofRule.set(candidate.thingKey, pair);
+        ofRule[place] = pair;
       }
       pair.candidates.push(candidate);
       pair.verdicts.push(matched);
+      if (matched) pair.held = true;
     }
   }
-  const pairs = stateful.flatMap((ofRule) => [...ofRule.values()]);
+  const pairs: StatefulPair[] = [];
+  for (const ofRule of stateful) for (const pair of ofRule) if (pair) pairs.push(pair);
   pairs.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return { firings, pairs };
 }
@@ -162,6 +176,8 @@ export function enter(
   const effects: Effect[] = [];
   const states = pairs.map((pair, pairIndex) => {
     const state = { ...(stored[pairIndex] ?? FRESH_STATE) };
+    // Events on which the condition fails leave a state at rest as it is (most events, most rules).
+    if (!pair.held && atRest(state)) return state;
     for (let index = 0; index < pair.candidates.length; index++) advance(state, pair, index, pairIndex, effects);
     return state;
   });
@@ -169,6 +185,9 @@ export function enter(
   effects.sort((a, b) => a.candidate.order - b.candidate.order);
   return { effects, states };
 }
+
+/** Whether a state is at rest: no run, nothing fired in it, no alert kept open. */
+export const atRest = (s: RuleState): boolean => !s.matched && s.runStartedAt === null && !s.fired && !s.openAlert;
 
 /** Whether two states differ (the state row is written only then). */
 export const sameState = (a: RuleState, b: RuleState): boolean =>
