@@ -51,33 +51,62 @@ export async function raiseRevision(db: Executor, organisationKey: string, entit
   await raise.execute(db, organisationKey, entityType);
 }
 
+/**
+ * Not an entity type: the counter the rule engine raises when a rule's state for a thing leaves rest
+ * (rules/state-repository.ts), so that every instance knows which states it may take as at rest.
+ */
+const RULE_STATES = 'RuleState';
+
 const ruleRevisions = new RowsStatement(
   ['text'],
   () => `select r.organisation_key, r.entity_type, r.revision from change_revisions r
     join v on r.organisation_key = v.column1
-    where r.entity_type in (${RULE_ENTITY_TYPES.map((t) => `'${t}'`).join(', ')})`,
+    where r.entity_type in (${[...RULE_ENTITY_TYPES, RULE_STATES].map((t) => `'${t}'`).join(', ')})`,
 );
 
+/** An organisation's revisions for the rule engine: equal texts mean no change in between. */
+export interface RuleRevisions {
+  /** Of RULE_ENTITY_TYPES. */
+  rules: string;
+  /** Of the rules' states leaving rest. */
+  states: string;
+}
+
 /**
- * The revisions of RULE_ENTITY_TYPES in each of the given organisations, one text per organisation
- * (equal texts mean no change in between), in one statement whatever the number of organisations.
- * Read it before reading the entities, in the transaction that uses them.
+ * The revisions of RULE_ENTITY_TYPES, and of the rules' states, in each of the given organisations,
+ * in one statement whatever the number of organisations. Read it before reading the entities, in
+ * the transaction that uses them.
  */
 export async function readRuleRevisions(
   db: Executor,
   organisationKeys: readonly string[],
-): Promise<Map<string, string>> {
+): Promise<Map<string, RuleRevisions>> {
   const rows = await ruleRevisions.run<{ organisation_key: string; entity_type: string; revision: number | string }>(
     db,
     [organisationKeys],
   );
   const parts = new Map<string, string[]>();
+  const states = new Map<string, string>();
   for (const row of rows) {
+    if (row.entity_type === RULE_STATES) {
+      states.set(row.organisation_key, String(row.revision));
+      continue;
+    }
     const list = parts.get(row.organisation_key) ?? [];
     list.push(`${row.entity_type}=${row.revision}`);
     parts.set(row.organisation_key, list);
   }
-  const texts = new Map<string, string>();
-  for (const key of organisationKeys) texts.set(key, (parts.get(key) ?? []).sort().join(';'));
-  return texts;
+  const revisions = new Map<string, RuleRevisions>();
+  for (const key of organisationKeys) {
+    revisions.set(key, { rules: (parts.get(key) ?? []).sort().join(';'), states: states.get(key) ?? '' });
+  }
+  return revisions;
+}
+
+/**
+ * Raises the revision of an organisation's rule states (one left rest); call inside the changing
+ * transaction, after its last lock on rule states: the counter's row is locked until it ends.
+ */
+export async function raiseRuleStateRevision(db: Executor, organisationKey: string): Promise<void> {
+  await raise.execute(db, organisationKey, RULE_STATES);
 }

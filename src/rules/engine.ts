@@ -13,15 +13,15 @@
  */
 
 import { clearAlertByRule, onAlertCleared } from '../alerts/service.ts';
-import { readRuleRevisions } from '../audit/revisions.ts';
+import { raiseRuleStateRevision, readRuleRevisions } from '../audit/revisions.ts';
 import type { IngestBatch } from '../events/writer.ts';
 import type { Tx } from '../store/store.ts';
 import { expressionViewOfThing } from '../things/presenter.ts';
 import { findThingsOfOrganisation, type ThingWithTemplate } from '../things/service.ts';
-import { type Candidate, type Effect, enter, evaluate, sameState } from './evaluator.ts';
+import { atRest, type Candidate, type Effect, enter, evaluate, sameState } from './evaluator.ts';
 import { fire } from './firing.ts';
 import { type CompiledRule, RuleSetCache } from './rule-set.ts';
-import { forgetOpenAlert, RuleStateRepository } from './state-repository.ts';
+import { forgetOpenAlert, RestingStates, RuleStateRepository } from './state-repository.ts';
 
 // A user clearing a rule's alert frees the rule to raise another (docs/rules.md, "Rule timing").
 onAlertCleared(async (db, alert) => {
@@ -63,6 +63,7 @@ function candidatesOf(batches: IngestBatch[]): Candidate[] {
 export class RuleEngine {
   private readonly ruleSets = new RuleSetCache();
   private readonly states = new RuleStateRepository();
+  private readonly resting = new RestingStates();
 
   constructor(private readonly options: RuleEngineOptions = {}) {}
 
@@ -78,27 +79,45 @@ export class RuleEngine {
     if (byOrganisation.size === 0) return;
     const revisions = await readRuleRevisions(tx, [...byOrganisation.keys()]);
     let queued = 0;
+    const leftRest: string[] = [];
     for (const [organisationKey, ofOrganisation] of byOrganisation) {
-      const rules = await this.ruleSets.rulesOf(tx, organisationKey, revisions.get(organisationKey) ?? '');
+      const revision = revisions.get(organisationKey) ?? { rules: '', states: '' };
+      const rules = await this.ruleSets.rulesOf(tx, organisationKey, revision.rules);
       // Most organisations have no rules: their events are not looked at one by one.
       if (rules.length === 0) continue;
-      queued += await this.evaluateOrganisation(tx, organisationKey, rules, candidatesOf(ofOrganisation));
+      const result = await this.evaluateOrganisation(
+        tx,
+        organisationKey,
+        `${revision.rules}\u0000${revision.states}`,
+        rules,
+        candidatesOf(ofOrganisation),
+      );
+      queued += result.queued;
+      if (result.leftRest) leftRest.push(organisationKey);
     }
+    // Last, and in one order: each raise locks its counter until the transaction ends.
+    for (const organisationKey of leftRest.sort()) await raiseRuleStateRevision(tx, organisationKey);
     if (queued > 0 && this.options.onQueued) setImmediate(this.options.onQueued);
   }
 
-  /** Evaluates one organisation's events and fires what they cause; answers how many deliveries were queued. */
+  /**
+   * Evaluates one organisation's events and fires what they cause; answers how many deliveries were
+   * queued, and whether a state left rest (`revision`: the organisation's revisions, as read).
+   */
   private async evaluateOrganisation(
     tx: Tx,
     organisationKey: string,
+    revision: string,
     rules: CompiledRule[],
     candidates: Candidate[],
-  ): Promise<number> {
+  ): Promise<{ queued: number; leftRest: boolean }> {
     const things = new ThingCache(tx, organisationKey);
     if (rules.some((r) => r.needsThing)) await things.load(candidates.map((c) => c.thingKey));
     const verdicts = evaluate(rules, candidates, (thingKey) => things.loadedView(thingKey));
     const effects: Effect[] = verdicts.firings.map((firing) => ({ ...firing, kind: 'fire', pair: -1 }));
-    const { pairs } = verdicts;
+    // A state known at rest stays so through events on which its condition fails: nothing to read or write.
+    const resting = this.resting.under(organisationKey, revision);
+    const pairs = verdicts.pairs.filter((p) => p.held || p.rule.row.trigger === 'no_data' || !resting.has(p.key));
     const now = Date.now();
     const statePairs = pairs.map((p) => {
       const noData = p.rule.row.trigger === 'no_data';
@@ -129,19 +148,31 @@ export class RuleEngine {
       fired++;
       if (effect.pair >= 0 && effect.rule.autoClear) openAlerts[effect.pair] = result.alertKey;
     }
-    const changes = pairs.flatMap((_pair, index) => {
+    const changes = [];
+    const learnt: string[] = [];
+    const moved: string[] = [];
+    let leftRest = false;
+    for (let index = 0; index < pairs.length; index++) {
       const before = stored[index] as (typeof stored)[number];
       const after = entered.states[index] as (typeof entered.states)[number];
       const openAlertKey = openAlerts[index] ?? null;
       const pair = statePairs[index] as (typeof statePairs)[number];
+      if (pair.dueAt === undefined) {
+        const key = (pairs[index] as (typeof pairs)[number]).key;
+        const restsAfter = atRest(after) && openAlertKey === null;
+        if (atRest(before) && restsAfter) learnt.push(key);
+        else moved.push(key);
+        if (atRest(before) && !restsAfter) leftRest = true;
+      }
       // A watch found unwatched (its thing had left the rule's scope) is armed again by the thing's event.
       const arm = pair.dueAt !== undefined && !before.watched;
-      if (sameState(after, before) && openAlertKey === before.openAlertKey && !arm) return [];
-      return [{ ...pair, ...after, openAlertKey, arm }];
-    });
+      if (sameState(after, before) && openAlertKey === before.openAlertKey && !arm) continue;
+      changes.push({ ...pair, ...after, openAlertKey, arm });
+    }
     if (changes.length > 0) await this.states.save(tx, organisationKey, changes, now);
+    this.resting.note(organisationKey, revision, learnt, moved);
     if (fired > 0) this.options.onFired?.(fired);
-    return queued;
+    return { queued, leftRest };
   }
 }
 

@@ -7,7 +7,7 @@
  */
 import { ruleConditionLookup, thingLookup } from '../expressions/index.ts';
 import type { CompiledRule } from './rule-set.ts';
-import { FRESH_STATE, type RuleState } from './state-repository.ts';
+import { FRESH_STATE, keyOf, type RuleState } from './state-repository.ts';
 
 export { FRESH_STATE, type RuleState };
 
@@ -31,14 +31,21 @@ export interface Firing {
  * not evaluate their condition on events: each event only ends a silence).
  */
 export interface StatefulPair {
-  /** Orders pairs: by rule key, then thing key. */
+  /** Orders pairs: by rule key, then thing key (state-repository.ts, keyOf). */
   key: string;
   rule: CompiledRule;
   thingKey: string;
+  /** The thing's first event. */
+  first: Candidate;
+  /**
+   * Whether the rule's verdict on one of the events was true. Until then a pair keeps only its first
+   * event: the events before the first true verdict do no more than the first of them does (end a
+   * run, clear the alert kept open), and most pairs hold on none.
+   */
+  held: boolean;
+  /** The events from the first true verdict on, and the verdict on each (empty while not held). */
   candidates: Candidate[];
   verdicts: boolean[];
-  /** Whether the rule's verdict on one of the events was true. */
-  held: boolean;
 }
 
 export interface Verdicts {
@@ -55,7 +62,9 @@ export interface Effect extends Firing {
   pair: number;
 }
 
-const pairKey = (ruleKey: string, thingKey: string) => `${ruleKey}\u0000${thingKey}`;
+/** The events and verdicts of a pair not held (never added to). */
+const NONE: Candidate[] = [];
+const NO_VERDICTS: boolean[] = [];
 
 /** Whether a rule watches the event's thing: its template, its listed things or its group (the union). */
 export function watches(rule: CompiledRule, candidate: Candidate, thing: object | undefined): boolean {
@@ -107,18 +116,24 @@ export function evaluate(
       let pair = ofRule[place];
       if (!pair) {
         pair = {
-          key: pairKey(rule.row.rule_key, candidate.thingKey),
+          key: keyOf(rule.row.rule_key, candidate.thingKey),
           rule,
           thingKey: candidate.thingKey,
-          candidates: [],
-          verdicts: [],
+          first: candidate,
           held: false,
+          candidates: NONE,
+          verdicts: NO_VERDICTS,
         };
         ofRule[place] = pair;
       }
-      pair.candidates.push(candidate);
-      pair.verdicts.push(matched);
-      if (matched) pair.held = true;
+      if (pair.held) {
+        pair.candidates.push(candidate);
+        pair.verdicts.push(matched);
+      } else if (matched) {
+        pair.held = true;
+        pair.candidates = [candidate];
+        pair.verdicts = [true];
+      }
     }
   }
   const pairs: StatefulPair[] = [];
@@ -136,11 +151,16 @@ export function evaluate(
  * it keeps one open, and clears it at the first event on which the condition fails; a `no_data`
  * rule's at the thing's first event.
  */
-function advance(state: RuleState, pair: StatefulPair, index: number, pairIndex: number, effects: Effect[]): void {
-  const { rule } = pair;
-  const candidate = pair.candidates[index] as Candidate;
+function advance(
+  state: RuleState,
+  rule: CompiledRule,
+  candidate: Candidate,
+  verdict: boolean,
+  pairIndex: number,
+  effects: Effect[],
+): void {
   const effect = (kind: Effect['kind']) => effects.push({ kind, rule, candidate, pair: pairIndex });
-  if (!pair.verdicts[index]) {
+  if (!verdict) {
     state.matched = false;
     state.runStartedAt = null;
     state.fired = false;
@@ -175,10 +195,21 @@ export function enter(
 ): { effects: Effect[]; states: RuleState[] } {
   const effects: Effect[] = [];
   const states = pairs.map((pair, pairIndex) => {
-    const state = { ...(stored[pairIndex] ?? FRESH_STATE) };
+    const before = stored[pairIndex] ?? FRESH_STATE;
     // Events on which the condition fails leave a state at rest as it is (most events, most rules).
-    if (!pair.held && atRest(state)) return state;
-    for (let index = 0; index < pair.candidates.length; index++) advance(state, pair, index, pairIndex, effects);
+    if (!pair.held && atRest(before)) return before;
+    const state = { ...before };
+    if (pair.first !== pair.candidates[0]) advance(state, pair.rule, pair.first, false, pairIndex, effects);
+    for (let index = 0; index < pair.candidates.length; index++) {
+      advance(
+        state,
+        pair.rule,
+        pair.candidates[index] as Candidate,
+        pair.verdicts[index] as boolean,
+        pairIndex,
+        effects,
+      );
+    }
     return state;
   });
   // In the order their events arrived (a stable sort: effects of one event keep pair order).

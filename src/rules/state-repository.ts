@@ -12,7 +12,7 @@
  * pair's row whatever it held cost bulk ingestion a fifth of its throughput with ten rules
  * (docs/benchmarks.md, "ingest").
  */
-import { engineOfDb, lockRows } from '../store/dialect.ts';
+import { engineOfDb, lockRows, RowsStatement } from '../store/dialect.ts';
 import type { Executor, Tx } from '../store/store.ts';
 
 /** A rule's state for a thing, as stored (docs/rules.md, "Rule timing"). */
@@ -55,7 +55,79 @@ export interface StoredState extends RuleState {
 
 const AT_REST: Readonly<StoredState> = { ...FRESH_STATE, openAlertKey: null, watched: false };
 
-const keyOf = (ruleKey: string, thingKey: string) => `${ruleKey}\u0000${thingKey}`;
+/** A (rule, thing) pair's key, as the evaluator's pairs have it. */
+export const keyOf = (ruleKey: string, thingKey: string) => `${ruleKey}\u0000${thingKey}`;
+
+interface StateRow {
+  rule_key: string;
+  thing_key: string;
+  matched: number;
+  run_started_at: number | string | null;
+  fired: number;
+  open_alert_key: string | null;
+  due_at: number | string | null;
+}
+
+/**
+ * The rows of the pairs given (rule, thing, whole) that are not at rest, and of whole pairs any row,
+ * by rule and thing; one statement compiled once, whatever the number of pairs (store/dialect.ts,
+ * RowsStatement), as it runs in every transaction of the event writer with rules.
+ */
+const readStates = (lock: string) =>
+  new RowsStatement(
+    ['text', 'text', 'bigint'],
+    () => `select s.rule_key, s.thing_key, s.matched, s.run_started_at, s.fired, s.open_alert_key, s.due_at
+      from v cross join rule_states s
+      where s.rule_key = v.column1 and s.thing_key = v.column2
+        and (v.column3 = 1 or s.matched <> 0 or s.fired <> 0 or s.run_started_at is not null
+          or s.open_alert_key is not null)
+      order by s.rule_key, s.thing_key ${lock}`,
+  );
+const read = readStates('');
+const readLocked = readStates('for update of s');
+
+/** (rule, thing) keys known at rest, all organisations together; past that, forgotten all at once. */
+const MAX_RESTING = 200_000;
+
+/**
+ * The states an instance knows to be at rest, per organisation, under the revisions of its rules and
+ * of its states leaving rest (audit/revisions.ts, read in each transaction before the states): while
+ * both stay the same, no state it knows at rest has left rest, through whichever instance. An
+ * event on which a rule's condition fails leaves such a state as it is, so the transaction neither
+ * reads nor locks its row. What is learnt is what a transaction read at rest and left at rest, which a
+ * rollback does not undo. `no_data` watches are never taken as known (an event may re-arm them).
+ */
+export class RestingStates {
+  private readonly known = new Map<string, { revision: string; keys: Set<string> }>();
+  private count = 0;
+
+  /** The keys known at rest in the organisation under `revision` (what was known under another is forgotten). */
+  under(organisationKey: string, revision: string): ReadonlySet<string> {
+    const entry = this.known.get(organisationKey);
+    if (entry && entry.revision === revision) return entry.keys;
+    if (entry) this.count -= entry.keys.size;
+    const keys = new Set<string>();
+    this.known.set(organisationKey, { revision, keys });
+    return keys;
+  }
+
+  /** Learns keys at rest and forgets keys that left it, if the organisation is still known under `revision`. */
+  note(organisationKey: string, revision: string, resting: readonly string[], moving: readonly string[]): void {
+    const entry = this.known.get(organisationKey);
+    if (!entry || entry.revision !== revision) return;
+    for (const key of moving) if (entry.keys.delete(key)) this.count--;
+    if (this.count + resting.length > MAX_RESTING) {
+      this.known.clear();
+      this.count = 0;
+      return;
+    }
+    for (const key of resting) {
+      if (entry.keys.has(key)) continue;
+      entry.keys.add(key);
+      this.count++;
+    }
+  }
+}
 
 /** The states of one instance's transactions; remembers which state rows exist, to skip their inserts. */
 export class RuleStateRepository {
@@ -90,55 +162,21 @@ export class RuleStateRepository {
         .onConflict((oc) => oc.columns(['rule_key', 'thing_key']).doNothing())
         .execute();
     }
-    const distinct = (list: readonly StatePair[], pick: (p: StatePair) => string) => [...new Set(list.map(pick))];
-    const rows = await tx
-      .selectFrom('rule_states')
-      .select(['rule_key', 'thing_key', 'matched', 'run_started_at', 'fired', 'open_alert_key', 'due_at'])
-      .where(
-        'rule_key',
-        'in',
-        distinct(pairs, (p) => p.ruleKey),
-      )
-      .where(
-        'thing_key',
-        'in',
-        distinct(pairs, (p) => p.thingKey),
-      )
-      .where((eb) =>
-        eb.or([
-          eb('matched', '<>', 0),
-          eb('fired', '<>', 0),
-          eb('run_started_at', 'is not', null),
-          eb('open_alert_key', 'is not', null),
-          ...(whole.length === 0
-            ? []
-            : [
-                eb.and([
-                  eb(
-                    'rule_key',
-                    'in',
-                    distinct(whole, (p) => p.ruleKey),
-                  ),
-                  eb(
-                    'thing_key',
-                    'in',
-                    distinct(whole, (p) => p.thingKey),
-                  ),
-                ]),
-              ]),
-        ]),
-      )
-      .orderBy('rule_key')
-      .orderBy('thing_key')
-      .$call(lockRows(engineOfDb(tx)))
-      .execute();
+    const lockOn = engineOfDb(tx) === 'postgres' ? readLocked : read;
+    const rows = await lockOn.run<StateRow>(tx, [
+      pairs.map((p) => p.ruleKey),
+      pairs.map((p) => p.thingKey),
+      pairs.map((p) => (p.whole ? 1 : 0)),
+    ]);
+    // Mostly no row is read: every pair is at rest.
+    if (rows.length === 0 && whole.length === 0) return pairs.map(() => AT_REST);
     const stored = new Map<string, StoredState>(
       rows.map((r) => [
         keyOf(r.rule_key, r.thing_key),
         {
-          matched: r.matched === 1,
+          matched: Number(r.matched) === 1,
           runStartedAt: r.run_started_at === null ? null : Number(r.run_started_at),
-          fired: r.fired === 1,
+          fired: Number(r.fired) === 1,
           openAlert: r.open_alert_key !== null,
           openAlertKey: r.open_alert_key,
           watched: r.due_at !== null,

@@ -183,7 +183,7 @@ describe('rule evaluator: on_enter', () => {
     result.effects.filter((e) => e.kind === 'fire').map((e) => [e.rule.row.rule_key, e.candidate.order]);
   const effects = (result: ReturnType<typeof enter>) => result.effects.map((e) => [e.kind, e.candidate.order]);
 
-  it("when a thing's events are evaluated then its pair keeps every verdict in arrival order, pairs in key order", () => {
+  it("when a thing's events are evaluated then its pair keeps its first event and every verdict from the first true one, in arrival order, pairs in key order", () => {
     const b = onEnter('b');
     const a = onEnter('a');
     const verdicts = evaluate(
@@ -193,6 +193,9 @@ describe('rule evaluator: on_enter', () => {
         event('t1', { temperature: 50 }),
         event('t2', { temperature: 50 }),
         event('t2', { temperature: 95 }),
+        event('t3', { temperature: 50 }),
+        event('t3', { temperature: 40 }),
+        event('t3', { temperature: 91 }),
       ),
       noThing,
     );
@@ -200,17 +203,39 @@ describe('rule evaluator: on_enter', () => {
     const shape = (p: StatefulPair) => ({
       rule: p.rule.row.rule_key,
       thing: p.thingKey,
+      first: p.first.order,
+      held: p.held,
       orders: p.candidates.map((c) => c.order),
       verdicts: p.verdicts,
     });
-    const t1 = { thing: 't1', orders: [1], verdicts: [false] };
-    const t2 = { thing: 't2', orders: [0, 2, 3], verdicts: [true, false, true] };
+    const t1 = { thing: 't1', first: 1, held: false, orders: [], verdicts: [] };
+    const t2 = { thing: 't2', first: 0, held: true, orders: [0, 2, 3], verdicts: [true, false, true] };
+    const t3 = { thing: 't3', first: 4, held: true, orders: [6], verdicts: [true] };
     assert.deepEqual(verdicts.pairs.map(shape), [
       { rule: 'a', ...t1 },
       { rule: 'a', ...t2 },
+      { rule: 'a', ...t3 },
       { rule: 'b', ...t1 },
       { rule: 'b', ...t2 },
+      { rule: 'b', ...t3 },
     ]);
+    const open: RuleState = { matched: true, runStartedAt: 0, fired: true, openAlert: true };
+    const entered = enter(verdicts.pairs, [FRESH_STATE, FRESH_STATE, open, FRESH_STATE, FRESH_STATE, FRESH_STATE]);
+    assert.deepEqual(
+      effects(entered),
+      [
+        ['fire', 0],
+        ['fire', 0],
+        ['fire', 3],
+        ['fire', 3],
+        ['clear', 4],
+        ['fire', 6],
+        ['fire', 6],
+      ],
+      'the events before the first true verdict end the run and clear the alert at the first of them',
+    );
+    assert.deepEqual(entered.states[0], FRESH_STATE, 'a state at rest stays so through failing verdicts');
+    assert.deepEqual(entered.states[2], { ...open, runStartedAt: 1006, openAlert: false });
   });
 
   it('when the stored state is not true then the first match fires; when it is true only a later rise fires', () => {
@@ -367,7 +392,7 @@ describe('rule evaluator: on_enter', () => {
     const r = rule({ rule_key: 'n', trigger: 'no_data', condition: '', for_seconds: 60, auto_clear: 1 });
     const candidates = events(event('t', { temperature: 1 }), event('t', { temperature: 2 }));
     const { pairs } = evaluate([r], candidates, noThing);
-    assert.deepEqual(pairs[0]?.verdicts, [false, false]);
+    assert.deepEqual([pairs[0]?.first.order, pairs[0]?.held, pairs[0]?.verdicts], [0, false, []]);
     assert.deepEqual(effects(enter(pairs, [{ ...FRESH_STATE, openAlert: true }])), [['clear', 0]]);
     assert.deepEqual(effects(enter(pairs, [undefined])), []);
   });
