@@ -82,6 +82,8 @@ export function alertRoutes(store: Store, devices: DeviceService): AnyRoute[] {
             await stepAlert(
               store,
               actorOf(principal),
+              // The user's e-mail; an API key's creator's (docs/rules.md, "Alert lifecycle").
+              principal.email ?? principal.userName,
               await visibleOrganisations(),
               params.alert_key,
               step,

@@ -191,13 +191,14 @@ export function onAlertCleared(clearing: AlertClearing): void {
 }
 
 /**
- * Acknowledges or clears an alert for a user, with an audit trail: a 404 for an alert the caller
- * cannot see, a 409 for a step its status does not allow (acknowledging a cleared alert, repeating a
- * step).
+ * Acknowledges or clears an alert for a user, recorded as `by` (the user's e-mail), with an audit
+ * trail: a 404 for an alert the caller cannot see, a 409 for a step its status does not allow
+ * (acknowledging a cleared alert, repeating a step).
  */
 export async function stepAlert(
   store: Store,
   actor: Actor,
+  by: string,
   organisationKeys: string[],
   alertKey: string,
   step: AlertStep,
@@ -217,8 +218,8 @@ export async function stepAlert(
     const now = Date.now();
     const changes =
       step === 'acknowledge'
-        ? { status: 'acknowledged' as const, acknowledged_at: now, acknowledged_by: actor.userName }
-        : { status: 'cleared' as const, cleared_at: now, cleared_by: actor.userName };
+        ? { status: 'acknowledged' as const, acknowledged_at: now, acknowledged_by: by }
+        : { status: 'cleared' as const, cleared_at: now, cleared_by: by };
     const after: AlertRow = { ...before, ...changes, comment: comment ?? before.comment, updated_at: now };
     await alerts.changeStatus(tx, alertKey, STEP_FROM[step], { ...changes, comment: after.comment, updated_at: now });
     await recordChange(

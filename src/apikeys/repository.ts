@@ -56,6 +56,7 @@ const keyPrincipal = compiledQuery((db: Executor, tokenHash: string) =>
       'k.expires_at',
       'k.last_used_at',
       'u.user_key',
+      'u.email',
       'u.time_zone',
       'o.organisation_key',
       'o.is_oem',

@@ -7,6 +7,11 @@ export interface Principal {
   userKey: string | null;
   /** Recorded as `user_name` in audit trails. */
   userName: string;
+  /**
+   * The e-mail of the user the request acts as (an API key acts as its creator), recorded as who
+   * acknowledged or cleared an alert; null for a device.
+   */
+  email: string | null;
   roleKey: string;
   roleName: string;
   accountAdmin: boolean;

@@ -119,6 +119,7 @@ export class DeviceAuthenticator {
         kind: 'device',
         userKey: null,
         userName: `key pair ${row.name}`,
+        email: null,
         roleKey: row.role_key,
         roleName: row.role_name,
         accountAdmin: false,

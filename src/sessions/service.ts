@@ -296,6 +296,7 @@ function userPrincipal(
     organisation_key: string;
     is_oem: number;
     time_zone: string;
+    email: string;
   },
   userName: string,
 ): Principal {
@@ -303,6 +304,7 @@ function userPrincipal(
     kind: 'user',
     userKey: row.user_key,
     userName,
+    email: row.email,
     roleKey: row.role_key,
     roleName: row.role_name,
     accountAdmin: row.account_admin === 1,

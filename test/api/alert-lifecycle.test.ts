@@ -100,6 +100,35 @@ describeOnStores('alert lifecycle', (ctx) => {
     assert.equal(cleared.body.alert.comment, 'false alarm');
   });
 
+  it("when an API key acknowledges and clears an alert then each step records its creator's e-mail, and the audit trail names the key", async () => {
+    const token = await ctx.api.adminToken();
+    const { alert } = await ruleAlert(token);
+    const creator = await userWithAbilities(ctx.api, token, [91, 93, 142]);
+    const name = unique('key');
+    const key = await ctx.api.request('POST', '/api/v3/api_keys', {
+      token: creator.token,
+      body: { api_key: { name } },
+    });
+    assert.equal(key.status, 200, key.text);
+    const keyToken = key.body.api_key.token as string;
+    const acknowledged = await step(keyToken, alert.alert_key, 'acknowledge');
+    assert.equal(acknowledged.status, 200, acknowledged.text);
+    assert.equal(acknowledged.body.alert.acknowledged_by, creator.email);
+    const cleared = await step(keyToken, alert.alert_key, 'clear');
+    assert.equal(cleared.status, 200, cleared.text);
+    assert.equal(cleared.body.alert.cleared_by, creator.email);
+    const read = await ctx.api.request('GET', `/api/v3/alerts/${alert.alert_key}`, { token });
+    assert.deepEqual([read.body.alert.acknowledged_by, read.body.alert.cleared_by], [creator.email, creator.email]);
+    const trails = await ctx.api.request('GET', '/api/v3/audit_trails', {
+      token,
+      query: { entity_type: 'Alert', entity_key: alert.alert_key },
+    });
+    assert.deepEqual(
+      trails.body.audit_trails.map((t: { user_name: string }) => t.user_name),
+      [`api key ${name}`, `api key ${name}`],
+    );
+  });
+
   it('when two users acknowledge one alert at once then one succeeds and the other gets a 409', async () => {
     const token = await ctx.api.adminToken();
     const { alert } = await ruleAlert(token);

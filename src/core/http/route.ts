@@ -125,6 +125,7 @@ const ANONYMOUS: Principal = {
   kind: 'user',
   userKey: null,
   userName: 'anonymous',
+  email: null,
   roleKey: '',
   roleName: '',
   accountAdmin: false,
