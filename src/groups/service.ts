@@ -59,6 +59,22 @@ function expressionFor(groupType: number, input: Partial<GroupInput>, current: s
   return checkExpression(expression);
 }
 
+/**
+ * What another capability does, in the same transaction, when a group's members or expression may
+ * have changed, or it is deleted (the rules' no_data watches follow their scope, rules/silences.ts).
+ */
+export type GroupChanging = (db: Executor, organisationKey: string, groupKey: string, now: number) => Promise<void>;
+
+const changings: GroupChanging[] = [];
+
+export function onGroupChanged(changing: GroupChanging): void {
+  if (!changings.includes(changing)) changings.push(changing);
+}
+
+async function groupChanged(db: Executor, organisationKey: string, groupKey: string, now: number) {
+  for (const changing of changings) await changing(db, organisationKey, groupKey, now);
+}
+
 export async function createGroup(store: Store, actor: Actor, organisationKey: string, input: GroupInput) {
   const now = Date.now();
   const row: GroupRow = {
@@ -158,6 +174,7 @@ export async function updateGroup(
     } else if (groupType === GROUP_TYPE_DYNAMIC && before.group_type === GROUP_TYPE_STATIC) {
       await groups.setStaticMembers(tx, after, []);
     }
+    await groupChanged(tx, before.organisation_key, groupKey, after.updated_at);
     await recordChange(tx, actor, {
       organisationKey: before.organisation_key,
       action: 'update',
@@ -176,6 +193,7 @@ export async function deleteGroup(store: Store, actor: Actor, organisationKeys: 
     const before = await requireGroup(tx, organisationKeys, groupKey);
     const beforeSnapshot = await snapshot(tx, before);
     await groups.deleteGroup(tx, groupKey);
+    await groupChanged(tx, before.organisation_key, groupKey, Date.now());
     await recordChange(tx, actor, {
       organisationKey: before.organisation_key,
       action: 'delete',

@@ -4,17 +4,21 @@
  * each (rule, thing) watch has a due time in its state row, and the timer claims the watches that are
  * due (on PostgreSQL with `FOR UPDATE SKIP LOCKED`, so each is checked by one instance), compares the
  * thing's last event time, which the event writer keeps anyway, with the due time, and either fires
- * or sets the next due time. The event writer never touches a watch for an event, so storing events
- * costs nothing more; a thing that keeps sending is looked at once per `for_seconds`, and the work of
- * a tick is the watches that came due in it, not every thing watched.
+ * or sets the next due time. An event never moves a due time (the rule engine reads the watch only to
+ * clear the rule's open alert, or to watch again a thing in scope that is not watched); a thing that
+ * keeps sending is looked at once per `for_seconds`, and the work of a tick is the watches that came
+ * due in it, not every thing watched. Watches follow the rules' scopes as rules, things and groups
+ * change, in the changing transaction.
  */
 
 import { ruleConditionLookup } from '../expressions/index.ts';
+import { onGroupChanged } from '../groups/service.ts';
 import type { Executor, Store, Tx } from '../store/store.ts';
 import type { RuleRow } from '../store/tables.ts';
 import { expressionViewOfThing } from '../things/presenter.ts';
 import {
   findThingsOfOrganisation,
+  onThingsChanged,
   onThingsCreated,
   type ThingWithTemplate,
   thingsOfOrganisation,
@@ -30,6 +34,8 @@ import {
   deleteState,
   saveSilence,
   unwatchRule,
+  unwatchThings,
+  watchesOf,
   watchThings,
 } from './state-repository.ts';
 
@@ -113,7 +119,73 @@ export async function armNewThings(db: Executor, organisationKey: string, thingK
   }
 }
 
+/**
+ * Makes a no_data rule's watches of `things` follow its scope from `now`: a thing in scope that is
+ * not watched is watched from now, and a watched thing out of scope is watched no more. `every`: the
+ * things are all the organisation's, and a watch of a thing not among them is left to the timer.
+ */
+async function followScope(
+  db: Executor,
+  organisationKey: string,
+  rule: CompiledRule,
+  things: readonly ThingWithTemplate[],
+  every: boolean,
+  now: number,
+): Promise<void> {
+  const watches = await watchesOf(db, rule.row.rule_key, every ? undefined : things.map((t) => t.thing_key));
+  const inScope = new Set(watchedBy(rule, things, now).map((t) => t.thing_key));
+  const watched = (thing: ThingWithTemplate) => (watches.get(thing.thing_key) ?? null) !== null;
+  await watchThings(
+    db,
+    organisationKey,
+    rule.row.rule_key,
+    things
+      .filter((t) => inScope.has(t.thing_key) && !watched(t))
+      .map((t) => ({ thingKey: t.thing_key, dueAt: silenceStart(t, now) + rule.forMs })),
+    now,
+  );
+  await unwatchThings(
+    db,
+    rule.row.rule_key,
+    things.filter((t) => !inScope.has(t.thing_key) && watched(t)).map((t) => t.thing_key),
+  );
+}
+
+/**
+ * Called in the transaction that changes things (their template, their fields, which a dynamic
+ * group's expression reads): each no_data rule of the organisation follows its scope for them.
+ */
+export async function followChangedThings(
+  db: Executor,
+  organisationKey: string,
+  thingKeys: readonly string[],
+  now: number,
+): Promise<void> {
+  const rows = await listSilenceRules(db, organisationKey);
+  if (rows.length === 0 || thingKeys.length === 0) return;
+  const rules = await compileRules(db, organisationKey, rows);
+  for (let i = 0; i < thingKeys.length; i += BATCH) {
+    const things = await findThingsOfOrganisation(db, organisationKey, thingKeys.slice(i, i + BATCH));
+    for (const rule of rules) await followScope(db, organisationKey, rule, things, false, now);
+  }
+}
+
+/**
+ * Called in the transaction that changes a group's members or expression, or deletes it: the
+ * no_data rules watching the group follow their scope over every thing of the organisation.
+ */
+export async function followChangedGroup(db: Executor, organisationKey: string, groupKey: string, now: number) {
+  const rows = (await listSilenceRules(db, organisationKey)).filter((r) => r.group_key === groupKey);
+  if (rows.length === 0) return;
+  const things = await thingsOfOrganisation(db, organisationKey);
+  for (const rule of await compileRules(db, organisationKey, rows)) {
+    await followScope(db, organisationKey, rule, things, true, now);
+  }
+}
+
 onThingsCreated(armNewThings);
+onThingsChanged(followChangedThings);
+onGroupChanged(followChangedGroup);
 onRuleSaved(armSilences);
 
 /** Checks one due watch and fires its rule when the thing's silence has lasted; answers deliveries queued. */

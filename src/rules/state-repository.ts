@@ -309,6 +309,37 @@ export async function deleteState(db: Executor, ruleKey: string, thingKey: strin
   await db.deleteFrom('rule_states').where('rule_key', '=', ruleKey).where('thing_key', '=', thingKey).execute();
 }
 
+/** The due times of a rule's watches of these things (all its watches when `thingKeys` is undefined), by thing. */
+export async function watchesOf(
+  db: Executor,
+  ruleKey: string,
+  thingKeys: readonly string[] | undefined,
+): Promise<Map<string, number | null>> {
+  const watches = new Map<string, number | null>();
+  const read = async (keys: readonly string[] | undefined) => {
+    let query = db.selectFrom('rule_states').select(['thing_key', 'due_at']).where('rule_key', '=', ruleKey);
+    if (keys) query = query.where('thing_key', 'in', keys);
+    for (const row of await query.execute()) {
+      watches.set(row.thing_key, row.due_at === null ? null : Number(row.due_at));
+    }
+  };
+  if (thingKeys === undefined) await read(undefined);
+  else for (let i = 0; i < thingKeys.length; i += CHUNK) await read(thingKeys.slice(i, i + CHUNK));
+  return watches;
+}
+
+/** Stops a rule's watches of these things (they left its scope). */
+export async function unwatchThings(db: Executor, ruleKey: string, thingKeys: readonly string[]): Promise<void> {
+  for (let i = 0; i < thingKeys.length; i += CHUNK) {
+    await db
+      .updateTable('rule_states')
+      .set({ due_at: null })
+      .where('rule_key', '=', ruleKey)
+      .where('thing_key', 'in', thingKeys.slice(i, i + CHUNK))
+      .execute();
+  }
+}
+
 /** Stops every watch of a rule (it is no longer an enabled no_data rule). */
 export async function unwatchRule(db: Executor, ruleKey: string): Promise<void> {
   await db.updateTable('rule_states').set({ due_at: null }).where('rule_key', '=', ruleKey).execute();

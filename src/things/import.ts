@@ -19,6 +19,7 @@ import {
   newThingColumns,
   type ThingInput,
   thingSnapshot,
+  thingsChanged,
   thingsCreated,
 } from './service.ts';
 
@@ -231,6 +232,12 @@ async function write(
     const changes = row.namesTemplate ? row.input : { ...row.input, thing_template_key: undefined };
     await things.updateThing(tx, before.thing_key, changedThingColumns(before, changes, {}, now));
   }
+  await thingsChanged(
+    tx,
+    organisationKey,
+    updates.map((u) => u.before.thing_key),
+    now,
+  );
   const written = [...created.map((c) => c.thing_key), ...updates.map((u) => u.before.thing_key)];
   const after = new Map((await things.thingsWithKeys(tx, written)).map((t) => [t.thing_key, t]));
   const changes: Change[] = [];

@@ -220,6 +220,21 @@ export async function thingsCreated(db: Executor, organisationKey: string, thing
   for (const creation of creations) await creation(db, organisationKey, thingKeys, now);
 }
 
+/**
+ * What another capability does, in the same transaction, when things are changed (their template or
+ * fields: the rules' no_data watches follow their scope, rules/silences.ts).
+ */
+const changings: ThingsCreation[] = [];
+
+export function onThingsChanged(changing: ThingsCreation): void {
+  if (!changings.includes(changing)) changings.push(changing);
+}
+
+/** Tells those registered that things were changed (inside the changing transaction). */
+export async function thingsChanged(db: Executor, organisationKey: string, thingKeys: string[], now: number) {
+  for (const changing of changings) await changing(db, organisationKey, thingKeys, now);
+}
+
 export async function createThing(store: Store, actor: Actor, organisationKey: string, input: ThingInput) {
   const row = newThingColumns(organisationKey, input, Date.now());
   return uniqueOr(
@@ -256,8 +271,10 @@ export async function updateThing(
     if (changes.thing_template_key !== undefined) {
       await templateOf(tx, before.organisation_key, changes.thing_template_key, 'thing.thing_template_key');
     }
-    const columns = changedThingColumns(before, changes, options, Date.now());
+    const now = Date.now();
+    const columns = changedThingColumns(before, changes, options, now);
     await things.updateThing(tx, thingKey, columns);
+    await thingsChanged(tx, before.organisation_key, [thingKey], now);
     return recordThingUpdated(tx, actor, organisationKeys, before);
   });
 }

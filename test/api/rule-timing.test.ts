@@ -466,6 +466,128 @@ describeOnStores(
       assert.equal(byThing.get(leaving.thing_key), null, 'a thing out of scope is not watched');
     });
 
+    /** The due time of each of a rule's watches, by thing key (null: not watched). */
+    async function watchesOf(ruleKey: string) {
+      const rows = await ctx.api.server.store.db
+        .selectFrom('rule_states')
+        .select(['thing_key', 'due_at'])
+        .where('rule_key', '=', ruleKey)
+        .execute();
+      return new Map(rows.map((r) => [r.thing_key, r.due_at === null ? null : Number(r.due_at)]));
+    }
+
+    it("when a silent thing joins a no_data rule's static group then it is watched from then and fires; one leaving is unwatched at once", async () => {
+      const token = await ctx.api.adminToken();
+      const joining = await createThing(ctx.api, token, {});
+      const leaving = await createThing(ctx.api, token, {});
+      const group = await ctx.api.request('POST', '/api/v3/groups', {
+        token,
+        body: { group: { name: unique('g'), group_type: 1, thing_keys: [leaving.thing_key] } },
+      });
+      assert.equal(group.status, 200, group.text);
+      const groupKey = group.body.group.group_key as string;
+      const rule = await createRule(ctx.api, token, { trigger: 'no_data', for_seconds: 2, group_key: groupKey });
+      assert.equal((await watchesOf(rule.rule_key)).has(joining.thing_key), false, 'not in scope yet');
+      const moved = await ctx.api.request('PUT', `/api/v3/groups/${groupKey}`, {
+        token,
+        body: { group: { thing_keys: [joining.thing_key] } },
+      });
+      assert.equal(moved.status, 200, moved.text);
+      const watches = await watchesOf(rule.rule_key);
+      assert.notEqual(watches.get(joining.thing_key) ?? null, null, 'watched from its joining');
+      assert.equal(watches.get(leaving.thing_key), null, 'the thing that left is watched no more');
+      await sleep(3000);
+      const alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.deepEqual(
+        alerts.map((a) => a.thing_key),
+        [joining.thing_key],
+      );
+    });
+
+    it("when a silent thing is moved to a no_data rule's template then it is watched from then and fires; one moved away is unwatched at once", async () => {
+      const token = await ctx.api.adminToken();
+      const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name: unique('template') } },
+      });
+      assert.equal(template.status, 200, template.text);
+      const templateKey = template.body.thing_template.thing_template_key as string;
+      const otherKey = await defaultTemplateKey(ctx.api, token);
+      const arriving = await createThing(ctx.api, token, { thing_template_key: otherKey });
+      const departing = await createThing(ctx.api, token, { thing_template_key: templateKey });
+      const rule = await createRule(ctx.api, token, {
+        trigger: 'no_data',
+        for_seconds: 2,
+        thing_template_key: templateKey,
+      });
+      const move = async (thingKey: string, to: string) => {
+        const moved = await ctx.api.request('PUT', `/api/v3/things/${thingKey}`, {
+          token,
+          body: { thing: { thing_template_key: to } },
+        });
+        assert.equal(moved.status, 200, moved.text);
+      };
+      await move(arriving.thing_key, templateKey);
+      await move(departing.thing_key, otherKey);
+      const watches = await watchesOf(rule.rule_key);
+      assert.notEqual(watches.get(arriving.thing_key) ?? null, null, 'watched from its move');
+      assert.equal(watches.get(departing.thing_key), null, 'the thing moved away is watched no more');
+      await sleep(3000);
+      const alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.deepEqual(
+        alerts.map((a) => a.thing_key),
+        [arriving.thing_key],
+      );
+    });
+
+    it('when a watch was ended out of scope and its thing is back in scope then its next event watches it again', async () => {
+      const token = await ctx.api.adminToken();
+      const name = unique('pumps');
+      const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name } },
+      });
+      assert.equal(template.status, 200, template.text);
+      const templateKey = template.body.thing_template.thing_template_key as string;
+      const group = await ctx.api.request('POST', '/api/v3/groups', {
+        token,
+        body: { group: { name: unique('g'), group_type: 2, thing_expression: `thing_template_name == '${name}'` } },
+      });
+      assert.equal(group.status, 200, group.text);
+      const thing = await createThing(ctx.api, token, { thing_template_key: templateKey });
+      const rule = await createRule(ctx.api, token, {
+        trigger: 'no_data',
+        for_seconds: 1,
+        group_key: group.body.group.group_key,
+      });
+      const rename = async (to: string) => {
+        const renamed = await ctx.api.request('PUT', `/api/v3/thing_templates/${templateKey}`, {
+          token,
+          body: { thing_template: { name: to } },
+        });
+        assert.equal(renamed.status, 200, renamed.text);
+      };
+      // Renaming the template takes the thing out of the group's expression; the timer then ends the watch.
+      await rename(unique('other'));
+      await sleep(1800);
+      assert.equal((await watchesOf(rule.rule_key)).get(thing.thing_key), null, 'out of scope when it came due');
+      assert.equal((await alertsOf(ctx.api, token, { rule_key: rule.rule_key })).length, 0);
+      await rename(name);
+      const sent = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+        token,
+        body: { events: [{ data: { v: 1 } }] },
+      });
+      assert.equal(sent.status, 200, sent.text);
+      assert.notEqual((await watchesOf(rule.rule_key)).get(thing.thing_key) ?? null, null, 'watched again');
+      await sleep(2500);
+      const alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
+      assert.deepEqual(
+        alerts.map((a) => a.thing_key),
+        [thing.thing_key],
+        'its next silence fires',
+      );
+    });
+
     it('when the rule clears an alert a user cleared first then nothing changes', async () => {
       const token = await ctx.api.adminToken();
       const { alert_key: alertKey, organisationKey } = await (async () => {
