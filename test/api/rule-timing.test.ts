@@ -35,6 +35,15 @@ async function send(api: TestServer, token: string, thingKey: string, base: numb
   assert.equal(sent.status, 200, sent.text);
 }
 
+async function createTemplate(api: TestServer, token: string, name: string): Promise<string> {
+  const template = await api.request('POST', '/api/v3/thing_templates', {
+    token,
+    body: { thing_template: { name } },
+  });
+  assert.equal(template.status, 200, template.text);
+  return template.body.thing_template.thing_template_key as string;
+}
+
 async function alertsOf(api: TestServer, token: string, query: Record<string, unknown>) {
   const list = await api.request('GET', '/api/v3/alerts', {
     token,
@@ -343,12 +352,7 @@ describeOnStores(
 
     it('when a thing is created after a no_data rule of its template then it is watched from its creation; a condition is checked against the last event', async () => {
       const token = await ctx.api.adminToken();
-      const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
-        token,
-        body: { thing_template: { name: unique('template') } },
-      });
-      assert.equal(template.status, 200, template.text);
-      const templateKey = template.body.thing_template.thing_template_key as string;
+      const templateKey = await createTemplate(ctx.api, token, unique('template'));
       const rule = await createRule(ctx.api, token, {
         trigger: 'no_data',
         for_seconds: 1,
@@ -476,6 +480,22 @@ describeOnStores(
       return new Map(rows.map((r) => [r.thing_key, r.due_at === null ? null : Number(r.due_at)]));
     }
 
+    /**
+     * Right after a scope change: `entered` is watched and `left` is not; then the silence of `entered`
+     * (2 s) fires, and nothing else does.
+     */
+    async function followedScope(token: string, ruleKey: string, entered: string, left: string) {
+      const watches = await watchesOf(ruleKey);
+      assert.notEqual(watches.get(entered) ?? null, null, 'watched from its entering the scope');
+      assert.equal(watches.get(left), null, 'the thing that left is watched no more');
+      await sleep(3000);
+      const alerts = await alertsOf(ctx.api, token, { rule_key: ruleKey });
+      assert.deepEqual(
+        alerts.map((a) => a.thing_key),
+        [entered],
+      );
+    }
+
     it("when a silent thing joins a no_data rule's static group then it is watched from then and fires; one leaving is unwatched at once", async () => {
       const token = await ctx.api.adminToken();
       const joining = await createThing(ctx.api, token, {});
@@ -493,25 +513,12 @@ describeOnStores(
         body: { group: { thing_keys: [joining.thing_key] } },
       });
       assert.equal(moved.status, 200, moved.text);
-      const watches = await watchesOf(rule.rule_key);
-      assert.notEqual(watches.get(joining.thing_key) ?? null, null, 'watched from its joining');
-      assert.equal(watches.get(leaving.thing_key), null, 'the thing that left is watched no more');
-      await sleep(3000);
-      const alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
-      assert.deepEqual(
-        alerts.map((a) => a.thing_key),
-        [joining.thing_key],
-      );
+      await followedScope(token, rule.rule_key, joining.thing_key, leaving.thing_key);
     });
 
     it("when a silent thing is moved to a no_data rule's template then it is watched from then and fires; one moved away is unwatched at once", async () => {
       const token = await ctx.api.adminToken();
-      const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
-        token,
-        body: { thing_template: { name: unique('template') } },
-      });
-      assert.equal(template.status, 200, template.text);
-      const templateKey = template.body.thing_template.thing_template_key as string;
+      const templateKey = await createTemplate(ctx.api, token, unique('template'));
       const otherKey = await defaultTemplateKey(ctx.api, token);
       const arriving = await createThing(ctx.api, token, { thing_template_key: otherKey });
       const departing = await createThing(ctx.api, token, { thing_template_key: templateKey });
@@ -529,26 +536,13 @@ describeOnStores(
       };
       await move(arriving.thing_key, templateKey);
       await move(departing.thing_key, otherKey);
-      const watches = await watchesOf(rule.rule_key);
-      assert.notEqual(watches.get(arriving.thing_key) ?? null, null, 'watched from its move');
-      assert.equal(watches.get(departing.thing_key), null, 'the thing moved away is watched no more');
-      await sleep(3000);
-      const alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
-      assert.deepEqual(
-        alerts.map((a) => a.thing_key),
-        [arriving.thing_key],
-      );
+      await followedScope(token, rule.rule_key, arriving.thing_key, departing.thing_key);
     });
 
     it('when a watch was ended out of scope and its thing is back in scope then its next event watches it again', async () => {
       const token = await ctx.api.adminToken();
       const name = unique('pumps');
-      const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
-        token,
-        body: { thing_template: { name } },
-      });
-      assert.equal(template.status, 200, template.text);
-      const templateKey = template.body.thing_template.thing_template_key as string;
+      const templateKey = await createTemplate(ctx.api, token, name);
       const group = await ctx.api.request('POST', '/api/v3/groups', {
         token,
         body: { group: { name: unique('g'), group_type: 2, thing_expression: `thing_template_name == '${name}'` } },
