@@ -98,8 +98,27 @@ export interface Server {
 }
 
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+/**
+ * How long a stop waits for requests under way to finish before their connections are cut: an export
+ * to a client that stopped reading, or a long download, would otherwise hold the stop for ever
+ * (docs/deployment.md, "Stopping").
+ */
+const STOP_GRACE_MS = 10_000;
 /** A request id a client may choose: short, and nothing a log line could be confused by. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Closes the HTTP server: no new connections, idle ones closed at once, and requests under way given
+ * `graceMs` to finish before their connections are cut.
+ */
+async function closeWithin(app: FastifyInstance, graceMs: number): Promise<void> {
+  const timer = setTimeout(() => app.server.closeAllConnections(), graceMs);
+  try {
+    await app.close();
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** What `work` answers, or undefined when it takes longer than `ms`. */
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
@@ -240,7 +259,7 @@ export async function createServer(config: Config): Promise<Server> {
         for (const timer of timers) clearInterval(timer);
         await mqtt?.close();
         hub.close();
-        await app.close();
+        await closeWithin(app, STOP_GRACE_MS);
         await limiter.close();
         await writer.drain();
         await sweeper.stop();

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXPORT_PAGE_EVENTS, exportProgress } from '../../src/queries/export.ts';
 import { childOrganisation, createThing, userWithAbilities } from '../support/fixtures.ts';
+import { type PausedGet, pausedGet } from '../support/paused-get.ts';
+import { startServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
@@ -143,80 +144,99 @@ describeOnStores('event export', (ctx) => {
     assert.equal((await ctx.api.request('GET', `/api/v3/things/${key}/events/export`)).status, 401);
   });
 
-  it('when an event with a new metric is stored during a csv export then the export leaves it out rather than half-written', async () => {
-    // About 10 MB of answer: the paused client holds the export in its second pass.
-    const filler = 'x'.repeat(2000);
-    const events = Array.from({ length: 5000 }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i, filler } }));
-    const key = await thingWithEvents(events);
-    const token = await ctx.api.adminToken();
-    const { hostname, port } = new URL(ctx.api.url);
-    const response = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = httpRequest(
-        {
-          host: hostname,
-          port,
-          path: `/api/v3/things/${key}/events/export?format=csv`,
-          headers: { 'x-auth-token': token },
-        },
-        resolve,
-      );
-      req.on('error', reject);
-      req.end();
-    });
-    assert.equal(response.statusCode, 200);
-    response.pause();
+  /** Waits until the export reads no more pages (its client does not read). */
+  async function settled(): Promise<void> {
     let previous = -1;
     for (let i = 0; i < 50 && exportProgress.pagesRead !== previous; i++) {
       previous = exportProgress.pagesRead;
       await sleep(100);
     }
-    assert.equal(exportProgress.active, 1, 'the export is under way');
-    const late = T0 + events.length * SECOND;
-    const posted = await ctx.api.request('POST', `/api/v3/things/${key}/events`, {
-      token,
-      body: { events: [{ timestamp: late, data: { i: events.length, late: 'new metric' } }] },
+  }
+
+  it('when an event with a new metric is stored during a csv export then the export leaves it out rather than half-written', async () => {
+    // About 10 MB of answer: the unread client holds the export in its second pass.
+    const filler = 'x'.repeat(2000);
+    const events = Array.from({ length: 5000 }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i, filler } }));
+    const key = await thingWithEvents(events);
+    const token = await ctx.api.adminToken();
+    const pagesBefore = exportProgress.pagesRead;
+    const client = await pausedGet(ctx.api.url, `/api/v3/things/${key}/events/export?format=csv`, {
+      'x-auth-token': token,
     });
-    assert.equal(posted.status, 200, posted.text);
-    response.setEncoding('utf8');
-    let text = '';
-    for await (const part of response) text += part;
-    const rows = text.trim().split('\r\n');
-    assert.equal(rows[0], 'timestamp,filler,i');
-    assert.equal(rows.length, events.length + 1, 'the header and the events there were when the export began');
-    assert.equal(rows.at(-1), `${(late - SECOND) / 1000},${filler},${events.length - 1}`);
-    assert.ok(!rows.some((r) => r.startsWith(`${late / 1000},`)), 'the event stored meanwhile is not written');
+    try {
+      await settled();
+      assert.equal(exportProgress.active, 1, 'the export is under way');
+      const firstPass = events.length / EXPORT_PAGE_EVENTS;
+      assert.ok(exportProgress.pagesRead - pagesBefore < 2 * firstPass, 'the second pass waits for the client');
+      const late = T0 + events.length * SECOND;
+      const posted = await ctx.api.request('POST', `/api/v3/things/${key}/events`, {
+        token,
+        body: { events: [{ timestamp: late, data: { i: events.length, late: 'new metric' } }] },
+      });
+      assert.equal(posted.status, 200, posted.text);
+      const { status, body } = await client.read();
+      assert.equal(status, 200);
+      const rows = body.trim().split('\r\n');
+      assert.equal(rows[0], 'timestamp,filler,i');
+      assert.equal(rows.length, events.length + 1, 'the header and the events there were when the export began');
+      assert.equal(rows.at(-1), `${(late - SECOND) / 1000},${filler},${events.length - 1}`);
+      assert.ok(!rows.some((r) => r.startsWith(`${late / 1000},`)), 'the event stored meanwhile is not written');
+    } finally {
+      client.socket.destroy();
+    }
   });
 
   it('when the client reads slowly the export waits for it, and when it disconnects the export stops', async () => {
-    // About 10 MB of answer: more than the socket buffers between the two ends hold.
+    // About 16 MB of answer: four times what the socket buffers between the two ends hold while unread.
     const filler = 'x'.repeat(2000);
-    const events = Array.from({ length: 5000 }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i, filler } }));
+    const events = Array.from({ length: 8000 }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i, filler } }));
     const key = await thingWithEvents(events);
     const token = await ctx.api.adminToken();
-    const { hostname, port } = new URL(ctx.api.url);
     const pagesBefore = exportProgress.pagesRead;
-    const response = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = httpRequest(
-        { host: hostname, port, path: `/api/v3/things/${key}/events/export`, headers: { 'x-auth-token': token } },
-        resolve,
-      );
-      req.on('error', reject);
-      req.end();
-    });
-    assert.equal(response.statusCode, 200);
-    response.pause();
-    // Not read: the server stops reading pages once the socket is full.
-    let previous = -1;
-    for (let i = 0; i < 50 && exportProgress.pagesRead !== previous; i++) {
-      previous = exportProgress.pagesRead;
-      await sleep(100);
+    const client = await pausedGet(ctx.api.url, `/api/v3/things/${key}/events/export`, { 'x-auth-token': token });
+    try {
+      // Not read: the server stops reading pages once the socket is full.
+      await settled();
+      const pagesWhilePaused = exportProgress.pagesRead - pagesBefore;
+      assert.ok(pagesWhilePaused > 0, 'the export began');
+      assert.ok(pagesWhilePaused < events.length / EXPORT_PAGE_EVENTS, `read ${pagesWhilePaused} pages unasked`);
+      assert.equal(exportProgress.active, 1);
+      client.socket.destroy();
+      for (let i = 0; i < 100 && exportProgress.active > 0; i++) await sleep(20);
+      assert.equal(exportProgress.active, 0, 'the export ended when its client left');
+      assert.equal(exportProgress.pagesRead - pagesBefore, pagesWhilePaused, 'no page was read after the client left');
+    } finally {
+      client.socket.destroy();
     }
-    const pagesWhilePaused = exportProgress.pagesRead - pagesBefore;
-    assert.ok(pagesWhilePaused < events.length / EXPORT_PAGE_EVENTS, `read ${pagesWhilePaused} pages unasked`);
-    assert.equal(exportProgress.active, 1);
-    response.destroy();
-    for (let i = 0; i < 100 && exportProgress.active > 0; i++) await sleep(20);
-    assert.equal(exportProgress.active, 0, 'the export ended when its client left');
-    assert.equal(exportProgress.pagesRead - pagesBefore, pagesWhilePaused, 'no page was read after the client left');
+  });
+
+  it('when the server stops while a client does not read its export then the stop cuts that connection and ends', {
+    timeout: 60_000,
+  }, async () => {
+    const server = await startServer(ctx.store);
+    let client: PausedGet | undefined;
+    try {
+      const token = await server.adminToken();
+      const thing = await createThing(server, token, {});
+      const filler = 'x'.repeat(2000);
+      const events = Array.from({ length: 5000 }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i, filler } }));
+      for (let i = 0; i < events.length; i += 1000) {
+        const posted = await server.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+          token,
+          body: { events: events.slice(i, i + 1000) },
+        });
+        assert.equal(posted.status, 200, posted.text);
+      }
+      client = await pausedGet(server.url, `/api/v3/things/${thing.thing_key}/events/export`, {
+        'x-auth-token': token,
+      });
+      await settled();
+      assert.equal(exportProgress.active, 1, 'the export waits for its client');
+      await server.close();
+      for (let i = 0; i < 100 && exportProgress.active > 0; i++) await sleep(20);
+      assert.equal(exportProgress.active, 0, 'the export ended with its connection');
+    } finally {
+      client?.socket.destroy();
+    }
   });
 });
