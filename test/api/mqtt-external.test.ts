@@ -3,11 +3,15 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import mqtt from 'mqtt';
 import { createKeyPair, Device } from '../support/device.ts';
+import { testBroker } from '../support/mosquitto.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
 import { startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
-const MOSQUITTO_URL = process.env.TEST_MQTT_URL ?? 'mqtt://127.0.0.1:1883';
+// A broker of this file's own where Mosquitto is installed: other instances on a shared one would
+// answer these devices' messages too (support/mosquitto.ts).
+const broker = await testBroker();
+const MOSQUITTO_URL = broker.url;
 
 async function brokerReachable(): Promise<string | false> {
   try {
@@ -40,6 +44,7 @@ describe('two instances behind one external broker and one PostgreSQL', {
   after(async () => {
     await second?.close();
     await first?.close();
+    await broker.stop();
   });
 
   it('when devices publish through the broker then every message is handled exactly once and both instances answer alike', async () => {
