@@ -29,6 +29,7 @@ import {
   benchMqttPort,
   benchStore,
   cpuSeconds,
+  cpuTimes,
   describeMachine,
   type KeyPair,
   latency,
@@ -39,6 +40,7 @@ import {
   sign,
   startThingbase,
   table,
+  threadCpuSeconds,
 } from './support.ts';
 
 const PINGREQ = 0xc0;
@@ -266,18 +268,19 @@ export async function run(args: string[]): Promise<void> {
 
     console.log(
       table([
-        ['what', 'server CPU % of a core', 'CPU us/event', 'latency ms p50 / p99 / max', 'answers'],
-        [`baseline: ${fleet} devices connected, idle`, idleCpu.toFixed(1), '-', '-', '-'],
-        [`baseline: PINGREQ -> PINGRESP, ${rate}/s`, pingCpu.toFixed(1), '-', latency(pongs), '-'],
+        ['what', 'server CPU % of a core (kernel)', 'CPU us/event', 'latency ms p50 / p99 / max', 'answers'],
+        [`baseline: ${fleet} devices connected, idle`, cpuText(idleCpu), '-', '-', '-'],
+        [`baseline: PINGREQ -> PINGRESP, ${rate}/s`, cpuText(pingCpu), '-', latency(pongs), '-'],
         [
           `steady: ${rate} events/s from ${fleet} devices, publish -> httpAck`,
-          sendCpu.toFixed(1),
-          ((sendCpu / 100 / (events / duration)) * 1e6).toFixed(0),
+          cpuText(sendCpu),
+          ((sendCpu.total / 100 / (events / duration)) * 1e6).toFixed(0),
           latency(acks),
           [...codes.entries()].map(([c, n]) => `${c}: ${n}`).join(', '),
         ],
       ]),
     );
+    console.log(`steady: the server's threads, % of a core: ${sendCpu.threads} (idle: ${idleCpu.threads})`);
     console.log(
       table([
         [
@@ -325,16 +328,45 @@ function spread(devices: FleetDevice[], rate: number, _second: number, act: (dev
 }
 let next = 0;
 
-/** Runs `each` once a second for `seconds`; answers the server's CPU in percent of one core meanwhile. */
-async function measureCpu(pid: number, seconds: number, each: (second: number) => void): Promise<number> {
-  const before = cpuSeconds(pid);
+/** The server's CPU in percent of one core: in all, and the kernel's part of it (system calls, I/O). */
+interface CpuShare {
+  total: number;
+  system: number;
+  /** The threads that spent at least half a percent, busiest first. */
+  threads: string;
+}
+
+/** Runs `each` once a second for `seconds`; answers the server's CPU meanwhile. */
+async function measureCpu(pid: number, seconds: number, each: (second: number) => void): Promise<CpuShare> {
+  const before = cpuTimes(pid);
+  const threadsBefore = threadCpuSeconds(pid);
   const started = performance.now();
   for (let second = 0; second < seconds; second++) {
     each(second);
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
-  return ((cpuSeconds(pid) - before) / ((performance.now() - started) / 1000)) * 100;
+  const after = cpuTimes(pid);
+  const elapsed = (performance.now() - started) / 1000;
+  const percent = (s: number) => (s / elapsed) * 100;
+  // Threads are all named "node": the main thread is the one whose id is the process's; the others
+  // (the broker's, the garbage collector's and libuv's helpers) are listed by what they spent.
+  const spent = [...threadCpuSeconds(pid)].map(([tid, thread]) => ({
+    name: tid === String(pid) ? 'main' : `thread ${tid}`,
+    seconds: thread.seconds - (threadsBefore.get(tid)?.seconds ?? 0),
+  }));
+  const threads = spent
+    .sort((a, b) => b.seconds - a.seconds)
+    .filter(({ seconds }) => percent(seconds) >= 0.5)
+    .map(({ name, seconds }) => `${name} ${percent(seconds).toFixed(1)}`)
+    .join(', ');
+  return {
+    total: percent(after.user + after.system - before.user - before.system),
+    system: percent(after.system - before.system),
+    threads,
+  };
 }
+
+const cpuText = (cpu: CpuShare) => `${cpu.total.toFixed(1)} (kernel ${cpu.system.toFixed(1)})`;
 
 async function drained(devices: FleetDevice[]): Promise<void> {
   const deadline = Date.now() + 10_000;
