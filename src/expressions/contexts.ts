@@ -76,5 +76,14 @@ export function thingLookup(thing: unknown): NameLookup {
 
 /** Lookup for a rule condition: `thing.<field>` from the thing, any other name from the event's data. */
 export function ruleConditionLookup(data: unknown, thing: unknown): NameLookup {
-  return (path) => (path[0] === THING_PREFIX ? readPath(thing, path.slice(1)) : readPath(data, path));
+  // A plain metric name (`temperature`), the commonest, read without walking a path: `readPath`'s rules
+  // for one segment of an object that is not an array. A name of one segment is never `thing`.
+  const plain = data !== null && typeof data === 'object' && !Array.isArray(data) ? data : undefined;
+  return (path) => {
+    if (path.length === 1 && plain !== undefined) {
+      const name = path[0] as string;
+      return Object.hasOwn(plain, name) ? (plain as Record<string, unknown>)[name] : undefined;
+    }
+    return path[0] === THING_PREFIX ? readPath(thing, path.slice(1)) : readPath(data, path);
+  };
 }
