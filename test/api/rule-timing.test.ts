@@ -636,6 +636,42 @@ describeOnStores(
 
 const postgres = STORES.find((s) => s.name === 'postgres');
 if (postgres) {
+  describe('rule states on two instances of one PostgreSQL store', { skip: postgres.skip }, () => {
+    it('when a run starts through one instance then an event on which the condition fails through the other ends it', async () => {
+      const a = await startServer(postgres, { env });
+      const b = await startServer(postgres, { env, storeSettings: a.storeSettings });
+      try {
+        const [tokenA, tokenB] = [await a.adminToken(), await b.adminToken()];
+        const thing = await createThing(a, tokenA, {});
+        const rule = await createRule(a, tokenA, {
+          condition: 'v > 5',
+          for_seconds: 60,
+          thing_keys: [thing.thing_key],
+        });
+        // Instance b sees the state at rest; a starts a run; b's failing event must end it.
+        await send(b, tokenB, thing.thing_key, BASE, [[0, 1]]);
+        await send(a, tokenA, thing.thing_key, BASE, [[10, 9]]);
+        await send(b, tokenB, thing.thing_key, BASE, [[40, 1]]);
+        await send(a, tokenA, thing.thing_key, BASE, [[80, 9]]);
+        assert.equal(
+          (await alertsOf(a, tokenA, { rule_key: rule.rule_key })).length,
+          0,
+          'the run of 10 s ended at 40 s',
+        );
+        await send(b, tokenB, thing.thing_key, BASE, [[150, 9]]);
+        const alerts = await alertsOf(a, tokenA, { rule_key: rule.rule_key });
+        assert.deepEqual(
+          alerts.map((x) => x.timestamp * 1000 - BASE),
+          [150_000],
+          'the run of 80 s fires at 150 s',
+        );
+      } finally {
+        await b.close();
+        await a.close();
+      }
+    });
+  });
+
   describe('no_data rules on two instances of one PostgreSQL store', { skip: postgres.skip }, () => {
     it('when both instances watch the same silences then each fires exactly once', async () => {
       const a = await startServer(postgres, { env });
