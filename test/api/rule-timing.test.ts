@@ -1,8 +1,8 @@
 /**
  * Rule timing (docs/rules.md, "Rule timing"): `for_seconds` runs by event time, `auto_clear` with one
  * open alert per rule and thing, `no_data` rules fired by a timer (also for things that never sent
- * anything), each across a restart; two instances on PostgreSQL firing a silence once; and the bad
- * input of each field.
+ * anything), each across a restart, and watching the things that enter their scope; two instances
+ * on PostgreSQL firing a silence once and sharing a run; and the bad input of each field.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
