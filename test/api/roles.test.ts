@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { assertTokenRequired, createRole, unique, userWithAbilities } from '../support/fixtures.ts';
+import {
+  assertTokenRequired,
+  childOrganisation,
+  createRole,
+  createThing,
+  unique,
+  userWithAbilities,
+} from '../support/fixtures.ts';
 import { startServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
 
@@ -102,6 +109,24 @@ describeOnStores('roles', (ctx) => {
     assert.equal(response.status, 200, response.text);
     assert.equal(response.body.page, '1');
     assert.equal(response.body.roles.length, 1);
+  });
+
+  it('when a JSON boolean is sent for a number then it is refused, and numbers still become booleans', async () => {
+    const token = await ctx.api.adminToken();
+    const listed = await ctx.api.request('GET', '/api/v3/roles', { token, body: { per: true } });
+    assert.equal(listed.status, 400, listed.text);
+    assert.equal(listed.body.errors[0].param, 'per');
+    const org = await childOrganisation(ctx.api, token);
+    const kept = await ctx.api.request('PUT', `/api/v3/organisations/${org.organisationKey}`, {
+      token: org.token,
+      body: { organisation: { retention_days: true } },
+    });
+    assert.equal(kept.status, 400, kept.text);
+    assert.equal(kept.body.errors[0].param, 'organisation.retention_days');
+    const read = await ctx.api.request('GET', `/api/v3/organisations/${org.organisationKey}`, { token: org.token });
+    assert.equal(read.body.organisation.retention_days, null);
+    const thing = await createThing(ctx.api, token, { name: unique('flag'), bi_directional: 1 });
+    assert.equal(thing.bi_directional, true, 'a number is still read as a boolean');
   });
 
   it('when search has several keywords then scope all needs every one and scope any one of them', async () => {

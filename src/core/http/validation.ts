@@ -8,7 +8,15 @@ import type { TObject } from '@sinclair/typebox';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { ApiError, type ErrorItem } from '../errors.ts';
 
+/** The keyword `refusingBooleans` adds: a JSON true or false is refused where a number (or null) is declared. */
+const NOT_BOOLEAN = 'notBoolean';
+
 const ajv = new Ajv({ coerceTypes: 'array', useDefaults: true, allErrors: true, strict: false });
+ajv.addKeyword({
+  keyword: NOT_BOOLEAN,
+  validate: (_: unknown, data: unknown) => typeof data !== 'boolean',
+  errors: false,
+});
 
 export type ParamValidator = (input: Record<string, unknown>) => Record<string, unknown>;
 
@@ -16,7 +24,7 @@ type JsonSchema = { type?: unknown; properties?: Record<string, JsonSchema>; ite
 
 /** Compiles a params schema once; the returned function coerces in place and throws ApiError 400. */
 export function compileParams(schema: TObject): ParamValidator {
-  const validate: ValidateFunction = ajv.compile(withNumberBounds(schema) as TObject);
+  const validate: ValidateFunction = ajv.compile(refusingBooleans(withNumberBounds(schema)) as TObject);
   const properties = (schema as JsonSchema).properties ?? {};
   const arrays = Object.keys(properties).filter((k) => properties[k]?.type === 'array');
   const objects = Object.keys(properties).filter((k) => properties[k]?.type === 'object');
@@ -114,6 +122,30 @@ function withNumberBounds(schema: unknown, integersOnly = false): unknown {
 }
 
 /**
+ * The schema with JSON booleans refused where numbers or null are declared. Coercion reads numeric and
+ * boolean text by the declared type (docs/api.md, "Requests"), but it would also read a JSON `true` as
+ * the number 1 and `false` as 0 or null (`"retention_days": true` as one day). Each such schema also
+ * admits booleans as a type, so that none is coerced, and then refuses them: text is still coerced as
+ * before, and numbers still become booleans where a boolean is declared (`bi_directional: 1`).
+ */
+function refusingBooleans(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(refusingBooleans);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const refusing: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (DATA_KEYWORDS.has(key)) refusing[key] = value;
+    else if (SCHEMA_MAPS.has(key)) refusing[key] = mapValues(value, refusingBooleans);
+    else refusing[key] = refusingBooleans(value);
+  }
+  const types = [(schema as JsonSchema).type].flat();
+  if (!types.includes('boolean') && types.some((t) => t === 'integer' || t === 'number' || t === 'null')) {
+    refusing.type = [...types, 'boolean'];
+    refusing[NOT_BOOLEAN] = true;
+  }
+  return refusing;
+}
+
+/**
  * The schema as the API documentation shows it: integers bounded as validation bounds them (the bound
  * of other numbers, finite, is said in docs/api.md, "Bad input", rather than as a huge maximum).
  */
@@ -177,6 +209,8 @@ function toErrorItem(error: ErrorObject): ErrorItem {
       };
     case 'anyOf':
       return { code: 'invalid', param: base, message: 'has a value of the wrong type or outside its allowed set' };
+    case NOT_BOOLEAN:
+      return { code: 'invalid', param: base, message: 'must be a number, not true or false' };
     default:
       return { code: 'invalid', param: base, message: error.message ?? 'is invalid' };
   }
