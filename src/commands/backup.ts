@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Config } from '../core/config.ts';
 import { ConfigError } from '../core/config.ts';
-import { engineOf, sqlitePath } from '../store/dialect.ts';
+import { createPrivateFile, engineOf, sqlitePath } from '../store/dialect.ts';
 
 /**
  * Copies the SQLite store of `config` to `file` (which must not exist yet). The first step of the
@@ -28,6 +28,8 @@ export async function backupStore(config: Config, file: string): Promise<{ pages
   if (!existsSync(source)) throw new ConfigError(`backup: there is no SQLite store at ${source} (DATABASE_URL)`);
   const database = new BetterSqlite3(source, { fileMustExist: true });
   try {
+    // The copy holds the store's sealed secrets: its owner's only, as the store is.
+    createPrivateFile(target);
     database.pragma('busy_timeout = 5000');
     const result = await database.backup(target, { progress: () => 0x7fffffff });
     return { pages: result.totalPages, file: target };

@@ -2,6 +2,7 @@
  * Everything that differs between SQLite and PostgreSQL lives here, so the rest of the code
  * runs one query path on both engines.
  */
+import { closeSync, openSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import {
   CompiledQuery,
@@ -36,8 +37,24 @@ export function sqlitePath(databaseUrl: string): string {
 
 export type SqliteSynchronous = 'FULL' | 'NORMAL';
 
+/**
+ * Makes an empty file readable and writable by its owner only (0600), unless it exists already. A
+ * SQLite store and its backups hold the sealed secrets (keys, tokens' hashes), and SQLite gives its
+ * write-ahead log and journals the mode of their database file (docs/deployment.md, "Backup and
+ * restore"). An existing file keeps its mode.
+ */
+export function createPrivateFile(path: string): void {
+  if (path === ':memory:') return;
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+}
+
 export function createDialect(databaseUrl: string, schema?: string, synchronous: SqliteSynchronous = 'FULL'): Dialect {
   if (engineOf(databaseUrl) === 'sqlite') {
+    createPrivateFile(sqlitePath(databaseUrl));
     const database = new BetterSqlite3(sqlitePath(databaseUrl));
     // A new file gives the pages that deleted rows free back to the file system a few at a time
     // (reclaimFreePages, docs/storage.md). Only a file without tables takes it: an existing one keeps

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -234,6 +234,10 @@ for (const store of STORES) {
         writing = false;
         await writer;
         assert.match(backup.stdout, /^Backed up \d+ pages to .*copy\.db\.$/m);
+        // The store and its copy hold sealed secrets: their owner's only, the store's log too.
+        const mode = (file: string) => (statSync(file).mode & 0o777).toString(8);
+        const storeFile = env.DATABASE_URL?.slice('sqlite:'.length) as string;
+        assert.deepEqual([mode(copy), mode(storeFile), mode(`${storeFile}-wal`)], ['600', '600', '600']);
         const nowhere = await runCli(['backup', join(folder, 'other.db')], {
           ...env,
           DATABASE_URL: `sqlite:${join(folder, 'missing', 'store.db')}`,
