@@ -87,6 +87,23 @@ describeOnStores('event export', (ctx) => {
     assert.equal(repeated.text.split('\r\n')[0], 'timestamp,b,a');
   });
 
+  it('when text that a spreadsheet runs as a formula is exported as csv then it is written as text, numbers as they are', async () => {
+    const key = await thingWithEvents([
+      { timestamp: T0, data: { f: '=HYPERLINK("http://x","y")', n: -5, p: '+1', m: '-2', at: '@SUM(A1)' } },
+      { timestamp: T0 + SECOND, data: { f: '\tcmd', n: 3, p: 'plain', m: 'a-b', at: 'x@y', '=name': 1 } },
+    ]);
+    const csv = await exportOf(key, { format: 'csv' });
+    assert.equal(csv.status, 200, csv.text);
+    assert.equal(
+      csv.text,
+      "timestamp,'=name,at,f,m,n,p\r\n" +
+        `${T0 / 1000},,'@SUM(A1),"'=HYPERLINK(""http://x"",""y"")",'-2,-5,'+1\r\n` +
+        `${T0 / 1000 + 1},1,x@y,'\tcmd,a-b,3,plain\r\n`,
+    );
+    const ndjson = await exportOf(key);
+    assert.equal(JSON.parse(ndjson.text.split('\n')[0] as string).data.f, '=HYPERLINK("http://x","y")');
+  });
+
   it('when more events than a page are exported then each comes exactly once in order, in csv and ndjson', async () => {
     const count = EXPORT_PAGE_EVENTS * 2 + 7;
     // Several events share a timestamp across page boundaries: the order is time, then arrival.
