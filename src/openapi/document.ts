@@ -5,6 +5,7 @@
  * the error body and every resource answered alone (`{"thing": {...}}`) become component schemas that
  * the operations refer to.
  */
+import { RATE_LIMIT_EXEMPT } from '../core/http/route.ts';
 import { exampleObject } from './example-values.ts';
 import { EXAMPLES } from './examples.ts';
 
@@ -137,7 +138,10 @@ export function finishDocument<T extends object>(finished: T): T {
     const secured = Array.isArray(operation.security) && operation.security.length > 0;
     const statuses = ['400', ...(secured ? ['401', '403'] : []), ...(path.includes('{') ? ['404'] : [])];
     for (const status of statuses) responses[status] ??= errorAnswer(ERROR_ANSWERS[status] as string);
-    if (operation.security?.some((s: Json) => 'authToken' in s)) {
+    // Sign-out and an API key's deletion are not counted (docs/api.md, "Rate limits and usage").
+    const exempt = operation[RATE_LIMIT_EXEMPT] === true;
+    delete operation[RATE_LIMIT_EXEMPT];
+    if (!exempt && operation.security?.some((s: Json) => 'authToken' in s)) {
       responses['429'] = {
         ...errorAnswer("the organisation's API rate limit is reached for this minute"),
         headers: { 'Retry-After': { description: 'seconds until the minute ends', schema: { type: 'integer' } } },

@@ -232,13 +232,19 @@ describeOnStores('usage', (ctx) => {
     assert.equal(again.api_requests_today, usage.api_requests_today + 1);
   });
 
-  it('when the API description is read then user operations document the 429 and device ones do not', async () => {
+  it('when the API description is read then user operations document the 429, and device ones and the uncounted ones do not', async () => {
     const document = (await ctx.api.request('GET', '/openapi.json')).body;
     const usage = document.paths['/api/v3/usage'].get;
     assert.equal(usage.responses['429'].headers['Retry-After'].schema.type, 'integer');
     assert.match(document.components.securitySchemes.authToken.description, /RateLimit-Remaining/);
     assert.equal(document.paths['/api/v3/things/event'].post.responses['429'], undefined);
     assert.equal(document.paths['/api_sign_in'].post.responses['429'], undefined);
+    // Not counted against the limit (sign-out, an API key's deletion): never a 429.
+    const signOut = document.paths['/api_sign_out'].delete;
+    assert.deepEqual([signOut.responses['429'], signOut.responses['401'] !== undefined], [undefined, true]);
+    const keyDelete = document.paths['/api/v3/api_keys/{api_key_key}'].delete;
+    assert.deepEqual([keyDelete.responses['429'], keyDelete.responses['403'] !== undefined], [undefined, true]);
+    assert.equal(keyDelete['x-rate-limit-exempt'], undefined, 'the marker is not left in the document');
   });
 
   it('when the caller may not read things then usage is a 403', async () => {

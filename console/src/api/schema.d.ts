@@ -1503,17 +1503,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the organisation's API rate limit is reached for this minute */
-            429: {
-                headers: {
-                    /** @description seconds until the minute ends */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
         };
     };
     putApiV1SensorsByThingKeySetTraits: {
@@ -3005,17 +2994,6 @@ export interface operations {
             /** @description no such resource in the organisations the caller can see */
             404: {
                 headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description the organisation's API rate limit is reached for this minute */
-            429: {
-                headers: {
-                    /** @description seconds until the minute ends */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

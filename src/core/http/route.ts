@@ -119,6 +119,9 @@ export interface RouteServices {
 export type AnyRoute = RouteSpec<TObject>;
 
 /** Declares a route; the handler's `params` are typed by the route's schema. */
+/** The OpenAPI extension that marks an operation not counted against the rate limit (`unlimited`). */
+export const RATE_LIMIT_EXEMPT = 'x-rate-limit-exempt';
+
 export const defineRoute = <S extends TObject>(spec: RouteSpec<S>): AnyRoute => spec as unknown as AnyRoute;
 
 const ANONYMOUS: Principal = {
@@ -318,6 +321,8 @@ function documentationSchema(spec: AnyRoute, pathNames: string[]): Record<string
     ...(spec.access.kind === 'public'
       ? {}
       : { security: spec.access.kind === 'device' ? [{ accessKey: [], signature: [] }] : [{ authToken: [] }] }),
+    // Read by the OpenAPI document (openapi/document.ts): such an operation is never a 429.
+    ...(spec.unlimited ? { [RATE_LIMIT_EXEMPT]: true } : {}),
   };
   if (pathNames.length > 0) schema.params = pick(pathNames);
   if (otherNames.length > 0) {
