@@ -3,6 +3,7 @@
  * and queries read them (through events/service.ts), all through this module.
  */
 import { sql } from 'kysely';
+import { hasExpired } from '../core/retention.ts';
 import { engineOfDb, jsonRowsText, RowsStatement } from '../store/dialect.ts';
 import { QueryCache } from '../store/prepared.ts';
 import type { Executor, Tx } from '../store/store.ts';
@@ -207,22 +208,43 @@ export async function* eventChunks(db: Executor, range: EventRange, size = 20_00
   }
 }
 
-/** The data (JSON text) of a thing's event at a time, or undefined: realtime push reads one told without it. */
+/**
+ * The data (JSON text) of a thing's event at a time, or undefined, also when it has expired at `now`
+ * (docs/storage.md, "Retention"): realtime push reads one told without it.
+ */
 export async function eventDataAt(
   db: Executor,
   organisationKey: string,
   thingKey: string,
   timestamp: number,
+  now: number,
 ): Promise<string | undefined> {
   const row = await db
     .selectFrom('events as e')
     .innerJoin('things as t', 't.thing_id', 'e.thing_id')
+    .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
+    .innerJoin('organisations as o', 'o.organisation_key', 't.organisation_key')
     .select('e.data')
+    .select((eb) => eb.fn.coalesce('tt.retention_days', 'o.retention_days').as('retention_days'))
     .where('t.organisation_key', '=', organisationKey)
     .where('t.thing_key', '=', thingKey)
     .where('e.timestamp', '=', timestamp)
     .executeTakeFirst();
-  return row?.data;
+  return row && !hasExpired(timestamp, row.retention_days, now) ? row.data : undefined;
+}
+
+/** The days of event retention of each of these things (its template's, else its organisation's; null: for ever). */
+export async function eventRetentionOf(db: Executor, thingIds: readonly number[]): Promise<Map<number, number | null>> {
+  if (thingIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('things as t')
+    .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
+    .innerJoin('organisations as o', 'o.organisation_key', 't.organisation_key')
+    .select('t.thing_id')
+    .select((eb) => eb.fn.coalesce('tt.retention_days', 'o.retention_days').as('retention_days'))
+    .where('t.thing_id', 'in', thingIds)
+    .execute();
+  return new Map(rows.map((r) => [Number(r.thing_id), r.retention_days === null ? null : Number(r.retention_days)]));
 }
 
 /* Deletions: retention (events/sweeper.ts) and range deletes (events/lifecycle.ts). */

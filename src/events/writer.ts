@@ -16,6 +16,7 @@ import { RowsStatement } from '../store/dialect.ts';
 import { noteChange, type Store, type Tx } from '../store/store.ts';
 import { recordHeartbeat, recordLastEvents, type ThingTouch } from '../things/service.ts';
 import { insertEvents, type NewEvent } from './repository.ts';
+import { withoutExpired } from './retention.ts';
 import { addToRollups, metricPaths, SlotCounter } from './rollups.ts';
 
 export type { NewEvent };
@@ -235,7 +236,11 @@ export class EventWriter {
           let stale = new Set<IngestBatch>();
           await this.store.transaction(async (tx) => {
             stale = await staleBatches(tx, batches);
-            const current = batches.filter((b) => !stale.has(b));
+            const current = await withoutExpired(
+              tx,
+              batches.filter((b) => !stale.has(b)),
+              Date.now(),
+            );
             await writeBatches(tx, current);
             // Told before the alerts the rules raise on them.
             if (this.store.changes.wanted('Event')) await noteEvents(tx, current);

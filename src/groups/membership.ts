@@ -59,10 +59,20 @@ function candidateBatch(db: Executor, expression: Expression, filter: ThingFilte
 async function templatesOf(db: Executor, organisationKeys: string[]) {
   const rows = await db
     .selectFrom('thing_templates')
-    .select(['thing_template_key', 'name', 'heartbeat_interval'])
+    .select(['thing_template_key', 'name', 'heartbeat_interval', 'retention_days'])
     .where(inOrganisations(organisationKeys))
     .execute();
   return new Map(rows.map((r) => [r.thing_template_key, r]));
+}
+
+/** The organisations' days of event retention, for their things without a template's own. */
+async function retentionOf(db: Executor, organisationKeys: string[]) {
+  const rows = await db
+    .selectFrom('organisations')
+    .select(['organisation_key', 'retention_days'])
+    .where(inOrganisations(organisationKeys))
+    .execute();
+  return new Map(rows.map((r) => [r.organisation_key, r.retention_days]));
 }
 
 async function scanMatches(
@@ -78,6 +88,7 @@ async function scanMatches(
   const now = Date.now();
   const matches = compileMatcher(expression);
   const templates = await templatesOf(db, filter.organisationKeys);
+  const retention = await retentionOf(db, filter.organisationKeys);
   const page: ThingWithTemplate[] = [];
   let total = 0;
   let after: { sort: unknown; key: string } | undefined;
@@ -107,6 +118,7 @@ async function scanMatches(
         thing_id: Number(thing.thing_id),
         thing_template_name: template?.name ?? '',
         heartbeat_interval: template?.heartbeat_interval ?? 60,
+        retention_days: template?.retention_days ?? retention.get(thing.organisation_key) ?? null,
       };
       if (!matches(thingLookup(expressionViewOfThing(row, now)))) continue;
       total += 1;

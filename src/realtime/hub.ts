@@ -328,7 +328,7 @@ export class RealtimeHub {
       this.afterReads(async () => {
         for (const e of events) {
           if (!e.partial) continue;
-          const data = await eventDataAt(this.store.db, organisation, e.thing_key, e.timestamp);
+          const data = await eventDataAt(this.store.db, organisation, e.thing_key, e.timestamp, Date.now());
           if (data === undefined) continue;
           e.data = JSON.parse(data) as Record<string, unknown>;
           e.partial = false;

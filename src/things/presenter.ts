@@ -1,3 +1,4 @@
+import { hasExpired } from '../core/retention.ts';
 import { storedTags } from '../core/tags.ts';
 import { formatOptional, type TimeFormatter } from '../core/time.ts';
 import type { ThingWithTemplate } from './repository.ts';
@@ -14,7 +15,12 @@ export function isAlive(
 /** The Thing object (docs/api.md, "Things"). */
 export function presentThing(row: ThingWithTemplate, time: TimeFormatter, now = Date.now()) {
   const tags = storedTags(row);
-  const lastEvent = row.last_event ? (JSON.parse(row.last_event) as { timestamp: number; data: unknown }) : null;
+  // An expired newest event is not shown, as no query answers it, whether or not the sweeper has
+  // deleted it yet (docs/storage.md, "Retention").
+  const lastEvent =
+    row.last_event && !hasExpired(Number(row.last_event_timestamp), row.retention_days, now)
+      ? (JSON.parse(row.last_event) as { timestamp: number; data: unknown })
+      : null;
   return {
     bi_directional: row.bi_directional === 1,
     coordinates: row.coordinates ? (JSON.parse(row.coordinates) as (number | string)[]) : null,

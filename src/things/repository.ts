@@ -18,6 +18,8 @@ export type ThingWithTemplate = ThingColumns & {
   event_count: number;
   thing_template_name: string;
   heartbeat_interval: number;
+  /** Days its events are kept: its template's retention_days, else its organisation's; null: for ever. */
+  retention_days: number | null;
 };
 
 export const THING_PAGING: PagingColumns = {
@@ -26,13 +28,15 @@ export const THING_PAGING: PagingColumns = {
   search: ['t.thing_key', 't.name', 't.description', 't.tags'],
 };
 
-/** Things joined with their template; repositories narrow it further. */
+/** Things joined with their template (and its retention, or their organisation's); repositories narrow it further. */
 export function selectThings(db: Executor) {
   return db
     .selectFrom('things as t')
     .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
+    .innerJoin('organisations as o', 'o.organisation_key', 't.organisation_key')
     .selectAll('t')
-    .select(['tt.name as thing_template_name', 'tt.heartbeat_interval']);
+    .select(['tt.name as thing_template_name', 'tt.heartbeat_interval'])
+    .select((eb) => eb.fn.coalesce('tt.retention_days', 'o.retention_days').as('retention_days'));
 }
 
 export interface ThingFilter {

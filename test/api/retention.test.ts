@@ -5,11 +5,13 @@ import { join } from 'node:path';
 import { it } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
+import { eventDataAt } from '../../src/events/service.ts';
 import { RetentionSweeper } from '../../src/events/sweeper.ts';
 import { EventWriter } from '../../src/events/writer.ts';
 import { reclaimFreePages } from '../../src/store/dialect.ts';
 import { openStore } from '../../src/store/store.ts';
 import { childOrganisation, createThing, storedEventCount, userWithAbilities } from '../support/fixtures.ts';
+import { SocketClient } from '../support/realtime.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 it('when a SQLite file made before incremental auto-vacuum is opened then it keeps its mode and frees pages for reuse only', async () => {
@@ -84,6 +86,16 @@ describeOnStores(
       });
       assert.equal(response.status, 200, response.text);
       return response.body[org.thingKey] as { total_event_count: number; event_data: { data: { n: number } }[] };
+    };
+
+    /** The thing's last_event as GET /things/:thing_key and the things list show it. */
+    const lastEvents = async (org: { token: string; thingKey: string }) => {
+      const one = await ctx.api.request('GET', `/api/v3/things/${org.thingKey}`, { token: org.token });
+      assert.equal(one.status, 200, one.text);
+      const list = await ctx.api.request('GET', '/api/v3/things', { token: org.token });
+      assert.equal(list.status, 200, list.text);
+      const listed = list.body.things.find((t: any) => t.thing_key === org.thingKey);
+      return [one.body.thing.last_event, listed.last_event];
     };
 
     const aggregated = async (org: { token: string; thingKey: string }, body: object) => {
@@ -364,15 +376,7 @@ describeOnStores(
         { timestamp: daysAgo(20), data: { n: 1 } },
         { timestamp: daysAgo(10), data: { n: 2 } },
       ]);
-      const lastEvents = async () => {
-        const one = await ctx.api.request('GET', `/api/v3/things/${org.thingKey}`, { token: org.token });
-        assert.equal(one.status, 200, one.text);
-        const list = await ctx.api.request('GET', '/api/v3/things', { token: org.token });
-        assert.equal(list.status, 200, list.text);
-        const listed = list.body.things.find((t: any) => t.thing_key === org.thingKey);
-        return [one.body.thing.last_event, listed.last_event];
-      };
-      const [before] = await lastEvents();
+      const [before] = await lastEvents(org);
       assert.equal(before.timestamp, daysAgo(10) / 1000);
       assert.deepEqual(before.data, { n: 2 });
       await setRetention(org, { retention_days: 7 });
@@ -380,7 +384,81 @@ describeOnStores(
       const swept = await new RetentionSweeper(ctx.api.server.store, { step: 1, budgetMs: 0 }).sweep();
       assert.equal(swept.events, 2);
       assert.equal(await storedEventCount(ctx.api, org.thingKey), 0);
-      assert.deepEqual(await lastEvents(), [null, null]);
+      assert.deepEqual(await lastEvents(org), [null, null]);
+      const row = await ctx.api.server.store.db
+        .selectFrom('things')
+        .select(['last_event', 'last_event_timestamp'])
+        .where('thing_key', '=', org.thingKey)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(row, { last_event: null, last_event_timestamp: null }, 'none left, none kept');
+    });
+
+    it('when the newest event of a thing expires then the thing, the things list and realtime show no last event before any sweep', async () => {
+      const org = await organisationWithEvents([{ timestamp: daysAgo(10), data: { n: 2 } }]);
+      const [one, listed] = await lastEvents(org);
+      assert.deepEqual([one.data, listed.data], [{ n: 2 }, { n: 2 }]);
+      await setRetention(org, { retention_days: 7 });
+      assert.deepEqual(await lastEvents(org), [null, null]);
+      const client = await SocketClient.open(ctx.api.url, org.token);
+      try {
+        await client.subscribe('t', 'things', { thing_keys: [org.thingKey] });
+        const updated = await ctx.api.request('PUT', `/api/v3/things/${org.thingKey}`, {
+          token: org.token,
+          body: { thing: { description: 'moved' } },
+        });
+        assert.equal(updated.status, 200, updated.text);
+        const told = await client.next((m) => m.type === 'thing' && m.change === 'updated');
+        assert.equal(told.last_event, null);
+      } finally {
+        client.close();
+      }
+      assert.equal(await storedEventCount(ctx.api, org.thingKey), 1, 'not swept: cut where it is shown');
+    });
+
+    it('when realtime push reads back an event told without its data then an expired one is not read', async () => {
+      const org = await organisationWithEvents([{ timestamp: daysAgo(10), data: { n: 7 } }]);
+      const read = () =>
+        eventDataAt(ctx.api.server.store.db, org.organisationKey, org.thingKey, daysAgo(10), Date.now());
+      assert.deepEqual(JSON.parse((await read()) as string), { n: 7 });
+      await setRetention(org, { retention_days: 7 });
+      assert.equal(await read(), undefined);
+    });
+
+    it('when an event arrives already expired then it is acknowledged and nothing of it is kept, shown, pushed or counted', async () => {
+      const org = await organisationWithEvents([]);
+      await setRetention(org, { retention_days: 7 });
+      const client = await SocketClient.open(ctx.api.url, org.token);
+      try {
+        await client.subscribe('e', 'events', { thing_keys: [org.thingKey] });
+        const posted = await ctx.api.request('POST', `/api/v3/things/${org.thingKey}/events`, {
+          token: org.token,
+          body: {
+            events: [
+              { timestamp: daysAgo(10), data: { n: 5, m: 1 } },
+              { timestamp: daysAgo(1), data: { n: 6, m: 1 } },
+            ],
+          },
+        });
+        assert.equal(posted.status, 200, posted.text);
+        const pushed = await client.next((m) => m.type === 'event');
+        assert.deepEqual(pushed.data, { n: 6, m: 1 }, 'the expired one is not pushed');
+      } finally {
+        client.close();
+      }
+      assert.equal(await storedEventCount(ctx.api, org.thingKey), 1);
+      const kept = await thingData(org);
+      assert.equal(kept.total_event_count, 1);
+      const thing = await ctx.api.request('GET', `/api/v3/things/${org.thingKey}`, { token: org.token });
+      assert.deepEqual(thing.body.thing.last_event.data, { n: 6, m: 1 });
+      // Rollups are kept for ever here: the expired event's slot would be answered from them.
+      const hour = { from: utc(daysAgo(10)), to: utc(daysAgo(10) + HOUR - 1000), time_grouping: 'hour' };
+      assert.equal((await aggregated(org, hour)).summary_result.n.count, 0);
+      const usage = await ctx.api.server.store.db
+        .selectFrom('event_days')
+        .select((eb) => eb.fn.sum<number>('events').as('events'))
+        .where('organisation_key', '=', org.organisationKey)
+        .executeTakeFirst();
+      assert.equal(Number(usage?.events), 1, 'usage counts the stored event only');
     });
 
     it('when turns are asked of the event writer while events wait then each runs between two of its transactions', async () => {
