@@ -259,11 +259,13 @@ for (const store of STORES) {
       const secretFigure = page.getByRole('figure', { name: 'Secret key', exact: true });
       const secret = ((await secretFigure.locator('pre').textContent()) ?? '').trim();
       assert.match(secret, /^[0-9a-z]{40}$/);
-      const mqtt =
-        (await page
-          .getByRole('figure', { name: /^Device settings for MQTT/ })
-          .locator('pre')
-          .textContent()) ?? '';
+      // The MQTT password (an HMAC) is computed in the page after the secret is shown.
+      const mqttSettings = page
+        .getByRole('figure', { name: /^Device settings for MQTT/ })
+        .locator('pre')
+        .filter({ hasText: /password = [0-9a-f]{64}/ });
+      await mqttSettings.waitFor();
+      const mqtt = (await mqttSettings.textContent()) ?? '';
       const pairs = await api.request('GET', '/api/v3/key_pairs', {
         token: await api.adminToken(),
         query: { search: 'Line 3' },
