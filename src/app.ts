@@ -28,10 +28,11 @@ import { DeviceAuthenticator } from './devices/authentication.ts';
 import { deviceRoutes } from './devices/routes.ts';
 import { DeviceService } from './devices/service.ts';
 import { EventAdmission } from './events/admission.ts';
+import { EventCompactor } from './events/compactor.ts';
 import { EventIngest } from './events/ingest.ts';
 import { eventRoutes } from './events/routes.ts';
 import { RetentionSweeper } from './events/sweeper.ts';
-import { EventWriter } from './events/writer.ts';
+import { EventWriter, type IngestBatch } from './events/writer.ts';
 import { expressionRoutes } from './expressions/routes.ts';
 import { gatewayRoutes } from './gateways/routes.ts';
 import { groupRoutes } from './groups/routes.ts';
@@ -82,6 +83,8 @@ export interface Server {
   mqttBroker: EmbeddedBroker | undefined;
   /** Deletes expired events and rollups (docs/storage.md), every RETENTION_SWEEP_INTERVAL. */
   sweeper: RetentionSweeper;
+  /** Compacts older events into blocks (docs/storage.md), every EVENT_COMPACTION_INTERVAL. */
+  compactor: EventCompactor;
   /**
    * Opens the HTTP port (PORT and HOST unless given) and then, the server being ready to serve, makes
    * the first organisation and admin on a store with no users: a start that fails earlier (a port
@@ -159,11 +162,21 @@ export async function createServer(config: Config): Promise<Server> {
       realtimeSubscribers: () => hub.subscriptionCount,
     });
     const rules = new RuleEngine({ onQueued: () => worker?.wake(), onFired: (count) => metrics.rulesFired(count) });
+    const compactor = new EventCompactor(store, { ageMs: config.eventCompactionAgeMs });
     const writer = new EventWriter(store, {
       process: async (tx, batches) => {
         await rules.evaluate(tx, batches);
         await countStoredEvents(tx, batches);
       },
+      // An age of 0 compacts each transaction's events as soon as it commits.
+      ...(config.eventCompactionAgeMs === 0
+        ? {
+            committed: async (batches: readonly IngestBatch[]) => {
+              await compactor.compactThings(new Set(batches.flatMap((b) => b.events.map((e) => e.thingId))));
+            },
+            onCommittedError: (error: unknown) => app.log.warn({ err: error }, 'event compaction failed'),
+          }
+        : {}),
       maxPendingRows: config.eventMaxPending,
     });
     const authenticator = new DeviceAuthenticator(store.db, box, store.changes);
@@ -219,6 +232,9 @@ export async function createServer(config: Config): Promise<Server> {
     if (config.retentionSweepMs > 0) {
       sweeper.start(config.retentionSweepMs, (error) => app.log.warn({ err: error }, 'retention sweep failed'));
     }
+    if (config.eventCompactionMs > 0) {
+      compactor.start(config.eventCompactionMs, (error) => app.log.warn({ err: error }, 'event compaction failed'));
+    }
     const silences = new SilenceWatcher(store, {
       intervalMs: config.noDataCheckMs,
       onQueued: () => deliveries.wake(),
@@ -235,6 +251,7 @@ export async function createServer(config: Config): Promise<Server> {
       mqttsPort: embedded?.securePort,
       mqttBroker: embedded,
       sweeper,
+      compactor,
       listen: async (at = { port: config.port, host: config.host }) => {
         const address = await app.listen(at).catch((error) => {
           throw explainListenError(error, at);
@@ -263,6 +280,7 @@ export async function createServer(config: Config): Promise<Server> {
         await limiter.close();
         await writer.drain();
         await sweeper.stop();
+        await compactor.stop();
         await silences.stop();
         await deliveries.stop();
         await senders.close();

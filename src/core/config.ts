@@ -62,6 +62,10 @@ export interface Config {
   deliveryTimeoutMs: number;
   /** How often expired events and rollups are deleted (ms); 0: never (docs/storage.md). */
   retentionSweepMs: number;
+  /** Events older than this (ms, by event time) are compacted into blocks; 0: at once (docs/storage.md). */
+  eventCompactionAgeMs: number;
+  /** How often the compactor runs (ms); 0: never. */
+  eventCompactionMs: number;
   /** Delay before the first retry (ms); it doubles with each further attempt, up to an hour. */
   deliveryRetryBaseMs: number;
   /** Attempts before a delivery is given up as failed. */
@@ -204,6 +208,8 @@ export function loadConfig(env: Env = process.env): Config {
     passwordHashCost: env.THINGBASE_PASSWORD_HASH_COST ? Number(env.THINGBASE_PASSWORD_HASH_COST) : 16384,
     deliveryTimeoutMs: parseDuration('DELIVERY_TIMEOUT', env.DELIVERY_TIMEOUT || '10s') * 1000,
     retentionSweepMs: parseDuration('RETENTION_SWEEP_INTERVAL', env.RETENTION_SWEEP_INTERVAL || '10m') * 1000,
+    eventCompactionAgeMs: parseDuration('EVENT_COMPACTION_AGE', env.EVENT_COMPACTION_AGE || '24h') * 1000,
+    eventCompactionMs: parseDuration('EVENT_COMPACTION_INTERVAL', env.EVENT_COMPACTION_INTERVAL || '10m') * 1000,
     deliveryRetryBaseMs: parsePositive('DELIVERY_RETRY_BASE_MS', env.DELIVERY_RETRY_BASE_MS, 5000),
     deliveryMaxAttempts: parsePositive('DELIVERY_MAX_ATTEMPTS', env.DELIVERY_MAX_ATTEMPTS, 10),
     noDataCheckMs: parsePositive('NO_DATA_CHECK_MS', env.NO_DATA_CHECK_MS, 1000),

@@ -70,6 +70,13 @@ export interface EventWriterOptions {
   /** Runs in each transaction once its batches are written (rule evaluation). */
   process?: TransactionWork;
   /**
+   * Runs after each transaction commits, before its requests are answered (compaction of every
+   * event at once, EVENT_COMPACTION_AGE=0); what it throws is told to `onCommittedError`, the events
+   * being stored.
+   */
+  committed?: (batches: readonly IngestBatch[]) => Promise<void>;
+  onCommittedError?: (error: unknown) => void;
+  /**
    * Transactions under way at once. On PostgreSQL one inserts its events while another commits. They
    * lock the rows they share in one order, as transactions of several instances do: rollup slots, then
    * things, then rule states. So a transaction with events of a thing another one also has waits at
@@ -98,6 +105,8 @@ export class EventWriter {
   private readonly delayMs: number;
   private readonly maxPendingRows: number;
   private readonly process: TransactionWork | undefined;
+  private readonly committed: EventWriterOptions['committed'];
+  private readonly onCommittedError: (error: unknown) => void;
   private readonly concurrency: number;
   private behindNow = false;
   private readonly behindListeners = new Set<(behind: boolean) => void>();
@@ -112,6 +121,8 @@ export class EventWriter {
     this.delayMs = options.delayMs ?? 2;
     this.maxPendingRows = options.maxPendingRows ?? 100_000;
     this.process = options.process;
+    this.committed = options.committed;
+    this.onCommittedError = options.onCommittedError ?? (() => undefined);
     this.concurrency = options.concurrency ?? (store.engine === 'postgres' ? 2 : 1);
   }
 
@@ -246,6 +257,9 @@ export class EventWriter {
             if (this.store.changes.wanted('Event')) await noteEvents(tx, current);
             if (this.process) await this.process(tx, current);
           });
+          if (this.committed) {
+            await this.committed(batches.filter((b) => !stale.has(b))).catch(this.onCommittedError);
+          }
           for (const q of taken) {
             if (stale.has(q.batch)) q.reject(new StaleSubjectError('a thing or its template changed; check again'));
             else q.resolve();

@@ -201,6 +201,22 @@ export interface EventRow {
   waypoint: string | null;
 }
 
+/** A block of a thing's older events, compacted (events/block-codec.ts, docs/storage.md). */
+export interface EventBlockRow {
+  block_id: Generated<number>;
+  thing_id: number;
+  /** The smallest and largest event time (device time) of its events, epoch ms. */
+  min_timestamp: number;
+  max_timestamp: number;
+  /** The smallest and largest receipt time of its events, epoch ms. */
+  min_created_at: number;
+  max_created_at: number;
+  /** How many events it holds. */
+  event_count: number;
+  /** Its events, encoded (events/block-codec.ts). */
+  body: Uint8Array;
+}
+
 /** A thing's events of one 15-minute slot, counted per metric (events/rollups.ts). */
 export interface EventRollupRow {
   thing_id: number;
@@ -395,6 +411,7 @@ export interface Database {
   key_pairs: KeyPairRow;
   api_keys: ApiKeyRow;
   events: EventRow;
+  event_blocks: EventBlockRow;
   event_rollups: EventRollupRow;
   server_secrets: ServerSecretRow;
   change_revisions: ChangeRevisionRow;

@@ -153,7 +153,7 @@ export async function updateThing(db: Executor, thingKey: string, changes: Parti
  * a member of a static group.
  */
 export async function deleteThing(db: Executor, thingKey: string): Promise<boolean> {
-  for (const table of ['events', 'event_rollups'] as const) {
+  for (const table of ['events', 'event_blocks', 'event_rollups'] as const) {
     await db
       .deleteFrom(table)
       .where('thing_id', 'in', (eb) => eb.selectFrom('things').select('thing_id').where('thing_key', '=', thingKey))

@@ -49,6 +49,8 @@ export async function startServer(store: StoreCase, options: StartOptions = {}):
       THINGBASE_CHECK_ANSWERS: 'true',
       // Suites make thousands of requests a minute; the rate limit's own tests set their limit.
       API_RATE_LIMIT: '1000000',
+      // Suites run again with every event compacted as soon as it is stored (test/api/*-compacted.test.ts).
+      ...(process.env.THINGBASE_TEST_COMPACT_EVENTS === 'true' ? { EVENT_COMPACTION_AGE: '0' } : {}),
       DATABASE_URL: storeSettings.databaseUrl,
       ...(storeSettings.databaseSchema ? { DATABASE_SCHEMA: storeSettings.databaseSchema } : {}),
       ...(typeof options.env === 'function' ? await options.env() : options.env),

@@ -14,6 +14,7 @@ import * as apiKeys from './009-api-keys.ts';
 import * as alertLifecycle from './010-alert-lifecycle.ts';
 import * as retention from './011-retention.ts';
 import * as usage from './012-usage.ts';
+import * as eventBlocks from './013-event-blocks.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -28,4 +29,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '010-alert-lifecycle': alertLifecycle,
   '011-retention': retention,
   '012-usage': usage,
+  '013-event-blocks': eventBlocks,
 };

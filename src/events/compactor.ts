@@ -1,0 +1,107 @@
+/**
+ * The compactor (docs/storage.md, "The compact event store"): turns each thing's events older than
+ * EVENT_COMPACTION_AGE from rows into blocks (events/blocks.ts), an hour of event time at most per
+ * block, so they take a few bytes each instead of about a hundred.
+ *
+ * Like the retention sweeper it runs in the background, one block per transaction, giving way between
+ * them: the block is encoded before its transaction, which only deletes the rows and writes the block,
+ * so on SQLite's one connection ingestion waits for that at most. A transaction deletes exactly the
+ * rows it read or nothing (CompactionConflict rolls it back), so a compaction killed part way, or
+ * instances compacting the same PostgreSQL store at once, leave each event a row or in one block.
+ */
+import type { Store } from '../store/store.ts';
+import { CompactionConflict, compactedBlock, oldestRows, replaceRowsByBlock } from './repository.ts';
+
+const HOUR_MS = 3_600_000;
+
+export interface CompactorOptions {
+  /** Events older than this (ms, by event time) are compacted; 0: every event once stored. */
+  ageMs: number;
+  /** The clock (ms). */
+  now?: () => number;
+}
+
+/** Lets other work (the event writer's transactions, requests) run before the next step. */
+const giveWay = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+export class EventCompactor {
+  private readonly ageMs: number;
+  private readonly now: () => number;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<number> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly store: Store,
+    options: CompactorOptions,
+  ) {
+    this.ageMs = options.ageMs;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Compacts every `intervalMs`, the first time one interval after the start; a failed pass is told to `onError`. */
+  start(intervalMs: number, onError: (error: unknown) => void): void {
+    const run = () => {
+      this.timer = undefined;
+      void this.compact()
+        .catch(onError)
+        .finally(() => {
+          if (!this.stopped) this.timer = setTimeout(run, intervalMs).unref();
+        });
+    };
+    this.timer = setTimeout(run, intervalMs).unref();
+  }
+
+  /** Stops compacting; waits for the block under way, and leaves the rest undone. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+
+  /** One pass over every thing (one at a time: a pass asked during another joins it); answers the events compacted. */
+  compact(): Promise<number> {
+    this.running ??= this.compactAll().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  /**
+   * Blocks end at whole hours of event time before the age, so an hour becomes one block, not one per
+   * pass; with an age of 0 every event is compacted at once (for tests: docs/configuration.md).
+   */
+  private cut(): number {
+    if (this.ageMs === 0) return Number.MAX_SAFE_INTEGER;
+    return Math.floor((this.now() - this.ageMs) / HOUR_MS) * HOUR_MS;
+  }
+
+  private async compactAll(): Promise<number> {
+    const things = await this.store.db.selectFrom('things').select('thing_id').orderBy('thing_id').execute();
+    return this.compactThings(things.map((t) => Number(t.thing_id)));
+  }
+
+  /** Compacts these things' events that are old enough; answers how many. */
+  async compactThings(thingIds: Iterable<number>): Promise<number> {
+    let compacted = 0;
+    const before = this.cut();
+    for (const thingId of thingIds) {
+      for (;;) {
+        if (this.stopped) return compacted;
+        const events = await oldestRows(this.store.db, thingId, before);
+        if (events.length === 0) break;
+        const block = compactedBlock(thingId, events);
+        try {
+          await this.store.transaction((tx) => replaceRowsByBlock(tx, events, block));
+        } catch (error) {
+          // Someone else took these rows: this thing is left for the next pass.
+          if (error instanceof CompactionConflict) break;
+          throw error;
+        }
+        compacted += events.length;
+        await giveWay();
+      }
+    }
+    return compacted;
+  }
+}
