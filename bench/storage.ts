@@ -1,19 +1,26 @@
 /**
- * `npm run bench -- storage [--store sqlite|postgres] [--things 50] [--seconds 4000]`
+ * `npm run bench -- storage [--store sqlite|postgres] [--things 50] [--seconds 4000] [--compare 3000]`
  * Bytes on disk per stored event, next to the size of the events' JSON text and of their raw row,
  * measured in the same run on the same events: `things` things reporting 3 numeric metrics every
  * second for `seconds` seconds, written through the server's own event writer (rows, index and
  * 15-minute rollups as ingestion writes them) into a store opened and migrated as the server opens it.
+ * Then ingestion for `compare` ms alone (the baseline), and for as long again and until the compactor
+ * (src/events/compactor.ts) has compacted the events written before, as a server's background pass
+ * does; and the bytes per event once every event is compacted into blocks (docs/storage.md, "The
+ * compact event store").
  * Also exports the helpers the `retention` benchmark fills its store with.
  */
 import { sql } from 'kysely';
+import { EventCompactor } from '../src/events/compactor.ts';
 import { EventWriter, type IngestBatch, type SubjectThing } from '../src/events/writer.ts';
 import { provisionOrganisation } from '../src/organisations/service.ts';
+import { reclaimFreePages } from '../src/store/dialect.ts';
 import { openStore, type Store } from '../src/store/store.ts';
 import { type BenchStore, benchStore, describeMachine, option, table } from './support.ts';
 
 /** 2026-01-01 00:00 UTC. */
 export const START = Date.UTC(2026, 0, 1);
+const HOUR = 3_600_000;
 
 /** Three numeric readings, varying as a machine's do. */
 export const readings = (i: number) => ({
@@ -98,9 +105,13 @@ export async function fill(filled: FilledStore, seconds: number, from = 0): Prom
   await Promise.all(writes);
 }
 
-/** Bytes on disk of the events table, its indexes, and the rollups. */
-async function sizes(store: Store): Promise<{ rows: number; index: number; rollups: number; file: number }> {
+/** Bytes on disk of the events table, its indexes, the event blocks (with theirs), and the rollups. */
+async function sizes(
+  store: Store,
+): Promise<{ rows: number; index: number; blocks: number; rollups: number; file: number }> {
   if (store.engine === 'sqlite') {
+    // Free pages (of rows compacted) back to the file system first, as the sweeper does.
+    while ((await reclaimFreePages(store.db, 4096)) > 0);
     await sql`pragma wal_checkpoint(truncate)`.execute(store.db);
     const of = async (names: string[]) =>
       Number(
@@ -118,16 +129,19 @@ async function sizes(store: Store): Promise<{ rows: number; index: number; rollu
     return {
       rows: await of(['events']),
       index: await of(['events_thing_timestamp']),
+      blocks: await of(['event_blocks', 'event_blocks_thing_min', 'event_blocks_thing_max']),
       rollups: await of(['event_rollups', 'sqlite_autoindex_event_rollups_1']),
       file: Number(pages?.n),
     };
   }
   await sql`vacuum analyze events`.execute(store.db);
+  await sql`vacuum analyze event_blocks`.execute(store.db);
   const size = async (text: string) =>
     Number((await sql<{ n: string }>`select ${sql.raw(text)} as n`.execute(store.db)).rows[0]?.n);
   return {
     rows: await size(`pg_table_size('events')`),
     index: await size(`pg_indexes_size('events')`),
+    blocks: await size(`pg_total_relation_size('event_blocks')`),
     rollups: await size(`pg_total_relation_size('event_rollups')`),
     file: await size(
       "(select sum(pg_total_relation_size(c.oid)) from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = current_schema() and c.relkind = 'r')",
@@ -135,10 +149,28 @@ async function sizes(store: Store): Promise<{ rows: number; index: number; rollu
   };
 }
 
+/**
+ * Writes events from second `from` on, eight transactions of about 1,000 events under way at a time
+ * (as `fill` does), for at least `ms` and until `until()` says so; answers the seconds written and the
+ * events written per second.
+ */
+async function ingestFor(filled: FilledStore, from: number, ms: number, until: () => boolean = () => true) {
+  const step = Math.max(1, Math.floor(1000 / filled.things.size)) * 8;
+  const started = performance.now();
+  let second = from;
+  while (performance.now() - started < ms || !until()) {
+    await fill(filled, step, second);
+    second += step;
+  }
+  const elapsed = (performance.now() - started) / 1000;
+  return { seconds: second - from, rate: ((second - from) * filled.things.size) / elapsed };
+}
+
 export async function run(args: string[]): Promise<void> {
   const engine = option(args, 'store', 'sqlite');
   const thingCount = Number(option(args, 'things', '50'));
   const seconds = Number(option(args, 'seconds', '4000'));
+  const compare = Number(option(args, 'compare', '3000'));
   const bench = benchStore(engine);
   console.log(`storage: ${engine}, ${thingCount} things x ${seconds} one-second events, 3 numeric metrics`);
   console.log(describeMachine());
@@ -150,17 +182,21 @@ export async function run(args: string[]): Promise<void> {
     const wrote = (performance.now() - started) / 1000;
     // The same events as text: each event's JSON (as the export writes it) and its raw row (four
     // 8-byte integers: id, thing, event time, receipt time; and the data's JSON text).
-    let json = 0;
-    let raw = 0;
-    for (let s = 0; s < seconds; s++) {
-      for (const thingId of filled.things.keys()) {
-        const data = JSON.stringify(readings(s + thingId));
-        json += `{"timestamp":${START + s * 1000},"data":${data}}`.length;
-        raw += 32 + data.length;
+    const text = (from: number, to: number) => {
+      let json = 0;
+      let raw = 0;
+      for (let s = from; s < to; s++) {
+        for (const thingId of filled.things.keys()) {
+          const data = JSON.stringify(readings(s + thingId));
+          json += `{"timestamp":${START + s * 1000},"data":${data}}`.length;
+          raw += 32 + data.length;
+        }
       }
-    }
+      return { json, raw };
+    };
+    const { json, raw } = text(0, seconds);
     const size = await sizes(filled.store);
-    const perEvent = (bytes: number) => (bytes / written).toFixed(1);
+    const perEvent = (bytes: number, events = written) => (bytes / events).toFixed(1);
     const onDisk = size.rows + size.index + size.rollups;
     console.log(`wrote ${written} events in ${wrote.toFixed(1)} s (${Math.round(written / wrote)}/s)`);
     console.log(
@@ -182,6 +218,76 @@ export async function run(args: string[]): Promise<void> {
           perEvent(size.file),
           (size.file / json).toFixed(2),
           (size.file / raw).toFixed(2),
+        ],
+      ]),
+    );
+
+    // Ingestion alone, then while the compactor compacts the events of the first fill in the background,
+    // as a server's first pass after an upgrade does, until it has compacted them.
+    const alone = await ingestFor(filled, seconds, compare);
+    // Its cut: the events of the first fill's whole hours.
+    const compactor = new EventCompactor(filled.store, { ageMs: HOUR, now: () => START + seconds * 1000 + HOUR });
+    const compactStarted = performance.now();
+    let compacting = true;
+    const background = compactor.compact().finally(() => {
+      compacting = false;
+    });
+    const beside = await ingestFor(filled, seconds + alone.seconds, compare, () => !compacting);
+    const compacted = await background;
+    const compactTime = (performance.now() - compactStarted) / 1000;
+    const from = seconds + alone.seconds + beside.seconds;
+    console.log(
+      `compacted ${compacted} events in ${compactTime.toFixed(1)} s (${Math.round(compacted / compactTime)}/s) in the background`,
+    );
+    console.log(
+      table([
+        ['ingestion', 'events/s', 'x alone'],
+        ['alone (baseline)', String(Math.round(alone.rate)), '1.00'],
+        ['while compacting', String(Math.round(beside.rate)), (beside.rate / alone.rate).toFixed(2)],
+      ]),
+    );
+
+    // Every event into blocks, then the bytes on disk again.
+    const total = from * thingCount;
+    const all = text(0, from);
+    await new EventCompactor(filled.store, { ageMs: 0 }).compact();
+    const after = await sizes(filled.store);
+    const stored = after.rows + after.index + after.blocks + after.rollups;
+    console.log(`${total} events stored, all compacted`);
+    console.log(
+      table([
+        ['bytes per event, compacted', 'value', 'x JSON', 'x raw row'],
+        ['events JSON (baseline)', perEvent(all.json, total), '1.00', (all.json / all.raw).toFixed(2)],
+        ['raw row (baseline)', perEvent(all.raw, total), (all.raw / all.json).toFixed(2), '1.00'],
+        [
+          'event blocks (with their indexes)',
+          perEvent(after.blocks, total),
+          (after.blocks / all.json).toFixed(3),
+          (after.blocks / all.raw).toFixed(3),
+        ],
+        [
+          'rows and index left',
+          perEvent(after.rows + after.index, total),
+          ((after.rows + after.index) / all.json).toFixed(3),
+          ((after.rows + after.index) / all.raw).toFixed(3),
+        ],
+        [
+          '15-minute rollups',
+          perEvent(after.rollups, total),
+          (after.rollups / all.json).toFixed(3),
+          (after.rollups / all.raw).toFixed(3),
+        ],
+        [
+          'on disk: blocks + rows + index + rollups',
+          perEvent(stored, total),
+          (stored / all.json).toFixed(3),
+          (stored / all.raw).toFixed(3),
+        ],
+        [
+          engine === 'sqlite' ? 'whole file' : 'whole database',
+          perEvent(after.file, total),
+          (after.file / all.json).toFixed(3),
+          (after.file / all.raw).toFixed(3),
         ],
       ]),
     );

@@ -173,7 +173,8 @@ export async function rewriteBlock(
   db: Executor,
   thingId: number,
   block: BlockInfo,
-  keep: (event: BlockEvent) => boolean,
+  /** Given each event and its place in the block (in (time, id) order). */
+  keep: (event: BlockEvent, index: number) => boolean,
 ): Promise<number> {
   const read = block.body ? block : await readBlock(db, block.blockId);
   if (!read || !(await deleteBlock(db, block.blockId))) return 0;

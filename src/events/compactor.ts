@@ -17,15 +17,24 @@ const HOUR_MS = 3_600_000;
 export interface CompactorOptions {
   /** Events older than this (ms, by event time) are compacted; 0: every event once stored. */
   ageMs: number;
+  /**
+   * The share of the time a background pass works: after each block it rests so that its work is at
+   * most this share of the pass (the process's one thread also serves ingestion and requests).
+   */
+  share?: number;
   /** The clock (ms). */
   now?: () => number;
 }
+
+/** A background pass works a tenth of the time at most: ingestion keeps nine tenths of its rate. */
+const DEFAULT_SHARE = 0.1;
 
 /** Lets other work (the event writer's transactions, requests) run before the next step. */
 const giveWay = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class EventCompactor {
   private readonly ageMs: number;
+  private readonly share: number;
   private readonly now: () => number;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
@@ -36,6 +45,7 @@ export class EventCompactor {
     options: CompactorOptions,
   ) {
     this.ageMs = options.ageMs;
+    this.share = options.share ?? DEFAULT_SHARE;
     this.now = options.now ?? Date.now;
   }
 
@@ -78,16 +88,20 @@ export class EventCompactor {
 
   private async compactAll(): Promise<number> {
     const things = await this.store.db.selectFrom('things').select('thing_id').orderBy('thing_id').execute();
-    return this.compactThings(things.map((t) => Number(t.thing_id)));
+    return this.compactThings(
+      things.map((t) => Number(t.thing_id)),
+      true,
+    );
   }
 
-  /** Compacts these things' events that are old enough; answers how many. */
-  async compactThings(thingIds: Iterable<number>): Promise<number> {
+  /** Compacts these things' events that are old enough; answers how many. Paced: resting between blocks. */
+  async compactThings(thingIds: Iterable<number>, paced = false): Promise<number> {
     let compacted = 0;
     const before = this.cut();
     for (const thingId of thingIds) {
       for (;;) {
         if (this.stopped) return compacted;
+        const started = performance.now();
         const events = await oldestRows(this.store.db, thingId, before);
         if (events.length === 0) break;
         const block = compactedBlock(thingId, events);
@@ -99,7 +113,12 @@ export class EventCompactor {
           throw error;
         }
         compacted += events.length;
-        await giveWay();
+        if (paced && this.share < 1) {
+          const worked = performance.now() - started;
+          await new Promise((resolve) => setTimeout(resolve, (worked * (1 - this.share)) / this.share));
+        } else {
+          await giveWay();
+        }
       }
     }
     return compacted;

@@ -148,7 +148,7 @@ export async function countEvents(db: Executor, range: EventRange): Promise<numb
   );
   const count = Number((row as { count?: unknown } | undefined)?.count ?? 0);
   // Blocks written since (a compaction) hold events the count may have missed as rows.
-  return (await anyBlock(db, range)) ? countMerged(db, range) : count;
+  return (await anyBlock(db, countedBlocks(range))) ? countMerged(db, range) : count;
 }
 
 /**
@@ -179,7 +179,7 @@ export async function pageOfEvents(
         .offset(sql.lit(offset)),
   )) as (StoredEvent & { total: number | string })[];
   // Read as rows first: when no block holds events of the range after that, the rows were all of them.
-  if (await anyBlock(db, range)) {
+  if (await anyBlock(db, countedBlocks(range))) {
     const total = await countMerged(db, range);
     const read = await readMerged(db, range, order, undefined, offset, limit, new BlockCache());
     return { total, events: read.events.map((e) => ({ timestamp: e.timestamp, data: e.data })) };
@@ -308,6 +308,13 @@ export async function eventRetentionOf(db: Executor, thingIds: readonly number[]
  * them twice, and answers them once (by id). Events only ever move from rows into blocks, so nothing
  * is missed in between, and a step starts from the events as they are then.
  */
+
+/**
+ * The blocks a count of the range depends on: those of the range, and for a whole history under
+ * retention (counted as the thing's event count less its expired events) the expired ones too.
+ */
+const countedBlocks = (range: EventRange): EventRange =>
+  range.from === undefined && range.to === undefined ? { ...range, notBefore: undefined } : range;
 
 /** Whether any block holds events of the range (after an event, for a read going on from it). */
 async function anyBlock(db: Executor, range: EventRange, after?: EventTriple): Promise<boolean> {
@@ -638,7 +645,8 @@ export async function retainedThings(db: Executor, after: number, limit: number)
  * there, so each counts only its own.
  */
 export async function deleteEventsBefore(tx: Tx, thingId: number, before: number, limit: number): Promise<number> {
-  // Blocks first, oldest first, whole (one that ends after the cut is rewritten without what expired).
+  // Blocks first, oldest first, whole; one that ends after the cut, or holds more events than the
+  // transaction still deletes, is rewritten without as many of its expired events as it may.
   let removed = 0;
   while (removed < limit) {
     const row = await tx
@@ -652,10 +660,12 @@ export async function deleteEventsBefore(tx: Tx, thingId: number, before: number
       .executeTakeFirst();
     if (!row) break;
     const block = blockOf(row);
-    if (block.maxTimestamp < before) {
+    const room = limit - removed;
+    if (block.maxTimestamp < before && block.count <= room) {
       if (await deleteBlock(tx, block.blockId)) removed += block.count;
     } else {
-      removed += await rewriteBlock(tx, thingId, block, (e) => e.timestamp >= before);
+      // Its expired events come first: at most as many as the transaction still deletes.
+      removed += await rewriteBlock(tx, thingId, block, (e, i) => e.timestamp >= before || i >= room);
     }
   }
   if (removed >= limit) return removed;

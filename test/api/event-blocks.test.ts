@@ -217,6 +217,9 @@ function rangesOf(thingId: number, all: Written[]): EventRange[] {
     { thingId, from: q(receipts, 0.1), to: q(receipts, 0.7), byCreatedAt: true },
     { thingId, from: undefined, to: q(receipts, 0.5), byCreatedAt: true, notBefore: q(times, 0.2) },
     { thingId, from: T0 - 10 * HOUR, to: T0 - 9 * HOUR, byCreatedAt: false },
+    // Everything expired, whole blocks included (counted as the thing's count less the expired).
+    { thingId, from: undefined, to: undefined, byCreatedAt: false, notBefore: (times.at(-1) as number) + 1 },
+    { thingId, from: undefined, to: undefined, byCreatedAt: true, notBefore: (times.at(-1) as number) + 1 },
   ];
 }
 

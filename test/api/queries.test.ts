@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { overCompactedEvents } from '../support/compaction.ts';
 import { childOrganisation, createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { startServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -150,6 +151,8 @@ describeOnStores('data queries', (ctx) => {
       1,
     );
     // What upgrading a store does (migration 006): counted again from the stored events, the same totals.
+    // (A store being upgraded has no blocks yet: not over compacted events.)
+    if (overCompactedEvents()) return;
     const { countStoredEvents } = await import('../../src/store/migrations/006-event-counts.ts');
     const db = ctx.api.server.store.db;
     await db.updateTable('things').set({ event_count: 0 }).execute();
@@ -216,6 +219,8 @@ describeOnStores('data queries', (ctx) => {
     );
     // The reads rest on the thing's arrival lags: without them a range finds nothing; measured again
     // from the stored events, as upgrading a store does (migration 007), the answers are the same.
+    // (A store being upgraded has no blocks yet: not over compacted events.)
+    if (overCompactedEvents()) return;
     const { measureArrivalLags } = await import('../../src/store/migrations/007-arrival-lag.ts');
     const db = ctx.api.server.store.db;
     await db.updateTable('things').set({ arrival_lag_min: null, arrival_lag_max: null }).execute();

@@ -114,7 +114,7 @@ export async function assertTokenRequired(api: TestServer, endpoints: readonly (
   }
 }
 
-/** Events stored for a thing, read straight from the server's store. */
+/** Events stored for a thing (rows and those compacted into blocks), read straight from the server's store. */
 export async function storedEventCount(api: TestServer, thingKey: string): Promise<number> {
   const row = await api.server.store.db
     .selectFrom('events')
@@ -122,5 +122,11 @@ export async function storedEventCount(api: TestServer, thingKey: string): Promi
     .select((eb) => eb.fn.countAll().as('count'))
     .where('things.thing_key', '=', thingKey)
     .executeTakeFirst();
-  return Number(row?.count ?? 0);
+  const blocks = await api.server.store.db
+    .selectFrom('event_blocks')
+    .innerJoin('things', 'things.thing_id', 'event_blocks.thing_id')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('event_blocks.event_count'), eb.lit(0)).as('count'))
+    .where('things.thing_key', '=', thingKey)
+    .executeTakeFirst();
+  return Number(row?.count ?? 0) + Number(blocks?.count ?? 0);
 }
