@@ -301,7 +301,7 @@ function encodeWith(events: readonly BlockEvent[], columnar: boolean): Buffer {
   all.varint(head.length);
   all.bytes(head);
   for (const s of streams) all.bytes(s.done());
-  return deflateRawSync(all.done(), { level: 9 });
+  return deflateRawSync(all.done(), { level: 6 });
 }
 
 interface Head {

@@ -26,8 +26,11 @@ export interface CompactorOptions {
   now?: () => number;
 }
 
-/** A background pass works a tenth of the time at most: ingestion keeps nine tenths of its rate. */
-const DEFAULT_SHARE = 0.1;
+/**
+ * A background pass works a twentieth of the time at most: encoding a block holds the process's one
+ * thread for tens of milliseconds, and on SQLite the pass shares the one connection with ingestion.
+ */
+const DEFAULT_SHARE = 0.05;
 
 /** Lets other work (the event writer's transactions, requests) run before the next step. */
 const giveWay = () => new Promise<void>((resolve) => setImmediate(resolve));
