@@ -64,13 +64,27 @@ async function thingOf(store: Store): Promise<{ thingId: number; organisationKey
     isOem: true,
     parentKey: null,
   });
+  const templateKey = `template-${Math.random().toString(36).slice(2)}`;
+  await store.db
+    .insertInto('thing_templates')
+    .values({
+      thing_template_key: templateKey,
+      organisation_key: organisation.organisation_key,
+      name: templateKey,
+      metrics: '[]',
+      heartbeat_interval: 60,
+      idle_timeout: 300,
+      created_at: T0,
+      updated_at: T0,
+    } as never)
+    .execute();
   const thingKey = `blocks-${Math.random().toString(36).slice(2)}`;
   const row = await store.db
     .insertInto('things')
     .values({
       thing_key: thingKey,
       organisation_key: organisation.organisation_key,
-      thing_template_key: 'no-template',
+      thing_template_key: templateKey,
       name: thingKey,
       created_at: T0,
       updated_at: T0,
@@ -291,8 +305,8 @@ for (const storeCase of STORES) {
       await assertReads(store, thingId, all, rangesOf(thingId, all));
       // Realtime push reads an event by its time.
       const sample = all[all.length - 1] as Written;
-      assert.equal(await eventDataAt(store.db, organisationKey, thingKey, sample.timestamp), sample.data);
-      assert.equal(await eventDataAt(store.db, organisationKey, thingKey, T0 - HOUR), undefined);
+      assert.equal(await eventDataAt(store.db, organisationKey, thingKey, sample.timestamp, Date.now()), sample.data);
+      assert.equal(await eventDataAt(store.db, organisationKey, thingKey, T0 - HOUR, Date.now()), undefined);
 
       // A range delete drops whole blocks and rewrites those across its ends; retention the oldest.
       const cutFrom = T0 + 40 * 60_000 + 500;
