@@ -173,11 +173,13 @@ describeOnStores(
       await sendEvent(ctx.api, child.token, theirs.thing.thing_key, { v: 5 });
       const calls = () => webhook.received.filter((r) => r.url === `/moved/${theirs.thing.thing_key}`);
       await eventually(() => calls().length >= 1, 'the moved action’s call', 5000);
-      const attempts = await attemptsOf(ctx.api, child.token, actionKey);
-      assert.deepEqual(
-        attempts.map((a) => a.status),
-        ['delivered'],
-      );
+      // The attempt is recorded once the peer has answered, a moment after the peer has the call.
+      let statuses: string[] = [];
+      await eventually(async () => {
+        statuses = (await attemptsOf(ctx.api, child.token, actionKey)).map((a) => a.status);
+        return statuses.length > 0 && statuses.every((status) => status !== 'pending');
+      }, 'the attempt recorded');
+      assert.deepEqual(statuses, ['delivered']);
     });
   },
   {
