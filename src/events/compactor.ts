@@ -9,6 +9,7 @@
  * rows it read or nothing (CompactionConflict rolls it back), so a compaction killed part way, or
  * instances compacting the same PostgreSQL store at once, leave each event a row or in one block.
  */
+import { PeriodicPass } from '../core/periodic-pass.ts';
 import type { Store } from '../store/store.ts';
 import { CompactionConflict, compactedBlock, oldestRows, replaceRowsByBlock } from './repository.ts';
 
@@ -39,9 +40,7 @@ export class EventCompactor {
   private readonly ageMs: number;
   private readonly share: number;
   private readonly now: () => number;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<number> | undefined;
-  private stopped = false;
+  private readonly passes = new PeriodicPass(() => this.compactAll());
 
   constructor(
     private readonly store: Store,
@@ -54,30 +53,17 @@ export class EventCompactor {
 
   /** Compacts every `intervalMs`, the first time one interval after the start; a failed pass is told to `onError`. */
   start(intervalMs: number, onError: (error: unknown) => void): void {
-    const run = () => {
-      this.timer = undefined;
-      void this.compact()
-        .catch(onError)
-        .finally(() => {
-          if (!this.stopped) this.timer = setTimeout(run, intervalMs).unref();
-        });
-    };
-    this.timer = setTimeout(run, intervalMs).unref();
+    this.passes.start(intervalMs, onError);
   }
 
   /** Stops compacting; waits for the block under way, and leaves the rest undone. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running?.catch(() => undefined);
+  stop(): Promise<void> {
+    return this.passes.stop();
   }
 
   /** One pass over every thing (one at a time: a pass asked during another joins it); answers the events compacted. */
   compact(): Promise<number> {
-    this.running ??= this.compactAll().finally(() => {
-      this.running = undefined;
-    });
-    return this.running;
+    return this.passes.run();
   }
 
   /**
@@ -103,7 +89,7 @@ export class EventCompactor {
     const before = this.cut();
     for (const thingId of thingIds) {
       for (;;) {
-        if (this.stopped) return compacted;
+        if (this.passes.stopped) return compacted;
         const started = performance.now();
         const events = await oldestRows(this.store.db, thingId, before);
         if (events.length === 0) break;

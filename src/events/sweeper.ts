@@ -16,6 +16,8 @@
  * sweeping the same PostgreSQL store at once, or a sweep killed part way, delete each event once and
  * never one that is kept.
  */
+
+import { PeriodicPass } from '../core/periodic-pass.ts';
 import { checkpointLog, reclaimFreePages } from '../store/dialect.ts';
 import type { Store, Tx } from '../store/store.ts';
 import { lastEventBefore, recordEventsRemoved, recordNewestEvent } from '../things/service.ts';
@@ -61,9 +63,7 @@ export class RetentionSweeper {
   private readonly reclaimPages: number;
   private readonly now: () => number;
   private readonly turn: Turn;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<SweepResult> | undefined;
-  private stopped = false;
+  private readonly passes = new PeriodicPass(() => this.sweepAll());
 
   constructor(
     private readonly store: Store,
@@ -81,37 +81,24 @@ export class RetentionSweeper {
 
   /** Sweeps every `intervalMs`, the first time one interval after the start; a failed sweep is told to `onError` and the next tries again. */
   start(intervalMs: number, onError: (error: unknown) => void): void {
-    const run = () => {
-      this.timer = undefined;
-      void this.sweep()
-        .catch(onError)
-        .finally(() => {
-          if (!this.stopped) this.timer = setTimeout(run, intervalMs).unref();
-        });
-    };
-    this.timer = setTimeout(run, intervalMs).unref();
+    this.passes.start(intervalMs, onError);
   }
 
   /** Stops sweeping; waits for the transaction under way, and leaves the rest of the sweep undone. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running?.catch(() => undefined);
+  stop(): Promise<void> {
+    return this.passes.stop();
   }
 
   /** One sweep over every thing under a retention (one at a time: a sweep asked during another joins it). */
   sweep(): Promise<SweepResult> {
-    this.running ??= this.sweepAll().finally(() => {
-      this.running = undefined;
-    });
-    return this.running;
+    return this.passes.run();
   }
 
   private async sweepAll(): Promise<SweepResult> {
     const swept: SweepResult = { events: 0, rollups: 0 };
     const now = this.now();
     let after = 0;
-    while (!this.stopped) {
+    while (!this.passes.stopped) {
       const things: RetainedThing[] = await this.turn(() => retainedThings(this.store.db, after, this.thingsPerRead));
       for (const thing of things) {
         const cuts = retentionCuts(thing.retentionDays, thing.rollupRetentionDays, now);
@@ -126,13 +113,13 @@ export class RetentionSweeper {
           const before = slotOf(cuts.rollups);
           swept.rollups += await this.inSteps((tx, limit) => deleteRollupsBefore(tx, thing.thingId, before, limit));
         }
-        if (this.stopped) break;
+        if (this.passes.stopped) break;
       }
       if (things.length < this.thingsPerRead) break;
       after = (things.at(-1) as RetainedThing).thingId;
     }
     // What is still free after the deletes' own steps.
-    while (!this.stopped && (await this.turn(() => reclaimFreePages(this.store.db, this.reclaimPages))) > 0) {
+    while (!this.passes.stopped && (await this.turn(() => reclaimFreePages(this.store.db, this.reclaimPages))) > 0) {
       await giveWay();
     }
     return swept;
@@ -162,7 +149,7 @@ export class RetentionSweeper {
   ): Promise<number> {
     let total = 0;
     let more = true;
-    while (more && !this.stopped) {
+    while (more && !this.passes.stopped) {
       const target = this.rowsPerTransaction;
       let began = 0;
       const deleted = await this.turn(() => {
