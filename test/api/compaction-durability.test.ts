@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EventCompactor } from '../../src/events/compactor.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { call } from '../support/http.ts';
 import { serveProcess, stopProcess } from '../support/process.ts';
-import { STORES } from '../support/stores.ts';
+import { STORES, storeEnv } from '../support/stores.ts';
 
 const ADMIN = { THINGBASE_ADMIN_EMAIL: 'compact@example.com', THINGBASE_ADMIN_PASSWORD: 'durable password' };
 const HOUR = 3_600_000;
@@ -42,15 +39,8 @@ async function stored(store: Store) {
 for (const storeCase of STORES) {
   describe(`the event compactor survives a crash [${storeCase.name}]`, { skip: storeCase.skip }, () => {
     it('when the server is killed (SIGKILL) while compacting then no event is lost and none is answered twice', async () => {
-      const settings =
-        storeCase.name === 'sqlite'
-          ? { databaseUrl: `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-compact-')), 'db.sqlite')}` }
-          : storeCase.fresh();
-      const env = {
-        ...ADMIN,
-        DATABASE_URL: settings.databaseUrl,
-        ...(settings.databaseSchema ? { DATABASE_SCHEMA: settings.databaseSchema } : {}),
-      };
+      const settings = storeCase.fresh();
+      const env = { ...ADMIN, ...storeEnv(settings) };
       const start = Math.floor((Date.now() - 200 * HOUR) / HOUR) * HOUR;
       const events = Array.from({ length: EVENTS }, (_, n) => ({
         timestamp: start + n * 10_000,

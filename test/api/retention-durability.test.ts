@@ -1,13 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { call } from '../support/http.ts';
 import { serveProcess, stopProcess } from '../support/process.ts';
-import { STORES } from '../support/stores.ts';
+import { STORES, storeEnv } from '../support/stores.ts';
 
 const ADMIN = { THINGBASE_ADMIN_EMAIL: 'sweep@example.com', THINGBASE_ADMIN_PASSWORD: 'durable password' };
 const DAY = 86_400_000;
@@ -35,15 +32,8 @@ async function storedCounts(store: Store) {
 for (const storeCase of STORES) {
   describe(`the retention sweeper survives a crash [${storeCase.name}]`, { skip: storeCase.skip }, () => {
     it('when the server is killed (SIGKILL) while sweeping then no kept event is lost and none is answered twice', async () => {
-      const settings =
-        storeCase.name === 'sqlite'
-          ? { databaseUrl: `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-sweep-')), 'db.sqlite')}` }
-          : storeCase.fresh();
-      const env = {
-        ...ADMIN,
-        DATABASE_URL: settings.databaseUrl,
-        ...(settings.databaseSchema ? { DATABASE_SCHEMA: settings.databaseSchema } : {}),
-      };
+      const settings = storeCase.fresh();
+      const env = { ...ADMIN, ...storeEnv(settings) };
       const now = Date.now();
       // Expired: a minute apart, 60 to 100 days ago. Kept: a second apart, over the last hours.
       const events = [

@@ -62,3 +62,11 @@ const postgresCase: StoreCase = {
 };
 
 export const STORES: StoreCase[] = [sqliteCase, postgresCase];
+
+/** The environment that points a server process at a store's settings. */
+export function storeEnv(settings: { databaseUrl: string; databaseSchema?: string }): Record<string, string> {
+  return {
+    DATABASE_URL: settings.databaseUrl,
+    ...(settings.databaseSchema ? { DATABASE_SCHEMA: settings.databaseSchema } : {}),
+  };
+}
