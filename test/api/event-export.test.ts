@@ -9,13 +9,17 @@ import { describeOnStores } from '../support/suites.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
 const SECOND = 1000;
+/** About 2 KB of text an event: a few thousand make an answer of megabytes. */
+const FILLER = 'x'.repeat(2000);
+const largeEvents = (count: number) =>
+  Array.from({ length: count }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i, filler: FILLER } }));
 
 describeOnStores('event export', (ctx) => {
-  async function thingWithEvents(events: { timestamp: number; data: object }[], token?: string) {
-    const auth = token ?? (await ctx.api.adminToken());
-    const thing = await createThing(ctx.api, auth, {});
+  async function thingWithEvents(events: { timestamp: number; data: object }[], token?: string, api = ctx.api) {
+    const auth = token ?? (await api.adminToken());
+    const thing = await createThing(api, auth, {});
     for (let i = 0; i < events.length; i += 1000) {
-      const posted = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+      const posted = await api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
         token: auth,
         body: { events: events.slice(i, i + 1000) },
       });
@@ -172,8 +176,7 @@ describeOnStores('event export', (ctx) => {
 
   it('when an event with a new metric is stored during a csv export then the export leaves it out rather than half-written', async () => {
     // About 10 MB of answer: the unread client holds the export in its second pass.
-    const filler = 'x'.repeat(2000);
-    const events = Array.from({ length: 5000 }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i, filler } }));
+    const events = largeEvents(5000);
     const key = await thingWithEvents(events);
     const token = await ctx.api.adminToken();
     const pagesBefore = exportProgress.pagesRead;
@@ -196,7 +199,7 @@ describeOnStores('event export', (ctx) => {
       const rows = body.trim().split('\r\n');
       assert.equal(rows[0], 'timestamp,filler,i');
       assert.equal(rows.length, events.length + 1, 'the header and the events there were when the export began');
-      assert.equal(rows.at(-1), `${(late - SECOND) / 1000},${filler},${events.length - 1}`);
+      assert.equal(rows.at(-1), `${(late - SECOND) / 1000},${FILLER},${events.length - 1}`);
       assert.ok(!rows.some((r) => r.startsWith(`${late / 1000},`)), 'the event stored meanwhile is not written');
     } finally {
       client.socket.destroy();
@@ -205,8 +208,7 @@ describeOnStores('event export', (ctx) => {
 
   it('when the client reads slowly the export waits for it, and when it disconnects the export stops', async () => {
     // About 16 MB of answer: four times what the socket buffers between the two ends hold while unread.
-    const filler = 'x'.repeat(2000);
-    const events = Array.from({ length: 8000 }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i, filler } }));
+    const events = largeEvents(8000);
     const key = await thingWithEvents(events);
     const token = await ctx.api.adminToken();
     const pagesBefore = exportProgress.pagesRead;
@@ -234,17 +236,8 @@ describeOnStores('event export', (ctx) => {
     let client: PausedGet | undefined;
     try {
       const token = await server.adminToken();
-      const thing = await createThing(server, token, {});
-      const filler = 'x'.repeat(2000);
-      const events = Array.from({ length: 5000 }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i, filler } }));
-      for (let i = 0; i < events.length; i += 1000) {
-        const posted = await server.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
-          token,
-          body: { events: events.slice(i, i + 1000) },
-        });
-        assert.equal(posted.status, 200, posted.text);
-      }
-      client = await pausedGet(server.url, `/api/v3/things/${thing.thing_key}/events/export`, {
+      const thingKey = await thingWithEvents(largeEvents(5000), token, server);
+      client = await pausedGet(server.url, `/api/v3/things/${thingKey}/events/export`, {
         'x-auth-token': token,
       });
       await settled();
