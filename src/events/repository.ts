@@ -143,12 +143,13 @@ function countQuery(db: Executor, range: EventRange, v: Record<string, unknown>)
 }
 
 export async function countEvents(db: Executor, range: EventRange): Promise<number> {
-  const [row] = await queries.execute(db, `count|${shapeOf(range)}`, rangeValues(range), (v) =>
-    countQuery(db, range, v),
-  );
-  const count = Number((row as { count?: unknown } | undefined)?.count ?? 0);
-  // Blocks written since (a compaction) hold events the count may have missed as rows.
-  return (await anyBlock(db, countedBlocks(range))) ? countMerged(db, range) : count;
+  const [row] = (await queries.execute(db, `count|${shapeOf(range)}`, rangeValues(range), (v) =>
+    db
+      .selectNoFrom([countQuery(db, range, v).as('count')])
+      .select((eb) => eb.exists(blocksQuery(db, range, v)).as('blocked')),
+  )) as { count: unknown; blocked: unknown }[];
+  // Blocks hold events the rows do not (read in the same statement, so as they were when it ran).
+  return isTrue(row?.blocked) ? countMerged(db, range) : Number(row?.count ?? 0);
 }
 
 /**
@@ -173,19 +174,21 @@ export async function pageOfEvents(
       rangeQuery(db, range, v)
         .select(['timestamp', 'data'])
         .select(() => countQuery(db, range, v).as('total'))
+        .select((eb) => eb.exists(blocksQuery(db, range, v)).as('blocked'))
         .orderBy(column, order)
         .orderBy('event_id', order)
         .limit(sql.lit(limit))
         .offset(sql.lit(offset)),
-  )) as (StoredEvent & { total: number | string })[];
-  // Read as rows first: when no block holds events of the range after that, the rows were all of them.
-  if (await anyBlock(db, countedBlocks(range))) {
+  )) as (StoredEvent & { total: number | string; blocked: unknown })[];
+  // When no block holds events of the range (as the statement saw them), the rows were all of them; a
+  // page with no row to say so asks again after it.
+  if (rows.length > 0 ? isTrue(rows[0]?.blocked) : await anyBlock(db, countedBlocks(range))) {
     const total = await countMerged(db, range);
     const read = await readMerged(db, range, order, undefined, offset, limit, new BlockCache());
     return { total, events: read.events.map((e) => ({ timestamp: e.timestamp, data: e.data })) };
   }
   const total = rows.length > 0 ? Number(rows[0]?.total) : await countEvents(db, range);
-  return { total, events: rows };
+  return { total, events: rows.map((row) => ({ timestamp: row.timestamp, data: row.data })) };
 }
 
 /** Events as [time (ms), event id, data], oldest first. */
@@ -315,6 +318,21 @@ export async function eventRetentionOf(db: Executor, thingIds: readonly number[]
  */
 const countedBlocks = (range: EventRange): EventRange =>
   range.from === undefined && range.to === undefined ? { ...range, notBefore: undefined } : range;
+
+/** The blocks a count of the range depends on, for a statement of the query cache (values `v`). */
+function blocksQuery(db: Executor, range: EventRange, v: Record<string, unknown>) {
+  const blocks: EventRange = {
+    thingId: v.thing as number,
+    from: v.from as number | undefined,
+    to: v.to as number | undefined,
+    byCreatedAt: range.byCreatedAt,
+    notBefore: v.notBefore as number | undefined,
+  };
+  return overlapping(db.selectFrom('event_blocks').select('block_id'), countedBlocks(blocks)).limit(sql.lit(1));
+}
+
+/** An SQL truth value as the engines answer it: a boolean on PostgreSQL, 0 or 1 on SQLite. */
+const isTrue = (value: unknown) => value === true || Number(value) === 1;
 
 /** Whether any block holds events of the range (after an event, for a read going on from it). */
 async function anyBlock(db: Executor, range: EventRange, after?: EventTriple): Promise<boolean> {
