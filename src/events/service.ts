@@ -8,6 +8,7 @@ import type { Store } from '../store/store.ts';
 import { findTemplate } from '../templates/service.ts';
 import { recordEventsRemoved, recordNewestEvent, recordThingUpdated, requireThing } from '../things/service.ts';
 import { deleteEventsBetween, newestEvent } from './repository.ts';
+import { retentionCuts } from './retention.ts';
 import { correctRollups } from './rollups.ts';
 
 export {
@@ -37,13 +38,16 @@ export async function deleteEventRange(
 ): Promise<number> {
   return store.transaction(async (tx) => {
     const before = await requireThing(tx, organisationKeys, thingKey);
-    const deleted = await deleteEventsBetween(tx, before.thing_id, from, to);
+    // Expired events are no longer answered, nor counted here: they are left to the sweeper.
+    const expiredBefore = retentionCuts(before.retention_days, null, Date.now()).events;
+    const first = expiredBefore === undefined ? from : Math.max(from, expiredBefore);
+    const deleted = first > to ? 0 : await deleteEventsBetween(tx, before.thing_id, first, to);
     if (deleted > 0) {
       const template = await findTemplate(tx, [before.organisation_key], before.thing_template_key);
-      await correctRollups(tx, before.thing_id, from, to, (template as { metrics: string }).metrics);
+      await correctRollups(tx, before.thing_id, first, to, (template as { metrics: string }).metrics);
       await recordEventsRemoved(tx, before.thing_id, deleted);
       const newestAt = before.last_event_timestamp;
-      if (newestAt !== null && newestAt >= from && newestAt <= to) {
+      if (newestAt !== null && newestAt >= first && newestAt <= to) {
         await recordNewestEvent(tx, before.thing_id, (await newestEvent(tx, before.thing_id)) ?? null);
       }
     }

@@ -211,7 +211,10 @@ export async function aggregatedData(
     total: minutes(period),
   });
 
-  const whole: Period | undefined = from !== undefined && to !== undefined ? { start: from, end: to } : undefined;
+  // Idle and total minutes are counted to the instant `to` names (00:30:00 ends a half hour), though
+  // the events of that whole second are in the range.
+  const named = readBound(request.to, time.zone, 'to');
+  const whole: Period | undefined = from !== undefined && named !== undefined ? { start: from, end: named } : undefined;
   const totals = metrics.map(() => new Stats(1, false));
   const idleTotals = metrics.map((): IdleTimes => ({ idle: 0, total: 0 }));
   const thingWise: string[] = [];

@@ -33,9 +33,14 @@ export function readBound(
   if (value === undefined || value === '') return undefined;
   const ms = parseDateTime(value, zone);
   if (ms === undefined) throw invalidParam(param, 'must be yyyy/mm/dd hh:mm:ss, yyyy-mm-dd hh:mm:ss or epoch seconds');
-  // `to` is inclusive to the second it names.
-  return end && typeof value === 'string' && !/^\d+$/.test(value.trim()) ? ms + 999 : ms;
+  // `to` is inclusive to the end of the second it names; a time given with a fraction of a second is
+  // that instant (docs/api.md, "Data queries").
+  return end && !hasFraction(value) ? ms + 999 : ms;
 }
+
+/** Whether a time names a fraction of a second: epoch seconds with decimals, or a time with `ss.SSS`. */
+const hasFraction = (value: string | number): boolean =>
+  typeof value === 'number' ? !Number.isInteger(value) : /\.\d|:\d\d,\d/.test(value);
 
 export async function thingData(db: Executor, request: ThingDataRequest, time: TimeFormatter) {
   const from = readBound(request.from, time.zone, 'from');

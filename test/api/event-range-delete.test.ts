@@ -104,6 +104,59 @@ describeOnStores('deleting a range of events', (ctx) => {
     assert.equal(total.summary_result.n.count, 0);
   });
 
+  it('when to names a second it takes in the whole second, and when it names a fraction it takes in no more', async () => {
+    const admin = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, admin, {});
+    const times = [T0, T0 + 500, T0 + 1000, T0 + 1400];
+    const events = times.map((timestamp, n) => ({ timestamp, data: { n } }));
+    const posted = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+      token: admin,
+      body: { events },
+    });
+    assert.equal(posted.status, 200, posted.text);
+    // T0.2 s: the event at T0 only, not the events of the next 999 ms.
+    assert.deepEqual((await remove(thing.thing_key, { from: s(T0), to: `${s(T0)}.2` })).body, { deleted: 1 });
+    // Epoch seconds as a number or as text: the whole second T0, the event at T0 + 500 ms included.
+    assert.deepEqual((await remove(thing.thing_key, { from: s(T0), to: s(T0) })).body, { deleted: 1 });
+    const iso = await remove(thing.thing_key, { from: s(T0), to: new Date(T0 + 1100).toISOString() });
+    assert.deepEqual(iso.body, { deleted: 1 }, 'an ISO time to the millisecond is that instant');
+    assert.equal(await storedEventCount(ctx.api, thing.thing_key), 1);
+    const data = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+      token: admin,
+      body: { thing_key: thing.thing_key, from: s(T0 + 1000), to: s(T0 + 1000) },
+    });
+    assert.deepEqual(
+      data.body[thing.thing_key].event_data.map((e: any) => e.data.n),
+      [3],
+      'reads take in the whole second too',
+    );
+  });
+
+  it('when some events of the range have expired then they are neither counted nor deleted: the sweeper takes them', async () => {
+    const admin = await ctx.api.adminToken();
+    const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
+      token: admin,
+      body: { thing_template: { name: `expiring ${Math.random()}`, metrics: [{ name: 'n', data_type: 'number' }] } },
+    });
+    const templateKey = template.body.thing_template.thing_template_key;
+    const thing = await createThing(ctx.api, admin, { thing_template_key: templateKey });
+    const now = Date.now();
+    const events = [5, 4, 3, 0.5, 0.1].map((days, n) => ({ timestamp: now - days * 86_400_000, data: { n } }));
+    const posted = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+      token: admin,
+      body: { events },
+    });
+    assert.equal(posted.status, 200, posted.text);
+    const shortened = await ctx.api.request('PUT', `/api/v3/thing_templates/${templateKey}`, {
+      token: admin,
+      body: { thing_template: { retention_days: 1 } },
+    });
+    assert.equal(shortened.status, 200, shortened.text);
+    const deleted = await remove(thing.thing_key, { from: s(now - 10 * 86_400_000), to: s(now) });
+    assert.deepEqual(deleted.body, { deleted: 2 }, 'the three expired events are not counted');
+    assert.equal(await storedEventCount(ctx.api, thing.thing_key), 3, 'the expired events are left to the sweeper');
+  });
+
   it('when a range delete is asked badly or by someone who may not then nothing is deleted', async () => {
     const admin = await ctx.api.adminToken();
     const key = await thingWithHour();

@@ -119,7 +119,8 @@ describeOnStores(
       assert.equal(set.body.organisation.retention_days, 30);
       assert.equal(set.body.organisation.rollup_retention_days, 400);
       assert.equal((await ctx.api.request('GET', path, { token: org.token })).body.organisation.retention_days, 30);
-      for (const bad of [0, -5, 1.5, 'soon']) {
+      // Empty text would be read as null (for ever) by coercion.
+      for (const bad of [0, -5, 1.5, 'soon', '']) {
         const refused = await setRetention(org, { retention_days: bad });
         assert.equal(refused.status, 400, `${bad}: ${refused.text}`);
         assert.equal(refused.body.success, false);

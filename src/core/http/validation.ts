@@ -20,12 +20,13 @@ ajv.addKeyword({
 
 export type ParamValidator = (input: Record<string, unknown>) => Record<string, unknown>;
 
-type JsonSchema = { type?: unknown; properties?: Record<string, JsonSchema>; items?: JsonSchema };
+type JsonSchema = { type?: unknown; properties?: Record<string, JsonSchema>; items?: JsonSchema; anyOf?: JsonSchema[] };
 
 /** Compiles a params schema once; the returned function coerces in place and throws ApiError 400. */
 export function compileParams(schema: TObject): ParamValidator {
   const validate: ValidateFunction = ajv.compile(refusingBooleans(withNumberBounds(schema)) as TObject);
   const properties = (schema as JsonSchema).properties ?? {};
+  const nullableNumbers = nullableNumberPaths(schema as JsonSchema, []);
   const arrays = Object.keys(properties).filter((k) => properties[k]?.type === 'array');
   const objects = Object.keys(properties).filter((k) => properties[k]?.type === 'object');
   return (input) => {
@@ -41,9 +42,37 @@ export function compileParams(schema: TObject): ParamValidator {
       const value = input[name];
       if (typeof value === 'string') input[name] = parseJsonObject(name, value);
     }
+    for (const path of nullableNumbers) {
+      if (valueAt(input, path) === '')
+        throw new ApiError(400, [refusalAt(path, 'must be a number or null, not empty text')]);
+    }
     if (!validate(input)) throw new ApiError(400, toErrorItems(validate.errors ?? []));
     return input;
   };
+}
+
+/**
+ * Where a schema declares a number or null (at any depth of objects): coercion would read empty text
+ * there as null, so `"retention_days": ""` would mean "for ever"; it is refused instead.
+ */
+function nullableNumberPaths(schema: JsonSchema, path: string[]): string[][] {
+  const paths: string[][] = [];
+  for (const [name, property] of Object.entries(schema.properties ?? {})) {
+    const types = [property.type, ...(property.anyOf ?? []).map((branch) => branch.type)].flat();
+    if (types.includes('null') && types.some((t) => t === 'integer' || t === 'number')) paths.push([...path, name]);
+    if (property.type === 'object') paths.push(...nullableNumberPaths(property, [...path, name]));
+  }
+  return paths;
+}
+
+/** The value at a path of member names, if every step is an object. */
+function valueAt(value: unknown, path: readonly string[]): unknown {
+  let at = value;
+  for (const name of path) {
+    if (at === null || typeof at !== 'object' || Array.isArray(at)) return undefined;
+    at = (at as Record<string, unknown>)[name];
+  }
+  return at;
 }
 
 /** How deep parameters may nest: far more than any endpoint needs, and a bound on every walk over them. */
