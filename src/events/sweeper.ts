@@ -160,7 +160,8 @@ export class RetentionSweeper {
             const limit = Math.min(this.step, target - count);
             const step = await remove(tx, limit);
             count += step;
-            more = step === limit;
+            // A whole block counts all its events: a step may delete more than its limit.
+            more = step >= limit;
           } while (more && count < target && performance.now() - began < this.budgetMs);
           if (count > 0) {
             await after?.(tx, count);

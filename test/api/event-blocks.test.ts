@@ -313,6 +313,30 @@ for (const storeCase of STORES) {
       await storeCase.dispose(settings);
     });
 
+    it('when whole blocks have expired then one sweep step deletes each whole and rewrites the one across the cut once', async () => {
+      const { thingId } = await thingOf(store);
+      // Two and a half hours of events 4 s apart, every one compacted: blocks of 900 events.
+      const times = Array.from({ length: 2250 }, (_, i) => T0 + i * 4000);
+      let all = await write(
+        store,
+        thingId,
+        times.map((timestamp, i) => ({ timestamp, createdAt: timestamp + 100, data: { n: i } })),
+      );
+      await new EventCompactor(store, { ageMs: 0 }).compact();
+      assert.equal(await rowCount(store, thingId), 0);
+      const expiry = T0 + 1.5 * HOUR;
+      const expired = all.filter((e) => e.timestamp < expiry).length;
+      // Steps of 100 events: the first block (900) goes whole, then the second loses its first half at once.
+      const step = () => store.transaction((tx) => deleteEventsBefore(tx, thingId, expiry, 100));
+      const steps = [await step(), await step(), await step()];
+      assert.deepEqual(steps, [900, 450, 0]);
+      const swept = (steps[0] as number) + (steps[1] as number);
+      assert.equal(swept, expired);
+      await uncount(store, thingId, swept);
+      all = all.filter((e) => e.timestamp >= expiry);
+      await assertReads(store, thingId, all, rangesOf(thingId, all));
+    });
+
     it('when events are compacted in part, with late rows inside blocks, then every read answers exactly what rows would', async () => {
       const { thingId, organisationKey, thingKey } = await thingOf(store);
       const next = random(11);
