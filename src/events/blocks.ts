@@ -30,16 +30,35 @@ export interface BlockRange {
 
 type BlocksQuery<O> = SelectQueryBuilder<Database, 'event_blocks', O>;
 
+/**
+ * A block's events lie within one hour of event time (UTC; events/repository.ts, `oldestRows`), and a
+ * block rewritten without some of them too: one whose last event is at or after a time began less
+ * than an hour before it.
+ */
+export const BLOCK_SPAN_MS = 3_600_000;
+
 /** The blocks holding at least one event time or receipt time of the range (they may hold others too). */
 export function overlapping<O>(query: BlocksQuery<O>, range: BlockRange): BlocksQuery<O> {
-  let q = query.where('thing_id', '=', range.thingId);
-  if (range.notBefore !== undefined) q = q.where('max_timestamp', '>=', range.notBefore);
-  const [low, high] = range.byCreatedAt
-    ? (['max_created_at', 'min_created_at'] as const)
-    : (['max_timestamp', 'min_timestamp'] as const);
-  if (range.from !== undefined) q = q.where(low, '>=', range.from);
-  if (range.to !== undefined) q = q.where(high, '<=', range.to);
-  return q;
+  return query.where((eb) => overlapsOf(eb, range));
+}
+
+/**
+ * Whether a block holds at least one event time or receipt time of the range (as an SQL condition).
+ * A lower bound on the last event time bounds the first one too (BLOCK_SPAN_MS), which PostgreSQL
+ * needs to leave out the partitions of earlier months (docs/storage.md, "Partitions").
+ */
+export function overlapsOf(eb: ExpressionBuilder<Database, 'event_blocks'>, range: BlockRange) {
+  const conditions = [eb('thing_id', '=', range.thingId)];
+  const since = (at: number) => [eb('max_timestamp', '>=', at), eb('min_timestamp', '>', at - BLOCK_SPAN_MS)];
+  if (range.notBefore !== undefined) conditions.push(...since(range.notBefore));
+  if (range.byCreatedAt) {
+    if (range.from !== undefined) conditions.push(eb('max_created_at', '>=', range.from));
+    if (range.to !== undefined) conditions.push(eb('min_created_at', '<=', range.to));
+  } else {
+    if (range.from !== undefined) conditions.push(...since(range.from));
+    if (range.to !== undefined) conditions.push(eb('min_timestamp', '<=', range.to));
+  }
+  return eb.and(conditions);
 }
 
 /** Whether every event of the block is in the range (as an SQL condition). */
@@ -144,22 +163,35 @@ export function blockRow(thingId: number, events: readonly BlockEvent[]) {
   };
 }
 
+/**
+ * Writes a block. On PostgreSQL the partition of its time must exist (events/partitions.ts,
+ * `ensurePartition`): the compactor makes sure of it before its transaction, and a block rewritten
+ * without some of its events stays in its hour, so in the partition the block it replaces was in.
+ */
 export async function insertBlock(db: Executor, row: ReturnType<typeof blockRow>): Promise<void> {
   await db.insertInto('event_blocks').values(row).execute();
 }
 
+/** What names a block: its id, and its first event time, which picks its partition on PostgreSQL. */
+type BlockKey = Pick<BlockInfo, 'blockId' | 'minTimestamp'>;
+
 /** Deletes a block; answers whether it was still there (another instance may have deleted it). */
-export async function deleteBlock(db: Executor, blockId: number): Promise<boolean> {
-  const result = await db.deleteFrom('event_blocks').where('block_id', '=', blockId).executeTakeFirst();
+export async function deleteBlock(db: Executor, block: BlockKey): Promise<boolean> {
+  const result = await db
+    .deleteFrom('event_blocks')
+    .where('block_id', '=', block.blockId)
+    .where('min_timestamp', '=', block.minTimestamp)
+    .executeTakeFirst();
   return Number(result.numDeletedRows) === 1;
 }
 
 /** A block with its body, if it is still there. */
-export async function readBlock(db: Executor, blockId: number): Promise<BlockInfo | undefined> {
+export async function readBlock(db: Executor, block: BlockKey): Promise<BlockInfo | undefined> {
   const row = await db
     .selectFrom('event_blocks')
     .select([...BLOCK_COLUMNS, 'body'])
-    .where('block_id', '=', blockId)
+    .where('block_id', '=', block.blockId)
+    .where('min_timestamp', '=', block.minTimestamp)
     .executeTakeFirst();
   return row && blockOf(row);
 }
@@ -176,8 +208,8 @@ export async function rewriteBlock(
   /** Given each event and its place in the block (in (time, id) order). */
   keep: (event: BlockEvent, index: number) => boolean,
 ): Promise<number> {
-  const read = block.body ? block : await readBlock(db, block.blockId);
-  if (!read || !(await deleteBlock(db, block.blockId))) return 0;
+  const read = block.body ? block : await readBlock(db, block);
+  if (!read || !(await deleteBlock(db, block))) return 0;
   const kept = decodeBlock(read.body as Uint8Array).filter(keep);
   if (kept.length > 0) await insertBlock(db, blockRow(thingId, kept));
   return read.count - kept.length;

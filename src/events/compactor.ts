@@ -11,6 +11,7 @@
  */
 import { PeriodicPass } from '../core/periodic-pass.ts';
 import type { Store } from '../store/store.ts';
+import { ensurePartition, forgetPartition, isMissingPartition } from './partitions.ts';
 import { CompactionConflict, compactedBlock, oldestRows, replaceRowsByBlock } from './repository.ts';
 
 const HOUR_MS = 3_600_000;
@@ -94,11 +95,19 @@ export class EventCompactor {
         const events = await oldestRows(this.store.db, thingId, before);
         if (events.length === 0) break;
         const block = compactedBlock(thingId, events);
+        // On PostgreSQL its month's partition first (docs/storage.md, "Partitions"); when the table's
+        // lock is not had in time, the thing is left for the next pass.
+        if (!(await ensurePartition(this.store, block.min_timestamp))) break;
         try {
           await this.store.transaction((tx) => replaceRowsByBlock(tx, events, block));
         } catch (error) {
           // Someone else took these rows: this thing is left for the next pass.
           if (error instanceof CompactionConflict) break;
+          // Another instance's sweeper dropped the partition meanwhile: made again, and tried again.
+          if (isMissingPartition(error)) {
+            forgetPartition(this.store.db, block.min_timestamp);
+            continue;
+          }
           throw error;
         }
         compacted += events.length;

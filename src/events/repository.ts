@@ -10,6 +10,7 @@ import type { Executor, Tx } from '../store/store.ts';
 import { type BlockEvent, decodeBlock } from './block-codec.ts';
 import {
   BLOCK_COLUMNS,
+  BLOCK_SPAN_MS,
   BlockCache,
   type BlockInfo,
   blockInside,
@@ -20,6 +21,7 @@ import {
   insertBlock,
   insideOf,
   overlapping,
+  overlapsOf,
   rewriteBlock,
 } from './blocks.ts';
 
@@ -273,6 +275,7 @@ export async function eventDataAt(
     .where('t.organisation_key', '=', organisationKey)
     .where('t.thing_key', '=', thingKey)
     .where('b.min_timestamp', '<=', timestamp)
+    .where('b.min_timestamp', '>', timestamp - BLOCK_SPAN_MS)
     .where('b.max_timestamp', '>=', timestamp)
     .orderBy('b.min_timestamp')
     .execute();
@@ -681,7 +684,7 @@ export async function deleteEventsBefore(tx: Tx, thingId: number, before: number
     if (!row) break;
     const block = blockOf(row);
     if (block.maxTimestamp < before) {
-      if (await deleteBlock(tx, block.blockId)) removed += block.count;
+      if (await deleteBlock(tx, block)) removed += block.count;
     } else {
       removed += await rewriteBlock(tx, thingId, block, (e) => e.timestamp >= before);
     }
@@ -720,9 +723,7 @@ export async function deleteEventsBetween(tx: Tx, thingId: number, from: number,
   const range: EventRange = { thingId, from, to, byCreatedAt: false };
   const whole = await tx
     .deleteFrom('event_blocks')
-    .where('block_id', 'in', (eb) =>
-      overlapping(eb.selectFrom('event_blocks').select('block_id'), range).where((w) => insideOf(w, range)),
-    )
+    .where((eb) => eb.and([overlapsOf(eb, range), insideOf(eb, range)]))
     .returning('event_count')
     .execute();
   for (const row of whole) removed += Number(row.event_count);

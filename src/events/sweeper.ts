@@ -20,7 +20,19 @@
 import { PeriodicPass } from '../core/periodic-pass.ts';
 import { checkpointLog, reclaimFreePages } from '../store/dialect.ts';
 import type { Store, Tx } from '../store/store.ts';
-import { lastEventBefore, recordEventsRemoved, recordNewestEvent } from '../things/service.ts';
+import {
+  lastEventBefore,
+  recordEventsRemoved,
+  recordEventsRemovedOfThings,
+  recordNewestEvent,
+} from '../things/service.ts';
+import {
+  type DroppedPartition,
+  dropExpiredPartition,
+  expiredPartitions,
+  forgetPartition,
+  isLockTimeout,
+} from './partitions.ts';
 import { deleteEventsBefore, newestEvent, type RetainedThing, retainedThings } from './repository.ts';
 import { retentionCuts } from './retention.ts';
 import { deleteRollupsBefore, slotOf } from './rollups.ts';
@@ -48,6 +60,8 @@ export interface SweeperOptions {
 export interface SweepResult {
   events: number;
   rollups: number;
+  /** Partitions of the event blocks dropped (PostgreSQL), their events counted in `events`. */
+  partitions: number;
 }
 
 /** Lets other work (requests) run before the next step. */
@@ -95,8 +109,9 @@ export class RetentionSweeper {
   }
 
   private async sweepAll(): Promise<SweepResult> {
-    const swept: SweepResult = { events: 0, rollups: 0 };
+    const swept: SweepResult = { events: 0, rollups: 0, partitions: 0 };
     const now = this.now();
+    if (this.store.engine === 'postgres') await this.dropPartitions(now, swept);
     let after = 0;
     while (!this.passes.stopped) {
       const things: RetainedThing[] = await this.turn(() => retainedThings(this.store.db, after, this.thingsPerRead));
@@ -123,6 +138,43 @@ export class RetentionSweeper {
       await giveWay();
     }
     return swept;
+  }
+
+  /**
+   * On PostgreSQL, before the deletes: drops each partition of the event blocks every block of which
+   * has expired (events/partitions.ts), in a transaction of its own taken as a turn of the writer, as
+   * the deletes are, which lowers its things' event counts and sets their last events as the deletes
+   * do (afterEventsDeleted), so a count never differs from what is stored, whenever the server stops.
+   * A partition whose lock was not had in time is left to the next sweep; the deletes below then
+   * take its blocks in steps meanwhile.
+   */
+  private async dropPartitions(now: number, swept: SweepResult): Promise<void> {
+    for (const partition of await expiredPartitions(this.store.db, now)) {
+      if (this.passes.stopped) return;
+      let dropped: DroppedPartition | undefined;
+      try {
+        dropped = await this.turn(() =>
+          this.store.transaction(async (tx) => {
+            const removed = await dropExpiredPartition(tx, partition, now);
+            if (removed) {
+              await recordEventsRemovedOfThings(tx, removed.removed);
+              for (const thingId of removed.lastEventExpired) {
+                await recordNewestEvent(tx, thingId, (await newestEvent(tx, thingId)) ?? null);
+              }
+            }
+            return removed;
+          }),
+        );
+      } catch (error) {
+        if (!isLockTimeout(error)) throw error;
+      }
+      if (dropped) {
+        forgetPartition(this.store.db, partition.from);
+        swept.events += dropped.events;
+        swept.partitions++;
+      }
+      await giveWay();
+    }
   }
 
   /**

@@ -228,6 +228,12 @@ export const uncountEvents = compiledQuery((db: Executor, thingId: number, count
     .where('thing_id', '=', thingId),
 );
 
+/** Lowers each thing's event count by its number of events deleted (column1: thing id, column2: count). */
+export const uncountEventsOfThings = new RowsStatement(
+  ['bigint', 'bigint'],
+  () => 'update things set event_count = event_count - v.column2 from v where things.thing_id = v.column1',
+);
+
 /** A thing's newest event (by its own time) as it is now, after events were deleted; null for none left. */
 export async function setLastEvent(tx: Tx, thingId: number, newest: { timestamp: number; data: string } | null) {
   await tx

@@ -39,6 +39,12 @@ export async function recordEventsRemoved(tx: Tx, thingId: number, count: number
   await things.uncountEvents.execute(tx, thingId, count);
 }
 
+/** Events of many things deleted in this transaction (retention's drop of a partition): each counts as many fewer. */
+export async function recordEventsRemovedOfThings(tx: Tx, removed: Map<number, number>): Promise<void> {
+  if (removed.size === 0) return;
+  await things.uncountEventsOfThings.run(tx, [[...removed.keys()], [...removed.values()]]);
+}
+
 /** A thing's newest event after some were deleted (a range delete, retention), or null when none is left. */
 export async function recordNewestEvent(tx: Tx, thingId: number, newest: { timestamp: number; data: string } | null) {
   await things.setLastEvent(tx, thingId, newest);

@@ -1,6 +1,7 @@
 /** Test data made through the public API, the way a client would make it. */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import type { Store } from '../../src/store/store.ts';
 import type { TestServer } from './server.ts';
 
 /** The fields of the Thing object, as alerts and audit trails embed it (docs/api.md, "Things"). */
@@ -116,17 +117,25 @@ export async function assertTokenRequired(api: TestServer, endpoints: readonly (
 
 /** Events stored for a thing (rows and those compacted into blocks), read straight from the server's store. */
 export async function storedEventCount(api: TestServer, thingKey: string): Promise<number> {
-  const row = await api.server.store.db
-    .selectFrom('events')
-    .innerJoin('things', 'things.thing_id', 'events.thing_id')
-    .select((eb) => eb.fn.countAll().as('count'))
-    .where('things.thing_key', '=', thingKey)
+  const thing = await api.server.store.db
+    .selectFrom('things')
+    .select('thing_id')
+    .where('thing_key', '=', thingKey)
     .executeTakeFirst();
-  const blocks = await api.server.store.db
+  return thing ? storedEventsOfThing(api.server.store, Number(thing.thing_id)) : 0;
+}
+
+/** Events stored for a thing by its id (rows and those compacted into blocks), read straight from a store. */
+export async function storedEventsOfThing(store: Store, thingId: number): Promise<number> {
+  const row = await store.db
+    .selectFrom('events')
+    .select((eb) => eb.fn.countAll().as('count'))
+    .where('thing_id', '=', thingId)
+    .executeTakeFirst();
+  const blocks = await store.db
     .selectFrom('event_blocks')
-    .innerJoin('things', 'things.thing_id', 'event_blocks.thing_id')
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('event_blocks.event_count'), eb.lit(0)).as('count'))
-    .where('things.thing_key', '=', thingKey)
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('event_count'), eb.lit(0)).as('count'))
+    .where('thing_id', '=', thingId)
     .executeTakeFirst();
   return Number(row?.count ?? 0) + Number(blocks?.count ?? 0);
 }

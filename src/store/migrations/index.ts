@@ -15,6 +15,7 @@ import * as alertLifecycle from './010-alert-lifecycle.ts';
 import * as retention from './011-retention.ts';
 import * as usage from './012-usage.ts';
 import * as eventBlocks from './013-event-blocks.ts';
+import * as eventBlockPartitions from './014-event-block-partitions.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -30,4 +31,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '011-retention': retention,
   '012-usage': usage,
   '013-event-blocks': eventBlocks,
+  '014-event-block-partitions': eventBlockPartitions,
 };
