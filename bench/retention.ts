@@ -1,7 +1,10 @@
 /**
- * `npm run bench -- retention [--store sqlite|postgres] [--things 100] [--seconds 10000] [--rounds 100]`
+ * `npm run bench -- retention [--store sqlite|postgres] [--things 100] [--seconds 10000] [--rounds 100] [--compacted]`
  * Expiring many events (`things` x `seconds` one-second events, all older than the retention) with the
- * server's own sweeper (src/events/sweeper.ts), in the server's code in this process:
+ * server's own sweeper (src/events/sweeper.ts), in the server's code in this process. With
+ * `--compacted`, every filled event is compacted into blocks first by the server's compactor
+ * (src/events/compactor.ts), as a server's events are once a day old: the steady state, where the
+ * sweeper drops a PostgreSQL partition or deletes blocks on SQLite (docs/storage.md). Measured:
  * - blocking: the longest turn the sweeper takes among the event writer's transactions (ingestion waits
  *   that long at most), and the whole sweep; on SQLite the file's size before and after;
  * - ingestion stall: while the sweep runs, a batch of one event per thing is written every 20 ms
@@ -13,6 +16,7 @@
  */
 import { sql } from 'kysely';
 import { timeFormatter } from '../src/core/time.ts';
+import { EventCompactor } from '../src/events/compactor.ts';
 import { RetentionSweeper } from '../src/events/sweeper.ts';
 import { aggregatedData } from '../src/queries/aggregation.ts';
 import { thingData } from '../src/queries/thing-data.ts';
@@ -28,9 +32,12 @@ export async function run(args: string[]): Promise<void> {
   const thingCount = Number(option(args, 'things', '100'));
   const seconds = Number(option(args, 'seconds', '10000'));
   const rounds = Number(option(args, 'rounds', '100'));
+  const compacted = args.includes('--compacted');
   const expiring = thingCount * seconds;
   const bench = benchStore(engine);
-  console.log(`retention: ${engine}, ${expiring} events to expire (${thingCount} things x ${seconds} s)`);
+  console.log(
+    `retention: ${engine}, ${expiring} events to expire (${thingCount} things x ${seconds} s)${compacted ? ', compacted into blocks' : ''}`,
+  );
   console.log(describeMachine());
   const filled = await fillableStore(bench, thingCount);
   const { store, writer } = filled;
@@ -38,6 +45,11 @@ export async function run(args: string[]): Promise<void> {
     let started = performance.now();
     await fill(filled, seconds);
     console.log(`filled in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    if (compacted) {
+      started = performance.now();
+      const moved = await new EventCompactor(store, { ageMs: 0 }).compactThings(filled.things.keys());
+      console.log(`compacted ${moved} events in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    }
     // One thing with 30 days of one-minute events up to now: kept, and queried.
     const now = Date.now();
     const [queriedId, queried] = [...filled.things][0] as [number, { thing_key: string }];
@@ -92,7 +104,7 @@ export async function run(args: string[]): Promise<void> {
       .executeTakeFirstOrThrow();
 
     console.log(
-      `swept ${swept.events} events and ${swept.rollups} rollup slots in ${sweepSeconds.toFixed(1)} s (${Math.round(swept.events / sweepSeconds)}/s), ${turns.length} turns; ${Number(left.n)} events left`,
+      `swept ${swept.events} events (${swept.partitions} partitions dropped) and ${swept.rollups} rollup slots in ${sweepSeconds.toFixed(1)} s (${Math.round(swept.events / sweepSeconds)}/s), ${turns.length} turns; ${Number(left.n)} events left as rows, ${await blockEvents(store)} in blocks`,
     );
     console.log(
       table([
@@ -139,6 +151,15 @@ export async function run(args: string[]): Promise<void> {
     await store.close();
     await bench.dispose();
   }
+}
+
+/** Events held in blocks. */
+async function blockEvents(store: Store): Promise<number> {
+  const row = await store.db
+    .selectFrom('event_blocks')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('event_count'), eb.lit(0)).as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 /** A SQLite file's size in bytes, its write-ahead log copied in first; NaN on PostgreSQL. */

@@ -127,9 +127,14 @@ export async function expiredPartitions(db: Executor, now: number): Promise<Part
   const expired: Partition[] = [];
   for (const partition of await partitions(db)) {
     if (partition.to > now - DAY_MS) continue;
-    const { rows } = await sql<{ kept: boolean }>`
-      select exists (select 1 from ${withRetention(partition)} where not ${blockExpired(now)}) as kept`.execute(db);
-    if (rows[0]?.kept === false) expired.push(partition);
+    try {
+      const { rows } = await sql<{ kept: boolean }>`
+        select exists (select 1 from ${withRetention(partition)} where not ${blockExpired(now)}) as kept`.execute(db);
+      if (rows[0]?.kept === false) expired.push(partition);
+    } catch (error) {
+      // 42P01: another instance dropped it since it was listed.
+      if (codeOf(error) !== '42P01') throw error;
+    }
   }
   return expired;
 }

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { Kysely, Migrator, sql } from 'kysely';
+import pg from 'pg';
 import { SYSTEM_ACTOR } from '../../src/audit/recorder.ts';
 import { EventCompactor } from '../../src/events/compactor.ts';
 import { ensurePartition, partitionOf, partitions } from '../../src/events/partitions.ts';
@@ -232,6 +233,42 @@ describe('partitions of the event blocks [postgres]', { skip: postgres?.skip ?? 
     } finally {
       await Promise.all(instances.map((s) => s.close()));
     }
+  });
+
+  it('when another instance dropped a partition this one knew then its compactor makes it again', async () => {
+    const [thing] = (await fleet.organisation(null, 1)) as [number];
+    const month = monthsAgo(11);
+    assert.equal(await ensurePartition(store, month), true, 'known here from now on');
+    const other = await openStore({ databaseUrl: settings.databaseUrl, schema: settings.databaseSchema });
+    try {
+      const swept = await new RetentionSweeper(other).sweep();
+      assert.equal(swept.partitions, 1, 'empty and ended: dropped by the other instance');
+    } finally {
+      await other.close();
+    }
+    await fleet.events(thing, hourly(month, 2));
+    assert.deepEqual(await thingState(store, thing), { stored: 2, counted: 2, last: month + HOUR + 60_000 });
+    assert.ok((await partitions(store.db)).some((p) => p.name === partitionOf(month).name));
+  });
+
+  it('when a long read holds the table then a drop gives up after its wait, and the blocks are deleted one by one', async () => {
+    const [thing] = (await fleet.organisation(30, 1)) as [number];
+    await fleet.events(thing, hourly(monthsAgo(3), 4));
+    await fleet.applyRetentions();
+    const reader = new pg.Client({ connectionString: settings.databaseUrl });
+    await reader.connect();
+    try {
+      await reader.query(`set search_path = "${settings.databaseSchema}"`);
+      await reader.query('begin');
+      await reader.query('select count(*) from event_blocks');
+      const swept = await new RetentionSweeper(store).sweep();
+      assert.deepEqual([swept.partitions, swept.events], [0, 4]);
+      assert.deepEqual(await thingState(store, thing), { stored: 0, counted: 0, last: null });
+    } finally {
+      await reader.query('rollback');
+      await reader.end();
+    }
+    assert.equal((await new RetentionSweeper(store).sweep()).partitions, 1, 'dropped, empty, once the read is done');
   });
 
   it('when blocks are written across the end of a month then each side is in its month, read and deleted as one range', async () => {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { partitionOf, partitions } from '../../src/events/partitions.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { call } from '../support/http.ts';
 import { serveProcess, stopProcess } from '../support/process.ts';
@@ -19,30 +21,57 @@ async function signIn(url: string) {
   return { token: session.body.auth_token as string, organisationKey: session.body.organisation.organisation_key };
 }
 
-/** The events stored and the thing's own count of them, read beside the server. */
+/**
+ * The events stored (as rows and in blocks) and the thing's own count of them, read beside the server
+ * in one statement, so both are of the same moment.
+ */
 async function storedCounts(store: Store) {
-  const events = await store.db
-    .selectFrom('events')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .executeTakeFirstOrThrow();
-  const thing = await store.db.selectFrom('things').select('event_count').executeTakeFirstOrThrow();
-  return { events: Number(events.n), counted: Number(thing.event_count) };
+  const { rows } = await sql<{ event_count: number; stored: number }>`
+    select t.event_count,
+      (select count(*) from events e where e.thing_id = t.thing_id)
+        + (select coalesce(sum(b.event_count), 0) from event_blocks b where b.thing_id = t.thing_id) as stored
+    from things t`.execute(store.db);
+  const thing = rows[0] as { event_count: number; stored: number };
+  return { events: Number(thing.stored), counted: Number(thing.event_count) };
 }
 
-for (const storeCase of STORES) {
-  describe(`the retention sweeper survives a crash [${storeCase.name}]`, { skip: storeCase.skip }, () => {
+/**
+ * Expired events, then kept ones a second apart over the last hours, and the server's settings for
+ * storing them. Over rows: a minute apart, 60 to 100 days ago, swept in chunked deletes. Over blocks
+ * (PostgreSQL): half an hour of them at the start of each of 24 months before the last, each month a
+ * partition the sweep drops whole (docs/storage.md, "Partitions").
+ */
+function sweptEvents(partitioned: boolean) {
+  const now = Date.now();
+  const month = (ago: number) => Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth() - ago, 1);
+  const expired = partitioned
+    ? Array.from({ length: EXPIRED }, (_, n) => ({
+        timestamp: month(2 + (n % 24)) + Math.floor(n / 24) * 1000,
+        data: {},
+      }))
+        .sort((a, b) => a.timestamp - b.timestamp)
+        .map((e, n) => ({ ...e, data: { n } }))
+    : Array.from({ length: EXPIRED }, (_, n) => ({ timestamp: now - 100 * DAY + n * 60_000, data: { n } }));
+  const kept = Array.from({ length: KEPT }, (_, i) => ({
+    timestamp: now - 3 * 3_600_000 + i * 1000,
+    data: { n: EXPIRED + i },
+  }));
+  const env: Record<string, string> = partitioned ? { EVENT_COMPACTION_AGE: '0' } : {};
+  return { events: [...expired, ...kept], env };
+}
+
+const CASES = STORES.flatMap((storeCase) => [
+  { storeCase, partitioned: false, name: storeCase.name },
+  ...(storeCase.name === 'postgres' ? [{ storeCase, partitioned: true, name: 'postgres, partitions dropped' }] : []),
+]);
+
+for (const { storeCase, partitioned, name } of CASES) {
+  describe(`the retention sweeper survives a crash [${name}]`, { skip: storeCase.skip }, () => {
     it('when the server is killed (SIGKILL) while sweeping then no kept event is lost and none is answered twice', async () => {
       const settings = storeCase.fresh();
-      const env = { ...ADMIN, ...storeEnv(settings) };
-      const now = Date.now();
-      // Expired: a minute apart, 60 to 100 days ago. Kept: a second apart, over the last hours.
-      const events = [
-        ...Array.from({ length: EXPIRED }, (_, n) => ({ timestamp: now - 100 * DAY + n * 60_000, data: { n } })),
-        ...Array.from({ length: KEPT }, (_, i) => ({
-          timestamp: now - 3 * 3_600_000 + i * 1000,
-          data: { n: EXPIRED + i },
-        })),
-      ];
+      const swept = sweptEvents(partitioned);
+      const env = { ...ADMIN, ...storeEnv(settings), ...swept.env };
+      const events = swept.events;
       let thingKey = '';
       const loading = await serveProcess({ ...env, RETENTION_SWEEP_INTERVAL: '0' });
       try {
@@ -125,6 +154,11 @@ for (const storeCase of STORES) {
             left = await storedCounts(beside);
           }
           assert.deepEqual(left, { events: KEPT, counted: KEPT });
+          if (partitioned) {
+            // Dropped whole, not emptied: only the partitions of the kept events' times are left.
+            const months = (await partitions(beside.db)).map((p) => p.name);
+            assert.deepEqual(months, [...new Set(events.slice(EXPIRED).map((e) => partitionOf(e.timestamp).name))]);
+          }
         } finally {
           await stopProcess(finishing.child);
         }
