@@ -3,7 +3,7 @@
  * a block at a time. What a block holds is encoded by events/block-codec.ts; which events are in
  * blocks and which are still rows is for events/repository.ts, the only module that reads both.
  */
-import type { ExpressionBuilder, SelectQueryBuilder } from 'kysely';
+import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import type { Executor } from '../store/store.ts';
 import type { Database } from '../store/tables.ts';
 import { type BlockEvent, decodeBlock, encodeBlock } from './block-codec.ts';
@@ -49,7 +49,12 @@ export function overlapping<O>(query: BlocksQuery<O>, range: BlockRange): Blocks
  */
 export function overlapsOf(eb: ExpressionBuilder<Database, 'event_blocks'>, range: BlockRange) {
   const conditions = [eb('thing_id', '=', range.thingId)];
-  const since = (at: number) => [eb('max_timestamp', '>=', at), eb('min_timestamp', '>', at - BLOCK_SPAN_MS)];
+  // In SQL, not computed here: the statements of a query cache (store/prepared.ts) are built with
+  // placeholders for the values.
+  const since = (at: number) => [
+    eb('max_timestamp', '>=', at),
+    eb('min_timestamp', '>', sql<number>`cast(${at} as bigint) - ${sql.lit(BLOCK_SPAN_MS)}`),
+  ];
   if (range.notBefore !== undefined) conditions.push(...since(range.notBefore));
   if (range.byCreatedAt) {
     if (range.from !== undefined) conditions.push(eb('max_created_at', '>=', range.from));
