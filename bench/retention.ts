@@ -138,6 +138,11 @@ export async function run(args: string[]): Promise<void> {
       ]),
     );
     console.log(`ingestion writes: ${latency(baseline)} without a sweep, ${latency(during)} while sweeping`);
+    if (swept.partitions > 0) {
+      // The sweep drops the partitions first, a turn each.
+      const drops = turns.slice(0, swept.partitions).map((t) => t.toFixed(1));
+      console.log(`partition drops (their turns): ${drops.join(', ')} ms`);
+    }
     if (store.engine === 'sqlite') {
       const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
       console.log(`file: ${mib(fileBefore)} MiB before the sweep, ${mib(await fileBytes(store))} MiB after`);
