@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { describe, it } from 'node:test';
+import { type PacketParser, useLeanBuffer } from '../../src/mqtt/lean-parser.ts';
+
+// The parser of the mqtt-packet copy aedes uses, as the broker thread gets it.
+const mqttPacket = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as {
+  parser(): PacketParser & {
+    parse(buf: Buffer): number;
+    on(event: 'packet', listener: (packet: Record<string, unknown>) => void): void;
+  };
+  generate(packet: Record<string, unknown>): Buffer;
+};
+
+/** bl's stream is a readable-stream Duplex, not one of node:stream's. */
+const isStream = (list: object) => typeof (list as { pipe?: unknown }).pipe === 'function';
+
+const connect = mqttPacket.generate({
+  cmd: 'connect',
+  protocolId: 'MQTT',
+  protocolVersion: 4,
+  clean: true,
+  keepalive: 120,
+  clientId: 'device-0001',
+  username: 'access-key',
+  password: Buffer.from('a'.repeat(64)),
+});
+const publish = mqttPacket.generate({
+  cmd: 'publish',
+  topic: 'Altizon/Datonis/device-0001/event',
+  payload: Buffer.from('{"thing_key":"t1"}'),
+  qos: 1,
+  messageId: 513,
+  retain: false,
+  dup: false,
+});
+
+describe('the broker parser with a plain buffer list', () => {
+  it('when a new parser gets the plain list then it is no stream, and packets split across reads still parse', () => {
+    const parser = mqttPacket.parser();
+    assert.equal(isStream(parser._list), true, 'mqtt-packet starts the parser with a stream');
+    assert.equal(useLeanBuffer(parser), true);
+    assert.equal(isStream(parser._list), false);
+    const packets: Record<string, unknown>[] = [];
+    parser.on('packet', (packet) => packets.push(packet));
+    const bytes = Buffer.concat([connect, publish]);
+    // Cut inside the length, the client id, the password and the publish's topic.
+    for (const [from, to] of [
+      [0, 1],
+      [1, 9],
+      [9, 30],
+      [30, connect.length + 5],
+      [connect.length + 5, bytes.length],
+    ]) {
+      parser.parse(bytes.subarray(from, to));
+    }
+    assert.deepEqual(
+      packets.map((p) => [p.cmd, p.clientId ?? p.topic]),
+      [
+        ['connect', 'device-0001'],
+        ['publish', 'Altizon/Datonis/device-0001/event'],
+      ],
+    );
+    assert.equal(String(packets[0]?.password), 'a'.repeat(64));
+    assert.equal(packets[1]?.messageId, 513);
+    assert.equal(parser._list.length, 0);
+  });
+
+  it('when the parser holds bytes already, or has the plain list, then it is left as it is', () => {
+    const holding = mqttPacket.parser();
+    holding.parse(connect.subarray(0, 5));
+    const list = holding._list;
+    assert.equal(useLeanBuffer(holding), false);
+    assert.equal(holding._list, list);
+    const lean = mqttPacket.parser();
+    useLeanBuffer(lean);
+    const plain = lean._list;
+    assert.equal(useLeanBuffer(lean), false);
+    assert.equal(lean._list, plain);
+  });
+});
