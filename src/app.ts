@@ -500,6 +500,7 @@ async function startMqtt(
         log: app.log,
         instructions,
         maxConnections: config.mqttMaxConnections,
+        youngGenerationMb: config.mqttBrokerYoungGenerationMb,
         inbound: inboundLimits(config.mqttMaxPending),
         onStoreBehind: (listener) => writer.onBehindChange(listener),
       });

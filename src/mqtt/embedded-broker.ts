@@ -64,12 +64,17 @@ export interface BrokerFigures {
 const fromSource = extname(fileURLToPath(import.meta.url)) === '.ts';
 const workerUrl = new URL(`./broker-worker${fromSource ? '.ts' : '.js'}`, import.meta.url);
 
-/** A worker thread of the broker; from source, with the TypeScript loader the tests and `npm run dev` use. */
-function newWorker(settings: BrokerSettings): Worker {
-  if (!fromSource) return new Worker(workerUrl, { workerData: settings });
+/**
+ * A worker thread of the broker; from source, with the TypeScript loader the tests and `npm run dev` use.
+ * Its young generation is its own (MQTT_BROKER_YOUNG_GENERATION_MB, docs/configuration.md): V8's default
+ * of 48 MB let a connection storm's passing objects take 32 MB of it at once, on top of the connections.
+ */
+function newWorker(settings: BrokerSettings, youngGenerationMb: number): Worker {
+  const options = { workerData: settings, resourceLimits: { maxYoungGenerationSizeMb: youngGenerationMb } };
+  if (!fromSource) return new Worker(workerUrl, options);
   const loader = JSON.stringify(import.meta.resolve('tsx/esm/api'));
   const code = `import(${loader}).then(({ register }) => { register(); return import(${JSON.stringify(workerUrl.href)}); })`;
-  return new Worker(code, { eval: true, workerData: settings });
+  return new Worker(code, { eval: true, ...options });
 }
 
 const RESTART_DELAY_MS = 1000;
@@ -92,6 +97,8 @@ export async function startEmbeddedBroker(options: {
   instructions?: MqttInstructions;
   /** Device connections beyond this are refused with CONNACK 3. */
   maxConnections: number;
+  /** The broker thread's young generation, MB. */
+  youngGenerationMb: number;
   inbound: InboundLimits;
   /** Tells of each time the store falls behind or catches up (events/writer.ts, onBehindChange). */
   onStoreBehind?: (listener: (behind: boolean) => void) => () => void;
@@ -164,7 +171,7 @@ function startWorker(
   settings: BrokerSettings,
 ): Promise<BrokerThread> {
   const { authenticator, devices, log, instructions } = options;
-  const worker = newWorker(settings);
+  const worker = newWorker(settings, options.youngGenerationMb);
   const post = (message: ToBroker) => worker.postMessage(message);
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
   const publishing = new Map<number, () => void>();

@@ -280,6 +280,7 @@ describeOnStores(
       const key = unique('mqrestart');
       assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
       const failed = broker.thread();
+      assert.equal(failed.resourceLimits?.maxYoungGenerationSizeMb, 8, 'the thread has a young generation of its own');
       const closed = new Promise<void>((resolve) => device.client.once('close', () => resolve()));
       await failed.terminate();
       await closed;
@@ -287,6 +288,7 @@ describeOnStores(
       const again = await MqttDevice.connectWhenUp(brokerUrl(), pair);
       try {
         assert.notEqual(broker.thread(), failed, 'a new thread serves the port');
+        assert.equal(broker.thread().resourceLimits?.maxYoungGenerationSizeMb, 8);
         assert.equal((await again.send('event', { thing_key: key, data: { temperature: 3 } })).http_code, 200);
         assert.equal(await storedCount(key), 1);
       } finally {

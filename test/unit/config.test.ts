@@ -64,6 +64,12 @@ describe('configuration', () => {
 
   it('when a count is not a positive integer or a port not one then the setting is named', () => {
     assert.equal(loadConfig({ MQTT_MAX_PENDING: '10' }).mqttMaxPending, 10);
+    assert.equal(loadConfig({}).mqttBrokerYoungGenerationMb, 8);
+    assert.equal(loadConfig({ MQTT_BROKER_YOUNG_GENERATION_MB: '32' }).mqttBrokerYoungGenerationMb, 32);
+    assert.throws(
+      () => loadConfig({ MQTT_BROKER_YOUNG_GENERATION_MB: '0' }),
+      /MQTT_BROKER_YOUNG_GENERATION_MB must be a positive integer/,
+    );
     for (const text of ['0', '-1', '2.5', 'many']) {
       assert.throws(() => loadConfig({ MQTT_MAX_PENDING: text }), /MQTT_MAX_PENDING must be a positive integer/, text);
     }
