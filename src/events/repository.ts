@@ -212,12 +212,11 @@ export async function* eventChunks(db: Executor, range: EventRange, size = 20_00
     const [row] = (await queries.execute(db, `chunk|${shapeOf(range)}|${size}`, values, (v) => {
       let page = rangeQuery(db, range, v).select(['timestamp', 'event_id', 'data']);
       if (v.afterAt !== undefined) {
-        page = page.where((eb) =>
-          eb.or([
-            eb('timestamp', '>', v.afterAt as number),
-            eb.and([eb('timestamp', '=', v.afterAt as number), eb('event_id', '>', v.afterId as number)]),
-          ]),
-        );
+        // The time as a bound of its own, which the (thing, time) index starts the read at; without it,
+        // PostgreSQL reads each chunk from the thing's first event on.
+        page = page
+          .where('timestamp', '>=', v.afterAt as number)
+          .where((eb) => eb.or([eb('timestamp', '>', v.afterAt as number), eb('event_id', '>', v.afterId as number)]));
       }
       const ordered = page.orderBy('timestamp', 'asc').orderBy('event_id', 'asc').limit(sql.lit(size));
       const columns = ['page.timestamp', 'page.event_id', 'page.data'];
@@ -569,9 +568,10 @@ async function rowsAfter(
   ]);
   if (after) {
     const beyond = order === 'asc' ? '>' : '<';
-    query = query.where((eb) =>
-      eb.or([eb(column, beyond, after.at), eb.and([eb(column, '=', after.at), eb('event_id', beyond, after.id)])]),
-    );
+    // The time as a bound of its own, for the index to start the read at (see eventChunks).
+    query = query
+      .where(column, order === 'asc' ? '>=' : '<=', after.at)
+      .where((eb) => eb.or([eb(column, beyond, after.at), eb('event_id', beyond, after.id)]));
   }
   const rows = await query.orderBy(column, order).orderBy('event_id', order).limit(limit).execute();
   return rows.map((row) => ({

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { eventChunks } from '../../src/events/repository.ts';
 import { EXPORT_PAGE_EVENTS, exportProgress } from '../../src/queries/export.ts';
 import { childOrganisation, createThing, userWithAbilities } from '../support/fixtures.ts';
 import { type PausedGet, pausedGet } from '../support/paused-get.ts';
@@ -227,6 +229,38 @@ describeOnStores('event export', (ctx) => {
     } finally {
       client.socket.destroy();
     }
+  });
+
+  /** Small events over `pages` pages of an export. */
+  const pagesOfEvents = (pages: number) =>
+    Array.from({ length: pages * EXPORT_PAGE_EVENTS }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i } }));
+
+  it('when events are read in chunks from PostgreSQL then each chunk starts where the last ended in the index', {
+    skip: ctx.store.name !== 'postgres' && 'reads the statistics of PostgreSQL',
+  }, async () => {
+    const chunks = 8;
+    const key = await thingWithEvents(pagesOfEvents(chunks));
+    const db = ctx.api.server.store.db;
+    const thing = await db
+      .selectFrom('things')
+      .select('thing_id')
+      .where('thing_key', '=', key)
+      .executeTakeFirstOrThrow();
+    const range = { thingId: Number(thing.thing_id), from: undefined, to: undefined, byCreatedAt: false };
+    // With the statistics autovacuum keeps (of a few rows, the planner reads them all and sorts them).
+    await sql`analyze events`.execute(db);
+    // The rows the transaction fetched through indexes: a chunk that scans from the thing's first event
+    // fetches every event before it again.
+    const fetched = await ctx.api.server.store.transaction(async (tx) => {
+      let events = 0;
+      for await (const chunk of eventChunks(tx, range, EXPORT_PAGE_EVENTS)) events += chunk.length;
+      assert.equal(events, chunks * EXPORT_PAGE_EVENTS);
+      const { rows } = await sql<{ fetched: string }>`select idx_tup_fetch as fetched from pg_stat_xact_user_tables
+        where relname = 'events' and schemaname = current_schema()`.execute(tx);
+      return Number(rows[0]?.fetched);
+    });
+    // Read from the start each time, the chunks would fetch 1 + 2 + ... + 8 chunks' worth (4.5 times the events).
+    assert.ok(fetched < 3 * chunks * EXPORT_PAGE_EVENTS, `${fetched} rows fetched for ${chunks} chunks`);
   });
 
   it('when the server stops while a client does not read its export then the stop cuts that connection and ends', {
