@@ -3,6 +3,7 @@
  * and queries read them (through events/service.ts), all through this module.
  */
 import { sql } from 'kysely';
+import { giveWay } from '../core/give-way.ts';
 import { hasExpired } from '../core/retention.ts';
 import { engineOfDb, jsonRowsText, RowsStatement } from '../store/dialect.ts';
 import { QueryCache } from '../store/prepared.ts';
@@ -230,6 +231,8 @@ export async function* eventChunks(db: Executor, range: EventRange, size = 20_00
       return;
     }
     if (!row?.rows) return;
+    // Read at once on SQLite: other work gets its turn between chunks.
+    await giveWay();
     const events = JSON.parse(`[${row.rows}]`) as EventTriple[];
     if (!events.every((e, i) => i === 0 || byTimeThenId(events[i - 1] as EventTriple, e) <= 0)) {
       events.sort(byTimeThenId);
@@ -439,7 +442,9 @@ async function readMerged(
   let position = after;
   let toSkip = skip;
   let blocks = STEP_BLOCKS;
-  while (events.length < limit) {
+  for (let steps = 0; events.length < limit; steps++) {
+    // Other work gets its turn between steps (each reads and decodes at once on SQLite).
+    if (steps > 0) await giveWay();
     const step = await mergedStep(db, range, order, position, toSkip, limit - events.length, blocks, cache);
     events.push(...step.events);
     toSkip -= step.skipped;
@@ -614,6 +619,7 @@ async function* mergedChunks(
   let position: Position | undefined = after && { at: after[0], id: after[1] };
   for (;;) {
     const read = await readMerged(db, { ...range, byCreatedAt: false }, 'asc', position, 0, size, cache);
+    await giveWay();
     if (read.events.length > 0) {
       yield read.events.map((e) => [e.timestamp, e.eventId, JSON.parse(e.data)] as EventTriple);
     }

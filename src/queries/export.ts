@@ -3,7 +3,8 @@
  * as NDJSON or CSV, streamed. The events are read a page at a time, each page after the last one's
  * (time, id), and a page is read only when the client has taken what came before: the answer is a
  * Readable stream, which the server pipes to the socket, so a slow client slows the reads and one that
- * disconnects ends them. Memory holds one page whatever the range.
+ * disconnects ends them. Memory holds one page whatever the range. Between pages other work gets its
+ * turn (events/repository.ts, eventChunks), also when the client takes every page at once.
  */
 import { Readable } from 'node:stream';
 import { invalidParam } from '../core/errors.ts';

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
+import { STORED_TIME } from '../../src/core/time.ts';
 import { eventChunks } from '../../src/events/repository.ts';
-import { EXPORT_PAGE_EVENTS, exportProgress } from '../../src/queries/export.ts';
+import { EXPORT_PAGE_EVENTS, type ExportFormat, exportEvents, exportProgress } from '../../src/queries/export.ts';
 import { childOrganisation, createThing, userWithAbilities } from '../support/fixtures.ts';
 import { type PausedGet, pausedGet } from '../support/paused-get.ts';
 import { startServer } from '../support/server.ts';
@@ -186,9 +187,11 @@ describeOnStores('event export', (ctx) => {
       'x-auth-token': token,
     });
     try {
+      const firstPass = events.length / EXPORT_PAGE_EVENTS;
+      // Past its first pass (a pause of a loaded machine is not the end of it), then held by the client.
+      for (let i = 0; i < 300 && exportProgress.pagesRead - pagesBefore <= firstPass; i++) await sleep(50);
       await settled();
       assert.equal(exportProgress.active, 1, 'the export is under way');
-      const firstPass = events.length / EXPORT_PAGE_EVENTS;
       assert.ok(exportProgress.pagesRead - pagesBefore < 2 * firstPass, 'the second pass waits for the client');
       const late = T0 + events.length * SECOND;
       const posted = await ctx.api.request('POST', `/api/v3/things/${key}/events`, {
@@ -217,6 +220,7 @@ describeOnStores('event export', (ctx) => {
     const client = await pausedGet(ctx.api.url, `/api/v3/things/${key}/events/export`, { 'x-auth-token': token });
     try {
       // Not read: the server stops reading pages once the socket is full.
+      for (let i = 0; i < 300 && exportProgress.pagesRead === pagesBefore; i++) await sleep(50);
       await settled();
       const pagesWhilePaused = exportProgress.pagesRead - pagesBefore;
       assert.ok(pagesWhilePaused > 0, 'the export began');
@@ -231,22 +235,71 @@ describeOnStores('event export', (ctx) => {
     }
   });
 
-  /** Small events over `pages` pages of an export. */
-  const pagesOfEvents = (pages: number) =>
-    Array.from({ length: pages * EXPORT_PAGE_EVENTS }, (_, i) => ({ timestamp: T0 + i * SECOND, data: { i } }));
+  /** A thing with `pages` pages of small events, and the range of every one of them. */
+  async function thingOfPages(pages: number) {
+    const events = Array.from({ length: pages * EXPORT_PAGE_EVENTS }, (_, i) => ({
+      timestamp: T0 + i * SECOND,
+      data: { i },
+    }));
+    const key = await thingWithEvents(events);
+    const thing = await ctx.api.server.store.db
+      .selectFrom('things')
+      .select(['thing_id', 'organisation_key'])
+      .where('thing_key', '=', key)
+      .executeTakeFirstOrThrow();
+    const range = { thingId: Number(thing.thing_id), from: undefined, to: undefined, byCreatedAt: false };
+    return { key, organisationKey: thing.organisation_key, range };
+  }
+
+  /** An export as the module answers it, for a reader that takes every byte at once. */
+  const exported = (thing: { key: string; organisationKey: string }, format: ExportFormat) =>
+    exportEvents(
+      ctx.api.server.store.db,
+      { organisationKeys: [thing.organisationKey], thingKey: thing.key, format },
+      STORED_TIME,
+    );
+
+  it('when an export is read as fast as it comes then other work is done between its pages', async () => {
+    const pages = 6;
+    const answer = await exported(await thingOfPages(pages), 'ndjson');
+    const pagesBefore = exportProgress.pagesRead;
+    // Other work, queued as the export begins: it must not wait for the whole export.
+    let pagesWhenServed: number | undefined;
+    setImmediate(() => {
+      pagesWhenServed = exportProgress.pagesRead - pagesBefore;
+    });
+    let lines = 0;
+    for await (const part of answer.body) lines += String(part).split('\n').length - 1;
+    assert.equal(lines, pages * EXPORT_PAGE_EVENTS, 'every event was exported');
+    assert.ok(
+      pagesWhenServed !== undefined && pagesWhenServed < pages,
+      `other work waited for ${pagesWhenServed} pages`,
+    );
+  });
+
+  it('when events are read in chunks for aggregation then other work is done between the chunks', async () => {
+    const chunks = 6;
+    const { range } = await thingOfPages(chunks);
+    const db = ctx.api.server.store.db;
+    let read = 0;
+    let chunksWhenServed: number | undefined;
+    setImmediate(() => {
+      chunksWhenServed = read;
+    });
+    for await (const chunk of eventChunks(db, range, EXPORT_PAGE_EVENTS)) read += chunk.length > 0 ? 1 : 0;
+    assert.equal(read, chunks);
+    assert.ok(
+      chunksWhenServed !== undefined && chunksWhenServed < chunks,
+      `other work waited for ${chunksWhenServed} chunks`,
+    );
+  });
 
   it('when events are read in chunks from PostgreSQL then each chunk starts where the last ended in the index', {
     skip: ctx.store.name !== 'postgres' && 'reads the statistics of PostgreSQL',
   }, async () => {
     const chunks = 8;
-    const key = await thingWithEvents(pagesOfEvents(chunks));
+    const { range } = await thingOfPages(chunks);
     const db = ctx.api.server.store.db;
-    const thing = await db
-      .selectFrom('things')
-      .select('thing_id')
-      .where('thing_key', '=', key)
-      .executeTakeFirstOrThrow();
-    const range = { thingId: Number(thing.thing_id), from: undefined, to: undefined, byCreatedAt: false };
     // With the statistics autovacuum keeps (of a few rows, the planner reads them all and sorts them).
     await sql`analyze events`.execute(db);
     // The rows the transaction fetched through indexes: a chunk that scans from the thing's first event
