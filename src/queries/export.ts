@@ -55,11 +55,16 @@ export async function exportEvents(db: Executor, request: ExportRequest, time: T
     byCreatedAt: false,
     notBefore: retentionCuts(thing.retention_days, null, Date.now()).events,
   };
-  const lines = request.format === 'csv' ? csvLines(db, range, request.metrics, time) : ndjsonLines(db, range, time);
+  // Destroyed when the client leaves: a generator is only told so at its next yield, which a CSV's
+  // first pass does not reach before its end, so that pass asks between its pages.
+  const dropped = () => body.destroyed;
+  const lines =
+    request.format === 'csv' ? csvLines(db, range, request.metrics, time, dropped) : ndjsonLines(db, range, time);
+  const body = Readable.from(counted(lines), { objectMode: false });
   return {
     contentType: request.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
     fileName: `${request.thingKey.replace(/[^A-Za-z0-9_-]/g, '_')}-events.${request.format}`,
-    body: Readable.from(counted(lines), { objectMode: false }),
+    body,
   };
 }
 
@@ -95,7 +100,13 @@ async function* ndjsonLines(db: Executor, range: EventRange, time: TimeFormatter
  * pass the rows end at its last event, so events stored meanwhile, whose metrics the header may lack,
  * are left out rather than written without them.
  */
-async function* csvLines(db: Executor, range: EventRange, requested: string[] | undefined, time: TimeFormatter) {
+async function* csvLines(
+  db: Executor,
+  range: EventRange,
+  requested: string[] | undefined,
+  time: TimeFormatter,
+  dropped: () => boolean,
+) {
   let metrics = requested;
   /** The first pass's last event (null: it found none); undefined without a first pass. */
   let end: EventTriple | null | undefined;
@@ -103,6 +114,7 @@ async function* csvLines(db: Executor, range: EventRange, requested: string[] | 
     const names = new Set<string>();
     end = null;
     for await (const chunk of pages(db, range)) {
+      if (dropped()) return;
       for (const [, , data] of chunk) collectNames(data, '', names);
       end = chunk[chunk.length - 1] as EventTriple;
     }

@@ -199,7 +199,12 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
     const result = await spec.handler(call);
     if (reply.sent) return reply;
     // A streamed answer (an export): piped to the socket, which paces it and ends it if the client leaves.
-    if (result instanceof Readable) return reply.send(result);
+    // Its status and headers are sent as the stream starts, not with its first bytes, which may come
+    // only after a long read (a CSV export's first pass).
+    if (result instanceof Readable) {
+      result.once('resume', () => reply.raw.flushHeaders());
+      return reply.send(result);
+    }
     let text: string;
     if (result instanceof JsonText) {
       text = params.pretty ? JSON.stringify(JSON.parse(result.text), null, 2) : result.text;
