@@ -9,6 +9,7 @@
  * rows it read or nothing (CompactionConflict rolls it back), so a compaction killed part way, or
  * instances compacting the same PostgreSQL store at once, leave each event a row or in one block.
  */
+import { giveWay } from '../core/give-way.ts';
 import { PeriodicPass } from '../core/periodic-pass.ts';
 import type { Store } from '../store/store.ts';
 import { ensurePartition, forgetPartition, isMissingPartition } from './partitions.ts';
@@ -33,9 +34,6 @@ export interface CompactorOptions {
  * thread for tens of milliseconds, and on SQLite the pass shares the one connection with ingestion.
  */
 const DEFAULT_SHARE = 0.05;
-
-/** Lets other work (the event writer's transactions, requests) run before the next step. */
-const giveWay = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class EventCompactor {
   private readonly ageMs: number;

@@ -17,6 +17,7 @@
  * never one that is kept.
  */
 
+import { giveWay } from '../core/give-way.ts';
 import { PeriodicPass } from '../core/periodic-pass.ts';
 import { checkpointLog, reclaimFreePages } from '../store/dialect.ts';
 import type { Store, Tx } from '../store/store.ts';
@@ -63,9 +64,6 @@ export interface SweepResult {
   /** Partitions of the event blocks dropped (PostgreSQL), their events counted in `events`. */
   partitions: number;
 }
-
-/** Lets other work (requests) run before the next step. */
-const giveWay = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class RetentionSweeper {
   private readonly step: number;
