@@ -12,8 +12,9 @@
 import { giveWay } from '../core/give-way.ts';
 import { PeriodicPass } from '../core/periodic-pass.ts';
 import type { Store } from '../store/store.ts';
+import { blockRow } from './blocks.ts';
 import { ensurePartition, forgetPartition, isMissingPartition } from './partitions.ts';
-import { CompactionConflict, compactedBlock, oldestRows, replaceRowsByBlock } from './repository.ts';
+import { CompactionConflict, oldestRows, replaceRowsByBlock } from './repository.ts';
 
 const HOUR_MS = 3_600_000;
 
@@ -92,7 +93,7 @@ export class EventCompactor {
         const started = performance.now();
         const events = await oldestRows(this.store.db, thingId, before);
         if (events.length === 0) break;
-        const block = compactedBlock(thingId, events);
+        const block = blockRow(thingId, events);
         // On PostgreSQL its month's partition first (docs/storage.md, "Partitions"); when the table's
         // lock is not had in time, the thing is left for the next pass.
         if (!(await ensurePartition(this.store, block.min_timestamp))) break;

@@ -16,7 +16,7 @@ import {
   type BlockInfo,
   blockInside,
   blockOf,
-  blockRow,
+  type blockRow,
   deleteBlock,
   eventInside,
   insertBlock,
@@ -812,8 +812,6 @@ const deleteRowsById = new RowsStatement(
 
 /** A block made of a thing's rows (blockRow), ready to replace them. */
 export type CompactedBlock = ReturnType<typeof blockRow>;
-
-export const compactedBlock = blockRow;
 
 /**
  * In one transaction: deletes the rows a block was made of and writes the block, so the events are

@@ -156,23 +156,18 @@ function expected(all: Written[], range: EventRange, order: 'asc' | 'desc') {
   return kept.sort((a, b) => sign * (at(a) - at(b) || a.eventId - b.eventId));
 }
 
-async function blockCount(store: Store, thingId: number) {
+/** A thing's rows in a table: its events as rows, or its blocks. */
+async function countOf(store: Store, table: 'events' | 'event_blocks', thingId: number) {
   const row = await store.db
-    .selectFrom('event_blocks')
+    .selectFrom(table)
     .select((eb) => eb.fn.countAll().as('n'))
     .where('thing_id', '=', thingId)
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
-async function rowCount(store: Store, thingId: number) {
-  const row = await store.db
-    .selectFrom('events')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('thing_id', '=', thingId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
+const blockCount = (store: Store, thingId: number) => countOf(store, 'event_blocks', thingId);
+const rowCount = (store: Store, thingId: number) => countOf(store, 'events', thingId);
 
 /** Checks every read over these ranges against the events written. */
 async function assertReads(store: Store, thingId: number, all: Written[], ranges: EventRange[]) {
