@@ -6,11 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import type { EntityChange } from '../../src/core/change-feed.ts';
-import { insertEvents } from '../../src/events/repository.ts';
+import { insertEvents, pageOfEvents } from '../../src/events/repository.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { growTemplateMetrics } from '../../src/templates/service.ts';
 import { recordHeartbeat, recordLastEvents, type ThingTouch } from '../../src/things/service.ts';
+import { fetchedByIndexes } from '../support/postgres-statistics.ts';
 import { STORES } from '../support/stores.ts';
 
 const NOW = Date.UTC(2025, 5, 1, 12);
@@ -98,6 +100,40 @@ for (const storeCase of STORES) {
           [t2, NOW - 1000, NOW, { temp: 21 }, [52.5, 13.4]],
         ],
       );
+    });
+
+    it('when a busy thing is newer than the statistics then its newest page fetches only that page, with and without a retention', async () => {
+      const [t1, t2] = thingIds as [number, number];
+      // Statistics of a table where the thing has no event, as when it is new or far busier than the rest.
+      await store.transaction((tx) =>
+        insertEvents(tx, [{ thingId: t1, timestamp: NOW, data: { temp: 1 }, waypoint: null }], NOW),
+      );
+      if (store.engine === 'postgres') await sql`analyze events`.execute(store.db);
+      const count = 20_000;
+      const events = Array.from({ length: count }, (_, i) => ({
+        thingId: t2,
+        timestamp: NOW + i * 1000,
+        data: { temp: i },
+        waypoint: null,
+      }));
+      for (let i = 0; i < count; i += 5000) {
+        await store.transaction((tx) => insertEvents(tx, events.slice(i, i + 5000), NOW));
+      }
+      const fetched = await store.transaction(async (tx) => {
+        const before = store.engine === 'postgres' ? await fetchedByIndexes(tx) : 0;
+        for (const notBefore of [undefined, NOW - 86_400_000]) {
+          const range = { thingId: t2, from: undefined, to: undefined, byCreatedAt: false, notBefore };
+          const page = await pageOfEvents(tx, range, 'desc', 100, 0);
+          assert.deepEqual(
+            page.events.slice(0, 2).map((e) => Number(e.timestamp)),
+            [NOW + (count - 1) * 1000, NOW + (count - 2) * 1000],
+          );
+          assert.equal(page.events.length, 100);
+        }
+        return store.engine === 'postgres' ? (await fetchedByIndexes(tx)) - before : 0;
+      });
+      // Sorting the thing's events by time and id to answer a page fetches all 20,000 of them.
+      assert.ok(fetched < 1000, `${fetched} rows fetched for two pages of 100`);
     });
 
     it('when a transaction records last events then only a newer event replaces the last one, counts add up and lag bounds widen', async () => {

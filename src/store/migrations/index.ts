@@ -16,6 +16,7 @@ import * as retention from './011-retention.ts';
 import * as usage from './012-usage.ts';
 import * as eventBlocks from './013-event-blocks.ts';
 import * as eventBlockPartitions from './014-event-block-partitions.ts';
+import * as eventOrderIndex from './015-event-order-index.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -32,4 +33,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '012-usage': usage,
   '013-event-blocks': eventBlocks,
   '014-event-block-partitions': eventBlockPartitions,
+  '015-event-order-index': eventOrderIndex,
 };
