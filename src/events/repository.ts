@@ -2,12 +2,13 @@
  * The events table, which the events capability owns: the event writer adds rows (events/writer.ts)
  * and queries read them (through events/service.ts), all through this module.
  */
-import { sql } from 'kysely';
+import { type SelectQueryBuilder, sql } from 'kysely';
 import { giveWay } from '../core/give-way.ts';
 import { hasExpired } from '../core/retention.ts';
 import { engineOfDb, jsonRowsText, RowsStatement } from '../store/dialect.ts';
 import { QueryCache } from '../store/prepared.ts';
 import type { Executor, Tx } from '../store/store.ts';
+import type { Database } from '../store/tables.ts';
 import { type BlockEvent, decodeBlock } from './block-codec.ts';
 import {
   BLOCK_COLUMNS,
@@ -213,11 +214,7 @@ export async function* eventChunks(db: Executor, range: EventRange, size = 20_00
     const [row] = (await queries.execute(db, `chunk|${shapeOf(range)}|${size}`, values, (v) => {
       let page = rangeQuery(db, range, v).select(['timestamp', 'event_id', 'data']);
       if (v.afterAt !== undefined) {
-        // The time as a bound of its own, which the (thing, time) index starts the read at; without it,
-        // PostgreSQL reads each chunk from the thing's first event on.
-        page = page
-          .where('timestamp', '>=', v.afterAt as number)
-          .where((eb) => eb.or([eb('timestamp', '>', v.afterAt as number), eb('event_id', '>', v.afterId as number)]));
+        page = beyondPosition(page, 'timestamp', 'asc', { at: v.afterAt as number, id: v.afterId as number });
       }
       const ordered = page.orderBy('timestamp', 'asc').orderBy('event_id', 'asc').limit(sql.lit(size));
       const columns = ['page.timestamp', 'page.event_id', 'page.data'];
@@ -555,6 +552,23 @@ async function mergedStep(
   return { events, skipped, next, done, blocksOpened: opened };
 }
 
+/**
+ * The events after a position in a read's order: by time (event or receipt time), then by id. The
+ * time is also a bound of its own, which the (thing, time) index starts the read at; without it,
+ * PostgreSQL reads from the thing's first (or last) event on each time.
+ */
+function beyondPosition<O>(
+  query: SelectQueryBuilder<Database, 'events', O>,
+  column: 'timestamp' | 'created_at',
+  order: 'asc' | 'desc',
+  position: Position,
+): SelectQueryBuilder<Database, 'events', O> {
+  const beyond = order === 'asc' ? '>' : '<';
+  return query
+    .where(column, order === 'asc' ? '>=' : '<=', position.at)
+    .where((eb) => eb.or([eb(column, beyond, position.at), eb('event_id', beyond, position.id)]));
+}
+
 /** The range's next rows after a position, in order. */
 async function rowsAfter(
   db: Executor,
@@ -571,13 +585,7 @@ async function rowsAfter(
     'data',
     'waypoint',
   ]);
-  if (after) {
-    const beyond = order === 'asc' ? '>' : '<';
-    // The time as a bound of its own, for the index to start the read at (see eventChunks).
-    query = query
-      .where(column, order === 'asc' ? '>=' : '<=', after.at)
-      .where((eb) => eb.or([eb(column, beyond, after.at), eb('event_id', beyond, after.id)]));
-  }
+  if (after) query = beyondPosition(query, column, order, after);
   const rows = await query.orderBy(column, order).orderBy('event_id', order).limit(limit).execute();
   return rows.map((row) => ({
     eventId: Number(row.event_id),

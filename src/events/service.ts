@@ -4,7 +4,7 @@
  * deleted by the retention sweeper (events/sweeper.ts) and by a range delete (here).
  */
 import type { Actor } from '../audit/recorder.ts';
-import type { Store } from '../store/store.ts';
+import type { Store, Tx } from '../store/store.ts';
 import { findTemplate } from '../templates/service.ts';
 import { recordEventsRemoved, recordNewestEvent, recordThingUpdated, requireThing } from '../things/service.ts';
 import { deleteEventsBetween, newestEvent } from './repository.ts';
@@ -48,10 +48,15 @@ export async function deleteEventRange(
       await recordEventsRemoved(tx, before.thing_id, deleted);
       const newestAt = before.last_event_timestamp;
       if (newestAt !== null && newestAt >= first && newestAt <= to) {
-        await recordNewestEvent(tx, before.thing_id, (await newestEvent(tx, before.thing_id)) ?? null);
+        await renewNewestEvent(tx, before.thing_id);
       }
     }
     await recordThingUpdated(tx, actor, organisationKeys, before);
     return deleted;
   });
+}
+
+/** Sets a thing's last event again from what is stored (after some of its events were deleted): the newest left, or none. */
+export async function renewNewestEvent(tx: Tx, thingId: number): Promise<void> {
+  await recordNewestEvent(tx, thingId, (await newestEvent(tx, thingId)) ?? null);
 }

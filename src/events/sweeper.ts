@@ -21,12 +21,7 @@ import { giveWay } from '../core/give-way.ts';
 import { PeriodicPass } from '../core/periodic-pass.ts';
 import { checkpointLog, reclaimFreePages } from '../store/dialect.ts';
 import type { Store, Tx } from '../store/store.ts';
-import {
-  lastEventBefore,
-  recordEventsRemoved,
-  recordEventsRemovedOfThings,
-  recordNewestEvent,
-} from '../things/service.ts';
+import { lastEventBefore, recordEventsRemoved, recordEventsRemovedOfThings } from '../things/service.ts';
 import {
   type DroppedPartition,
   dropExpiredPartition,
@@ -34,9 +29,10 @@ import {
   forgetPartition,
   isLockTimeout,
 } from './partitions.ts';
-import { deleteEventsBefore, newestEvent, type RetainedThing, retainedThings } from './repository.ts';
+import { deleteEventsBefore, type RetainedThing, retainedThings } from './repository.ts';
 import { retentionCuts } from './retention.ts';
 import { deleteRollupsBefore, slotOf } from './rollups.ts';
+import { renewNewestEvent } from './service.ts';
 
 /** Runs a step of the sweep in its turn among the store's writers (the event writer's `turn`). */
 export type Turn = <T>(work: () => Promise<T>) => Promise<T>;
@@ -157,7 +153,7 @@ export class RetentionSweeper {
             if (removed) {
               await recordEventsRemovedOfThings(tx, removed.removed);
               for (const thingId of removed.lastEventExpired) {
-                await recordNewestEvent(tx, thingId, (await newestEvent(tx, thingId)) ?? null);
+                await renewNewestEvent(tx, thingId);
               }
             }
             return removed;
@@ -182,7 +178,7 @@ export class RetentionSweeper {
   private async afterEventsDeleted(tx: Tx, thingId: number, deleted: number, before: number): Promise<void> {
     await recordEventsRemoved(tx, thingId, deleted);
     if (await lastEventBefore(tx, thingId, before)) {
-      await recordNewestEvent(tx, thingId, (await newestEvent(tx, thingId)) ?? null);
+      await renewNewestEvent(tx, thingId);
     }
   }
 
