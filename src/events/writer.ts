@@ -1,7 +1,7 @@
 /**
  * Event storage built for volume (docs/devices.md, "HTTP" and "Overload"). Requests hand their events
- * to the writer, which groups everything arriving within a few milliseconds into one transaction and
- * answers each request only once its events are committed: a device's acknowledgement means its data is
+ * to the writer, which starts transactions at most every few milliseconds, each with everything that
+ * arrived since the last, and answers each request only once its events are committed: a device's acknowledgement means its data is
  * durable. A request's events are never split across transactions, so a bulk is stored whole or not at
  * all. When the store falls behind, new work is refused (503 with Retry-After) instead of piling up.
  *
@@ -63,7 +63,10 @@ interface Queued {
 export interface EventWriterOptions {
   /** Rows that make a transaction worth committing at once. */
   batchRows?: number;
-  /** How long the first waiting request waits for company. */
+  /**
+   * The least time between the starts of two transactions (ms). A write to a writer that started none
+   * for as long goes at once; others wait for that time to pass, and share a transaction.
+   */
   delayMs?: number;
   /** Rows waiting (or being written) beyond which new work is refused. */
   maxPendingRows?: number;
@@ -101,6 +104,8 @@ export class EventWriter {
   /** Transactions under way. */
   private active = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** When the last transaction started (performance.now()). */
+  private lastStart = Number.NEGATIVE_INFINITY;
   private readonly batchRows: number;
   private readonly delayMs: number;
   private readonly maxPendingRows: number;
@@ -220,7 +225,12 @@ export class EventWriter {
       this.timer = undefined;
       setImmediate(() => void this.flush());
     } else {
-      this.timer ??= setTimeout(() => void this.flush(), this.delayMs);
+      // A transaction starts at once when the last one started at least `delayMs` ago, else when that
+      // much time has passed: what arrives meanwhile joins it.
+      this.timer ??= setTimeout(
+        () => void this.flush(),
+        Math.max(0, this.lastStart + this.delayMs - performance.now()),
+      );
     }
   }
 
@@ -242,6 +252,7 @@ export class EventWriter {
           rows += next.size;
         }
         this.queuedRows -= rows;
+        this.lastStart = performance.now();
         try {
           const batches = taken.map((q) => q.batch);
           let stale = new Set<IngestBatch>();

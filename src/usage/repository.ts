@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { QueryCache } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
 
 /**
@@ -35,20 +36,37 @@ export async function requestsSince(db: Executor, organisationKey: string, since
   return Number(row.requests);
 }
 
-/** Adds stored events to their organisations' days. */
+const storedEvents = new QueryCache();
+
+/**
+ * Adds stored events to their organisations' days: in every event writer transaction, so compiled once
+ * per number of organisations.
+ */
 export async function addStoredEvents(
   db: Executor,
   counts: readonly { organisationKey: string; dayStart: number; events: number }[],
 ): Promise<void> {
-  await db
-    .insertInto('event_days')
-    .values(counts.map((c) => ({ organisation_key: c.organisationKey, day_start: c.dayStart, events: c.events })))
-    .onConflict((c) =>
-      c
-        .columns(['organisation_key', 'day_start'])
-        .doUpdateSet({ events: sql<number>`event_days.events + excluded.events` }),
-    )
-    .execute();
+  const values = {
+    organisations: counts.map((c) => c.organisationKey),
+    days: counts.map((c) => c.dayStart),
+    events: counts.map((c) => c.events),
+  };
+  await storedEvents.execute(db, 'addStoredEvents', values, (v) =>
+    db
+      .insertInto('event_days')
+      .values(
+        (v.organisations as string[]).map((organisation_key, i) => ({
+          organisation_key,
+          day_start: (v.days as number[])[i] as number,
+          events: (v.events as number[])[i] as number,
+        })),
+      )
+      .onConflict((c) =>
+        c
+          .columns(['organisation_key', 'day_start'])
+          .doUpdateSet({ events: sql<number>`event_days.events + excluded.events` }),
+      ),
+  );
 }
 
 /** An organisation's events stored on the days that started at or after `since`. */
