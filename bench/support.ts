@@ -222,8 +222,12 @@ export function startThingbase(store: BenchStore, mqttPort: number): Promise<Chi
   });
 }
 
-/** A port for the embedded broker, away from the usual ones. */
-export const benchMqttPort = (): number => 20000 + Math.floor(Math.random() * 20000);
+/**
+ * A port for the embedded broker, away from the usual ones and below Linux's range of ports for
+ * outgoing connections (from 32768), where a benchmark's own thousands of client sockets had taken
+ * the one chosen and the server could not start.
+ */
+export const benchMqttPort = (): number => 20000 + Math.floor(Math.random() * 12000);
 
 /** The value below which a share `q` of the values lie. */
 export const quantile = (values: number[], q: number): number => {

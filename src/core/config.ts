@@ -108,8 +108,14 @@ export function parseDuration(name: string, text: string): number {
   return Number(match[1]) * (units[match[2] as string] as number);
 }
 
+/**
+ * A whole number written in decimal digits, else NaN: `Number` alone reads "0x1F" as 31, "1e3" as 1000
+ * and a blank as 0, none of which a setting should mean.
+ */
+const decimalInteger = (text: string): number => (/^\d+$/.test(text.trim()) ? Number(text) : Number.NaN);
+
 function parsePort(name: string, text: string): number {
-  const port = Number(text);
+  const port = decimalInteger(text);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new ConfigError(`${name} must be a port number between 0 and 65535 (got "${text}")`);
   }
@@ -125,7 +131,7 @@ function parseBoolean(name: string, text: string | undefined): boolean {
 
 function parsePositive(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined || text === '') return fallback;
-  const value = Number(text);
+  const value = decimalInteger(text);
   if (!Number.isInteger(value) || value < 1)
     throw new ConfigError(`${name} must be a positive integer (got "${text}")`);
   return value;
@@ -136,6 +142,18 @@ function parsePercent(name: string, text: string | undefined, fallback: number):
   const value = /^\d{1,4}$/.test(text.trim()) ? Number(text) : Number.NaN;
   if (!(value >= 0 && value <= 1000))
     throw new ConfigError(`${name} must be an integer from 0 to 1000 (got "${text}")`);
+  return value;
+}
+
+/** scrypt's N: a power of two, from 2 up to 2^17, which takes 128 MiB of memory per hash (r = 8). */
+function parseHashCost(text: string | undefined): number {
+  if (text === undefined || text === '') return 16384;
+  const value = decimalInteger(text);
+  if (!(value >= 2 && value <= 2 ** 17 && Number.isInteger(Math.log2(value)))) {
+    throw new ConfigError(
+      `THINGBASE_PASSWORD_HASH_COST must be a power of two from 2 to 131072, such as 16384 (got "${text}")`,
+    );
+  }
   return value;
 }
 
@@ -212,7 +230,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: env.METRICS_TOKEN || undefined,
     publicBaseUrl: (env.PUBLIC_BASE_URL || `${tls ? 'https' : 'http'}://${urlHost}:${port}`).replace(/\/+$/, ''),
     secretKey: env.THINGBASE_SECRET_KEY || undefined,
-    passwordHashCost: env.THINGBASE_PASSWORD_HASH_COST ? Number(env.THINGBASE_PASSWORD_HASH_COST) : 16384,
+    passwordHashCost: parseHashCost(env.THINGBASE_PASSWORD_HASH_COST),
     deliveryTimeoutMs: parseDuration('DELIVERY_TIMEOUT', env.DELIVERY_TIMEOUT || '10s') * 1000,
     retentionSweepMs: parseDuration('RETENTION_SWEEP_INTERVAL', env.RETENTION_SWEEP_INTERVAL || '10m') * 1000,
     eventCompactionAgeMs: parseDuration('EVENT_COMPACTION_AGE', env.EVENT_COMPACTION_AGE || '24h') * 1000,

@@ -12,8 +12,11 @@ import { createKeyPair, type KeyPair, sign } from '../support/device.ts';
 import { call } from '../support/http.ts';
 import { describeOnStores } from '../support/suites.ts';
 
-/** Runs per operation: about 80 operations, so a few thousand requests per store. */
-const RUNS_PER_OPERATION = 12;
+/**
+ * Runs per operation: about 80 operations, so a few thousand requests per store. A deeper search:
+ * `FUZZ_RUNS_PER_OPERATION=500 node --import tsx --test test/api/bad-input-fuzz.test.ts`.
+ */
+const RUNS_PER_OPERATION = Number(process.env.FUZZ_RUNS_PER_OPERATION ?? 12);
 
 interface Operation {
   method: string;

@@ -26,6 +26,21 @@ describe('configuration', () => {
     }
   });
 
+  it('when a port, a limit or the password hash cost is not plain decimal then the configuration is refused, naming it', () => {
+    for (const text of ['0x1F90', '1e3', ' ', '8080.0', '-1']) {
+      assert.throws(() => loadConfig({ PORT: text }), /PORT must be a port number/, text);
+      assert.throws(() => loadConfig({ MQTT_MAX_PENDING: text }), /MQTT_MAX_PENDING must be a positive integer/, text);
+      assert.throws(() => loadConfig({ THINGBASE_PASSWORD_HASH_COST: text }), /THINGBASE_PASSWORD_HASH_COST/, text);
+    }
+    for (const text of ['1000', '262144', '1']) {
+      assert.throws(() => loadConfig({ THINGBASE_PASSWORD_HASH_COST: text }), /a power of two/, text);
+    }
+    assert.equal(loadConfig({ PORT: ' 8080 ' }).port, 8080);
+    assert.equal(loadConfig({ MQTT_MAX_PENDING: '500' }).mqttMaxPending, 500);
+    assert.equal(loadConfig({ THINGBASE_PASSWORD_HASH_COST: '1024' }).passwordHashCost, 1024);
+    assert.equal(loadConfig({}).passwordHashCost, 16384);
+  });
+
   it('when node is started with its own --heap-growing-percent then the server keeps it', () => {
     const large = ['--max-old-space-size=4096'];
     assert.equal(limitInChild(large), 'true');
