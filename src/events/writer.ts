@@ -104,6 +104,7 @@ export class EventWriter {
   /** Transactions under way. */
   private active = 0;
   private timer: NodeJS.Timeout | undefined;
+  private soon: NodeJS.Immediate | undefined;
   /** When the last transaction started (performance.now()). */
   private lastStart = Number.NEGATIVE_INFINITY;
   private readonly batchRows: number;
@@ -220,23 +221,27 @@ export class EventWriter {
 
   private schedule(): void {
     if (this.active >= this.concurrency) return;
-    if (this.queuedRows >= this.batchRows) {
-      if (this.timer) clearTimeout(this.timer);
-      this.timer = undefined;
-      setImmediate(() => void this.flush());
+    const wait = this.lastStart + this.delayMs - performance.now();
+    if (this.queuedRows >= this.batchRows || wait <= 0) {
+      // At once (a transaction's worth of rows waits, or none started within `delayMs`), with what
+      // the current turn of the event loop still brings; otherwise once `delayMs` has passed since
+      // the last start, with what arrives meanwhile.
+      this.cancelTimers();
+      this.soon ??= setImmediate(() => void this.flush());
     } else {
-      // A transaction starts at once when the last one started at least `delayMs` ago, else when that
-      // much time has passed: what arrives meanwhile joins it.
-      this.timer ??= setTimeout(
-        () => void this.flush(),
-        Math.max(0, this.lastStart + this.delayMs - performance.now()),
-      );
+      this.timer ??= setTimeout(() => void this.flush(), wait);
     }
   }
 
-  private async flush(): Promise<void> {
+  private cancelTimers(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    if (this.soon) clearImmediate(this.soon);
+    this.soon = undefined;
+  }
+
+  private async flush(): Promise<void> {
+    this.cancelTimers();
     if (this.active >= this.concurrency || this.queue.length === 0) return;
     this.active++;
     try {
