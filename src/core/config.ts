@@ -139,7 +139,7 @@ function parsePositive(name: string, text: string | undefined, fallback: number)
 
 function parsePercent(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined || text === '') return fallback;
-  const value = /^\d{1,4}$/.test(text.trim()) ? Number(text) : Number.NaN;
+  const value = decimalInteger(text);
   if (!(value >= 0 && value <= 1000))
     throw new ConfigError(`${name} must be an integer from 0 to 1000 (got "${text}")`);
   return value;

@@ -1,8 +1,8 @@
 /**
  * Event storage built for volume (docs/devices.md, "HTTP" and "Overload"). Requests hand their events
  * to the writer, which starts transactions at most every few milliseconds, each with everything that
- * arrived since the last, and answers each request only once its events are committed: a device's acknowledgement means its data is
- * durable. A request's events are never split across transactions, so a bulk is stored whole or not at
+ * arrived since the last, and answers each request only once its events are committed: a device's
+ * acknowledgement means its data is durable. A request's events are never split across transactions, so a bulk is stored whole or not at
  * all. When the store falls behind, new work is refused (503 with Retry-After) instead of piling up.
  *
  * Requests check their events against things and templates they may have read from a cache. Each
@@ -67,7 +67,7 @@ export interface EventWriterOptions {
    * The least time between the starts of two transactions (ms). A write to a writer that started none
    * for as long goes at once; others wait for that time to pass, and share a transaction.
    */
-  delayMs?: number;
+  startSpacingMs?: number;
   /** Rows waiting (or being written) beyond which new work is refused. */
   maxPendingRows?: number;
   /** Runs in each transaction once its batches are written (rule evaluation). */
@@ -103,12 +103,13 @@ export class EventWriter {
   private queuedRows = 0;
   /** Transactions under way. */
   private active = 0;
+  /** The next transaction's start, when due later (`timer`) or after this turn of the event loop (`soon`). */
   private timer: NodeJS.Timeout | undefined;
   private soon: NodeJS.Immediate | undefined;
   /** When the last transaction started (performance.now()). */
   private lastStart = Number.NEGATIVE_INFINITY;
   private readonly batchRows: number;
-  private readonly delayMs: number;
+  private readonly startSpacingMs: number;
   private readonly maxPendingRows: number;
   private readonly process: TransactionWork | undefined;
   private readonly committed: EventWriterOptions['committed'];
@@ -124,7 +125,7 @@ export class EventWriter {
     options: EventWriterOptions = {},
   ) {
     this.batchRows = options.batchRows ?? 4000;
-    this.delayMs = options.delayMs ?? 2;
+    this.startSpacingMs = options.startSpacingMs ?? 2;
     this.maxPendingRows = options.maxPendingRows ?? 100_000;
     this.process = options.process;
     this.committed = options.committed;
@@ -221,11 +222,10 @@ export class EventWriter {
 
   private schedule(): void {
     if (this.active >= this.concurrency) return;
-    const wait = this.lastStart + this.delayMs - performance.now();
+    const wait = this.lastStart + this.startSpacingMs - performance.now();
+    // A transaction's worth of rows, or a first write since the spacing passed, goes with what the
+    // current turn of the event loop still brings; the rest wait out the spacing.
     if (this.queuedRows >= this.batchRows || wait <= 0) {
-      // At once (a transaction's worth of rows waits, or none started within `delayMs`), with what
-      // the current turn of the event loop still brings; otherwise once `delayMs` has passed since
-      // the last start, with what arrives meanwhile.
       this.cancelTimers();
       this.soon ??= setImmediate(() => void this.flush());
     } else {

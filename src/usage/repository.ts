@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { QueryCache } from '../store/prepared.ts';
+import { RowsStatement } from '../store/dialect.ts';
 import type { Executor } from '../store/store.ts';
 
 /**
@@ -36,37 +36,24 @@ export async function requestsSince(db: Executor, organisationKey: string, since
   return Number(row.requests);
 }
 
-const storedEvents = new QueryCache();
+/** Counts per (organisation, day): column1 organisation key, column2 day start, column3 events. */
+const storedEvents = new RowsStatement(
+  ['text', 'bigint', 'bigint'],
+  () => `insert into event_days (organisation_key, day_start, events)
+    select v.column1, v.column2, v.column3 from v where true
+    on conflict (organisation_key, day_start) do update set events = event_days.events + excluded.events`,
+);
 
-/**
- * Adds stored events to their organisations' days: in every event writer transaction, so compiled once
- * per number of organisations.
- */
+/** Adds stored events to their organisations' days (in every event writer transaction). */
 export async function addStoredEvents(
   db: Executor,
   counts: readonly { organisationKey: string; dayStart: number; events: number }[],
 ): Promise<void> {
-  const values = {
-    organisations: counts.map((c) => c.organisationKey),
-    days: counts.map((c) => c.dayStart),
-    events: counts.map((c) => c.events),
-  };
-  await storedEvents.execute(db, 'addStoredEvents', values, (v) =>
-    db
-      .insertInto('event_days')
-      .values(
-        (v.organisations as string[]).map((organisation_key, i) => ({
-          organisation_key,
-          day_start: (v.days as number[])[i] as number,
-          events: (v.events as number[])[i] as number,
-        })),
-      )
-      .onConflict((c) =>
-        c
-          .columns(['organisation_key', 'day_start'])
-          .doUpdateSet({ events: sql<number>`event_days.events + excluded.events` }),
-      ),
-  );
+  await storedEvents.run(db, [
+    counts.map((c) => c.organisationKey),
+    counts.map((c) => c.dayStart),
+    counts.map((c) => c.events),
+  ]);
 }
 
 /** An organisation's events stored on the days that started at or after `since`. */

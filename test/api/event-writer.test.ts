@@ -1,8 +1,8 @@
 /**
  * When the event writer starts its transactions (events/writer.ts): at once when none started within
- * its delay, so a lone message is not held back for company that will not come; otherwise once the
- * delay since the last start has passed, with everything that arrived meanwhile in one transaction.
- * No timing is asserted: a writer that held a lone write for its delay would hold it for a minute here,
+ * its spacing, so a lone message is not held back for company that will not come; otherwise once the
+ * spacing since the last start has passed, with everything that arrived meanwhile in one transaction.
+ * No timing is asserted: a writer that held a lone write for its spacing would hold it for a minute here,
  * past the test's timeout, and the grouping is read from the transactions themselves.
  */
 import assert from 'node:assert/strict';
@@ -30,7 +30,7 @@ for (const storeCase of STORES) {
     it('starts a transaction at once for a write to an idle writer', { timeout: 30_000 }, async () => {
       const transactions: number[] = [];
       const writer = new EventWriter(await open(), {
-        delayMs: 60_000,
+        startSpacingMs: 60_000,
         process: async (_tx, batches) => void transactions.push(batches.length),
       });
       await writer.write(emptyBatch());
@@ -40,7 +40,7 @@ for (const storeCase of STORES) {
     it('puts the writes that arrive within the delay of the last start into one transaction', async () => {
       const transactions: number[] = [];
       const writer = new EventWriter(await open(), {
-        delayMs: 2_000,
+        startSpacingMs: 2_000,
         process: async (_tx, batches) => void transactions.push(batches.length),
       });
       await writer.write(emptyBatch());
