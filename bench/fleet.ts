@@ -224,19 +224,26 @@ export async function run(args: string[]): Promise<void> {
     open = steady.devices;
     if (steady.failed > 0) throw new Error(`${steady.failed} devices of the fleet could not connect`);
     await new Promise((resolve) => setTimeout(resolve, 2000));
+    // Each phase's start goes to stderr, for a profiler to be started on the server at the right time.
+    const phase = (name: string) => process.stderr.write(`fleet: ${name}\n`);
+    phase('idle baseline');
     const idleCpu = await measureCpu(server.pid, duration, () => {});
+    phase('ping baseline');
     const pingCpu = await measureCpu(server.pid, duration, (second) => spread(open, rate, second, (d) => d.ping()));
     await drained(open);
+    phase('warm-up');
     await measureCpu(server.pid, warmup, (second) => spread(open, rate, second, (d) => d.publish()));
     await drained(open);
     acks.length = 0;
     codes.clear();
+    phase('steady');
     const sendCpu = await measureCpu(server.pid, duration, (second) => spread(open, rate, second, (d) => d.publish()));
     await drained(open);
     const events = acks.length;
     await closeAll();
 
     // Connect: a larger fleet arrives at once.
+    phase('connect');
     const rssBefore = rssMiB(server.pid);
     let peakRss = rssBefore;
     const sampler = setInterval(() => {

@@ -16,19 +16,14 @@ import { engineOfDb, jsonRowsText, RowsStatement } from '../store/dialect.ts';
 import { QueryCache } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
 import { eventChunks } from './repository.ts';
+import { emptyStats, type MetricStats, mergeSlotStats, parseSlotStats, type SlotStats } from './slot-stats.ts';
+
+export { combineStats, type MetricStats, mergeSlotStats, parseSlotStats, type SlotStats } from './slot-stats.ts';
 
 /** A slot's length: 15 minutes, on multiples of 15 minutes since the epoch. */
 export const SLOT_MS = 15 * 60_000;
 
-/** count, sum, min, max of a metric's finite numeric values (min and max null when count is 0). */
-export type MetricStats = [count: number, sum: number, min: number | null, max: number | null];
-
-/** By metric name; a null prototype, since names come from users. */
-export type SlotStats = Record<string, MetricStats>;
-
 export const slotOf = (at: number): number => Math.floor(at / SLOT_MS) * SLOT_MS;
-
-const emptyStats = (): SlotStats => Object.create(null) as SlotStats;
 
 /** A template's metric names and their paths (docs/api.md, "Data queries": dots reach into nested objects). */
 interface MetricPaths {
@@ -48,25 +43,6 @@ export function metricPaths(metricsText: string): MetricPaths {
     pathsByText.set(metricsText, found);
   }
   return found;
-}
-
-/** Two counts of one metric as one. */
-export function combineStats(a: MetricStats, b: MetricStats): MetricStats {
-  return [
-    a[0] + b[0],
-    a[1] + b[1],
-    a[2] === null ? b[2] : b[2] === null ? a[2] : Math.min(a[2], b[2]),
-    a[3] === null ? b[3] : b[3] === null ? a[3] : Math.max(a[3], b[3]),
-  ];
-}
-
-/** Two counts of one slot as one: only the metrics both covered stay covered. */
-export function mergeSlotStats(a: SlotStats, b: SlotStats): SlotStats {
-  const merged = emptyStats();
-  for (const name of Object.keys(a)) {
-    if (Object.hasOwn(b, name)) merged[name] = combineStats(a[name] as MetricStats, b[name] as MetricStats);
-  }
-  return merged;
 }
 
 export interface SlotRow {
@@ -120,9 +96,11 @@ export class SlotCounter {
 }
 
 /**
- * Adds counted slots to the stored rollups: new slots are inserted; existing ones are read (locked on
- * PostgreSQL, so instances writing one thing at once add up instead of overwriting), merged and
- * written back. Three statements whatever the number of slots.
+ * Adds counted slots to the stored rollups. On SQLite in one statement: new slots are inserted, and
+ * existing ones merged in place by the store's SQL function `merge_slot_stats` (slot-stats.ts). On
+ * PostgreSQL in three, whatever the number of slots: new slots are inserted; existing ones are read
+ * (locked, so instances writing one thing at once add up instead of overwriting), merged and written
+ * back.
  */
 export async function addToRollups(db: Executor, counted: SlotRow[]): Promise<void> {
   if (counted.length === 0) return;
@@ -131,11 +109,12 @@ export async function addToRollups(db: Executor, counted: SlotRow[]): Promise<vo
     rows.map((r) => r.slot),
     rows.map((r) => JSON.stringify(r.stats)),
   ];
+  if (engineOfDb(db) === 'sqlite') return void (await upsertSqlite.run(db, columns(counted)));
   const inserted = await insertNew.run<{ thing_id: number | string; slot: number | string }>(db, columns(counted));
   if (inserted.length === counted.length) return;
   const fresh = new Set(inserted.map((r) => `${Number(r.thing_id)}:${Number(r.slot)}`));
   const existing = counted.filter((r) => !fresh.has(`${r.thingId}:${r.slot}`));
-  const stored = await (engineOfDb(db) === 'postgres' ? readLocked : read).run<{
+  const stored = await readLocked.run<{
     thing_id: number | string;
     slot: number | string;
     stats: string;
@@ -155,24 +134,24 @@ const insertNew = new RowsStatement(
     on conflict (thing_id, slot) do nothing
     returning thing_id, slot`,
 );
+const upsertSqlite = new RowsStatement(
+  ['bigint', 'bigint', 'text'],
+  () => `insert into event_rollups (thing_id, slot, stats)
+    select v.column1, v.column2, v.column3 from v where true
+    on conflict (thing_id, slot) do update set stats = merge_slot_stats(event_rollups.stats, excluded.stats)`,
+);
 const readStored = (lock: string) =>
   new RowsStatement(
     ['bigint', 'bigint'],
     () => `select r.thing_id, r.slot, r.stats from v cross join event_rollups r
       where r.thing_id = v.column1 and r.slot = v.column2 order by r.thing_id, r.slot ${lock}`,
   );
-const read = readStored('');
 const readLocked = readStored('for update of r');
 const update = new RowsStatement(
   ['bigint', 'bigint', 'text'],
   () => `update event_rollups set stats = v.column3 from v
     where event_rollups.thing_id = v.column1 and event_rollups.slot = v.column2`,
 );
-
-/** Stored stats text as stats with a null prototype. */
-export function parseSlotStats(text: string): SlotStats {
-  return Object.assign(emptyStats(), JSON.parse(text) as SlotStats);
-}
 
 const rollupReads = new QueryCache();
 

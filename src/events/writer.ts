@@ -306,57 +306,41 @@ export class EventWriter {
  * RowsStatement), so their SQL never varies with the number of rows and is compiled once per engine.
  */
 /**
- * The batches whose subject no longer holds: a thing that is gone or has another key or template, or a
- * template whose metrics are not those the events were checked against. One statement for the
- * things and one for the templates, whatever the number of batches.
+ * The batches whose subject no longer holds: a thing that is gone or has another key or template, or
+ * whose template's metrics are not those the events were checked against. One statement whatever the
+ * number of batches: it answers the positions of the things that no longer hold.
  */
-const goneThingsOf = new RowsStatement(
-  ['bigint', 'text', 'text'],
-  () => `select v.column1, v.column2, v.column3 from v
-    where not exists (select 1 from things t where t.thing_id = v.column1 and t.thing_key = v.column2
-      and t.thing_template_key = v.column3)`,
-);
-const changedTemplatesOf = new RowsStatement(
-  ['text', 'text'],
-  () => `select v.column1, v.column2 from v
-    where not exists (select 1 from thing_templates tt where tt.thing_template_key = v.column1
-      and tt.metrics = v.column2)`,
+const staleThingsOf = new RowsStatement(
+  ['bigint', 'bigint', 'text', 'text', 'text'],
+  () => `select v.column1 from v
+    where not exists (select 1 from things t
+      join thing_templates tt on tt.thing_template_key = t.thing_template_key
+      where t.thing_id = v.column2 and t.thing_key = v.column3 and t.thing_template_key = v.column4
+        and tt.metrics = v.column5)`,
 );
 
 async function staleBatches(tx: Tx, batches: IngestBatch[]): Promise<Set<IngestBatch>> {
   const stale = new Set<IngestBatch>();
-  const things = new Map<string, [number, SubjectThing]>();
-  const templates = new Map<string, [string, string]>();
+  const things = new Map<string, { id: number; thing: SubjectThing; batches: IngestBatch[] }>();
   for (const b of batches) {
     for (const [id, thing] of b.subject.things) {
-      things.set(`${id}\u0000${thing.thing_key}\u0000${thing.thing_template_key}`, [id, thing]);
-      templates.set(`${thing.thing_template_key}\u0000${thing.metrics}`, [thing.thing_template_key, thing.metrics]);
+      const key = `${id}\u0000${thing.thing_key}\u0000${thing.thing_template_key}\u0000${thing.metrics}`;
+      const seen = things.get(key);
+      if (seen) seen.batches.push(b);
+      else things.set(key, { id, thing, batches: [b] });
     }
   }
   if (things.size === 0) return stale;
-  const thingRows = [...things.values()];
-  const goneThings = await goneThingsOf.run<{ column1: number; column2: string; column3: string }>(tx, [
-    thingRows.map(([id]) => id),
-    thingRows.map(([, t]) => t.thing_key),
-    thingRows.map(([, t]) => t.thing_template_key),
+  const rows = [...things.values()];
+  const gone = await staleThingsOf.run<{ column1: number | string }>(tx, [
+    rows.map((_, i) => i),
+    rows.map((r) => r.id),
+    rows.map((r) => r.thing.thing_key),
+    rows.map((r) => r.thing.thing_template_key),
+    rows.map((r) => r.thing.metrics),
   ]);
-  const templateRows = [...templates.values()];
-  const changedTemplates = await changedTemplatesOf.run<{ column1: string; column2: string }>(tx, [
-    templateRows.map(([key]) => key),
-    templateRows.map(([, metrics]) => metrics),
-  ]);
-  if (goneThings.length === 0 && changedTemplates.length === 0) return stale;
-  const gone = new Set(goneThings.map((r) => `${Number(r.column1)}\u0000${r.column2}\u0000${r.column3}`));
-  const changed = new Set(changedTemplates.map((r) => `${r.column1}\u0000${r.column2}`));
-  for (const b of batches) {
-    for (const [id, thing] of b.subject.things) {
-      if (
-        gone.has(`${id}\u0000${thing.thing_key}\u0000${thing.thing_template_key}`) ||
-        changed.has(`${thing.thing_template_key}\u0000${thing.metrics}`)
-      ) {
-        stale.add(b);
-      }
-    }
+  for (const { column1 } of gone) {
+    for (const b of (rows[Number(column1)] as (typeof rows)[number]).batches) stale.add(b);
   }
   return stale;
 }

@@ -17,6 +17,7 @@ import {
   type TableMetadata,
 } from 'kysely';
 import pg from 'pg';
+import { mergeSlotStatsText } from '../events/slot-stats.ts';
 import type { Executor } from './executor.ts';
 import { SqliteStoreDialect } from './sqlite-dialect.ts';
 
@@ -77,6 +78,11 @@ export function createDialect(databaseUrl: string, schema?: string, synchronous:
     // fewer pages: commits of 700 events took about a quarter less time (docs/benchmarks-history.md,
     // "morning session").
     database.pragma('wal_autocheckpoint = 10000');
+    // The event writer adds each transaction's counts to the stored rollups in one upsert, merging
+    // with what a slot holds in place (events/rollups.ts).
+    database.function('merge_slot_stats', { deterministic: true }, (stored, added) =>
+      mergeSlotStatsText(String(stored), String(added)),
+    );
     return new SqliteStoreDialect(database);
   }
   const pool = new pg.Pool({
