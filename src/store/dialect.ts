@@ -19,7 +19,7 @@ import {
 import pg from 'pg';
 import { mergeSlotStatsText } from '../events/slot-stats.ts';
 import type { Executor } from './executor.ts';
-import { SqliteStoreDialect } from './sqlite-dialect.ts';
+import { EachRow, SqliteStoreDialect } from './sqlite-dialect.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -192,11 +192,14 @@ export function arrayLiteral(values: readonly unknown[]): unknown {
 
 /**
  * A statement over rows given column by column, compiled once per engine: the rows are the relation
- * `v(column1, column2, ...)`, defined in a WITH clause ahead of `text`. Its text does not depend on
- * the number of rows: PostgreSQL unnests one typed array per column (one parameter each), SQLite reads
- * one JSON array of rows (one parameter in all); `extra` parameters follow, which `text` places with
- * `extra(n)`. For the writer's statements, run in every transaction, where building and compiling a
- * query each time would cost more than running it.
+ * `v(column1, column2, ...)`, defined in a WITH clause ahead of `text`, and its text does not depend
+ * on the number of rows. PostgreSQL runs it once over all the rows, unnesting one typed array per
+ * column (one parameter each); SQLite runs it once per row, `v` being that row (its connection's
+ * prepared statement, run in a loop: sqlite-dialect.ts, EachRow), and answers the rows of every run in
+ * turn. So a statement must mean the same run over the rows together or one by one: no aggregate or
+ * order across them, nor a row that looks at another. `extra` parameters follow, which `text` places
+ * with `extra(n)`. For the writer's statements, run in every transaction, where building and compiling
+ * a query each time would cost more than running it.
  */
 export class RowsStatement {
   private readonly texts = new Map<Engine, string>();
@@ -214,20 +217,21 @@ export class RowsStatement {
       const rows =
         engine === 'postgres'
           ? `select * from unnest(${this.types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) as u(${names.join(', ')})`
-          : `select ${names.map((name, i) => `value ->> ${i} as ${name}`).join(', ')} from json_each(?)`;
+          : // better-sqlite3 binds every number as a REAL: a bigint column is made an INTEGER, as its JSON
+            // number or PostgreSQL's bigint would be.
+            `select ${this.types.map((t, i) => `${t === 'bigint' ? 'cast(? as integer)' : '?'} as ${names[i]}`).join(', ')}`;
       const firstExtra = this.types.length + 1;
       text = `with v as (${rows}) ${this.text((n) => (engine === 'postgres' ? `$${firstExtra + n}` : '?'))}`;
       this.texts.set(engine, text);
     }
-    let parameters: unknown[];
     if (engine === 'postgres') {
-      parameters = [...columns.map(arrayLiteral), ...extra];
-    } else {
-      const length = columns[0]?.length ?? 0;
-      const rows = Array.from({ length }, (_, i) => columns.map((c) => c[i] ?? null));
-      parameters = [JSON.stringify(rows), ...extra];
+      const parameters = [...columns.map(arrayLiteral), ...extra];
+      return (await db.executeQuery<R>(CompiledQuery.raw(text, parameters))).rows;
     }
-    return (await db.executeQuery<R>(CompiledQuery.raw(text, parameters))).rows;
+    const length = columns[0]?.length ?? 0;
+    if (length === 0) return [];
+    const rows = Array.from({ length }, (_, i) => columns.map((c) => c[i] ?? null));
+    return (await db.executeQuery<R>(CompiledQuery.raw(text, [new EachRow(rows, extra)]))).rows;
   }
 }
 

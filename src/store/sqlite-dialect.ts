@@ -32,6 +32,19 @@ function rowMaker(names: string[]): RowMaker {
   return new Function('v', `return { ${members} };`) as RowMaker;
 }
 
+/**
+ * The parameters of a statement run once per row (store/dialect.ts, RowsStatement): given as a query's
+ * only parameter, the connection binds each row's values, then `extra`, and runs the prepared statement
+ * for each row in turn. On one in-process connection a prepared statement costs a microsecond or two
+ * a run, far less than sending the rows as one JSON text that SQLite must parse and take apart.
+ */
+export class EachRow {
+  constructor(
+    readonly rows: readonly (readonly unknown[])[],
+    readonly extra: readonly unknown[],
+  ) {}
+}
+
 class SqliteConnection implements DatabaseConnection {
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
 
@@ -58,6 +71,7 @@ class SqliteConnection implements DatabaseConnection {
   executeNow<R>(compiledQuery: CompiledQuery): QueryResult<R> {
     const statement = this.prepare(compiledQuery.sql);
     const parameters = compiledQuery.parameters as unknown[];
+    if (parameters[0] instanceof EachRow) return this.executeEachRow(statement, parameters[0]);
     if (statement.reader) {
       const toRow = rowMakers.get(statement) as RowMaker;
       const arrays = statement.all(parameters) as unknown[][];
@@ -67,6 +81,22 @@ class SqliteConnection implements DatabaseConnection {
     }
     const { changes, lastInsertRowid } = statement.run(parameters);
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+  }
+
+  /** Runs the statement once per row, with the row's values then the extra ones; the rows it answers in that order. */
+  private executeEachRow<R>(statement: BetterSqlite3.Statement, each: EachRow): QueryResult<R> {
+    const values = (row: readonly unknown[]) => [...row, ...each.extra];
+    if (statement.reader) {
+      const toRow = rowMakers.get(statement) as RowMaker;
+      const rows: R[] = [];
+      for (const row of each.rows) {
+        for (const answered of statement.all(values(row)) as unknown[][]) rows.push(toRow(answered) as R);
+      }
+      return { rows };
+    }
+    let changes = 0;
+    for (const row of each.rows) changes += statement.run(values(row)).changes;
+    return { numAffectedRows: BigInt(changes), rows: [] };
   }
 
   // biome-ignore lint/correctness/useYield: streaming is not offered on this store.
