@@ -140,13 +140,11 @@ const upsertSqlite = new RowsStatement(
     select v.column1, v.column2, v.column3 from v where true
     on conflict (thing_id, slot) do update set stats = merge_slot_stats(event_rollups.stats, excluded.stats)`,
 );
-const readStored = (lock: string) =>
-  new RowsStatement(
-    ['bigint', 'bigint'],
-    () => `select r.thing_id, r.slot, r.stats from v cross join event_rollups r
-      where r.thing_id = v.column1 and r.slot = v.column2 order by r.thing_id, r.slot ${lock}`,
-  );
-const readLocked = readStored('for update of r');
+const readLocked = new RowsStatement(
+  ['bigint', 'bigint'],
+  () => `select r.thing_id, r.slot, r.stats from v cross join event_rollups r
+    where r.thing_id = v.column1 and r.slot = v.column2 order by r.thing_id, r.slot for update of r`,
+);
 const update = new RowsStatement(
   ['bigint', 'bigint', 'text'],
   () => `update event_rollups set stats = v.column3 from v

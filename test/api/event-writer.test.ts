@@ -6,26 +6,17 @@
  * past the test's timeout, and the grouping is read from the transactions themselves.
  */
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { EventWriter, type IngestBatch } from '../../src/events/writer.ts';
-import { openStore, type Store } from '../../src/store/store.ts';
 import { STORES } from '../support/stores.ts';
+import { suiteStore } from '../support/suites.ts';
 
 /** A batch with nothing to store: the writer still runs a transaction for it. */
 const emptyBatch = (): IngestBatch => ({ events: [], subject: { organisationKey: 'o', things: new Map() } });
 
 for (const storeCase of STORES) {
   describe(`event writer transactions (${storeCase.name})`, { skip: storeCase.skip }, () => {
-    const settings = storeCase.fresh();
-    let store: Store | undefined;
-    const open = async () => {
-      store ??= await openStore({ databaseUrl: settings.databaseUrl, schema: settings.databaseSchema });
-      return store;
-    };
-    after(async () => {
-      await store?.close();
-      await storeCase.dispose(settings);
-    });
+    const open = suiteStore(storeCase);
 
     it('starts a transaction at once for a write to an idle writer', { timeout: 30_000 }, async () => {
       const transactions: number[] = [];

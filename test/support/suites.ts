@@ -2,6 +2,7 @@
  * `describeOnStores` runs one API suite once per store, each with its own server and fresh data.
  */
 import { after, before, describe } from 'node:test';
+import { openStore, type Store } from '../../src/store/store.ts';
 import { type StartOptions, startServer, type TestServer } from './server.ts';
 import { STORES, type StoreCase } from './stores.ts';
 
@@ -31,4 +32,21 @@ export function describeOnStores(title: string, body: (ctx: SuiteContext) => voi
       body(ctx);
     });
   }
+}
+
+/**
+ * A fresh store of this kind for the suite being declared, opened on first use (without a server) and
+ * closed and removed after the suite.
+ */
+export function suiteStore(storeCase: StoreCase): () => Promise<Store> {
+  const settings = storeCase.fresh();
+  let store: Store | undefined;
+  after(async () => {
+    await store?.close();
+    await storeCase.dispose(settings);
+  });
+  return async () => {
+    store ??= await openStore({ databaseUrl: settings.databaseUrl, schema: settings.databaseSchema });
+    return store;
+  };
 }
