@@ -18,8 +18,6 @@ import type { Executor } from '../store/store.ts';
 import { eventChunks } from './repository.ts';
 import { emptyStats, type MetricStats, mergeSlotStats, parseSlotStats, type SlotStats } from './slot-stats.ts';
 
-export { combineStats, type MetricStats, mergeSlotStats, parseSlotStats, type SlotStats } from './slot-stats.ts';
-
 /** A slot's length: 15 minutes, on multiples of 15 minutes since the epoch. */
 export const SLOT_MS = 15 * 60_000;
 
@@ -109,7 +107,7 @@ export async function addToRollups(db: Executor, counted: SlotRow[]): Promise<vo
     rows.map((r) => r.slot),
     rows.map((r) => JSON.stringify(r.stats)),
   ];
-  if (engineOfDb(db) === 'sqlite') return void (await upsertSqlite.run(db, columns(counted)));
+  if (engineOfDb(db) === 'sqlite') return void (await insertOrMerge.run(db, columns(counted)));
   const inserted = await insertNew.run<{ thing_id: number | string; slot: number | string }>(db, columns(counted));
   if (inserted.length === counted.length) return;
   const fresh = new Set(inserted.map((r) => `${Number(r.thing_id)}:${Number(r.slot)}`));
@@ -134,7 +132,7 @@ const insertNew = new RowsStatement(
     on conflict (thing_id, slot) do nothing
     returning thing_id, slot`,
 );
-const upsertSqlite = new RowsStatement(
+const insertOrMerge = new RowsStatement(
   ['bigint', 'bigint', 'text'],
   () => `insert into event_rollups (thing_id, slot, stats)
     select v.column1, v.column2, v.column3 from v where true

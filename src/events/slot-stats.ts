@@ -12,7 +12,7 @@ export type SlotStats = Record<string, MetricStats>;
 export const emptyStats = (): SlotStats => Object.create(null) as SlotStats;
 
 /** Two counts of one metric as one. */
-export function combineStats(a: MetricStats, b: MetricStats): MetricStats {
+function combineStats(a: MetricStats, b: MetricStats): MetricStats {
   return [
     a[0] + b[0],
     a[1] + b[1],

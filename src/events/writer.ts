@@ -2,8 +2,9 @@
  * Event storage built for volume (docs/devices.md, "HTTP" and "Overload"). Requests hand their events
  * to the writer, which starts transactions at most every few milliseconds, each with everything that
  * arrived since the last, and answers each request only once its events are committed: a device's
- * acknowledgement means its data is durable. A request's events are never split across transactions, so a bulk is stored whole or not at
- * all. When the store falls behind, new work is refused (503 with Retry-After) instead of piling up.
+ * acknowledgement means its data is durable. A request's events are never split across transactions,
+ * so a bulk is stored whole or not at all. When the store falls behind, new work is refused (503 with
+ * Retry-After) instead of piling up.
  *
  * Requests check their events against things and templates they may have read from a cache. Each
  * batch says which (`subject`), and the transaction confirms them before writing: a batch whose thing
@@ -302,13 +303,10 @@ export class EventWriter {
 }
 
 /**
- * The writer's statements read their rows from one parameter per column (store/dialect.ts,
- * RowsStatement), so their SQL never varies with the number of rows and is compiled once per engine.
- */
-/**
  * The batches whose subject no longer holds: a thing that is gone or has another key or template, or
  * whose template's metrics are not those the events were checked against. One statement whatever the
- * number of batches: it answers the positions of the things that no longer hold.
+ * number of batches (store/dialect.ts, RowsStatement): it answers the positions of the things that no
+ * longer hold.
  */
 const staleThingsOf = new RowsStatement(
   ['bigint', 'bigint', 'text', 'text', 'text'],
@@ -321,13 +319,14 @@ const staleThingsOf = new RowsStatement(
 
 async function staleBatches(tx: Tx, batches: IngestBatch[]): Promise<Set<IngestBatch>> {
   const stale = new Set<IngestBatch>();
-  const things = new Map<string, { id: number; thing: SubjectThing; batches: IngestBatch[] }>();
+  // Batches of one thing share the object their requests resolved it to (the ingest cache's) while it
+  // is cached: each such object is checked once, without hashing its template's metrics text.
+  const things = new Map<SubjectThing, { id: number; thing: SubjectThing; batches: IngestBatch[] }>();
   for (const b of batches) {
     for (const [id, thing] of b.subject.things) {
-      const key = `${id}\u0000${thing.thing_key}\u0000${thing.thing_template_key}\u0000${thing.metrics}`;
-      const seen = things.get(key);
+      const seen = things.get(thing);
       if (seen) seen.batches.push(b);
-      else things.set(key, { id, thing, batches: [b] });
+      else things.set(thing, { id, thing, batches: [b] });
     }
   }
   if (things.size === 0) return stale;

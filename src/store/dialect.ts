@@ -228,10 +228,9 @@ export class RowsStatement {
       const parameters = [...columns.map(arrayLiteral), ...extra];
       return (await db.executeQuery<R>(CompiledQuery.raw(text, parameters))).rows;
     }
-    const length = columns[0]?.length ?? 0;
-    if (length === 0) return [];
-    const rows = Array.from({ length }, (_, i) => columns.map((c) => c[i] ?? null));
-    return (await db.executeQuery<R>(CompiledQuery.raw(text, [new EachRow(rows, extra)]))).rows;
+    const each = new EachRow(columns, extra);
+    if (each.length === 0) return [];
+    return (await db.executeQuery<R>(CompiledQuery.raw(text, [each]))).rows;
   }
 }
 

@@ -33,16 +33,26 @@ function rowMaker(names: string[]): RowMaker {
 }
 
 /**
- * The parameters of a statement run once per row (store/dialect.ts, RowsStatement): given as a query's
- * only parameter, the connection binds each row's values, then `extra`, and runs the prepared statement
- * for each row in turn. On one in-process connection a prepared statement costs a microsecond or two
- * a run, far less than sending the rows as one JSON text that SQLite must parse and take apart.
+ * The parameters of a statement run once per row (store/dialect.ts, RowsStatement), its rows given
+ * column by column: given as a query's only parameter, the connection binds each row's values (null
+ * for a missing one), then `extra`, and runs the prepared statement for each row in turn. On one
+ * in-process connection a prepared statement costs a microsecond or two a run, far less than sending
+ * the rows as one JSON text that SQLite must parse and take apart.
  */
 export class EachRow {
   constructor(
-    readonly rows: readonly (readonly unknown[])[],
+    readonly columns: readonly (readonly unknown[])[],
     readonly extra: readonly unknown[],
   ) {}
+
+  get length(): number {
+    return this.columns[0]?.length ?? 0;
+  }
+
+  /** Row `i`'s values, then the extra ones. */
+  values(i: number): unknown[] {
+    return [...this.columns.map((column) => column[i] ?? null), ...this.extra];
+  }
 }
 
 class SqliteConnection implements DatabaseConnection {
@@ -83,19 +93,18 @@ class SqliteConnection implements DatabaseConnection {
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
   }
 
-  /** Runs the statement once per row, with the row's values then the extra ones; the rows it answers in that order. */
+  /** Runs the statement once per row; the rows it answers, in that order. */
   private executeEachRow<R>(statement: BetterSqlite3.Statement, each: EachRow): QueryResult<R> {
-    const values = (row: readonly unknown[]) => [...row, ...each.extra];
     if (statement.reader) {
       const toRow = rowMakers.get(statement) as RowMaker;
       const rows: R[] = [];
-      for (const row of each.rows) {
-        for (const answered of statement.all(values(row)) as unknown[][]) rows.push(toRow(answered) as R);
+      for (let i = 0; i < each.length; i++) {
+        for (const answered of statement.all(each.values(i)) as unknown[][]) rows.push(toRow(answered) as R);
       }
       return { rows };
     }
     let changes = 0;
-    for (const row of each.rows) changes += statement.run(values(row)).changes;
+    for (let i = 0; i < each.length; i++) changes += statement.run(each.values(i)).changes;
     return { numAffectedRows: BigInt(changes), rows: [] };
   }
 
