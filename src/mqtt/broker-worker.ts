@@ -16,6 +16,7 @@ import { createServer as createTlsServer, type Server as TlsServer } from 'node:
 import { parentPort, workerData } from 'node:worker_threads';
 import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
 import { verifySignature } from '../devices/signature.ts';
+import { ackPackets, type PacketIds, pubackPacket } from './ack-packets.ts';
 import {
   addLogin,
   addMessage,
@@ -101,10 +102,27 @@ const logLimit = (limit: keyof typeof lastLimitLog, message: string) => {
 // aedes writes packets with mqtt-packet, which by default fills itself a table of all 65,536 two-byte
 // numbers (packet ids, lengths) as Buffers on its first packet: 6 MB of this thread's heap, to spare a
 // 2-byte allocation per packet id written. The copy configured is the one aedes resolves.
-const packets = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as {
-  writeToStream: { cacheNumbers: boolean };
+type WriteToStream = ((packet: { cmd: string; messageId?: number }, stream: Socket, options?: unknown) => boolean) & {
+  cacheNumbers: boolean;
 };
+const packets = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as { writeToStream: WriteToStream };
 packets.writeToStream.cacheNumbers = false;
+
+// A device's QoS 1 message is answered with a PUBACK, one per message. mqtt-packet writes one by corking
+// the socket, writing its three parts and uncorking on the next tick: three buffers in one writev
+// through the stream's queue of corked chunks. The same four bytes as one buffer take one plain write
+// (ack-packets.ts). aedes writes MQTT 3.1.1 packets to every client, as the broker serves 3.1 and 3.1.1.
+const writeToStream = packets.writeToStream;
+packets.writeToStream = Object.assign(
+  (packet: { cmd: string; messageId?: number }, stream: Socket, options?: unknown): boolean => {
+    const id = packet.messageId;
+    if (packet.cmd !== 'puback' || typeof id !== 'number' || !(id > 0 && id <= 0xffff)) {
+      return writeToStream(packet, stream, options);
+    }
+    return stream.write(pubackPacket(id));
+  },
+  { cacheNumbers: false },
+);
 
 const broker = await Aedes.createBroker({
   // The C SDK's client ids are 24 characters, over the usual 23.
@@ -171,7 +189,7 @@ broker.on('clientDisconnect', (client: Client) => {
 // Straight to the device's connection rather than through the broker's topic routing: the ack topic
 // has one subscriber, the device itself, and routing every ack costs more than it is worth (and, with
 // thousands due at once after a commit, the router's queue recursed until the stack overflowed).
-// The acks a commit makes due for one device leave together: one socket write instead of one each.
+// The acks a commit makes due for one device leave together, in one socket write.
 const due = new Map<Client, Ack[]>();
 const sendDue = () => {
   for (const [client, acks] of due) {
@@ -180,17 +198,27 @@ const sendDue = () => {
     // aedes keeps a client's subscriptions by topic; its typings leave them out.
     const subscription = (client as Client & { subscriptions: Record<string, { qos?: number }> }).subscriptions[topic];
     if (!subscription || client.closed) continue;
-    // aedes writes each packet on a later turn of the event loop; the socket stays corked until then.
-    const socket = (client as Client & { conn: Socket }).conn;
-    socket.cork();
     const qos = subscription.qos ? 1 : 0;
+    const socket = (client as Client & { conn: Socket }).conn;
+    // A clean session (every SDK's) keeps nothing to send again: aedes would keep no copy of the
+    // messages either, and the device's PUBACK of each finds none to clear, as before. So they go as
+    // bytes made here (ack-packets.ts), in one write.
+    if (client.clean) {
+      if (socket.writable) socket.write(ackPackets(client as Client & PacketIds, topic, acks, qos));
+      continue;
+    }
+    // A session the broker keeps (not a clean one, which no SDK asks for) keeps its unacknowledged
+    // messages through aedes, to send them again when the device comes back.
+    socket.cork();
     for (const ack of acks) {
       const payload = Buffer.from(JSON.stringify(ack));
       client.publish({ cmd: 'publish', topic, payload, qos, retain: false, dup: false }, () => {});
     }
+    // aedes writes each packet on a later turn of the event loop; the socket stays corked until then.
     setImmediate(() => socket.uncork());
   }
 };
+
 const acknowledge = (client: Client, ack: Ack) => {
   const acks = due.get(client);
   if (acks) return void acks.push(ack);

@@ -155,6 +155,37 @@ describeOnStores(
       }
     });
 
+    it('when a device keeps its session (clean: false) then its acknowledgements come at QoS 1 as well, and ids never repeat while in flight', async () => {
+      const device = await MqttDevice.connect(brokerUrl(), await keyPair(), { clean: false });
+      const ackTopic = `Altizon/Datonis/${device.clientId}/httpAck`;
+      try {
+        const key = unique('mq');
+        assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+        const received: { qos: number; id: number | undefined }[] = [];
+        device.client.on('message', (topic, _payload, packet) => {
+          if (topic === ackTopic) received.push({ qos: packet.qos, id: packet.messageId });
+        });
+        const sent = Array.from({ length: 20 }, (_, i) =>
+          device.client.publishAsync(
+            `Altizon/Datonis/${device.clientId}/event`,
+            device.envelope({ thing_key: key, data: { v: i } }),
+            { qos: 1 },
+          ),
+        );
+        await Promise.all(sent);
+        const acks = await Promise.all(sent.map(() => device.nextAck()));
+        assert.deepEqual(
+          acks.map((a) => a.http_code),
+          sent.map(() => 200),
+        );
+        assert.equal(await storedCount(key), 20);
+        assert.ok(received.every((r) => r.qos === 1 && r.id !== undefined));
+        assert.equal(new Set(received.map((r) => r.id)).size, received.length, 'one id per message');
+      } finally {
+        await device.close();
+      }
+    });
+
     it('when the credentials are wrong then the connection is refused with CONNACK 5', async () => {
       const pair = await keyPair();
       for (const options of [{ password: 'not the hmac' }, { username: 'z'.repeat(40) }]) {

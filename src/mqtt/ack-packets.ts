@@ -1,0 +1,53 @@
+/**
+ * The packets the embedded broker writes most, made as bytes (MQTT 3.1.1 and 3.1, the versions it
+ * serves): a PUBACK for each device message, and the `httpAck` messages answering them. aedes and
+ * mqtt-packet would make each one a packet object, write it in parts through a corked socket, and
+ * for a message copy it for routing, check it for duplicates and wait a turn of the event loop; the
+ * bytes are the same.
+ */
+import type { Ack } from './signed-messages.ts';
+
+/** aedes's counter of a connection's packet ids, which its own QoS messages (instructions) take from. */
+export interface PacketIds {
+  _nextId: number;
+}
+
+/** The PUBACK of the QoS 1 message with packet id `id`. */
+export const pubackPacket = (id: number): Buffer => Buffer.from([0x40, 2, id >> 8, id & 0xff]);
+
+/**
+ * Acknowledgements as PUBLISH packets to `topic` at `qos`, in one buffer. A QoS 1 packet takes the
+ * connection's next packet id as aedes does (1 to 65535, then 1 again), so it never collides with one
+ * of aedes's own messages in flight on the connection.
+ */
+export function ackPackets(ids: PacketIds, topic: string, acks: readonly Ack[], qos: 0 | 1): Buffer {
+  const topicBytes = Buffer.byteLength(topic);
+  const payloads = acks.map((ack) => JSON.stringify(ack));
+  const sizes = payloads.map((payload) => 2 + topicBytes + (qos ? 2 : 0) + Buffer.byteLength(payload));
+  let total = 0;
+  for (const size of sizes) total += 1 + lengthBytes(size) + size;
+  const buffer = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (let i = 0; i < payloads.length; i++) {
+    buffer[at++] = 0x30 | (qos << 1);
+    // The remaining length, seven bits a byte, low bits first; the high bit says another byte follows.
+    let remaining = sizes[i] as number;
+    do {
+      const digit = remaining % 128;
+      remaining = Math.floor(remaining / 128);
+      buffer[at++] = remaining > 0 ? digit | 0x80 : digit;
+    } while (remaining > 0);
+    at = buffer.writeUInt16BE(topicBytes, at);
+    at += buffer.write(topic, at);
+    if (qos) {
+      const id = ids._nextId;
+      ids._nextId = id >= 0xffff ? 1 : id + 1;
+      at = buffer.writeUInt16BE(id, at);
+    }
+    at += buffer.write(payloads[i] as string, at);
+  }
+  return buffer;
+}
+
+/** Bytes of MQTT's variable-length encoding of a remaining length. */
+const lengthBytes = (length: number): number => (length < 128 ? 1 : length < 16_384 ? 2 : length < 2_097_152 ? 3 : 4);
