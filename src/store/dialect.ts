@@ -19,7 +19,7 @@ import {
 import pg from 'pg';
 import { mergeSlotStatsText } from '../events/slot-stats.ts';
 import type { Executor } from './executor.ts';
-import { EachRow, SqliteStoreDialect } from './sqlite-dialect.ts';
+import { EachRow, runInTransaction, SqliteStoreDialect } from './sqlite-dialect.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -230,7 +230,8 @@ export class RowsStatement {
     }
     const each = new EachRow(columns, extra);
     if (each.length === 0) return [];
-    return (await db.executeQuery<R>(CompiledQuery.raw(text, [each]))).rows;
+    const query = CompiledQuery.raw(text, [each]);
+    return (runInTransaction<R>(db, query) ?? (await db.executeQuery<R>(query))).rows;
   }
 }
 

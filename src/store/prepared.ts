@@ -7,6 +7,7 @@
  * whose shape varies go through a QueryCache.
  */
 import type { Compilable, CompiledQuery } from 'kysely';
+import { runInTransaction } from './sqlite-dialect.ts';
 import type { Executor } from './store.ts';
 
 /** Values a query is built from: text, numbers and lists of them, each becoming SQL parameters. */
@@ -76,7 +77,8 @@ export class QueryCache {
     values: QueryValues,
     build: (values: QueryValues) => Compilable<R>,
   ): Promise<R[]> {
-    return (await db.executeQuery<R>(this.compile(db, shapeKey, values, build))).rows;
+    const query = this.compile(db, shapeKey, values, build);
+    return (runInTransaction<R>(db, query) ?? (await db.executeQuery<R>(query))).rows;
   }
 
   /** The query `build(values)` compiles to, compiled only the first time its shape is seen. */
@@ -135,8 +137,10 @@ export function compiledQuery<Args extends QueryArg[], R>(
     }
     return withValues<R>(entry, args);
   };
-  const execute = async (db: Executor, ...args: Args): Promise<R[]> =>
-    (await db.executeQuery<R>(compile(db, ...args))).rows;
+  const execute = async (db: Executor, ...args: Args): Promise<R[]> => {
+    const query = compile(db, ...args);
+    return (runInTransaction<R>(db, query) ?? (await db.executeQuery<R>(query))).rows;
+  };
   return {
     compile,
     execute,

@@ -55,7 +55,7 @@ export class EachRow {
   }
 }
 
-class SqliteConnection implements DatabaseConnection {
+export class SqliteConnection implements DatabaseConnection {
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
 
   constructor(private readonly database: BetterSqlite3.Database) {}
@@ -120,7 +120,7 @@ class SqliteConnection implements DatabaseConnection {
 }
 
 export class SqliteDriver implements Driver {
-  private readonly connection: SqliteConnection;
+  readonly connection: SqliteConnection;
   private busy = false;
   private readonly waiting: (() => void)[] = [];
 
@@ -169,6 +169,30 @@ export class SqliteDriver implements Driver {
   }
 }
 
+/** Kysely's SQLite adapter, holding the store's one connection for queries of its transactions (runInTransaction). */
+class SqliteConnectionAdapter extends SqliteAdapter {
+  constructor(readonly connection: SqliteConnection) {
+    super();
+  }
+}
+
+/**
+ * Runs a compiled query of an open SQLite transaction on the connection at once, and answers its
+ * result; undefined for anything else (the database itself, PostgreSQL). The transaction holds the
+ * store's one connection until it ends, so its queries can only go there: handing each through the
+ * query layer (its executor, the transaction's connection provider chaining queries, the driver's
+ * promise) cost more than running one of the event writer's small statements. Queries given this
+ * way are plain compiled ones: no plugin is configured that would transform them or their results.
+ */
+export function runInTransaction<R>(
+  db: { isTransaction: boolean; getExecutor(): { adapter: object } },
+  query: CompiledQuery,
+): QueryResult<R> | undefined {
+  if (!db.isTransaction) return undefined;
+  const adapter = db.getExecutor().adapter;
+  return adapter instanceof SqliteConnectionAdapter ? adapter.connection.executeNow<R>(query) : undefined;
+}
+
 export class SqliteStoreDialect implements Dialect {
   readonly driver: SqliteDriver;
 
@@ -193,7 +217,7 @@ export class SqliteStoreDialect implements Dialect {
   }
 
   createAdapter() {
-    return new SqliteAdapter();
+    return new SqliteConnectionAdapter(this.driver.connection);
   }
 
   // biome-ignore lint/suspicious/noExplicitAny: Kysely's introspector takes a database of any schema.

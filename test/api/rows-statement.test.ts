@@ -64,5 +64,40 @@ for (const storeCase of STORES) {
         ],
       );
     });
+
+    it('in a transaction, sees what the transaction wrote before it, and is undone with it', async () => {
+      const { db } = await open();
+      const insert = new RowsStatement(
+        ['text', 'text', 'bigint'],
+        () => `insert into change_revisions (organisation_key, entity_type, revision)
+          select v.column1, v.column2, v.column3 from v`,
+      );
+      const count = new RowsStatement(
+        ['text'],
+        () => `select count(*) as n from change_revisions r join v on r.organisation_key = v.column1`,
+      );
+      const keys = ['rows-tx-a', 'rows-tx-b'];
+      const counted = (tx: typeof db) => count.run<{ n: number | string }>(tx, [keys]);
+      const total = (rows: { n: number | string }[]) => rows.reduce((sum, r) => sum + Number(r.n), 0);
+      await assert.rejects(
+        db.transaction().execute(async (tx) => {
+          await tx
+            .insertInto('change_revisions')
+            .values({ organisation_key: 'rows-tx-a', entity_type: 'Thing', revision: 1 })
+            .execute();
+          assert.equal(total(await counted(tx)), 1, "the query layer's insert, seen by the statement");
+          await insert.run(tx, [['rows-tx-b'], ['Thing'], [2]]);
+          const seen = await tx
+            .selectFrom('change_revisions')
+            .select('organisation_key')
+            .where('organisation_key', 'in', keys)
+            .execute();
+          assert.equal(seen.length, 2, "the statement's insert, seen by the query layer");
+          throw new Error('undo');
+        }),
+        /undo/,
+      );
+      assert.equal(total(await counted(db)), 0, 'both inserts undone with the transaction');
+    });
   });
 }
