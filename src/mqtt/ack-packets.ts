@@ -12,8 +12,17 @@ export interface PacketIds {
   _nextId: number;
 }
 
-/** The PUBACK of the QoS 1 message with packet id `id`. */
-export const pubackPacket = (id: number): Buffer => Buffer.from([0x40, 2, id >> 8, id & 0xff]);
+/** The PUBACKs of QoS 1 messages with these packet ids, in order, in one buffer. */
+export function pubackPackets(ids: readonly number[]): Buffer {
+  const buffer = Buffer.allocUnsafe(4 * ids.length);
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i] as number;
+    buffer[4 * i] = 0x40;
+    buffer[4 * i + 1] = 2;
+    buffer.writeUInt16BE(id, 4 * i + 2);
+  }
+  return buffer;
+}
 
 /**
  * Acknowledgements as PUBLISH packets to `topic` at `qos`, in one buffer. A QoS 1 packet takes the

@@ -16,7 +16,7 @@ import { createServer as createTlsServer, type Server as TlsServer } from 'node:
 import { parentPort, workerData } from 'node:worker_threads';
 import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
 import { verifySignature } from '../devices/signature.ts';
-import { ackPackets, type PacketIds, pubackPacket } from './ack-packets.ts';
+import { ackPackets, type PacketIds, pubackPackets } from './ack-packets.ts';
 import {
   addLogin,
   addMessage,
@@ -109,17 +109,28 @@ const packets = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as { 
 packets.writeToStream.cacheNumbers = false;
 
 // A device's QoS 1 message is answered with a PUBACK, one per message. mqtt-packet writes one by corking
-// the socket, writing its three parts and uncorking on the next tick: three buffers in one writev
-// through the stream's queue of corked chunks. The same four bytes as one buffer take one plain write
-// (ack-packets.ts). aedes writes MQTT 3.1.1 packets to every client, as the broker serves 3.1 and 3.1.1.
+// the socket, writing its three parts and uncorking on the next tick. Here the PUBACKs a turn makes
+// due on a socket (one per message of what was read from it) leave together on the next tick, as one
+// buffer in one write (ack-packets.ts), before the acknowledgements, which leave on a later turn.
+// aedes writes MQTT 3.1.1 packets to every client, as the broker serves 3.1 and 3.1.1.
 const writeToStream = packets.writeToStream;
+const pubacks = new Map<Socket, number[]>();
+const writePubacks = () => {
+  for (const [socket, ids] of pubacks) if (socket.writable) socket.write(pubackPackets(ids));
+  pubacks.clear();
+};
 packets.writeToStream = Object.assign(
   (packet: { cmd: string; messageId?: number }, stream: Socket, options?: unknown): boolean => {
     const id = packet.messageId;
     if (packet.cmd !== 'puback' || typeof id !== 'number' || !(id > 0 && id <= 0xffff)) {
       return writeToStream(packet, stream, options);
     }
-    return stream.write(pubackPacket(id));
+    if (pubacks.size === 0) process.nextTick(writePubacks);
+    const ids = pubacks.get(stream);
+    if (ids) ids.push(id);
+    else pubacks.set(stream, [id]);
+    // What aedes waits on before the next packet: whether the socket takes more now.
+    return !stream.writableNeedDrain;
   },
   { cacheNumbers: false },
 );

@@ -1,13 +1,24 @@
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { connect } from 'node:net';
 import { it } from 'node:test';
 import mqtt from 'mqtt';
-import { createKeyPair } from '../support/device.ts';
+import { createKeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { compressLzf } from '../support/lzf-compress.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
+
+// mqtt-packet, as aedes uses it: to write and read packets on a raw socket.
+const mqttPacket = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as {
+  parser(): {
+    parse(buf: Buffer): number;
+    on(event: 'packet', listener: (packet: Record<string, unknown>) => void): void;
+  };
+  generate(packet: Record<string, unknown>): Buffer;
+};
 
 describeOnStores(
   'device MQTT interface (embedded broker)',
@@ -183,6 +194,77 @@ describeOnStores(
         assert.equal(new Set(received.map((r) => r.id)).size, received.length, 'one id per message');
       } finally {
         await device.close();
+      }
+    });
+
+    it('when several messages arrive in one read then each is answered with its PUBACK, in order, before any of their acknowledgements', async () => {
+      const pair = await keyPair();
+      const clientId = unique('raw');
+      const key = unique('mq');
+      const device = await MqttDevice.connect(brokerUrl(), pair);
+      try {
+        assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+      } finally {
+        await device.close();
+      }
+      const socket = connect(ctx.api.server.mqttPort as number, '127.0.0.1');
+      const received: Record<string, unknown>[] = [];
+      const parser = mqttPacket.parser();
+      parser.on('packet', (packet) => received.push(packet));
+      socket.on('data', (chunk) => parser.parse(chunk));
+      const arrived = (count: number, what: string) => eventually(async () => received.length >= count, what);
+      try {
+        await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+        socket.write(
+          mqttPacket.generate({
+            cmd: 'connect',
+            protocolId: 'MQTT',
+            protocolVersion: 4,
+            clean: true,
+            keepalive: 60,
+            clientId,
+            username: pair.access_key,
+            password: Buffer.from(sign(pair.secret_key, pair.access_key)),
+          }),
+        );
+        await arrived(1, 'the CONNACK');
+        socket.write(
+          mqttPacket.generate({
+            cmd: 'subscribe',
+            messageId: 1,
+            subscriptions: [{ topic: `Altizon/Datonis/${clientId}/httpAck`, qos: 1 }],
+          }),
+        );
+        await arrived(2, 'the SUBACK');
+        const publishes = [11, 12, 13].map((messageId) =>
+          mqttPacket.generate({
+            cmd: 'publish',
+            topic: `Altizon/Datonis/${clientId}/event`,
+            payload: Buffer.from(device.envelope({ thing_key: key, data: { v: messageId } })),
+            qos: 1,
+            messageId,
+            retain: false,
+            dup: false,
+          }),
+        );
+        socket.write(Buffer.concat(publishes));
+        await arrived(8, 'three PUBACKs and three acknowledgements');
+        const answers = received.slice(2);
+        assert.deepEqual(
+          answers.slice(0, 3).map((p) => [p.cmd, p.messageId]),
+          [
+            ['puback', 11],
+            ['puback', 12],
+            ['puback', 13],
+          ],
+        );
+        assert.deepEqual(
+          answers.slice(3).map((p) => [p.cmd, p.topic, JSON.parse(String(p.payload)).http_code]),
+          [1, 2, 3].map(() => ['publish', `Altizon/Datonis/${clientId}/httpAck`, 200]),
+        );
+        assert.equal(await storedCount(key), 3);
+      } finally {
+        socket.destroy();
       }
     });
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
-import { ackPackets, pubackPacket } from '../../src/mqtt/ack-packets.ts';
+import { ackPackets, pubackPackets } from '../../src/mqtt/ack-packets.ts';
 import type { Ack } from '../../src/mqtt/signed-messages.ts';
 
 // mqtt-packet, as aedes uses it: its parser reads the bytes back, its generator makes them aedes's way.
@@ -84,9 +84,12 @@ describe('acknowledgements written as bytes', () => {
     assert.equal(ids._nextId, 10);
   });
 
-  it('when a PUBACK is made then it is the one mqtt-packet makes', () => {
-    for (const id of [1, 255, 256, 65535]) {
-      assert.deepEqual(pubackPacket(id), mqttPacket.generate({ cmd: 'puback', messageId: id }));
-    }
+  it('when PUBACKs are made together then they are the ones mqtt-packet makes, in order', () => {
+    const ids = [1, 255, 256, 65535];
+    assert.deepEqual(
+      pubackPackets(ids),
+      Buffer.concat(ids.map((id) => mqttPacket.generate({ cmd: 'puback', messageId: id }))),
+    );
+    assert.deepEqual(pubackPackets([]), Buffer.alloc(0));
   });
 });
