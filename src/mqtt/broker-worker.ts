@@ -102,10 +102,10 @@ const logLimit = (limit: keyof typeof lastLimitLog, message: string) => {
 // aedes writes packets with mqtt-packet, which by default fills itself a table of all 65,536 two-byte
 // numbers (packet ids, lengths) as Buffers on its first packet: 6 MB of this thread's heap, to spare a
 // 2-byte allocation per packet id written. The copy configured is the one aedes resolves.
-type WriteToStream = ((packet: { cmd: string; messageId?: number }, stream: Socket, options?: unknown) => boolean) & {
-  cacheNumbers: boolean;
+type WriteToStream = (packet: { cmd: string; messageId?: number }, stream: Socket, options?: unknown) => boolean;
+const packets = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as {
+  writeToStream: WriteToStream & { cacheNumbers?: boolean };
 };
-const packets = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as { writeToStream: WriteToStream };
 packets.writeToStream.cacheNumbers = false;
 
 // A device's QoS 1 message is answered with a PUBACK, one per message. mqtt-packet writes one by corking
@@ -119,21 +119,18 @@ const writePubacks = () => {
   for (const [socket, ids] of pubacks) if (socket.writable) socket.write(pubackPackets(ids));
   pubacks.clear();
 };
-packets.writeToStream = Object.assign(
-  (packet: { cmd: string; messageId?: number }, stream: Socket, options?: unknown): boolean => {
-    const id = packet.messageId;
-    if (packet.cmd !== 'puback' || typeof id !== 'number' || !(id > 0 && id <= 0xffff)) {
-      return writeToStream(packet, stream, options);
-    }
-    if (pubacks.size === 0) process.nextTick(writePubacks);
-    const ids = pubacks.get(stream);
-    if (ids) ids.push(id);
-    else pubacks.set(stream, [id]);
-    // What aedes waits on before the next packet: whether the socket takes more now.
-    return !stream.writableNeedDrain;
-  },
-  { cacheNumbers: false },
-);
+packets.writeToStream = (packet, stream, options) => {
+  const id = packet.messageId;
+  if (packet.cmd !== 'puback' || typeof id !== 'number' || !(id > 0 && id <= 0xffff)) {
+    return writeToStream(packet, stream, options);
+  }
+  if (pubacks.size === 0) process.nextTick(writePubacks);
+  const ids = pubacks.get(stream);
+  if (ids) ids.push(id);
+  else pubacks.set(stream, [id]);
+  // What aedes waits on before the next packet: whether the socket takes more now.
+  return !stream.writableNeedDrain;
+};
 
 const broker = await Aedes.createBroker({
   // The C SDK's client ids are 24 characters, over the usual 23.

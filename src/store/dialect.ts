@@ -19,7 +19,8 @@ import {
 import pg from 'pg';
 import { mergeSlotStatsText } from '../events/slot-stats.ts';
 import type { Executor } from './executor.ts';
-import { EachRow, runInTransaction, SqliteStoreDialect } from './sqlite-dialect.ts';
+import { runCompiled } from './prepared.ts';
+import { EachRow, SqliteStoreDialect } from './sqlite-dialect.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -225,13 +226,11 @@ export class RowsStatement {
       this.texts.set(engine, text);
     }
     if (engine === 'postgres') {
-      const parameters = [...columns.map(arrayLiteral), ...extra];
-      return (await db.executeQuery<R>(CompiledQuery.raw(text, parameters))).rows;
+      return runCompiled<R>(db, CompiledQuery.raw(text, [...columns.map(arrayLiteral), ...extra]));
     }
     const each = new EachRow(columns, extra);
     if (each.length === 0) return [];
-    const query = CompiledQuery.raw(text, [each]);
-    return (runInTransaction<R>(db, query) ?? (await db.executeQuery<R>(query))).rows;
+    return runCompiled<R>(db, CompiledQuery.raw(text, [each]));
   }
 }
 

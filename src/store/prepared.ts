@@ -7,8 +7,16 @@
  * whose shape varies go through a QueryCache.
  */
 import type { Compilable, CompiledQuery } from 'kysely';
+import type { Executor } from './executor.ts';
 import { runInTransaction } from './sqlite-dialect.ts';
-import type { Executor } from './store.ts';
+
+/**
+ * Runs a compiled query and answers its rows: in an open SQLite transaction at once on the store's
+ * connection (sqlite-dialect.ts, runInTransaction), otherwise through the query layer.
+ */
+export async function runCompiled<R>(db: Executor, query: CompiledQuery): Promise<R[]> {
+  return (runInTransaction<R>(db, query) ?? (await db.executeQuery<R>(query))).rows;
+}
 
 /** Values a query is built from: text, numbers and lists of them, each becoming SQL parameters. */
 export type QueryValues = Record<string, string | number | readonly (string | number | null)[] | undefined>;
@@ -77,8 +85,7 @@ export class QueryCache {
     values: QueryValues,
     build: (values: QueryValues) => Compilable<R>,
   ): Promise<R[]> {
-    const query = this.compile(db, shapeKey, values, build);
-    return (runInTransaction<R>(db, query) ?? (await db.executeQuery<R>(query))).rows;
+    return runCompiled<R>(db, this.compile(db, shapeKey, values, build));
   }
 
   /** The query `build(values)` compiles to, compiled only the first time its shape is seen. */
@@ -137,10 +144,7 @@ export function compiledQuery<Args extends QueryArg[], R>(
     }
     return withValues<R>(entry, args);
   };
-  const execute = async (db: Executor, ...args: Args): Promise<R[]> => {
-    const query = compile(db, ...args);
-    return (runInTransaction<R>(db, query) ?? (await db.executeQuery<R>(query))).rows;
-  };
+  const execute = (db: Executor, ...args: Args): Promise<R[]> => runCompiled<R>(db, compile(db, ...args));
   return {
     compile,
     execute,

@@ -49,9 +49,13 @@ export class EachRow {
     return this.columns[0]?.length ?? 0;
   }
 
-  /** Row `i`'s values, then the extra ones. */
+  /** Row `i`'s values, then the extra ones (one array a row: this runs for every row written). */
   values(i: number): unknown[] {
-    return [...this.columns.map((column) => column[i] ?? null), ...this.extra];
+    const values = new Array<unknown>(this.columns.length + this.extra.length);
+    let at = 0;
+    for (const column of this.columns) values[at++] = column[i] ?? null;
+    for (const value of this.extra) values[at++] = value;
+    return values;
   }
 }
 

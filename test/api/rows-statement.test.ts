@@ -11,6 +11,11 @@ import { suiteStore } from '../support/suites.ts';
 for (const storeCase of STORES) {
   describe(`RowsStatement (${storeCase.name})`, { skip: storeCase.skip }, () => {
     const open = suiteStore(storeCase);
+    const insert = new RowsStatement(
+      ['text', 'text', 'bigint'],
+      () => `insert into change_revisions (organisation_key, entity_type, revision)
+        select v.column1, v.column2, v.column3 from v`,
+    );
 
     it('answers the rows of every row in row order, a bigint column as an integer, the extra parameters after', async () => {
       const { db } = await open();
@@ -39,11 +44,6 @@ for (const storeCase of STORES) {
 
     it('writes every row, and answers nothing for no rows', async () => {
       const { db } = await open();
-      const insert = new RowsStatement(
-        ['text', 'text', 'bigint'],
-        () => `insert into change_revisions (organisation_key, entity_type, revision)
-          select v.column1, v.column2, v.column3 from v`,
-      );
       assert.deepEqual(await insert.run(db, [[], [], []]), []);
       await insert.run(db, [
         ['rows-a', 'rows-b'],
@@ -67,11 +67,6 @@ for (const storeCase of STORES) {
 
     it('in a transaction, sees what the transaction wrote before it, and is undone with it', async () => {
       const { db } = await open();
-      const insert = new RowsStatement(
-        ['text', 'text', 'bigint'],
-        () => `insert into change_revisions (organisation_key, entity_type, revision)
-          select v.column1, v.column2, v.column3 from v`,
-      );
       const count = new RowsStatement(
         ['text'],
         () => `select count(*) as n from change_revisions r join v on r.organisation_key = v.column1`,
