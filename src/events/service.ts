@@ -25,8 +25,8 @@ export { DAY_MS, firstKeptSlot, type RetentionCuts, retentionCuts } from './rete
 
 /**
  * Deletes a thing's events whose time is in [from, to] (ms), correcting its rollups, its event count and
- * its last event in the same transaction, and records the change as an update of the thing
- * (docs/storage.md, "Deleting a range of events"). Answers how many were deleted.
+ * its last event in the same transaction, and records the change as an update of the thing when any
+ * was deleted (docs/storage.md, "Deleting a range of events"). Answers how many were deleted.
  */
 export async function deleteEventRange(
   store: Store,
@@ -42,16 +42,17 @@ export async function deleteEventRange(
     const expiredBefore = retentionCuts(before.retention_days, null, Date.now()).events;
     const first = expiredBefore === undefined ? from : Math.max(from, expiredBefore);
     const deleted = first > to ? 0 : await deleteEventsBetween(tx, before.thing_id, first, to);
-    if (deleted > 0) {
-      const template = await findTemplate(tx, [before.organisation_key], before.thing_template_key);
-      await correctRollups(tx, before.thing_id, first, to, (template as { metrics: string }).metrics);
-      await recordEventsRemoved(tx, before.thing_id, deleted);
-      const newestAt = before.last_event_timestamp;
-      if (newestAt !== null && newestAt >= first && newestAt <= to) {
-        await renewNewestEvent(tx, before.thing_id);
-      }
+    // A range without events changed nothing: nothing to correct, nor to audit.
+    if (deleted === 0) return 0;
+    const template = await findTemplate(tx, [before.organisation_key], before.thing_template_key);
+    await correctRollups(tx, before.thing_id, first, to, (template as { metrics: string }).metrics);
+    await recordEventsRemoved(tx, before.thing_id, deleted);
+    const newestAt = before.last_event_timestamp;
+    if (newestAt !== null && newestAt >= first && newestAt <= to) {
+      await renewNewestEvent(tx, before.thing_id);
     }
-    await recordThingUpdated(tx, actor, organisationKeys, before);
+    // The audit trail says what went: the range asked (ms) and how many events.
+    await recordThingUpdated(tx, actor, organisationKeys, before, { deleted_events: { from, to, count: deleted } });
     return deleted;
   });
 }

@@ -140,8 +140,11 @@ export async function recordThingUpdated(
   actor: Actor,
   organisationKeys: string[],
   before: Awaited<ReturnType<typeof requireThing>>,
+  /** Members the audit trail adds to the thing's new contents (what a change did beyond the thing); the change feed tells the thing alone. */
+  note?: object,
 ) {
   const after = await requireThing(tx, organisationKeys, before.thing_key);
+  const thing = thingSnapshot(after);
   await recordChange(tx, actor, {
     organisationKey: before.organisation_key,
     action: 'update',
@@ -149,7 +152,8 @@ export async function recordThingUpdated(
     entityKey: before.thing_key,
     entityName: after.name,
     before: thingSnapshot(before),
-    after: thingSnapshot(after),
+    after: note ? { ...thing, ...note } : thing,
+    detail: thing,
   });
   return after;
 }

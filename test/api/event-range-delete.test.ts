@@ -76,16 +76,37 @@ describeOnStores('deleting a range of events', (ctx) => {
     const maxes = Object.values(fromRollups.time_grouped_result).map((b: any) => b[key].n.max);
     assert.deepEqual(maxes, [1, null, null, 11], 'a partly deleted slot is counted again, not just less');
 
+    const updates = await rangeTrails(key);
+    assert.equal(updates.length, 1, JSON.stringify(updates));
+    const [trail] = updates;
+    assert.deepEqual(trail.new_entity_contents.deleted_events, {
+      from: T0 + 10 * MINUTE,
+      to: T0 + 40 * MINUTE + 999,
+      count: 7,
+    });
+    assert.equal(trail.old_entity_contents.deleted_events, undefined);
+    assert.equal(trail.new_entity_contents.thing_key, key);
+  });
+
+  /** The thing's audit trails of range deletes, newest first. */
+  async function rangeTrails(key: string) {
     const trails = await ctx.api.request('GET', '/api/v3/audit_trails', {
       token: await ctx.api.adminToken(),
-      query: { entity_type: 'Thing', search: key },
+      query: { entity_type: 'Thing', entity_key: key },
     });
-    assert.ok(
-      trails.body.audit_trails.some(
-        (t: any) => t.entity_key === key && t.action_taken === 'update' && t.entity_type === 'Thing',
-      ),
-      trails.text,
-    );
+    assert.equal(trails.status, 200, trails.text);
+    return trails.body.audit_trails.filter((t: any) => t.action_taken === 'update');
+  }
+
+  it('when a range holds no event then nothing is audited, and a later delete audits its own range', async () => {
+    const key = await thingWithHour();
+    const none = await remove(key, { from: s(T0 + 2 * 60 * MINUTE), to: s(T0 + 3 * 60 * MINUTE) });
+    assert.deepEqual(none.body, { deleted: 0 });
+    assert.deepEqual(await rangeTrails(key), [], 'a delete that deleted nothing changed nothing');
+    const some = await remove(key, { from: s(T0), to: s(T0) });
+    assert.deepEqual(some.body, { deleted: 1 });
+    const [trail] = await rangeTrails(key);
+    assert.deepEqual(trail.new_entity_contents.deleted_events, { from: T0, to: T0 + 999, count: 1 });
   });
 
   it('when the newest events are deleted then the thing’s last event is the newest one left, or none', async () => {
