@@ -1,10 +1,12 @@
 /**
  * `npm run bench -- fleet [--store sqlite|postgres] [--devices 5000] [--rate 1000] [--duration 30]
- * [--warmup 10] [--connect 19000] [--connect-rate 2000]`
+ * [--warmup 10] [--tick 10] [--connect 19000] [--connect-rate 2000]`
  * A fleet of MQTT devices on raw sockets (mqtt-load.ts), two scenarios, each next to a baseline
  * measured in the same run:
  * - steady: `--devices` devices connected, sending `--rate` events a second in all (each device one
- *   signed event every devices/rate seconds, spread evenly) for `--duration` seconds, after `--warmup`
+ *   signed event every devices/rate seconds, spread evenly, sent in `--tick` millisecond ticks: rate/100
+ *   devices together every 10 ms by default, each alone at `--tick 1` and 1,000/s, as independent devices
+ *   send) for `--duration` seconds, after `--warmup`
  *   seconds of the same load that are not measured (a server runs for days: the first seconds of a
  *   load are V8 compiling the code it runs, a tenth of the server's CPU and the slowest answers). Reported: the
  *   server's CPU in percent of one core, and per event; publish -> httpAck latency. Baselines: the
@@ -174,10 +176,12 @@ export async function run(args: string[]): Promise<void> {
   const warmup = Number(option(args, 'warmup', '10'));
   const connecting = Number(option(args, 'connect', '19000'));
   const connectRate = Number(option(args, 'connect-rate', '2000'));
+  const tick = Number(option(args, 'tick', '10'));
+  if (!(Number.isInteger(tick) && tick >= 1 && 1000 % tick === 0)) throw new Error('--tick must divide 1000 ms');
   const bench = benchStore(store);
   const mqttPort = benchMqttPort();
   console.log(
-    `fleet benchmark: ${describeMachine()}; store ${store}; steady: ${fleet} devices, ${rate} events/s for ${duration}s after ${warmup}s unmeasured; connect: ${connecting} devices at ${connectRate}/s`,
+    `fleet benchmark: ${describeMachine()}; store ${store}; steady: ${fleet} devices, ${rate} events/s in ${tick} ms ticks for ${duration}s after ${warmup}s unmeasured; connect: ${connecting} devices at ${connectRate}/s`,
   );
   const server = await startThingbase(bench, mqttPort);
   let open: FleetDevice[] = [];
@@ -229,15 +233,15 @@ export async function run(args: string[]): Promise<void> {
     phase('idle baseline');
     const idleCpu = await measureCpu(server.pid, duration, () => {});
     phase('ping baseline');
-    const pingCpu = await measureCpu(server.pid, duration, (second) => spread(open, rate, second, (d) => d.ping()));
+    const pingCpu = await measureCpu(server.pid, duration, () => spread(open, rate, tick, (d) => d.ping()));
     await drained(open);
     phase('warm-up');
-    await measureCpu(server.pid, warmup, (second) => spread(open, rate, second, (d) => d.publish()));
+    await measureCpu(server.pid, warmup, () => spread(open, rate, tick, (d) => d.publish()));
     await drained(open);
     acks.length = 0;
     codes.clear();
     phase('steady');
-    const sendCpu = await measureCpu(server.pid, duration, (second) => spread(open, rate, second, (d) => d.publish()));
+    const sendCpu = await measureCpu(server.pid, duration, () => spread(open, rate, tick, (d) => d.publish()));
     await drained(open);
     const events = acks.length;
     await closeAll();
@@ -326,18 +330,19 @@ export async function run(args: string[]): Promise<void> {
   }
 }
 
-/** Calls `act` on `rate` devices a second, spread over the second, in 10 ms ticks. */
-function spread(devices: FleetDevice[], rate: number, _second: number, act: (device: FleetDevice) => void): void {
-  const perTick = rate / 100;
+/** Calls `act` on `rate` devices a second, spread over the second, in ticks of `tickMs`. */
+function spread(devices: FleetDevice[], rate: number, tickMs: number, act: (device: FleetDevice) => void): void {
+  const ticks = 1000 / tickMs;
+  const perTick = rate / ticks;
   let carry = 0;
-  for (let tick = 0; tick < 100; tick++) {
+  for (let tick = 0; tick < ticks; tick++) {
     setTimeout(() => {
       carry += perTick;
       while (carry >= 1) {
         carry -= 1;
         act(devices[next++ % devices.length] as FleetDevice);
       }
-    }, tick * 10);
+    }, tick * tickMs);
   }
 }
 let next = 0;
@@ -351,12 +356,12 @@ interface CpuShare {
 }
 
 /** Runs `each` once a second for `seconds`; answers the server's CPU meanwhile. */
-async function measureCpu(pid: number, seconds: number, each: (second: number) => void): Promise<CpuShare> {
+async function measureCpu(pid: number, seconds: number, each: () => void): Promise<CpuShare> {
   const before = cpuTimes(pid);
   const threadsBefore = threadCpuSeconds(pid);
   const started = performance.now();
   for (let second = 0; second < seconds; second++) {
-    each(second);
+    each();
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
   const after = cpuTimes(pid);
