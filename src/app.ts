@@ -178,6 +178,7 @@ export async function createServer(config: Config): Promise<Server> {
           }
         : {}),
       maxPendingRows: config.eventMaxPending,
+      startSpacingMs: config.eventWriteSpacingMs,
     });
     const authenticator = new DeviceAuthenticator(store.db, box, store.changes);
     closeOnFailure.push(() => authenticator.close());

@@ -37,6 +37,8 @@ export interface Config {
   mqttBrokerYoungGenerationMb: number;
   /** Events (and heartbeats) that may wait to be stored; past it new ones are refused with 503. */
   eventMaxPending: number;
+  /** The least time between the starts of two event transactions (ms): events/writer.ts, startSpacingMs. */
+  eventWriteSpacingMs: number;
   smtpUrl: string | undefined;
   /** Sender address of e-mail actions. */
   smtpFrom: string | undefined;
@@ -137,7 +139,8 @@ function parsePositive(name: string, text: string | undefined, fallback: number)
   return value;
 }
 
-function parsePercent(name: string, text: string | undefined, fallback: number): number {
+/** An integer from 0 to 1000: a percentage that may exceed 100, or a number of milliseconds. */
+function parseUpTo1000(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined || text === '') return fallback;
   const value = decimalInteger(text);
   if (!(value >= 0 && value <= 1000))
@@ -216,6 +219,7 @@ export function loadConfig(env: Env = process.env): Config {
       8,
     ),
     eventMaxPending: parsePositive('EVENT_MAX_PENDING', env.EVENT_MAX_PENDING, 100_000),
+    eventWriteSpacingMs: parseUpTo1000('EVENT_WRITE_SPACING_MS', env.EVENT_WRITE_SPACING_MS, 2),
     smtpUrl: env.SMTP_URL || undefined,
     smtpFrom: env.SMTP_FROM || undefined,
     smsUrl: env.SMS_URL || undefined,
@@ -238,7 +242,7 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryRetryBaseMs: parsePositive('DELIVERY_RETRY_BASE_MS', env.DELIVERY_RETRY_BASE_MS, 5000),
     deliveryMaxAttempts: parsePositive('DELIVERY_MAX_ATTEMPTS', env.DELIVERY_MAX_ATTEMPTS, 10),
     noDataCheckMs: parsePositive('NO_DATA_CHECK_MS', env.NO_DATA_CHECK_MS, 1000),
-    heapGrowingPercent: parsePercent('HEAP_GROWING_PERCENT', env.HEAP_GROWING_PERCENT, 100),
+    heapGrowingPercent: parseUpTo1000('HEAP_GROWING_PERCENT', env.HEAP_GROWING_PERCENT, 100),
     consoleDir: env.CONSOLE_DIR || BUILT_CONSOLE_DIR,
     apiRateLimit: parsePositive('API_RATE_LIMIT', env.API_RATE_LIMIT, 6000),
   };

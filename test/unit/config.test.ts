@@ -26,6 +26,15 @@ describe('configuration', () => {
     }
   });
 
+  it('when EVENT_WRITE_SPACING_MS is absent then event transactions start at most every 2 ms; 0 to 1000 is taken, anything else refused', () => {
+    assert.equal(loadConfig({}).eventWriteSpacingMs, 2);
+    assert.equal(loadConfig({ EVENT_WRITE_SPACING_MS: '0' }).eventWriteSpacingMs, 0);
+    assert.equal(loadConfig({ EVENT_WRITE_SPACING_MS: '5' }).eventWriteSpacingMs, 5);
+    for (const text of ['1001', '-1', '2.5', '5ms', 'x']) {
+      assert.throws(() => loadConfig({ EVENT_WRITE_SPACING_MS: text }), /EVENT_WRITE_SPACING_MS/, text);
+    }
+  });
+
   it('when a port, a limit or the password hash cost is not plain decimal then the configuration is refused, naming it', () => {
     for (const text of ['0x1F90', '1e3', ' ', '8080.0', '-1']) {
       assert.throws(() => loadConfig({ PORT: text }), /PORT must be a port number/, text);
