@@ -16,6 +16,7 @@ import {
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely';
+import type { Executor } from './executor.ts';
 
 const STATEMENT_CACHE_SIZE = 500;
 
@@ -59,7 +60,7 @@ export class EachRow {
   }
 }
 
-export class SqliteConnection implements DatabaseConnection {
+class SqliteConnection implements DatabaseConnection {
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
 
   constructor(private readonly database: BetterSqlite3.Database) {}
@@ -124,13 +125,10 @@ export class SqliteConnection implements DatabaseConnection {
 }
 
 export class SqliteDriver implements Driver {
-  readonly connection: SqliteConnection;
   private busy = false;
   private readonly waiting: (() => void)[] = [];
 
-  constructor(database: BetterSqlite3.Database) {
-    this.connection = new SqliteConnection(database);
-  }
+  constructor(private readonly connection: SqliteConnection) {}
 
   async init(): Promise<void> {}
 
@@ -188,20 +186,20 @@ class SqliteConnectionAdapter extends SqliteAdapter {
  * promise) cost more than running one of the event writer's small statements. Queries given this
  * way are plain compiled ones: no plugin is configured that would transform them or their results.
  */
-export function runInTransaction<R>(
-  db: { isTransaction: boolean; getExecutor(): { adapter: object } },
-  query: CompiledQuery,
-): QueryResult<R> | undefined {
+export function runInTransaction<R>(db: Executor, query: CompiledQuery): QueryResult<R> | undefined {
   if (!db.isTransaction) return undefined;
   const adapter = db.getExecutor().adapter;
   return adapter instanceof SqliteConnectionAdapter ? adapter.connection.executeNow<R>(query) : undefined;
 }
 
 export class SqliteStoreDialect implements Dialect {
+  /** The store's one connection: the driver hands it to queries in turn, the adapter to a transaction's queries. */
+  private readonly connection: SqliteConnection;
   readonly driver: SqliteDriver;
 
   constructor(private readonly database: BetterSqlite3.Database) {
-    this.driver = new SqliteDriver(database);
+    this.connection = new SqliteConnection(database);
+    this.driver = new SqliteDriver(this.connection);
   }
 
   /**
@@ -221,7 +219,7 @@ export class SqliteStoreDialect implements Dialect {
   }
 
   createAdapter() {
-    return new SqliteConnectionAdapter(this.driver.connection);
+    return new SqliteConnectionAdapter(this.connection);
   }
 
   // biome-ignore lint/suspicious/noExplicitAny: Kysely's introspector takes a database of any schema.

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import { it } from 'node:test';
 import mqtt from 'mqtt';
@@ -7,18 +6,10 @@ import { createKeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { compressLzf } from '../support/lzf-compress.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
+import { mqttPacket } from '../support/mqtt-packet.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
-
-// mqtt-packet, as aedes uses it: to write and read packets on a raw socket.
-const mqttPacket = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as {
-  parser(): {
-    parse(buf: Buffer): number;
-    on(event: 'packet', listener: (packet: Record<string, unknown>) => void): void;
-  };
-  generate(packet: Record<string, unknown>): Buffer;
-};
 
 describeOnStores(
   'device MQTT interface (embedded broker)',

@@ -1,18 +1,8 @@
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
 import { ackPackets, pubackPackets } from '../../src/mqtt/ack-packets.ts';
 import type { Ack } from '../../src/mqtt/signed-messages.ts';
-
-// mqtt-packet, as aedes uses it: its parser reads the bytes back, its generator makes them aedes's way.
-const mqttPacket = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as {
-  parser(): {
-    parse(buf: Buffer): number;
-    on(event: 'packet', listener: (packet: Record<string, unknown>) => void): void;
-    on(event: 'error', listener: (error: Error) => void): void;
-  };
-  generate(packet: Record<string, unknown>): Buffer;
-};
+import { mqttPacket } from '../support/mqtt-packet.ts';
 
 function parseAll(bytes: Buffer): Record<string, unknown>[] {
   const parser = mqttPacket.parser();

@@ -1,16 +1,7 @@
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
-import { type PacketParser, useLeanBuffer } from '../../src/mqtt/lean-parser.ts';
-
-// The parser of the mqtt-packet copy aedes uses, as the broker thread gets it.
-const mqttPacket = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as {
-  parser(): PacketParser & {
-    parse(buf: Buffer): number;
-    on(event: 'packet', listener: (packet: Record<string, unknown>) => void): void;
-  };
-  generate(packet: Record<string, unknown>): Buffer;
-};
+import { useLeanBuffer } from '../../src/mqtt/lean-parser.ts';
+import { mqttPacket } from '../support/mqtt-packet.ts';
 
 /** bl's stream is a readable-stream Duplex, not one of node:stream's. */
 const isStream = (list: object) => typeof (list as { pipe?: unknown }).pipe === 'function';

@@ -1,0 +1,15 @@
+import { createRequire } from 'node:module';
+import type { PacketParser } from '../../src/mqtt/lean-parser.ts';
+
+/**
+ * The copy of mqtt-packet that aedes resolves, as the broker thread gets it: its generator makes
+ * packets aedes's way, its parser reads bytes back into packets.
+ */
+export const mqttPacket = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as {
+  parser(): PacketParser & {
+    parse(buf: Buffer): number;
+    on(event: 'packet', listener: (packet: Record<string, unknown>) => void): void;
+    on(event: 'error', listener: (error: Error) => void): void;
+  };
+  generate(packet: Record<string, unknown>): Buffer;
+};
