@@ -169,6 +169,25 @@ describeOnStores('event export', (ctx) => {
     assert.equal((await ctx.api.request('GET', `/api/v3/things/${key}/events/export`)).status, 401);
   });
 
+  it('when the store cannot read the first page of an export then the answer is an error, not a broken stream', async () => {
+    const key = await thingWithEvents([{ timestamp: T0, data: { t: 1 } }]);
+    const db = ctx.api.server.store.db;
+    // The events' table out of the way: the thing is found, its first page cannot be read.
+    await sql`alter table events rename to events_away`.execute(db);
+    try {
+      for (const format of ['ndjson', 'csv']) {
+        const response = await exportOf(key, { format });
+        assert.equal(response.status, 500, `${format}: ${response.text}`);
+        assert.match(String(response.headers['content-type']), /^application\/json/);
+        assert.equal(response.body.success, false);
+        assert.equal(response.body.errors[0].code, 'internal');
+      }
+    } finally {
+      await sql`alter table events_away rename to events`.execute(db);
+    }
+    assert.equal((await exportOf(key)).status, 200);
+  });
+
   /**
    * Waits until the export reads no more pages (its client does not read): the same count for half a
    * second, which a loaded machine's pause between two pages does not reach.
