@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { it } from 'node:test';
+import { sql } from 'kysely';
 import mqtt from 'mqtt';
 import { createKeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
@@ -256,6 +257,40 @@ describeOnStores(
         assert.equal(await storedCount(key), 3);
       } finally {
         socket.destroy();
+      }
+    });
+
+    it('when the store is slow then the PUBACK comes without waiting for the acknowledgement', {
+      skip:
+        ctx.store.name !== 'postgres' &&
+        'holds a lock on PostgreSQL, where the store waits without holding the event loop',
+    }, async () => {
+      const device = await MqttDevice.connect(brokerUrl(), await keyPair());
+      const ackTopic = `Altizon/Datonis/${device.clientId}/httpAck`;
+      try {
+        const key = unique('mq');
+        await device.send('register', { thing_key: key });
+        const acks: number[] = [];
+        device.client.on('message', (topic, payload) => {
+          if (topic === ackTopic) acks.push(JSON.parse(payload.toString()).http_code);
+        });
+        await ctx.api.server.store.db.transaction().execute(async (tx) => {
+          // The writer's next transaction waits for this one.
+          await sql`lock table events in exclusive mode`.execute(tx);
+          const published = device.client.publishAsync(
+            `Altizon/Datonis/${device.clientId}/event`,
+            device.envelope({ thing_key: key, data: { v: 1 } }),
+            { qos: 1 },
+          );
+          const late = new Promise((resolve) => setTimeout(resolve, 5000, 'late'));
+          assert.notEqual(await Promise.race([published, late]), 'late', 'the PUBACK came while the store waited');
+          assert.deepEqual(acks, [], 'the acknowledgement waits for the store');
+        });
+        await eventually(async () => acks.length === 1, 'the acknowledgement once stored');
+        assert.deepEqual(acks, [200]);
+        assert.equal(await storedCount(key), 1);
+      } finally {
+        await device.close();
       }
     });
 
