@@ -57,12 +57,14 @@ export async function exportEvents(db: Executor, request: ExportRequest, time: T
   };
   // The first page is read before anything is sent, so a store that fails to read it makes an error
   // answer rather than a stream broken after its status and headers.
-  const first = await readAhead(pages(db, range));
+  const rangePages = await readAhead(pages(db, range));
   // Destroyed when the client leaves: a generator is only told so at its next yield, which a CSV's
   // first pass does not reach before its end, so that pass asks between its pages.
   const dropped = () => body.destroyed;
   const lines =
-    request.format === 'csv' ? csvLines(db, range, first, request.metrics, time, dropped) : ndjsonLines(first, time);
+    request.format === 'csv'
+      ? csvLines(db, range, rangePages, request.metrics, time, dropped)
+      : ndjsonLines(rangePages, time);
   const body = Readable.from(counted(lines), { objectMode: false });
   return {
     contentType: request.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
@@ -103,8 +105,8 @@ async function* counted(lines: AsyncGenerator<string>) {
   }
 }
 
-async function* ndjsonLines(source: AsyncGenerator<EventTriple[]>, time: TimeFormatter) {
-  for await (const chunk of source) {
+async function* ndjsonLines(rangePages: AsyncGenerator<EventTriple[]>, time: TimeFormatter) {
+  for await (const chunk of rangePages) {
     let text = '';
     for (const [at, , data] of chunk) text += `${JSON.stringify({ timestamp: time(at), data })}\n`;
     yield text;
@@ -115,13 +117,13 @@ async function* ndjsonLines(source: AsyncGenerator<EventTriple[]>, time: TimeFor
  * CSV: a header of the metrics (the requested ones in their order, else every metric of the exported
  * events sorted by name, found by a first pass over the range), then a row per event. After a first
  * pass the rows end at its last event, so events stored meanwhile, whose metrics the header may lack,
- * are left out rather than written without them. `first` is the range's pages: the first pass, or
- * without one the rows.
+ * are left out rather than written without them. `rangePages` is a reading of the range: the first
+ * pass, or without one the rows.
  */
 async function* csvLines(
   db: Executor,
   range: EventRange,
-  first: AsyncGenerator<EventTriple[]>,
+  rangePages: AsyncGenerator<EventTriple[]>,
   requested: string[] | undefined,
   time: TimeFormatter,
   dropped: () => boolean,
@@ -132,7 +134,7 @@ async function* csvLines(
   if (metrics === undefined || metrics.length === 0) {
     const names = new Set<string>();
     end = null;
-    for await (const chunk of first) {
+    for await (const chunk of rangePages) {
       if (dropped()) return;
       for (const [, , data] of chunk) collectNames(data, '', names);
       end = chunk[chunk.length - 1] as EventTriple;
@@ -142,7 +144,8 @@ async function* csvLines(
   yield `${['timestamp', ...metrics].map(csvField).join(',')}\r\n`;
   if (end === null) return;
   const last = end;
-  for await (const chunk of last === undefined ? first : pages(db, range)) {
+  // After a first pass the range is read again, for the rows.
+  for await (const chunk of last === undefined ? rangePages : pages(db, range)) {
     const rows = last === undefined ? chunk : chunk.filter((e) => byTimeThenId(e, last) <= 0);
     let text = '';
     for (const [at, , data] of rows) {

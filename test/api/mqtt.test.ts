@@ -282,8 +282,13 @@ describeOnStores(
             device.envelope({ thing_key: key, data: { v: 1 } }),
             { qos: 1 },
           );
-          const late = new Promise((resolve) => setTimeout(resolve, 5000, 'late'));
-          assert.notEqual(await Promise.race([published, late]), 'late', 'the PUBACK came while the store waited');
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise((resolve) => {
+            timer = setTimeout(resolve, 5000, 'late');
+          });
+          const first = await Promise.race([published, late]);
+          clearTimeout(timer);
+          assert.notEqual(first, 'late', 'the PUBACK came while the store waited');
           assert.deepEqual(acks, [], 'the acknowledgement waits for the store');
         });
         await eventually(async () => acks.length === 1, 'the acknowledgement once stored');
