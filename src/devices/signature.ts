@@ -111,6 +111,72 @@ export function signedTextOfMqttPayload(rawText: string): SignedText {
   return { signed, hash: memberString(hashMember, hashes), accessKey: memberString(accessKeyMember, accessKeys) };
 }
 
+/**
+ * The envelope members' names as searched for in a payload: without their opening quote, since a
+ * search for a needle starting with `"` stops at every quote of the JSON.
+ */
+const ENVELOPE_NAMES = ['hash"', 'access_key"', 'aliot_protocol_version"'].map((name) => Buffer.from(name));
+const UNICODE_ESCAPE = Buffer.from('\\u');
+
+/**
+ * The top-level `hash` of an MQTT payload, found without reading the whole payload, for a message
+ * refused unread when the server is overloaded: the SDKs add their envelope members last, so a bulk of
+ * 5 KB takes four searches for names and a look at its last hundred bytes instead of decoding it and
+ * walking through every value, which took about half of the broker thread's time while it refused a
+ * flood of bulks (docs/benchmarks-history.md, "overload, 2026-11-26 afternoon").
+ *
+ * Answers `{ hash }` (undefined when the payload has no top-level `hash` string) only when the members
+ * from the first envelope name on are envelope members, each once, up to the end of the object and of
+ * the payload, and no envelope name, nor a `\u` escape that could spell one, comes before them;
+ * otherwise undefined, and the payload must be read (`signedTextOfMqttPayload`). For a JSON object the
+ * hash is the one that function finds (a property test holds them equal); in text that is not JSON it
+ * may find a hash that function would not, which only names the refusal to the device.
+ */
+export function hashAtEnd(payload: Buffer): { hash: string | undefined } | undefined {
+  // Where the envelope starts: the quote before the first name found.
+  let first = payload.length;
+  for (const name of ENVELOPE_NAMES) {
+    const at = payload.indexOf(name);
+    if (at < 0) continue;
+    if (payload[at - 1] !== QUOTE) return undefined;
+    if (at - 1 < first) first = at - 1;
+  }
+  if (first === payload.length) {
+    return payload.includes(UNICODE_ESCAPE) ? undefined : { hash: undefined };
+  }
+  const escaped = payload.indexOf(UNICODE_ESCAPE);
+  if (escaped >= 0 && escaped < first) return undefined;
+
+  // Before the envelope: the comma after the last member kept, or the object's opening brace (the
+  // envelope ending the payload, the object is the outermost one).
+  let before = first - 1;
+  while (before >= 0 && isWhitespace(payload[before] as number)) before--;
+  if (payload[before] !== COMMA && payload[before] !== OPEN_BRACE) return undefined;
+
+  const tail = payload.toString('utf8', first);
+  let hash: string | undefined;
+  const seen = new Set<string>();
+  let i = 0;
+  for (;;) {
+    const keyEnd = scanString(tail, i);
+    if (keyEnd < 0) return undefined;
+    const name = tail.slice(i + 1, keyEnd - 1);
+    if (!isEnvelopeMember(name) || seen.has(name)) return undefined;
+    seen.add(name);
+    i = skipWhitespace(tail, keyEnd);
+    if (tail.charCodeAt(i) !== COLON) return undefined;
+    const valueStart = skipWhitespace(tail, i + 1);
+    const valueEnd = scanValue(tail, valueStart);
+    if (valueEnd < 0) return undefined;
+    if (name === 'hash') hash = stringValue(tail.slice(valueStart, valueEnd));
+    i = skipWhitespace(tail, valueEnd);
+    if (tail.charCodeAt(i) !== COMMA) break;
+    i = skipWhitespace(tail, i + 1);
+  }
+  if (tail.charCodeAt(i) !== CLOSE_BRACE) return undefined;
+  return skipWhitespace(tail, i + 1) === tail.length ? { hash } : undefined;
+}
+
 interface Member {
   name: string;
   keyStart: number;

@@ -32,7 +32,15 @@ import {
 } from './broker-protocol.ts';
 import { InboundFlow } from './inbound-flow.ts';
 import { type PacketParser, useLeanBuffer } from './lean-parser.ts';
-import { type Ack, failure, isAck, PARSE_ERROR, readDeviceMessage, refusalOnConnection } from './signed-messages.ts';
+import {
+  type Ack,
+  contextUnread,
+  failure,
+  isAck,
+  PARSE_ERROR,
+  readDeviceMessage,
+  refusalOnConnection,
+} from './signed-messages.ts';
 import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic, thingOfTopic } from './topics.ts';
 
 class AuthError extends Error {
@@ -246,6 +254,13 @@ const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTop
     );
   }
   const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
+  // Refused for overload: a flooding device's messages are answered as fast as they can be read,
+  // without decoding or scanning them where the context can be told from the payload's end, so that
+  // they do not pile up in its socket's buffers (docs/devices.md, "Overload").
+  if (storeBehind || !inbound.mayHandOn(connection.id, payload.length)) {
+    const context = contextUnread(topic, payload);
+    if (context !== undefined) return acknowledge(client, busy(context));
+  }
   const read = readDeviceMessage(topic, payload);
   if (isAck(read)) return acknowledge(client, read);
   if (storeBehind || !inbound.handOn(connection.id, read.text.length)) return acknowledge(client, busy(read.context));

@@ -26,16 +26,19 @@ export class InboundFlow {
 
   constructor(private readonly limits: InboundLimits) {}
 
-  /** Whether a message may be handed on now; when it may, it is counted until answered. */
-  handOn(connection: number, size: number): boolean {
-    const sizes = this.flows.get(connection);
-    if (
-      (sizes !== undefined && sizes.length >= this.limits.perConnection) ||
+  /** Whether a message of `size` may be handed on now (nothing is counted). */
+  mayHandOn(connection: number, size: number): boolean {
+    return !(
+      (this.flows.get(connection)?.length ?? 0) >= this.limits.perConnection ||
       this.messages >= this.limits.messages ||
       (this.messages > 0 && this.bytes + size > this.limits.bytes)
-    ) {
-      return false;
-    }
+    );
+  }
+
+  /** Whether a message may be handed on now; when it may, it is counted until answered. */
+  handOn(connection: number, size: number): boolean {
+    if (!this.mayHandOn(connection, size)) return false;
+    const sizes = this.flows.get(connection);
     if (sizes === undefined) this.flows.set(connection, [size]);
     else sizes.push(size);
     this.messages += 1;

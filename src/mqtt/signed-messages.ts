@@ -7,7 +7,7 @@
 import type { ErrorItem } from '../core/errors.ts';
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
 import { decompressLzf } from '../devices/lzf.ts';
-import { signedTextOfMqttPayload, verifySignature } from '../devices/signature.ts';
+import { hashAtEnd, signedTextOfMqttPayload, verifySignature } from '../devices/signature.ts';
 import type { DeviceTopic } from './topics.ts';
 
 /** What the SDKs wait for on `.../httpAck`. */
@@ -52,6 +52,17 @@ export function readDeviceMessage(topic: DeviceTopic, payload: Buffer): ReadMess
   }
   const { signed, hash, accessKey } = signedTextOfMqttPayload(text);
   return { text, signed, hash, accessKey, context: hash ?? PARSE_ERROR };
+}
+
+/**
+ * The context for refusing a message unread (the server is overloaded), when it can be told without
+ * reading the whole payload (`hashAtEnd`); undefined when the message must be read for it. LZF
+ * payloads are always read.
+ */
+export function contextUnread(topic: DeviceTopic, payload: Buffer): string | undefined {
+  if (topic.lzf) return undefined;
+  const found = hashAtEnd(payload);
+  return found === undefined ? undefined : (found.hash ?? PARSE_ERROR);
 }
 
 /**

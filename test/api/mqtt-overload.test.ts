@@ -36,9 +36,11 @@ describeOnStores(
         await registrar.close();
       }
       const count = 3000;
+      const hashes: string[] = [];
       const messages = Array.from({ length: count }, (_, seq) => {
         const signed = JSON.stringify({ thing_key: thingKey, data: { seq, filler: 'x'.repeat(100) } });
         const hash = sign(pair.secret_key, signed);
+        hashes.push(hash);
         return `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;
       });
       const device = flood({
@@ -52,9 +54,11 @@ describeOnStores(
       // The server's thread stands still while the device's messages arrive: unbounded, the broker
       // thread would hand every one of them on.
       blockThisThread(1500);
-      const { codes } = await device.done;
+      const { codes, contexts } = await device.done;
       const answered = Object.values(codes).reduce((a, b) => a + b, 0);
       assert.equal(answered, count, `every message answered: ${JSON.stringify(codes)}`);
+      // Refused or not, each answer names its message by the message's hash.
+      assert.deepEqual([...contexts].sort(), [...hashes].sort(), 'each message answered once, under its own hash');
       assert.equal(await storedCount(thingKey), codes[200] ?? 0, 'every acknowledged event stored, no other');
       const inbound = await ctx.api.server.mqttBroker?.figures();
       assert.ok(inbound, 'the embedded broker runs');

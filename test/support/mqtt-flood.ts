@@ -2,13 +2,15 @@
  * A device that publishes many signed messages at once without waiting for their answers, on a
  * thread of its own so that it keeps sending while the test's own thread (and the server in it) is
  * busy. Raw MQTT 3.1.1 packets over a TCP socket: CONNECT, SUBSCRIBE to its httpAck topic, then every
- * PUBLISH at QoS 1 in one go; it counts the acknowledgements by their http_code.
+ * PUBLISH at QoS 1 in one go; it counts the acknowledgements by their http_code and keeps their contexts.
  */
 import { Worker } from 'node:worker_threads';
 
 export interface FloodResult {
   /** Acknowledgements by http_code. */
   codes: Record<string, number>;
+  /** Each acknowledgement's context, in the order they came. */
+  contexts: string[];
 }
 
 const floodThread = `
@@ -21,6 +23,7 @@ const packet = (type, ...parts) => { const body = Buffer.concat(parts); return B
 const id = (n) => Buffer.from([n >> 8, n & 0xff]);
 const socket = connect(port, '127.0.0.1');
 const codes = {};
+const contexts = [];
 let answered = 0;
 let pending = Buffer.alloc(0);
 socket.on('data', (chunk) => {
@@ -44,7 +47,8 @@ socket.on('data', (chunk) => {
       if (qos1) socket.write(Buffer.from([0x40, 2, body[2 + topicLength], body[3 + topicLength]]));
       const ack = JSON.parse(body.subarray(2 + topicLength + (qos1 ? 2 : 0)).toString());
       codes[ack.http_code] = (codes[ack.http_code] || 0) + 1;
-      if (++answered === messages.length) { socket.once('close', () => parentPort.postMessage({ t: 'done', codes })); socket.end(); }
+      contexts.push(ack.context);
+      if (++answered === messages.length) { socket.once('close', () => parentPort.postMessage({ t: 'done', codes, contexts })); socket.end(); }
     }
   }
 });
@@ -72,9 +76,9 @@ export function flood(options: {
     sent = resolve;
   });
   const done = new Promise<FloodResult>((resolve, reject) => {
-    worker.on('message', (message: { t: string; codes?: Record<string, number>; code?: number; message?: string }) => {
+    worker.on('message', (message: Partial<FloodResult> & { t: string; code?: number; message?: string }) => {
       if (message.t === 'sent') sent();
-      else if (message.t === 'done') resolve({ codes: message.codes ?? {} });
+      else if (message.t === 'done') resolve({ codes: message.codes ?? {}, contexts: message.contexts ?? [] });
       else reject(new Error(message.t === 'refused' ? `CONNACK ${message.code}` : message.message));
     });
     worker.on('error', reject);

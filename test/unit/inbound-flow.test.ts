@@ -20,6 +20,18 @@ describe('inbound flow of device messages', () => {
     assert.equal(flow.pending(), 7);
   });
 
+  it('when asked whether a message may be handed on then it is answered as handOn would, and nothing is counted', () => {
+    const flow = new InboundFlow({ perConnection: 2, messages: 100, bytes: 1000 });
+    assert.equal(flow.mayHandOn(1, 10), true);
+    assert.equal(flow.mayHandOn(1, 10), true);
+    assert.equal(flow.pending(), 0);
+    assert.equal(offer(flow, 1, 2), 2);
+    assert.equal(flow.mayHandOn(1, 10), false, 'the connection is at its limit');
+    assert.equal(flow.mayHandOn(2, 10), true);
+    assert.equal(flow.mayHandOn(2, 990), false, 'the bytes would pass their limit');
+    assert.equal(flow.pending(), 2);
+  });
+
   it('when all connections together reach the limit then no message is handed on', () => {
     const flow = new InboundFlow({ perConnection: 100, messages: 8, bytes: 10_000 });
     assert.equal(offer(flow, 1, 5), 5);

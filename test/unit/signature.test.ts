@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { hmacHex, signedTextOfMqttPayload, verifySignature } from '../../src/devices/signature.ts';
+import { hashAtEnd, hmacHex, signedTextOfMqttPayload, verifySignature } from '../../src/devices/signature.ts';
 
 const AK = 'a'.repeat(40);
 const SK = 'b'.repeat(40);
@@ -259,5 +259,70 @@ describe('signature', () => {
       }),
       { numRuns: 500 },
     );
+  });
+  it('when the SDKs put their members last then the hash is found from the end, as the full read finds it', () => {
+    for (const { what, signed, hash } of PYTHON_MQTT) {
+      // The bulk's first event carries the members of its earlier send: the payload must be read.
+      const expected = what === 'bulk event' ? undefined : { hash };
+      assert.deepEqual(hashAtEnd(Buffer.from(pythonPublished(signed, hash))), expected, what);
+    }
+    const go = '{"data":{"pressure":42},"device_key":"","thing_key":"614a5ed34c","timestamp":1700000000123}';
+    assert.deepEqual(hashAtEnd(Buffer.from(`${go.slice(0, -1)}, "access_key" : "${AK}",\n"hash": "h" }\n`)), {
+      hash: 'h',
+    });
+    assert.deepEqual(hashAtEnd(Buffer.from('{"hash":"h","access_key":"k","aliot_protocol_version":2.0}')), {
+      hash: 'h',
+    });
+    assert.deepEqual(hashAtEnd(Buffer.from('{"a":1,"hash":123}')), { hash: undefined });
+    assert.deepEqual(hashAtEnd(Buffer.from('{"a":1,"hash":{"access_key":"k"}}')), { hash: undefined });
+    assert.deepEqual(hashAtEnd(Buffer.from('{"a":1}')), { hash: undefined });
+  });
+
+  it('when the members are not last, are nested, repeated or escaped then the end does not answer', () => {
+    for (const raw of [
+      '{"hash":"h","a":1}',
+      '{"access_key":"k","a":1,"hash":"h"}',
+      '{"a":{"b":1,"hash":"h"}}',
+      '{"a":[1,{"hash":"h"}]}',
+      '{"data":{"hash":"inner"},"hash":"outer"}',
+      '{"hash":"h1","a":1,"hash":"h2"}',
+      '{"a":1,"hash":{"access_key":"k"},"hash":"h"}',
+      '{"a":1,"h\\u0061sh":"x","hash":"h"}',
+      '{"a":"caf\\u00e9","hash":"h"}',
+      '{"a":"x\\"hash":"h"}',
+      '{"a":1,"hash":"h"} ,',
+      '{"a":1,"hash":"h","b":2}',
+    ]) {
+      assert.equal(hashAtEnd(Buffer.from(raw)), undefined, raw);
+    }
+  });
+
+  it('when members are inserted anywhere into any JSON object then the hash from the end, if any, is the full read one', () => {
+    const envelope = ['hash', 'access_key', 'aliot_protocol_version'];
+    const spacing = fc.constantFrom(['', ''], [' ', ' '], ['\n  ', ' '], ['', '\t']);
+    const value = fc.oneof(
+      fc.jsonValue({ maxDepth: 2 }),
+      fc.stringMatching(/^[0-9a-f]{64}$/),
+      fc.dictionary(fc.constantFrom(...envelope, 'x'), fc.jsonValue({ maxDepth: 1 })),
+    );
+    // Members of any name, then (as the SDKs send) some envelope members, in any order.
+    const name = fc.oneof({ arbitrary: fc.string({ maxLength: 8 }), weight: 6 }, fc.constantFrom(...envelope));
+    const body = fc.array(fc.tuple(name, value), { maxLength: 8 });
+    const hex = fc.stringMatching(/^[0-9a-f]{64}$/);
+    const envelopeValue = fc.oneof({ arbitrary: hex, weight: 4 }, value);
+    const last = fc.uniqueArray(fc.tuple(fc.constantFrom(...envelope), envelopeValue), { selector: (m) => m[0] });
+    let found = 0;
+    fc.assert(
+      fc.property(body, last, spacing, (members, envelopeMembers, [item, key]) => {
+        const all = [...members, ...envelopeMembers];
+        const text = `{${all.map(([k, v]) => `${JSON.stringify(k)}${key}:${key}${JSON.stringify(v)}`).join(`,${item}`)}}`;
+        const fromEnd = hashAtEnd(Buffer.from(text));
+        if (fromEnd === undefined) return;
+        if (fromEnd.hash !== undefined) found++;
+        assert.equal(fromEnd.hash, signedTextOfMqttPayload(text).hash, text);
+      }),
+      { numRuns: 2000 },
+    );
+    assert.ok(found > 200, `the end found ${found} hashes in 2000 payloads`);
   });
 });
