@@ -10,6 +10,7 @@ import { before, it } from 'node:test';
 import fc from 'fast-check';
 import { createKeyPair, type KeyPair, sign } from '../support/device.ts';
 import { call } from '../support/http.ts';
+import { hugeNumberText, junkJson, junkNumber, junkText, type Schema, valueFor } from '../support/junk.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 /**
@@ -26,13 +27,6 @@ interface Operation {
   body: Schema | undefined;
   device: boolean;
   signOut: boolean;
-}
-
-interface Schema {
-  type?: string | string[];
-  properties?: Record<string, Schema>;
-  items?: Schema;
-  enum?: unknown[];
 }
 
 function operationsOf(document: any): Operation[] {
@@ -52,77 +46,6 @@ function operationsOf(document: any): Operation[] {
     }
   }
   return operations;
-}
-
-const hugeNumberText = fc.constantFrom(
-  '99999999999999999999',
-  '1e309',
-  '-1e309',
-  '9223372036854775807',
-  '9007199254740993',
-  '-9007199254740993',
-  '-0',
-  '1.5',
-  '-1',
-  '0',
-);
-
-const junkText = fc.oneof(
-  fc.string({ unit: 'binary', maxLength: 30 }),
-  fc.string({ unit: 'grapheme', maxLength: 30 }),
-  hugeNumberText,
-  fc.constantFrom(
-    '',
-    ' ',
-    '\u0000',
-    'a\u0000b',
-    '../',
-    '../../etc/passwd',
-    '%00',
-    '%zz',
-    '\ud800',
-    '☃ ünïcödé 𝄞',
-    "' or 1=1 --",
-    '{"a":1}',
-    '[1,2]',
-    'true',
-    'null',
-    'NaN',
-    'Infinity',
-    'k'.repeat(300),
-  ),
-);
-
-const junkNumber = fc.oneof(
-  fc.integer(),
-  fc.double(),
-  fc.constantFrom(0, -1, 1.5, 2 ** 53, 2 ** 53 + 2, -(2 ** 63), 1e308, Number.MAX_SAFE_INTEGER),
-);
-
-/** Any JSON value, nested a little. */
-const junkJson: fc.Arbitrary<unknown> = fc.anything({
-  maxDepth: 3,
-  maxKeys: 4,
-  values: [junkText, junkNumber, fc.boolean(), fc.constant(null)],
-});
-
-/** A value of roughly the schema's shape, or junk: enough of it passes validation to reach the handler. */
-function valueFor(schema: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
-  if (!schema || depth > 3) return junkJson;
-  const types = [schema.type ?? []].flat();
-  const shaped: fc.Arbitrary<unknown>[] = [];
-  if (schema.enum) shaped.push(fc.constantFrom(...schema.enum));
-  if (types.includes('object') && schema.properties) {
-    const properties = Object.fromEntries(
-      Object.entries(schema.properties).map(([name, child]) => [name, valueFor(child, depth + 1)]),
-    );
-    shaped.push(fc.record(properties, { requiredKeys: [] }));
-  }
-  if (types.includes('array')) shaped.push(fc.array(valueFor(schema.items, depth + 1), { maxLength: 3 }));
-  if (types.includes('integer') || types.includes('number')) shaped.push(junkNumber);
-  if (types.includes('string')) shaped.push(junkText);
-  if (types.includes('boolean')) shaped.push(fc.boolean());
-  return fc.oneof({ weight: 3, arbitrary: fc.oneof(...(shaped.length > 0 ? shaped : [junkJson])) }, junkJson);
 }
 
 /** A body as raw text: the schema's shape with junk, any JSON, raw huge numbers, or no JSON at all. */

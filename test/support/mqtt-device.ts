@@ -77,11 +77,16 @@ export class MqttDevice {
     const queued = this.acks.shift();
     if (queued) return Promise.resolve(queued);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no httpAck arrived')), timeoutMs);
-      this.waiters.push((ack) => {
+      const waiter = (ack: Ack) => {
         clearTimeout(timer);
         resolve(ack);
-      });
+      };
+      // A wait that timed out takes no later acknowledgement from the next one.
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        reject(new Error('no httpAck arrived'));
+      }, timeoutMs);
+      this.waiters.push(waiter);
     });
   }
 

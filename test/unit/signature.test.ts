@@ -325,4 +325,32 @@ describe('signature', () => {
     );
     assert.ok(found > 200, `the end found ${found} hashes in 2000 payloads`);
   });
+  it('when a payload is any bytes or text, envelope names mixed in, then looking for the hash at its end never fails', () => {
+    const fragment = fc.constantFrom(
+      '"hash"',
+      '"access_key"',
+      '"aliot_protocol_version"',
+      ':',
+      ',',
+      '{',
+      '}',
+      '"',
+      '\\u',
+      ' ',
+    );
+    const text = fc.array(fc.oneof(fragment, fc.string({ unit: 'binary', maxLength: 6 })), { maxLength: 20 });
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 64 }),
+          text.map((parts) => Buffer.from(parts.join(''))),
+        ),
+        (bytes) => {
+          const found = hashAtEnd(Buffer.from(bytes));
+          assert.ok(found === undefined || found.hash === undefined || typeof found.hash === 'string');
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
 });
