@@ -37,7 +37,13 @@ describeOnStores(
       }
       const count = 3000;
       const hashes: string[] = [];
+      // Among them, messages whose hash cannot be read: answered with the context PARSE_ERROR, refused or not.
+      const unreadable = ['not json', '{"a":1,"hash":{"h":1}}', '{"hash":"h1","a":1,"hash":"h2"}', '{"a":"\\u0000"'];
       const messages = Array.from({ length: count }, (_, seq) => {
+        if (seq % 100 === 50) {
+          hashes.push('PARSE_ERROR');
+          return unreadable[Math.floor(seq / 100) % unreadable.length] as string;
+        }
         const signed = JSON.stringify({ thing_key: thingKey, data: { seq, filler: 'x'.repeat(100) } });
         const hash = sign(pair.secret_key, signed);
         hashes.push(hash);
@@ -57,7 +63,7 @@ describeOnStores(
       const { codes, contexts } = await device.done;
       const answered = Object.values(codes).reduce((a, b) => a + b, 0);
       assert.equal(answered, count, `every message answered: ${JSON.stringify(codes)}`);
-      // Refused or not, each answer names its message by the message's hash.
+      // Refused or not, each answer names its message by its hash (PARSE_ERROR when it has none).
       assert.deepEqual([...contexts].sort(), [...hashes].sort(), 'each message answered once, under its own hash');
       assert.equal(await storedCount(thingKey), codes[200] ?? 0, 'every acknowledged event stored, no other');
       const inbound = await ctx.api.server.mqttBroker?.figures();
