@@ -15,6 +15,7 @@ import { Readable } from 'node:stream';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
+import { BULK_BODY_LIMIT } from '../core/http/body.ts';
 import { verifySignature } from '../devices/signature.ts';
 import { ackPackets, type PacketIds, pubackPackets } from './ack-packets.ts';
 import {
@@ -31,7 +32,7 @@ import {
   TurnList,
 } from './broker-protocol.ts';
 import { InboundFlow } from './inbound-flow.ts';
-import { type PacketParser, useLeanBuffer } from './lean-parser.ts';
+import { limitPacketLength, type PacketParser, useLeanBuffer } from './lean-parser.ts';
 import {
   type Ack,
   contextUnread,
@@ -99,7 +100,15 @@ const busy = (context: string) =>
 /** Device sockets open now, signed in or not. */
 let openSockets = 0;
 /** When a refusal for a limit was last logged: one line a minute, not one per device. */
-const lastLimitLog = { connections: 0, files: 0 };
+const lastLimitLog = { connections: 0, files: 0, packets: 0 };
+
+/**
+ * The longest packet a device may send (docs/devices.md, "MQTT"): a message of the largest body the
+ * device interface takes, with room for its topic; before the broker has answered CONNECT, a CONNECT
+ * of any sensible client id, credentials and will.
+ */
+const MAX_PACKET_BYTES = BULK_BODY_LIMIT + 64 * 1024;
+const MAX_CONNECT_PACKET_BYTES = 128 * 1024;
 const logLimit = (limit: keyof typeof lastLimitLog, message: string) => {
   const now = Date.now();
   if (now - lastLimitLog[limit] < 60_000) return;
@@ -374,8 +383,17 @@ const handle = (socket: Socket) => {
     openSockets -= 1;
   });
   // aedes reads the socket on a later turn: its parser has no bytes yet.
-  const client = broker.handle(socket) as unknown as { _parser: PacketParser };
+  const client = broker.handle(socket) as unknown as { _parser: PacketParser; connackSent: boolean };
   useLeanBuffer(client._parser);
+  limitPacketLength(
+    client._parser,
+    () => (client.connackSent ? MAX_PACKET_BYTES : MAX_CONNECT_PACKET_BYTES),
+    (length) =>
+      logLimit(
+        'packets',
+        `MQTT packet of ${length} bytes refused, over the limit of ${client.connackSent ? MAX_PACKET_BYTES : MAX_CONNECT_PACKET_BYTES}: its connection is closed`,
+      ),
+  );
 };
 // The plain listener, and the MQTTS one (docs/configuration.md, "TLS"): a device's packets are read
 // from its TLS socket once the handshake is done, the same way as from a plain one.

@@ -18,6 +18,12 @@ interface BufferListLike {
 /** mqtt-packet's Parser as far as this needs it: the list, whose constructor carries the plain class. */
 export interface PacketParser {
   _list: BufferListLike & { constructor: { BufferList?: new () => BufferListLike } };
+  /** The packet being read; its length (the remaining length of its header) once that is read, else -1. */
+  packet: { length: number };
+  /** Reads the remaining length of a packet's header; false while its bytes have not all arrived. */
+  _parseLength(): boolean;
+  /** Ends the parse with an error, which aedes answers by closing the connection. */
+  _emitError(error: Error): void;
 }
 
 /** Gives a parser that holds no bytes yet a plain BufferList in place of its stream; answers whether it did. */
@@ -27,4 +33,22 @@ export function useLeanBuffer(parser: PacketParser): boolean {
   if (Plain === undefined || list.constructor === Plain || list.length !== 0) return false;
   parser._list = new Plain() as PacketParser['_list'];
   return true;
+}
+
+/**
+ * Refuses packets longer than `limit()` bytes as soon as their header says how long they are: the
+ * parser would otherwise keep every byte of a packet until the last arrives, up to the 256 MiB the
+ * protocol allows, so one connection could fill the broker thread's memory. The connection is closed,
+ * as for any malformed packet, and `refused` is told the length.
+ */
+export function limitPacketLength(parser: PacketParser, limit: () => number, refused: (length: number) => void): void {
+  const parseLength = parser._parseLength;
+  parser._parseLength = function limited(this: PacketParser) {
+    const read = parseLength.call(this);
+    if (read && this.packet.length > limit()) {
+      refused(this.packet.length);
+      this._emitError(new Error(`packet of ${this.packet.length} bytes, over the limit of ${limit()}`));
+    }
+    return read;
+  };
 }

@@ -12,6 +12,19 @@ import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
 
+/** A signed CONNECT of a clean MQTT 3.1.1 session, as bytes. */
+const connectPacket = (clientId: string, pair: { access_key: string; secret_key: string }) =>
+  mqttPacket.generate({
+    cmd: 'connect',
+    protocolId: 'MQTT',
+    protocolVersion: 4,
+    clean: true,
+    keepalive: 60,
+    clientId,
+    username: pair.access_key,
+    password: Buffer.from(sign(pair.secret_key, pair.access_key)),
+  });
+
 describeOnStores(
   'device MQTT interface (embedded broker)',
   (ctx) => {
@@ -207,18 +220,7 @@ describeOnStores(
       const arrived = (count: number, what: string) => eventually(async () => received.length >= count, what);
       try {
         await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-        socket.write(
-          mqttPacket.generate({
-            cmd: 'connect',
-            protocolId: 'MQTT',
-            protocolVersion: 4,
-            clean: true,
-            keepalive: 60,
-            clientId,
-            username: pair.access_key,
-            password: Buffer.from(sign(pair.secret_key, pair.access_key)),
-          }),
-        );
+        socket.write(connectPacket(clientId, pair));
         await arrived(1, 'the CONNACK');
         socket.write(
           mqttPacket.generate({
@@ -437,6 +439,55 @@ describeOnStores(
         assert.equal(await storedCount(key), 1);
       } finally {
         await again.close();
+      }
+    });
+
+    it('when a packet says it is longer than the largest message then its connection is closed before its bytes arrive, and the broker serves on', async () => {
+      const pair = await keyPair();
+      const bystander = await MqttDevice.connect(brokerUrl(), pair);
+      const thread = ctx.api.server.mqttBroker?.thread().threadId;
+      /** A packet's first byte and remaining length (seven bits a byte, low first). */
+      const header = (first: number, length: number) => {
+        const bytes = [first];
+        do {
+          const digit = length % 128;
+          length = Math.floor(length / 128);
+          bytes.push(length > 0 ? digit | 0x80 : digit);
+        } while (length > 0);
+        return Buffer.from(bytes);
+      };
+      try {
+        for (const [what, first, length, signIn] of [
+          ['a CONNECT of 1 MiB', 0x10, 1 << 20, false],
+          ['a message of 11 MiB', 0x32, 11 << 20, true],
+        ] as const) {
+          const socket = connect(ctx.api.server.mqttPort as number, '127.0.0.1');
+          const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+          socket.on('error', () => {});
+          await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+          if (signIn) {
+            const connack = new Promise<void>((resolve) => socket.once('data', () => resolve()));
+            socket.write(connectPacket(unique('big'), pair));
+            await connack;
+          }
+          socket.write(Buffer.concat([header(first, length), Buffer.alloc(64 * 1024, 0x20)]));
+          const timer = new Promise<string>((resolve) => setTimeout(() => resolve('open'), 5000).unref());
+          assert.equal(await Promise.race([closed.then(() => 'closed'), timer]), 'closed', what);
+          socket.destroy();
+        }
+        // A large message under the limit is still taken.
+        const key = unique('mq');
+        assert.equal((await bystander.send('register', { thing_key: key })).http_code, 200);
+        const events = Array.from({ length: 10_000 }, (_, i) => ({
+          thing_key: key,
+          data: { v: i, note: 'x'.repeat(100) },
+        }));
+        const bulk = await bystander.send('event', { events });
+        assert.equal(bulk.http_code, 200, JSON.stringify(bulk));
+        assert.equal(await storedCount(key), 10_000);
+        assert.equal(ctx.api.server.mqttBroker?.thread().threadId, thread, 'the broker thread did not restart');
+      } finally {
+        await bystander.close();
       }
     });
 

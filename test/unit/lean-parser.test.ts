@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { useLeanBuffer } from '../../src/mqtt/lean-parser.ts';
+import { limitPacketLength, useLeanBuffer } from '../../src/mqtt/lean-parser.ts';
 import { mqttPacket } from '../support/mqtt-packet.ts';
 
 /** bl's stream is a readable-stream Duplex, not one of node:stream's. */
@@ -68,5 +68,39 @@ describe('the broker parser with a plain buffer list', () => {
     const plain = lean._list;
     assert.equal(useLeanBuffer(lean), false);
     assert.equal(lean._list, plain);
+  });
+
+  it('when a packet is longer than the limit then the parser stops with an error at its header, and shorter ones parse', () => {
+    const long = mqttPacket.generate({
+      cmd: 'publish',
+      topic: 'Altizon/Datonis/device-0001/event',
+      payload: Buffer.from('x'.repeat(300)),
+      qos: 0,
+      retain: false,
+      dup: false,
+    });
+    const parser = mqttPacket.parser();
+    const packets: Record<string, unknown>[] = [];
+    const errors: Error[] = [];
+    const refused: number[] = [];
+    parser.on('packet', (packet) => packets.push(packet));
+    parser.on('error', (error) => errors.push(error));
+    limitPacketLength(
+      parser,
+      () => connect.length,
+      (length) => refused.push(length),
+    );
+    parser.parse(Buffer.concat([connect, publish]));
+    assert.deepEqual(
+      packets.map((p) => p.cmd),
+      ['connect', 'publish'],
+    );
+    assert.equal(errors.length, 0);
+    // Only the header of the long one has arrived: its length is enough to refuse it.
+    parser.parse(long.subarray(0, 3));
+    assert.equal(packets.length, 2);
+    assert.equal(errors.length, 1);
+    assert.match(errors[0]?.message ?? '', /over the limit/);
+    assert.deepEqual(refused, [long.length - 3]);
   });
 });
