@@ -503,6 +503,7 @@ async function startMqtt(
         maxConnections: config.mqttMaxConnections,
         youngGenerationMb: config.mqttBrokerYoungGenerationMb,
         inbound: inboundLimits(config.mqttMaxPending),
+        maxPartialBytes: config.mqttMaxPartialBytes,
         onStoreBehind: (listener) => writer.onBehindChange(listener),
       });
     } catch (error) {

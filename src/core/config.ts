@@ -33,6 +33,8 @@ export interface Config {
   mqttMaxConnections: number;
   /** Device messages that may wait for the server thread at once; past it messages are answered 503 at once. */
   mqttMaxPending: number;
+  /** Bytes of unfinished packets the embedded broker holds, all connections together (lean-parser.ts). */
+  mqttMaxPartialBytes: number;
   /** The embedded broker thread's young generation (V8's nursery of new objects), MB. */
   mqttBrokerYoungGenerationMb: number;
   /** Events (and heartbeats) that may wait to be stored; past it new ones are refused with 503. */
@@ -213,6 +215,7 @@ export function loadConfig(env: Env = process.env): Config {
     mqttShareGroup: env.MQTT_SHARE_GROUP || 'thingbase',
     mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, defaultMaxConnections()),
     mqttMaxPending: parsePositive('MQTT_MAX_PENDING', env.MQTT_MAX_PENDING, 20_000),
+    mqttMaxPartialBytes: parsePositive('MQTT_MAX_PARTIAL_BYTES', env.MQTT_MAX_PARTIAL_BYTES, 64 * 1024 * 1024),
     mqttBrokerYoungGenerationMb: parsePositive(
       'MQTT_BROKER_YOUNG_GENERATION_MB',
       env.MQTT_BROKER_YOUNG_GENERATION_MB,

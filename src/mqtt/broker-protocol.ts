@@ -22,6 +22,8 @@ export interface BrokerSettings {
   maxConnections: number;
   /** How many device messages may wait for the server thread (inbound-flow.ts). */
   inbound: InboundLimits;
+  /** Bytes of unfinished packets held, all connections together (lean-parser.ts, PartialPackets). */
+  maxPartialBytes: number;
 }
 
 /** Checked device messages: connection, access key, kind, text, context; five items each. */

@@ -32,7 +32,7 @@ import {
   TurnList,
 } from './broker-protocol.ts';
 import { InboundFlow } from './inbound-flow.ts';
-import { limitPacketLength, type PacketParser, useLeanBuffer } from './lean-parser.ts';
+import { limitPacketLength, type PacketParser, PartialPackets, useLeanBuffer } from './lean-parser.ts';
 import {
   type Ack,
   contextUnread,
@@ -100,7 +100,7 @@ const busy = (context: string) =>
 /** Device sockets open now, signed in or not. */
 let openSockets = 0;
 /** When a refusal for a limit was last logged: one line a minute, not one per device. */
-const lastLimitLog = { connections: 0, files: 0, packets: 0 };
+const lastLimitLog = { connections: 0, files: 0, packets: 0, partial: 0 };
 
 /**
  * The longest packet a device may send (docs/devices.md, "MQTT"): a message of the largest body the
@@ -109,6 +109,7 @@ const lastLimitLog = { connections: 0, files: 0, packets: 0 };
  */
 const MAX_PACKET_BYTES = BULK_BODY_LIMIT + 64 * 1024;
 const MAX_CONNECT_PACKET_BYTES = 128 * 1024;
+const partialPackets = new PartialPackets(settings.maxPartialBytes);
 const logLimit = (limit: keyof typeof lastLimitLog, message: string) => {
   const now = Date.now();
   if (now - lastLimitLog[limit] < 60_000) return;
@@ -394,6 +395,13 @@ const handle = (socket: Socket) => {
         `MQTT packet of ${length} bytes refused, over the limit of ${client.connackSent ? MAX_PACKET_BYTES : MAX_CONNECT_PACKET_BYTES}: its connection is closed`,
       ),
   );
+  const release = partialPackets.watch(client._parser, (held) =>
+    logLimit(
+      'partial',
+      `MQTT connections hold ${held} bytes of unfinished packets, over MQTT_MAX_PARTIAL_BYTES (${settings.maxPartialBytes}): closing the connection that passed it`,
+    ),
+  );
+  socket.once('close', release);
 };
 // The plain listener, and the MQTTS one (docs/configuration.md, "TLS"): a device's packets are read
 // from its TLS socket once the handshake is done, the same way as from a plain one.

@@ -100,6 +100,8 @@ export async function startEmbeddedBroker(options: {
   /** The broker thread's young generation, MB. */
   youngGenerationMb: number;
   inbound: InboundLimits;
+  /** Bytes of unfinished packets the broker holds, all connections together. */
+  maxPartialBytes: number;
   /** Tells of each time the store falls behind or catches up (events/writer.ts, onBehindChange). */
   onStoreBehind?: (listener: (behind: boolean) => void) => () => void;
 }): Promise<EmbeddedBroker> {
@@ -113,6 +115,7 @@ export async function startEmbeddedBroker(options: {
     firstConnectionId: started++ * CONNECTIONS_PER_THREAD + 1,
     maxConnections: options.maxConnections,
     inbound: options.inbound,
+    maxPartialBytes: options.maxPartialBytes,
   });
   let current = await startWorker(options, settings(options.port, options.secure?.port ?? null));
   let stopping = false;

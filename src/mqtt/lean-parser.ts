@@ -15,6 +15,9 @@ interface BufferListLike {
   append(buf: Buffer): unknown;
 }
 
+/** mqtt-packet's parse: appends the bytes read and parses every packet they complete. */
+type Parse = (buf: Buffer) => number;
+
 /** mqtt-packet's Parser as far as this needs it: the list, whose constructor carries the plain class. */
 export interface PacketParser {
   _list: BufferListLike & { constructor: { BufferList?: new () => BufferListLike } };
@@ -24,6 +27,7 @@ export interface PacketParser {
   _parseLength(): boolean;
   /** Ends the parse with an error, which aedes answers by closing the connection. */
   _emitError(error: Error): void;
+  parse: Parse;
 }
 
 /** Gives a parser that holds no bytes yet a plain BufferList in place of its stream; answers whether it did. */
@@ -51,4 +55,42 @@ export function limitPacketLength(parser: PacketParser, limit: () => number, ref
     }
     return read;
   };
+}
+
+/**
+ * The bytes all connections' parsers hold of packets not yet complete, within a budget. A packet's
+ * bytes are kept until its last one arrives, so devices sending large packets slowly, or connections
+ * that never finish one, would otherwise hold as much as the packet limit times the connections. A
+ * connection whose bytes take the total past the budget, while other connections hold some too, is
+ * refused (its connection closed); one alone may hold a packet of any length the packet limit allows.
+ */
+export class PartialPackets {
+  /** Bytes held now. */
+  held = 0;
+
+  constructor(private readonly budget: number) {}
+
+  /**
+   * Counts what `parser` holds after each parse; `refused` is called when it takes the total past
+   * the budget. Answers the function that stops counting it (its connection has closed).
+   */
+  watch(parser: PacketParser, refused: (held: number) => void): () => void {
+    let counted = 0;
+    const parse = parser.parse;
+    parser.parse = (buf: Buffer) => {
+      const result = parse.call(parser, buf);
+      const now = parser._list.length;
+      this.held += now - counted;
+      counted = now;
+      if (now > 0 && this.held > this.budget && this.held > now) {
+        refused(this.held);
+        parser._emitError(new Error(`unfinished packets of ${this.held} bytes, over the limit of ${this.budget}`));
+      }
+      return result;
+    };
+    return () => {
+      this.held -= counted;
+      counted = 0;
+    };
+  }
 }

@@ -12,6 +12,20 @@ import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
 
+/** Bytes of unfinished packets the broker may hold, all connections together (small, for the test). */
+const PARTIAL_BYTES = 256 * 1024;
+
+/** A packet's first byte and remaining length (seven bits a byte, low first). */
+const packetHeader = (first: number, length: number) => {
+  const bytes = [first];
+  do {
+    const digit = length % 128;
+    length = Math.floor(length / 128);
+    bytes.push(length > 0 ? digit | 0x80 : digit);
+  } while (length > 0);
+  return Buffer.from(bytes);
+};
+
 /** A signed CONNECT of a clean MQTT 3.1.1 session, as bytes. */
 const connectPacket = (clientId: string, pair: { access_key: string; secret_key: string }) =>
   mqttPacket.generate({
@@ -446,16 +460,6 @@ describeOnStores(
       const pair = await keyPair();
       const bystander = await MqttDevice.connect(brokerUrl(), pair);
       const thread = ctx.api.server.mqttBroker?.thread().threadId;
-      /** A packet's first byte and remaining length (seven bits a byte, low first). */
-      const header = (first: number, length: number) => {
-        const bytes = [first];
-        do {
-          const digit = length % 128;
-          length = Math.floor(length / 128);
-          bytes.push(length > 0 ? digit | 0x80 : digit);
-        } while (length > 0);
-        return Buffer.from(bytes);
-      };
       try {
         for (const [what, first, length, signIn] of [
           ['a CONNECT of 1 MiB', 0x10, 1 << 20, false],
@@ -470,7 +474,7 @@ describeOnStores(
             socket.write(connectPacket(unique('big'), pair));
             await connack;
           }
-          socket.write(Buffer.concat([header(first, length), Buffer.alloc(64 * 1024, 0x20)]));
+          socket.write(Buffer.concat([packetHeader(first, length), Buffer.alloc(64 * 1024, 0x20)]));
           const timer = new Promise<string>((resolve) => setTimeout(() => resolve('open'), 5000).unref());
           assert.equal(await Promise.race([closed.then(() => 'closed'), timer]), 'closed', what);
           socket.destroy();
@@ -488,6 +492,38 @@ describeOnStores(
         assert.equal(ctx.api.server.mqttBroker?.thread().threadId, thread, 'the broker thread did not restart');
       } finally {
         await bystander.close();
+      }
+    });
+
+    it('when connections hold more bytes of unfinished packets than the broker may then the one that passed the limit is closed, and the others go on', async () => {
+      const pair = await keyPair();
+      /** A signed-in raw connection that has sent `sent` bytes of a 1 MiB message. */
+      const slowSender = async (sent: number) => {
+        const socket = connect(ctx.api.server.mqttPort as number, '127.0.0.1');
+        socket.on('error', () => {});
+        const closed = new Promise<string>((resolve) => socket.once('close', () => resolve('closed')));
+        await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+        const connack = new Promise<void>((resolve) => socket.once('data', () => resolve()));
+        socket.write(connectPacket(unique('slow'), pair));
+        await connack;
+        socket.write(Buffer.concat([packetHeader(0x30, 1 << 20), Buffer.alloc(sent, 0x20)]));
+        return { socket, closed };
+      };
+      const within = (ms: number) => new Promise<string>((resolve) => setTimeout(() => resolve('open'), ms).unref());
+      const first = await slowSender(PARTIAL_BYTES - 64 * 1024);
+      const second = await slowSender(PARTIAL_BYTES - 64 * 1024);
+      try {
+        assert.equal(await Promise.race([second.closed, within(5000)]), 'closed', 'the one past the limit');
+        assert.equal(await Promise.race([first.closed, within(500)]), 'open', 'the one within it');
+        // Once the first one's bytes are gone, a second may hold as many again.
+        first.socket.destroy();
+        await first.closed;
+        const third = await slowSender(PARTIAL_BYTES - 64 * 1024);
+        assert.equal(await Promise.race([third.closed, within(500)]), 'open');
+        third.socket.destroy();
+      } finally {
+        first.socket.destroy();
+        second.socket.destroy();
       }
     });
 
@@ -515,5 +551,5 @@ describeOnStores(
       );
     });
   },
-  { env: async () => ({ MQTT_PORT: String(await freePort()) }) },
+  { env: async () => ({ MQTT_PORT: String(await freePort()), MQTT_MAX_PARTIAL_BYTES: String(PARTIAL_BYTES) }) },
 );

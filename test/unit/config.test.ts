@@ -89,6 +89,12 @@ describe('configuration', () => {
   it('when a count is not a positive integer or a port not one then the setting is named', () => {
     assert.equal(loadConfig({ MQTT_MAX_PENDING: '10' }).mqttMaxPending, 10);
     assert.equal(loadConfig({}).mqttBrokerYoungGenerationMb, 8);
+    assert.equal(loadConfig({}).mqttMaxPartialBytes, 64 * 1024 * 1024);
+    assert.equal(loadConfig({ MQTT_MAX_PARTIAL_BYTES: '1048576' }).mqttMaxPartialBytes, 1048576);
+    assert.throws(
+      () => loadConfig({ MQTT_MAX_PARTIAL_BYTES: '1e6' }),
+      /MQTT_MAX_PARTIAL_BYTES must be a positive integer/,
+    );
     assert.equal(loadConfig({ MQTT_BROKER_YOUNG_GENERATION_MB: '32' }).mqttBrokerYoungGenerationMb, 32);
     assert.throws(
       () => loadConfig({ MQTT_BROKER_YOUNG_GENERATION_MB: '0' }),

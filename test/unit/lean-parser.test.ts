@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { limitPacketLength, useLeanBuffer } from '../../src/mqtt/lean-parser.ts';
+import { limitPacketLength, PartialPackets, useLeanBuffer } from '../../src/mqtt/lean-parser.ts';
 import { mqttPacket } from '../support/mqtt-packet.ts';
 
 /** bl's stream is a readable-stream Duplex, not one of node:stream's. */
@@ -102,5 +102,45 @@ describe('the broker parser with a plain buffer list', () => {
     assert.equal(errors.length, 1);
     assert.match(errors[0]?.message ?? '', /over the limit/);
     assert.deepEqual(refused, [long.length - 3]);
+  });
+
+  it('when parsers together hold more unfinished bytes than the budget then the one that passed it is refused, unless it holds them all', () => {
+    const long = mqttPacket.generate({
+      cmd: 'publish',
+      topic: 'Altizon/Datonis/device-0001/event',
+      payload: Buffer.alloc(1000, 0x20),
+      qos: 0,
+      retain: false,
+      dup: false,
+    });
+    const partial = new PartialPackets(500);
+    const watched = () => {
+      const parser = mqttPacket.parser();
+      const seen = { packets: 0, errors: 0, refusedAt: [] as number[] };
+      parser.on('packet', () => seen.packets++);
+      parser.on('error', () => seen.errors++);
+      const release = partial.watch(parser, (held) => seen.refusedAt.push(held));
+      return { parser, seen, release };
+    };
+    // A packet's first byte and its length (two bytes here) are consumed as soon as they are read.
+    const header = 3;
+    const a = watched();
+    a.parser.parse(long.subarray(0, 700));
+    assert.equal(partial.held, 700 - header, 'one alone may hold more than the budget');
+    assert.equal(a.seen.errors, 0);
+    const b = watched();
+    b.parser.parse(long.subarray(0, 100));
+    assert.deepEqual(b.seen.refusedAt, [700 - header + 100 - header]);
+    assert.equal(b.seen.errors, 1);
+    b.release();
+    a.parser.parse(long.subarray(700));
+    assert.equal(a.seen.packets, 1);
+    assert.equal(partial.held, 0, 'a complete packet holds nothing');
+    const c = watched();
+    c.parser.parse(long.subarray(0, 400));
+    assert.equal(c.seen.errors, 0);
+    c.release();
+    a.release();
+    assert.equal(partial.held, 0);
   });
 });
