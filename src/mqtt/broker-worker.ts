@@ -103,7 +103,7 @@ let openSockets = 0;
 const lastLimitLog = { connections: 0, files: 0, packets: 0, partial: 0 };
 
 /**
- * The longest packet a device may send (docs/devices.md, "MQTT"): a message of the largest body the
+ * The longest packet a device may send (docs/devices.md, "Overload"): a message of the largest body the
  * device interface takes, with room for its topic; before the broker has answered CONNECT, a CONNECT
  * of any sensible client id, credentials and will.
  */

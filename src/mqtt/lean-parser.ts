@@ -1,5 +1,9 @@
 /**
- * A lighter buffer for the packet parser aedes gives each connection. mqtt-packet's parser keeps the
+ * The packet parser aedes gives each connection, made lighter and bounded: a lighter buffer
+ * (`useLeanBuffer`), a longest packet (`limitPacketLength`) and a budget for the bytes all parsers
+ * hold of packets not yet complete (`PartialPackets`; docs/devices.md, "Overload").
+ *
+ * The lighter buffer: mqtt-packet's parser keeps the
  * bytes of a packet not yet complete in a `BufferListStream` of the bl package: a duplex stream, with
  * its two stream states, their arrays and bound callbacks, of which the parser uses only the list's
  * own methods (append, consume, the readUInt* and slice). The package's plain `BufferList` has all of
