@@ -33,7 +33,7 @@ export interface Config {
   mqttMaxConnections: number;
   /** Device messages that may wait for the server thread at once; past it messages are answered 503 at once. */
   mqttMaxPending: number;
-  /** Bytes of unfinished packets the embedded broker holds, all connections together (lean-parser.ts). */
+  /** Bytes of unfinished packets the embedded broker holds, all connections together (packet-parser.ts). */
   mqttMaxPartialBytes: number;
   /** The embedded broker thread's young generation (V8's nursery of new objects), MB. */
   mqttBrokerYoungGenerationMb: number;

@@ -154,27 +154,16 @@ export function hashAtEnd(payload: Buffer): { hash: string | undefined } | undef
   if (payload[before] !== COMMA && payload[before] !== OPEN_BRACE) return undefined;
 
   const tail = payload.toString('utf8', first);
+  const scanned = membersToEnd(tail, 0);
+  if (scanned === undefined) return undefined;
+  const names = new Set<string>();
   let hash: string | undefined;
-  const seen = new Set<string>();
-  let i = 0;
-  for (;;) {
-    const keyEnd = scanString(tail, i);
-    if (keyEnd < 0) return undefined;
-    const name = tail.slice(i + 1, keyEnd - 1);
-    if (!isEnvelopeMember(name) || seen.has(name)) return undefined;
-    seen.add(name);
-    i = skipWhitespace(tail, keyEnd);
-    if (tail.charCodeAt(i) !== COLON) return undefined;
-    const valueStart = skipWhitespace(tail, i + 1);
-    const valueEnd = scanValue(tail, valueStart);
-    if (valueEnd < 0) return undefined;
-    if (name === 'hash') hash = stringValue(tail.slice(valueStart, valueEnd));
-    i = skipWhitespace(tail, valueEnd);
-    if (tail.charCodeAt(i) !== COMMA) break;
-    i = skipWhitespace(tail, i + 1);
+  for (const m of scanned.members) {
+    if (!isEnvelopeMember(m.name) || names.has(m.name)) return undefined;
+    names.add(m.name);
+    if (m.name === 'hash') hash = stringValue(tail.slice(m.valueStart, m.valueEnd));
   }
-  if (tail.charCodeAt(i) !== CLOSE_BRACE) return undefined;
-  return skipWhitespace(tail, i + 1) === tail.length ? { hash } : undefined;
+  return { hash };
 }
 
 interface Member {
@@ -285,8 +274,17 @@ function stringValue(token: string): string | undefined {
 function scanTopLevelObject(text: string): ScannedObject | undefined {
   const open = skipWhitespace(text, 0);
   if (text[open] !== '{') return undefined;
+  const scanned = membersToEnd(text, skipWhitespace(text, open + 1));
+  return scanned && { open, ...scanned };
+}
+
+/**
+ * The members from `i` (a member's key, or the `}` of an empty object) to the `}` that closes their
+ * object, after which only whitespace may come to the end of the text; undefined when the text is
+ * not so.
+ */
+function membersToEnd(text: string, i: number): Omit<ScannedObject, 'open'> | undefined {
   const members: Member[] = [];
-  let i = skipWhitespace(text, open + 1);
   if (text[i] !== '}') {
     for (;;) {
       if (text[i] !== '"') return undefined;
@@ -315,5 +313,5 @@ function scanTopLevelObject(text: string): ScannedObject | undefined {
   }
   const close = i;
   if (skipWhitespace(text, close + 1) !== text.length) return undefined;
-  return { open, close, members };
+  return { close, members };
 }

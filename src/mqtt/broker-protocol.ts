@@ -22,7 +22,7 @@ export interface BrokerSettings {
   maxConnections: number;
   /** How many device messages may wait for the server thread (inbound-flow.ts). */
   inbound: InboundLimits;
-  /** Bytes of unfinished packets held, all connections together (lean-parser.ts, PartialPackets). */
+  /** Bytes of unfinished packets held, all connections together (packet-parser.ts, PartialPackets). */
   maxPartialBytes: number;
 }
 

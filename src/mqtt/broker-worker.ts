@@ -32,7 +32,7 @@ import {
   TurnList,
 } from './broker-protocol.ts';
 import { InboundFlow } from './inbound-flow.ts';
-import { limitPacketLength, type PacketParser, PartialPackets, useLeanBuffer } from './lean-parser.ts';
+import { limitPacketLength, type PacketParser, PartialPackets, useLeanBuffer } from './packet-parser.ts';
 import {
   type Ack,
   contextUnread,
@@ -389,10 +389,10 @@ const handle = (socket: Socket) => {
   limitPacketLength(
     client._parser,
     () => (client.connackSent ? MAX_PACKET_BYTES : MAX_CONNECT_PACKET_BYTES),
-    (length) =>
+    (length, limit) =>
       logLimit(
         'packets',
-        `MQTT packet of ${length} bytes refused, over the limit of ${client.connackSent ? MAX_PACKET_BYTES : MAX_CONNECT_PACKET_BYTES}: its connection is closed`,
+        `MQTT packet of ${length} bytes refused, over the limit of ${limit}: its connection is closed`,
       ),
   );
   const release = partialPackets.watch(client._parser, (held) =>

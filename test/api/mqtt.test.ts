@@ -456,6 +456,30 @@ describeOnStores(
       }
     });
 
+    /**
+     * A raw connection to the broker that has written `bytes`, after signing in with `pair` when given;
+     * `closed` resolves once the broker closes it.
+     */
+    const rawConnection = async (bytes: Buffer, pair?: { access_key: string; secret_key: string }) => {
+      const socket = connect(ctx.api.server.mqttPort as number, '127.0.0.1');
+      socket.on('error', () => {});
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      if (pair) {
+        const connack = new Promise<void>((resolve) => socket.once('data', () => resolve()));
+        socket.write(connectPacket(unique('raw'), pair));
+        await connack;
+      }
+      socket.write(bytes);
+      return { socket, closed };
+    };
+    /** 'closed' when the connection is closed within `ms`, else 'open'. */
+    const stateAfter = (connection: { closed: Promise<void> }, ms: number) =>
+      Promise.race([
+        connection.closed.then(() => 'closed'),
+        new Promise<string>((resolve) => setTimeout(() => resolve('open'), ms).unref()),
+      ]);
+
     it('when a packet says it is longer than the largest message then its connection is closed before its bytes arrive, and the broker serves on', async () => {
       const pair = await keyPair();
       const bystander = await MqttDevice.connect(brokerUrl(), pair);
@@ -465,19 +489,10 @@ describeOnStores(
           ['a CONNECT of 1 MiB', 0x10, 1 << 20, false],
           ['a message of 11 MiB', 0x32, 11 << 20, true],
         ] as const) {
-          const socket = connect(ctx.api.server.mqttPort as number, '127.0.0.1');
-          const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-          socket.on('error', () => {});
-          await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-          if (signIn) {
-            const connack = new Promise<void>((resolve) => socket.once('data', () => resolve()));
-            socket.write(connectPacket(unique('big'), pair));
-            await connack;
-          }
-          socket.write(Buffer.concat([packetHeader(first, length), Buffer.alloc(64 * 1024, 0x20)]));
-          const timer = new Promise<string>((resolve) => setTimeout(() => resolve('open'), 5000).unref());
-          assert.equal(await Promise.race([closed.then(() => 'closed'), timer]), 'closed', what);
-          socket.destroy();
+          const bytes = Buffer.concat([packetHeader(first, length), Buffer.alloc(64 * 1024, 0x20)]);
+          const connection = await rawConnection(bytes, signIn ? pair : undefined);
+          assert.equal(await stateAfter(connection, 5000), 'closed', what);
+          connection.socket.destroy();
         }
         // A large message under the limit is still taken.
         const key = unique('mq');
@@ -497,29 +512,22 @@ describeOnStores(
 
     it('when connections hold more bytes of unfinished packets than the broker may then the one that passed the limit is closed, and the others go on', async () => {
       const pair = await keyPair();
-      /** A signed-in raw connection that has sent `sent` bytes of a 1 MiB message. */
-      const slowSender = async (sent: number) => {
-        const socket = connect(ctx.api.server.mqttPort as number, '127.0.0.1');
-        socket.on('error', () => {});
-        const closed = new Promise<string>((resolve) => socket.once('close', () => resolve('closed')));
-        await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-        const connack = new Promise<void>((resolve) => socket.once('data', () => resolve()));
-        socket.write(connectPacket(unique('slow'), pair));
-        await connack;
-        socket.write(Buffer.concat([packetHeader(0x30, 1 << 20), Buffer.alloc(sent, 0x20)]));
-        return { socket, closed };
-      };
-      const within = (ms: number) => new Promise<string>((resolve) => setTimeout(() => resolve('open'), ms).unref());
-      const first = await slowSender(PARTIAL_BYTES - 64 * 1024);
-      const second = await slowSender(PARTIAL_BYTES - 64 * 1024);
+      // A signed-in connection that has sent all but 64 KiB of the budget, of a 1 MiB message.
+      const slowSender = () =>
+        rawConnection(
+          Buffer.concat([packetHeader(0x30, 1 << 20), Buffer.alloc(PARTIAL_BYTES - 64 * 1024, 0x20)]),
+          pair,
+        );
+      const first = await slowSender();
+      const second = await slowSender();
       try {
-        assert.equal(await Promise.race([second.closed, within(5000)]), 'closed', 'the one past the limit');
-        assert.equal(await Promise.race([first.closed, within(500)]), 'open', 'the one within it');
+        assert.equal(await stateAfter(second, 5000), 'closed', 'the one past the limit');
+        assert.equal(await stateAfter(first, 500), 'open', 'the one within it');
         // Once the first one's bytes are gone, a second may hold as many again.
         first.socket.destroy();
         await first.closed;
-        const third = await slowSender(PARTIAL_BYTES - 64 * 1024);
-        assert.equal(await Promise.race([third.closed, within(500)]), 'open');
+        const third = await slowSender();
+        assert.equal(await stateAfter(third, 500), 'open');
         third.socket.destroy();
       } finally {
         first.socket.destroy();

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { PacketParser } from '../../src/mqtt/lean-parser.ts';
+import type { PacketParser } from '../../src/mqtt/packet-parser.ts';
 
 /**
  * The copy of mqtt-packet that aedes resolves, as the broker thread gets it: its generator makes

@@ -47,15 +47,20 @@ export function useLeanBuffer(parser: PacketParser): boolean {
  * Refuses packets longer than `limit()` bytes as soon as their header says how long they are: the
  * parser would otherwise keep every byte of a packet until the last arrives, up to the 256 MiB the
  * protocol allows, so one connection could fill the broker thread's memory. The connection is closed,
- * as for any malformed packet, and `refused` is told the length.
+ * as for any malformed packet, and `refused` is told the length and the limit it passed.
  */
-export function limitPacketLength(parser: PacketParser, limit: () => number, refused: (length: number) => void): void {
+export function limitPacketLength(
+  parser: PacketParser,
+  limit: () => number,
+  refused: (length: number, limit: number) => void,
+): void {
   const parseLength = parser._parseLength;
   parser._parseLength = function limited(this: PacketParser) {
     const read = parseLength.call(this);
-    if (read && this.packet.length > limit()) {
-      refused(this.packet.length);
-      this._emitError(new Error(`packet of ${this.packet.length} bytes, over the limit of ${limit()}`));
+    const max = limit();
+    if (read && this.packet.length > max) {
+      refused(this.packet.length, max);
+      this._emitError(new Error(`packet of ${this.packet.length} bytes, over the limit of ${max}`));
     }
     return read;
   };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { limitPacketLength, PartialPackets, useLeanBuffer } from '../../src/mqtt/lean-parser.ts';
+import { limitPacketLength, PartialPackets, useLeanBuffer } from '../../src/mqtt/packet-parser.ts';
 import { mqttPacket } from '../support/mqtt-packet.ts';
 
 /** bl's stream is a readable-stream Duplex, not one of node:stream's. */
@@ -26,7 +26,7 @@ const publish = mqttPacket.generate({
   dup: false,
 });
 
-describe('the broker parser with a plain buffer list', () => {
+describe('the broker packet parser: a plain buffer list, the longest packet, the unfinished bytes', () => {
   it('when a new parser gets the plain list then it is no stream, and packets split across reads still parse', () => {
     const parser = mqttPacket.parser();
     assert.equal(isStream(parser._list), true, 'mqtt-packet starts the parser with a stream');
