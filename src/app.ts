@@ -16,9 +16,11 @@ import { registerConsole } from './console/routes.ts';
 import { type Config, ConfigError } from './core/config.ts';
 import { limitHeapGrowth } from './core/heap.ts';
 import { BULK_BODY_LIMIT, DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
+import { limitConnections } from './core/http/connections.ts';
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
 import type { SecretBox } from './core/secret-box.ts';
+import { SocketCount } from './core/sockets.ts';
 import { readTlsFiles, type TlsCertificate, type TlsMaterial } from './core/tls.ts';
 import { loggedUrl } from './core/urls.ts';
 import { Senders } from './deliveries/senders.ts';
@@ -205,7 +207,9 @@ export async function createServer(config: Config): Promise<Server> {
       process.stderr.write(`API request counts could not be stored: ${(error as Error).message}\n`),
     );
     closeOnFailure.push(() => void limiter.close());
+    const sockets = new SocketCount(config.socketBudget);
     const app = await buildHttpApp(config, tls, store, sessions, box, {
+      sockets,
       limiter,
       metrics,
       readiness,
@@ -217,10 +221,12 @@ export async function createServer(config: Config): Promise<Server> {
       instructions: () => instructions,
     });
     instructions = new MqttInstructions(store, authenticator, app.log);
-    mqtt = await startMqtt(config, tls, app, authenticator, devices, instructions, writer).catch(async (error) => {
-      await app.close();
-      throw error;
-    });
+    mqtt = await startMqtt(config, tls, app, authenticator, devices, instructions, writer, sockets).catch(
+      async (error) => {
+        await app.close();
+        throw error;
+      },
+    );
     const embedded = mqtt && 'port' in mqtt ? mqtt : undefined;
     timers.push(setInterval(() => void sessions.prune().catch((e) => app.log.warn(e)), PRUNE_INTERVAL_MS).unref());
     worker = new DeliveryWorker(store, senders, config, app.log, (kind, status) =>
@@ -306,6 +312,7 @@ async function buildHttpApp(
   sessions: SessionService,
   box: SecretBox,
   parts: {
+    sockets: SocketCount;
     limiter: ApiRateLimiter;
     metrics: Metrics;
     readiness: Readiness;
@@ -319,7 +326,7 @@ async function buildHttpApp(
 ): Promise<FastifyInstance> {
   const app = Fastify({
     // With TLS_CERT_FILE and TLS_KEY_FILE, HTTPS on the HTTP port (docs/configuration.md, "TLS").
-    https: tls ? { cert: tls.cert, key: tls.key } : null,
+    https: tls ? { cert: tls.cert, key: tls.key, handshakeTimeout: config.connectTimeoutMs } : null,
     logger: { level: config.logLevel, redact: ['req.headers["x-auth-token"]', 'req.headers["x-dtn-signature"]'] },
     // Per-request logging costs about two thirds of a small route's throughput; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
@@ -338,6 +345,13 @@ async function buildHttpApp(
     // Refusals before any route runs answer the error body too (core/http/error-handler.ts).
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
+  });
+  limitConnections(app.server, {
+    maxConnections: config.httpMaxConnections,
+    sockets: parts.sockets,
+    connectTimeoutMs: config.connectTimeoutMs,
+    secure: tls !== undefined,
+    warn: (message) => app.log.warn(message),
   });
   // Clients send parameters of GET requests in a JSON body (docs/api.md, "Requests").
   app.addHttpMethod('GET', { hasBody: true, overrideExisting: true });
@@ -472,6 +486,7 @@ async function startMqtt(
   devices: DeviceService,
   instructions: MqttInstructions,
   writer: EventWriter,
+  sockets: SocketCount,
 ): Promise<EmbeddedBroker | ExternalBroker | undefined> {
   if (config.mqttUrl) {
     return connectExternalBroker({
@@ -501,6 +516,8 @@ async function startMqtt(
         log: app.log,
         instructions,
         maxConnections: config.mqttMaxConnections,
+        sockets,
+        connectTimeoutMs: config.connectTimeoutMs,
         youngGenerationMb: config.mqttBrokerYoungGenerationMb,
         inbound: inboundLimits(config.mqttMaxPending),
         maxPartialBytes: config.mqttMaxPartialBytes,

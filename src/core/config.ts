@@ -30,7 +30,13 @@ export interface Config {
   /** Shared-subscription group on the external broker: one per deployment. */
   mqttShareGroup: string;
   /** Device connections the embedded broker holds at most; more are refused with CONNACK 3. */
+  /** Client sockets, HTTP and MQTT together, the process holds at most (core/sockets.ts). */
+  socketBudget: number;
   mqttMaxConnections: number;
+  /** HTTP connections held at most; more are closed at once. */
+  httpMaxConnections: number;
+  /** How long a new connection has to send its first HTTP request or its MQTT CONNECT, ms. */
+  connectTimeoutMs: number;
   /** Device messages that may wait for the server thread at once; past it messages are answered 503 at once. */
   mqttMaxPending: number;
   /** Bytes of unfinished packets the embedded broker holds, all connections together (packet-parser.ts). */
@@ -133,6 +139,13 @@ function parseBoolean(name: string, text: string | undefined): boolean {
   throw new ConfigError(`${name} must be true or false (got "${text}")`);
 }
 
+/** CONNECT_TIMEOUT: a duration of at least a second, 10 s when unset. */
+function parseConnectTimeout(text: string | undefined): number {
+  const seconds = parseDuration('CONNECT_TIMEOUT', text || '10s');
+  if (seconds < 1) throw new ConfigError(`CONNECT_TIMEOUT must be at least 1s (got "${text}")`);
+  return seconds * 1000;
+}
+
 function parsePositive(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined || text === '') return fallback;
   const value = decimalInteger(text);
@@ -180,8 +193,11 @@ function parseTls(env: Env): Config['tls'] {
   throw new ConfigError(`${set} is set without ${missing}: set both (PEM files) to serve HTTPS and MQTTS, or neither`);
 }
 
-/** Below the open-file limit, with room for everything else; without a known limit, 100,000. */
-function defaultMaxConnections(): number {
+/**
+ * The clients' sockets, HTTP and MQTT together, the process may hold (core/sockets.ts): below the
+ * open-file limit, with room for everything else; without a known limit, 100,000.
+ */
+function socketBudget(): number {
   const files = openFileLimit();
   return files === undefined ? 100_000 : Math.max(1, files - RESERVED_FILES);
 }
@@ -197,6 +213,7 @@ export function loadConfig(env: Env = process.env): Config {
   const mqttsPortExplicit = env.MQTTS_PORT !== undefined && env.MQTTS_PORT !== '';
   const tls = parseTls(env);
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const budget = socketBudget();
   return {
     port,
     host,
@@ -213,7 +230,11 @@ export function loadConfig(env: Env = process.env): Config {
     mqttsPortExplicit,
     mqttUrl: env.MQTT_URL || undefined,
     mqttShareGroup: env.MQTT_SHARE_GROUP || 'thingbase',
-    mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, defaultMaxConnections()),
+    socketBudget: budget,
+    mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, budget),
+    // A quarter of the budget: a flood of HTTP connections leaves the rest to devices on MQTT.
+    httpMaxConnections: parsePositive('HTTP_MAX_CONNECTIONS', env.HTTP_MAX_CONNECTIONS, Math.ceil(budget / 4)),
+    connectTimeoutMs: parseConnectTimeout(env.CONNECT_TIMEOUT),
     mqttMaxPending: parsePositive('MQTT_MAX_PENDING', env.MQTT_MAX_PENDING, 20_000),
     mqttMaxPartialBytes: parsePositive('MQTT_MAX_PARTIAL_BYTES', env.MQTT_MAX_PARTIAL_BYTES, 64 * 1024 * 1024),
     mqttBrokerYoungGenerationMb: parsePositive(

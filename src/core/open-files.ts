@@ -1,7 +1,8 @@
 /**
  * The process's open-file limit (its soft RLIMIT_NOFILE), read from /proc on Linux; undefined where
- * it cannot be read. Every device connection holds a file descriptor, so connections are capped below
- * it with room for the store, HTTP clients and logs (docs/configuration.md, MQTT_MAX_CONNECTIONS).
+ * it cannot be read. Every connection holds a file descriptor, so HTTP and MQTT connections together
+ * are capped below it with room for the store, outbound calls and logs (core/sockets.ts;
+ * docs/configuration.md, MQTT_MAX_CONNECTIONS and HTTP_MAX_CONNECTIONS).
  */
 import { readFileSync } from 'node:fs';
 
@@ -18,5 +19,5 @@ export function openFileLimit(): number | undefined {
   }
 }
 
-/** Descriptors kept for everything but device connections. */
+/** Descriptors kept for everything but clients' connections. */
 export const RESERVED_FILES = 512;

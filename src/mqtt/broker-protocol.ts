@@ -20,6 +20,10 @@ export interface BrokerSettings {
   firstConnectionId: number;
   /** Device connections beyond this are refused with CONNACK 3. */
   maxConnections: number;
+  /** The process's count of clients' sockets, shared with the server thread (core/sockets.ts). */
+  sockets: { budget: number; memory: SharedArrayBuffer };
+  /** How long a new connection has to send CONNECT, ms. */
+  connectTimeoutMs: number;
   /** How many device messages may wait for the server thread (inbound-flow.ts). */
   inbound: InboundLimits;
   /** Bytes of unfinished packets held, all connections together (packet-parser.ts, PartialPackets). */

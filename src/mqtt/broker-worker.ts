@@ -16,6 +16,7 @@ import { createServer as createTlsServer, type Server as TlsServer } from 'node:
 import { parentPort, workerData } from 'node:worker_threads';
 import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
+import { SocketCount } from '../core/sockets.ts';
 import { verifySignature } from '../devices/signature.ts';
 import { ackPackets, type PacketIds, pubackPackets } from './ack-packets.ts';
 import {
@@ -97,10 +98,10 @@ let storeBehind = false;
 const busy = (context: string) =>
   failure(context, 503, [{ code: 'unavailable', message: 'the server is busy; send again shortly' }]);
 
-/** Device sockets open now, signed in or not. */
-let openSockets = 0;
+/** Device sockets open now, signed in or not, counted with the server thread's HTTP connections. */
+const sockets = new SocketCount(settings.sockets.budget, settings.sockets.memory);
 /** When a refusal for a limit was last logged: one line a minute, not one per device. */
-const lastLimitLog = { connections: 0, files: 0, packets: 0, partial: 0 };
+const lastLimitLog = { connections: 0, budget: 0, files: 0, packets: 0, partial: 0 };
 
 /**
  * The longest packet a device may send (docs/devices.md, "Overload"): a message of the largest body the
@@ -156,11 +157,16 @@ const broker = await Aedes.createBroker({
   queueLimit: 1000,
   drainTimeout: 30_000,
   maxInflightInbound: 1000,
+  // A connection that has not sent CONNECT by then is closed (docs/configuration.md, CONNECT_TIMEOUT).
+  connectTimeout: settings.connectTimeoutMs,
   authenticate: (client, username, password, done) => {
-    if (openSockets > settings.maxConnections) {
+    const refusal = sockets.past('mqtt', settings.maxConnections);
+    if (refusal) {
       logLimit(
-        'connections',
-        `MQTT connections at their limit of ${settings.maxConnections} (MQTT_MAX_CONNECTIONS): refusing new devices with CONNACK 3`,
+        refusal === 'kind' ? 'connections' : 'budget',
+        refusal === 'kind'
+          ? `MQTT connections at their limit of ${settings.maxConnections} (MQTT_MAX_CONNECTIONS): refusing new devices with CONNACK 3`
+          : `client connections, HTTP and MQTT together, at the process's budget of ${sockets.budget} (its open-file limit less those kept for the store): refusing new devices with CONNACK 3`,
       );
       return done(new UnavailableError('too many connections'), false);
     }
@@ -376,13 +382,15 @@ async function publishInstruction(topic: string, payload: string, alertKey: stri
   }
 }
 
+/** Counts a connection's socket from when it is accepted, over TLS from before its handshake. */
+const count = (socket: Socket) => {
+  sockets.add('mqtt');
+  socket.once('close', () => sockets.release('mqtt'));
+};
+
 // No Nagle delay: an acknowledgement is a small packet, and waiting for the device's delayed ACK
 // before sending it would add about 40 ms to every answer.
 const handle = (socket: Socket) => {
-  openSockets += 1;
-  socket.once('close', () => {
-    openSockets -= 1;
-  });
   // aedes reads the socket on a later turn: its parser has no bytes yet.
   const client = broker.handle(socket) as unknown as { _parser: PacketParser; connackSent: boolean };
   useLeanBuffer(client._parser);
@@ -406,10 +414,21 @@ const handle = (socket: Socket) => {
 // The plain listener, and the MQTTS one (docs/configuration.md, "TLS"): a device's packets are read
 // from its TLS socket once the handshake is done, the same way as from a plain one.
 const listeners: [Server, number, BrokerListener][] = [];
-if (settings.port !== null) listeners.push([createServer({ noDelay: true }, handle), settings.port, 'MQTT_PORT']);
+if (settings.port !== null) {
+  const plain = createServer({ noDelay: true }, (socket) => {
+    count(socket);
+    handle(socket);
+  });
+  listeners.push([plain, settings.port, 'MQTT_PORT']);
+}
 let secureServer: TlsServer | undefined;
 if (settings.secure) {
-  secureServer = createTlsServer({ ...settings.secure.tls, noDelay: true }, handle);
+  // A connection has CONNECT_TIMEOUT for its handshake, and then as long again to send CONNECT.
+  secureServer = createTlsServer(
+    { ...settings.secure.tls, noDelay: true, handshakeTimeout: settings.connectTimeoutMs },
+    handle,
+  );
+  secureServer.on('connection', count);
   listeners.push([secureServer, settings.secure.port, 'MQTTS_PORT']);
 }
 

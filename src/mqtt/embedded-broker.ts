@@ -14,6 +14,7 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
+import type { SocketCount } from '../core/sockets.ts';
 import type { TlsMaterial } from '../core/tls.ts';
 import type { DeviceAuthenticator, DeviceCredentials } from '../devices/authentication.ts';
 import type { DeviceService } from '../devices/service.ts';
@@ -97,6 +98,10 @@ export async function startEmbeddedBroker(options: {
   instructions?: MqttInstructions;
   /** Device connections beyond this are refused with CONNACK 3. */
   maxConnections: number;
+  /** The clients' sockets of the process, HTTP and MQTT, within their budget (core/sockets.ts). */
+  sockets: SocketCount;
+  /** How long a new connection has to send CONNECT, ms. */
+  connectTimeoutMs: number;
   /** The broker thread's young generation, MB. */
   youngGenerationMb: number;
   inbound: InboundLimits;
@@ -114,6 +119,8 @@ export async function startEmbeddedBroker(options: {
     host: options.host,
     firstConnectionId: started++ * CONNECTIONS_PER_THREAD + 1,
     maxConnections: options.maxConnections,
+    sockets: { budget: options.sockets.budget, memory: options.sockets.memory },
+    connectTimeoutMs: options.connectTimeoutMs,
     inbound: options.inbound,
     maxPartialBytes: options.maxPartialBytes,
   });
@@ -183,6 +190,8 @@ function startWorker(
   let ended = false;
   void exited.then(() => {
     ended = true;
+    // Its sockets closed with it.
+    options.sockets.clear('mqtt');
     for (const done of publishing.values()) done();
     publishing.clear();
   });

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
-import { createServer as createNetServer, type Server as NetServer } from 'node:net';
+import {
+  connect as connectTcp,
+  createServer as createNetServer,
+  type Server as NetServer,
+  type Socket,
+} from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { connect, type TLSSocket } from 'node:tls';
 import { Agent } from 'undici';
@@ -147,6 +152,38 @@ describeOnStores(
       }
     });
 
+    it('when a connection over TLS sends no request, or no handshake, then it is closed after CONNECT_TIMEOUT, and one that sent a request is kept for the next', async () => {
+      const closed = (socket: Socket) =>
+        new Promise<boolean>((resolve) => {
+          socket.on('error', () => {});
+          socket.once('close', () => resolve(true));
+          setTimeout(() => resolve(false), 10_000);
+        });
+      const port = portOf(ctx.api.url);
+      const noHandshake = connectTcp({ port, host: '127.0.0.1' });
+      const noMqttHandshake = connectTcp({ port: ctx.api.server.mqttsPort as number, host: '127.0.0.1' });
+      const [noRequest, noConnect, busy] = [
+        await tlsConnect(port),
+        await tlsConnect(ctx.api.server.mqttsPort as number),
+        await tlsConnect(port),
+      ];
+      try {
+        assert.equal(await statusOver(busy, '/healthz'), 'HTTP/1.1 200 OK');
+        assert.deepEqual(await Promise.all([closed(noHandshake), closed(noRequest), closed(noConnect)]), [
+          true,
+          true,
+          true,
+        ]);
+        assert.equal(
+          await statusOver(busy, '/healthz'),
+          'HTTP/1.1 200 OK',
+          'the connection that sent a request answers again',
+        );
+      } finally {
+        for (const socket of [noHandshake, noMqttHandshake, noRequest, noConnect, busy]) socket.destroy();
+      }
+    });
+
     it('when the files are wrong at a reload then the certificate loaded before stays', async () => {
       authority.replace(served(), renewed);
       try {
@@ -190,6 +227,7 @@ describeOnStores(
       ...tlsEnv(authority.install(first)),
       MQTT_PORT: String(await freePort()),
       MQTTS_PORT: String(await freePort()),
+      CONNECT_TIMEOUT: '2s',
     }),
     dispatcher: trusting,
   },

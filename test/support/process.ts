@@ -29,8 +29,16 @@ const testEnv = (env: Record<string, string>) => ({
   ...env,
 });
 
-export async function serveProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, cli(['serve']), {
+/** `openFiles`: the process's open-file limit, as `ulimit -n` sets it. */
+export async function serveProcess(
+  env: Record<string, string>,
+  options: { openFiles?: number } = {},
+): Promise<ServerProcess> {
+  const [command, args] =
+    options.openFiles === undefined
+      ? [process.execPath, cli(['serve'])]
+      : ['/bin/sh', ['-c', `ulimit -n ${options.openFiles} && exec "$@"`, 'sh', process.execPath, ...cli(['serve'])]];
+  const child = spawn(command, args, {
     env: testEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/core/config.ts';
+import { openFileLimit, RESERVED_FILES } from '../../src/core/open-files.ts';
 
 /** Runs limitHeapGrowth in a node of its own, started with `nodeArgs`; answers what it returned. */
 function limitInChild(nodeArgs: string[]): string {
@@ -84,6 +85,20 @@ describe('configuration', () => {
       () => loadConfig({ ALLOW_PRIVATE_WEBHOOKS: 'maybe' }),
       /ALLOW_PRIVATE_WEBHOOKS must be true or false/,
     );
+  });
+
+  it('when the connection limits are not set then MQTT may take the whole socket budget, HTTP a quarter of it, and a new connection 10 s to speak', () => {
+    const files = openFileLimit();
+    const config = loadConfig({});
+    assert.equal(config.socketBudget, files === undefined ? 100_000 : files - RESERVED_FILES);
+    assert.equal(config.mqttMaxConnections, config.socketBudget);
+    assert.equal(config.httpMaxConnections, Math.ceil(config.socketBudget / 4));
+    assert.equal(config.connectTimeoutMs, 10_000);
+    assert.equal(loadConfig({ HTTP_MAX_CONNECTIONS: '50' }).httpMaxConnections, 50);
+    assert.equal(loadConfig({ CONNECT_TIMEOUT: '1m' }).connectTimeoutMs, 60_000);
+    assert.throws(() => loadConfig({ HTTP_MAX_CONNECTIONS: '0' }), /HTTP_MAX_CONNECTIONS must be a positive integer/);
+    assert.throws(() => loadConfig({ CONNECT_TIMEOUT: '0' }), /CONNECT_TIMEOUT must be at least 1s/);
+    assert.throws(() => loadConfig({ CONNECT_TIMEOUT: '500ms' }), /CONNECT_TIMEOUT must be a duration/);
   });
 
   it('when a count is not a positive integer or a port not one then the setting is named', () => {

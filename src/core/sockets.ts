@@ -1,0 +1,56 @@
+/**
+ * The clients' sockets the process holds, HTTP (the server thread) and MQTT (the embedded broker's
+ * thread), counted in memory both threads share. Every socket holds a file descriptor, and all of them
+ * together stay within the socket budget: the open-file limit less the descriptors kept for the store,
+ * logs and outbound calls (open-files.ts). A flood of connections on one port then cannot leave the
+ * process without descriptors for the other port or for its store (docs/configuration.md,
+ * HTTP_MAX_CONNECTIONS and MQTT_MAX_CONNECTIONS).
+ */
+export type SocketKind = 'http' | 'mqtt';
+
+const SLOT: Record<SocketKind, number> = { http: 0, mqtt: 1 };
+
+/** Why a socket is refused: its own kind's limit, or the budget of both kinds together. */
+export type SocketRefusal = 'kind' | 'budget';
+
+export class SocketCount {
+  private readonly counts: Int32Array;
+
+  /** `memory` is another thread's count to share (its `memory`); without it, a new count. */
+  constructor(
+    readonly budget: number,
+    readonly memory: SharedArrayBuffer = new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT),
+  ) {
+    this.counts = new Int32Array(memory);
+  }
+
+  /** Counts a socket of `kind` that is already open; `release` it when it closes. */
+  add(kind: SocketKind): void {
+    Atomics.add(this.counts, SLOT[kind], 1);
+  }
+
+  release(kind: SocketKind): void {
+    Atomics.sub(this.counts, SLOT[kind], 1);
+  }
+
+  /**
+   * Whether the sockets counted, `kind`'s own at most `limit`, are within their limits: undefined when
+   * they are, else which limit they are past.
+   */
+  past(kind: SocketKind, limit: number): SocketRefusal | undefined {
+    const own = Atomics.load(this.counts, SLOT[kind]);
+    if (own > limit) return 'kind';
+    const other = Atomics.load(this.counts, 1 - SLOT[kind]);
+    return own + other > this.budget ? 'budget' : undefined;
+  }
+
+  /** Sockets of `kind` counted now. */
+  of(kind: SocketKind): number {
+    return Atomics.load(this.counts, SLOT[kind]);
+  }
+
+  /** Forgets the sockets of `kind`: its thread stopped, and they closed with it. */
+  clear(kind: SocketKind): void {
+    Atomics.store(this.counts, SLOT[kind], 0);
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * Connections that hold a file descriptor and do nothing (docs/configuration.md, CONNECT_TIMEOUT,
+ * HTTP_MAX_CONNECTIONS, MQTT_MAX_CONNECTIONS): a new connection that sends no request or CONNECT is
+ * closed after CONNECT_TIMEOUT; HTTP connections past their limit are closed at once; HTTP and MQTT
+ * together stay within the process's open-file limit less those kept for the store.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import mqtt from 'mqtt';
+import { eventually } from '../support/peers.ts';
+import { freePort } from '../support/ports.ts';
+import { serveProcess, stopProcess } from '../support/process.ts';
+import { startServer, type TestServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+
+interface Held {
+  socket: Socket;
+  /** Resolves when the server closes the connection. */
+  closed: Promise<void>;
+  isClosed: () => boolean;
+}
+
+/** A TCP connection that sends nothing until told to. */
+async function hold(port: number): Promise<Held> {
+  const socket = connect({ port, host: '127.0.0.1' });
+  let closed = false;
+  const done = new Promise<void>((resolve) => {
+    socket.once('close', () => {
+      closed = true;
+      resolve();
+    });
+  });
+  socket.on('error', () => {});
+  await Promise.race([once(socket, 'connect'), done]);
+  return { socket, closed: done, isClosed: () => closed };
+}
+
+async function holdMany(port: number, count: number): Promise<Held[]> {
+  const held: Held[] = [];
+  for (let i = 0; i < count; i++) held.push(await hold(port));
+  return held;
+}
+
+/** GET /healthz on a connection of its own, kept open: its status, or undefined when the server closed it unanswered. */
+async function healthz(port: number, socket?: Socket): Promise<number | undefined> {
+  const connection = socket ?? connect({ port, host: '127.0.0.1' });
+  connection.on('error', () => {});
+  let text = '';
+  return new Promise((resolve) => {
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString();
+      if (!/\r\n\r\n/.test(text)) return;
+      connection.off('data', onData);
+      connection.off('close', onClose);
+      resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1]));
+    };
+    const onClose = () => resolve(undefined);
+    connection.on('data', onData);
+    connection.once('close', onClose);
+    connection.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n');
+  });
+}
+
+/** Whether the broker lets an MQTT client past the connection limits: CONNACK 5 for its wrong password, 3 if refused. */
+async function connackCode(port: number): Promise<number | undefined> {
+  try {
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, {
+      reconnectPeriod: 0,
+      connectTimeout: 5000,
+      username: 'nobody',
+      password: 'wrong',
+    });
+    await client.endAsync();
+    return 0;
+  } catch (error) {
+    return (error as { code?: number }).code;
+  }
+}
+
+const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('connection limits', () => {
+  const MAX_HTTP = 8;
+  let api: TestServer;
+  let httpPort: number;
+  let mqttPort: number;
+  before(async () => {
+    mqttPort = await freePort();
+    api = await startServer(STORES[0] as (typeof STORES)[number], {
+      env: { MQTT_PORT: String(mqttPort), CONNECT_TIMEOUT: '2s', HTTP_MAX_CONNECTIONS: String(MAX_HTTP) },
+    });
+    httpPort = Number(new URL(api.url).port);
+  });
+  after(async () => {
+    await api?.close();
+  });
+
+  it('when a new connection sends nothing then it is closed after CONNECT_TIMEOUT, on the HTTP and the MQTT port', async () => {
+    const [web, device] = [await hold(httpPort), await hold(mqttPort)];
+    const closedBy = (held: Held) => Promise.race([held.closed.then(() => true), wait(10_000).then(() => false)]);
+    assert.deepEqual(await Promise.all([closedBy(web), closedBy(device)]), [true, true]);
+  });
+
+  it('when a connection has sent a request then it is kept open past CONNECT_TIMEOUT for the next one', async () => {
+    const socket = connect({ port: httpPort, host: '127.0.0.1' });
+    await once(socket, 'connect');
+    try {
+      assert.equal(await healthz(httpPort, socket), 200);
+      await wait(3000);
+      assert.equal(await healthz(httpPort, socket), 200, 'the same connection answers again');
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  it('when HTTP connections are at HTTP_MAX_CONNECTIONS then a new one is closed at once, devices still connect, and it is served once the idle ones are gone', async () => {
+    // Those of earlier tests may take a moment to be counted gone.
+    await wait(200);
+    const idle = await holdMany(httpPort, MAX_HTTP);
+    try {
+      const refused = await hold(httpPort);
+      await Promise.race([refused.closed, wait(10_000)]);
+      assert.ok(refused.isClosed(), 'the connection past the limit is closed');
+      assert.ok(
+        idle.every((held) => !held.isClosed()),
+        'it is closed before the idle ones, which wait out their CONNECT_TIMEOUT',
+      );
+      assert.equal(await healthz(httpPort), undefined, 'a request on a further connection is not answered');
+      assert.equal(await connackCode(mqttPort), 5, 'devices connect to the broker all the same');
+      await Promise.all(idle.map((held) => held.closed));
+      assert.equal(await healthz(httpPort), 200);
+    } finally {
+      for (const held of idle) held.socket.destroy();
+    }
+  });
+});
+
+describe('the socket budget of a process with few open files', () => {
+  it('when MQTT connections take most of the budget then HTTP connections past the rest are closed at once, devices past it get CONNACK 3, and both are served once they leave', async () => {
+    // An open-file limit of 640 leaves 128 descriptors for clients' sockets; HTTP's own limit is 32.
+    const mqttPort = await freePort();
+    const server = await serveProcess(
+      { DATABASE_URL: (STORES[0] as (typeof STORES)[number]).fresh().databaseUrl, MQTT_PORT: String(mqttPort) },
+      { openFiles: 640 },
+    );
+    const httpPort = Number(new URL(server.url).port);
+    const devices: Held[] = [];
+    const web: Held[] = [];
+    try {
+      devices.push(...(await holdMany(mqttPort, 110)));
+      // The broker thread counts its connections as it accepts them: on a busy machine, a moment later.
+      let open = 0;
+      for (let attempt = 1; attempt <= 5 && open !== 128 - 110; attempt++) {
+        for (const held of web.splice(0)) held.socket.destroy();
+        await wait(500 * attempt);
+        web.push(...(await holdMany(httpPort, 30)));
+        await wait(500);
+        open = web.filter((held) => !held.isClosed()).length;
+      }
+      assert.equal(open, 128 - 110, 'HTTP holds what MQTT leaves of the budget, under its own limit of 32');
+      assert.equal(await connackCode(mqttPort), 3, 'a device past the budget is refused with CONNACK 3');
+      // The broker thread's log lines reach the output through the main thread, a moment later.
+      for (const line of [
+        /HTTP and MQTT together, at the process's budget of 128 .*closing new HTTP connections/,
+        /HTTP and MQTT together, at the process's budget of 128 .*refusing new devices with CONNACK 3/,
+      ]) {
+        await eventually(() => line.test(server.output()), `the log line ${line}`);
+      }
+      for (const held of devices) held.socket.destroy();
+      await eventually(async () => (await connackCode(mqttPort)) === 5, 'devices admitted once the budget has room');
+      assert.equal(await healthz(httpPort), 200);
+    } finally {
+      for (const held of [...devices, ...web]) held.socket.destroy();
+      await stopProcess(server.child);
+    }
+  });
+});

@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { describe, it } from 'node:test';
+import { Worker } from 'node:worker_threads';
+import { SocketCount } from '../../src/core/sockets.ts';
+
+describe('SocketCount', () => {
+  it('when sockets of one kind pass their own limit then that kind is refused, and past the budget either kind is', () => {
+    const count = new SocketCount(10);
+    for (let i = 0; i < 4; i++) count.add('http');
+    assert.equal(count.past('http', 4), undefined);
+    count.add('http');
+    assert.equal(count.past('http', 4), 'kind');
+    count.release('http');
+    for (let i = 0; i < 6; i++) count.add('mqtt');
+    assert.equal(count.past('mqtt', 100), undefined, '4 + 6 is the budget');
+    count.add('mqtt');
+    assert.equal(count.past('mqtt', 100), 'budget');
+    assert.equal(count.past('http', 100), 'budget');
+    count.clear('mqtt');
+    assert.equal(count.of('mqtt'), 0);
+    assert.equal(count.past('http', 100), undefined);
+  });
+
+  it('when another thread counts on the same memory then each thread sees the sockets of both', async () => {
+    const count = new SocketCount(3);
+    count.add('http');
+    const worker = new Worker(
+      `const { workerData, parentPort } = require('node:worker_threads');
+       const counts = new Int32Array(workerData);
+       Atomics.add(counts, 1, 2);
+       parentPort.postMessage(Atomics.load(counts, 0));`,
+      { eval: true, workerData: count.memory },
+    );
+    const [seen] = (await once(worker, 'message')) as [number];
+    await once(worker, 'exit');
+    assert.equal(seen, 1, 'the thread saw the HTTP socket');
+    assert.equal(count.of('mqtt'), 2);
+    count.add('http');
+    assert.equal(count.past('http', 10), 'budget');
+  });
+});
