@@ -16,6 +16,7 @@ import { registerConsole } from './console/routes.ts';
 import { type Config, ConfigError } from './core/config.ts';
 import { limitHeapGrowth } from './core/heap.ts';
 import { BULK_BODY_LIMIT, DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
+import { limitBodiesUnderWay } from './core/http/body-budget.ts';
 import { limitConnections } from './core/http/connections.ts';
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
@@ -124,6 +125,16 @@ async function closeWithin(app: FastifyInstance, graceMs: number): Promise<void>
     clearTimeout(timer);
   }
 }
+
+/**
+ * Node's own request timeouts, within REQUEST_TIMEOUT: its headers' timeout may not exceed it, and it
+ * checks them every 30 s, or more often for a shorter timeout.
+ */
+const requestTimeouts = (ms: number) => ({
+  requestTimeout: ms,
+  headersTimeout: Math.min(60_000, ms),
+  connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(ms / 4))),
+});
 
 /** What `work` answers, or undefined when it takes longer than `ms`. */
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
@@ -326,13 +337,26 @@ async function buildHttpApp(
 ): Promise<FastifyInstance> {
   const app = Fastify({
     // With TLS_CERT_FILE and TLS_KEY_FILE, HTTPS on the HTTP port (docs/configuration.md, "TLS").
-    https: tls ? { cert: tls.cert, key: tls.key, handshakeTimeout: config.connectTimeoutMs } : null,
+    https: tls
+      ? {
+          cert: tls.cert,
+          key: tls.key,
+          handshakeTimeout: config.connectTimeoutMs,
+          ...requestTimeouts(config.requestTimeoutMs),
+        }
+      : null,
     logger: { level: config.logLevel, redact: ['req.headers["x-auth-token"]', 'req.headers["x-dtn-signature"]'] },
     // Per-request logging costs about two thirds of a small route's throughput; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
     // One logger for all requests: a child logger per request costs ~15 us; errors log method and URL.
     childLoggerFactory: (logger) => logger,
     bodyLimit: DEFAULT_BODY_LIMIT,
+    // A request, its body included, must arrive within REQUEST_TIMEOUT: Fastify's default is no limit,
+    // and a body that never ends held its connection and the bytes read so far for ever.
+    requestTimeout: config.requestTimeoutMs,
+    // Node's options of a plain HTTP server (Fastify passes `http` on when there is no `https`, which
+    // its types, made for one or the other, do not say).
+    ...({ http: requestTimeouts(config.requestTimeoutMs) } as object),
     trustProxy: config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     // Each request has an id: the client's X-Request-Id when it sends one, else a new UUID; every
@@ -346,6 +370,7 @@ async function buildHttpApp(
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
   });
+  limitBodiesUnderWay(app);
   limitConnections(app.server, {
     maxConnections: config.httpMaxConnections,
     sockets: parts.sockets,

@@ -37,6 +37,8 @@ export interface Config {
   httpMaxConnections: number;
   /** How long a new connection has to send its first HTTP request or its MQTT CONNECT, ms. */
   connectTimeoutMs: number;
+  /** How long an HTTP request, its body included, may take to arrive, ms. */
+  requestTimeoutMs: number;
   /** Device messages that may wait for the server thread at once; past it messages are answered 503 at once. */
   mqttMaxPending: number;
   /** Bytes of unfinished packets the embedded broker holds, all connections together (packet-parser.ts). */
@@ -139,10 +141,10 @@ function parseBoolean(name: string, text: string | undefined): boolean {
   throw new ConfigError(`${name} must be true or false (got "${text}")`);
 }
 
-/** CONNECT_TIMEOUT: a duration of at least a second, 10 s when unset. */
-function parseConnectTimeout(text: string | undefined): number {
-  const seconds = parseDuration('CONNECT_TIMEOUT', text || '10s');
-  if (seconds < 1) throw new ConfigError(`CONNECT_TIMEOUT must be at least 1s (got "${text}")`);
+/** A duration of at least a second, in ms. */
+function parseAtLeastASecond(name: string, text: string | undefined, fallback: string): number {
+  const seconds = parseDuration(name, text || fallback);
+  if (seconds < 1) throw new ConfigError(`${name} must be at least 1s (got "${text}")`);
   return seconds * 1000;
 }
 
@@ -234,7 +236,8 @@ export function loadConfig(env: Env = process.env): Config {
     mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, budget),
     // A quarter of the budget: a flood of HTTP connections leaves the rest to devices on MQTT.
     httpMaxConnections: parsePositive('HTTP_MAX_CONNECTIONS', env.HTTP_MAX_CONNECTIONS, Math.ceil(budget / 4)),
-    connectTimeoutMs: parseConnectTimeout(env.CONNECT_TIMEOUT),
+    connectTimeoutMs: parseAtLeastASecond('CONNECT_TIMEOUT', env.CONNECT_TIMEOUT, '10s'),
+    requestTimeoutMs: parseAtLeastASecond('REQUEST_TIMEOUT', env.REQUEST_TIMEOUT, '5m'),
     mqttMaxPending: parsePositive('MQTT_MAX_PENDING', env.MQTT_MAX_PENDING, 20_000),
     mqttMaxPartialBytes: parsePositive('MQTT_MAX_PARTIAL_BYTES', env.MQTT_MAX_PARTIAL_BYTES, 64 * 1024 * 1024),
     mqttBrokerYoungGenerationMb: parsePositive(

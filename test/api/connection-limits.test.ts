@@ -177,3 +177,85 @@ describe('the socket budget of a process with few open files', () => {
     }
   });
 });
+
+/** A request declaring a body of `length` bytes, of which only its first byte is sent. */
+async function unfinishedBody(port: number, path: string, length: number): Promise<Held & { answer: () => string }> {
+  const held = await hold(port);
+  let answer = '';
+  held.socket.on('data', (chunk: Buffer) => {
+    answer += chunk.toString();
+  });
+  held.socket.write(
+    `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{`,
+  );
+  return { ...held, answer: () => answer };
+}
+
+/** The status, headers and parsed body of a raw answer. */
+function parseAnswer(text: string): { status: number; headers: string; body: any } {
+  const [head = '', body = ''] = text.split('\r\n\r\n');
+  return { status: Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1]), headers: head.toLowerCase(), body: JSON.parse(body) };
+}
+
+describe('request bodies', () => {
+  let api: TestServer;
+  let port: number;
+  before(async () => {
+    api = await startServer(STORES[0] as (typeof STORES)[number], { env: { REQUEST_TIMEOUT: '2s' } });
+    port = Number(new URL(api.url).port);
+  });
+  after(async () => {
+    await api?.close();
+  });
+
+  it('when a request body does not arrive whole within REQUEST_TIMEOUT then it is answered 408 in the error shape and its connection closed', async () => {
+    const request = await unfinishedBody(port, '/api/v3/things', 1000);
+    await Promise.race([request.closed, wait(15_000)]);
+    assert.ok(request.isClosed(), 'the connection is closed');
+    const answer = parseAnswer(request.answer());
+    assert.equal(answer.status, 408);
+    assert.equal(answer.body.success, false);
+    assert.equal(typeof answer.body.errors[0].code, 'string');
+  });
+});
+
+describe('the budget of request bodies under way', () => {
+  let api: TestServer;
+  let port: number;
+  before(async () => {
+    api = await startServer(STORES[0] as (typeof STORES)[number]);
+    port = Number(new URL(api.url).port);
+  });
+  after(async () => {
+    await api?.close();
+  });
+
+  it('when bodies under way reach 64 MiB then a further request with a body is answered 503 with Retry-After before it is read, one without is served, and bodies are taken again once those end', async () => {
+    // Sixty-four requests declaring 1 MiB each, unauthenticated, their bodies never finished.
+    const held = [];
+    for (let i = 0; i < 64; i++) held.push(await unfinishedBody(port, '/api/v3/things', 1024 * 1024));
+    try {
+      const refused = await unfinishedBody(port, '/api_sign_in', 100);
+      await eventually(() => refused.answer().includes('\r\n\r\n{'), 'an answer before the body is sent');
+      const answer = parseAnswer(refused.answer());
+      assert.equal(answer.status, 503);
+      assert.match(answer.headers, /retry-after: 1/);
+      assert.equal(answer.body.success, false);
+      assert.equal(answer.body.errors[0].code, 'unavailable');
+      assert.equal(await healthz(port), 200, 'a request without a body is served');
+      assert.ok(
+        held.every((request) => request.answer() === ''),
+        'the bodies under way are still being read',
+      );
+      refused.socket.destroy();
+    } finally {
+      for (const request of held) request.socket.destroy();
+    }
+    await eventually(async () => {
+      const signIn = await api.request('POST', '/api_sign_in', {
+        body: { email: 'nobody@example.com', password: 'x' },
+      });
+      return signIn.status === 401;
+    }, 'bodies taken again');
+  });
+});

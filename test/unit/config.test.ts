@@ -87,7 +87,7 @@ describe('configuration', () => {
     );
   });
 
-  it('when the connection limits are not set then MQTT may take the whole socket budget, HTTP a quarter of it, and a new connection 10 s to speak', () => {
+  it('when the connection limits are not set then MQTT may take the whole socket budget, HTTP a quarter of it, a new connection 10 s to speak and a request 5 minutes to arrive', () => {
     const files = openFileLimit();
     const config = loadConfig({});
     assert.equal(config.socketBudget, files === undefined ? 100_000 : files - RESERVED_FILES);
@@ -99,6 +99,9 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ HTTP_MAX_CONNECTIONS: '0' }), /HTTP_MAX_CONNECTIONS must be a positive integer/);
     assert.throws(() => loadConfig({ CONNECT_TIMEOUT: '0' }), /CONNECT_TIMEOUT must be at least 1s/);
     assert.throws(() => loadConfig({ CONNECT_TIMEOUT: '500ms' }), /CONNECT_TIMEOUT must be a duration/);
+    assert.equal(config.requestTimeoutMs, 300_000);
+    assert.equal(loadConfig({ REQUEST_TIMEOUT: '30s' }).requestTimeoutMs, 30_000);
+    assert.throws(() => loadConfig({ REQUEST_TIMEOUT: '0' }), /REQUEST_TIMEOUT must be at least 1s/);
   });
 
   it('when a count is not a positive integer or a port not one then the setting is named', () => {

@@ -225,6 +225,8 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       handler,
       schema: url === spec.url ? schema : { ...schema, hide: true },
       bodyLimit: spec.bodyLimit ?? DEFAULT_BODY_LIMIT,
+      // Bodies of routes without an admission of their own share one budget (body-budget.ts).
+      config: { ownAdmission: spec.admission !== undefined },
       ...hooks,
       exposeHeadRoute: false,
     });
