@@ -453,6 +453,7 @@ async function buildHttpApp(
     },
     limitRequest: (principal) => limitRequest(parts.limiter, principal.organisationKey),
     authenticateDevice: (request) => parts.authenticator.authenticate(request),
+    checkDeviceKey: (request) => parts.authenticator.checkKey(request),
     childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
     changes: store.changes,
     checkAnswers: config.checkAnswers,

@@ -133,12 +133,22 @@ export class DeviceAuthenticator {
     return credentials;
   }
 
-  async authenticate(request: FastifyRequest): Promise<{ principal: Principal; body: Buffer | undefined }> {
+  /**
+   * What can be checked of a device request before its body is read: its headers name a key pair.
+   * One that does not is answered 401 without its body being read (docs/api.md, "Requests").
+   */
+  async checkKey(request: FastifyRequest): Promise<DeviceCredentials> {
     const accessKey = header(request, 'x-access-key');
     const signature = header(request, 'x-dtn-signature');
     if (!accessKey || !signature) throw unauthorized('X-Access-Key and X-Dtn-Signature are required');
     const credentials = await this.credentials(accessKey);
     if (!credentials) throw unauthorized('unknown access key or wrong signature');
+    return credentials;
+  }
+
+  async authenticate(request: FastifyRequest): Promise<{ principal: Principal; body: Buffer | undefined }> {
+    const credentials = await this.checkKey(request);
+    const signature = header(request, 'x-dtn-signature') as string;
     const body = decompressed(request, rawBody(request));
     if (!verifySignature(credentials.secretKey, body ?? Buffer.alloc(0), signature)) {
       throw unauthorized('unknown access key or wrong signature');

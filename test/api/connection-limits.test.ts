@@ -179,14 +179,20 @@ describe('the socket budget of a process with few open files', () => {
 });
 
 /** A request declaring a body of `length` bytes, of which only its first byte is sent. */
-async function unfinishedBody(port: number, path: string, length: number): Promise<Held & { answer: () => string }> {
+async function unfinishedBody(
+  port: number,
+  path: string,
+  length: number,
+  token?: string,
+  headers = '',
+): Promise<Held & { answer: () => string }> {
   const held = await hold(port);
   let answer = '';
   held.socket.on('data', (chunk: Buffer) => {
     answer += chunk.toString();
   });
   held.socket.write(
-    `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{`,
+    `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n${token ? `X-Auth-Token: ${token}\r\n` : ''}${headers}\r\n{`,
   );
   return { ...held, answer: () => answer };
 }
@@ -209,7 +215,7 @@ describe('request bodies', () => {
   });
 
   it('when a request body does not arrive whole within REQUEST_TIMEOUT then it is answered 408 in the error shape and its connection closed', async () => {
-    const request = await unfinishedBody(port, '/api/v3/things', 1000);
+    const request = await unfinishedBody(port, '/api_sign_in', 1000);
     await Promise.race([request.closed, wait(15_000)]);
     assert.ok(request.isClosed(), 'the connection is closed');
     const answer = parseAnswer(request.answer());
@@ -230,10 +236,31 @@ describe('the budget of request bodies under way', () => {
     await api?.close();
   });
 
+  it('when a request for users has no valid token, or a device request names no key pair, then it is answered 401 before its body is read', async () => {
+    const unsigned = 'X-Access-Key: nokey\r\nX-Dtn-Signature: 00\r\n';
+    for (const [path, token, headers] of [
+      ['/api/v3/things', undefined, ''],
+      ['/api/v3/things', 'not-a-token', ''],
+      ['/api/v3/things/event.json', undefined, unsigned],
+      ['/api/v3/things/register.json', undefined, ''],
+    ] as const) {
+      const request = await unfinishedBody(port, path, 1024 * 1024, token, headers);
+      try {
+        await eventually(() => request.answer().includes('\r\n\r\n{'), 'an answer before the body is sent');
+        const answer = parseAnswer(request.answer());
+        assert.equal(answer.status, 401);
+        assert.equal(answer.body.errors[0].code, 'unauthorized');
+      } finally {
+        request.socket.destroy();
+      }
+    }
+  });
+
   it('when bodies under way reach 64 MiB then a further request with a body is answered 503 with Retry-After before it is read, one without is served, and bodies are taken again once those end', async () => {
-    // Sixty-four requests declaring 1 MiB each, unauthenticated, their bodies never finished.
+    // Sixty-four requests declaring 1 MiB each, their bodies never finished.
+    const token = await api.adminToken();
     const held = [];
-    for (let i = 0; i < 64; i++) held.push(await unfinishedBody(port, '/api/v3/things', 1024 * 1024));
+    for (let i = 0; i < 64; i++) held.push(await unfinishedBody(port, '/api/v3/things', 1024 * 1024, token));
     try {
       const refused = await unfinishedBody(port, '/api_sign_in', 100);
       await eventually(() => refused.answer().includes('\r\n\r\n{'), 'an answer before the body is sent');

@@ -1,5 +1,5 @@
 /**
- * Bytes of request bodies under way at once (docs/api.md, "Limits"). Fastify reads a body whole before
+ * Bytes of request bodies under way at once (docs/api.md, "Requests"). Fastify reads a body whole before
  * a route runs, and routes check who is asking only then: without a bound, anyone could make the server
  * hold a body up to its route's limit (1 MiB, 10 MiB for imports) on every connection it may open.
  * Every request that declares a body counts its Content-Length (a chunked one, its route's body limit)

@@ -108,6 +108,8 @@ export interface RouteServices {
   limitRequest(principal: Principal): Promise<Record<string, string>>;
   /** Checks a device's key pair signature over the body; answers the body the signature covers. */
   authenticateDevice(request: FastifyRequest): Promise<{ principal: Principal; body: Buffer | undefined }>;
+  /** Checks a device request's key before its body is read; throws its 401. */
+  checkDeviceKey(request: FastifyRequest): Promise<unknown>;
   childOrganisations(organisationKey: string): Promise<string[]>;
   /** Changes to entities once they commit, for the answers kept in memory. */
   changes: ChangeFeed;
@@ -217,7 +219,7 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
     return sendJson(reply, answer);
   };
   const schema = documentationSchema(spec, pathNames);
-  const hooks = spec.admission ? admissionHooks(spec.admission) : { onRequest: ignoreContentTypeWithoutBody };
+  const hooks = routeHooks(services, spec);
   for (const url of [spec.url, ...(spec.aliases ?? [])]) {
     app.route({
       method: spec.method,
@@ -233,17 +235,46 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
   }
 }
 
-/** Hooks that ask `admission` before the body is read and tell it when the request is done. */
-function admissionHooks(admission: Admission) {
+/** Users signed in by a route's hook, before their request's body was read. */
+const signedIn = new WeakMap<FastifyRequest, Principal>();
+
+/**
+ * Hooks run before a route's body is read. A user's token, or a device's key, is checked there: a
+ * request without a valid one is answered 401 without its body being read, so it holds no part of the
+ * bodies' budgets (body-budget.ts, the route's admission) for longer than that. With an admission, it is asked next, and told when the
+ * request is done.
+ */
+function routeHooks(services: RouteServices, spec: AnyRoute) {
+  type Hook = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void;
+  const onRequest: Hook[] = [ignoreContentTypeWithoutBody];
+  if (spec.access.kind === 'device') {
+    onRequest.push((request, _reply, done) => {
+      services.checkDeviceKey(request).then(
+        () => done(),
+        (error: Error) => done(error),
+      );
+    });
+  } else if (spec.access.kind !== 'public') {
+    onRequest.push((request, _reply, done) => {
+      services.authenticate(request).then(
+        (principal) => {
+          if (!principal) return done(unauthorized());
+          signedIn.set(request, principal);
+          done();
+        },
+        (error: Error) => done(error),
+      );
+    });
+  }
+  const admission = spec.admission;
+  if (!admission) return { onRequest };
   const leave = (request: FastifyRequest, done: () => void) => {
     admission.leave(request);
     done();
   };
+  onRequest.push((request, _reply, done) => done(admission.enter(request)));
   return {
-    onRequest: [
-      ignoreContentTypeWithoutBody,
-      (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => done(admission.enter(request)),
-    ],
+    onRequest,
     onResponse: (request: FastifyRequest, _reply: FastifyReply, done: () => void) => leave(request, done),
     onRequestAbort: leave,
   };
@@ -263,7 +294,7 @@ async function authorise(
   if (access.kind === 'device') return services.authenticateDevice(request);
   const body = rawBody(request);
   if (access.kind === 'public') return { principal: ANONYMOUS, body };
-  const principal = await services.authenticate(request);
+  const principal = signedIn.get(request) ?? (await services.authenticate(request));
   if (!principal) throw unauthorized();
   if (!unlimited) reply.headers(await services.limitRequest(principal));
   if (access.kind === 'permission' && !grants(principal.abilities, access.class, access.operation)) {
