@@ -32,6 +32,13 @@ export function ignoreContentTypeWithoutBody(request: FastifyRequest, _reply: Fa
   done();
 }
 
+/** Whether a request comes with a body: a Transfer-Encoding, or a Content-Length other than 0. */
+export function declaresBody(request: FastifyRequest): boolean {
+  const headers = request.raw.headers;
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
 export function rawBody(request: FastifyRequest): Buffer | undefined {
   const body = request.body;
   return Buffer.isBuffer(body) && body.length > 0 ? body : undefined;

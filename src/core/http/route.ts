@@ -13,7 +13,14 @@ import type { Principal } from '../principal.ts';
 import { resolveTimeZone, type TimeFormatter, type TimestampFormat, timeFormatter } from '../time.ts';
 import { AnswerCache, ChangeGenerations } from './answer-cache.ts';
 import { answerWriter } from './answers.ts';
-import { DEFAULT_BODY_LIMIT, ignoreContentTypeWithoutBody, isCsv, jsonBodyParams, rawBody } from './body.ts';
+import {
+  DEFAULT_BODY_LIMIT,
+  declaresBody,
+  ignoreContentTypeWithoutBody,
+  isCsv,
+  jsonBodyParams,
+  rawBody,
+} from './body.ts';
 import { JsonText } from './json-text.ts';
 import { compileParams, documentedBounds } from './validation.ts';
 
@@ -239,16 +246,18 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
 const signedIn = new WeakMap<FastifyRequest, Principal>();
 
 /**
- * Hooks run before a route's body is read. A user's token, or a device's key, is checked there: a
- * request without a valid one is answered 401 without its body being read, so it holds no part of the
- * bodies' budgets (body-budget.ts, the route's admission) for longer than that. With an admission, it is asked next, and told when the
- * request is done.
+ * Hooks run before a route's body is read. A user's token, or a device's key, is checked there when
+ * the request has a body (without one, the handler checks it): a request without a valid token or key
+ * is answered 401 without its body being read, so it holds no part of the bodies' budgets
+ * (body-budget.ts, the route's admission) for longer than that. With an admission, it is asked next,
+ * and told when the request is done.
  */
 function routeHooks(services: RouteServices, spec: AnyRoute) {
   type Hook = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void;
   const onRequest: Hook[] = [ignoreContentTypeWithoutBody];
   if (spec.access.kind === 'device') {
     onRequest.push((request, _reply, done) => {
+      if (!declaresBody(request)) return done();
       services.checkDeviceKey(request).then(
         () => done(),
         (error: Error) => done(error),
@@ -256,6 +265,7 @@ function routeHooks(services: RouteServices, spec: AnyRoute) {
     });
   } else if (spec.access.kind !== 'public') {
     onRequest.push((request, _reply, done) => {
+      if (!declaresBody(request)) return done();
       services.authenticate(request).then(
         (principal) => {
           if (!principal) return done(unauthorized());
