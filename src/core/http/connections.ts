@@ -41,6 +41,7 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
     const timer = setTimeout(() => socket.destroy(), limits.connectTimeoutMs);
     timer.unref();
     socket[firstRequest] = timer;
+    socket.once('close', () => clearTimeout(timer));
   };
   const requested = (request: { socket: Socket }) => {
     const socket = request.socket as Watched;
@@ -58,10 +59,7 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
       socket.destroy();
       return warn(refusal);
     }
-    socket.once('close', () => {
-      limits.sockets.release('http');
-      if (socket[firstRequest]) clearTimeout(socket[firstRequest]);
-    });
+    socket.once('close', () => limits.sockets.release('http'));
     if (!limits.secure) awaitFirstRequest(socket);
   });
   if (limits.secure) server.on('secureConnection', awaitFirstRequest);
