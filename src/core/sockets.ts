@@ -49,6 +49,11 @@ export class SocketCount {
     return Atomics.load(this.counts, SLOT[kind]);
   }
 
+  /** The log line for sockets refused past the budget; `refusing` says what is refused and how. */
+  pastBudget(refusing: string): string {
+    return `client connections, HTTP and MQTT together, at the process's budget of ${this.budget} (its open-file limit less those kept for the store): ${refusing}`;
+  }
+
   /** Forgets the sockets of `kind`: its thread stopped, and they closed with it. */
   clear(kind: SocketKind): void {
     Atomics.store(this.counts, SLOT[kind], 0);

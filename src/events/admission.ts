@@ -7,6 +7,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { type ApiError, sendAgainLater } from '../core/errors.ts';
+import { BodyBytes } from '../core/http/body-budget.ts';
 import type { Admission } from '../core/http/route.ts';
 import { STORE_BEHIND } from './writer.ts';
 
@@ -14,7 +15,7 @@ import { STORE_BEHIND } from './writer.ts';
 export const EVENT_BODY_BUDGET = 64 * 1024 * 1024;
 
 export class EventAdmission implements Admission {
-  private bytes = 0;
+  private readonly bodies: BodyBytes;
   private readonly admitted = new WeakMap<FastifyRequest, number>();
 
   constructor(
@@ -22,17 +23,15 @@ export class EventAdmission implements Admission {
     private readonly writerRefusing: () => boolean,
     /** Counted for a body of unknown length (chunked): the route's body limit. */
     private readonly unknownLength: number,
-    private readonly budget = EVENT_BODY_BUDGET,
-  ) {}
+    budget = EVENT_BODY_BUDGET,
+  ) {
+    this.bodies = new BodyBytes(budget);
+  }
 
   enter(request: FastifyRequest): ApiError | undefined {
     if (this.writerRefusing()) return sendAgainLater(STORE_BEHIND);
-    const declared = Number(request.headers['content-length']);
-    const size = Number.isFinite(declared) && declared >= 0 ? declared : this.unknownLength;
-    if (this.bytes > 0 && this.bytes + size > this.budget) {
-      return sendAgainLater('too many events are being received; send again shortly');
-    }
-    this.bytes += size;
+    const size = this.bodies.take(request, this.unknownLength);
+    if (size === undefined) return sendAgainLater('too many events are being received; send again shortly');
     this.admitted.set(request, size);
     return undefined;
   }
@@ -41,6 +40,6 @@ export class EventAdmission implements Admission {
     const size = this.admitted.get(request);
     if (size === undefined) return;
     this.admitted.delete(request);
-    this.bytes -= size;
+    this.bodies.give(size);
   }
 }

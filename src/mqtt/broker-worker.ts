@@ -16,6 +16,7 @@ import { createServer as createTlsServer, type Server as TlsServer } from 'node:
 import { parentPort, workerData } from 'node:worker_threads';
 import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
+import { oncePerMinute } from '../core/log-limit.ts';
 import { SocketCount } from '../core/sockets.ts';
 import { verifySignature } from '../devices/signature.ts';
 import { ackPackets, type PacketIds, pubackPackets } from './ack-packets.ts';
@@ -100,8 +101,6 @@ const busy = (context: string) =>
 
 /** Device sockets open now, signed in or not, counted with the server thread's HTTP connections. */
 const sockets = new SocketCount(settings.sockets.budget, settings.sockets.memory);
-/** When a refusal for a limit was last logged: one line a minute, not one per device. */
-const lastLimitLog = { connections: 0, budget: 0, files: 0, packets: 0, partial: 0 };
 
 /**
  * The longest packet a device may send (docs/devices.md, "Overload"): a message of the largest body the
@@ -111,12 +110,10 @@ const lastLimitLog = { connections: 0, budget: 0, files: 0, packets: 0, partial:
 const MAX_PACKET_BYTES = BULK_BODY_LIMIT + 64 * 1024;
 const MAX_CONNECT_PACKET_BYTES = 128 * 1024;
 const partialPackets = new PartialPackets(settings.maxPartialBytes);
-const logLimit = (limit: keyof typeof lastLimitLog, message: string) => {
-  const now = Date.now();
-  if (now - lastLimitLog[limit] < 60_000) return;
-  lastLimitLog[limit] = now;
-  log('warn', message);
-};
+/** A refusal for a limit is logged once a minute, not once per device. */
+const logLimit = oncePerMinute<'connections' | 'budget' | 'files' | 'packets' | 'partial'>((message) =>
+  log('warn', message),
+);
 
 // aedes writes packets with mqtt-packet, which by default fills itself a table of all 65,536 two-byte
 // numbers (packet ids, lengths) as Buffers on its first packet: 6 MB of this thread's heap, to spare a
@@ -166,7 +163,7 @@ const broker = await Aedes.createBroker({
         refusal === 'kind' ? 'connections' : 'budget',
         refusal === 'kind'
           ? `MQTT connections at their limit of ${settings.maxConnections} (MQTT_MAX_CONNECTIONS): refusing new devices with CONNACK 3`
-          : `client connections, HTTP and MQTT together, at the process's budget of ${sockets.budget} (its open-file limit less those kept for the store): refusing new devices with CONNACK 3`,
+          : sockets.pastBudget('refusing new devices with CONNACK 3'),
       );
       return done(new UnavailableError('too many connections'), false);
     }

@@ -22,13 +22,7 @@ export function registerRawBodyParser(app: FastifyInstance): void {
  */
 export function ignoreContentTypeWithoutBody(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
   const headers = request.raw.headers;
-  if (
-    headers['content-type'] !== undefined &&
-    headers['transfer-encoding'] === undefined &&
-    (headers['content-length'] === undefined || headers['content-length'] === '0')
-  ) {
-    delete headers['content-type'];
-  }
+  if (headers['content-type'] !== undefined && !declaresBody(request)) delete headers['content-type'];
   done();
 }
 

@@ -10,6 +10,7 @@
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { oncePerMinute } from '../log-limit.ts';
 import type { SocketCount, SocketRefusal } from '../sockets.ts';
 
 const firstRequest = Symbol('firstRequest');
@@ -26,17 +27,14 @@ export interface ConnectionLimits {
 }
 
 export function limitConnections(server: Server, limits: ConnectionLimits): void {
-  const lastWarned: Record<SocketRefusal, number> = { kind: 0, budget: 0 };
-  const warn = (refusal: SocketRefusal) => {
-    const now = Date.now();
-    if (now - lastWarned[refusal] < 60_000) return;
-    lastWarned[refusal] = now;
-    limits.warn(
+  const logLimit = oncePerMinute<SocketRefusal>(limits.warn);
+  const warn = (refusal: SocketRefusal) =>
+    logLimit(
+      refusal,
       refusal === 'kind'
         ? `HTTP connections at their limit of ${limits.maxConnections} (HTTP_MAX_CONNECTIONS): closing new ones at once`
-        : `client connections, HTTP and MQTT together, at the process's budget of ${limits.sockets.budget} (its open-file limit less those kept for the store): closing new HTTP connections at once`,
+        : limits.sockets.pastBudget('closing new HTTP connections at once'),
     );
-  };
   const awaitFirstRequest = (socket: Watched) => {
     const timer = setTimeout(() => socket.destroy(), limits.connectTimeoutMs);
     timer.unref();

@@ -245,6 +245,20 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
 /** Users signed in by a route's hook, before their request's body was read. */
 const signedIn = new WeakMap<FastifyRequest, Principal>();
 
+/** What of a route's access is checked before a body is read: a device's key, a user's token. */
+function checkBeforeBody(
+  services: RouteServices,
+  access: Access,
+): ((request: FastifyRequest) => Promise<unknown>) | undefined {
+  if (access.kind === 'public') return undefined;
+  if (access.kind === 'device') return (request) => services.checkDeviceKey(request);
+  return async (request) => {
+    const principal = await services.authenticate(request);
+    if (!principal) throw unauthorized();
+    signedIn.set(request, principal);
+  };
+}
+
 /**
  * Hooks run before a route's body is read. A user's token, or a device's key, is checked there when
  * the request has a body (without one, the handler checks it): a request without a valid token or key
@@ -255,23 +269,12 @@ const signedIn = new WeakMap<FastifyRequest, Principal>();
 function routeHooks(services: RouteServices, spec: AnyRoute) {
   type Hook = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void;
   const onRequest: Hook[] = [ignoreContentTypeWithoutBody];
-  if (spec.access.kind === 'device') {
+  const check = checkBeforeBody(services, spec.access);
+  if (check) {
     onRequest.push((request, _reply, done) => {
       if (!declaresBody(request)) return done();
-      services.checkDeviceKey(request).then(
+      check(request).then(
         () => done(),
-        (error: Error) => done(error),
-      );
-    });
-  } else if (spec.access.kind !== 'public') {
-    onRequest.push((request, _reply, done) => {
-      if (!declaresBody(request)) return done();
-      services.authenticate(request).then(
-        (principal) => {
-          if (!principal) return done(unauthorized());
-          signedIn.set(request, principal);
-          done();
-        },
         (error: Error) => done(error),
       );
     });
