@@ -276,6 +276,69 @@ describeOnStores(
       }
     });
 
+    it('when a message is answered at once then its PUBACK and its acknowledgement come in one write', async () => {
+      const pair = await keyPair();
+      const clientId = unique('raw');
+      const key = unique('mq');
+      const device = await MqttDevice.connect(brokerUrl(), pair);
+      try {
+        assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+      } finally {
+        await device.close();
+      }
+      const socket = connect(ctx.api.server.mqttPort as number, '127.0.0.1');
+      socket.setNoDelay(true);
+      // The packets of each read, as they came.
+      const reads: Record<string, unknown>[][] = [];
+      const parser = mqttPacket.parser();
+      parser.on('packet', (packet) => reads.at(-1)?.push(packet));
+      socket.on('data', (chunk) => {
+        reads.push([]);
+        parser.parse(chunk);
+      });
+      const packets = () => reads.flat();
+      const arrived = (count: number, what: string) => eventually(async () => packets().length >= count, what);
+      try {
+        await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+        socket.write(connectPacket(clientId, pair));
+        await arrived(1, 'the CONNACK');
+        socket.write(
+          mqttPacket.generate({
+            cmd: 'subscribe',
+            messageId: 1,
+            subscriptions: [{ topic: `Altizon/Datonis/${clientId}/httpAck`, qos: 1 }],
+          }),
+        );
+        await arrived(2, 'the SUBACK');
+        const before = reads.length;
+        socket.write(
+          mqttPacket.generate({
+            cmd: 'publish',
+            topic: `Altizon/Datonis/${clientId}/event`,
+            payload: Buffer.from(device.envelope({ thing_key: key, data: { v: 1 } })),
+            qos: 1,
+            messageId: 21,
+            retain: false,
+            dup: false,
+          }),
+        );
+        await arrived(4, 'the PUBACK and the acknowledgement');
+        assert.deepEqual(
+          reads.slice(before).map((read) => read.map((p) => [p.cmd, p.cmd === 'puback' ? p.messageId : p.topic])),
+          [
+            [
+              ['puback', 21],
+              ['publish', `Altizon/Datonis/${clientId}/httpAck`],
+            ],
+          ],
+          'one read held both, the PUBACK first',
+        );
+        assert.equal(JSON.parse(String(packets()[3]?.payload)).http_code, 200);
+      } finally {
+        socket.destroy();
+      }
+    });
+
     it('when the store is slow then the PUBACK comes without waiting for the acknowledgement', {
       skip:
         ctx.store.name !== 'postgres' &&
