@@ -44,6 +44,14 @@ export class SocketCount {
     return own + other > this.budget ? 'budget' : undefined;
   }
 
+  /**
+   * Whether the sockets counted are past the budget and `room` more: a connection the broker can only
+   * refuse once it has read its CONNECT is let wait for it within that room, and closed at once past it.
+   */
+  pastRoom(room: number): boolean {
+    return Atomics.load(this.counts, 0) + Atomics.load(this.counts, 1) > this.budget + room;
+  }
+
   /** Sockets of `kind` counted now. */
   of(kind: SocketKind): number {
     return Atomics.load(this.counts, SLOT[kind]);

@@ -17,6 +17,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
 import { oncePerMinute } from '../core/log-limit.ts';
+import { REFUSAL_ROOM } from '../core/open-files.ts';
 import { SocketCount } from '../core/sockets.ts';
 import { verifySignature } from '../devices/signature.ts';
 import { ackPackets, type PacketIds, pubackPackets } from './ack-packets.ts';
@@ -111,7 +112,7 @@ const MAX_PACKET_BYTES = BULK_BODY_LIMIT + 64 * 1024;
 const MAX_CONNECT_PACKET_BYTES = 128 * 1024;
 const partialPackets = new PartialPackets(settings.maxPartialBytes);
 /** A refusal for a limit is logged once a minute, not once per device. */
-const logLimit = oncePerMinute<'connections' | 'budget' | 'files' | 'packets' | 'partial'>((message) =>
+const logLimit = oncePerMinute<'connections' | 'budget' | 'room' | 'files' | 'packets' | 'partial'>((message) =>
   log('warn', message),
 );
 
@@ -164,7 +165,7 @@ packets.writeToStream = (packet, stream, options) => {
   const held = pubacks.get(stream);
   if (held) held.ids.push(id);
   else pubacks.set(stream, { ids: [id], since: performance.now() });
-  pubackTimer ??= setTimeout(writeOverduePubacks, PUBACK_HOLD_MS);
+  if (pubackTimer === undefined) pubackTimer = setTimeout(writeOverduePubacks, PUBACK_HOLD_MS);
   // What aedes waits on before the next packet: whether the socket takes more now.
   return !stream.writableNeedDrain;
 };
@@ -407,10 +408,27 @@ async function publishInstruction(topic: string, payload: string, alertKey: stri
   }
 }
 
-/** Counts a connection's socket from when it is accepted, over TLS from before its handshake. */
-const count = (socket: Socket) => {
+/**
+ * Counts a connection's socket from when it is accepted, over TLS from before its handshake. A device
+ * past the budget is refused with CONNACK 3 once it has sent CONNECT; until then its socket waits
+ * within the room kept for such refusals, and a connection past that room is closed at once: a flood
+ * of connections that never send CONNECT cannot take the descriptors the store needs.
+ */
+const count = (socket: Socket): boolean => {
   sockets.add('mqtt');
+  if (sockets.pastRoom(REFUSAL_ROOM)) {
+    sockets.release('mqtt');
+    socket.destroy();
+    logLimit(
+      'room',
+      sockets.pastBudget(
+        `${REFUSAL_ROOM} MQTT connections more wait to be refused with CONNACK 3; closing new ones at once`,
+      ),
+    );
+    return false;
+  }
   socket.once('close', () => sockets.release('mqtt'));
+  return true;
 };
 
 // No Nagle delay: an acknowledgement is a small packet, and waiting for the device's delayed ACK
@@ -441,8 +459,7 @@ const handle = (socket: Socket) => {
 const listeners: [Server, number, BrokerListener][] = [];
 if (settings.port !== null) {
   const plain = createServer({ noDelay: true }, (socket) => {
-    count(socket);
-    handle(socket);
+    if (count(socket)) handle(socket);
   });
   listeners.push([plain, settings.port, 'MQTT_PORT']);
 }

@@ -176,6 +176,51 @@ describe('the socket budget of a process with few open files', () => {
       await stopProcess(server.child);
     }
   });
+
+  it('when idle MQTT connections flood past the budget then those past the room kept for CONNACK 3 are closed at once, and the process keeps its descriptors', async () => {
+    // An open-file limit of 640 leaves 128 descriptors for clients' sockets, and 256 more for devices
+    // waiting to be refused: 500 connections that never send CONNECT would otherwise hold 500.
+    const mqttPort = await freePort();
+    const server = await serveProcess(
+      {
+        DATABASE_URL: (STORES[0] as (typeof STORES)[number]).fresh().databaseUrl,
+        MQTT_PORT: String(mqttPort),
+        CONNECT_TIMEOUT: '60s',
+      },
+      { openFiles: 640 },
+    );
+    const httpPort = Number(new URL(server.url).port);
+    const flood: Held[] = [];
+    try {
+      flood.push(...(await holdMany(mqttPort, 500)));
+      await eventually(
+        async () => flood.filter((held) => !held.isClosed()).length <= 128 + 256,
+        'connections past the room closed',
+      );
+      const open = flood.filter((held) => !held.isClosed()).length;
+      assert.ok(open >= 128 + 256 - 8, `the budget and the room held (${open} open)`);
+      await eventually(
+        () =>
+          /budget of 128 .*256 MQTT connections more wait to be refused with CONNACK 3; closing new ones at once/.test(
+            server.output(),
+          ),
+        'the log line',
+      );
+      // Room for a few: a device then gets its CONNACK 3.
+      for (const held of flood.filter((h) => !h.isClosed()).slice(0, 20)) held.socket.destroy();
+      await eventually(
+        async () => (await connackCode(mqttPort)) === 3,
+        'a device within the room refused with CONNACK 3',
+      );
+      assert.doesNotMatch(server.output(), /no file descriptor left/);
+      for (const held of flood) held.socket.destroy();
+      await eventually(async () => (await connackCode(mqttPort)) === 5, 'devices admitted once the flood has gone');
+      assert.equal(await healthz(httpPort), 200);
+    } finally {
+      for (const held of flood) held.socket.destroy();
+      await stopProcess(server.child);
+    }
+  });
 });
 
 /** A request declaring a body of `length` bytes, of which only its first byte is sent. */

@@ -22,6 +22,18 @@ describe('SocketCount', () => {
     assert.equal(count.past('http', 100), undefined);
   });
 
+  it('when sockets of both kinds pass the budget and its room then they are past the room, and not before', () => {
+    const count = new SocketCount(4);
+    for (let i = 0; i < 3; i++) count.add('http');
+    for (let i = 0; i < 3; i++) count.add('mqtt');
+    assert.equal(count.past('mqtt', 100), 'budget');
+    assert.equal(count.pastRoom(2), false, '6 is the budget and its room of 2');
+    count.add('mqtt');
+    assert.equal(count.pastRoom(2), true);
+    count.release('http');
+    assert.equal(count.pastRoom(2), false);
+  });
+
   it('when another thread counts on the same memory then each thread sees the sockets of both', async () => {
     const count = new SocketCount(3);
     count.add('http');
