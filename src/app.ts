@@ -457,6 +457,7 @@ async function buildHttpApp(
     childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
     changes: store.changes,
     checkAnswers: config.checkAnswers,
+    publicBodyTimeoutMs: config.connectTimeoutMs,
   };
   registerRoutes(app, services, [
     ...sessionRoutes(sessions),

@@ -270,6 +270,58 @@ describe('request bodies', () => {
   });
 });
 
+describe('bodies of requests anyone may send', () => {
+  let api: TestServer;
+  let port: number;
+  before(async () => {
+    api = await startServer(STORES[0] as (typeof STORES)[number], { env: { CONNECT_TIMEOUT: '2s' } });
+    port = Number(new URL(api.url).port);
+  });
+  after(async () => {
+    await api?.close();
+  });
+
+  it('when a sign-in declares a body over 16 KiB then it is answered 413 in the error shape before the body is read', async () => {
+    const request = await unfinishedBody(port, '/api_sign_in', 1024 * 1024);
+    await eventually(async () => request.answer().includes('\r\n\r\n'), 'an answer');
+    const answer = parseAnswer(request.answer());
+    assert.equal(answer.status, 413);
+    assert.equal(answer.body.success, false);
+    request.socket.destroy();
+  });
+
+  it('when a sign-in body does not arrive within CONNECT_TIMEOUT then it is answered 408 and its connection closed, though REQUEST_TIMEOUT is minutes', async () => {
+    const started = performance.now();
+    const request = await unfinishedBody(port, '/api_sign_in', 1000);
+    await Promise.race([request.closed, wait(15_000)]);
+    assert.ok(request.isClosed(), 'the connection is closed');
+    assert.ok(performance.now() - started < 15_000);
+    const answer = parseAnswer(request.answer());
+    assert.equal(answer.status, 408);
+    assert.equal(answer.body.errors[0].code, 'timeout');
+  });
+
+  it('when a sign-in body arrives in parts within CONNECT_TIMEOUT then it is answered as usual', async () => {
+    const body = JSON.stringify({ email: 'nobody@example.com', password: 'not the password' });
+    const request = await hold(port);
+    let text = '';
+    request.socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+    });
+    request.socket.write(
+      `POST /api_sign_in HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+    );
+    await wait(500);
+    request.socket.write(body.slice(10));
+    await eventually(async () => text.includes('\r\n\r\n'), 'an answer');
+    assert.equal(parseAnswer(text).status, 401);
+    // Past the deadline the connection is kept for the next request.
+    await wait(2500);
+    assert.equal(await healthz(port, request.socket), 200);
+    request.socket.destroy();
+  });
+});
+
 describe('the budget of request bodies under way', () => {
   let api: TestServer;
   let port: number;

@@ -8,6 +8,8 @@ import { ApiError } from '../errors.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 export const BULK_BODY_LIMIT = 10 * 1024 * 1024;
+/** Bodies of requests anyone may send, before any sign-in (the sign-ins): a form's worth. */
+export const PUBLIC_BODY_LIMIT = 16 * 1024;
 
 export function registerRawBodyParser(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();

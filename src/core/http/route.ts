@@ -19,8 +19,10 @@ import {
   ignoreContentTypeWithoutBody,
   isCsv,
   jsonBodyParams,
+  PUBLIC_BODY_LIMIT,
   rawBody,
 } from './body.ts';
+import { answerClientError } from './error-handler.ts';
 import { JsonText } from './json-text.ts';
 import { compileParams, documentedBounds } from './validation.ts';
 
@@ -122,6 +124,8 @@ export interface RouteServices {
   changes: ChangeFeed;
   /** Checks every answer against its route's response schema (see answers.ts). */
   checkAnswers: boolean;
+  /** How long the body of a request anyone may send (a sign-in) has to arrive, ms (CONNECT_TIMEOUT). */
+  publicBodyTimeoutMs: number;
 }
 
 /** A route of any parameter schema, as the registry holds them. */
@@ -233,7 +237,7 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       url,
       handler,
       schema: url === spec.url ? schema : { ...schema, hide: true },
-      bodyLimit: spec.bodyLimit ?? DEFAULT_BODY_LIMIT,
+      bodyLimit: spec.bodyLimit ?? (spec.access.kind === 'public' ? PUBLIC_BODY_LIMIT : DEFAULT_BODY_LIMIT),
       // Bodies of routes without an admission of their own share one budget (body-budget.ts).
       config: { ownAdmission: spec.admission !== undefined },
       ...hooks,
@@ -260,6 +264,25 @@ function checkBeforeBody(
 }
 
 /**
+ * The body of a request anyone may send (a sign-in, a form's worth of bytes) must arrive within `ms` of
+ * its headers, or the request is answered 408 and its connection closed, as past REQUEST_TIMEOUT: no
+ * one can hold the bodies' budget (body-budget.ts) for minutes without signing in.
+ */
+function bodyDeadline(ms: number) {
+  return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    if (!declaresBody(request)) return done();
+    const socket = request.raw.socket;
+    const timer = setTimeout(() => {
+      answerClientError(Object.assign(new Error('request body timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), socket);
+    }, ms);
+    // Until the body is read: the answer's end, or the connection's, comes after it.
+    request.raw.once('end', () => clearTimeout(timer));
+    reply.raw.once('close', () => clearTimeout(timer));
+    done();
+  };
+}
+
+/**
  * Hooks run before a route's body is read. A user's token, or a device's key, is checked there when
  * the request has a body (without one, the handler checks it): a request without a valid token or key
  * is answered 401 without its body being read, so it holds no part of the bodies' budgets
@@ -269,6 +292,7 @@ function checkBeforeBody(
 function routeHooks(services: RouteServices, spec: AnyRoute) {
   type Hook = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void;
   const onRequest: Hook[] = [ignoreContentTypeWithoutBody];
+  if (spec.access.kind === 'public') onRequest.push(bodyDeadline(services.publicBodyTimeoutMs));
   const check = checkBeforeBody(services, spec.access);
   if (check) {
     onRequest.push((request, _reply, done) => {
