@@ -548,6 +548,7 @@ async function startMqtt(
         youngGenerationMb: config.mqttBrokerYoungGenerationMb,
         inbound: inboundLimits(config.mqttMaxPending),
         maxPartialBytes: config.mqttMaxPartialBytes,
+        pubackHoldMs: config.mqttPubackHoldMs,
         onStoreBehind: (listener) => writer.onBehindChange(listener),
       });
     } catch (error) {

@@ -129,14 +129,15 @@ packets.writeToStream.cacheNumbers = false;
 // the socket, writing its three parts and uncorking on the next tick. Here a socket's PUBACKs are held
 // until the acknowledgements of its messages are due and leave in the same write, ahead of them (as
 // bytes, ack-packets.ts): one write a turn per device instead of two, and the device woken once. A
-// PUBACK is held at most PUBACK_HOLD_MS: while the store is behind and a message waits its turn, the
-// device still has its PUBACK as MQTT clients expect it.
+// PUBACK is held at most MQTT_PUBACK_HOLD_MS (docs/configuration.md): while the store is behind and a
+// message waits its turn, the device still has its PUBACK as MQTT clients expect it. With a hold of 0,
+// the PUBACKs a turn makes due on a socket leave together on the next tick.
 // aedes writes MQTT 3.1.1 packets to every client, as the broker serves 3.1 and 3.1.1.
-const PUBACK_HOLD_MS = 20;
 const writeToStream = packets.writeToStream;
 /** PUBACKs not yet written, by socket, in the order their messages were read; the oldest socket first. */
 const pubacks = new Map<Socket, { ids: number[]; since: number }>();
-let pubackTimer: NodeJS.Timeout | undefined;
+/** Whether a pass over the held PUBACKs is due (on a timer, or the next tick with a hold of 0). */
+let pubacksDue = false;
 /** The socket's held PUBACKs as bytes, no longer held. */
 const takePubacks = (socket: Socket): Buffer | undefined => {
   const held = pubacks.get(socket);
@@ -145,12 +146,13 @@ const takePubacks = (socket: Socket): Buffer | undefined => {
   return pubackPackets(held.ids);
 };
 const writeOverduePubacks = () => {
-  pubackTimer = undefined;
+  pubacksDue = false;
   const now = performance.now();
   for (const [socket, held] of pubacks) {
-    const wait = held.since + PUBACK_HOLD_MS - now;
+    const wait = held.since + settings.pubackHoldMs - now;
     if (wait > 0) {
-      pubackTimer = setTimeout(writeOverduePubacks, wait);
+      pubacksDue = true;
+      setTimeout(writeOverduePubacks, wait);
       return;
     }
     pubacks.delete(socket);
@@ -165,7 +167,11 @@ packets.writeToStream = (packet, stream, options) => {
   const held = pubacks.get(stream);
   if (held) held.ids.push(id);
   else pubacks.set(stream, { ids: [id], since: performance.now() });
-  if (pubackTimer === undefined) pubackTimer = setTimeout(writeOverduePubacks, PUBACK_HOLD_MS);
+  if (!pubacksDue) {
+    pubacksDue = true;
+    if (settings.pubackHoldMs === 0) process.nextTick(writeOverduePubacks);
+    else setTimeout(writeOverduePubacks, settings.pubackHoldMs);
+  }
   // What aedes waits on before the next packet: whether the socket takes more now.
   return !stream.writableNeedDrain;
 };

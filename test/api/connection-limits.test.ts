@@ -301,6 +301,23 @@ describe('bodies of requests anyone may send', () => {
     assert.equal(answer.body.errors[0].code, 'timeout');
   });
 
+  it('when a sign-in body is late on a connection that answered a request before then it is answered 408 too', async () => {
+    const request = await hold(port);
+    assert.equal(await healthz(port, request.socket), 200);
+    let text = '';
+    request.socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+    });
+    request.socket.write(
+      'POST /api_sign_in HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{',
+    );
+    await Promise.race([request.closed, wait(15_000)]);
+    assert.ok(request.isClosed(), 'the connection is closed');
+    const answer = parseAnswer(text);
+    assert.equal(answer.status, 408);
+    assert.equal(answer.body.errors[0].code, 'timeout');
+  });
+
   it('when a sign-in body arrives in parts within CONNECT_TIMEOUT then it is answered as usual', async () => {
     const body = JSON.stringify({ email: 'nobody@example.com', password: 'not the password' });
     const request = await hold(port);

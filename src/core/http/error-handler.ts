@@ -73,7 +73,7 @@ function fromClientError(error: NodeJS.ErrnoException): ApiError {
     case 'HPE_HEADER_OVERFLOW':
       return new ApiError(431, [{ code: 'too_large', message: 'the request headers are larger than accepted' }]);
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return new ApiError(408, [{ code: 'timeout', message: 'the request did not arrive in time' }]);
+      return requestTimedOut();
     default:
       return new ApiError(400, [{ code: 'invalid', message: 'the request is not valid HTTP' }]);
   }
@@ -86,8 +86,19 @@ function fromClientError(error: NodeJS.ErrnoException): ApiError {
  */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  if (socket.writable && socket.bytesWritten === 0) {
-    const refusal = fromClientError(error);
+  closeWithAnswer(socket, socket.bytesWritten === 0 ? fromClientError(error) : undefined, error);
+}
+
+/** A request that did not arrive whole in its time: 408. */
+export const requestTimedOut = () =>
+  new ApiError(408, [{ code: 'timeout', message: 'the request did not arrive in time' }]);
+
+/**
+ * Writes `refusal` on the socket as a whole answer, when given and the socket still takes it, and
+ * closes the connection: for requests that cannot be answered through a reply (or no longer may be).
+ */
+export function closeWithAnswer(socket: Socket, refusal: ApiError | undefined, cause?: Error): void {
+  if (refusal && socket.writable) {
     const body = JSON.stringify(refusal.toBody());
     socket.write(
       `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status]}\r\n` +
@@ -97,7 +108,7 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
         body,
     );
   }
-  socket.destroy(error);
+  socket.destroy(cause);
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {

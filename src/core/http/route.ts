@@ -22,7 +22,7 @@ import {
   PUBLIC_BODY_LIMIT,
   rawBody,
 } from './body.ts';
-import { answerClientError } from './error-handler.ts';
+import { closeWithAnswer, requestTimedOut } from './error-handler.ts';
 import { JsonText } from './json-text.ts';
 import { compileParams, documentedBounds } from './validation.ts';
 
@@ -272,9 +272,8 @@ function bodyDeadline(ms: number) {
   return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     if (!declaresBody(request)) return done();
     const socket = request.raw.socket;
-    const timer = setTimeout(() => {
-      answerClientError(Object.assign(new Error('request body timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), socket);
-    }, ms);
+    // On a connection that answered earlier requests too: this request has no answer yet.
+    const timer = setTimeout(() => closeWithAnswer(socket, reply.raw.headersSent ? undefined : requestTimedOut()), ms);
     // Until the body is read: the answer's end, or the connection's, comes after it.
     request.raw.once('end', () => clearTimeout(timer));
     reply.raw.once('close', () => clearTimeout(timer));
