@@ -14,6 +14,7 @@ import { freePort } from '../support/ports.ts';
 import { serveProcess, stopProcess } from '../support/process.ts';
 import { startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
+import { makeAuthority } from '../support/tls.ts';
 
 interface Held {
   socket: Socket;
@@ -218,6 +219,42 @@ describe('the socket budget of a process with few open files', () => {
       assert.equal(await healthz(httpPort), 200);
     } finally {
       for (const held of flood) held.socket.destroy();
+      await stopProcess(server.child);
+    }
+  });
+
+  it('when idle connections flood the MQTTS port past the budget then those past the room are closed at once, and a second flood finds the count as before', async () => {
+    const authority = makeAuthority();
+    const certificate = authority.install(authority.issue('localhost'));
+    const mqttPort = await freePort();
+    const mqttsPort = await freePort();
+    const server = await serveProcess(
+      {
+        DATABASE_URL: (STORES[0] as (typeof STORES)[number]).fresh().databaseUrl,
+        MQTT_PORT: String(mqttPort),
+        MQTTS_PORT: String(mqttsPort),
+        TLS_CERT_FILE: certificate.certFile,
+        TLS_KEY_FILE: certificate.keyFile,
+        CONNECT_TIMEOUT: '60s',
+      },
+      { openFiles: 640 },
+    );
+    try {
+      for (const round of [1, 2]) {
+        const flood = await holdMany(mqttsPort, 500);
+        try {
+          await eventually(
+            async () => flood.filter((held) => !held.isClosed()).length <= 128 + 256,
+            `round ${round}: connections past the room closed`,
+          );
+          const open = flood.filter((held) => !held.isClosed()).length;
+          assert.ok(open >= 128 + 256 - 8, `round ${round}: the budget and the room held (${open} open)`);
+        } finally {
+          for (const held of flood) held.socket.destroy();
+        }
+        await eventually(async () => (await connackCode(mqttPort)) === 5, `round ${round}: devices admitted again`);
+      }
+    } finally {
       await stopProcess(server.child);
     }
   });
