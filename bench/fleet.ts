@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- fleet [--store sqlite|postgres] [--devices 5000] [--rate 1000] [--duration 30]
- * [--warmup 10] [--tick 10] [--connect 19000] [--connect-rate 2000]`
+ * [--warmup 10] [--tick 10] [--rounds 1] [--connect 19000] [--connect-rate 2000]`
  * A fleet of MQTT devices on raw sockets (mqtt-load.ts), two scenarios, each next to a baseline
  * measured in the same run:
  * - steady: `--devices` devices connected, sending `--rate` events a second in all (each device one
@@ -11,6 +11,8 @@
  *   load are V8 compiling the code it runs, a tenth of the server's CPU and the slowest answers). Reported: the
  *   server's CPU in percent of one core, and per event; publish -> httpAck latency. Baselines: the
  *   same connections idle for as long (CPU), and PINGREQ -> PINGRESP on the same sockets (latency).
+ * - `--rounds`: the ping baseline and the steady load alternated that many times (the warm-up after the
+ *   first ping baseline); reported: the medians, and each round's steady CPU next to its ping baseline.
  * - connect: `--connect` devices connecting at `--connect-rate` a second. Reported: CONNECT ->
  *   CONNACK latency, refusals, and the server's peak RSS; baseline: its RSS before they connect.
  * Each device's events go to a thing of its own, registered beforehand.
@@ -177,11 +179,13 @@ export async function run(args: string[]): Promise<void> {
   const connecting = Number(option(args, 'connect', '19000'));
   const connectRate = Number(option(args, 'connect-rate', '2000'));
   const tick = Number(option(args, 'tick', '10'));
+  const rounds = Number(option(args, 'rounds', '1'));
+  if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error('--rounds must be a positive integer');
   if (!(Number.isInteger(tick) && tick >= 1 && 1000 % tick === 0)) throw new Error('--tick must divide 1000 ms');
   const bench = benchStore(store);
   const mqttPort = benchMqttPort();
   console.log(
-    `fleet benchmark: ${describeMachine()}; store ${store}; steady: ${fleet} devices, ${rate} events/s in ${tick} ms ticks for ${duration}s after ${warmup}s unmeasured; connect: ${connecting} devices at ${connectRate}/s`,
+    `fleet benchmark: ${describeMachine()}; store ${store}; steady: ${fleet} devices, ${rate} events/s in ${tick} ms ticks for ${duration}s after ${warmup}s unmeasured${rounds > 1 ? `, ${rounds} rounds alternated with the ping baseline` : ''}; connect: ${connecting} devices at ${connectRate}/s`,
   );
   const server = await startThingbase(bench, mqttPort);
   let open: FleetDevice[] = [];
@@ -232,18 +236,28 @@ export async function run(args: string[]): Promise<void> {
     const phase = (name: string) => process.stderr.write(`fleet: ${name}\n`);
     phase('idle baseline');
     const idleCpu = await measureCpu(server.pid, duration, () => {});
-    phase('ping baseline');
-    const pingCpu = await measureCpu(server.pid, duration, () => spread(open, rate, tick, (d) => d.ping()));
-    await drained(open);
-    phase('warm-up');
-    await measureCpu(server.pid, warmup, () => spread(open, rate, tick, (d) => d.publish()));
-    await drained(open);
-    acks.length = 0;
-    codes.clear();
-    phase('steady');
-    const sendCpu = await measureCpu(server.pid, duration, () => spread(open, rate, tick, (d) => d.publish()));
-    await drained(open);
-    const events = acks.length;
+    // The ping baseline and the steady load in turn, `rounds` times: the machine's speed drifts between
+    // runs and within one, and a round's ratio of the two moves less than either.
+    const pingRounds: CpuShare[] = [];
+    const sendRounds: CpuShare[] = [];
+    for (let round = 1; round <= rounds; round++) {
+      phase('ping baseline');
+      pingRounds.push(await measureCpu(server.pid, duration, () => spread(open, rate, tick, (d) => d.ping())));
+      await drained(open);
+      if (round === 1) {
+        phase('warm-up');
+        await measureCpu(server.pid, warmup, () => spread(open, rate, tick, (d) => d.publish()));
+        await drained(open);
+        acks.length = 0;
+        codes.clear();
+      }
+      phase('steady');
+      sendRounds.push(await measureCpu(server.pid, duration, () => spread(open, rate, tick, (d) => d.publish())));
+      await drained(open);
+    }
+    const pingCpu = median(pingRounds);
+    const sendCpu = median(sendRounds);
+    const events = acks.length / rounds;
     await closeAll();
 
     // Connect: a larger fleet arrives at once.
@@ -299,6 +313,13 @@ export async function run(args: string[]): Promise<void> {
       ]),
     );
     console.log(`steady: the server's threads, % of a core: ${sendCpu.threads} (idle: ${idleCpu.threads})`);
+    if (rounds > 1) {
+      console.log(
+        `steady rounds, % of a core (x the round's ping baseline): ${sendRounds
+          .map((cpu, i) => `${cpu.total.toFixed(1)} (${(cpu.total / (pingRounds[i] as CpuShare).total).toFixed(1)}x)`)
+          .join(', ')}; medians above`,
+      );
+    }
     console.log(
       table([
         [
@@ -384,6 +405,10 @@ async function measureCpu(pid: number, seconds: number, each: () => void): Promi
     threads,
   };
 }
+
+/** The round of the median total (the higher middle one of an even count). */
+const median = (rounds: CpuShare[]): CpuShare =>
+  [...rounds].sort((a, b) => a.total - b.total)[Math.floor(rounds.length / 2)] as CpuShare;
 
 const cpuText = (cpu: CpuShare) => `${cpu.total.toFixed(1)} (kernel ${cpu.system.toFixed(1)})`;
 

@@ -548,7 +548,6 @@ async function startMqtt(
         youngGenerationMb: config.mqttBrokerYoungGenerationMb,
         inbound: inboundLimits(config.mqttMaxPending),
         maxPartialBytes: config.mqttMaxPartialBytes,
-        pubackHoldMs: config.mqttPubackHoldMs,
         onStoreBehind: (listener) => writer.onBehindChange(listener),
       });
     } catch (error) {

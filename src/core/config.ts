@@ -45,8 +45,6 @@ export interface Config {
   mqttMaxPartialBytes: number;
   /** The embedded broker thread's young generation (V8's nursery of new objects), MB. */
   mqttBrokerYoungGenerationMb: number;
-  /** How long a device's PUBACK may wait for its acknowledgement, to leave in the same write, ms. */
-  mqttPubackHoldMs: number;
   /** Events (and heartbeats) that may wait to be stored; past it new ones are refused with 503. */
   eventMaxPending: number;
   /** The least time between the starts of two event transactions (ms): events/writer.ts, startSpacingMs. */
@@ -249,7 +247,6 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     eventMaxPending: parsePositive('EVENT_MAX_PENDING', env.EVENT_MAX_PENDING, 100_000),
     eventWriteSpacingMs: parseUpTo1000('EVENT_WRITE_SPACING_MS', env.EVENT_WRITE_SPACING_MS, 2),
-    mqttPubackHoldMs: parseUpTo1000('MQTT_PUBACK_HOLD_MS', env.MQTT_PUBACK_HOLD_MS, 20),
     smtpUrl: env.SMTP_URL || undefined,
     smtpFrom: env.SMTP_FROM || undefined,
     smsUrl: env.SMS_URL || undefined,

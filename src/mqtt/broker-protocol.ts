@@ -28,8 +28,6 @@ export interface BrokerSettings {
   inbound: InboundLimits;
   /** Bytes of unfinished packets held, all connections together (packet-parser.ts, PartialPackets). */
   maxPartialBytes: number;
-  /** How long a PUBACK may wait for its message's acknowledgement, ms (0: it leaves at once). */
-  pubackHoldMs: number;
 }
 
 /** Checked device messages: connection, access key, kind, text, context; five items each. */

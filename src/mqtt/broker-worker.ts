@@ -126,52 +126,25 @@ const packets = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as {
 packets.writeToStream.cacheNumbers = false;
 
 // A device's QoS 1 message is answered with a PUBACK, one per message. mqtt-packet writes one by corking
-// the socket, writing its three parts and uncorking on the next tick. Here a socket's PUBACKs are held
-// until the acknowledgements of its messages are due and leave in the same write, ahead of them (as
-// bytes, ack-packets.ts): one write a turn per device instead of two, and the device woken once. A
-// PUBACK is held at most MQTT_PUBACK_HOLD_MS (docs/configuration.md): while the store is behind and a
-// message waits its turn, the device still has its PUBACK as MQTT clients expect it. With a hold of 0,
-// the PUBACKs a turn makes due on a socket leave together on the next tick.
+// the socket, writing its three parts and uncorking on the next tick. Here the PUBACKs a turn makes
+// due on a socket (one per message of what was read from it) leave together on the next tick, as one
+// buffer in one write (ack-packets.ts), before the acknowledgements, which leave on a later turn.
 // aedes writes MQTT 3.1.1 packets to every client, as the broker serves 3.1 and 3.1.1.
 const writeToStream = packets.writeToStream;
-/** PUBACKs not yet written, by socket, in the order their messages were read; the oldest socket first. */
-const pubacks = new Map<Socket, { ids: number[]; since: number }>();
-/** Whether a pass over the held PUBACKs is due (on a timer, or the next tick with a hold of 0). */
-let pubacksDue = false;
-/** The socket's held PUBACKs as bytes, no longer held. */
-const takePubacks = (socket: Socket): Buffer | undefined => {
-  const held = pubacks.get(socket);
-  if (!held) return undefined;
-  pubacks.delete(socket);
-  return pubackPackets(held.ids);
-};
-const writeOverduePubacks = () => {
-  pubacksDue = false;
-  const now = performance.now();
-  for (const [socket, held] of pubacks) {
-    const wait = held.since + settings.pubackHoldMs - now;
-    if (wait > 0) {
-      pubacksDue = true;
-      setTimeout(writeOverduePubacks, wait);
-      return;
-    }
-    pubacks.delete(socket);
-    if (socket.writable) socket.write(pubackPackets(held.ids));
-  }
+const pubacks = new Map<Socket, number[]>();
+const writePubacks = () => {
+  for (const [socket, ids] of pubacks) if (socket.writable) socket.write(pubackPackets(ids));
+  pubacks.clear();
 };
 packets.writeToStream = (packet, stream, options) => {
   const id = packet.messageId;
   if (packet.cmd !== 'puback' || typeof id !== 'number' || !(id > 0 && id <= 0xffff)) {
     return writeToStream(packet, stream, options);
   }
-  const held = pubacks.get(stream);
-  if (held) held.ids.push(id);
-  else pubacks.set(stream, { ids: [id], since: performance.now() });
-  if (!pubacksDue) {
-    pubacksDue = true;
-    if (settings.pubackHoldMs === 0) process.nextTick(writeOverduePubacks);
-    else setTimeout(writeOverduePubacks, settings.pubackHoldMs);
-  }
+  if (pubacks.size === 0) process.nextTick(writePubacks);
+  const ids = pubacks.get(stream);
+  if (ids) ids.push(id);
+  else pubacks.set(stream, [id]);
   // What aedes waits on before the next packet: whether the socket takes more now.
   return !stream.writableNeedDrain;
 };
@@ -252,28 +225,21 @@ const sendDue = () => {
   for (const [client, acks] of due) {
     due.delete(client);
     const topic = ackTopic(client.id);
-    const socket = (client as Client & { conn: Socket }).conn;
-    // The PUBACKs of the messages answered go first.
-    const held = takePubacks(socket);
     // aedes keeps a client's subscriptions by topic; its typings leave them out.
     const subscription = (client as Client & { subscriptions: Record<string, { qos?: number }> }).subscriptions[topic];
-    if (!subscription || client.closed) {
-      if (held && socket.writable) socket.write(held);
-      continue;
-    }
+    if (!subscription || client.closed) continue;
     const qos = subscription.qos ? 1 : 0;
+    const socket = (client as Client & { conn: Socket }).conn;
     // A clean session (every SDK's) keeps nothing to send again: aedes would keep no copy of the
     // messages either, and the device's PUBACK of each finds none to clear, as before. So they go as
     // bytes made here (ack-packets.ts), in one write.
     if (client.clean) {
-      const answers = ackPackets(client as Client & PacketIds, topic, acks, qos);
-      if (socket.writable) socket.write(held ? Buffer.concat([held, answers]) : answers);
+      if (socket.writable) socket.write(ackPackets(client as Client & PacketIds, topic, acks, qos));
       continue;
     }
     // A session the broker keeps (not a clean one, which no SDK asks for) keeps its unacknowledged
     // messages through aedes, to send them again when the device comes back.
     socket.cork();
-    if (held && socket.writable) socket.write(held);
     for (const ack of acks) {
       const payload = Buffer.from(JSON.stringify(ack));
       client.publish({ cmd: 'publish', topic, payload, qos, retain: false, dup: false }, () => {});

@@ -107,8 +107,6 @@ export async function startEmbeddedBroker(options: {
   inbound: InboundLimits;
   /** Bytes of unfinished packets the broker holds, all connections together. */
   maxPartialBytes: number;
-  /** How long a device's PUBACK may wait for its acknowledgement, ms. */
-  pubackHoldMs: number;
   /** Tells of each time the store falls behind or catches up (events/writer.ts, onBehindChange). */
   onStoreBehind?: (listener: (behind: boolean) => void) => () => void;
 }): Promise<EmbeddedBroker> {
@@ -125,7 +123,6 @@ export async function startEmbeddedBroker(options: {
     connectTimeoutMs: options.connectTimeoutMs,
     inbound: options.inbound,
     maxPartialBytes: options.maxPartialBytes,
-    pubackHoldMs: options.pubackHoldMs,
   });
   let current = await startWorker(options, settings(options.port, options.secure?.port ?? null));
   let stopping = false;

@@ -27,15 +27,6 @@ describe('configuration', () => {
     }
   });
 
-  it('when MQTT_PUBACK_HOLD_MS is absent then a PUBACK waits at most 20 ms for its acknowledgement; 0 to 1000 is taken, anything else refused', () => {
-    assert.equal(loadConfig({}).mqttPubackHoldMs, 20);
-    assert.equal(loadConfig({ MQTT_PUBACK_HOLD_MS: '0' }).mqttPubackHoldMs, 0);
-    assert.equal(loadConfig({ MQTT_PUBACK_HOLD_MS: '250' }).mqttPubackHoldMs, 250);
-    for (const text of ['-1', '1001', '2.5', 'soon']) {
-      assert.throws(() => loadConfig({ MQTT_PUBACK_HOLD_MS: text }), /MQTT_PUBACK_HOLD_MS/, text);
-    }
-  });
-
   it('when EVENT_WRITE_SPACING_MS is absent then event transactions start at most every 2 ms; 0 to 1000 is taken, anything else refused', () => {
     assert.equal(loadConfig({}).eventWriteSpacingMs, 2);
     assert.equal(loadConfig({ EVENT_WRITE_SPACING_MS: '0' }).eventWriteSpacingMs, 0);
