@@ -38,10 +38,8 @@ export class SocketCount {
    * they are, else which limit they are past.
    */
   past(kind: SocketKind, limit: number): SocketRefusal | undefined {
-    const own = Atomics.load(this.counts, SLOT[kind]);
-    if (own > limit) return 'kind';
-    const other = Atomics.load(this.counts, 1 - SLOT[kind]);
-    return own + other > this.budget ? 'budget' : undefined;
+    if (Atomics.load(this.counts, SLOT[kind]) > limit) return 'kind';
+    return this.total() > this.budget ? 'budget' : undefined;
   }
 
   /**
@@ -49,7 +47,12 @@ export class SocketCount {
    * refuse once it has read its CONNECT is let wait for it within that room, and closed at once past it.
    */
   pastRoom(room: number): boolean {
-    return Atomics.load(this.counts, 0) + Atomics.load(this.counts, 1) > this.budget + room;
+    return this.total() > this.budget + room;
+  }
+
+  /** Sockets of both kinds counted now. */
+  private total(): number {
+    return Atomics.load(this.counts, SLOT.http) + Atomics.load(this.counts, SLOT.mqtt);
   }
 
   /** Sockets of `kind` counted now. */

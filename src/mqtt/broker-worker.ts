@@ -381,12 +381,13 @@ async function publishInstruction(topic: string, payload: string, alertKey: stri
 }
 
 /**
- * Counts a connection's socket from when it is accepted, over TLS from before its handshake. A device
+ * Counts a connection's socket from when it is accepted, over TLS from before its handshake, and
+ * answers whether it is kept. A device
  * past the budget is refused with CONNACK 3 once it has sent CONNECT; until then its socket waits
  * within the room kept for such refusals, and a connection past that room is closed at once: a flood
  * of connections that never send CONNECT cannot take the descriptors the store needs.
  */
-const count = (socket: Socket): boolean => {
+const admit = (socket: Socket): boolean => {
   sockets.add('mqtt');
   if (sockets.pastRoom(REFUSAL_ROOM)) {
     sockets.release('mqtt');
@@ -431,7 +432,7 @@ const handle = (socket: Socket) => {
 const listeners: [Server, number, BrokerListener][] = [];
 if (settings.port !== null) {
   const plain = createServer({ noDelay: true }, (socket) => {
-    if (count(socket)) handle(socket);
+    if (admit(socket)) handle(socket);
   });
   listeners.push([plain, settings.port, 'MQTT_PORT']);
 }
@@ -442,7 +443,7 @@ if (settings.secure) {
     { ...settings.secure.tls, noDelay: true, handshakeTimeout: settings.connectTimeoutMs },
     handle,
   );
-  secureServer.on('connection', count);
+  secureServer.on('connection', admit);
   listeners.push([secureServer, settings.secure.port, 'MQTTS_PORT']);
 }
 

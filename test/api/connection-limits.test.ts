@@ -285,19 +285,24 @@ function parseAnswer(text: string): { status: number; headers: string; body: any
   return { status: Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1]), headers: head.toLowerCase(), body: JSON.parse(body) };
 }
 
-describe('request bodies', () => {
-  let api: TestServer;
-  let port: number;
+/** A server of a suite's own, started with `env` before its tests and closed after them, and its HTTP port. */
+function serverForSuite(env: Record<string, string>) {
+  const suite = { api: undefined as unknown as TestServer, port: 0 };
   before(async () => {
-    api = await startServer(STORES[0] as (typeof STORES)[number], { env: { REQUEST_TIMEOUT: '2s' } });
-    port = Number(new URL(api.url).port);
+    suite.api = await startServer(STORES[0] as (typeof STORES)[number], { env });
+    suite.port = Number(new URL(suite.api.url).port);
   });
   after(async () => {
-    await api?.close();
+    await suite.api?.close();
   });
+  return suite;
+}
+
+describe('request bodies', () => {
+  const suite = serverForSuite({ REQUEST_TIMEOUT: '2s' });
 
   it('when a request body does not arrive whole within REQUEST_TIMEOUT then it is answered 408 in the error shape and its connection closed', async () => {
-    const request = await unfinishedBody(port, '/api_sign_in', 1000);
+    const request = await unfinishedBody(suite.port, '/api_sign_in', 1000);
     await Promise.race([request.closed, wait(15_000)]);
     assert.ok(request.isClosed(), 'the connection is closed');
     const answer = parseAnswer(request.answer());
@@ -308,18 +313,10 @@ describe('request bodies', () => {
 });
 
 describe('bodies of requests anyone may send', () => {
-  let api: TestServer;
-  let port: number;
-  before(async () => {
-    api = await startServer(STORES[0] as (typeof STORES)[number], { env: { CONNECT_TIMEOUT: '2s' } });
-    port = Number(new URL(api.url).port);
-  });
-  after(async () => {
-    await api?.close();
-  });
+  const suite = serverForSuite({ CONNECT_TIMEOUT: '2s' });
 
   it('when a sign-in declares a body over 16 KiB then it is answered 413 in the error shape before the body is read', async () => {
-    const request = await unfinishedBody(port, '/api_sign_in', 1024 * 1024);
+    const request = await unfinishedBody(suite.port, '/api_sign_in', 1024 * 1024);
     await eventually(async () => request.answer().includes('\r\n\r\n'), 'an answer');
     const answer = parseAnswer(request.answer());
     assert.equal(answer.status, 413);
@@ -329,7 +326,7 @@ describe('bodies of requests anyone may send', () => {
 
   it('when a sign-in body does not arrive within CONNECT_TIMEOUT then it is answered 408 and its connection closed, though REQUEST_TIMEOUT is minutes', async () => {
     const started = performance.now();
-    const request = await unfinishedBody(port, '/api_sign_in', 1000);
+    const request = await unfinishedBody(suite.port, '/api_sign_in', 1000);
     await Promise.race([request.closed, wait(15_000)]);
     assert.ok(request.isClosed(), 'the connection is closed');
     assert.ok(performance.now() - started < 15_000);
@@ -339,8 +336,8 @@ describe('bodies of requests anyone may send', () => {
   });
 
   it('when a sign-in body is late on a connection that answered a request before then it is answered 408 too', async () => {
-    const request = await hold(port);
-    assert.equal(await healthz(port, request.socket), 200);
+    const request = await hold(suite.port);
+    assert.equal(await healthz(suite.port, request.socket), 200);
     let text = '';
     request.socket.on('data', (chunk: Buffer) => {
       text += chunk.toString();
@@ -357,7 +354,7 @@ describe('bodies of requests anyone may send', () => {
 
   it('when a sign-in body arrives in parts within CONNECT_TIMEOUT then it is answered as usual', async () => {
     const body = JSON.stringify({ email: 'nobody@example.com', password: 'not the password' });
-    const request = await hold(port);
+    const request = await hold(suite.port);
     let text = '';
     request.socket.on('data', (chunk: Buffer) => {
       text += chunk.toString();
@@ -371,21 +368,13 @@ describe('bodies of requests anyone may send', () => {
     assert.equal(parseAnswer(text).status, 401);
     // Past the deadline the connection is kept for the next request.
     await wait(2500);
-    assert.equal(await healthz(port, request.socket), 200);
+    assert.equal(await healthz(suite.port, request.socket), 200);
     request.socket.destroy();
   });
 });
 
 describe('the budget of request bodies under way', () => {
-  let api: TestServer;
-  let port: number;
-  before(async () => {
-    api = await startServer(STORES[0] as (typeof STORES)[number]);
-    port = Number(new URL(api.url).port);
-  });
-  after(async () => {
-    await api?.close();
-  });
+  const suite = serverForSuite({});
 
   it('when a request for users has no valid token, or a device request names no key pair, then it is answered 401 before its body is read', async () => {
     const unsigned = 'X-Access-Key: nokey\r\nX-Dtn-Signature: 00\r\n';
@@ -395,7 +384,7 @@ describe('the budget of request bodies under way', () => {
       ['/api/v3/things/event.json', undefined, unsigned],
       ['/api/v3/things/register.json', undefined, ''],
     ] as const) {
-      const request = await unfinishedBody(port, path, 1024 * 1024, token, headers);
+      const request = await unfinishedBody(suite.port, path, 1024 * 1024, token, headers);
       try {
         await eventually(() => request.answer().includes('\r\n\r\n{'), 'an answer before the body is sent');
         const answer = parseAnswer(request.answer());
@@ -409,18 +398,18 @@ describe('the budget of request bodies under way', () => {
 
   it('when bodies under way reach 64 MiB then a further request with a body is answered 503 with Retry-After before it is read, one without is served, and bodies are taken again once those end', async () => {
     // Sixty-four requests declaring 1 MiB each, their bodies never finished.
-    const token = await api.adminToken();
+    const token = await suite.api.adminToken();
     const held = [];
-    for (let i = 0; i < 64; i++) held.push(await unfinishedBody(port, '/api/v3/things', 1024 * 1024, token));
+    for (let i = 0; i < 64; i++) held.push(await unfinishedBody(suite.port, '/api/v3/things', 1024 * 1024, token));
     try {
-      const refused = await unfinishedBody(port, '/api_sign_in', 100);
+      const refused = await unfinishedBody(suite.port, '/api_sign_in', 100);
       await eventually(() => refused.answer().includes('\r\n\r\n{'), 'an answer before the body is sent');
       const answer = parseAnswer(refused.answer());
       assert.equal(answer.status, 503);
       assert.match(answer.headers, /retry-after: 1/);
       assert.equal(answer.body.success, false);
       assert.equal(answer.body.errors[0].code, 'unavailable');
-      assert.equal(await healthz(port), 200, 'a request without a body is served');
+      assert.equal(await healthz(suite.port), 200, 'a request without a body is served');
       assert.ok(
         held.every((request) => request.answer() === ''),
         'the bodies under way are still being read',
@@ -430,7 +419,7 @@ describe('the budget of request bodies under way', () => {
       for (const request of held) request.socket.destroy();
     }
     await eventually(async () => {
-      const signIn = await api.request('POST', '/api_sign_in', {
+      const signIn = await suite.api.request('POST', '/api_sign_in', {
         body: { email: 'nobody@example.com', password: 'x' },
       });
       return signIn.status === 401;
