@@ -272,8 +272,13 @@ function bodyDeadline(ms: number) {
   return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     if (!declaresBody(request)) return done();
     const socket = request.raw.socket;
-    // On a connection that answered earlier requests too: this request has no answer yet.
-    const timer = setTimeout(() => closeWithAnswer(socket, reply.raw.headersSent ? undefined : requestTimedOut()), ms);
+    // On a connection that answered earlier requests too: this request has no answer yet. The check
+    // waits for the sockets to be read once more: after the server was held up for longer than `ms`
+    // (a pause of the collector, a slow disk), the timer runs before a body already arrived is read.
+    const late = () => {
+      if (!request.raw.complete) closeWithAnswer(socket, reply.raw.headersSent ? undefined : requestTimedOut());
+    };
+    const timer = setTimeout(() => setImmediate(late), ms);
     // Until the body is read: the answer's end, or the connection's, comes after it.
     request.raw.once('end', () => clearTimeout(timer));
     reply.raw.once('close', () => clearTimeout(timer));
