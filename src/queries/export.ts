@@ -149,11 +149,35 @@ async function* csvLines(
     const rows = last === undefined ? chunk : chunk.filter((e) => byTimeThenId(e, last) <= 0);
     let text = '';
     for (const [at, , data] of rows) {
-      text += `${[time(at), ...metrics.map((m) => metricValue(data, m))].map(csvField).join(',')}\r\n`;
+      text += `${[time(at), ...metrics.map((m) => columnValue(data, m))].map(csvField).join(',')}\r\n`;
     }
     yield text;
     if (rows.length < chunk.length) return;
   }
+}
+
+/**
+ * A column's value in an event: the metric of that dotted name as queries read it (`a.b` is `b` in
+ * the object `a`), or else a member whose own name holds the dots (`{"a.b": 1}`), which the header
+ * names as well but a path cannot reach. Null when the event has neither.
+ */
+function columnValue(data: Record<string, unknown>, name: string): unknown {
+  const value = metricValue(data, name);
+  if (value !== null || !name.includes('.')) return value;
+  return memberValue(data, name) ?? null;
+}
+
+/** The value named `name` in `value`, the dots of `name` either inside members' names or between them. */
+function memberValue(value: unknown, name: string): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const members = value as Record<string, unknown>;
+  if (Object.hasOwn(members, name)) return members[name];
+  for (const member of Object.keys(members)) {
+    if (!name.startsWith(`${member}.`)) continue;
+    const found = memberValue(members[member], name.slice(member.length + 1));
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /** The dotted names of the values in event data: nested objects are walked, anything else is a value. */

@@ -95,6 +95,25 @@ describeOnStores('event export', (ctx) => {
     assert.equal(repeated.text.split('\r\n')[0], 'timestamp,b,a');
   });
 
+  it('when event data has members whose names hold dots then csv writes their values under those names, nested ones first', async () => {
+    const key = await thingWithEvents([
+      { timestamp: T0, data: { 'p.q': 1, n: 1 } },
+      { timestamp: T0 + SECOND, data: { p: { q: 2 } } },
+      { timestamp: T0 + 2 * SECOND, data: { 'x.y': { z: 3 }, x: { w: 4 } } },
+      // Both spellings in one event: the nested one, as queries read `p.q`.
+      { timestamp: T0 + 3 * SECOND, data: { 'p.q': 5, p: { q: 6 } } },
+    ]);
+    const all = await exportOf(key, { format: 'csv' });
+    assert.equal(all.status, 200, all.text);
+    const t = T0 / 1000;
+    assert.equal(
+      all.text,
+      `timestamp,n,p.q,x.w,x.y.z\r\n${t},1,1,,\r\n${t + 1},,2,,\r\n${t + 2},,,4,3\r\n${t + 3},,6,,\r\n`,
+    );
+    const picked = await exportOf(key, { format: 'csv', metrics: 'x.y.z,p.q' });
+    assert.equal(picked.text, `timestamp,x.y.z,p.q\r\n${t},,1\r\n${t + 1},,2\r\n${t + 2},3,\r\n${t + 3},,6\r\n`);
+  });
+
   it('when text that a spreadsheet runs as a formula is exported as csv then it is written as text, numbers as they are', async () => {
     const key = await thingWithEvents([
       { timestamp: T0, data: { f: '=HYPERLINK("http://x","y")', n: -5, p: '+1', m: '-2', at: '@SUM(A1)' } },
