@@ -493,10 +493,11 @@ async function buildHttpApp(
  * Of all messages that may wait, one connection may hold at most 1,000, and their text at most 4 MiB:
  * about a second of the server's work, enough to keep the writer busy, little enough to read.
  */
-const inboundLimits = (messages: number): InboundLimits => ({
+const inboundLimits = (messages: number, maxWaitMs: number): InboundLimits => ({
   messages,
   perConnection: Math.min(1000, messages),
   bytes: 4 * 1024 * 1024,
+  maxWaitMs,
 });
 
 /**
@@ -546,7 +547,7 @@ async function startMqtt(
         sockets,
         connectTimeoutMs: config.connectTimeoutMs,
         youngGenerationMb: config.mqttBrokerYoungGenerationMb,
-        inbound: inboundLimits(config.mqttMaxPending),
+        inbound: inboundLimits(config.mqttMaxPending, config.mqttMaxWaitMs),
         maxPartialBytes: config.mqttMaxPartialBytes,
         onStoreBehind: (listener) => writer.onBehindChange(listener),
       });

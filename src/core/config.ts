@@ -41,6 +41,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** Device messages that may wait for the server thread at once; past it messages are answered 503 at once. */
   mqttMaxPending: number;
+  /** How long the oldest device message handed to the main thread may wait before new ones are answered 503 (ms). */
+  mqttMaxWaitMs: number;
   /** Bytes of unfinished packets the embedded broker holds, all connections together (packet-parser.ts). */
   mqttMaxPartialBytes: number;
   /** The embedded broker thread's young generation (V8's nursery of new objects), MB. */
@@ -239,6 +241,7 @@ export function loadConfig(env: Env = process.env): Config {
     connectTimeoutMs: parseAtLeastASecond('CONNECT_TIMEOUT', env.CONNECT_TIMEOUT, '10s'),
     requestTimeoutMs: parseAtLeastASecond('REQUEST_TIMEOUT', env.REQUEST_TIMEOUT, '5m'),
     mqttMaxPending: parsePositive('MQTT_MAX_PENDING', env.MQTT_MAX_PENDING, 20_000),
+    mqttMaxWaitMs: parsePositive('MQTT_MAX_WAIT_MS', env.MQTT_MAX_WAIT_MS, 500),
     mqttMaxPartialBytes: parsePositive('MQTT_MAX_PARTIAL_BYTES', env.MQTT_MAX_PARTIAL_BYTES, 64 * 1024 * 1024),
     mqttBrokerYoungGenerationMb: parsePositive(
       'MQTT_BROKER_YOUNG_GENERATION_MB',

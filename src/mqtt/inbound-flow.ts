@@ -5,6 +5,14 @@
  * comes back. A message that would take a connection, or all of them together, past their limits is
  * not handed on: the broker answers it at once with a 503 acknowledgement, so the device learns to
  * send again later within milliseconds, and the server's memory holds no more than the limits allow.
+ *
+ * The limits also keep a message taken from waiting long for its answer (`maxWaitMs`): under a flood,
+ * the count and bytes alone are seconds of the store's work. While the server cannot keep up (every
+ * message answered over a second had waited at least half of `maxWaitMs`), the bytes waiting may be
+ * at most what it answered in `maxWaitMs` at that second's rate, and at least LEAST_WAITING_BYTES; once
+ * it keeps up again, the count and bytes alone apply, so a burst it can work through is taken whole.
+ * And while messages wait but none has been answered for four times `maxWaitMs` (the store stands
+ * still), no new one is taken.
  */
 
 export interface InboundLimits {
@@ -14,50 +22,100 @@ export interface InboundLimits {
   messages: number;
   /** Bytes of those messages' text. */
   bytes: number;
+  /** How long (ms) a message taken should wait for its answer while the server cannot keep up. */
+  maxWaitMs: number;
+}
+
+/** Bytes that may always wait, whatever the rate the server answers at. */
+export const LEAST_WAITING_BYTES = 1024 * 1024;
+/** How many times `maxWaitMs` without an answer, while messages wait, make the store stand still. */
+const STALL_WAITS = 4;
+/** How long answers are counted over to measure the rate the server answers at (ms). */
+const RATE_WINDOW_MS = 1000;
+
+/** A message handed on and not yet answered. */
+interface Handed {
+  size: number;
+  /** When it was handed on (the flow's clock, ms). */
+  at: number;
 }
 
 export class InboundFlow {
-  /** By connection, the sizes of its messages handed on and not yet answered, oldest first. */
-  private readonly flows = new Map<number, number[]>();
+  /** By connection, its messages handed on and not yet answered, oldest first. */
+  private readonly flows = new Map<number, Handed[]>();
   private messages = 0;
   private bytes = 0;
   /** The most messages ever unanswered at once (diagnostics and tests). */
   highWater = 0;
+  /** Bytes answered per second over the last window, when the server could not keep up in it; else unbounded. */
+  private rate = Number.POSITIVE_INFINITY;
+  private windowStart: number;
+  private windowBytes = 0;
+  /** Whether every message answered in this window had waited at least half of `maxWaitMs`. */
+  private windowBehind = true;
+  /** The last answer, or when messages began to wait after none did: the store's last sign of progress. */
+  private progressAt = 0;
 
-  constructor(private readonly limits: InboundLimits) {}
+  constructor(
+    private readonly limits: InboundLimits,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.windowStart = now();
+  }
 
   /** Whether a message of `size` may be handed on now (nothing is counted). */
   mayHandOn(connection: number, size: number): boolean {
+    if (this.messages === 0) return true;
     return !(
       (this.flows.get(connection)?.length ?? 0) >= this.limits.perConnection ||
       this.messages >= this.limits.messages ||
-      (this.messages > 0 && this.bytes + size > this.limits.bytes)
+      this.bytes + size > this.byteLimit() ||
+      this.now() - this.progressAt > STALL_WAITS * this.limits.maxWaitMs
     );
   }
 
   /** Whether a message may be handed on now; when it may, it is counted until answered. */
   handOn(connection: number, size: number): boolean {
     if (!this.mayHandOn(connection, size)) return false;
-    const sizes = this.flows.get(connection);
-    if (sizes === undefined) this.flows.set(connection, [size]);
-    else sizes.push(size);
+    const at = this.now();
+    const queue = this.flows.get(connection);
+    if (queue === undefined) this.flows.set(connection, [{ size, at }]);
+    else queue.push({ size, at });
+    if (this.messages === 0) this.progressAt = at;
     this.messages += 1;
     this.bytes += size;
     if (this.messages > this.highWater) this.highWater = this.messages;
     return true;
   }
 
-  /** A message of a connection was answered (or its connection ordered closed). */
+  /** A message of a connection was answered (or its connection ordered closed): its oldest. */
   answered(connection: number): void {
-    const sizes = this.flows.get(connection);
-    if (!sizes) return;
+    const queue = this.flows.get(connection);
+    if (!queue) return;
+    const handed = queue.shift() as Handed;
+    if (queue.length === 0) this.flows.delete(connection);
     this.messages -= 1;
-    this.bytes -= sizes.shift() ?? 0;
-    if (sizes.length === 0) this.flows.delete(connection);
+    this.bytes -= handed.size;
+    const now = this.now();
+    this.progressAt = now;
+    this.windowBytes += handed.size;
+    if (now - handed.at < this.limits.maxWaitMs / 2) this.windowBehind = false;
+    if (now - this.windowStart >= RATE_WINDOW_MS) {
+      this.rate = this.windowBehind ? (this.windowBytes * 1000) / (now - this.windowStart) : Number.POSITIVE_INFINITY;
+      this.windowStart = now;
+      this.windowBytes = 0;
+      this.windowBehind = true;
+    }
   }
 
   /** Messages handed on and not yet answered, of one connection or of all. */
   pending(connection?: number): number {
     return connection === undefined ? this.messages : (this.flows.get(connection)?.length ?? 0);
+  }
+
+  /** The bytes that may wait now: at most what the server answers in `maxWaitMs` while it cannot keep up. */
+  private byteLimit(): number {
+    const answerable = (this.rate * this.limits.maxWaitMs) / 1000;
+    return Math.min(this.limits.bytes, Math.max(LEAST_WAITING_BYTES, answerable));
   }
 }

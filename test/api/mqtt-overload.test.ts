@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import mqtt from 'mqtt';
-import { createKeyPair, sign } from '../support/device.ts';
+import { createKeyPair, type KeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
 import { flood } from '../support/mqtt-flood.ts';
@@ -19,6 +19,16 @@ function blockThisThread(ms: number): void {
   }
 }
 
+/** A device's event message as the SDKs send it, signed, and its hash. */
+function signedEvent(pair: KeyPair, thingKey: string, seq: number): { text: string; hash: string } {
+  const signed = JSON.stringify({ thing_key: thingKey, data: { seq, filler: 'x'.repeat(100) } });
+  const hash = sign(pair.secret_key, signed);
+  return {
+    text: `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`,
+    hash,
+  };
+}
+
 describeOnStores(
   'MQTT under overload (embedded broker)',
   (ctx) => {
@@ -26,15 +36,21 @@ describeOnStores(
 
     const storedCount = (thingKey: string) => storedEventCount(ctx.api, thingKey);
 
-    it('when a device publishes far faster than the server takes its messages then those past the limit are answered 503 at once, and every acknowledged one is stored', async () => {
+    /** A new key pair, and a thing registered through it over MQTT. */
+    async function registeredThing(prefix: string): Promise<{ pair: KeyPair; thingKey: string }> {
       const pair = await createKeyPair(ctx.api, await ctx.api.adminToken());
       const registrar = await MqttDevice.connect(brokerUrl(), pair);
-      const thingKey = unique('flood');
+      const thingKey = unique(prefix);
       try {
         assert.equal((await registrar.send('register', { thing_key: thingKey })).http_code, 200);
       } finally {
         await registrar.close();
       }
+      return { pair, thingKey };
+    }
+
+    it('when a device publishes far faster than the server takes its messages then those past the limit are answered 503 at once, and every acknowledged one is stored', async () => {
+      const { pair, thingKey } = await registeredThing('flood');
       const count = 3000;
       const hashes: string[] = [];
       // Among them, messages whose hash cannot be read: answered with the context PARSE_ERROR, refused or not.
@@ -44,10 +60,9 @@ describeOnStores(
           hashes.push('PARSE_ERROR');
           return unreadable[Math.floor(seq / 100) % unreadable.length] as string;
         }
-        const signed = JSON.stringify({ thing_key: thingKey, data: { seq, filler: 'x'.repeat(100) } });
-        const hash = sign(pair.secret_key, signed);
+        const { text, hash } = signedEvent(pair, thingKey, seq);
         hashes.push(hash);
-        return `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;
+        return text;
       });
       const device = flood({
         port: ctx.api.server.mqttPort as number,
@@ -74,6 +89,31 @@ describeOnStores(
         `at most ${MAX_PENDING} messages waited at once, not ${inbound.highWater}`,
       );
       assert.ok((codes[503] ?? 0) > 0, 'those past the limit were refused');
+    });
+
+    it('when messages wait and none is answered for four times MQTT_MAX_WAIT_MS then new ones are answered 503 at once, though fewer wait than MQTT_MAX_PENDING', async () => {
+      const { pair, thingKey } = await registeredThing('waiting');
+      const first = Array.from({ length: 10 }, (_, seq) => signedEvent(pair, thingKey, seq));
+      const second = Array.from({ length: 10 }, (_, seq) => signedEvent(pair, thingKey, 100 + seq));
+      const device = flood({
+        port: ctx.api.server.mqttPort as number,
+        clientId: `wait${Math.random().toString(36).slice(2, 10)}`,
+        username: pair.access_key,
+        password: sign(pair.secret_key, pair.access_key),
+        messages: first.map((m) => m.text),
+        // When the first ten, handed on at once, have waited 2.5 s unanswered: 20 messages in all, under the 50 that may wait.
+        later: { afterMs: 2500, messages: second.map((m) => m.text) },
+      });
+      await device.sent;
+      blockThisThread(4500);
+      const { codes, contexts } = await device.done;
+      assert.deepEqual(codes, { 200: 10, 503: 10 }, 'the first ten stored, the ten sent later refused');
+      assert.deepEqual(
+        contexts.slice(0, 10).sort(),
+        second.map((m) => m.hash).sort(),
+        'the refusals came first, while the server stood still',
+      );
+      assert.equal(await storedCount(thingKey), 10);
     });
 
     it('when the broker holds as many connections as it may then a further device is refused with CONNACK 3, and admitted once one leaves', async () => {
@@ -105,6 +145,7 @@ describeOnStores(
     env: async () => ({
       MQTT_PORT: String(await freePort()),
       MQTT_MAX_PENDING: String(MAX_PENDING),
+      MQTT_MAX_WAIT_MS: '500',
       MQTT_MAX_CONNECTIONS: String(MAX_CONNECTIONS),
     }),
   },

@@ -2,7 +2,7 @@
  * A device that publishes many signed messages at once without waiting for their answers, on a
  * thread of its own so that it keeps sending while the test's own thread (and the server in it) is
  * busy. Raw MQTT 3.1.1 packets over a TCP socket: CONNECT, SUBSCRIBE to its httpAck topic, then every
- * PUBLISH at QoS 1 in one go; it counts the acknowledgements by their http_code and keeps their contexts.
+ * PUBLISH at QoS 1 in one go (and, when asked, more a while later); it counts the acknowledgements by their http_code and keeps their contexts.
  */
 import { Worker } from 'node:worker_threads';
 
@@ -16,7 +16,8 @@ export interface FloodResult {
 const floodThread = `
 const { connect } = require('node:net');
 const { parentPort, workerData } = require('node:worker_threads');
-const { port, clientId, username, password, messages } = workerData;
+const { port, clientId, username, password, messages, later } = workerData;
+const total = messages.length + (later ? later.messages.length : 0);
 const text = (value) => { const b = Buffer.from(value, 'utf8'); const l = Buffer.alloc(2); l.writeUInt16BE(b.length); return Buffer.concat([l, b]); };
 const remaining = (n) => { const out = []; do { let byte = n % 128; n = Math.floor(n / 128); if (n > 0) byte |= 0x80; out.push(byte); } while (n > 0); return Buffer.from(out); };
 const packet = (type, ...parts) => { const body = Buffer.concat(parts); return Buffer.concat([Buffer.from([type]), remaining(body.length), body]); };
@@ -39,8 +40,10 @@ socket.on('data', (chunk) => {
       socket.write(packet(0x82, id(1), text('Altizon/Datonis/' + clientId + '/httpAck'), Buffer.from([1])));
     } else if (type === 0x90) {
       const topic = text('Altizon/Datonis/' + clientId + '/event');
-      socket.write(Buffer.concat(messages.map((m, k) => packet(0x32, topic, id((k % 65535) + 1), Buffer.from(m, 'utf8')))));
+      const publish = (batch, from) => socket.write(Buffer.concat(batch.map((m, k) => packet(0x32, topic, id(((from + k) % 65535) + 1), Buffer.from(m, 'utf8')))));
+      publish(messages, 0);
       parentPort.postMessage({ t: 'sent' });
+      if (later) setTimeout(() => publish(later.messages, messages.length), later.afterMs);
     } else if (type === 0x30) {
       const topicLength = body.readUInt16BE(0);
       const qos1 = (first & 0x06) !== 0;
@@ -48,7 +51,7 @@ socket.on('data', (chunk) => {
       const ack = JSON.parse(body.subarray(2 + topicLength + (qos1 ? 2 : 0)).toString());
       codes[ack.http_code] = (codes[ack.http_code] || 0) + 1;
       contexts.push(ack.context);
-      if (++answered === messages.length) { socket.once('close', () => parentPort.postMessage({ t: 'done', codes, contexts })); socket.end(); }
+      if (++answered === total) { socket.once('close', () => parentPort.postMessage({ t: 'done', codes, contexts })); socket.end(); }
     }
   }
 });
@@ -69,6 +72,8 @@ export function flood(options: {
   username: string;
   password: string;
   messages: string[];
+  /** More messages, written `afterMs` after the first ones. */
+  later?: { afterMs: number; messages: string[] };
 }): Flood {
   const worker = new Worker(floodThread, { eval: true, workerData: options });
   let sent!: () => void;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InboundFlow } from '../../src/mqtt/inbound-flow.ts';
+import { InboundFlow, LEAST_WAITING_BYTES } from '../../src/mqtt/inbound-flow.ts';
 
 /** Offers messages of a connection; answers how many were handed on. */
 function offer(flow: InboundFlow, connection: number, count: number, size = 10): number {
@@ -11,7 +11,7 @@ function offer(flow: InboundFlow, connection: number, count: number, size = 10):
 
 describe('inbound flow of device messages', () => {
   it('when a connection has as many messages unanswered as it may then its next is not handed on, until one is answered', () => {
-    const flow = new InboundFlow({ perConnection: 4, messages: 100, bytes: 10_000 });
+    const flow = new InboundFlow({ perConnection: 4, messages: 100, bytes: 10_000, maxWaitMs: 1000 });
     assert.equal(offer(flow, 1, 10), 4);
     assert.equal(flow.pending(1), 4);
     flow.answered(1);
@@ -21,7 +21,7 @@ describe('inbound flow of device messages', () => {
   });
 
   it('when asked whether a message may be handed on then it is answered as handOn would, and nothing is counted', () => {
-    const flow = new InboundFlow({ perConnection: 2, messages: 100, bytes: 1000 });
+    const flow = new InboundFlow({ perConnection: 2, messages: 100, bytes: 1000, maxWaitMs: 1000 });
     assert.equal(flow.mayHandOn(1, 10), true);
     assert.equal(flow.mayHandOn(1, 10), true);
     assert.equal(flow.pending(), 0);
@@ -33,7 +33,7 @@ describe('inbound flow of device messages', () => {
   });
 
   it('when all connections together reach the limit then no message is handed on', () => {
-    const flow = new InboundFlow({ perConnection: 100, messages: 8, bytes: 10_000 });
+    const flow = new InboundFlow({ perConnection: 100, messages: 8, bytes: 10_000, maxWaitMs: 1000 });
     assert.equal(offer(flow, 1, 5), 5);
     assert.equal(offer(flow, 2, 5), 3);
     assert.equal(flow.highWater, 8);
@@ -43,7 +43,7 @@ describe('inbound flow of device messages', () => {
   });
 
   it('when the bytes would pass their limit then the message is not handed on, unless nothing else waits', () => {
-    const flow = new InboundFlow({ perConnection: 100, messages: 100, bytes: 1000 });
+    const flow = new InboundFlow({ perConnection: 100, messages: 100, bytes: 1000, maxWaitMs: 1000 });
     assert.equal(offer(flow, 1, 5, 400), 2);
     flow.answered(1);
     flow.answered(1);
@@ -52,7 +52,7 @@ describe('inbound flow of device messages', () => {
   });
 
   it('when answers come for a connection with nothing unanswered then nothing changes', () => {
-    const flow = new InboundFlow({ perConnection: 2, messages: 100, bytes: 10_000 });
+    const flow = new InboundFlow({ perConnection: 2, messages: 100, bytes: 10_000, maxWaitMs: 1000 });
     assert.equal(offer(flow, 1, 5), 2);
     flow.answered(1);
     flow.answered(1);
@@ -61,5 +61,61 @@ describe('inbound flow of device messages', () => {
     assert.equal(flow.pending(1), 0);
     assert.equal(flow.pending(7), 0, 'a connection never seen');
     assert.equal(offer(flow, 1, 5), 2);
+  });
+
+  it('when messages wait and none has been answered for four times maxWaitMs then none is handed on, until one is', () => {
+    let now = 0;
+    const flow = new InboundFlow({ perConnection: 100, messages: 100, bytes: 10_000, maxWaitMs: 250 }, () => now);
+    assert.equal(offer(flow, 1, 2), 2);
+    now = 1000;
+    assert.equal(offer(flow, 2, 1), 1, 'exactly four times maxWaitMs without an answer');
+    now = 1001;
+    assert.equal(flow.mayHandOn(3, 10), false);
+    assert.equal(offer(flow, 3, 3), 0, 'past it, on any connection');
+    flow.answered(1);
+    assert.equal(offer(flow, 3, 1), 1, 'an answer is progress');
+    now = 2002;
+    assert.equal(offer(flow, 3, 1), 0);
+    flow.answered(1);
+    flow.answered(2);
+    flow.answered(3);
+    assert.equal(flow.pending(), 0);
+    now = 10_000;
+    assert.equal(offer(flow, 4, 1), 1, 'nothing waits: the wait starts with the next message');
+    now = 10_900;
+    assert.equal(offer(flow, 4, 1), 1);
+  });
+
+  it('while the server cannot keep up the bytes waiting are at most what it answers in maxWaitMs, at least LEAST_WAITING_BYTES, and once it keeps up the bytes limit alone', () => {
+    let now = 0;
+    const flow = new InboundFlow(
+      { perConnection: 10_000, messages: 10_000, bytes: 64 * 1024 * 1024, maxWaitMs: 1000 },
+      () => now,
+    );
+    const KIB = 1024;
+    assert.equal(offer(flow, 1, 100, 100 * KIB), 100, 'no rate known: 10 MB wait, under the limit of 64 MiB');
+    now = 1000;
+    flow.answered(1);
+    // 40 answered over the next second, each after at least half of maxWaitMs: 4,000 KiB a second.
+    for (let i = 1; i <= 40; i++) {
+      now = 1000 + i * 25;
+      flow.answered(1);
+    }
+    assert.equal(flow.mayHandOn(2, 1), false, '5,900 KiB wait, over the 4,000 answered in a second');
+    for (let i = 0; i < 59; i++) flow.answered(1);
+    assert.equal(offer(flow, 2, 100, 100 * KIB), 40, '4,000 KiB: 40 of 100 KiB');
+    // Answered within a tenth of a second: the server keeps up, and the bytes limit alone applies.
+    now = 2100;
+    for (let i = 0; i < 39; i++) flow.answered(2);
+    now = 3000;
+    flow.answered(2);
+    assert.equal(offer(flow, 3, 100, 100 * KIB), 100);
+    // Behind again, at 100 KiB a second: the least bytes still wait.
+    now = 4000;
+    flow.answered(3);
+    assert.equal(flow.mayHandOn(4, 1), false);
+    for (let i = 0; i < 99; i++) flow.answered(3);
+    assert.equal(offer(flow, 4, 100, 100 * KIB), 10, 'LEAST_WAITING_BYTES: 1 MiB, 10 of 100 KiB');
+    assert.equal(LEAST_WAITING_BYTES, 1024 * KIB);
   });
 });
