@@ -490,8 +490,8 @@ async function buildHttpApp(
 }
 
 /**
- * Of all messages that may wait, one connection may hold at most 1,000, and their text at most 4 MiB:
- * about a second of the server's work, enough to keep the writer busy, little enough to read.
+ * Of all messages that may wait, one connection may hold at most 1,000, and their text at most 4 MiB,
+ * less while the server cannot keep up: what it answers in `maxWaitMs` (mqtt/inbound-flow.ts).
  */
 const inboundLimits = (messages: number, maxWaitMs: number): InboundLimits => ({
   messages,

@@ -41,7 +41,7 @@ export interface Config {
   requestTimeoutMs: number;
   /** Device messages that may wait for the server thread at once; past it messages are answered 503 at once. */
   mqttMaxPending: number;
-  /** How long the oldest device message handed to the main thread may wait before new ones are answered 503 (ms). */
+  /** How long a device message taken should wait for its answer while the server cannot keep up, ms (mqtt/inbound-flow.ts). */
   mqttMaxWaitMs: number;
   /** Bytes of unfinished packets the embedded broker holds, all connections together (packet-parser.ts). */
   mqttMaxPartialBytes: number;

@@ -65,19 +65,13 @@ export class InboundFlow {
 
   /** Whether a message of `size` may be handed on now (nothing is counted). */
   mayHandOn(connection: number, size: number): boolean {
-    if (this.messages === 0) return true;
-    return !(
-      (this.flows.get(connection)?.length ?? 0) >= this.limits.perConnection ||
-      this.messages >= this.limits.messages ||
-      this.bytes + size > this.byteLimit() ||
-      this.now() - this.progressAt > STALL_WAITS * this.limits.maxWaitMs
-    );
+    return this.fits(connection, size, this.now());
   }
 
   /** Whether a message may be handed on now; when it may, it is counted until answered. */
   handOn(connection: number, size: number): boolean {
-    if (!this.mayHandOn(connection, size)) return false;
     const at = this.now();
+    if (!this.fits(connection, size, at)) return false;
     const queue = this.flows.get(connection);
     if (queue === undefined) this.flows.set(connection, [{ size, at }]);
     else queue.push({ size, at });
@@ -111,6 +105,17 @@ export class InboundFlow {
   /** Messages handed on and not yet answered, of one connection or of all. */
   pending(connection?: number): number {
     return connection === undefined ? this.messages : (this.flows.get(connection)?.length ?? 0);
+  }
+
+  /** Whether a message of `size` may be handed on at `now`. */
+  private fits(connection: number, size: number, now: number): boolean {
+    if (this.messages === 0) return true;
+    return !(
+      (this.flows.get(connection)?.length ?? 0) >= this.limits.perConnection ||
+      this.messages >= this.limits.messages ||
+      this.bytes + size > this.byteLimit() ||
+      now - this.progressAt > STALL_WAITS * this.limits.maxWaitMs
+    );
   }
 
   /** The bytes that may wait now: at most what the server answers in `maxWaitMs` while it cannot keep up. */

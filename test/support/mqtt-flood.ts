@@ -2,7 +2,8 @@
  * A device that publishes many signed messages at once without waiting for their answers, on a
  * thread of its own so that it keeps sending while the test's own thread (and the server in it) is
  * busy. Raw MQTT 3.1.1 packets over a TCP socket: CONNECT, SUBSCRIBE to its httpAck topic, then every
- * PUBLISH at QoS 1 in one go (and, when asked, more a while later); it counts the acknowledgements by their http_code and keeps their contexts.
+ * PUBLISH at QoS 1 in one go (and, when asked, more a while later); it counts the acknowledgements by
+ * their http_code and keeps their contexts.
  */
 import { Worker } from 'node:worker_threads';
 
