@@ -6,7 +6,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { ChangeFeed } from '../core/change-feed.ts';
 import { ApiError, unauthorized } from '../core/errors.ts';
-import { BULK_BODY_LIMIT, rawBody } from '../core/http/body.ts';
+import { BULK_BODY_LIMIT, describeBytes, rawBody } from '../core/http/body.ts';
 import type { Principal } from '../core/principal.ts';
 import { monotonicNow, RecentReads } from '../core/recent-reads.ts';
 import type { SecretBox } from '../core/secret-box.ts';
@@ -170,7 +170,9 @@ function decompressed(request: FastifyRequest, body: Buffer | undefined): Buffer
     if (error instanceof LzfFormatError) {
       const tooLarge = error.code === 'LZF_TOO_LARGE';
       throw new ApiError(tooLarge ? 413 : 400, [
-        { code: tooLarge ? 'too_large' : 'invalid', param: 'body', message: `LZF body: ${error.message}` },
+        tooLarge
+          ? { code: 'too_large', param: 'body', message: `decompresses to more than ${describeBytes(BULK_BODY_LIMIT)}` }
+          : { code: 'invalid', param: 'body', message: `is not valid LZF: ${error.message}` },
       ]);
     }
     throw error;

@@ -4,6 +4,7 @@
 import { type DeviceAlert, receiveDeviceAlert } from '../alerts/service.ts';
 import { actorOf } from '../audit/recorder.ts';
 import { ApiError, invalidParam, requiredParam } from '../core/errors.ts';
+import { CLIENT_KEY_PATTERN } from '../core/keys.ts';
 import { requirePermission } from '../core/permissions.ts';
 import type { Principal } from '../core/principal.ts';
 import type { EventIngest, IncomingEvent } from '../events/ingest.ts';
@@ -18,6 +19,8 @@ export function thingKeyOf(item: { thing_key?: string | null; device_key?: strin
   if (!key) throw requiredParam(`${param}thing_key`);
   return key;
 }
+
+const CLIENT_KEY = new RegExp(CLIENT_KEY_PATTERN);
 
 function readBoolean(value: unknown): boolean | undefined {
   if (value === undefined || value === null || value === '') return undefined;
@@ -60,6 +63,9 @@ export class DeviceService {
       }
       return;
     }
+    // The keys a client may choose through the REST API: a thing's key is part of its instruction topic,
+    // where `/`, `+` or `#` would change what the topic means.
+    if (!CLIENT_KEY.test(key)) throw invalidParam('thing_key', 'must be 1-64 characters of A-Za-z0-9._-');
     requirePermission(principal, 'thing', 'create');
     const template = await findDefaultTemplate(this.store.db, principal.organisationKey);
     if (!template) throw new ApiError(500, [{ code: 'internal', message: 'the organisation has no Default template' }]);

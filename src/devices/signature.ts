@@ -43,6 +43,12 @@ export interface SignedText {
   hash: string | undefined;
   /** The top-level `access_key` string, under the same conditions as `hash`. */
   accessKey: string | undefined;
+  /**
+   * Whether the text is an object with a `hash` or `access_key` member that is not a string, or with an
+   * envelope member twice: such a message carries a signature that cannot be checked, and is refused,
+   * unlike one that carries none.
+   */
+  unreadable: boolean;
 }
 
 /**
@@ -56,12 +62,13 @@ export interface SignedText {
  * separators `{"a": 1, "hash": "h", "b": 2}` gives `{"a": 1, "b": 2}`. When nothing else remains the
  * result is `{}`.
  *
- * Text that is not a single JSON object comes back unchanged with no hash, and so does a member name that
- * appears twice at top level (the hash is then undefined: such a message cannot be verified).
+ * Text that is not a single JSON object comes back unchanged with no hash. An envelope member named twice
+ * at top level, or a `hash` or `access_key` that is not a string, leaves the hash undefined and marks the
+ * text `unreadable`: such a message cannot be verified.
  */
 export function signedTextOfMqttPayload(rawText: string): SignedText {
   const object = scanTopLevelObject(rawText);
-  if (object === undefined) return { signed: rawText, hash: undefined, accessKey: undefined };
+  if (object === undefined) return { signed: rawText, hash: undefined, accessKey: undefined, unreadable: false };
   const { open, close, members } = object;
 
   // Counted member by member rather than collected: this runs on every MQTT message.
@@ -108,7 +115,10 @@ export function signedTextOfMqttPayload(rawText: string): SignedText {
   const repeated = hashes > 1 || accessKeys > 1 || versions > 1;
   const memberString = (m: Member | undefined, count: number): string | undefined =>
     repeated || count !== 1 || m === undefined ? undefined : stringValue(rawText.slice(m.valueStart, m.valueEnd));
-  return { signed, hash: memberString(hashMember, hashes), accessKey: memberString(accessKeyMember, accessKeys) };
+  const hash = memberString(hashMember, hashes);
+  const accessKey = memberString(accessKeyMember, accessKeys);
+  const unreadable = repeated || (hashes > 0 && hash === undefined) || (accessKeys > 0 && accessKey === undefined);
+  return { signed, hash, accessKey, unreadable };
 }
 
 /**

@@ -158,20 +158,27 @@ function metricCheckOf(metrics: MetricDefinition[]): MetricCheck {
   return check;
 }
 
-/** Adds to `discovered` every leaf of nested data (by dotted name) the template does not know yet. */
+/**
+ * Adds to `discovered` every leaf of nested data (by dotted name) the template does not know yet.
+ * Refuses a number JSON gave as infinite (`1e999`): it would be stored as null.
+ */
 function discover(
   data: Record<string, unknown>,
   known: Set<string>,
   discovered: MetricDefinition[],
   prefix: string,
+  param: () => string,
 ): MetricDefinition[] {
   for (const name in data) {
     if (!Object.hasOwn(data, name)) continue;
     const value = data[name];
     const path = prefix === '' ? name : `${prefix}.${name}`;
     if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      discover(value as Record<string, unknown>, known, discovered, path);
+      discover(value as Record<string, unknown>, known, discovered, path, param);
       continue;
+    }
+    if (typeof value === 'number' && !Number.isFinite(value)) {
+      throw invalidParam(`${param()}.${path}`, 'must be a number within the range of a double (about 1.8e308)');
     }
     const dataType = typeOf(value);
     if (dataType && !known.has(path)) discovered.push({ name: path, data_type: dataType, unit: '' });
@@ -196,7 +203,7 @@ function checkData(
       );
     }
   }
-  return discover(data, check.known, [], '');
+  return discover(data, check.known, [], '', param);
 }
 
 export interface IncomingEvent {

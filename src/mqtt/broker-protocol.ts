@@ -47,7 +47,10 @@ export type AckList = (number | string | ErrorItem[] | null)[];
 export type ToBroker =
   | { t: 'logins'; answers: LoginAnswerList }
   | { t: 'acks'; acks: AckList }
-  /** A message of this connection cannot be done: it is answered by closing the connection. */
+  /**
+   * The connection's key pair is gone: the connection is closed, once the acknowledgements due to it
+   * (the last says why) are written.
+   */
   | { t: 'close'; connection: number }
   /** The store is behind (the event writer holds most of what it may): device messages are answered 503 at once. */
   | { t: 'behind'; behind: boolean }

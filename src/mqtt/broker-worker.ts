@@ -7,7 +7,7 @@
  *
  * The server thread holds everything that needs the store: a login is checked against the secret it
  * answers for the access key; a message's key pair is looked up there again (deleted since login: the
- * connection is closed). Instructions are published here on the server's request.
+ * message is answered 401 and the connection closed). Instructions are published here on the server's request.
  */
 import { createRequire } from 'node:module';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
@@ -36,15 +36,7 @@ import {
 } from './broker-protocol.ts';
 import { InboundFlow } from './inbound-flow.ts';
 import { limitPacketLength, type PacketParser, PartialPackets, useLeanBuffer } from './packet-parser.ts';
-import {
-  type Ack,
-  contextUnread,
-  failure,
-  isAck,
-  PARSE_ERROR,
-  readDeviceMessage,
-  refusalOnConnection,
-} from './signed-messages.ts';
+import { type Ack, contextUnread, failure, isAck, readDeviceMessage, refusalOnConnection } from './signed-messages.ts';
 import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic, thingOfTopic } from './topics.ts';
 
 class AuthError extends Error {
@@ -174,9 +166,10 @@ const broker = await Aedes.createBroker({
     addLogin(loginsAsked.open(), id, accessKey);
   },
   authorizePublish: (client, packet, done) => {
-    // Devices publish to device topics only; acknowledgements and instructions come from the server.
-    if (!client || !topicOf(client, packet.topic))
-      return done(new Error(`publishing to ${packet.topic} is not allowed`));
+    // Devices publish to device topics only; acknowledgements and instructions come from the server. A
+    // publish to any other topic is answered 404 on the device's httpAck topic and never routed
+    // (`publish` below), as every publish is answered.
+    if (!client) return done(new Error(`publishing to ${packet.topic} is not allowed`));
     // While the device does not read what it is sent (its acknowledgements), nothing more is read
     // from it: aedes reads a socket again once every packet of its last read is done.
     const socket = (client as Client & { conn: Socket }).conn;
@@ -221,32 +214,42 @@ broker.on('clientDisconnect', (client: Client) => {
 // thousands due at once after a commit, the router's queue recursed until the stack overflowed).
 // The acks a commit makes due for one device leave together, in one socket write.
 const due = new Map<Client, Ack[]>();
+const writeAcks = (client: Client, acks: readonly Ack[]) => {
+  const topic = ackTopic(client.id);
+  // aedes keeps a client's subscriptions by topic; its typings leave them out.
+  const subscription = (client as Client & { subscriptions: Record<string, { qos?: number }> }).subscriptions[topic];
+  if (!subscription || client.closed) return;
+  const qos = subscription.qos ? 1 : 0;
+  const socket = (client as Client & { conn: Socket }).conn;
+  // A clean session (every SDK's) keeps nothing to send again: aedes would keep no copy of the
+  // messages either, and the device's PUBACK of each finds none to clear, as before. So they go as
+  // bytes made here (ack-packets.ts), in one write.
+  if (client.clean) {
+    if (socket.writable) socket.write(ackPackets(client as Client & PacketIds, topic, acks, qos));
+    return;
+  }
+  // A session the broker keeps (not a clean one, which no SDK asks for) keeps its unacknowledged
+  // messages through aedes, to send them again when the device comes back.
+  socket.cork();
+  for (const ack of acks) {
+    const payload = Buffer.from(JSON.stringify(ack));
+    client.publish({ cmd: 'publish', topic, payload, qos, retain: false, dup: false }, () => {});
+  }
+  // aedes writes each packet on a later turn of the event loop; the socket stays corked until then.
+  setImmediate(() => socket.uncork());
+};
 const sendDue = () => {
   for (const [client, acks] of due) {
     due.delete(client);
-    const topic = ackTopic(client.id);
-    // aedes keeps a client's subscriptions by topic; its typings leave them out.
-    const subscription = (client as Client & { subscriptions: Record<string, { qos?: number }> }).subscriptions[topic];
-    if (!subscription || client.closed) continue;
-    const qos = subscription.qos ? 1 : 0;
-    const socket = (client as Client & { conn: Socket }).conn;
-    // A clean session (every SDK's) keeps nothing to send again: aedes would keep no copy of the
-    // messages either, and the device's PUBACK of each finds none to clear, as before. So they go as
-    // bytes made here (ack-packets.ts), in one write.
-    if (client.clean) {
-      if (socket.writable) socket.write(ackPackets(client as Client & PacketIds, topic, acks, qos));
-      continue;
-    }
-    // A session the broker keeps (not a clean one, which no SDK asks for) keeps its unacknowledged
-    // messages through aedes, to send them again when the device comes back.
-    socket.cork();
-    for (const ack of acks) {
-      const payload = Buffer.from(JSON.stringify(ack));
-      client.publish({ cmd: 'publish', topic, payload, qos, retain: false, dup: false }, () => {});
-    }
-    // aedes writes each packet on a later turn of the event loop; the socket stays corked until then.
-    setImmediate(() => socket.uncork());
+    writeAcks(client, acks);
   }
+};
+/** Writes the acknowledgements due to a connection now, before it is closed. */
+const sendDueTo = (client: Client) => {
+  const acks = due.get(client);
+  if (!acks) return;
+  due.delete(client);
+  writeAcks(client, acks);
 };
 
 const acknowledge = (client: Client, ack: Ack) => {
@@ -258,16 +261,36 @@ const acknowledge = (client: Client, ack: Ack) => {
 
 const forwarded = new TurnList<MessageList[number]>((messages) => send({ t: 'messages', messages }));
 
+/** The context of an acknowledgement refusing a message, read from its payload. */
+const contextOf = (topic: DeviceTopic, payload: Buffer): string => readDeviceMessage(topic, payload).context;
+
+const unknownTopic = (packet: PublishPacket, client: Client) => {
+  if (!connections.has(client)) return;
+  const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
+  const context = contextOf({ clientId: client.id, kind: 'event', lzf: false }, payload);
+  acknowledge(
+    client,
+    failure(context, 404, [
+      {
+        code: 'not_found',
+        message: `no device topic ${packet.topic}: devices publish to Altizon/Datonis/<client id>/register, heartbeat, event or alert, or Altizon/Datonis/lzf/<client id>/event`,
+      },
+    ]),
+  );
+};
+
 const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTopic) => {
   const connection = connections.get(client);
   if (!connection) return;
+  const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
   if (topic.clientId !== client.id) {
     return acknowledge(
       client,
-      failure(PARSE_ERROR, 403, [{ code: 'forbidden', message: 'publish under your own client id only' }]),
+      failure(contextOf(topic, payload), 403, [
+        { code: 'forbidden', message: 'publish under your own client id only' },
+      ]),
     );
   }
-  const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
   // Refused for overload: a flooding device's messages are answered as fast as they can be read,
   // without decoding or scanning them where the context can be told from the payload's end, so that
   // they do not pile up in its socket's buffers (docs/devices.md, "Overload").
@@ -298,9 +321,12 @@ const publish = (packet: PublishPacket, client: unknown, done?: unknown) => {
   // publish(packet, done)), which no device may subscribe to (maySubscribe): routing them finds nobody
   // and costs a share of each connection.
   if (typeof client === 'function' && packet.topic.startsWith('$SYS/')) return void client(null);
-  const topic = device !== undefined ? topicOf(device, packet.topic) : undefined;
-  if (device === undefined || topic === undefined) return route(packet, client, done);
-  onDevicePublish(packet, device, topic);
+  if (device === undefined) return route(packet, client, done);
+  const topic = topicOf(device, packet.topic);
+  // Nothing a device publishes is routed to other clients: a topic that is no device topic (another
+  // device's acknowledgements, instructions, anything else; its will included) is answered 404.
+  if (topic === undefined) unknownTopic(packet, device);
+  else onDevicePublish(packet, device, topic);
   if (typeof done === 'function') done(null);
 };
 (broker as unknown as { publish: typeof publish }).publish = publish;
@@ -465,10 +491,14 @@ port.on('message', (message: ToBroker) => {
     case 'logins':
       forEachLoginAnswer(message.answers, answerLogin);
       break;
-    case 'close':
-      inbound.answered(message.connection);
-      byId.get(message.connection)?.client.close();
+    case 'close': {
+      const connection = byId.get(message.connection);
+      if (!connection) break;
+      // Its last acknowledgement (why it is closed) leaves first.
+      sendDueTo(connection.client);
+      connection.client.close();
       break;
+    }
     case 'behind':
       storeBehind = message.behind;
       break;

@@ -217,7 +217,17 @@ function startWorker(
     context: string,
     credentials: DeviceCredentials | undefined,
   ) => {
-    if (!credentials) return post({ t: 'close', connection });
+    if (!credentials) {
+      // Answered, then its connection closed once the answer is on its way (after this turn's acks).
+      acknowledge(
+        connection,
+        failure(context, 401, [
+          { code: 'unauthorized', message: 'the key pair this connection signed in with is gone' },
+        ]),
+      );
+      setImmediate(() => post({ t: 'close', connection }));
+      return;
+    }
     actOnDeviceMessage(devices, kind, text, credentials.principal, context).then(
       (ack) => acknowledge(connection, ack),
       failed(connection),

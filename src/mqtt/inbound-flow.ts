@@ -1,8 +1,7 @@
 /**
  * How many device messages may wait for the server thread (docs/devices.md, "Overload"). The broker
  * thread reads packets far faster than the store can take their events; every message it hands to
- * the server thread is counted here until its acknowledgement (or the order to close its connection)
- * comes back. A message that would take a connection, or all of them together, past their limits is
+ * the server thread is counted here until its acknowledgement comes back. A message that would take a connection, or all of them together, past their limits is
  * not handed on: the broker answers it at once with a 503 acknowledgement, so the device learns to
  * send again later within milliseconds, and the server's memory holds no more than the limits allow.
  *
@@ -82,7 +81,7 @@ export class InboundFlow {
     return true;
   }
 
-  /** A message of a connection was answered (or its connection ordered closed): its oldest. */
+  /** A message of a connection was answered: its oldest. */
   answered(connection: number): void {
     const queue = this.flows.get(connection);
     if (!queue) return;

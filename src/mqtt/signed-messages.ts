@@ -5,7 +5,7 @@
  * broker's subscriber in the server (messages.ts).
  */
 import type { ErrorItem } from '../core/errors.ts';
-import { BULK_BODY_LIMIT } from '../core/http/body.ts';
+import { BULK_BODY_LIMIT, DEFAULT_BODY_LIMIT, describeBytes } from '../core/http/body.ts';
 import { decompressLzf } from '../devices/lzf.ts';
 import { hashAtEnd, signedTextOfMqttPayload, verifySignature } from '../devices/signature.ts';
 import type { DeviceTopic } from './topics.ts';
@@ -33,25 +33,47 @@ export interface ReadMessage {
   signed: string;
   hash: string | undefined;
   accessKey: string | undefined;
+  /** A `hash` or `access_key` that is there but cannot be read (devices/signature.ts, SignedText). */
+  unreadable: boolean;
   /** The acknowledgement's context: the message's hash, or PARSE_ERROR. */
   context: string;
 }
 
 export const isAck = (value: ReadMessage | Ack): value is Ack => 'http_code' in value;
 
+/**
+ * The longest text a message of each kind may carry without its envelope: the body limit of the same
+ * request over HTTP (docs/devices.md, "MQTT").
+ */
+const bodyLimit = (topic: DeviceTopic): number => (topic.kind === 'event' ? BULK_BODY_LIMIT : DEFAULT_BODY_LIMIT);
+/** Room for the envelope members (hash, access_key, aliot_protocol_version) beside the body. */
+const ENVELOPE_ROOM = 4096;
+
 /** The payload as text with its envelope, or the acknowledgement refusing it. */
 export function readDeviceMessage(topic: DeviceTopic, payload: Buffer): ReadMessage | Ack {
+  const limit = bodyLimit(topic);
   let text: string;
   try {
-    text = (topic.lzf ? decompressLzf(payload, BULK_BODY_LIMIT) : payload).toString('utf8');
+    text = (topic.lzf ? decompressLzf(payload, limit + ENVELOPE_ROOM) : payload).toString('utf8');
   } catch (error) {
     // C and Java SDKs end their wait on a PARSE_ERROR acknowledgement only with code 500.
     return failure(PARSE_ERROR, 500, [
       { code: 'invalid', message: `the payload cannot be read: ${(error as Error).message}` },
     ]);
   }
-  const { signed, hash, accessKey } = signedTextOfMqttPayload(text);
-  return { text, signed, hash, accessKey, context: hash ?? PARSE_ERROR };
+  const { signed, hash, accessKey, unreadable } = signedTextOfMqttPayload(text);
+  const context = hash ?? PARSE_ERROR;
+  // Only a long text is measured in bytes: the signed text is never longer than the payload's.
+  if (text.length > limit / 3 && Buffer.byteLength(signed) > limit) {
+    return failure(context, 413, [
+      {
+        code: 'too_large',
+        param: 'body',
+        message: `is larger than the ${describeBytes(limit)} (${limit} bytes) a ${topic.kind} message may be`,
+      },
+    ]);
+  }
+  return { text, signed, hash, accessKey, unreadable, context };
 }
 
 /**
@@ -74,6 +96,13 @@ export function refusalOnConnection(
   message: ReadMessage,
   connection: { accessKey: string; secretKey: string },
 ): Ack | undefined {
+  // A message may leave its signature out, but one it carries must be checked: a `hash` that is not a
+  // string, or named twice, would otherwise pass as no hash at all.
+  if (message.unreadable) {
+    return failure(message.context, 401, [
+      { code: 'unauthorized', message: 'hash and access_key must each be given once, as strings' },
+    ]);
+  }
   if (message.accessKey !== undefined && message.accessKey !== connection.accessKey) {
     return failure(message.context, 401, [
       { code: 'unauthorized', message: 'access_key is not the one this connection signed in with' },

@@ -151,7 +151,7 @@ describeOnStores('device HTTP interface', (ctx) => {
     const over = await d.event({}, { raw: bulkOfSize(limit + 1) });
     assert.equal(over.status, 413, over.text);
     assert.equal(over.body.errors[0].code, 'too_large');
-    assert.equal(typeof over.body.errors[0].message, 'string');
+    assert.equal(over.body.message, 'body is larger than the 10 MiB (10485760 bytes) this endpoint accepts');
     assert.equal((await storedEvents(key)).length, 0, 'nothing of the refused bulk was stored');
     const atLimit = await d.event({}, { raw: bulkOfSize(limit) });
     assert.equal(atLimit.status, 200, atLimit.text.slice(0, 500));
@@ -214,6 +214,45 @@ describeOnStores('device HTTP interface', (ctx) => {
       data: { pressure: 1 },
     });
     assert.equal(future.status, 422);
+    assert.equal((await storedEvents(key)).length, 1);
+  });
+
+  it('when a register names a new thing with a key the REST API refuses then it is a 400 and no thing is made', async () => {
+    const d = await device();
+    const db = ctx.api.server.store.db;
+    for (const key of [
+      `a/${unique('k')}`,
+      `x+${unique('k')}`,
+      `h#${unique('k')}`,
+      `sp ${unique('k')}`,
+      `\u00fc${unique('k')}`,
+    ]) {
+      const refused = await d.register({ thing_key: key });
+      assert.equal(refused.status, 400, `${key}: ${refused.text}`);
+      assert.equal(refused.body.errors[0].param, 'thing_key');
+      const made = await db.selectFrom('things').select('thing_id').where('thing_key', '=', key).execute();
+      assert.equal(made.length, 0, `${key} was not made`);
+    }
+    const fine = unique('ok.key_1-');
+    assert.equal((await d.register({ thing_key: fine })).status, 200);
+  });
+
+  it('when a metric value is a number beyond the range of a double then it is a 400 and nothing is stored', async () => {
+    const d = await device();
+    const key = unique('dev');
+    await d.register({ thing_key: key });
+    for (const raw of [
+      `{"thing_key":"${key}","data":{"temp":1e999}}`,
+      `{"thing_key":"${key}","data":{"nested":{"v":-1e999}}}`,
+      `{"events":[{"thing_key":"${key}","data":{"temp":1}},{"thing_key":"${key}","data":{"temp":2e400}}]}`,
+    ]) {
+      const refused = await d.event({}, { raw });
+      assert.equal(refused.status, 400, `${raw}: ${refused.text}`);
+      assert.equal(refused.body.errors[0].code, 'invalid');
+      assert.match(refused.body.errors[0].param, /data\.(temp|nested\.v)$/);
+    }
+    assert.equal((await storedEvents(key)).length, 0);
+    assert.equal((await d.event({}, { raw: `{"thing_key":"${key}","data":{"temp":1.7e308}}` })).status, 200);
     assert.equal((await storedEvents(key)).length, 1);
   });
 

@@ -374,12 +374,10 @@ describeOnStores(
       try {
         const key = unique('mq');
         await device.send('register', { thing_key: key });
-        const ack = await device.publishRaw(
-          'event',
-          device.envelope({ thing_key: key, data: { v: 1 } }),
-          `Altizon/Datonis/${victim.clientId}/event`,
-        );
+        const text = device.envelope({ thing_key: key, data: { v: 1 } });
+        const ack = await device.publishRaw('event', text, `Altizon/Datonis/${victim.clientId}/event`);
         assert.equal(ack.http_code, 403);
+        assert.equal(ack.context, /"hash":"([0-9a-f]+)"/.exec(text)?.[1], 'the context is the message hash');
         assert.equal(await storedCount(key), 0);
         // A refused subscription comes back as SUBACK 128, which the client reports as an error.
         await assert.rejects(
@@ -397,7 +395,7 @@ describeOnStores(
       }
     });
 
-    it('when its key pair is deleted then an open connection ends at its next message, which is not stored', async () => {
+    it('when its key pair is deleted then an open connection ends at its next message, which is answered 401 and not stored', async () => {
       const token = await ctx.api.adminToken();
       const pair = await keyPair();
       const device = await MqttDevice.connect(brokerUrl(), pair);
@@ -414,11 +412,13 @@ describeOnStores(
             resolve();
           });
         });
-        device.client.publish(
-          `Altizon/Datonis/${device.clientId}/event`,
-          device.envelope({ thing_key: key, data: { temperature: 2 } }),
-          { qos: 1 },
-        );
+        const text = device.envelope({ thing_key: key, data: { temperature: 2 } });
+        device.client.publish(`Altizon/Datonis/${device.clientId}/event`, text, { qos: 1 });
+        // Every publish is answered, this one too, before its connection ends.
+        const ack = await device.nextAck();
+        assert.equal(ack.http_code, 401);
+        assert.equal(ack.http_msg.errors?.[0]?.code, 'unauthorized');
+        assert.equal(ack.context, /"hash":"([0-9a-f]+)"/.exec(text)?.[1]);
         await closed;
         // Anything still under way would be stored within this time.
         await new Promise((resolve) => setTimeout(resolve, 300));
@@ -532,6 +532,85 @@ describeOnStores(
       } finally {
         first.socket.destroy();
         second.socket.destroy();
+      }
+    });
+
+    it('when a device publishes to a topic that is no device topic then it is answered 404 with its hash, and the connection goes on', async () => {
+      const device = await MqttDevice.connect(brokerUrl(), await keyPair());
+      try {
+        const key = unique('mq');
+        assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+        for (const topic of [
+          `Altizon/Datonis/${device.clientId}/evnt`,
+          `Altizon/Datonis/${device.clientId}/event/x`,
+          `Altizon/Datonis/${device.accessKey}/thing/${key}/executeInstruction`,
+          'anything/else',
+        ]) {
+          const text = device.envelope({ thing_key: key, data: { v: 1 } });
+          const ack = await device.publishRaw('event', text, topic);
+          assert.equal(ack.http_code, 404, topic);
+          assert.equal(ack.http_msg.errors?.[0]?.code, 'not_found');
+          assert.equal(ack.context, /"hash":"([0-9a-f]+)"/.exec(text)?.[1], topic);
+        }
+        assert.equal((await device.publishRaw('event', 'not json', 'no/such/topic')).context, 'PARSE_ERROR');
+        assert.equal(await storedCount(key), 0);
+        assert.equal((await device.send('event', { thing_key: key, data: { v: 1 } })).http_code, 200);
+        assert.equal(await storedCount(key), 1);
+      } finally {
+        device.client.end(true);
+      }
+    });
+
+    it('when a message carries a hash or access_key that is not one string then it is answered 401 and not stored', async () => {
+      const pair = await keyPair();
+      const device = await MqttDevice.connect(brokerUrl(), pair);
+      const other = await keyPair();
+      try {
+        const key = unique('mq');
+        assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+        const signed = JSON.stringify({ thing_key: key, data: { v: 1 } });
+        const wrong = '0'.repeat(64);
+        for (const text of [
+          `${signed.slice(0, -1)},"hash":"${wrong}","hash":"${wrong}","access_key":"${pair.access_key}"}`,
+          `${signed.slice(0, -1)},"hash":12345,"access_key":"${pair.access_key}"}`,
+          `${signed.slice(0, -1)},"hash":null}`,
+          `${signed.slice(0, -1)},"access_key":"${pair.access_key}","access_key":"${other.access_key}"}`,
+          `${signed.slice(0, -1)},"access_key":["${pair.access_key}"]}`,
+          `${signed.slice(0, -1)},"aliot_protocol_version":1,"aliot_protocol_version":2}`,
+        ]) {
+          const ack = await device.publishRaw('event', text);
+          assert.equal(ack.http_code, 401, text);
+          assert.equal(ack.http_msg.errors?.[0]?.code, 'unauthorized');
+        }
+        assert.equal(await storedCount(key), 0);
+        assert.equal((await device.publishRaw('event', signed)).http_code, 200, 'a message without a hash still goes');
+      } finally {
+        device.client.end(true);
+      }
+    });
+
+    it('when a payload is longer than the same body over HTTP may be then it is answered 413 with its hash and not stored', async () => {
+      const device = await MqttDevice.connect(brokerUrl(), await keyPair());
+      try {
+        const key = unique('mq');
+        assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+        const register = device.envelope({ thing_key: key, name: 'x'.repeat(100), note: 'n'.repeat(1024 * 1024) });
+        const tooLong = await device.publishRaw('register', register);
+        assert.equal(tooLong.http_code, 413);
+        assert.equal(tooLong.http_msg.errors?.[0]?.code, 'too_large');
+        assert.equal(tooLong.context, /"hash":"([0-9a-f]+)"/.exec(register)?.[1]);
+        // An event body one byte over 10 MiB, with its envelope: refused; at 10 MiB with it: stored.
+        const eventOf = (size: number) => {
+          const base = JSON.stringify({ thing_key: key, data: { v: 1, note: '' } }).length;
+          return { thing_key: key, data: { v: 1, note: 'x'.repeat(size - base) } };
+        };
+        const limit = 10 * 1024 * 1024;
+        assert.equal((await device.send('event', eventOf(limit + 1))).http_code, 413);
+        assert.equal(await storedCount(key), 0);
+        assert.equal((await device.send('event', eventOf(limit))).http_code, 200);
+        assert.equal(await storedCount(key), 1);
+      } finally {
+        device.client.end(true);
       }
     });
 

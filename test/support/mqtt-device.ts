@@ -90,14 +90,14 @@ export class MqttDevice {
     });
   }
 
-  /** Publishes raw text to a topic under this device and waits for its acknowledgement. */
-  async publishRaw(
-    kind: string,
-    text: string | Buffer,
-    topic = `Altizon/Datonis/${this.clientId}/${kind}`,
-  ): Promise<Ack> {
-    await this.client.publishAsync(topic, text, { qos: 1 });
-    return this.nextAck();
+  /**
+   * Publishes raw text to a topic under this device and waits for its acknowledgement (at most 5 s,
+   * also when the broker closes the connection instead of answering).
+   */
+  publishRaw(kind: string, text: string | Buffer, topic = `Altizon/Datonis/${this.clientId}/${kind}`): Promise<Ack> {
+    const ack = this.nextAck();
+    this.client.publish(topic, text, { qos: 1 });
+    return ack;
   }
 
   send(kind: 'register' | 'heartbeat' | 'event' | 'alert', payload: object): Promise<Ack> {

@@ -152,15 +152,19 @@ describe('signature', () => {
 
   it('when a member name is written with escapes then it counts as that member', () => {
     const result = signedTextOfMqttPayload('{"a":1,"h\\u0061sh":"h","access\\u005fkey":"k"}');
-    assert.deepEqual(result, { signed: '{"a":1}', hash: 'h', accessKey: 'k' });
+    assert.deepEqual(result, { signed: '{"a":1}', hash: 'h', accessKey: 'k', unreadable: false });
   });
 
-  it('when hash or access_key is not a string then it is removed but not reported', () => {
+  it('when hash or access_key is not a string then it is removed, not reported, and marked unreadable', () => {
     assert.deepEqual(signedTextOfMqttPayload('{"a":1,"hash":123,"access_key":null}'), {
       signed: '{"a":1}',
       hash: undefined,
       accessKey: undefined,
+      unreadable: true,
     });
+    assert.equal(signedTextOfMqttPayload('{"a":1,"hash":"h","access_key":7}').unreadable, true);
+    assert.equal(signedTextOfMqttPayload('{"a":1,"hash":"h","access_key":"k"}').unreadable, false);
+    assert.equal(signedTextOfMqttPayload('{"a":1}').unreadable, false);
   });
 
   it('when a member appears twice at top level then both go and the message cannot be verified', () => {
@@ -168,7 +172,12 @@ describe('signature', () => {
       signed: '{"a":1}',
       hash: undefined,
       accessKey: undefined,
+      unreadable: true,
     });
+    assert.equal(
+      signedTextOfMqttPayload('{"a":1,"aliot_protocol_version":"1","aliot_protocol_version":"2"}').unreadable,
+      true,
+    );
   });
 
   it('when the text is not one JSON object then it comes back unchanged without a hash', () => {
@@ -193,7 +202,11 @@ describe('signature', () => {
       '{"abc',
       '{"a" 1,"hash":"h"}',
     ]) {
-      assert.deepEqual(signedTextOfMqttPayload(raw), { signed: raw, hash: undefined, accessKey: undefined }, raw);
+      assert.deepEqual(
+        signedTextOfMqttPayload(raw),
+        { signed: raw, hash: undefined, accessKey: undefined, unreadable: false },
+        raw,
+      );
     }
   });
 

@@ -11,6 +11,9 @@ export const BULK_BODY_LIMIT = 10 * 1024 * 1024;
 /** Bodies of requests anyone may send, before any sign-in (the sign-ins): a form's worth. */
 export const PUBLIC_BODY_LIMIT = 16 * 1024;
 
+/** A limit in bytes as people read it: `1 MiB`, `0.02 MiB`. */
+export const describeBytes = (bytes: number): string => `${Number((bytes / (1024 * 1024)).toFixed(2))} MiB`;
+
 export function registerRawBodyParser(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));

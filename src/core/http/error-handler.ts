@@ -9,9 +9,9 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';
 import { loggedUrl } from '../urls.ts';
+import { describeBytes } from './body.ts';
 
 /** A byte count as people read it: 10 MiB, 0.5 MiB. */
-const describeBytes = (bytes: number): string => `${Number((bytes / (1024 * 1024)).toFixed(2))} MiB`;
 
 /** The refusal of Fastify's own checks; a body too large is told the limit of its route. */
 function fromFrameworkError(error: FastifyError, request: FastifyRequest): ApiError | undefined {
@@ -25,7 +25,7 @@ function fromFrameworkError(error: FastifyError, request: FastifyRequest): ApiEr
         {
           code: 'too_large',
           param: 'body',
-          message: `the request body is larger than the ${describeBytes(request.routeOptions.bodyLimit)} (${request.routeOptions.bodyLimit} bytes) this endpoint accepts`,
+          message: `is larger than the ${describeBytes(request.routeOptions.bodyLimit)} (${request.routeOptions.bodyLimit} bytes) this endpoint accepts`,
         },
       ]);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
