@@ -22,7 +22,7 @@ export function presentAlert(row: AlertRow, time: TimeFormatter) {
     ...(row.instruction_key !== null
       ? { instruction_key: row.instruction_key, instruction_name: row.instruction_name ?? '' }
       : {}),
-    data: presentStoredTimestamps(JSON.parse(row.data), time),
+    data: presentData(row, time),
     status: row.status,
     acknowledged_at: row.acknowledged_at === null ? null : time(row.acknowledged_at),
     acknowledged_by: row.acknowledged_by,
@@ -31,4 +31,18 @@ export function presentAlert(row: AlertRow, time: TimeFormatter) {
     rule_key: row.rule_key,
     comment: row.comment,
   };
+}
+
+/**
+ * An alert's data, its timestamps in the request's format. Snapshots in it (`thing`) are stored in
+ * epoch seconds, but the event a rule put in it (rules/firing.ts) keeps the event's epoch ms, in rows
+ * stored before and since: that one is presented from ms, so that it reads like every other timestamp.
+ */
+function presentData(row: AlertRow, time: TimeFormatter): unknown {
+  const stored = JSON.parse(row.data) as Record<string, unknown>;
+  const data = presentStoredTimestamps(stored, time) as Record<string, unknown>;
+  const event = stored.event as { timestamp?: unknown } | null | undefined;
+  // A device acknowledging the alert replaces its data (alerts/service.ts): the rule's event is gone then.
+  if (row.rule_key === null || stored.rule_key !== row.rule_key || typeof event?.timestamp !== 'number') return data;
+  return { ...data, event: { ...(data.event as object), timestamp: time(event.timestamp) } };
 }

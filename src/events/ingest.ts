@@ -223,7 +223,7 @@ export class EventIngest {
   constructor(
     private readonly store: Store,
     private readonly writer: EventWriter,
-    /** Told how many events of a request were stored, and how they came (for metrics). */
+    /** Told how many events of a request were stored (not those arriving expired) and how they came, for metrics. */
     private readonly onStored?: (transport: EventTransport, count: number) => void,
   ) {
     // What changes is forgotten once it commits, so the next message reads it again instead of being
@@ -270,7 +270,7 @@ export class EventIngest {
    * Runs `attempt` with a fresh map of the things it resolves; when the writer finds one of them (or
    * its template) changed since it was cached, forgets them and tries again.
    */
-  private async withFreshThings(principal: Principal, attempt: (things: Map<string, ResolvedThing>) => Promise<void>) {
+  private async withFreshThings<T>(principal: Principal, attempt: (things: Map<string, ResolvedThing>) => Promise<T>) {
     for (let tries = 1; ; tries++) {
       const things = new Map<string, ResolvedThing>();
       try {
@@ -294,10 +294,10 @@ export class EventIngest {
     transport: EventTransport,
   ) {
     if (incoming.length > MAX_BULK_EVENTS) throw invalidParam('events', `may hold at most ${MAX_BULK_EVENTS} events`);
-    await this.withFreshThings(principal, (things) =>
+    const stored = await this.withFreshThings(principal, (things) =>
       this.ingestOnce(principal, incoming, defaultTimestamp, paramPrefix, things),
     );
-    this.onStored?.(transport, incoming.length);
+    this.onStored?.(transport, stored);
   }
 
   private async ingestOnce(
@@ -306,7 +306,7 @@ export class EventIngest {
     defaultTimestamp: unknown,
     paramPrefix: string,
     things: Map<string, ResolvedThing>,
-  ) {
+  ): Promise<number> {
     const now = Date.now();
     const events: NewEvent[] = [];
     const discovered = new Map<string, Map<string, MetricDefinition>>();
@@ -344,7 +344,7 @@ export class EventIngest {
         waypoint,
       });
     }
-    await this.writer.write({
+    return this.writer.writeCounted({
       events,
       subject: subjectOf(principal, things),
       ...(discovered.size > 0 ? { after: (tx) => growTemplateMetrics(tx, principal.organisationKey, discovered) } : {}),

@@ -57,7 +57,7 @@ export type TransactionWork = (tx: Tx, batches: readonly IngestBatch[]) => Promi
 interface Queued {
   batch: IngestBatch;
   size: number;
-  resolve: () => void;
+  resolve: (stored: number) => void;
   reject: (error: unknown) => void;
 }
 
@@ -169,6 +169,14 @@ export class EventWriter {
 
   /** Resolves once the batch is committed; rejects if it could not be, and nothing of it is stored. */
   write(batch: IngestBatch): Promise<void> {
+    return this.writeCounted(batch).then(() => undefined);
+  }
+
+  /**
+   * As `write`, resolving with how many of the batch's events were stored: not those that arrived
+   * already expired (docs/storage.md, "Retention"), which are acknowledged but not kept.
+   */
+  writeCounted(batch: IngestBatch): Promise<number> {
     const size = Math.max(1, batch.events.length + (batch.heartbeats?.size ?? 0));
     if (this.pendingRows > 0 && this.pendingRows + size > this.maxPendingRows) {
       this.refusals++;
@@ -176,7 +184,7 @@ export class EventWriter {
     }
     this.pendingRows += size;
     this.noteBehind();
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<number>((resolve, reject) => {
       this.queue.push({ batch, size, resolve, reject });
       this.queuedRows += size;
       this.schedule();
@@ -262,13 +270,14 @@ export class EventWriter {
         try {
           const batches = taken.map((q) => q.batch);
           let stale = new Set<IngestBatch>();
+          const stored = new Map<IngestBatch, number>();
           await this.store.transaction(async (tx) => {
             stale = await staleBatches(tx, batches);
-            const current = await withoutExpired(
-              tx,
-              batches.filter((b) => !stale.has(b)),
-              Date.now(),
-            );
+            const fresh = batches.filter((b) => !stale.has(b));
+            const current = await withoutExpired(tx, fresh, Date.now());
+            for (let i = 0; i < fresh.length; i++) {
+              stored.set(fresh[i] as IngestBatch, (current[i] as IngestBatch).events.length);
+            }
             await writeBatches(tx, current);
             // Told before the alerts the rules raise on them.
             if (this.store.changes.wanted('Event')) await noteEvents(tx, current);
@@ -279,7 +288,7 @@ export class EventWriter {
           }
           for (const q of taken) {
             if (stale.has(q.batch)) q.reject(new StaleSubjectError('a thing or its template changed; check again'));
-            else q.resolve();
+            else q.resolve(stored.get(q.batch) ?? 0);
           }
         } catch (error) {
           for (const q of taken) q.reject(error);

@@ -79,25 +79,35 @@ class Stats {
 const FAR = 8.64e15;
 
 /**
- * Which part of the range can be read from slot rollups: the whole slots inside it, when every bucket
- * boundary within them falls on a slot boundary and idle time (which needs each event's time) is not
- * asked for. The events of the partial slots at either end (`rest`, inclusive bounds) are read one by one.
+ * Which part of the range can be read from slot rollups: the whole slots inside it. `stored`: they may
+ * stand for its stored events too, when every bucket boundary within them falls on a slot boundary
+ * (`alignedBuckets`) and idle time (which needs each event's time) is not asked for; the events of the
+ * partial slots at either end (`rest`, inclusive bounds) are then read one by one. Otherwise only the
+ * slots whose events have expired are read from rollups, into the buckets only when they are aligned:
+ * `summary_result` and `thing_wise_result` cover the whole range (docs/storage.md, "Retention").
  */
 export function rollupPlan(
   from: number | undefined,
   to: number | undefined,
   buckets: { starts: readonly number[] } | undefined,
   idle: boolean,
-): { from: number; to: number; rest: { from: number | undefined; to: number | undefined }[] } | undefined {
-  if (idle) return undefined;
+):
+  | {
+      from: number;
+      to: number;
+      rest: { from: number | undefined; to: number | undefined }[];
+      alignedBuckets: boolean;
+      stored: boolean;
+    }
+  | undefined {
   const first = from === undefined ? -FAR : Math.ceil(from / SLOT_MS) * SLOT_MS;
   const end = to === undefined ? FAR : Math.floor((Math.floor(to) + 1) / SLOT_MS) * SLOT_MS;
   if (end <= first) return undefined;
-  if (buckets?.starts.some((b) => b > first && b < end && b % SLOT_MS !== 0)) return undefined;
+  const alignedBuckets = !buckets?.starts.some((b) => b > first && b < end && b % SLOT_MS !== 0);
   const rest: { from: number | undefined; to: number | undefined }[] = [];
   if (from !== undefined && from < first) rest.push({ from, to: first - 1 });
   if (to !== undefined && Math.floor(to) + 1 > end) rest.push({ from: end, to });
-  return { from: first, to: end, rest };
+  return { from: first, to: end, rest, alignedBuckets, stored: alignedBuckets && !idle };
 }
 
 interface Period {
@@ -241,17 +251,22 @@ export async function aggregatedData(
     };
     // Whole slots from their rollups when every one covers every metric asked for; the rest event by event.
     // Under retention (docs/storage.md), expired events are never read: the whole slots before they
-    // expire are answered from the rollups still kept, and the rest of the expired part counts nothing.
+    // expire are answered from the rollups still kept (whatever the buckets: the summary and per-thing
+    // results cover the whole range), and the rest of the expired part counts nothing.
     const cuts = retentionCuts(thing.retention_days, thing.rollup_retention_days, now);
-    const slots = plan
-      ? await rollupsOf(db, thing.thing_id, Math.max(plan.from, firstKeptSlot(cuts.rollups) ?? -FAR), plan.to)
-      : [];
-    const covered = plan && slots.every(([, stats]) => metrics.every((metric) => Object.hasOwn(stats, metric)));
     const expiredBefore = cuts.events ?? -FAR;
+    const slotsFrom = plan ? Math.max(plan.from, firstKeptSlot(cuts.rollups) ?? -FAR) : 0;
+    const slotsTo = plan
+      ? plan.stored
+        ? plan.to
+        : Math.min(plan.to, Math.floor(expiredBefore / SLOT_MS) * SLOT_MS)
+      : 0;
+    const slots = slotsFrom < slotsTo ? await rollupsOf(db, thing.thing_id, slotsFrom, slotsTo) : [];
+    const covered = plan?.stored && slots.every(([, stats]) => metrics.every((metric) => Object.hasOwn(stats, metric)));
     for (const [slot, stats] of slots) {
       // Not covered: only the slots whose events have all expired, with the metrics they have.
       if (!covered && slot + SLOT_MS > expiredBefore) continue;
-      const index = buckets ? buckets.indexOf(slot) : -1;
+      const index = buckets && plan?.alignedBuckets ? buckets.indexOf(slot) : -1;
       for (let m = 0; m < metrics.length; m++) {
         const metric = stats[metrics[m] as string];
         if (metric === undefined) continue;

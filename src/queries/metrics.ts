@@ -4,7 +4,7 @@ import { readPath } from '../expressions/index.ts';
 const pathOf = (name: string) => name.split('.');
 
 /** Only the named metrics, keeping the nesting; metrics an event lacks are left out. */
-export function pickMetrics(data: Record<string, unknown>, metrics: string[]): Record<string, unknown> {
+export function pickMetrics(data: Record<string, unknown>, metrics: readonly string[]): Record<string, unknown> {
   const picked: Record<string, unknown> = {};
   for (const name of metrics) {
     const path = pathOf(name);

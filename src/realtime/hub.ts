@@ -7,7 +7,8 @@
  * Events go only to subscriptions of their thing: those naming things are found by the thing's key,
  * the others (every thing, a group, a template) are checked one by one. A thing's `alive` flips
  * without any change being written (time passes), so it is watched: every second the things of the
- * organisations with `things` subscriptions are read and compared with what was seen before.
+ * organisations with `things` subscriptions are read and compared with what was seen before. What was
+ * seen first is read before a `things` subscription is answered, so no flip after the answer is lost.
  */
 
 import { presentAlert } from '../alerts/presenter.ts';
@@ -24,6 +25,7 @@ import type { EventNotice } from '../events/writer.ts';
 import { findGroup, memberKeysOfGroup } from '../groups/service.ts';
 import { presentInstruction } from '../instructions/presenter.ts';
 import { findInstructionByKey } from '../instructions/service.ts';
+import { pickMetrics } from '../queries/metrics.ts';
 import type { Store } from '../store/store.ts';
 import type { AlertRow, InstructionRow } from '../store/tables.ts';
 import { requireTemplate } from '../templates/service.ts';
@@ -216,6 +218,9 @@ export class RealtimeHub {
         members: new Set(await thingKeysOfTemplate(db, organisations, row.thing_template_key)),
       };
     }
+    // Read last, with no wait between it and the subscription's start: each organisation watched has
+    // then either a look at its things taken before the answer, or one just read here.
+    const presence = topic === 'things' ? await this.unwatchedPresence(organisations) : undefined;
     // Checked again: the same id may have been subscribed, or the connection gone, during the reads.
     if (connection.subscriptions.has(id)) throw invalidParam('id', `is already the id of a subscription (${id})`);
     if (!this.connections.has(connection)) throw new ApiError(400, [{ code: 'invalid', message: 'disconnected' }]);
@@ -235,8 +240,27 @@ export class RealtimeHub {
     };
     announce();
     connection.subscriptions.set(id, subscription);
-    this.add(subscription);
+    this.add(subscription, presence);
     return subscription;
+  }
+
+  /**
+   * `alive` of each thing of the organisations not watched yet, read now. Without it the first look
+   * after a subscription could only note what it saw, and a flip before that look would never be told.
+   * Read until none is missing: an organisation watched when asked may have stopped being watched
+   * during the reads.
+   */
+  private async unwatchedPresence(organisations: readonly string[]): Promise<Map<string, Map<string, boolean>>> {
+    const read = new Map<string, Map<string, boolean>>();
+    for (;;) {
+      const missing = organisations.filter((o) => !this.presence.has(o) && !read.has(o));
+      if (missing.length === 0) return read;
+      for (const organisation of missing) {
+        const rows = await thingsOfOrganisation(this.store.db, organisation);
+        const now = Date.now();
+        read.set(organisation, new Map(rows.map((row) => [row.thing_key, isAlive(row, now)])));
+      }
+    }
   }
 
   unsubscribe(connection: Connection, id: string): boolean {
@@ -247,7 +271,8 @@ export class RealtimeHub {
     return true;
   }
 
-  private add(subscription: Subscription): void {
+  /** Indexes a subscription; `presence`: what its organisations not watched yet look like (see unwatchedPresence). */
+  private add(subscription: Subscription, presence?: ReadonlyMap<string, Map<string, boolean>>): void {
     const index = subscription.thingKeys ? this.named : this.broad;
     let byTopic = index.get(subscription.topic);
     if (!byTopic) {
@@ -264,7 +289,8 @@ export class RealtimeHub {
     }
     if (subscription.topic === 'things') {
       for (const organisation of subscription.organisations) {
-        if (!this.presence.has(organisation)) this.presence.set(organisation, new Map());
+        // An organisation watched already keeps what it was last seen as: that look came before this answer too.
+        if (!this.presence.has(organisation)) this.presence.set(organisation, presence?.get(organisation) ?? new Map());
       }
     }
   }
@@ -357,7 +383,7 @@ export class RealtimeHub {
       );
       for (const s of subscriptions) {
         if (!s.metrics) continue;
-        const data = pickMetrics(event.data, s.metrics);
+        const data = metricsOf(event.data, s.metrics);
         if (data) deliver(s, 'event', eventBody(event, data, s.time));
       }
     }
@@ -385,7 +411,9 @@ export class RealtimeHub {
 
   private sendThing(organisation: string, thing: ThingSnapshot, change: ThingChange): void {
     const templateKey = thing.thing_template_key === '' ? undefined : thing.thing_template_key;
-    if (change !== 'deleted') this.presence.get(organisation)?.set(thing.thing_key, thing.alive);
+    // A new thing is seen as it was created. An update leaves `alive` as the watch last told it: an
+    // update showing a flip the watch has not told yet is followed by its `alive` message.
+    if (change === 'created' || change === 'alive') this.presence.get(organisation)?.set(thing.thing_key, thing.alive);
     fanOut('thing', this.targets('things', organisation, thing.thing_key, templateKey), (time) =>
       thingBody(thing, change, time),
     );
@@ -620,16 +648,13 @@ function deliver(s: Subscription, type: string, body: string): void {
   s.connection.outbox.push({ id: s.id, type, text: message(type, s.id, body) });
 }
 
-/** The event's data of these metrics only; undefined when it has none of them. */
-function pickMetrics(data: Record<string, unknown>, metrics: readonly string[]): Record<string, unknown> | undefined {
-  let picked: Record<string, unknown> | undefined;
-  for (const metric of metrics) {
-    if (metric in data) {
-      picked ??= {};
-      picked[metric] = data[metric];
-    }
-  }
-  return picked;
+/**
+ * The event's data of these metrics only, read as queries read them (a dotted name is a path into
+ * nested data, and the nesting is kept); undefined when it has none of them.
+ */
+function metricsOf(data: Record<string, unknown>, metrics: readonly string[]): Record<string, unknown> | undefined {
+  const picked = pickMetrics(data, metrics);
+  return Object.keys(picked).length > 0 ? picked : undefined;
 }
 
 function eventBody(event: EventNotice, data: Record<string, unknown>, time: TimeFormatter): string {

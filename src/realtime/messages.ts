@@ -2,6 +2,7 @@
  * The realtime protocol's topics, subscription parameters and messages (docs/realtime.md).
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { ALERT_TYPE_NAMES } from '../alerts/schemas.ts';
 import type { EntityType } from '../core/change-feed.ts';
 import { CommonParams, Key, OemParams, StringEnum } from '../core/http/schema.ts';
 import type { PermissionClass } from '../core/permissions.ts';
@@ -38,7 +39,11 @@ export const SubscribeParams = Type.Object({
     }),
   ),
   alert_type: Type.Optional(
-    Type.Array(Type.Integer({ minimum: 0, maximum: 1000 }), { maxItems: 100, description: 'alerts: only these types' }),
+    // The types an alert may have, as the alerts list checks them: any other is a 400, not a filter that never matches.
+    Type.Array(Type.Unsafe<number>({ type: 'integer', enum: ALERT_TYPE_NAMES.map((_, type) => type) }), {
+      maxItems: 100,
+      description: 'alerts: only these types, integers from [0, 1, 2, 3]',
+    }),
   ),
   ...OemParams,
   timestamp_format: CommonParams.timestamp_format,

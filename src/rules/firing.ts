@@ -35,6 +35,7 @@ export async function fire(
     rule.row.alert_message.trim() === ''
       ? `${rule.row.name}: ${rule.row.condition} (${thing.name})`
       : renderAlertMessage(rule.row.alert_message, candidate.event.data, snapshot);
+  // The event's time stays epoch ms, as in every alert stored so far: alerts/presenter.ts presents it from ms.
   const event = { timestamp: candidate.event.timestamp, data: candidate.event.data };
   const alert =
     rule.row.alert_type === null

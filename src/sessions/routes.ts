@@ -48,6 +48,8 @@ export function sessionRoutes(sessions: SessionService): AnyRoute[] {
       url: '/api_sign_out',
       tags,
       summary: 'Sign out: the token stops working',
+      description:
+        'Ends a session. An API key is not signed out (400): it is revoked by deleting it (DELETE /api/v3/api_keys/{api_key_key}).',
       access: { kind: 'signed_in' },
       unlimited: true,
       params: SignOutParams,

@@ -138,6 +138,16 @@ export class SessionService {
   }
 
   async signOut(token: string): Promise<void> {
+    // An API key has no session to end: a script signing out with it would lose its key, so it is
+    // revoked by deleting it instead (docs/api.md, "API keys").
+    if (isApiKeyToken(token)) {
+      throw new ApiError(400, [
+        {
+          code: 'invalid',
+          message: 'an API key is not signed out: it is revoked by deleting it (DELETE /api/v3/api_keys/:api_key_key)',
+        },
+      ]);
+    }
     const tokenHash = hashToken(token);
     // Requests that read the session while it was going must not cache it either.
     const now = Date.now();

@@ -105,6 +105,21 @@ describeOnStores('API keys', (ctx) => {
     assert.equal((await socket.closed).code, 4401);
   });
 
+  it('when a key is used to sign out then it is a 400 naming the deletion that revokes it, and the key keeps working', async () => {
+    const token = await ctx.api.adminToken();
+    const key = (await createKey(token, { name: 'signing out' })).body.api_key;
+    const signOut = await ctx.api.request('DELETE', '/api_sign_out', { token: key.token });
+    assert.equal(signOut.status, 400, signOut.text);
+    assert.equal(signOut.body.success, false);
+    assert.equal(signOut.body.errors.length, 1);
+    assert.equal(signOut.body.errors[0].code, 'invalid');
+    assert.match(signOut.body.errors[0].message, /DELETE \/api\/v3\/api_keys\/:api_key_key/);
+    assert.equal(signOut.body.message, signOut.body.errors[0].message);
+    assert.equal((await ctx.api.request('GET', '/api/v3/things', { token: key.token })).status, 200);
+    const kept = await ctx.api.request('GET', `/api/v3/api_keys/${key.api_key_key}`, { token });
+    assert.equal(kept.status, 200, 'the key is not deleted');
+  });
+
   it('when two servers share a PostgreSQL store then a key deleted through one is refused by the other at once', {
     skip: ctx.store.name === 'postgres' ? false : 'one server per SQLite store',
   }, async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { request } from 'undici';
 import { createKeyPair, Device } from '../support/device.ts';
-import { createThing, unique } from '../support/fixtures.ts';
+import { childOrganisation, createThing, storedEventCount, unique } from '../support/fixtures.ts';
 import { serveProcess, stopProcess } from '../support/process.ts';
 import { SocketClient, StreamClient } from '../support/realtime.ts';
 import { startServer } from '../support/server.ts';
@@ -93,6 +93,26 @@ describeOnStores('operations endpoints', (ctx) => {
     );
     assert.doesNotMatch(after, /no-such-thing/);
     client.close();
+  });
+
+  it('when events arrive already expired then the stored events counter leaves them out', async () => {
+    const org = await childOrganisation(ctx.api, await ctx.api.adminToken());
+    const thing = await createThing(ctx.api, org.token, {});
+    const retention = await ctx.api.request('PUT', `/api/v3/organisations/${org.organisationKey}`, {
+      token: org.token,
+      body: { organisation: { retention_days: 1 } },
+    });
+    assert.equal(retention.status, 200, retention.text);
+    const apiBefore = sample((await scrape(ctx.api.url)).text, 'thingbase_events_stored_total', { transport: 'api' });
+    const old = Math.floor(Date.now() / 1000) - 5 * 86_400;
+    const posted = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+      token: org.token,
+      body: { events: [...[1, 2, 3].map((v) => ({ timestamp: old - v, data: { v } })), { data: { v: 4 } }] },
+    });
+    assert.equal(posted.status, 200, posted.text);
+    assert.equal(await storedEventCount(ctx.api, thing.thing_key), 1, 'only the recent event is stored');
+    const apiAfter = sample((await scrape(ctx.api.url)).text, 'thingbase_events_stored_total', { transport: 'api' });
+    assert.equal(apiAfter, (apiBefore ?? 0) + 1);
   });
 
   it('when a request carries an X-Request-Id then the answer echoes it; else the answer has a new one', async () => {

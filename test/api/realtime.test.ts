@@ -186,6 +186,94 @@ describeOnStores('realtime push', (ctx) => {
     client.close();
   });
 
+  it('when a thing is first heard from right after the subscribed answer then its alive flip is told', async () => {
+    const token = await ctx.api.adminToken();
+    const { device, thingKey } = await newDevice();
+    const client = await SocketClient.open(ctx.api.url, token);
+    const stream = await StreamClient.open(ctx.api.url, { topic: 'things', thing_keys: thingKey }, token);
+    assert.equal(stream.status, 200);
+    assert.equal((await client.subscribe('t', 'things', { thing_keys: [thingKey] })).type, 'subscribed');
+    const sent = await device.event({ thing_key: thingKey, data: { n: 1 } });
+    assert.equal(sent.status, 200, sent.text);
+    const isUp = (m: Message) => m.type === 'thing' && m.change === 'alive' && m.thing_key === thingKey;
+    const up = await client.next(isUp, 4000);
+    assert.equal(up.alive, true);
+    assert.equal((await stream.next(isUp, 4000)).alive, true, 'over SSE too');
+    client.close();
+    stream.close();
+  });
+
+  it('when a thing updated through the API already shows it alive then an alive message still follows the updated one', async () => {
+    const token = await ctx.api.adminToken();
+    const { device, thingKey } = await newDevice();
+    const client = await SocketClient.open(ctx.api.url, token);
+    await client.subscribe('t', 'things', { thing_keys: [thingKey] });
+    await sleep(1200); // the watch has seen the thing silent
+    const sent = await device.event({ thing_key: thingKey, data: { n: 1 } });
+    assert.equal(sent.status, 200, sent.text);
+    const updated = await ctx.api.request('PUT', `/api/v3/things/${thingKey}`, {
+      token,
+      body: { thing: { description: 'heard from' } },
+    });
+    assert.equal(updated.status, 200, updated.text);
+    const told = await client.next((m) => m.type === 'thing' && m.change === 'updated');
+    assert.equal(told.alive, true);
+    const up = await client.next((m) => m.type === 'thing' && m.change === 'alive', 4000);
+    assert.equal(up.thing_key, thingKey);
+    assert.equal(up.alive, true);
+    client.close();
+  });
+
+  it('when events are filtered by a dotted metric then only that nested value arrives, nesting kept, over WebSocket and SSE', async () => {
+    const token = await ctx.api.adminToken();
+    const { device, thingKey } = await newDevice();
+    const client = await SocketClient.open(ctx.api.url, token);
+    await client.subscribe('d', 'events', { thing_keys: [thingKey], metrics: ['machine.status'] });
+    await client.subscribe('two', 'events', { thing_keys: [thingKey], metrics: ['machine.rpm', 'temp'] });
+    const stream = await StreamClient.open(
+      ctx.api.url,
+      { topic: 'events', thing_keys: thingKey, metrics: 'machine.status' },
+      token,
+    );
+    assert.equal(stream.status, 200);
+    const events = [
+      { timestamp: 1_700_000_000_000, data: { temp: 1, machine: { status: 'fault', rpm: 7 } } },
+      { timestamp: 1_700_000_001_000, data: { temp: 2, machine: { rpm: 8 } } },
+      { timestamp: 1_700_000_002_000, data: { 'machine.status': 'literal', machine: 'flat' } },
+      { timestamp: 1_700_000_003_000, data: { machine: { status: 'ok' } } },
+    ];
+    const sent = await device.event({ events: events.map((e) => ({ thing_key: thingKey, ...e })) });
+    assert.equal(sent.status, 200, sent.text);
+    const first = await client.next((m) => m.type === 'event' && m.id === 'd');
+    assert.deepEqual(first, {
+      type: 'event',
+      id: 'd',
+      thing_key: thingKey,
+      timestamp: 1_700_000_000,
+      data: { machine: { status: 'fault' } },
+    });
+    assert.deepEqual((await client.next((m) => m.type === 'event' && m.id === 'd')).data, {
+      machine: { status: 'ok' },
+    });
+    assert.deepEqual((await stream.next((m) => m.type === 'event')).data, { machine: { status: 'fault' } });
+    assert.deepEqual((await stream.next((m) => m.type === 'event')).data, { machine: { status: 'ok' } });
+    await sleep(200);
+    assert.deepEqual(
+      client.messages.filter((m) => m.type === 'event' && m.id === 'd').map((m) => m.timestamp),
+      [1_700_000_000, 1_700_000_003],
+      'events without a nested machine.status send nothing, as queries read them',
+    );
+    assert.deepEqual(
+      client.messages.filter((m) => m.type === 'event' && m.id === 'two').map((m) => m.data),
+      [
+        { temp: 1, machine: { rpm: 7 } },
+        { temp: 2, machine: { rpm: 8 } },
+      ],
+    );
+    client.close();
+    stream.close();
+  });
+
   it('when alerts are raised and updated then subscribers of alerts are told, filtered by alert_type', async () => {
     const token = await ctx.api.adminToken();
     const { device, thingKey } = await newDevice();
@@ -213,6 +301,56 @@ describeOnStores('realtime push', (ctx) => {
       'the type 0 alert is filtered out',
     );
     client.close();
+  });
+
+  it('when a rule raises an alert then its message shows the event timestamp in the subscription time format', async () => {
+    const token = await ctx.api.adminToken();
+    const { device, thingKey } = await newDevice();
+    const rule = await ctx.api.request('POST', '/api/v3/rules', {
+      token,
+      body: { rule: { name: unique('hot'), condition: 'temp > 80', thing_keys: [thingKey], alert_type: 2 } },
+    });
+    assert.equal(rule.status, 200, rule.text);
+    const client = await SocketClient.open(ctx.api.url, token);
+    await client.subscribe('int', 'alerts', { thing_keys: [thingKey] });
+    await client.subscribe('str', 'alerts', { thing_keys: [thingKey], timestamp_format: 'str', time_zone: 'UTC' });
+    const sent = await device.event({ thing_key: thingKey, timestamp: 1_700_000_000_000, data: { temp: 90 } });
+    assert.equal(sent.status, 200, sent.text);
+    const asInt = (await client.next((m) => m.type === 'alert' && m.id === 'int')).alert;
+    assert.equal(asInt.rule_key, rule.body.rule.rule_key);
+    assert.equal(asInt.timestamp, 1_700_000_000);
+    assert.deepEqual(asInt.data.event, { timestamp: 1_700_000_000, data: { temp: 90 } });
+    const asText = (await client.next((m) => m.type === 'alert' && m.id === 'str')).alert;
+    assert.equal(asText.timestamp, '2023/11/14 22:13:20');
+    assert.deepEqual(asText.data.event, { timestamp: '2023/11/14 22:13:20', data: { temp: 90 } });
+    assert.equal(asText.data.thing.last_event.timestamp, '2023/11/14 22:13:20');
+    client.close();
+  });
+
+  it('when an alerts subscription asks for an alert_type outside 0 to 3 then it is refused over WebSocket and SSE', async () => {
+    const token = await ctx.api.adminToken();
+    const client = await SocketClient.open(ctx.api.url, token);
+    for (const alertType of [[7], [1, 4], [-1]]) {
+      const answer = await client.subscribe('x', 'alerts', { alert_type: alertType });
+      assert.equal(answer.type, 'error', JSON.stringify(alertType));
+      assert.equal(answer.code, 'invalid');
+      assert.match(answer.message, /^alert_type\.\d must be one of: 0, 1, 2, 3$/);
+    }
+    assert.equal((await client.subscribe('ok', 'alerts', { alert_type: [0, 3] })).type, 'subscribed');
+    client.close();
+    for (const alertType of ['9', '1,4']) {
+      const stream = await StreamClient.open(ctx.api.url, { topic: 'alerts', alert_type: alertType }, token);
+      assert.equal(stream.status, 400, alertType);
+      const body = await stream.body();
+      assert.equal(body.success, false);
+      assert.equal(body.errors[0].code, 'invalid');
+      assert.match(body.errors[0].param, /^alert_type\.\d$/);
+      assert.equal(body.errors[0].message, 'must be one of: 0, 1, 2, 3');
+      assert.equal(typeof body.message, 'string');
+    }
+    const listed = await ctx.api.request('GET', '/api/v3/alerts', { token, query: { alert_type: '9' } });
+    assert.equal(listed.status, 400, 'as the alerts list refuses it');
+    assert.equal(listed.body.errors[0].message, 'must be one of: 0, 1, 2, 3');
   });
 
   it('when an instruction is sent and acknowledged then subscribers of instructions see each status', async () => {

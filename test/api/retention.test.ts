@@ -308,13 +308,18 @@ describeOnStores(
       assert.equal(whole.summary_result.n.sum, 36 + 400);
       assert.equal(whole.summary_result.n.min, 1);
       assert.equal(whole.thing_wise_result[org.thingKey].n.max, 100);
-      // Five-minute buckets are not whole slots: the expired part counts nothing.
+      // Five-minute buckets are not whole slots: they count nothing over the expired part, while the
+      // summary and per-thing results still answer its whole slots.
       const fine = await aggregated(org, { ...hourly, time_grouping: 'minute', time_grouping_value: 5 });
-      assert.equal(fine.summary_result.n.count, 0);
-      assert.equal(fine.summary_result.n.min, null);
-      // Idle time needs each event's time: the expired period has none.
+      const fineBuckets = Object.values(fine.time_grouped_result) as Record<string, { n: { count: number } }>[];
+      assert.equal(fineBuckets.length, 24);
+      assert.ok(fineBuckets.every((bucket) => bucket[org.thingKey]?.n.count === 0));
+      assert.deepEqual(fine.summary_result, before.summary_result);
+      assert.deepEqual(fine.thing_wise_result, before.thing_wise_result);
+      // Idle time needs each event's time: the expired period has none, so it is all idle.
       const idle = await aggregated(org, { ...hourly, idle_time_required: true });
-      assert.equal(idle.summary_result.n.count, 0);
+      assert.equal(idle.summary_result.n.count, 8);
+      assert.equal(idle.summary_result.n.idle_time_mins, idle.summary_result.n.total_time_mins);
 
       // Rollups kept fewer days than the old events' age: they expire too (at once, then swept).
       assert.equal((await setRetention(org, { rollup_retention_days: 8 })).status, 200);
@@ -322,6 +327,31 @@ describeOnStores(
       const swept = await ctx.api.server.sweeper.sweep();
       assert.equal(swept.rollups, 8, 'one slot per old event');
       assert.equal((await aggregated(org, range)).summary_result.n.count, 4);
+    });
+
+    it('when buckets are not whole slots then the summary and per-thing results still answer expired slots from their rollups', async () => {
+      // One event at a time that is not on a slot boundary, in a range that is not either.
+      const at = daysAgo(3) + 7 * 60_000 + 13_000;
+      const org = await organisationWithEvents([{ timestamp: at, data: { n: 23 } }]);
+      assert.equal((await setRetention(org, { retention_days: 1, rollup_retention_days: null })).status, 200);
+      const range = { from: Math.floor(at / 1000) - 3600, to: Math.floor(at / 1000) + 3600 };
+      const one = { count: 1, sum: 23, min: 23, max: 23, avg: 23 };
+      for (const grouping of [{}, { time_grouping: 'minute', time_grouping_value: 15 }, { time_grouping: 'hour' }]) {
+        const answer = await aggregated(org, { ...range, ...grouping });
+        assert.deepEqual(answer.summary_result.n, one, JSON.stringify(grouping));
+        assert.deepEqual(answer.thing_wise_result[org.thingKey].n, one, JSON.stringify(grouping));
+      }
+      for (const size of [7, 1]) {
+        const answer = await aggregated(org, { ...range, time_grouping: 'minute', time_grouping_value: size });
+        assert.deepEqual(answer.summary_result.n, one, `${size}-minute buckets`);
+        assert.deepEqual(answer.thing_wise_result[org.thingKey].n, one, `${size}-minute buckets`);
+        const buckets = Object.values(answer.time_grouped_result) as Record<string, { n: { count: number } }>[];
+        assert.ok(buckets.length > 0);
+        assert.ok(
+          buckets.every((bucket) => bucket[org.thingKey]?.n.count === 0),
+          'buckets that are not whole slots count nothing over the expired part',
+        );
+      }
     });
 
     it('when a template of a thing has a metric its old slots lack then the expired slots still answer what they counted', async () => {

@@ -330,6 +330,9 @@ describeOnStores(
       assert.equal(alerts[0]?.message, `${thing.name} is silent`);
       assert.ok(alerts[0]?.timestamp * 1000 >= before + 1000 - 1000, 'fired when the silence had lasted');
       assert.equal(alerts[0]?.status, 'open');
+      // The empty event at the firing time, in epoch seconds as the alert's own timestamp.
+      assert.deepEqual(alerts[0]?.data.event.data, {});
+      assert.ok(Math.abs(alerts[0]?.data.event.timestamp - alerts[0]?.timestamp) <= 1, JSON.stringify(alerts[0]?.data));
       const sent = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
         token,
         body: { events: [{ data: { v: 1 } }] },

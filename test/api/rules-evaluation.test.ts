@@ -139,4 +139,42 @@ describeOnStores('rules evaluating events', (ctx) => {
     assert.deepEqual(await alertMessages(ctx.api, token, pump.thing_key), ['first 3', 'second 6']);
     assert.deepEqual(await alertMessages(ctx.api, token, other.thing_key), ['second 5']);
   });
+
+  it('when a rule raises an alert then data.event.timestamp follows timestamp_format like the alert timestamp', async () => {
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, {});
+    const rule = await createRule(ctx.api, token, {
+      condition: 'temp > 80',
+      thing_keys: [thing.thing_key],
+      alert_type: 2,
+    });
+    const sent = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+      token,
+      body: { events: [{ timestamp: 1_700_000_000_000, data: { temp: 90 } }] },
+    });
+    assert.equal(sent.status, 200, sent.text);
+    const listed = async (query: Record<string, string>) => {
+      const list = await ctx.api.request('GET', '/api/v3/alerts', {
+        token,
+        query: { rule_key: rule.rule_key, ...query },
+      });
+      assert.equal(list.status, 200, list.text);
+      assert.equal(list.body.alerts.length, 1);
+      return list.body.alerts[0];
+    };
+    const asInt = await listed({});
+    assert.equal(asInt.timestamp, 1_700_000_000);
+    assert.equal(asInt.data.thing.last_event.timestamp, 1_700_000_000);
+    assert.deepEqual(asInt.data.event, { timestamp: 1_700_000_000, data: { temp: 90 } });
+    const asText = await listed({ timestamp_format: 'str', time_zone: 'UTC' });
+    assert.equal(asText.timestamp, '2023/11/14 22:13:20');
+    assert.equal(asText.data.thing.last_event.timestamp, '2023/11/14 22:13:20');
+    assert.deepEqual(asText.data.event, { timestamp: '2023/11/14 22:13:20', data: { temp: 90 } });
+    const one = await ctx.api.request('GET', `/api/v3/alerts/${asInt.alert_key}`, {
+      token,
+      query: { timestamp_format: 'str', time_zone: 'UTC' },
+    });
+    assert.equal(one.status, 200, one.text);
+    assert.equal(one.body.alert.data.event.timestamp, '2023/11/14 22:13:20');
+  });
 });

@@ -31,7 +31,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Sign out: the token stops working */
+        /**
+         * Sign out: the token stops working
+         * @description Ends a session. An API key is not signed out (400): it is revoked by deleting it (DELETE /api/v3/api_keys/{api_key_key}).
+         */
         delete: operations["deleteApiSignOut"];
         options?: never;
         head?: never;
@@ -7159,8 +7162,8 @@ export interface operations {
     getStream: {
         parameters: {
             query: {
-                /** @description alerts: only these types */
-                alert_type?: number[];
+                /** @description alerts: only these types, integers from [0, 1, 2, 3] */
+                alert_type?: (0 | 1 | 2 | 3)[];
                 /** @description only the things of this group */
                 group_key?: string;
                 /** @description include or act on child organisations of an OEM organisation */
