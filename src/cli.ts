@@ -14,7 +14,7 @@ import { rotateSecretKey } from './keypairs/secret-key.ts';
 import { openConfiguredStore, redactUrl } from './startup.ts';
 import type { Store } from './store/store.ts';
 import { LATEST_MIGRATION } from './store/store.ts';
-import { checkNewAdmin, createAccountAdmin, resetPassword } from './users/admin.ts';
+import { COMMAND_LINE, checkNewAdmin, createAccountAdmin, resetPassword } from './users/admin.ts';
 import { countUsers } from './users/service.ts';
 import { VERSION } from './version.ts';
 
@@ -59,6 +59,7 @@ export async function main(argv: string[]): Promise<void> {
             ...config,
             adminEmail: options.email,
             adminPassword: options.password,
+            actor: COMMAND_LINE,
           });
           if (first) {
             print([

@@ -187,6 +187,33 @@ function parseSynchronous(text: string | undefined): 'FULL' | 'NORMAL' {
   return value;
 }
 
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function parseLogLevel(text: string | undefined): string {
+  if (text === undefined || text === '') return 'info';
+  if (!LOG_LEVELS.includes(text))
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got "${text}")`);
+  return text;
+}
+
+/**
+ * An address with one of these schemes, or undefined when unset. Read at start, so that a wrong one
+ * stops the start naming its variable instead of failing later (a first delivery, a connection).
+ */
+function parseUrl(name: string, text: string | undefined, schemes: readonly string[]): string | undefined {
+  if (text === undefined || text === '') return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !schemes.includes(url.protocol.slice(0, -1)) || url.hostname === '') {
+    throw new ConfigError(`${name} must be a URL such as ${schemes[0]}://host:port (${schemes.join(', ')})`);
+  }
+  return text;
+}
+
 /** Both TLS files, or neither: one without the other is an error naming the one missing. */
 function parseTls(env: Env): Config['tls'] {
   const certFile = env.TLS_CERT_FILE || undefined;
@@ -232,7 +259,7 @@ export function loadConfig(env: Env = process.env): Config {
     tls,
     mqttsPort: mqttsPortExplicit ? parsePort('MQTTS_PORT', env.MQTTS_PORT as string) : 8883,
     mqttsPortExplicit,
-    mqttUrl: env.MQTT_URL || undefined,
+    mqttUrl: parseUrl('MQTT_URL', env.MQTT_URL, ['mqtt', 'mqtts', 'tcp', 'tls', 'ws', 'wss']),
     mqttShareGroup: env.MQTT_SHARE_GROUP || 'thingbase',
     socketBudget: budget,
     mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, budget),
@@ -250,11 +277,11 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     eventMaxPending: parsePositive('EVENT_MAX_PENDING', env.EVENT_MAX_PENDING, 100_000),
     eventWriteSpacingMs: parseUpTo1000('EVENT_WRITE_SPACING_MS', env.EVENT_WRITE_SPACING_MS, 2),
-    smtpUrl: env.SMTP_URL || undefined,
+    smtpUrl: parseUrl('SMTP_URL', env.SMTP_URL, ['smtp', 'smtps']),
     smtpFrom: env.SMTP_FROM || undefined,
-    smsUrl: env.SMS_URL || undefined,
+    smsUrl: parseUrl('SMS_URL', env.SMS_URL, ['http', 'https']),
     idpConfigPath: env.IDP_CONFIG || undefined,
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: parseLogLevel(env.LOG_LEVEL),
     logRequests: parseBoolean('LOG_REQUESTS', env.LOG_REQUESTS),
     trustProxy: parseBoolean('TRUST_PROXY', env.TRUST_PROXY),
     tokenIdleTtlSeconds: parseDuration('TOKEN_IDLE_TTL', env.TOKEN_IDLE_TTL || '7d'),
@@ -262,7 +289,10 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateWebhooks: parseBoolean('ALLOW_PRIVATE_WEBHOOKS', env.ALLOW_PRIVATE_WEBHOOKS),
     checkAnswers: parseBoolean('THINGBASE_CHECK_ANSWERS', env.THINGBASE_CHECK_ANSWERS),
     metricsToken: env.METRICS_TOKEN || undefined,
-    publicBaseUrl: (env.PUBLIC_BASE_URL || `${tls ? 'https' : 'http'}://${urlHost}:${port}`).replace(/\/+$/, ''),
+    publicBaseUrl: (
+      parseUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL, ['http', 'https']) ??
+      `${tls ? 'https' : 'http'}://${urlHost}:${port}`
+    ).replace(/\/+$/, ''),
     secretKey: env.THINGBASE_SECRET_KEY || undefined,
     passwordHashCost: parseHashCost(env.THINGBASE_PASSWORD_HASH_COST),
     deliveryTimeoutMs: parseDuration('DELIVERY_TIMEOUT', env.DELIVERY_TIMEOUT || '10s') * 1000,

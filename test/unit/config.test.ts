@@ -135,6 +135,32 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ SQLITE_SYNCHRONOUS: 'OFF' }), /SQLITE_SYNCHRONOUS must be FULL or NORMAL/);
   });
 
+  it('when LOG_LEVEL or an address setting cannot be used then the start is refused naming it', () => {
+    assert.throws(() => loadConfig({ LOG_LEVEL: 'bogus' }), /^ConfigError: LOG_LEVEL must be one of fatal, error/);
+    assert.equal(loadConfig({ LOG_LEVEL: 'debug' }).logLevel, 'debug');
+    assert.equal(loadConfig({ LOG_LEVEL: '' }).logLevel, 'info');
+    const cases: [string, string, string][] = [
+      ['PUBLIC_BASE_URL', 'notaurl', 'https://iot.example.com'],
+      ['PUBLIC_BASE_URL', 'ftp://iot.example.com', 'http://10.0.0.5:3000'],
+      ['SMTP_URL', 'notaurl', 'smtp://user:pass@mail.example.com:587'],
+      ['SMTP_URL', 'http://mail.example.com', 'smtps://mail.example.com'],
+      ['SMS_URL', 'notaurl', 'https://sms.example.com/send'],
+      ['MQTT_URL', 'notaurl', 'mqtt://127.0.0.1:1883'],
+      ['MQTT_URL', 'mqtt://', 'mqtts://broker.example.com:8883'],
+    ];
+    for (const [name, bad, good] of cases) {
+      assert.throws(
+        () => loadConfig({ [name]: bad }),
+        (error: Error) => {
+          assert.ok(error instanceof ConfigError);
+          assert.match(error.message, new RegExp(`^${name} must be a URL`), `${name}=${bad}`);
+          return true;
+        },
+      );
+      assert.doesNotThrow(() => loadConfig({ [name]: good }), `${name}=${good}`);
+    }
+  });
+
   it('when the server listens on every address then its public address names the loopback; PUBLIC_BASE_URL wins, without a trailing slash', () => {
     assert.equal(loadConfig({ HOST: '0.0.0.0', PORT: '8080' }).publicBaseUrl, 'http://127.0.0.1:8080');
     assert.equal(loadConfig({ HOST: '::' }).publicBaseUrl, 'http://127.0.0.1:3000');

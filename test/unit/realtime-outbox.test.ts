@@ -176,5 +176,14 @@ describe('logged URLs', () => {
     assert.equal(loggedUrl('/api/v3/stream?topic=events&token=s3cr3t'), '/api/v3/stream?topic=events&token=[redacted]');
     assert.equal(loggedUrl('/api/v3/stream?token=s3cr3t&topic=events'), '/api/v3/stream?token=[redacted]&topic=events');
     assert.equal(loggedUrl('/api/v3/things?page=2'), '/api/v3/things?page=2');
+    // Names the query parser reads as the token, however they are spelt.
+    assert.equal(
+      loggedUrl('/api/v3/stream?topic=things&toke%6E=s3cr3t'),
+      '/api/v3/stream?topic=things&toke%6E=[redacted]',
+    );
+    assert.equal(loggedUrl('/api/v3/stream?token%5B%5D=s3cr3t&a=1'), '/api/v3/stream?token%5B%5D=[redacted]&a=1');
+    assert.equal(loggedUrl('/api/v3/stream?%74oken=s3cr3t'), '/api/v3/stream?%74oken=[redacted]');
+    assert.equal(loggedUrl('/api/v3/stream?token=a&token=b'), '/api/v3/stream?token=[redacted]&token=[redacted]');
+    assert.equal(loggedUrl('/api/v3/stream?tok%zzen=x'), '/api/v3/stream?tok%zzen=x');
   });
 });
