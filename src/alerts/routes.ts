@@ -87,7 +87,7 @@ export function alertRoutes(store: Store, devices: DeviceService): AnyRoute[] {
               await visibleOrganisations(),
               params.alert_key,
               step,
-              params.comment,
+              params.comment ?? undefined,
             ),
             time,
           ),

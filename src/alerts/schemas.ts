@@ -81,7 +81,10 @@ export const AlertStepParams = Type.Object({
   ...CommonParams,
   ...OemParams,
   alert_key: Key(),
-  comment: Type.Optional(Type.String({ maxLength: 2000, description: "kept as the alert's comment" })),
+  // Null is no comment, as leaving it out is (a bare string type would have the validator make it "").
+  comment: Type.Optional(
+    Nullable(Type.String({ maxLength: 2000, description: "kept as the alert's comment; null or absent: none given" })),
+  ),
 });
 
 export const AlertList = ListResponse('alerts', Alert);

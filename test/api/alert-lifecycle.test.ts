@@ -100,6 +100,18 @@ describeOnStores('alert lifecycle', (ctx) => {
     assert.equal(cleared.body.alert.comment, 'false alarm');
   });
 
+  it('when a step gives a null comment then none was given: the comment stays null, or the last one', async () => {
+    const token = await ctx.api.adminToken();
+    const { alert } = await ruleAlert(token);
+    const acknowledged = await step(token, alert.alert_key, 'acknowledge', { comment: null });
+    assert.equal(acknowledged.status, 200, acknowledged.text);
+    assert.equal(acknowledged.body.alert.comment, null);
+    const other = (await ruleAlert(token)).alert;
+    assert.equal((await step(token, other.alert_key, 'acknowledge', { comment: 'on it' })).status, 200);
+    const cleared = await step(token, other.alert_key, 'clear', { comment: null });
+    assert.equal(cleared.body.alert.comment, 'on it');
+  });
+
   it("when an API key acknowledges and clears an alert then each step records its creator's e-mail, and the audit trail names the key", async () => {
     const token = await ctx.api.adminToken();
     const { alert } = await ruleAlert(token);

@@ -2487,8 +2487,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description kept as the alert's comment */
-                    comment?: string;
+                    /** @description kept as the alert's comment; null or absent: none given */
+                    comment?: string | null;
                     /** @description include or act on child organisations of an OEM organisation */
                     is_oem?: boolean;
                     /**
@@ -2590,8 +2590,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description kept as the alert's comment */
-                    comment?: string;
+                    /** @description kept as the alert's comment; null or absent: none given */
+                    comment?: string | null;
                     /** @description include or act on child organisations of an OEM organisation */
                     is_oem?: boolean;
                     /**
