@@ -11,7 +11,7 @@ import type { ListQuery } from '../core/list-query.ts';
 import { grants, permissionOf } from '../core/permissions.ts';
 import type { Principal } from '../core/principal.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { findRole } from '../roles/service.ts';
+import { findRoleToAssign } from '../roles/service.ts';
 import { hashToken, newToken } from '../sessions/tokens.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { ApiKeyRow } from '../store/tables.ts';
@@ -43,7 +43,8 @@ export async function createApiKey(
   const token = `${API_KEY_PREFIX}${newToken()}`;
   return store.transaction(async (tx) => {
     const roleKey = input.role_key ?? principal.roleKey;
-    const role = await findRole(tx, [organisationKey], roleKey);
+    // Locked against a delete of the role under way (roles/service.ts, deleteRole).
+    const role = await findRoleToAssign(tx, [organisationKey], roleKey);
     if (!role) throw unknownReference('api_key.role_key', roleKey);
     const wider = (JSON.parse(role.abilities) as number[]).filter((ability) => {
       const permission = permissionOf(ability);

@@ -8,7 +8,7 @@ import { newKey, newSecretKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { findBuiltInRole, findRole } from '../roles/service.ts';
+import { findBuiltInRole, findRoleToAssign } from '../roles/service.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { KeyPairRow } from '../store/tables.ts';
 import { presentKeyPair } from './presenter.ts';
@@ -26,7 +26,7 @@ export async function createKeyPair(
     const role =
       input.role_key === undefined
         ? await findBuiltInRole(tx, organisationKey, 'agent')
-        : await findRole(tx, [organisationKey], input.role_key);
+        : await findRoleToAssign(tx, [organisationKey], input.role_key);
     if (!role) throw unknownReference('key_pair.role_key', input.role_key ?? 'Agent');
     const now = Date.now();
     const row: KeyPairRow = {

@@ -1,4 +1,5 @@
 import type { ListQuery } from '../core/list-query.ts';
+import { engineOfDb } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
@@ -25,13 +26,28 @@ export function listRoles(db: Executor, organisationKeys: string[], list: ListQu
   );
 }
 
-export function findRole(db: Executor, organisationKeys: string[], roleKey: string): Promise<RoleRow | undefined> {
-  return db
+/**
+ * How a transaction that reads a role holds it until it ends (PostgreSQL row locks; SQLite has one writer
+ * at a time and needs none): 'update' to delete it, 'key share' to make it a user's, key pair's or API
+ * key's role. The two conflict, so a role cannot be deleted while it is being given.
+ */
+export type RoleLock = 'update' | 'key share';
+
+export function findRole(
+  db: Executor,
+  organisationKeys: string[],
+  roleKey: string,
+  lock?: RoleLock,
+): Promise<RoleRow | undefined> {
+  let query = db
     .selectFrom('roles')
     .selectAll()
     .where('role_key', '=', roleKey)
-    .where(inOrganisations(organisationKeys))
-    .executeTakeFirst();
+    .where(inOrganisations(organisationKeys));
+  if (lock !== undefined && engineOfDb(db) === 'postgres') {
+    query = lock === 'update' ? query.forUpdate() : query.forKeyShare();
+  }
+  return query.executeTakeFirst();
 }
 
 export function findBuiltInRole(db: Executor, organisationKey: string, builtIn: string): Promise<RoleRow | undefined> {

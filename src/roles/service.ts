@@ -8,7 +8,7 @@ import type { ListQuery } from '../core/list-query.ts';
 import { BUILT_IN_ROLES, type BuiltInRole, permissionOf } from '../core/permissions.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { uniqueOr } from '../store/dialect.ts';
-import { type Executor, noteChange, type Store } from '../store/store.ts';
+import { type Executor, noteChange, type Store, type Tx } from '../store/store.ts';
 import type { RoleRow } from '../store/tables.ts';
 import { presentRole } from './presenter.ts';
 import * as roles from './repository.ts';
@@ -89,8 +89,23 @@ export function findBuiltInRole(
   return roles.findBuiltInRole(db, organisationKey, builtIn);
 }
 
-export async function requireRole(db: Executor, organisationKeys: string[], roleKey: string): Promise<RoleRow> {
-  const row = await roles.findRole(db, organisationKeys, roleKey);
+/**
+ * A role of these organisations about to be given to a user, key pair or API key, or undefined: read in
+ * the transaction that gives it, and on PostgreSQL locked (FOR KEY SHARE) until that transaction ends.
+ * deleteRole locks the role FOR UPDATE before counting its holders, so the two take turns: either the
+ * delete waits and then counts the new holder (409), or it has deleted the role and this finds none.
+ */
+export function findRoleToAssign(tx: Tx, organisationKeys: string[], roleKey: string): Promise<RoleRow | undefined> {
+  return roles.findRole(tx, organisationKeys, roleKey, 'key share');
+}
+
+export async function requireRole(
+  db: Executor,
+  organisationKeys: string[],
+  roleKey: string,
+  lock?: roles.RoleLock,
+): Promise<RoleRow> {
+  const row = await roles.findRole(db, organisationKeys, roleKey, lock);
   if (!row) throw notFound('role');
   return row;
 }
@@ -140,7 +155,9 @@ export async function deleteRole(
   roleKey: string,
 ): Promise<void> {
   await store.transaction(async (tx) => {
-    const before = await requireRole(tx, organisationKeys, roleKey);
+    // Locked before the holders are counted: a transaction giving the role (findRoleToAssign) either
+    // commits first, and its holder is counted, or waits and then finds the role gone.
+    const before = await requireRole(tx, organisationKeys, roleKey, 'update');
     if (before.built_in) throw forbidden('built-in roles cannot be deleted');
     const holders = await roles.countRoleHolders(tx, roleKey);
     if (holders > 0) throw conflict('role_key', `the role is still held by ${holders} user(s) or key pair(s)`);

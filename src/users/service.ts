@@ -6,9 +6,9 @@ import { conflict, invalidParam, notFound, unknownReference } from '../core/erro
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import { resolveTimeZone, STORED_TIME } from '../core/time.ts';
-import { findRole } from '../roles/service.ts';
+import { findRoleToAssign } from '../roles/service.ts';
 import { uniqueOr } from '../store/dialect.ts';
-import type { Executor, Store } from '../store/store.ts';
+import type { Executor, Store, Tx } from '../store/store.ts';
 import type { UserRow } from '../store/tables.ts';
 import { hashPassword } from './passwords.ts';
 import { presentUser } from './presenter.ts';
@@ -30,8 +30,9 @@ function checkTimeZone(timeZone: string): string {
   return timeZone;
 }
 
-async function checkRole(db: Executor, organisationKey: string, roleKey: string): Promise<void> {
-  if (!(await findRole(db, [organisationKey], roleKey))) throw unknownReference('user.role_key', roleKey);
+/** Checks the role a user is given, holding it until the transaction ends (roles/service.ts, findRoleToAssign). */
+async function checkRole(tx: Tx, organisationKey: string, roleKey: string): Promise<void> {
+  if (!(await findRoleToAssign(tx, [organisationKey], roleKey))) throw unknownReference('user.role_key', roleKey);
 }
 
 export interface UserWrite {
