@@ -3,7 +3,7 @@
  * metrics over a period, for all things together, per thing, and per calendar-aligned time bucket, with
  * idle time.
  */
-import { requiredParam } from '../core/errors.ts';
+import { invalidParam, requiredParam } from '../core/errors.ts';
 import { JsonText } from '../core/http/json-text.ts';
 import type { TimeFormatter } from '../core/time.ts';
 import { rollupsOf, SLOT_MS } from '../events/rollups.ts';
@@ -12,7 +12,7 @@ import { readPath } from '../expressions/index.ts';
 import type { Executor } from '../store/store.ts';
 import { readBound } from './thing-data.ts';
 import { queriedThings } from './things.ts';
-import { type TimeGrouping, timeBuckets } from './time-buckets.ts';
+import { MAX_BUCKETED_INSTANT, type TimeGrouping, timeBuckets } from './time-buckets.ts';
 
 export type AggregateFunction = 'avg' | 'min' | 'max' | 'sum' | 'count';
 
@@ -175,6 +175,22 @@ export async function aggregatedData(
   const to = readBound(request.to, time.zone, 'to', true);
   if ((request.grouping || request.idle) && from === undefined) throw requiredParam('from');
   if ((request.grouping || request.idle) && to === undefined) throw requiredParam('to');
+  if (from !== undefined && to !== undefined && from > to) throw invalidParam('from', 'must not be after to');
+  if (request.grouping) {
+    // Buckets are walked by the calendar a little beyond the range: the last days a clock can name
+    // (docs/api.md, "Data queries") are too near the end of the calendar for that.
+    for (const [param, at] of [
+      ['from', from],
+      ['to', to],
+    ] as const) {
+      if (Math.abs(at as number) > MAX_BUCKETED_INSTANT) {
+        throw invalidParam(
+          param,
+          `is too far from 1970 to group by time (at most ${MAX_BUCKETED_INSTANT / 1000} seconds)`,
+        );
+      }
+    }
+  }
   const things = await queriedThings(db, request.organisationKeys, request.thingKeys);
   const buckets = request.grouping
     ? timeBuckets({

@@ -91,8 +91,9 @@ const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
-/** Keeps the walk before and after the range inside what Date can represent. */
-const MAX_INSTANT = 8.6e15;
+/** Keeps the walk before and after the range inside what Date can represent (ms either side of 1970). */
+export const MAX_BUCKETED_INSTANT = 8.6e15;
+const MAX_INSTANT = MAX_BUCKETED_INSTANT;
 
 /**
  * Builds the buckets covering `from`..`to`. Throws TooManyBucketsError past `maxBuckets`,

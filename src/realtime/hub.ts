@@ -186,7 +186,8 @@ export class RealtimeHub {
     }
     const db = this.store.db;
     let thingKeys: Set<string> | undefined;
-    if (params.thing_keys !== undefined) {
+    // An empty list names no thing: every thing, as for a rule's thing_keys (docs/realtime.md).
+    if (params.thing_keys !== undefined && params.thing_keys.length > 0) {
       try {
         thingKeys = new Set(await requireKnownThings(db, organisations, params.thing_keys, 'thing_keys'));
       } catch (error) {

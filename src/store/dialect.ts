@@ -79,6 +79,12 @@ export function createDialect(databaseUrl: string, schema?: string, synchronous:
     // fewer pages: commits of 700 events took about a quarter less time (docs/benchmarks-history.md,
     // "morning session").
     database.pragma('wal_autocheckpoint = 10000');
+    // Searches compare lower(column) with lowered keywords (store/paging.ts). SQLite's own lower() folds
+    // only ASCII letters, so `élan` would not find `Élan` as it does on PostgreSQL; lower() is used for
+    // nothing else (no index or constraint holds it), so it is replaced by JavaScript's.
+    database.function('lower', { deterministic: true }, (text: unknown) =>
+      typeof text === 'string' ? text.toLowerCase() : text,
+    );
     // The event writer adds each transaction's counts to the stored rollups in one upsert, merging
     // with what a slot holds in place (events/rollups.ts).
     database.function('merge_slot_stats', { deterministic: true }, (stored, added) =>

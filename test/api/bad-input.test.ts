@@ -102,6 +102,55 @@ describeOnStores(
       }
     });
 
+    it('when a search holds more keywords or text than any store can search on any list then it is a 400 naming it', async () => {
+      const searchable = listOperations.filter(({ method, path }) => method === 'GET' && !path.includes(thingKey));
+      assert.ok(searchable.length >= 10, `searchable lists: ${searchable.length}`);
+      for (const search of [Array.from({ length: 500 }, () => 'a').join(' '), 'x'.repeat(50_000)]) {
+        for (const { method, path } of searchable) {
+          const context = `${method} ${path} search of ${search.length} characters`;
+          const response = await ctx.api.request(method, path, { token, body: { search, scope: 'any' } });
+          assert.equal(response.status, 400, `${context}: ${response.text.slice(0, 300)}`);
+          assertErrorShape(response.body, context);
+          // A list that requires a parameter of its own (rule_key) may refuse for that first.
+          if (response.body.errors.some((e: { code: string }) => e.code === 'required')) continue;
+          const item = response.body.errors.find((e: { param?: string }) => e.param === 'search');
+          assert.equal(item?.code, 'invalid', `${context}: ${response.text.slice(0, 300)}`);
+        }
+      }
+      const atLimit = Array.from({ length: 32 }, (_, i) => `k${i}`).join(' ');
+      assert.equal((await ctx.api.request('GET', '/api/v3/roles', { token, query: { search: atLimit } })).status, 200);
+    });
+
+    it('when a search has letters beyond ASCII in another case then it finds them, as on every store', async () => {
+      const suffix = unique('s');
+      const created = await ctx.api.request('POST', '/api/v3/roles', {
+        token,
+        body: { role: { name: `\u00c9lan-\u00d6l-${suffix}`, abilities: [11] } },
+      });
+      assert.equal(created.status, 200, created.text);
+      for (const search of [`\u00e9lan-\u00f6l-${suffix}`, `\u00c9LAN-\u00d6L-${suffix.toUpperCase()}`]) {
+        const found = await ctx.api.request('GET', '/api/v3/roles', { token, query: { search } });
+        assert.equal(found.body.total_count, 1, `${search}: ${found.text}`);
+      }
+    });
+
+    it('when a JSON body gives a one-item array where text is declared then it is a 400, not the item', async () => {
+      const signIn = await ctx.api.request('POST', '/api_sign_in', {
+        body: { email: ['admin@localhost'], password: 'whatever-it-is' },
+      });
+      assert.equal(signIn.status, 400, signIn.text);
+      assert.equal(assertErrorShape(signIn.body, 'sign-in').param, 'email');
+      const role = await ctx.api.request('POST', '/api/v3/roles', {
+        token,
+        body: { role: { name: [unique('arr')], abilities: [11] } },
+      });
+      assert.equal(role.status, 400, role.text);
+      assert.equal(assertErrorShape(role.body, 'role').param, 'role.name');
+      // A query string's single value still counts as a list of one.
+      const trail = await ctx.api.request('GET', '/api/v3/audit_trails', { token, query: { entity_type: 'Role' } });
+      assert.equal(trail.status, 200, trail.text);
+    });
+
     it('when an out-of-range integer comes as a JSON number then it is a 400 too', async () => {
       for (const rawBody of ['{"page": 1e309}', '{"page": 99999999999999999999}', '{"per": -1e400}']) {
         const response = await ctx.api.request('GET', '/api/v3/roles', { token, rawBody });
@@ -137,6 +186,38 @@ describeOnStores(
         body: { thing_key: thingKey, to: 8.64e12 },
       });
       assert.equal(latest.status, 200, latest.text);
+    });
+
+    it('when an aggregation in time buckets has from after to, or bounds at the end of the calendar, then it is a 400', async () => {
+      const query = (body: object) =>
+        ctx.api.request('POST', '/api/v3/query/thing_aggregated_data', {
+          token,
+          body: { thing_keys: [thingKey], metrics: ['temperature'], ...body },
+        });
+      for (const body of [
+        { from: 1772845200, to: 1772841600, time_grouping: 'hour' },
+        { from: 1772845200, to: 1772841600, idle_time_required: true },
+        { from: 1772845200, to: 1772841600 },
+      ]) {
+        const response = await query(body);
+        assert.equal(response.status, 400, `${JSON.stringify(body)}: ${response.text}`);
+        assert.equal(assertErrorShape(response.body, 'from after to').param, 'from');
+      }
+      for (const grouping of ['month', 'day', 'hour', 'minute']) {
+        for (const [from, to, param] of [
+          [8639999999990, 8640000000000, 'from'],
+          [-8640000000000, -8639999999990, 'from'],
+          [0, 8640000000000, 'to'],
+        ] as const) {
+          const response = await query({ from, to, time_grouping: grouping, functions: ['count'] });
+          const context = `${grouping} ${from}..${to}`;
+          assert.equal(response.status, 400, `${context}: ${response.text}`);
+          assert.equal(assertErrorShape(response.body, context).param, param, context);
+        }
+      }
+      // Without buckets the same bounds are answered.
+      const whole = await query({ from: 8639999999990, to: 8640000000000 });
+      assert.equal(whole.status, 200, whole.text);
     });
 
     it('when the page is the largest safe integer then the page is empty and the total is still right', async () => {

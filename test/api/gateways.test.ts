@@ -467,7 +467,7 @@ describeOnStores('gateways', (ctx) => {
         create({ name: 'x', adapters: 5 }),
         400,
         'invalid',
-        'gateway.adapters.0',
+        'gateway.adapters',
       ],
       ['per above 1000', 'GET', '/api/v3/gateway', () => ({ per: 1001 }), 400, 'invalid', 'per'],
       ['per of 0', 'GET', '/api/v3/gateway', () => ({ per: 0 }), 400, 'invalid', 'per'],

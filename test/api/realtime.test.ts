@@ -87,6 +87,8 @@ describeOnStores('realtime push', (ctx) => {
     assert.equal(group.status, 200, group.text);
     const client = await SocketClient.open(ctx.api.url, token);
     await client.subscribe('every', 'events');
+    // An empty list names no thing either, as an empty thing_keys of a rule watches every thing.
+    await client.subscribe('empty', 'events', { thing_keys: [] });
     await client.subscribe('group', 'events', { group_key: group.body.group.group_key });
     await a.device.event({ thing_key: a.thingKey, data: { n: 1 } });
     await b.device.event({ thing_key: b.thingKey, data: { n: 2 } });
@@ -95,6 +97,10 @@ describeOnStores('realtime push', (ctx) => {
     const inGroup = await client.next((m) => m.id === 'group');
     assert.equal(inGroup.thing_key, b.thingKey);
     await sleep(200);
+    assert.deepEqual(
+      client.messages.filter((m) => m.id === 'empty' && m.type === 'event').map((m) => m.thing_key),
+      [a.thingKey, b.thingKey],
+    );
     assert.equal(client.messages.filter((m) => m.id === 'group' && m.thing_key === a.thingKey).length, 0);
     client.close();
   });

@@ -223,7 +223,7 @@ describeOnStores('roles', (ctx) => {
         { role: { name: 'x', abilities: 'all' } },
         400,
         'invalid',
-        'role.abilities.0',
+        'role.abilities',
       ],
       [
         'an ability outside the table',

@@ -1641,7 +1641,7 @@ export interface operations {
                 rule_key: string;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description accepted and ignored */
+                /** @description accepted and ignored (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";
@@ -2147,7 +2147,7 @@ export interface operations {
                 rule_key?: string;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against message, thing_key, thing_name and alert_type_string */
+                /** @description keywords matched against message, thing_key, thing_name and alert_type_string (at most 32 keywords) */
                 search?: string;
                 /**
                  * @description statuses to list: open, acknowledged, cleared (an array, repeated keys or comma-separated)
@@ -2695,7 +2695,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against name */
+                /** @description keywords matched against name (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";
@@ -3030,7 +3030,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against action_taken, entity_type, entity_name, entity_key */
+                /** @description keywords matched against action_taken, entity_type, entity_name, entity_key (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";
@@ -3296,7 +3296,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against name and tags */
+                /** @description keywords matched against name and tags (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";
@@ -3970,7 +3970,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against group_key, name and tags */
+                /** @description keywords matched against group_key, name and tags (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";
@@ -4453,7 +4453,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against thing_key, name, description and tags */
+                /** @description keywords matched against thing_key, name, description and tags (at most 32 keywords) */
                 search?: string;
                 /** @description only things of this template */
                 thing_template_key?: string;
@@ -4557,7 +4557,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against name and access_key */
+                /** @description keywords matched against name and access_key (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";
@@ -4911,7 +4911,7 @@ export interface operations {
                 rule_key: string;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description accepted and ignored */
+                /** @description accepted and ignored (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";
@@ -5420,7 +5420,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against status and error */
+                /** @description keywords matched against status and error (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";
@@ -5530,7 +5530,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against organisation_key and name */
+                /** @description keywords matched against organisation_key and name (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";
@@ -6205,7 +6205,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against role_key and name */
+                /** @description keywords matched against role_key and name (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";
@@ -6668,7 +6668,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against rule_key, name and description */
+                /** @description keywords matched against rule_key, name and description (at most 32 keywords) */
                 search?: string;
                 /** @description only rules watching this template */
                 thing_template_key?: string;
@@ -7263,7 +7263,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against thing_template_key, name and description */
+                /** @description keywords matched against thing_template_key, name and description (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";
@@ -7753,7 +7753,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against thing_key, name, description and tags */
+                /** @description keywords matched against thing_key, name, description and tags (at most 32 keywords) */
                 search?: string;
                 /** @description only things of this template */
                 thing_template_key?: string;
@@ -8527,7 +8527,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against instruction_key, name and status */
+                /** @description keywords matched against instruction_key, name and status (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";
@@ -9358,7 +9358,7 @@ export interface operations {
                 pretty?: boolean;
                 /** @description all: every keyword must match; any: one is enough */
                 scope?: "all" | "any";
-                /** @description keywords matched against email and name */
+                /** @description keywords matched against email and name (at most 32 keywords) */
                 search?: string;
                 /** @description synonym of timestamp_format */
                 time_format?: "int" | "str";

@@ -4,9 +4,17 @@
  * the answer shape {total_count, page, <plural>}.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
-import { ApiError } from '../errors.ts';
+import { ApiError, invalidParam } from '../errors.ts';
 import type { ListQuery } from '../list-query.ts';
 import { StringEnum } from './schema.ts';
+
+/**
+ * Bounds of a search: each keyword is a LIKE over every searchable column, and SQLite refuses an
+ * expression nested about 500 keywords deep or a LIKE pattern of 50,000 bytes; far more than anyone
+ * types, so past these it is a 400 on both stores (docs/api.md, "Lists").
+ */
+const MAX_SEARCH_LENGTH = 1000;
+const MAX_KEYWORDS = 32;
 
 export const MAX_PER = 1000;
 
@@ -29,7 +37,12 @@ export function listParams(spec: ListSpec) {
     ),
     order_by: Type.Optional(StringEnum([...spec.sortable], { description: 'field to sort on' })),
     order: Type.Optional(StringEnum(['asc', 'desc'])),
-    search: Type.Optional(Type.String({ description: spec.searchDescription ?? 'keywords, space separated' })),
+    search: Type.Optional(
+      Type.String({
+        maxLength: MAX_SEARCH_LENGTH,
+        description: `${spec.searchDescription ?? 'keywords, space separated'} (at most ${MAX_KEYWORDS} keywords)`,
+      }),
+    ),
     scope: Type.Optional(
       StringEnum(['all', 'any'], { description: 'all: every keyword must match; any: one is enough' }),
     ),
@@ -48,12 +61,14 @@ export interface ListParamValues {
 export type { ListQuery } from '../list-query.ts';
 
 export function toListQuery(params: ListParamValues, spec: ListSpec): ListQuery {
+  const keywords = (params.search ?? '').split(/\s+/).filter((k) => k !== '');
+  if (keywords.length > MAX_KEYWORDS) throw invalidParam('search', `may hold at most ${MAX_KEYWORDS} keywords`);
   return {
     page: params.page ?? 1,
     per: params.per ?? spec.defaultPer,
     orderBy: params.order_by ?? spec.defaultOrderBy ?? 'created_at',
     order: params.order ?? spec.defaultOrder ?? 'desc',
-    keywords: (params.search ?? '').split(/\s+/).filter((k) => k !== ''),
+    keywords,
     matchAll: params.scope !== 'any',
   };
 }

@@ -11,7 +11,9 @@ import { ApiError, type ErrorItem } from '../errors.ts';
 /** The keyword `refusingBooleans` adds: a JSON true or false is refused where a number (or null) is declared. */
 const NOT_BOOLEAN = 'notBoolean';
 
-const ajv = new Ajv({ coerceTypes: 'array', useDefaults: true, allErrors: true, strict: false });
+// Text is coerced to the number or boolean declared, never a value to or from an array: a query string's
+// arrays are split above, and a JSON body's `["x"]` where text is declared is a 400, not "x".
+const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true, strict: false });
 ajv.addKeyword({
   keyword: NOT_BOOLEAN,
   validate: (_: unknown, data: unknown) => typeof data !== 'boolean',
