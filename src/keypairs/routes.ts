@@ -67,6 +67,7 @@ export function keyPairRoutes(store: Store, box: SecretBox): AnyRoute[] {
           actorOf(principal),
           await targetOrganisation(),
           params.key_pair,
+          principal,
         );
         return { key_pair: presentKeyPair(row, time, secretKey) };
       },

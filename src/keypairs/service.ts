@@ -8,7 +8,7 @@ import { newKey, newSecretKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { findBuiltInRole, findRoleToAssign } from '../roles/service.ts';
+import { findBuiltInRole, findRoleToAssign, type Grantor, grantedBy, requireGrantable } from '../roles/service.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { KeyPairRow } from '../store/tables.ts';
 import { presentKeyPair } from './presenter.ts';
@@ -20,6 +20,7 @@ export async function createKeyPair(
   actor: Actor,
   organisationKey: string,
   input: { name: string; role_key?: string | undefined },
+  grantor?: Grantor,
 ): Promise<{ row: KeyPairRow; secretKey: string }> {
   const secretKey = newSecretKey(40);
   return store.transaction(async (tx) => {
@@ -28,6 +29,8 @@ export async function createKeyPair(
         ? await findBuiltInRole(tx, organisationKey, 'agent')
         : await findRoleToAssign(tx, [organisationKey], input.role_key);
     if (!role) throw unknownReference('key_pair.role_key', input.role_key ?? 'Agent');
+    // A device signs in with the key pair's role: it may hold only what its maker holds.
+    requireGrantable(grantor, grantedBy(role), 'key_pair.role_key');
     const now = Date.now();
     const row: KeyPairRow = {
       key_pair_key: newKey(),

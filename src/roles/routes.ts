@@ -63,7 +63,7 @@ export function roleRoutes(store: Store): AnyRoute[] {
             { code: 'required', param: 'child_organisation_key', message: 'is required with is_oem' },
           ]);
         }
-        const row = await createRole(store, actorOf(principal), await targetOrganisation(), params.role);
+        const row = await createRole(store, actorOf(principal), await targetOrganisation(), params.role, principal);
         return { role: presentRole(row, time, { timestamps: false }) };
       },
     }),
@@ -82,6 +82,7 @@ export function roleRoutes(store: Store): AnyRoute[] {
           await visibleOrganisations(),
           params.role_key,
           params.role,
+          principal,
         );
         return { role: presentRole(row, time, { timestamps: false }) };
       },

@@ -5,7 +5,7 @@ import { type Actor, recordChange } from '../audit/recorder.ts';
 import { ApiError, conflict, forbidden, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
-import { BUILT_IN_ROLES, type BuiltInRole, permissionOf } from '../core/permissions.ts';
+import { BUILT_IN_ROLES, type BuiltInRole, grants, permissionOf } from '../core/permissions.ts';
 import { STORED_TIME } from '../core/time.ts';
 import { uniqueOr } from '../store/dialect.ts';
 import { type Executor, noteChange, type Store, type Tx } from '../store/store.ts';
@@ -34,6 +34,45 @@ function checkAbilities(abilities: number[]): number[] {
 
 const snapshot = (row: RoleRow) => presentRole(row, STORED_TIME);
 
+/** Who hands out permissions, through a role made or changed, or given to a user or key pair. */
+export interface Grantor {
+  abilities: ReadonlySet<number>;
+  accountAdmin: boolean;
+}
+
+/**
+ * Refuses (403) permissions the grantor does not hold (docs/api.md, "Roles"): a user who may create
+ * users or change roles must not thereby make an account admin of anyone, themselves included. Account
+ * admins hold everything; without a grantor (the command line, the first start) nothing is checked.
+ */
+export function requireGrantable(
+  grantor: Grantor | undefined,
+  role: { abilities: readonly number[]; accountAdmin: boolean },
+  param: string,
+): void {
+  if (grantor === undefined || grantor.accountAdmin) return;
+  const wider = role.abilities.filter((ability) => {
+    const permission = permissionOf(ability);
+    return permission !== undefined && !grants(grantor.abilities, permission.class, permission.operation);
+  });
+  if (wider.length === 0 && !role.accountAdmin) return;
+  throw new ApiError(403, [
+    {
+      code: 'forbidden',
+      param,
+      message: role.accountAdmin
+        ? 'names the account admin role, which only an account admin may give'
+        : `would grant permissions you lack (${wider.join(', ')})`,
+    },
+  ]);
+}
+
+/** The role a row holds, as requireGrantable reads it. */
+export const grantedBy = (row: RoleRow) => ({
+  abilities: JSON.parse(row.abilities) as number[],
+  accountAdmin: row.account_admin === 1,
+});
+
 const nameTaken = (name: string) => conflict('role.name', `a role named "${name}" already exists in this organisation`);
 
 export async function createRole(
@@ -41,7 +80,9 @@ export async function createRole(
   actor: Actor,
   organisationKey: string,
   input: RoleInput,
+  grantor?: Grantor,
 ): Promise<RoleRow> {
+  requireGrantable(grantor, { abilities: checkAbilities(input.abilities), accountAdmin: false }, 'role.abilities');
   const now = Date.now();
   const row: RoleRow = {
     role_key: newKey(),
@@ -116,7 +157,11 @@ export async function updateRole(
   organisationKeys: string[],
   roleKey: string,
   changes: Partial<RoleInput>,
+  grantor?: Grantor,
 ): Promise<RoleRow> {
+  if (changes.abilities !== undefined) {
+    requireGrantable(grantor, { abilities: checkAbilities(changes.abilities), accountAdmin: false }, 'role.abilities');
+  }
   return uniqueOr(
     () =>
       store.transaction(async (tx) => {

@@ -17,7 +17,12 @@ import { createUser, deleteUser, listUsers, requireUser, type UserWrite, updateU
 const tags = ['Users'];
 
 export function userRoutes(store: Store, passwordCost: number): AnyRoute[] {
-  const write = (call: RouteCall<unknown>): UserWrite => ({ store, actor: actorOf(call.principal), passwordCost });
+  const write = (call: RouteCall<unknown>): UserWrite => ({
+    store,
+    actor: actorOf(call.principal),
+    passwordCost,
+    grantor: call.principal,
+  });
   return [
     defineRoute({
       method: 'GET',

@@ -6,7 +6,7 @@ import { conflict, invalidParam, notFound, unknownReference } from '../core/erro
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import { resolveTimeZone, STORED_TIME } from '../core/time.ts';
-import { findRoleToAssign } from '../roles/service.ts';
+import { findRoleToAssign, type Grantor, grantedBy, requireGrantable } from '../roles/service.ts';
 import { uniqueOr } from '../store/dialect.ts';
 import type { Executor, Store, Tx } from '../store/store.ts';
 import type { UserRow } from '../store/tables.ts';
@@ -31,14 +31,23 @@ function checkTimeZone(timeZone: string): string {
 }
 
 /** Checks the role a user is given, holding it until the transaction ends (roles/service.ts, findRoleToAssign). */
-async function checkRole(tx: Tx, organisationKey: string, roleKey: string): Promise<void> {
-  if (!(await findRoleToAssign(tx, [organisationKey], roleKey))) throw unknownReference('user.role_key', roleKey);
+async function checkRole(
+  tx: Tx,
+  organisationKey: string,
+  roleKey: string,
+  grantor: Grantor | undefined,
+): Promise<void> {
+  const role = await findRoleToAssign(tx, [organisationKey], roleKey);
+  if (!role) throw unknownReference('user.role_key', roleKey);
+  requireGrantable(grantor, grantedBy(role), 'user.role_key');
 }
 
 export interface UserWrite {
   store: Store;
   actor: Actor;
   passwordCost: number;
+  /** Who gives the user a role: it may grant only what they hold (roles/service.ts, requireGrantable). */
+  grantor?: Grantor | undefined;
 }
 
 export type NewUser = Omit<UserInput, 'password'> & { passwordHash: string };
@@ -67,7 +76,7 @@ export async function createUser(write: UserWrite, organisationKey: string, inpu
   return uniqueOr(
     () =>
       write.store.transaction(async (tx) => {
-        await checkRole(tx, organisationKey, input.role_key);
+        await checkRole(tx, organisationKey, input.role_key, write.grantor);
         const row = await insertNewUser(tx, organisationKey, { ...rest, passwordHash });
         await recordChange(tx, write.actor, {
           organisationKey,
@@ -115,7 +124,9 @@ export async function updateUser(
     () =>
       write.store.transaction(async (tx) => {
         const before = await requireUser(tx, organisationKeys, userKey);
-        if (changes.role_key !== undefined) await checkRole(tx, before.organisation_key, changes.role_key);
+        if (changes.role_key !== undefined) {
+          await checkRole(tx, before.organisation_key, changes.role_key, write.grantor);
+        }
         const after: UserRow = {
           ...before,
           ...(changes.email !== undefined ? { email: changes.email.toLowerCase() } : {}),

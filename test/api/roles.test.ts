@@ -353,7 +353,7 @@ describeOnStores('roles', (ctx) => {
     const nobody = await userWithAbilities(ctx.api, token, [11]);
     const denied = await ctx.api.request('GET', '/api/v3/roles', { token: nobody.token });
     assert.equal(denied.status, 403);
-    const updater = await userWithAbilities(ctx.api, token, [63]);
+    const updater = await userWithAbilities(ctx.api, token, [63, 12]);
     const role = await createRole(ctx.api, token, [11]);
     const update = await ctx.api.request('PUT', `/api/v3/roles/${role.role_key}`, {
       token: updater.token,
@@ -362,6 +362,70 @@ describeOnStores('roles', (ctx) => {
     assert.equal(update.status, 200, update.text);
     const remove = await ctx.api.request('DELETE', `/api/v3/roles/${role.role_key}`, { token: updater.token });
     assert.equal(remove.status, 403);
+  });
+
+  it('when a user who may change roles or users would hand out permissions beyond their own then it is a 403', async () => {
+    const token = await ctx.api.adminToken();
+    const roleKeys = (await ctx.api.request('GET', '/api/v3/roles', { token, query: { per: 100 } })).body.roles;
+    const admin = roleKeys.find((r: { name: string }) => r.name === 'Account Admin').role_key;
+    // A role changer raising a role (its own included) past what it holds.
+    const changer = await userWithAbilities(ctx.api, token, [61, 62, 63, 11]);
+    for (const [method, path, abilities] of [
+      ['POST', '/api/v3/roles', [11, 995]],
+      ['PUT', `/api/v3/roles/${changer.role.role_key}`, [61, 62, 63, 11, 995]],
+      ['PUT', `/api/v3/roles/${changer.role.role_key}`, [61, 62, 63, 11, 14]],
+    ] as const) {
+      const raised = await ctx.api.request(method, path, {
+        token: changer.token,
+        body: { role: { name: unique('raised'), abilities } },
+      });
+      assert.equal(raised.status, 403, `${method} ${path} ${abilities}: ${raised.text}`);
+      assert.equal(raised.body.errors[0].param, 'role.abilities');
+    }
+    const within = await ctx.api.request('POST', '/api/v3/roles', {
+      token: changer.token,
+      body: { role: { name: unique('within'), abilities: [11, 61] } },
+    });
+    assert.equal(within.status, 200, within.text);
+    // A user maker making an account admin, or a user of a role wider than its own.
+    const maker = await userWithAbilities(ctx.api, token, [72, 73, 11]);
+    const wide = await createRole(ctx.api, token, [11, 12]);
+    for (const roleKey of [admin, wide.role_key]) {
+      const made = await ctx.api.request('POST', '/api/v3/users', {
+        token: maker.token,
+        body: {
+          user: { email: `${unique('esc')}@example.com`, password: 'a long enough password', role_key: roleKey },
+        },
+      });
+      assert.equal(made.status, 403, made.text);
+      assert.equal(made.body.errors[0].param, 'user.role_key');
+    }
+    const self = await ctx.api.request('PUT', `/api/v3/users/${maker.userKey}`, {
+      token: maker.token,
+      body: { user: { role_key: admin } },
+    });
+    assert.equal(self.status, 403, self.text);
+    const narrow = await createRole(ctx.api, token, [11]);
+    const fine = await ctx.api.request('POST', '/api/v3/users', {
+      token: maker.token,
+      body: {
+        user: { email: `${unique('ok')}@example.com`, password: 'a long enough password', role_key: narrow.role_key },
+      },
+    });
+    assert.equal(fine.status, 200, fine.text);
+    // A key pair maker giving devices a role wider than its own.
+    const pairs = await userWithAbilities(ctx.api, token, [132, 11]);
+    const pair = await ctx.api.request('POST', '/api/v3/key_pairs', {
+      token: pairs.token,
+      body: { key_pair: { name: unique('esc'), role_key: wide.role_key } },
+    });
+    assert.equal(pair.status, 403, pair.text);
+    assert.equal(pair.body.errors[0].param, 'key_pair.role_key');
+    const narrowPair = await ctx.api.request('POST', '/api/v3/key_pairs', {
+      token: pairs.token,
+      body: { key_pair: { name: unique('ok'), role_key: narrow.role_key } },
+    });
+    assert.equal(narrowPair.status, 200, narrowPair.text);
   });
 
   it('when roles change through another server on the same store then the next list here shows each change', async () => {
