@@ -65,6 +65,25 @@ describeOnStores('request conventions', (ctx) => {
     assert.equal(response.body.errors[0].code, 'not_found');
   });
 
+  it('when pretty=true is asked then error answers are indented too, from every layer', async () => {
+    const token = await ctx.api.adminToken();
+    for (const [path, status] of [
+      ['/api/v3/alerts/nosuchalert', 404],
+      ['/api/v3/nothing-here', 404],
+      ['/api/v3/things', 401],
+      ['/api/v3/roles?per=0', 400],
+    ] as const) {
+      const separator = path.includes('?') ? '&' : '?';
+      const response = await ctx.api.request('GET', `${path}${separator}pretty=true`, {
+        ...(status === 401 ? {} : { token }),
+      });
+      assert.equal(response.status, status, `${path}: ${response.text}`);
+      assert.equal(response.text, JSON.stringify(response.body, null, 2), path);
+      const plain = await ctx.api.request('GET', path, { ...(status === 401 ? {} : { token }) });
+      assert.equal(plain.text, JSON.stringify(plain.body), path);
+    }
+  });
+
   it('when the path and the body disagree then the path wins', async () => {
     const token = await ctx.api.adminToken();
     const roles = await ctx.api.request('GET', '/api/v3/roles', { token, query: { per: 1 } });

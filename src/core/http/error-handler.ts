@@ -40,12 +40,21 @@ function fromFrameworkError(error: FastifyError, request: FastifyRequest): ApiEr
   }
 }
 
-const sendError = (reply: FastifyReply, error: ApiError): FastifyReply =>
+/**
+ * `pretty=true` in the query string indents error answers too (docs/api.md, "Requests"); it is read
+ * from the query as sent, since the request may have failed before its parameters were read.
+ */
+const wantsPretty = (request: FastifyRequest): boolean => {
+  const pretty = (request.query as Record<string, unknown> | undefined)?.pretty;
+  return pretty === 'true' || pretty === '1';
+};
+
+const sendError = (reply: FastifyReply, error: ApiError, pretty = false): FastifyReply =>
   reply
     .status(error.status)
     .headers(error.headers)
     .type('application/json; charset=utf-8')
-    .send(JSON.stringify(error.toBody()));
+    .send(pretty ? JSON.stringify(error.toBody(), null, 2) : JSON.stringify(error.toBody()));
 
 /**
  * Fastify's `frameworkErrors` option: what its router refuses before any route or hook runs (a bad
@@ -114,7 +123,7 @@ export function closeWithAnswer(socket: Socket, refusal: ApiError | undefined, c
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = error instanceof ApiError ? error : fromFrameworkError(error, request);
-    if (known) return sendError(reply, known);
+    if (known) return sendError(reply, known, wantsPretty(request));
     request.log.error(
       { err: error, reqId: request.id, url: loggedUrl(request.url), method: request.method },
       'request failed',
@@ -126,6 +135,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return sendError(
       reply,
       new ApiError(404, [{ code: 'not_found', message: `no endpoint ${request.method} ${path}` }]),
+      wantsPretty(request),
     );
   });
 }
