@@ -44,8 +44,9 @@ function checkExpression(expression: string): string {
   return expression;
 }
 
+/** A static group's members, held against their deletion until the group is written. */
 const checkMembers = (db: Executor, organisationKey: string, thingKeys: string[]) =>
-  requireKnownThings(db, [organisationKey], thingKeys, 'group.thing_keys');
+  requireKnownThings(db, [organisationKey], thingKeys, 'group.thing_keys', true);
 
 /** Checks that type, members and expression agree; answers the expression to store. */
 function expressionFor(groupType: number, input: Partial<GroupInput>, current: string | null): string | null {

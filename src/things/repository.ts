@@ -1,5 +1,5 @@
 import type { ListQuery } from '../core/list-query.ts';
-import { RowsStatement } from '../store/dialect.ts';
+import { engineOfDb, RowsStatement } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage, type PagingColumns } from '../store/paging.ts';
 import { compiledQuery, type QueryValues } from '../store/prepared.ts';
@@ -102,18 +102,26 @@ export async function findThingsOfOrganisation(
 }
 
 /** Which of these keys name things of the organisations (for static group members). */
+/**
+ * The keys of these that name things of the organisations. With `hold`, on PostgreSQL the things are
+ * held until the transaction ends (FOR KEY SHARE, which conflicts with deleteThing's lock), so that
+ * what refers to them (a static group's members) cannot be written for a thing deleted meanwhile;
+ * SQLite has one writer at a time and needs no lock.
+ */
 export async function existingThingKeys(
   db: Executor,
   organisationKeys: string[],
   keys: string[],
+  hold = false,
 ): Promise<Set<string>> {
   if (keys.length === 0) return new Set();
-  const rows = await db
+  let query = db
     .selectFrom('things')
     .select('thing_key')
     .where('thing_key', 'in', keys)
-    .where(inOrganisations(organisationKeys))
-    .execute();
+    .where(inOrganisations(organisationKeys));
+  if (hold && engineOfDb(db) === 'postgres') query = query.forKeyShare();
+  const rows = await query.execute();
   return new Set(rows.map((r) => r.thing_key));
 }
 
@@ -153,6 +161,11 @@ export async function updateThing(db: Executor, thingKey: string, changes: Parti
  * a member of a static group.
  */
 export async function deleteThing(db: Executor, thingKey: string): Promise<boolean> {
+  // Locked first: a transaction making the thing a group member (existingThingKeys with `hold`) either
+  // commits before, and its membership is deleted below, or waits and then finds the thing gone.
+  if (engineOfDb(db) === 'postgres') {
+    await db.selectFrom('things').select('thing_id').where('thing_key', '=', thingKey).forUpdate().execute();
+  }
   for (const table of ['events', 'event_blocks', 'event_rollups'] as const) {
     await db
       .deleteFrom(table)

@@ -98,9 +98,11 @@ export async function requireKnownThings(
   organisationKeys: string[],
   thingKeys: string[],
   param: string,
+  /** Hold the things until the transaction ends (things/repository.ts, existingThingKeys). */
+  hold = false,
 ): Promise<string[]> {
   const wanted = [...new Set(thingKeys)];
-  const found = await things.existingThingKeys(db, organisationKeys, wanted);
+  const found = await things.existingThingKeys(db, organisationKeys, wanted, hold);
   const missing = wanted.filter((k) => !found.has(k));
   if (missing.length > 0) {
     throw new ApiError(400, [
