@@ -97,7 +97,7 @@ export async function fillableStore(bench: BenchStore, count: number): Promise<F
 /** Writes `seconds` seconds of every thing's events through the writer, about 1,000 events a transaction. */
 export async function fill(filled: FilledStore, seconds: number, from = 0): Promise<void> {
   const perBatch = Math.max(1, Math.floor(1000 / filled.things.size));
-  const writes: Promise<void>[] = [];
+  const writes: Promise<number>[] = [];
   for (let s = from; s < from + seconds; s += perBatch) {
     writes.push(filled.writer.write(filled.batch(s, Math.min(perBatch, from + seconds - s))));
     if (writes.length >= 8) await writes.shift();

@@ -5,13 +5,12 @@
  * on every instance, when deleted or past its `expires_at`.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { ApiError, forbidden, invalidParam, notFound, unknownReference } from '../core/errors.ts';
+import { forbidden, invalidParam, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
-import { grants, permissionOf } from '../core/permissions.ts';
 import type { Principal } from '../core/principal.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { findRoleToAssign } from '../roles/service.ts';
+import { findRoleToAssign, grantedBy, requireGrantable } from '../roles/service.ts';
 import { hashToken, newToken } from '../sessions/tokens.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { ApiKeyRow } from '../store/tables.ts';
@@ -46,19 +45,8 @@ export async function createApiKey(
     // Locked against a delete of the role under way (roles/service.ts, deleteRole).
     const role = await findRoleToAssign(tx, [organisationKey], roleKey);
     if (!role) throw unknownReference('api_key.role_key', roleKey);
-    const wider = (JSON.parse(role.abilities) as number[]).filter((ability) => {
-      const permission = permissionOf(ability);
-      return permission !== undefined && !grants(principal.abilities, permission.class, permission.operation);
-    });
-    if (wider.length > 0 || (role.account_admin === 1 && !principal.accountAdmin)) {
-      throw new ApiError(403, [
-        {
-          code: 'forbidden',
-          param: 'api_key.role_key',
-          message: `names a role with permissions you lack${wider.length > 0 ? ` (${wider.join(', ')})` : ''}`,
-        },
-      ]);
-    }
+    // A key acts with its role: it may hold only what its maker holds.
+    requireGrantable(principal, grantedBy(role), 'api_key.role_key');
     const row: ApiKeyRow = {
       api_key_key: newKey(),
       organisation_key: organisationKey,

@@ -202,12 +202,7 @@ function parseLogLevel(text: string | undefined): string {
  */
 function parseUrl(name: string, text: string | undefined, schemes: readonly string[]): string | undefined {
   if (text === undefined || text === '') return undefined;
-  let url: URL | undefined;
-  try {
-    url = new URL(text);
-  } catch {
-    url = undefined;
-  }
+  const url = URL.canParse(text) ? new URL(text) : undefined;
   if (!url || !schemes.includes(url.protocol.slice(0, -1)) || url.hostname === '') {
     throw new ConfigError(`${name} must be a URL such as ${schemes[0]}://host:port (${schemes.join(', ')})`);
   }

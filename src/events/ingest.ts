@@ -158,27 +158,20 @@ function metricCheckOf(metrics: MetricDefinition[]): MetricCheck {
   return check;
 }
 
-/**
- * Adds to `discovered` every leaf of nested data (by dotted name) the template does not know yet.
- * Refuses a number JSON gave as infinite (`1e999`): it would be stored as null.
- */
+/** Adds to `discovered` every leaf of nested data (by dotted name) the template does not know yet. */
 function discover(
   data: Record<string, unknown>,
   known: Set<string>,
   discovered: MetricDefinition[],
   prefix: string,
-  param: () => string,
 ): MetricDefinition[] {
   for (const name in data) {
     if (!Object.hasOwn(data, name)) continue;
     const value = data[name];
     const path = prefix === '' ? name : `${prefix}.${name}`;
     if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      discover(value as Record<string, unknown>, known, discovered, path, param);
+      discover(value as Record<string, unknown>, known, discovered, path);
       continue;
-    }
-    if (typeof value === 'number' && !Number.isFinite(value)) {
-      throw invalidParam(`${param()}.${path}`, 'must be a number within the range of a double (about 1.8e308)');
     }
     const dataType = typeOf(value);
     if (dataType && !known.has(path)) discovered.push({ name: path, data_type: dataType, unit: '' });
@@ -203,7 +196,7 @@ function checkData(
       );
     }
   }
-  return discover(data, check.known, [], '', param);
+  return discover(data, check.known, [], '');
 }
 
 export interface IncomingEvent {
@@ -344,7 +337,7 @@ export class EventIngest {
         waypoint,
       });
     }
-    return this.writer.writeCounted({
+    return this.writer.write({
       events,
       subject: subjectOf(principal, things),
       ...(discovered.size > 0 ? { after: (tx) => growTemplateMetrics(tx, principal.organisationKey, discovered) } : {}),

@@ -167,16 +167,12 @@ export class EventWriter {
     for (const listener of this.behindListeners) listener(behind);
   }
 
-  /** Resolves once the batch is committed; rejects if it could not be, and nothing of it is stored. */
-  write(batch: IngestBatch): Promise<void> {
-    return this.writeCounted(batch).then(() => undefined);
-  }
-
   /**
-   * As `write`, resolving with how many of the batch's events were stored: not those that arrived
-   * already expired (docs/storage.md, "Retention"), which are acknowledged but not kept.
+   * Resolves once the batch is committed, with how many of its events were stored: not those that
+   * arrived already expired (docs/storage.md, "Retention"), which are acknowledged but not kept. Rejects
+   * if it could not be committed, and nothing of it is stored.
    */
-  writeCounted(batch: IngestBatch): Promise<number> {
+  write(batch: IngestBatch): Promise<number> {
     const size = Math.max(1, batch.events.length + (batch.heartbeats?.size ?? 0));
     if (this.pendingRows > 0 && this.pendingRows + size > this.maxPendingRows) {
       this.refusals++;

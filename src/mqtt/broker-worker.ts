@@ -261,13 +261,16 @@ const acknowledge = (client: Client, ack: Ack) => {
 
 const forwarded = new TurnList<MessageList[number]>((messages) => send({ t: 'messages', messages }));
 
+const payloadOf = (packet: PublishPacket): Buffer =>
+  Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
+
 /** The context of an acknowledgement refusing a message, read from its payload. */
 const contextOf = (topic: DeviceTopic, payload: Buffer): string => readDeviceMessage(topic, payload).context;
 
 const unknownTopic = (packet: PublishPacket, client: Client) => {
   if (!connections.has(client)) return;
-  const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
-  const context = contextOf({ clientId: client.id, kind: 'event', lzf: false }, payload);
+  // Read as a plain message's text would be, for its hash.
+  const context = contextOf({ clientId: client.id, kind: 'event', lzf: false }, payloadOf(packet));
   acknowledge(
     client,
     failure(context, 404, [
@@ -282,7 +285,7 @@ const unknownTopic = (packet: PublishPacket, client: Client) => {
 const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTopic) => {
   const connection = connections.get(client);
   if (!connection) return;
-  const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
+  const payload = payloadOf(packet);
   if (topic.clientId !== client.id) {
     return acknowledge(
       client,

@@ -63,7 +63,8 @@ export function readDeviceMessage(topic: DeviceTopic, payload: Buffer): ReadMess
   }
   const { signed, hash, accessKey, unreadable } = signedTextOfMqttPayload(text);
   const context = hash ?? PARSE_ERROR;
-  // Only a long text is measured in bytes: the signed text is never longer than the payload's.
+  // Only a long text is measured in bytes: a UTF-16 unit is at most 3 bytes of UTF-8, and the signed
+  // text is part of the text, so a text of at most a third of the limit is within it.
   if (text.length > limit / 3 && Buffer.byteLength(signed) > limit) {
     return failure(context, 413, [
       {

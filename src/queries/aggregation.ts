@@ -271,13 +271,13 @@ export async function aggregatedData(
     // results cover the whole range), and the rest of the expired part counts nothing.
     const cuts = retentionCuts(thing.retention_days, thing.rollup_retention_days, now);
     const expiredBefore = cuts.events ?? -FAR;
-    const slotsFrom = plan ? Math.max(plan.from, firstKeptSlot(cuts.rollups) ?? -FAR) : 0;
-    const slotsTo = plan
-      ? plan.stored
-        ? plan.to
-        : Math.min(plan.to, Math.floor(expiredBefore / SLOT_MS) * SLOT_MS)
-      : 0;
-    const slots = slotsFrom < slotsTo ? await rollupsOf(db, thing.thing_id, slotsFrom, slotsTo) : [];
+    let slots: Awaited<ReturnType<typeof rollupsOf>> = [];
+    if (plan) {
+      const slotsFrom = Math.max(plan.from, firstKeptSlot(cuts.rollups) ?? -FAR);
+      // Standing for the stored events too, or only the slots whose events have all expired.
+      const slotsTo = plan.stored ? plan.to : Math.min(plan.to, Math.floor(expiredBefore / SLOT_MS) * SLOT_MS);
+      if (slotsFrom < slotsTo) slots = await rollupsOf(db, thing.thing_id, slotsFrom, slotsTo);
+    }
     const covered = plan?.stored && slots.every(([, stats]) => metrics.every((metric) => Object.hasOwn(stats, metric)));
     for (const [slot, stats] of slots) {
       // Not covered: only the slots whose events have all expired, with the metrics they have.

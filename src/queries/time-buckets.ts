@@ -93,7 +93,6 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 /** Keeps the walk before and after the range inside what Date can represent (ms either side of 1970). */
 export const MAX_BUCKETED_INSTANT = 8.6e15;
-const MAX_INSTANT = MAX_BUCKETED_INSTANT;
 
 /**
  * Builds the buckets covering `from`..`to`. Throws TooManyBucketsError past `maxBuckets`,
@@ -107,7 +106,7 @@ export function timeBuckets(options: TimeBucketOptions): TimeBuckets {
   if (!Number.isSafeInteger(max) || max < 1) throw new RangeError(`maxBuckets must be a positive integer: ${max}`);
   if (!IANAZone.isValidZone(zone)) throw new RangeError(`unknown time zone: ${zone}`);
   for (const value of [options.from, options.to]) {
-    if (!Number.isFinite(value) || Math.abs(value) > MAX_INSTANT)
+    if (!Number.isFinite(value) || Math.abs(value) > MAX_BUCKETED_INSTANT)
       throw new RangeError(`instant out of range: ${value}`);
   }
   if (options.from > options.to) throw new RangeError('from is after to');

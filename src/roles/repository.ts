@@ -1,5 +1,5 @@
 import type { ListQuery } from '../core/list-query.ts';
-import { engineOfDb } from '../store/dialect.ts';
+import { engineOfDb, lockRows } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
@@ -39,15 +39,12 @@ export function findRole(
   roleKey: string,
   lock?: RoleLock,
 ): Promise<RoleRow | undefined> {
-  let query = db
+  const query = db
     .selectFrom('roles')
     .selectAll()
     .where('role_key', '=', roleKey)
     .where(inOrganisations(organisationKeys));
-  if (lock !== undefined && engineOfDb(db) === 'postgres') {
-    query = lock === 'update' ? query.forUpdate() : query.forKeyShare();
-  }
-  return query.executeTakeFirst();
+  return (lock ? query.$call(lockRows(engineOfDb(db), { mode: lock })) : query).executeTakeFirst();
 }
 
 export function findBuiltInRole(db: Executor, organisationKey: string, builtIn: string): Promise<RoleRow | undefined> {

@@ -34,7 +34,7 @@ function checkAbilities(abilities: number[]): number[] {
 
 const snapshot = (row: RoleRow) => presentRole(row, STORED_TIME);
 
-/** Who hands out permissions, through a role made or changed, or given to a user or key pair. */
+/** Who hands out permissions, through a role made or changed, or given to a user, key pair or API key. */
 export interface Grantor {
   abilities: ReadonlySet<number>;
   accountAdmin: boolean;

@@ -242,13 +242,15 @@ export class RowsStatement {
 
 /**
  * Locks the rows a select reads until the transaction ends (PostgreSQL `FOR UPDATE`, optionally `SKIP
- * LOCKED` to pass over rows another instance holds). SQLite has one writer at a time: no clause needed.
+ * LOCKED` to pass over rows another instance holds; or `FOR KEY SHARE`, which only keeps them from
+ * being deleted, so that what is written refers to rows that still exist). SQLite has one writer at a
+ * time: no clause needed.
  */
-export function lockRows(engine: Engine, options: { skipLocked?: boolean } = {}) {
+export function lockRows(engine: Engine, options: { skipLocked?: boolean; mode?: 'update' | 'key share' } = {}) {
   // biome-ignore lint/suspicious/noExplicitAny: applies to any select.
-  return <Q extends { forUpdate(): any; skipLocked(): any }>(query: Q): Q => {
+  return <Q extends { forUpdate(): any; forKeyShare(): any; skipLocked(): any }>(query: Q): Q => {
     if (engine === 'sqlite') return query;
-    const locked = query.forUpdate();
+    const locked = options.mode === 'key share' ? query.forKeyShare() : query.forUpdate();
     return options.skipLocked ? locked.skipLocked() : locked;
   };
 }

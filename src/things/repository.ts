@@ -1,5 +1,5 @@
 import type { ListQuery } from '../core/list-query.ts';
-import { engineOfDb, RowsStatement } from '../store/dialect.ts';
+import { engineOfDb, lockRows, RowsStatement } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage, type PagingColumns } from '../store/paging.ts';
 import { compiledQuery, type QueryValues } from '../store/prepared.ts';
@@ -101,7 +101,6 @@ export async function findThingsOfOrganisation(
     .execute()) as ThingWithTemplate[];
 }
 
-/** Which of these keys name things of the organisations (for static group members). */
 /**
  * The keys of these that name things of the organisations. With `hold`, on PostgreSQL the things are
  * held until the transaction ends (FOR KEY SHARE, which conflicts with deleteThing's lock), so that
@@ -115,13 +114,12 @@ export async function existingThingKeys(
   hold = false,
 ): Promise<Set<string>> {
   if (keys.length === 0) return new Set();
-  let query = db
+  const query = db
     .selectFrom('things')
     .select('thing_key')
     .where('thing_key', 'in', keys)
     .where(inOrganisations(organisationKeys));
-  if (hold && engineOfDb(db) === 'postgres') query = query.forKeyShare();
-  const rows = await query.execute();
+  const rows = await (hold ? query.$call(lockRows(engineOfDb(db), { mode: 'key share' })) : query).execute();
   return new Set(rows.map((r) => r.thing_key));
 }
 
@@ -163,6 +161,7 @@ export async function updateThing(db: Executor, thingKey: string, changes: Parti
 export async function deleteThing(db: Executor, thingKey: string): Promise<boolean> {
   // Locked first: a transaction making the thing a group member (existingThingKeys with `hold`) either
   // commits before, and its membership is deleted below, or waits and then finds the thing gone.
+  // (A statement for the lock alone: SQLite, one writer at a time, needs none.)
   if (engineOfDb(db) === 'postgres') {
     await db.selectFrom('things').select('thing_id').where('thing_key', '=', thingKey).forUpdate().execute();
   }

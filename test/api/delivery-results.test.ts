@@ -101,7 +101,7 @@ if (sqlite) {
         });
         let transactions = 0;
         let recordedAt: number | undefined;
-        const writes: Promise<void>[] = [];
+        const writes: Promise<number>[] = [];
         const writer = new EventWriter(store, {
           process: async (tx) => {
             transactions += 1;

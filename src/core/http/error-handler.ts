@@ -11,8 +11,6 @@ import { ApiError } from '../errors.ts';
 import { loggedUrl } from '../urls.ts';
 import { describeBytes } from './body.ts';
 
-/** A byte count as people read it: 10 MiB, 0.5 MiB. */
-
 /** The refusal of Fastify's own checks; a body too large is told the limit of its route. */
 function fromFrameworkError(error: FastifyError, request: FastifyRequest): ApiError | undefined {
   switch (error.code) {
@@ -54,7 +52,7 @@ const sendError = (reply: FastifyReply, error: ApiError, pretty = false): Fastif
     .status(error.status)
     .headers(error.headers)
     .type('application/json; charset=utf-8')
-    .send(pretty ? JSON.stringify(error.toBody(), null, 2) : JSON.stringify(error.toBody()));
+    .send(JSON.stringify(error.toBody(), null, pretty ? 2 : undefined));
 
 /**
  * Fastify's `frameworkErrors` option: what its router refuses before any route or hook runs (a bad

@@ -32,8 +32,8 @@ export function compileParams(schema: TObject): ParamValidator {
   const arrays = Object.keys(properties).filter((k) => properties[k]?.type === 'array');
   const objects = Object.keys(properties).filter((k) => properties[k]?.type === 'object');
   return (input) => {
-    if (holdsBadText(input, 0)) {
-      throw new ApiError(400, [textRefusal(input, []) ?? { code: 'invalid', message: 'is invalid' }]);
+    if (holdsBadValue(input, 0)) {
+      throw new ApiError(400, [valueRefusal(input, []) ?? { code: 'invalid', message: 'is invalid' }]);
     }
     for (const name of arrays) {
       const value = input[name];
@@ -82,29 +82,37 @@ export const MAX_NESTING = 64;
 
 /**
  * Whether any text in the parameters (values and member names, at any depth) holds a NUL character,
- * or they nest deeper than MAX_NESTING. PostgreSQL refuses NUL in text where SQLite keeps it; refused
- * here, both stores answer the same (docs/api.md, "Bad input"). This walk sees every value of every
- * event a device sends, so it only answers yes or no (about 130 ns per event of seven values);
- * textRefusal walks again to name the parameter.
+ * any number is not finite, or they nest deeper than MAX_NESTING. PostgreSQL refuses NUL in text where
+ * SQLite keeps it; refused here, both stores answer the same (docs/api.md, "Bad input"). JSON's `1e999`
+ * parses as Infinity, which a declared number's bound refuses but a value of no declared type (a metric)
+ * would reach the store as null. This walk sees every value of every event a device sends, so it only
+ * answers yes or no (about 130 ns per event of seven values); valueRefusal walks again to name the
+ * parameter.
  */
-function holdsBadText(value: unknown, depth: number): boolean {
+function holdsBadValue(value: unknown, depth: number): boolean {
   if (typeof value === 'string') return value.includes(NUL);
+  if (typeof value === 'number') return !Number.isFinite(value);
   if (typeof value !== 'object' || value === null) return false;
   if (depth >= MAX_NESTING) return true;
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (holdsBadText(value[i], depth + 1)) return true;
+    for (let i = 0; i < value.length; i++) if (holdsBadValue(value[i], depth + 1)) return true;
     return false;
   }
   for (const name in value) {
-    if (name.includes(NUL) || holdsBadText((value as Record<string, unknown>)[name], depth + 1)) return true;
+    if (name.includes(NUL) || holdsBadValue((value as Record<string, unknown>)[name], depth + 1)) return true;
   }
   return false;
 }
 
-/** The error naming where holdsBadText found its NUL or its nesting; `path` is the way down to `value`. */
-function textRefusal(value: unknown, path: string[]): ErrorItem | undefined {
+/** The error naming what holdsBadValue found and where; `path` is the way down to `value`. */
+function valueRefusal(value: unknown, path: string[]): ErrorItem | undefined {
   if (typeof value === 'string') {
     return value.includes(NUL) ? refusalAt(path, 'must not contain a NUL character') : undefined;
+  }
+  if (typeof value === 'number') {
+    return Number.isFinite(value)
+      ? undefined
+      : refusalAt(path, 'must be a number within the range of a double (about 1.8e308)');
   }
   if (typeof value !== 'object' || value === null) return undefined;
   if (path.length >= MAX_NESTING) return refusalAt(path, `nests deeper than ${MAX_NESTING} levels`);
@@ -113,7 +121,7 @@ function textRefusal(value: unknown, path: string[]): ErrorItem | undefined {
     : Object.entries(value);
   for (const [name, item] of entries) {
     if (name.includes(NUL)) return refusalAt(path, 'has a member name with a NUL character');
-    const refusal = textRefusal(item, [...path, name]);
+    const refusal = valueRefusal(item, [...path, name]);
     if (refusal) return refusal;
   }
   return undefined;
