@@ -1,4 +1,5 @@
 import type { ListQuery } from '../core/list-query.ts';
+import { engineOfDb, lockRows } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
@@ -62,4 +63,26 @@ export async function deleteUser(db: Executor, userKey: string): Promise<void> {
 /** Signs a user out everywhere (after a password change). */
 export async function deleteSessionsOfUser(db: Executor, userKey: string): Promise<void> {
   await db.deleteFrom('sessions').where('user_key', '=', userKey).execute();
+}
+
+/**
+ * The keys of an organisation's account admins (users holding its Account Admin role), locked on
+ * PostgreSQL until the transaction ends: two requests taking away one admin each wait for each other,
+ * and the second sees the first's change.
+ */
+export async function lockAccountAdmins(db: Executor, organisationKey: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('users')
+    .select('user_key')
+    .where('organisation_key', '=', organisationKey)
+    .where('role_key', 'in', (eb) =>
+      eb
+        .selectFrom('roles')
+        .select('role_key')
+        .where('organisation_key', '=', organisationKey)
+        .where('account_admin', '=', 1),
+    )
+    .$call(lockRows(engineOfDb(db)))
+    .execute();
+  return rows.map((row) => row.user_key);
 }

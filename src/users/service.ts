@@ -42,6 +42,20 @@ async function checkRole(
   requireGrantable(grantor, grantedBy(role), 'user.role_key');
 }
 
+/**
+ * Refuses to take away an organisation's last account admin (by deleting the user or giving it another
+ * role): nobody would be left to manage its users and roles (docs/api.md, "Users").
+ */
+async function keepAnAccountAdmin(tx: Tx, user: UserRow, param: string): Promise<void> {
+  const admins = await users.lockAccountAdmins(tx, user.organisation_key);
+  if (admins.length === 1 && admins[0] === user.user_key) {
+    throw conflict(
+      param,
+      `${user.email} is the organisation's last account admin: give another user the Account Admin role first`,
+    );
+  }
+}
+
 export interface UserWrite {
   store: Store;
   actor: Actor;
@@ -126,6 +140,7 @@ export async function updateUser(
         const before = await requireUser(tx, organisationKeys, userKey);
         if (changes.role_key !== undefined) {
           await checkRole(tx, before.organisation_key, changes.role_key, write.grantor);
+          if (changes.role_key !== before.role_key) await keepAnAccountAdmin(tx, before, 'user.role_key');
         }
         const after: UserRow = {
           ...before,
@@ -158,6 +173,7 @@ export async function updateUser(
 export async function deleteUser(write: UserWrite, organisationKeys: string[], userKey: string): Promise<void> {
   await write.store.transaction(async (tx) => {
     const before = await requireUser(tx, organisationKeys, userKey);
+    await keepAnAccountAdmin(tx, before, 'user');
     await users.deleteUser(tx, userKey);
     await recordChange(tx, write.actor, {
       organisationKey: before.organisation_key,

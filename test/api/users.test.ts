@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { createRole, unique } from '../support/fixtures.ts';
+import { childOrganisation, createRole, unique } from '../support/fixtures.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 describeOnStores('users', (ctx) => {
@@ -163,5 +163,82 @@ describeOnStores('users', (ctx) => {
       (await ctx.api.request('POST', '/api/v3/users', { token: userToken, body: { user: {} } })).status,
       403,
     );
+  });
+
+  it('when the last account admin would be deleted or given another role then it is a 409 and nothing changes', async () => {
+    const child = await childOrganisation(ctx.api, await ctx.api.adminToken());
+    const token = child.token;
+    const listed = await ctx.api.request('GET', '/api/v3/users', { token });
+    assert.equal(listed.body.total_count, 1, listed.text);
+    const first = listed.body.users[0];
+    const other = await createRole(ctx.api, token, [11]);
+    const deleted = await ctx.api.request('DELETE', `/api/v3/users/${first.user_key}`, { token });
+    assert.equal(deleted.status, 409, deleted.text);
+    assert.equal(deleted.body.errors[0].param, 'user');
+    assert.match(deleted.body.message, /last account admin/);
+    const demoted = await ctx.api.request('PUT', `/api/v3/users/${first.user_key}`, {
+      token,
+      body: { user: { role_key: other.role_key } },
+    });
+    assert.equal(demoted.status, 409, demoted.text);
+    assert.equal(demoted.body.errors[0].param, 'user.role_key');
+    // Unchanged, and the same role given again is no change.
+    const same = await ctx.api.request('PUT', `/api/v3/users/${first.user_key}`, {
+      token,
+      body: { user: { role_key: first.role_key, name: 'Still admin' } },
+    });
+    assert.equal(same.status, 200, same.text);
+    assert.equal(same.body.user.role_key, first.role_key);
+
+    // With a second admin, either may go; then the one left stays.
+    const email = `${unique('admin2')}@example.com`;
+    const second = await ctx.api.request('POST', '/api/v3/users', {
+      token,
+      body: { user: { email, password: 'second admin password', role_key: first.role_key } },
+    });
+    assert.equal(second.status, 200, second.text);
+    const secondToken = await ctx.api.signIn(email, 'second admin password');
+    const moved = await ctx.api.request('PUT', `/api/v3/users/${first.user_key}`, {
+      token: secondToken,
+      body: { user: { role_key: other.role_key } },
+    });
+    assert.equal(moved.status, 200, moved.text);
+    const self = await ctx.api.request('DELETE', `/api/v3/users/${second.body.user.user_key}`, { token: secondToken });
+    assert.equal(self.status, 409, self.text);
+    const back = await ctx.api.request('PUT', `/api/v3/users/${first.user_key}`, {
+      token: secondToken,
+      body: { user: { role_key: first.role_key } },
+    });
+    assert.equal(back.status, 200, back.text);
+    assert.equal(
+      (await ctx.api.request('DELETE', `/api/v3/users/${first.user_key}`, { token: secondToken })).status,
+      200,
+    );
+  });
+
+  it('when two account admins delete each other at once then one of them is left', async () => {
+    const child = await childOrganisation(ctx.api, await ctx.api.adminToken());
+    const first = (await ctx.api.request('GET', '/api/v3/users', { token: child.token })).body.users[0];
+    for (let round = 0; round < 5; round++) {
+      const email = `${unique('admin')}@example.com`;
+      const second = await ctx.api.request('POST', '/api/v3/users', {
+        token: child.token,
+        body: { user: { email, password: 'another admin password', role_key: first.role_key } },
+      });
+      assert.equal(second.status, 200, second.text);
+      const secondToken = await ctx.api.signIn(email, 'another admin password');
+      const answers = await Promise.all([
+        ctx.api.request('DELETE', `/api/v3/users/${second.body.user.user_key}`, { token: child.token }),
+        ctx.api.request('DELETE', `/api/v3/users/${first.user_key}`, { token: secondToken }),
+      ]);
+      const statuses = answers.map((a) => a.status).sort();
+      // One delete succeeds; the other finds itself the last admin (409), or its caller deleted (401).
+      assert.equal(statuses.filter((s) => s === 200).length, 1, JSON.stringify(statuses));
+      const oem = await ctx.api.signIn(undefined, undefined, child.organisationKey);
+      const users = await ctx.api.request('GET', '/api/v3/users', { token: oem });
+      const admins = users.body.users.filter((u: { role_key: string }) => u.role_key === first.role_key);
+      assert.equal(admins.length, 1, users.text);
+      if (answers[1]?.status === 200) break;
+    }
   });
 });
