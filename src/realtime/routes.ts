@@ -14,8 +14,8 @@ import { Outbox, type Outgoing, type Transport } from './outbox.ts';
 /** How long a WebSocket may stay unauthenticated. */
 export const AUTH_TIMEOUT_MS = 10_000;
 /** A WebSocket is pinged this often, and closed when no pong came for IDLE_MS. */
-const PING_EVERY_MS = 20_000;
-const IDLE_MS = 60_000;
+export const PING_EVERY_MS = 20_000;
+export const IDLE_MS = 60_000;
 /** An SSE stream gets a comment line this often, so that proxies keep it open. */
 const SSE_KEEPALIVE_MS = 15_000;
 /** Text handed to a transport and not yet written out, beyond which messages wait in the outbox. */
@@ -97,6 +97,28 @@ export function registerRealtimeRoutes(app: FastifyInstance, services: RealtimeS
 }
 
 /** One WebSocket client: authentication, its messages, and the messages sent to it. */
+/**
+ * Pings a WebSocket every PING_EVERY_MS and calls `idle` once IDLE_MS pass without a pong (from the
+ * start, then from the last pong); answers a function that stops both.
+ */
+export function watchPongs(
+  socket: Pick<WebSocket, 'on' | 'ping' | 'readyState' | 'OPEN'>,
+  idle: () => void,
+): () => void {
+  let deadline = setTimeout(idle, IDLE_MS);
+  socket.on('pong', () => {
+    clearTimeout(deadline);
+    deadline = setTimeout(idle, IDLE_MS);
+  });
+  const pinger = setInterval(() => {
+    if (socket.readyState === socket.OPEN) socket.ping();
+  }, PING_EVERY_MS);
+  return () => {
+    clearTimeout(deadline);
+    clearInterval(pinger);
+  };
+}
+
 class SocketSession implements Connection {
   readonly outbox: Outbox;
   readonly subscriptions = new Map<string, Subscription>();
@@ -105,8 +127,8 @@ class SocketSession implements Connection {
   private authenticated = false;
   private closed = false;
   private inFlight = 0;
-  private lastPong = Date.now();
-  private readonly timers: NodeJS.Timeout[] = [];
+  /** Stops the session's timers. */
+  private readonly stops: (() => void)[] = [];
   /** Client messages in the order they came, handled one at a time. */
   private handling: Promise<void> = Promise.resolve();
   private unhandled = 0;
@@ -131,23 +153,16 @@ class SocketSession implements Connection {
       const timer = setTimeout(() => {
         if (!this.authenticated) this.close(CLOSE_UNAUTHORIZED, 'authentication timed out');
       }, AUTH_TIMEOUT_MS);
-      this.timers.push(timer);
+      this.stops.push(() => clearTimeout(timer));
     }
     socket.on('message', (data, isBinary) => this.receive(data, isBinary));
-    socket.on('pong', () => {
-      this.lastPong = Date.now();
-    });
     socket.on('close', () => this.end());
     socket.on('error', () => this.end());
-    this.timers.push(
-      setInterval(() => {
-        if (Date.now() - this.lastPong > IDLE_MS) {
-          this.socket.terminate();
-          this.end();
-          return;
-        }
-        if (this.socket.readyState === this.socket.OPEN) this.socket.ping();
-      }, PING_EVERY_MS),
+    this.stops.push(
+      watchPongs(socket, () => {
+        this.socket.terminate();
+        this.end();
+      }),
     );
   }
 
@@ -262,7 +277,7 @@ class SocketSession implements Connection {
   private end(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const timer of this.timers) clearTimeout(timer);
+    for (const stop of this.stops) stop();
     this.services.hub.disconnect(this);
     this.outbox.clear();
   }
