@@ -165,7 +165,8 @@ export async function updateRole(
   return uniqueOr(
     () =>
       store.transaction(async (tx) => {
-        const before = await requireRole(tx, organisationKeys, roleKey);
+        // Locked as the delete locks it: a change racing the role's delete waits for it and finds no role.
+        const before = await requireRole(tx, organisationKeys, roleKey, 'update');
         if (before.built_in) throw forbidden('built-in roles cannot be changed');
         const after: RoleRow = {
           ...before,

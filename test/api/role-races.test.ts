@@ -116,4 +116,30 @@ describeOnStores('role races', (ctx) => {
       }),
     );
   });
+
+  it('when a role is changed while it is deleted then the change is a 404 or comes before the delete', async () => {
+    const token = await ctx.api.adminToken();
+    let changedFirst = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const role = await createRole(ctx.api, token, [11]);
+      const [changed, deleted] = await Promise.all([
+        ctx.api.request('PUT', `/api/v3/roles/${role.role_key}`, { token, body: { role: { abilities: [11, 21] } } }),
+        ctx.api.request('DELETE', `/api/v3/roles/${role.role_key}`, { token }),
+      ]);
+      const both = `round ${round}: PUT ${changed.status} ${changed.text}; DELETE ${deleted.status} ${deleted.text}`;
+      assert.equal(deleted.status, 200, both);
+      assert.ok(changed.status === 200 || changed.status === 404, both);
+      // The audit trail tells the same story: an update recorded only before the delete.
+      const trail = await ctx.api.request('GET', '/api/v3/audit_trails', {
+        token,
+        query: { entity_key: role.role_key, order: 'asc' },
+      });
+      const actions = trail.body.audit_trails.map((t: { action_taken: string }) => t.action_taken);
+      if (changed.status === 200) {
+        changedFirst++;
+        assert.deepEqual(actions, ['create', 'update', 'delete'], both);
+      } else assert.deepEqual(actions, ['create', 'delete'], both);
+    }
+    assert.ok(changedFirst <= ROUNDS);
+  });
 });
