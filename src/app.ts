@@ -20,6 +20,7 @@ import { limitBodiesUnderWay } from './core/http/body-budget.ts';
 import { limitConnections } from './core/http/connections.ts';
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
+import { oncePerMinute } from './core/log-limit.ts';
 import type { SecretBox } from './core/secret-box.ts';
 import { SocketCount } from './core/sockets.ts';
 import { readTlsFiles, type TlsCertificate, type TlsMaterial } from './core/tls.ts';
@@ -156,7 +157,16 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
 export async function createServer(config: Config): Promise<Server> {
   limitHeapGrowth(config.heapGrowingPercent);
   let tls = config.tls ? await readTlsFiles(config.tls) : undefined;
-  const store = await openConfiguredStore(config);
+  // A failed idle database connection is said once a minute (the store opens another on its next query);
+  // the log is the HTTP app's, made once the store is open.
+  let warn: (message: string) => void = (message) => process.stderr.write(`${message}\n`);
+  const connectionLost = oncePerMinute<'database'>((message) => warn(message));
+  const store = await openConfiguredStore(config, undefined, (error) =>
+    connectionLost(
+      'database',
+      `a database connection failed (${error.message}); queries open a new one, and fail until the database answers`,
+    ),
+  );
   const timers: NodeJS.Timeout[] = [];
   /** What a start that fails must undo before the store closes: listeners of recorded changes. */
   const closeOnFailure: (() => void)[] = [];
@@ -231,6 +241,7 @@ export async function createServer(config: Config): Promise<Server> {
       devices,
       instructions: () => instructions,
     });
+    warn = (message) => app.log.warn(message);
     instructions = new MqttInstructions(store, authenticator, app.log);
     mqtt = await startMqtt(config, tls, app, authenticator, devices, instructions, writer, sockets).catch(
       async (error) => {

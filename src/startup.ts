@@ -20,13 +20,18 @@ function passwordOf(url: string): string | undefined {
 }
 
 /** Opens (and migrates) the store DATABASE_URL names; a store that cannot be reached says which setting to check. */
-export async function openConfiguredStore(config: Config, onMigrated?: (names: string[]) => void): Promise<Store> {
+export async function openConfiguredStore(
+  config: Config,
+  onMigrated?: (names: string[]) => void,
+  onConnectionError?: (error: Error) => void,
+): Promise<Store> {
   try {
     return await openStore({
       databaseUrl: config.databaseUrl,
       schema: config.databaseSchema,
       sqliteSynchronous: config.sqliteSynchronous,
       onMigrated,
+      onConnectionError,
     });
   } catch (error) {
     if (!(error instanceof StoreUnavailableError)) throw error;

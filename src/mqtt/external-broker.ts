@@ -80,7 +80,7 @@ export async function connectExternalBroker(options: {
       (error) => log.error(error, 'MQTT message failed'),
     );
   });
-  client.on('error', (error) => log.warn(`MQTT broker ${options.url}: ${error.message}`));
+  client.on('error', (error) => log.warn(`MQTT broker ${redactUrl(options.url)}: ${error.message}`));
   await client.subscribeAsync(serverSubscriptions(options.shareGroup), { qos: 1 });
   // Instructions: the broker cannot tell which devices subscribe, nor when one completes a handshake;
   // a message counts as delivered once the broker has it (docs/devices.md).

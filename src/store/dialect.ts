@@ -54,7 +54,12 @@ export function createPrivateFile(path: string): void {
   }
 }
 
-export function createDialect(databaseUrl: string, schema?: string, synchronous: SqliteSynchronous = 'FULL'): Dialect {
+export function createDialect(
+  databaseUrl: string,
+  schema?: string,
+  synchronous: SqliteSynchronous = 'FULL',
+  onConnectionError: (error: Error) => void = () => {},
+): Dialect {
   if (engineOf(databaseUrl) === 'sqlite') {
     createPrivateFile(sqlitePath(databaseUrl));
     const database = new BetterSqlite3(sqlitePath(databaseUrl));
@@ -97,6 +102,11 @@ export function createDialect(databaseUrl: string, schema?: string, synchronous:
     max: 10,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
+  // An idle connection that fails (the database restarted, failed over, or ended it; the network cut
+  // it) is an 'error' event of the pool, which would end the process unheard. pg drops that connection
+  // and the next query opens a new one; until the database answers again, queries fail and /healthz
+  // says so (docs/operations.md, "Health and readiness").
+  pool.on('error', onConnectionError);
   return new StorePostgresDialect({ pool });
 }
 

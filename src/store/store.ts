@@ -76,6 +76,8 @@ export interface OpenStoreOptions {
   sqliteSynchronous?: SqliteSynchronous | undefined;
   /** Told the names of the migrations this opening applied (none when the schema was current). */
   onMigrated?: ((names: string[]) => void) | undefined;
+  /** Told when a PostgreSQL connection the store keeps idle fails (the store goes on; dialect.ts). */
+  onConnectionError?: ((error: Error) => void) | undefined;
 }
 
 /** Name of the newest migration: the schema version a current store is at. */
@@ -108,6 +110,7 @@ export async function openStore({
   schema,
   sqliteSynchronous,
   onMigrated,
+  onConnectionError,
 }: OpenStoreOptions): Promise<Store> {
   const engine = engineOf(databaseUrl);
   const dialect = await unavailableOn('open', () => {
@@ -115,7 +118,7 @@ export async function openStore({
       const path = sqlitePath(databaseUrl);
       if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     }
-    return createDialect(databaseUrl, schema, sqliteSynchronous);
+    return createDialect(databaseUrl, schema, sqliteSynchronous, onConnectionError);
   });
   const db = new Kysely<Database>({ dialect });
   try {

@@ -4,6 +4,7 @@
  * with one that answers, the start message names it without its password too.
  */
 import assert from 'node:assert/strict';
+import { connect as connectTcp, createServer, type Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import type { FastifyBaseLogger } from 'fastify';
 import { ConfigError } from '../../src/core/config.ts';
@@ -67,6 +68,59 @@ describe('external MQTT broker at start', () => {
       assert.doesNotMatch(server.output(), /s3cret/);
     } finally {
       await stopProcess(server.child);
+    }
+  });
+
+  it('when the broker goes away after the start then the warnings name it without its password', async (t) => {
+    // A proxy in front of the broker, closed once the server is connected: its client tries again and fails.
+    const sockets = new Set<Socket>();
+    const proxy = createServer((socket) => {
+      const upstream = connectTcp(Number(MOSQUITTO.port || 1883), MOSQUITTO.hostname);
+      for (const s of [socket, upstream]) {
+        sockets.add(s);
+        s.on('error', () => {});
+      }
+      socket.pipe(upstream).pipe(socket);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const port = (proxy.address() as { port: number }).port;
+    const warnings: string[] = [];
+    const log = {
+      warn: (line: string) => warnings.push(line),
+      error: () => {},
+    } as unknown as FastifyBaseLogger;
+    let broker: Awaited<ReturnType<typeof connectExternalBroker>>;
+    try {
+      broker = await connectExternalBroker({
+        url: `mqtt://thingbase:s3cret@127.0.0.1:${port}`,
+        shareGroup: `pwtest${Date.now()}`,
+        authenticator: { credentials: async () => undefined } as unknown as DeviceAuthenticator,
+        devices: {} as DeviceService,
+        log,
+        firstConnectMs: 2000,
+      });
+    } catch (error) {
+      proxy.close();
+      if (process.env.CI || !/cannot reach the MQTT broker/.test(String(error))) throw error;
+      return t.skip(`no MQTT broker at ${MOSQUITTO.host}`);
+    }
+    try {
+      proxy.close();
+      for (const socket of sockets) socket.destroy();
+      const deadline = Date.now() + 10_000;
+      while (!warnings.some((w) => w.startsWith('MQTT broker')) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.ok(
+        warnings.some((w) => w.startsWith(`MQTT broker mqtt://thingbase:***@127.0.0.1:${port}`)),
+        warnings.join('\n'),
+      );
+      assert.ok(
+        warnings.every((w) => !w.includes('s3cret')),
+        warnings.join('\n'),
+      );
+    } finally {
+      await broker.close();
     }
   });
 });
