@@ -220,6 +220,18 @@ function parseTls(env: Env): Config['tls'] {
 }
 
 /**
+ * The shared-subscription group name (`$share/<group>/...`): MQTT forbids `/`, `+` and `#` in it. With
+ * `/` the broker reads a different filter and the server hears no device; `+` or `#` fail the start
+ * with the broker's message rather than the setting's.
+ */
+function shareGroup(text: string): string {
+  if (/[/+#\s]/.test(text)) {
+    throw new ConfigError(`MQTT_SHARE_GROUP must be a name without /, +, # or spaces (got "${text}")`);
+  }
+  return text;
+}
+
+/**
  * The clients' sockets, HTTP and MQTT together, the process may hold (core/sockets.ts): below the
  * open-file limit, with room for everything else; without a known limit, 100,000.
  */
@@ -255,7 +267,7 @@ export function loadConfig(env: Env = process.env): Config {
     mqttsPort: mqttsPortExplicit ? parsePort('MQTTS_PORT', env.MQTTS_PORT as string) : 8883,
     mqttsPortExplicit,
     mqttUrl: parseUrl('MQTT_URL', env.MQTT_URL, ['mqtt', 'mqtts', 'tcp', 'tls', 'ws', 'wss']),
-    mqttShareGroup: env.MQTT_SHARE_GROUP || 'thingbase',
+    mqttShareGroup: shareGroup(env.MQTT_SHARE_GROUP || 'thingbase'),
     socketBudget: budget,
     mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, budget),
     // A quarter of the budget: a flood of HTTP connections leaves the rest to devices on MQTT.

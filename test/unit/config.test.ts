@@ -104,6 +104,14 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ REQUEST_TIMEOUT: '0' }), /REQUEST_TIMEOUT must be at least 1s/);
   });
 
+  it('when MQTT_SHARE_GROUP holds a slash, a wildcard or a space then the configuration is refused, naming it', () => {
+    assert.equal(loadConfig({}).mqttShareGroup, 'thingbase');
+    assert.equal(loadConfig({ MQTT_SHARE_GROUP: 'ops-eu_1' }).mqttShareGroup, 'ops-eu_1');
+    for (const bad of ['ops/eu', 'ops+eu', 'ops#', 'ops eu']) {
+      assert.throws(() => loadConfig({ MQTT_SHARE_GROUP: bad }), /MQTT_SHARE_GROUP must be a name without/, bad);
+    }
+  });
+
   it('when a count is not a positive integer or a port not one then the setting is named', () => {
     assert.equal(loadConfig({ MQTT_MAX_PENDING: '10' }).mqttMaxPending, 10);
     assert.equal(loadConfig({}).mqttBrokerYoungGenerationMb, 8);
