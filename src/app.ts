@@ -382,12 +382,18 @@ async function buildHttpApp(
     clientErrorHandler: answerClientError,
   });
   limitBodiesUnderWay(app);
-  limitConnections(app.server, {
+  const closeAwaiting = limitConnections(app.server, {
     maxConnections: config.httpMaxConnections,
     sockets: parts.sockets,
     connectTimeoutMs: config.connectTimeoutMs,
     secure: tls !== undefined,
     warn: (message) => app.log.warn(message),
+  });
+  // A stop closes at once the connections that have sent no request yet (after Fastify stops
+  // listening, before it waits for requests under way).
+  app.addHook('preClose', (done) => {
+    setImmediate(closeAwaiting);
+    done();
   });
   // Clients send parameters of GET requests in a JSON body (docs/api.md, "Requests").
   app.addHttpMethod('GET', { hasBody: true, overrideExisting: true });

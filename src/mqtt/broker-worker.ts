@@ -89,6 +89,8 @@ const loginsAsked = new TurnList<LoginList[number]>((logins) => send({ t: 'login
 // says its store is behind, messages are answered at once with a 503.
 const inbound = new InboundFlow(settings.inbound);
 let storeBehind = false;
+/** Set once the server stops: messages are answered 503, and those under way are let finish. */
+let stopping = false;
 const busy = (context: string) =>
   failure(context, 503, [{ code: 'unavailable', message: 'the server is busy; send again shortly' }]);
 
@@ -297,13 +299,15 @@ const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTop
   // Refused for overload: a flooding device's messages are answered as fast as they can be read,
   // without decoding or scanning them where the context can be told from the payload's end, so that
   // they do not pile up in its socket's buffers (docs/devices.md, "Overload").
-  if (storeBehind || !inbound.mayHandOn(connection.id, payload.length)) {
+  if (storeBehind || stopping || !inbound.mayHandOn(connection.id, payload.length)) {
     const context = contextUnread(topic, payload);
     if (context !== undefined) return acknowledge(client, busy(context));
   }
   const read = readDeviceMessage(topic, payload);
   if (isAck(read)) return acknowledge(client, read);
-  if (storeBehind || !inbound.handOn(connection.id, read.text.length)) return acknowledge(client, busy(read.context));
+  if (storeBehind || stopping || !inbound.handOn(connection.id, read.text.length)) {
+    return acknowledge(client, busy(read.context));
+  }
   const refused = refusalOnConnection(read, connection);
   if (refused) {
     inbound.answered(connection.id);
@@ -476,9 +480,23 @@ if (settings.secure) {
   listeners.push([secureServer, settings.secure.port, 'MQTTS_PORT']);
 }
 
+/** How long a stop waits for the messages handed to the server thread to be answered. */
+const STOP_ANSWERS_MS = 3000;
+
+/**
+ * Stops: no new connections, each message from now on answered 503 (devices send it again, to
+ * another instance or after the restart), and those the server thread is storing answered before the
+ * connections close, so that no stored message goes unacknowledged (docs/deployment.md, "Stopping").
+ */
 async function stop(): Promise<void> {
+  stopping = true;
+  const closed = listeners.map(([server]) => new Promise<void>((resolve) => server.close(() => resolve())));
+  const deadline = Date.now() + STOP_ANSWERS_MS;
+  while (inbound.pending() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+  sendDue();
+  writePubacks();
   await new Promise<void>((resolve) => broker.close(() => resolve()));
-  for (const [server] of listeners) await new Promise<void>((resolve) => server.close(() => resolve()));
+  await Promise.all(closed);
   port.close();
 }
 

@@ -66,6 +66,8 @@ export interface Connection {
   readonly subscriptions: Map<string, Subscription>;
   /** Ends the connection because its token no longer holds. */
   revoke(): void;
+  /** Ends the connection because the server stops (the client connects again, to another instance). */
+  shutdown(): void;
 }
 
 export interface Subscription {
@@ -617,7 +619,10 @@ export class RealtimeHub {
     for (const timer of this.timers) clearInterval(timer);
     if (this.recheckSoon) clearTimeout(this.recheckSoon);
     if (this.membersSoon) clearTimeout(this.membersSoon);
-    for (const connection of [...this.connections]) this.disconnect(connection);
+    for (const connection of [...this.connections]) {
+      connection.shutdown();
+      this.disconnect(connection);
+    }
   }
 }
 

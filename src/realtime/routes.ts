@@ -26,6 +26,8 @@ export const MAX_FRAME_BYTES = 128 * 1024;
 const MAX_UNHANDLED = 16;
 
 export const CLOSE_UNAUTHORIZED = 4401;
+/** WebSocket close code 1001, "going away": the server stops. */
+const CLOSE_GOING_AWAY = 1001;
 const REVOKED = 'the token was revoked or expired';
 
 export interface RealtimeServices {
@@ -266,6 +268,10 @@ class SocketSession implements Connection {
     this.close(CLOSE_UNAUTHORIZED, 'unauthorized');
   }
 
+  shutdown(): void {
+    this.close(CLOSE_GOING_AWAY, 'the server is stopping');
+  }
+
   private close(code: number, reason: string): void {
     if (this.closed) return;
     // What waits in the outbox goes first, as far as the socket takes it.
@@ -312,6 +318,11 @@ async function openStream(
     subscriptions: new Map(),
     revoke: () => {
       raw.write(sseEvent('error', topic, reply('error', topic, { code: 'unauthorized', message: REVOKED })));
+      finish();
+      raw.end();
+    },
+    // The stream ends; an EventSource opens it again by itself, to whichever instance answers.
+    shutdown: () => {
       finish();
       raw.end();
     },

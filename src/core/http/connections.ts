@@ -26,7 +26,13 @@ export interface ConnectionLimits {
   warn: (message: string) => void;
 }
 
-export function limitConnections(server: Server, limits: ConnectionLimits): void {
+/**
+ * Applies the limits; answers a function that closes the connections still waiting for their first
+ * request, for a stop: Node's own closing of idle connections leaves them open until their timeout,
+ * and the stop would wait on them (docs/deployment.md, "Stopping").
+ */
+export function limitConnections(server: Server, limits: ConnectionLimits): () => void {
+  const awaiting = new Set<Watched>();
   const logLimit = oncePerMinute<SocketRefusal>(limits.warn);
   const warn = (refusal: SocketRefusal) =>
     logLimit(
@@ -39,7 +45,11 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
     const timer = setTimeout(() => socket.destroy(), limits.connectTimeoutMs);
     timer.unref();
     socket[firstRequest] = timer;
-    socket.once('close', () => clearTimeout(timer));
+    awaiting.add(socket);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      awaiting.delete(socket);
+    });
   };
   const requested = (request: { socket: Socket }) => {
     const socket = request.socket as Watched;
@@ -47,6 +57,7 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
     if (timer === undefined) return;
     clearTimeout(timer);
     socket[firstRequest] = undefined;
+    awaiting.delete(socket);
   };
 
   server.on('connection', (socket: Watched) => {
@@ -63,4 +74,8 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
   if (limits.secure) server.on('secureConnection', awaitFirstRequest);
   server.on('request', requested);
   server.on('upgrade', requested);
+  return () => {
+    for (const socket of awaiting) socket.destroy();
+    awaiting.clear();
+  };
 }

@@ -1,0 +1,74 @@
+/**
+ * Stopping the server while devices publish over MQTT (docs/deployment.md, "Stopping"): every message
+ * the server stored was acknowledged to its device before the connection closed, so no device sends
+ * again what is stored already; messages after the stop began are answered 503 or not at all.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createKeyPair } from '../support/device.ts';
+import { storedEventCount, unique } from '../support/fixtures.ts';
+import { type Ack, MqttDevice } from '../support/mqtt-device.ts';
+import { freePort } from '../support/ports.ts';
+import { startServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+
+for (const store of STORES) {
+  describe(`stopping with MQTT messages under way [${store.name}]`, { skip: store.skip }, () => {
+    it('when the server stops while a device publishes then every event stored was acknowledged 200', async () => {
+      // Settings of its own, kept after the first server stops, for the second to read.
+      const storeSettings = store.fresh();
+      const api = await startServer(store, {
+        storeSettings,
+        env: async () => ({ MQTT_PORT: String(await freePort()) }),
+      });
+      let stopped: Promise<void> | undefined;
+      try {
+        const pair = await createKeyPair(api, await api.adminToken());
+        const device = await MqttDevice.connect(`mqtt://127.0.0.1:${api.server.mqttPort}`, pair);
+        const thingKey = unique('stopping');
+        assert.equal((await device.send('register', { thing_key: thingKey })).http_code, 200);
+        const answers: Ack[] = [];
+        device.client.on('message', (topic, payload) => {
+          if (topic.endsWith('/httpAck')) answers.push(JSON.parse(payload.toString()) as Ack);
+        });
+        device.client.on('error', () => {});
+        const topic = `Altizon/Datonis/${device.clientId}/event`;
+        const publish = (i: number) =>
+          device.client.publish(topic, device.envelope({ thing_key: thingKey, data: { i } }), { qos: 1 });
+        // Messages flow the whole time; the stop begins once some have been stored and answered, so
+        // that others are being stored at that moment.
+        for (let i = 0; i < 600; i++) {
+          publish(i);
+          if (!stopped && answers.length >= 30) stopped = api.close();
+          if (i % 5 === 4) await new Promise((resolve) => setImmediate(resolve));
+        }
+        const deadline = Date.now() + 10_000;
+        while (!stopped && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          if (answers.length >= 30) stopped = api.close();
+        }
+        await stopped;
+        device.client.end(true);
+        const acknowledged = answers.filter((a) => a.http_code === 200).length;
+        const refused = answers.filter((a) => a.http_code === 503).length;
+        assert.equal(
+          answers.length,
+          acknowledged + refused,
+          JSON.stringify(answers.find((a) => ![200, 503].includes(a.http_code))),
+        );
+        const again = await startServer(store, { storeSettings });
+        try {
+          const stored = await storedEventCount(again, thingKey);
+          assert.ok(stored > 0, 'some events were stored before the stop');
+          const figures = `${stored} stored, ${acknowledged} acknowledged 200, ${refused} 503, of 600`;
+          assert.equal(stored, acknowledged, figures);
+        } finally {
+          await again.close();
+        }
+      } finally {
+        if (!stopped) await api.close();
+        await store.dispose(storeSettings);
+      }
+    });
+  });
+}
