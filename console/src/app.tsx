@@ -9,7 +9,7 @@ import { ThingPage } from './pages/thing.tsx';
 import { ThingsPage } from './pages/things.tsx';
 import { UsersPage } from './pages/users.tsx';
 import { type ConnectionState, realtime } from './realtime.ts';
-import { Link, usePath } from './router.tsx';
+import { Link, readSegment, usePath } from './router.tsx';
 import { currentSession, endSession, onSessionChange, type Session } from './session.ts';
 
 const SECTIONS = [
@@ -39,9 +39,10 @@ export function App() {
 
 function Shell({ session }: { session: Session }) {
   const path = usePath();
-  const [section = 'things', key] = path.split('/');
+  // `/console/` itself is the things table.
+  const [section = 'things', key] = (path || 'things').split('/');
   useEffect(() => {
-    const title = SECTIONS.find((s) => s.path === section)?.label ?? 'Things';
+    const title = SECTIONS.find((s) => s.path === section)?.label ?? 'Page not found';
     document.title = `${title} · Thingbase`;
   }, [section]);
   const signOut = async () => {
@@ -70,7 +71,7 @@ function Shell({ session }: { session: Session }) {
         </button>
       </header>
       <main>
-        <Page section={section} thingKey={key ? decodeURIComponent(key) : undefined} />
+        <Page section={section} thingKey={key ? readSegment(key) : undefined} />
       </main>
     </>
   );
@@ -88,9 +89,23 @@ function Page({ section, thingKey }: { section: string; thingKey: string | undef
       return <UsersPage />;
     case 'audit-trail':
       return <AuditPage />;
-    default:
+    case 'things':
       return thingKey ? <ThingPage thingKey={thingKey} /> : <ThingsPage />;
+    default:
+      return <NotFoundPage />;
   }
+}
+
+/** A path under /console/ that names no section (a mistyped or outdated link). */
+function NotFoundPage() {
+  return (
+    <section>
+      <h1>Page not found</h1>
+      <p>
+        The console has no page at <code>{location.pathname}</code>. <Link to="things">Go to Things</Link>
+      </p>
+    </section>
+  );
 }
 
 const STATE_TEXT: Record<ConnectionState, string> = {

@@ -3,6 +3,8 @@
  * first message (browsers cannot set headers on an upgrade, and the token stays out of the URL), then
  * holds every subscription the open pages ask for. A lost connection is opened again with growing
  * waits (1 s doubling to 30 s) and its subscriptions sent again; the state is shown to the user.
+ * Nothing missed meanwhile is replayed (docs/realtime.md), so pages read again what they show when it
+ * is back (`onResume`). A subscription the server refuses gets the `error` message in its handler.
  */
 import { currentSession, endSession } from './session.ts';
 
@@ -21,6 +23,7 @@ class Realtime {
   private authenticated = false;
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly stateListeners = new Set<(state: ConnectionState) => void>();
+  private readonly resumeListeners = new Set<() => void>();
   private next = 0;
   private wait = 1000;
   private retry: ReturnType<typeof setTimeout> | undefined;
@@ -36,12 +39,31 @@ class Realtime {
     return () => {
       this.subscriptions.delete(id);
       if (this.authenticated) this.send({ type: 'unsubscribe', id });
+      // Waiting to reconnect for nobody (a page without live updates is shown): stop saying so. Checked
+      // once the page has settled, as a page renewing its subscriptions ends them before it starts others.
+      else
+        queueMicrotask(() => {
+          if (this.subscriptions.size === 0 && this.retry) this.stopRetrying();
+        });
     };
   }
 
   onState(listener: (state: ConnectionState) => void): () => void {
     this.stateListeners.add(listener);
     return () => this.stateListeners.delete(listener);
+  }
+
+  /** Calls `listener` each time the connection is live again after it was lost. */
+  onResume(listener: () => void): () => void {
+    this.resumeListeners.add(listener);
+    return () => this.resumeListeners.delete(listener);
+  }
+
+  private stopRetrying(): void {
+    clearTimeout(this.retry);
+    this.retry = undefined;
+    this.wait = 1000;
+    this.setState('idle');
   }
 
   /** Closes the connection for good (sign-out). */
@@ -78,9 +100,11 @@ class Realtime {
       if (message.type === 'authenticated') {
         this.authenticated = true;
         this.wait = 1000;
+        const resumed = this.state === 'reconnecting';
         this.setState('live');
         for (const [id, { topic, filters }] of this.subscriptions)
           this.send({ type: 'subscribe', id, topic, ...filters });
+        if (resumed) for (const listener of this.resumeListeners) listener();
         return;
       }
       if (message.id) this.subscriptions.get(message.id)?.handler(message);
@@ -97,6 +121,7 @@ class Realtime {
       this.retry = setTimeout(() => {
         this.retry = undefined;
         if (this.subscriptions.size > 0) this.connect();
+        else this.stopRetrying();
       }, this.wait);
       this.wait = Math.min(this.wait * 2, 30_000);
     };

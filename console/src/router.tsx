@@ -1,6 +1,7 @@
 /**
  * Pages are paths under /console/ (the server answers index.html for each), moved between with the
- * History API so that the browser's back button and bookmarks work.
+ * History API so that the browser's back button and bookmarks work. A page's own settings (a list's
+ * search and page) live in the query string, so that coming back to it finds them again.
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -11,9 +12,42 @@ const listeners = new Set<() => void>();
 /** The page's path below /console/, without slashes at either end: `things/boiler-1`. */
 export const currentPath = (): string => location.pathname.slice(BASE.length).replace(/\/+$/, '');
 
+/**
+ * A key as one segment of a path. A browser takes the segments `.` and `..` (even written `%2E`) for
+ * steps in the path, so the dots of such a segment are escaped twice (`%252E`), which `readSegment`
+ * undoes; keys never hold `%` (docs/api.md), so nothing else reads the same.
+ */
+export function segment(text: string): string {
+  return text === '.' || text === '..' ? text.replaceAll('.', '%252E') : encodeURIComponent(text);
+}
+
+/** The text of a path segment written by `segment`. */
+export function readSegment(written: string): string {
+  let text = written;
+  try {
+    text = decodeURIComponent(written);
+  } catch {
+    // Not valid percent-encoding: taken as written.
+  }
+  return /^(%2E){1,2}$/i.test(text) ? '.'.repeat(text.length / 3) : text;
+}
+
 export function navigate(path: string): void {
   history.pushState(null, '', BASE + path);
   for (const listener of listeners) listener();
+}
+
+/** The query string's parameters of the page shown. */
+export const currentQuery = (): URLSearchParams => new URLSearchParams(location.search);
+
+/**
+ * Writes the page's settings into its query string (empty ones left out) in place, without a new
+ * history entry: the back button leaves the page, and returns to it as it was.
+ */
+export function keepQuery(settings: Record<string, string>): void {
+  const query = new URLSearchParams(Object.entries(settings).filter(([, value]) => value !== ''));
+  const search = query.toString() ? `?${query}` : '';
+  if (search !== location.search) history.replaceState(history.state, '', location.pathname + search);
 }
 
 export function usePath(): string {

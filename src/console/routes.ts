@@ -59,8 +59,10 @@ export async function registerConsole(app: FastifyInstance, dir: string): Promis
         schemaHide: true,
       });
       scope.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
-        // A missing asset is a 404; every other path is a page of the application.
-        if (request.url.startsWith(`${CONSOLE_PATH}assets/`) || request.method !== 'GET') {
+        // A missing asset is a 404; every other path is a page of the application, for GET and for
+        // HEAD (the same answer without its body).
+        const read = request.method === 'GET' || request.method === 'HEAD';
+        if (request.url.startsWith(`${CONSOLE_PATH}assets/`) || !read) {
           throw notFound('file');
         }
         return reply.sendFile('index.html');

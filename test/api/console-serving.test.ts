@@ -62,6 +62,20 @@ describe('the console, served', () => {
     assert.equal(page.headers['cache-control'], 'no-cache');
   });
 
+  it('when a page or an asset is asked for with HEAD then the answer is that of GET without its body', async () => {
+    for (const path of ['/console/', '/console/things/boiler-1', '/console/assets/app-1a2b3c.js']) {
+      const got = await api.request('GET', path, { headers: { 'content-type': '' } });
+      const head = await api.request('HEAD', path, { headers: { 'content-type': '' } });
+      assert.equal(head.status, 200, path);
+      assert.equal(head.text, '', path);
+      for (const name of ['content-type', 'content-length', 'cache-control', 'content-security-policy']) {
+        assert.equal(head.headers[name], got.headers[name], `${path}: ${name}`);
+      }
+    }
+    const missing = await api.request('HEAD', '/console/assets/gone-000000.js', { headers: { 'content-type': '' } });
+    assert.equal(missing.status, 404);
+  });
+
   it('when a hashed asset is asked for then it is cached for a year as immutable, compressed when accepted', async () => {
     const plain = await api.request('GET', '/console/assets/app-1a2b3c.js', { headers: { 'content-type': '' } });
     assert.equal(plain.status, 200);

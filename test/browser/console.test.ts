@@ -242,6 +242,9 @@ for (const store of STORES) {
       await page.getByLabel('Status', { exact: true }).selectOption('Acknowledged');
       await row.waitFor();
       await row.getByRole('button', { name: 'Clear', exact: true }).click();
+      // Cleared, it leaves the list of acknowledged alerts.
+      await row.waitFor({ state: 'detached' });
+      await page.getByLabel('Status', { exact: true }).selectOption('Cleared');
       await row.getByRole('cell', { name: 'cleared', exact: true }).waitFor();
       assert.equal(await row.getByRole('button').count(), 0, 'a cleared alert has nothing left to do');
       await page.getByLabel('Status', { exact: true }).selectOption('All');

@@ -21,7 +21,8 @@ const skip = reasonToSkip();
 if (skip && process.env.CI) throw new Error(`CI needs the browser tests: ${skip}`);
 export const browserSkip: string | false = skip ? `${skip}; skipping the browser tests` : false;
 
-export function launchBrowser(): Promise<Browser> {
+/** Chromium for a test; `extra` adds arguments and names defaults of Playwright's to leave out. */
+export function launchBrowser(extra: { args?: string[]; ignoreDefaultArgs?: string[] } = {}): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
@@ -33,7 +34,9 @@ export function launchBrowser(): Promise<Browser> {
       '--disable-sync',
       '--no-first-run',
       '--disable-quic',
+      ...(extra.args ?? []),
     ],
+    ...(extra.ignoreDefaultArgs ? { ignoreDefaultArgs: extra.ignoreDefaultArgs } : {}),
   });
 }
 

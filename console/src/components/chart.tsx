@@ -6,6 +6,7 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { showValue } from '../format.ts';
 
 /** x (epoch seconds) first, then one column per metric, null where an event lacks it. */
 export interface Columns {
@@ -39,6 +40,8 @@ export function Chart(props: { columns: Columns; handle: { current?: ChartHandle
             width: 1.5,
             spanGaps: true,
             points: { show: false },
+            // The legend shows values as the API gives them (docs/console.md), not rounded.
+            value: (_plot: uPlot, value: number | null) => showValue(value),
           })),
         ],
         axes: [{}, {}],

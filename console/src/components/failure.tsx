@@ -1,9 +1,20 @@
-/** The API's message about what could not be done, announced to assistive technology. */
-export function Failure({ message }: { message: string | undefined }) {
+/**
+ * The API's message about what could not be done, announced to assistive technology; with `retry`, a
+ * button to try again.
+ */
+export function Failure({ message, retry }: { message: string | undefined; retry?: () => void }) {
   if (!message) return null;
   return (
     <p role="alert" class="error">
       {message}
+      {retry && (
+        <>
+          {' '}
+          <button type="button" class="secondary" onClick={retry}>
+            Retry
+          </button>
+        </>
+      )}
     </p>
   );
 }

@@ -1,5 +1,5 @@
-import { useEffect, useState } from 'preact/hooks';
-import { messageOf } from '../api/client.ts';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiFailure, messageOf } from '../api/client.ts';
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -7,32 +7,70 @@ export interface Loaded<T> {
   /** Sets the data in place (live updates). */
   set: (update: (data: T) => T) => void;
   reload: () => void;
+  /**
+   * Reloads in a moment, however many times it is called meanwhile: a burst of live changes (a fleet
+   * imported elsewhere) costs one request per second, not one per change.
+   */
+  reloadSoon: () => void;
 }
 
-/** Runs `load` whenever a dependency changes, keeping only the latest answer. */
+export const UNREACHABLE = 'The server cannot be reached: trying again…';
+const SOON = 1000;
+
+/**
+ * Whether the request never got an answer from the API: fetch fails with a TypeError when the
+ * connection is refused or lost, and a proxy answers 502 to 504 while the server is down.
+ */
+const unreachable = (failure: unknown): boolean =>
+  failure instanceof TypeError || (failure instanceof ApiFailure && [502, 503, 504].includes(failure.status));
+
+/**
+ * Runs `load` whenever a dependency changes, keeping only the latest answer. While the server cannot
+ * be reached it tries again by itself (1 s, doubling up to 30 s, as the realtime connection does), so
+ * the page recovers when the server is back.
+ */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   const [data, setData] = useState<T | undefined>();
   const [error, setError] = useState<string | undefined>();
   const [round, setRound] = useState(0);
+  const wait = useRef(1000);
+  const soon = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   useEffect(() => {
     let current = true;
+    let retry: ReturnType<typeof setTimeout> | undefined;
     load().then(
       (value) => {
         if (!current) return;
+        wait.current = 1000;
         setData(value);
         setError(undefined);
       },
-      (failure) => current && setError(messageOf(failure)),
+      (failure) => {
+        if (!current) return;
+        if (!unreachable(failure)) return setError(messageOf(failure));
+        setError(UNREACHABLE);
+        retry = setTimeout(() => setRound((r) => r + 1), wait.current);
+        wait.current = Math.min(wait.current * 2, 30_000);
+      },
     );
     return () => {
       current = false;
+      clearTimeout(retry);
     };
   }, [...deps, round]);
+  useEffect(() => () => clearTimeout(soon.current), []);
   return {
     data,
     error,
     set: (update) => setData((old) => (old === undefined ? old : update(old))),
     reload: () => setRound((r) => r + 1),
+    reloadSoon: () => {
+      if (soon.current !== undefined) return;
+      soon.current = setTimeout(() => {
+        soon.current = undefined;
+        setRound((r) => r + 1);
+      }, SOON);
+    },
   };
 }
 

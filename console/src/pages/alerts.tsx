@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api, messageOf } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
@@ -18,6 +18,9 @@ const STATUSES = [
   { value: 'cleared', label: 'Cleared' },
 ];
 
+/** Alerts in the list's order: newest `timestamp` (epoch seconds) first (docs/rules.md, Alerts). */
+const byTime = (alerts: Alert[]) => [...alerts].sort((a, b) => Number(b.timestamp) - Number(a.timestamp));
+
 /** The latest alerts, newest first; alerts raised or changed while the page is open come in live. */
 export function AlertsPage() {
   const [status, setStatus] = useState('');
@@ -36,6 +39,10 @@ export function AlertsPage() {
       ),
     [page, status],
   );
+  // The page as last shown, for the live updates to tell which alerts it lists.
+  const shownData = useRef(list.data);
+  shownData.current = list.data;
+  const listed = (alert: Alert) => status === '' || alert.status === status;
   const act = async (alert: Alert, step: 'acknowledge' | 'clear') => {
     const body = comment.trim() ? { comment: comment.trim() } : {};
     const params = { path: { alert_key: alert.alert_key } };
@@ -47,30 +54,38 @@ export function AlertsPage() {
       );
       setFailure(undefined);
       setComment('');
-      list.set((data) => ({
-        ...data,
-        alerts: data.alerts.map((a) => (a.alert_key === alert.alert_key ? answered.alert : a)),
-      }));
+      // An alert that no longer has the status filtered on leaves the list: the page is read again.
+      if (!listed(answered.alert)) list.reload();
+      else
+        list.set((data) => ({
+          ...data,
+          alerts: data.alerts.map((a) => (a.alert_key === alert.alert_key ? answered.alert : a)),
+        }));
     } catch (error) {
       setFailure(messageOf(error));
     }
   };
+  // Live changes touch only what this page shows: an alert listed here changes in place; a new one
+  // counts in the total and, on the first page, takes its place by time. An alert that leaves or joins
+  // the filtered status changes which alerts the pages hold: the page is read again.
   useEffect(
     () =>
       realtime.subscribe('alerts', {}, (message) => {
-        if (message.type !== 'alert' || page !== 1) return;
+        const data = shownData.current;
+        if (message.type !== 'alert' || !data) return;
         const alert = message.alert as Alert;
-        list.set((data) => {
-          const known = data.alerts.some((a) => a.alert_key === alert.alert_key);
-          if (!known && status !== '' && alert.status !== status) return data;
-          return {
-            ...data,
-            total_count: data.total_count + (known ? 0 : 1),
-            alerts: known
-              ? data.alerts.map((a) => (a.alert_key === alert.alert_key ? alert : a))
-              : [alert, ...data.alerts].slice(0, PER),
-          };
-        });
+        const shown = data.alerts.some((a) => a.alert_key === alert.alert_key);
+        if (shown && listed(alert)) {
+          list.set((old) => ({ ...old, alerts: old.alerts.map((a) => (a.alert_key === alert.alert_key ? alert : a)) }));
+        } else if (shown || (message.change === 'updated' && status !== '' && listed(alert))) {
+          list.reload();
+        } else if (message.change === 'created' && listed(alert)) {
+          list.set((old) => ({
+            ...old,
+            total_count: old.total_count + 1,
+            alerts: page === 1 ? byTime([alert, ...old.alerts]).slice(0, PER) : old.alerts,
+          }));
+        }
       }),
     [page, status],
   );

@@ -1,4 +1,7 @@
-import { useEffect, useState } from 'preact/hooks';
+import { hmac } from '@noble/hashes/hmac';
+import { sha256 } from '@noble/hashes/sha2';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { answer, api, messageOf } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { Failure } from '../components/failure.tsx';
@@ -22,6 +25,13 @@ export function KeyPairsPage() {
   const [name, setName] = useState('');
   const [error, setError] = useState<string | undefined>();
   const [created, setCreated] = useState<Created | undefined>();
+  // Leaving the console for another page may keep this one whole in the browser's back/forward cache,
+  // to be shown again by Back: the secret is forgotten as the page is hidden (docs/console.md, Key pairs).
+  useEffect(() => {
+    const forget = () => setCreated(undefined);
+    addEventListener('pagehide', forget);
+    return () => removeEventListener('pagehide', forget);
+  }, []);
   const create = async (event: Event) => {
     event.preventDefault();
     try {
@@ -87,23 +97,18 @@ export function KeyPairsPage() {
   );
 }
 
-/** Lowercase hex HMAC-SHA256 of `text` under `key`: the MQTT password of a key pair (docs/devices.md). */
-async function hmacHex(key: string, text: string): Promise<string | undefined> {
-  if (!globalThis.crypto?.subtle) return undefined;
-  const encoder = new TextEncoder();
-  const secret = await crypto.subtle.importKey('raw', encoder.encode(key), { name: 'HMAC', hash: 'SHA-256' }, false, [
-    'sign',
-  ]);
-  const signature = new Uint8Array(await crypto.subtle.sign('HMAC', secret, encoder.encode(text)));
-  return Array.from(signature, (b) => b.toString(16).padStart(2, '0')).join('');
+/**
+ * Lowercase hex HMAC-SHA256 of `text` under `key`: the MQTT password of a key pair (docs/devices.md).
+ * Computed with @noble/hashes rather than crypto.subtle, which browsers give only to secure contexts:
+ * the console opened over plain HTTP at a LAN address has none.
+ */
+function hmacHex(key: string, text: string): string {
+  return bytesToHex(hmac(sha256, utf8ToBytes(key), utf8ToBytes(text)));
 }
 
 function NewSecret({ pair, onDone }: { pair: Created; onDone: () => void }) {
   const secret = pair.secret_key ?? '';
-  const [password, setPassword] = useState<string | undefined>();
-  useEffect(() => {
-    hmacHex(secret, pair.access_key).then(setPassword, () => setPassword(undefined));
-  }, [secret, pair.access_key]);
+  const password = useMemo(() => hmacHex(secret, pair.access_key), [secret, pair.access_key]);
   const host = location.hostname;
   const port = location.port || (location.protocol === 'https:' ? '443' : '80');
   const http = [
@@ -120,7 +125,7 @@ function NewSecret({ pair, onDone }: { pair: Created; onDone: () => void }) {
     `access_key = ${pair.access_key}`,
     `secret_key = ${secret}`,
     `username = ${pair.access_key}`,
-    `password = ${password ?? '<hex HMAC-SHA256 of the access key under the secret key>'}`,
+    `password = ${password}`,
   ].join('\n');
   return (
     <section class="panel" aria-label="New key pair secret">
@@ -139,22 +144,52 @@ function NewSecret({ pair, onDone }: { pair: Created; onDone: () => void }) {
   );
 }
 
+/**
+ * Copies `text` to the clipboard; answers whether it was copied. Without the asynchronous clipboard
+ * (not a secure context: plain HTTP at a LAN address), or when it refuses, the text shown is selected
+ * and copied as a selection; if that is refused too, it stays selected for the user to copy.
+ */
+async function copyText(text: string, shown: HTMLElement | null): Promise<boolean> {
+  try {
+    if (navigator.clipboard) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // refused: the selection is tried next
+  }
+  const selection = getSelection();
+  if (!shown || !selection) return false;
+  const range = document.createRange();
+  range.selectNodeContents(shown);
+  selection.removeAllRanges();
+  selection.addRange(range);
+  try {
+    return document.execCommand('copy');
+  } catch {
+    return false;
+  }
+}
+
 function Copyable(props: { label: string; text: string; hint?: string }) {
-  const [copied, setCopied] = useState(false);
-  const copy = async () => {
-    await navigator.clipboard.writeText(props.text).catch(() => undefined);
-    setCopied(true);
-  };
+  const [copied, setCopied] = useState<boolean | undefined>();
+  const shown = useRef<HTMLPreElement>(null);
+  const copy = async () => setCopied(await copyText(props.text, shown.current));
   return (
     <figure>
       <figcaption>
         {props.label}
         {props.hint ? <small> ({props.hint})</small> : null}
       </figcaption>
-      <pre>{props.text}</pre>
+      <pre ref={shown}>{props.text}</pre>
       <button type="button" onClick={copy}>
         {copied ? 'Copied' : `Copy ${props.label.charAt(0).toLowerCase()}${props.label.slice(1)}`}
       </button>
+      {copied === false && (
+        <p role="alert" class="error">
+          Not copied: the browser refused. The text is selected: copy it with Ctrl+C (⌘C on a Mac).
+        </p>
+      )}
     </figure>
   );
 }

@@ -30,6 +30,8 @@ export function RulesPage() {
       )}
       {editing !== undefined && (
         <RuleForm
+          // A new form for each rule: its fields start from that rule's values.
+          key={editing === 'new' ? 'new' : editing.rule_key}
           rule={editing === 'new' ? undefined : editing}
           onDone={(saved) => {
             setEditing(undefined);
@@ -118,11 +120,14 @@ function useConditionCheck(condition: string): { message: string | undefined; va
 function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: boolean) => void }) {
   const [name, setName] = useState(rule?.name ?? '');
   const [condition, setCondition] = useState(rule?.condition ?? '');
-  const [alertType, setAlertType] = useState(String(rule?.alert_type ?? 1));
+  // '' is None: the rule raises no alert (alert_type null); a new rule starts at Warning.
+  const [alertType, setAlertType] = useState(rule ? (rule.alert_type === null ? '' : String(rule.alert_type)) : '1');
   const [alertMessage, setAlertMessage] = useState(rule?.alert_message ?? '');
   const [template, setTemplate] = useState(rule?.thing_template_key ?? '');
   const [error, setError] = useState<string | undefined>();
   const check = useConditionCheck(condition);
+  // A no_data rule's condition is optional (docs/rules.md); once given, the API cannot remove it.
+  const conditionOptional = rule?.trigger === 'no_data' && rule.condition === '';
   const templates = useLoad(
     () =>
       answer(api.GET('/api/v3/thing_templates', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } })),
@@ -130,12 +135,14 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
   );
   const save = async (event: Event) => {
     event.preventDefault();
+    // Every field the form shows is sent, empty ones too: an update keeps what it is not given, so a
+    // template set to None (null) or an emptied message must be sent to be removed.
     const fields = {
       name,
-      condition,
-      alert_type: Number(alertType) as 0 | 1 | 2 | 3,
-      ...(alertMessage ? { alert_message: alertMessage } : {}),
-      ...(template ? { thing_template_key: template } : {}),
+      ...(condition ? { condition } : {}),
+      alert_type: alertType === '' ? null : (Number(alertType) as 0 | 1 | 2 | 3),
+      alert_message: alertMessage,
+      thing_template_key: template || null,
     };
     try {
       if (rule) {
@@ -164,14 +171,16 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
         hint={
           check.valid
             ? 'The condition is valid.'
-            : "Metrics and thing.<field>, e.g. temperature > 80 and thing.name == 'boiler'"
+            : conditionOptional
+              ? "Optional for a no_data rule: when given, it is checked against the thing's last event"
+              : "Metrics and thing.<field>, e.g. temperature > 80 and thing.name == 'boiler'"
         }
         error={check.message}
       >
         {(id, describedBy) => (
           <input
             id={id}
-            required
+            required={!conditionOptional}
             aria-describedby={describedBy}
             aria-invalid={check.message ? true : undefined}
             value={condition}
@@ -196,9 +205,15 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
           </select>
         )}
       </Field>
-      <Field label="Alert type">
-        {(id) => (
-          <select id={id} value={alertType} onChange={(e) => setAlertType(e.currentTarget.value)}>
+      <Field label="Alert type" hint="None raises no alert; the notification actions still run">
+        {(id, describedBy) => (
+          <select
+            id={id}
+            aria-describedby={describedBy}
+            value={alertType}
+            onChange={(e) => setAlertType(e.currentTarget.value)}
+          >
+            <option value="">None</option>
             {ALERT_TYPES.map((label, i) => (
               <option key={label} value={String(i)}>
                 {label}

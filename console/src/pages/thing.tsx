@@ -9,7 +9,6 @@ import { showTime, showValue } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
 import { Link } from '../router.tsx';
 
-type Thing = paths['/api/v3/things/{thing_key}']['get']['responses'][200]['content']['application/json']['thing'];
 type Instruction =
   paths['/api/v3/things/{thing_key}/instructions']['get']['responses'][200]['content']['application/json']['instructions'][number];
 
@@ -23,11 +22,34 @@ export const RANGES = [
 ] as const;
 type Range = (typeof RANGES)[number];
 
+/** Events of a raw range read at most: beyond, the range is drawn as averages per minute (docs/console.md). */
+const MAX_POINTS = 100_000;
+/** The largest page thing_data answers. */
+const PER = 10_000;
+
 /** thing_data with data_format=array: rows [timestamp, v1, v2, ...] in the order of `metrics`. */
-type ThingDataAnswer = Record<string, { metrics: string[]; event_data: [number, ...unknown[]][] }>;
+type ThingDataBlock = { total_event_count: number; metrics: string[]; event_data: [number, ...unknown[]][] };
+type ThingDataAnswer = Record<string, ThingDataBlock>;
+type EventsAnswer = Record<string, { event_data: { timestamp: number; data: Record<string, unknown> }[] }>;
 type AggregatedAnswer = {
   time_grouped_result: Record<string, Record<string, Record<string, { avg: number | null }>>>;
 };
+
+/** The newest value of each (top-level) metric, with the time of the event that carried it. */
+type Latest = Record<string, { value: unknown; timestamp: number }>;
+
+/** Takes an event's values into `latest`, each only where it is at least as new as the one shown. */
+function mergeLatest(latest: Latest, timestamp: unknown, data: unknown): Latest {
+  if (typeof timestamp !== 'number' || !data || typeof data !== 'object') return latest;
+  let merged = latest;
+  for (const [metric, value] of Object.entries(data)) {
+    const shown = merged[metric];
+    if (shown && shown.timestamp > timestamp) continue;
+    if (merged === latest) merged = { ...latest };
+    merged[metric] = { value, timestamp };
+  }
+  return merged;
+}
 
 export function ThingPage({ thingKey }: { thingKey: string }) {
   const thing = useLoad(
@@ -35,17 +57,82 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
       (await answer(api.GET('/api/v3/things/{thing_key}', { params: { path: { thing_key: thingKey } } }))).thing,
     [thingKey],
   );
+  const [latest, setLatest] = useState<Latest>({});
+  const [liveRefused, setLiveRefused] = useState<string | undefined>();
   useEffect(() => {
-    const stop = realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
+    let current = true;
+    setLatest({});
+    setLiveRefused(undefined);
+    // Latest values: the thing's last event, its events of the last hour, then live ones (docs/console.md).
+    const to = Math.floor(Date.now() / 1000);
+    answer(
+      api.POST('/api/v3/query/thing_data', {
+        body: { thing_key: thingKey, from: to - 3600, to, per: PER, order: 'desc' },
+      }),
+    ).then(
+      (answered) => {
+        if (!current) return;
+        const events = (answered as unknown as EventsAnswer)[thingKey]?.event_data ?? [];
+        setLatest((shown) => events.reduce((l, e) => mergeLatest(l, e.timestamp, e.data), shown));
+      },
+      // A role that may not read data sees the last event alone; the Telemetry panel shows the API's message.
+      () => undefined,
+    );
+    const stopEvents = realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
+      if (message.type === 'error') return setLiveRefused(String(message.message ?? message.code));
       if (message.type !== 'event') return;
-      thing.set((t) => ({
-        ...t,
-        alive: true,
-        last_event: { timestamp: message.timestamp as number, data: message.data as Record<string, never> },
-      }));
+      thing.set((t) => ({ ...t, alive: true }));
+      setLatest((shown) => mergeLatest(shown, message.timestamp, message.data));
     });
-    return stop;
+    // Online and Offline follow the thing's alive flips, as on the Things table (docs/realtime.md).
+    const stopThings = realtime.subscribe('things', { thing_keys: [thingKey] }, (message) => {
+      if (message.type !== 'thing') return;
+      if (message.change === 'alive') thing.set((t) => ({ ...t, alive: message.alive as boolean }));
+      else thing.reload();
+    });
+    return () => {
+      current = false;
+      stopEvents();
+      stopThings();
+    };
   }, [thingKey]);
+  const lastEvent = thing.data?.last_event;
+  useEffect(() => {
+    if (lastEvent) setLatest((shown) => mergeLatest(shown, lastEvent.timestamp, lastEvent.data));
+  }, [lastEvent]);
+  const name = thing.data?.name;
+  useEffect(() => {
+    if (name === undefined) return;
+    document.title = `${name} · Thingbase`;
+    return () => {
+      document.title = 'Things · Thingbase';
+    };
+  }, [name]);
+  // The template's metrics, which the chart draws when it declares any; a role that may not read
+  // templates gets every numeric value instead.
+  const templateKey = thing.data?.thing_template_key;
+  const template = useLoad(
+    async () =>
+      templateKey === undefined
+        ? undefined
+        : (
+            await answer(
+              api.GET('/api/v3/thing_templates/{thing_template_key}', {
+                params: { path: { thing_template_key: templateKey } },
+              }),
+            )
+          ).thing_template.metrics.map((m) => m.name),
+    [templateKey],
+  );
+  // A live event with a metric the template did not declare: the Default template learns metrics from
+  // events (docs/devices.md, "Discovery"), so it is read again, once for each such metric.
+  const asked = useRef(new Set<string>());
+  const askTemplateAgain = (metrics: string[]) => {
+    const fresh = metrics.filter((metric) => !asked.current.has(metric));
+    if (fresh.length === 0) return;
+    for (const metric of fresh) asked.current.add(metric);
+    template.reload();
+  };
   if (thing.error) {
     return (
       <section>
@@ -59,6 +146,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
   }
   if (!thing.data) return <p>Loading…</p>;
   const t = thing.data;
+  const templateSettled = template.data !== undefined || template.error !== undefined;
   return (
     <section>
       <h1>{t.name}</h1>
@@ -66,17 +154,24 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
         <code>{t.thing_key}</code> · {t.thing_template_name} · {t.alive ? 'Online' : 'Offline'}
         {t.description ? ` · ${t.description}` : ''}
       </p>
-      <LatestValues thing={t} />
-      <Telemetry thingKey={t.thing_key} />
+      {liveRefused && (
+        <p role="alert" class="error">
+          Live telemetry is unavailable: {liveRefused}
+        </p>
+      )}
+      <LatestValues latest={latest} />
+      {templateSettled && (
+        <Telemetry thingKey={t.thing_key} declared={template.data ?? []} onUndeclared={askTemplateAgain} />
+      )}
       <ThingAlerts thingKey={t.thing_key} />
       {t.bi_directional && <Instructions thingKey={t.thing_key} />}
     </section>
   );
 }
 
-function LatestValues({ thing }: { thing: Pick<Thing, 'last_event'> }) {
-  const data = (thing.last_event?.data ?? {}) as Record<string, unknown>;
-  const names = Object.keys(data).sort();
+function LatestValues({ latest }: { latest: Latest }) {
+  const names = Object.keys(latest).sort();
+  const newest = Math.max(...names.map((name) => latest[name]?.timestamp ?? 0));
   return (
     <section class="panel" aria-labelledby="latest-values">
       <h2 id="latest-values">Latest values</h2>
@@ -85,15 +180,22 @@ function LatestValues({ thing }: { thing: Pick<Thing, 'last_event'> }) {
       ) : (
         <>
           <dl class="values">
-            {names.map((name) => (
-              <>
-                <dt>{name}</dt>
-                <dd>{showValue(data[name])}</dd>
-              </>
-            ))}
+            {names.map((name) => {
+              const shown = latest[name];
+              return (
+                <>
+                  <dt>{name}</dt>
+                  <dd>
+                    <span>{showValue(shown?.value)}</span>
+                    {/* A metric the newest event did not carry says when it was sent. */}
+                    {shown && shown.timestamp !== newest && <small> at {showTime(shown.timestamp)}</small>}
+                  </dd>
+                </>
+              );
+            })}
           </dl>
           <p>
-            <small>at {showTime(thing.last_event?.timestamp)}</small>
+            <small>at {showTime(newest)}</small>
           </p>
         </>
       )}
@@ -101,13 +203,37 @@ function LatestValues({ thing }: { thing: Pick<Thing, 'last_event'> }) {
   );
 }
 
-/** Numeric metrics of the range as chart columns; the last hour follows live events. */
-function Telemetry({ thingKey }: { thingKey: string }) {
+/** An event's values by the names the chart uses: nested objects as paths with dots (`machine.temp`). */
+function valuesOf(data: unknown, prefix = '', into: Record<string, unknown> = {}): Record<string, unknown> {
+  if (!data || typeof data !== 'object') return into;
+  for (const [name, value] of Object.entries(data)) {
+    if (value && typeof value === 'object' && !Array.isArray(value)) valuesOf(value, `${prefix}${name}.`, into);
+    else into[`${prefix}${name}`] = value;
+  }
+  return into;
+}
+
+/**
+ * Numeric metrics of the range as chart columns; the last hour follows live events. The metrics are
+ * the template's when it declares any, as thing_data and thing_aggregated_data answer them, so the
+ * chart shows the same live and after a reload (docs/console.md).
+ */
+function Telemetry({
+  thingKey,
+  declared,
+  onUndeclared,
+}: {
+  thingKey: string;
+  declared: string[];
+  onUndeclared: (metrics: string[]) => void;
+}) {
   const [range, setRange] = useState<Range>(RANGES[0]);
   const [columns, setColumns] = useState<Columns | undefined>();
+  const [grouped, setGrouped] = useState(false);
   const [error, setError] = useState<string | undefined>();
   const [count, setCount] = useState(0);
   const chart = useRef<ChartHandle | undefined>(undefined);
+  const declaredKey = declared.join('\u0000');
   useEffect(() => {
     let current = true;
     // Live events are taken from before the history is read, so that none falls between the two; those
@@ -116,9 +242,17 @@ function Telemetry({ thingKey }: { thingKey: string }) {
     const early: Message[] = [];
     const add = (message: Message) => {
       if (!loaded) return;
-      const data = message.data as Record<string, unknown>;
+      const all = valuesOf(message.data);
+      const values = declared.length > 0 ? Object.fromEntries(declared.map((metric) => [metric, all[metric]])) : all;
+      if (declared.length > 0) {
+        const undeclared = Object.keys(all).filter((m) => typeof all[m] === 'number' && !declared.includes(m));
+        if (undeclared.length > 0) onUndeclared(undeclared);
+      }
+      const timestamp = message.timestamp as number;
+      // An event older than the range (a device sending late) is not drawn in it.
+      if (typeof timestamp !== 'number' || timestamp < Date.now() / 1000 - range.seconds) return;
       const known = loaded.metrics;
-      const fresh = Object.keys(data).filter((m) => typeof data[m] === 'number' && !known.includes(m));
+      const fresh = Object.keys(values).filter((m) => typeof values[m] === 'number' && !known.includes(m));
       if (fresh.length > 0) {
         // A metric not seen before: a new chart with a column for it.
         loaded = {
@@ -126,15 +260,15 @@ function Telemetry({ thingKey }: { thingKey: string }) {
           x: loaded.x,
           ys: [...loaded.ys, ...fresh.map(() => (loaded as Columns).x.map(() => null))],
         };
-        appendEvent(loaded, message.timestamp as number, data, range.seconds);
+        insertEvent(loaded, timestamp, values, range.seconds);
         setColumns(loaded);
       } else {
-        appendEvent(loaded, message.timestamp as number, data, range.seconds);
+        insertEvent(loaded, timestamp, values, range.seconds);
         chart.current?.draw();
       }
       setCount(loaded.x.length);
     };
-    const stop =
+    let stop =
       range === RANGES[0]
         ? realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
             if (message.type !== 'event') return;
@@ -146,11 +280,18 @@ function Telemetry({ thingKey }: { thingKey: string }) {
     loadColumns(thingKey, range).then(
       (history) => {
         if (!current) return;
-        loaded = history;
-        const last = history.x[history.x.length - 1] ?? Number.NEGATIVE_INFINITY;
-        setColumns(history);
-        setCount(history.x.length);
+        setColumns(history.columns);
+        setGrouped(history.grouped);
+        setCount(history.columns.x.length);
         setError(undefined);
+        // Averages per minute of a crowded range do not take single events.
+        if (history.grouped) {
+          stop?.();
+          stop = undefined;
+          return;
+        }
+        loaded = history.columns;
+        const last = loaded.x[loaded.x.length - 1] ?? Number.NEGATIVE_INFINITY;
         for (const message of early) if ((message.timestamp as number) > last) add(message);
       },
       (failure) => current && setError(messageOf(failure)),
@@ -159,7 +300,7 @@ function Telemetry({ thingKey }: { thingKey: string }) {
       current = false;
       stop?.();
     };
-  }, [thingKey, range]);
+  }, [thingKey, range, declaredKey]);
   return (
     <section class="panel" aria-label="Telemetry">
       <h2>Telemetry</h2>
@@ -188,18 +329,21 @@ function Telemetry({ thingKey }: { thingKey: string }) {
         <p class="chart-caption">
           {columns.metrics.length === 0
             ? 'No numeric values in this range.'
-            : `${count} ${'grouping' in range ? 'buckets' : 'points'} · ${columns.metrics.join(', ')}`}
+            : `${count} ${grouped ? 'buckets' : 'points'} · ${columns.metrics.join(', ')}`}
         </p>
       )}
     </section>
   );
 }
 
-function appendEvent(columns: Columns, timestamp: number, data: Record<string, unknown>, seconds: number): void {
-  columns.x.push(timestamp);
+/** Puts an event in time order among the columns, then drops those older than the range. */
+function insertEvent(columns: Columns, timestamp: number, values: Record<string, unknown>, seconds: number): void {
+  let at = columns.x.length;
+  while (at > 0 && (columns.x[at - 1] as number) > timestamp) at--;
+  columns.x.splice(at, 0, timestamp);
   columns.metrics.forEach((metric, i) => {
-    const value = data[metric];
-    columns.ys[i]?.push(typeof value === 'number' ? value : null);
+    const value = values[metric];
+    columns.ys[i]?.splice(at, 0, typeof value === 'number' ? value : null);
   });
   const start = Date.now() / 1000 - seconds;
   let old = 0;
@@ -210,34 +354,70 @@ function appendEvent(columns: Columns, timestamp: number, data: Record<string, u
   }
 }
 
-export async function loadColumns(thingKey: string, range: Range): Promise<Columns> {
+/**
+ * The range's columns: every event of a raw range, page after page of thing_data, or averages per
+ * bucket from thing_aggregated_data for the long ranges and for a raw range of more than MAX_POINTS
+ * events (`grouped`).
+ */
+export async function loadColumns(thingKey: string, range: Range): Promise<{ columns: Columns; grouped: boolean }> {
   const to = Math.floor(Date.now() / 1000);
   const from = to - range.seconds;
-  if (!('grouping' in range)) {
+  if ('grouping' in range) {
+    return { columns: await loadAverages(thingKey, from, to, range.grouping, range.every), grouped: true };
+  }
+  // Oldest first, so that events stored while the pages are read come after the last one.
+  const page = async (number: number) => {
     const answered = (await answer(
       api.POST('/api/v3/query/thing_data', {
-        body: { thing_key: thingKey, from, to, per: 10000, order: 'desc', data_format: 'array' },
+        body: { thing_key: thingKey, from, to, page: number, per: PER, order: 'asc', data_format: 'array' },
       }),
     )) as unknown as ThingDataAnswer;
-    const block = answered[thingKey] ?? { metrics: [], event_data: [] };
-    const rows = [...block.event_data].reverse();
-    const numeric = block.metrics
-      .map((metric, i) => ({ metric, i }))
-      .filter(({ i }) => rows.some((row) => typeof row[i + 1] === 'number'));
-    return {
-      metrics: numeric.map((m) => m.metric),
-      x: rows.map((row) => row[0]),
-      ys: numeric.map(({ i }) => rows.map((row) => (typeof row[i + 1] === 'number' ? (row[i + 1] as number) : null))),
-    };
+    return answered[thingKey] ?? { total_event_count: 0, metrics: [], event_data: [] };
+  };
+  const first = await page(1);
+  if (first.total_event_count > MAX_POINTS) {
+    return { columns: await loadAverages(thingKey, from, to, 'minute', 1), grouped: true };
   }
+  const pages = Math.ceil(first.total_event_count / PER);
+  const rest = await Promise.all(Array.from({ length: Math.max(0, pages - 1) }, (_, i) => page(i + 2)));
+  // Each page names its own columns (a template without metrics: the names in that page).
+  const blocks = [first, ...rest];
+  const metrics = [...new Set(blocks.flatMap((block) => block.metrics))].filter((metric) =>
+    blocks.some((block) => {
+      const i = block.metrics.indexOf(metric);
+      return i >= 0 && block.event_data.some((row) => typeof row[i + 1] === 'number');
+    }),
+  );
+  const x: number[] = [];
+  const ys: (number | null)[][] = metrics.map(() => []);
+  for (const block of blocks) {
+    const where = metrics.map((metric) => block.metrics.indexOf(metric) + 1);
+    for (const row of block.event_data) {
+      x.push(row[0]);
+      where.forEach((i, m) => {
+        const value = i > 0 ? row[i] : null;
+        ys[m]?.push(typeof value === 'number' ? value : null);
+      });
+    }
+  }
+  return { columns: { metrics, x, ys }, grouped: false };
+}
+
+async function loadAverages(
+  thingKey: string,
+  from: number,
+  to: number,
+  grouping: 'minute' | 'hour',
+  every: number,
+): Promise<Columns> {
   const answered = (await answer(
     api.POST('/api/v3/query/thing_aggregated_data', {
       body: {
         thing_keys: [thingKey],
         from,
         to,
-        time_grouping: range.grouping,
-        time_grouping_value: range.every,
+        time_grouping: grouping,
+        time_grouping_value: every,
         functions: ['avg'],
       },
     }),
@@ -291,6 +471,16 @@ function Instructions({ thingKey }: { thingKey: string }) {
       ).instructions,
     [thingKey],
   );
+  // Whether the role may send instructions: the API refuses a missing permission (403, docs/api.md,
+  // "Permissions") before it reads the parameters, so a call without an instruction is a 403 when the
+  // role may not and a 400 when it may, and sends nothing either way.
+  const mayCreate = useLoad(async () => {
+    const { response } = await api.POST('/api/v3/things/{thing_key}/instructions', {
+      params: { path: { thing_key: thingKey } },
+      body: {} as never,
+    });
+    return response.status !== 403;
+  }, [thingKey]);
   const [open, setOpen] = useState(false);
   const [name, setName] = useState('');
   const [definition, setDefinition] = useState('{}');
@@ -331,7 +521,12 @@ function Instructions({ thingKey }: { thingKey: string }) {
   return (
     <section class="panel" aria-labelledby="thing-instructions">
       <h2 id="thing-instructions">Instructions</h2>
-      {!open && (
+      {list.error && (
+        <p role="alert" class="error">
+          {list.error}
+        </p>
+      )}
+      {!open && mayCreate.data && (
         <button type="button" onClick={() => setOpen(true)}>
           Send instruction
         </button>

@@ -1,12 +1,13 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
+import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useDebounced, useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
-import { realtime } from '../realtime.ts';
-import { Link } from '../router.tsx';
+import { type Message, realtime } from '../realtime.ts';
+import { currentQuery, keepQuery, Link, segment } from '../router.tsx';
 
 type ThingList = paths['/api/v3/things']['get']['responses'][200]['content']['application/json'];
 type Thing = ThingList['things'][number];
@@ -14,17 +15,41 @@ type Options = { key: string; name: string }[];
 
 const PER = 50;
 
+/** What a refused subscription (docs/realtime.md) leaves unfollowed, by topic. */
+const UNFOLLOWED: Record<string, string> = {
+  things: 'Status and names are not updated as they change',
+  events: 'Last event is not updated as events arrive',
+};
+
+/** Whether an event at `timestamp` is not older than the last event shown (back-filled ones are). */
+const notOlder = (timestamp: unknown, shown: Thing['last_event']): boolean =>
+  !shown || typeof timestamp !== 'number' || typeof shown.timestamp !== 'number' || timestamp >= shown.timestamp;
+
 /**
  * The fleet, one server page at a time (so 10,000 things cost what 50 do), searched and filtered by
  * the API; status and last event of the things shown follow the `things` and `events` topics live.
+ * The search, filters and page are kept in the query string, so that Back from a thing returns to them.
  */
 export function ThingsPage() {
-  const [search, setSearch] = useState('');
-  const [template, setTemplate] = useState('');
-  const [group, setGroup] = useState('');
-  const [page, setPage] = useState(1);
+  const [opened] = useState(currentQuery);
+  const [search, setSearch] = useState(opened.get('search') ?? '');
+  const [template, setTemplate] = useState(opened.get('template') ?? '');
+  const [group, setGroup] = useState(opened.get('group') ?? '');
+  const [page, setPage] = useState(() => Math.max(1, Number.parseInt(opened.get('page') ?? '', 10) || 1));
+  const [refused, setRefused] = useState<Record<string, string>>({});
   const keywords = useDebounced(search.trim(), 250);
-  useEffect(() => setPage(1), [keywords, template, group]);
+  // A new search or filter starts at its first page; the page the URL named holds for the ones it named.
+  const filters = JSON.stringify([keywords, template, group]);
+  const filtersShown = useRef(filters);
+  useEffect(() => {
+    if (filters === filtersShown.current) return;
+    filtersShown.current = filters;
+    setPage(1);
+  }, [filters]);
+  useEffect(
+    () => keepQuery({ search, template, group, page: page > 1 ? String(page) : '' }),
+    [search, template, group, page],
+  );
   const list = useLoad(
     () =>
       answer(
@@ -47,15 +72,32 @@ export function ThingsPage() {
   const options = useLoad(loadFilterOptions, []);
   const keys = list.data?.things.map((t) => t.thing_key).join(',') ?? '';
 
+  // Changes missed while the connection was down are not replayed (docs/realtime.md): read them.
+  useEffect(() => realtime.onResume(list.reload), []);
+
   useEffect(() => {
+    /** Notes a subscription refused (or ended) by the server, and forgets it once one is accepted. */
+    const follow = (topic: string, message: Message) => {
+      if (message.type !== 'error' && message.type !== 'subscribed') return;
+      const note = message.type === 'error' ? `${UNFOLLOWED[topic]}: ${String(message.message)}` : undefined;
+      setRefused(({ [topic]: _, ...others }) => (note ? { ...others, [topic]: note } : others));
+    };
     const stopThings = realtime.subscribe('things', {}, (message) => {
+      follow('things', message);
       if (message.type !== 'thing') return;
-      if (message.change === 'created' || message.change === 'deleted') return list.reload();
+      // A new, deleted or changed thing (its name, tags, template) may change which things the page
+      // shows: the page is read again, once for a whole burst of changes.
+      if (message.change !== 'alive') return list.reloadSoon();
+      const lastEvent = message.last_event as Thing['last_event'];
       list.set((data) => ({
         ...data,
         things: data.things.map((t) =>
           t.thing_key === message.thing_key
-            ? { ...t, alive: message.alive as boolean, last_event: message.last_event as Thing['last_event'] }
+            ? {
+                ...t,
+                alive: message.alive as boolean,
+                last_event: lastEvent && notOlder(lastEvent.timestamp, t.last_event) ? lastEvent : t.last_event,
+              }
             : t,
         ),
       }));
@@ -64,11 +106,13 @@ export function ThingsPage() {
       keys === ''
         ? undefined
         : realtime.subscribe('events', { thing_keys: keys.split(',') }, (message) => {
+            follow('events', message);
             if (message.type !== 'event') return;
             list.set((data) => ({
               ...data,
               things: data.things.map((t) =>
-                t.thing_key === message.thing_key
+                // A back-filled event (older than the one shown) leaves the row as it is, as the API does.
+                t.thing_key === message.thing_key && notOlder(message.timestamp, t.last_event)
                   ? {
                       ...t,
                       alive: true,
@@ -105,11 +149,12 @@ export function ThingsPage() {
         <Choice label="Template" value={template} onChange={setTemplate} options={options.data?.templates} />
         <Choice label="Group" value={group} onChange={setGroup} options={options.data?.groups} />
       </div>
-      {list.error && (
-        <p role="alert" class="error">
-          {list.error}
+      <Failure message={list.error} retry={list.reload} />
+      {Object.entries(refused).map(([topic, note]) => (
+        <p key={topic} class="notice">
+          {note}
         </p>
-      )}
+      ))}
       <table>
         <thead>
           <tr>
@@ -123,7 +168,7 @@ export function ThingsPage() {
           {list.data?.things.map((thing) => (
             <tr key={thing.thing_key}>
               <td>
-                <Link to={`things/${encodeURIComponent(thing.thing_key)}`}>{thing.name}</Link>
+                <Link to={`things/${segment(thing.thing_key)}`}>{thing.name}</Link>
               </td>
               <td>
                 <code>{thing.thing_key}</code>

@@ -1,0 +1,176 @@
+/**
+ * The console's rule form in a real browser against a real server (docs/console.md, "Using it",
+ * Rules): Edit fills the form with the rule's own fields, and Save writes exactly what the form shows,
+ * including no alert, no template, an empty message and, for a no_data rule, no condition.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+
+for (const store of STORES) {
+  describe(`the console's rule form [${store.name}]`, { skip: browserSkip || store.skip }, () => {
+    let api: TestServer;
+    let browser: Browser;
+    let page: Page;
+    let problems: string[];
+    let token: string;
+    const shot = (name: string) => screenshot(page, `${store.name}-rules-${name}`);
+
+    before(async () => {
+      [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
+      token = await api.adminToken();
+      page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+      problems = watchProblems(page);
+      await page.goto(`${api.url}/console/rules`);
+      await page.getByLabel('Email', { exact: true }).fill(ADMIN_EMAIL);
+      await page.getByLabel('Password', { exact: true }).fill(ADMIN_PASSWORD);
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Rules', exact: true }).waitFor();
+    });
+    after(async () => {
+      await browser?.close();
+      await api?.close();
+    });
+
+    async function createRule(rule: Record<string, unknown>) {
+      const created = await api.request('POST', '/api/v3/rules', { token, body: { rule } });
+      assert.equal(created.status, 200, created.text);
+      return created.body.rule as { rule_key: string; name: string };
+    }
+
+    async function storedRule(ruleKey: string) {
+      const found = await api.request('GET', `/api/v3/rules/${ruleKey}`, { token });
+      assert.equal(found.status, 200, found.text);
+      return found.body.rule;
+    }
+
+    /** The rules page, loaded again so that it lists the rules made through the API. */
+    async function openRules() {
+      await page.goto(`${api.url}/console/rules`);
+      await page.getByRole('table', { name: 'Rules' }).waitFor();
+    }
+
+    /** Presses Save on the form and waits for it to close: the API has answered the change. */
+    async function save(formName: string) {
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('form', { name: formName, exact: true }).waitFor({ state: 'detached' });
+    }
+
+    const field = (label: string) => page.getByLabel(label, { exact: true });
+    const selectedOption = (label: string, name: string) =>
+      field(label).getByRole('option', { name, exact: true, selected: true });
+
+    it('when Edit of one rule is pressed and then Edit of another then the form holds the second rule and Save keeps both rules their own fields', async () => {
+      const first = await createRule({
+        name: 'A too hot',
+        condition: 'temperature > 100',
+        alert_type: 3,
+        alert_message: 'A hot',
+      });
+      const second = await createRule({
+        name: 'B low pressure',
+        condition: 'pressure < 1',
+        alert_type: 1,
+        alert_message: 'B low',
+      });
+      await openRules();
+      await page.getByRole('button', { name: 'Edit A too hot', exact: true }).click();
+      await page.getByRole('form', { name: 'Edit A too hot', exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Edit B low pressure', exact: true }).click();
+      await page.getByRole('heading', { name: 'Edit B low pressure', exact: true }).waitFor();
+      assert.equal(await field('Name').inputValue(), 'B low pressure');
+      assert.equal(await field('Condition').inputValue(), 'pressure < 1');
+      assert.equal(await field('Alert message').inputValue(), 'B low');
+      await selectedOption('Alert type', 'Warning').waitFor({ state: 'attached' });
+      await shot('edit-second');
+      await field('Name').fill('B pressure too low');
+      await save('Edit B low pressure');
+
+      const b = await storedRule(second.rule_key);
+      assert.deepEqual(
+        { name: b.name, condition: b.condition, alert_type: b.alert_type, alert_message: b.alert_message },
+        { name: 'B pressure too low', condition: 'pressure < 1', alert_type: 1, alert_message: 'B low' },
+      );
+      const a = await storedRule(first.rule_key);
+      assert.deepEqual(
+        { name: a.name, condition: a.condition, alert_type: a.alert_type, alert_message: a.alert_message },
+        { name: 'A too hot', condition: 'temperature > 100', alert_type: 3, alert_message: 'A hot' },
+      );
+    });
+
+    it('when a rule that raises no alert is edited then Alert type shows None and saving keeps it raising none', async () => {
+      const quiet = await createRule({ name: 'C webhook only', condition: 'flow > 5', alert_type: null });
+      await openRules();
+      await page.getByRole('button', { name: 'Edit C webhook only', exact: true }).click();
+      await selectedOption('Alert type', 'None').waitFor({ state: 'attached' });
+      await shot('edit-no-alert');
+      await field('Name').fill('C webhook only, renamed');
+      await save('Edit C webhook only');
+      const stored = await storedRule(quiet.rule_key);
+      assert.equal(stored.name, 'C webhook only, renamed');
+      assert.equal(stored.alert_type, null);
+    });
+
+    it('when a rule is given Alert type None with Edit then it raises no alert from then on', async () => {
+      const loud = await createRule({ name: 'F loud', condition: 'noise > 90', alert_type: 2, alert_message: 'loud' });
+      await openRules();
+      await page.getByRole('button', { name: 'Edit F loud', exact: true }).click();
+      await field('Alert type').selectOption({ label: 'None' });
+      await save('Edit F loud');
+      assert.equal((await storedRule(loud.rule_key)).alert_type, null);
+    });
+
+    it('when the template and the alert message of a rule are removed with Edit then the rule keeps neither', async () => {
+      const template = await api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name: 'Boilers' } },
+      });
+      assert.equal(template.status, 200, template.text);
+      const scoped = await createRule({
+        name: 'D scoped',
+        condition: 'level > 1',
+        alert_type: 0,
+        alert_message: 'D message',
+        thing_template_key: template.body.thing_template.thing_template_key,
+      });
+      await openRules();
+      await page.getByRole('button', { name: 'Edit D scoped', exact: true }).click();
+      await selectedOption('Template', 'Boilers').waitFor({ state: 'attached' });
+      await field('Template').selectOption({ label: 'None' });
+      await field('Alert message').fill('');
+      await save('Edit D scoped');
+      const stored = await storedRule(scoped.rule_key);
+      assert.equal(stored.thing_template_key, null);
+      assert.equal(stored.alert_message, '');
+      assert.equal(stored.condition, 'level > 1');
+    });
+
+    it('when a no_data rule without a condition is edited then it is saved with no condition', async () => {
+      const silent = await createRule({
+        name: 'E silent',
+        trigger: 'no_data',
+        for_seconds: 600,
+        alert_type: 2,
+        alert_message: 'silent',
+      });
+      await openRules();
+      await page.getByRole('button', { name: 'Edit E silent', exact: true }).click();
+      assert.equal(await field('Condition').inputValue(), '');
+      await field('Name').fill('E silent, renamed');
+      await shot('edit-no-data');
+      await save('Edit E silent');
+      const stored = await storedRule(silent.rule_key);
+      assert.equal(stored.name, 'E silent, renamed');
+      assert.equal(stored.trigger, 'no_data');
+      assert.equal(stored.condition, '');
+      assert.equal(stored.for_seconds, 600);
+    });
+
+    it('when the rule form has been used then the page reported no uncaught error and no refusal', () => {
+      assert.deepEqual(problems, []);
+    });
+  });
+}

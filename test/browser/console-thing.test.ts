@@ -1,0 +1,318 @@
+/**
+ * A thing's page in a real browser against a real server (docs/console.md, "A thing"): its latest
+ * values, the Telemetry chart's history and live events, its status, title and what a role that may
+ * not read or send something sees.
+ */
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
+import { createKeyPair, Device } from '../support/device.ts';
+import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+
+/** Polls `read` until `check` holds, failing with the last value after `ms`. */
+async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let value = await read();
+  while (!check(value)) {
+    if (Date.now() > deadline) assert.fail(`${what}: still ${JSON.stringify(value)}`);
+    await new Promise((done) => setTimeout(done, 50));
+    value = await read();
+  }
+  return value;
+}
+
+for (const store of STORES) {
+  describe(`a thing's page in a browser [${store.name}]`, { skip: browserSkip || store.skip }, () => {
+    let api: TestServer;
+    let browser: Browser;
+    let context: BrowserContext;
+    let page: Page;
+    let problems: string[];
+    let device: Device;
+    /** Realtime frames the page received since it last opened a thing. */
+    let frames: string[] = [];
+    const shot = (name: string) => screenshot(page, `${store.name}-thing-${name}`);
+
+    before(async () => {
+      [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
+      device = new Device(api.url, await createKeyPair(api, await api.adminToken()));
+      context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      page = await context.newPage();
+      problems = watchProblems(page);
+      page.on('websocket', (socket) => socket.on('framereceived', (frame) => frames.push(String(frame.payload))));
+      await page.goto(`${api.url}/console/`);
+      await signIn(page);
+      await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    });
+    after(async () => {
+      await browser?.close();
+      await api?.close();
+    });
+    beforeEach(() => {
+      frames = [];
+    });
+
+    async function signIn(on: Page, email = ADMIN_EMAIL, password = ADMIN_PASSWORD) {
+      await on.getByLabel('Email', { exact: true }).fill(email);
+      await on.getByLabel('Password', { exact: true }).fill(password);
+      await on.getByRole('button', { name: 'Sign in', exact: true }).click();
+    }
+
+    /**
+     * Opens a thing's page and waits until its realtime subscriptions are answered (events twice,
+     * things and alerts), so that what a device sends next arrives live.
+     */
+    async function openThing(thingKey: string, name: string) {
+      frames = [];
+      await page.goto(`${api.url}/console/things/${thingKey}`);
+      await page.getByRole('heading', { level: 1, name, exact: true }).waitFor();
+      await page.getByRole('region', { name: 'Telemetry', exact: true }).locator('.chart-caption').waitFor();
+      await until(
+        async () => frames.filter((f) => f.includes('"type":"subscribed"')).length,
+        (n) => n >= 4,
+        'realtime subscriptions answered',
+      );
+    }
+
+    async function send(payload: object) {
+      const sent = await device.event(payload);
+      assert.equal(sent.status, 200, sent.text);
+    }
+
+    /** The value the chart's legend gives for its first metric with the cursor at the plot's left or right end. */
+    async function legendAt(end: 'left' | 'right', expected: string) {
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      const box = await chart.locator('.u-over').boundingBox();
+      assert.ok(box);
+      await page.mouse.move(end === 'left' ? box.x + 1 : box.x + box.width - 1, box.y + box.height / 2);
+      const value = chart.locator('.u-legend .u-series').nth(1).locator('.u-value');
+      await until(
+        async () => (await value.textContent()) ?? '',
+        (text) => text === expected,
+        `the legend at the ${end} end`,
+      );
+      await page.mouse.move(0, 0);
+    }
+
+    it('when a thing is opened then the tab title is its name', async () => {
+      const thingKey = unique('title');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Pump with a title' })).status, 200);
+      await openThing(thingKey, 'Pump with a title');
+      await until(
+        () => page.title(),
+        (title) => title === 'Pump with a title · Thingbase',
+        'the title',
+      );
+      await page.getByRole('link', { name: 'Things', exact: true }).click();
+      await until(
+        () => page.title(),
+        (title) => title === 'Things · Thingbase',
+        'the title on Things',
+      );
+    });
+
+    it('when the last event lacks a metric then Latest values still shows its newest value from an earlier event', async () => {
+      const thingKey = unique('boiler');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Boiler partial' })).status, 200);
+      const now = Date.now();
+      await send({ thing_key: thingKey, timestamp: now - 60_000, data: { temperature: 41.7, pressure: 2.5 } });
+      await send({ thing_key: thingKey, timestamp: now - 30_000, data: { temperature: 42.1 } });
+      await openThing(thingKey, 'Boiler partial');
+      const latest = page.getByRole('region', { name: 'Latest values', exact: true });
+      await latest.getByText('42.1', { exact: true }).waitFor();
+      await latest.getByText('2.5', { exact: true }).waitFor();
+      assert.deepEqual(await latest.getByRole('term').allTextContents(), ['pressure', 'temperature']);
+      await shot('latest-values');
+    });
+
+    it('when a late event arrives live then Latest values keeps the newer value', async () => {
+      const thingKey = unique('late');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Boiler late' })).status, 200);
+      const now = Date.now();
+      await send({ thing_key: thingKey, timestamp: now - 30_000, data: { temperature: 42.1 } });
+      await openThing(thingKey, 'Boiler late');
+      const latest = page.getByRole('region', { name: 'Latest values', exact: true });
+      await latest.getByText('42.1', { exact: true }).waitFor();
+      // Two hours late, then a new metric: once the second shows, the first has been handled.
+      await send({ thing_key: thingKey, timestamp: now - 2 * 3600_000, data: { temperature: 10.5 } });
+      await send({ thing_key: thingKey, data: { flow: 7 } });
+      await latest.getByText('7', { exact: true }).waitFor();
+      await latest.getByText('42.1', { exact: true }).waitFor();
+      assert.equal(await latest.getByText('10.5', { exact: true }).count(), 0);
+    });
+
+    it('when the last hour holds 15000 events then the chart draws all of them, with legend values unrounded', async () => {
+      const thingKey = unique('fast');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Fast sensor' })).status, 200);
+      const now = Date.now();
+      for (let batch = 0; batch < 3; batch++) {
+        const events = Array.from({ length: 5000 }, (_, i) => ({
+          thing_key: thingKey,
+          timestamp: now - 3000_000 + (batch * 5000 + i) * 200,
+          data: { flow: 1234.56789 },
+        }));
+        await send({ events });
+      }
+      await openThing(thingKey, 'Fast sensor');
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await chart.getByText('15000 points · flow', { exact: true }).waitFor();
+      await legendAt('right', '1234.56789');
+      await shot('15000-points');
+    });
+
+    it('when events arrive live out of order then those older than the range are left out and the others are put in time order', async () => {
+      const thingKey = unique('order');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Flow meter' })).status, 200);
+      const now = Date.now();
+      const events = Array.from({ length: 10 }, (_, i) => ({
+        thing_key: thingKey,
+        timestamp: now - (10 - i) * 60_000,
+        data: { flow: i },
+      }));
+      await send({ events });
+      await openThing(thingKey, 'Flow meter');
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await chart.getByText('10 points · flow', { exact: true }).waitFor();
+      await send({ thing_key: thingKey, timestamp: now - 3 * 3600_000, data: { flow: 500 } });
+      await send({ thing_key: thingKey, timestamp: now - 30 * 60_000, data: { flow: 777 } });
+      await send({ thing_key: thingKey, data: { flow: 9.5 } });
+      await chart.getByText('12 points · flow', { exact: true }).waitFor();
+      await legendAt('left', '777');
+      await legendAt('right', '9.5');
+      await shot('out-of-order');
+    });
+
+    it('when a live event carries a nested metric then its value is drawn', async () => {
+      const thingKey = unique('press');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Press' })).status, 200);
+      const now = Date.now();
+      const events = Array.from({ length: 5 }, (_, i) => ({
+        thing_key: thingKey,
+        timestamp: now - (5 - i) * 60_000,
+        data: { machine: { temp: 50 + i } },
+      }));
+      await send({ events });
+      await openThing(thingKey, 'Press');
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await chart.getByText('5 points · machine.temp', { exact: true }).waitFor();
+      await send({ thing_key: thingKey, data: { machine: { temp: 99 } } });
+      await chart.getByText('6 points · machine.temp', { exact: true }).waitFor();
+      await legendAt('right', '99');
+    });
+
+    it('when a thing sends a metric its template does not declare then the chart leaves it out, live and after a reload', async () => {
+      const token = await api.adminToken();
+      const template = await api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name: unique('Boilers'), metrics: [{ name: 'temperature', data_type: 'number' }] } },
+      });
+      assert.equal(template.status, 200, template.text);
+      const thing = await createThing(api, token, {
+        name: 'Declared boiler',
+        thing_template_key: template.body.thing_template.thing_template_key,
+      });
+      const now = Date.now();
+      const events = Array.from({ length: 5 }, (_, i) => ({
+        thing_key: thing.thing_key,
+        timestamp: now - (5 - i) * 60_000,
+        data: { temperature: 60 + i, humidity: 30 + i },
+      }));
+      await send({ events });
+      await openThing(thing.thing_key, 'Declared boiler');
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await chart.getByText('5 points · temperature', { exact: true }).waitFor();
+      await send({ thing_key: thing.thing_key, data: { temperature: 70, humidity: 40 } });
+      await chart.getByText('6 points · temperature', { exact: true }).waitFor();
+      await page.reload();
+      await chart.getByText('6 points · temperature', { exact: true }).waitFor();
+      // Latest values still lists every metric the thing sent.
+      await page.getByRole('region', { name: 'Latest values', exact: true }).getByText('40', { exact: true }).waitFor();
+    });
+
+    it('when a thing goes offline while its page is open then the page says Offline', async () => {
+      const token = await api.adminToken();
+      const template = await api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name: unique('Fast'), heartbeat_interval: 2, idle_timeout: 4 } },
+      });
+      assert.equal(template.status, 200, template.text);
+      const thing = await createThing(api, token, {
+        name: 'Short-lived',
+        thing_template_key: template.body.thing_template.thing_template_key,
+      });
+      await send({ thing_key: thing.thing_key, data: { temperature: 20 } });
+      await openThing(thing.thing_key, 'Short-lived');
+      const status = page.getByText(/ · (Online|Offline)/);
+      await until(
+        async () => (await api.request('GET', `/api/v3/things/${thing.thing_key}`, { token })).body.thing.alive,
+        (alive) => alive === false,
+        'the API says alive',
+        15_000,
+      );
+      await until(
+        async () => (await status.textContent()) ?? '',
+        (text) => text.includes('Offline'),
+        'the status',
+      );
+    });
+
+    it('when a role may read things only then the thing page shows the API messages and offers no Send instruction', async () => {
+      const token = await api.adminToken();
+      const thingKey = unique('valve');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Valve', bi_directional: true })).status, 200);
+      await send({ thing_key: thingKey, data: { temperature: 20 } });
+      const user = await userWithAbilities(api, token, [11]);
+      const refused = await api.request('GET', `/api/v3/things/${thingKey}/instructions`, { token: user.token });
+      assert.equal(refused.status, 403);
+      const other = await browser.newContext();
+      const limited = await other.newPage();
+      try {
+        await limited.goto(`${api.url}/console/things/${thingKey}`);
+        const asked = limited.waitForResponse(
+          (r) => r.url().endsWith(`/things/${thingKey}/instructions`) && r.request().method() === 'POST',
+        );
+        await signIn(limited, user.email, user.password);
+        await limited.getByRole('heading', { level: 1, name: 'Valve', exact: true }).waitFor();
+        const instructions = limited.getByRole('region', { name: 'Instructions', exact: true });
+        await instructions.getByRole('alert').filter({ hasText: refused.body.message }).waitFor();
+        await limited.getByRole('alert').filter({ hasText: 'Live telemetry is unavailable' }).waitFor();
+        assert.equal((await asked).status(), 403);
+        assert.equal(await limited.getByRole('button', { name: 'Send instruction' }).count(), 0);
+        await screenshot(limited, `${store.name}-thing-few-permissions`);
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('when a role may read instructions but not send them then the list is shown without Send instruction', async () => {
+      const token = await api.adminToken();
+      const thingKey = unique('gate');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Gate', bi_directional: true })).status, 200);
+      const user = await userWithAbilities(api, token, [11, 41, 121]);
+      const other = await browser.newContext();
+      const limited = await other.newPage();
+      try {
+        await limited.goto(`${api.url}/console/things/${thingKey}`);
+        const asked = limited.waitForResponse(
+          (r) => r.url().endsWith(`/things/${thingKey}/instructions`) && r.request().method() === 'POST',
+        );
+        await signIn(limited, user.email, user.password);
+        await limited.getByRole('heading', { name: 'Instructions', exact: true }).waitFor();
+        assert.equal((await asked).status(), 403);
+        assert.equal(await limited.getByRole('button', { name: 'Send instruction' }).count(), 0);
+      } finally {
+        await other.close();
+      }
+      // An account admin is offered it.
+      await openThing(thingKey, 'Gate');
+      await page.getByRole('button', { name: 'Send instruction', exact: true }).waitFor();
+    });
+
+    it('when the journeys are done then the page broke no Content-Security-Policy and threw nothing', () => {
+      assert.deepEqual(problems, []);
+    });
+  });
+}
