@@ -138,7 +138,18 @@ async function serve(): Promise<void> {
   const config = loadConfig();
   // Loaded only to serve, so that the other commands start quickly.
   const { createServer } = await import('./app.ts');
+  // With TLS, SIGHUP reads the certificate and key again (docs/configuration.md, "TLS"). Without, it
+  // must not end the process (Node's default: a service manager counts that as a clean exit and does
+  // not restart it). One sent while the server starts (the store opening, migrations, a broker's first
+  // connection) is only noted: the start reads those files itself.
+  let started: Server | undefined;
+  process.on('SIGHUP', () => {
+    if (!started) return void process.stderr.write('SIGHUP while starting: nothing to reload yet\n');
+    if (started.config.tls) void started.reloadTls();
+    else started.app.log.info('SIGHUP: nothing to reload (no TLS_CERT_FILE)');
+  });
   const server = await createServer(config);
+  started = server;
   // Signals are handled before the server listens: one sent as soon as it answers must find them.
   let closing = false;
   const shutdown = (signal: string) => {
@@ -155,12 +166,6 @@ async function serve(): Promise<void> {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
-  // With TLS, SIGHUP reads the certificate and key again (docs/configuration.md, "TLS"). Without, it
-  // must not end the process (Node's default), as a service manager's reload would.
-  process.on('SIGHUP', () => {
-    if (server.config.tls) void server.reloadTls();
-    else server.app.log.info('SIGHUP: nothing to reload (no TLS_CERT_FILE)');
-  });
   let address: string;
   try {
     address = await server.listen();

@@ -26,6 +26,28 @@ export function remoteOf(
   return { url: (options.url || defaultUrl).replace(/\/+$/, ''), token };
 }
 
+/**
+ * A request to the server; one that finds no server there says which address was tried and how to
+ * give another, rather than the socket's bare `connect ECONNREFUSED 127.0.0.1:3000`.
+ */
+async function ask(remote: Remote, run: () => ReturnType<typeof request>): ReturnType<typeof request> {
+  try {
+    return await run();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? '';
+    if (
+      !/^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ECONNRESET|UND_ERR_CONNECT_TIMEOUT|UND_ERR_SOCKET)$/.test(
+        code,
+      )
+    ) {
+      throw error;
+    }
+    throw new ConfigError(
+      `cannot reach the server at ${remote.url} (${code}): give its address with --url, or set PUBLIC_BASE_URL (or HOST and PORT) as the server has them`,
+    );
+  }
+}
+
 /** A Transform that tells how many bytes passed, and passes them on. */
 function counter(onBytes: (total: number, chunk: Buffer) => void): Transform {
   let total = 0;
@@ -75,10 +97,15 @@ export async function importThings(remote: Remote, file: string, options: Import
     atomic: String(options.atomic),
   });
   const body = createReadStream(file).pipe(counter((sent) => progress.update(sent, `${sent} of ${size} bytes sent`)));
-  const response = await request(`${remote.url}/api/v3/things/import?${query}`, {
-    method: 'POST',
-    headers: { 'x-auth-token': remote.token, 'content-type': 'text/csv', 'content-length': String(size) },
-    body,
+  const response = await ask(remote, () =>
+    request(`${remote.url}/api/v3/things/import?${query}`, {
+      method: 'POST',
+      headers: { 'x-auth-token': remote.token, 'content-type': 'text/csv', 'content-length': String(size) },
+      body,
+    }),
+  ).catch((error: unknown) => {
+    progress.stop('not sent');
+    throw error;
   });
   if (response.statusCode !== 200) {
     progress.stop('refused');
@@ -115,9 +142,10 @@ export async function exportEvents(remote: Remote, options: ExportOptions): Prom
   const query = new URLSearchParams({ format: options.format });
   if (options.from !== undefined) query.set('from', options.from);
   if (options.to !== undefined) query.set('to', options.to);
-  const response = await request(
-    `${remote.url}/api/v3/things/${encodeURIComponent(options.thing)}/events/export?${query}`,
-    { headers: { 'x-auth-token': remote.token } },
+  const response = await ask(remote, () =>
+    request(`${remote.url}/api/v3/things/${encodeURIComponent(options.thing)}/events/export?${query}`, {
+      headers: { 'x-auth-token': remote.token },
+    }),
   );
   if (response.statusCode !== 200) throw await refusal(response.statusCode, response.body);
   // A percentage when both bounds are epoch seconds (as the export writes event times); the server reads

@@ -105,6 +105,24 @@ async function unavailableOn<T>(step: StoreUnavailableError['step'], work: () =>
   }
 }
 
+/**
+ * The schema has a migration this release does not know: a newer release ran on it (docs/deployment.md,
+ * "Upgrades"). Kysely calls that "corrupted migrations", which sends an operator the wrong way.
+ */
+export class NewerSchemaError extends Error {
+  constructor(readonly migration: string) {
+    super(
+      `the store's schema was migrated by a newer release of Thingbase (migration ${migration} is unknown to this one): run that release or a newer one, or restore the backup taken before the upgrade`,
+    );
+    this.name = 'NewerSchemaError';
+  }
+}
+
+function newerSchema(error: unknown): NewerSchemaError | undefined {
+  const match = /previously executed migration (\S+) is missing/.exec(error instanceof Error ? error.message : '');
+  return match ? new NewerSchemaError(match[1] as string) : undefined;
+}
+
 export async function openStore({
   databaseUrl,
   schema,
@@ -134,7 +152,7 @@ export async function openStore({
       ...(engine === 'postgres' && schema ? { migrationTableSchema: schema } : {}),
     });
     const { error, results } = await migrator.migrateToLatest();
-    if (error) throw error;
+    if (error) throw newerSchema(error) ?? error;
     onMigrated?.((results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName));
   } catch (error) {
     await db.destroy();

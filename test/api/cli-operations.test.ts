@@ -37,6 +37,33 @@ function runOnTerminal(args: string[], env: Record<string, string>): Promise<str
   return new Promise((resolve) => child.once('close', () => resolve(output)));
 }
 
+describe('thingbase operations commands without a server', () => {
+  it('when no server answers at the address then import and export name it and say how to give another', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'thingbase-remote-'));
+    const csv = join(dir, 'things.csv');
+    writeFileSync(csv, 'thing_key,name\nk1,One\n');
+    // A port nothing listens on: a server of its own, closed.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const env = { THINGBASE_TOKEN: 'some token', PUBLIC_BASE_URL: `http://127.0.0.1:${port}` };
+    for (const args of [
+      ['import', 'things', csv],
+      ['export', 'events', '--thing', 'k1'],
+    ]) {
+      const result = await runCli(args, env);
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(
+        result.stderr,
+        new RegExp(
+          `cannot reach the server at http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\): give its address with --url, or set PUBLIC_BASE_URL`,
+        ),
+      );
+    }
+  });
+});
+
 for (const store of STORES) {
   describe(`thingbase operations commands [${store.name}]`, { skip: store.skip }, () => {
     const settings = store.fresh();

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
+import { openStore } from '../../src/store/store.ts';
 import { Device, type KeyPair } from '../support/device.ts';
 import { call } from '../support/http.ts';
 import { type CliResult, runCli, serveProcess, stopProcess } from '../support/process.ts';
@@ -60,6 +61,30 @@ for (const store of STORES) {
       assert.match(first.stdout, /Applied \d+ migration\(s\): 001-core/);
       const second = succeeded(await runCli(['migrate'], env));
       assert.match(second.stdout, /schema is up to date/);
+    });
+
+    it('when the schema holds a migration of a newer release then migrate and serve say so, naming it', async () => {
+      const env = freshEnv();
+      succeeded(await runCli(['migrate'], env));
+      // What a newer release leaves: a migration this one does not know.
+      const store = await openStore({ databaseUrl: env.DATABASE_URL as string, schema: env.DATABASE_SCHEMA });
+      try {
+        await store.db
+          .insertInto('kysely_migration' as never)
+          .values({ name: '999-from-a-newer-release', timestamp: new Date().toISOString() } as never)
+          .execute();
+      } finally {
+        await store.close();
+      }
+      for (const args of [['migrate'], ['serve']]) {
+        const refused = await runCli(args, { ...env, PORT: '0', MQTT_PORT: '0' });
+        assert.equal(refused.code, 1, refused.stderr);
+        assert.match(
+          refused.stderr,
+          /migrated by a newer release of Thingbase \(migration 999-from-a-newer-release is unknown to this one\): run that release or a newer one, or restore the backup/,
+        );
+        assert.doesNotMatch(refused.stderr, /corrupted/);
+      }
     });
 
     it('when admins are created and a password reset then the new passwords sign in and the old one does not', async () => {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import {
@@ -18,7 +19,7 @@ import { call } from '../support/http.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
-import { runCli, serveProcess, stopProcess } from '../support/process.ts';
+import { cli, runCli, serveProcess, stopProcess } from '../support/process.ts';
 import { SocketClient } from '../support/realtime.ts';
 import { STORES } from '../support/stores.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -377,6 +378,32 @@ describe('TLS in a server process', () => {
       assert.equal(server.child.exitCode, null);
     } finally {
       await stopProcess(server.child);
+    }
+  });
+
+  it('when a SIGHUP comes while the server starts then it goes on starting', async () => {
+    // A broker that does not answer keeps the start waiting (it tries every second).
+    const child = spawn(process.execPath, cli(['serve']), {
+      env: {
+        ...process.env,
+        PORT: '0',
+        DATABASE_URL: sqlite(),
+        MQTT_URL: `mqtt://127.0.0.1:${await freePort()}`,
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    for (const stream of [child.stdout, child.stderr]) stream?.on('data', (chunk: Buffer) => (output += chunk));
+    try {
+      await eventually(() => /not reachable yet/.test(output), 'the start waiting for the broker');
+      child.kill('SIGHUP');
+      await eventually(() => /SIGHUP while starting/.test(output), 'a line about the SIGHUP');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(child.exitCode, null, output);
+      assert.equal(child.signalCode, null, output);
+    } finally {
+      await stopProcess(child, 'SIGKILL');
     }
   });
 
