@@ -42,7 +42,7 @@ import { gatewayRoutes } from './gateways/routes.ts';
 import { groupRoutes } from './groups/routes.ts';
 import { instructionRoutes } from './instructions/routes.ts';
 import type { InstructionCarrier } from './instructions/service.ts';
-import { keyPairRoutes } from './keypairs/routes.ts';
+import { type DeviceSettingsValue, keyPairRoutes } from './keypairs/routes.ts';
 import { openSecretBox } from './keypairs/secret-key.ts';
 import type { BrokerListener } from './mqtt/broker-protocol.ts';
 import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker.ts';
@@ -240,6 +240,16 @@ export async function createServer(config: Config): Promise<Server> {
       authenticator,
       devices,
       instructions: () => instructions,
+      // The broker starts after the HTTP app is made; its ports (chosen by the system for port 0) are read when asked.
+      deviceSettings: () => {
+        const embedded = mqtt && 'port' in mqtt ? mqtt : undefined;
+        return {
+          http_url: config.publicBaseUrl,
+          mqtt_port: embedded?.port ?? null,
+          mqtts_port: embedded?.securePort ?? null,
+          external_broker: config.mqttUrl !== undefined,
+        };
+      },
     });
     warn = (message) => app.log.warn(message);
     instructions = new MqttInstructions(store, authenticator, app.log);
@@ -344,6 +354,7 @@ async function buildHttpApp(
     authenticator: DeviceAuthenticator;
     devices: DeviceService;
     instructions: () => InstructionCarrier | undefined;
+    deviceSettings: () => DeviceSettingsValue;
   },
 ): Promise<FastifyInstance> {
   const app = Fastify({
@@ -487,7 +498,7 @@ async function buildHttpApp(
     ...groupRoutes(store),
     ...expressionRoutes(),
     ...gatewayRoutes(store),
-    ...keyPairRoutes(store, box),
+    ...keyPairRoutes(store, box, parts.deviceSettings),
     ...apiKeyRoutes(store),
     ...eventRoutes(store, parts.ingest, parts.eventAdmission),
     ...deviceRoutes(parts.devices, parts.eventAdmission),

@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import { actorOf } from '../audit/recorder.ts';
 import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
@@ -6,6 +7,9 @@ import type { Store } from '../store/store.ts';
 import { presentKeyPair } from './presenter.ts';
 import {
   CreateKeyPairParams,
+  type DeviceSettings,
+  DeviceSettingsAnswer,
+  DeviceSettingsParams,
   KEY_PAIR_LIST,
   KeyPairKeyParams,
   KeyPairList,
@@ -16,8 +20,22 @@ import { createKeyPair, deleteKeyPair, listKeyPairs, requireKeyPair } from './se
 
 const tags = ['Key pairs'];
 
-export function keyPairRoutes(store: Store, box: SecretBox): AnyRoute[] {
+export type DeviceSettingsValue = Static<typeof DeviceSettings>;
+
+export function keyPairRoutes(store: Store, box: SecretBox, deviceSettings: () => DeviceSettingsValue): AnyRoute[] {
   return [
+    defineRoute({
+      method: 'GET',
+      url: '/api/v3/device_settings',
+      tags,
+      summary: "Where devices reach this server: the device API's address and the MQTT ports",
+      description:
+        'What a device needs besides its key pair (docs/devices.md, "Device settings"); the console shows it with a new key pair.',
+      access: permission('key_pair', 'read'),
+      params: DeviceSettingsParams,
+      response: DeviceSettingsAnswer,
+      handler: async () => ({ device_settings: deviceSettings() }),
+    }),
     defineRoute({
       method: 'GET',
       url: '/api/v3/key_pairs',

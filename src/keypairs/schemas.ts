@@ -30,3 +30,19 @@ export const CreateKeyPairParams = Type.Object({ ...CommonParams, ...ChildOrgani
 
 export const KeyPairList = ListResponse('key_pairs', KeyPair);
 export const KeyPairOne = OneResponse('key_pair', KeyPair);
+
+/** Where devices reach this server (docs/devices.md, "Device settings"). */
+export const DeviceSettings = Type.Object({
+  http_url: Type.String({ description: 'the base address of the device API over HTTP (PUBLIC_BASE_URL)' }),
+  mqtt_port: Type.Union([Type.Integer(), Type.Null()], {
+    description: "the embedded broker's plain MQTT port; null when it has none or an external broker serves devices",
+  }),
+  mqtts_port: Type.Union([Type.Integer(), Type.Null()], {
+    description: "the embedded broker's MQTT-over-TLS port; null without TLS",
+  }),
+  external_broker: Type.Boolean({
+    description: 'devices connect to the external MQTT broker the operator runs (MQTT_URL), not to this server',
+  }),
+});
+export const DeviceSettingsParams = Type.Object({ ...CommonParams });
+export const DeviceSettingsAnswer = Type.Object({ device_settings: DeviceSettings });

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createKeyPair, Device } from '../support/device.ts';
 import { childOrganisation, createRole, unique, userWithAbilities } from '../support/fixtures.ts';
+import { freePort } from '../support/ports.ts';
+import { startServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 describeOnStores('key pairs', (ctx) => {
@@ -107,5 +109,37 @@ describeOnStores('key pairs', (ctx) => {
     assert.equal(removed.status, 200);
     const refused = await send();
     assert.equal(refused.status, 401, refused.text);
+  });
+
+  it('when device settings are asked then they say the device API address and the broker ports, to key pair readers only', async () => {
+    const token = await ctx.api.adminToken();
+    // The suite's server has no plain MQTT listener (MQTT_PORT=0) and no TLS.
+    const answer = await ctx.api.request('GET', '/api/v3/device_settings', { token });
+    assert.equal(answer.status, 200, answer.text);
+    assert.deepEqual(answer.body, {
+      device_settings: {
+        http_url: ctx.api.server.config.publicBaseUrl,
+        mqtt_port: null,
+        mqtts_port: null,
+        external_broker: false,
+      },
+    });
+    const reader = await userWithAbilities(ctx.api, token, [131]);
+    assert.equal((await ctx.api.request('GET', '/api/v3/device_settings', { token: reader.token })).status, 200);
+    const other = await userWithAbilities(ctx.api, token, [11]);
+    assert.equal((await ctx.api.request('GET', '/api/v3/device_settings', { token: other.token })).status, 403);
+    assert.equal((await ctx.api.request('GET', '/api/v3/device_settings')).status, 401);
+
+    const port = await freePort();
+    const withBroker = await startServer(ctx.store, { env: { MQTT_PORT: String(port) } });
+    try {
+      const settings = await withBroker.request('GET', '/api/v3/device_settings', {
+        token: await withBroker.adminToken(),
+      });
+      assert.equal(settings.body.device_settings.mqtt_port, port);
+      assert.equal(settings.body.device_settings.mqtts_port, null);
+    } finally {
+      await withBroker.close();
+    }
   });
 });

@@ -1,5 +1,5 @@
 /**
- * A thing's page in a real browser against a real server (docs/console.md, "A thing"): its latest
+ * A thing's page in a real browser against a real server (docs/console.md, "Using it"): its latest
  * values, the Telemetry chart's history and live events, its status, title and what a role that may
  * not read or send something sees.
  */

@@ -8,6 +8,7 @@ import type { Browser, BrowserContext, Page, WebSocketRoute } from 'playwright-c
 import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
+import { freePort } from '../support/ports.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -27,7 +28,10 @@ for (const store of STORES) {
     before(async () => {
       // Deliveries to a closed loopback port fail at once: the rules page shows the failed attempt.
       [api, browser] = await Promise.all([
-        startServer(store, { env: { ALLOW_PRIVATE_WEBHOOKS: 'true' } }),
+        // An MQTT port of its own: the new key pair's settings name it.
+        startServer(store, {
+          env: async () => ({ ALLOW_PRIVATE_WEBHOOKS: 'true', MQTT_PORT: String(await freePort()) }),
+        }),
         launchBrowser(),
       ]);
       context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -276,6 +280,8 @@ for (const store of STORES) {
       const accessKey = pairs.body.key_pairs[0].access_key as string;
       const { createHmac } = await import('node:crypto');
       assert.match(mqtt, new RegExp(`username = ${accessKey}`));
+      assert.match(mqtt, /^protocol = mqtt$/m);
+      assert.match(mqtt, new RegExp(`^port = ${api.server.mqttPort}$`, 'm'));
       assert.match(mqtt, new RegExp(`password = ${createHmac('sha256', secret).update(accessKey).digest('hex')}`));
       assert.match(
         (await page

@@ -250,6 +250,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v3/device_settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where devices reach this server: the device API's address and the MQTT ports
+         * @description What a device needs besides its key pair (docs/devices.md, "Device settings"); the console shows it with a new key pair.
+         */
+        get: operations["getDeviceSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v3/expressions/validate": {
         parameters: {
             query?: never;
@@ -1130,6 +1150,16 @@ export interface components {
             role_name: string;
             timestamp: number | string;
             user_name: string;
+        };
+        DeviceSettings: {
+            /** @description devices connect to the external MQTT broker the operator runs (MQTT_URL), not to this server */
+            external_broker: boolean;
+            /** @description the base address of the device API over HTTP (PUBLIC_BASE_URL) */
+            http_url: string;
+            /** @description the embedded broker's plain MQTT port; null when it has none or an external broker serves devices */
+            mqtt_port: number | null;
+            /** @description the embedded broker's MQTT-over-TLS port; null without TLS */
+            mqtts_port: number | null;
         };
         /**
          * @description every failure answers this body (docs/api.md, "Errors")
@@ -3161,6 +3191,78 @@ export interface operations {
             };
             /** @description no such resource in the organisations the caller can see */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDeviceSettings: {
+        parameters: {
+            query?: {
+                /**
+                 * @description indent the JSON answer with two spaces
+                 * @example true
+                 */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        device_settings: components["schemas"]["DeviceSettings"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -106,6 +106,21 @@ function hmacHex(key: string, text: string): string {
   return bytesToHex(hmac(sha256, utf8ToBytes(key), utf8ToBytes(text)));
 }
 
+type DeviceSettings =
+  paths['/api/v3/device_settings']['get']['responses'][200]['content']['application/json']['device_settings'];
+
+/** What the MQTT settings leave to the user to fill in, if anything. */
+function mqttHint(settings: DeviceSettings | undefined): string | undefined {
+  // The device settings could not be read (a role without key pair read).
+  if (!settings) return "port: the server's MQTT_PORT (1883 unless set)";
+  if (settings.external_broker)
+    return 'devices connect to the MQTT broker the server uses (MQTT_URL), not to the server itself';
+  if (settings.mqtt_port === null && settings.mqtts_port === null) {
+    return 'the server has no MQTT port open (MQTT_PORT=0): devices use HTTP';
+  }
+  return undefined;
+}
+
 function NewSecret({ pair, onDone }: { pair: Created; onDone: () => void }) {
   const secret = pair.secret_key ?? '';
   const password = useMemo(() => hmacHex(secret, pair.access_key), [secret, pair.access_key]);
@@ -118,10 +133,17 @@ function NewSecret({ pair, onDone }: { pair: Created; onDone: () => void }) {
     `access_key = ${pair.access_key}`,
     `secret_key = ${secret}`,
   ].join('\n');
+  // The broker's ports, as the server has them (docs/devices.md, "Device settings"); 1883 if they
+  // cannot be read.
+  const asked = useLoad(async () => (await answer(api.GET('/api/v3/device_settings', {}))).device_settings, []);
+  const settings = asked.data;
+  // Shown once the server has answered (or refused: then 1883), never with a port it may not have.
+  const settled = asked.data !== undefined || asked.error !== undefined;
+  const secure = settings?.mqtts_port != null;
   const mqtt = [
-    'protocol = mqtt',
-    `host = ${host}`,
-    'port = 1883',
+    `protocol = ${secure ? 'mqtts' : 'mqtt'}`,
+    `host = ${settings?.external_broker ? "<your MQTT broker's host (MQTT_URL)>" : host}`,
+    `port = ${settings?.external_broker ? "<your MQTT broker's port>" : ((secure ? settings?.mqtts_port : settings?.mqtt_port) ?? 1883)}`,
     `access_key = ${pair.access_key}`,
     `secret_key = ${secret}`,
     `username = ${pair.access_key}`,
@@ -136,7 +158,7 @@ function NewSecret({ pair, onDone }: { pair: Created; onDone: () => void }) {
       </p>
       <Copyable label="Secret key" text={secret} />
       <Copyable label="Device settings for HTTP" text={http} />
-      <Copyable label="Device settings for MQTT" text={mqtt} hint="port: the server's MQTT_PORT (1883 unless set)" />
+      {settled && <Copyable label="Device settings for MQTT" text={mqtt} hint={mqttHint(settings)} />}
       <button type="button" onClick={onDone}>
         Done
       </button>
