@@ -16,7 +16,12 @@
  * - connect: `--connect` devices connecting at `--connect-rate` a second. Reported: CONNECT ->
  *   CONNACK latency, refusals, and the server's peak RSS; baseline: its RSS before they connect.
  * Each device's events go to a thing of its own, registered beforehand.
+ * `--server floor` runs the same load against bench/servers/mqtt-floor.ts instead of Thingbase: the
+ * least any server on Node does for the same exchange (a packet reader, the signature, a SQLite
+ * transaction per turn, the acknowledgements), what the machine alone makes the load cost; with
+ * `--floor-store none` without the store.
  */
+import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import {
   acknowledgeAck,
@@ -44,6 +49,7 @@ import {
   registerThings,
   rssMiB,
   sign,
+  startChildServer,
   startThingbase,
   table,
   threadCpuSeconds,
@@ -180,6 +186,9 @@ export async function run(args: string[]): Promise<void> {
   const connectRate = Number(option(args, 'connect-rate', '2000'));
   const tick = Number(option(args, 'tick', '10'));
   const rounds = Number(option(args, 'rounds', '1'));
+  const serverKind = option(args, 'server', 'thingbase');
+  if (serverKind !== 'thingbase' && serverKind !== 'floor') throw new Error('--server is thingbase or floor');
+  const floorStore = option(args, 'floor-store', 'sqlite');
   if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error('--rounds must be a positive integer');
   if (!(Number.isInteger(tick) && tick >= 1 && 1000 % tick === 0)) throw new Error('--tick must divide 1000 ms');
   const bench = benchStore(store);
@@ -187,7 +196,17 @@ export async function run(args: string[]): Promise<void> {
   console.log(
     `fleet benchmark: ${describeMachine()}; store ${store}; steady: ${fleet} devices, ${rate} events/s in ${tick} ms ticks for ${duration}s after ${warmup}s unmeasured${rounds > 1 ? `, ${rounds} rounds alternated with the ping baseline` : ''}; connect: ${connecting} devices at ${connectRate}/s`,
   );
-  const server = await startThingbase(bench, mqttPort);
+  // The floor checks messages against a key pair of its own; Thingbase issues one over its API.
+  const floorPair = { access_key: randomBytes(16).toString('hex'), secret_key: randomBytes(32).toString('hex') };
+  const server =
+    serverKind === 'floor'
+      ? await startChildServer('mqtt-floor', {
+          MQTT_PORT: String(mqttPort),
+          FLOOR_SECRET_KEY: floorPair.secret_key,
+          FLOOR_STORE: floorStore,
+        })
+      : await startThingbase(bench, mqttPort);
+  if (serverKind === 'floor') console.log(`server: the floor (bench/servers/mqtt-floor.ts), store ${floorStore}`);
   let open: FleetDevice[] = [];
   const closeAll = async () => {
     for (const device of open) device.socket.destroy();
@@ -195,16 +214,19 @@ export async function run(args: string[]): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 2000));
   };
   try {
-    const { auth_token: token } = await postJson(server.url, '/api_sign_in', BENCH_ADMIN);
-    const { key_pair: pair } = await postJson(
-      server.url,
-      '/api/v3/key_pairs',
-      { key_pair: { name: 'fleet' } },
-      { 'x-auth-token': token },
-    );
-    // Things registered over HTTP, a hundred at a time.
     const things = Array.from({ length: Math.max(fleet, connecting) }, (_, i) => `f${i}`);
-    await registerThings(server.url, pair, things.slice(0, fleet));
+    let pair: KeyPair = floorPair;
+    if (serverKind === 'thingbase') {
+      const { auth_token: token } = await postJson(server.url, '/api_sign_in', BENCH_ADMIN);
+      ({ key_pair: pair } = await postJson(
+        server.url,
+        '/api/v3/key_pairs',
+        { key_pair: { name: 'fleet' } },
+        { 'x-auth-token': token },
+      ));
+      // Things registered over HTTP, a hundred at a time.
+      await registerThings(server.url, pair, things.slice(0, fleet));
+    }
     const payloadOf = (thingKey: string) => {
       const signed = JSON.stringify({ thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } });
       return `${signed.slice(0, -1)},"hash":"${sign(pair.secret_key, signed)}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;
