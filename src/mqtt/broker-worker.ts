@@ -482,6 +482,8 @@ if (settings.secure) {
 
 /** How long a stop waits for the messages handed to the server thread to be answered. */
 const STOP_ANSWERS_MS = 3000;
+/** How long at least a stop waits for devices to close their connections after the last answers. */
+const STOP_END_MS = 500;
 
 /**
  * Stops: no new connections, each message from now on answered 503 (devices send it again, to
@@ -492,9 +494,25 @@ async function stop(): Promise<void> {
   stopping = true;
   const closed = listeners.map(([server]) => new Promise<void>((resolve) => server.close(() => resolve())));
   const deadline = Date.now() + STOP_ANSWERS_MS;
-  while (inbound.pending() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  while (inbound.pending() > 0 && Date.now() < deadline) await sleep(5);
   sendDue();
   writePubacks();
+  // Each connection is ended once what was written to it has gone (a FIN after the acknowledgements),
+  // and closed by its device, or at the deadline. Closed at once with bytes from the device unread, it
+  // would be reset, and the device's system would drop the acknowledgements it had not yet read.
+  // Messages read meanwhile get no answer (the socket takes no more writes), not even a PUBACK: the
+  // device sends them again.
+  const clients = Object.values((broker as unknown as { clients: Record<string, Client> }).clients);
+  const ending = clients
+    .map((client) => (client as Client & { conn: Socket }).conn)
+    .filter((socket) => !socket.destroyed)
+    .map((socket) => {
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      socket.end();
+      return closed;
+    });
+  await Promise.race([Promise.all(ending), sleep(Math.max(STOP_END_MS, deadline - Date.now()))]);
   await new Promise<void>((resolve) => broker.close(() => resolve()));
   await Promise.all(closed);
   port.close();

@@ -32,6 +32,9 @@ for (const store of STORES) {
           if (topic.endsWith('/httpAck')) answers.push(JSON.parse(payload.toString()) as Ack);
         });
         device.client.on('error', () => {});
+        // The server closes the connection after its last acknowledgement: everything it wrote has been
+        // read by then.
+        const connectionClosed = new Promise<void>((resolve) => device.client.once('close', () => resolve()));
         const topic = `Altizon/Datonis/${device.clientId}/event`;
         const publish = (i: number) =>
           device.client.publish(topic, device.envelope({ thing_key: thingKey, data: { i } }), { qos: 1 });
@@ -48,6 +51,7 @@ for (const store of STORES) {
           if (answers.length >= 30) stopped = api.close();
         }
         await stopped;
+        await Promise.race([connectionClosed, new Promise((resolve) => setTimeout(resolve, 10_000))]);
         device.client.end(true);
         const acknowledged = answers.filter((a) => a.http_code === 200).length;
         const refused = answers.filter((a) => a.http_code === 503).length;
