@@ -154,6 +154,10 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
   });
 }
 
+/** The embedded broker, when devices are served by it rather than through MQTT_URL. */
+const embeddedOf = (mqtt: EmbeddedBroker | ExternalBroker | undefined): EmbeddedBroker | undefined =>
+  mqtt && 'port' in mqtt ? mqtt : undefined;
+
 export async function createServer(config: Config): Promise<Server> {
   limitHeapGrowth(config.heapGrowingPercent);
   let tls = config.tls ? await readTlsFiles(config.tls) : undefined;
@@ -242,7 +246,7 @@ export async function createServer(config: Config): Promise<Server> {
       instructions: () => instructions,
       // The broker starts after the HTTP app is made; its ports (chosen by the system for port 0) are read when asked.
       deviceSettings: () => {
-        const embedded = mqtt && 'port' in mqtt ? mqtt : undefined;
+        const embedded = embeddedOf(mqtt);
         return {
           http_url: config.publicBaseUrl,
           mqtt_port: embedded?.port ?? null,
@@ -259,7 +263,7 @@ export async function createServer(config: Config): Promise<Server> {
         throw error;
       },
     );
-    const embedded = mqtt && 'port' in mqtt ? mqtt : undefined;
+    const embedded = embeddedOf(mqtt);
     timers.push(setInterval(() => void sessions.prune().catch((e) => app.log.warn(e)), PRUNE_INTERVAL_MS).unref());
     worker = new DeliveryWorker(store, senders, config, app.log, (kind, status) =>
       metrics.deliveryFinished(kind, status),

@@ -13,10 +13,8 @@ import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { PacketReader, PUBACK, PUBLISH, packet, packetId, text } from '../mqtt-load.ts';
+import { CONNECT, PacketReader, PUBACK, PUBLISH, packet, packetId, SUBACK, SUBSCRIBE, text } from '../mqtt-load.ts';
 
-const CONNECT = 0x10;
-const SUBSCRIBE = 0x80;
 const PINGREQ = 0xc0;
 const secret = process.env.FLOOR_SECRET_KEY ?? '';
 const useStore = process.env.FLOOR_STORE !== 'none';
@@ -102,8 +100,8 @@ const server = createServer({ noDelay: true }, (socket) => {
         const clientId = body.subarray(at + 2, at + 2 + body.readUInt16BE(at)).toString('utf8');
         device = { socket, ackTopic: text(`Altizon/Datonis/${clientId}/httpAck`), nextId: 0 };
         socket.write(Buffer.from([0x20, 2, 0, 0]));
-      } else if (type === SUBSCRIBE) {
-        socket.write(Buffer.from([0x90, 3, body[0] as number, body[1] as number, 1]));
+      } else if (type === (SUBSCRIBE & 0xf0)) {
+        socket.write(Buffer.from([SUBACK, 3, body[0] as number, body[1] as number, 1]));
       } else if (type === PUBLISH && device) {
         onPublish(device, first, body);
       } else if (type === PINGREQ) {

@@ -63,6 +63,9 @@ const log = (level: 'error' | 'warn', message: string, error?: unknown) =>
   send({ t: 'log', level, message, error: error instanceof Error ? (error.stack ?? error.message) : undefined });
 
 const settings = workerData as BrokerSettings;
+// aedes keeps each client's socket, and the connected clients by id; its typings leave both out.
+const socketOf = (client: Client): Socket => (client as Client & { conn: Socket }).conn;
+const brokerClients = (): Client[] => Object.values((broker as unknown as { clients: Record<string, Client> }).clients);
 const connections = new WeakMap<Client, Connection>();
 const byId = new Map<number, Connection>();
 let lastConnectionId = settings.firstConnectionId - 1;
@@ -174,7 +177,7 @@ const broker = await Aedes.createBroker({
     if (!client) return done(new Error(`publishing to ${packet.topic} is not allowed`));
     // While the device does not read what it is sent (its acknowledgements), nothing more is read
     // from it: aedes reads a socket again once every packet of its last read is done.
-    const socket = (client as Client & { conn: Socket }).conn;
+    const socket = socketOf(client);
     if (!socket.writableNeedDrain) return done(null);
     socket.once('drain', () => done(null));
   },
@@ -222,7 +225,7 @@ const writeAcks = (client: Client, acks: readonly Ack[]) => {
   const subscription = (client as Client & { subscriptions: Record<string, { qos?: number }> }).subscriptions[topic];
   if (!subscription || client.closed) return;
   const qos = subscription.qos ? 1 : 0;
-  const socket = (client as Client & { conn: Socket }).conn;
+  const socket = socketOf(client);
   // A clean session (every SDK's) keeps nothing to send again: aedes would keep no copy of the
   // messages either, and the device's PUBACK of each finds none to clear, as before. So they go as
   // bytes made here (ack-packets.ts), in one write.
@@ -401,10 +404,7 @@ const sendInstruction = (client: Client, topic: string, payload: string, alertKe
   });
 
 async function publishInstruction(topic: string, payload: string, alertKey: string, to: number | null) {
-  const clients =
-    to !== null
-      ? [byId.get(to)?.client].filter((c) => c !== undefined)
-      : Object.values((broker as unknown as { clients: Record<string, Client> }).clients);
+  const clients = to !== null ? [byId.get(to)?.client].filter((c) => c !== undefined) : brokerClients();
   for (const client of clients) {
     const subscribed = Object.keys(
       (client as unknown as { subscriptions: Record<string, unknown> }).subscriptions ?? {},
@@ -503,9 +503,8 @@ async function stop(): Promise<void> {
   // would be reset, and the device's system would drop the acknowledgements it had not yet read.
   // Messages read meanwhile get no answer (the socket takes no more writes), not even a PUBACK: the
   // device sends them again.
-  const clients = Object.values((broker as unknown as { clients: Record<string, Client> }).clients);
-  const ending = clients
-    .map((client) => (client as Client & { conn: Socket }).conn)
+  const ending = brokerClients()
+    .map(socketOf)
     .filter((socket) => !socket.destroyed)
     .map((socket) => {
       const closed = new Promise((resolve) => socket.once('close', resolve));
