@@ -1,5 +1,14 @@
 import { type AnyRoute, defineRoute } from '../core/http/route.ts';
-import { IdentityProviderSignInParams, Session, SignInParams, SignOutAnswer, SignOutParams } from './schemas.ts';
+import { presentCaller } from './presenter.ts';
+import {
+  CallerAnswer,
+  CallerParams,
+  IdentityProviderSignInParams,
+  Session,
+  SignInParams,
+  SignOutAnswer,
+  SignOutParams,
+} from './schemas.ts';
 import type { SessionService } from './service.ts';
 
 const tags = ['Sessions'];
@@ -42,6 +51,19 @@ export function sessionRoutes(sessions: SessionService): AnyRoute[] {
           mode: params.mode as string,
           clientAddress: request.ip,
         }),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/v3/caller',
+      tags,
+      summary: 'Who the caller is and what its role allows',
+      description:
+        'For a session or an API key: its user, role, organisation, and per permission class the operations ' +
+        'the role grants, so that a client offers only what will be allowed.',
+      access: { kind: 'signed_in' },
+      params: CallerParams,
+      response: CallerAnswer,
+      handler: ({ principal }) => presentCaller(principal),
     }),
     defineRoute({
       method: 'DELETE',

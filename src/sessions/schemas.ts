@@ -32,3 +32,27 @@ export const IdentityProviderSignInParams = Type.Object({
 
 export const SignOutParams = Type.Object({ ...CommonParams });
 export const SignOutAnswer = Type.Object({ success: Type.Boolean(), message: Type.String() });
+
+const OperationName = Type.Union(['read', 'create', 'update', 'delete'].map((o) => Type.Literal(o)));
+
+/** The caller as the API sees it: who, in which organisation, and what its role lets it do. */
+export const CallerAnswer = Type.Object({
+  caller: Type.Object({
+    user_key: Type.Union([Type.String(), Type.Null()]),
+    email: Type.Union([Type.String(), Type.Null()]),
+    role_key: Type.String(),
+    role: Type.String({ description: "the role's name" }),
+    account_admin: Type.Boolean(),
+    abilities: Type.Array(Type.Integer(), { description: "the role's abilities, as the role holds them" }),
+    allowed: Type.Record(Type.String(), Type.Array(OperationName), {
+      description:
+        'per permission class, the operations the role grants, with `all` (as a class or an operation) ' +
+        'spelled out; a class the role grants nothing on is absent',
+    }),
+    organisation_key: Type.String(),
+    is_oem: Type.Boolean(),
+    time_zone: Type.String(),
+  }),
+});
+
+export const CallerParams = Type.Object({ ...CommonParams });

@@ -47,6 +47,35 @@ describeOnStores(
       assert.equal(typeof session.organisation.license.license_key, 'string');
     });
 
+    it('when the caller asks what it may do then the answer spells out its role with all expanded', async () => {
+      const admin = await ctx.api.signIn();
+      const asAdmin = await ctx.api.request('GET', '/api/v3/caller', { token: admin });
+      assert.equal(asAdmin.status, 200, asAdmin.text);
+      assert.equal(asAdmin.body.caller.email, ADMIN_EMAIL);
+      assert.equal(asAdmin.body.caller.account_admin, true);
+      assert.deepEqual(asAdmin.body.caller.abilities, [995]);
+      assert.deepEqual(asAdmin.body.caller.allowed.api_key, ['read', 'create', 'update', 'delete']);
+      assert.ok(Object.keys(asAdmin.body.caller.allowed).length >= 14, 'every class');
+      assert.equal(asAdmin.body.caller.allowed.all, undefined, 'all is spelled out, not a class');
+
+      // 15 = everything on things, 91 = read alerts, 992 = create anything.
+      const reader = await userWithAbilities(ctx.api, admin, [91, 15, 992]);
+      const asReader = await ctx.api.request('GET', '/api/v3/caller', { token: reader.token });
+      assert.equal(asReader.status, 200, asReader.text);
+      const caller = asReader.body.caller;
+      assert.equal(caller.email, reader.email);
+      assert.equal(caller.user_key, reader.userKey);
+      assert.equal(caller.role_key, reader.role.role_key);
+      assert.equal(caller.account_admin, false);
+      assert.deepEqual(caller.abilities, [15, 91, 992]);
+      assert.deepEqual(caller.allowed.thing, ['read', 'create', 'update', 'delete']);
+      assert.deepEqual(caller.allowed.alert, ['read', 'create']);
+      assert.deepEqual(caller.allowed.rule, ['create']);
+      assert.equal(caller.organisation_key, asAdmin.body.caller.organisation_key);
+
+      assert.equal((await ctx.api.request('GET', '/api/v3/caller', {})).status, 401);
+    });
+
     it('when a token is issued then the store holds only its hash', async () => {
       const token = await ctx.api.signIn();
       const rows = await ctx.api.server.store.db.selectFrom('sessions').select('token_hash').execute();

@@ -250,6 +250,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v3/caller": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who the caller is and what its role allows
+         * @description For a session or an API key: its user, role, organisation, and per permission class the operations the role grants, so that a client offers only what will be allowed.
+         */
+        get: operations["getCaller"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v3/device_settings": {
         parameters: {
             query?: never;
@@ -1150,6 +1170,23 @@ export interface components {
             role_name: string;
             timestamp: number | string;
             user_name: string;
+        };
+        Caller: {
+            /** @description the role's abilities, as the role holds them */
+            abilities: number[];
+            account_admin: boolean;
+            /** @description per permission class, the operations the role grants, with `all` (as a class or an operation) spelled out; a class the role grants nothing on is absent */
+            allowed: {
+                [key: string]: ("read" | "create" | "update" | "delete")[];
+            };
+            email: string | null;
+            is_oem: boolean;
+            organisation_key: string;
+            /** @description the role's name */
+            role: string;
+            role_key: string;
+            time_zone: string;
+            user_key: string | null;
         };
         DeviceSettings: {
             /** @description devices connect to the external MQTT broker the operator runs (MQTT_URL), not to this server */
@@ -3191,6 +3228,78 @@ export interface operations {
             };
             /** @description no such resource in the organisations the caller can see */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCaller: {
+        parameters: {
+            query?: {
+                /**
+                 * @description indent the JSON answer with two spaces
+                 * @example true
+                 */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        caller: components["schemas"]["Caller"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

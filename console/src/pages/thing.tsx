@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api, messageOf } from '../api/client.ts';
 import type { paths } from '../api/schema';
+import { useAllows } from '../caller.ts';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { Field } from '../components/field.tsx';
@@ -471,16 +472,7 @@ function Instructions({ thingKey }: { thingKey: string }) {
       ).instructions,
     [thingKey],
   );
-  // Whether the role may send instructions: the API refuses a missing permission (403, docs/api.md,
-  // "Permissions") before it reads the parameters, so a call without an instruction is a 403 when the
-  // role may not and a 400 when it may, and sends nothing either way.
-  const mayCreate = useLoad(async () => {
-    const { response } = await api.POST('/api/v3/things/{thing_key}/instructions', {
-      params: { path: { thing_key: thingKey } },
-      body: {} as never,
-    });
-    return response.status !== 403;
-  }, [thingKey]);
+  const mayCreate = useAllows('instruction', 'create');
   const [open, setOpen] = useState(false);
   const [name, setName] = useState('');
   const [definition, setDefinition] = useState('{}');
@@ -526,7 +518,7 @@ function Instructions({ thingKey }: { thingKey: string }) {
           {list.error}
         </p>
       )}
-      {!open && mayCreate.data && (
+      {!open && mayCreate && (
         <button type="button" onClick={() => setOpen(true)}>
           Send instruction
         </button>

@@ -1,0 +1,53 @@
+/**
+ * What the signed-in caller's role allows (`GET /api/v3/caller`), read once per session and shared by
+ * every page, so that a page offers only the controls that will be allowed. The server still checks
+ * every request: a role changed meanwhile shows up as the API's refusal, and the next sign-in reads it
+ * again.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { answer, api } from './api/client.ts';
+import type { paths } from './api/schema';
+import { onSessionChange } from './session.ts';
+
+export type Caller = paths['/api/v3/caller']['get']['responses'][200]['content']['application/json']['caller'];
+export type Operation = 'read' | 'create' | 'update' | 'delete';
+
+let pending: Promise<Caller> | undefined;
+onSessionChange(() => {
+  pending = undefined;
+});
+
+/** The caller, read once per session (again after a failed read). */
+export function loadCaller(): Promise<Caller> {
+  if (!pending) {
+    pending = answer(api.GET('/api/v3/caller', {})).then((a) => a.caller);
+    pending.catch(() => {
+      pending = undefined;
+    });
+  }
+  return pending;
+}
+
+export const allows = (caller: Caller | undefined, cls: string, operation: Operation): boolean =>
+  caller?.allowed[cls]?.includes(operation) ?? false;
+
+/** The caller, or undefined until it is known (offer nothing meanwhile). */
+export function useCaller(): Caller | undefined {
+  const [caller, setCaller] = useState<Caller | undefined>();
+  useEffect(() => {
+    let current = true;
+    loadCaller().then(
+      (found) => current && setCaller(found),
+      () => undefined,
+    );
+    return () => {
+      current = false;
+    };
+  }, []);
+  return caller;
+}
+
+/** Whether the caller's role grants `operation` on `cls`; false until known. */
+export function useAllows(cls: string, operation: Operation): boolean {
+  return allows(useCaller(), cls, operation);
+}
