@@ -1,6 +1,7 @@
 /**
  * Builds the server: the store, the HTTP app with its shared plumbing, and every capability's routes.
  */
+
 import { randomUUID } from 'node:crypto';
 import type { Server as HttpsServer } from 'node:https';
 import swagger from '@fastify/swagger';
@@ -20,6 +21,7 @@ import { limitBodiesUnderWay } from './core/http/body-budget.ts';
 import { limitConnections } from './core/http/connections.ts';
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
+import { chooseLogFormat, readableLogStream } from './core/log-format.ts';
 import { oncePerMinute } from './core/log-limit.ts';
 import type { SecretBox } from './core/secret-box.ts';
 import { SocketCount } from './core/sockets.ts';
@@ -371,7 +373,14 @@ async function buildHttpApp(
           ...requestTimeouts(config.requestTimeoutMs),
         }
       : null,
-    logger: { level: config.logLevel, redact: ['req.headers["x-auth-token"]', 'req.headers["x-dtn-signature"]'] },
+    logger: {
+      level: config.logLevel,
+      redact: ['req.headers["x-auth-token"]', 'req.headers["x-dtn-signature"]'],
+      // Readable lines on a terminal, JSON elsewhere (docs/configuration.md, LOG_FORMAT).
+      ...(chooseLogFormat(config.logFormat, process.stdout.isTTY === true) === 'pretty'
+        ? { stream: readableLogStream(process.stdout) }
+        : {}),
+    },
     // Per-request logging costs about two thirds of a small route's throughput; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
     // One logger for all requests: a child logger per request costs ~15 us; errors log method and URL.

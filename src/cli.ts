@@ -176,25 +176,31 @@ async function serve(): Promise<void> {
   print(startMessage(server, address));
 }
 
-function startMessage(server: Server, address: string): string[] {
+/**
+ * What a person starting the server needs, the console first (docs/configuration.md, "Starting"); the
+ * last line says where it listens, which scripts wait for.
+ */
+export function startMessage(
+  server: Pick<Server, 'config' | 'bootstrap' | 'mqttPort' | 'mqttsPort'>,
+  address: string,
+): string[] {
   const { config, bootstrap } = server;
   // PORT=0 lets the system choose the port: name the one it chose.
   const url = new URL(config.publicBaseUrl);
   if (url.port === '0') url.port = new URL(address).port;
   const base = url.href.replace(/\/+$/, '');
-  const lines = [`Thingbase is listening on ${address} (API docs at ${base}/docs)`];
-  if (server.mqttPort !== undefined) lines.push(`MQTT broker for devices on port ${server.mqttPort}`);
-  if (server.mqttsPort !== undefined) lines.push(`MQTTS (MQTT over TLS) for devices on port ${server.mqttsPort}`);
-  if (config.mqttUrl) lines.push(`Serving devices through the MQTT broker at ${redactUrl(config.mqttUrl)}`);
+  const lines = [`Console:   ${base}/`, `API docs:  ${base}/docs`];
+  const ports = [
+    server.mqttPort !== undefined ? `port ${server.mqttPort}` : undefined,
+    server.mqttsPort !== undefined ? `MQTTS (TLS) on port ${server.mqttsPort}` : undefined,
+  ].filter((part) => part !== undefined);
+  if (ports.length > 0) lines.push(`MQTT:      ${ports.join(', ')}, for devices`);
+  if (config.mqttUrl) lines.push(`MQTT:      devices through the broker at ${redactUrl(config.mqttUrl)}`);
   if (bootstrap) {
-    lines.push(`Created the first organisation and its account admin ${bootstrap.email}.`);
-    if (bootstrap.generatedPassword) {
-      lines.push(`Its password, shown only this once: ${bootstrap.generatedPassword}`);
-      lines.push(
-        `Sign in: curl -s -X POST ${base}/api_sign_in -H 'Content-Type: application/json' -d '{"email":"${bootstrap.email}","password":"${bootstrap.generatedPassword}"}'`,
-      );
-    }
+    lines.push(`Admin:     ${bootstrap.email} (the account admin of the first organisation, just created)`);
+    if (bootstrap.generatedPassword) lines.push(`Password:  ${bootstrap.generatedPassword} (shown only this once)`);
   }
+  lines.push(`Thingbase ${VERSION} is listening on ${address}`);
   return lines;
 }
 

@@ -2,7 +2,9 @@
  * Configuration, read once from the environment.
  * Every setting the server understands is named here and documented in docs/configuration.md.
  */
+
 import { fileURLToPath } from 'node:url';
+import type { LogFormat } from './log-format.ts';
 import { openFileLimit, RESERVED_FILES } from './open-files.ts';
 
 export interface Config {
@@ -57,6 +59,8 @@ export interface Config {
   smsUrl: string | undefined;
   idpConfigPath: string | undefined;
   logLevel: string;
+  /** LOG_FORMAT: `json` or `pretty`; unset = readable lines on a terminal, JSON elsewhere. */
+  logFormat: LogFormat | undefined;
   /** Log a line for every answered request (LOG_REQUESTS). */
   logRequests: boolean;
   /** Behind a reverse proxy: client addresses come from X-Forwarded-For. */
@@ -196,6 +200,12 @@ function parseLogLevel(text: string | undefined): string {
   return text;
 }
 
+function parseLogFormat(text: string | undefined): LogFormat | undefined {
+  if (text === undefined || text === '') return undefined;
+  if (text !== 'json' && text !== 'pretty') throw new ConfigError(`LOG_FORMAT must be json or pretty (got "${text}")`);
+  return text;
+}
+
 /**
  * An address with one of these schemes, or undefined when unset. Read at start, so that a wrong one
  * stops the start naming its variable instead of failing later (a first delivery, a connection).
@@ -289,6 +299,7 @@ export function loadConfig(env: Env = process.env): Config {
     smsUrl: parseUrl('SMS_URL', env.SMS_URL, ['http', 'https']),
     idpConfigPath: env.IDP_CONFIG || undefined,
     logLevel: parseLogLevel(env.LOG_LEVEL),
+    logFormat: parseLogFormat(env.LOG_FORMAT),
     logRequests: parseBoolean('LOG_REQUESTS', env.LOG_REQUESTS),
     trustProxy: parseBoolean('TRUST_PROXY', env.TRUST_PROXY),
     tokenIdleTtlSeconds: parseDuration('TOKEN_IDLE_TTL', env.TOKEN_IDLE_TTL || '7d'),

@@ -140,7 +140,7 @@ for (const store of STORES) {
       const env = freshEnv();
       // Key pairs sealed under the key generated on the first start.
       const first = await serve(env);
-      const password = /shown only this once: (\S+)/.exec(first.output())?.[1] as string;
+      const password = /Password: +(\S+) \(shown only this once\)/.exec(first.output())?.[1] as string;
       const token = (await signIn(first.url, 'admin@localhost', password)).body.auth_token as string;
       const created = await call(first.url, 'POST', '/api/v3/key_pairs', {
         token,

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { call } from '../support/http.ts';
 import { freePort } from '../support/ports.ts';
-import { runCli, serveProcess, stopProcess } from '../support/process.ts';
+import { cli, runCli, serveProcess, stopProcess } from '../support/process.ts';
 import { STORES } from '../support/stores.ts';
 
 /** Runs `thingbase serve` and lets the rest of its start-up message arrive. */
@@ -45,11 +45,11 @@ describe('first start of thingbase serve', () => {
   it('when the store is empty then an admin is made and its password printed once, and it can sign in', async () => {
     const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-first-')), 'data', 'thingbase.db')}`;
     const first = await serve({ DATABASE_URL: databaseUrl });
-    const password = /shown only this once: (\S+)/.exec(first.output)?.[1];
+    const password = /Password: +(\S+) \(shown only this once\)/.exec(first.output)?.[1];
     assert.ok(password, first.output);
     assert.match(first.output, /admin@localhost/);
     // With PORT=0 the message names the port the system chose, not port 0.
-    const docs = /API docs at (\S+)\/docs\)/.exec(first.output)?.[1];
+    const docs = /API docs: +(\S+)\/docs/.exec(first.output)?.[1];
     assert.equal(docs && new URL(docs).port, new URL(first.url).port, first.output);
     assert.doesNotMatch(first.output, /:0\//);
     const session = await call(first.url, 'POST', '/api_sign_in', { body: { email: 'admin@localhost', password } });
@@ -65,6 +65,59 @@ describe('first start of thingbase serve', () => {
     const again = await call(second.url, 'POST', '/api_sign_in', { body: { email: 'admin@localhost', password } });
     assert.equal(again.status, 200, 'the same admin, kept across restarts');
     await stop(second.child);
+  });
+
+  it('when started on a terminal then the log is readable lines and the message names the console first', async (t) => {
+    if (!existsSync('/usr/bin/script')) {
+      if (process.env.CI) assert.fail('CI needs script (util-linux) for the terminal test');
+      return t.skip('no /usr/bin/script to give the server a pseudo-terminal');
+    }
+    const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-tty-')), 'thingbase.db')}`;
+    const quoted = [process.execPath, ...cli(['serve'])].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+    // script(1) runs the server on a pseudo-terminal, as a person's `npm start` does.
+    const child = spawn('/usr/bin/script', ['-qfec', quoted, '/dev/null'], {
+      env: {
+        ...process.env,
+        PORT: '0',
+        MQTT_PORT: '0',
+        LOG_LEVEL: 'info',
+        THINGBASE_PASSWORD_HASH_COST: '1024',
+        DATABASE_URL: databaseUrl,
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => {
+      output += chunk.toString();
+    });
+    try {
+      await until(() => /listening on http/.test(output), 30_000);
+    } finally {
+      if (child.pid) process.kill(-child.pid, 'SIGTERM');
+    }
+    const lines = output.split(/\r?\n/).filter((line) => line.trim() !== '');
+    assert.ok(!lines.some((line) => line.trimStart().startsWith('{')), `no JSON log line on a terminal:\n${output}`);
+    assert.ok(
+      lines.some((line) => /^\d\d:\d\d:\d\d INFO /.test(line)),
+      `readable log lines:\n${output}`,
+    );
+    const ours = lines.findIndex((line) => line.startsWith('Console:'));
+    assert.match(lines[ours] ?? '', /^Console: +http:\/\/127\.0\.0\.1:\d+\/$/, output);
+    assert.match(lines[ours + 1] ?? '', /^API docs: +http:\/\/127\.0\.0\.1:\d+\/docs$/, output);
+    assert.match(output, /Admin: +admin@localhost/);
+    assert.match(output, /Password: +\S+ \(shown only this once\)/);
+  });
+
+  it('when the output is not a terminal then log lines are JSON, as LOG_FORMAT=pretty makes them readable', async () => {
+    const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-json-')), 'thingbase.db')}`;
+    const plain = await serve({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' });
+    await stop(plain.child);
+    assert.match(plain.output, /^\{"level":30,/m, plain.output);
+    const pretty = await serve({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' });
+    await stop(pretty.child);
+    assert.doesNotMatch(pretty.output, /^\{"level"/m, pretty.output);
+    assert.match(pretty.output, /^\d\d:\d\d:\d\d INFO {2}Server listening at/m, pretty.output);
   });
 
   it('when THINGBASE_ADMIN_EMAIL and PASSWORD are set then that admin and organisation name are used', async () => {
@@ -143,7 +196,7 @@ for (const store of STORES) {
 
       const next = await serve(storeEnv(settings));
       try {
-        const password = /shown only this once: (\S+)/.exec(next.output)?.[1];
+        const password = /Password: +(\S+) \(shown only this once\)/.exec(next.output)?.[1];
         assert.ok(password, `the start after the failed one makes the admin and prints its password:\n${next.output}`);
         const session = await call(next.url, 'POST', '/api_sign_in', { body: { email: 'admin@localhost', password } });
         assert.equal(session.status, 200, session.text);
@@ -153,4 +206,12 @@ for (const store of STORES) {
       assert.match(failed.stderr, new RegExp(`PORT ${held.port} is taken: set PORT to a free port`));
     });
   });
+}
+
+async function until(done: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
