@@ -342,9 +342,9 @@ describe('TLS in a server process', () => {
     });
     try {
       assert.match(server.url, /^https:\/\//);
-      await eventually(() => /MQTTS \(MQTT over TLS\) for devices on port \d+/.test(server.output()), 'MQTTS');
+      await eventually(() => /MQTT: +MQTTS \(TLS\) on port \d+, for devices/.test(server.output()), 'MQTTS');
       assert.match(server.output(), /API docs: +https:\/\//);
-      assert.doesNotMatch(server.output(), /MQTT broker for devices on port/, 'MQTT_PORT=0: no plain listener');
+      assert.doesNotMatch(server.output(), /MQTT: +port/, 'MQTT_PORT=0: no plain listener');
       const open = await tlsConnect(portOf(server.url));
 
       authority.replace(files, renewed);
