@@ -9,6 +9,7 @@ import { Command } from 'commander';
 import type { Server } from './app.ts';
 import { bootstrapFirstAdmin } from './bootstrap.ts';
 import { addOperationsCommands } from './commands/commands.ts';
+import { addSimulateCommand } from './commands/simulate.ts';
 import { type Config, loadConfig } from './core/config.ts';
 import { rotateSecretKey } from './keypairs/secret-key.ts';
 import { openConfiguredStore, redactUrl } from './startup.ts';
@@ -116,6 +117,7 @@ export async function main(argv: string[]): Promise<void> {
     });
 
   addOperationsCommands(program);
+  addSimulateCommand(program);
 
   // No command is `serve`; an unknown one is an error, not arguments of `serve`.
   await program.parseAsync(argv.length === 0 ? ['serve'] : argv, { from: 'user' });
