@@ -30,6 +30,8 @@ import { loggedUrl } from './core/urls.ts';
 import { Senders } from './deliveries/senders.ts';
 import { deliveryQueueDepth } from './deliveries/service.ts';
 import { DeliveryWorker } from './deliveries/worker.ts';
+import { demoRoutes } from './demo/routes.ts';
+import { DemoService } from './demo/service.ts';
 import { DeviceAuthenticator } from './devices/authentication.ts';
 import { deviceRoutes } from './devices/routes.ts';
 import { DeviceService } from './devices/service.ts';
@@ -66,6 +68,7 @@ import { SilenceWatcher } from './rules/silences.ts';
 import { loadIdentityProviders } from './sessions/identity-providers.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { SessionService } from './sessions/service.ts';
+import { type DeviceRequest, HttpDeviceLink } from './simulator/device-link.ts';
 import { explainListenError, openConfiguredStore } from './startup.ts';
 import type { Store } from './store/store.ts';
 import { templateRoutes } from './templates/routes.ts';
@@ -156,6 +159,14 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
   });
 }
 
+/** A device request answered by the app's own routes, without the network (the demo's machines). */
+const injectedDeviceRequest =
+  (app: () => FastifyInstance): DeviceRequest =>
+  async (path, headers, body) => {
+    const answer = await app().inject({ method: 'POST', url: path, headers, payload: body });
+    return { status: answer.statusCode, text: answer.body };
+  };
+
 /** The embedded broker, when devices are served by it rather than through MQTT_URL. */
 const embeddedOf = (mqtt: EmbeddedBroker | ExternalBroker | undefined): EmbeddedBroker | undefined =>
   mqtt && 'port' in mqtt ? mqtt : undefined;
@@ -235,7 +246,18 @@ export async function createServer(config: Config): Promise<Server> {
     );
     closeOnFailure.push(() => void limiter.close());
     const sockets = new SocketCount(config.socketBudget);
+    // The demo's simulated machines send through this server's own device routes (docs/simulator.md).
+    const demos = new DemoService(
+      store,
+      box,
+      (keys) =>
+        new HttpDeviceLink(
+          injectedDeviceRequest(() => app),
+          keys,
+        ),
+    );
     const app = await buildHttpApp(config, tls, store, sessions, box, {
+      demos,
       sockets,
       limiter,
       metrics,
@@ -319,6 +341,7 @@ export async function createServer(config: Config): Promise<Server> {
       },
       close: async () => {
         for (const timer of timers) clearInterval(timer);
+        await demos.close();
         await mqtt?.close();
         hub.close();
         await closeWithin(app, STOP_GRACE_MS);
@@ -361,6 +384,7 @@ async function buildHttpApp(
     devices: DeviceService;
     instructions: () => InstructionCarrier | undefined;
     deviceSettings: () => DeviceSettingsValue;
+    demos: DemoService;
   },
 ): Promise<FastifyInstance> {
   const app = Fastify({
@@ -521,6 +545,7 @@ async function buildHttpApp(
     ...actionRoutes(store, config.publicBaseUrl),
     ...instructionRoutes(store, parts.instructions),
     ...usageRoutes(store, parts.limiter),
+    ...demoRoutes(parts.demos),
   ]);
   registerRealtimeRoutes(app, {
     hub: parts.hub,

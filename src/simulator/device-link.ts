@@ -39,27 +39,41 @@ const messageOf = (text: string): string | undefined => {
   }
 };
 
+/** Sends one signed device request: its path, headers and body; answers its status and text. */
+export type DeviceRequest = (
+  path: string,
+  headers: Record<string, string>,
+  body: string,
+) => Promise<{ status: number; text: string }>;
+
+/** Device requests over the network to the server at `baseUrl`. */
+export const requestOverHttp =
+  (baseUrl: string): DeviceRequest =>
+  async (path, headers, body) => {
+    const answer = await request(`${baseUrl}${path}`, { method: 'POST', headers, body });
+    return { status: answer.statusCode, text: await answer.body.text() };
+  };
+
 export class HttpDeviceLink implements DeviceLink {
   constructor(
-    private readonly baseUrl: string,
+    private readonly send: DeviceRequest,
     private readonly keys: KeyPair,
   ) {}
 
   private async post(path: string, body: Record<string, unknown>): Promise<DeviceAnswer> {
     const text = JSON.stringify(body);
-    const answer = await request(`${this.baseUrl}${path}`, {
-      method: 'POST',
-      headers: {
+    const answer = await this.send(
+      path,
+      {
         'content-type': 'application/json',
         'x-access-key': this.keys.accessKey,
         'x-dtn-signature': hmacHex(this.keys.secretKey, text),
       },
-      body: text,
-    });
-    const reply = await answer.body.text();
-    return answer.statusCode === 200
+      text,
+    );
+    return answer.status === 200
       ? { status: 200 }
-      : { status: answer.statusCode, message: messageOf(reply) ?? reply.slice(0, 200) };
+      : { status: answer.status, message: messageOf(answer.text) ?? answer.text.slice(0, 200) };
   }
 
   register = (body: Record<string, unknown>) => this.post('/api/v3/things/register.json', body);

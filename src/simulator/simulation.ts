@@ -10,6 +10,7 @@ import {
   type Instruction,
   type KeyPair,
   MqttDeviceLink,
+  requestOverHttp,
 } from './device-link.ts';
 import { MachineReadings } from './readings.ts';
 
@@ -27,6 +28,10 @@ export interface SimulationOptions {
   prefix: string;
   /** Extra members of each register (a template, say). */
   register?: Record<string, unknown>;
+  /** How a device reaches the server, in place of `transport` (the server's own demo). */
+  connect?: (thingKey: string, onInstruction: (instruction: Instruction) => void) => Promise<DeviceLink>;
+  /** Each register's description: what a person reading the thing learns of it. */
+  description?: string;
 }
 
 export interface SimulationCounts {
@@ -74,7 +79,7 @@ export class Simulation {
       const answer = await link.register({
         thing_key: thingKey,
         name: `Simulated machine ${index}`,
-        description: 'Simulated by thingbase simulate: not a real device',
+        description: this.options.description ?? 'Simulated by thingbase simulate: not a real device',
         bi_directional: true,
         ...this.options.register,
       });
@@ -87,8 +92,10 @@ export class Simulation {
   }
 
   private linkFor(thingKey: string): Promise<DeviceLink> {
+    if (this.options.connect)
+      return this.options.connect(thingKey, (instruction) => this.acknowledge(thingKey, instruction));
     if (this.options.transport === 'http')
-      return Promise.resolve(new HttpDeviceLink(this.options.httpUrl, this.options.keys));
+      return Promise.resolve(new HttpDeviceLink(requestOverHttp(this.options.httpUrl), this.options.keys));
     return MqttDeviceLink.connect(this.options.mqttUrl, thingKey, this.options.keys, (instruction) =>
       this.acknowledge(thingKey, instruction),
     );

@@ -270,6 +270,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v3/demo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the organisation's demo of simulated machines runs on this instance */
+        get: operations["getDemo"];
+        put?: never;
+        /**
+         * Start simulated machines that send readings through the device interface
+         * @description Things demo-1 ... demo-N (described as simulated) register and send readings with a key pair of their own (role Agent, which the caller must be able to grant), until stopped; 409 when already running.
+         */
+        post: operations["postDemo"];
+        /** Stop the demo; its key pair is deleted, its things and readings stay */
+        delete: operations["deleteDemo"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v3/device_settings": {
         parameters: {
             query?: never;
@@ -1187,6 +1209,21 @@ export interface components {
             role_key: string;
             time_zone: string;
             user_key: string | null;
+        };
+        Demo: {
+            devices: number;
+            rate: number;
+            readings_refused: number;
+            readings_sent: number;
+            readings_stored: number;
+            running: boolean;
+            /**
+             * @description always true: the demo machines are not real devices
+             * @enum {boolean}
+             */
+            simulated: true;
+            started_at: number | string | null;
+            thing_keys: string[];
         };
         DeviceSettings: {
             /** @description devices connect to the external MQTT broker the operator runs (MQTT_URL), not to this server */
@@ -3277,6 +3314,249 @@ export interface operations {
                 content: {
                     "application/json": {
                         caller: components["schemas"]["Caller"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDemo: {
+        parameters: {
+            query?: {
+                /**
+                 * @description indent the JSON answer with two spaces
+                 * @example true
+                 */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        demo: components["schemas"]["Demo"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDemo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "pretty": true
+                 *     }
+                 */
+                "application/json": {
+                    demo?: {
+                        /**
+                         * @description simulated machines
+                         * @default 5
+                         */
+                        devices?: number;
+                        /**
+                         * @description readings a second from each
+                         * @default 1
+                         */
+                        rate?: number;
+                    };
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        demo: components["schemas"]["Demo"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteDemo: {
+        parameters: {
+            query?: {
+                /**
+                 * @description indent the JSON answer with two spaces
+                 * @example true
+                 */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        demo: components["schemas"]["Demo"];
                     };
                 };
             };

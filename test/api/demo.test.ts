@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { userWithAbilities } from '../support/fixtures.ts';
+import { eventually } from '../support/peers.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+describeOnStores('the demo of simulated machines', (ctx) => {
+  it('when the demo starts then simulated things send readings, and a stop removes its key pair but keeps the things', async () => {
+    const token = await ctx.api.adminToken();
+    const before = await ctx.api.request('GET', '/api/v3/demo', { token });
+    assert.equal(before.status, 200, before.text);
+    assert.equal(before.body.demo.running, false, 'never on by default');
+
+    const started = await ctx.api.request('POST', '/api/v3/demo', { token, body: { demo: { devices: 3, rate: 5 } } });
+    assert.equal(started.status, 200, started.text);
+    assert.equal(started.body.demo.running, true);
+    assert.equal(started.body.demo.simulated, true);
+    assert.deepEqual(started.body.demo.thing_keys, ['demo-1', 'demo-2', 'demo-3']);
+
+    await eventually(async () => {
+      const things = await ctx.api.request('GET', '/api/v3/things', { token, query: { search: 'demo' } });
+      return (
+        things.body.things.filter(
+          (t: { description: string; last_event: unknown }) => t.description.includes('Simulated') && t.last_event,
+        ).length === 3
+      );
+    }, 'three simulated things with readings');
+    const thing = await ctx.api.request('GET', '/api/v3/things/demo-2', { token });
+    assert.equal(thing.body.thing.name, 'Simulated machine 2');
+    assert.match(thing.body.thing.description, /not a real device/);
+    assert.equal(typeof thing.body.thing.last_event.data.temperature, 'number');
+
+    const again = await ctx.api.request('POST', '/api/v3/demo', { token, body: {} });
+    assert.equal(again.status, 409, again.text);
+
+    const pairs = await ctx.api.request('GET', '/api/v3/key_pairs', { token, query: { search: 'Demo' } });
+    assert.equal(pairs.body.key_pairs.length, 1, 'the demo signs with a key pair of its own');
+
+    const stopped = await ctx.api.request('DELETE', '/api/v3/demo', { token });
+    assert.equal(stopped.status, 200, stopped.text);
+    assert.equal(stopped.body.demo.running, false);
+    const after = await ctx.api.request('GET', '/api/v3/key_pairs', { token, query: { search: 'Demo' } });
+    assert.equal(after.body.key_pairs.length, 0, 'its key pair is gone with it');
+    const kept = await ctx.api.request('GET', '/api/v3/things/demo-1', { token });
+    assert.equal(kept.status, 200, 'the things and their readings stay');
+    const audit = await ctx.api.request('GET', '/api/v3/audit_trails', { token, query: { entity_type: 'KeyPair' } });
+    const actions = audit.body.audit_trails
+      .filter((a: { entity_name: string }) => a.entity_name === 'Demo (simulated machines)')
+      .map((a: { action_taken: string }) => a.action_taken)
+      .sort();
+    assert.deepEqual(actions, ['create', 'delete']);
+  });
+
+  it('when a role may only read things then it may see the demo but not start it', async () => {
+    const admin = await ctx.api.adminToken();
+    const reader = await userWithAbilities(ctx.api, admin, [11]);
+    assert.equal((await ctx.api.request('GET', '/api/v3/demo', { token: reader.token })).status, 200);
+    const refused = await ctx.api.request('POST', '/api/v3/demo', { token: reader.token, body: {} });
+    assert.equal(refused.status, 403, refused.text);
+    const tooMany = await ctx.api.request('POST', '/api/v3/demo', { token: admin, body: { demo: { devices: 21 } } });
+    assert.equal(tooMany.status, 400, tooMany.text);
+    assert.match(tooMany.body.errors[0].param ?? tooMany.text, /devices/);
+  });
+
+  it('when a role may create things but not grant the Agent role then starting the demo is refused', async () => {
+    const admin = await ctx.api.adminToken();
+    // Things: everything; no data or alert creation, which the demo's key pair (Agent) needs.
+    const user = await userWithAbilities(ctx.api, admin, [15]);
+    const refused = await ctx.api.request('POST', '/api/v3/demo', { token: user.token, body: {} });
+    assert.equal(refused.status, 403, refused.text);
+    const status = await ctx.api.request('GET', '/api/v3/demo', { token: user.token });
+    assert.equal(status.body.demo.running, false, 'nothing was left running');
+  });
+});
