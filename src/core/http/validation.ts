@@ -60,6 +60,7 @@ export function compileParams(schema: TObject): ParamValidator {
     readingDecimalText(refusingBooleans(withNumberBounds(schema))) as TObject,
   );
   const properties = (schema as JsonSchema).properties ?? {};
+  const nullableNumbers = nullableNumberPaths(schema as JsonSchema, []);
   const arrays = Object.keys(properties).filter((k) => properties[k]?.type === 'array');
   const objects = Object.keys(properties).filter((k) => properties[k]?.type === 'object');
   return (input) => {
@@ -75,9 +76,38 @@ export function compileParams(schema: TObject): ParamValidator {
       const value = input[name];
       if (typeof value === 'string') input[name] = parseJsonObject(name, value);
     }
+    for (const path of nullableNumbers) {
+      if (valueAt(input, path) === '')
+        throw new ApiError(400, [refusalAt(path, 'must be a number or null, not empty text')]);
+    }
     if (!validate(input)) throw new ApiError(400, toErrorItems(validate.errors ?? []));
     return input;
   };
+}
+
+/**
+ * Where a schema declares a number or null (at any depth of objects): empty text is not decimal, but
+ * where null is a branch of its own Ajv would read it as null, so `"retention_days": ""` would mean
+ * "for ever"; it is refused instead.
+ */
+function nullableNumberPaths(schema: JsonSchema, path: string[]): string[][] {
+  const paths: string[][] = [];
+  for (const [name, property] of Object.entries(schema.properties ?? {})) {
+    const types = [property.type, ...(property.anyOf ?? []).map((branch) => branch.type)].flat();
+    if (types.includes('null') && types.some((t) => t === 'integer' || t === 'number')) paths.push([...path, name]);
+    if (property.type === 'object') paths.push(...nullableNumberPaths(property, [...path, name]));
+  }
+  return paths;
+}
+
+/** The value at a path of member names, if every step is an object. */
+function valueAt(value: unknown, path: readonly string[]): unknown {
+  let at = value;
+  for (const name of path) {
+    if (at === null || typeof at !== 'object' || Array.isArray(at)) return undefined;
+    at = (at as Record<string, unknown>)[name];
+  }
+  return at;
 }
 
 /** How deep parameters may nest: far more than any endpoint needs, and a bound on every walk over them. */
@@ -175,8 +205,7 @@ function refusingBooleans(schema: unknown): unknown {
 /**
  * The schema with text read as decimal where numbers are declared (and text is not): each such schema
  * also admits text as a type, so that Ajv does not coerce it, and its DECIMAL_NUMBER or DECIMAL_INTEGER
- * keyword reads it. Empty text is not decimal either: where a number or null is declared it is
- * refused, not read as null (`"retention_days": ""` is not "for ever").
+ * keyword reads it. Empty text is not decimal either (nullableNumberPaths: nor is it null).
  */
 function readingDecimalText(schema: unknown): unknown {
   return eachSchema(schema, (node, types) => {
