@@ -28,9 +28,9 @@ ajv.addKeyword({
  * `const` and `enum`, which then see the number, and before the bounds of numbers.
  */
 const DECIMAL_NUMBER = 'decimalNumber';
+const DECIMAL_INTEGER = 'decimalInteger';
 /** Where a keyword's value sits (Ajv's DataValidationCxt, which its main module does not export). */
 type DataPlace = { parentData: Record<string | number, unknown>; parentDataProperty: string | number };
-const DECIMAL_INTEGER = 'decimalInteger';
 for (const [keyword, integer] of [
   [DECIMAL_NUMBER, false],
   [DECIMAL_INTEGER, true],
