@@ -9,6 +9,7 @@ import { Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { request } from 'undici';
 import { ConfigError } from '../core/config.ts';
+import { readDecimal } from '../core/decimal.ts';
 import { startProgress } from './progress.ts';
 
 export interface Remote {
@@ -150,8 +151,8 @@ export async function exportEvents(remote: Remote, options: ExportOptions): Prom
   if (response.statusCode !== 200) throw await refusal(response.statusCode, response.body);
   // A percentage when both bounds are epoch seconds (as the export writes event times); the server reads
   // the bounds itself, in any form thing_data takes.
-  const from = Number(options.from);
-  const span = Number(options.to) - from;
+  const from = readDecimal(options.from ?? '') ?? Number.NaN;
+  const span = (readDecimal(options.to ?? '') ?? Number.NaN) - from;
   const known = span > 0;
   const progress = startProgress('export', known ? span : 0);
   let lines = 0;

@@ -3,6 +3,7 @@
  * Everything is stored as epoch milliseconds; this module turns them into what a request asked for.
  */
 import { DateTime, IANAZone } from 'luxon';
+import { readDecimal } from './decimal.ts';
 import { RAILS_TIME_ZONES } from './time-zones.ts';
 
 export type TimestampFormat = 'int' | 'str';
@@ -100,13 +101,15 @@ const epochMs = (seconds: number): number | undefined => {
 
 /**
  * Reads a point in time given as `yyyy/mm/dd hh:mm:ss`, `yyyy-mm-dd hh:mm:ss` (in `zone`),
- * ISO 8601 with an offset, or epoch seconds (number or numeric text). Returns epoch ms or undefined.
+ * ISO 8601 with an offset, or epoch seconds (a number or decimal text, core/decimal.ts). Returns epoch
+ * ms or undefined.
  */
 export function parseDateTime(value: unknown, zone: string): number | undefined {
   if (typeof value === 'number') return epochMs(value);
   if (typeof value !== 'string') return undefined;
+  const seconds = readDecimal(value);
+  if (seconds !== undefined) return epochMs(seconds);
   const text = value.trim();
-  if (/^-?\d+(\.\d+)?$/.test(text)) return epochMs(Number(text));
   for (const pattern of DATE_TIME_PATTERNS) {
     const parsed = DateTime.fromFormat(text, pattern, { zone });
     if (parsed.isValid) return parsed.toMillis();

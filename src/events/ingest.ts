@@ -4,6 +4,7 @@
  * template, new metric names added to the Default template. A bulk with one bad event is refused whole;
  * nothing is stored before every event of it has been checked.
  */
+import { readDecimal } from '../core/decimal.ts';
 import { ApiError, invalidParam, notFound, requiredParam, sendAgainLater } from '../core/errors.ts';
 import type { Principal } from '../core/principal.ts';
 import { readPath } from '../expressions/index.ts';
@@ -113,7 +114,7 @@ const unprocessable = (param: string, message: string) => new ApiError(422, [{ c
 /** A device time: epoch milliseconds, or seconds when under 10^11; absent means now. */
 export function readTimestamp(value: unknown, now: number, param: string): number {
   if (value === undefined || value === null || value === '') return now;
-  const number = typeof value === 'string' && /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : value;
+  const number = typeof value === 'string' ? readDecimal(value) : value;
   if (typeof number !== 'number' || !Number.isFinite(number) || number < 0) {
     throw invalidParam(param, 'must be epoch milliseconds (or seconds)');
   }
@@ -125,8 +126,8 @@ export function readTimestamp(value: unknown, now: number, param: string): numbe
 /** `[latitude, longitude]`, or null for anything else (SDKs sometimes put other values there). */
 export function readWaypoint(value: unknown): [number, number] | null {
   if (!Array.isArray(value) || value.length !== 2) return null;
-  const [lat, lng] = value.map(Number);
-  if (lat === undefined || lng === undefined || !Number.isFinite(lat) || !Number.isFinite(lng)) return null;
+  const [lat, lng] = value.map((v) => (typeof v === 'string' ? readDecimal(v) : v));
+  if (typeof lat !== 'number' || typeof lng !== 'number' || !Number.isFinite(lat) || !Number.isFinite(lng)) return null;
   if (Math.abs(lat) > 90 || Math.abs(lng) > 180) return null;
   return [lat, lng];
 }

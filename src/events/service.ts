@@ -8,7 +8,6 @@ import type { Store, Tx } from '../store/store.ts';
 import { findTemplate } from '../templates/service.ts';
 import { recordEventsRemoved, recordNewestEvent, recordThingUpdated, requireThing } from '../things/service.ts';
 import { deleteEventsBetween, newestEvent } from './repository.ts';
-import { retentionCuts } from './retention.ts';
 import { correctRollups } from './rollups.ts';
 
 export {
@@ -38,17 +37,16 @@ export async function deleteEventRange(
 ): Promise<number> {
   return store.transaction(async (tx) => {
     const before = await requireThing(tx, organisationKeys, thingKey);
-    // Expired events are no longer answered, nor counted here: they are left to the sweeper.
-    const expiredBefore = retentionCuts(before.retention_days, null, Date.now()).events;
-    const first = expiredBefore === undefined ? from : Math.max(from, expiredBefore);
-    const deleted = first > to ? 0 : await deleteEventsBetween(tx, before.thing_id, first, to);
+    // Whatever the retention: expired events the sweeper has not reached yet go too, so the rollups
+    // that still count them are corrected and a longer retention set later cannot bring them back.
+    const deleted = await deleteEventsBetween(tx, before.thing_id, from, to);
     // A range without events changed nothing: nothing to correct, nor to audit.
     if (deleted === 0) return 0;
     const template = await findTemplate(tx, [before.organisation_key], before.thing_template_key);
-    await correctRollups(tx, before.thing_id, first, to, (template as { metrics: string }).metrics);
+    await correctRollups(tx, before.thing_id, from, to, (template as { metrics: string }).metrics);
     await recordEventsRemoved(tx, before.thing_id, deleted);
     const newestAt = before.last_event_timestamp;
-    if (newestAt !== null && newestAt >= first && newestAt <= to) {
+    if (newestAt !== null && newestAt >= from && newestAt <= to) {
       await renewNewestEvent(tx, before.thing_id);
     }
     // The audit trail says what went: the range asked (ms) and how many events.

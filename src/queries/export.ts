@@ -11,7 +11,7 @@ import { invalidParam } from '../core/errors.ts';
 import type { TimeFormatter } from '../core/time.ts';
 import { byTimeThenId, type EventRange, type EventTriple, eventChunks, retentionCuts } from '../events/service.ts';
 import type { Executor } from '../store/store.ts';
-import { metricValue } from './metrics.ts';
+import { pickMetrics, valueAtPath } from './metrics.ts';
 import { readBound } from './thing-data.ts';
 import { type QueriedThing, queriedThings } from './things.ts';
 
@@ -64,7 +64,7 @@ export async function exportEvents(db: Executor, request: ExportRequest, time: T
   const lines =
     request.format === 'csv'
       ? csvLines(db, range, rangePages, request.metrics, time, dropped)
-      : ndjsonLines(rangePages, time);
+      : ndjsonLines(rangePages, request.metrics, time);
   const body = Readable.from(counted(lines), { objectMode: false });
   return {
     contentType: request.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
@@ -105,17 +105,28 @@ async function* counted(lines: AsyncGenerator<string>) {
   }
 }
 
-async function* ndjsonLines(rangePages: AsyncGenerator<EventTriple[]>, time: TimeFormatter) {
+/** NDJSON: a line per event; with `metrics`, each event's data of those metrics only, and none for an event without any. */
+async function* ndjsonLines(
+  rangePages: AsyncGenerator<EventTriple[]>,
+  requested: string[] | undefined,
+  time: TimeFormatter,
+) {
+  const metrics = requested === undefined || requested.length === 0 ? undefined : requested;
   for await (const chunk of rangePages) {
     let text = '';
-    for (const [at, , data] of chunk) text += `${JSON.stringify({ timestamp: time(at), data })}\n`;
+    for (const [at, , data] of chunk) {
+      const kept = metrics === undefined ? data : pickMetrics(data, metrics, metricPath);
+      if (kept !== data && Object.keys(kept).length === 0) continue;
+      text += `${JSON.stringify({ timestamp: time(at), data: kept })}\n`;
+    }
     yield text;
   }
 }
 
 /**
  * CSV: a header of the metrics (the requested ones in their order, else every metric of the exported
- * events sorted by name, found by a first pass over the range), then a row per event. After a first
+ * events sorted by name, found by a first pass over the range), then a row per event (with requested
+ * metrics, per event that has any of them). After a first
  * pass the rows end at its last event, so events stored meanwhile, whose metrics the header may lack,
  * are left out rather than written without them. `rangePages` is a reading of the range: the first
  * pass, or without one the rows.
@@ -149,7 +160,11 @@ async function* csvLines(
     const rows = last === undefined ? chunk : chunk.filter((e) => byTimeThenId(e, last) <= 0);
     let text = '';
     for (const [at, , data] of rows) {
-      text += `${[time(at), ...metrics.map((m) => columnValue(data, m))].map(csvField).join(',')}\r\n`;
+      const paths = metrics.map((m) => metricPath(data, m));
+      // Asked for metrics (no first pass), an event with none of them is left out, as in NDJSON.
+      if (last === undefined && paths.every((p) => p === undefined)) continue;
+      const values = paths.map((p) => (p === undefined ? null : valueAtPath(data, p)));
+      text += `${[time(at), ...values].map(csvField).join(',')}\r\n`;
     }
     yield text;
     if (rows.length < chunk.length) return;
@@ -157,25 +172,25 @@ async function* csvLines(
 }
 
 /**
- * A column's value in an event: the metric of that dotted name as queries read it (`a.b` is `b` in
- * the object `a`), or else a member whose own name holds the dots (`{"a.b": 1}`), which the header
- * names as well but a path cannot reach. Null when the event has neither.
+ * Where a metric of the export is in an event: the path of its dotted name as queries read it (`a.b`
+ * is `b` in the object `a`), or else members whose own names hold the dots (`{"a.b": 1}`), which the
+ * CSV header names as well but a path cannot reach. Undefined when the event has neither.
  */
-function columnValue(data: Record<string, unknown>, name: string): unknown {
-  const value = metricValue(data, name);
-  if (value !== null || !name.includes('.')) return value;
-  return memberValue(data, name) ?? null;
+function metricPath(data: Record<string, unknown>, name: string): readonly string[] | undefined {
+  const path = name.split('.');
+  if (valueAtPath(data, path) !== undefined) return path;
+  return path.length > 1 ? memberPath(data, name) : undefined;
 }
 
-/** The value named `name` in `value`, the dots of `name` either inside members' names or between them. */
-function memberValue(value: unknown, name: string): unknown {
+/** The member names leading to `name` in `value`, the dots of `name` either inside members' names or between them. */
+function memberPath(value: unknown, name: string): string[] | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
   const members = value as Record<string, unknown>;
-  if (Object.hasOwn(members, name)) return members[name];
+  if (Object.hasOwn(members, name)) return [name];
   for (const member of Object.keys(members)) {
     if (!name.startsWith(`${member}.`)) continue;
-    const found = memberValue(members[member], name.slice(member.length + 1));
-    if (found !== undefined) return found;
+    const rest = memberPath(members[member], name.slice(member.length + 1));
+    if (rest !== undefined) return [member, ...rest];
   }
   return undefined;
 }

@@ -3,11 +3,22 @@ import { readPath } from '../expressions/index.ts';
 
 const pathOf = (name: string) => name.split('.');
 
-/** Only the named metrics, keeping the nesting; metrics an event lacks are left out. */
-export function pickMetrics(data: Record<string, unknown>, metrics: readonly string[]): Record<string, unknown> {
+/** Where a metric is in event data: the path of its dotted name, or undefined when the event lacks it. */
+export type MetricLocator = (data: Record<string, unknown>, name: string) => readonly string[] | undefined;
+
+/**
+ * Only the named metrics, keeping the nesting; metrics an event lacks are left out. `locate` says
+ * where a name is found; by default its dotted name is the path into nested objects.
+ */
+export function pickMetrics(
+  data: Record<string, unknown>,
+  metrics: readonly string[],
+  locate?: MetricLocator,
+): Record<string, unknown> {
   const picked: Record<string, unknown> = {};
   for (const name of metrics) {
-    const path = pathOf(name);
+    const path = locate ? locate(data, name) : pathOf(name);
+    if (path === undefined) continue;
     const value = readPath(data, path);
     if (value === undefined) continue;
     let target = picked;
@@ -23,3 +34,6 @@ export function pickMetrics(data: Record<string, unknown>, metrics: readonly str
 /** The value of a metric in an event, or null. */
 export const metricValue = (data: Record<string, unknown>, name: string): unknown =>
   readPath(data, pathOf(name)) ?? null;
+
+/** The value at a path found by a MetricLocator. */
+export const valueAtPath = (data: Record<string, unknown>, path: readonly string[]): unknown => readPath(data, path);

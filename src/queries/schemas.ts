@@ -70,7 +70,7 @@ export const ExportEventsParams = Type.Object({
     Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
       maxItems: 500,
       description:
-        'csv columns in this order (dots address nested values); default every metric of the events, by name',
+        'only these metrics of each event, and only events with any of them (dots address nested values); csv columns in this order, by default every metric of the events, by name',
     }),
   ),
 });

@@ -151,6 +151,67 @@ describeOnStores(
       assert.equal(trail.status, 200, trail.text);
     });
 
+    it('when numeric text is not decimal then it is a 400 naming the parameter, wherever text becomes a number', async () => {
+      const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name: unique('decimal') } },
+      });
+      assert.equal(template.status, 200, template.text);
+      const templatePath = `/api/v3/thing_templates/${template.body.thing_template.thing_template_key}`;
+      const refusedAs = (response: { status: number; text: string; body: any }, param: string, context: string) => {
+        assert.equal(response.status, 400, `${context}: ${response.text}`);
+        assertErrorShape(response.body, context);
+        const item = response.body.errors.find((e: { param?: string }) => e.param === param);
+        assert.equal(item?.code, 'invalid', `${context}: ${response.text}`);
+      };
+      for (const value of ['0x10', '0b1', '0o7', ' 12', '12 ', 'Infinity', '', '1_000', '1e', '.5e']) {
+        const context = JSON.stringify(value);
+        refusedAs(await ctx.api.request('GET', '/api/v3/roles', { token, query: { per: value } }), 'per', context);
+        refusedAs(await ctx.api.request('GET', '/api/v3/roles', { token, body: { page: value } }), 'page', context);
+        refusedAs(
+          await ctx.api.request('GET', '/api/v3/alerts', { token, query: { alert_type: ['1', value] } }),
+          'alert_type.1',
+          context,
+        );
+        refusedAs(
+          await ctx.api.request('PUT', templatePath, { token, body: { thing_template: { retention_days: value } } }),
+          'thing_template.retention_days',
+          context,
+        );
+        if (value !== '') {
+          refusedAs(
+            await ctx.api.request('POST', '/api/v3/query/thing_data', {
+              token,
+              body: { thing_key: thingKey, from: value },
+            }),
+            'from',
+            context,
+          );
+        }
+      }
+      // Decimal text is read as the number it writes, exponents included.
+      const tenth = await ctx.api.request('GET', '/api/v3/roles', { token, query: { per: '1e0', page: '0002' } });
+      assert.equal(tenth.status, 200, tenth.text);
+      assert.equal(tenth.body.page, 2);
+      assert.equal(tenth.body.roles.length, 1);
+      const kept = await ctx.api.request('PUT', templatePath, {
+        token,
+        body: { thing_template: { retention_days: '3e1' } },
+      });
+      assert.equal(kept.status, 200, kept.text);
+      assert.equal(kept.body.thing_template.retention_days, 30);
+      const fraction = await ctx.api.request('PUT', templatePath, {
+        token,
+        body: { thing_template: { retention_days: '30.5' } },
+      });
+      refusedAs(fraction, 'thing_template.retention_days', 'a fraction where a whole number is declared');
+      const since = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+        token,
+        body: { thing_key: thingKey, from: '1.7e9', to: '-12.5' },
+      });
+      refusedAs(since, 'from', 'decimal bounds, read: from after to');
+    });
+
     it('when an out-of-range integer comes as a JSON number then it is a 400 too', async () => {
       for (const rawBody of ['{"page": 1e309}', '{"page": 99999999999999999999}', '{"per": -1e400}']) {
         const response = await ctx.api.request('GET', '/api/v3/roles', { token, rawBody });

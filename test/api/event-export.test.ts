@@ -114,6 +114,36 @@ describeOnStores('event export', (ctx) => {
     assert.equal(picked.text, `timestamp,x.y.z,p.q\r\n${t},,1\r\n${t + 1},,2\r\n${t + 2},3,\r\n${t + 3},,6\r\n`);
   });
 
+  it('when metrics are given then both formats keep only those metrics of each event, and leave out events with none of them', async () => {
+    const key = await thingWithEvents([
+      { timestamp: T0, data: { temperature: 20, humidity: 50, machine: { rpm: 5, status: 'on' } } },
+      { timestamp: T0 + SECOND, data: { humidity: 51, machine: { status: 'idle' } } },
+      { timestamp: T0 + 2 * SECOND, data: { machine: { status: 'off' }, 'p.q': 7 } },
+      { timestamp: T0 + 3 * SECOND, data: { temperature: null } },
+    ]);
+    const t = T0 / 1000;
+    const metrics = 'temperature,machine.rpm,p.q';
+    const ndjson = await exportOf(key, { format: 'ndjson', metrics });
+    assert.equal(ndjson.status, 200, ndjson.text);
+    assert.deepEqual(
+      ndjson.text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+      [
+        { timestamp: t, data: { temperature: 20, machine: { rpm: 5 } } },
+        { timestamp: t + 2, data: { 'p.q': 7 } },
+        { timestamp: t + 3, data: { temperature: null } },
+      ],
+    );
+    const csv = await exportOf(key, { format: 'csv', metrics });
+    assert.equal(csv.status, 200, csv.text);
+    assert.equal(csv.text, `timestamp,temperature,machine.rpm,p.q\r\n${t},20,5,\r\n${t + 2},,,7\r\n${t + 3},,,\r\n`);
+    const none = await exportOf(key, { format: 'ndjson', metrics: 'missing' });
+    assert.equal(none.status, 200, none.text);
+    assert.equal(none.text, '', 'no event has the metric');
+  });
+
   it('when text that a spreadsheet runs as a formula is exported as csv then it is written as text, numbers as they are', async () => {
     const key = await thingWithEvents([
       { timestamp: T0, data: { f: '=HYPERLINK("http://x","y")', n: -5, p: '+1', m: '-2', at: '@SUM(A1)' } },

@@ -97,7 +97,8 @@ describeOnStores('event input', (ctx) => {
       body: {
         events: [
           { timestamp: '1700000000', data: { n: 1 } },
-          { timestamp: ' 1700000005123 ', data: { n: 2 } },
+          { timestamp: '1700000005123', data: { n: 2 } },
+          { timestamp: '1.7000000001e12', data: { n: 3 } },
         ],
       },
     });
@@ -106,10 +107,12 @@ describeOnStores('event input', (ctx) => {
       (await storedEvents(thing.thing_key)).map((e) => [e.timestamp, e.data]),
       [
         [1_700_000_000_000, '{"n":1}'],
+        [1_700_000_000_100, '{"n":3}'],
         [1_700_000_005_123, '{"n":2}'],
       ],
     );
-    for (const timestamp of ['1.7e12', '-1700000000', 'yesterday']) {
+    // Decimal text only (docs/api.md, "Requests"): no other notation, no spaces around it.
+    for (const timestamp of ['-1700000000', 'yesterday', '0x10', ' 1700000005123 ', 'Infinity']) {
       const refused = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
         token,
         body: { events: [{ timestamp, data: { n: 3 } }] },

@@ -153,7 +153,7 @@ describeOnStores('deleting a range of events', (ctx) => {
     );
   });
 
-  it('when some events of the range have expired then they are neither counted nor deleted: the sweeper takes them', async () => {
+  it('when a range holds events that have expired but are not yet swept then they go too, rollups corrected, and a longer retention brings none back', async () => {
     const admin = await ctx.api.adminToken();
     const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
       token: admin,
@@ -161,21 +161,57 @@ describeOnStores('deleting a range of events', (ctx) => {
     });
     const templateKey = template.body.thing_template.thing_template_key;
     const thing = await createThing(ctx.api, admin, { thing_template_key: templateKey });
-    const now = Date.now();
-    const events = [5, 4, 3, 0.5, 0.1].map((days, n) => ({ timestamp: now - days * 86_400_000, data: { n } }));
+    const hour = Math.floor((Date.now() - 40 * 86_400_000) / 3_600_000) * 3_600_000;
+    const events = [hour + 10 * MINUTE, hour + 20 * MINUTE].map((timestamp, n) => ({ timestamp, data: { n } }));
     const posted = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
       token: admin,
       body: { events },
     });
     assert.equal(posted.status, 200, posted.text);
-    const shortened = await ctx.api.request('PUT', `/api/v3/thing_templates/${templateKey}`, {
-      token: admin,
-      body: { thing_template: { retention_days: 1 } },
-    });
-    assert.equal(shortened.status, 200, shortened.text);
-    const deleted = await remove(thing.thing_key, { from: s(now - 10 * 86_400_000), to: s(now) });
-    assert.deepEqual(deleted.body, { deleted: 2 }, 'the three expired events are not counted');
-    assert.equal(await storedEventCount(ctx.api, thing.thing_key), 3, 'the expired events are left to the sweeper');
+    const setRetention = async (retention_days: number | null) => {
+      const set = await ctx.api.request('PUT', `/api/v3/thing_templates/${templateKey}`, {
+        token: admin,
+        body: { thing_template: { retention_days } },
+      });
+      assert.equal(set.status, 200, set.text);
+    };
+    const answered = async () => {
+      const data = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+        token: admin,
+        body: { thing_key: thing.thing_key, from: s(hour), to: s(hour + 60 * MINUTE) - 1 },
+      });
+      assert.equal(data.status, 200, data.text);
+      return data.body[thing.thing_key]?.event_data.length ?? 0;
+    };
+    const counted = async () => {
+      const aggregate = await ctx.api.request('POST', '/api/v3/query/thing_aggregated_data', {
+        token: admin,
+        body: {
+          thing_keys: [thing.thing_key],
+          metrics: ['n'],
+          from: s(hour),
+          to: s(hour + 60 * MINUTE) - 1,
+          time_zone: 'UTC',
+          time_grouping: 'hour',
+          time_grouping_value: 1,
+        },
+      });
+      assert.equal(aggregate.status, 200, aggregate.text);
+      return aggregate.body.summary_result.n?.count ?? 0;
+    };
+    await setRetention(30);
+    assert.equal(await answered(), 0, 'expired events are not answered');
+    assert.equal(await counted(), 2, 'the rollups still count them');
+    const deleted = await remove(thing.thing_key, { from: s(hour), to: s(hour + 60 * MINUTE) - 1 });
+    assert.equal(deleted.status, 200, deleted.text);
+    assert.deepEqual(deleted.body, { deleted: 2 }, 'the expired events of the range are deleted and counted');
+    assert.equal(await counted(), 0, 'the rollups no longer count them');
+    assert.equal(await storedEventCount(ctx.api, thing.thing_key), 0);
+    const [trail] = await rangeTrails(thing.thing_key);
+    assert.equal(trail.new_entity_contents.deleted_events.count, 2);
+    await setRetention(null);
+    assert.equal(await answered(), 0, 'a deleted event never comes back');
+    assert.equal(await counted(), 0);
   });
 
   it('when a range delete is asked badly or by someone who may not then nothing is deleted', async () => {

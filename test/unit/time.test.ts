@@ -142,7 +142,7 @@ describe('parseDateTime', () => {
   it('when epoch seconds are given as a number or numeric text then they become milliseconds', () => {
     assert.equal(parseDateTime(1_704_067_200, 'Asia/Kolkata'), JAN_1_2024);
     assert.equal(parseDateTime('1704067200', 'Asia/Kolkata'), JAN_1_2024);
-    assert.equal(parseDateTime(' 1704067200 ', 'Etc/UTC'), JAN_1_2024);
+    assert.equal(parseDateTime('1.7040672e9', 'Etc/UTC'), JAN_1_2024);
     assert.equal(parseDateTime('1704067200.5', 'Etc/UTC'), JAN_1_2024 + 500);
     assert.equal(parseDateTime(0, 'Etc/UTC'), 0);
     assert.equal(parseDateTime('-60', 'Etc/UTC'), -60_000);
@@ -157,7 +157,16 @@ describe('parseDateTime', () => {
   });
 
   it('when the value is garbage then the answer is undefined', () => {
-    for (const value of ['garbage', '', '2024-02-30 00:00:00', '2024/13/01 00:00:00', '1e3', 'Infinity']) {
+    for (const value of [
+      'garbage',
+      '',
+      '2024-02-30 00:00:00',
+      '2024/13/01 00:00:00',
+      'Infinity',
+      ' 1704067200 ',
+      '0x10',
+      '1e999',
+    ]) {
       assert.equal(parseDateTime(value, 'Etc/UTC'), undefined, JSON.stringify(value));
     }
     for (const value of [Number.NaN, Number.POSITIVE_INFINITY, null, undefined, true, {}, [], new Date(0)]) {

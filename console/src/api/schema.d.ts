@@ -8915,7 +8915,7 @@ export interface operations {
                 from?: string | number;
                 /** @description include or act on child organisations of an OEM organisation */
                 is_oem?: boolean;
-                /** @description csv columns in this order (dots address nested values); default every metric of the events, by name */
+                /** @description only these metrics of each event, and only events with any of them (dots address nested values); csv columns in this order, by default every metric of the events, by name */
                 metrics?: string[];
                 /** @description indent the JSON answer with two spaces */
                 pretty?: boolean;

@@ -6,6 +6,7 @@
  */
 import type { TObject } from '@sinclair/typebox';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { DECIMAL_EXAMPLES, readDecimal } from '../decimal.ts';
 import { ApiError, type ErrorItem } from '../errors.ts';
 
 /** The keyword `refusingBooleans` adds: a JSON true or false is refused where a number (or null) is declared. */
@@ -20,13 +21,44 @@ ajv.addKeyword({
   errors: false,
 });
 
+/**
+ * The keywords `readingDecimalText` adds: text where a number (or an integer) is declared is read as
+ * decimal (core/decimal.ts) and replaced by the number, and refused when it is not decimal. Ajv's own
+ * coercion reads text as `Number` does, so `"0x10"` would be 16 and `" 12"` 12. They run before
+ * `const` and `enum`, which then see the number, and before the bounds of numbers.
+ */
+const DECIMAL_NUMBER = 'decimalNumber';
+const DECIMAL_INTEGER = 'decimalInteger';
+/** Where a keyword's value sits (Ajv's DataValidationCxt, which its main module does not export). */
+type DataPlace = { parentData: Record<string | number, unknown>; parentDataProperty: string | number };
+for (const [keyword, integer] of [
+  [DECIMAL_NUMBER, false],
+  [DECIMAL_INTEGER, true],
+] as const) {
+  ajv.addKeyword({
+    keyword,
+    before: 'const',
+    modifying: true,
+    errors: false,
+    validate: (_: unknown, data: unknown, _parent?: unknown, at?: DataPlace) => {
+      if (typeof data !== 'string') return true;
+      const number = readDecimal(data);
+      if (number === undefined || (integer && !Number.isInteger(number)) || at === undefined) return false;
+      at.parentData[at.parentDataProperty] = number;
+      return true;
+    },
+  });
+}
+
 export type ParamValidator = (input: Record<string, unknown>) => Record<string, unknown>;
 
 type JsonSchema = { type?: unknown; properties?: Record<string, JsonSchema>; items?: JsonSchema; anyOf?: JsonSchema[] };
 
 /** Compiles a params schema once; the returned function coerces in place and throws ApiError 400. */
 export function compileParams(schema: TObject): ParamValidator {
-  const validate: ValidateFunction = ajv.compile(refusingBooleans(withNumberBounds(schema)) as TObject);
+  const validate: ValidateFunction = ajv.compile(
+    readingDecimalText(refusingBooleans(withNumberBounds(schema))) as TObject,
+  );
   const properties = (schema as JsonSchema).properties ?? {};
   const nullableNumbers = nullableNumberPaths(schema as JsonSchema, []);
   const arrays = Object.keys(properties).filter((k) => properties[k]?.type === 'array');
@@ -54,8 +86,9 @@ export function compileParams(schema: TObject): ParamValidator {
 }
 
 /**
- * Where a schema declares a number or null (at any depth of objects): coercion would read empty text
- * there as null, so `"retention_days": ""` would mean "for ever"; it is refused instead.
+ * Where a schema declares a number or null (at any depth of objects): empty text is not decimal, but
+ * where null is a branch of its own Ajv would read it as null, so `"retention_days": ""` would mean
+ * "for ever"; it is refused instead.
  */
 function nullableNumberPaths(schema: JsonSchema, path: string[]): string[][] {
   const paths: string[][] = [];
@@ -139,49 +172,65 @@ const NUL = '\u0000';
  * with a 500.
  */
 function withNumberBounds(schema: unknown, integersOnly = false): unknown {
-  if (Array.isArray(schema)) return schema.map((s) => withNumberBounds(s, integersOnly));
-  if (schema === null || typeof schema !== 'object') return schema;
-  const bounded: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(schema)) {
-    if (DATA_KEYWORDS.has(key)) bounded[key] = value;
-    else if (SCHEMA_MAPS.has(key)) bounded[key] = mapValues(value, (v) => withNumberBounds(v, integersOnly));
-    else bounded[key] = withNumberBounds(value, integersOnly);
-  }
-  const types = [(schema as JsonSchema).type].flat();
-  const limit = types.includes('integer')
-    ? Number.MAX_SAFE_INTEGER
-    : types.includes('number') && !integersOnly
-      ? Number.MAX_VALUE
-      : 0;
-  if (limit > 0) {
-    bounded.maximum ??= limit;
-    bounded.minimum ??= -limit;
-  }
-  return bounded;
+  return eachSchema(schema, (node, types) => {
+    const limit = types.includes('integer')
+      ? Number.MAX_SAFE_INTEGER
+      : types.includes('number') && !integersOnly
+        ? Number.MAX_VALUE
+        : 0;
+    if (limit > 0) {
+      node.maximum ??= limit;
+      node.minimum ??= -limit;
+    }
+  });
 }
 
 /**
  * The schema with JSON booleans refused where numbers or null are declared. Coercion reads numeric and
  * boolean text by the declared type (docs/api.md, "Requests"), but it would also read a JSON `true` as
  * the number 1 and `false` as 0 or null (`"retention_days": true` as one day). Each such schema also
- * admits booleans as a type, so that none is coerced, and then refuses them: text is still coerced as
- * before, and numbers still become booleans where a boolean is declared (`bi_directional: 1`).
+ * admits booleans as a type, so that none is coerced, and then refuses them: text is still read as a
+ * number (readingDecimalText), and numbers still become booleans where a boolean is declared
+ * (`bi_directional: 1`).
  */
 function refusingBooleans(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(refusingBooleans);
+  return eachSchema(schema, (node, types) => {
+    if (!types.includes('boolean') && types.some((t) => t === 'integer' || t === 'number' || t === 'null')) {
+      node.type = [...types, 'boolean'];
+      node[NOT_BOOLEAN] = true;
+    }
+  });
+}
+
+/**
+ * The schema with text read as decimal where numbers are declared (and text is not): each such schema
+ * also admits text as a type, so that Ajv does not coerce it, and its DECIMAL_NUMBER or DECIMAL_INTEGER
+ * keyword reads it. Empty text is not decimal either (nullableNumberPaths: nor is it null).
+ */
+function readingDecimalText(schema: unknown): unknown {
+  return eachSchema(schema, (node, types) => {
+    const integer = types.includes('integer');
+    if (types.includes('string') || !(integer || types.includes('number'))) return;
+    node.type = [...types, 'string'];
+    node[integer ? DECIMAL_INTEGER : DECIMAL_NUMBER] = true;
+  });
+}
+
+/**
+ * A copy of a schema with `change` applied to each of its schemas (the whole and every subschema, the
+ * innermost first), given the types each declares.
+ */
+function eachSchema(schema: unknown, change: (node: Record<string, unknown>, types: unknown[]) => void): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => eachSchema(s, change));
   if (schema === null || typeof schema !== 'object') return schema;
-  const refusing: Record<string, unknown> = {};
+  const changed: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) {
-    if (DATA_KEYWORDS.has(key)) refusing[key] = value;
-    else if (SCHEMA_MAPS.has(key)) refusing[key] = mapValues(value, refusingBooleans);
-    else refusing[key] = refusingBooleans(value);
+    if (DATA_KEYWORDS.has(key)) changed[key] = value;
+    else if (SCHEMA_MAPS.has(key)) changed[key] = mapValues(value, (v) => eachSchema(v, change));
+    else changed[key] = eachSchema(value, change);
   }
-  const types = [(schema as JsonSchema).type].flat();
-  if (!types.includes('boolean') && types.some((t) => t === 'integer' || t === 'number' || t === 'null')) {
-    refusing.type = [...types, 'boolean'];
-    refusing[NOT_BOOLEAN] = true;
-  }
-  return refusing;
+  change(changed, [(schema as JsonSchema).type].flat());
+  return changed;
 }
 
 /**
@@ -250,6 +299,10 @@ function toErrorItem(error: ErrorObject): ErrorItem {
       return { code: 'invalid', param: base, message: 'has a value of the wrong type or outside its allowed set' };
     case NOT_BOOLEAN:
       return { code: 'invalid', param: base, message: 'must be a number, not true or false' };
+    case DECIMAL_NUMBER:
+      return { code: 'invalid', param: base, message: `must be a number in decimal notation (${DECIMAL_EXAMPLES})` };
+    case DECIMAL_INTEGER:
+      return { code: 'invalid', param: base, message: 'must be a whole number in decimal notation (12, -3, 1e3)' };
     default:
       return { code: 'invalid', param: base, message: error.message ?? 'is invalid' };
   }
