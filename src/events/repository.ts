@@ -5,7 +5,7 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
 import { giveWay } from '../core/give-way.ts';
 import { hasExpired } from '../core/retention.ts';
-import { engineOfDb, jsonRowsText, RowsStatement } from '../store/dialect.ts';
+import { beyondPosition, type Engine, engineOfDb, jsonRowsText, RowsStatement } from '../store/dialect.ts';
 import { QueryCache } from '../store/prepared.ts';
 import type { Executor, Tx } from '../store/store.ts';
 import type { Database } from '../store/tables.ts';
@@ -214,7 +214,7 @@ export async function* eventChunks(db: Executor, range: EventRange, size = 20_00
     const [row] = (await queries.execute(db, `chunk|${shapeOf(range)}|${size}`, values, (v) => {
       let page = rangeQuery(db, range, v).select(['timestamp', 'event_id', 'data']);
       if (v.afterAt !== undefined) {
-        page = beyondPosition(page, 'timestamp', 'asc', { at: v.afterAt as number, id: v.afterId as number });
+        page = beyondPositionOf(page, engine, 'timestamp', 'asc', { at: v.afterAt as number, id: v.afterId as number });
       }
       const ordered = page.orderBy('timestamp', 'asc').orderBy('event_id', 'asc').limit(sql.lit(size));
       const columns = ['page.timestamp', 'page.event_id', 'page.data'];
@@ -552,21 +552,17 @@ async function mergedStep(
   return { events, skipped, next, done, blocksOpened: opened };
 }
 
-/**
- * The events after a position in a read's order: by time (event or receipt time), then by id. The
- * time is also a bound of its own, which the (thing, time) index starts the read at; without it,
- * PostgreSQL reads from the thing's first (or last) event on each time.
- */
-function beyondPosition<O>(
+/** The events after a position in a read's order: by time (event or receipt time), then by id. */
+function beyondPositionOf<O>(
   query: SelectQueryBuilder<Database, 'events', O>,
+  engine: Engine,
   column: 'timestamp' | 'created_at',
   order: 'asc' | 'desc',
   position: Position,
 ): SelectQueryBuilder<Database, 'events', O> {
-  const beyond = order === 'asc' ? '>' : '<';
-  return query
-    .where(column, order === 'asc' ? '>=' : '<=', position.at)
-    .where((eb) => eb.or([eb(column, beyond, position.at), eb('event_id', beyond, position.id)]));
+  return query.where(
+    beyondPosition(engine, [column, 'event_id'], order === 'asc' ? '>' : '<', [position.at, position.id]),
+  );
 }
 
 /** The range's next rows after a position, in order. */
@@ -585,7 +581,7 @@ async function rowsAfter(
     'data',
     'waypoint',
   ]);
-  if (after) query = beyondPosition(query, column, order, after);
+  if (after) query = beyondPositionOf(query, engineOfDb(db), column, order, after);
   const rows = await query.orderBy(column, order).orderBy('event_id', order).limit(limit).execute();
   return rows.map((row) => ({
     eventId: Number(row.event_id),
@@ -609,6 +605,15 @@ async function blocksAfter(
     : (['min_timestamp', 'max_timestamp'] as const);
   let query = overlapping(db.selectFrom('event_blocks').select([...BLOCK_COLUMNS, 'body']), range);
   if (after) query = order === 'asc' ? query.where(last, '>=', after.at) : query.where(first, '<=', after.at);
+  // A block's event times lie within an hour (BLOCK_SPAN_MS): bounded on the side the list is ordered
+  // by too, the list is a range of that index from the position, which stops after `limit` blocks,
+  // rather than every block after the position sorted (docs/storage.md, "Reading from a position").
+  if (after && !range.byCreatedAt) {
+    query =
+      order === 'asc'
+        ? query.where('min_timestamp', '>', after.at - BLOCK_SPAN_MS)
+        : query.where('max_timestamp', '<', after.at + BLOCK_SPAN_MS);
+  }
   const ordered =
     order === 'asc'
       ? query.orderBy(first, 'asc').orderBy('block_id', 'asc')
