@@ -101,12 +101,12 @@ for (const storeCase of STORES) {
       return sent.filter((q) => /from "events"/.test(q.sql) && /"event_id"\)? [<>]/.test(q.sql));
     }
 
-    /** The statements that list a thing's blocks from a position (those holding events after it). */
+    /** The statements that list a thing's blocks from a position (bounded by it on the side they are ordered by). */
     const blockReads = () =>
       sent.filter(
         (q) =>
           /^select .* from "event_blocks" where .* order by "(min|max)_timestamp"/.test(q.sql) &&
-          /"max_timestamp" >=|"min_timestamp" <=/.test(q.sql),
+          /"min_timestamp" > (\?|\$\d+)|"max_timestamp" < (\?|\$\d+)/.test(q.sql),
       );
 
     /** The plans of a statement: SQLite's; PostgreSQL's for its values and its generic one. */
@@ -142,6 +142,28 @@ for (const storeCase of STORES) {
       return plans;
     }
 
+    /**
+     * SQLite: whether the index range a statement reads starts (or, read backwards, ends) at the
+     * parameter that `bound` finds in its text. The plan names the index's bounds but not which of
+     * several on one column it starts at: the program does. Its first seek into the index takes a key
+     * of registers, the second of which (the column after the thing) is loaded from a parameter.
+     */
+    async function startsAt(query: CompiledQuery, bound: RegExp): Promise<boolean> {
+      const found = bound.exec(query.sql);
+      assert.ok(found, `${bound} in ${query.sql}`);
+      const parameter = (query.sql.slice(0, found.index + found[0].length).match(/\?/g) ?? []).length;
+      const program = (
+        await store.db.executeQuery<{ opcode: string; p1: number; p2: number; p3: number }>({
+          ...query,
+          sql: `explain ${query.sql}`,
+        })
+      ).rows;
+      const seek = program.findIndex((op) => /^Seek(GE|GT|LE|LT)$/.test(op.opcode));
+      const register = (program[seek] as { p3: number }).p3 + 1;
+      const loaded = program.slice(0, seek).findLast((op) => op.opcode === 'Variable' && op.p2 === register);
+      return loaded?.p1 === parameter;
+    }
+
     /** Every plan reads the events' index from the position, with no sort. */
     async function assertIndexOrder(reads: CompiledQuery[], label: string) {
       assert.ok(reads.length > 0, `${label}: no read from a position was sent`);
@@ -155,6 +177,7 @@ for (const storeCase of STORES) {
               context,
             );
             assert.doesNotMatch(plan, /TEMP B-TREE/, context);
+            assert.ok(await startsAt(query, /\("timestamp", "event_id"\) [<>] \(\?/), `from the position: ${context}`);
           } else {
             assert.match(plan, /Index Scan (Backward )?using events_thing_time_id on events/, context);
             assert.match(plan, /Index Cond: .*ROW\("timestamp", event_id\) [<>] ROW\(/, context);
@@ -213,23 +236,26 @@ for (const storeCase of STORES) {
       // Its first six hours into blocks (more than a step lists at first), the rest left as rows.
       const compactor = new EventCompactor(store, { ageMs: 1, now: () => T0 + 6 * HOUR + 1 });
       assert.equal(await compactor.compactThings([thingId]), 6 * 3600);
-      const range: EventRange = { thingId, from: undefined, to: undefined, byCreatedAt: false };
       const lists: CompiledQuery[] = [];
-      for (const order of ['asc', 'desc'] as const) {
+      // The whole history, and under a retention (a bound of its own on the blocks' times).
+      for (const notBefore of [undefined, T0]) {
+        const range: EventRange = { thingId, from: undefined, to: undefined, byCreatedAt: false, notBefore };
+        for (const order of ['asc', 'desc'] as const) {
+          const reads = await positionReads(async () => {
+            const page = await pageOfEvents(noted, range, order, 1000, 6 * 3600 + 1500);
+            assert.equal(page.events.length, 1000);
+          });
+          lists.push(...blockReads());
+          await assertIndexOrder(reads, `merged page, ${order}, retention ${notBefore}`);
+        }
         const reads = await positionReads(async () => {
-          const page = await pageOfEvents(noted, range, order, 1000, 6 * 3600 + 1500);
-          assert.equal(page.events.length, 1000);
+          for await (const chunk of eventChunks(noted, range, 1000)) {
+            if (chunk[0] && chunk[0][0] > T0 + 7 * HOUR) break;
+          }
         });
         lists.push(...blockReads());
-        await assertIndexOrder(reads, `merged page, ${order}`);
+        await assertIndexOrder(reads, `merged chunks, retention ${notBefore}`);
       }
-      const reads = await positionReads(async () => {
-        for await (const chunk of eventChunks(noted, range, 1000)) {
-          if (chunk[0] && chunk[0][0] > T0 + 7 * HOUR) break;
-        }
-      });
-      lists.push(...blockReads());
-      await assertIndexOrder(reads, 'merged chunks');
       assert.ok(
         lists.some((q) => /"max_timestamp" </.test(q.sql)) && lists.some((q) => /"min_timestamp" >/.test(q.sql)),
       );
@@ -239,6 +265,10 @@ for (const storeCase of STORES) {
           if (store.engine === 'sqlite') {
             assert.match(plan, /SEARCH event_blocks USING INDEX event_blocks_thing_(min|max) \(thing_id=\?/, context);
             assert.doesNotMatch(plan, /TEMP B-TREE/, context);
+            assert.ok(
+              await startsAt(query, /"min_timestamp" > \?|"max_timestamp" < \?/),
+              `from the position: ${context}`,
+            );
           } else {
             assert.match(plan, /Index Scan (Backward )?using \w+_thing_id_(min|max)_timestamp_block_id_idx/, context);
             assert.doesNotMatch(plan, /Sort|Bitmap/, context);
