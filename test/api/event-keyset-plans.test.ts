@@ -19,7 +19,7 @@ import { STORES } from '../support/stores.ts';
 
 const HOUR = 3_600_000;
 const T0 = Date.UTC(2025, 0, 1);
-/** Events of each thing: several pages of every read, and several export pages more than a chunk. */
+/** Events of each thing: after a read's first chunk, more than its next one holds (a full page to read). */
 const EVENTS = 30_000;
 
 for (const storeCase of STORES) {
