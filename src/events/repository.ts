@@ -2,13 +2,12 @@
  * The events table, which the events capability owns: the event writer adds rows (events/writer.ts)
  * and queries read them (through events/service.ts), all through this module.
  */
-import { type SelectQueryBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import { giveWay } from '../core/give-way.ts';
 import { hasExpired } from '../core/retention.ts';
-import { engineOfDb, jsonRowsText, RowsStatement } from '../store/dialect.ts';
+import { beyondPosition, engineOfDb, jsonRowsText, RowsStatement } from '../store/dialect.ts';
 import { QueryCache } from '../store/prepared.ts';
 import type { Executor, Tx } from '../store/store.ts';
-import type { Database } from '../store/tables.ts';
 import { type BlockEvent, decodeBlock } from './block-codec.ts';
 import {
   BLOCK_COLUMNS,
@@ -85,6 +84,18 @@ function rangeValues(range: EventRange) {
 /** What makes the statements of a range differ in shape, for their cache keys. */
 const shapeOf = (range: EventRange) => `${range.byCreatedAt}|${range.notBefore !== undefined}`;
 
+/** Where a read goes on from: after (or before) a position, by time or receipt time, then id. */
+interface Beyond {
+  column: 'timestamp' | 'created_at';
+  beyond: ['>' | '<', [number, number]];
+}
+
+/** The events after a position in a read's order: by time (event or receipt time), then by id. */
+const beyondOf = (column: Beyond['column'], order: 'asc' | 'desc', position: Position): Beyond => ({
+  column,
+  beyond: [order === 'asc' ? '>' : '<', [position.at, position.id]],
+});
+
 /**
  * The range's events as a query. A receipt-time range is read through the (thing, event time) index
  * too: an event received at `created_at` happened at `created_at` minus its arrival lag, which lies
@@ -94,8 +105,11 @@ const shapeOf = (range: EventRange) => `${range.byCreatedAt}|${range.notBefore !
  * send as things happen has a lag of seconds and the read stays narrow; one that once uploaded old
  * readings widens its own reads by that age.
  */
-function rangeQuery(db: Executor, range: EventRange, v: Record<string, unknown>) {
+function rangeQuery(db: Executor, range: EventRange, v: Record<string, unknown>, after?: Beyond) {
   let query = db.selectFrom('events').where('thing_id', '=', v.thing as number);
+  // Ahead of the range's own bounds: SQLite starts the index's range at the first bound of the time
+  // it is given, and would read from the range's start at every page.
+  if (after) query = query.where(beyondPosition(engineOfDb(db), [after.column, 'event_id'], ...after.beyond));
   if (v.notBefore !== undefined) query = query.where('timestamp', '>=', v.notBefore as number);
   if (!range.byCreatedAt) {
     if (v.from !== undefined) query = query.where('timestamp', '>=', v.from as number);
@@ -212,10 +226,12 @@ export async function* eventChunks(db: Executor, range: EventRange, size = 20_00
   for (;;) {
     const values = { ...rangeValues(range), afterAt: after?.[0], afterId: after?.[1] };
     const [row] = (await queries.execute(db, `chunk|${shapeOf(range)}|${size}`, values, (v) => {
-      let page = rangeQuery(db, range, v).select(['timestamp', 'event_id', 'data']);
-      if (v.afterAt !== undefined) {
-        page = beyondPosition(page, 'timestamp', 'asc', { at: v.afterAt as number, id: v.afterId as number });
-      }
+      const position = v.afterAt === undefined ? undefined : { at: v.afterAt as number, id: v.afterId as number };
+      const page = rangeQuery(db, range, v, position && beyondOf('timestamp', 'asc', position)).select([
+        'timestamp',
+        'event_id',
+        'data',
+      ]);
       const ordered = page.orderBy('timestamp', 'asc').orderBy('event_id', 'asc').limit(sql.lit(size));
       const columns = ['page.timestamp', 'page.event_id', 'page.data'];
       return db
@@ -552,23 +568,6 @@ async function mergedStep(
   return { events, skipped, next, done, blocksOpened: opened };
 }
 
-/**
- * The events after a position in a read's order: by time (event or receipt time), then by id. The
- * time is also a bound of its own, which the (thing, time) index starts the read at; without it,
- * PostgreSQL reads from the thing's first (or last) event on each time.
- */
-function beyondPosition<O>(
-  query: SelectQueryBuilder<Database, 'events', O>,
-  column: 'timestamp' | 'created_at',
-  order: 'asc' | 'desc',
-  position: Position,
-): SelectQueryBuilder<Database, 'events', O> {
-  const beyond = order === 'asc' ? '>' : '<';
-  return query
-    .where(column, order === 'asc' ? '>=' : '<=', position.at)
-    .where((eb) => eb.or([eb(column, beyond, position.at), eb('event_id', beyond, position.id)]));
-}
-
 /** The range's next rows after a position, in order. */
 async function rowsAfter(
   db: Executor,
@@ -578,14 +577,13 @@ async function rowsAfter(
   limit: number,
 ): Promise<BlockEvent[]> {
   const column = range.byCreatedAt ? 'created_at' : 'timestamp';
-  let query = rangeQuery(db, range, rangeValues(range)).select([
+  const query = rangeQuery(db, range, rangeValues(range), after && beyondOf(column, order, after)).select([
     'event_id',
     'timestamp',
     'created_at',
     'data',
     'waypoint',
   ]);
-  if (after) query = beyondPosition(query, column, order, after);
   const rows = await query.orderBy(column, order).orderBy('event_id', order).limit(limit).execute();
   return rows.map((row) => ({
     eventId: Number(row.event_id),
@@ -607,8 +605,19 @@ async function blocksAfter(
   const [first, last] = range.byCreatedAt
     ? (['min_created_at', 'max_created_at'] as const)
     : (['min_timestamp', 'max_timestamp'] as const);
-  let query = overlapping(db.selectFrom('event_blocks').select([...BLOCK_COLUMNS, 'body']), range);
+  let query = db.selectFrom('event_blocks').select([...BLOCK_COLUMNS, 'body']);
+  // A block's event times lie within an hour (BLOCK_SPAN_MS): bounded on the side the list is ordered
+  // by too, the list is a range of that index from the position, which stops after `limit` blocks,
+  // rather than every block after the position sorted (docs/storage.md, "Reading from a position").
+  // Ahead of the range's own bounds, which SQLite would otherwise start the index's range at.
+  if (after && !range.byCreatedAt) {
+    query =
+      order === 'asc'
+        ? query.where('min_timestamp', '>', after.at - BLOCK_SPAN_MS)
+        : query.where('max_timestamp', '<', after.at + BLOCK_SPAN_MS);
+  }
   if (after) query = order === 'asc' ? query.where(last, '>=', after.at) : query.where(first, '<=', after.at);
+  query = overlapping(query, range);
   const ordered =
     order === 'asc'
       ? query.orderBy(first, 'asc').orderBy('block_id', 'asc')

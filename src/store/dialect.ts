@@ -13,6 +13,7 @@ import {
   PostgresDialect,
   type RawBuilder,
   type SchemaMetadata,
+  type SqlBool,
   sql,
   type TableMetadata,
 } from 'kysely';
@@ -184,6 +185,34 @@ export function jsonArrayHasText(engine: Engine, column: string, value: string):
   return engine === 'sqlite'
     ? sql`exists (select 1 from json_each(${sql.ref(column)}) where json_each.value = ${value})`
     : sql`(${sql.ref(column)}::jsonb @> jsonb_build_array(${value}::text))`;
+}
+
+/** Beyond any integer a row holds (a time in ms, an id): bounds that leave no row out. */
+const INTEGER_END = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The rows after a position in (time, id) order (`'>'`; before it, for a read in the other order:
+ * `'<'`), as one row comparison, `(time, id) > (at, id)`, which both engines read as a range of an
+ * index on (..., time, id) that starts at the position, in the index's order (docs/storage.md,
+ * "Reading from a position"). On PostgreSQL the two columns are also bounded on both sides by the ends
+ * of the integers they hold: that leaves no row out, and with statistics the planner sees so, but on a
+ * table it has no statistics of (filled and not analysed yet) it takes each pair of bounds for a narrow
+ * range and expects a few rows, which it reads in index order, instead of expecting a share of the
+ * thing's events too small to be worth reading in order and gathering all the rows after the position
+ * to sort them for every page. SQLite plans by the index alone, and might start its range at such a
+ * bound rather than at the position: it has the row comparison only.
+ */
+export function beyondPosition(
+  engine: Engine,
+  [time, id]: readonly [string, string],
+  direction: '>' | '<',
+  [at, atId]: readonly [number, number],
+): RawBuilder<SqlBool> {
+  const beyond = sql<SqlBool>`(${sql.ref(time)}, ${sql.ref(id)}) ${sql.raw(direction)} (${at}, ${atId})`;
+  if (engine === 'sqlite') return beyond;
+  const bounded = (column: string) =>
+    sql`${sql.ref(column)} between ${sql.lit(-INTEGER_END)} and ${sql.lit(INTEGER_END)}`;
+  return sql<SqlBool>`${bounded(time)} and ${bounded(id)} and ${beyond}`;
 }
 
 export type ColumnType = 'bigint' | 'text';
