@@ -84,3 +84,39 @@ export async function thingFigures(db: Executor, organisationKey: string, eventO
     .executeTakeFirstOrThrow();
   return { things: Number(row.things), eventBytes: Number(row.event_bytes) };
 }
+
+/** Counts per (organisation, minute): column1 organisation key, column2 minute start, column3 events. */
+const storedEventMinutes = new RowsStatement(
+  ['text', 'bigint', 'bigint'],
+  () => `insert into event_minutes (organisation_key, minute_start, events)
+    select v.column1, v.column2, v.column3 from v where true
+    on conflict (organisation_key, minute_start) do update set events = event_minutes.events + excluded.events`,
+);
+
+/** Adds stored events to their organisations' minutes (in every event writer transaction). */
+export async function addStoredEventMinutes(
+  db: Executor,
+  counts: readonly { organisationKey: string; minuteStart: number; events: number }[],
+): Promise<void> {
+  await storedEventMinutes.run(db, [
+    counts.map((c) => c.organisationKey),
+    counts.map((c) => c.minuteStart),
+    counts.map((c) => c.events),
+  ]);
+}
+
+/** Forgets the minutes that started before `before`. */
+export async function pruneEventMinutes(db: Executor, before: number): Promise<void> {
+  await db.deleteFrom('event_minutes').where('minute_start', '<', before).execute();
+}
+
+/** An organisation's events stored in each minute that started at or after `since` (minutes without any left out). */
+export async function eventMinutesSince(db: Executor, organisationKey: string, since: number) {
+  const rows = await db
+    .selectFrom('event_minutes')
+    .select(['minute_start', 'events'])
+    .where('organisation_key', '=', organisationKey)
+    .where('minute_start', '>=', since)
+    .execute();
+  return rows.map((r) => ({ minuteStart: Number(r.minute_start), events: Number(r.events) }));
+}
