@@ -98,7 +98,7 @@ function RetentionForm(props: {
   };
   return (
     <form onSubmit={submit} aria-labelledby="settings-retention">
-      <p>How long events and their per-minute rollups are kept. Empty: for ever.</p>
+      <p>How long events and their rollups are kept. Empty: for ever.</p>
       <Field label="Retention (days)" hint="events older than this are deleted; a template may keep its own">
         {(id, describedBy) => (
           <input
