@@ -196,7 +196,7 @@ export async function run(args: string[]): Promise<void> {
       api.push(await apiSignInAndFirstPage(url));
       const context = await browser.newContext();
       const page = await context.newPage();
-      await page.goto(`${url}/console/`, { waitUntil: 'networkidle' });
+      await page.goto(`${url}/console/things`, { waitUntil: 'networkidle' });
       await page.getByLabel('Email', { exact: true }).fill(EMAIL);
       await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
       const started = await page.evaluate(() => (globalThis as any).performance.now());
