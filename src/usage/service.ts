@@ -163,13 +163,13 @@ export async function countStoredEvents(tx: Tx, batches: readonly IngestBatch[],
   const counts = [...byOrganisation]
     .filter(([, events]) => events > 0)
     .sort(([a], [b]) => a.localeCompare(b))
-    .map(([organisationKey, events]) => ({ organisationKey, dayStart: dayStart(now), events }));
+    .map(([organisationKey, events]) => ({ organisationKey, start: dayStart(now), events }));
   if (counts.length === 0) return;
   await usage.addStoredEvents(tx, counts);
   const minute = minuteStart(now);
   await usage.addStoredEventMinutes(
     tx,
-    counts.map(({ organisationKey, events }) => ({ organisationKey, minuteStart: minute, events })),
+    counts.map(({ organisationKey, events }) => ({ organisationKey, start: minute, events })),
   );
   // Older minutes are forgotten once a minute by each instance, in the same transaction; every instance
   // deletes in key order, after locking its current minute's rows, so two never wait on each other.

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
+import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
@@ -31,17 +31,8 @@ for (const store of STORES) {
       await api?.close();
     });
 
-    async function signedIn(path: string, email = ADMIN_EMAIL, password = ADMIN_PASSWORD): Promise<Page> {
-      const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-      const page = await context.newPage();
-      page.setDefaultTimeout(15_000);
-      problems.push(watchProblems(page));
-      await page.goto(`${api.url}${path}`);
-      await page.getByLabel('Email', { exact: true }).fill(email);
-      await page.getByLabel('Password', { exact: true }).fill(password);
-      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-      return page;
-    }
+    const signedIn = (path: string, email = ADMIN_EMAIL, password = ADMIN_PASSWORD): Promise<Page> =>
+      signedInTab(browser, `${api.url}${path}`, { email, password }, problems);
 
     const figure = (page: Page, name: string) => page.getByRole('figure', { name, exact: true });
 

@@ -10,6 +10,7 @@ import { FormActions } from '../components/form-actions.tsx';
 import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
+import { RoleSelect } from '../roles/role-select.tsx';
 import { type Role, useRoles } from '../roles/use-roles.ts';
 
 type ApiKey = paths['/api/v3/api_keys']['get']['responses'][200]['content']['application/json']['api_keys'][number];
@@ -140,19 +141,14 @@ function NewApiKey(props: {
       </Field>
       <Field label="Role" hint="what the key may do; by default your own role">
         {(id, describedBy) => (
-          <select
+          <RoleSelect
             id={id}
-            aria-describedby={describedBy}
+            describedBy={describedBy}
+            roles={props.roles}
             value={roleKey}
-            onChange={(e) => setRoleKey(e.currentTarget.value)}
-          >
-            <option value="">My own role</option>
-            {props.roles.map((r) => (
-              <option key={r.role_key} value={r.role_key}>
-                {r.name}
-              </option>
-            ))}
-          </select>
+            onChange={setRoleKey}
+            first={<option value="">My own role</option>}
+          />
         )}
       </Field>
       <Field label="Expires" hint="in your time zone; empty: never">

@@ -5,7 +5,7 @@ import { FormActions } from '../components/form-actions.tsx';
 import { useAction } from '../components/use-action.ts';
 import { realtime } from '../realtime.ts';
 import { navigate } from '../router.tsx';
-import { currentSession, startSession } from '../session.ts';
+import { currentSession, sessionOf, startSession } from '../session.ts';
 
 /**
  * `Sign in to <name>`: the API lets an OEM parent's account admin into a child only through a sign-in
@@ -36,13 +36,7 @@ export function SignInToChild({ organisation }: { organisation: { name: string |
     realtime.close();
     await api.DELETE('/api_sign_out', {}).catch(() => undefined);
     navigate('overview');
-    startSession({
-      token: session.auth_token,
-      email: session.email,
-      role: session.role,
-      organisationName: session.organisation.name,
-      organisationKey: session.organisation.organisation_key,
-    });
+    startSession(sessionOf(session));
   };
   return (
     <>

@@ -32,7 +32,12 @@ export function OverviewPage() {
       ),
     [],
   );
+  // Subscribed once the figures are shown: a `things` subscription has the server read every thing of
+  // the organisation first, which would hold up the first figures of a large fleet. What changed in
+  // between is caught by reading the figures again a second after subscribing.
+  const shown = summary.data !== undefined;
   useEffect(() => {
+    if (!shown) return;
     const readSummary = () => summary.reloadSoon();
     const readAlerts = () => alerts.reloadSoon();
     const ends = [
@@ -44,12 +49,14 @@ export function OverviewPage() {
         alerts.reload();
       }),
     ];
+    readSummary();
+    alerts.reloadSoon();
     const slide = setInterval(readSummary, SLIDE_MS);
     return () => {
       clearInterval(slide);
       for (const end of ends) end();
     };
-  }, []);
+  }, [shown]);
   const fleet = summary.data;
   const count = (n: number | undefined) => (n === undefined ? undefined : String(n));
   return (

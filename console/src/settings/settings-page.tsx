@@ -99,36 +99,40 @@ function RetentionForm(props: {
   return (
     <form onSubmit={submit} aria-labelledby="settings-retention">
       <p>How long events and their rollups are kept. Empty: for ever.</p>
-      <Field label="Retention (days)" hint="events older than this are deleted; a template may keep its own">
-        {(id, describedBy) => (
-          <input
-            id={id}
-            type="number"
-            min={1}
-            max={36500}
-            step={1}
-            aria-describedby={describedBy}
-            value={events}
-            onInput={(e) => setEvents(e.currentTarget.value)}
-          />
-        )}
-      </Field>
-      <Field label="Rollup retention (days)" hint="the rollups that answer long ranges">
-        {(id, describedBy) => (
-          <input
-            id={id}
-            type="number"
-            min={1}
-            max={36500}
-            step={1}
-            aria-describedby={describedBy}
-            value={rollups}
-            onInput={(e) => setRollups(e.currentTarget.value)}
-          />
-        )}
-      </Field>
+      <DaysField
+        label="Retention (days)"
+        hint="events older than this are deleted; a template may keep its own"
+        value={events}
+        onInput={setEvents}
+      />
+      <DaysField
+        label="Rollup retention (days)"
+        hint="the rollups that answer long ranges"
+        value={rollups}
+        onInput={setRollups}
+      />
       <FormActions action={action} submit="Save" />
       {saved && <p role="status">Saved.</p>}
     </form>
+  );
+}
+
+/** Whole days from 1 to 36500 (docs/storage.md, "Retention"); empty for ever. */
+function DaysField(props: { label: string; hint: string; value: string; onInput: (value: string) => void }) {
+  return (
+    <Field label={props.label} hint={props.hint}>
+      {(id, describedBy) => (
+        <input
+          id={id}
+          type="number"
+          min={1}
+          max={36500}
+          step={1}
+          aria-describedby={describedBy}
+          value={props.value}
+          onInput={(e) => props.onInput(e.currentTarget.value)}
+        />
+      )}
+    </Field>
   );
 }

@@ -11,6 +11,7 @@ import { Pager } from '../components/pager.tsx';
 import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
+import { RoleSelect } from '../roles/role-select.tsx';
 import { type Role, useRoles } from '../roles/use-roles.ts';
 
 type User = paths['/api/v3/users']['get']['responses'][200]['content']['application/json']['users'][number];
@@ -112,13 +113,12 @@ function RoleChoice(props: { user: User; roles: Role[]; onChanged: (roleKey: str
   const action = useAction();
   return (
     <>
-      <select
-        aria-label={`Role of ${user.email}`}
+      <RoleSelect
+        label={`Role of ${user.email}`}
+        roles={roles}
         value={user.role_key}
         disabled={action.busy}
-        onChange={async (e) => {
-          const role_key = e.currentTarget.value;
-          const target = e.currentTarget;
+        onChange={async (role_key, target) => {
           const done = await action.run(() =>
             answer(
               api.PUT('/api/v3/users/{user_key}', {
@@ -130,13 +130,7 @@ function RoleChoice(props: { user: User; roles: Role[]; onChanged: (roleKey: str
           if (done) props.onChanged(role_key);
           else target.value = user.role_key;
         }}
-      >
-        {roles.map((r) => (
-          <option key={r.role_key} value={r.role_key}>
-            {r.name}
-          </option>
-        ))}
-      </select>
+      />
       <Failure message={action.error} />
     </>
   );
@@ -164,15 +158,7 @@ function NewUser(props: { roles: Role[]; onDone: () => void; onCreated: () => vo
         {(id) => <input id={id} value={name} onInput={(e) => setName(e.currentTarget.value)} />}
       </Field>
       <Field label="Role">
-        {(id) => (
-          <select id={id} value={role} onChange={(e) => setRoleKey(e.currentTarget.value)}>
-            {props.roles.map((r) => (
-              <option key={r.role_key} value={r.role_key}>
-                {r.name}
-              </option>
-            ))}
-          </select>
-        )}
+        {(id) => <RoleSelect id={id} roles={props.roles} value={role} onChange={setRoleKey} />}
       </Field>
       <Field label="Password" hint="at least 8 characters">
         {(id, describedBy) => (
