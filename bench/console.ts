@@ -9,7 +9,9 @@
  * - the time uPlot (the console's chart) takes to draw `--points` points of two series, next to drawing
  *   the same points as one bare canvas path;
  * - a thing's page receiving `--rate` events a second for 10 seconds: the points its live chart shows
- *   against the events the device sent, and how long after the last one the chart had it.
+ *   against the events the device sent, and how long after the last one the chart had it;
+ * - with `--groups` groups (1000) and `--alerts` alerts (100000) stored as well, each page's time from
+ *   its link to its content, next to the page's API calls made at once from Node (console-pages.ts).
  * Run `npm run build` first (it builds the console).
  */
 
@@ -24,6 +26,7 @@ import { createServer } from '../src/app.ts';
 import { loadConfig } from '../src/core/config.ts';
 import { launchBrowser } from '../test/support/browser.ts';
 import { Device } from '../test/support/device.ts';
+import { pageTimes, seedPages } from './console-pages.ts';
 import { describeMachine, median, option, table } from './support.ts';
 
 const EMAIL = 'bench@example.com';
@@ -126,6 +129,8 @@ export async function run(args: string[]): Promise<void> {
   const rounds = Number(option(args, 'rounds', '5'));
   const store = option(args, 'store', 'sqlite');
   const rate = Number(option(args, 'rate', '50'));
+  const groups = Number(option(args, 'groups', '1000'));
+  const alerts = Number(option(args, 'alerts', '100000'));
   const config = loadConfig({});
   if (!existsSync(join(config.consoleDir, 'index.html'))) throw new Error('the console is not built: npm run build');
   console.log(
@@ -196,7 +201,7 @@ export async function run(args: string[]): Promise<void> {
       api.push(await apiSignInAndFirstPage(url));
       const context = await browser.newContext();
       const page = await context.newPage();
-      await page.goto(`${url}/console/`, { waitUntil: 'networkidle' });
+      await page.goto(`${url}/console/things`, { waitUntil: 'networkidle' });
       await page.getByLabel('Email', { exact: true }).fill(EMAIL);
       await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
       const started = await page.evaluate(() => (globalThis as any).performance.now());
@@ -291,6 +296,17 @@ export async function run(args: string[]): Promise<void> {
         ['points on the chart', shown, `${(shown / sent).toFixed(2)}x`],
         ['last one on the chart, ms after it was sent', lag.toFixed(0), ''],
       ])}`,
+    );
+
+    // 5. Each page after its link is pressed, with groups and alerts stored besides the things.
+    const seeded = performance.now();
+    await seedPages(url, token, groups, alerts);
+    console.log(
+      `\nStored ${groups} groups and ${alerts} alerts in ${((performance.now() - seeded) / 1000).toFixed(0)} s`,
+    );
+    const times = await pageTimes(browser, url, { email: EMAIL, password: PASSWORD }, rounds);
+    console.log(
+      `\nEach page, link pressed -> content shown (median of ${rounds}; budget 1,000 ms), beside its API calls made at once from Node\n${times}`,
     );
   } finally {
     await browser.close();

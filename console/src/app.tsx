@@ -1,25 +1,11 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from './api/client.ts';
-import { AlertsPage } from './pages/alerts.tsx';
-import { AuditPage } from './pages/audit.tsx';
-import { KeyPairsPage } from './pages/key-pairs.tsx';
-import { RulesPage } from './pages/rules.tsx';
-import { SignInPage } from './pages/sign-in.tsx';
-import { ThingPage } from './pages/thing.tsx';
-import { ThingsPage } from './pages/things.tsx';
-import { UsersPage } from './pages/users.tsx';
+import { useCaller } from './caller.ts';
 import { type ConnectionState, realtime } from './realtime.ts';
-import { Link, readSegment, usePath } from './router.tsx';
+import { Link, usePath } from './router.tsx';
+import { GROUPS, HOME, SECTIONS } from './sections.tsx';
 import { currentSession, endSession, onSessionChange, type Session } from './session.ts';
-
-const SECTIONS = [
-  { path: 'things', label: 'Things' },
-  { path: 'alerts', label: 'Alerts' },
-  { path: 'rules', label: 'Rules' },
-  { path: 'key-pairs', label: 'Key pairs' },
-  { path: 'users', label: 'Users' },
-  { path: 'audit-trail', label: 'Audit trail' },
-];
+import { SignInPage } from './sign-in/sign-in-page.tsx';
 
 export function App() {
   const [session, setSession] = useState<Session | undefined>(currentSession);
@@ -34,16 +20,16 @@ export function App() {
     [],
   );
   if (!session) return <SignInPage notice={notice} />;
-  return <Shell session={session} />;
+  // A new session (another organisation entered) starts from a fresh shell.
+  return <Shell key={session.token} session={session} />;
 }
 
 function Shell({ session }: { session: Session }) {
   const path = usePath();
-  // `/console/` itself is the things table.
-  const [section = 'things', key] = (path || 'things').split('/');
+  const [sectionPath = HOME, ...rest] = (path || HOME).split('/');
+  const section = SECTIONS.find((s) => s.path === sectionPath);
   useEffect(() => {
-    const title = SECTIONS.find((s) => s.path === section)?.label ?? 'Page not found';
-    document.title = `${title} · Thingbase`;
+    document.title = `${section?.label ?? 'Page not found'} · Thingbase`;
   }, [section]);
   const signOut = async () => {
     // The token is forgotten whatever the answer: a failed sign-out must not keep the user in.
@@ -51,16 +37,9 @@ function Shell({ session }: { session: Session }) {
     endSession();
   };
   return (
-    <>
+    <div class="shell">
       <header>
         <span class="brand">Thingbase</span>
-        <nav aria-label="Main">
-          {SECTIONS.map((s) => (
-            <Link key={s.path} to={s.path} current={s.path === section}>
-              {s.label}
-            </Link>
-          ))}
-        </nav>
         <ConnectionStatus />
         <span class="who">
           {session.email}
@@ -70,30 +49,44 @@ function Shell({ session }: { session: Session }) {
           Sign out
         </button>
       </header>
-      <main>
-        <Page section={section} thingKey={key ? readSegment(key) : undefined} />
-      </main>
-    </>
+      <Navigation current={section?.path} />
+      <main>{section ? <section.page key={section.path} rest={rest[0] || undefined} /> : <NotFoundPage />}</main>
+    </div>
   );
 }
 
-function Page({ section, thingKey }: { section: string; thingKey: string | undefined }) {
-  switch (section) {
-    case 'alerts':
-      return <AlertsPage />;
-    case 'rules':
-      return <RulesPage />;
-    case 'key-pairs':
-      return <KeyPairsPage />;
-    case 'users':
-      return <UsersPage />;
-    case 'audit-trail':
-      return <AuditPage />;
-    case 'things':
-      return thingKey ? <ThingPage thingKey={thingKey} /> : <ThingsPage />;
-    default:
-      return <NotFoundPage />;
-  }
+/**
+ * One navigation landmark, its links grouped under their area's name; a link the caller's role may not
+ * read is left out (nothing is offered until the caller is known).
+ */
+function Navigation({ current }: { current: string | undefined }) {
+  const caller = useCaller();
+  return (
+    <nav aria-label="Main" class="main-nav">
+      {caller &&
+        GROUPS.map((group) => {
+          const links = SECTIONS.filter((s) => s.group === group && s.readable(caller));
+          if (links.length === 0) return null;
+          const id = `nav-${group.toLowerCase()}`;
+          return (
+            <div key={group} class="nav-group">
+              <span id={id} class="nav-group-name">
+                {group}
+              </span>
+              <ul aria-labelledby={id}>
+                {links.map((s) => (
+                  <li key={s.path}>
+                    <Link to={s.path} current={s.path === current}>
+                      {s.label}
+                    </Link>
+                  </li>
+                ))}
+              </ul>
+            </div>
+          );
+        })}
+    </nav>
+  );
 }
 
 /** A path under /console/ that names no section (a mistyped or outdated link). */

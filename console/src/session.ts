@@ -10,6 +10,22 @@ export interface Session {
   organisationKey: string;
 }
 
+/** The session a sign-in's answer (`POST /api_sign_in`) starts. */
+export function sessionOf(signedIn: {
+  auth_token: string;
+  email: string;
+  role: string;
+  organisation: { name: string | null; organisation_key: string };
+}): Session {
+  return {
+    token: signedIn.auth_token,
+    email: signedIn.email,
+    role: signedIn.role,
+    organisationName: signedIn.organisation.name,
+    organisationKey: signedIn.organisation.organisation_key,
+  };
+}
+
 const KEY = 'thingbase.session';
 type Listener = (session: Session | undefined, reason?: string) => void;
 const listeners = new Set<Listener>();

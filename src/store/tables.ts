@@ -396,6 +396,14 @@ export interface EventDayRow {
   events: number;
 }
 
+/** The events stored in one minute by one organisation (by receipt), kept two hours. */
+export interface EventMinuteRow {
+  organisation_key: string;
+  /** Start of the minute, epoch ms. */
+  minute_start: number;
+  events: number;
+}
+
 export interface Database {
   organisations: OrganisationRow;
   roles: RoleRow;
@@ -424,6 +432,7 @@ export interface Database {
   instructions: InstructionRow;
   api_request_windows: ApiRequestWindowRow;
   event_days: EventDayRow;
+  event_minutes: EventMinuteRow;
 }
 
 /** Tables whose rows belong to one organisation (column `organisation_key`): removed with it. */

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { ListQuery } from '../core/list-query.ts';
 import { engineOfDb, lockRows, RowsStatement } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';
@@ -288,4 +289,25 @@ export async function thingKeysOfTemplate(db: Executor, organisationKeys: string
     .where(inOrganisations(organisationKeys))
     .execute();
   return rows.map((r) => r.thing_key);
+}
+
+/**
+ * An organisation's things, and how many of them are alive at `now` (as `isAlive` decides: heard from
+ * within twice its template's heartbeat interval), counted by the store in one pass.
+ */
+export async function countAlive(db: Executor, organisationKey: string, now: number) {
+  const heard = (column: 't.last_event_at' | 't.last_beat_at') =>
+    sql`(${sql.ref(column)} > 0 and ${sql.ref(column)} >= cast(${now} as bigint) - 2000 * tt.heartbeat_interval)`;
+  const row = await db
+    .selectFrom('things as t')
+    .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
+    .select([
+      sql<number>`count(*)`.as('things'),
+      sql<number>`coalesce(sum(case when ${heard('t.last_event_at')} or ${heard('t.last_beat_at')} then 1 else 0 end), 0)`.as(
+        'alive',
+      ),
+    ])
+    .where('t.organisation_key', '=', organisationKey)
+    .executeTakeFirstOrThrow();
+  return { things: Number(row.things), alive: Number(row.alive) };
 }

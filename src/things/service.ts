@@ -121,6 +121,11 @@ export function thingsOfOrganisation(db: Executor, organisationKey: string) {
   return things.thingsOfOrganisation(db, organisationKey);
 }
 
+/** An organisation's things and how many are alive (online) at `now`. */
+export function countAlive(db: Executor, organisationKey: string, now: number) {
+  return things.countAlive(db, organisationKey, now);
+}
+
 /** The keys of the things of a template, in these organisations. */
 export function thingKeysOfTemplate(db: Executor, organisationKeys: string[], templateKey: string) {
   return things.thingKeysOfTemplate(db, organisationKeys, templateKey);

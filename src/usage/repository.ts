@@ -36,25 +36,31 @@ export async function requestsSince(db: Executor, organisationKey: string, since
   return Number(row.requests);
 }
 
-/** Counts per (organisation, day): column1 organisation key, column2 day start, column3 events. */
-const storedEvents = new RowsStatement(
-  ['text', 'bigint', 'bigint'],
-  () => `insert into event_days (organisation_key, day_start, events)
+/**
+ * Adds counts per (organisation, period start) to a count table: column1 organisation key, column2 the
+ * period's start, column3 events.
+ */
+function countAdder(table: 'event_days' | 'event_minutes', start: 'day_start' | 'minute_start') {
+  const statement = new RowsStatement(
+    ['text', 'bigint', 'bigint'],
+    () => `insert into ${table} (organisation_key, ${start}, events)
     select v.column1, v.column2, v.column3 from v where true
-    on conflict (organisation_key, day_start) do update set events = event_days.events + excluded.events`,
-);
-
-/** Adds stored events to their organisations' days (in every event writer transaction). */
-export async function addStoredEvents(
-  db: Executor,
-  counts: readonly { organisationKey: string; dayStart: number; events: number }[],
-): Promise<void> {
-  await storedEvents.run(db, [
-    counts.map((c) => c.organisationKey),
-    counts.map((c) => c.dayStart),
-    counts.map((c) => c.events),
-  ]);
+    on conflict (organisation_key, ${start}) do update set events = ${table}.events + excluded.events`,
+  );
+  return async (db: Executor, counts: readonly { organisationKey: string; start: number; events: number }[]) => {
+    await statement.run(db, [
+      counts.map((c) => c.organisationKey),
+      counts.map((c) => c.start),
+      counts.map((c) => c.events),
+    ]);
+  };
 }
+
+/** Adds stored events to their organisations' UTC days (in every event writer transaction). */
+export const addStoredEvents = countAdder('event_days', 'day_start');
+
+/** Adds stored events to their organisations' minutes (in every event writer transaction). */
+export const addStoredEventMinutes = countAdder('event_minutes', 'minute_start');
 
 /** An organisation's events stored on the days that started at or after `since`. */
 export async function eventsSince(db: Executor, organisationKey: string, since: number): Promise<number> {
@@ -83,4 +89,20 @@ export async function thingFigures(db: Executor, organisationKey: string, eventO
     .where('organisation_key', '=', organisationKey)
     .executeTakeFirstOrThrow();
   return { things: Number(row.things), eventBytes: Number(row.event_bytes) };
+}
+
+/** Forgets the minutes that started before `before`. */
+export async function pruneEventMinutes(db: Executor, before: number): Promise<void> {
+  await db.deleteFrom('event_minutes').where('minute_start', '<', before).execute();
+}
+
+/** An organisation's events stored in each minute that started at or after `since` (minutes without any left out). */
+export async function eventMinutesSince(db: Executor, organisationKey: string, since: number) {
+  const rows = await db
+    .selectFrom('event_minutes')
+    .select(['minute_start', 'events'])
+    .where('organisation_key', '=', organisationKey)
+    .where('minute_start', '>=', since)
+    .execute();
+  return rows.map((r) => ({ minuteStart: Number(r.minute_start), events: Number(r.events) }));
 }

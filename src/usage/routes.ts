@@ -1,7 +1,7 @@
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
-import { UsageAnswer, UsageParams } from './schemas.ts';
-import { type ApiRateLimiter, usageOf } from './service.ts';
+import { FleetSummaryAnswer, FleetSummaryParams, UsageAnswer, UsageParams } from './schemas.ts';
+import { type ApiRateLimiter, fleetSummaryOf, usageOf } from './service.ts';
 
 export function usageRoutes(store: Store, limiter: ApiRateLimiter): AnyRoute[] {
   return [
@@ -17,6 +17,27 @@ export function usageRoutes(store: Store, limiter: ApiRateLimiter): AnyRoute[] {
       params: UsageParams,
       response: UsageAnswer,
       handler: async ({ principal }) => ({ usage: await usageOf(store, limiter, principal.organisationKey) }),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/v3/fleet_summary',
+      tags: ['Usage'],
+      summary: "How the caller's organisation's fleet is doing",
+      description:
+        'Its things, how many are online and offline now, and the events received (stored) in each of the ' +
+        'last 60 minutes: what the console’s overview shows, read in two small queries however large the fleet.',
+      access: permission('thing', 'read'),
+      params: FleetSummaryParams,
+      response: FleetSummaryAnswer,
+      handler: async ({ principal, time }) => {
+        const summary = await fleetSummaryOf(store, principal.organisationKey);
+        return {
+          fleet_summary: {
+            ...summary,
+            events_per_minute: summary.events_per_minute.map((m) => ({ minute: time(m.minute), events: m.events })),
+          },
+        };
+      },
     }),
   ];
 }

@@ -12,3 +12,23 @@ export const UsageAnswer = Type.Object({
     storage_bytes: Type.Integer({ description: 'an estimate of the bytes the things and their events take' }),
   }),
 });
+
+export const FleetSummaryParams = Type.Object({ ...CommonParams });
+
+export const FleetSummaryAnswer = Type.Object({
+  fleet_summary: Type.Object({
+    things: Type.Integer({ description: 'the organisation’s things now' }),
+    online: Type.Integer({ description: 'things alive now (heard from within twice their heartbeat interval)' }),
+    offline: Type.Integer({ description: 'things not alive now' }),
+    events_last_hour: Type.Integer({
+      description: 'events received (stored) in the current minute and the 59 before it',
+    }),
+    events_per_minute: Type.Array(
+      Type.Object({
+        minute: Type.Union([Type.Integer(), Type.String()], { description: 'the minute’s start' }),
+        events: Type.Integer({ description: 'events received (stored) in that minute' }),
+      }),
+      { description: 'the 60 minutes of events_last_hour, oldest first, each present (0 when none)' },
+    ),
+  }),
+});

@@ -6,6 +6,7 @@
 import { ApiError } from '../core/errors.ts';
 import type { IngestBatch } from '../events/writer.ts';
 import type { Executor, Store, Tx } from '../store/store.ts';
+import { countAlive } from '../things/service.ts';
 import * as usage from './repository.ts';
 
 /** Fixed windows of one minute, starting on the minute (epoch ms multiples of 60,000). */
@@ -162,8 +163,52 @@ export async function countStoredEvents(tx: Tx, batches: readonly IngestBatch[],
   const counts = [...byOrganisation]
     .filter(([, events]) => events > 0)
     .sort(([a], [b]) => a.localeCompare(b))
-    .map(([organisationKey, events]) => ({ organisationKey, dayStart: dayStart(now), events }));
-  if (counts.length > 0) await usage.addStoredEvents(tx, counts);
+    .map(([organisationKey, events]) => ({ organisationKey, start: dayStart(now), events }));
+  if (counts.length === 0) return;
+  await usage.addStoredEvents(tx, counts);
+  const minute = minuteStart(now);
+  await usage.addStoredEventMinutes(
+    tx,
+    counts.map(({ organisationKey, events }) => ({ organisationKey, start: minute, events })),
+  );
+  // Older minutes are forgotten once a minute by each instance, in the same transaction; every instance
+  // deletes in key order, after locking its current minute's rows, so two never wait on each other.
+  if (minute !== prunedMinute) {
+    prunedMinute = minute;
+    await usage.pruneEventMinutes(tx, minute - KEEP_MINUTES_MS);
+  }
+}
+
+const MINUTE_MS = 60_000;
+/** How long the events of each minute are kept: the fleet summary reads the last hour. */
+const KEEP_MINUTES_MS = 2 * 3_600_000;
+const minuteStart = (at: number) => at - (at % MINUTE_MS);
+/** The minute whose older minutes this instance last deleted. */
+let prunedMinute = 0;
+
+/**
+ * How an organisation's fleet is doing (docs/api.md, "Fleet summary"): its things, how many are
+ * alive, and the events it received (stored) in each of the last 60 minutes, oldest first, the
+ * current minute last (so far).
+ */
+export async function fleetSummaryOf(store: Store, organisationKey: string, now = Date.now()) {
+  const { things, alive } = await countAlive(store.db, organisationKey, now);
+  const current = minuteStart(now);
+  const first = current - 59 * MINUTE_MS;
+  const stored = new Map(
+    (await usage.eventMinutesSince(store.db, organisationKey, first)).map((m) => [m.minuteStart, m.events]),
+  );
+  const minutes = Array.from({ length: 60 }, (_, i) => {
+    const start = first + i * MINUTE_MS;
+    return { minute: start, events: stored.get(start) ?? 0 };
+  });
+  return {
+    things,
+    online: alive,
+    offline: things - alive,
+    events_last_hour: minutes.reduce((sum, m) => sum + m.events, 0),
+    events_per_minute: minutes,
+  };
 }
 
 /** What an event row costs beyond its data, by estimate: ids, times and two index entries (bytes). */

@@ -40,7 +40,7 @@ for (const store of STORES) {
       const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
       const tab = await context.newPage();
       tab.setDefaultTimeout(15_000);
-      await tab.goto(`${api.url}/console/`);
+      await tab.goto(`${api.url}/console/things`);
       await tab.getByLabel('Email', { exact: true }).fill(email);
       await tab.getByLabel('Password', { exact: true }).fill(password);
       await tab.getByRole('button', { name: 'Sign in', exact: true }).click();

@@ -59,3 +59,24 @@ export function watchProblems(page: Page): string[] {
   page.on('pageerror', (error) => problems.push(`uncaught: ${error.message}`));
   return problems;
 }
+
+/**
+ * A new tab of its own at `url` (under /console/), signed in as `email`: the sign-in page shows at any
+ * path, and the path's page follows. What the tab reports (watchProblems) is added to `problems`.
+ */
+export async function signedInTab(
+  browser: Browser,
+  url: string,
+  credentials: { email: string; password: string },
+  problems: string[][],
+): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  problems.push(watchProblems(page));
+  await page.goto(url);
+  await page.getByLabel('Email', { exact: true }).fill(credentials.email);
+  await page.getByLabel('Password', { exact: true }).fill(credentials.password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  return page;
+}

@@ -15,8 +15,10 @@ api.use({
     if (session) request.headers.set('X-Auth-Token', session.token);
     return request;
   },
-  onResponse({ response }) {
-    if (response.status === 401 && currentSession()) endSession('Your session has ended: sign in again.');
+  onResponse({ request, response }) {
+    // A refused sign-in (a wrong password, entering a child organisation) says nothing of this session.
+    const signIn = new URL(request.url).pathname === '/api_sign_in';
+    if (response.status === 401 && !signIn && currentSession()) endSession('Your session has ended: sign in again.');
     return response;
   },
 });

@@ -332,6 +332,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v3/fleet_summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How the caller's organisation's fleet is doing
+         * @description Its things, how many are online and offline now, and the events received (stored) in each of the last 60 minutes: what the console’s overview shows, read in two small queries however large the fleet.
+         */
+        get: operations["getFleetSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v3/gateway": {
         parameters: {
             query?: never;
@@ -1261,6 +1281,23 @@ export interface components {
             message: string;
             /** @constant */
             success: false;
+        };
+        FleetSummary: {
+            /** @description events received (stored) in the current minute and the 59 before it */
+            events_last_hour: number;
+            /** @description the 60 minutes of events_last_hour, oldest first, each present (0 when none) */
+            events_per_minute: {
+                /** @description events received (stored) in that minute */
+                events: number;
+                /** @description the minute’s start */
+                minute: number | string;
+            }[];
+            /** @description things not alive now */
+            offline: number;
+            /** @description things alive now (heard from within twice their heartbeat interval) */
+            online: number;
+            /** @description the organisation’s things now */
+            things: number;
         };
         Gateway: {
             adapters: {
@@ -3722,6 +3759,78 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         valid: true;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getFleetSummary: {
+        parameters: {
+            query?: {
+                /**
+                 * @description indent the JSON answer with two spaces
+                 * @example true
+                 */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        fleet_summary: components["schemas"]["FleetSummary"];
                     };
                 };
             };

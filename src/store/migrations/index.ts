@@ -18,6 +18,7 @@ import * as eventBlocks from './013-event-blocks.ts';
 import * as eventBlockPartitions from './014-event-block-partitions.ts';
 import * as eventOrderIndex from './015-event-order-index.ts';
 import * as eventBlockOrderIndex from './016-event-block-order-index.ts';
+import * as eventMinutes from './017-event-minutes.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -36,4 +37,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '014-event-block-partitions': eventBlockPartitions,
   '015-event-order-index': eventOrderIndex,
   '016-event-block-order-index': eventBlockOrderIndex,
+  '017-event-minutes': eventMinutes,
 };

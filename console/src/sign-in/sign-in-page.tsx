@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { answer, api, messageOf } from '../api/client.ts';
 import { Field } from '../components/field.tsx';
-import { startSession } from '../session.ts';
+import { sessionOf, startSession } from '../session.ts';
 
 export function SignInPage({ notice }: { notice: string | undefined }) {
   const [email, setEmail] = useState('');
@@ -19,13 +19,7 @@ export function SignInPage({ notice }: { notice: string | undefined }) {
           body: { email, password, ...(organisationKey.trim() ? { organisation_key: organisationKey.trim() } : {}) },
         }),
       );
-      startSession({
-        token: session.auth_token,
-        email: session.email,
-        role: session.role,
-        organisationName: session.organisation.name,
-        organisationKey: session.organisation.organisation_key,
-      });
+      startSession(sessionOf(session));
     } catch (failure) {
       setError(messageOf(failure));
       setBusy(false);

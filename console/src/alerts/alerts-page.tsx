@@ -7,6 +7,7 @@ import { Field } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { realtime } from '../realtime.ts';
+import { currentQuery, keepQuery } from '../router.tsx';
 
 type StatusFilter = NonNullable<NonNullable<paths['/api/v3/alerts']['get']['parameters']['query']>['status']>[number];
 
@@ -23,11 +24,12 @@ const byTime = (alerts: Alert[]) => [...alerts].sort((a, b) => Number(b.timestam
 
 /** The latest alerts, newest first; alerts raised or changed while the page is open come in live. */
 export function AlertsPage() {
-  const [status, setStatus] = useState('');
-  const [page, setPage] = useState(1);
+  // The filter and page live in the query string, so that Back (or a link: the overview's) finds them.
+  const [status, setStatus] = useState(() => currentQuery().get('status') ?? '');
+  const [page, setPage] = useState(() => Math.max(1, Number(currentQuery().get('page')) || 1));
   const [comment, setComment] = useState('');
   const [failure, setFailure] = useState<string | undefined>();
-  useEffect(() => setPage(1), [status]);
+  useEffect(() => keepQuery({ status, page: page > 1 ? String(page) : '' }), [status, page]);
   const list = useLoad(
     () =>
       answer(
@@ -96,7 +98,14 @@ export function AlertsPage() {
       <div class="filters">
         <Field label="Status">
           {(id) => (
-            <select id={id} value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+            <select
+              id={id}
+              value={status}
+              onChange={(e) => {
+                setStatus(e.currentTarget.value);
+                setPage(1);
+              }}
+            >
               {STATUSES.map((s) => (
                 <option key={s.value} value={s.value}>
                   {s.label}

@@ -1,0 +1,168 @@
+import { useEffect, useState } from 'preact/hooks';
+import { answer, api } from '../api/client.ts';
+import type { paths } from '../api/schema';
+import { useAllows } from '../caller.ts';
+import { ConfirmButton } from '../components/confirm.tsx';
+import { DataTable } from '../components/data-table.tsx';
+import { Failure } from '../components/failure.tsx';
+import { Field } from '../components/field.tsx';
+import { FormActions } from '../components/form-actions.tsx';
+import { useAction } from '../components/use-action.ts';
+import { useLoad } from '../components/use-load.ts';
+import { showTime } from '../format.ts';
+import { RoleSelect } from '../roles/role-select.tsx';
+import { type Role, useRoles } from '../roles/use-roles.ts';
+
+type ApiKey = paths['/api/v3/api_keys']['get']['responses'][200]['content']['application/json']['api_keys'][number];
+
+/** Tokens for scripts and integrations (docs/api.md, "API keys"): the token is shown once, at creation. */
+export function ApiKeysPage() {
+  const keys = useLoad(
+    () =>
+      answer(api.GET('/api/v3/api_keys', { params: { query: { per: 1000, order_by: 'created_at', order: 'desc' } } })),
+    [],
+  );
+  const roles = useRoles();
+  const mayCreate = useAllows('api_key', 'create');
+  const mayDelete = useAllows('api_key', 'delete');
+  const [creating, setCreating] = useState(false);
+  const [token, setToken] = useState<{ name: string; token: string } | undefined>();
+  // As for a key pair's secret: forgotten as the page is hidden, so Back does not show it again.
+  useEffect(() => {
+    const forget = () => setToken(undefined);
+    addEventListener('pagehide', forget);
+    return () => removeEventListener('pagehide', forget);
+  }, []);
+  const roleName = new Map(roles.data?.map((r) => [r.role_key, r.name]));
+  return (
+    <section>
+      <h1>API keys</h1>
+      <p>
+        An API key is sent as <code>X-Auth-Token</code> by a script, and acts as the user who made it, with its role.
+      </p>
+      {mayCreate && !creating && (
+        <button
+          type="button"
+          onClick={() => {
+            setToken(undefined);
+            setCreating(true);
+          }}
+        >
+          New API key
+        </button>
+      )}
+      {creating && (
+        <NewApiKey
+          roles={roles.data ?? []}
+          onCancel={() => setCreating(false)}
+          onCreated={(created) => {
+            setCreating(false);
+            setToken(created);
+            keys.reload();
+          }}
+        />
+      )}
+      {token && (
+        <figure class="panel secret" aria-labelledby="api-key-token">
+          <figcaption id="api-key-token">Token</figcaption>
+          <pre>{token.token}</pre>
+          <p class="notice">
+            The token of {token.name}, shown only this once: copy it now. The server keeps only its hash.
+          </p>
+        </figure>
+      )}
+      <Failure message={keys.error} />
+      {keys.data && (
+        <DataTable<ApiKey>
+          label="API keys"
+          rows={keys.data.api_keys}
+          rowKey={(k) => k.api_key_key}
+          columns={[
+            { header: 'Name', cell: (k) => k.name },
+            { header: 'Role', cell: (k) => roleName.get(k.role_key) ?? k.role_key },
+            { header: 'Created', cell: (k) => showTime(k.created_at) },
+            { header: 'Expires', cell: (k) => (k.expires_at === null ? 'never' : showTime(k.expires_at)) },
+            { header: 'Last used', cell: (k) => (k.last_used_at === null ? 'never' : showTime(k.last_used_at)) },
+            ...(mayDelete
+              ? [
+                  {
+                    header: 'Actions',
+                    cell: (k: ApiKey) => (
+                      <ConfirmButton
+                        label="Delete"
+                        accessibleName={`Delete ${k.name}`}
+                        title={`Delete the API key ${k.name}?`}
+                        question={`The API key ${k.name} stops working at once, for every script that uses it.`}
+                        onConfirm={async () => {
+                          await answer(
+                            api.DELETE('/api/v3/api_keys/{api_key_key}', {
+                              params: { path: { api_key_key: k.api_key_key } },
+                            }),
+                          );
+                          keys.reload();
+                        }}
+                      />
+                    ),
+                  },
+                ]
+              : []),
+          ]}
+        />
+      )}
+    </section>
+  );
+}
+
+function NewApiKey(props: {
+  roles: Role[];
+  onCancel: () => void;
+  onCreated: (created: { name: string; token: string }) => void;
+}) {
+  const [name, setName] = useState('');
+  const [roleKey, setRoleKey] = useState('');
+  const [expires, setExpires] = useState('');
+  const action = useAction();
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const expiresAt = expires ? Math.floor(new Date(expires).getTime() / 1000) : null;
+    const body = { api_key: { name, expires_at: expiresAt, ...(roleKey ? { role_key: roleKey } : {}) } };
+    let created: { name: string; token: string } | undefined;
+    const done = await action.run(async () => {
+      const key = (await answer(api.POST('/api/v3/api_keys', { body }))).api_key;
+      created = { name: key.name, token: key.token ?? '' };
+    });
+    if (done && created) props.onCreated(created);
+  };
+  return (
+    <form class="panel" aria-label="New API key" onSubmit={submit}>
+      <h2>New API key</h2>
+      <Field label="Name">
+        {(id) => <input id={id} required value={name} onInput={(e) => setName(e.currentTarget.value)} />}
+      </Field>
+      <Field label="Role" hint="what the key may do; by default your own role">
+        {(id, describedBy) => (
+          <RoleSelect
+            id={id}
+            describedBy={describedBy}
+            roles={props.roles}
+            value={roleKey}
+            onChange={setRoleKey}
+            first={<option value="">My own role</option>}
+          />
+        )}
+      </Field>
+      <Field label="Expires" hint="in your time zone; empty: never">
+        {(id, describedBy) => (
+          <input
+            id={id}
+            type="datetime-local"
+            aria-describedby={describedBy}
+            value={expires}
+            onInput={(e) => setExpires(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <FormActions action={action} submit="Create" onCancel={props.onCancel} />
+    </form>
+  );
+}

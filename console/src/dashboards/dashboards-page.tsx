@@ -1,0 +1,6 @@
+import { ComingPage } from '../components/coming-page.tsx';
+
+/** Dashboards of several things' telemetry. */
+export function DashboardsPage() {
+  return <ComingPage title="Dashboards" />;
+}

@@ -1,0 +1,318 @@
+/**
+ * The console's access pages in a real browser against a real server (docs/console.md): roles with one
+ * checkbox per ability, users, API keys with their token shown once, an OEM parent entering a child
+ * organisation, settings; refusals shown next to the control that sent them with what was typed kept,
+ * confirmations that name what is deleted, and a role that may only read offered no write control.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { assertAccessible } from '../support/axe.ts';
+import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { unique, userWithAbilities } from '../support/fixtures.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+
+for (const store of STORES) {
+  describe(`the console's access pages in a browser [${store.name}]`, { skip: browserSkip || store.skip }, () => {
+    let api: TestServer;
+    let browser: Browser;
+    let token: string;
+    const problems: string[][] = [];
+    const shot = (page: Page, name: string) => screenshot(page, `access-${store.name}-${name}`);
+
+    before(async () => {
+      [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
+      token = await api.adminToken();
+    });
+    after(async () => {
+      await browser?.close();
+      await api?.close();
+    });
+
+    const signedIn = (path: string, email = ADMIN_EMAIL, password = ADMIN_PASSWORD): Promise<Page> =>
+      signedInTab(browser, `${api.url}${path}`, { email, password }, problems);
+
+    const button = (page: Page, name: string) => page.getByRole('button', { name, exact: true });
+    const row = (page: Page, text: string) => page.getByRole('row').filter({ hasText: text });
+    const roleNamed = async (name: string) =>
+      (
+        (await api.request('GET', '/api/v3/roles', { token, query: { per: 100 } })).body.roles as {
+          name: string;
+          role_key: string;
+          abilities: number[];
+        }[]
+      ).find((r) => r.name === name);
+
+    it('when a role is made, changed and deleted then each ability is a named checkbox and the API holds what was saved', async () => {
+      const page = await signedIn('/console/roles');
+      await page.getByRole('heading', { level: 1, name: 'Roles', exact: true }).waitFor();
+      await button(page, 'New role').click();
+      await page.getByLabel('Name', { exact: true }).fill('Line viewers');
+      for (const name of ['thing read', 'alert read']) await page.getByRole('checkbox', { name, exact: true }).check();
+      for (const name of ['thing_template update', 'all all', 'api_key delete']) {
+        await page.getByRole('checkbox', { name, exact: true }).waitFor();
+      }
+      await assertAccessible(page, 'the new role form');
+      await shot(page, 'new-role');
+      await button(page, 'Save').click();
+      await row(page, 'Line viewers').getByRole('cell', { name: 'thing read, alert read', exact: true }).waitFor();
+      assert.deepEqual((await roleNamed('Line viewers'))?.abilities, [11, 91]);
+
+      // A refusal is said next to Save, and the form keeps what was typed.
+      await button(page, 'New role').click();
+      await page.getByLabel('Name', { exact: true }).fill('Line viewers');
+      await page.getByRole('checkbox', { name: 'rule read', exact: true }).check();
+      await button(page, 'Save').click();
+      const taken = await api.request('POST', '/api/v3/roles', {
+        token,
+        body: { role: { name: 'Line viewers', abilities: [31] } },
+      });
+      assert.equal(taken.status, 409);
+      await page
+        .getByRole('form', { name: 'New role' })
+        .getByRole('alert')
+        .filter({ hasText: taken.body.message })
+        .waitFor();
+      assert.equal(await page.getByLabel('Name', { exact: true }).inputValue(), 'Line viewers');
+      assert.equal(await page.getByRole('checkbox', { name: 'rule read', exact: true }).isChecked(), true);
+      await button(page, 'Cancel').click();
+
+      await button(page, 'Edit Line viewers').click();
+      await page.getByRole('checkbox', { name: 'alert read', exact: true }).uncheck();
+      await page.getByRole('checkbox', { name: 'thing_template update', exact: true }).check();
+      await button(page, 'Save').click();
+      await row(page, 'Line viewers')
+        .getByRole('cell', { name: 'thing read, thing_template update', exact: true })
+        .waitFor();
+      assert.deepEqual((await roleNamed('Line viewers'))?.abilities, [11, 23]);
+      assert.equal(await button(page, 'Edit Account Admin').count(), 0, 'built-in roles are not offered for change');
+
+      await button(page, 'Delete Line viewers').click();
+      const dialog = page.getByRole('dialog', { name: 'Delete the role Line viewers?', exact: true });
+      await dialog.getByText(/The role Line viewers is deleted/).waitFor();
+      await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
+      await row(page, 'Line viewers').waitFor({ state: 'detached' });
+      assert.equal(await roleNamed('Line viewers'), undefined);
+      await page.close();
+    });
+
+    it('when a user is created, given another role and deleted then the API says so, and a refused create keeps the form', async () => {
+      const role = await api.request('POST', '/api/v3/roles', {
+        token,
+        body: { role: { name: 'Operators', abilities: [11, 91, 93] } },
+      });
+      assert.equal(role.status, 200, role.text);
+      const page = await signedIn('/console/users');
+      await page.getByRole('heading', { level: 1, name: 'Users', exact: true }).waitFor();
+      const email = `${unique('op')}@example.com`;
+      await button(page, 'New user').click();
+      await page.getByLabel('Email', { exact: true }).fill(email);
+      await page.getByLabel('Name', { exact: true }).fill('Olga <i>Operator</i>');
+      await page.getByLabel('Role', { exact: true }).selectOption({ label: 'Operators' });
+      await page.getByLabel('Password', { exact: true }).fill('short');
+      await button(page, 'Create').click();
+      const tooShort = await api.request('POST', '/api/v3/users', {
+        token,
+        body: { user: { email, password: 'short', role_key: role.body.role.role_key } },
+      });
+      assert.equal(tooShort.status, 400);
+      await page
+        .getByRole('form', { name: 'New user' })
+        .getByRole('alert')
+        .filter({ hasText: tooShort.body.message })
+        .waitFor();
+      assert.equal(await page.getByLabel('Email', { exact: true }).inputValue(), email);
+      await shot(page, 'new-user-refused');
+      await page.getByLabel('Password', { exact: true }).fill('a long enough password');
+      await button(page, 'Create').click();
+      await row(page, email).getByRole('cell', { name: 'Olga <i>Operator</i>', exact: true }).waitFor();
+      const users = (await api.request('GET', '/api/v3/users', { token, query: { per: 100 } })).body.users as {
+        email: string;
+        role_key: string;
+        user_key: string;
+      }[];
+      const made = users.find((u) => u.email === email);
+      assert.equal(made?.role_key, role.body.role.role_key);
+      await assertAccessible(page, 'the users page');
+
+      const admin = (await api.request('GET', '/api/v3/roles', { token, query: { per: 100 } })).body.roles.find(
+        (r: { account_admin: boolean }) => r.account_admin,
+      );
+      await page
+        .getByRole('combobox', { name: `Role of ${email}`, exact: true })
+        .selectOption({ label: 'Account Admin' });
+      for (let i = 0; i < 50; i++) {
+        const read = await api.request('GET', `/api/v3/users/${made?.user_key}`, { token });
+        if (read.body.user.role_key === admin.role_key) break;
+        await new Promise((done) => setTimeout(done, 100));
+      }
+      assert.equal(
+        (await api.request('GET', `/api/v3/users/${made?.user_key}`, { token })).body.user.role_key,
+        admin.role_key,
+      );
+
+      await button(page, `Delete ${email}`).click();
+      const dialog = page.getByRole('dialog', { name: `Delete ${email}?`, exact: true });
+      await dialog.getByText(`The user ${email} is deleted`, { exact: false }).waitFor();
+      await shot(page, 'delete-user');
+      await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
+      await row(page, email).waitFor({ state: 'detached' });
+      assert.equal((await api.request('GET', `/api/v3/users/${made?.user_key}`, { token })).status, 404);
+      await page.close();
+    });
+
+    it('when an API key is created then its token is shown once and works, and once deleted after confirming it is refused', async () => {
+      const page = await signedIn('/console/api-keys');
+      await page.getByRole('heading', { level: 1, name: 'API keys', exact: true }).waitFor();
+      await button(page, 'New API key').click();
+      await page.getByLabel('Name', { exact: true }).fill('Nightly export');
+      await page.getByLabel('Role', { exact: true }).selectOption({ label: 'Agent' });
+      await page.getByLabel('Expires', { exact: true }).fill('2099-01-01T00:00');
+      await button(page, 'Create').click();
+      const shown = page.getByRole('figure', { name: 'Token', exact: true }).locator('pre');
+      await shown.filter({ hasText: /^tbk_/ }).waitFor();
+      const keyToken = ((await shown.textContent()) ?? '').trim();
+      const caller = await api.request('GET', '/api/v3/caller', { token: keyToken });
+      assert.equal(caller.status, 200, caller.text);
+      assert.equal(caller.body.caller.role, 'Agent');
+      await row(page, 'Nightly export').getByRole('cell', { name: 'Agent', exact: true }).waitFor();
+      await shot(page, 'api-key-token');
+      await assertAccessible(page, 'the API keys page with a token');
+
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Users', exact: true }).click();
+      await page.goBack();
+      await row(page, 'Nightly export').waitFor();
+      assert.equal(await page.getByText(keyToken).count(), 0, 'the token is gone');
+
+      await button(page, 'Delete Nightly export').click();
+      const dialog = page.getByRole('dialog', { name: 'Delete the API key Nightly export?', exact: true });
+      await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+      assert.equal((await api.request('GET', '/api/v3/caller', { token: keyToken })).status, 200, 'Cancel keeps it');
+      await button(page, 'Delete Nightly export').click();
+      await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
+      await row(page, 'Nightly export').waitFor({ state: 'detached' });
+      assert.equal((await api.request('GET', '/api/v3/caller', { token: keyToken })).status, 401);
+      await page.close();
+    });
+
+    it('when an OEM admin makes a child organisation and signs in to it then the console shows the child', async () => {
+      const page = await signedIn('/console/organisations');
+      await page.getByRole('heading', { level: 1, name: 'Organisations', exact: true }).waitFor();
+      const name = unique('Plant');
+      await button(page, 'New organisation').click();
+      await page.getByLabel('Name', { exact: true }).fill(name);
+      await button(page, 'Create').click();
+      await row(page, name).waitFor();
+      await assertAccessible(page, 'the organisations page');
+
+      await button(page, `Sign in to ${name}`).click();
+      const dialog = page.getByRole('dialog', { name: `Sign in to ${name}`, exact: true });
+      await dialog.getByLabel('Password', { exact: true }).fill('not the password');
+      await dialog.getByRole('button', { name: 'Sign in', exact: true }).click();
+      const wrong = await api.request('POST', '/api_sign_in', {
+        body: { email: ADMIN_EMAIL, password: 'not the password' },
+      });
+      await dialog.getByRole('alert').filter({ hasText: wrong.body.message }).waitFor();
+      assert.equal(await dialog.getByLabel('Password', { exact: true }).inputValue(), 'not the password');
+      await shot(page, 'sign-in-to-child-refused');
+      await dialog.getByLabel('Password', { exact: true }).fill(ADMIN_PASSWORD);
+      await dialog.getByRole('button', { name: 'Sign in', exact: true }).click();
+
+      await page.getByRole('heading', { level: 1, name: 'Overview', exact: true }).waitFor();
+      await page.getByText(`${ADMIN_EMAIL} · ${name}`, { exact: true }).waitFor();
+      await page.getByRole('figure', { name: 'Things', exact: true }).filter({ hasText: /^0$/ }).waitFor();
+      const session = (await page.evaluate('sessionStorage.getItem("thingbase.session")')) as string;
+      const childToken = JSON.parse(session).token as string;
+      const child = await api.request('GET', '/api/v3/caller', { token: childToken });
+      assert.equal(child.status, 200);
+      const children = (await api.request('GET', '/api/v3/organisations', { token, query: { per: 100 } })).body
+        .organisations as { name: string; organisation_key: string }[];
+      assert.equal(child.body.caller.organisation_key, children.find((o) => o.name === name)?.organisation_key);
+      // A child that is not an OEM organisation has no children to manage.
+      const navigation = page.getByRole('navigation', { name: 'Main' });
+      await navigation.getByRole('link', { name: 'Settings', exact: true }).waitFor();
+      assert.equal(await navigation.getByRole('link', { name: 'Organisations', exact: true }).count(), 0);
+      await shot(page, 'in-child');
+      await page.close();
+    });
+
+    it("when the admin saves retention then the API holds it, and usage shows the API's figures", async () => {
+      const page = await signedIn('/console/settings');
+      await page.getByRole('heading', { level: 1, name: 'Settings', exact: true }).waitFor();
+      const usage = (await api.request('GET', '/api/v3/usage', { token })).body.usage;
+      for (const [name, value] of [
+        ['Things', usage.things],
+        ['Events stored today', usage.events_stored_today],
+        ['Events stored this month', usage.events_stored_this_month],
+      ]) {
+        await page
+          .getByRole('figure', { name, exact: true })
+          .filter({ hasText: new RegExp(`^${value}$`) })
+          .waitFor();
+      }
+      await page
+        .getByRole('figure', { name: 'API requests today', exact: true })
+        .filter({ hasText: /^\d+$/ })
+        .waitFor();
+      await page.getByRole('figure', { name: 'Storage', exact: true }).filter({ hasText: /\d/ }).waitFor();
+      await page.getByLabel('Retention (days)', { exact: true }).fill('30');
+      await page.getByLabel('Rollup retention (days)', { exact: true }).fill('400');
+      await button(page, 'Save').click();
+      await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+      const caller = (await api.request('GET', '/api/v3/caller', { token })).body.caller;
+      const own = (await api.request('GET', `/api/v3/organisations/${caller.organisation_key}`, { token })).body
+        .organisation;
+      assert.deepEqual([own.retention_days, own.rollup_retention_days], [30, 400]);
+      await page.getByLabel('Rollup retention (days)', { exact: true }).fill('');
+      await button(page, 'Save').click();
+      await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+      const kept = (await api.request('GET', `/api/v3/organisations/${caller.organisation_key}`, { token })).body
+        .organisation;
+      assert.deepEqual([kept.retention_days, kept.rollup_retention_days], [30, null], 'empty keeps for ever');
+      await shot(page, 'settings');
+      await assertAccessible(page, 'the settings page');
+      await page.close();
+    });
+
+    it('when a role may only read users, roles and API keys then no write control is offered, and pages it may not read show the API refusal', async () => {
+      const reader = await userWithAbilities(api, token, [61, 71, 141]);
+      const page = await signedIn('/console/users', reader.email, reader.password);
+      await row(page, ADMIN_EMAIL).waitFor();
+      const navigation = page.getByRole('navigation', { name: 'Main' });
+      const links = await navigation.getByRole('link').allTextContents();
+      // Dashboards are offered to every role until they have a permission class.
+      assert.deepEqual(links, ['Dashboards', 'API keys', 'Users', 'Roles']);
+      const writeControls = () =>
+        page
+          .getByRole('button', { name: /^(New |Delete|Edit|Save|Create)/ })
+          .or(page.getByRole('combobox', { name: /^Role of / }));
+      assert.equal(await writeControls().count(), 0);
+      await navigation.getByRole('link', { name: 'Roles', exact: true }).click();
+      await row(page, 'Account Admin').waitFor();
+      assert.equal(await writeControls().count(), 0);
+      await navigation.getByRole('link', { name: 'API keys', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'API keys', exact: true }).waitFor();
+      await page.getByRole('table', { name: 'API keys' }).waitFor();
+      assert.equal(await writeControls().count(), 0);
+      await shot(page, 'read-only-api-keys');
+
+      for (const [path, endpoint] of [
+        ['/console/organisations', '/api/v3/organisations'],
+        ['/console/alerts', '/api/v3/alerts'],
+      ] as const) {
+        await page.goto(`${api.url}${path}`);
+        const refused = await api.request('GET', endpoint, { token: reader.token });
+        assert.equal(refused.status, 403, endpoint);
+        await page.getByRole('alert').filter({ hasText: refused.body.message }).first().waitFor();
+      }
+      assert.equal(await button(page, 'New organisation').count(), 0);
+      await shot(page, 'read-only-refused');
+      await page.close();
+    });
+
+    it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
+      assert.deepEqual(problems.flat(), []);
+    });
+  });
+}

@@ -1,0 +1,164 @@
+/**
+ * The console's overview in a real browser against a real server (docs/console.md, "Overview"): the
+ * figures are the API's numbers and follow a device's events, status and alerts live; a role that may
+ * read things but not alerts, and one that may not read things, see the API's refusal where it applies.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { assertAccessible } from '../support/axe.ts';
+import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { createKeyPair, Device } from '../support/device.ts';
+import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+
+const FIGURES = ['Things', 'Online', 'Offline', 'Open alerts', 'Events in the last hour'] as const;
+
+for (const store of STORES) {
+  describe(`the console's overview in a browser [${store.name}]`, { skip: browserSkip || store.skip }, () => {
+    let api: TestServer;
+    let browser: Browser;
+    let token: string;
+    const problems: string[][] = [];
+
+    before(async () => {
+      [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
+      token = await api.adminToken();
+    });
+    after(async () => {
+      await browser?.close();
+      await api?.close();
+    });
+
+    const signedIn = (path: string, email = ADMIN_EMAIL, password = ADMIN_PASSWORD): Promise<Page> =>
+      signedInTab(browser, `${api.url}${path}`, { email, password }, problems);
+
+    const figure = (page: Page, name: string) => page.getByRole('figure', { name, exact: true });
+
+    /** What the API answers for each figure. */
+    async function expected(): Promise<Record<(typeof FIGURES)[number], string>> {
+      const summary = (await api.request('GET', '/api/v3/fleet_summary', { token })).body.fleet_summary;
+      const open = (await api.request('GET', '/api/v3/alerts', { token, query: { status: 'open', per: 1 } })).body;
+      return {
+        Things: String(summary.things),
+        Online: String(summary.online),
+        Offline: String(summary.offline),
+        'Open alerts': String(open.total_count),
+        'Events in the last hour': String(summary.events_last_hour),
+      };
+    }
+
+    /** Waits until every figure shows what the API answers, and answers it. */
+    async function figuresMatchApi(page: Page) {
+      const want = await expected();
+      for (const name of FIGURES) {
+        await figure(page, name)
+          .filter({ hasText: new RegExp(`^${want[name]}$`) })
+          .waitFor();
+      }
+      return want;
+    }
+
+    it('when signed in at /console/ then the overview shows the figures the API answers, its chart and open alerts', async () => {
+      const device = new Device(api.url, await createKeyPair(api, token));
+      const heard = unique('press');
+      assert.equal((await device.register({ thing_key: heard, name: 'Press 1' })).status, 200);
+      await createThing(api, token, { name: 'Press 2' });
+      const rule = await api.request('POST', '/api/v3/rules', {
+        token,
+        body: {
+          rule: {
+            name: 'Overheating',
+            condition: 'temperature > 90',
+            alert_type: 2,
+            alert_message: 'Press <b>hot</b>: {{temperature}}',
+            trigger: 'every_event',
+          },
+        },
+      });
+      assert.equal(rule.status, 200, rule.text);
+      assert.equal((await device.event({ thing_key: heard, data: { temperature: 95 } })).status, 200);
+      assert.equal((await device.event({ thing_key: heard, data: { temperature: 20 } })).status, 200);
+
+      const page = await signedIn('/console/');
+      await page.getByRole('heading', { level: 1, name: 'Overview', exact: true }).waitFor();
+      const shown = await figuresMatchApi(page);
+      assert.deepEqual(
+        [shown.Things, shown.Online, shown.Offline, shown['Events in the last hour'], shown['Open alerts']],
+        ['2', '1', '1', '2', '1'],
+      );
+      await page.getByRole('img', { name: /^Events received per minute, the last hour: 2 in all$/ }).waitFor();
+      await page.locator('.chart canvas').first().waitFor();
+      // The alert's message is text, never HTML.
+      await page.getByRole('cell', { name: 'Press <b>hot</b>: 95', exact: true }).waitFor();
+      assert.equal(page.url(), `${api.url}/console/`);
+      assert.equal(await page.title(), 'Overview · Thingbase');
+      await screenshot(page, `overview-${store.name}`);
+      await assertAccessible(page, 'the overview');
+      await page.close();
+    });
+
+    it('when a device sends then the figures change without a reload, to what the API answers', async () => {
+      const page = await signedIn('/console/overview');
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      const before = await figuresMatchApi(page);
+      const device = new Device(api.url, await createKeyPair(api, token));
+      const fresh = unique('lathe');
+      // A new thing (Things, Offline), then its events (Online, events) and an alert (Open alerts).
+      assert.equal((await device.register({ thing_key: fresh, name: 'Lathe' })).status, 200);
+      await figure(page, 'Things')
+        .filter({ hasText: new RegExp(`^${Number(before.Things) + 1}$`) })
+        .waitFor();
+      assert.equal((await device.event({ thing_key: fresh, data: { temperature: 99 } })).status, 200);
+      assert.equal((await device.event({ thing_key: fresh, data: { temperature: 98 } })).status, 200);
+      await figure(page, 'Events in the last hour')
+        .filter({ hasText: new RegExp(`^${Number(before['Events in the last hour']) + 2}$`) })
+        .waitFor();
+      await figure(page, 'Online')
+        .filter({ hasText: new RegExp(`^${Number(before.Online) + 1}$`) })
+        .waitFor();
+      await figure(page, 'Open alerts')
+        .filter({ hasText: new RegExp(`^${Number(before['Open alerts']) + 2}$`) })
+        .waitFor();
+      await figuresMatchApi(page);
+      await screenshot(page, `overview-live-${store.name}`);
+      await page.close();
+    });
+
+    it('when the role may read things but not alerts then the figures show and the alerts say the API refused', async () => {
+      const user = await userWithAbilities(api, token, [11]);
+      const page = await signedIn('/console/', user.email, user.password);
+      await page.getByRole('heading', { level: 1, name: 'Overview', exact: true }).waitFor();
+      const summary = (await api.request('GET', '/api/v3/fleet_summary', { token })).body.fleet_summary;
+      await figure(page, 'Things')
+        .filter({ hasText: new RegExp(`^${summary.things}$`) })
+        .waitFor();
+      const refused = await api.request('GET', '/api/v3/alerts', { token: user.token });
+      assert.equal(refused.status, 403);
+      await page.getByRole('alert').filter({ hasText: refused.body.message }).first().waitFor();
+      const links = await page.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents();
+      assert.ok(links.includes('Things') && !links.includes('Alerts') && !links.includes('Users'), links.join(', '));
+      await page.close();
+    });
+
+    it('when the role may not read things then the overview reached by URL shows the API refusal', async () => {
+      const user = await userWithAbilities(api, token, [21]);
+      const page = await signedIn('/console/overview', user.email, user.password);
+      const refused = await api.request('GET', '/api/v3/fleet_summary', { token: user.token });
+      assert.equal(refused.status, 403);
+      await page.getByRole('alert').filter({ hasText: refused.body.message }).waitFor();
+      assert.equal(await figure(page, 'Things').count(), 0);
+      const navigation = page.getByRole('navigation', { name: 'Main' });
+      await navigation.getByRole('link', { name: 'Templates', exact: true }).waitFor();
+      assert.equal(await navigation.getByRole('link', { name: 'Overview', exact: true }).count(), 0);
+      await screenshot(page, `overview-refused-${store.name}`);
+      await assertAccessible(page, 'the overview refused');
+      await page.close();
+    });
+
+    it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
+      assert.deepEqual(problems.flat(), []);
+    });
+  });
+}
