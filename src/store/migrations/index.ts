@@ -17,6 +17,7 @@ import * as usage from './012-usage.ts';
 import * as eventBlocks from './013-event-blocks.ts';
 import * as eventBlockPartitions from './014-event-block-partitions.ts';
 import * as eventOrderIndex from './015-event-order-index.ts';
+import * as dashboards from './016-dashboards.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -34,4 +35,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '013-event-blocks': eventBlocks,
   '014-event-block-partitions': eventBlockPartitions,
   '015-event-order-index': eventOrderIndex,
+  '016-dashboards': dashboards,
 };
