@@ -8,6 +8,7 @@ export const EXAMPLES: Record<string, Record<string, unknown>> = {
   postApiSignIn: { email: 'admin@localhost', password: 'the password printed at first start' },
   postQueryThingData: { per: 10, order: 'desc', timestamp_format: 'str', time_zone: 'UTC' },
   postQueryThingAggregatedData: { functions: ['avg', 'min', 'max'] },
+  postQueryFleetAggregatedData: { functions: ['avg', 'min', 'max'], timestamp_format: 'str' },
   postExpressionsValidate: { expression: "temperature > 80 and thing.name == 'boiler'", kind: 'rule' },
   postThings: {
     thing: { name: 'Boiler 7', thing_template_key: 'k3y0example', tags: 'boiler,plant-7', bi_directional: true },

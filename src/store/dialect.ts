@@ -186,6 +186,37 @@ export function jsonArrayHasText(engine: Engine, column: string, value: string):
     : sql`(${sql.ref(column)}::jsonb @> jsonb_build_array(${value}::text))`;
 }
 
+/** A JSON object stored as text, as the JSON functions below read it: PostgreSQL parses it once per row. */
+export function jsonOf(engine: Engine, column: string): RawBuilder<unknown> {
+  return engine === 'sqlite' ? sql`${sql.ref(column)}` : sql`${sql.ref(column)}::jsonb`;
+}
+
+/** Whether a JSON object (`jsonOf`) has a member of this name. */
+export function jsonHasMember(engine: Engine, json: string, member: string): RawBuilder<boolean> {
+  return engine === 'sqlite'
+    ? sql`(json_type(${sql.ref(json)}, ${`$.${JSON.stringify(member)}`}) is not null)`
+    : sql`((${sql.ref(json)} -> cast(${member} as text)) is not null)`;
+}
+
+/** The number at `index` of the array that is a member of a JSON object (`jsonOf`); NULL when absent or null. */
+export function jsonArrayNumber(
+  engine: Engine,
+  json: string,
+  member: string,
+  index: number,
+): RawBuilder<number | null> {
+  return engine === 'sqlite'
+    ? sql`json_extract(${sql.ref(json)}, ${`$.${JSON.stringify(member)}[${index}]`})`
+    : sql`cast(${sql.ref(json)} -> cast(${member} as text) ->> ${sql.lit(index)} as double precision)`;
+}
+
+/** Whether a bigint column holds one of these numbers, however many: one parameter on either engine. */
+export function inNumberList(engine: Engine, column: string, values: readonly number[]): RawBuilder<boolean> {
+  return engine === 'sqlite'
+    ? sql`${sql.ref(column)} in (select value from json_each(${JSON.stringify(values)}))`
+    : sql`${sql.ref(column)} = any(cast(${arrayLiteral(values)} as bigint[]))`;
+}
+
 export type ColumnType = 'bigint' | 'text';
 
 /**

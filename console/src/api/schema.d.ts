@@ -618,6 +618,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v3/query/fleet_aggregated_data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Count, sum, min, max and avg of numeric metrics across many things, overall and per time bucket
+         * @description The things of thing_keys, group_key or thing_template_key (one of them; none: every thing the caller can read). Answer: {"thing_count", "summary_result", "time_grouped_result" (with time_grouping)}, each bucket present, an empty one with count 0, sum 0 and null min, max and avg.
+         */
+        post: operations["postQueryFleetAggregatedData"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v3/query/thing_aggregated_data": {
         parameters: {
             query?: never;
@@ -6709,6 +6729,114 @@ export interface operations {
             };
             /** @description no such resource in the organisations the caller can see */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postQueryFleetAggregatedData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "functions": [
+                 *         "avg",
+                 *         "min",
+                 *         "max"
+                 *       ],
+                 *       "timestamp_format": "str"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
+                    from?: string | number;
+                    /** @description default all; avg brings sum and count */
+                    functions?: ("avg" | "min" | "max" | "sum" | "count")[];
+                    /** @description the group's things, a dynamic group's as its expression chooses now */
+                    group_key?: string;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /** @description metric names; dots address nested values */
+                    metrics?: string[];
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /** @description these things (one of thing_keys, group_key, thing_template_key) */
+                    thing_keys?: string[];
+                    /** @description the template's things */
+                    thing_template_key?: string;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @enum {string} */
+                    time_grouping?: "month" | "day" | "hour" | "minute";
+                    /** @default 1 */
+                    time_grouping_value?: number;
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                    /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
+                    to?: string | number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
