@@ -6,7 +6,7 @@
  * of the sums and named, so that the caller counts that thing's events of the slot instead.
  */
 import { sql } from 'kysely';
-import { engineOfDb, inNumberList, jsonArrayNumber, jsonHasMember, jsonOf } from '../store/dialect.ts';
+import { engineOfDb, inNumberList, jsonArrayNumber, jsonHasMember, jsonOf, keptApart } from '../store/dialect.ts';
 import type { Executor } from '../store/store.ts';
 import type { MetricStats } from './slot-stats.ts';
 
@@ -51,6 +51,7 @@ export async function fleetRollups(
     from (
       select thing_id, slot, ${jsonOf(engine, 'stats')} as j from event_rollups
       where ${inNumberList(engine, 'thing_id', thingIds)} and slot >= ${from} and slot < ${to}
+      ${keptApart(engine)}
     ) as r
     group by r.slot
     order by r.slot`.execute(db);

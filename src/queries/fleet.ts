@@ -1,5 +1,5 @@
 /**
- * `fleet_aggregated_data` (docs/api.md, "Fleet aggregation"): the numbers of `thing_aggregated_data`
+ * `fleet_aggregated_data` (docs/api.md, "Data queries"): the numbers of `thing_aggregated_data`
  * added up across the things of a list, a group or a template, overall and per time bucket. Where the
  * buckets fall on slot boundaries, the whole slots are read from the rollups of every thing at once,
  * added up per slot by the store (events/fleet-rollups.ts); only the partial slots at the ends of the
