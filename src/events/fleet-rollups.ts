@@ -18,6 +18,9 @@ export interface FleetSlot {
   uncovered: number[];
 }
 
+/** Metrics summed by one statement: four result columns each, well within SQLite's 2,000. */
+const METRICS_PER_STATEMENT = 100;
+
 /** The rollups of these things whose slot starts in [from, to), added up per slot, oldest first. */
 export async function fleetRollups(
   db: Executor,
@@ -27,16 +30,40 @@ export async function fleetRollups(
   to: number,
 ): Promise<FleetSlot[]> {
   if (thingIds.length === 0) return [];
+  const bySlot = new Map<number, FleetSlot>();
+  for (let first = 0; first === 0 || first < metrics.length; first += METRICS_PER_STATEMENT) {
+    const rows = await sumSlots(db, thingIds, metrics, metrics.slice(first, first + METRICS_PER_STATEMENT), from, to);
+    for (const row of rows) {
+      const known = bySlot.get(row.slot);
+      if (known) known.stats.push(...row.stats);
+      else bySlot.set(row.slot, row);
+    }
+  }
+  return [...bySlot.values()];
+}
+
+/**
+ * One statement: `summed` of the metrics added up per slot over the rows that have every one of
+ * `metrics`. Whether a row has them is worked out once per row, in the subquery kept apart.
+ */
+async function sumSlots(
+  db: Executor,
+  thingIds: readonly number[],
+  metrics: readonly string[],
+  summed: readonly string[],
+  from: number,
+  to: number,
+): Promise<FleetSlot[]> {
   const engine = engineOfDb(db);
   const covered =
     metrics.length === 0
-      ? sql<boolean>`true`
+      ? sql<boolean>`1 = 1`
       : sql.join(
-          metrics.map((m) => jsonHasMember(engine, 'r.j', m)),
+          metrics.map((m) => jsonHasMember(engine, 's.j', m)),
           sql` and `,
         );
-  const counted = (value: ReturnType<typeof jsonArrayNumber>) => sql`case when ${covered} then ${value} end`;
-  const columns = metrics.flatMap((m, i) => [
+  const counted = (value: ReturnType<typeof jsonArrayNumber>) => sql`case when r.covered then ${value} end`;
+  const columns = summed.flatMap((m, i) => [
     sql`sum(${counted(jsonArrayNumber(engine, 'r.j', m, 0))}) as ${sql.ref(`c${i}`)}`,
     sql`sum(${counted(jsonArrayNumber(engine, 'r.j', m, 1))}) as ${sql.ref(`s${i}`)}`,
     sql`min(${counted(jsonArrayNumber(engine, 'r.j', m, 2))}) as ${sql.ref(`n${i}`)}`,
@@ -44,13 +71,17 @@ export async function fleetRollups(
   ]);
   const uncoveredIds =
     engine === 'sqlite'
-      ? sql`group_concat(case when not (${covered}) then r.thing_id end)`
-      : sql`string_agg(case when not (${covered}) then cast(r.thing_id as text) end, ',')`;
+      ? sql`group_concat(case when not r.covered then r.thing_id end)`
+      : sql`string_agg(case when not r.covered then cast(r.thing_id as text) end, ',')`;
   const result = await sql<Record<string, number | string | null>>`
     select r.slot, ${uncoveredIds} as uncovered${sql.join([sql``, ...columns], sql`, `)}
     from (
-      select thing_id, slot, ${jsonOf(engine, 'stats')} as j from event_rollups
-      where ${inNumberList(engine, 'thing_id', thingIds)} and slot >= ${from} and slot < ${to}
+      select s.thing_id, s.slot, s.j, (${covered}) as covered
+      from (
+        select thing_id, slot, ${jsonOf(engine, 'stats')} as j from event_rollups
+        where ${inNumberList(engine, 'thing_id', thingIds)} and slot >= ${from} and slot < ${to}
+        ${keptApart(engine)}
+      ) as s
       ${keptApart(engine)}
     ) as r
     group by r.slot
@@ -59,7 +90,7 @@ export async function fleetRollups(
     value === null || value === undefined ? null : Number(value);
   return result.rows.map((row) => ({
     slot: Number(row.slot),
-    stats: metrics.map(
+    stats: summed.map(
       (_, i): MetricStats => [
         number(row[`c${i}`]) ?? 0,
         number(row[`s${i}`]) ?? 0,

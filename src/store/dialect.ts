@@ -195,9 +195,13 @@ export function jsonOf(engine: Engine, column: string): RawBuilder<unknown> {
   return engine === 'sqlite' ? sql`${sql.ref(column)}` : sql`${sql.ref(column)}::jsonb`;
 }
 
-/** Ends a subquery the planner must not merge into the query around it (PostgreSQL's `offset 0`). */
+/**
+ * Ends a subquery the planner must not merge into the query around it, so that what it computes is
+ * computed once per row: `offset 0` on PostgreSQL; on SQLite a limit, which keeps a subquery of an
+ * aggregate query apart.
+ */
 export function keptApart(engine: Engine): RawBuilder<unknown> {
-  return engine === 'sqlite' ? sql`` : sql`offset 0`;
+  return engine === 'sqlite' ? sql`limit -1` : sql`offset 0`;
 }
 
 /** Whether a JSON object (`jsonOf`) has a member of this name. */

@@ -177,6 +177,40 @@ describeOnStores('fleet aggregation', (ctx) => {
       },
     );
     assert.equal(extra.summary_result.extra.count, 16, 'extra is not a template metric: counted from the events');
+    // More metrics than one statement sums: the rollups are read in several, each row still counted once.
+    const many = ['n', 'm', ...Array.from({ length: 150 }, (_, i) => `absent${i}`)];
+    await assertFleetMatches(
+      thingKeys,
+      { thing_template_key: templateKey },
+      { ...range, time_grouping: 'hour', metrics: many },
+    );
+    // A template of 110 metrics: its rollups name them all, so each statement sums rows it counts.
+    const token = await ctx.api.adminToken();
+    const names = ['n', 'm', ...Array.from({ length: 108 }, (_, i) => `k${i}`)];
+    const wide = await ctx.api.request('POST', '/api/v3/thing_templates', {
+      token,
+      body: { thing_template: { name: unique('wide'), metrics: names.map((name) => ({ name, data_type: 'number' })) } },
+    });
+    assert.equal(wide.status, 200, wide.text);
+    const wideKeys: string[] = [];
+    for (const thing of [1, 2]) {
+      const created = await createThing(ctx.api, token, {
+        thing_template_key: wide.body.thing_template.thing_template_key,
+      });
+      const events = eventsOf(thing, 2).map((e, i) => ({ ...e, data: { ...e.data, k105: i * thing } }));
+      const posted = await ctx.api.request('POST', `/api/v3/things/${created.thing_key}/events`, {
+        token,
+        body: { events },
+      });
+      assert.equal(posted.status, 200, posted.text);
+      wideKeys.push(created.thing_key);
+    }
+    const wideAnswer = await assertFleetMatches(
+      wideKeys,
+      { thing_keys: wideKeys },
+      { ...range, time_grouping: 'hour', metrics: names },
+    );
+    assert.equal(wideAnswer.summary_result.k105.count, 48);
   });
 
   it('when things are chosen by keys, a group or nothing then each choice answers its own things', async () => {
