@@ -81,14 +81,21 @@ function text(value: unknown, param: string, max: number, min = 0): string {
   return value;
 }
 
-function wholeNumber(value: unknown, param: string, min: number, max: number): number {
+/** Numeric text read as the number it writes, as every numeric parameter is (docs/api.md, "Requests"). */
+const DECIMAL = /^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
+const asNumber = (value: unknown): unknown =>
+  typeof value === 'string' && DECIMAL.test(value) ? Number(value) : value;
+
+function wholeNumber(given: unknown, param: string, min: number, max: number): number {
+  const value = asNumber(given);
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw invalid(param, `must be a whole number from ${min} to ${max}`);
   }
   return value;
 }
 
-function finiteNumber(value: unknown, param: string): number {
+function finiteNumber(given: unknown, param: string): number {
+  const value = asNumber(given);
   if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(param, 'must be a number');
   return value;
 }
@@ -194,7 +201,8 @@ export class DashboardChecker {
         return finiteNumber(value, param);
       case 'max': {
         const max = finiteNumber(value, param);
-        if (typeof widget.min === 'number' && max <= widget.min) throw invalid(param, 'must be greater than min');
+        const min = asNumber(widget.min);
+        if (typeof min === 'number' && max <= min) throw invalid(param, 'must be greater than min');
         return max;
       }
       case 'status': {

@@ -245,6 +245,28 @@ describeOnStores('dashboards', (ctx) => {
         JSON.stringify(widget),
       );
     }
+    const numericText = await create(token, {
+      name: unique('numeric text'),
+      widgets: [
+        {
+          type: 'gauge',
+          title: 'g',
+          layout: { x: '0', y: 1, w: '6', h: 2 },
+          thing_key: thing.thing_key,
+          metric: 'a',
+          min: '0',
+          max: '1.5e1',
+        },
+      ],
+    });
+    assert.equal(numericText.status, 200, numericText.text);
+    assert.deepEqual(
+      [numericText.body.dashboard.widgets[0].layout, numericText.body.dashboard.widgets[0].max],
+      [{ x: 0, y: 1, w: 6, h: 2 }, 15],
+      'numeric text is read as its number, as everywhere',
+    );
+    const hex = await create(token, { name: 'bad', widgets: [{ ...ok, layout: { x: '0x1', y: 0, w: 1, h: 1 } }] });
+    assert.deepEqual([hex.status, hex.body.errors[0].param], [400, 'dashboard.widgets[0].layout.x']);
     const notObject = await create(token, { name: 'bad', widgets: [ok, 'text'] });
     assert.equal(notObject.status, 400);
     const twice = await create(token, {
