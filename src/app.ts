@@ -27,6 +27,7 @@ import type { SecretBox } from './core/secret-box.ts';
 import { SocketCount } from './core/sockets.ts';
 import { readTlsFiles, type TlsCertificate, type TlsMaterial } from './core/tls.ts';
 import { loggedUrl } from './core/urls.ts';
+import { dashboardRoutes } from './dashboards/routes.ts';
 import { Senders } from './deliveries/senders.ts';
 import { deliveryQueueDepth } from './deliveries/service.ts';
 import { DeliveryWorker } from './deliveries/worker.ts';
@@ -546,6 +547,7 @@ async function buildHttpApp(
     ...instructionRoutes(store, parts.instructions),
     ...usageRoutes(store, parts.limiter),
     ...demoRoutes(parts.demos),
+    ...dashboardRoutes(store),
   ]);
   registerRealtimeRoutes(app, {
     hub: parts.hub,

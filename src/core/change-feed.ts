@@ -22,6 +22,7 @@ export type EntityType =
   | 'KeyPair'
   | 'ApiKey'
   | 'Alert'
+  | 'Dashboard'
   /** Events stored: told only while someone wants them (`want`), a change per organisation and transaction. */
   | 'Event';
 

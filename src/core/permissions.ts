@@ -20,6 +20,7 @@ export const PERMISSION_CLASSES = {
   data: 12,
   key_pair: 13,
   api_key: 14,
+  dashboard: 15,
   all: 99,
 } as const;
 

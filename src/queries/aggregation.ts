@@ -11,8 +11,8 @@ import { type EventTriple, eventChunks, firstKeptSlot, retentionCuts } from '../
 import { readPath } from '../expressions/index.ts';
 import type { Executor } from '../store/store.ts';
 import { readBound } from './thing-data.ts';
-import { queriedThings } from './things.ts';
-import { MAX_BUCKETED_INSTANT, type TimeGrouping, timeBuckets } from './time-buckets.ts';
+import { type QueriedThing, queriedThings } from './things.ts';
+import { MAX_BUCKETED_INSTANT, type TimeBuckets, type TimeGrouping, timeBuckets } from './time-buckets.ts';
 
 export type AggregateFunction = 'avg' | 'min' | 'max' | 'sum' | 'count';
 
@@ -33,7 +33,7 @@ export interface AggregationRequest {
  * typed arrays: an aggregation over thousands of buckets allocates no object per bucket. NaN stands
  * for "no value yet" in min and max.
  */
-class Stats {
+export class Stats {
   readonly count: Float64Array;
   readonly sum: Float64Array;
   readonly min: Float64Array;
@@ -144,7 +144,7 @@ const roundedMinutes = (sums: IdleTimes): IdleTimes => ({
 });
 
 /** Writes one cell's members, in the order the answer always had: count, sum, min, max, avg, idle. */
-function cellWriter(functions: ReadonlySet<AggregateFunction>) {
+export function cellWriter(functions: ReadonlySet<AggregateFunction>) {
   const [withCount, withSum, withMin, withMax, withAvg] = (['count', 'sum', 'min', 'max', 'avg'] as const).map((f) =>
     functions.has(f),
   );
@@ -162,15 +162,11 @@ function cellWriter(functions: ReadonlySet<AggregateFunction>) {
   };
 }
 
-/**
- * The answer, written as JSON text as it is computed: a month of 15-minute buckets is close to a
- * megabyte of JSON, and building it as nested objects first cost more than all the rest.
- */
-export async function aggregatedData(
-  db: Executor,
-  request: AggregationRequest,
+/** What an aggregation request asks for, checked: its range, its buckets and the functions to answer. */
+export function aggregationRange(
+  request: Pick<AggregationRequest, 'from' | 'to' | 'grouping' | 'groupingValue' | 'idle' | 'functions'>,
   time: TimeFormatter,
-): Promise<JsonText> {
+) {
   const from = readBound(request.from, time.zone, 'from');
   const to = readBound(request.to, time.zone, 'to', true);
   if ((request.grouping || request.idle) && from === undefined) throw requiredParam('from');
@@ -191,7 +187,6 @@ export async function aggregatedData(
       }
     }
   }
-  const things = await queriedThings(db, request.organisationKeys, request.thingKeys);
   const buckets = request.grouping
     ? timeBuckets({
         from: from as number,
@@ -208,6 +203,110 @@ export async function aggregatedData(
     functions.add('sum');
     functions.add('count');
   }
+  return { from, to, buckets, functions };
+}
+
+/**
+ * The buckets by the key that names them in `time_grouped_result`. A wall-clock key the clock reads
+ * twice (the hour repeated when it falls back) names every bucket that starts at it, counted together:
+ * no event is left out of the grouped answer.
+ */
+export function keyedBuckets(buckets: TimeBuckets, time: TimeFormatter): Map<string, number[]> {
+  const keys = buckets.keys(time);
+  const bucketsOfKey = new Map<string, number[]>();
+  for (let i = 0; i < keys.length; i++) {
+    const same = bucketsOfKey.get(keys[i] as string);
+    if (same) same.push(i);
+    else bucketsOfKey.set(keys[i] as string, [i]);
+  }
+  return bucketsOfKey;
+}
+
+/** What one thing's stats are counted over (aggregatedData). */
+export interface ThingStatsRequest {
+  from: number | undefined;
+  to: number | undefined;
+  buckets: TimeBuckets | undefined;
+  plan: ReturnType<typeof rollupPlan>;
+  metrics: string[];
+  idle: boolean;
+  now: number;
+}
+
+/** Adds a thing's stored events in these ranges (inclusive bounds) to its stats, overall and per bucket. */
+export async function addEventsOfThing(
+  db: Executor,
+  thingId: number,
+  ranges: { from: number | undefined; to: number | undefined }[],
+  notBefore: number | undefined,
+  target: { metrics: string[]; buckets: TimeBuckets | undefined; overall: Stats[]; bucketed: Stats[] },
+): Promise<void> {
+  const { buckets, overall, bucketed } = target;
+  const paths = target.metrics.map((metric) => metric.split('.'));
+  const addEvents = (chunk: EventTriple[]) => {
+    for (const [at, , data] of chunk) {
+      const index = buckets ? buckets.indexOf(at) : -1;
+      for (let m = 0; m < paths.length; m++) {
+        const value = readPath(data, paths[m] as string[]);
+        if (typeof value !== 'number' || !Number.isFinite(value)) continue;
+        (overall[m] as Stats).add(0, value, at);
+        if (index >= 0) (bucketed[m] as Stats).add(index, value, at);
+      }
+    }
+  };
+  for (const range of ranges) {
+    const events = { thingId, from: range.from, to: range.to, byCreatedAt: false, notBefore };
+    for await (const chunk of eventChunks(db, events)) addEvents(chunk);
+  }
+}
+
+/** One thing's stats of each metric, overall and per bucket: from its rollups where they serve, else its events. */
+export async function statsOfThing(db: Executor, thing: QueriedThing, request: ThingStatsRequest) {
+  const { from, to, buckets, plan, metrics, idle, now } = request;
+  const overall = metrics.map(() => new Stats(1, idle));
+  const bucketed = buckets ? metrics.map(() => new Stats(buckets.length, idle)) : [];
+  // Whole slots from their rollups when every one covers every metric asked for; the rest event by event.
+  // Under retention (docs/storage.md), expired events are never read: the whole slots before they
+  // expire are answered from the rollups still kept (whatever the buckets: the summary and per-thing
+  // results cover the whole range), and the rest of the expired part counts nothing.
+  const cuts = retentionCuts(thing.retention_days, thing.rollup_retention_days, now);
+  const expiredBefore = cuts.events ?? -FAR;
+  let slots: Awaited<ReturnType<typeof rollupsOf>> = [];
+  if (plan) {
+    const slotsFrom = Math.max(plan.from, firstKeptSlot(cuts.rollups) ?? -FAR);
+    // Standing for the stored events too, or only the slots whose events have all expired.
+    const slotsTo = plan.stored ? plan.to : Math.min(plan.to, Math.floor(expiredBefore / SLOT_MS) * SLOT_MS);
+    if (slotsFrom < slotsTo) slots = await rollupsOf(db, thing.thing_id, slotsFrom, slotsTo);
+  }
+  const covered = plan?.stored && slots.every(([, stats]) => metrics.every((metric) => Object.hasOwn(stats, metric)));
+  for (const [slot, stats] of slots) {
+    // Not covered: only the slots whose events have all expired, with the metrics they have.
+    if (!covered && slot + SLOT_MS > expiredBefore) continue;
+    const index = buckets && plan?.alignedBuckets ? buckets.indexOf(slot) : -1;
+    for (let m = 0; m < metrics.length; m++) {
+      const metric = stats[metrics[m] as string];
+      if (metric === undefined) continue;
+      const [count, sum, min, max] = metric;
+      (overall[m] as Stats).merge(0, count, sum, min, max);
+      if (index >= 0) (bucketed[m] as Stats).merge(index, count, sum, min, max);
+    }
+  }
+  const ranges = plan && covered ? plan.rest : [{ from, to }];
+  await addEventsOfThing(db, thing.thing_id, ranges, cuts.events, { metrics, buckets, overall, bucketed });
+  return { overall, bucketed };
+}
+
+/**
+ * The answer, written as JSON text as it is computed: a month of 15-minute buckets is close to a
+ * megabyte of JSON, and building it as nested objects first cost more than all the rest.
+ */
+export async function aggregatedData(
+  db: Executor,
+  request: AggregationRequest,
+  time: TimeFormatter,
+): Promise<JsonText> {
+  const { from, to, buckets, functions } = aggregationRange(request, time);
+  const things = await queriedThings(db, request.organisationKeys, request.thingKeys);
 
   const discovered = new Set<string>();
   for (const thing of things) for (const m of thing.metrics) if (m.data_type === 'number') discovered.add(m.name);
@@ -247,61 +346,11 @@ export async function aggregatedData(
   /** Per thing, per metric: its stats in every bucket, written out bucket by bucket at the end. */
   const perBucket: { thingName: string; idleMs: number; stats: Stats[] }[] = [];
 
-  const paths = metrics.map((metric) => metric.split('.'));
   const plan = rollupPlan(from, to, buckets, idle);
   const now = Date.now();
   for (const thing of things) {
     const idleMs = thing.idle_timeout * 1000;
-    const overall = metrics.map(() => new Stats(1, idle));
-    const bucketed = buckets ? metrics.map(() => new Stats(buckets.length, idle)) : [];
-    const addEvents = (chunk: EventTriple[]) => {
-      for (const [at, , data] of chunk) {
-        const index = buckets ? buckets.indexOf(at) : -1;
-        for (let m = 0; m < paths.length; m++) {
-          const value = readPath(data, paths[m] as string[]);
-          if (typeof value !== 'number' || !Number.isFinite(value)) continue;
-          (overall[m] as Stats).add(0, value, at);
-          if (index >= 0) (bucketed[m] as Stats).add(index, value, at);
-        }
-      }
-    };
-    // Whole slots from their rollups when every one covers every metric asked for; the rest event by event.
-    // Under retention (docs/storage.md), expired events are never read: the whole slots before they
-    // expire are answered from the rollups still kept (whatever the buckets: the summary and per-thing
-    // results cover the whole range), and the rest of the expired part counts nothing.
-    const cuts = retentionCuts(thing.retention_days, thing.rollup_retention_days, now);
-    const expiredBefore = cuts.events ?? -FAR;
-    let slots: Awaited<ReturnType<typeof rollupsOf>> = [];
-    if (plan) {
-      const slotsFrom = Math.max(plan.from, firstKeptSlot(cuts.rollups) ?? -FAR);
-      // Standing for the stored events too, or only the slots whose events have all expired.
-      const slotsTo = plan.stored ? plan.to : Math.min(plan.to, Math.floor(expiredBefore / SLOT_MS) * SLOT_MS);
-      if (slotsFrom < slotsTo) slots = await rollupsOf(db, thing.thing_id, slotsFrom, slotsTo);
-    }
-    const covered = plan?.stored && slots.every(([, stats]) => metrics.every((metric) => Object.hasOwn(stats, metric)));
-    for (const [slot, stats] of slots) {
-      // Not covered: only the slots whose events have all expired, with the metrics they have.
-      if (!covered && slot + SLOT_MS > expiredBefore) continue;
-      const index = buckets && plan?.alignedBuckets ? buckets.indexOf(slot) : -1;
-      for (let m = 0; m < metrics.length; m++) {
-        const metric = stats[metrics[m] as string];
-        if (metric === undefined) continue;
-        const [count, sum, min, max] = metric;
-        (overall[m] as Stats).merge(0, count, sum, min, max);
-        if (index >= 0) (bucketed[m] as Stats).merge(index, count, sum, min, max);
-      }
-    }
-    const ranges = plan && covered ? plan.rest : [{ from, to }];
-    for (const range of ranges) {
-      const events = {
-        thingId: thing.thing_id,
-        from: range.from,
-        to: range.to,
-        byCreatedAt: false,
-        notBefore: cuts.events,
-      };
-      for await (const chunk of eventChunks(db, events)) addEvents(chunk);
-    }
+    const { overall, bucketed } = await statsOfThing(db, thing, { from, to, buckets, plan, metrics, idle, now });
     const members: string[] = [];
     for (let m = 0; m < metrics.length; m++) {
       const stats = overall[m] as Stats;
@@ -328,15 +377,7 @@ export async function aggregatedData(
   let text = `{"summary_result":{${summary.join(',')}},"thing_wise_result":{${thingWise.join(',')}}`;
   if (buckets) {
     text += ',"time_grouped_result":{';
-    // A wall-clock key the clock reads twice (the hour repeated when it falls back) names every bucket
-    // that starts at it, counted together: no event is left out of the grouped answer.
-    const keys = buckets.keys(time);
-    const bucketsOfKey = new Map<string, number[]>();
-    for (let i = 0; i < keys.length; i++) {
-      const same = bucketsOfKey.get(keys[i] as string);
-      if (same) same.push(i);
-      else bucketsOfKey.set(keys[i] as string, [i]);
-    }
+    const bucketsOfKey = keyedBuckets(buckets, time);
     const periodOf = (i: number): Period => ({ start: buckets.starts[i] as number, end: buckets.ends[i] as number });
     let firstBucket = true;
     for (const [key, indices] of bucketsOfKey) {

@@ -2,7 +2,8 @@ import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
 import { aggregatedData } from './aggregation.ts';
 import { exportEvents } from './export.ts';
-import { AggregatedDataParams, ExportEventsParams, ThingDataParams } from './schemas.ts';
+import { fleetAggregatedData } from './fleet.ts';
+import { AggregatedDataParams, ExportEventsParams, FleetAggregatedDataParams, ThingDataParams } from './schemas.ts';
 import { thingData } from './thing-data.ts';
 
 const tags = ['Data queries'];
@@ -55,6 +56,34 @@ export function queryRoutes(store: Store): AnyRoute[] {
             grouping: params.time_grouping,
             groupingValue: params.time_grouping_value ?? 1,
             idle: params.idle_time_required === true || params.idle_time_required === 1,
+            from: params.from,
+            to: params.to,
+            metrics: params.metrics,
+            functions: params.functions,
+          },
+          time,
+        ),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/v3/query/fleet_aggregated_data',
+      aliases: ['/api/v3/datonis_query/fleet_aggregated_data'],
+      tags,
+      summary: 'Count, sum, min, max and avg of numeric metrics across many things, overall and per time bucket',
+      description:
+        'The things of thing_keys, group_key or thing_template_key (one of them; none: every thing the caller can read). Answer: {"thing_count", "summary_result", "time_grouped_result" (with time_grouping)}, each bucket present, an empty one with count 0, sum 0 and null min, max and avg.',
+      access: permission('data', 'read'),
+      params: FleetAggregatedDataParams,
+      handler: async ({ params, time, visibleOrganisations }) =>
+        fleetAggregatedData(
+          store.db,
+          {
+            organisationKeys: await visibleOrganisations(),
+            thingKeys: params.thing_keys,
+            groupKey: params.group_key,
+            thingTemplateKey: params.thing_template_key,
+            grouping: params.time_grouping,
+            groupingValue: params.time_grouping_value ?? 1,
             from: params.from,
             to: params.to,
             metrics: params.metrics,

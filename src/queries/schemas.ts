@@ -34,21 +34,14 @@ export const ThingDataParams = Type.Object({
   ),
 });
 
-export const AggregatedDataParams = Type.Object({
-  ...CommonParams,
-  ...OemParams,
-  thing_keys: Type.Optional(
-    Type.Array(Key(), { maxItems: 1000, description: 'default: every thing the caller can read' }),
-  ),
+const ThingKeys = Type.Optional(
+  Type.Array(Key(), { maxItems: 1000, description: 'default: every thing the caller can read' }),
+);
+
+/** What thing_aggregated_data and fleet_aggregated_data both take: the range, buckets and functions. */
+const aggregationParams = {
   time_grouping: Type.Optional(StringEnum(['month', 'day', 'hour', 'minute'])),
   time_grouping_value: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 1 })),
-  idle_time_required: Type.Optional(
-    Type.Unsafe<boolean | number>({
-      type: ['boolean', 'integer'],
-      enum: [true, false, 1, 0],
-      description: 'add idle_time_mins and total_time_mins',
-    }),
-  ),
   from: PointInTime,
   to: PointInTime,
   metrics: Metrics,
@@ -57,6 +50,34 @@ export const AggregatedDataParams = Type.Object({
       description: 'default all; avg brings sum and count',
     }),
   ),
+};
+
+export const AggregatedDataParams = Type.Object({
+  ...CommonParams,
+  ...OemParams,
+  thing_keys: ThingKeys,
+  idle_time_required: Type.Optional(
+    Type.Unsafe<boolean | number>({
+      type: ['boolean', 'integer'],
+      enum: [true, false, 1, 0],
+      description: 'add idle_time_mins and total_time_mins',
+    }),
+  ),
+  ...aggregationParams,
+});
+
+export const FleetAggregatedDataParams = Type.Object({
+  ...CommonParams,
+  ...OemParams,
+  thing_keys: Type.Optional(
+    Type.Array(Key(), {
+      maxItems: 1000,
+      description: 'these things (one of thing_keys, group_key, thing_template_key)',
+    }),
+  ),
+  group_key: Type.Optional(Key("the group's things, a dynamic group's as its expression chooses now")),
+  thing_template_key: Type.Optional(Key("the template's things")),
+  ...aggregationParams,
 });
 
 export const ExportEventsParams = Type.Object({

@@ -94,6 +94,21 @@ export interface ThingTemplateRow {
   updated_at: number;
 }
 
+export interface DashboardRow {
+  dashboard_key: string;
+  organisation_key: string;
+  name: string;
+  description: string | null;
+  /** JSON: {"last": "1h"} or {"from", "to"} (epoch seconds). */
+  time_range: string;
+  /** JSON array of {name, thing_template_key}. */
+  variables: string;
+  /** JSON array of widgets (docs/api.md, "Dashboards"). */
+  widgets: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface ThingRow {
   thing_id: Generated<number>;
   thing_key: string;
@@ -433,10 +448,12 @@ export interface Database {
   api_request_windows: ApiRequestWindowRow;
   event_days: EventDayRow;
   event_minutes: EventMinuteRow;
+  dashboards: DashboardRow;
 }
 
 /** Tables whose rows belong to one organisation (column `organisation_key`): removed with it. */
 export const ORGANISATION_SCOPED_TABLES = [
+  'dashboards',
   'instructions',
   'alerts',
   'delivery_attempts',

@@ -270,6 +270,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v3/dashboards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List dashboards */
+        get: operations["getDashboards"];
+        put?: never;
+        /**
+         * Create a dashboard
+         * @description A widget that is not valid, or names a thing, group or template the organisation does not have, is a 400 naming the field: dashboard.widgets[2].source.group_key.
+         */
+        post: operations["postDashboards"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v3/dashboards/{dashboard_key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a dashboard */
+        get: operations["getDashboardsByDashboardKey"];
+        /**
+         * Update a dashboard
+         * @description Replaces the fields given (widgets and variables as whole arrays).
+         */
+        put: operations["putDashboardsByDashboardKey"];
+        post?: never;
+        /** Delete a dashboard */
+        delete: operations["deleteDashboardsByDashboardKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v3/demo": {
         parameters: {
             query?: never;
@@ -632,6 +675,26 @@ export interface paths {
         post?: never;
         /** Delete a child organisation and all its data */
         delete: operations["deleteOrganisationsByOrganisationKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v3/query/fleet_aggregated_data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Count, sum, min, max and avg of numeric metrics across many things, overall and per time bucket
+         * @description The things of thing_keys, group_key or thing_template_key (one of them; none: every thing the caller can read). Answer: {"thing_count", "summary_result", "time_grouped_result" (with time_grouping)}, each bucket present, an empty one with count 0, sum 0 and null min, max and avg.
+         */
+        post: operations["postQueryFleetAggregatedData"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1229,6 +1292,76 @@ export interface components {
             role_key: string;
             time_zone: string;
             user_key: string | null;
+        };
+        Dashboard: {
+            created_at: number | string;
+            dashboard_key: string;
+            description: string | null;
+            name: string;
+            /** @description the time range the widgets share: {"last": "1h"} or {"from", "to"} in epoch seconds */
+            time_range: {
+                /** @description the last n minutes, hours or days: 15m, 1h, 7d */
+                last: string;
+            } | {
+                /** @description epoch seconds */
+                from: number;
+                /** @description epoch seconds, not before from */
+                to: number;
+            };
+            updated_at: number | string;
+            variables: {
+                /** @description a letter or _, then letters, digits or _ */
+                name: string;
+                /** @description the template of the things the variable chooses from */
+                thing_template_key: string;
+            }[];
+            widgets: {
+                /**
+                 * @description timeseries: one line per metric across the things
+                 * @enum {string}
+                 */
+                aggregate?: "avg" | "min" | "max" | "sum" | "count";
+                layout: {
+                    h: number;
+                    /** @description columns of the 12-column grid; x + w <= 12 */
+                    w: number;
+                    x: number;
+                    y: number;
+                };
+                /** @description gauge */
+                max?: number;
+                /** @description value, gauge */
+                metric?: string;
+                /** @description timeseries: 1-8 (required); things: 0-8 */
+                metrics?: string[];
+                /** @description gauge */
+                min?: number;
+                /** @description exactly one of thing_keys, group_key, thing_template_key */
+                source?: {
+                    group_key?: string;
+                    /** @description thing keys, or "$<variable>" */
+                    thing_keys?: string[];
+                    thing_template_key?: string;
+                };
+                /** @description alerts: statuses shown */
+                status?: ("open" | "acknowledged" | "cleared")[];
+                /** @description text: Markdown, at most 8 KiB, never drawn as HTML */
+                text?: string;
+                /** @description value, gauge: a thing key or "$<variable>" */
+                thing_key?: string;
+                /** @description value, gauge: ascending by from */
+                thresholds?: {
+                    /** @description #rrggbb */
+                    color: string;
+                    from: number;
+                }[];
+                title: string;
+                /** @enum {string} */
+                type: "timeseries" | "value" | "gauge" | "things" | "alerts" | "map" | "text";
+                unit?: string;
+                /** @description kept as given; generated when absent (10 characters of 0-9a-z) */
+                widget_key: string;
+            }[];
         };
         Demo: {
             devices: number;
@@ -3374,6 +3507,561 @@ export interface operations {
             };
             /** @description the role lacks this operation's permission */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDashboards: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                order?: "asc" | "desc";
+                /** @description field to sort on */
+                order_by?: "created_at" | "updated_at" | "name" | "dashboard_key";
+                /**
+                 * @description page number, from 1
+                 * @example 1
+                 */
+                page?: number;
+                /**
+                 * @description page size
+                 * @example 10
+                 */
+                per?: number;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description all: every keyword must match; any: one is enough */
+                scope?: "all" | "any";
+                /** @description keywords matched against dashboard_key, name and description (at most 32 keywords) */
+                search?: string;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        dashboards: components["schemas"]["Dashboard"][];
+                        page: number | string;
+                        total_count: number;
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDashboards: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "dashboard": {
+                 *         "name": "Line 3",
+                 *         "time_range": {
+                 *           "last": "24h"
+                 *         },
+                 *         "variables": [
+                 *           {
+                 *             "name": "boiler",
+                 *             "thing_template_key": "k3y0example"
+                 *           }
+                 *         ],
+                 *         "widgets": [
+                 *           {
+                 *             "type": "timeseries",
+                 *             "title": "Fleet temperature",
+                 *             "layout": {
+                 *               "x": 0,
+                 *               "y": 0,
+                 *               "w": 8,
+                 *               "h": 4
+                 *             },
+                 *             "source": {
+                 *               "thing_template_key": "k3y0example"
+                 *             },
+                 *             "metrics": [
+                 *               "temperature"
+                 *             ],
+                 *             "aggregate": "avg"
+                 *           },
+                 *           {
+                 *             "type": "gauge",
+                 *             "title": "Pressure",
+                 *             "layout": {
+                 *               "x": 8,
+                 *               "y": 0,
+                 *               "w": 4,
+                 *               "h": 4
+                 *             },
+                 *             "thing_key": "$boiler",
+                 *             "metric": "pressure",
+                 *             "unit": "bar",
+                 *             "min": 0,
+                 *             "max": 10,
+                 *             "thresholds": [
+                 *               {
+                 *                 "from": 0,
+                 *                 "color": "#2e7d32"
+                 *               },
+                 *               {
+                 *                 "from": 8,
+                 *                 "color": "#c62828"
+                 *               }
+                 *             ]
+                 *           },
+                 *           {
+                 *             "type": "text",
+                 *             "title": "Notes",
+                 *             "layout": {
+                 *               "x": 0,
+                 *               "y": 4,
+                 *               "w": 12,
+                 *               "h": 2
+                 *             },
+                 *             "text": "**Shift A** checks at 06:00"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description create the resource in this child organisation */
+                    child_organisation_key?: string;
+                    dashboard: {
+                        description?: string | null;
+                        name: string;
+                        /** @description the time range the widgets share: {"last": "1h"} or {"from", "to"} in epoch seconds */
+                        time_range?: {
+                            /** @description the last n minutes, hours or days: 15m, 1h, 7d */
+                            last: string;
+                        } | {
+                            /** @description epoch seconds */
+                            from: number;
+                            /** @description epoch seconds, not before from */
+                            to: number;
+                        };
+                        variables?: {
+                            /** @description a letter or _, then letters, digits or _ */
+                            name: string;
+                            /** @description the template of the things the variable chooses from */
+                            thing_template_key: string;
+                        }[];
+                        /** @description at most 50; the whole dashboard at most 256 KiB of JSON */
+                        widgets?: Record<string, never>[];
+                    };
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        dashboard: components["schemas"]["Dashboard"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDashboardsByDashboardKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                dashboard_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        dashboard: components["schemas"]["Dashboard"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putDashboardsByDashboardKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                dashboard_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "dashboard": {},
+                 *       "dashboard_key": "k3y0example"
+                 *     }
+                 */
+                "application/json": {
+                    dashboard: {
+                        description?: string | null;
+                        name?: string;
+                        /** @description the time range the widgets share: {"last": "1h"} or {"from", "to"} in epoch seconds */
+                        time_range?: {
+                            /** @description the last n minutes, hours or days: 15m, 1h, 7d */
+                            last: string;
+                        } | {
+                            /** @description epoch seconds */
+                            from: number;
+                            /** @description epoch seconds, not before from */
+                            to: number;
+                        };
+                        variables?: {
+                            /** @description a letter or _, then letters, digits or _ */
+                            name: string;
+                            /** @description the template of the things the variable chooses from */
+                            thing_template_key: string;
+                        }[];
+                        /** @description at most 50; the whole dashboard at most 256 KiB of JSON */
+                        widgets?: Record<string, never>[];
+                    };
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        dashboard: components["schemas"]["Dashboard"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteDashboardsByDashboardKey: {
+        parameters: {
+            query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path: {
+                /** @example k3y0example */
+                dashboard_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such resource in the organisations the caller can see */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6539,6 +7227,114 @@ export interface operations {
             };
             /** @description no such resource in the organisations the caller can see */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postQueryFleetAggregatedData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "functions": [
+                 *         "avg",
+                 *         "min",
+                 *         "max"
+                 *       ],
+                 *       "timestamp_format": "str"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
+                    from?: string | number;
+                    /** @description default all; avg brings sum and count */
+                    functions?: ("avg" | "min" | "max" | "sum" | "count")[];
+                    /** @description the group's things, a dynamic group's as its expression chooses now */
+                    group_key?: string;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /** @description metric names; dots address nested values */
+                    metrics?: string[];
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /** @description these things (one of thing_keys, group_key, thing_template_key) */
+                    thing_keys?: string[];
+                    /** @description the template's things */
+                    thing_template_key?: string;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @enum {string} */
+                    time_grouping?: "month" | "day" | "hour" | "minute";
+                    /** @default 1 */
+                    time_grouping_value?: number;
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                    /** @description yyyy/mm/dd hh:mm:ss or yyyy-mm-dd hh:mm:ss in time_zone, or epoch seconds; inclusive */
+                    to?: string | number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

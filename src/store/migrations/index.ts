@@ -19,6 +19,7 @@ import * as eventBlockPartitions from './014-event-block-partitions.ts';
 import * as eventOrderIndex from './015-event-order-index.ts';
 import * as eventBlockOrderIndex from './016-event-block-order-index.ts';
 import * as eventMinutes from './017-event-minutes.ts';
+import * as dashboards from './018-dashboards.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -38,4 +39,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '015-event-order-index': eventOrderIndex,
   '016-event-block-order-index': eventBlockOrderIndex,
   '017-event-minutes': eventMinutes,
+  '018-dashboards': dashboards,
 };

@@ -1,0 +1,188 @@
+/**
+ * `npm run bench -- dashboard [--store sqlite|postgres|both] [--things 100] [--days 30] [--rounds 5]`
+ * The server side of a dashboard's fleet average: `fleet_aggregated_data` over every thing of a
+ * template, `--days` days in 15-minute buckets (UTC, so the buckets are rollup slots), one metric, p50
+ * and p99 of sequential requests; beside it, in the same run and over the same things and range,
+ * `thing_aggregated_data`, which answers the same numbers per thing (its summary is checked to be the
+ * fleet's). Each thing has a rollup in every slot (what a thing reporting every minute leaves), written
+ * straight into the store; the range is whole slots, so neither query reads events.
+ * `--things 1000 --days 30` is the size the goal names (2.88 million rollups); the default is a tenth,
+ * which generates and runs within a few minutes on a shared machine.
+ */
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import {
+  BENCH_ADMIN,
+  benchMqttPort,
+  benchStore,
+  describeMachine,
+  latency,
+  option,
+  postJson,
+  quantile,
+  startThingbase,
+  table,
+} from './support.ts';
+
+const SLOT = 15 * 60_000;
+const DAY = 86_400_000;
+/** 2026-10-01 00:00 UTC. */
+const START = Date.UTC(2026, 9, 1);
+
+/** One slot's stats of a thing: 15 minute readings of temperature and pressure. */
+function slotStats(thing: number, slot: number): string {
+  const t = 20 + ((thing * 7 + slot) % 30);
+  const p = 1 + ((thing + slot) % 13) / 20;
+  return JSON.stringify({ temperature: [15, t * 15, t - 2, t + 2], pressure: [15, p * 15, p, p + 0.1] });
+}
+
+/** Writes every thing's rollups of the range straight into the store, a thing per statement. */
+async function writeRollups(store: ReturnType<typeof benchStore>, thingIds: number[], slots: number) {
+  const started = performance.now();
+  if (store.engine === 'sqlite') {
+    const db = new BetterSqlite3(store.databaseUrl.replace(/^sqlite:/, ''));
+    db.pragma('busy_timeout = 10000');
+    const insert = db.prepare('insert into event_rollups (thing_id, slot, stats) values (?, ?, ?)');
+    const write = db.transaction((thingId: number) => {
+      for (let s = 0; s < slots; s++) insert.run(thingId, START + s * SLOT, slotStats(thingId, s));
+    });
+    for (const id of thingIds) write(id);
+    db.close();
+  } else {
+    const client = new pg.Client({ connectionString: store.databaseUrl, options: `-c search_path=${store.schema}` });
+    await client.connect();
+    for (const id of thingIds) {
+      const at = Array.from({ length: slots }, (_, s) => START + s * SLOT);
+      await client.query(
+        'insert into event_rollups (thing_id, slot, stats) select $1, s, t from unnest($2::bigint[], $3::text[]) as u(s, t)',
+        [id, at, at.map((_, s) => slotStats(id, s))],
+      );
+    }
+    await client.query('analyze event_rollups');
+    await client.end();
+  }
+  return (performance.now() - started) / 1000;
+}
+
+/** The things' ids, read from the store by key. */
+async function thingIds(store: ReturnType<typeof benchStore>, keys: string[]): Promise<number[]> {
+  if (store.engine === 'sqlite') {
+    const db = new BetterSqlite3(store.databaseUrl.replace(/^sqlite:/, ''), { readonly: true });
+    const rows = db
+      .prepare('select thing_id from things where thing_key in (select value from json_each(?))')
+      .all(JSON.stringify(keys)) as { thing_id: number }[];
+    db.close();
+    return rows.map((r) => r.thing_id);
+  }
+  const client = new pg.Client({ connectionString: store.databaseUrl, options: `-c search_path=${store.schema}` });
+  await client.connect();
+  const rows = await client.query('select thing_id from things where thing_key = any($1::text[])', [keys]);
+  await client.end();
+  return rows.rows.map((r: { thing_id: string }) => Number(r.thing_id));
+}
+
+async function timed(url: string, path: string, body: object, token: string) {
+  const started = performance.now();
+  const response = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-auth-token': token },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  const ms = performance.now() - started;
+  if (response.status !== 200) throw new Error(`${path}: ${response.status} ${text.slice(0, 300)}`);
+  return { ms, text };
+}
+
+async function runOn(engine: string, things: number, days: number, rounds: number): Promise<string[]> {
+  const store = benchStore(engine);
+  const server = await startThingbase(store, benchMqttPort());
+  try {
+    const token = (await postJson(server.url, '/api_sign_in', BENCH_ADMIN)).auth_token as string;
+    const headers = { 'x-auth-token': token };
+    const template = await postJson(
+      server.url,
+      '/api/v3/thing_templates',
+      {
+        thing_template: {
+          name: 'boiler',
+          metrics: ['temperature', 'pressure'].map((name) => ({ name, data_type: 'number' })),
+        },
+      },
+      headers,
+    );
+    const templateKey = template.thing_template.thing_template_key as string;
+    const keys = Array.from({ length: things }, (_, i) => `boiler-${i}`);
+    for (let i = 0; i < keys.length; i += 1000) {
+      const batch = keys
+        .slice(i, i + 1000)
+        .map((thing_key) => ({ thing_key, name: thing_key, thing_template_key: templateKey }));
+      const imported = await postJson(server.url, '/api/v3/things/import', { things: batch }, headers);
+      if (imported.success === false) throw new Error(JSON.stringify(imported));
+    }
+    const slots = days * 96;
+    const seconds = await writeRollups(store, await thingIds(store, keys), slots);
+    console.log(`  ${engine}: ${things} things x ${slots} slots of rollups written in ${seconds.toFixed(1)} s`);
+
+    const range = {
+      from: START / 1000,
+      to: (START + days * DAY) / 1000 - 1,
+      time_zone: 'UTC',
+      time_grouping: 'minute',
+      time_grouping_value: 15,
+      metrics: ['temperature'],
+    };
+    const fleetBody = { ...range, thing_template_key: templateKey };
+    const perThingBody = { ...range, thing_keys: keys };
+    const fleet: number[] = [];
+    const perThing: number[] = [];
+    let sizes = [0, 0];
+    for (let round = 0; round < rounds; round++) {
+      // Alternated, so that what else the machine does weighs on both alike.
+      const a = await timed(server.url, '/api/v3/query/fleet_aggregated_data', fleetBody, token);
+      const b = await timed(server.url, '/api/v3/query/thing_aggregated_data', perThingBody, token);
+      fleet.push(a.ms);
+      perThing.push(b.ms);
+      sizes = [a.text.length, b.text.length];
+      const fleetSummary = JSON.parse(a.text).summary_result.temperature;
+      const perThingSummary = JSON.parse(b.text).summary_result.temperature;
+      if (JSON.stringify(fleetSummary) !== JSON.stringify(perThingSummary)) {
+        throw new Error(`the answers differ: ${JSON.stringify(fleetSummary)} ${JSON.stringify(perThingSummary)}`);
+      }
+    }
+    const ratio = quantile(fleet, 0.99) / quantile(perThing, 0.99);
+    return [
+      [
+        engine,
+        'fleet_aggregated_data',
+        latency(fleet),
+        `${ratio.toFixed(2)}x`,
+        `${((sizes[0] as number) / 1024).toFixed(0)} KiB`,
+      ].join(' | '),
+      [
+        engine,
+        'thing_aggregated_data',
+        latency(perThing),
+        '1.00x',
+        `${((sizes[1] as number) / 1024).toFixed(0)} KiB`,
+      ].join(' | '),
+    ];
+  } finally {
+    await server.stop();
+    await store.dispose();
+  }
+}
+
+export async function run(args: string[]): Promise<void> {
+  const which = option(args, 'store', 'both');
+  const things = Number(option(args, 'things', '100'));
+  const days = Number(option(args, 'days', '30'));
+  const rounds = Number(option(args, 'rounds', '5'));
+  console.log(`dashboard: ${describeMachine()}`);
+  console.log(`${things} things, ${days} days in 15-minute buckets, 1 metric, ${rounds} rounds each`);
+  const rows: string[][] = [['store', 'query', 'p50 / p99 / max ms', 'p99 vs thing_aggregated_data', 'answer']];
+  for (const engine of which === 'both' ? ['sqlite', 'postgres'] : [which]) {
+    for (const line of await runOn(engine, things, days, rounds)) rows.push(line.split(' | '));
+  }
+  console.log(table(rows));
+}
