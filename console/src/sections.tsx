@@ -52,8 +52,7 @@ const KeyPairsPage = lazyPage(() => import('./key-pairs/key-pairs-page.tsx').the
 
 export const SECTIONS: readonly Section[] = [
   { path: 'overview', label: 'Overview', group: 'Fleet', readable: reads('thing'), page: OverviewPage },
-  // Shown to every role until dashboards have a permission class of their own on the server.
-  { path: 'dashboards', label: 'Dashboards', group: 'Fleet', readable: () => true, page: DashboardsPage },
+  { path: 'dashboards', label: 'Dashboards', group: 'Fleet', readable: reads('dashboard'), page: DashboardsPage },
   {
     path: 'things',
     label: 'Things',

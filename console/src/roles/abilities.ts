@@ -17,6 +17,7 @@ export const CLASSES = [
   ['data', 12],
   ['key_pair', 13],
   ['api_key', 14],
+  ['dashboard', 15],
   ['all', 99],
 ] as const;
 
