@@ -65,7 +65,7 @@ function Navigation({ current }: { current: string | undefined }) {
     <nav aria-label="Main" class="main-nav">
       {caller &&
         GROUPS.map((group) => {
-          const links = SECTIONS.filter((s) => s.group === group && s.readable(caller));
+          const links = SECTIONS.filter((s) => s.group === group && !s.unlisted && s.readable(caller));
           if (links.length === 0) return null;
           const id = `nav-${group.toLowerCase()}`;
           return (

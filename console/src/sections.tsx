@@ -39,6 +39,8 @@ export interface Section {
   group: SectionGroup;
   readable: (caller: Caller) => boolean;
   page: ComponentType<SectionProps>;
+  /** A page reached from others (a guide), not listed in the navigation. */
+  unlisted?: true;
 }
 
 const reads =
@@ -47,6 +49,7 @@ const reads =
     allows(caller, cls, 'read');
 
 const ThingPage = lazyPage(() => import('./pages/thing.tsx').then((m) => m.ThingPage));
+const ConnectPage = lazyPage(() => import('./connect/connect-page.tsx').then((m) => m.ConnectPage));
 const RulesPage = lazyPage(() => import('./rules/rules-page.tsx').then((m) => m.RulesPage));
 const KeyPairsPage = lazyPage(() => import('./key-pairs/key-pairs-page.tsx').then((m) => m.KeyPairsPage));
 
@@ -92,6 +95,14 @@ export const SECTIONS: readonly Section[] = [
     // Usage needs thing read; retention is the account admin's.
     readable: (caller) => caller.account_admin || allows(caller, 'thing', 'read'),
     page: SettingsPage,
+  },
+  {
+    path: 'connect',
+    label: 'Connect a device',
+    group: 'Fleet',
+    readable: reads('key_pair'),
+    page: () => <ConnectPage />,
+    unlisted: true,
   },
 ];
 

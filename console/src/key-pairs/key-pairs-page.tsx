@@ -1,12 +1,11 @@
-import { hmac } from '@noble/hashes/hmac';
-import { sha256 } from '@noble/hashes/sha2';
-import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils';
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { answer, api, messageOf } from '../api/client.ts';
 import type { paths } from '../api/schema';
+import { Copyable } from '../components/copyable.tsx';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { useLoad } from '../components/use-load.ts';
+import { hmacHex } from '../device-signing.ts';
 import { showTime } from '../format.ts';
 
 type Created = paths['/api/v3/key_pairs']['post']['responses'][200]['content']['application/json']['key_pair'];
@@ -97,15 +96,6 @@ export function KeyPairsPage() {
   );
 }
 
-/**
- * Lowercase hex HMAC-SHA256 of `text` under `key`: the MQTT password of a key pair (docs/devices.md).
- * Computed with @noble/hashes rather than crypto.subtle, which browsers give only to secure contexts:
- * the console opened over plain HTTP at a LAN address has none.
- */
-function hmacHex(key: string, text: string): string {
-  return bytesToHex(hmac(sha256, utf8ToBytes(key), utf8ToBytes(text)));
-}
-
 type DeviceSettings =
   paths['/api/v3/device_settings']['get']['responses'][200]['content']['application/json']['device_settings'];
 
@@ -163,55 +153,5 @@ function NewSecret({ pair, onDone }: { pair: Created; onDone: () => void }) {
         Done
       </button>
     </section>
-  );
-}
-
-/**
- * Copies `text` to the clipboard; answers whether it was copied. Without the asynchronous clipboard
- * (not a secure context: plain HTTP at a LAN address), or when it refuses, the text shown is selected
- * and copied as a selection; if that is refused too, it stays selected for the user to copy.
- */
-async function copyText(text: string, shown: HTMLElement | null): Promise<boolean> {
-  try {
-    if (navigator.clipboard) {
-      await navigator.clipboard.writeText(text);
-      return true;
-    }
-  } catch {
-    // refused: the selection is tried next
-  }
-  const selection = getSelection();
-  if (!shown || !selection) return false;
-  const range = document.createRange();
-  range.selectNodeContents(shown);
-  selection.removeAllRanges();
-  selection.addRange(range);
-  try {
-    return document.execCommand('copy');
-  } catch {
-    return false;
-  }
-}
-
-function Copyable(props: { label: string; text: string; hint?: string }) {
-  const [copied, setCopied] = useState<boolean | undefined>();
-  const shown = useRef<HTMLPreElement>(null);
-  const copy = async () => setCopied(await copyText(props.text, shown.current));
-  return (
-    <figure>
-      <figcaption>
-        {props.label}
-        {props.hint ? <small> ({props.hint})</small> : null}
-      </figcaption>
-      <pre ref={shown}>{props.text}</pre>
-      <button type="button" onClick={copy}>
-        {copied ? 'Copied' : `Copy ${props.label.charAt(0).toLowerCase()}${props.label.slice(1)}`}
-      </button>
-      {copied === false && (
-        <p role="alert" class="error">
-          Not copied: the browser refused. The text is selected: copy it with Ctrl+C (⌘C on a Mac).
-        </p>
-      )}
-    </figure>
   );
 }

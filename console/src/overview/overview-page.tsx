@@ -8,6 +8,7 @@ import { lazyPage } from '../components/lazy-page.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { realtime } from '../realtime.ts';
 import { Link } from '../router.tsx';
+import { FirstSteps } from './first-steps.tsx';
 
 /** The chart library is downloaded only when the chart is drawn. */
 const EventsChart = lazyPage(() => import('./events-chart.tsx').then((m) => m.EventsChart));
@@ -75,6 +76,7 @@ export function OverviewPage() {
           ]}
         />
       )}
+      {fleet && <FirstSteps hasThings={fleet.things > 0} onChange={() => summary.reloadSoon()} />}
       {fleet && (
         <section aria-labelledby="events-per-minute" class="panel">
           <h2 id="events-per-minute">Events received per minute</h2>
