@@ -5,12 +5,12 @@ import { AuditPage } from './pages/audit.tsx';
 import { KeyPairsPage } from './pages/key-pairs.tsx';
 import { RulesPage } from './pages/rules.tsx';
 import { SignInPage } from './pages/sign-in.tsx';
-import { ThingPage } from './things/thing-page.tsx';
-import { ThingsPage } from './things/things-page.tsx';
 import { UsersPage } from './pages/users.tsx';
 import { type ConnectionState, realtime } from './realtime.ts';
 import { Link, readSegment, usePath } from './router.tsx';
 import { currentSession, endSession, onSessionChange, type Session } from './session.ts';
+import { ThingPage } from './things/thing-page.tsx';
+import { ThingsPage } from './things/things-page.tsx';
 
 const SECTIONS = [
   { path: 'things', label: 'Things' },
