@@ -1,9 +1,10 @@
-import { useEffect, useState } from 'preact/hooks';
-import { ApiFailure, answer, api, messageOf } from '../api/client.ts';
+import { useState } from 'preact/hooks';
+import { answer, api, messageOf } from '../api/client.ts';
 import type { paths } from '../api/schema';
+import { useExpressionCheck } from '../components/expression-check.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
-import { useDebounced, useLoad } from '../components/use-load.ts';
+import { useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
 
 type Rule = paths['/api/v3/rules']['get']['responses'][200]['content']['application/json']['rules'][number];
@@ -91,32 +92,6 @@ export function RulesPage() {
   );
 }
 
-/** Checks the condition through the API as it is typed; answers the API's message, or undefined. */
-function useConditionCheck(condition: string): { message: string | undefined; valid: boolean } {
-  const settled = useDebounced(condition, 200);
-  const [state, setState] = useState<{ message: string | undefined; valid: boolean }>({
-    message: undefined,
-    valid: false,
-  });
-  useEffect(() => {
-    if (settled.trim() === '') {
-      setState({ message: undefined, valid: false });
-      return;
-    }
-    let current = true;
-    answer(api.POST('/api/v3/expressions/validate', { body: { expression: settled, kind: 'rule' } })).then(
-      () => current && setState({ message: undefined, valid: true }),
-      (failure) =>
-        current &&
-        setState({ message: failure instanceof ApiFailure ? failure.message : messageOf(failure), valid: false }),
-    );
-    return () => {
-      current = false;
-    };
-  }, [settled]);
-  return state;
-}
-
 function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: boolean) => void }) {
   const [name, setName] = useState(rule?.name ?? '');
   const [condition, setCondition] = useState(rule?.condition ?? '');
@@ -125,7 +100,7 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
   const [alertMessage, setAlertMessage] = useState(rule?.alert_message ?? '');
   const [template, setTemplate] = useState(rule?.thing_template_key ?? '');
   const [error, setError] = useState<string | undefined>();
-  const check = useConditionCheck(condition);
+  const check = useExpressionCheck(condition, 'rule');
   // A no_data rule's condition is optional (docs/rules.md); once given, the API cannot remove it.
   const conditionOptional = rule?.trigger === 'no_data' && rule.condition === '';
   const templates = useLoad(
