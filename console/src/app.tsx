@@ -1,5 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
+import { NotificationActionsPage } from './actions/notification-actions-page.tsx';
 import { api } from './api/client.ts';
+import { GatewaysPage } from './gateways/gateways-page.tsx';
+import { GroupsPage } from './groups/groups-page.tsx';
 import { AlertsPage } from './pages/alerts.tsx';
 import { AuditPage } from './pages/audit.tsx';
 import { KeyPairsPage } from './pages/key-pairs.tsx';
@@ -9,13 +12,18 @@ import { UsersPage } from './pages/users.tsx';
 import { type ConnectionState, realtime } from './realtime.ts';
 import { Link, readSegment, usePath } from './router.tsx';
 import { currentSession, endSession, onSessionChange, type Session } from './session.ts';
+import { TemplatesPage } from './templates/templates-page.tsx';
 import { ThingPage } from './things/thing-page.tsx';
 import { ThingsPage } from './things/things-page.tsx';
 
 const SECTIONS = [
   { path: 'things', label: 'Things' },
+  { path: 'templates', label: 'Templates' },
+  { path: 'groups', label: 'Groups' },
+  { path: 'gateways', label: 'Gateways' },
   { path: 'alerts', label: 'Alerts' },
   { path: 'rules', label: 'Rules' },
+  { path: 'notification-actions', label: 'Notification actions' },
   { path: 'key-pairs', label: 'Key pairs' },
   { path: 'users', label: 'Users' },
   { path: 'audit-trail', label: 'Audit trail' },
@@ -83,6 +91,14 @@ function Page({ section, thingKey }: { section: string; thingKey: string | undef
       return <AlertsPage />;
     case 'rules':
       return <RulesPage />;
+    case 'templates':
+      return <TemplatesPage />;
+    case 'groups':
+      return <GroupsPage />;
+    case 'gateways':
+      return <GatewaysPage />;
+    case 'notification-actions':
+      return <NotificationActionsPage />;
     case 'key-pairs':
       return <KeyPairsPage />;
     case 'users':

@@ -1,0 +1,3 @@
+export function NotificationActionsPage() {
+  return <h1>Notification actions</h1>;
+}

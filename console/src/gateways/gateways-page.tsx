@@ -1,0 +1,3 @@
+export function GatewaysPage() {
+  return <h1>Gateways</h1>;
+}

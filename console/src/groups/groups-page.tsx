@@ -1,0 +1,3 @@
+export function GroupsPage() {
+  return <h1>Groups</h1>;
+}
