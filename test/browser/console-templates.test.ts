@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { browserSkip, launchBrowser, screenshot } from '../support/browser.ts';
-import { type ConsolePage, openConsole } from '../support/console-session.ts';
+import { type ConsolePage, expectReadOnly, expectRefusedByUrl, openConsole } from '../support/console-session.ts';
 import { userWithAbilities } from '../support/fixtures.ts';
 import { startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
@@ -132,28 +132,24 @@ for (const store of STORES) {
 
     it('when a role may only read templates then the list is shown without New template, Edit or Delete', async () => {
       const reader = await userWithAbilities(api, token, [21]);
-      const limited = await openConsole(browser, api.url, 'templates', 'Templates', reader);
-      try {
-        await limited.page.getByRole('row').filter({ hasText: 'Default' }).waitFor();
-        assert.equal(await limited.page.getByRole('button', { name: /New template|Edit|Delete/ }).count(), 0);
-        await shot(limited.page, 'read-only');
-        assert.deepEqual(limited.problems, []);
-      } finally {
-        await limited.close();
-      }
+      await expectReadOnly(
+        browser,
+        api.url,
+        { path: 'templates', heading: 'Templates', screenshot: `${store.name}-templates-read-only` },
+        reader,
+        (on) => on.getByRole('row').filter({ hasText: 'Default' }).waitFor(),
+        /New template|Edit|Delete/,
+      );
     });
 
     it("when a role that may not read templates opens the page by URL then it shows the API's 403 message", async () => {
       const outsider = await userWithAbilities(api, token, [11]);
-      const refusal = await api.request('GET', '/api/v3/thing_templates', { token: outsider.token });
-      assert.equal(refusal.status, 403);
-      const limited = await openConsole(browser, api.url, 'templates', 'Templates', outsider);
-      try {
-        await limited.page.getByRole('alert').filter({ hasText: refusal.body.message }).waitFor();
-        assert.equal(await limited.page.getByRole('button', { name: 'New template' }).count(), 0);
-      } finally {
-        await limited.close();
-      }
+      await expectRefusedByUrl(
+        api,
+        browser,
+        { path: 'templates', heading: 'Templates', listPath: '/api/v3/thing_templates' },
+        outsider,
+      );
     });
 
     it('when the journeys are done then the page broke no Content-Security-Policy and threw nothing', () => {

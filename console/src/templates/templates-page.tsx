@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import { useAllows } from '../caller.ts';
-import { ConfirmButton } from '../components/confirm.tsx';
+import { EditDelete } from '../components/edit-delete.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
 import { Pager } from '../components/pager.tsx';
@@ -89,45 +89,36 @@ export function TemplatesPage() {
                   <td>{showSeconds(template.idle_timeout)}</td>
                   <td>{template.retention_days ?? 'organisation default'}</td>
                   {(mayUpdate || mayDelete) && (
-                    <td class="actions">
-                      {mayUpdate && (
-                        <button
-                          type="button"
-                          class="secondary"
-                          aria-label={`Edit ${template.name}`}
-                          onClick={() => setEditing(template)}
-                        >
-                          Edit
-                        </button>
-                      )}
-                      {mayDelete && (
-                        <ConfirmButton
-                          label="Delete"
-                          accessibleName={`Delete ${template.name}`}
-                          title={`Delete ${template.name}?`}
-                          question={
-                            <>
-                              The template <strong>{template.name}</strong> is deleted. A template that things use
-                              cannot be deleted.
-                            </>
-                          }
-                          onConfirm={async () => {
-                            await answer(
-                              api.DELETE('/api/v3/thing_templates/{thing_template_key}', {
-                                params: { path: { thing_template_key: template.thing_template_key } },
-                              }),
-                            );
-                            list.reload();
-                          }}
-                        />
-                      )}
+                    <td class="row-actions">
+                      <EditDelete
+                        name={template.name}
+                        mayUpdate={mayUpdate}
+                        mayDelete={mayDelete}
+                        onEdit={() => setEditing(template)}
+                        question={
+                          <>
+                            The template <strong>{template.name}</strong> is deleted. A template that things use cannot
+                            be deleted.
+                          </>
+                        }
+                        onDelete={async () => {
+                          await answer(
+                            api.DELETE('/api/v3/thing_templates/{thing_template_key}', {
+                              params: { path: { thing_template_key: template.thing_template_key } },
+                            }),
+                          );
+                          list.reload();
+                        }}
+                      />
                     </td>
                   )}
                 </tr>
               ))}
             </tbody>
           </table>
-          <Pager page={page} per={PER} total={list.data.total_count} noun="templates" onPage={setPage} />
+          {list.data.total_count > PER && (
+            <Pager page={page} per={PER} total={list.data.total_count} noun="templates" onPage={setPage} />
+          )}
         </>
       )}
     </section>
