@@ -6,6 +6,7 @@ import { Link } from '../router.tsx';
 import { Instructions } from './instructions.tsx';
 import { type EventsAnswer, type Latest, LatestValues, mergeLatest } from './latest-values.tsx';
 import { PER, Telemetry } from './telemetry.tsx';
+import { ThingActions } from './thing-actions.tsx';
 import { ThingAlerts } from './thing-alerts.tsx';
 
 export function ThingPage({ thingKey }: { thingKey: string }) {
@@ -111,6 +112,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
         <code>{t.thing_key}</code> · {t.thing_template_name} · {t.alive ? 'Online' : 'Offline'}
         {t.description ? ` · ${t.description}` : ''}
       </p>
+      <ThingActions thing={t} onChanged={thing.reload} />
       {liveRefused && (
         <p role="alert" class="error">
           Live telemetry is unavailable: {liveRefused}
