@@ -1,5 +1,8 @@
 import { showTime, showValue } from '../format.ts';
 
+/** The largest page thing_data answers. */
+export const PER = 10_000;
+
 /** thing_data's answer in the default format: the events of each thing. */
 export type EventsAnswer = Record<string, { event_data: { timestamp: number; data: Record<string, unknown> }[] }>;
 

@@ -7,6 +7,7 @@ import { answer, api, messageOf } from '../api/client.ts';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { Field } from '../components/field.tsx';
 import { type Message, realtime } from '../realtime.ts';
+import { PER } from './latest-values.tsx';
 
 /** Ranges of the picker: raw events up to six hours, averages per bucket beyond. */
 export const RANGES = [
@@ -20,8 +21,6 @@ type Range = (typeof RANGES)[number];
 
 /** Events of a raw range read at most: beyond, the range is drawn as averages per minute (docs/console.md). */
 const MAX_POINTS = 100_000;
-/** The largest page thing_data answers. */
-export const PER = 10_000;
 
 /** thing_data with data_format=array: rows [timestamp, v1, v2, ...] in the order of `metrics`. */
 type ThingDataBlock = { total_event_count: number; metrics: string[]; event_data: [number, ...unknown[]][] };

@@ -1,13 +1,16 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
+import { lazy } from '../components/lazy.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { realtime } from '../realtime.ts';
 import { Link } from '../router.tsx';
 import { Instructions } from './instructions.tsx';
-import { type EventsAnswer, type Latest, LatestValues, mergeLatest } from './latest-values.tsx';
-import { PER, Telemetry } from './telemetry.tsx';
+import { type EventsAnswer, type Latest, LatestValues, mergeLatest, PER } from './latest-values.tsx';
 import { ThingActions } from './thing-actions.tsx';
 import { ThingAlerts } from './thing-alerts.tsx';
+
+/** The chart and uPlot come in a chunk of their own, fetched when a thing's page is first shown. */
+const Telemetry = lazy(() => import('./telemetry.tsx').then((m) => m.Telemetry));
 
 export function ThingPage({ thingKey }: { thingKey: string }) {
   const thing = useLoad(
