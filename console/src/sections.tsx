@@ -5,6 +5,7 @@
  * opened (`lazyPage`), so the first visit downloads the navigation, the overview and the things table.
  */
 import type { ComponentType } from 'preact';
+import { NotificationActionsPage } from './actions/notification-actions-page.tsx';
 import { AlertsPage } from './alerts/alerts-page.tsx';
 import { ApiKeysPage } from './api-keys/api-keys-page.tsx';
 import { AuditPage } from './audit/audit-page.tsx';
@@ -13,14 +14,13 @@ import { lazyPage } from './components/lazy-page.tsx';
 import { DashboardsPage } from './dashboards/dashboards-page.tsx';
 import { GatewaysPage } from './gateways/gateways-page.tsx';
 import { GroupsPage } from './groups/groups-page.tsx';
-import { NotificationActionsPage } from './notification-actions/notification-actions-page.tsx';
 import { OrganisationsPage } from './organisations/organisations-page.tsx';
 import { OverviewPage } from './overview/overview-page.tsx';
-import { ThingsPage } from './pages/things.tsx';
 import { RolesPage } from './roles/roles-page.tsx';
 import { readSegment } from './router.tsx';
 import { SettingsPage } from './settings/settings-page.tsx';
 import { TemplatesPage } from './templates/templates-page.tsx';
+import { ThingsPage } from './things/things-page.tsx';
 import { UsersPage } from './users/users-page.tsx';
 
 export const GROUPS = ['Fleet', 'Monitoring', 'Automation', 'Access', 'Settings'] as const;
@@ -48,7 +48,7 @@ const reads =
   (caller: Caller): boolean =>
     allows(caller, cls, 'read');
 
-const ThingPage = lazyPage(() => import('./pages/thing.tsx').then((m) => m.ThingPage));
+const ThingPage = lazyPage(() => import('./things/thing-page.tsx').then((m) => m.ThingPage));
 const ConnectPage = lazyPage(() => import('./connect/connect-page.tsx').then((m) => m.ConnectPage));
 const RulesPage = lazyPage(() => import('./rules/rules-page.tsx').then((m) => m.RulesPage));
 const KeyPairsPage = lazyPage(() => import('./key-pairs/key-pairs-page.tsx').then((m) => m.KeyPairsPage));

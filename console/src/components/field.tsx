@@ -26,3 +26,33 @@ export function Field(props: {
     </div>
   );
 }
+
+/** A labelled text input (or number, date...) with its hint or the API's message: the common case of Field. */
+export function InputField(props: {
+  label: string;
+  value: string;
+  onInput: (value: string) => void;
+  type?: 'text' | 'number' | 'datetime-local';
+  hint?: ComponentChildren;
+  error?: string | undefined;
+  required?: boolean;
+  min?: number;
+}) {
+  return (
+    <Field label={props.label} hint={props.hint} error={props.error}>
+      {(id, describedBy) => (
+        <input
+          id={id}
+          // Preact types each input type's attributes apart; these three take the same ones.
+          type={(props.type ?? 'text') as 'text'}
+          required={props.required}
+          min={props.min}
+          aria-describedby={describedBy}
+          aria-invalid={props.error ? true : undefined}
+          value={props.value}
+          onInput={(e) => props.onInput(e.currentTarget.value)}
+        />
+      )}
+    </Field>
+  );
+}

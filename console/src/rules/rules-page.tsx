@@ -1,15 +1,13 @@
-import { useEffect, useState } from 'preact/hooks';
-import { ApiFailure, answer, api, messageOf } from '../api/client.ts';
+import { useState } from 'preact/hooks';
+import { ActionDeliveries } from '../actions/action-deliveries.tsx';
+import { answer, api, messageOf } from '../api/client.ts';
 import type { paths } from '../api/schema';
+import { useExpressionCheck } from '../components/expression-check.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
-import { useDebounced, useLoad } from '../components/use-load.ts';
-import { showTime } from '../format.ts';
+import { useLoad } from '../components/use-load.ts';
 
 type Rule = paths['/api/v3/rules']['get']['responses'][200]['content']['application/json']['rules'][number];
-type Action =
-  paths['/api/v3/notification_actions']['get']['responses'][200]['content']['application/json']['notification_actions'][number];
-
 const ALERT_TYPES = ['Info', 'Warning', 'Error', 'Critical'];
 
 /** Rules, a form to create or edit one, and each rule's notification actions with their deliveries. */
@@ -91,32 +89,6 @@ export function RulesPage() {
   );
 }
 
-/** Checks the condition through the API as it is typed; answers the API's message, or undefined. */
-function useConditionCheck(condition: string): { message: string | undefined; valid: boolean } {
-  const settled = useDebounced(condition, 200);
-  const [state, setState] = useState<{ message: string | undefined; valid: boolean }>({
-    message: undefined,
-    valid: false,
-  });
-  useEffect(() => {
-    if (settled.trim() === '') {
-      setState({ message: undefined, valid: false });
-      return;
-    }
-    let current = true;
-    answer(api.POST('/api/v3/expressions/validate', { body: { expression: settled, kind: 'rule' } })).then(
-      () => current && setState({ message: undefined, valid: true }),
-      (failure) =>
-        current &&
-        setState({ message: failure instanceof ApiFailure ? failure.message : messageOf(failure), valid: false }),
-    );
-    return () => {
-      current = false;
-    };
-  }, [settled]);
-  return state;
-}
-
 function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: boolean) => void }) {
   const [name, setName] = useState(rule?.name ?? '');
   const [condition, setCondition] = useState(rule?.condition ?? '');
@@ -125,7 +97,7 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
   const [alertMessage, setAlertMessage] = useState(rule?.alert_message ?? '');
   const [template, setTemplate] = useState(rule?.thing_template_key ?? '');
   const [error, setError] = useState<string | undefined>();
-  const check = useConditionCheck(condition);
+  const check = useExpressionCheck(condition, 'rule');
   // A no_data rule's condition is optional (docs/rules.md); once given, the API cannot remove it.
   const conditionOptional = rule?.trigger === 'no_data' && rule.condition === '';
   const templates = useLoad(
@@ -249,51 +221,5 @@ function RuleActions({ rule }: { rule: Rule }) {
         <ActionDeliveries key={action.notification_action_key} action={action} />
       ))}
     </div>
-  );
-}
-
-const describeAction = (action: Action): string =>
-  [action.type, action.to, action.url, action.phone_number].filter((part) => part).join(' · ');
-
-function ActionDeliveries({ action }: { action: Action }) {
-  const deliveries = useLoad(
-    () =>
-      answer(
-        api.GET('/api/v3/notification_actions/{notification_action_key}/deliveries', {
-          params: { path: { notification_action_key: action.notification_action_key }, query: { per: 10 } },
-        }),
-      ),
-    [action.notification_action_key],
-  );
-  return (
-    <section aria-label={`Deliveries of ${describeAction(action)}`}>
-      <h3>{describeAction(action)}</h3>
-      <Failure message={deliveries.error} />
-      {deliveries.data?.deliveries.length === 0 && <p>No delivery attempts yet.</p>}
-      {deliveries.data && deliveries.data.deliveries.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">At</th>
-              <th scope="col">Attempt</th>
-              <th scope="col">Result</th>
-              <th scope="col">Took</th>
-              <th scope="col">Error</th>
-            </tr>
-          </thead>
-          <tbody>
-            {deliveries.data.deliveries.map((d) => (
-              <tr key={`${d.delivery_key}-${d.attempt}`}>
-                <td>{showTime(d.at)}</td>
-                <td>{d.attempt}</td>
-                <td>{d.status}</td>
-                <td>{d.duration_ms} ms</td>
-                <td>{d.error ?? ''}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-    </section>
   );
 }

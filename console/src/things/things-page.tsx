@@ -1,13 +1,17 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
+import { useAllows } from '../caller.ts';
+import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useDebounced, useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
-import { currentQuery, keepQuery, Link, segment } from '../router.tsx';
+import { currentQuery, keepQuery, Link, navigate, segment } from '../router.tsx';
+import { ImportThings } from './import-things.tsx';
+import { ThingForm } from './thing-form.tsx';
 
 type ThingList = paths['/api/v3/things']['get']['responses'][200]['content']['application/json'];
 type Thing = ThingList['things'][number];
@@ -131,9 +135,43 @@ export function ThingsPage() {
     };
   }, [keys]);
 
+  const mayCreate = useAllows('thing', 'create');
+  const [panel, setPanel] = useState<'new' | 'import' | undefined>();
+  const noThings = list.data?.total_count === 0 && keywords === '' && template === '' && group === '';
+  const offers = mayCreate && panel === undefined && (
+    <div class="actions">
+      <button type="button" onClick={() => setPanel('new')}>
+        New thing
+      </button>
+      <button type="button" class="secondary" onClick={() => setPanel('import')}>
+        Import things
+      </button>
+    </div>
+  );
   return (
     <section>
       <h1>Things</h1>
+      {!noThings && offers}
+      {panel === 'new' && (
+        <ThingForm
+          thing={undefined}
+          onDone={(key) => (key ? navigate(`things/${segment(key)}`) : setPanel(undefined))}
+        />
+      )}
+      {panel === 'import' && (
+        <ImportThings
+          onDone={(imported) => {
+            setPanel(undefined);
+            if (imported) list.reload();
+          }}
+        />
+      )}
+      {noThings && (
+        <EmptyState title="No things yet" action={offers || undefined}>
+          A thing is a device or machine that sends events. Devices register themselves with a key pair; things can also
+          be made here one by one, or imported from a CSV or JSON file.
+        </EmptyState>
+      )}
       <div class="filters">
         <Field label="Search things" hint="keywords in the name, key, description or tags">
           {(id, describedBy) => (

@@ -1,0 +1,56 @@
+import { answer, api } from '../api/client.ts';
+import type { paths } from '../api/schema';
+import { Failure } from '../components/failure.tsx';
+import { useLoad } from '../components/use-load.ts';
+import { showTime } from '../format.ts';
+
+export type Action =
+  paths['/api/v3/notification_actions']['get']['responses'][200]['content']['application/json']['notification_actions'][number];
+
+/** What an action does, in a line: its type and where it goes. */
+export const describeAction = (action: Action): string =>
+  [action.type, action.to, action.url, action.phone_number].filter((part) => part).join(' · ');
+
+/** An action's latest delivery attempts, newest first (docs/rules.md, "Delivery attempts"). */
+export function ActionDeliveries({ action }: { action: Action }) {
+  const deliveries = useLoad(
+    () =>
+      answer(
+        api.GET('/api/v3/notification_actions/{notification_action_key}/deliveries', {
+          params: { path: { notification_action_key: action.notification_action_key }, query: { per: 10 } },
+        }),
+      ),
+    [action.notification_action_key],
+  );
+  return (
+    <section aria-label={`Deliveries of ${describeAction(action)}`}>
+      <h3>{describeAction(action)}</h3>
+      <Failure message={deliveries.error} />
+      {deliveries.data?.deliveries.length === 0 && <p>No delivery attempts yet.</p>}
+      {deliveries.data && deliveries.data.deliveries.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">At</th>
+              <th scope="col">Attempt</th>
+              <th scope="col">Result</th>
+              <th scope="col">Took</th>
+              <th scope="col">Error</th>
+            </tr>
+          </thead>
+          <tbody>
+            {deliveries.data.deliveries.map((d) => (
+              <tr key={`${d.delivery_key}-${d.attempt}`}>
+                <td>{showTime(d.at)}</td>
+                <td>{d.attempt}</td>
+                <td>{d.status}</td>
+                <td>{d.duration_ms} ms</td>
+                <td>{d.error ?? ''}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

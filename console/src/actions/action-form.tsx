@@ -1,0 +1,211 @@
+import { useState } from 'preact/hooks';
+import { answer, api } from '../api/client.ts';
+import type { paths } from '../api/schema';
+import { Failure } from '../components/failure.tsx';
+import { Field } from '../components/field.tsx';
+import { FormButtons } from '../components/form-buttons.tsx';
+import { useSubmit } from '../components/use-submit.ts';
+import type { Action } from './action-deliveries.tsx';
+
+type ActionInput =
+  paths['/api/v3/notification_actions']['post']['requestBody']['content']['application/json']['notification_action'];
+export type ActionType = ActionInput['type'];
+type FieldName =
+  | 'to'
+  | 'cc'
+  | 'bcc'
+  | 'subject'
+  | 'url'
+  | 'method'
+  | 'headers'
+  | 'query'
+  | 'body'
+  | 'name'
+  | 'phone_number';
+
+/**
+ * Every kind the API has (typed against its schema, so a new kind does not compile until it is here),
+ * with its fields (docs/rules.md, "Fields per kind").
+ */
+export const KINDS: Record<ActionType, { label: string; fields: FieldName[] }> = {
+  EmailNotificationAction: { label: 'E-mail', fields: ['to', 'cc', 'bcc', 'subject'] },
+  CallHttpUrlAction: { label: 'HTTP call', fields: ['url', 'method', 'headers', 'query', 'body'] },
+  ThingUserDefinedPropertiesAction: { label: "Set the thing's properties", fields: ['body'] },
+  SMSNotificationAction: { label: 'SMS', fields: ['name', 'phone_number', 'body'] },
+};
+
+/** The API's field names in words. */
+const LABELS: Record<FieldName, string> = {
+  to: 'To',
+  cc: 'Cc',
+  bcc: 'Bcc',
+  subject: 'Subject',
+  url: 'URL',
+  method: 'Method',
+  headers: 'Headers',
+  query: 'Query',
+  body: 'Body',
+  name: 'Name',
+  phone_number: 'Phone number',
+};
+
+const HINTS: Partial<Record<FieldName, string>> = {
+  to: 'e-mail addresses, comma-separated',
+  url: 'http or https; $THING$ is replaced by the thing key',
+  headers: 'a JSON object of text values, such as {"Authorization": "Bearer ..."}',
+  query: 'a JSON object of text values',
+};
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/** Whether a field is sent as a JSON object for this kind (the property-setting kind's body too). */
+const isObject = (type: ActionType, field: FieldName): boolean =>
+  field === 'headers' || field === 'query' || (field === 'body' && type === 'ThingUserDefinedPropertiesAction');
+
+/** A field's text in the form: objects as JSON, a property-setting body as the API answers it. */
+function textOf(action: Action | undefined, field: FieldName): string {
+  const value = action?.[field];
+  if (value === undefined || value === null) return '';
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
+
+const BLANK: Record<FieldName, string> = {
+  to: '',
+  cc: '',
+  bcc: '',
+  subject: '',
+  url: '',
+  method: 'POST',
+  headers: '{}',
+  query: '{}',
+  body: '',
+  name: '',
+  phone_number: '',
+};
+
+/** The fields of `type` as the API takes them; a JSON field that does not parse is refused here, named. */
+function fieldsOf(type: ActionType, texts: Record<FieldName, string>): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const field of KINDS[type].fields) {
+    const text = texts[field];
+    if (isObject(type, field)) {
+      try {
+        fields[field] = JSON.parse(text || '{}');
+      } catch {
+        throw new Error(`${LABELS[field]} must be a JSON object, such as {"name": "value"}.`);
+      }
+    } else if (text !== '' || field === 'body') fields[field] = text;
+  }
+  return fields;
+}
+
+/** A notification action of one of the rules, created with `New action` or changed with `Edit`. */
+export function ActionForm(props: {
+  action: Action | undefined;
+  ruleKey: string;
+  rules: { rule_key: string; name: string }[];
+  onDone: (saved: boolean) => void;
+}) {
+  const { action } = props;
+  const [type, setType] = useState<ActionType>((action?.type as ActionType) ?? 'EmailNotificationAction');
+  const [ruleKey, setRuleKey] = useState(action?.rule_key ?? props.ruleKey);
+  const [texts, setTexts] = useState<Record<FieldName, string>>(() => {
+    if (!action) return BLANK;
+    const filled = { ...BLANK };
+    for (const field of Object.keys(BLANK) as FieldName[])
+      if (action[field] !== undefined) filled[field] = textOf(action, field);
+    return filled;
+  });
+  const submit = useSubmit(async () => {
+    const body = { notification_action: { type, rule_key: ruleKey, ...fieldsOf(type, texts) } as ActionInput };
+    if (action) {
+      await answer(
+        api.PUT('/api/v3/notification_actions/{notification_action_key}', {
+          params: { path: { notification_action_key: action.notification_action_key } },
+          body,
+        }),
+      );
+    } else {
+      await answer(api.POST('/api/v3/notification_actions', { body }));
+    }
+    props.onDone(true);
+  });
+  const title = action ? `Edit ${KINDS[type].label} action` : 'New action';
+  const set = (field: FieldName, value: string) => setTexts((old) => ({ ...old, [field]: value }));
+  return (
+    <form onSubmit={submit.onSubmit} class="panel" aria-label={title}>
+      <h2>{title}</h2>
+      <Field label="Rule" hint="the rule whose firing carries the action out">
+        {(id, describedBy) => (
+          <select
+            id={id}
+            aria-describedby={describedBy}
+            value={ruleKey}
+            onChange={(e) => setRuleKey(e.currentTarget.value)}
+          >
+            {props.rules.map((rule) => (
+              <option key={rule.rule_key} value={rule.rule_key}>
+                {rule.name}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <Field label="Type" hint={action ? 'an action keeps its type' : undefined}>
+        {(id, describedBy) => (
+          <select
+            id={id}
+            aria-describedby={describedBy}
+            disabled={action !== undefined}
+            value={type}
+            onChange={(e) => setType(e.currentTarget.value as ActionType)}
+          >
+            {(Object.keys(KINDS) as ActionType[]).map((kind) => (
+              <option key={kind} value={kind}>
+                {KINDS[kind].label}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      {KINDS[type].fields.map((field) => (
+        <Field
+          key={`${type}-${field}`}
+          label={LABELS[field]}
+          hint={
+            field === 'body' && type === 'ThingUserDefinedPropertiesAction'
+              ? 'JSON: {"user_defined_properties": {"mode": "eco"}}'
+              : HINTS[field]
+          }
+        >
+          {(id, describedBy) =>
+            field === 'method' ? (
+              <select id={id} value={texts.method} onChange={(e) => set('method', e.currentTarget.value)}>
+                {METHODS.map((method) => (
+                  <option key={method}>{method}</option>
+                ))}
+              </select>
+            ) : field === 'body' || isObject(type, field) ? (
+              <textarea
+                id={id}
+                rows={3}
+                aria-describedby={describedBy}
+                value={texts[field]}
+                onInput={(e) => set(field, e.currentTarget.value)}
+              />
+            ) : (
+              <input
+                id={id}
+                aria-describedby={describedBy}
+                value={texts[field]}
+                onInput={(e) => set(field, e.currentTarget.value)}
+              />
+            )
+          }
+        </Field>
+      ))}
+      <Failure message={submit.error} />
+      <FormButtons busy={submit.busy} onCancel={() => props.onDone(false)} />
+    </form>
+  );
+}

@@ -1,0 +1,50 @@
+import { useState } from 'preact/hooks';
+import { answer, api } from '../api/client.ts';
+import { Failure } from '../components/failure.tsx';
+import { Pager } from '../components/pager.tsx';
+import { useLoad } from '../components/use-load.ts';
+import { Link, segment } from '../router.tsx';
+
+const PER = 20;
+
+/** One page of a group's members, as `GET /api/v3/groups/:group_key/things` answers them. */
+export function loadMembers(groupKey: string, page: number, per: number) {
+  return answer(
+    api.GET('/api/v3/groups/{group_key}/things', {
+      params: { path: { group_key: groupKey }, query: { page, per, order_by: 'name', order: 'asc' } },
+    }),
+  );
+}
+
+/** How many things a group holds: the total of its first page of one (a dynamic group's evaluated now). */
+export function MemberCount({ groupKey }: { groupKey: string }) {
+  const count = useLoad(async () => (await loadMembers(groupKey, 1, 1)).total_count, [groupKey]);
+  if (count.error) return <span class="muted">{count.error}</span>;
+  return <>{count.data ?? '…'}</>;
+}
+
+/** A group's members, a page at a time, each leading to its thing's page. */
+export function GroupMembers({ groupKey, name }: { groupKey: string; name: string }) {
+  const [page, setPage] = useState(1);
+  const members = useLoad(() => loadMembers(groupKey, page, PER), [groupKey, page]);
+  return (
+    <section aria-label={`Members of ${name}`}>
+      <Failure message={members.error} />
+      {members.data?.total_count === 0 && <p>No things in this group.</p>}
+      {members.data && members.data.total_count > 0 && (
+        <>
+          <ul class="members">
+            {members.data.things.map((thing) => (
+              <li key={thing.thing_key}>
+                <Link to={`things/${segment(thing.thing_key)}`}>{thing.name}</Link> <code>{thing.thing_key}</code>
+              </li>
+            ))}
+          </ul>
+          {members.data.total_count > PER && (
+            <Pager page={page} per={PER} total={members.data.total_count} noun="things" onPage={setPage} />
+          )}
+        </>
+      )}
+    </section>
+  );
+}

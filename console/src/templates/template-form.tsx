@@ -1,0 +1,156 @@
+import { useState } from 'preact/hooks';
+import { answer, api } from '../api/client.ts';
+import type { paths } from '../api/schema';
+import { Failure } from '../components/failure.tsx';
+import { Field, InputField } from '../components/field.tsx';
+import { FormButtons } from '../components/form-buttons.tsx';
+import { useSubmit } from '../components/use-submit.ts';
+
+export type Template =
+  paths['/api/v3/thing_templates']['get']['responses'][200]['content']['application/json']['thing_templates'][number];
+type Metric = Template['metrics'][number];
+type DataType = Metric['data_type'];
+
+const DATA_TYPES: DataType[] = ['number', 'string', 'boolean'];
+
+/** Whole seconds from a field, or undefined when it is empty (the API's default or the value kept). */
+const seconds = (text: string): number | undefined => (text.trim() === '' ? undefined : Number(text));
+
+/**
+ * A template's fields and its metrics, created with `New template` or changed with `Edit`. Retention
+ * is sent only when it was changed, as only an account admin may set it (docs/api.md, "Thing templates").
+ */
+export function TemplateForm({
+  template,
+  onDone,
+}: {
+  template: Template | undefined;
+  onDone: (saved: boolean) => void;
+}) {
+  const [name, setName] = useState(template?.name ?? '');
+  const [description, setDescription] = useState(template?.description ?? '');
+  const [heartbeat, setHeartbeat] = useState(template ? String(template.heartbeat_interval) : '60');
+  const [idle, setIdle] = useState(template ? String(template.idle_timeout) : '300');
+  const shownRetention = template?.retention_days == null ? '' : String(template.retention_days);
+  const [retention, setRetention] = useState(shownRetention);
+  const [metrics, setMetrics] = useState<Metric[]>(template?.metrics ?? []);
+  const changeMetric = (index: number, change: Partial<Metric>) =>
+    setMetrics((list) => list.map((metric, i) => (i === index ? { ...metric, ...change } : metric)));
+  const submit = useSubmit(async () => {
+    const fields = {
+      name,
+      description,
+      metrics: metrics.map((m) => ({ name: m.name, data_type: m.data_type, unit: m.unit ?? '' })),
+      heartbeat_interval: seconds(heartbeat),
+      idle_timeout: seconds(idle),
+      ...(retention !== shownRetention ? { retention_days: retention === '' ? null : Number(retention) } : {}),
+    };
+    if (template) {
+      await answer(
+        api.PUT('/api/v3/thing_templates/{thing_template_key}', {
+          params: { path: { thing_template_key: template.thing_template_key } },
+          body: { thing_template: fields },
+        }),
+      );
+    } else {
+      await answer(api.POST('/api/v3/thing_templates', { body: { thing_template: fields } }));
+    }
+    onDone(true);
+  });
+  const title = template ? `Edit ${template.name}` : 'New template';
+  return (
+    <form onSubmit={submit.onSubmit} class="panel" aria-label={title}>
+      <h2>{title}</h2>
+      <InputField label="Name" required value={name} onInput={setName} />
+      <Field label="Description">
+        {(id) => (
+          <textarea id={id} rows={2} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        )}
+      </Field>
+      <InputField
+        label="Heartbeat interval"
+        hint="seconds; a thing is online while heard from within twice this"
+        type="number"
+        min={1}
+        value={heartbeat}
+        onInput={setHeartbeat}
+      />
+      <InputField
+        label="Idle timeout"
+        hint="seconds without events counted as idle time"
+        type="number"
+        min={1}
+        value={idle}
+        onInput={setIdle}
+      />
+      <InputField
+        label="Retention (days)"
+        hint="empty: the organisation's retention; set by an account admin only"
+        type="number"
+        min={1}
+        value={retention}
+        onInput={setRetention}
+      />
+      <fieldset class="metrics">
+        <legend>Metrics</legend>
+        {metrics.length === 0 && <p>No metrics: the chart draws every numeric value its things send.</p>}
+        {metrics.map((metric, i) => (
+          // Rows are edited in place and removed by position, so the position is their identity.
+          <fieldset class="metric" key={i} aria-label={`Metric ${i + 1}`}>
+            <Field label="Metric name">
+              {(id) => (
+                <input
+                  id={id}
+                  required
+                  value={metric.name}
+                  onInput={(e) => changeMetric(i, { name: e.currentTarget.value })}
+                />
+              )}
+            </Field>
+            <Field label="Data type">
+              {(id) => (
+                <select
+                  id={id}
+                  value={metric.data_type}
+                  onChange={(e) => changeMetric(i, { data_type: e.currentTarget.value as DataType })}
+                >
+                  {DATA_TYPES.map((type) => (
+                    <option key={type} value={type}>
+                      {type}
+                    </option>
+                  ))}
+                </select>
+              )}
+            </Field>
+            <Field label="Unit">
+              {(id) => (
+                <input
+                  id={id}
+                  value={metric.unit ?? ''}
+                  onInput={(e) => changeMetric(i, { unit: e.currentTarget.value })}
+                />
+              )}
+            </Field>
+            <button
+              type="button"
+              class="secondary"
+              aria-label={`Remove metric ${i + 1}`}
+              onClick={() => setMetrics((list) => list.filter((_, j) => j !== i))}
+            >
+              Remove
+            </button>
+          </fieldset>
+        ))}
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => setMetrics((list) => [...list, { name: '', data_type: 'number', unit: '' }])}
+        >
+          Add metric
+        </button>
+      </fieldset>
+      <Failure message={submit.error} />
+      <FormButtons busy={submit.busy} onCancel={() => onDone(false)} />
+    </form>
+  );
+}

@@ -1,0 +1,68 @@
+import { useState } from 'preact/hooks';
+import { answer, api } from '../api/client.ts';
+import { ConfirmButton } from '../components/confirm.tsx';
+import { InputField } from '../components/field.tsx';
+import { showTime } from '../format.ts';
+import type { Thing } from './thing-form.tsx';
+
+/** Epoch seconds of a `datetime-local` value, read in the browser's (the user's) time zone. */
+const secondsOf = (local: string): number | undefined => {
+  const ms = new Date(local).getTime();
+  return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);
+};
+
+/**
+ * Deletes the thing's events in a range (`DELETE /api/v3/things/:thing_key/events`, docs/api.md,
+ * "Deleting events"): `From` and `To` in the user's time zone, then a dialog naming the thing and the
+ * range. `To` takes in its whole minute, as the picker shows minutes.
+ */
+export function DeleteEvents({ thing, onDone }: { thing: Thing; onDone: () => void }) {
+  const [from, setFrom] = useState('');
+  const [to, setTo] = useState('');
+  const [deleted, setDeleted] = useState<number | undefined>();
+  const start = secondsOf(from);
+  const end = secondsOf(to);
+  const ready = start !== undefined && end !== undefined;
+  return (
+    <section class="panel" aria-label="Delete events">
+      <h2>Delete events</h2>
+      <p class="muted">Times are in your time zone ({Intl.DateTimeFormat().resolvedOptions().timeZone}).</p>
+      <InputField label="From" type="datetime-local" value={from} onInput={setFrom} />
+      <InputField label="To" type="datetime-local" value={to} onInput={setTo} />
+      {deleted !== undefined && (
+        <p role="status">
+          {deleted} {deleted === 1 ? 'event' : 'events'} deleted.
+        </p>
+      )}
+      <div class="actions">
+        {ready ? (
+          <ConfirmButton
+            label="Delete events"
+            title={`Delete events of ${thing.name}?`}
+            question={
+              <>
+                Every event of <strong>{thing.name}</strong> from {showTime(start)} to {showTime(end + 59)} is deleted.
+                This cannot be undone.
+              </>
+            }
+            onConfirm={async () => {
+              const answered = await answer(
+                api.DELETE('/api/v3/things/{thing_key}/events', {
+                  params: { path: { thing_key: thing.thing_key }, query: { from: start, to: end + 59 } },
+                }),
+              );
+              setDeleted(answered.deleted);
+            }}
+          />
+        ) : (
+          <button type="button" class="danger" disabled>
+            Delete events
+          </button>
+        )}
+        <button type="button" class="secondary" onClick={onDone}>
+          Close
+        </button>
+      </div>
+    </section>
+  );
+}

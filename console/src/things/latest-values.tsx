@@ -1,0 +1,57 @@
+import { showTime, showValue } from '../format.ts';
+
+/** The largest page thing_data answers. */
+export const PER = 10_000;
+
+/** thing_data's answer in the default format: the events of each thing. */
+export type EventsAnswer = Record<string, { event_data: { timestamp: number; data: Record<string, unknown> }[] }>;
+
+/** The newest value of each (top-level) metric, with the time of the event that carried it. */
+export type Latest = Record<string, { value: unknown; timestamp: number }>;
+
+/** Takes an event's values into `latest`, each only where it is at least as new as the one shown. */
+export function mergeLatest(latest: Latest, timestamp: unknown, data: unknown): Latest {
+  if (typeof timestamp !== 'number' || !data || typeof data !== 'object') return latest;
+  let merged = latest;
+  for (const [metric, value] of Object.entries(data)) {
+    const shown = merged[metric];
+    if (shown && shown.timestamp > timestamp) continue;
+    if (merged === latest) merged = { ...latest };
+    merged[metric] = { value, timestamp };
+  }
+  return merged;
+}
+
+export function LatestValues({ latest }: { latest: Latest }) {
+  const names = Object.keys(latest).sort();
+  const newest = Math.max(...names.map((name) => latest[name]?.timestamp ?? 0));
+  return (
+    <section class="panel" aria-labelledby="latest-values">
+      <h2 id="latest-values">Latest values</h2>
+      {names.length === 0 ? (
+        <p>No event yet.</p>
+      ) : (
+        <>
+          <dl class="values">
+            {names.map((name) => {
+              const shown = latest[name];
+              return (
+                <>
+                  <dt>{name}</dt>
+                  <dd>
+                    <span>{showValue(shown?.value)}</span>
+                    {/* A metric the newest event did not carry says when it was sent. */}
+                    {shown && shown.timestamp !== newest && <small> at {showTime(shown.timestamp)}</small>}
+                  </dd>
+                </>
+              );
+            })}
+          </dl>
+          <p>
+            <small>at {showTime(newest)}</small>
+          </p>
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,258 @@
+/**
+ * A thing's `Telemetry` panel: the chart of a range (docs/console.md, "A thing"), read from
+ * thing_data or thing_aggregated_data, with live events added to the last hour.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { answer, api, messageOf } from '../api/client.ts';
+import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
+import { Field } from '../components/field.tsx';
+import { type Message, realtime } from '../realtime.ts';
+import { PER } from './latest-values.tsx';
+
+/** Ranges of the picker: raw events up to six hours, averages per bucket beyond. */
+export const RANGES = [
+  { label: 'Last hour', seconds: 3600 },
+  { label: 'Last 6 hours', seconds: 6 * 3600 },
+  { label: 'Last 24 hours', seconds: 86400, grouping: 'minute', every: 5 },
+  { label: 'Last 7 days', seconds: 7 * 86400, grouping: 'hour', every: 1 },
+  { label: 'Last 30 days', seconds: 30 * 86400, grouping: 'hour', every: 6 },
+] as const;
+type Range = (typeof RANGES)[number];
+
+/** Events of a raw range read at most: beyond, the range is drawn as averages per minute (docs/console.md). */
+const MAX_POINTS = 100_000;
+
+/** thing_data with data_format=array: rows [timestamp, v1, v2, ...] in the order of `metrics`. */
+type ThingDataBlock = { total_event_count: number; metrics: string[]; event_data: [number, ...unknown[]][] };
+type ThingDataAnswer = Record<string, ThingDataBlock>;
+type AggregatedAnswer = {
+  time_grouped_result: Record<string, Record<string, Record<string, { avg: number | null }>>>;
+};
+
+/** An event's values by the names the chart uses: nested objects as paths with dots (`machine.temp`). */
+function valuesOf(data: unknown, prefix = '', into: Record<string, unknown> = {}): Record<string, unknown> {
+  if (!data || typeof data !== 'object') return into;
+  for (const [name, value] of Object.entries(data)) {
+    if (value && typeof value === 'object' && !Array.isArray(value)) valuesOf(value, `${prefix}${name}.`, into);
+    else into[`${prefix}${name}`] = value;
+  }
+  return into;
+}
+
+/**
+ * Numeric metrics of the range as chart columns; the last hour follows live events. The metrics are
+ * the template's when it declares any, as thing_data and thing_aggregated_data answer them, so the
+ * chart shows the same live and after a reload (docs/console.md).
+ */
+export function Telemetry({
+  thingKey,
+  declared,
+  onUndeclared,
+}: {
+  thingKey: string;
+  declared: string[];
+  onUndeclared: (metrics: string[]) => void;
+}) {
+  const [range, setRange] = useState<Range>(RANGES[0]);
+  const [columns, setColumns] = useState<Columns | undefined>();
+  const [grouped, setGrouped] = useState(false);
+  const [error, setError] = useState<string | undefined>();
+  const [count, setCount] = useState(0);
+  const chart = useRef<ChartHandle | undefined>(undefined);
+  const declaredKey = declared.join('\u0000');
+  useEffect(() => {
+    let current = true;
+    // Live events are taken from before the history is read, so that none falls between the two; those
+    // that arrive first are added once it is there, unless the history already holds their second.
+    let loaded: Columns | undefined;
+    const early: Message[] = [];
+    const add = (message: Message) => {
+      if (!loaded) return;
+      const all = valuesOf(message.data);
+      const values = declared.length > 0 ? Object.fromEntries(declared.map((metric) => [metric, all[metric]])) : all;
+      if (declared.length > 0) {
+        const undeclared = Object.keys(all).filter((m) => typeof all[m] === 'number' && !declared.includes(m));
+        if (undeclared.length > 0) onUndeclared(undeclared);
+      }
+      const timestamp = message.timestamp as number;
+      // An event older than the range (a device sending late) is not drawn in it.
+      if (typeof timestamp !== 'number' || timestamp < Date.now() / 1000 - range.seconds) return;
+      const known = loaded.metrics;
+      const fresh = Object.keys(values).filter((m) => typeof values[m] === 'number' && !known.includes(m));
+      if (fresh.length > 0) {
+        // A metric not seen before: a new chart with a column for it.
+        loaded = {
+          metrics: [...known, ...fresh],
+          x: loaded.x,
+          ys: [...loaded.ys, ...fresh.map(() => (loaded as Columns).x.map(() => null))],
+        };
+        insertEvent(loaded, timestamp, values, range.seconds);
+        setColumns(loaded);
+      } else {
+        insertEvent(loaded, timestamp, values, range.seconds);
+        chart.current?.draw();
+      }
+      setCount(loaded.x.length);
+    };
+    let stop =
+      range === RANGES[0]
+        ? realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
+            if (message.type !== 'event') return;
+            if (loaded) add(message);
+            else early.push(message);
+          })
+        : undefined;
+    setColumns(undefined);
+    loadColumns(thingKey, range).then(
+      (history) => {
+        if (!current) return;
+        setColumns(history.columns);
+        setGrouped(history.grouped);
+        setCount(history.columns.x.length);
+        setError(undefined);
+        // Averages per minute of a crowded range do not take single events.
+        if (history.grouped) {
+          stop?.();
+          stop = undefined;
+          return;
+        }
+        loaded = history.columns;
+        const last = loaded.x[loaded.x.length - 1] ?? Number.NEGATIVE_INFINITY;
+        for (const message of early) if ((message.timestamp as number) > last) add(message);
+      },
+      (failure) => current && setError(messageOf(failure)),
+    );
+    return () => {
+      current = false;
+      stop?.();
+    };
+  }, [thingKey, range, declaredKey]);
+  return (
+    <section class="panel" aria-label="Telemetry">
+      <h2>Telemetry</h2>
+      <Field label="Range">
+        {(id) => (
+          <select
+            id={id}
+            value={range.label}
+            onChange={(e) => setRange(RANGES.find((r) => r.label === e.currentTarget.value) ?? RANGES[0])}
+          >
+            {RANGES.map((r) => (
+              <option key={r.label} value={r.label}>
+                {r.label}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
+      {columns && columns.metrics.length > 0 && <Chart columns={columns} handle={chart} />}
+      {columns && (
+        <p class="chart-caption">
+          {columns.metrics.length === 0
+            ? 'No numeric values in this range.'
+            : `${count} ${grouped ? 'buckets' : 'points'} · ${columns.metrics.join(', ')}`}
+        </p>
+      )}
+    </section>
+  );
+}
+
+/** Puts an event in time order among the columns, then drops those older than the range. */
+function insertEvent(columns: Columns, timestamp: number, values: Record<string, unknown>, seconds: number): void {
+  let at = columns.x.length;
+  while (at > 0 && (columns.x[at - 1] as number) > timestamp) at--;
+  columns.x.splice(at, 0, timestamp);
+  columns.metrics.forEach((metric, i) => {
+    const value = values[metric];
+    columns.ys[i]?.splice(at, 0, typeof value === 'number' ? value : null);
+  });
+  const start = Date.now() / 1000 - seconds;
+  let old = 0;
+  while (old < columns.x.length && (columns.x[old] as number) < start) old++;
+  if (old > 0) {
+    columns.x.splice(0, old);
+    for (const y of columns.ys) y.splice(0, old);
+  }
+}
+
+/**
+ * The range's columns: every event of a raw range, page after page of thing_data, or averages per
+ * bucket from thing_aggregated_data for the long ranges and for a raw range of more than MAX_POINTS
+ * events (`grouped`).
+ */
+export async function loadColumns(thingKey: string, range: Range): Promise<{ columns: Columns; grouped: boolean }> {
+  const to = Math.floor(Date.now() / 1000);
+  const from = to - range.seconds;
+  if ('grouping' in range) {
+    return { columns: await loadAverages(thingKey, from, to, range.grouping, range.every), grouped: true };
+  }
+  // Oldest first, so that events stored while the pages are read come after the last one.
+  const page = async (number: number) => {
+    const answered = (await answer(
+      api.POST('/api/v3/query/thing_data', {
+        body: { thing_key: thingKey, from, to, page: number, per: PER, order: 'asc', data_format: 'array' },
+      }),
+    )) as unknown as ThingDataAnswer;
+    return answered[thingKey] ?? { total_event_count: 0, metrics: [], event_data: [] };
+  };
+  const first = await page(1);
+  if (first.total_event_count > MAX_POINTS) {
+    return { columns: await loadAverages(thingKey, from, to, 'minute', 1), grouped: true };
+  }
+  const pages = Math.ceil(first.total_event_count / PER);
+  const rest = await Promise.all(Array.from({ length: Math.max(0, pages - 1) }, (_, i) => page(i + 2)));
+  // Each page names its own columns (a template without metrics: the names in that page).
+  const blocks = [first, ...rest];
+  const metrics = [...new Set(blocks.flatMap((block) => block.metrics))].filter((metric) =>
+    blocks.some((block) => {
+      const i = block.metrics.indexOf(metric);
+      return i >= 0 && block.event_data.some((row) => typeof row[i + 1] === 'number');
+    }),
+  );
+  const x: number[] = [];
+  const ys: (number | null)[][] = metrics.map(() => []);
+  for (const block of blocks) {
+    const where = metrics.map((metric) => block.metrics.indexOf(metric) + 1);
+    for (const row of block.event_data) {
+      x.push(row[0]);
+      where.forEach((i, m) => {
+        const value = i > 0 ? row[i] : null;
+        ys[m]?.push(typeof value === 'number' ? value : null);
+      });
+    }
+  }
+  return { columns: { metrics, x, ys }, grouped: false };
+}
+
+async function loadAverages(
+  thingKey: string,
+  from: number,
+  to: number,
+  grouping: 'minute' | 'hour',
+  every: number,
+): Promise<Columns> {
+  const answered = (await answer(
+    api.POST('/api/v3/query/thing_aggregated_data', {
+      body: {
+        thing_keys: [thingKey],
+        from,
+        to,
+        time_grouping: grouping,
+        time_grouping_value: every,
+        functions: ['avg'],
+      },
+    }),
+  )) as unknown as AggregatedAnswer;
+  const buckets = Object.entries(answered.time_grouped_result ?? {});
+  const metrics = [...new Set(buckets.flatMap(([, things]) => Object.keys(things[thingKey] ?? {})))].sort();
+  return {
+    metrics,
+    x: buckets.map(([start]) => Number(start)),
+    ys: metrics.map((metric) => buckets.map(([, things]) => things[thingKey]?.[metric]?.avg ?? null)),
+  };
+}

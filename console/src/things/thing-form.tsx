@@ -1,0 +1,106 @@
+import { useState } from 'preact/hooks';
+import { answer, api } from '../api/client.ts';
+import type { paths } from '../api/schema';
+import { Failure } from '../components/failure.tsx';
+import { Field, InputField } from '../components/field.tsx';
+import { FormButtons } from '../components/form-buttons.tsx';
+import { useLoad } from '../components/use-load.ts';
+import { useSubmit } from '../components/use-submit.ts';
+
+/** The fields of a thing its forms and actions use. */
+export type Thing = Pick<
+  paths['/api/v3/things/{thing_key}']['get']['responses'][200]['content']['application/json']['thing'],
+  'thing_key' | 'name' | 'description' | 'tags' | 'thing_template_key' | 'bi_directional'
+>;
+
+/**
+ * A thing's own fields: `New thing` (with an optional `Key`, generated when empty, and `Create`) or
+ * `Edit` of an existing thing (`Save`; its key cannot change). `onDone` gets the saved thing's key.
+ */
+export function ThingForm({
+  thing,
+  onDone,
+}: {
+  thing: Thing | undefined;
+  onDone: (savedKey: string | undefined) => void;
+}) {
+  const [name, setName] = useState(thing?.name ?? '');
+  const [key, setKey] = useState('');
+  const [template, setTemplate] = useState(thing?.thing_template_key ?? '');
+  const [description, setDescription] = useState(thing?.description ?? '');
+  const [tags, setTags] = useState(thing?.tags ?? '');
+  const [biDirectional, setBiDirectional] = useState(thing?.bi_directional ?? false);
+  const templates = useLoad(async () => {
+    const list = await answer(
+      api.GET('/api/v3/thing_templates', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } }),
+    );
+    // A new thing starts with the Default template, which devices' own registrations use.
+    if (!thing)
+      setTemplate(
+        (t) =>
+          t ||
+          (list.thing_templates.find((x) => x.name === 'Default') ?? list.thing_templates[0])?.thing_template_key ||
+          '',
+      );
+    return list.thing_templates;
+  }, []);
+  const submit = useSubmit(async () => {
+    const fields = { name, description, tags, thing_template_key: template, bi_directional: biDirectional };
+    if (thing) {
+      await answer(
+        api.PUT('/api/v3/things/{thing_key}', {
+          params: { path: { thing_key: thing.thing_key } },
+          body: { thing: fields },
+        }),
+      );
+      onDone(thing.thing_key);
+    } else {
+      const created = await answer(
+        api.POST('/api/v3/things', {
+          body: { thing: { ...fields, ...(key.trim() ? { thing_key: key.trim() } : {}) } },
+        }),
+      );
+      onDone(created.thing.thing_key);
+    }
+  });
+  const title = thing ? `Edit ${thing.name}` : 'New thing';
+  return (
+    <form onSubmit={submit.onSubmit} class="panel" aria-label={title}>
+      <h2>{title}</h2>
+      <InputField label="Name" required value={name} onInput={setName} />
+      {!thing && (
+        <InputField
+          label="Key"
+          hint="optional: made by the server when empty; it cannot change later"
+          value={key}
+          onInput={setKey}
+        />
+      )}
+      <Field label="Template" error={templates.error}>
+        {(id, describedBy) => (
+          <select
+            id={id}
+            aria-describedby={describedBy}
+            required
+            value={template}
+            onChange={(e) => setTemplate(e.currentTarget.value)}
+          >
+            {templates.data?.map((t) => (
+              <option key={t.thing_template_key} value={t.thing_template_key}>
+                {t.name}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <InputField label="Description" value={description} onInput={setDescription} />
+      <InputField label="Tags" hint="comma-separated" value={tags} onInput={setTags} />
+      <label class="check">
+        <input type="checkbox" checked={biDirectional} onChange={(e) => setBiDirectional(e.currentTarget.checked)} />{' '}
+        Bi-directional
+      </label>
+      <Failure message={submit.error} />
+      <FormButtons busy={submit.busy} submitLabel={thing ? 'Save' : 'Create'} onCancel={() => onDone(undefined)} />
+    </form>
+  );
+}

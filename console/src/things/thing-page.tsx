@@ -1,0 +1,132 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { answer, api } from '../api/client.ts';
+import { lazy } from '../components/lazy.tsx';
+import { useLoad } from '../components/use-load.ts';
+import { realtime } from '../realtime.ts';
+import { Link } from '../router.tsx';
+import { Instructions } from './instructions.tsx';
+import { type EventsAnswer, type Latest, LatestValues, mergeLatest, PER } from './latest-values.tsx';
+import { ThingActions } from './thing-actions.tsx';
+import { ThingAlerts } from './thing-alerts.tsx';
+
+/** The chart and uPlot come in a chunk of their own, fetched when a thing's page is first shown. */
+const Telemetry = lazy(() => import('./telemetry.tsx').then((m) => m.Telemetry));
+
+export function ThingPage({ thingKey }: { thingKey: string }) {
+  const thing = useLoad(
+    async () =>
+      (await answer(api.GET('/api/v3/things/{thing_key}', { params: { path: { thing_key: thingKey } } }))).thing,
+    [thingKey],
+  );
+  const [latest, setLatest] = useState<Latest>({});
+  const [liveRefused, setLiveRefused] = useState<string | undefined>();
+  useEffect(() => {
+    let current = true;
+    setLatest({});
+    setLiveRefused(undefined);
+    // Latest values: the thing's last event, its events of the last hour, then live ones (docs/console.md).
+    const to = Math.floor(Date.now() / 1000);
+    answer(
+      api.POST('/api/v3/query/thing_data', {
+        body: { thing_key: thingKey, from: to - 3600, to, per: PER, order: 'desc' },
+      }),
+    ).then(
+      (answered) => {
+        if (!current) return;
+        const events = (answered as unknown as EventsAnswer)[thingKey]?.event_data ?? [];
+        setLatest((shown) => events.reduce((l, e) => mergeLatest(l, e.timestamp, e.data), shown));
+      },
+      // A role that may not read data sees the last event alone; the Telemetry panel shows the API's message.
+      () => undefined,
+    );
+    const stopEvents = realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
+      if (message.type === 'error') return setLiveRefused(String(message.message ?? message.code));
+      if (message.type !== 'event') return;
+      thing.set((t) => ({ ...t, alive: true }));
+      setLatest((shown) => mergeLatest(shown, message.timestamp, message.data));
+    });
+    // Online and Offline follow the thing's alive flips, as on the Things table (docs/realtime.md).
+    const stopThings = realtime.subscribe('things', { thing_keys: [thingKey] }, (message) => {
+      if (message.type !== 'thing') return;
+      if (message.change === 'alive') thing.set((t) => ({ ...t, alive: message.alive as boolean }));
+      else thing.reload();
+    });
+    return () => {
+      current = false;
+      stopEvents();
+      stopThings();
+    };
+  }, [thingKey]);
+  const lastEvent = thing.data?.last_event;
+  useEffect(() => {
+    if (lastEvent) setLatest((shown) => mergeLatest(shown, lastEvent.timestamp, lastEvent.data));
+  }, [lastEvent]);
+  const name = thing.data?.name;
+  useEffect(() => {
+    if (name === undefined) return;
+    document.title = `${name} · Thingbase`;
+    return () => {
+      document.title = 'Things · Thingbase';
+    };
+  }, [name]);
+  // The template's metrics, which the chart draws when it declares any; a role that may not read
+  // templates gets every numeric value instead.
+  const templateKey = thing.data?.thing_template_key;
+  const template = useLoad(
+    async () =>
+      templateKey === undefined
+        ? undefined
+        : (
+            await answer(
+              api.GET('/api/v3/thing_templates/{thing_template_key}', {
+                params: { path: { thing_template_key: templateKey } },
+              }),
+            )
+          ).thing_template.metrics.map((m) => m.name),
+    [templateKey],
+  );
+  // A live event with a metric the template did not declare: the Default template learns metrics from
+  // events (docs/devices.md, "Discovery"), so it is read again, once for each such metric.
+  const asked = useRef(new Set<string>());
+  const askTemplateAgain = (metrics: string[]) => {
+    const fresh = metrics.filter((metric) => !asked.current.has(metric));
+    if (fresh.length === 0) return;
+    for (const metric of fresh) asked.current.add(metric);
+    template.reload();
+  };
+  if (thing.error) {
+    return (
+      <section>
+        <h1>Thing</h1>
+        <p role="alert" class="error">
+          {thing.error}
+        </p>
+        <Link to="things">All things</Link>
+      </section>
+    );
+  }
+  if (!thing.data) return <p>Loading…</p>;
+  const t = thing.data;
+  const templateSettled = template.data !== undefined || template.error !== undefined;
+  return (
+    <section>
+      <h1>{t.name}</h1>
+      <p>
+        <code>{t.thing_key}</code> · {t.thing_template_name} · {t.alive ? 'Online' : 'Offline'}
+        {t.description ? ` · ${t.description}` : ''}
+      </p>
+      <ThingActions thing={t} onChanged={thing.reload} />
+      {liveRefused && (
+        <p role="alert" class="error">
+          Live telemetry is unavailable: {liveRefused}
+        </p>
+      )}
+      <LatestValues latest={latest} />
+      {templateSettled && (
+        <Telemetry thingKey={t.thing_key} declared={template.data ?? []} onUndeclared={askTemplateAgain} />
+      )}
+      <ThingAlerts thingKey={t.thing_key} />
+      {t.bi_directional && <Instructions thingKey={t.thing_key} />}
+    </section>
+  );
+}
