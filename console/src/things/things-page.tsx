@@ -136,6 +136,7 @@ export function ThingsPage() {
   }, [keys]);
 
   const mayCreate = useAllows('thing', 'create');
+  const mayConnect = useAllows('key_pair', 'create');
   const [panel, setPanel] = useState<'new' | 'import' | undefined>();
   const noThings = list.data?.total_count === 0 && keywords === '' && template === '' && group === '';
   const offers = mayCreate && panel === undefined && (
@@ -167,9 +168,17 @@ export function ThingsPage() {
         />
       )}
       {noThings && (
-        <EmptyState title="No things yet" action={offers || undefined}>
-          A thing is a device or machine that sends events. Devices register themselves with a key pair; things can also
-          be made here one by one, or imported from a CSV or JSON file.
+        <EmptyState
+          title="No things yet"
+          action={
+            <>
+              {mayConnect && <Link to="connect">Connect a device</Link>}
+              {offers || undefined}
+            </>
+          }
+        >
+          A thing is a device or machine that sends events. Devices register themselves with a key pair (Connect a
+          device shows how); things can also be made here one by one, or imported from a CSV or JSON file.
         </EmptyState>
       )}
       <div class="filters">
