@@ -4,7 +4,7 @@ import mqtt from 'mqtt';
 import { createKeyPair, type KeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
-import { BROKER_THREAD_ONLY } from '../support/mqtt-endpoint.ts';
+import { BAD_LOGIN, BROKER_THREAD_ONLY, MQTT_VERSION, SERVER_BUSY } from '../support/mqtt-endpoint.ts';
 import { flood } from '../support/mqtt-flood.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -129,7 +129,7 @@ describeOnStores(
       try {
         await assert.rejects(
           MqttDevice.connect(brokerUrl(), pair),
-          (error: Error & { code?: number }) => error.code === 3,
+          (error: Error & { code?: number }) => error.code === SERVER_BUSY,
         );
         await devices.pop()?.close();
         const admitted = await MqttDevice.connectWhenUp(brokerUrl(), pair);
@@ -140,8 +140,13 @@ describeOnStores(
         for (const device of devices) await device.close();
       }
       await assert.rejects(
-        mqtt.connectAsync(brokerUrl(), { reconnectPeriod: 0, username: 'x', password: 'y' }),
-        (error: Error & { code?: number }) => error.code === 5,
+        mqtt.connectAsync(brokerUrl(), {
+          reconnectPeriod: 0,
+          username: 'x',
+          password: 'y',
+          protocolVersion: MQTT_VERSION,
+        }),
+        (error: Error & { code?: number }) => error.code === BAD_LOGIN,
         'the limit counts connections, not attempts',
       );
     });

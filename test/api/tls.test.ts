@@ -17,7 +17,7 @@ import { createKeyPair } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { call } from '../support/http.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
-import { BROKER_THREAD_ONLY, brokerThread } from '../support/mqtt-endpoint.ts';
+import { BAD_LOGIN, BROKER_THREAD_ONLY, brokerThread } from '../support/mqtt-endpoint.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { cli, runCli, serveProcess, stopProcess } from '../support/process.ts';
@@ -99,7 +99,7 @@ describeOnStores(
       );
       await assert.rejects(
         MqttDevice.connect(mqttsUrl(), pair, { ca: authority.ca, password: 'not the signature' }),
-        (error: Error & { code?: number }) => error.code === 5,
+        (error: Error & { code?: number }) => error.code === BAD_LOGIN,
         'over TLS, a wrong password is refused as over plain MQTT',
       );
       const plain = await MqttDevice.connect(`mqtt://127.0.0.1:${ctx.api.server.mqttPort}`, pair);
