@@ -110,8 +110,9 @@ export class Outbox {
 
   /** Writes everything due now, in one write. */
   flush(): void {
+    // Packets made due went after the PUBACKs held before them (flushPubacksInto): those held now are later.
     const parts = this.packets ?? [];
-    if (this.pubacks) parts.unshift(pubackPackets(this.pubacks));
+    if (this.pubacks) parts.push(pubackPackets(this.pubacks));
     const acks = this.acks;
     this.pubacks = undefined;
     this.packets = undefined;
