@@ -13,3 +13,16 @@ export const mqttPacket = createRequire(import.meta.resolve('aedes'))('mqtt-pack
   };
   generate(packet: Record<string, unknown>): Buffer;
 };
+
+/** Every packet in `bytes`, read as a server of `protocolVersion` reads them; a malformed one throws. */
+export function parsePackets(bytes: Buffer, protocolVersion = 4): Record<string, unknown>[] {
+  const parser = mqttPacket.parser();
+  (parser as unknown as { settings: { protocolVersion: number } }).settings = { protocolVersion };
+  const packets: Record<string, unknown>[] = [];
+  parser.on('packet', (packet) => packets.push(packet));
+  parser.on('error', (error) => {
+    throw error;
+  });
+  parser.parse(bytes);
+  return packets;
+}

@@ -8,21 +8,12 @@ import {
 } from '../../src/mqtt/endpoint/connack.ts';
 import { InstructionsInFlight } from '../../src/mqtt/endpoint/instructions-out.ts';
 import { TopicAliases } from '../../src/mqtt/endpoint/topic-aliases.ts';
-import { mqttPacket } from '../support/mqtt-packet.ts';
+import { parsePackets } from '../support/mqtt-packet.ts';
 
 function parseOne(bytes: Buffer, protocolVersion: number): Record<string, unknown> {
-  const parser = mqttPacket.parser();
-  (parser as unknown as { settings: { protocolVersion: number } }).settings = { protocolVersion };
-  let packet: Record<string, unknown> | undefined;
-  parser.on('packet', (p) => {
-    packet = p;
-  });
-  parser.on('error', (error) => {
-    throw error;
-  });
-  parser.parse(bytes);
-  assert.ok(packet, 'one packet');
-  return packet;
+  const packets = parsePackets(bytes, protocolVersion);
+  assert.equal(packets.length, 1);
+  return packets[0] as Record<string, unknown>;
 }
 
 const limits = { receiveMaximum: 100, maximumPacketSize: 1 << 20, topicAliasMaximum: 16 };

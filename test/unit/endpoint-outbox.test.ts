@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { nextPacketId, Outbox, type OutboxTarget, PUBACK_HOLD_MS } from '../../src/mqtt/endpoint/outbox.ts';
 import type { Ack } from '../../src/mqtt/signed-messages.ts';
-import { mqttPacket } from '../support/mqtt-packet.ts';
+import { parsePackets } from '../support/mqtt-packet.ts';
 
 /** A socket that keeps what is written to it, write by write. */
 function recordingTarget(version = 4, ackQos = 1): OutboxTarget & { writes: Buffer[] } {
@@ -17,17 +17,7 @@ function recordingTarget(version = 4, ackQos = 1): OutboxTarget & { writes: Buff
   };
 }
 
-function parseAll(bytes: Buffer, protocolVersion = 4): Record<string, unknown>[] {
-  const parser = mqttPacket.parser();
-  (parser as unknown as { settings: { protocolVersion: number } }).settings = { protocolVersion };
-  const packets: Record<string, unknown>[] = [];
-  parser.on('packet', (packet) => packets.push(packet));
-  parser.on('error', (error) => {
-    throw error;
-  });
-  parser.parse(bytes);
-  return packets;
-}
+const parseAll = parsePackets;
 
 const ok = (context: string): Ack => ({ context, http_code: 200, http_msg: {} });
 const turn = () => new Promise((resolve) => setImmediate(resolve));
