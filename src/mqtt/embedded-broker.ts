@@ -13,11 +13,8 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { FastifyBaseLogger } from 'fastify';
-import type { SocketCount } from '../core/sockets.ts';
 import type { TlsMaterial } from '../core/tls.ts';
-import type { DeviceAuthenticator, DeviceCredentials } from '../devices/authentication.ts';
-import type { DeviceService } from '../devices/service.ts';
+import type { DeviceCredentials } from '../devices/authentication.ts';
 import {
   type AckList,
   addAck,
@@ -32,7 +29,6 @@ import {
   visitMessage,
 } from './broker-protocol.ts';
 import type { DeviceEndpointOptions } from './endpoint/endpoint.ts';
-import type { MqttInstructions } from './instructions.ts';
 import { actOnDeviceMessage } from './messages.ts';
 import { type Ack, failure, PARSE_ERROR } from './signed-messages.ts';
 import type { DeviceMessageKind } from './topics.ts';
