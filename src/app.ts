@@ -47,6 +47,7 @@ import { openSecretBox } from './keypairs/secret-key.ts';
 import type { BrokerListener } from './mqtt/broker-protocol.ts';
 import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker.ts';
 import { type DeviceEndpoint, startDeviceEndpoint } from './mqtt/endpoint/endpoint.ts';
+import { registerMqttWebSocketRoute } from './mqtt/endpoint/websocket.ts';
 import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
 import type { InboundLimits } from './mqtt/inbound-flow.ts';
 import { MqttInstructions } from './mqtt/instructions.ts';
@@ -256,6 +257,10 @@ export async function createServer(config: Config): Promise<Server> {
           external_broker: config.mqttUrl !== undefined,
         };
       },
+      mqttOverWebSocket: () => {
+        const embedded = embeddedOf(mqtt);
+        return embedded && 'accept' in embedded ? embedded : undefined;
+      },
     });
     warn = (message) => app.log.warn(message);
     instructions = new MqttInstructions(store, authenticator, app.log);
@@ -361,6 +366,8 @@ async function buildHttpApp(
     devices: DeviceService;
     instructions: () => InstructionCarrier | undefined;
     deviceSettings: () => DeviceSettingsValue;
+    /** MQTT over WebSocket's device endpoint, once it runs (MQTT_ENDPOINT=thingbase). */
+    mqttOverWebSocket: () => DeviceEndpoint | undefined;
   },
 ): Promise<FastifyInstance> {
   const app = Fastify({
@@ -515,6 +522,9 @@ async function buildHttpApp(
     ...instructionRoutes(store, parts.instructions),
     ...usageRoutes(store, parts.limiter),
   ]);
+  if (config.mqttEndpoint === 'thingbase' && !config.mqttUrl) {
+    registerMqttWebSocketRoute(app, () => parts.mqttOverWebSocket()?.accept);
+  }
   registerRealtimeRoutes(app, {
     hub: parts.hub,
     authenticate: (token) => sessions.authenticate(token),

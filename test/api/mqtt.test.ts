@@ -3,12 +3,12 @@ import { connect } from 'node:net';
 import { it } from 'node:test';
 import { sql } from 'kysely';
 import mqtt from 'mqtt';
-import { createKeyPair, sign } from '../support/device.ts';
+import { createKeyPair } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { compressLzf } from '../support/lzf-compress.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
 import { BAD_LOGIN, BROKER_THREAD_ONLY, brokerThread, MQTT_VERSION } from '../support/mqtt-endpoint.ts';
-import { mqttPacket } from '../support/mqtt-packet.ts';
+import { connectPacket, mqttPacket } from '../support/mqtt-packet.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -26,19 +26,6 @@ const packetHeader = (first: number, length: number) => {
   } while (length > 0);
   return Buffer.from(bytes);
 };
-
-/** A signed CONNECT of a clean MQTT 3.1.1 session, as bytes. */
-const connectPacket = (clientId: string, pair: { access_key: string; secret_key: string }) =>
-  mqttPacket.generate({
-    cmd: 'connect',
-    protocolId: 'MQTT',
-    protocolVersion: 4,
-    clean: true,
-    keepalive: 60,
-    clientId,
-    username: pair.access_key,
-    password: Buffer.from(sign(pair.secret_key, pair.access_key)),
-  });
 
 describeOnStores(
   'device MQTT interface (embedded broker)',

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { PacketParser } from '../../src/mqtt/packet-parser.ts';
+import { sign } from './device.ts';
 
 /**
  * The copy of mqtt-packet that aedes resolves, as the broker thread gets it: its generator makes
@@ -26,3 +27,20 @@ export function parsePackets(bytes: Buffer, protocolVersion = 4): Record<string,
   parser.parse(bytes);
   return packets;
 }
+
+/** A signed CONNECT of a clean MQTT 3.1.1 session, as bytes. */
+export const connectPacket = (
+  clientId: string,
+  pair: { access_key: string; secret_key: string },
+  keepalive = 60,
+): Buffer =>
+  mqttPacket.generate({
+    cmd: 'connect',
+    protocolId: 'MQTT',
+    protocolVersion: 4,
+    clean: true,
+    keepalive,
+    clientId,
+    username: pair.access_key,
+    password: Buffer.from(sign(pair.secret_key, pair.access_key)),
+  });

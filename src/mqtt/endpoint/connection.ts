@@ -5,7 +5,6 @@
  * QoS 2, and its keep-alive. Anything the protocol does not allow where it arrives (a packet before
  * CONNECT, a second CONNECT, a malformed packet) closes this connection and no other.
  */
-import type { Socket } from 'node:net';
 import {
   generate,
   type IConnectPacket,
@@ -22,6 +21,20 @@ import type { MessageSource } from './device-messages.ts';
 import { type InstructionsInFlight, instructionPacket } from './instructions-out.ts';
 import { nextPacketId, Outbox } from './outbox.ts';
 import { TopicAliases } from './topic-aliases.ts';
+
+/** A device's socket: a TCP or TLS socket, or a WebSocket (websocket.ts). */
+export interface DeviceSocket {
+  readonly writable: boolean;
+  write(bytes: Buffer): unknown;
+  end(): unknown;
+  end(bytes: Buffer): unknown;
+  destroy(): unknown;
+  /** `timeout` is emitted after this long without bytes from the device (0: never). */
+  setTimeout(ms: number): unknown;
+  on(event: 'data', listener: (chunk: Buffer) => void): unknown;
+  on(event: 'timeout' | 'error', listener: () => void): unknown;
+  once(event: 'close', listener: () => void): unknown;
+}
 
 /** What a connection needs of its endpoint. */
 export interface ConnectionHost {
@@ -88,7 +101,7 @@ export class DeviceConnection implements MessageSource {
 
   constructor(
     readonly id: number,
-    readonly socket: Socket,
+    readonly socket: DeviceSocket,
     private readonly host: ConnectionHost,
     private readonly instructions: InstructionsInFlight,
   ) {

@@ -27,7 +27,7 @@ import { limitPacketLength, type PacketParser, PartialPackets, useLeanBuffer } f
 import { failure, readDeviceMessage } from '../signed-messages.ts';
 import { admitSocket, pastConnectionLimit } from './admission.ts';
 import type { ConnectRefusal } from './connack.ts';
-import { type ConnectionHost, DeviceConnection } from './connection.ts';
+import { type ConnectionHost, DeviceConnection, type DeviceSocket } from './connection.ts';
 import { DeviceMessages } from './device-messages.ts';
 import { InstructionsInFlight } from './instructions-out.ts';
 
@@ -45,6 +45,8 @@ export interface DeviceEndpoint {
   setTls(tls: TlsMaterial): void;
   /** Messages waiting for their answer, the most that ever waited at once, and the devices connected. */
   figures(): Promise<{ pending: number; highWater: number; connections: number }>;
+  /** Serves a device connected another way: MQTT over WebSocket (websocket.ts). */
+  accept(socket: DeviceSocket): void;
   close(): Promise<void>;
 }
 
@@ -170,7 +172,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
   };
 
   const admit = (socket: Socket) => admitSocket(sockets, socket, (message) => logLimit('room', message));
-  const handle = (socket: Socket) => {
+  const handle = (socket: DeviceSocket) => {
     lastId += 1;
     new DeviceConnection(lastId, socket, host, inFlight);
   };
@@ -232,7 +234,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
     // device, or at the deadline: closed at once with bytes from the device unread, it would be reset,
     // and the device's system would drop the answers it had not yet read.
     const ending = [...open].map((device) => {
-      const gone = new Promise((resolve) => device.socket.once('close', resolve));
+      const gone = new Promise<void>((resolve) => device.socket.once('close', () => resolve()));
       device.close();
       return gone;
     });
@@ -246,6 +248,10 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
     securePort: ports.get('MQTTS_PORT'),
     setTls: (tls) => secureServer?.setSecureContext(tls),
     figures: async () => ({ pending: inbound.pending(), highWater: inbound.highWater, connections: open.size }),
+    accept: (socket) => {
+      if (stopping) return void socket.destroy();
+      handle(socket);
+    },
     close,
   };
 }
