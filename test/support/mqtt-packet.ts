@@ -12,7 +12,7 @@ export const mqttPacket = createRequire(import.meta.resolve('aedes'))('mqtt-pack
     on(event: 'packet', listener: (packet: Record<string, unknown>) => void): void;
     on(event: 'error', listener: (error: Error) => void): void;
   };
-  generate(packet: Record<string, unknown>): Buffer;
+  generate(packet: Record<string, unknown>, options?: { protocolVersion: number }): Buffer;
 };
 
 /** Every packet in `bytes`, read as a server of `protocolVersion` reads them; a malformed one throws. */

@@ -106,7 +106,14 @@ export class DeviceConnection implements MessageSource {
     private readonly instructions: InstructionsInFlight,
   ) {
     this.parser = parser();
-    this.parser.on('packet', (packet) => this.onPacket(packet));
+    this.parser.on('packet', (packet) => {
+      // A packet the endpoint cannot answer ends its own connection, never the server.
+      try {
+        this.onPacket(packet);
+      } catch {
+        this.destroy();
+      }
+    });
     this.parser.on('error', () => this.destroy());
     this.releaseParser = host.prepareParser(this, this.parser);
     socket.setTimeout(host.limits.connectTimeoutMs);
@@ -201,8 +208,11 @@ export class DeviceConnection implements MessageSource {
         // An instruction received: released at once (the device then answers PUBCOMP).
         return this.outbox?.packet(confirmation(0x62, packet.messageId as number));
       case 'subscribe':
+        // MQTT requires at least one topic filter in each (its parser lets an empty one through).
+        if (packet.subscriptions.length === 0) return this.destroy();
         return this.subscribe(packet);
       case 'unsubscribe':
+        if (packet.unsubscriptions.length === 0) return this.destroy();
         for (const topic of packet.unsubscriptions) {
           if (topic === this.ackTopic) this.ackQos = -1;
           this.instructionFilters?.delete(topic);
