@@ -17,7 +17,7 @@ import { createKeyPair } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { call } from '../support/http.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
-import { BAD_LOGIN, BROKER_THREAD_ONLY, brokerThread } from '../support/mqtt-endpoint.ts';
+import { BAD_LOGIN, BROKER_THREAD_ONLY, brokerThread, MQTT_ENDPOINT } from '../support/mqtt-endpoint.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { cli, runCli, serveProcess, stopProcess } from '../support/process.ts';
@@ -104,6 +104,23 @@ describeOnStores(
       );
       const plain = await MqttDevice.connect(`mqtt://127.0.0.1:${ctx.api.server.mqttPort}`, pair);
       await plain.close();
+    });
+
+    it('when a device speaks MQTT over wss at /mqtt trusting the CA then it is served as over MQTTS', {
+      skip: MQTT_ENDPOINT !== 'thingbase' && 'MQTT over WebSocket is the device endpoint',
+    }, async () => {
+      const pair = await keyPair();
+      const url = `${ctx.api.url.replace(/^https/, 'wss')}/mqtt`;
+      const device = await MqttDevice.connect(url, pair, { ca: authority.ca });
+      try {
+        const key = unique('wss');
+        assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+        assert.equal((await device.send('event', { thing_key: key, data: { v: 1 } })).http_code, 200);
+        assert.equal(await storedEventCount(ctx.api, key), 1);
+      } finally {
+        await device.close();
+      }
+      await assert.rejects(MqttDevice.connect(url, pair), /self-signed certificate|unable to verify/i);
     });
 
     it('when a client subscribes over wss then events a device sends over MQTTS reach it', async () => {

@@ -29,11 +29,15 @@ export interface DeviceSocket {
   end(): unknown;
   end(bytes: Buffer): unknown;
   destroy(): unknown;
+  /** Whether writes wait for the device to read (TCP and TLS sockets; `pause` and `resume` with it). */
+  readonly writableNeedDrain?: boolean;
+  pause?(): unknown;
+  resume?(): unknown;
   /** `timeout` is emitted after this long without bytes from the device (0: never). */
   setTimeout(ms: number): unknown;
   on(event: 'data', listener: (chunk: Buffer) => void): unknown;
   on(event: 'timeout' | 'error', listener: () => void): unknown;
-  once(event: 'close', listener: () => void): unknown;
+  once(event: 'close' | 'drain', listener: () => void): unknown;
 }
 
 /** What a connection needs of its endpoint. */
@@ -119,7 +123,13 @@ export class DeviceConnection implements MessageSource {
     socket.setTimeout(host.limits.connectTimeoutMs);
     socket.on('timeout', () => this.destroy());
     socket.on('data', (chunk: Buffer) => {
-      if (this.state !== 'closed') this.parser.parse(chunk);
+      if (this.state === 'closed') return;
+      this.parser.parse(chunk);
+      // While the device does not read what it is sent (its answers), nothing more is read from it.
+      if (socket.writableNeedDrain && socket.pause && this.state === 'open') {
+        socket.pause();
+        socket.once('drain', () => socket.resume?.());
+      }
     });
     socket.on('error', () => {});
     socket.once('close', () => this.onClose());
