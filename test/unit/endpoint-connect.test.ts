@@ -6,6 +6,7 @@ import {
   MAX_CLIENT_ID_LENGTH,
   refusalBeforeLogin,
 } from '../../src/mqtt/endpoint/connack.ts';
+import { storeFailure } from '../../src/mqtt/endpoint/device-messages.ts';
 import { InstructionsInFlight } from '../../src/mqtt/endpoint/instructions-out.ts';
 import { TopicAliases } from '../../src/mqtt/endpoint/topic-aliases.ts';
 import { parsePackets } from '../support/mqtt-packet.ts';
@@ -97,5 +98,19 @@ describe('instructions in flight on the device endpoint', () => {
     assert.equal(flight.done(a, 2), undefined, 'an id that carried no instruction');
     flight.forget(b);
     assert.equal(flight.done(b, 1), undefined, 'a closed connection has nothing in flight');
+  });
+});
+
+describe('a store failure on the device endpoint', () => {
+  it('when the store fails to take a message then it is answered with its own hash: 507 when out of space, else 503', () => {
+    const full = storeFailure('h1', Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }));
+    assert.deepEqual([full.context, full.http_code], ['h1', 507]);
+    assert.equal(
+      storeFailure('h2', Object.assign(new Error('could not extend file'), { code: '53100' })).http_code,
+      507,
+    );
+    const other = storeFailure('h3', new Error('connection terminated'));
+    assert.deepEqual([other.context, other.http_code, other.http_msg.errors?.[0]?.code], ['h3', 503, 'unavailable']);
+    assert.equal(storeFailure('PARSE_ERROR', undefined).http_code, 503);
   });
 });
