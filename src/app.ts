@@ -51,6 +51,8 @@ import { type DeviceSettingsValue, keyPairRoutes } from './keypairs/routes.ts';
 import { openSecretBox } from './keypairs/secret-key.ts';
 import type { BrokerListener } from './mqtt/broker-protocol.ts';
 import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker.ts';
+import { type DeviceEndpoint, startDeviceEndpoint } from './mqtt/endpoint/endpoint.ts';
+import { registerMqttWebSocketRoute } from './mqtt/endpoint/websocket.ts';
 import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
 import type { InboundLimits } from './mqtt/inbound-flow.ts';
 import { MqttInstructions } from './mqtt/instructions.ts';
@@ -89,8 +91,8 @@ export interface Server {
   mqttPort: number | undefined;
   /** The embedded MQTT broker's MQTTS port, when it runs with TLS. */
   mqttsPort: number | undefined;
-  /** The embedded MQTT broker, when it runs. */
-  mqttBroker: EmbeddedBroker | undefined;
+  /** The embedded MQTT broker (or device endpoint, MQTT_ENDPOINT), when it runs. */
+  mqttBroker: EmbeddedBroker | DeviceEndpoint | undefined;
   /** Deletes expired events and rollups (docs/storage.md), every RETENTION_SWEEP_INTERVAL. */
   sweeper: RetentionSweeper;
   /** Compacts older events into blocks (docs/storage.md), every EVENT_COMPACTION_INTERVAL. */
@@ -169,8 +171,9 @@ const injectedDeviceRequest =
   };
 
 /** The embedded broker, when devices are served by it rather than through MQTT_URL. */
-const embeddedOf = (mqtt: EmbeddedBroker | ExternalBroker | undefined): EmbeddedBroker | undefined =>
-  mqtt && 'port' in mqtt ? mqtt : undefined;
+const embeddedOf = (
+  mqtt: EmbeddedBroker | DeviceEndpoint | ExternalBroker | undefined,
+): EmbeddedBroker | DeviceEndpoint | undefined => (mqtt && 'port' in mqtt ? mqtt : undefined);
 
 export async function createServer(config: Config): Promise<Server> {
   limitHeapGrowth(config.heapGrowingPercent);
@@ -231,7 +234,7 @@ export async function createServer(config: Config): Promise<Server> {
       childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
     });
     closeOnFailure.push(() => hub.close());
-    let mqtt: EmbeddedBroker | ExternalBroker | undefined;
+    let mqtt: EmbeddedBroker | DeviceEndpoint | ExternalBroker | undefined;
     const readiness: Readiness = {
       reasons: async () => {
         const reasons: string[] = [];
@@ -278,6 +281,10 @@ export async function createServer(config: Config): Promise<Server> {
           mqtts_port: embedded?.securePort ?? null,
           external_broker: config.mqttUrl !== undefined,
         };
+      },
+      mqttOverWebSocket: () => {
+        const embedded = embeddedOf(mqtt);
+        return embedded && 'accept' in embedded ? embedded : undefined;
       },
     });
     warn = (message) => app.log.warn(message);
@@ -386,6 +393,8 @@ async function buildHttpApp(
     instructions: () => InstructionCarrier | undefined;
     deviceSettings: () => DeviceSettingsValue;
     demos: DemoService;
+    /** MQTT over WebSocket's device endpoint, once it runs (MQTT_ENDPOINT=thingbase). */
+    mqttOverWebSocket: () => DeviceEndpoint | undefined;
   },
 ): Promise<FastifyInstance> {
   const app = Fastify({
@@ -549,6 +558,9 @@ async function buildHttpApp(
     ...demoRoutes(parts.demos),
     ...dashboardRoutes(store),
   ]);
+  if (config.mqttEndpoint === 'thingbase' && !config.mqttUrl) {
+    registerMqttWebSocketRoute(app, () => parts.mqttOverWebSocket()?.accept);
+  }
   registerRealtimeRoutes(app, {
     hub: parts.hub,
     authenticate: (token) => sessions.authenticate(token),
@@ -583,7 +595,7 @@ async function startMqtt(
   instructions: MqttInstructions,
   writer: EventWriter,
   sockets: SocketCount,
-): Promise<EmbeddedBroker | ExternalBroker | undefined> {
+): Promise<EmbeddedBroker | DeviceEndpoint | ExternalBroker | undefined> {
   if (config.mqttUrl) {
     return connectExternalBroker({
       url: config.mqttUrl,
@@ -603,7 +615,7 @@ async function startMqtt(
   const explicit = { MQTT_PORT: config.mqttPortExplicit, MQTTS_PORT: config.mqttsPortExplicit };
   while (ports.MQTT_PORT !== null || ports.MQTTS_PORT !== null) {
     try {
-      return await startEmbeddedBroker({
+      const listeners = {
         port: ports.MQTT_PORT,
         secure: tls && ports.MQTTS_PORT !== null ? { port: ports.MQTTS_PORT, tls } : null,
         host: config.host,
@@ -614,11 +626,12 @@ async function startMqtt(
         maxConnections: config.mqttMaxConnections,
         sockets,
         connectTimeoutMs: config.connectTimeoutMs,
-        youngGenerationMb: config.mqttBrokerYoungGenerationMb,
         inbound: inboundLimits(config.mqttMaxPending, config.mqttMaxWaitMs),
         maxPartialBytes: config.mqttMaxPartialBytes,
-        onStoreBehind: (listener) => writer.onBehindChange(listener),
-      });
+        onStoreBehind: (listener: (behind: boolean) => void) => writer.onBehindChange(listener),
+      };
+      if (config.mqttEndpoint === 'thingbase') return await startDeviceEndpoint(listeners);
+      return await startEmbeddedBroker({ ...listeners, youngGenerationMb: config.mqttBrokerYoungGenerationMb });
     } catch (error) {
       const { code, message, listener } = error as NodeJS.ErrnoException & { listener?: BrokerListener };
       // Without a listener, the thread ended before it could try one.

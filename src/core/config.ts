@@ -49,6 +49,8 @@ export interface Config {
   mqttMaxPartialBytes: number;
   /** The embedded broker thread's young generation (V8's nursery of new objects), MB. */
   mqttBrokerYoungGenerationMb: number;
+  /** Which embedded MQTT endpoint serves devices: the device endpoint of mqtt/endpoint/, or aedes on its thread. */
+  mqttEndpoint: 'thingbase' | 'aedes';
   /** Events (and heartbeats) that may wait to be stored; past it new ones are refused with 503. */
   eventMaxPending: number;
   /** The least time between the starts of two event transactions (ms): events/writer.ts, startSpacingMs. */
@@ -241,6 +243,13 @@ function shareGroup(text: string): string {
   return text;
 }
 
+/** MQTT_ENDPOINT: `aedes` (the default) or `thingbase`. */
+function parseMqttEndpoint(text: string | undefined): Config['mqttEndpoint'] {
+  if (text === undefined || text === '' || text === 'aedes') return 'aedes';
+  if (text === 'thingbase') return 'thingbase';
+  throw new ConfigError(`MQTT_ENDPOINT must be thingbase or aedes (got "${text}")`);
+}
+
 /**
  * The clients' sockets, HTTP and MQTT together, the process may hold (core/sockets.ts): below the
  * open-file limit, with room for everything else; without a known limit, 100,000.
@@ -292,6 +301,7 @@ export function loadConfig(env: Env = process.env): Config {
       env.MQTT_BROKER_YOUNG_GENERATION_MB,
       8,
     ),
+    mqttEndpoint: parseMqttEndpoint(env.MQTT_ENDPOINT),
     eventMaxPending: parsePositive('EVENT_MAX_PENDING', env.EVENT_MAX_PENDING, 100_000),
     eventWriteSpacingMs: parseUpTo1000('EVENT_WRITE_SPACING_MS', env.EVENT_WRITE_SPACING_MS, 2),
     smtpUrl: parseUrl('SMTP_URL', env.SMTP_URL, ['smtp', 'smtps']),

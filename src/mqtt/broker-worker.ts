@@ -17,7 +17,6 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
 import { oncePerMinute } from '../core/log-limit.ts';
-import { REFUSAL_ROOM } from '../core/open-files.ts';
 import { SocketCount } from '../core/sockets.ts';
 import { verifySignature } from '../devices/signature.ts';
 import { ackPackets, type PacketIds, pubackPackets } from './ack-packets.ts';
@@ -34,6 +33,7 @@ import {
   type ToBroker,
   TurnList,
 } from './broker-protocol.ts';
+import { admitSocket, pastConnectionLimit } from './endpoint/admission.ts';
 import { InboundFlow } from './inbound-flow.ts';
 import { limitPacketLength, type PacketParser, PartialPackets, useLeanBuffer } from './packet-parser.ts';
 import { type Ack, contextUnread, failure, isAck, readDeviceMessage, refusalOnConnection } from './signed-messages.ts';
@@ -155,14 +155,7 @@ const broker = await Aedes.createBroker({
   // A connection that has not sent CONNECT by then is closed (docs/configuration.md, CONNECT_TIMEOUT).
   connectTimeout: settings.connectTimeoutMs,
   authenticate: (client, username, password, done) => {
-    const refusal = sockets.past('mqtt', settings.maxConnections);
-    if (refusal) {
-      logLimit(
-        refusal === 'kind' ? 'connections' : 'budget',
-        refusal === 'kind'
-          ? `MQTT connections at their limit of ${settings.maxConnections} (MQTT_MAX_CONNECTIONS): refusing new devices with CONNACK 3`
-          : sockets.pastBudget('refusing new devices with CONNACK 3'),
-      );
+    if (pastConnectionLimit(sockets, settings.maxConnections, logLimit)) {
       return done(new UnavailableError('too many connections'), false);
     }
     const id = ++lastLoginId;
@@ -413,29 +406,8 @@ async function publishInstruction(topic: string, payload: string, alertKey: stri
   }
 }
 
-/**
- * Counts a connection's socket from when it is accepted, over TLS from before its handshake, and
- * answers whether it is kept. A device
- * past the budget is refused with CONNACK 3 once it has sent CONNECT; until then its socket waits
- * within the room kept for such refusals, and a connection past that room is closed at once: a flood
- * of connections that never send CONNECT cannot take the descriptors the store needs.
- */
-const admit = (socket: Socket): boolean => {
-  sockets.add('mqtt');
-  if (sockets.pastRoom(REFUSAL_ROOM)) {
-    sockets.release('mqtt');
-    socket.destroy();
-    logLimit(
-      'room',
-      sockets.pastBudget(
-        `${REFUSAL_ROOM} MQTT connections more wait to be refused with CONNACK 3; closing new ones at once`,
-      ),
-    );
-    return false;
-  }
-  socket.once('close', () => sockets.release('mqtt'));
-  return true;
-};
+/** Counts a connection's socket from when it is accepted, and answers whether it is kept (endpoint/admission.ts). */
+const admit = (socket: Socket): boolean => admitSocket(sockets, socket, (message) => logLimit('room', message));
 
 // No Nagle delay: an acknowledgement is a small packet, and waiting for the device's delayed ACK
 // before sending it would add about 40 ms to every answer.

@@ -13,11 +13,8 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { FastifyBaseLogger } from 'fastify';
-import type { SocketCount } from '../core/sockets.ts';
 import type { TlsMaterial } from '../core/tls.ts';
-import type { DeviceAuthenticator, DeviceCredentials } from '../devices/authentication.ts';
-import type { DeviceService } from '../devices/service.ts';
+import type { DeviceCredentials } from '../devices/authentication.ts';
 import {
   type AckList,
   addAck,
@@ -31,8 +28,7 @@ import {
   TurnList,
   visitMessage,
 } from './broker-protocol.ts';
-import type { InboundLimits } from './inbound-flow.ts';
-import type { MqttInstructions } from './instructions.ts';
+import type { DeviceEndpointOptions } from './endpoint/endpoint.ts';
 import { actOnDeviceMessage } from './messages.ts';
 import { type Ack, failure, PARSE_ERROR } from './signed-messages.ts';
 import type { DeviceMessageKind } from './topics.ts';
@@ -85,31 +81,12 @@ const CONNECTIONS_PER_THREAD = 2 ** 40;
 const SLICE_MESSAGES = 200;
 const SLICE_BYTES = 64 * 1024;
 
-export async function startEmbeddedBroker(options: {
-  /** The plain MQTT listener's port (0: any free one), or null for none. */
-  port: number | null;
-  /** The MQTTS listener's port (0: any free one) and its certificate, or null for none. */
-  secure: { port: number; tls: TlsMaterial } | null;
-  host: string;
-  authenticator: DeviceAuthenticator;
-  devices: DeviceService;
-  log: FastifyBaseLogger;
-  /** Instructions reach devices through this broker. */
-  instructions?: MqttInstructions;
-  /** Device connections beyond this are refused with CONNACK 3. */
-  maxConnections: number;
-  /** The clients' sockets of the process, HTTP and MQTT, within their budget (core/sockets.ts). */
-  sockets: SocketCount;
-  /** How long a new connection has to send CONNECT, ms. */
-  connectTimeoutMs: number;
-  /** The broker thread's young generation, MB. */
-  youngGenerationMb: number;
-  inbound: InboundLimits;
-  /** Bytes of unfinished packets the broker holds, all connections together. */
-  maxPartialBytes: number;
-  /** Tells of each time the store falls behind or catches up (events/writer.ts, onBehindChange). */
-  onStoreBehind?: (listener: (behind: boolean) => void) => () => void;
-}): Promise<EmbeddedBroker> {
+export async function startEmbeddedBroker(
+  options: DeviceEndpointOptions & {
+    /** The broker thread's young generation, MB. */
+    youngGenerationMb: number;
+  },
+): Promise<EmbeddedBroker> {
   // Each thread numbers its connections from its own first number.
   let started = 0;
   let secure = options.secure;

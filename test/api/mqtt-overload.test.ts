@@ -4,6 +4,7 @@ import mqtt from 'mqtt';
 import { createKeyPair, type KeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
+import { BAD_LOGIN, BROKER_THREAD_ONLY, MQTT_VERSION, SERVER_BUSY } from '../support/mqtt-endpoint.ts';
 import { flood } from '../support/mqtt-flood.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -91,7 +92,11 @@ describeOnStores(
       assert.ok((codes[503] ?? 0) > 0, 'those past the limit were refused');
     });
 
-    it('when messages wait and none is answered for four times MQTT_MAX_WAIT_MS then new ones are answered 503 at once, though fewer wait than MQTT_MAX_PENDING', async () => {
+    it('when messages wait and none is answered for four times MQTT_MAX_WAIT_MS then new ones are answered 503 at once, though fewer wait than MQTT_MAX_PENDING', {
+      // It stands the server's thread still, which on the device endpoint reads no message either; the
+      // endpoint's own suite stands the store still instead (mqtt-endpoint.test.ts).
+      skip: BROKER_THREAD_ONLY,
+    }, async () => {
       const { pair, thingKey } = await registeredThing('waiting');
       const first = Array.from({ length: 10 }, (_, seq) => signedEvent(pair, thingKey, seq));
       const second = Array.from({ length: 10 }, (_, seq) => signedEvent(pair, thingKey, 100 + seq));
@@ -124,7 +129,7 @@ describeOnStores(
       try {
         await assert.rejects(
           MqttDevice.connect(brokerUrl(), pair),
-          (error: Error & { code?: number }) => error.code === 3,
+          (error: Error & { code?: number }) => error.code === SERVER_BUSY,
         );
         await devices.pop()?.close();
         const admitted = await MqttDevice.connectWhenUp(brokerUrl(), pair);
@@ -135,8 +140,13 @@ describeOnStores(
         for (const device of devices) await device.close();
       }
       await assert.rejects(
-        mqtt.connectAsync(brokerUrl(), { reconnectPeriod: 0, username: 'x', password: 'y' }),
-        (error: Error & { code?: number }) => error.code === 5,
+        mqtt.connectAsync(brokerUrl(), {
+          reconnectPeriod: 0,
+          username: 'x',
+          password: 'y',
+          protocolVersion: MQTT_VERSION,
+        }),
+        (error: Error & { code?: number }) => error.code === BAD_LOGIN,
         'the limit counts connections, not attempts',
       );
     });

@@ -17,6 +17,7 @@ import { createKeyPair } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { call } from '../support/http.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
+import { BAD_LOGIN, BROKER_THREAD_ONLY, brokerThread, MQTT_ENDPOINT } from '../support/mqtt-endpoint.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { cli, runCli, serveProcess, stopProcess } from '../support/process.ts';
@@ -98,11 +99,28 @@ describeOnStores(
       );
       await assert.rejects(
         MqttDevice.connect(mqttsUrl(), pair, { ca: authority.ca, password: 'not the signature' }),
-        (error: Error & { code?: number }) => error.code === 5,
+        (error: Error & { code?: number }) => error.code === BAD_LOGIN,
         'over TLS, a wrong password is refused as over plain MQTT',
       );
       const plain = await MqttDevice.connect(`mqtt://127.0.0.1:${ctx.api.server.mqttPort}`, pair);
       await plain.close();
+    });
+
+    it('when a device speaks MQTT over wss at /mqtt trusting the CA then it is served as over MQTTS', {
+      skip: MQTT_ENDPOINT !== 'thingbase' && 'MQTT over WebSocket is the device endpoint',
+    }, async () => {
+      const pair = await keyPair();
+      const url = `${ctx.api.url.replace(/^https/, 'wss')}/mqtt`;
+      const device = await MqttDevice.connect(url, pair, { ca: authority.ca });
+      try {
+        const key = unique('wss');
+        assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+        assert.equal((await device.send('event', { thing_key: key, data: { v: 1 } })).http_code, 200);
+        assert.equal(await storedEventCount(ctx.api, key), 1);
+      } finally {
+        await device.close();
+      }
+      await assert.rejects(MqttDevice.connect(url, pair), /self-signed certificate|unable to verify/i);
     });
 
     it('when a client subscribes over wss then events a device sends over MQTTS reach it', async () => {
@@ -199,18 +217,19 @@ describeOnStores(
       }
     });
 
-    it('when the broker thread fails then MQTTS starts again on its port with the certificate reloaded last', async () => {
-      const broker = ctx.api.server.mqttBroker;
-      assert.ok(broker);
+    it('when the broker thread fails then MQTTS starts again on its port with the certificate reloaded last', {
+      skip: BROKER_THREAD_ONLY,
+    }, async () => {
       authority.replace(served(), renewed);
       try {
         assert.equal((await ctx.api.server.reloadTls())?.fingerprint, renewed.fingerprint);
-        const failed = broker.thread();
+        const failed = brokerThread(ctx.api.server);
+        assert.ok(failed, 'the embedded broker runs on its thread');
         await failed.terminate();
         const pair = await keyPair();
         const device = await MqttDevice.connectWhenUp(mqttsUrl(), pair, { ca: authority.ca });
         try {
-          assert.notEqual(broker.thread(), failed);
+          assert.notEqual(brokerThread(ctx.api.server), failed);
           assert.equal(await servedFingerprint(ctx.api.server.mqttsPort as number), renewed.fingerprint);
           const key = unique('tls');
           assert.equal((await device.send('register', { thing_key: key })).http_code, 200);

@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { freePort } from '../support/ports.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -23,7 +24,10 @@ for (const store of STORES) {
     const problems: string[][] = [];
 
     before(async () => {
-      [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
+      [api, browser] = await Promise.all([
+        startServer(store, { env: async () => ({ MQTT_PORT: String(await freePort()) }) }),
+        launchBrowser(),
+      ]);
     });
     after(async () => {
       await browser?.close();

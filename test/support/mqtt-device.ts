@@ -5,6 +5,7 @@
  */
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { sign } from './device.ts';
+import { MQTT_VERSION } from './mqtt-endpoint.ts';
 
 export interface Ack {
   context: string;
@@ -59,6 +60,7 @@ export class MqttDevice {
       password: options.password ?? sign(keyPair.secret_key, keyPair.access_key),
       clean: true,
       reconnectPeriod: 0,
+      protocolVersion: MQTT_VERSION,
       ...options,
     });
     const device = new MqttDevice(client, clientId, keyPair.access_key, keyPair.secret_key);

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { PacketParser } from '../../src/mqtt/packet-parser.ts';
+import { sign } from './device.ts';
 
 /**
  * The copy of mqtt-packet that aedes resolves, as the broker thread gets it: its generator makes
@@ -11,5 +12,35 @@ export const mqttPacket = createRequire(import.meta.resolve('aedes'))('mqtt-pack
     on(event: 'packet', listener: (packet: Record<string, unknown>) => void): void;
     on(event: 'error', listener: (error: Error) => void): void;
   };
-  generate(packet: Record<string, unknown>): Buffer;
+  generate(packet: Record<string, unknown>, options?: { protocolVersion: number }): Buffer;
 };
+
+/** Every packet in `bytes`, read as a server of `protocolVersion` reads them; a malformed one throws. */
+export function parsePackets(bytes: Buffer, protocolVersion = 4): Record<string, unknown>[] {
+  const parser = mqttPacket.parser();
+  (parser as unknown as { settings: { protocolVersion: number } }).settings = { protocolVersion };
+  const packets: Record<string, unknown>[] = [];
+  parser.on('packet', (packet) => packets.push(packet));
+  parser.on('error', (error) => {
+    throw error;
+  });
+  parser.parse(bytes);
+  return packets;
+}
+
+/** A signed CONNECT of a clean MQTT 3.1.1 session, as bytes. */
+export const connectPacket = (
+  clientId: string,
+  pair: { access_key: string; secret_key: string },
+  keepalive = 60,
+): Buffer =>
+  mqttPacket.generate({
+    cmd: 'connect',
+    protocolId: 'MQTT',
+    protocolVersion: 4,
+    clean: true,
+    keepalive,
+    clientId,
+    username: pair.access_key,
+    password: Buffer.from(sign(pair.secret_key, pair.access_key)),
+  });

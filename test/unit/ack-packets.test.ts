@@ -2,18 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ackPackets, pubackPackets } from '../../src/mqtt/ack-packets.ts';
 import type { Ack } from '../../src/mqtt/signed-messages.ts';
-import { mqttPacket } from '../support/mqtt-packet.ts';
+import { mqttPacket, parsePackets } from '../support/mqtt-packet.ts';
 
-function parseAll(bytes: Buffer): Record<string, unknown>[] {
-  const parser = mqttPacket.parser();
-  const packets: Record<string, unknown>[] = [];
-  parser.on('packet', (packet) => packets.push(packet));
-  parser.on('error', (error) => {
-    throw error;
-  });
-  parser.parse(bytes);
-  return packets;
-}
+const parseAll = (bytes: Buffer) => parsePackets(bytes);
 
 const topic = 'Altizon/Datonis/device-0001/httpAck';
 const ack = (context: string, message = ''): Ack =>

@@ -1,0 +1,78 @@
+/**
+ * How the device endpoint answers a CONNECT (docs/devices.md, "MQTT"): which refusal a CONNECT earns
+ * before its credentials are looked up, and the CONNACK of each answer, as MQTT 3.1/3.1.1 return codes
+ * or MQTT 5 reason codes. The SDKs understand only these: wrong credentials must be 5 (0x86 over MQTT 5),
+ * or the Python SDK waits forever.
+ */
+import { generate, type IConnackPacket } from 'mqtt-packet';
+
+/** Why a CONNECT is refused. */
+export type ConnectRefusal = 'identifier' | 'credentials' | 'unavailable' | 'busy';
+
+/** MQTT 3.1 and 3.1.1 return codes: 2 identifier rejected, 3 server unavailable, 5 not authorised. */
+const V3_CODES: Record<ConnectRefusal, number> = { identifier: 2, unavailable: 3, busy: 3, credentials: 5 };
+/** MQTT 5 reason codes: client identifier not valid, bad user name or password, unavailable, busy. */
+const V5_CODES: Record<ConnectRefusal, number> = { identifier: 0x85, credentials: 0x86, unavailable: 0x88, busy: 0x89 };
+
+const REASONS: Record<ConnectRefusal, string> = {
+  identifier: 'the client id is longer than the server takes',
+  credentials: 'bad user name or password',
+  unavailable: 'the server is stopping',
+  busy: 'the server holds as many device connections as it may',
+};
+
+/** Client ids up to this long are served (the C SDK's are 24 characters, over the usual 23). */
+export const MAX_CLIENT_ID_LENGTH = 256;
+
+/** What the endpoint tells an MQTT 5 device it may do, in its CONNACK. */
+export interface ServerLimits {
+  /** QoS 1 and 2 publishes a device may have unanswered at once. */
+  receiveMaximum: number;
+  /** The longest packet taken, bytes. */
+  maximumPacketSize: number;
+  /** Topic aliases a device may use. */
+  topicAliasMaximum: number;
+}
+
+/**
+ * The refusal a CONNECT earns before its credentials are looked up, or undefined: a client id too long,
+ * or no user name or password (there are no anonymous devices).
+ */
+export function refusalBeforeLogin(connect: {
+  clientId: string;
+  username?: string | undefined;
+  password?: Buffer | undefined;
+}): ConnectRefusal | undefined {
+  if (connect.clientId.length > MAX_CLIENT_ID_LENGTH) return 'identifier';
+  if (!connect.username || !connect.password) return 'credentials';
+  return undefined;
+}
+
+/** The CONNACK accepting a device (MQTT 5: with the server's limits, and the client id it was given). */
+export function connackAccepted(version: number, limits: ServerLimits, assignedClientId?: string): Buffer {
+  if (version !== 5) return Buffer.from([0x20, 2, 0, 0]);
+  const properties: IConnackPacket['properties'] = {
+    receiveMaximum: limits.receiveMaximum,
+    maximumPacketSize: limits.maximumPacketSize,
+    topicAliasMaximum: limits.topicAliasMaximum,
+    // Devices get no retained messages, wildcards only where maySubscribe allows, no shared subscriptions.
+    retainAvailable: false,
+    sharedSubscriptionAvailable: false,
+    ...(assignedClientId !== undefined ? { assignedClientIdentifier: assignedClientId } : {}),
+  };
+  return generate({ cmd: 'connack', sessionPresent: false, reasonCode: 0, properties }, { protocolVersion: 5 });
+}
+
+/** The CONNACK refusing a device. */
+export function connackRefused(version: number, refusal: ConnectRefusal): Buffer {
+  if (version !== 5) return Buffer.from([0x20, 2, 0, V3_CODES[refusal]]);
+  return generate(
+    {
+      cmd: 'connack',
+      sessionPresent: false,
+      reasonCode: V5_CODES[refusal],
+      properties: { reasonString: REASONS[refusal] },
+    },
+    { protocolVersion: 5 },
+  );
+}

@@ -1,0 +1,133 @@
+/**
+ * The device endpoint's messages, from a device topic's payload to its `httpAck` answer
+ * (docs/devices.md, "MQTT"): read and checked against the connection's key pair (signed-messages.ts),
+ * done by the device service as the same body over HTTP (messages.ts), and answered once durable.
+ * This runs on the server thread, where the event writer's commits land: no message or answer crosses
+ * between threads.
+ *
+ * Overload (docs/devices.md, "Overload"): messages taken and not yet answered are bounded by
+ * InboundFlow; past its limits, while the store is behind or while the server stops, a message is
+ * answered 503 at once, without being read where its context can be told from its end.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { DeviceAuthenticator, DeviceCredentials } from '../../devices/authentication.ts';
+import type { DeviceService } from '../../devices/service.ts';
+import type { InboundFlow } from '../inbound-flow.ts';
+import { actOnDeviceMessage } from '../messages.ts';
+import { type Ack, contextUnread, failure, isAck, readDeviceMessage, refusalOnConnection } from '../signed-messages.ts';
+import type { DeviceMessageKind, DeviceTopic } from '../topics.ts';
+
+/** A signed-in connection as its messages need it. */
+export interface MessageSource {
+  /** The endpoint's number of the connection. */
+  readonly id: number;
+  readonly accessKey: string;
+  readonly secretKey: string;
+  /** Sends an answer on the connection's `httpAck` (nothing once it has closed). */
+  answer(ack: Ack): void;
+  /** Closes the connection once its answers due are written. */
+  close(): void;
+}
+
+const busy = (context: string) =>
+  failure(context, 503, [{ code: 'unavailable', message: 'the server is busy; send again shortly' }]);
+
+/**
+ * The answer to a message the store failed to take: its own context, and 507 when the database is out
+ * of space (SQLite's SQLITE_FULL, PostgreSQL's disk_full class 53100), else 503, so that the device
+ * sends it again later.
+ */
+export function storeFailure(context: string, error: unknown): Ack {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (code === 'SQLITE_FULL' || code === '53100') {
+    return failure(context, 507, [
+      { code: 'unavailable', message: 'the server has no room to store this; send it again later' },
+    ]);
+  }
+  return failure(context, 503, [{ code: 'unavailable', message: 'the message could not be stored; send it again' }]);
+}
+
+export class DeviceMessages {
+  /** Set while the event writer holds most of what it may (events/writer.ts): messages are answered 503. */
+  storeBehind = false;
+  /** Set once the server stops: messages are answered 503, those under way are let finish. */
+  stopping = false;
+  /** Key pair lookups under way, by connection: its next messages wait for them, to keep their order. */
+  private readonly lookups = new Map<number, Promise<void>>();
+
+  constructor(
+    private readonly devices: DeviceService,
+    private readonly authenticator: DeviceAuthenticator,
+    private readonly inbound: InboundFlow,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  /** A message a device published to its own device topic. */
+  receive(source: MessageSource, topic: DeviceTopic, payload: Buffer) {
+    const refusing = this.storeBehind || this.stopping;
+    // Refused for overload: answered as fast as it is read, without decoding the payload where the
+    // context can be told from its end.
+    if (refusing || !this.inbound.mayHandOn(source.id, payload.length)) {
+      const context = contextUnread(topic, payload);
+      if (context !== undefined) return source.answer(busy(context));
+    }
+    const read = readDeviceMessage(topic, payload);
+    if (isAck(read)) return source.answer(read);
+    if (refusing || !this.inbound.handOn(source.id, read.text.length)) return source.answer(busy(read.context));
+    const refused = refusalOnConnection(read, source);
+    if (refused) {
+      this.inbound.answered(source.id);
+      return source.answer(refused);
+    }
+    this.begin(source, topic.kind, read.text, read.context);
+  }
+
+  /**
+   * Each message is done in the name of its key pair as it is now (kept for up to a second by the
+   * authenticator): a key pair deleted since the device signed in ends its connection, after the
+   * message is answered 401.
+   */
+  private begin(source: MessageSource, kind: DeviceMessageKind, text: string, context: string) {
+    const pending = this.lookups.get(source.id);
+    const recent = pending ? undefined : this.authenticator.recentCredentials(source.accessKey);
+    if (recent) return this.act(source, kind, text, context, recent);
+    const looked = (pending ?? Promise.resolve())
+      .then(() => this.authenticator.credentials(source.accessKey))
+      .then(
+        (credentials) => this.act(source, kind, text, context, credentials),
+        (error) => this.answer(source, storeFailure(context, error), error),
+      )
+      .finally(() => {
+        if (this.lookups.get(source.id) === looked) this.lookups.delete(source.id);
+      });
+    this.lookups.set(source.id, looked);
+  }
+
+  private act(
+    source: MessageSource,
+    kind: DeviceMessageKind,
+    text: string,
+    context: string,
+    credentials: DeviceCredentials | undefined,
+  ) {
+    if (!credentials) {
+      this.answer(
+        source,
+        failure(context, 401, [
+          { code: 'unauthorized', message: 'the key pair this connection signed in with is gone' },
+        ]),
+      );
+      return source.close();
+    }
+    actOnDeviceMessage(this.devices, kind, text, credentials.principal, context).then(
+      (ack) => this.answer(source, ack),
+      (error) => this.answer(source, storeFailure(context, error), error),
+    );
+  }
+
+  private answer(source: MessageSource, ack: Ack, error?: unknown): void {
+    if (error !== undefined) this.log.error(error, 'MQTT message failed');
+    this.inbound.answered(source.id);
+    source.answer(ack);
+  }
+}

@@ -1,0 +1,293 @@
+/**
+ * The device endpoint (docs/devices.md, "MQTT"; MQTT_ENDPOINT=thingbase): the embedded MQTT listener
+ * as a transport of the device service, like the HTTP device routes. A device signs in with its access
+ * key and the HMAC of it, publishes to its own device topics, subscribes to its own `httpAck` and its key
+ * pair's instructions; nothing is routed between clients, so there is no broker: each connection
+ * (connection.ts) reads its packets with mqtt-packet, each message goes to the device service
+ * (device-messages.ts), and each answer is written back with the PUBACK it waited for (outbox.ts).
+ *
+ * It runs on the server thread, where the event writer's commits land, so no message or answer is
+ * handed between threads.
+ */
+import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
+import type { FastifyBaseLogger } from 'fastify';
+import { writeToStream } from 'mqtt-packet';
+import { BULK_BODY_LIMIT } from '../../core/http/body.ts';
+import { oncePerMinute } from '../../core/log-limit.ts';
+import type { SocketCount } from '../../core/sockets.ts';
+import type { TlsMaterial } from '../../core/tls.ts';
+import type { DeviceAuthenticator } from '../../devices/authentication.ts';
+import type { DeviceService } from '../../devices/service.ts';
+import { verifySignature } from '../../devices/signature.ts';
+import type { BrokerListener } from '../broker-protocol.ts';
+import { InboundFlow, type InboundLimits } from '../inbound-flow.ts';
+import type { MqttInstructions } from '../instructions.ts';
+import { limitPacketLength, type PacketParser, PartialPackets, useLeanBuffer } from '../packet-parser.ts';
+import { failure, readDeviceMessage } from '../signed-messages.ts';
+import { admitSocket, pastConnectionLimit } from './admission.ts';
+import type { ConnectRefusal } from './connack.ts';
+import { type ConnectionHost, DeviceConnection, type DeviceSocket } from './connection.ts';
+import { DeviceMessages } from './device-messages.ts';
+import { InstructionsInFlight } from './instructions-out.ts';
+
+// mqtt-packet fills itself a table of all 65,536 two-byte numbers as Buffers on its first packet
+// unless told not to: 6 MB of heap to spare a 2-byte allocation per packet id written.
+writeToStream.cacheNumbers = false;
+
+/** The embedded listeners of devices, as the server sees them (the same as the aedes broker's). */
+export interface DeviceEndpoint {
+  /** The plain MQTT listener's port, when there is one. */
+  port: number | undefined;
+  /** The MQTTS listener's port, when there is one. */
+  securePort: number | undefined;
+  /** Gives the MQTTS listener a new certificate for its next connections; those open keep theirs. */
+  setTls(tls: TlsMaterial): void;
+  /** Messages waiting for their answer, the most that ever waited at once, and the devices connected. */
+  figures(): Promise<{ pending: number; highWater: number; connections: number }>;
+  /** Serves a device connected another way: MQTT over WebSocket (websocket.ts). */
+  accept(socket: DeviceSocket): void;
+  close(): Promise<void>;
+}
+
+export interface DeviceEndpointOptions {
+  /** The plain MQTT listener's port (0: any free one), or null for none. */
+  port: number | null;
+  /** The MQTTS listener's port (0: any free one) and its certificate, or null for none. */
+  secure: { port: number; tls: TlsMaterial } | null;
+  host: string;
+  authenticator: DeviceAuthenticator;
+  devices: DeviceService;
+  log: FastifyBaseLogger;
+  instructions?: MqttInstructions;
+  /** Device connections beyond this are refused with CONNACK 3. */
+  maxConnections: number;
+  /** The clients' sockets of the process, HTTP and MQTT, within their budget (core/sockets.ts). */
+  sockets: SocketCount;
+  /** How long a new connection has to send CONNECT, ms. */
+  connectTimeoutMs: number;
+  inbound: InboundLimits;
+  /** Bytes of unfinished packets held, all connections together. */
+  maxPartialBytes: number;
+  /** Tells of each time the store falls behind or catches up (events/writer.ts, onBehindChange). */
+  onStoreBehind?: (listener: (behind: boolean) => void) => () => void;
+}
+
+/**
+ * The longest packet a device may send (docs/devices.md, "Overload"): a message of the largest body the
+ * device interface takes, with room for its topic; before CONNECT is answered, a CONNECT of any sensible
+ * client id, credentials and will.
+ */
+const MAX_PACKET_BYTES = BULK_BODY_LIMIT + 64 * 1024;
+const MAX_CONNECT_PACKET_BYTES = 128 * 1024;
+/** Topic aliases an MQTT 5 device may set. */
+const TOPIC_ALIAS_MAXIMUM = 16;
+/** How long a stop waits for the messages being stored to be answered, ms. */
+const STOP_ANSWERS_MS = 3000;
+/** How long at least a stop waits for devices to close their connections after the last answers, ms. */
+const STOP_END_MS = 500;
+
+export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promise<DeviceEndpoint> {
+  const { log, sockets } = options;
+  const inbound = new InboundFlow(options.inbound);
+  const messages = new DeviceMessages(options.devices, options.authenticator, inbound, log);
+  const stopWatching = options.onStoreBehind?.((behind) => {
+    messages.storeBehind = behind;
+  });
+  const inFlight = new InstructionsInFlight();
+  const open = new Set<DeviceConnection>();
+  const byClientId = new Map<string, DeviceConnection>();
+  const partialPackets = new PartialPackets(options.maxPartialBytes);
+  let lastId = 0;
+  let stopping = false;
+  const logLimit = oncePerMinute<'connections' | 'budget' | 'room' | 'files' | 'packets' | 'partial'>((message) =>
+    log.warn(message),
+  );
+
+  const host: ConnectionHost = {
+    limits: {
+      connectTimeoutMs: options.connectTimeoutMs,
+      receiveMaximum: options.inbound.perConnection,
+      maximumPacketSize: MAX_PACKET_BYTES,
+      topicAliasMaximum: TOPIC_ALIAS_MAXIMUM,
+    },
+    admission: (): ConnectRefusal | undefined => {
+      if (stopping) return 'unavailable';
+      return pastConnectionLimit(sockets, options.maxConnections, logLimit) ? 'busy' : undefined;
+    },
+    secretOf: async (accessKey) => {
+      const credentials =
+        options.authenticator.recentCredentials(accessKey) ?? (await options.authenticator.credentials(accessKey));
+      return credentials?.secretKey ?? null;
+    },
+    passwordMatches: (secretKey, accessKey, password) => verifySignature(secretKey, accessKey, password),
+    signedIn: (connection) => {
+      // A client id signs in once: the connection it had before is closed (MQTT's session take-over).
+      const before = byClientId.get(connection.clientId);
+      if (before && before !== connection) before.close();
+      byClientId.set(connection.clientId, connection);
+      open.add(connection);
+    },
+    received: (connection, topic, payload) => messages.receive(connection, topic, payload),
+    refused: (connection, topic, payload, status) => {
+      // Read as a plain message's text would be, for its hash.
+      const context = readContext(connection.clientId, payload);
+      connection.answer(
+        status === 403
+          ? failure(context, 403, [{ code: 'forbidden', message: 'publish under your own client id only' }])
+          : failure(context, 404, [
+              {
+                code: 'not_found',
+                message: `no device topic ${topic}: devices publish to Altizon/Datonis/<client id>/register, heartbeat, event or alert, or Altizon/Datonis/lzf/<client id>/event`,
+              },
+            ]),
+      );
+    },
+    subscribed: (connection, topic) =>
+      setImmediate(() => void options.instructions?.subscribed(connection.accessKey, topic, connection.id)),
+    delivered: (alertKey) => options.instructions?.delivered(alertKey),
+    closed: (connection) => {
+      open.delete(connection);
+      if (byClientId.get(connection.clientId) === connection) byClientId.delete(connection.clientId);
+    },
+    prepareParser: (connection, parser) => {
+      const packets = parser as unknown as PacketParser;
+      useLeanBuffer(packets);
+      limitPacketLength(
+        packets,
+        () => (connection.state === 'open' ? MAX_PACKET_BYTES : MAX_CONNECT_PACKET_BYTES),
+        (length, limit) =>
+          logLimit(
+            'packets',
+            `MQTT packet of ${length} bytes refused, over the limit of ${limit}: its connection is closed`,
+          ),
+      );
+      return partialPackets.watch(packets, (held) =>
+        logLimit(
+          'partial',
+          `MQTT connections hold ${held} bytes of unfinished packets, over MQTT_MAX_PARTIAL_BYTES (${options.maxPartialBytes}): closing the connection that passed it`,
+        ),
+      );
+    },
+  };
+
+  const admit = (socket: Socket) => admitSocket(sockets, socket, (message) => logLimit('room', message));
+  const handle = (socket: DeviceSocket) => {
+    lastId += 1;
+    new DeviceConnection(lastId, socket, host, inFlight);
+  };
+
+  const listeners: [Server, number, BrokerListener][] = [];
+  if (options.port !== null) {
+    // No Nagle delay: an answer is a small packet, which would otherwise wait ~40 ms for the device's ACK.
+    const plain = createServer({ noDelay: true }, (socket) => {
+      if (admit(socket)) handle(socket);
+    });
+    listeners.push([plain, options.port, 'MQTT_PORT']);
+  }
+  let secureServer: TlsServer | undefined;
+  if (options.secure) {
+    // A connection has CONNECT_TIMEOUT for its handshake, and then as long again to send CONNECT.
+    secureServer = createTlsServer(
+      { ...options.secure.tls, noDelay: true, handshakeTimeout: options.connectTimeoutMs },
+      handle,
+    );
+    secureServer.on('connection', admit);
+    listeners.push([secureServer, options.secure.port, 'MQTTS_PORT']);
+  }
+
+  const ports = new Map<BrokerListener, number>();
+  try {
+    for (const [server, at, listener] of listeners) {
+      ports.set(listener, await listen(server, at, options.host, listener, logLimit, log));
+    }
+  } catch (error) {
+    stopWatching?.();
+    for (const [server] of listeners) server.close();
+    throw error;
+  }
+
+  options.instructions?.connect({
+    publish: async (topic, payload, alertKey, connection) => {
+      for (const device of open) {
+        if (connection !== undefined && device.id !== connection) continue;
+        const qos = device.instructionQos(topic);
+        if (qos >= 0) device.sendInstruction(topic, payload, alertKey, qos);
+      }
+    },
+  });
+
+  /**
+   * Stops: no new connections, each message from now on answered 503 (devices send it again, to
+   * another instance or after the restart), and those being stored answered before the connections
+   * close, so that no stored message goes unacknowledged (docs/deployment.md, "Stopping").
+   */
+  const close = async () => {
+    stopping = true;
+    messages.stopping = true;
+    stopWatching?.();
+    const closed = listeners.map(([server]) => new Promise<void>((resolve) => server.close(() => resolve())));
+    const deadline = Date.now() + STOP_ANSWERS_MS;
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    while (inbound.pending() > 0 && Date.now() < deadline) await sleep(5);
+    // Each connection is ended once its last answers are written (a FIN after them), and closed by its
+    // device, or at the deadline: closed at once with bytes from the device unread, it would be reset,
+    // and the device's system would drop the answers it had not yet read.
+    const ending = [...open].map((device) => {
+      const gone = new Promise<void>((resolve) => device.socket.once('close', () => resolve()));
+      device.close();
+      return gone;
+    });
+    await Promise.race([Promise.all(ending), sleep(Math.max(STOP_END_MS, deadline - Date.now()))]);
+    for (const device of open) device.socket.destroy();
+    await Promise.all(closed);
+  };
+
+  return {
+    port: ports.get('MQTT_PORT'),
+    securePort: ports.get('MQTTS_PORT'),
+    setTls: (tls) => secureServer?.setSecureContext(tls),
+    figures: async () => ({ pending: inbound.pending(), highWater: inbound.highWater, connections: open.size }),
+    accept: (socket) => {
+      if (stopping) return void socket.destroy();
+      handle(socket);
+    },
+    close,
+  };
+}
+
+/** The context of a refusal, read from a payload as a plain event's would be. */
+function readContext(clientId: string, payload: Buffer): string {
+  return readDeviceMessage({ clientId, kind: 'event', lzf: false }, payload).context;
+}
+
+/** Listens on a listener's port; answers the port (the one the system chose for port 0). */
+function listen(
+  server: Server,
+  at: number,
+  host: string,
+  listener: BrokerListener,
+  logLimit: (kind: 'files', message: string) => void,
+  log: FastifyBaseLogger,
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(Object.assign(new Error(error.message), { code: error.code, listener })),
+    );
+    // A connection storm must not overflow the kernel's queue of connections not yet accepted: a device
+    // whose connection is dropped there retries only after a second or more.
+    server.listen({ port: at, host, backlog: 4096 }, () => {
+      server.on('error', (error: NodeJS.ErrnoException) => {
+        // Out of file descriptors: the kernel's pending connection was closed unanswered.
+        if (error.code === 'EMFILE' || error.code === 'ENFILE') {
+          return logLimit(
+            'files',
+            'MQTT connection refused: the process has no file descriptor left (its open-file limit; see MQTT_MAX_CONNECTIONS)',
+          );
+        }
+        log.error(error, 'MQTT listener failed');
+      });
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}

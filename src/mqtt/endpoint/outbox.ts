@@ -1,0 +1,170 @@
+/**
+ * What the device endpoint writes to one connection, gathered so that a message's PUBACK and its
+ * `httpAck` answer leave in one write (docs/devices.md, "MQTT"). A PUBACK is held until its message
+ * is answered, for at most PUBACK_HOLD_MS: a store that commits within that time costs one write per
+ * message instead of two, and a slow one still gets the PUBACK to the device on time. Answers due on a
+ * turn of the event loop leave together on the next, after every PUBACK held on the connection, in one
+ * write: the packets of many messages cost one system call.
+ */
+import { generate } from 'mqtt-packet';
+import { ackPackets, type PacketIds, pubackPackets } from '../ack-packets.ts';
+import type { Ack } from '../signed-messages.ts';
+
+/** How long a PUBACK waits for its message's answer to leave with it, ms. */
+export const PUBACK_HOLD_MS = 20;
+
+/** The socket as the outbox needs it. */
+export interface OutboxSocket {
+  readonly writable: boolean;
+  write(bytes: Buffer): unknown;
+}
+
+/** Where the outbox writes, and how: the connection's protocol version and its ack subscription. */
+export interface OutboxTarget {
+  socket: OutboxSocket;
+  /** 3 and 4 (MQTT 3.1, 3.1.1) share their packets; 5 writes MQTT 5's. */
+  version: number;
+  /** The connection's packet ids, which its QoS 1 answers and its instructions take in turn. */
+  ids: PacketIds;
+  /** The device's `httpAck` topic. */
+  ackTopic: string;
+  /** The QoS of its subscription to that topic, or -1 while it has none (answers are then dropped). */
+  ackQos: number;
+}
+
+/** Flushes outboxes: the held PUBACKs past their time, and the answers of each turn. */
+class Flusher {
+  private readonly due = new Set<Outbox>();
+  private readonly holding = new Set<Outbox>();
+  private timer: NodeJS.Timeout | undefined;
+  private scheduled = false;
+
+  /** An outbox has answers (or other packets) to send on the next turn. */
+  markDue(outbox: Outbox): void {
+    this.due.add(outbox);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.flushDue);
+  }
+
+  /** An outbox holds PUBACKs: they leave within PUBACK_HOLD_MS, with or without their answers. */
+  markHolding(outbox: Outbox): void {
+    this.holding.add(outbox);
+    this.timer ??= setTimeout(this.flushHeld, PUBACK_HOLD_MS);
+  }
+
+  forget(outbox: Outbox): void {
+    this.due.delete(outbox);
+    this.holding.delete(outbox);
+  }
+
+  private readonly flushDue = () => {
+    this.scheduled = false;
+    for (const outbox of this.due) {
+      this.holding.delete(outbox);
+      outbox.flush();
+    }
+    this.due.clear();
+  };
+
+  private readonly flushHeld = () => {
+    this.timer = undefined;
+    const holding = [...this.holding];
+    this.holding.clear();
+    for (const outbox of holding) outbox.flush();
+  };
+}
+
+const flusher = new Flusher();
+
+export class Outbox {
+  /** Packet ids of QoS 1 messages whose PUBACK is held. */
+  private pubacks: number[] | undefined;
+  /** Packets due that are neither PUBACKs nor answers (MQTT 5 PUBACKs with a reason code). */
+  private packets: Buffer[] | undefined;
+  private acks: Ack[] | undefined;
+
+  constructor(private readonly target: OutboxTarget) {}
+
+  /** Holds the PUBACK of a QoS 1 message, to leave with its answer or within PUBACK_HOLD_MS. */
+  puback(messageId: number): void {
+    if (this.pubacks) this.pubacks.push(messageId);
+    else this.pubacks = [messageId];
+    flusher.markHolding(this);
+  }
+
+  /** A packet to write on the next turn, in order with the PUBACKs and before the answers. */
+  packet(bytes: Buffer): void {
+    this.flushPubacksInto();
+    if (this.packets) this.packets.push(bytes);
+    else this.packets = [bytes];
+    flusher.markDue(this);
+  }
+
+  /** An answer on `httpAck`: it leaves on the next turn with whatever else is due. */
+  ack(ack: Ack): void {
+    if (this.acks) this.acks.push(ack);
+    else this.acks = [ack];
+    flusher.markDue(this);
+  }
+
+  /** Writes everything due now, in one write. */
+  flush(): void {
+    // Packets made due went after the PUBACKs held before them (flushPubacksInto): those held now are later.
+    const parts = this.packets ?? [];
+    if (this.pubacks) parts.push(pubackPackets(this.pubacks));
+    const acks = this.acks;
+    this.pubacks = undefined;
+    this.packets = undefined;
+    this.acks = undefined;
+    const { socket, ackQos } = this.target;
+    if (acks && ackQos >= 0) parts.push(this.ackBytes(acks, ackQos > 0 ? 1 : 0));
+    if (parts.length === 0 || !socket.writable) return;
+    socket.write(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts));
+  }
+
+  /** Nothing more is written: the connection has closed. */
+  discard(): void {
+    this.pubacks = undefined;
+    this.packets = undefined;
+    this.acks = undefined;
+    flusher.forget(this);
+  }
+
+  /** Held PUBACKs go before a packet made due after them, keeping the order the device sent in. */
+  private flushPubacksInto(): void {
+    if (!this.pubacks) return;
+    const bytes = pubackPackets(this.pubacks);
+    this.pubacks = undefined;
+    if (this.packets) this.packets.push(bytes);
+    else this.packets = [bytes];
+  }
+
+  private ackBytes(acks: readonly Ack[], qos: 0 | 1): Buffer {
+    const { version, ids, ackTopic } = this.target;
+    if (version !== 5) return ackPackets(ids, ackTopic, acks, qos);
+    return Buffer.concat(
+      acks.map((ack) =>
+        generate(
+          {
+            cmd: 'publish',
+            topic: ackTopic,
+            payload: JSON.stringify(ack),
+            qos,
+            retain: false,
+            dup: false,
+            ...(qos ? { messageId: nextPacketId(ids) } : {}),
+          },
+          { protocolVersion: 5 },
+        ),
+      ),
+    );
+  }
+}
+
+/** The connection's next packet id: 1 to 65535, then 1 again. */
+export function nextPacketId(ids: PacketIds): number {
+  const id = ids._nextId;
+  ids._nextId = id >= 0xffff ? 1 : id + 1;
+  return id;
+}

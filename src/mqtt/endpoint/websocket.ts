@@ -1,0 +1,85 @@
+/**
+ * MQTT over WebSocket (docs/devices.md, "MQTT over WebSocket"): `GET /mqtt` on the HTTP(S) port, with
+ * the WebSocket subprotocol `mqtt`, for devices, gateways and simulators that can only open web
+ * sockets. Each binary message carries MQTT bytes (a packet may span messages, or a message hold
+ * several); the connection is served by the device endpoint exactly as a TCP one.
+ */
+import { EventEmitter } from 'node:events';
+import type { FastifyInstance } from 'fastify';
+import type { WebSocket } from 'ws';
+import { ApiError } from '../../core/errors.ts';
+import type { DeviceSocket } from './connection.ts';
+
+/** A WebSocket as the device endpoint reads and writes a socket. */
+export class WebSocketDeviceSocket extends EventEmitter implements DeviceSocket {
+  private timeoutMs = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly ws: WebSocket) {
+    super();
+    ws.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
+      this.restartTimer();
+      this.emit('data', Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer));
+    });
+    ws.on('error', (error) => this.emit('error', error));
+    ws.once('close', () => {
+      clearTimeout(this.timer);
+      this.emit('close');
+    });
+  }
+
+  get writable(): boolean {
+    return this.ws.readyState === this.ws.OPEN;
+  }
+
+  write(bytes: Buffer): boolean {
+    if (this.writable) this.ws.send(bytes);
+    return true;
+  }
+
+  end(bytes?: Buffer): void {
+    if (bytes) this.write(bytes);
+    if (this.writable) this.ws.close();
+  }
+
+  destroy(): void {
+    this.ws.terminate();
+  }
+
+  /** Emits `timeout` after `ms` without a message from the device (0: never), as a TCP socket does. */
+  setTimeout(ms: number): void {
+    this.timeoutMs = ms;
+    this.restartTimer();
+  }
+
+  private restartTimer(): void {
+    clearTimeout(this.timer);
+    this.timer = this.timeoutMs > 0 ? setTimeout(() => this.emit('timeout'), this.timeoutMs) : undefined;
+  }
+}
+
+/** Registers `GET /mqtt`; `accept` is the device endpoint's, once it runs. */
+export function registerMqttWebSocketRoute(
+  app: FastifyInstance,
+  accept: () => ((socket: DeviceSocket) => void) | undefined,
+): void {
+  app.route({
+    method: 'GET',
+    url: '/mqtt',
+    schema: {
+      tags: ['Devices'],
+      summary: 'MQTT over WebSocket for devices',
+      description:
+        'Upgrade to a WebSocket with the subprotocol mqtt, then speak MQTT 3.1.1 or 5 as on MQTT_PORT: ' +
+        'the same login, topics and answers (docs/devices.md).',
+    },
+    handler: async () => {
+      throw new ApiError(426, [{ code: 'invalid', message: 'this endpoint takes WebSocket upgrades only' }]);
+    },
+    wsHandler: (ws: WebSocket) => {
+      const endpoint = accept();
+      if (!endpoint) return ws.close(1013, 'the device endpoint is not running');
+      endpoint(new WebSocketDeviceSocket(ws));
+    },
+  });
+}

@@ -1,0 +1,208 @@
+/**
+ * What the device endpoint (MQTT_ENDPOINT=thingbase, docs/devices.md "The device endpoint") does beyond
+ * the MQTT suites it runs too: MQTT 5's CONNACK and topic aliases, MQTT over WebSocket at /mqtt, the
+ * protocol's rules on a connection (CONNECT first and once, keep-alive, one connection per client id),
+ * and messages refused at once while the store stands still.
+ */
+import '../support/on-device-endpoint.ts';
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { it } from 'node:test';
+import { sql } from 'kysely';
+import mqtt from 'mqtt';
+import { createKeyPair, sign } from '../support/device.ts';
+import { storedEventCount, unique } from '../support/fixtures.ts';
+import { type Ack, MqttDevice } from '../support/mqtt-device.ts';
+import { connectPacket, mqttPacket } from '../support/mqtt-packet.ts';
+import { eventually } from '../support/peers.ts';
+import { freePort } from '../support/ports.ts';
+import { describeOnStores } from '../support/suites.ts';
+
+describeOnStores(
+  'the device endpoint',
+  (ctx) => {
+    const brokerUrl = () => `mqtt://127.0.0.1:${ctx.api.server.mqttPort}`;
+    const keyPair = async () => createKeyPair(ctx.api, await ctx.api.adminToken());
+
+    /** A raw TCP connection; `closed` resolves once the endpoint closes it. */
+    const rawConnection = async () => {
+      const socket = connect(ctx.api.server.mqttPort as number, '127.0.0.1');
+      socket.on('error', () => {});
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      const received: Record<string, unknown>[] = [];
+      const parser = mqttPacket.parser();
+      parser.on('packet', (packet) => received.push(packet));
+      socket.on('data', (chunk) => parser.parse(chunk));
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      return { socket, closed, received };
+    };
+    const closedWithin = (connection: { closed: Promise<void> }, ms: number) =>
+      Promise.race([
+        connection.closed.then(() => true),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref()),
+      ]);
+
+    it('when an MQTT 5 device connects then the CONNACK tells it Receive Maximum, Maximum Packet Size and a Topic Alias Maximum', async () => {
+      const pair = await keyPair();
+      const client = await mqtt.connectAsync(brokerUrl(), {
+        protocolVersion: 5,
+        clientId: unique('v5'),
+        username: pair.access_key,
+        password: sign(pair.secret_key, pair.access_key),
+        reconnectPeriod: 0,
+      });
+      try {
+        const properties = (client as unknown as { connackPacket?: { properties?: Record<string, number> } })
+          .connackPacket?.properties;
+        assert.ok(properties, 'the CONNACK has properties');
+        assert.ok((properties.receiveMaximum ?? 0) >= 1);
+        assert.ok((properties.maximumPacketSize ?? 0) >= 10 * 1024 * 1024);
+        assert.ok((properties.topicAliasMaximum ?? 0) >= 1);
+      } finally {
+        await client.endAsync();
+      }
+    });
+
+    it('when an MQTT 5 device publishes through topic aliases then each message is answered and stored', async () => {
+      const device = await MqttDevice.connect(brokerUrl(), await keyPair(), {
+        protocolVersion: 5,
+        autoUseTopicAlias: true,
+        autoAssignTopicAlias: true,
+      });
+      try {
+        const key = unique('alias');
+        assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+        for (let i = 0; i < 3; i++) {
+          assert.equal((await device.send('event', { thing_key: key, data: { v: i } })).http_code, 200);
+        }
+        assert.equal(await storedEventCount(ctx.api, key), 3);
+      } finally {
+        await device.close();
+      }
+    });
+
+    for (const protocolVersion of [4, 5] as const) {
+      it(`when a device speaks MQTT ${protocolVersion === 5 ? '5' : '3.1.1'} over WebSocket at /mqtt then it is served as over TCP`, async () => {
+        const pair = await keyPair();
+        const url = `${ctx.api.url.replace(/^http/, 'ws')}/mqtt`;
+        const device = await MqttDevice.connect(url, pair, { protocolVersion });
+        try {
+          const key = unique('ws');
+          assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+          const text = device.envelope({ thing_key: key, data: { v: 1 } });
+          const ack = await device.publishRaw('event', text);
+          assert.equal(ack.http_code, 200);
+          assert.equal(ack.context, /"hash":"([0-9a-f]{64})"/.exec(text)?.[1]);
+          assert.equal(await storedEventCount(ctx.api, key), 1);
+        } finally {
+          await device.close();
+        }
+        await assert.rejects(
+          MqttDevice.connect(url, pair, { protocolVersion, password: 'wrong' }),
+          (error: Error & { code?: number }) => error.code === (protocolVersion === 5 ? 0x86 : 5),
+        );
+        const plain = await ctx.api.request('GET', '/mqtt');
+        assert.equal(plain.status, 426, 'a GET without an upgrade is refused');
+      });
+    }
+
+    it('when a connection sends a packet before CONNECT, or a second CONNECT, then it alone is closed', async () => {
+      const pair = await keyPair();
+      const bystander = await MqttDevice.connect(brokerUrl(), pair);
+      try {
+        const early = await rawConnection();
+        early.socket.write(mqttPacket.generate({ cmd: 'pingreq' }));
+        assert.equal(await closedWithin(early, 5000), true, 'a PINGREQ before CONNECT');
+        const twice = await rawConnection();
+        twice.socket.write(connectPacket(unique('raw'), pair));
+        await eventually(async () => twice.received.length >= 1, 'the CONNACK');
+        twice.socket.write(connectPacket(unique('raw'), pair));
+        assert.equal(await closedWithin(twice, 5000), true, 'a second CONNECT');
+        const key = unique('by');
+        assert.equal((await bystander.send('register', { thing_key: key })).http_code, 200);
+      } finally {
+        await bystander.close();
+      }
+    });
+
+    it('when a device goes silent past one and a half times its keep-alive then its connection is closed; one that pings is kept', async () => {
+      const pair = await keyPair();
+      const silent = await rawConnection();
+      silent.socket.write(connectPacket(unique('ka'), pair, 1));
+      const pinging = await rawConnection();
+      pinging.socket.write(connectPacket(unique('ka'), pair, 1));
+      const timer = setInterval(() => pinging.socket.write(mqttPacket.generate({ cmd: 'pingreq' })), 500);
+      try {
+        assert.equal(await closedWithin(silent, 5000), true, 'the silent one is closed');
+        assert.equal(await closedWithin(pinging, 500), false, 'the pinging one stays');
+        assert.ok(pinging.received.some((p) => p.cmd === 'pingresp'));
+      } finally {
+        clearInterval(timer);
+        pinging.socket.destroy();
+      }
+    });
+
+    it('when a second connection signs in with a client id already connected then the first is closed and the second served', async () => {
+      const pair = await keyPair();
+      const clientId = unique('same');
+      const first = await MqttDevice.connect(brokerUrl(), pair, { clientId });
+      const closed = new Promise<void>((resolve) => first.client.once('close', () => resolve()));
+      const second = await MqttDevice.connect(brokerUrl(), pair, { clientId });
+      try {
+        await closed;
+        const key = unique('same');
+        assert.equal((await second.send('register', { thing_key: key })).http_code, 200);
+      } finally {
+        first.client.end(true);
+        await second.close();
+      }
+    });
+
+    it('when the store stands still for four times MQTT_MAX_WAIT_MS then new messages are answered 503 at once, and those taken before are stored once it moves', {
+      skip:
+        ctx.store.name !== 'postgres' &&
+        'holds a lock on PostgreSQL, where the store waits without holding the event loop',
+    }, async () => {
+      const pair = await keyPair();
+      const device = await MqttDevice.connect(brokerUrl(), pair);
+      const key = unique('still');
+      try {
+        assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+        const answers: Ack[] = [];
+        const collect = async (count: number) => {
+          while (answers.length < count) answers.push(await device.nextAck(15_000));
+        };
+        const publish = (i: number) =>
+          device.client.publish(
+            `Altizon/Datonis/${device.clientId}/event`,
+            device.envelope({ thing_key: key, data: { i } }),
+            { qos: 1 },
+          );
+        await ctx.api.server.store.db.transaction().execute(async (tx) => {
+          await sql`lock table events in exclusive mode`.execute(tx);
+          for (let i = 0; i < 10; i++) publish(i);
+          // MQTT_MAX_WAIT_MS is 500: after 2 s without an answer the store is standing still.
+          await new Promise((resolve) => setTimeout(resolve, 2500));
+          for (let i = 10; i < 20; i++) publish(i);
+          await collect(10);
+          assert.deepEqual(
+            answers.map((a) => a.http_code),
+            Array(10).fill(503),
+            'the later ten refused while the store stood still',
+          );
+        });
+        await collect(20);
+        assert.deepEqual(
+          answers.slice(10).map((a) => a.http_code),
+          Array(10).fill(200),
+        );
+        assert.equal(await storedEventCount(ctx.api, key), 10);
+      } finally {
+        await device.close();
+      }
+    });
+  },
+  {
+    env: async () => ({ MQTT_PORT: String(await freePort()), MQTT_MAX_PENDING: '50', MQTT_MAX_WAIT_MS: '500' }),
+  },
+);

@@ -1,0 +1,3 @@
+// The mqtt-overload suite, unchanged, on the device endpoint (MQTT_ENDPOINT=thingbase).
+import '../support/on-device-endpoint.ts';
+import './mqtt-overload.test.ts';

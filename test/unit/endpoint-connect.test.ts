@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  connackAccepted,
+  connackRefused,
+  MAX_CLIENT_ID_LENGTH,
+  refusalBeforeLogin,
+} from '../../src/mqtt/endpoint/connack.ts';
+import { storeFailure } from '../../src/mqtt/endpoint/device-messages.ts';
+import { InstructionsInFlight } from '../../src/mqtt/endpoint/instructions-out.ts';
+import { TopicAliases } from '../../src/mqtt/endpoint/topic-aliases.ts';
+import { parsePackets } from '../support/mqtt-packet.ts';
+
+function parseOne(bytes: Buffer, protocolVersion: number): Record<string, unknown> {
+  const packets = parsePackets(bytes, protocolVersion);
+  assert.equal(packets.length, 1);
+  return packets[0] as Record<string, unknown>;
+}
+
+const limits = { receiveMaximum: 100, maximumPacketSize: 1 << 20, topicAliasMaximum: 16 };
+
+describe('the device endpoint CONNECT answers', () => {
+  it('when a CONNECT has no credentials or too long a client id then it is refused before any lookup', () => {
+    const password = Buffer.from('p');
+    assert.equal(refusalBeforeLogin({ clientId: 'c', username: 'ak', password }), undefined);
+    assert.equal(refusalBeforeLogin({ clientId: 'c'.repeat(24), username: 'ak', password }), undefined);
+    assert.equal(refusalBeforeLogin({ clientId: 'c', username: undefined, password }), 'credentials');
+    assert.equal(refusalBeforeLogin({ clientId: 'c', username: 'ak', password: undefined }), 'credentials');
+    assert.equal(
+      refusalBeforeLogin({ clientId: 'c'.repeat(MAX_CLIENT_ID_LENGTH + 1), username: 'ak', password }),
+      'identifier',
+    );
+  });
+
+  it('when a login is refused over MQTT 3.1.1 then the CONNACK carries 5, 3 or 2; over MQTT 5 0x86, 0x89, 0x88 or 0x85 with a reason string', () => {
+    const v4 = (refusal: Parameters<typeof connackRefused>[1]) => parseOne(connackRefused(4, refusal), 4).returnCode;
+    assert.deepEqual([v4('credentials'), v4('busy'), v4('unavailable'), v4('identifier')], [5, 3, 3, 2]);
+    for (const [refusal, code] of [
+      ['credentials', 0x86],
+      ['busy', 0x89],
+      ['unavailable', 0x88],
+      ['identifier', 0x85],
+    ] as const) {
+      const packet = parseOne(connackRefused(5, refusal), 5);
+      assert.equal(packet.reasonCode, code, refusal);
+      assert.equal(typeof (packet.properties as { reasonString?: string }).reasonString, 'string');
+    }
+  });
+
+  it('when a device is accepted over MQTT 5 then the CONNACK tells it Receive Maximum, Maximum Packet Size and Topic Alias Maximum', () => {
+    assert.equal(parseOne(connackAccepted(4, limits), 4).returnCode, 0);
+    const packet = parseOne(connackAccepted(5, limits, 'tb1'), 5);
+    assert.equal(packet.reasonCode, 0);
+    assert.deepEqual(
+      {
+        ...(packet.properties as Record<string, unknown>),
+      },
+      {
+        receiveMaximum: 100,
+        maximumPacketSize: 1 << 20,
+        topicAliasMaximum: 16,
+        retainAvailable: false,
+        sharedSubscriptionAvailable: false,
+        assignedClientIdentifier: 'tb1',
+      },
+    );
+  });
+});
+
+describe('MQTT 5 topic aliases of a connection', () => {
+  it('when a publish sets an alias then a later one with the alias alone is for the same topic', () => {
+    const aliases = new TopicAliases(2);
+    assert.equal(aliases.resolve('a/b', 1), 'a/b');
+    assert.equal(aliases.resolve('', 1), 'a/b');
+    assert.equal(aliases.resolve('c/d', 1), 'c/d', 'set again');
+    assert.equal(aliases.resolve('', 1), 'c/d');
+    assert.equal(aliases.resolve('e/f', undefined), 'e/f');
+  });
+
+  it('when an alias is out of range, unset, or a publish has neither topic nor alias then it is a protocol error', () => {
+    const aliases = new TopicAliases(2);
+    assert.equal(aliases.resolve('a', 3), undefined);
+    assert.equal(aliases.resolve('a', 0), undefined);
+    assert.equal(aliases.resolve('', 2), undefined);
+    assert.equal(aliases.resolve('', undefined), undefined);
+  });
+});
+
+describe('instructions in flight on the device endpoint', () => {
+  it('when a handshake completes then it names the instruction once, per connection', () => {
+    const flight = new InstructionsInFlight();
+    const [a, b] = [{}, {}];
+    flight.add(a, 1, 'alert-1');
+    flight.add(b, 1, 'alert-2');
+    assert.equal(flight.has(a, 1), true);
+    assert.equal(flight.done(a, 1), 'alert-1');
+    assert.equal(flight.done(a, 1), undefined, 'once');
+    assert.equal(flight.done(a, 2), undefined, 'an id that carried no instruction');
+    flight.forget(b);
+    assert.equal(flight.done(b, 1), undefined, 'a closed connection has nothing in flight');
+  });
+});
+
+describe('a store failure on the device endpoint', () => {
+  it('when the store fails to take a message then it is answered with its own hash: 507 when out of space, else 503', () => {
+    const full = storeFailure('h1', Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }));
+    assert.deepEqual([full.context, full.http_code], ['h1', 507]);
+    assert.equal(
+      storeFailure('h2', Object.assign(new Error('could not extend file'), { code: '53100' })).http_code,
+      507,
+    );
+    const other = storeFailure('h3', new Error('connection terminated'));
+    assert.deepEqual([other.context, other.http_code, other.http_msg.errors?.[0]?.code], ['h3', 503, 'unavailable']);
+    assert.equal(storeFailure('PARSE_ERROR', undefined).http_code, 503);
+  });
+});

@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { nextPacketId, Outbox, type OutboxTarget, PUBACK_HOLD_MS } from '../../src/mqtt/endpoint/outbox.ts';
+import type { Ack } from '../../src/mqtt/signed-messages.ts';
+import { parsePackets } from '../support/mqtt-packet.ts';
+
+/** A socket that keeps what is written to it, write by write. */
+function recordingTarget(version = 4, ackQos = 1): OutboxTarget & { writes: Buffer[] } {
+  const writes: Buffer[] = [];
+  return {
+    writes,
+    socket: { writable: true, write: (bytes: Buffer) => writes.push(bytes) },
+    version,
+    ids: { _nextId: 1 },
+    ackTopic: 'Altizon/Datonis/dev1/httpAck',
+    ackQos,
+  };
+}
+
+const parseAll = parsePackets;
+
+const ok = (context: string): Ack => ({ context, http_code: 200, http_msg: {} });
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the device endpoint outbox', () => {
+  it('when a message is answered before its PUBACK is due then the PUBACK and the answer leave in one write, in that order', async () => {
+    const target = recordingTarget();
+    const outbox = new Outbox(target);
+    outbox.puback(7);
+    outbox.puback(8);
+    await turn();
+    assert.equal(target.writes.length, 0, 'the PUBACKs wait for their answers');
+    outbox.ack(ok('h7'));
+    outbox.ack(ok('h8'));
+    await turn();
+    assert.equal(target.writes.length, 1);
+    const packets = parseAll(target.writes[0] as Buffer);
+    assert.deepEqual(
+      packets.map((p) => [p.cmd, p.cmd === 'publish' ? JSON.parse(String(p.payload)).context : p.messageId]),
+      [
+        ['puback', 7],
+        ['puback', 8],
+        ['publish', 'h7'],
+        ['publish', 'h8'],
+      ],
+    );
+    assert.deepEqual(
+      packets.slice(2).map((p) => [p.qos, p.messageId]),
+      [
+        [1, 1],
+        [1, 2],
+      ],
+      'answers at QoS 1 take the connection packet ids in turn',
+    );
+  });
+
+  it('when no answer comes within the hold then the PUBACK leaves alone', async () => {
+    const target = recordingTarget();
+    const outbox = new Outbox(target);
+    outbox.puback(3);
+    await sleep(PUBACK_HOLD_MS * 3);
+    assert.equal(target.writes.length, 1);
+    assert.deepEqual(
+      parseAll(target.writes[0] as Buffer).map((p) => [p.cmd, p.messageId]),
+      [['puback', 3]],
+    );
+  });
+
+  it('when other packets are due after held PUBACKs then the PUBACKs go first, keeping the order of the device', async () => {
+    const target = recordingTarget();
+    const outbox = new Outbox(target);
+    outbox.puback(1);
+    outbox.packet(Buffer.from([0xd0, 0]));
+    outbox.puback(2);
+    outbox.ack(ok('a'));
+    await turn();
+    assert.deepEqual(
+      parseAll(Buffer.concat(target.writes)).map((p) => p.cmd),
+      ['puback', 'pingresp', 'puback', 'publish'],
+    );
+  });
+
+  it('when the device has no httpAck subscription then answers are dropped, PUBACKs still sent; at QoS 0 answers carry no id', async () => {
+    const none = recordingTarget(4, -1);
+    const dropping = new Outbox(none);
+    dropping.puback(5);
+    dropping.ack(ok('x'));
+    await turn();
+    assert.deepEqual(
+      parseAll(Buffer.concat(none.writes)).map((p) => p.cmd),
+      ['puback'],
+    );
+    const qos0 = recordingTarget(4, 0);
+    new Outbox(qos0).ack(ok('y'));
+    await turn();
+    const [answer] = parseAll(Buffer.concat(qos0.writes));
+    assert.equal(answer?.qos, 0);
+    assert.equal(answer?.messageId, undefined);
+  });
+
+  it('when the connection speaks MQTT 5 then its answers are MQTT 5 PUBLISH packets', async () => {
+    const target = recordingTarget(5);
+    new Outbox(target).ack(ok('five'));
+    await turn();
+    const [answer] = parseAll(Buffer.concat(target.writes), 5);
+    assert.equal(answer?.cmd, 'publish');
+    assert.equal(JSON.parse(String(answer?.payload)).context, 'five');
+  });
+
+  it('when the outbox is discarded then nothing it held is written', async () => {
+    const target = recordingTarget();
+    const outbox = new Outbox(target);
+    outbox.puback(1);
+    outbox.ack(ok('z'));
+    outbox.discard();
+    await sleep(PUBACK_HOLD_MS * 2);
+    assert.equal(target.writes.length, 0);
+  });
+
+  it('when packet ids reach 65535 then they start again at 1', () => {
+    const ids = { _nextId: 65535 };
+    assert.deepEqual([nextPacketId(ids), nextPacketId(ids)], [65535, 1]);
+  });
+});
