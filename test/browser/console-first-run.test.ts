@@ -62,7 +62,7 @@ for (const store of STORES) {
       assert.match(command, /^curl -s -X POST 'http:\/\/127\.0\.0\.1:\d+\/api\/v3\/things\/register\.json'/);
       await page.getByRole('figure', { name: 'With mosquitto_pub (MQTT)' }).waitFor();
       for (const sdk of ['Python', 'C', 'Go', 'Java', 'Ruby']) {
-        await page.getByRole('figure', { name: `${sdk} SDK settings` }).waitFor();
+        await page.getByRole('figure', { name: `Settings for the ${sdk} SDK` }).waitFor();
       }
       const status = page.getByRole('status').filter({ hasText: 'my-first-device' });
       await status.filter({ hasText: 'Waiting for the first event' }).waitFor();

@@ -158,7 +158,7 @@ function Commands({ keys, thingKey }: { keys: GuideKeys; thingKey: string }) {
       <h3>With an edge SDK</h3>
       <p>The Python, C, Go, Java and Ruby edge SDKs work unchanged with these settings:</p>
       {sdkSettings(http, mqttPort, keys).map(({ sdk, settings: text }) => (
-        <Copyable key={sdk} label={`${sdk} SDK settings`} text={text} />
+        <Copyable key={sdk} label={`Settings for the ${sdk} SDK`} text={text} />
       ))}
     </>
   );
