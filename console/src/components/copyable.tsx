@@ -37,7 +37,9 @@ export function Copyable(props: { label: string; text: string; hint?: string }) 
         {props.label}
         {props.hint ? <small> ({props.hint})</small> : null}
       </figcaption>
-      <pre ref={shown} tabIndex={0}>{props.text}</pre>
+      <pre ref={shown} class="wrapped">
+        {props.text}
+      </pre>
       <button type="button" onClick={copy}>
         {copied ? 'Copied' : `Copy ${props.label.charAt(0).toLowerCase()}${props.label.slice(1)}`}
       </button>
