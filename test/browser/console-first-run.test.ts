@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { userWithAbilities } from '../support/fixtures.ts';
 import { freePort } from '../support/ports.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
@@ -48,6 +49,31 @@ for (const store of STORES) {
       await page.getByRole('heading', { level: 1, name: 'Things', exact: true }).waitFor();
       await page.getByRole('link', { name: 'Connect a device', exact: true }).waitFor();
       await screenshot(page, `${store.name}-first-run-things`);
+      for (const [path, title, next] of [
+        ['rules', 'No rules yet', 'New rule'],
+        ['key-pairs', 'No key pairs yet', 'Connect a device'],
+        ['alerts', 'No alerts', 'rules'],
+      ] as const) {
+        await page.goto(`${api.url}/console/${path}`);
+        const empty = page
+          .locator('.empty-state')
+          .filter({ has: page.getByRole('heading', { name: title, exact: true }) });
+        await empty.getByRole(next === 'New rule' ? 'button' : 'link', { name: next, exact: true }).waitFor();
+      }
+      await page.context().close();
+    });
+
+    it('when a role may only read rules then the Rules page offers neither New rule nor Edit', async () => {
+      const token = await api.adminToken();
+      const made = await api.request('POST', '/api/v3/rules', {
+        token,
+        body: { rule: { name: 'Hot', condition: 'temperature > 90', trigger: 'every_event' } },
+      });
+      assert.equal(made.status, 200, made.text);
+      const reader = await userWithAbilities(api, token, [31]);
+      const page = await signedInTab(browser, `${api.url}/console/rules`, reader, problems);
+      await page.getByRole('cell', { name: 'Hot', exact: true }).waitFor();
+      assert.equal(await page.getByRole('button', { name: /^(New rule|Edit)/ }).count(), 0);
       await page.context().close();
     });
 

@@ -2,12 +2,13 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api, messageOf } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
+import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { realtime } from '../realtime.ts';
-import { currentQuery, keepQuery } from '../router.tsx';
+import { currentQuery, keepQuery, Link } from '../router.tsx';
 
 type StatusFilter = NonNullable<NonNullable<paths['/api/v3/alerts']['get']['parameters']['query']>['status']>[number];
 
@@ -128,7 +129,10 @@ export function AlertsPage() {
       <Failure message={list.error ?? failure} />
       {list.data &&
         (shown.length === 0 ? (
-          <p>No alerts.</p>
+          <EmptyState title="No alerts">
+            Alerts are raised by <Link to="rules">rules</Link> when a thing's events meet their condition, and by
+            devices themselves; they are listed here, live, to be acknowledged and cleared.
+          </EmptyState>
         ) : (
           <AlertTable
             alerts={shown}

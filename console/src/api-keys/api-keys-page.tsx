@@ -3,6 +3,7 @@ import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { useAllows } from '../caller.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
+import { Copyable } from '../components/copyable.tsx';
 import { DataTable } from '../components/data-table.tsx';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
@@ -63,13 +64,12 @@ export function ApiKeysPage() {
         />
       )}
       {token && (
-        <figure class="panel secret" aria-labelledby="api-key-token">
-          <figcaption id="api-key-token">Token</figcaption>
-          <pre>{token.token}</pre>
+        <div class="panel secret">
+          <Copyable label="Token" text={token.token} />
           <p class="notice">
             The token of {token.name}, shown only this once: copy it now. The server keeps only its hash.
           </p>
-        </figure>
+        </div>
       )}
       <Failure message={keys.error} />
       {keys.data && (

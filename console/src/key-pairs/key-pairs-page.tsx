@@ -2,11 +2,13 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { answer, api, messageOf } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { Copyable } from '../components/copyable.tsx';
+import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { hmacHex } from '../device-signing.ts';
 import { showTime } from '../format.ts';
+import { Link } from '../router.tsx';
 
 type Created = paths['/api/v3/key_pairs']['post']['responses'][200]['content']['application/json']['key_pair'];
 
@@ -70,7 +72,13 @@ export function KeyPairsPage() {
         </form>
       )}
       <Failure message={list.error} />
-      {list.data && (
+      {list.data?.key_pairs.length === 0 && (
+        <EmptyState title="No key pairs yet" action={<Link to="connect">Connect a device</Link>}>
+          A device signs what it sends with a key pair. Make one with New key pair, or let Connect a device make one and
+          show the commands that send a first event.
+        </EmptyState>
+      )}
+      {list.data && list.data.key_pairs.length > 0 && (
         <table aria-label="Key pairs">
           <thead>
             <tr>

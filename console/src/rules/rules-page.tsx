@@ -2,6 +2,8 @@ import { useState } from 'preact/hooks';
 import { ActionDeliveries } from '../actions/action-deliveries.tsx';
 import { answer, api, messageOf } from '../api/client.ts';
 import type { paths } from '../api/schema';
+import { useAllows } from '../caller.ts';
+import { EmptyState } from '../components/empty-state.tsx';
 import { useExpressionCheck } from '../components/expression-check.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
@@ -18,13 +20,23 @@ export function RulesPage() {
   );
   const [editing, setEditing] = useState<Rule | 'new' | undefined>();
   const [shown, setShown] = useState<string | undefined>();
+  const mayCreate = useAllows('rule', 'create');
+  const mayUpdate = useAllows('rule', 'update');
+  const newRule = mayCreate && editing === undefined && (
+    <button type="button" onClick={() => setEditing('new')}>
+      New rule
+    </button>
+  );
+  const none = list.data?.rules.length === 0;
   return (
     <section>
       <h1>Rules</h1>
-      {editing === undefined && (
-        <button type="button" onClick={() => setEditing('new')}>
-          New rule
-        </button>
+      {!none && newRule}
+      {none && editing === undefined && (
+        <EmptyState title="No rules yet" action={newRule || undefined}>
+          A rule watches the events of things and, when its condition holds (temperature &gt; 90, say), raises an alert
+          and notifies people through its notification actions.
+        </EmptyState>
       )}
       {editing !== undefined && (
         <RuleForm
@@ -38,7 +50,7 @@ export function RulesPage() {
         />
       )}
       <Failure message={list.error} />
-      {list.data && (
+      {list.data && !none && (
         <table aria-label="Rules">
           <thead>
             <tr>
@@ -60,9 +72,11 @@ export function RulesPage() {
                   <td>{rule.alert_type === null ? '' : `${ALERT_TYPES[rule.alert_type]}: ${rule.alert_message}`}</td>
                   <td>{rule.enabled ? 'Yes' : 'No'}</td>
                   <td>
-                    <button type="button" onClick={() => setEditing(rule)} aria-label={`Edit ${rule.name}`}>
-                      Edit
-                    </button>{' '}
+                    {mayUpdate && (
+                      <button type="button" onClick={() => setEditing(rule)} aria-label={`Edit ${rule.name}`}>
+                        Edit
+                      </button>
+                    )}{' '}
                     <button
                       type="button"
                       aria-expanded={shown === rule.rule_key}
