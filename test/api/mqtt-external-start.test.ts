@@ -64,7 +64,7 @@ describe('external MQTT broker at start', () => {
     }
     try {
       await new Promise((resolve) => setTimeout(resolve, 200));
-      assert.match(server.output(), /Serving devices through the MQTT broker at mqtt:\/\/thingbase:\*\*\*@/);
+      assert.match(server.output(), /MQTT: +devices through the broker at mqtt:\/\/thingbase:\*\*\*@/);
       assert.doesNotMatch(server.output(), /s3cret/);
     } finally {
       await stopProcess(server.child);
