@@ -10,7 +10,6 @@ import { ApiKeysPage } from './api-keys/api-keys-page.tsx';
 import { AuditPage } from './audit/audit-page.tsx';
 import { allows, type Caller } from './caller.ts';
 import { lazyPage } from './components/lazy-page.tsx';
-import { DashboardsPage } from './dashboards/dashboards-page.tsx';
 import { GatewaysPage } from './gateways/gateways-page.tsx';
 import { GroupsPage } from './groups/groups-page.tsx';
 import { NotificationActionsPage } from './notification-actions/notification-actions-page.tsx';
@@ -29,6 +28,8 @@ export type SectionGroup = (typeof GROUPS)[number];
 /** What a section's page is given: the rest of the path after the section (`boiler-1` of `things/boiler-1`). */
 export interface SectionProps {
   rest: string | undefined;
+  /** Shown without the navigation and header (a wall screen): set where the section's `fullScreen` says so. */
+  fullScreen?: boolean;
 }
 
 export interface Section {
@@ -39,6 +40,8 @@ export interface Section {
   group: SectionGroup;
   readable: (caller: Caller) => boolean;
   page: ComponentType<SectionProps>;
+  /** Whether the page at these path segments (after the section's) is shown full screen. */
+  fullScreen?: (rest: string[]) => boolean;
 }
 
 const reads =
@@ -48,11 +51,19 @@ const reads =
 
 const ThingPage = lazyPage(() => import('./pages/thing.tsx').then((m) => m.ThingPage));
 const RulesPage = lazyPage(() => import('./rules/rules-page.tsx').then((m) => m.RulesPage));
+const DashboardsPage = lazyPage(() => import('./dashboards/dashboards-page.tsx').then((m) => m.DashboardsPage));
 const KeyPairsPage = lazyPage(() => import('./key-pairs/key-pairs-page.tsx').then((m) => m.KeyPairsPage));
 
 export const SECTIONS: readonly Section[] = [
   { path: 'overview', label: 'Overview', group: 'Fleet', readable: reads('thing'), page: OverviewPage },
-  { path: 'dashboards', label: 'Dashboards', group: 'Fleet', readable: reads('dashboard'), page: DashboardsPage },
+  {
+    path: 'dashboards',
+    label: 'Dashboards',
+    group: 'Fleet',
+    readable: reads('dashboard'),
+    page: DashboardsPage,
+    fullScreen: (rest) => rest[1] === 'full',
+  },
   {
     path: 'things',
     label: 'Things',
