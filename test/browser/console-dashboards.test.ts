@@ -6,10 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
+import { browserSkip, launchBrowser, SCREENSHOTS, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, defaultTemplateKey } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
@@ -182,7 +183,7 @@ for (const store of STORES) {
       await region('Boilers').getByRole('cell', { name: '61', exact: true }).waitFor();
     });
 
-    it('when a widget is moved and widened from the keyboard and saved then the API keeps the new layout', async () => {
+    it('when a widget is moved and resized from the keyboard and saved then the API keeps the new layout', async () => {
       const before = (await stored(dashboardKey)).widgets[2].layout;
       await page.getByRole('button', { name: 'Edit', exact: true }).click();
       const controls = region('Boiler temperature');
@@ -193,11 +194,16 @@ for (const store of STORES) {
       await page.keyboard.press('Space');
       await controls.getByRole('button', { name: 'Taller', exact: true }).focus();
       await page.keyboard.press('Enter');
+      // The focused widget itself: an arrow moves it, Shift with an arrow resizes it.
+      await controls.focus();
+      await page.keyboard.press('ArrowDown');
+      await page.keyboard.press('Shift+ArrowLeft');
+      await controls.getByText(`Column ${before.x + 3}, row ${before.y + 2}, ${before.w} wide`).waitFor();
       await page.getByRole('button', { name: 'Save', exact: true }).focus();
       await page.keyboard.press('Enter');
       await page.getByRole('button', { name: 'Edit', exact: true }).waitFor();
       const after = (await stored(dashboardKey)).widgets[2].layout;
-      assert.deepEqual(after, { x: before.x + 2, y: before.y, w: before.w + 1, h: before.h + 1 });
+      assert.deepEqual(after, { x: before.x + 2, y: before.y + 1, w: before.w, h: before.h + 1 });
     });
 
     it("when Save is refused then the API's message naming the field is shown", async () => {
@@ -281,7 +287,48 @@ for (const store of STORES) {
                 title: 'Machine temperature',
                 thing_key: '$machine',
                 metric: 'temp',
-                layout: { x: 0, y: 0, w: 4, h: 2 },
+                unit: '°C',
+                thresholds: [
+                  { from: 0, color: '#15803d' },
+                  { from: 40, color: '#c2410c' },
+                ],
+                layout: { x: 0, y: 0, w: 3, h: 2 },
+              },
+              {
+                type: 'gauge',
+                title: 'Machine gauge',
+                thing_key: '$machine',
+                metric: 'temp',
+                unit: '°C',
+                min: 0,
+                max: 100,
+                layout: { x: 3, y: 0, w: 3, h: 3 },
+              },
+              {
+                type: 'things',
+                title: 'Machines',
+                source: { thing_template_key: template },
+                metrics: ['temp'],
+                layout: { x: 6, y: 0, w: 6, h: 3 },
+              },
+              {
+                type: 'timeseries',
+                title: 'Machine history',
+                source: { thing_keys: ['$machine'] },
+                metrics: ['temp'],
+                layout: { x: 0, y: 3, w: 8, h: 4 },
+              },
+              {
+                type: 'map',
+                title: 'Where',
+                source: { thing_template_key: template },
+                layout: { x: 8, y: 3, w: 4, h: 4 },
+              },
+              {
+                type: 'text',
+                title: 'Notes',
+                text: 'Call **maintenance** above 80 °C.',
+                layout: { x: 0, y: 2, w: 3, h: 1 },
               },
             ],
           },
@@ -295,6 +342,11 @@ for (const store of STORES) {
       assert.equal(await choice.inputValue(), boiler.thing_key);
       await choice.selectOption({ label: 'Pump' });
       await region('Machine temperature').locator('output').filter({ hasText: '35.5' }).waitFor();
+      await region('Machines').getByRole('cell', { name: '35.5', exact: true }).waitFor();
+      await page.waitForLoadState('networkidle');
+      await assertAccessible(page, 'a dashboard with a variable');
+      // The picture of docs/console.md: the window as a person sees it.
+      await page.screenshot({ path: join(SCREENSHOTS, 'docs-dashboard.png') });
       await shot('variable');
     });
 

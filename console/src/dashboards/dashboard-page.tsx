@@ -6,7 +6,7 @@ import { Field } from '../components/field.tsx';
 import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
 import { Link, segment } from '../router.tsx';
-import { LayoutControls, WidgetEditor } from './editor.tsx';
+import { arrowStep, LayoutControls, WidgetEditor } from './editor.tsx';
 import { type Dashboard, rangeSeconds, TIME_RANGES, type Widget, writable } from './model.ts';
 import { WIDGETS } from './widgets.tsx';
 
@@ -189,9 +189,21 @@ function WidgetRegion(props: {
   const Body = WIDGETS[widget.type];
   const { x, y, w, h } = widget.layout;
   return (
+    // Focusable, so that a widget whose content overflows scrolls from the keyboard; while editing, the
+    // arrow keys move the focused widget and Shift with them resizes it.
     <section
       class={`widget widget-${widget.type}`}
       aria-labelledby={titleId}
+      // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard.
+      tabIndex={0}
+      onKeyDown={(event) => {
+        const edit = props.editing;
+        if (!edit || event.target !== event.currentTarget) return;
+        const step = arrowStep(event.key, event.shiftKey);
+        if (!step) return;
+        event.preventDefault();
+        edit.change({ ...widget, layout: step(widget.layout) });
+      }}
       style={{ gridColumn: `${x + 1} / span ${w}`, gridRow: `${y + 1} / span ${h}` }}
     >
       <h2 id={titleId}>{widget.title}</h2>

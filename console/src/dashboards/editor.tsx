@@ -22,6 +22,20 @@ const STEPS: { label: string; step: (l: Layout) => Layout }[] = [
   { label: 'Taller', step: (l) => ({ ...l, h: Math.min(100, l.h + 1) }) },
 ];
 
+const ARROWS: Record<string, [string, string]> = {
+  ArrowLeft: ['Move left', 'Narrower'],
+  ArrowRight: ['Move right', 'Wider'],
+  ArrowUp: ['Move up', 'Shorter'],
+  ArrowDown: ['Move down', 'Taller'],
+};
+
+/** The step an arrow key takes on a focused widget: a move, or with Shift a resize. */
+export function arrowStep(key: string, shift: boolean): ((l: Layout) => Layout) | undefined {
+  const names = ARROWS[key];
+  if (!names) return undefined;
+  return STEPS.find((s) => s.label === names[shift ? 1 : 0])?.step;
+}
+
 export function LayoutControls(props: { widget: Widget; change: (widget: Widget) => void; remove: () => void }) {
   const { widget } = props;
   const { x, y, w, h } = widget.layout;

@@ -60,13 +60,11 @@ export function MapWidget({ things }: { things: Thing[] }) {
       map.current.fitBounds(L.latLngBounds(placed.map(([, at]) => at)).pad(0.3), { maxZoom: 12, animate: false });
   }, [placed.map(([t, at]) => `${t.thing_key}:${t.alive}:${at}`).join('|')]);
   return (
-    <>
-      <figure class="dashboard-map-figure" aria-label={`Map of ${placed.length} things`}>
-        <div ref={box} class="dashboard-map" />
-        <figcaption class="hint">
-          {placed.length} of {things.length} things have coordinates
-        </figcaption>
-      </figure>
-    </>
+    <figure class="dashboard-map-figure" aria-label={`Map of ${placed.length} things`}>
+      <div ref={box} class="dashboard-map" />
+      <figcaption class="hint">
+        {placed.length} of {things.length} things have coordinates
+      </figcaption>
+    </figure>
   );
 }
