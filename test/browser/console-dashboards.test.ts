@@ -350,6 +350,41 @@ for (const store of STORES) {
       await shot('variable');
     });
 
+    it('when a widget names a thing that is gone then it is drawn as missing and the rest of the dashboard is drawn', async () => {
+      const gone = await createThing(api, token, { name: 'Gone' });
+      const response = await api.request('POST', '/api/v3/dashboards', {
+        token,
+        body: {
+          dashboard: {
+            name: 'Half gone',
+            widgets: [
+              {
+                type: 'value',
+                title: 'Gone value',
+                thing_key: gone.thing_key,
+                metric: 'temp',
+                layout: { x: 0, y: 0, w: 4, h: 2 },
+              },
+              {
+                type: 'things',
+                title: 'Some things',
+                source: { thing_keys: [gone.thing_key, boiler.thing_key] },
+                layout: { x: 4, y: 0, w: 8, h: 3 },
+              },
+            ],
+          },
+        },
+      });
+      assert.equal(response.status, 200, response.text);
+      assert.equal((await api.request('DELETE', `/api/v3/things/${gone.thing_key}`, { token })).status, 200);
+      await page.goto(`${api.url}/console/dashboards/${response.body.dashboard.dashboard_key}`);
+      await page.getByRole('heading', { level: 1, name: 'Half gone', exact: true }).waitFor();
+      await region('Gone value').getByText(`Missing (not found, or not yours to read): ${gone.thing_key}`).waitFor();
+      await region('Some things').getByText(`Missing (not found, or not yours to read): ${gone.thing_key}`).waitFor();
+      await region('Some things').getByRole('link', { name: 'Boiler', exact: true }).waitFor();
+      assert.equal(await page.getByRole('alert').count(), 0);
+    });
+
     it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
       assert.deepEqual(problems, []);
       assert.deepEqual(dialogs, []);

@@ -21,13 +21,20 @@ export interface ChartHandle {
   draw(): void;
 }
 
-export function Chart(props: { columns: Columns; handle: { current?: ChartHandle }; height?: number }) {
+export function Chart(props: {
+  columns: Columns;
+  handle: { current?: ChartHandle };
+  height?: number;
+  /** The time axis spans at least this range (epoch seconds), however few points there are. */
+  span?: [number, number];
+}) {
   const box = useRef<HTMLDivElement>(null);
   const { columns } = props;
   const shape = columns.metrics.join('\u0000');
   useEffect(() => {
     const element = box.current;
     if (!element) return;
+    const [span0, span1] = props.span ?? [0, 0];
     const plot = new uPlot(
       {
         width: element.clientWidth || 800,
@@ -45,7 +52,17 @@ export function Chart(props: { columns: Columns; handle: { current?: ChartHandle
           })),
         ],
         axes: [{}, {}],
-        scales: { x: { time: true } },
+        scales: {
+          x: props.span
+            ? {
+                time: true,
+                range: (_plot: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax => [
+                  Math.min(span0, min ?? span0),
+                  Math.max(span1, max ?? span1),
+                ],
+              }
+            : { time: true },
+        },
       },
       [columns.x, ...columns.ys] as uPlot.AlignedData,
       element,
@@ -68,6 +85,6 @@ export function Chart(props: { columns: Columns; handle: { current?: ChartHandle
       plot.destroy();
     };
     // A new chart for a new set of metrics or new columns; values that change only redraw.
-  }, [shape, columns]);
+  }, [shape, columns, props.span?.[0], props.span?.[1]]);
   return <div ref={box} class="chart" />;
 }

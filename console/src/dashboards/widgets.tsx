@@ -205,7 +205,7 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
     <>
       <Failure message={source.error ?? error} />
       <Missing keys={source.data?.missing ?? []} />
-      {columns && <Chart columns={columns} handle={chart} height={200} />}
+      {columns && <Chart columns={columns} handle={chart} height={200} span={range} />}
     </>
   );
 }
@@ -216,6 +216,9 @@ function useLatest(widget: Widget, chosen: Record<string, string>) {
   const metric = widget.metric ?? '';
   const [latest, update, reset] = useFrameState<{ value: unknown; timestamp: number } | undefined>(undefined);
   const [missing, setMissing] = useState(false);
+  // Events missed while the connection was down are not replayed: the latest value is read again.
+  const [round, setRound] = useState(0);
+  useEffect(() => realtime.onResume(() => setRound((r) => r + 1)), []);
   useEffect(() => {
     let current = true;
     reset(undefined);
@@ -247,7 +250,7 @@ function useLatest(widget: Widget, chosen: Record<string, string>) {
       current = false;
       stop();
     };
-  }, [thingKey, metric]);
+  }, [thingKey, metric, round]);
   return { thingKey, latest, missing };
 }
 
@@ -389,7 +392,14 @@ function AlertsWidget({ widget, chosen }: WidgetProps) {
     const mine = new Set(keys);
     return answered.alerts.filter((a) => a.thing_key && mine.has(a.thing_key)).slice(0, 20);
   }, [keys.join(','), status.join(',')]);
-  useEffect(() => realtime.subscribe('alerts', {}, (m) => m.type === 'alert' && alerts.reloadSoon()), []);
+  useEffect(() => {
+    const stopAlerts = realtime.subscribe('alerts', {}, (m) => m.type === 'alert' && alerts.reloadSoon());
+    const stopResume = realtime.onResume(alerts.reload);
+    return () => {
+      stopAlerts();
+      stopResume();
+    };
+  }, []);
   return (
     <>
       <Failure message={source.error ?? alerts.error} />
