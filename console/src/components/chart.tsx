@@ -34,7 +34,7 @@ export function Chart(props: {
   useEffect(() => {
     const element = box.current;
     if (!element) return;
-    const [span0, span1] = props.span ?? [0, 0];
+    const span = props.span;
     const plot = new uPlot(
       {
         width: element.clientWidth || 800,
@@ -52,21 +52,19 @@ export function Chart(props: {
           })),
         ],
         axes: [{}, {}],
-        scales: {
-          x: props.span
-            ? {
-                time: true,
-                range: (_plot: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax => [
-                  Math.min(span0, min ?? span0),
-                  Math.max(span1, max ?? span1),
-                ],
-              }
-            : { time: true },
-        },
+        scales: { x: { time: true } },
       },
       [columns.x, ...columns.ys] as uPlot.AlignedData,
       element,
     );
+    // uPlot spreads a single point over years: the axis is set to the span and the points beyond it.
+    const fit = () => {
+      if (!span) return;
+      const last = columns.x.length - 1;
+      const from = Math.min(span[0], columns.x[0] ?? span[0]);
+      plot.setScale('x', { min: from, max: Math.max(span[1], columns.x[last] ?? span[1]) });
+    };
+    fit();
     let frame = 0;
     props.handle.current = {
       draw: () => {
@@ -74,6 +72,7 @@ export function Chart(props: {
         frame = requestAnimationFrame(() => {
           frame = 0;
           plot.setData([columns.x, ...columns.ys] as uPlot.AlignedData);
+          fit();
         });
       },
     };
