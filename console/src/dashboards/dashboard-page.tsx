@@ -6,7 +6,7 @@ import { Field } from '../components/field.tsx';
 import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
 import { Link, segment } from '../router.tsx';
-import { arrowStep, LayoutControls, WidgetEditor } from './editor.tsx';
+import { arrowStep, LayoutControls, place, WidgetEditor } from './editor.tsx';
 import { type Dashboard, rangeSeconds, TIME_RANGES, type Widget, writable } from './model.ts';
 import { WIDGETS } from './widgets.tsx';
 
@@ -111,7 +111,9 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
         <div class="panel dashboard-editing">
           <WidgetEditor
             widgets={draft.widgets}
-            onAdd={(widget) => change((d) => ({ ...d, widgets: [...d.widgets, widget] }))}
+            onAdd={(widget) =>
+              change((d) => ({ ...d, widgets: [...d.widgets, { ...widget, widget_key: newKey(d.widgets) }] }))
+            }
           />
           <div class="actions">
             <button
@@ -157,15 +159,14 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
       <div class="dashboard-grid">
         {shown.widgets.map((widget, index) => (
           <WidgetRegion
-            key={widget.widget_key || `new-${index}`}
+            key={widget.widget_key}
             widget={widget}
             range={range}
             chosen={chosen}
             editing={
               draft
                 ? {
-                    change: (next) =>
-                      change((d) => ({ ...d, widgets: d.widgets.map((w, i) => (i === index ? next : w)) })),
+                    change: (next) => change((d) => ({ ...d, widgets: place(d.widgets, index, next.layout) })),
                     remove: () => change((d) => ({ ...d, widgets: d.widgets.filter((_, i) => i !== index) })),
                   }
                 : undefined
@@ -272,4 +273,14 @@ function exportDashboard(dashboard: Dashboard): void {
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+}
+
+/** A key for a new widget, as the API would make one (10 characters of 0-9a-z, unique in the dashboard). */
+function newKey(widgets: Widget[]): string {
+  const taken = new Set(widgets.map((w) => w.widget_key));
+  for (;;) {
+    const bytes = crypto.getRandomValues(new Uint8Array(10));
+    const key = Array.from(bytes, (b) => (b % 36).toString(36)).join('');
+    if (!taken.has(key)) return key;
+  }
 }

@@ -22,6 +22,28 @@ const STEPS: { label: string; step: (l: Layout) => Layout }[] = [
   { label: 'Taller', step: (l) => ({ ...l, h: Math.min(100, l.h + 1) }) },
 ];
 
+const overlap = (a: Layout, b: Layout): boolean =>
+  a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+
+/**
+ * The widgets with widget `moved` given `layout`, any widget it now covers pushed down below it (and
+ * so on), so that a step from the keyboard never leaves two widgets on the same cells.
+ */
+export function place(widgets: Widget[], moved: number, layout: Layout): Widget[] {
+  const placed = widgets.map((w, i) => ({ ...w, layout: i === moved ? layout : { ...w.layout } }));
+  const queue = [moved];
+  for (let steps = 0; queue.length > 0 && steps < 10_000; steps++) {
+    const pusher = placed[queue.shift() as number]?.layout;
+    if (!pusher) continue;
+    placed.forEach((w, i) => {
+      if (w.layout === pusher || !overlap(pusher, w.layout)) return;
+      w.layout.y = pusher.y + pusher.h;
+      queue.push(i);
+    });
+  }
+  return placed;
+}
+
 const ARROWS: Record<string, [string, string]> = {
   ArrowLeft: ['Move left', 'Narrower'],
   ArrowRight: ['Move right', 'Wider'],
