@@ -36,6 +36,16 @@ function Shell({ session }: { session: Session }) {
     await api.DELETE('/api_sign_out', {}).catch(() => undefined);
     endSession();
   };
+  // A wall screen (a dashboard at `.../full`): the page alone, with whether it is live; still signed in.
+  if (section?.fullScreen?.(rest))
+    return (
+      <div class="shell full-screen">
+        <main>
+          <ConnectionStatus />
+          <section.page key={section.path} rest={rest[0] || undefined} fullScreen />
+        </main>
+      </div>
+    );
   return (
     <div class="shell">
       <header>

@@ -11,7 +11,6 @@ import { ApiKeysPage } from './api-keys/api-keys-page.tsx';
 import { AuditPage } from './audit/audit-page.tsx';
 import { allows, type Caller } from './caller.ts';
 import { lazyPage } from './components/lazy-page.tsx';
-import { DashboardsPage } from './dashboards/dashboards-page.tsx';
 import { GatewaysPage } from './gateways/gateways-page.tsx';
 import { GroupsPage } from './groups/groups-page.tsx';
 import { OrganisationsPage } from './organisations/organisations-page.tsx';
@@ -29,6 +28,8 @@ export type SectionGroup = (typeof GROUPS)[number];
 /** What a section's page is given: the rest of the path after the section (`boiler-1` of `things/boiler-1`). */
 export interface SectionProps {
   rest: string | undefined;
+  /** Shown without the navigation and header (a wall screen): set where the section's `fullScreen` says so. */
+  fullScreen?: boolean;
 }
 
 export interface Section {
@@ -41,6 +42,8 @@ export interface Section {
   page: ComponentType<SectionProps>;
   /** A page reached from others (a guide), not listed in the navigation. */
   unlisted?: true;
+  /** Whether the page at these path segments (after the section's) is shown full screen. */
+  fullScreen?: (rest: string[]) => boolean;
 }
 
 const reads =
@@ -51,11 +54,19 @@ const reads =
 const ThingPage = lazyPage(() => import('./things/thing-page.tsx').then((m) => m.ThingPage));
 const ConnectPage = lazyPage(() => import('./connect/connect-page.tsx').then((m) => m.ConnectPage));
 const RulesPage = lazyPage(() => import('./rules/rules-page.tsx').then((m) => m.RulesPage));
+const DashboardsPage = lazyPage(() => import('./dashboards/dashboards-page.tsx').then((m) => m.DashboardsPage));
 const KeyPairsPage = lazyPage(() => import('./key-pairs/key-pairs-page.tsx').then((m) => m.KeyPairsPage));
 
 export const SECTIONS: readonly Section[] = [
   { path: 'overview', label: 'Overview', group: 'Fleet', readable: reads('thing'), page: OverviewPage },
-  { path: 'dashboards', label: 'Dashboards', group: 'Fleet', readable: reads('dashboard'), page: DashboardsPage },
+  {
+    path: 'dashboards',
+    label: 'Dashboards',
+    group: 'Fleet',
+    readable: reads('dashboard'),
+    page: DashboardsPage,
+    fullScreen: (rest) => rest[1] === 'full',
+  },
   {
     path: 'things',
     label: 'Things',

@@ -21,13 +21,20 @@ export interface ChartHandle {
   draw(): void;
 }
 
-export function Chart(props: { columns: Columns; handle: { current?: ChartHandle }; height?: number }) {
+export function Chart(props: {
+  columns: Columns;
+  handle: { current?: ChartHandle };
+  height?: number;
+  /** The time axis spans at least this range (epoch seconds), however few points there are. */
+  span?: [number, number];
+}) {
   const box = useRef<HTMLDivElement>(null);
   const { columns } = props;
   const shape = columns.metrics.join('\u0000');
   useEffect(() => {
     const element = box.current;
     if (!element) return;
+    const span = props.span;
     const plot = new uPlot(
       {
         width: element.clientWidth || 800,
@@ -50,6 +57,14 @@ export function Chart(props: { columns: Columns; handle: { current?: ChartHandle
       [columns.x, ...columns.ys] as uPlot.AlignedData,
       element,
     );
+    // uPlot spreads a single point over years: the axis is set to the span and the points beyond it.
+    const fit = () => {
+      if (!span) return;
+      const last = columns.x.length - 1;
+      const from = Math.min(span[0], columns.x[0] ?? span[0]);
+      plot.setScale('x', { min: from, max: Math.max(span[1], columns.x[last] ?? span[1]) });
+    };
+    fit();
     let frame = 0;
     props.handle.current = {
       draw: () => {
@@ -57,6 +72,7 @@ export function Chart(props: { columns: Columns; handle: { current?: ChartHandle
         frame = requestAnimationFrame(() => {
           frame = 0;
           plot.setData([columns.x, ...columns.ys] as uPlot.AlignedData);
+          fit();
         });
       },
     };
@@ -68,6 +84,6 @@ export function Chart(props: { columns: Columns; handle: { current?: ChartHandle
       plot.destroy();
     };
     // A new chart for a new set of metrics or new columns; values that change only redraw.
-  }, [shape, columns]);
+  }, [shape, columns, props.span?.[0], props.span?.[1]]);
   return <div ref={box} class="chart" />;
 }

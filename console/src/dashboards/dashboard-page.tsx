@@ -1,0 +1,286 @@
+import { useEffect, useId, useState } from 'preact/hooks';
+import { answer, api } from '../api/client.ts';
+import { useAllows } from '../caller.ts';
+import { Failure } from '../components/failure.tsx';
+import { Field } from '../components/field.tsx';
+import { useAction } from '../components/use-action.ts';
+import { useLoad } from '../components/use-load.ts';
+import { Link, segment } from '../router.tsx';
+import { arrowStep, LayoutControls, place, WidgetEditor } from './editor.tsx';
+import { type Dashboard, rangeSeconds, TIME_RANGES, type Widget, writable } from './model.ts';
+import { WIDGETS } from './widgets.tsx';
+
+/**
+ * One dashboard: its widgets on a 12-column grid sharing a `Time range`, a control per variable, and
+ * `Edit` (add, move, resize, remove widgets, then `Save`). At `dashboards/<key>/full` the same page
+ * without the navigation, for a wall screen (docs/console.md, "Dashboards").
+ */
+export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: string; fullScreen: boolean }) {
+  const loaded = useLoad(
+    async () =>
+      (
+        await answer(
+          api.GET('/api/v3/dashboards/{dashboard_key}', { params: { path: { dashboard_key: dashboardKey } } }),
+        )
+      ).dashboard,
+    [dashboardKey],
+  );
+  const mayUpdate = useAllows('dashboard', 'update');
+  const [draft, setDraft] = useState<Dashboard | undefined>();
+  const [last, setLast] = useState<string | undefined>();
+  const [chosen, setChosen] = useState<Record<string, string>>({});
+  const [now, setNow] = useState(() => Math.floor(Date.now() / 1000));
+  const save = useAction();
+  const shown = draft ?? loaded.data;
+  const name = shown?.name;
+  useEffect(() => {
+    if (name === undefined) return;
+    document.title = `${name} · Thingbase`;
+  }, [name]);
+  // A rolling range ("last hour") moves on: read again every minute, so a wall screen stays current.
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Math.floor(Date.now() / 1000)), 60_000);
+    return () => clearInterval(timer);
+  }, []);
+  if (!shown)
+    return (
+      <section>
+        <h1>Dashboard</h1>
+        <Failure message={loaded.error} retry={loaded.reload} />
+        {!loaded.error && <p aria-busy="true">Loading…</p>}
+      </section>
+    );
+  const timeRange = last ? { last } : shown.time_range;
+  const range = rangeSeconds(timeRange, 'last' in timeRange ? now : undefined);
+  const change = (update: (d: Dashboard) => Dashboard) => setDraft((d) => update(d ?? shown));
+  const path = `dashboards/${segment(shown.dashboard_key)}`;
+  return (
+    <section class={fullScreen ? 'dashboard full-screen' : 'dashboard'}>
+      <h1>{shown.name}</h1>
+      {shown.description && <p>{shown.description}</p>}
+      <div class="filters dashboard-controls">
+        <Field label="Time range">
+          {(id) => (
+            <select
+              id={id}
+              value={'last' in timeRange ? timeRange.last : ''}
+              onChange={(e) => {
+                setLast(e.currentTarget.value);
+                if (draft) change((d) => ({ ...d, time_range: { last: e.currentTarget.value } }));
+              }}
+            >
+              {'from' in timeRange && <option value="">Saved range</option>}
+              {!TIME_RANGES.some((r) => 'last' in timeRange && r.last === timeRange.last) && 'last' in timeRange && (
+                <option value={timeRange.last}>Last {timeRange.last}</option>
+              )}
+              {TIME_RANGES.map((r) => (
+                <option key={r.last} value={r.last}>
+                  {r.label}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        {shown.variables.map((variable) => (
+          <VariableChoice
+            key={variable.name}
+            variable={variable}
+            value={chosen[variable.name]}
+            onChange={(thingKey) => setChosen((c) => ({ ...c, [variable.name]: thingKey }))}
+          />
+        ))}
+        <div class="actions">
+          {fullScreen ? (
+            <Link to={path}>Leave full screen</Link>
+          ) : (
+            <>
+              <Link to={`${path}/full`}>Full screen</Link>
+              <button type="button" class="secondary" onClick={() => exportDashboard(loaded.data ?? shown)}>
+                Export
+              </button>
+              {mayUpdate && !draft && (
+                <button type="button" onClick={() => setDraft(shown)}>
+                  Edit
+                </button>
+              )}
+            </>
+          )}
+        </div>
+      </div>
+      {draft && (
+        <div class="panel dashboard-editing">
+          <WidgetEditor
+            widgets={draft.widgets}
+            onAdd={(widget) =>
+              change((d) => ({ ...d, widgets: [...d.widgets, { ...widget, widget_key: newKey(d.widgets) }] }))
+            }
+          />
+          <div class="actions">
+            <button
+              type="button"
+              disabled={save.busy}
+              onClick={async () => {
+                const body = { dashboard: writable(draft, true) };
+                let saved: Dashboard | undefined;
+                const done = await save.run(async () => {
+                  saved = (
+                    await answer(
+                      api.PUT('/api/v3/dashboards/{dashboard_key}', {
+                        params: { path: { dashboard_key: draft.dashboard_key } },
+                        body: body as never,
+                      }),
+                    )
+                  ).dashboard;
+                });
+                if (done && saved) {
+                  const kept = saved;
+                  loaded.set(() => kept);
+                  setDraft(undefined);
+                }
+              }}
+            >
+              Save
+            </button>
+            <button
+              type="button"
+              class="secondary"
+              onClick={() => {
+                save.clear();
+                setDraft(undefined);
+              }}
+            >
+              Cancel
+            </button>
+          </div>
+          <Failure message={save.error} />
+        </div>
+      )}
+      {shown.widgets.length === 0 && <p>This dashboard has no widgets yet{mayUpdate ? ': Edit adds them.' : '.'}</p>}
+      <div class="dashboard-grid">
+        {shown.widgets.map((widget, index) => (
+          <WidgetRegion
+            key={widget.widget_key}
+            widget={widget}
+            range={range}
+            chosen={chosen}
+            editing={
+              draft
+                ? {
+                    change: (next) => change((d) => ({ ...d, widgets: place(d.widgets, index, next.layout) })),
+                    remove: () => change((d) => ({ ...d, widgets: d.widgets.filter((_, i) => i !== index) })),
+                  }
+                : undefined
+            }
+          />
+        ))}
+      </div>
+    </section>
+  );
+}
+
+/** A widget: a region named by its title, placed on the grid by its layout. */
+function WidgetRegion(props: {
+  widget: Widget;
+  range: [number, number];
+  chosen: Record<string, string>;
+  editing: { change: (widget: Widget) => void; remove: () => void } | undefined;
+}) {
+  const { widget } = props;
+  const titleId = useId();
+  const Body = WIDGETS[widget.type];
+  const { x, y, w, h } = widget.layout;
+  return (
+    // Focusable, so that a widget whose content overflows scrolls from the keyboard; while editing, the
+    // arrow keys move the focused widget and Shift with them resizes it.
+    <section
+      class={`widget widget-${widget.type}`}
+      aria-labelledby={titleId}
+      // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard.
+      tabIndex={0}
+      onKeyDown={(event) => {
+        const edit = props.editing;
+        if (!edit || event.target !== event.currentTarget) return;
+        const step = arrowStep(event.key, event.shiftKey);
+        if (!step) return;
+        event.preventDefault();
+        edit.change({ ...widget, layout: step(widget.layout) });
+      }}
+      style={{ gridColumn: `${x + 1} / span ${w}`, gridRow: `${y + 1} / span ${h}` }}
+    >
+      <h2 id={titleId}>{widget.title}</h2>
+      {props.editing && <LayoutControls widget={widget} change={props.editing.change} remove={props.editing.remove} />}
+      {Body ? (
+        <Body widget={widget} range={props.range} chosen={props.chosen} />
+      ) : (
+        <p class="notice">This console cannot draw widgets of type {widget.type}.</p>
+      )}
+    </section>
+  );
+}
+
+/** A variable's control: named after it, choosing one thing of its template. */
+function VariableChoice(props: {
+  variable: Dashboard['variables'][number];
+  value: string | undefined;
+  onChange: (thingKey: string) => void;
+}) {
+  const { variable } = props;
+  const things = useLoad(
+    async () =>
+      (
+        await answer(
+          api.GET('/api/v3/things', {
+            params: {
+              query: { thing_template_key: variable.thing_template_key, per: 1000, order_by: 'name', order: 'asc' },
+            },
+          }),
+        )
+      ).things,
+    [variable.thing_template_key],
+  );
+  const first = things.data?.[0]?.thing_key;
+  useEffect(() => {
+    if (props.value === undefined && first !== undefined) props.onChange(first);
+  }, [first]);
+  return (
+    <Field label={variable.name} error={things.error}>
+      {(id, describedBy) => (
+        <select
+          id={id}
+          aria-describedby={describedBy}
+          value={props.value ?? ''}
+          onChange={(e) => props.onChange(e.currentTarget.value)}
+        >
+          {things.data?.length === 0 && <option value="">No things of its template</option>}
+          {things.data?.map((t) => (
+            <option key={t.thing_key} value={t.thing_key}>
+              {t.name}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}
+
+/** Downloads `<name>.json` holding the API's `dashboard` object, as `Import dashboard` reads it. */
+function exportDashboard(dashboard: Dashboard): void {
+  const blob = new Blob([`${JSON.stringify(dashboard, null, 2)}\n`], { type: 'application/json' });
+  const link = document.createElement('a');
+  link.href = URL.createObjectURL(blob);
+  link.download = `${dashboard.name}.json`;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+}
+
+/** A key for a new widget, as the API would make one (10 characters of 0-9a-z, unique in the dashboard). */
+function newKey(widgets: Widget[]): string {
+  const taken = new Set(widgets.map((w) => w.widget_key));
+  for (;;) {
+    const bytes = crypto.getRandomValues(new Uint8Array(10));
+    const key = Array.from(bytes, (b) => (b % 36).toString(36)).join('');
+    if (!taken.has(key)) return key;
+  }
+}

@@ -1,0 +1,44 @@
+/** The few parts of Leaflet 1.9 the map widget uses (the package ships no types). */
+declare module 'leaflet' {
+  type LatLng = [number, number];
+  interface Layer {
+    addTo(target: Map | LayerGroup): this;
+    bindTooltip(text: string): this;
+  }
+  interface LayerGroup extends Layer {
+    clearLayers(): this;
+  }
+  interface LatLngBounds {
+    pad(ratio: number): LatLngBounds;
+  }
+  interface Map {
+    setView(center: LatLng, zoom: number): this;
+    fitBounds(bounds: LatLngBounds, options?: { maxZoom?: number; animate?: boolean }): this;
+    invalidateSize(): this;
+    remove(): this;
+  }
+  interface CircleMarkerOptions {
+    radius?: number;
+    color?: string;
+    weight?: number;
+    fillColor?: string;
+    fillOpacity?: number;
+  }
+  const L: {
+    map(
+      element: HTMLElement,
+      options?: {
+        attributionControl?: boolean;
+        zoomSnap?: number;
+        zoomAnimation?: boolean;
+        fadeAnimation?: boolean;
+        markerZoomAnimation?: boolean;
+      },
+    ): Map;
+    layerGroup(): LayerGroup;
+    circleMarker(at: LatLng, options?: CircleMarkerOptions): Layer;
+    latLngBounds(points: LatLng[]): LatLngBounds;
+  };
+  export default L;
+  export type { LayerGroup, Map };
+}

@@ -1,0 +1,70 @@
+import 'leaflet/dist/leaflet.css';
+import L, { type LayerGroup, type Map as LeafletMap } from 'leaflet';
+import { useEffect, useRef } from 'preact/hooks';
+import type { Thing } from './model.ts';
+
+const ONLINE = '#15803d';
+const OFFLINE = '#6b7280';
+
+/** A thing's position: its `coordinates` ([latitude, longitude], numbers or numeric text). */
+function position(thing: Thing): [number, number] | undefined {
+  const [lat, lng] = (thing.coordinates ?? []).map(Number);
+  return lat !== undefined && lng !== undefined && Number.isFinite(lat) && Number.isFinite(lng)
+    ? [lat, lng]
+    : undefined;
+}
+
+/**
+ * Things as markers coloured by status (green online, grey offline) on a plain background: the server
+ * has no map tile setting yet, so no tiles are drawn and nothing is fetched from elsewhere
+ * (docs/console.md, "Dashboards").
+ */
+export function MapWidget({ things }: { things: Thing[] }) {
+  const box = useRef<HTMLDivElement>(null);
+  const map = useRef<LeafletMap | undefined>(undefined);
+  const layer = useRef<LayerGroup | undefined>(undefined);
+  useEffect(() => {
+    if (!box.current) return;
+    map.current = L.map(box.current, {
+      attributionControl: false,
+      zoomSnap: 0.5,
+      // Drawn at once: an animation still running when the widget goes away throws.
+      zoomAnimation: false,
+      fadeAnimation: false,
+      markerZoomAnimation: false,
+    }).setView([20, 0], 1);
+    layer.current = L.layerGroup().addTo(map.current);
+    const resize = new ResizeObserver(() => map.current?.invalidateSize());
+    resize.observe(box.current);
+    return () => {
+      resize.disconnect();
+      map.current?.remove();
+    };
+  }, []);
+  const placed = things.map((t) => [t, position(t)] as const).filter((p): p is [Thing, [number, number]] => !!p[1]);
+  useEffect(() => {
+    const group = layer.current;
+    if (!group || !map.current) return;
+    group.clearLayers();
+    for (const [thing, at] of placed)
+      L.circleMarker(at, {
+        radius: 8,
+        color: '#111827',
+        weight: 1,
+        fillColor: thing.alive ? ONLINE : OFFLINE,
+        fillOpacity: 0.9,
+      })
+        .bindTooltip(`${thing.name}: ${thing.alive ? 'Online' : 'Offline'}`)
+        .addTo(group);
+    if (placed.length > 0)
+      map.current.fitBounds(L.latLngBounds(placed.map(([, at]) => at)).pad(0.3), { maxZoom: 12, animate: false });
+  }, [placed.map(([t, at]) => `${t.thing_key}:${t.alive}:${at}`).join('|')]);
+  return (
+    <figure class="dashboard-map-figure" aria-label={`Map of ${placed.length} things`}>
+      <div ref={box} class="dashboard-map" />
+      <figcaption class="hint">
+        {placed.length} of {things.length} things have coordinates
+      </figcaption>
+    </figure>
+  );
+}

@@ -1,0 +1,444 @@
+/**
+ * What each widget type draws (docs/console.md, "Dashboards"), read with the viewer's own permissions
+ * and kept live through realtime push; live changes are drawn at most once per animation frame.
+ */
+import type { ComponentType } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { answer, api } from '../api/client.ts';
+import { type Alert, AlertTable } from '../components/alert-table.tsx';
+import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
+import { Failure } from '../components/failure.tsx';
+import { useLoad } from '../components/use-load.ts';
+import { showTime, showValue } from '../format.ts';
+import { realtime } from '../realtime.ts';
+import { Link, segment } from '../router.tsx';
+import { Markdown } from './markdown.tsx';
+import { type Resolved, resolveKey, resolveSource, type Thing, type Widget } from './model.ts';
+import { useFrameState } from './use-frame-state.ts';
+
+export interface WidgetProps {
+  widget: Widget;
+  /** The shared time range, epoch seconds. */
+  range: [number, number];
+  /** The thing chosen for each variable. */
+  chosen: Record<string, string>;
+}
+
+/** The value at a metric's path (`machine.status` reads nested data, as the API does). */
+export function pick(data: unknown, metric: string): unknown {
+  let value: unknown = data;
+  for (const part of metric.split('.')) {
+    if (!value || typeof value !== 'object') return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
+}
+
+/** The colour of the highest threshold at or below `value`. */
+export function thresholdColour(thresholds: Widget['thresholds'], value: unknown): string | undefined {
+  if (typeof value !== 'number') return undefined;
+  let colour: string | undefined;
+  for (const t of thresholds ?? []) if (value >= t.from) colour = t.color;
+  return colour;
+}
+
+/** Things a widget's source chose, and those shown as missing; read again as things change. */
+function useSource(widget: Widget, chosen: Record<string, string>) {
+  const source = widget.source;
+  const loaded = useLoad<Resolved>(
+    () => (source ? resolveSource(source, chosen) : Promise.resolve({ things: [], missing: [] })),
+    [JSON.stringify(source), JSON.stringify(chosen)],
+  );
+  useEffect(() => realtime.onResume(loaded.reload), []);
+  return loaded;
+}
+
+function Missing({ keys }: { keys: string[] }) {
+  if (keys.length === 0) return null;
+  return <p class="notice">Missing (not found, or not yours to read): {keys.join(', ')}</p>;
+}
+
+/** Seconds between buckets for a range: a few hundred points at most. */
+function buckets(range: [number, number]): { time_grouping: 'minute' | 'hour'; time_grouping_value: number } {
+  const span = range[1] - range[0];
+  if (span <= 3600) return { time_grouping: 'minute', time_grouping_value: 1 };
+  if (span <= 6 * 3600) return { time_grouping: 'minute', time_grouping_value: 5 };
+  if (span <= 86400) return { time_grouping: 'minute', time_grouping_value: 15 };
+  if (span <= 7 * 86400) return { time_grouping: 'hour', time_grouping_value: 1 };
+  return { time_grouping: 'hour', time_grouping_value: 6 };
+}
+
+type Bucket = Record<string, Record<string, number | null>>;
+
+/** Columns from rows keyed by time: one series per label, null where a row lacks it. */
+function toColumns(labels: string[], rows: Map<number, (number | null)[]>): Columns {
+  const x = [...rows.keys()].sort((a, b) => a - b);
+  return {
+    metrics: labels,
+    x,
+    ys: labels.map((_, i) => x.map((t) => rows.get(t)?.[i] ?? null)),
+  };
+}
+
+const asNumber = (value: unknown): number | null => (typeof value === 'number' ? value : null);
+
+/** A line per thing and metric (raw events up to 6 hours, averages per bucket beyond), or per metric across the things. */
+function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
+  const source = useSource(widget, chosen);
+  const metrics = widget.metrics ?? [];
+  const things = source.data?.things ?? [];
+  const keys = things.map((t) => t.thing_key).join(',');
+  const [columns, setColumns] = useState<Columns | undefined>();
+  const [error, setError] = useState<string | undefined>();
+  const [round, setRound] = useState(0);
+  const chart = useRef<ChartHandle | undefined>(undefined);
+  const aggregate = widget.aggregate;
+  useEffect(() => {
+    if (!source.data) return;
+    let current = true;
+    const [from, to] = range;
+    const load = async (): Promise<Columns> => {
+      if (aggregate) {
+        const scope = widget.source?.group_key
+          ? { group_key: widget.source.group_key }
+          : widget.source?.thing_template_key
+            ? { thing_template_key: widget.source.thing_template_key }
+            : { thing_keys: keys === '' ? [] : keys.split(',') };
+        const answered = (await answer(
+          api.POST('/api/v3/query/fleet_aggregated_data', {
+            body: { ...scope, from, to, metrics, functions: [aggregate], ...buckets(range) } as never,
+          }),
+        )) as unknown as { time_grouped_result: Record<string, Bucket> };
+        const rows = new Map<number, (number | null)[]>();
+        for (const [start, bucket] of Object.entries(answered.time_grouped_result ?? {}))
+          rows.set(
+            Number(start),
+            metrics.map((m) => asNumber(bucket[m]?.[aggregate])),
+          );
+        return toColumns(
+          metrics.map((m) => `${aggregate} ${m}`),
+          rows,
+        );
+      }
+      const labels = things.flatMap((t) => metrics.map((m) => `${t.name} ${m}`));
+      const rows = new Map<number, (number | null)[]>();
+      const put = (time: number, index: number, value: number | null) => {
+        const row = rows.get(time) ?? labels.map(() => null);
+        row[index] = value;
+        rows.set(time, row);
+      };
+      if (to - from <= 6 * 3600) {
+        await Promise.all(
+          things.map(async (thing, t) => {
+            const answered = (await answer(
+              api.POST('/api/v3/query/thing_data', {
+                body: { thing_key: thing.thing_key, from, to, per: 10_000, order: 'asc', metrics } as never,
+              }),
+            )) as unknown as Record<string, { event_data: { timestamp: number; data: unknown }[] }>;
+            for (const event of answered[thing.thing_key]?.event_data ?? [])
+              metrics.forEach((m, i) => {
+                const value = asNumber(pick(event.data, m));
+                if (value !== null) put(event.timestamp, t * metrics.length + i, value);
+              });
+          }),
+        );
+      } else if (things.length > 0) {
+        const answered = (await answer(
+          api.POST('/api/v3/query/thing_aggregated_data', {
+            body: { thing_keys: keys.split(','), from, to, metrics, functions: ['avg'], ...buckets(range) } as never,
+          }),
+        )) as unknown as {
+          time_grouped_result: Record<string, Record<string, Record<string, { avg: number | null }>>>;
+        };
+        for (const [start, bucket] of Object.entries(answered.time_grouped_result ?? {}))
+          for (const [t, thing] of things.entries())
+            for (const [i, m] of metrics.entries())
+              put(Number(start), t * metrics.length + i, bucket[thing.thing_key]?.[m]?.avg ?? null);
+      }
+      return toColumns(labels, rows);
+    };
+    load().then(
+      (loaded) => {
+        if (!current) return;
+        setError(undefined);
+        setColumns(loaded);
+      },
+      (failure) => current && setError(failure instanceof Error ? failure.message : String(failure)),
+    );
+    return () => {
+      current = false;
+    };
+  }, [source.data, range[0], range[1], round]);
+  // Live: a raw line takes each event as it comes (drawn once a frame); a fleet line is read again, at
+  // most every five seconds, as its buckets are the server's sums.
+  const live = useRef(columns);
+  live.current = columns;
+  useEffect(() => {
+    if (keys === '') return;
+    let later: ReturnType<typeof setTimeout> | undefined;
+    const names = keys.split(',');
+    const stop = realtime.subscribe('events', { thing_keys: names, metrics }, (message) => {
+      if (message.type !== 'event') return;
+      if (aggregate) {
+        later ??= setTimeout(() => {
+          later = undefined;
+          setRound((r) => r + 1);
+        }, 5000);
+        return;
+      }
+      const shown = live.current;
+      const t = names.indexOf(String(message.thing_key));
+      if (!shown || t < 0 || typeof message.timestamp !== 'number' || message.timestamp < range[0]) return;
+      shown.x.push(message.timestamp);
+      shown.ys.forEach((column, i) => {
+        const mine = Math.floor(i / metrics.length) === t;
+        column.push(mine ? asNumber(pick(message.data, metrics[i % metrics.length] as string)) : null);
+      });
+      chart.current?.draw();
+    });
+    return () => {
+      clearTimeout(later);
+      stop();
+    };
+  }, [keys, metrics.join(','), aggregate, range[0]]);
+  return (
+    <>
+      <Failure message={source.error ?? error} />
+      <Missing keys={source.data?.missing ?? []} />
+      {columns && <Chart columns={columns} handle={chart} height={200} span={range} />}
+    </>
+  );
+}
+
+/** The latest value of one thing's metric, and live ones. */
+function useLatest(widget: Widget, chosen: Record<string, string>) {
+  const thingKey = resolveKey(widget.thing_key ?? '', chosen);
+  const metric = widget.metric ?? '';
+  const [latest, update, reset] = useFrameState<{ value: unknown; timestamp: number } | undefined>(undefined);
+  const [missing, setMissing] = useState(false);
+  // Events missed while the connection was down are not replayed: the latest value is read again.
+  const [round, setRound] = useState(0);
+  useEffect(() => realtime.onResume(() => setRound((r) => r + 1)), []);
+  useEffect(() => {
+    let current = true;
+    reset(undefined);
+    setMissing(false);
+    if (thingKey === '') {
+      setMissing(true);
+      return;
+    }
+    answer(api.GET('/api/v3/things/{thing_key}', { params: { path: { thing_key: thingKey } } })).then(
+      ({ thing }) => {
+        const event = thing.last_event;
+        const value = event ? pick(event.data, metric) : undefined;
+        if (current && event && value !== undefined && typeof event.timestamp === 'number')
+          update((shown) =>
+            shown && shown.timestamp > (event.timestamp as number)
+              ? shown
+              : { value, timestamp: event.timestamp as number },
+          );
+      },
+      () => current && setMissing(true),
+    );
+    const stop = realtime.subscribe('events', { thing_keys: [thingKey], metrics: [metric] }, (message) => {
+      if (message.type !== 'event' || typeof message.timestamp !== 'number') return;
+      const value = pick(message.data, metric);
+      const timestamp = message.timestamp;
+      if (value !== undefined) update((shown) => (shown && shown.timestamp > timestamp ? shown : { value, timestamp }));
+    });
+    return () => {
+      current = false;
+      stop();
+    };
+  }, [thingKey, metric, round]);
+  return { thingKey, latest, missing };
+}
+
+function ValueWidget({ widget, chosen }: WidgetProps) {
+  const { thingKey, latest, missing } = useLatest(widget, chosen);
+  if (missing) return <Missing keys={[thingKey || `$${widget.thing_key?.slice(1) ?? ''}`]} />;
+  const colour = thresholdColour(widget.thresholds, latest?.value);
+  return (
+    <p class="dashboard-value">
+      <output class="value-figure" style={colour ? { color: colour } : undefined}>
+        {latest ? showValue(latest.value) : '–'}
+      </output>
+      {widget.unit && <span class="value-unit"> {widget.unit}</span>}
+      {latest && <small class="hint">{showTime(latest.timestamp)}</small>}
+    </p>
+  );
+}
+
+function GaugeWidget({ widget, chosen }: WidgetProps) {
+  const { thingKey, latest, missing } = useLatest(widget, chosen);
+  if (missing) return <Missing keys={[thingKey || String(widget.thing_key)]} />;
+  const min = widget.min ?? 0;
+  const max = widget.max ?? 100;
+  const value = typeof latest?.value === 'number' ? latest.value : undefined;
+  const share = value === undefined ? 0 : Math.min(1, Math.max(0, (value - min) / (max - min)));
+  const colour = thresholdColour(widget.thresholds, value) ?? '#1f5fbf';
+  // A half circle from the left (min) to the right (max).
+  const angle = Math.PI * (1 - share);
+  const end = `${60 + 50 * Math.cos(angle)} ${60 - 50 * Math.sin(angle)}`;
+  return (
+    <div class="dashboard-gauge">
+      <svg
+        viewBox="0 0 120 70"
+        role="img"
+        aria-label={`${showValue(value)} on a dial from ${showValue(min)} to ${showValue(max)}`}
+      >
+        <path d="M 10 60 A 50 50 0 0 1 110 60" fill="none" stroke="#e5e7eb" stroke-width="10" />
+        {value !== undefined && (
+          <path d={`M 10 60 A 50 50 0 0 1 ${end}`} fill="none" stroke={colour} stroke-width="10" />
+        )}
+      </svg>
+      <p class="dashboard-value">
+        <output class="value-figure">{latest ? showValue(latest.value) : '–'}</output>
+        {widget.unit && <span class="value-unit"> {widget.unit}</span>}
+        <small class="hint">
+          {showValue(min)} to {showValue(max)}
+        </small>
+      </p>
+    </div>
+  );
+}
+
+/** Things of the source, with status and last event kept live. */
+function useLiveThings(widget: Widget, chosen: Record<string, string>) {
+  const source = useSource(widget, chosen);
+  const [things, update, reset] = useFrameState<Thing[]>([]);
+  const keys = source.data?.things.map((t) => t.thing_key).join(',') ?? '';
+  useEffect(() => {
+    reset(source.data?.things ?? []);
+    if (keys === '') return;
+    const names = keys.split(',');
+    const stopEvents = realtime.subscribe('events', { thing_keys: names }, (message) => {
+      if (message.type !== 'event' || typeof message.timestamp !== 'number') return;
+      const timestamp = message.timestamp;
+      update((shown) =>
+        shown.map((t) =>
+          t.thing_key === message.thing_key &&
+          (!t.last_event || typeof t.last_event.timestamp !== 'number' || t.last_event.timestamp <= timestamp)
+            ? { ...t, alive: true, last_event: { timestamp, data: message.data as Record<string, never> } }
+            : t,
+        ),
+      );
+    });
+    const stopThings = realtime.subscribe('things', { thing_keys: names }, (message) => {
+      if (message.type !== 'thing') return;
+      if (message.change !== 'alive') return source.reloadSoon();
+      update((shown) =>
+        shown.map((t) => (t.thing_key === message.thing_key ? { ...t, alive: message.alive as boolean } : t)),
+      );
+    });
+    return () => {
+      stopEvents();
+      stopThings();
+    };
+  }, [source.data]);
+  return { source, things };
+}
+
+function ThingsWidget({ widget, chosen }: WidgetProps) {
+  const { source, things } = useLiveThings(widget, chosen);
+  const metrics = widget.metrics ?? [];
+  return (
+    <>
+      <Failure message={source.error} />
+      <Missing keys={source.data?.missing ?? []} />
+      <table aria-label={widget.title}>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Status</th>
+            <th scope="col">Last event</th>
+            {metrics.map((m) => (
+              <th key={m} scope="col">
+                {m}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {things.map((t) => (
+            <tr key={t.thing_key}>
+              <td>
+                <Link to={`things/${segment(t.thing_key)}`}>{t.name}</Link>
+              </td>
+              <td class={t.alive ? 'online' : 'offline'}>{t.alive ? 'Online' : 'Offline'}</td>
+              <td>{t.last_event ? showTime(t.last_event.timestamp) : ''}</td>
+              {metrics.map((m) => (
+                <td key={m}>{showValue(t.last_event ? pick(t.last_event.data, m) : undefined)}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
+function AlertsWidget({ widget, chosen }: WidgetProps) {
+  const source = useSource(widget, chosen);
+  const keys = source.data?.things.map((t) => t.thing_key) ?? [];
+  const status = widget.status ?? ['open', 'acknowledged'];
+  const alerts = useLoad(async () => {
+    if (keys.length === 0) return [] as Alert[];
+    const answered = await answer(
+      api.GET('/api/v3/alerts', {
+        params: { query: { status, per: 100, order_by: 'timestamp', order: 'desc' } as never },
+      }),
+    );
+    const mine = new Set(keys);
+    return answered.alerts.filter((a) => a.thing_key && mine.has(a.thing_key)).slice(0, 20);
+  }, [keys.join(','), status.join(',')]);
+  useEffect(() => {
+    const stopAlerts = realtime.subscribe('alerts', {}, (m) => m.type === 'alert' && alerts.reloadSoon());
+    const stopResume = realtime.onResume(alerts.reload);
+    return () => {
+      stopAlerts();
+      stopResume();
+    };
+  }, []);
+  return (
+    <>
+      <Failure message={source.error ?? alerts.error} />
+      <Missing keys={source.data?.missing ?? []} />
+      {alerts.data && alerts.data.length === 0 && <p>No alerts.</p>}
+      {alerts.data && alerts.data.length > 0 && <AlertTable alerts={alerts.data} showThing />}
+    </>
+  );
+}
+
+/** Leaflet is loaded only when a map is drawn. */
+let mapModule: Promise<ComponentType<{ things: Thing[] }>> | undefined;
+
+function MapWidgetLoader({ widget, chosen }: WidgetProps) {
+  const { source, things } = useLiveThings(widget, chosen);
+  const [MapView, setMapView] = useState<ComponentType<{ things: Thing[] }> | undefined>();
+  useEffect(() => {
+    mapModule ??= import('./map-widget.tsx').then((m) => m.MapWidget);
+    mapModule.then((loaded) => setMapView(() => loaded));
+  }, []);
+  return (
+    <>
+      <Failure message={source.error} />
+      <Missing keys={source.data?.missing ?? []} />
+      {MapView ? <MapView things={things} /> : <p aria-busy="true">Loading…</p>}
+    </>
+  );
+}
+
+function TextWidget({ widget }: WidgetProps) {
+  return <Markdown text={widget.text ?? ''} />;
+}
+
+export const WIDGETS: Record<Widget['type'], ComponentType<WidgetProps>> = {
+  timeseries: TimeseriesWidget,
+  value: ValueWidget,
+  gauge: GaugeWidget,
+  things: ThingsWidget,
+  alerts: AlertsWidget,
+  map: MapWidgetLoader,
+  text: TextWidget,
+};

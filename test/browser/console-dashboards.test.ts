@@ -1,0 +1,393 @@
+/**
+ * Dashboards in a real browser against a real server (docs/console.md, "Dashboards"): one built from
+ * nothing with every widget type, its layout changed from the keyboard and saved, a variable switched,
+ * a value widget following a device live (also full screen, without the navigation), export then
+ * import giving the same dashboard, and Markdown and titles holding XSS payloads drawn inert.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { assertAccessible } from '../support/axe.ts';
+import { browserSkip, launchBrowser, SCREENSHOTS, screenshot, watchProblems } from '../support/browser.ts';
+import { createKeyPair, Device } from '../support/device.ts';
+import { createThing, defaultTemplateKey } from '../support/fixtures.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+
+const XSS_TITLE = '<img src=x onerror=alert(1)>';
+const XSS_TEXT = [
+  '# Shift notes',
+  '<img src=x onerror=alert(2)>',
+  '<script>alert(3)</script>',
+  '[click me](javascript:alert(4))',
+  '![pic](javascript:alert(5))',
+].join('\n\n');
+
+for (const store of STORES) {
+  describe(`dashboards in a browser [${store.name}]`, { skip: browserSkip || store.skip }, () => {
+    let api: TestServer;
+    let browser: Browser;
+    let page: Page;
+    let problems: string[];
+    let token: string;
+    let device: Device;
+    let template: string;
+    let boiler: { thing_key: string; name: string };
+    let pump: { thing_key: string; name: string };
+    let dashboardKey: string;
+    const dialogs: string[] = [];
+    const shot = (name: string) => screenshot(page, `${store.name}-dashboards-${name}`);
+    const region = (name: string) => page.getByRole('region', { name, exact: true });
+
+    before(async () => {
+      [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
+      token = await api.adminToken();
+      device = new Device(api.url, await createKeyPair(api, token));
+      template = await defaultTemplateKey(api, token);
+      boiler = await createThing(api, token, { name: 'Boiler', coordinates: [52.52, 13.4] });
+      pump = await createThing(api, token, { name: 'Pump', coordinates: [48.14, 11.58] });
+      assert.equal((await device.event({ thing_key: boiler.thing_key, data: { temp: 20 } })).status, 200);
+      assert.equal((await device.event({ thing_key: pump.thing_key, data: { temp: 35.5 } })).status, 200);
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+      page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      problems = watchProblems(page);
+      page.on('dialog', (dialog) => {
+        dialogs.push(dialog.message());
+        dialog.dismiss();
+      });
+      await page.goto(`${api.url}/console/dashboards`);
+      await page.getByLabel('Email', { exact: true }).fill(ADMIN_EMAIL);
+      await page.getByLabel('Password', { exact: true }).fill(ADMIN_PASSWORD);
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    });
+    after(async () => {
+      await browser?.close();
+      await api?.close();
+    });
+
+    async function stored(key: string) {
+      const response = await api.request('GET', `/api/v3/dashboards/${key}`, { token });
+      assert.equal(response.status, 200, response.text);
+      return response.body.dashboard;
+    }
+
+    async function addWidget(
+      type: string,
+      title: string,
+      fields: Record<string, string>,
+      selects: Record<string, string> = {},
+    ) {
+      await page.getByRole('button', { name: 'Add widget', exact: true }).click();
+      const form = page.getByRole('form', { name: 'Add widget' });
+      await form.getByLabel('Widget type', { exact: true }).selectOption(type);
+      await form.getByLabel('Title', { exact: true }).fill(title);
+      for (const [label, value] of Object.entries(selects))
+        await form.getByLabel(label, { exact: true }).selectOption(value);
+      for (const [label, value] of Object.entries(fields)) await form.getByLabel(label, { exact: true }).fill(value);
+      await form.getByRole('button', { name: 'Add', exact: true }).click();
+      await region(title).waitFor();
+    }
+
+    it('when there are no dashboards then New dashboard makes one by its name and opens it', async () => {
+      await page.getByRole('heading', { level: 2, name: 'No dashboards yet', exact: true }).waitFor();
+      await page.getByRole('button', { name: 'New dashboard', exact: true }).click();
+      await page.getByLabel('Name', { exact: true }).fill('Line 3');
+      await page.getByRole('button', { name: 'Create', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Line 3', exact: true }).waitFor();
+      dashboardKey = decodeURIComponent(new URL(page.url()).pathname.split('/').at(-1) ?? '');
+      assert.equal((await stored(dashboardKey)).name, 'Line 3');
+      await page.getByLabel('Time range', { exact: true }).waitFor();
+    });
+
+    it('when a widget of every type is added and saved then the API keeps them and each is a region named by its title', async () => {
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      const things = `${boiler.thing_key}, ${pump.thing_key}`;
+      await addWidget('timeseries', 'Temperatures', { 'Thing keys': things, Metrics: 'temp' });
+      await addWidget(
+        'timeseries',
+        'Fleet average',
+        { 'Template key': template, Metrics: 'temp' },
+        { Source: 'thing_template_key', Aggregate: 'avg' },
+      );
+      await addWidget('value', 'Boiler temperature', {
+        Thing: boiler.thing_key,
+        Metric: 'temp',
+        Unit: '°C',
+        Thresholds: '0 #15803d, 50 #b91c1c',
+      });
+      await addWidget('gauge', 'Boiler gauge', { Thing: boiler.thing_key, Metric: 'temp', Min: '0', Max: '100' });
+      await addWidget(
+        'things',
+        'Boilers',
+        { 'Template key': template, Metrics: 'temp' },
+        { Source: 'thing_template_key' },
+      );
+      await addWidget('alerts', 'Open alerts', { 'Thing keys': things });
+      await addWidget('map', 'Plant map', { 'Thing keys': things });
+      await addWidget('text', XSS_TITLE, { Text: XSS_TEXT });
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('button', { name: 'Edit', exact: true }).waitFor();
+      const dashboard = await stored(dashboardKey);
+      assert.deepEqual(
+        dashboard.widgets.map((w: { type: string }) => w.type),
+        ['timeseries', 'timeseries', 'value', 'gauge', 'things', 'alerts', 'map', 'text'],
+      );
+      assert.equal(dashboard.widgets[1].aggregate, 'avg');
+      assert.deepEqual(dashboard.widgets[1].source, { thing_template_key: template });
+      assert.deepEqual(dashboard.widgets[2].thresholds, [
+        { from: 0, color: '#15803d' },
+        { from: 50, color: '#b91c1c' },
+      ]);
+      await region('Boiler temperature').locator('output').filter({ hasText: /^20$/ }).waitFor();
+      await region('Boilers').getByRole('cell', { name: '35.5', exact: true }).waitFor();
+      await region('Boilers').getByRole('cell', { name: 'Online', exact: true }).first().waitFor();
+      await region('Plant map').getByRole('figure', { name: 'Map of 2 things', exact: true }).waitFor();
+      await region('Temperatures').locator('canvas').first().waitFor();
+      await region('Fleet average').locator('canvas').first().waitFor();
+      await page.waitForLoadState('networkidle');
+      await assertAccessible(page, 'a dashboard');
+      await shot('every-widget');
+    });
+
+    it('when the text widget and a title hold XSS payloads then they are shown as text and never run', async () => {
+      const text = region(XSS_TITLE);
+      await text.getByRole('heading', { level: 1, name: 'Shift notes', exact: true }).waitFor();
+      // The Markdown image keeps its alt text, its javascript: source dropped.
+      const sources = await text.locator('img').evaluateAll((images) => images.map((i) => i.getAttribute('src') ?? ''));
+      assert.deepEqual(sources, ['']);
+      assert.equal(await text.locator('script').count(), 0);
+      assert.equal(await page.locator('[onerror]').count(), 0);
+      const hrefs = await text.locator('a').evaluateAll((links) => links.map((a) => a.getAttribute('href') ?? ''));
+      assert.ok(
+        hrefs.every((href) => !href.toLowerCase().startsWith('javascript')),
+        hrefs.join(' '),
+      );
+      const shown = (await text.textContent()) ?? '';
+      assert.match(shown, /<img src=x onerror=alert\(2\)>/);
+      assert.match(shown, /<script>alert\(3\)<\/script>/);
+      assert.deepEqual(dialogs, []);
+    });
+
+    it('when a device sends then the value widget shows the new value in its threshold colour', async () => {
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      assert.equal((await device.event({ thing_key: boiler.thing_key, data: { temp: 61 } })).status, 200);
+      const figure = region('Boiler temperature').locator('output');
+      await figure.filter({ hasText: /^61$/ }).waitFor();
+      assert.equal(
+        await figure.evaluate((e) => (e as unknown as { style: { color: string } }).style.color),
+        'rgb(185, 28, 28)',
+      );
+      await region('Boilers').getByRole('cell', { name: '61', exact: true }).waitFor();
+    });
+
+    it('when a widget is moved and resized from the keyboard and saved then the API keeps the new layout', async () => {
+      const before = (await stored(dashboardKey)).widgets[2].layout;
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      const controls = region('Boiler temperature');
+      await controls.getByRole('button', { name: 'Move right', exact: true }).focus();
+      await page.keyboard.press('Enter');
+      await page.keyboard.press('Enter');
+      await controls.getByRole('button', { name: 'Wider', exact: true }).focus();
+      await page.keyboard.press('Space');
+      await controls.getByRole('button', { name: 'Taller', exact: true }).focus();
+      await page.keyboard.press('Enter');
+      // The focused widget itself: an arrow moves it, Shift with an arrow resizes it.
+      await controls.focus();
+      await page.keyboard.press('ArrowDown');
+      await page.keyboard.press('Shift+ArrowLeft');
+      await controls.getByText(`Column ${before.x + 3}, row ${before.y + 2}, ${before.w} wide`).waitFor();
+      await page.getByRole('button', { name: 'Save', exact: true }).focus();
+      await page.keyboard.press('Enter');
+      await page.getByRole('button', { name: 'Edit', exact: true }).waitFor();
+      const after = (await stored(dashboardKey)).widgets[2].layout;
+      assert.deepEqual(after, { x: before.x + 2, y: before.y + 1, w: before.w, h: before.h + 1 });
+    });
+
+    it("when Save is refused then the API's message naming the field is shown", async () => {
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      await addWidget('value', 'Nowhere', { Thing: 'no-such-thing', Metric: 'temp' });
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      const alert = page.getByRole('alert').filter({ hasText: 'widgets[8].thing_key' });
+      await alert.waitFor();
+      await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+      assert.equal((await stored(dashboardKey)).widgets.length, 8);
+    });
+
+    it('when Full screen is followed then the dashboard shows without the navigation and stays live', async () => {
+      await page.getByRole('link', { name: 'Full screen', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Line 3', exact: true }).waitFor();
+      assert.equal(new URL(page.url()).pathname, `/console/dashboards/${dashboardKey}/full`);
+      assert.equal(await page.getByRole('navigation').count(), 0);
+      assert.equal(await page.getByRole('button', { name: 'Sign out' }).count(), 0);
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      await region('Boiler temperature').locator('output').filter({ hasText: '61' }).waitFor();
+      assert.equal((await device.event({ thing_key: boiler.thing_key, data: { temp: 42.5 } })).status, 200);
+      await region('Boiler temperature').locator('output').filter({ hasText: '42.5' }).waitFor();
+      await shot('full-screen');
+      await page.reload();
+      await page.getByRole('heading', { level: 1, name: 'Line 3', exact: true }).waitFor();
+      assert.equal(await page.getByRole('navigation').count(), 0);
+      await page.getByRole('link', { name: 'Leave full screen', exact: true }).click();
+      await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    });
+
+    it('when a dashboard is exported then imported then the new one has the same fields and new keys', async () => {
+      const downloading = page.waitForEvent('download');
+      await page.getByRole('button', { name: 'Export', exact: true }).click();
+      const download = await downloading;
+      assert.equal(download.suggestedFilename(), 'Line 3.json');
+      const path = await download.path();
+      const exported = JSON.parse(await readFile(path, 'utf8'));
+      const original = await stored(dashboardKey);
+      assert.deepEqual(exported, original);
+      await page
+        .getByRole('navigation', { name: 'Main' })
+        .getByRole('link', { name: 'Dashboards', exact: true })
+        .click();
+      await page.getByRole('button', { name: 'Import dashboard', exact: true }).click();
+      await page.getByLabel('File', { exact: true }).setInputFiles(path);
+      await page.getByRole('button', { name: 'Import', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Line 3', exact: true }).waitFor();
+      await page.waitForURL((url) => !url.pathname.endsWith(`/${dashboardKey}`));
+      const importedKey = decodeURIComponent(new URL(page.url()).pathname.split('/').at(-1) ?? '');
+      const imported = await stored(importedKey);
+      assert.notEqual(importedKey, dashboardKey);
+      const fields = (d: typeof original) => ({
+        name: d.name,
+        description: d.description,
+        time_range: d.time_range,
+        variables: d.variables,
+        widgets: d.widgets.map(({ widget_key: _, ...w }: { widget_key: string }) => w),
+      });
+      assert.deepEqual(fields(imported), fields(original));
+      const oldKeys = new Set(original.widgets.map((w: { widget_key: string }) => w.widget_key));
+      assert.ok(imported.widgets.every((w: { widget_key: string }) => !oldKeys.has(w.widget_key)));
+      await page
+        .getByRole('navigation', { name: 'Main' })
+        .getByRole('link', { name: 'Dashboards', exact: true })
+        .click();
+      await page.getByRole('link', { name: 'Line 3', exact: true }).first().waitFor();
+      assert.equal(await page.getByRole('link', { name: 'Line 3', exact: true }).count(), 2);
+      await assertAccessible(page, 'the dashboards list');
+    });
+
+    it('when a variable is switched then its widgets show the chosen thing', async () => {
+      const response = await api.request('POST', '/api/v3/dashboards', {
+        token,
+        body: {
+          dashboard: {
+            name: 'Any machine',
+            variables: [{ name: 'machine', thing_template_key: template }],
+            widgets: [
+              {
+                type: 'value',
+                title: 'Machine temperature',
+                thing_key: '$machine',
+                metric: 'temp',
+                unit: '°C',
+                thresholds: [
+                  { from: 0, color: '#15803d' },
+                  { from: 40, color: '#c2410c' },
+                ],
+                layout: { x: 0, y: 0, w: 3, h: 2 },
+              },
+              {
+                type: 'gauge',
+                title: 'Machine gauge',
+                thing_key: '$machine',
+                metric: 'temp',
+                unit: '°C',
+                min: 0,
+                max: 100,
+                layout: { x: 3, y: 0, w: 3, h: 3 },
+              },
+              {
+                type: 'things',
+                title: 'Machines',
+                source: { thing_template_key: template },
+                metrics: ['temp'],
+                layout: { x: 6, y: 0, w: 6, h: 3 },
+              },
+              {
+                type: 'timeseries',
+                title: 'Machine history',
+                source: { thing_keys: ['$machine'] },
+                metrics: ['temp'],
+                layout: { x: 0, y: 3, w: 8, h: 4 },
+              },
+              {
+                type: 'map',
+                title: 'Where',
+                source: { thing_template_key: template },
+                layout: { x: 8, y: 3, w: 4, h: 4 },
+              },
+              {
+                type: 'text',
+                title: 'Notes',
+                text: 'Call **maintenance** above 80 °C.',
+                layout: { x: 0, y: 2, w: 3, h: 1 },
+              },
+            ],
+          },
+        },
+      });
+      assert.equal(response.status, 200, response.text);
+      await page.goto(`${api.url}/console/dashboards/${response.body.dashboard.dashboard_key}`);
+      await page.getByRole('heading', { level: 1, name: 'Any machine', exact: true }).waitFor();
+      const choice = page.getByLabel('machine', { exact: true });
+      await region('Machine temperature').locator('output').filter({ hasText: '42.5' }).waitFor();
+      assert.equal(await choice.inputValue(), boiler.thing_key);
+      await choice.selectOption({ label: 'Pump' });
+      await region('Machine temperature').locator('output').filter({ hasText: '35.5' }).waitFor();
+      await region('Machines').getByRole('cell', { name: '35.5', exact: true }).waitFor();
+      await page.waitForLoadState('networkidle');
+      await assertAccessible(page, 'a dashboard with a variable');
+      // The picture of docs/console.md: the window as a person sees it.
+      await page.screenshot({ path: join(SCREENSHOTS, 'docs-dashboard.png') });
+      await shot('variable');
+    });
+
+    it('when a widget names a thing that is gone then it is drawn as missing and the rest of the dashboard is drawn', async () => {
+      const gone = await createThing(api, token, { name: 'Gone' });
+      const response = await api.request('POST', '/api/v3/dashboards', {
+        token,
+        body: {
+          dashboard: {
+            name: 'Half gone',
+            widgets: [
+              {
+                type: 'value',
+                title: 'Gone value',
+                thing_key: gone.thing_key,
+                metric: 'temp',
+                layout: { x: 0, y: 0, w: 4, h: 2 },
+              },
+              {
+                type: 'things',
+                title: 'Some things',
+                source: { thing_keys: [gone.thing_key, boiler.thing_key] },
+                layout: { x: 4, y: 0, w: 8, h: 3 },
+              },
+            ],
+          },
+        },
+      });
+      assert.equal(response.status, 200, response.text);
+      assert.equal((await api.request('DELETE', `/api/v3/things/${gone.thing_key}`, { token })).status, 200);
+      await page.goto(`${api.url}/console/dashboards/${response.body.dashboard.dashboard_key}`);
+      await page.getByRole('heading', { level: 1, name: 'Half gone', exact: true }).waitFor();
+      await region('Gone value').getByText(`Missing (not found, or not yours to read): ${gone.thing_key}`).waitFor();
+      await region('Some things').getByText(`Missing (not found, or not yours to read): ${gone.thing_key}`).waitFor();
+      await region('Some things').getByRole('link', { name: 'Boiler', exact: true }).waitFor();
+      assert.equal(await page.getByRole('alert').count(), 0);
+    });
+
+    it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
+      assert.deepEqual(problems, []);
+      assert.deepEqual(dialogs, []);
+    });
+  });
+}
