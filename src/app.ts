@@ -1,6 +1,7 @@
 /**
  * Builds the server: the store, the HTTP app with its shared plumbing, and every capability's routes.
  */
+import { AsyncResource } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Server as HttpsServer } from 'node:https';
 import swagger from '@fastify/swagger';
@@ -65,6 +66,7 @@ import { loadIdentityProviders } from './sessions/identity-providers.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { SessionService } from './sessions/service.ts';
 import { explainListenError, openConfiguredStore } from './startup.ts';
+import { refusalOfFault, withStatementTimeout, withStoreDeadline } from './store/faults.ts';
 import type { Store } from './store/store.ts';
 import { templateRoutes } from './templates/routes.ts';
 import { thingRoutes } from './things/routes.ts';
@@ -154,6 +156,54 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
   });
 }
 
+/** How long /readyz waits for the store's answer (ms): a database that hangs is then not ready. */
+const READY_WAIT_MS = 800;
+
+/**
+ * Why the store should not be sent traffic now: it does not answer within READY_WAIT_MS, or it refused
+ * a write (a full disk, read-only) and a write tried now is refused too (docs/operations.md, "When the
+ * database fails").
+ */
+async function storeReadiness(store: Store): Promise<string[]> {
+  const answered = await withTimeout(
+    withStoreDeadline(READY_WAIT_MS, () => store.ping()).then(() => true),
+    READY_WAIT_MS,
+  );
+  if (!answered) return ['store: the database does not answer'];
+  if (store.faults.current === undefined) return [];
+  const wrote = await withTimeout(
+    withStoreDeadline(READY_WAIT_MS, () => store.probeWrite()).then(() => true),
+    READY_WAIT_MS,
+  );
+  if (wrote) return [];
+  return [
+    store.faults.current === 'full'
+      ? 'store: storage is full, writes are refused'
+      : 'store: the database refuses writes (read-only)',
+  ];
+}
+
+/**
+ * Every request's statements on PostgreSQL are bounded by DATABASE_STATEMENT_TIMEOUT_MS (store/faults.ts):
+ * the bound is entered when the request arrives, and entered again once its body is read (the body's
+ * events run outside it), so that hooks and handler run under it.
+ */
+function boundStatements(app: FastifyInstance, ms: number): void {
+  if (ms <= 0) return;
+  const scopes = new WeakMap<object, AsyncResource>();
+  app.addHook('onRequest', (request, _reply, done) =>
+    withStatementTimeout(ms, () => {
+      scopes.set(request, new AsyncResource('thingbase-request'));
+      done();
+    }),
+  );
+  app.addHook('preValidation', (request, _reply, done) => {
+    const scope = scopes.get(request);
+    if (scope) scope.runInAsyncScope(done);
+    else done();
+  });
+}
+
 /** The embedded broker, when devices are served by it rather than through MQTT_URL. */
 const embeddedOf = (mqtt: EmbeddedBroker | ExternalBroker | undefined): EmbeddedBroker | undefined =>
   mqtt && 'port' in mqtt ? mqtt : undefined;
@@ -165,11 +215,15 @@ export async function createServer(config: Config): Promise<Server> {
   // the log is the HTTP app's, made once the store is open.
   let warn: (message: string) => void = (message) => process.stderr.write(`${message}\n`);
   const connectionLost = oncePerMinute<'database'>((message) => warn(message));
-  const store = await openConfiguredStore(config, undefined, (error) =>
-    connectionLost(
-      'database',
-      `a database connection failed (${error.message}); queries open a new one, and fail until the database answers`,
-    ),
+  const store = await openConfiguredStore(
+    config,
+    undefined,
+    (error) =>
+      connectionLost(
+        'database',
+        `a database connection failed (${error.message}); queries open a new one, and fail until the database answers`,
+      ),
+    (message) => warn(message),
   );
   const timers: NodeJS.Timeout[] = [];
   /** What a start that fails must undo before the store closes: listeners of recorded changes. */
@@ -206,6 +260,7 @@ export async function createServer(config: Config): Promise<Server> {
         : {}),
       maxPendingRows: config.eventMaxPending,
       startSpacingMs: config.eventWriteSpacingMs,
+      writeTimeoutMs: config.eventWriteTimeoutMs,
     });
     const authenticator = new DeviceAuthenticator(store.db, box, store.changes);
     closeOnFailure.push(() => authenticator.close());
@@ -218,10 +273,13 @@ export async function createServer(config: Config): Promise<Server> {
     });
     closeOnFailure.push(() => hub.close());
     let mqtt: EmbeddedBroker | ExternalBroker | undefined;
+    // Until listen has made the first admin (or found users), a client that signs in may get a 401.
+    let bootstrapped = false;
     const readiness: Readiness = {
       reasons: async () => {
         const reasons: string[] = [];
-        await store.ping().catch(() => reasons.push('store: the database does not answer'));
+        if (!bootstrapped) reasons.push('bootstrap: the first organisation and admin are not made yet');
+        reasons.push(...(await storeReadiness(store)));
         if (mqtt && 'connected' in mqtt && !mqtt.connected())
           reasons.push('mqtt: the external broker is not connected');
         if (writer.refusing()) reasons.push('events: the event writer is behind and refusing events');
@@ -300,6 +358,7 @@ export async function createServer(config: Config): Promise<Server> {
           throw explainListenError(error, at);
         });
         server.bootstrap = await bootstrapFirstAdmin(store, config);
+        bootstrapped = true;
         return address;
       },
       reloadTls: async () => {
@@ -416,7 +475,11 @@ async function buildHttpApp(
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   registerRawBodyParser(app);
-  registerErrorHandling(app);
+  registerErrorHandling(app, (error) => {
+    const fault = store.faults.note(error);
+    return fault === undefined ? undefined : refusalOfFault(fault);
+  });
+  boundStatements(app, config.databaseStatementTimeoutMs);
   parts.metrics.observe(app);
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
@@ -466,14 +529,10 @@ async function buildHttpApp(
   await app.register(swaggerUi, { routePrefix: '/docs' });
   await app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES } });
 
-  app.get('/healthz', { schema: { hide: true } }, async (_request, reply) => {
-    try {
-      await store.ping();
-      return reply.type('application/json').send('{"status":"ok"}');
-    } catch {
-      return reply.status(503).type('application/json').send('{"status":"unavailable"}');
-    }
-  });
+  // The process is alive and serving: answered at once, whatever the store does (its state is /readyz's).
+  app.get('/healthz', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('application/json').send('{"status":"ok"}'),
+  );
   await registerConsole(app, config.consoleDir);
   registerOperationsRoutes(app, parts.metrics, parts.readiness, config.metricsToken);
   app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => reply.send(app.swagger()));

@@ -75,10 +75,13 @@ export async function connectExternalBroker(options: {
   client.on('message', (topicName, payload) => {
     const topic = parseDeviceTopic(topicName);
     if (!topic) return;
-    handleExternalBrokerMessage(devices, { topic, payload, lookup: (ak) => authenticator.credentials(ak) }).then(
-      (ack) => client.publish(ackTopic(topic.clientId), JSON.stringify(ack), { qos: 1 }),
-      (error) => log.error(error, 'MQTT message failed'),
-    );
+    // Every message is answered, a failed one with its own hash and why (messages.ts, failureAck).
+    void handleExternalBrokerMessage(devices, {
+      topic,
+      payload,
+      lookup: (ak) => authenticator.credentials(ak),
+      onUnexpected: (error) => log.error(error, 'MQTT message failed'),
+    }).then((ack) => client.publish(ackTopic(topic.clientId), JSON.stringify(ack), { qos: 1 }));
   });
   client.on('error', (error) => log.warn(`MQTT broker ${redactUrl(options.url)}: ${error.message}`));
   await client.subscribeAsync(serverSubscriptions(options.shareGroup), { qos: 1 });
