@@ -7,7 +7,7 @@ import type { Server as HttpsServer } from 'node:https';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import websocket from '@fastify/websocket';
-import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify';
 import { actionRoutes } from './actions/routes.ts';
 import { alertRoutes } from './alerts/routes.ts';
 import { apiKeyRoutes } from './apikeys/routes.ts';
@@ -184,19 +184,22 @@ async function storeReadiness(store: Store): Promise<string[]> {
 }
 
 /**
- * Every request's statements on PostgreSQL are bounded by DATABASE_STATEMENT_TIMEOUT_MS (store/faults.ts):
- * the bound is entered when the request arrives, and entered again once its body is read (the body's
+ * Every request's statements on PostgreSQL are bounded (store/faults.ts): each by
+ * DATABASE_STATEMENT_TIMEOUT_MS, and a device's request as a whole by EVENT_WRITE_TIMEOUT_MS. The
+ * bound is entered when the request arrives, and entered again once its body is read (the body's
  * events run outside it), so that hooks and handler run under it.
  */
-function boundStatements(app: FastifyInstance, ms: number): void {
-  if (ms <= 0) return;
+function boundStatements(app: FastifyInstance, statementMs: number, deviceMs: number): void {
   const scopes = new WeakMap<object, AsyncResource>();
-  app.addHook('onRequest', (request, _reply, done) =>
-    withStatementTimeout(ms, () => {
-      scopes.set(request, new AsyncResource('thingbase-request'));
-      done();
-    }),
-  );
+  const enter = (request: FastifyRequest, done: () => void) => () => {
+    scopes.set(request, new AsyncResource('thingbase-request'));
+    done();
+  };
+  app.addHook('onRequest', (request, _reply, done) => {
+    const rest = enter(request, done);
+    if (request.routeOptions.config?.access === 'device') void withStoreDeadline(deviceMs, async () => rest());
+    else withStatementTimeout(statementMs, rest);
+  });
   app.addHook('preValidation', (request, _reply, done) => {
     const scope = scopes.get(request);
     if (scope) scope.runInAsyncScope(done);
@@ -262,10 +265,10 @@ export async function createServer(config: Config): Promise<Server> {
       startSpacingMs: config.eventWriteSpacingMs,
       writeTimeoutMs: config.eventWriteTimeoutMs,
     });
-    const authenticator = new DeviceAuthenticator(store.db, box, store.changes);
+    const authenticator = new DeviceAuthenticator(store.db, box, store.changes, config.eventWriteTimeoutMs);
     closeOnFailure.push(() => authenticator.close());
     const ingest = new EventIngest(store, writer, (transport, count) => metrics.eventStored(transport, count));
-    const devices = new DeviceService(store, ingest);
+    const devices = new DeviceService(store, ingest, config.eventWriteTimeoutMs);
     let instructions: MqttInstructions | undefined;
     const hub = new RealtimeHub(store, {
       authenticate: (token) => sessions.authenticate(token),
@@ -479,7 +482,7 @@ async function buildHttpApp(
     const fault = store.faults.note(error);
     return fault === undefined ? undefined : refusalOfFault(fault);
   });
-  boundStatements(app, config.databaseStatementTimeoutMs);
+  boundStatements(app, config.databaseStatementTimeoutMs, config.eventWriteTimeoutMs);
   parts.metrics.observe(app);
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
