@@ -244,6 +244,7 @@ export async function createServer(config: Config): Promise<Server> {
         embedded ? withTimeout(embedded.figures(), 1000).then((i) => i?.connections) : undefined,
       deliveryQueueDepth: () => deliveryQueueDepth(store.db),
       realtimeSubscribers: () => hub.subscriptionCount,
+      storeWriteFault: () => store.faults.current,
     });
     const rules = new RuleEngine({ onQueued: () => worker?.wake(), onFired: (count) => metrics.rulesFired(count) });
     const compactor = new EventCompactor(store, { ageMs: config.eventCompactionAgeMs });
