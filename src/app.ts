@@ -1,13 +1,13 @@
 /**
  * Builds the server: the store, the HTTP app with its shared plumbing, and every capability's routes.
  */
-
+import { AsyncResource } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Server as HttpsServer } from 'node:https';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import websocket from '@fastify/websocket';
-import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify';
 import { actionRoutes } from './actions/routes.ts';
 import { alertRoutes } from './alerts/routes.ts';
 import { apiKeyRoutes } from './apikeys/routes.ts';
@@ -73,6 +73,7 @@ import { sessionRoutes } from './sessions/routes.ts';
 import { SessionService } from './sessions/service.ts';
 import { type DeviceRequest, HttpDeviceLink } from './simulator/device-link.ts';
 import { explainListenError, openConfiguredStore } from './startup.ts';
+import { refusalOfFault, withStatementTimeout, withStoreDeadline } from './store/faults.ts';
 import type { Store } from './store/store.ts';
 import { templateRoutes } from './templates/routes.ts';
 import { thingRoutes } from './things/routes.ts';
@@ -170,6 +171,57 @@ const injectedDeviceRequest =
     return { status: answer.statusCode, text: answer.body };
   };
 
+/** How long /readyz waits for the store's answer (ms): a database that hangs is then not ready. */
+const READY_WAIT_MS = 800;
+
+/**
+ * Why the store should not be sent traffic now: it does not answer within READY_WAIT_MS, or it refused
+ * a write (a full disk, read-only) and a write tried now is refused too (docs/operations.md, "When the
+ * database fails").
+ */
+async function storeReadiness(store: Store): Promise<string[]> {
+  const answered = await withTimeout(
+    withStoreDeadline(READY_WAIT_MS, () => store.ping()).then(() => true),
+    READY_WAIT_MS,
+  );
+  if (!answered) return ['store: the database does not answer'];
+  if (store.faults.current === undefined) return [];
+  const wrote = await withTimeout(
+    withStoreDeadline(READY_WAIT_MS, () => store.probeWrite()).then(() => true),
+    READY_WAIT_MS,
+  );
+  if (wrote) return [];
+  return [
+    store.faults.current === 'full'
+      ? 'store: storage is full, writes are refused'
+      : 'store: the database refuses writes (read-only)',
+  ];
+}
+
+/**
+ * Every request's statements on PostgreSQL are bounded (store/faults.ts): each by
+ * DATABASE_STATEMENT_TIMEOUT_MS, and a device's request as a whole by EVENT_WRITE_TIMEOUT_MS. The
+ * bound is entered when the request arrives, and entered again once its body is read (the body's
+ * events run outside it), so that hooks and handler run under it.
+ */
+function boundStatements(app: FastifyInstance, statementMs: number, deviceMs: number): void {
+  const scopes = new WeakMap<object, AsyncResource>();
+  const enter = (request: FastifyRequest, done: () => void) => () => {
+    scopes.set(request, new AsyncResource('thingbase-request'));
+    done();
+  };
+  app.addHook('onRequest', (request, _reply, done) => {
+    const rest = enter(request, done);
+    if (request.routeOptions.config?.access === 'device') void withStoreDeadline(deviceMs, async () => rest());
+    else withStatementTimeout(statementMs, rest);
+  });
+  app.addHook('preValidation', (request, _reply, done) => {
+    const scope = scopes.get(request);
+    if (scope) scope.runInAsyncScope(done);
+    else done();
+  });
+}
+
 /** The embedded broker, when devices are served by it rather than through MQTT_URL. */
 const embeddedOf = (
   mqtt: EmbeddedBroker | DeviceEndpoint | ExternalBroker | undefined,
@@ -182,11 +234,15 @@ export async function createServer(config: Config): Promise<Server> {
   // the log is the HTTP app's, made once the store is open.
   let warn: (message: string) => void = (message) => process.stderr.write(`${message}\n`);
   const connectionLost = oncePerMinute<'database'>((message) => warn(message));
-  const store = await openConfiguredStore(config, undefined, (error) =>
-    connectionLost(
-      'database',
-      `a database connection failed (${error.message}); queries open a new one, and fail until the database answers`,
-    ),
+  const store = await openConfiguredStore(
+    config,
+    undefined,
+    (error) =>
+      connectionLost(
+        'database',
+        `a database connection failed (${error.message}); queries open a new one, and fail until the database answers`,
+      ),
+    (message) => warn(message),
   );
   const timers: NodeJS.Timeout[] = [];
   /** What a start that fails must undo before the store closes: listeners of recorded changes. */
@@ -204,6 +260,7 @@ export async function createServer(config: Config): Promise<Server> {
         embedded ? withTimeout(embedded.figures(), 1000).then((i) => i?.connections) : undefined,
       deliveryQueueDepth: () => deliveryQueueDepth(store.db),
       realtimeSubscribers: () => hub.subscriptionCount,
+      storeWriteFault: () => store.faults.current,
     });
     const rules = new RuleEngine({ onQueued: () => worker?.wake(), onFired: (count) => metrics.rulesFired(count) });
     const compactor = new EventCompactor(store, { ageMs: config.eventCompactionAgeMs });
@@ -223,11 +280,12 @@ export async function createServer(config: Config): Promise<Server> {
         : {}),
       maxPendingRows: config.eventMaxPending,
       startSpacingMs: config.eventWriteSpacingMs,
+      writeTimeoutMs: config.eventWriteTimeoutMs,
     });
-    const authenticator = new DeviceAuthenticator(store.db, box, store.changes);
+    const authenticator = new DeviceAuthenticator(store.db, box, store.changes, config.eventWriteTimeoutMs);
     closeOnFailure.push(() => authenticator.close());
     const ingest = new EventIngest(store, writer, (transport, count) => metrics.eventStored(transport, count));
-    const devices = new DeviceService(store, ingest);
+    const devices = new DeviceService(store, ingest, config.eventWriteTimeoutMs);
     let instructions: MqttInstructions | undefined;
     const hub = new RealtimeHub(store, {
       authenticate: (token) => sessions.authenticate(token),
@@ -235,10 +293,13 @@ export async function createServer(config: Config): Promise<Server> {
     });
     closeOnFailure.push(() => hub.close());
     let mqtt: EmbeddedBroker | DeviceEndpoint | ExternalBroker | undefined;
+    // Until listen has made the first admin (or found users), a client that signs in may get a 401.
+    let bootstrapped = false;
     const readiness: Readiness = {
       reasons: async () => {
         const reasons: string[] = [];
-        await store.ping().catch(() => reasons.push('store: the database does not answer'));
+        if (!bootstrapped) reasons.push('bootstrap: the first organisation and admin are not made yet');
+        reasons.push(...(await storeReadiness(store)));
         if (mqtt && 'connected' in mqtt && !mqtt.connected())
           reasons.push('mqtt: the external broker is not connected');
         if (writer.refusing()) reasons.push('events: the event writer is behind and refusing events');
@@ -332,6 +393,7 @@ export async function createServer(config: Config): Promise<Server> {
           throw explainListenError(error, at);
         });
         server.bootstrap = await bootstrapFirstAdmin(store, config);
+        bootstrapped = true;
         return address;
       },
       reloadTls: async () => {
@@ -459,7 +521,11 @@ async function buildHttpApp(
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   registerRawBodyParser(app);
-  registerErrorHandling(app);
+  registerErrorHandling(app, (error) => {
+    const fault = store.faults.note(error);
+    return fault === undefined ? undefined : refusalOfFault(fault);
+  });
+  boundStatements(app, config.databaseStatementTimeoutMs, config.eventWriteTimeoutMs);
   parts.metrics.observe(app);
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
@@ -509,14 +575,10 @@ async function buildHttpApp(
   await app.register(swaggerUi, { routePrefix: '/docs' });
   await app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES } });
 
-  app.get('/healthz', { schema: { hide: true } }, async (_request, reply) => {
-    try {
-      await store.ping();
-      return reply.type('application/json').send('{"status":"ok"}');
-    } catch {
-      return reply.status(503).type('application/json').send('{"status":"unavailable"}');
-    }
-  });
+  // The process is alive and serving: answered at once, whatever the store does (its state is /readyz's).
+  app.get('/healthz', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('application/json').send('{"status":"ok"}'),
+  );
   await registerConsole(app, config.consoleDir);
   registerOperationsRoutes(app, parts.metrics, parts.readiness, config.metricsToken);
   app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => reply.send(app.swagger()));

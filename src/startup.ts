@@ -24,6 +24,7 @@ export async function openConfiguredStore(
   config: Config,
   onMigrated?: (names: string[]) => void,
   onConnectionError?: (error: Error) => void,
+  onFault?: (message: string) => void,
 ): Promise<Store> {
   try {
     return await openStore({
@@ -32,6 +33,8 @@ export async function openConfiguredStore(
       sqliteSynchronous: config.sqliteSynchronous,
       onMigrated,
       onConnectionError,
+      connectTimeoutMs: config.databaseConnectTimeoutMs,
+      onFault,
     });
   } catch (error) {
     if (!(error instanceof StoreUnavailableError)) throw error;

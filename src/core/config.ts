@@ -55,6 +55,12 @@ export interface Config {
   eventMaxPending: number;
   /** The least time between the starts of two event transactions (ms): events/writer.ts, startSpacingMs. */
   eventWriteSpacingMs: number;
+  /** How long a device write may wait for its events to commit before it is refused with 503 (ms). */
+  eventWriteTimeoutMs: number;
+  /** How long PostgreSQL may take to give a connection, new or from the pool (ms). */
+  databaseConnectTimeoutMs: number;
+  /** How long a statement made for a request may wait for PostgreSQL's answer (ms; 0: no bound). */
+  databaseStatementTimeoutMs: number;
   smtpUrl: string | undefined;
   /** Sender address of e-mail actions. */
   smtpFrom: string | undefined;
@@ -304,6 +310,12 @@ export function loadConfig(env: Env = process.env): Config {
     mqttEndpoint: parseMqttEndpoint(env.MQTT_ENDPOINT),
     eventMaxPending: parsePositive('EVENT_MAX_PENDING', env.EVENT_MAX_PENDING, 100_000),
     eventWriteSpacingMs: parseUpTo1000('EVENT_WRITE_SPACING_MS', env.EVENT_WRITE_SPACING_MS, 2),
+    eventWriteTimeoutMs: parsePositive('EVENT_WRITE_TIMEOUT_MS', env.EVENT_WRITE_TIMEOUT_MS, 1500),
+    databaseConnectTimeoutMs: parsePositive('DATABASE_CONNECT_TIMEOUT_MS', env.DATABASE_CONNECT_TIMEOUT_MS, 1000),
+    databaseStatementTimeoutMs:
+      env.DATABASE_STATEMENT_TIMEOUT_MS === '0'
+        ? 0
+        : parsePositive('DATABASE_STATEMENT_TIMEOUT_MS', env.DATABASE_STATEMENT_TIMEOUT_MS, 5000),
     smtpUrl: parseUrl('SMTP_URL', env.SMTP_URL, ['smtp', 'smtps']),
     smtpFrom: env.SMTP_FROM || undefined,
     smsUrl: parseUrl('SMS_URL', env.SMS_URL, ['http', 'https']),

@@ -11,6 +11,7 @@ import type { Principal } from '../core/principal.ts';
 import { monotonicNow, RecentReads } from '../core/recent-reads.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import { findCredentials } from '../keypairs/service.ts';
+import { withStoreDeadline } from '../store/faults.ts';
 import type { Executor } from '../store/store.ts';
 import { decompressLzf, LzfFormatError } from './lzf.ts';
 import { verifySignature } from './signature.ts';
@@ -52,6 +53,8 @@ export class DeviceAuthenticator {
     private readonly db: Executor,
     private readonly box: SecretBox,
     changes: ChangeFeed,
+    /** How long a read of credentials may wait for the store (ms; store/faults.ts), unbounded if not given. */
+    private readonly readDeadlineMs?: number,
   ) {
     this.stopListening = changes.follow(['KeyPair', 'Role', 'Organisation'], (change) => {
       // A key pair or role belongs to the organisation the change is recorded in; an organisation
@@ -101,7 +104,10 @@ export class DeviceAuthenticator {
   }
 
   private async read(accessKey: string, startedAt: number): Promise<DeviceCredentials | undefined> {
-    const row = await findCredentials(this.db, accessKey);
+    const row =
+      this.readDeadlineMs === undefined
+        ? await findCredentials(this.db, accessKey)
+        : await withStoreDeadline(this.readDeadlineMs, () => findCredentials(this.db, accessKey));
     if (!row) {
       this.recent.delete(accessKey);
       return undefined;

@@ -8,6 +8,7 @@ import { CLIENT_KEY_PATTERN } from '../core/keys.ts';
 import { requirePermission } from '../core/permissions.ts';
 import type { Principal } from '../core/principal.ts';
 import type { EventIngest, IncomingEvent } from '../events/ingest.ts';
+import { withStoreDeadline } from '../store/faults.ts';
 import type { Store } from '../store/store.ts';
 import { findDefaultTemplate } from '../templates/service.ts';
 import { createThing, findThing, updateThing } from '../things/service.ts';
@@ -44,10 +45,23 @@ export class DeviceService {
   constructor(
     private readonly store: Store,
     private readonly ingest: EventIngest,
+    /**
+     * How long a device's request may wait for the store (ms; store/faults.ts), over HTTP and MQTT
+     * alike: a database that hangs turns into 503s within it. Unbounded if not given.
+     */
+    private readonly deadlineMs?: number,
   ) {}
 
+  private bounded<T>(work: () => Promise<T>): Promise<T> {
+    return this.deadlineMs === undefined ? work() : withStoreDeadline(this.deadlineMs, work);
+  }
+
   /** Creates the thing in the Default template when it is new, else updates what the device says of it. */
-  async register(principal: Principal, input: RegisterInput): Promise<void> {
+  register(principal: Principal, input: RegisterInput): Promise<void> {
+    return this.bounded(() => this.registerNow(principal, input));
+  }
+
+  private async registerNow(principal: Principal, input: RegisterInput): Promise<void> {
     const key = thingKeyOf(input);
     const biDirectional = readBoolean(input.bi_directional);
     const existing = await findThing(this.store.db, [principal.organisationKey], key);
@@ -80,7 +94,7 @@ export class DeviceService {
   async heartbeat(principal: Principal, input: HeartbeatInput): Promise<void> {
     requirePermission(principal, 'thing', 'update');
     const keys = input.events ? input.events.map((e, i) => thingKeyOf(e, `events.${i}.`)) : [thingKeyOf(input)];
-    await this.ingest.heartbeats(principal, keys);
+    await this.bounded(() => this.ingest.heartbeats(principal, keys));
   }
 
   /** Stores one event or a bulk; resolves once committed. */
@@ -89,12 +103,14 @@ export class DeviceService {
     const incoming: IncomingEvent[] = input.events
       ? input.events.map((e, i) => incomingEvent(e, thingKeyOf(e, `events.${i}.`)))
       : [incomingEvent(input, thingKeyOf(input))];
-    await this.ingest.ingest(principal, incoming, input.events ? input.timestamp : undefined, '', transport);
+    await this.bounded(() =>
+      this.ingest.ingest(principal, incoming, input.events ? input.timestamp : undefined, '', transport),
+    );
   }
 
   /** Raises an alert, or acknowledges an instruction when it names that instruction's alert_key. */
   async alert(principal: Principal, input: DeviceAlert): Promise<void> {
     requirePermission(principal, 'alert', 'create');
-    await receiveDeviceAlert(this.store, principal, input);
+    await this.bounded(() => receiveDeviceAlert(this.store, principal, input));
   }
 }

@@ -14,6 +14,7 @@
 
 import { sendAgainLater } from '../core/errors.ts';
 import { RowsStatement } from '../store/dialect.ts';
+import { withStoreDeadline } from '../store/faults.ts';
 import { noteChange, type Store, type Tx } from '../store/store.ts';
 import { recordHeartbeat, recordLastEvents, type ThingTouch } from '../things/service.ts';
 import { insertEvents, type NewEvent } from './repository.ts';
@@ -57,6 +58,8 @@ export type TransactionWork = (tx: Tx, batches: readonly IngestBatch[]) => Promi
 interface Queued {
   batch: IngestBatch;
   size: number;
+  /** When it was handed to the writer (Date.now()). */
+  arrived: number;
   resolve: (stored: number) => void;
   reject: (error: unknown) => void;
 }
@@ -71,6 +74,13 @@ export interface EventWriterOptions {
   startSpacingMs?: number;
   /** Rows waiting (or being written) beyond which new work is refused. */
   maxPendingRows?: number;
+  /**
+   * How long a batch may wait to be committed (ms): one still waiting for its transaction then is
+   * refused, and a transaction's statements are abandoned (store/faults.ts, withStoreDeadline) once
+   * its oldest batch has waited that long, so that a database that hangs turns into 503s, not requests
+   * that hang. Unbounded when not given.
+   */
+  writeTimeoutMs?: number;
   /** Runs in each transaction once its batches are written (rule evaluation). */
   process?: TransactionWork;
   /**
@@ -112,6 +122,7 @@ export class EventWriter {
   private readonly batchRows: number;
   private readonly startSpacingMs: number;
   private readonly maxPendingRows: number;
+  private readonly writeTimeoutMs: number | undefined;
   private readonly process: TransactionWork | undefined;
   private readonly committed: EventWriterOptions['committed'];
   private readonly onCommittedError: (error: unknown) => void;
@@ -128,6 +139,7 @@ export class EventWriter {
     this.batchRows = options.batchRows ?? 4000;
     this.startSpacingMs = options.startSpacingMs ?? 2;
     this.maxPendingRows = options.maxPendingRows ?? 100_000;
+    this.writeTimeoutMs = options.writeTimeoutMs;
     this.process = options.process;
     this.committed = options.committed;
     this.onCommittedError = options.onCommittedError ?? (() => undefined);
@@ -181,7 +193,7 @@ export class EventWriter {
     this.pendingRows += size;
     this.noteBehind();
     return new Promise<number>((resolve, reject) => {
-      this.queue.push({ batch, size, resolve, reject });
+      this.queue.push({ batch, size, arrived: Date.now(), resolve, reject });
       this.queuedRows += size;
       this.schedule();
     });
@@ -225,6 +237,21 @@ export class EventWriter {
     }
   }
 
+  /** Refuses a batch that waited its whole time for a transaction, taken out of the queue. */
+  private expire(queued: Queued): void {
+    this.queuedRows -= queued.size;
+    this.pendingRows -= queued.size;
+    this.refusals++;
+    this.noteBehind();
+    queued.reject(sendAgainLater(STORE_SLOW));
+  }
+
+  /** Runs a transaction under the deadline of its oldest batch, when the writer has one. */
+  private bounded<T>(oldest: number, work: () => Promise<T>): Promise<T> {
+    if (this.writeTimeoutMs === undefined) return work();
+    return withStoreDeadline(oldest + this.writeTimeoutMs - Date.now(), work);
+  }
+
   private schedule(): void {
     if (this.active >= this.concurrency) return;
     const wait = this.lastStart + this.startSpacingMs - performance.now();
@@ -253,32 +280,40 @@ export class EventWriter {
       while (this.queue.length > 0) {
         const taken: Queued[] = [];
         let rows = 0;
+        const now = Date.now();
         while (
           this.queue.length > 0 &&
           (taken.length === 0 || rows + (this.queue[0] as Queued).size <= this.batchRows)
         ) {
           const next = this.queue.shift() as Queued;
+          if (this.writeTimeoutMs !== undefined && now - next.arrived >= this.writeTimeoutMs) {
+            this.expire(next);
+            continue;
+          }
           taken.push(next);
           rows += next.size;
         }
+        if (taken.length === 0) continue;
         this.queuedRows -= rows;
         this.lastStart = performance.now();
         try {
           const batches = taken.map((q) => q.batch);
           let stale = new Set<IngestBatch>();
           const stored = new Map<IngestBatch, number>();
-          await this.store.transaction(async (tx) => {
-            stale = await staleBatches(tx, batches);
-            const fresh = batches.filter((b) => !stale.has(b));
-            const current = await withoutExpired(tx, fresh, Date.now());
-            for (let i = 0; i < fresh.length; i++) {
-              stored.set(fresh[i] as IngestBatch, (current[i] as IngestBatch).events.length);
-            }
-            await writeBatches(tx, current);
-            // Told before the alerts the rules raise on them.
-            if (this.store.changes.wanted('Event')) await noteEvents(tx, current);
-            if (this.process) await this.process(tx, current);
-          });
+          await this.bounded((taken[0] as Queued).arrived, () =>
+            this.store.transaction(async (tx) => {
+              stale = await staleBatches(tx, batches);
+              const fresh = batches.filter((b) => !stale.has(b));
+              const current = await withoutExpired(tx, fresh, Date.now());
+              for (let i = 0; i < fresh.length; i++) {
+                stored.set(fresh[i] as IngestBatch, (current[i] as IngestBatch).events.length);
+              }
+              await writeBatches(tx, current);
+              // Told before the alerts the rules raise on them.
+              if (this.store.changes.wanted('Event')) await noteEvents(tx, current);
+              if (this.process) await this.process(tx, current);
+            }),
+          );
           if (this.committed) {
             await this.committed(batches.filter((b) => !stale.has(b))).catch(this.onCommittedError);
           }
@@ -306,6 +341,9 @@ export class EventWriter {
     }
   }
 }
+
+/** Why a batch is refused that waited longer than the writer may keep it (writeTimeoutMs). */
+export const STORE_SLOW = 'the store did not answer in time; send again shortly';
 
 /**
  * The batches whose subject no longer holds: a thing that is gone or has another key or template, or

@@ -29,8 +29,8 @@ import {
   visitMessage,
 } from './broker-protocol.ts';
 import type { DeviceEndpointOptions } from './endpoint/endpoint.ts';
-import { actOnDeviceMessage } from './messages.ts';
-import { type Ack, failure, PARSE_ERROR } from './signed-messages.ts';
+import { actOnDeviceMessage, failureAck, unexpected } from './messages.ts';
+import { type Ack, failure } from './signed-messages.ts';
 import type { DeviceMessageKind } from './topics.ts';
 
 export interface EmbeddedBroker {
@@ -178,9 +178,11 @@ function startWorker(
 
   const acks = new TurnList<AckList[number]>((list) => post({ t: 'acks', acks: list }));
   const acknowledge = (connection: number, ack: Ack) => addAck(acks.open(), connection, ack);
-  const failed = (connection: number) => (error: unknown) => {
-    log.error(error, 'MQTT message failed');
-    acknowledge(connection, failure(PARSE_ERROR, 500, [{ code: 'internal', message: 'an unexpected error occurred' }]));
+  // A message that failed is answered with its own context and why (a full disk, a database that does
+  // not answer: 503); only failures that are none of those are logged, each.
+  const failed = (connection: number, context: string) => (error: unknown) => {
+    if (unexpected(error)) log.error(error, 'MQTT message failed');
+    acknowledge(connection, failureAck(context, error));
   };
 
   // Each message is done in the name of its key pair as it is now (kept for up to a second by the
@@ -207,7 +209,7 @@ function startWorker(
     }
     actOnDeviceMessage(devices, kind, text, credentials.principal, context).then(
       (ack) => acknowledge(connection, ack),
-      failed(connection),
+      failed(connection, context),
     );
   };
   const onMessage = (connection: number, accessKey: string, kind: DeviceMessageKind, text: string, context: string) => {
@@ -216,7 +218,7 @@ function startWorker(
     if (recent) return act(connection, kind, text, context, recent);
     const looked = (pending ?? Promise.resolve())
       .then(() => authenticator.credentials(accessKey))
-      .then((credentials) => act(connection, kind, text, context, credentials), failed(connection))
+      .then((credentials) => act(connection, kind, text, context, credentials), failed(connection, context))
       .finally(() => {
         if (lookups.get(connection) === looked) lookups.delete(connection);
       });

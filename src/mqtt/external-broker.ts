@@ -75,13 +75,27 @@ export async function connectExternalBroker(options: {
   client.on('message', (topicName, payload) => {
     const topic = parseDeviceTopic(topicName);
     if (!topic) return;
-    handleExternalBrokerMessage(devices, { topic, payload, lookup: (ak) => authenticator.credentials(ak) }).then(
-      (ack) => client.publish(ackTopic(topic.clientId), JSON.stringify(ack), { qos: 1 }),
-      (error) => log.error(error, 'MQTT message failed'),
-    );
+    // Every message is answered, a failed one with its own hash and why (messages.ts, failureAck).
+    void handleExternalBrokerMessage(devices, {
+      topic,
+      payload,
+      lookup: (ak) => authenticator.credentials(ak),
+      onUnexpected: (error) => log.error(error, 'MQTT message failed'),
+    }).then((ack) => client.publish(ackTopic(topic.clientId), JSON.stringify(ack), { qos: 1 }));
   });
   client.on('error', (error) => log.warn(`MQTT broker ${redactUrl(options.url)}: ${error.message}`));
-  await client.subscribeAsync(serverSubscriptions(options.shareGroup), { qos: 1 });
+  const subscriptions = serverSubscriptions(options.shareGroup);
+  await client.subscribeAsync(subscriptions, { qos: 1 });
+  // A broker that restarted has forgotten the subscriptions (the session is clean). mqtt.js subscribes
+  // again only after sending what it queued meanwhile, and was seen not to at all; so each connection
+  // made again subscribes here (the same subscriptions twice are one).
+  client.on('connect', () => {
+    client
+      .subscribeAsync(subscriptions, { qos: 1 })
+      .catch((error: Error) =>
+        log.warn(`MQTT broker ${redactUrl(options.url)}: subscribing again failed: ${error.message}`),
+      );
+  });
   // Instructions: the broker cannot tell which devices subscribe, nor when one completes a handshake;
   // a message counts as delivered once the broker has it (docs/devices.md).
   options.instructions?.connect({

@@ -12,6 +12,7 @@ import type { Principal } from '../core/principal.ts';
 import type { DeviceCredentials } from '../devices/authentication.ts';
 import { EventBody, HeartbeatBody, RegisterBody } from '../devices/schemas.ts';
 import type { DeviceService } from '../devices/service.ts';
+import { refusalOfFault, storeFaultOf } from '../store/faults.ts';
 import { type Ack, failure, isAck, PARSE_ERROR, readDeviceMessage, refusalOfHash } from './signed-messages.ts';
 import type { DeviceMessageKind, DeviceTopic } from './topics.ts';
 
@@ -62,9 +63,28 @@ export async function actOnDeviceMessage(
     }
     return { context, http_code: 200, http_msg: {} };
   } catch (error) {
-    if (error instanceof ApiError) return failure(context, error.status, error.errors);
-    throw error;
+    if (unexpected(error)) throw error;
+    return failureAck(context, error);
   }
+}
+
+/** Whether a failure is none the message's answer can name (a bug): logged by whoever catches it. */
+export const unexpected = (error: unknown): boolean =>
+  !(error instanceof ApiError) && storeFaultOf(error) === undefined;
+
+/**
+ * The acknowledgement of a message whose handling failed, with the message's own context: a refusal
+ * as it is, a store fault as the 503 it is over HTTP (store/faults.ts), anything else a 500. The
+ * device learns which message was refused; PARSE_ERROR stays for messages that cannot be read.
+ */
+export function failureAck(context: string, error: unknown): Ack {
+  if (error instanceof ApiError) return failure(context, error.status, error.errors);
+  const fault = storeFaultOf(error);
+  if (fault !== undefined) {
+    const refusal = refusalOfFault(fault);
+    return failure(context, refusal.status, refusal.errors);
+  }
+  return failure(context, 500, [{ code: 'internal', message: 'an unexpected error occurred' }]);
 }
 
 /**
@@ -78,6 +98,8 @@ export async function handleExternalBrokerMessage(
     payload: Buffer;
     /** Looks up a key pair by the message's `access_key` member. */
     lookup: (accessKey: string) => Promise<DeviceCredentials | undefined>;
+    /** Told a failure that is no refusal nor store fault (answered 500). */
+    onUnexpected: (error: unknown) => void;
   },
 ): Promise<Ack> {
   const read = readDeviceMessage(message.topic, message.payload);
@@ -85,11 +107,16 @@ export async function handleExternalBrokerMessage(
   if (read.accessKey === undefined || read.hash === undefined) {
     return failure(read.context, 401, [{ code: 'unauthorized', message: 'access_key and hash are required' }]);
   }
-  const credentials = await message.lookup(read.accessKey);
-  if (!credentials) {
-    return failure(read.context, 401, [{ code: 'unauthorized', message: 'unknown access key or wrong hash' }]);
+  try {
+    const credentials = await message.lookup(read.accessKey);
+    if (!credentials) {
+      return failure(read.context, 401, [{ code: 'unauthorized', message: 'unknown access key or wrong hash' }]);
+    }
+    const refused = refusalOfHash(read, credentials.secretKey);
+    if (refused) return refused;
+    return await actOnDeviceMessage(devices, message.topic.kind, read.text, credentials.principal, read.context);
+  } catch (error) {
+    if (unexpected(error)) message.onUnexpected(error);
+    return failureAck(read.context, error);
   }
-  const refused = refusalOfHash(read, credentials.secretKey);
-  if (refused) return refused;
-  return actOnDeviceMessage(devices, message.topic.kind, read.text, credentials.principal, read.context);
 }

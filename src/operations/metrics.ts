@@ -15,6 +15,8 @@ export interface MetricSources {
   mqttConnections(): Promise<number | undefined>;
   deliveryQueueDepth(): Promise<number>;
   realtimeSubscribers(): number;
+  /** The write fault the store is in (a full disk, read-only), if any (store/faults.ts). */
+  storeWriteFault(): 'full' | 'read_only' | undefined;
 }
 
 /**
@@ -59,6 +61,16 @@ export class Metrics {
         const now = sources.writerRefusals();
         this.inc(now - refusalsSeen);
         refusalsSeen = now;
+      },
+    });
+    new Gauge({
+      name: 'thingbase_store_write_fault',
+      help: 'The store refuses writes, by why (full: its disk is full; read_only): 1 until a write succeeds again',
+      labelNames: ['fault'],
+      registers,
+      collect() {
+        const fault = sources.storeWriteFault();
+        for (const kind of ['full', 'read_only']) this.set({ fault: kind }, fault === kind ? 1 : 0);
       },
     });
     this.requests = new Counter({

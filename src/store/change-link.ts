@@ -15,6 +15,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import type { ChangeAction, ChangeFeed, EntityChange, EntityType } from '../core/change-feed.ts';
 import type { Tx } from './executor.ts';
+import { DEFAULT_CONNECT_TIMEOUT_MS } from './faults.ts';
 
 /** NOTIFY payloads must stay under 8,000 bytes: changes are sent in parts of at most this many. */
 const PAYLOAD_BYTES = 7000;
@@ -61,6 +62,8 @@ export class PostgresChangeLink {
     private readonly databaseUrl: string,
     schema: string | undefined,
     private readonly feed: ChangeFeed,
+    /** How long opening the listening connection may take before it is tried again (ms). */
+    private readonly connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS,
   ) {
     this.channel = channelOf(schema);
     feed.setWantedElsewhere((type) => this.wantedElsewhere(type));
@@ -94,7 +97,10 @@ export class PostgresChangeLink {
   }
 
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl });
+    const client = new pg.Client({
+      connectionString: this.databaseUrl,
+      connectionTimeoutMillis: this.connectTimeoutMs,
+    });
     client.on('notification', (message) => {
       if (message.channel === this.channel && message.payload) this.receive(message.payload);
     });

@@ -6,11 +6,15 @@ import { closeSync, openSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import {
   CompiledQuery,
+  type DatabaseConnection,
   type DatabaseIntrospector,
   type DatabaseMetadata,
   type Dialect,
+  type Driver,
   type Kysely,
   PostgresDialect,
+  type PostgresDialectConfig,
+  PostgresDriver,
   type RawBuilder,
   type SchemaMetadata,
   type SqlBool,
@@ -20,6 +24,7 @@ import {
 import pg from 'pg';
 import { mergeSlotStatsText } from '../events/slot-stats.ts';
 import type { Executor } from './executor.ts';
+import { DEFAULT_CONNECT_TIMEOUT_MS, StoreTimeoutError, statementWaitMs } from './faults.ts';
 import { runCompiled } from './prepared.ts';
 import { EachRow, SqliteStoreDialect } from './sqlite-dialect.ts';
 
@@ -60,6 +65,7 @@ export function createDialect(
   schema?: string,
   synchronous: SqliteSynchronous = 'FULL',
   onConnectionError: (error: Error) => void = () => {},
+  connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS,
 ): Dialect {
   if (engineOf(databaseUrl) === 'sqlite') {
     createPrivateFile(sqlitePath(databaseUrl));
@@ -101,14 +107,52 @@ export function createDialect(
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: 10,
+    // A database that hangs must not hold requests waiting for a connection (docs/configuration.md,
+    // DATABASE_CONNECT_TIMEOUT_MS): opening one, or waiting for one of the pool, fails after this.
+    connectionTimeoutMillis: connectTimeoutMs,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
-  // An idle connection that fails (the database restarted, failed over, or ended it; the network cut
-  // it) is an 'error' event of the pool, which would end the process unheard. pg drops that connection
-  // and the next query opens a new one; until the database answers again, queries fail and /healthz
-  // says so (docs/operations.md, "Health and readiness").
+  // A connection that fails (the database restarted, crashed, failed over, or ended it; the network
+  // cut it) is an 'error' event: of the pool while idle, of the client itself while checked out (in a
+  // query or a transaction). Unheard, either ends the process. pg drops that connection and the next
+  // query opens a new one; until the database answers again, queries fail with 503 and /readyz says so
+  // (docs/operations.md, "When the database fails").
   pool.on('error', onConnectionError);
-  return new StorePostgresDialect({ pool });
+  pool.on('connect', (client) => {
+    client.on('error', onConnectionError);
+    watchStatements(client);
+  });
+  return new StorePostgresDialect({ pool }, onConnectionError);
+}
+
+/**
+ * Bounds each statement of `client` sent under a deadline or statement timeout (store/faults.ts): one
+ * still unanswered then closes the connection, which fails the statement (and any transaction on it,
+ * which the database rolls back) and takes the connection out of the pool. Cancelling on the server
+ * would need the server to answer, which a hung one does not.
+ */
+function watchStatements(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  let abandoned = false;
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const waitMs = statementWaitMs();
+    const result = query(...args);
+    if (waitMs === undefined || !(result instanceof Promise)) return result;
+    const timer = setTimeout(() => {
+      abandoned = true;
+      (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    }, waitMs);
+    return result.then(
+      (value) => {
+        clearTimeout(timer);
+        return value;
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        throw abandoned ? new StoreTimeoutError('the database did not answer in time', { cause: error }) : error;
+      },
+    );
+  };
 }
 
 /**
@@ -140,7 +184,40 @@ class StoreSchemaIntrospector implements DatabaseIntrospector {
   }
 }
 
+/**
+ * A ROLLBACK that fails (its connection died with the statement that failed) must not take the place
+ * of the error that caused it: that error is what the caller is answered by. The connection, broken,
+ * leaves the pool on release.
+ */
+class StorePostgresDriver extends PostgresDriver {
+  constructor(
+    config: PostgresDialectConfig,
+    private readonly onRollbackError: (error: Error) => void,
+  ) {
+    super(config);
+  }
+
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    try {
+      await super.rollbackTransaction(connection);
+    } catch (error) {
+      this.onRollbackError(new Error(`a rollback failed (${(error as Error).message})`, { cause: error }));
+    }
+  }
+}
+
 class StorePostgresDialect extends PostgresDialect {
+  constructor(
+    private readonly config: PostgresDialectConfig,
+    private readonly onRollbackError: (error: Error) => void,
+  ) {
+    super(config);
+  }
+
+  override createDriver(): Driver {
+    return new StorePostgresDriver(this.config, this.onRollbackError);
+  }
+
   override createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
     return new StoreSchemaIntrospector(db);
   }

@@ -118,6 +118,11 @@ class SqliteConnection implements DatabaseConnection {
     throw new Error('streaming queries are not supported on SQLite here');
   }
 
+  /** Whether a transaction is open on the connection: SQLite ends one by itself on some errors. */
+  get inTransaction(): boolean {
+    return this.database.inTransaction;
+  }
+
   close(): void {
     this.statements.clear();
     this.database.close();
@@ -163,6 +168,10 @@ export class SqliteDriver implements Driver {
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    // SQLite rolls a transaction back by itself on some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY
+    // while committing): a ROLLBACK then fails with "no transaction is active" and would take the
+    // place of the error that caused it, which is what the caller must be answered by.
+    if (!(connection as SqliteConnection).inTransaction) return;
     await connection.executeQuery(CompiledQuery.raw('rollback'));
   }
 

@@ -9,6 +9,7 @@ import { ChangeFeed, type EntityChange } from '../core/change-feed.ts';
 import { PostgresChangeLink } from './change-link.ts';
 import { createDialect, type Engine, engineOf, type SqliteSynchronous, sqlitePath } from './dialect.ts';
 import type { Db, Executor, Tx } from './executor.ts';
+import { StoreFaults } from './faults.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import { SqliteStoreDialect } from './sqlite-dialect.ts';
 import type { Database } from './tables.ts';
@@ -29,8 +30,18 @@ export interface Store {
   /** The changes made to entities, told once they commit (noteChange), here and by other instances. */
   readonly changes: ChangeFeed;
   ping(): Promise<void>;
+  /** The write faults (a full disk, a read-only database) seen since the last write that succeeded. */
+  readonly faults: StoreFaults;
+  /**
+   * A small write that commits (it keeps the time in server_secrets), to learn whether writes are
+   * taken again after a write fault; a success clears the fault.
+   */
+  probeWrite(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The row of server_secrets that probeWrite rewrites: the time of the last probe, no secret. */
+const WRITE_PROBE = 'write_probe';
 
 /** How often a SQLite store looks for changes made by other processes on its file. */
 const SQLITE_WATCH_MS = 1000;
@@ -76,8 +87,12 @@ export interface OpenStoreOptions {
   sqliteSynchronous?: SqliteSynchronous | undefined;
   /** Told the names of the migrations this opening applied (none when the schema was current). */
   onMigrated?: ((names: string[]) => void) | undefined;
-  /** Told when a PostgreSQL connection the store keeps idle fails (the store goes on; dialect.ts). */
+  /** Told when a PostgreSQL connection of the store fails, or a rollback on one (the store goes on; dialect.ts). */
   onConnectionError?: ((error: Error) => void) | undefined;
+  /** How long PostgreSQL may take to give a connection (ms; dialect.ts). */
+  connectTimeoutMs?: number | undefined;
+  /** Told, at most once a minute each, that the disk is full, writes are refused or the database is down (faults.ts). */
+  onFault?: ((message: string) => void) | undefined;
 }
 
 /** Name of the newest migration: the schema version a current store is at. */
@@ -129,6 +144,8 @@ export async function openStore({
   sqliteSynchronous,
   onMigrated,
   onConnectionError,
+  connectTimeoutMs,
+  onFault = (message) => process.stderr.write(`${message}\n`),
 }: OpenStoreOptions): Promise<Store> {
   const engine = engineOf(databaseUrl);
   const dialect = await unavailableOn('open', () => {
@@ -136,7 +153,7 @@ export async function openStore({
       const path = sqlitePath(databaseUrl);
       if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     }
-    return createDialect(databaseUrl, schema, sqliteSynchronous, onConnectionError);
+    return createDialect(databaseUrl, schema, sqliteSynchronous, onConnectionError, connectTimeoutMs);
   });
   const db = new Kysely<Database>({ dialect });
   try {
@@ -159,7 +176,8 @@ export async function openStore({
     throw error;
   }
   const changes = new ChangeFeed();
-  const link = engine === 'postgres' ? new PostgresChangeLink(databaseUrl, schema, changes) : undefined;
+  const link =
+    engine === 'postgres' ? new PostgresChangeLink(databaseUrl, schema, changes, connectTimeoutMs) : undefined;
   try {
     await unavailableOn('connect', () => link?.start());
   } catch (error) {
@@ -182,28 +200,50 @@ export async function openStore({
     changes.setCatchUp(catchUp);
     watch = setInterval(catchUp, SQLITE_WATCH_MS).unref();
   }
+  const faults = new StoreFaults(onFault);
   return {
     db,
     engine,
     changes,
+    faults,
     transaction: async (work) => {
       let committed: EntityChange[] | undefined;
-      const result = await db.transaction().execute(async (tx) => {
-        const noted: NotedChange[] = [];
-        notedIn.set(tx, noted);
-        const value = await work(tx);
-        if (noted.length > 0) {
-          committed = noted.map((change) => ({ ...change, remote: false }));
-          await link?.announce(tx, committed);
-        }
-        return value;
-      });
+      let result: Awaited<ReturnType<typeof work>>;
+      try {
+        result = await db.transaction().execute(async (tx) => {
+          const noted: NotedChange[] = [];
+          notedIn.set(tx, noted);
+          const value = await work(tx);
+          if (noted.length > 0) {
+            committed = noted.map((change) => ({ ...change, remote: false }));
+            await link?.announce(tx, committed);
+          }
+          return value;
+        });
+      } catch (error) {
+        faults.note(error);
+        throw error;
+      }
+      faults.wrote();
       if (committed) changes.tell(committed);
       return result;
     },
     readNow: dialect instanceof SqliteStoreDialect ? (query) => dialect.driver.readIfIdle(query) : () => undefined,
     ping: async () => {
       await sql`select 1`.execute(db);
+    },
+    probeWrite: async () => {
+      try {
+        await db
+          .insertInto('server_secrets')
+          .values({ name: WRITE_PROBE, value: new Date().toISOString() })
+          .onConflict((oc) => oc.column('name').doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
+          .execute();
+      } catch (error) {
+        faults.note(error);
+        throw error;
+      }
+      faults.wrote();
     },
     close: async () => {
       if (watch) clearInterval(watch);

@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { request } from 'undici';
+import { createServer } from '../../src/app.ts';
+import { loadConfig } from '../../src/core/config.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { childOrganisation, createThing, storedEventCount, unique } from '../support/fixtures.ts';
+import { call } from '../support/http.ts';
 import { serveProcess, stopProcess } from '../support/process.ts';
 import { SocketClient, StreamClient } from '../support/realtime.ts';
 import { startServer } from '../support/server.ts';
+import { storeEnv } from '../support/stores.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 /** The value of one sample of a Prometheus text answer, or undefined when it is absent. */
@@ -131,6 +135,41 @@ describeOnStores('operations endpoints', (ctx) => {
     const ready = await ctx.api.request('GET', '/readyz');
     assert.equal(ready.status, 200);
     assert.deepEqual(ready.body, { status: 'ready' });
+  });
+
+  it('when the first admin is not made yet then /readyz is a 503 naming bootstrap, and ready once it is, when sign-in works at once', async () => {
+    const settings = ctx.store.fresh();
+    const server = await createServer(
+      loadConfig({
+        HOST: '127.0.0.1',
+        PORT: '0',
+        MQTT_PORT: '0',
+        LOG_LEVEL: 'error',
+        THINGBASE_ADMIN_EMAIL: 'first@example.com',
+        THINGBASE_ADMIN_PASSWORD: 'first admin password',
+        THINGBASE_PASSWORD_HASH_COST: '1024',
+        ...storeEnv(settings),
+      }),
+    );
+    try {
+      // Before listen: the store answers, but nobody could sign in yet.
+      const early = await server.app.inject({ method: 'GET', url: '/readyz' });
+      assert.equal(early.statusCode, 503, early.body);
+      assert.deepEqual(JSON.parse(early.body), {
+        status: 'not_ready',
+        reasons: ['bootstrap: the first organisation and admin are not made yet'],
+      });
+      const address = await server.listen({ port: 0, host: '127.0.0.1' });
+      const ready = await call(address, 'GET', '/readyz');
+      assert.equal(ready.status, 200, ready.text);
+      const signIn = await call(address, 'POST', '/api_sign_in', {
+        body: { email: 'first@example.com', password: 'first admin password' },
+      });
+      assert.equal(signIn.status, 200, signIn.text);
+    } finally {
+      await server.close();
+      await ctx.store.dispose(settings);
+    }
   });
 
   it('when the store no longer answers then /readyz is a 503 naming why', async () => {

@@ -102,15 +102,17 @@ describe('instructions in flight on the device endpoint', () => {
 });
 
 describe('a store failure on the device endpoint', () => {
-  it('when the store fails to take a message then it is answered with its own hash: 507 when out of space, else 503', () => {
+  it('when the store fails to take a message then it is answered with its own hash and the fault named', () => {
     const full = storeFailure('h1', Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }));
-    assert.deepEqual([full.context, full.http_code], ['h1', 507]);
-    assert.equal(
-      storeFailure('h2', Object.assign(new Error('could not extend file'), { code: '53100' })).http_code,
-      507,
+    assert.deepEqual([full.context, full.http_code], ['h1', 503]);
+    assert.match(full.http_msg.errors?.[0]?.message ?? '', /storage is full/);
+    const pgFull = storeFailure('h2', Object.assign(new Error('could not extend file'), { code: '53100' }));
+    assert.match(pgFull.http_msg.errors?.[0]?.message ?? '', /storage is full/);
+    const gone = storeFailure('h3', Object.assign(new Error('terminating connection'), { code: '57P01' }));
+    assert.deepEqual([gone.context, gone.http_code, gone.http_msg.errors?.[0]?.code], ['h3', 503, 'unavailable']);
+    assert.deepEqual(
+      [storeFailure('h4', new Error('a defect')).http_code, storeFailure('h4', new Error('x')).context],
+      [500, 'h4'],
     );
-    const other = storeFailure('h3', new Error('connection terminated'));
-    assert.deepEqual([other.context, other.http_code, other.http_msg.errors?.[0]?.code], ['h3', 503, 'unavailable']);
-    assert.equal(storeFailure('PARSE_ERROR', undefined).http_code, 503);
   });
 });

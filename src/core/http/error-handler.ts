@@ -118,9 +118,16 @@ export function closeWithAnswer(socket: Socket, refusal: ApiError | undefined, c
   socket.destroy(cause);
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+/**
+ * `refusalOf` names failures that are not the server's fault but a condition it is in (the store's disk
+ * is full, its database does not answer): answered as it says, without an error logged for each.
+ */
+export function registerErrorHandling(
+  app: FastifyInstance,
+  refusalOf: (error: unknown) => ApiError | undefined = () => undefined,
+): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const known = error instanceof ApiError ? error : fromFrameworkError(error, request);
+    const known = error instanceof ApiError ? error : (fromFrameworkError(error, request) ?? refusalOf(error));
     if (known) return sendError(reply, known, wantsPretty(request));
     request.log.error(
       { err: error, reqId: request.id, url: loggedUrl(request.url), method: request.method },

@@ -28,6 +28,13 @@ import { compileParams, documentedBounds } from './validation.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Who may call the route (its Access kind), for app-wide hooks. */
+    access?: Access['kind'];
+  }
+}
+
 /** Who may call a route. */
 export type Access =
   /** Anyone, no token (sign-in, health). */
@@ -239,7 +246,8 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       schema: url === spec.url ? schema : { ...schema, hide: true },
       bodyLimit: spec.bodyLimit ?? (spec.access.kind === 'public' ? PUBLIC_BODY_LIMIT : DEFAULT_BODY_LIMIT),
       // Bodies of routes without an admission of their own share one budget (body-budget.ts).
-      config: { ownAdmission: spec.admission !== undefined },
+      // `access` tells app-wide hooks whose request it is (a device's requests wait less for the store).
+      config: { ownAdmission: spec.admission !== undefined, access: spec.access.kind },
       ...hooks,
       exposeHeadRoute: false,
     });

@@ -13,7 +13,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { DeviceAuthenticator, DeviceCredentials } from '../../devices/authentication.ts';
 import type { DeviceService } from '../../devices/service.ts';
 import type { InboundFlow } from '../inbound-flow.ts';
-import { actOnDeviceMessage } from '../messages.ts';
+import { actOnDeviceMessage, failureAck, unexpected } from '../messages.ts';
 import { type Ack, contextUnread, failure, isAck, readDeviceMessage, refusalOnConnection } from '../signed-messages.ts';
 import type { DeviceMessageKind, DeviceTopic } from '../topics.ts';
 
@@ -33,19 +33,12 @@ const busy = (context: string) =>
   failure(context, 503, [{ code: 'unavailable', message: 'the server is busy; send again shortly' }]);
 
 /**
- * The answer to a message the store failed to take: its own context, and 507 when the database is out
- * of space (SQLite's SQLITE_FULL, PostgreSQL's disk_full class 53100), else 503, so that the device
- * sends it again later.
+ * The answer to a message that failed: its own context, and the refusal of docs/operations.md ("When
+ * the database fails"): 503 with a message naming a full disk, a read-only or an unanswering database,
+ * so that the device sends it again later; 500 for anything else (the same answers as the embedded
+ * broker's and the external broker's).
  */
-export function storeFailure(context: string, error: unknown): Ack {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (code === 'SQLITE_FULL' || code === '53100') {
-    return failure(context, 507, [
-      { code: 'unavailable', message: 'the server has no room to store this; send it again later' },
-    ]);
-  }
-  return failure(context, 503, [{ code: 'unavailable', message: 'the message could not be stored; send it again' }]);
-}
+export const storeFailure = (context: string, error: unknown): Ack => failureAck(context, error);
 
 export class DeviceMessages {
   /** Set while the event writer holds most of what it may (events/writer.ts): messages are answered 503. */
@@ -126,7 +119,7 @@ export class DeviceMessages {
   }
 
   private answer(source: MessageSource, ack: Ack, error?: unknown): void {
-    if (error !== undefined) this.log.error(error, 'MQTT message failed');
+    if (error !== undefined && unexpected(error)) this.log.error(error, 'MQTT message failed');
     this.inbound.answered(source.id);
     source.answer(ack);
   }

@@ -1,0 +1,140 @@
+/**
+ * What a store failure means for whoever asked (docs/operations.md, "When the database fails"): a full
+ * disk, a database that refuses writes, or one that does not answer are named conditions, refused with
+ * 503 and Retry-After, never internal errors. The store keeps the write faults it has seen until a
+ * write succeeds again, for /readyz; each kind is logged at most once a minute.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { ApiError } from '../core/errors.ts';
+import { oncePerMinute } from '../core/log-limit.ts';
+
+/** How long PostgreSQL may take to give a connection, new or from the pool, before the wait fails (ms). */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 1000;
+
+/** `full`: no space left; `read_only`: the database takes no writes; `unavailable`: it does not answer. */
+export type StoreFault = 'full' | 'read_only' | 'unavailable';
+
+/** A statement abandoned because the database gave no answer in its time (its connection is closed). */
+export class StoreTimeoutError extends Error {
+  override readonly name = 'StoreTimeoutError';
+}
+
+/** Connection failures of node-postgres and Node itself, by message or code. */
+const UNAVAILABLE_MESSAGE =
+  /Connection terminated|not queryable|timeout exceeded when trying to connect|terminating connection|the database system is (starting up|shutting down|in recovery mode)|Connection ended unexpectedly/i;
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND']);
+
+/** The fault a store error is, or undefined for any other error (a bug, a constraint, bad SQL). */
+export function storeFaultOf(error: unknown): StoreFault | undefined {
+  for (let e = error, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
+    if (e instanceof StoreTimeoutError) return 'unavailable';
+    const code = String((e as NodeJS.ErrnoException).code ?? '');
+    // SQLite (better-sqlite3's codes) and PostgreSQL (SQLSTATE 53100 disk_full; ENOSPC as the message of
+    // an I/O error, 58030), and a file system that ran out of space under either.
+    if (code === 'SQLITE_FULL' || code === '53100' || /No space left on device|ENOSPC/i.test(e.message)) return 'full';
+    if (code.startsWith('SQLITE_READONLY') || code === '25006') return 'read_only';
+    // 08: connection exceptions; 57P01-57P03: shut down or cannot connect now; 57014: statement cancelled;
+    // 53300: too many connections.
+    if (
+      code.startsWith('08') ||
+      /^57P0[1-3]$/.test(code) ||
+      code === '57014' ||
+      code === '53300' ||
+      code === 'SQLITE_BUSY' ||
+      UNAVAILABLE_CODES.has(code) ||
+      UNAVAILABLE_MESSAGE.test(e.message)
+    ) {
+      return 'unavailable';
+    }
+  }
+  return undefined;
+}
+
+/** What a client is told about a fault: 503 with Retry-After, in the error shape of docs/api.md. */
+export function refusalOfFault(fault: StoreFault): ApiError {
+  const message = {
+    full: 'storage is full: the server cannot store this now; send again later',
+    read_only: 'the database refuses writes: the server cannot store this now; send again later',
+    unavailable: 'the database does not answer; send again shortly',
+  }[fault];
+  return new ApiError(503, [{ code: 'unavailable', message }], undefined, {
+    'retry-after': fault === 'unavailable' ? '1' : '5',
+  });
+}
+
+/** What the log says of each fault (at most once a minute each). */
+const LOGGED: Record<StoreFault, string> = {
+  full: 'the disk of the database is full: writes are refused with 503 until space is freed (reads go on)',
+  read_only: 'the database refuses writes (read-only): writes are refused with 503 until it takes them again',
+  unavailable: 'the database does not answer or refused a connection: requests that need it are refused with 503',
+};
+
+/** The write faults seen since the last write that succeeded, told to /readyz. */
+export class StoreFaults {
+  private writeFault: Exclude<StoreFault, 'unavailable'> | undefined;
+  private readonly logLimit: (kind: StoreFault, message: string) => void;
+
+  constructor(warn: (message: string) => void) {
+    this.logLimit = oncePerMinute<StoreFault>(warn);
+  }
+
+  /** Notes a failure; answers the fault it is, if it is one. */
+  note(error: unknown): StoreFault | undefined {
+    const fault = storeFaultOf(error);
+    if (fault === undefined) return undefined;
+    if (fault !== 'unavailable') this.writeFault = fault;
+    this.logLimit(fault, `${LOGGED[fault]} (${(error as Error).message})`);
+    return fault;
+  }
+
+  /** A write succeeded: whatever refused writes before has passed. */
+  wrote(): void {
+    this.writeFault = undefined;
+  }
+
+  /** The write fault seen last, while no write has succeeded since. */
+  get current(): Exclude<StoreFault, 'unavailable'> | undefined {
+    return this.writeFault;
+  }
+}
+
+/** The bounds the current work's statements run under: a time to be done by, and a longest statement. */
+interface StatementBounds {
+  /** Date.now() time. */
+  deadline: number | undefined;
+  statementMs: number | undefined;
+}
+
+const bounds = new AsyncLocalStorage<StatementBounds>();
+
+/**
+ * Runs `work` with a deadline (`ms` from now, or the one it runs under already if sooner) for its
+ * statements on PostgreSQL: a statement still unanswered then is abandoned with its connection
+ * (store/dialect.ts), which the database rolls back, and fails with StoreTimeoutError. A database that
+ * hangs so turns into prompt refusals. SQLite answers synchronously and needs none.
+ */
+export function withStoreDeadline<T>(ms: number, work: () => Promise<T>): Promise<T> {
+  const outer = bounds.getStore();
+  const at = Date.now() + ms;
+  const deadline = outer?.deadline === undefined ? at : Math.min(outer.deadline, at);
+  return bounds.run({ deadline, statementMs: outer?.statementMs }, work);
+}
+
+/**
+ * Runs `work` with each of its statements on PostgreSQL given at most `ms` to answer (0: no bound),
+ * abandoned as by withStoreDeadline after that: for requests, whose reads may be long (an export runs
+ * many statements) but none of whose statements should wait for ever.
+ */
+export function withStatementTimeout<T>(ms: number, work: () => T): T {
+  if (ms <= 0) return work();
+  return bounds.run({ deadline: bounds.getStore()?.deadline, statementMs: ms }, work);
+}
+
+/** How long a statement sent now may wait for its answer (ms), if it is bounded. */
+export function statementWaitMs(): number | undefined {
+  const current = bounds.getStore();
+  if (current === undefined) return undefined;
+  const untilDeadline = current.deadline === undefined ? undefined : Math.max(0, current.deadline - Date.now());
+  if (untilDeadline === undefined) return current.statementMs;
+  return current.statementMs === undefined ? untilDeadline : Math.min(untilDeadline, current.statementMs);
+}
