@@ -1,6 +1,6 @@
 /**
  * The console's Notification actions page in a real browser against a real server (docs/console.md,
- * "Notification actions"): actions of every kind made with the fields of their kind, a refusal shown
+ * "Pages"): actions of every kind made with the fields of their kind, a refusal shown
  * with the API's message, edited, their delivery attempts, deleted after confirming, and a role that
  * may only read offered no change.
  */

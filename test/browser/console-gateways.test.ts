@@ -1,5 +1,5 @@
 /**
- * The console's Gateways page in a real browser against a real server (docs/console.md, "Gateways"):
+ * The console's Gateways page in a real browser against a real server (docs/console.md, "Pages"):
  * a gateway made with two adapters, its details and configuration document, an adapter refused with
  * the API's message, edited keeping its adapters' pids, deleted after confirming, and a role that may
  * only read offered no change.

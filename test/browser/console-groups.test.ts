@@ -1,5 +1,5 @@
 /**
- * The console's Groups page in a real browser against a real server (docs/console.md, "Groups"): a
+ * The console's Groups page in a real browser against a real server (docs/console.md, "Pages"): a
  * static group made by searching things with `Add thing` and changed with `Remove`, a group by
  * expression checked as it is typed, members and their count, delete after confirming, and a role that
  * may only read offered no change.

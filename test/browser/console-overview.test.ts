@@ -1,5 +1,5 @@
 /**
- * The console's overview in a real browser against a real server (docs/console.md, "Overview"): the
+ * The console's overview in a real browser against a real server (docs/console.md, "Pages"): the
  * figures are the API's numbers and follow a device's events, status and alerts live; a role that may
  * read things but not alerts, and one that may not read things, see the API's refusal where it applies.
  */

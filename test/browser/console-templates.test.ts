@@ -1,5 +1,5 @@
 /**
- * The console's Templates page in a real browser against a real server (docs/console.md, "Templates"):
+ * The console's Templates page in a real browser against a real server (docs/console.md, "Pages"):
  * a template made with its metrics, edited, refused with the API's message, deleted after confirming,
  * and a role that may only read offered no change.
  */

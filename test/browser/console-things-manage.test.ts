@@ -1,6 +1,6 @@
 /**
- * Managing things in the console, in a real browser against a real server (docs/console.md, "Things"
- * and "A thing"): New thing, Import things with a dry run and a bad row, Edit, Export as a download
+ * Managing things in the console, in a real browser against a real server (docs/console.md,
+ * "Pages"): New thing, Import things with a dry run and a bad row, Edit, Export as a download
  * that never puts the token in a URL, Delete events of a range after a dialog naming it, Delete, and a
  * role that may only read things offered none of them.
  */

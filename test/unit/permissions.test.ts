@@ -9,7 +9,8 @@ describe('permissions', () => {
     assert.deepEqual(permissionOf(995), { class: 'all', operation: 'all', seqno: 5 });
     assert.equal(permissionOf(16), undefined);
     assert.deepEqual(permissionOf(141), { class: 'api_key', operation: 'read', seqno: 1 });
-    assert.equal(permissionOf(151), undefined);
+    assert.deepEqual(permissionOf(151), { class: 'dashboard', operation: 'read', seqno: 1 });
+    assert.equal(permissionOf(161), undefined);
     assert.equal(permissionOf(7), undefined);
   });
 

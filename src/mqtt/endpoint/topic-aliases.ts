@@ -1,5 +1,5 @@
 /**
- * MQTT 5 topic aliases a device sets on its connection (docs/devices.md, "MQTT 5"): a PUBLISH may name
+ * MQTT 5 topic aliases a device sets on its connection (docs/devices.md, "The device endpoint"): a PUBLISH may name
  * its topic and an alias (setting it), the alias alone with an empty topic (using it), or the topic
  * alone. Aliases run from 1 to the maximum the endpoint announced in its CONNACK.
  */

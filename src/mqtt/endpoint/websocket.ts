@@ -1,5 +1,5 @@
 /**
- * MQTT over WebSocket (docs/devices.md, "MQTT over WebSocket"): `GET /mqtt` on the HTTP(S) port, with
+ * MQTT over WebSocket (docs/devices.md, "The device endpoint"): `GET /mqtt` on the HTTP(S) port, with
  * the WebSocket subprotocol `mqtt`, for devices, gateways and simulators that can only open web
  * sockets. Each binary message carries MQTT bytes (a packet may span messages, or a message hold
  * several); the connection is served by the device endpoint exactly as a TCP one.
