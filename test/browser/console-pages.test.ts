@@ -2,7 +2,7 @@
  * Every section of the console in a real browser against a real server (docs/console.md): the one
  * navigation landmark names the sixteen sections in their groups, each page is reached by its link and
  * by its URL, and axe-core finds no serious or critical accessibility violation on any of them (the
- * sign-in page and a thing's page included).
+ * sign-in page and a thing's page included), nor with each page's main form open.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -32,6 +32,21 @@ const SECTIONS = [
   ['Roles', 'roles', 'Roles'],
   ['Organisations', 'organisations', 'Organisations'],
   ['Settings', 'settings', 'Settings'],
+] as const;
+
+/** Each page's main form, opened by its button: path, button, the form's name. */
+const FORMS = [
+  ['things', 'New thing', 'New thing'],
+  ['things', 'Import things', 'Import things'],
+  ['templates', 'New template', 'New template'],
+  ['groups', 'New group', 'New group'],
+  ['gateways', 'New gateway', 'New gateway'],
+  ['rules', 'New rule', 'New rule'],
+  ['notification-actions', 'New action', 'New action'],
+  ['users', 'New user', 'New user'],
+  ['roles', 'New role', 'New role'],
+  ['api-keys', 'New API key', 'New API key'],
+  ['organisations', 'New organisation', 'New organisation'],
 ] as const;
 
 for (const store of STORES) {
@@ -106,6 +121,24 @@ for (const store of STORES) {
       await page.waitForLoadState('networkidle');
       await assertAccessible(page, "a thing's page");
     });
+
+    for (const [path, button, form] of FORMS) {
+      it(`when ${button} is pressed on /console/${path} then the page with its form open has no serious accessibility violation`, async () => {
+        if (path === 'notification-actions') {
+          // An action belongs to a rule: the button is offered once there is one.
+          const made = await api.request('POST', '/api/v3/rules', {
+            token: await api.adminToken(),
+            body: { rule: { name: unique('rule'), condition: 'speed > 50', alert_type: 1, alert_message: 'Fast' } },
+          });
+          assert.equal(made.status, 200, made.text);
+        }
+        await page.goto(`${api.url}/console/${path}`);
+        await page.getByRole('button', { name: button, exact: true }).first().click();
+        await page.getByRole('form', { name: form, exact: true }).waitFor();
+        await page.waitForLoadState('networkidle');
+        await assertAccessible(page, `the ${button} form of /console/${path}`);
+      });
+    }
 
     it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
       assert.deepEqual(problems, []);
