@@ -122,6 +122,34 @@ for (const store of STORES) {
       await assertAccessible(page, "a thing's page");
     });
 
+    it("when a table's rows offer several buttons then they sit on one line, and buttons above a page's filters keep apart from them", async () => {
+      const made = await api.request('POST', '/api/v3/thing_templates', {
+        token: await api.adminToken(),
+        body: {
+          thing_template: {
+            name: 'Boiler',
+            description: 'Gas boilers of the plant rooms',
+            metrics: [
+              { name: 'temperature', data_type: 'number', unit: '°C' },
+              { name: 'pressure', data_type: 'number', unit: 'bar' },
+            ],
+          },
+        },
+      });
+      assert.equal(made.status, 200, made.text);
+      await page.goto(`${api.url}/console/templates`);
+      const row = page.getByRole('table', { name: 'Templates' }).getByRole('row').filter({ hasText: 'Gas boilers' });
+      const edit = await row.getByRole('button', { name: 'Edit Boiler', exact: true }).boundingBox();
+      const remove = await row.getByRole('button', { name: 'Delete Boiler', exact: true }).boundingBox();
+      assert.ok(edit && remove);
+      assert.equal(remove.y, edit.y, 'Delete is beside Edit, not under it');
+      await page.goto(`${api.url}/console/things`);
+      const button = await page.getByRole('button', { name: 'New thing', exact: true }).boundingBox();
+      const search = await page.getByText('Search things', { exact: true }).boundingBox();
+      assert.ok(button && search);
+      assert.ok(search.y - (button.y + button.height) >= 8, `${search.y - (button.y + button.height)} px apart`);
+    });
+
     for (const [path, button, form] of FORMS) {
       it(`when ${button} is pressed on /console/${path} then the page with its form open has no serious accessibility violation`, async () => {
         if (path === 'notification-actions') {
