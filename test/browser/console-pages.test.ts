@@ -122,7 +122,7 @@ for (const store of STORES) {
       await assertAccessible(page, "a thing's page");
     });
 
-    it("when a table's rows offer several buttons then they sit on one line, and buttons above a page's filters keep apart from them", async () => {
+    it("when a table's rows offer several buttons then they sit on one line, headings break between words only, and buttons keep apart from a page's filters", async () => {
       const made = await api.request('POST', '/api/v3/thing_templates', {
         token: await api.adminToken(),
         body: {
@@ -143,6 +143,21 @@ for (const store of STORES) {
       const remove = await row.getByRole('button', { name: 'Delete Boiler', exact: true }).boundingBox();
       assert.ok(edit && remove);
       assert.equal(remove.y, edit.y, 'Delete is beside Edit, not under it');
+      // A column's heading breaks between words only, never inside one (`Actio` over `n`).
+      // On a narrow window, where the columns are squeezed.
+      await page.setViewportSize({ width: 800, height: 860 });
+      await page.goto(`${api.url}/console/audit-trail`);
+      await page.getByRole('table').getByRole('row').nth(1).waitFor();
+      const lines = await page
+        .getByRole('table')
+        .getByRole('columnheader', { name: 'Action', exact: true })
+        .evaluate((cell) => {
+          const range = cell.ownerDocument.createRange();
+          range.selectNodeContents(cell);
+          return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+        });
+      await page.setViewportSize({ width: 1280, height: 860 });
+      assert.equal(lines, 1, 'the heading Action is on one line');
       await page.goto(`${api.url}/console/things`);
       const button = await page.getByRole('button', { name: 'New thing', exact: true }).boundingBox();
       const search = await page.getByText('Search things', { exact: true }).boundingBox();
