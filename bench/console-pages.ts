@@ -10,11 +10,31 @@ import { Device } from '../test/support/device.ts';
 import { median, table } from './support.ts';
 
 interface PageCase {
+  /** The navigation link pressed; a thing's page is opened from the things table instead. */
   link: string;
+  /** How the page is reached when it is not a link of the navigation, and the section it is reached from. */
+  open?: (page: Page) => Promise<unknown>;
+  from?: string;
   /** Resolves once the page shows its content. */
   shown: (page: Page) => Promise<unknown>;
-  /** The API calls the page makes (GET paths with their query). */
-  calls: (organisationKey: string) => string[];
+  /**
+   * The API calls the page makes, in waves: each wave's calls at once, a wave after the one before it
+   * (the actions of a rule follow the list of rules). A call is a GET path with its query, or a POST.
+   */
+  calls: (known: Known) => Call[][];
+}
+
+type Call = string | { post: string; body: unknown };
+
+/** What the calls need to know of the stored data. */
+interface Known {
+  organisationKey: string;
+  /** The first page of groups, by name, as the Groups page lists them. */
+  groupKeys: string[];
+  /** The first rule by name, which the Notification actions page shows. */
+  ruleKey: string;
+  /** The events of the thing whose page is opened (all of the last hour). */
+  thingEvents: number;
 }
 
 const CASES: PageCase[] = [
@@ -22,53 +42,122 @@ const CASES: PageCase[] = [
     link: 'Overview',
     shown: (page) =>
       page.getByRole('figure', { name: 'Open alerts', exact: true }).filter({ hasText: /^\d+$/ }).waitFor(),
-    calls: () => ['/api/v3/fleet_summary', '/api/v3/alerts?status=open&per=5&order_by=timestamp&order=desc'],
+    calls: () => [['/api/v3/fleet_summary', '/api/v3/alerts?status=open&per=5&order_by=timestamp&order=desc']],
   },
   {
     link: 'Things',
     shown: (page) => page.locator('tbody tr td a').first().waitFor(),
-    calls: () => ['/api/v3/things?page=1&per=50&order_by=name&order=asc'],
+    calls: () => [['/api/v3/things?page=1&per=50&order_by=name&order=asc']],
+  },
+  {
+    link: 'Templates',
+    shown: (page) => page.getByRole('table', { name: 'Templates' }).locator('tbody tr').first().waitFor(),
+    calls: () => [['/api/v3/thing_templates?page=1&per=50&order_by=name&order=asc']],
+  },
+  {
+    link: 'Groups',
+    // Every row's member count, not only the first row (one request for the page's groups).
+    shown: (page) =>
+      page.waitForFunction(() => {
+        const cells = [
+          ...(globalThis as any).document.querySelectorAll('table[aria-label="Groups"] tbody td:nth-child(3)'),
+        ];
+        return cells.length > 0 && cells.every((cell: any) => /^\d+$/.test(cell.textContent));
+      }),
+    calls: ({ groupKeys }) => [
+      ['/api/v3/groups?page=1&per=50&order_by=name&order=asc'],
+      [`/api/v3/group_member_counts?group_keys=${groupKeys.join(',')}`],
+    ],
+  },
+  {
+    link: 'Gateways',
+    shown: (page) => page.getByRole('table', { name: 'Gateways' }).locator('tbody tr').first().waitFor(),
+    calls: () => [['/api/v3/gateway?page=1&per=50&order_by=name&order=asc']],
+  },
+  {
+    // Its link in the things table, the chart of its last hour drawn.
+    link: 'a thing (its chart of the last hour)',
+    from: 'Things',
+    open: (page) => page.getByRole('link', { name: 'Hot pump', exact: true }).click(),
+    shown: (page) =>
+      page
+        .locator('.chart-caption')
+        .filter({ hasText: /^\d+ points/ })
+        .waitFor(),
+    calls: ({ thingEvents }) => {
+      const to = Math.floor(Date.now() / 1000);
+      const from = to - 3600;
+      const chart = (page: number) => ({
+        post: '/api/v3/query/thing_data',
+        body: { thing_key: 'hot-1', from, to, page, per: 10_000, order: 'asc', data_format: 'array' },
+      });
+      return [
+        [
+          '/api/v3/things/hot-1',
+          '/api/v3/alerts?thing_key=hot-1&per=20',
+          { post: '/api/v3/query/thing_data', body: { thing_key: 'hot-1', from, to, per: 10_000, order: 'desc' } },
+          chart(1),
+        ],
+        Array.from({ length: Math.max(0, Math.ceil(thingEvents / 10_000) - 1) }, (_, i) => chart(i + 2)),
+      ];
+    },
   },
   {
     link: 'Alerts',
     shown: (page) => page.locator('tbody tr').first().waitFor(),
-    calls: () => ['/api/v3/alerts?page=1&per=50&order=desc'],
+    calls: () => [['/api/v3/alerts?page=1&per=50&order=desc']],
   },
   {
     link: 'Audit trail',
     shown: (page) => page.locator('tbody tr').first().waitFor(),
-    calls: () => ['/api/v3/audit_trails?page=1&per=50'],
+    calls: () => [['/api/v3/audit_trails?page=1&per=50']],
+  },
+  {
+    link: 'Rules',
+    shown: (page) => page.getByRole('table', { name: 'Rules' }).locator('tbody tr').first().waitFor(),
+    calls: () => [['/api/v3/rules?per=1000&order_by=name&order=asc']],
+  },
+  {
+    link: 'Notification actions',
+    shown: (page) => page.getByRole('table', { name: 'Notification actions' }).locator('tbody tr').first().waitFor(),
+    calls: ({ ruleKey }) => [
+      ['/api/v3/rules?per=1000&order_by=name&order=asc'],
+      [`/api/v3/notification_actions?rule_key=${ruleKey}&per=1000`],
+    ],
+  },
+  {
+    link: 'Key pairs',
+    shown: (page) => page.getByRole('table', { name: 'Key pairs' }).locator('tbody tr').first().waitFor(),
+    calls: () => [['/api/v3/key_pairs?per=1000&order_by=created_at&order=desc']],
   },
   {
     link: 'Users',
     shown: (page) => page.getByRole('table', { name: 'Users' }).locator('tbody tr').first().waitFor(),
     calls: () => [
-      '/api/v3/users?page=1&per=50&order_by=email&order=asc',
-      '/api/v3/roles?per=1000&order_by=name&order=asc',
+      ['/api/v3/users?page=1&per=50&order_by=email&order=asc', '/api/v3/roles?per=1000&order_by=name&order=asc'],
     ],
   },
   {
     link: 'Roles',
     shown: (page) => page.getByRole('table', { name: 'Roles' }).locator('tbody tr').first().waitFor(),
-    calls: () => ['/api/v3/roles?per=1000&order_by=name&order=asc'],
+    calls: () => [['/api/v3/roles?per=1000&order_by=name&order=asc']],
   },
   {
     link: 'API keys',
     shown: (page) => page.getByRole('table', { name: 'API keys' }).waitFor(),
     calls: () => [
-      '/api/v3/api_keys?per=1000&order_by=created_at&order=desc',
-      '/api/v3/roles?per=1000&order_by=name&order=asc',
+      ['/api/v3/api_keys?per=1000&order_by=created_at&order=desc', '/api/v3/roles?per=1000&order_by=name&order=asc'],
     ],
   },
   {
     link: 'Organisations',
     shown: (page) => page.getByRole('button', { name: 'New organisation', exact: true }).waitFor(),
-    calls: () => ['/api/v3/organisations?per=1000&order_by=name&order=asc'],
+    calls: () => [['/api/v3/organisations?per=1000&order_by=name&order=asc']],
   },
   {
     link: 'Settings',
     shown: (page) => page.getByRole('figure', { name: 'Storage', exact: true }).filter({ hasText: /\d/ }).waitFor(),
-    calls: (organisationKey) => ['/api/v3/usage', `/api/v3/organisations/${organisationKey}`],
+    calls: ({ organisationKey }) => [['/api/v3/usage', `/api/v3/organisations/${organisationKey}`]],
   },
 ];
 
@@ -83,8 +172,26 @@ async function post(url: string, token: string, path: string, body: unknown): Pr
   return JSON.parse(text);
 }
 
-/** Adds `groups` groups and `alerts` alerts (one rule, every event of a device raising one). */
+/**
+ * Adds `groups` groups and `alerts` alerts (one rule, every event of a device raising one), and one
+ * template, gateway and notification action (on a rule of its own, first by name) for their tables.
+ */
 export async function seedPages(url: string, token: string, groups: number, alerts: number): Promise<void> {
+  await post(url, token, '/api/v3/thing_templates', {
+    thing_template: { name: 'Pump', metrics: [{ name: 'temperature', data_type: 'number', unit: '°C' }] },
+  });
+  await post(url, token, '/api/v3/gateway', { gateway: { name: 'Hall gateway', gateway_type: 'modbus' } });
+  const { rule: cold } = await post(url, token, '/api/v3/rules', {
+    rule: { name: 'Cold', condition: 'temperature < -40', alert_type: 1, alert_message: 'Cold' },
+  });
+  await post(url, token, '/api/v3/notification_actions', {
+    notification_action: {
+      type: 'CallHttpUrlAction',
+      rule_key: cold.rule_key,
+      method: 'POST',
+      url: 'http://127.0.0.1:9/',
+    },
+  });
   for (let i = 0; i < groups; i += 50) {
     await Promise.all(
       Array.from({ length: Math.min(50, groups - i) }, (_, j) =>
@@ -118,6 +225,7 @@ export async function pageTimes(
   url: string,
   credentials: { email: string; password: string },
   rounds: number,
+  thingEvents: number,
 ) {
   const signIn = await request(`${url}/api_sign_in`, {
     method: 'POST',
@@ -126,7 +234,18 @@ export async function pageTimes(
   });
   const session = (await signIn.body.json()) as { auth_token: string; organisation: { organisation_key: string } };
   const token = session.auth_token;
-  const organisationKey = session.organisation.organisation_key;
+  const get = async (path: string) => {
+    const answer = await request(`${url}${path}`, { headers: { 'x-auth-token': token } });
+    return (await answer.body.json()) as any;
+  };
+  const known: Known = {
+    organisationKey: session.organisation.organisation_key,
+    groupKeys: (await get('/api/v3/groups?page=1&per=50&order_by=name&order=asc')).groups.map(
+      (g: { group_key: string }) => g.group_key,
+    ),
+    ruleKey: (await get('/api/v3/rules?per=1000&order_by=name&order=asc')).rules[0].rule_key,
+    thingEvents,
+  };
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   page.setDefaultTimeout(30_000);
@@ -141,23 +260,36 @@ export async function pageTimes(
     const shown: number[] = [];
     for (let round = 0; round < rounds; round++) {
       const began = performance.now();
-      await Promise.all(
-        pageCase.calls(organisationKey).map(async (path) => {
-          const answer = await request(`${url}${path}`, { headers: { 'x-auth-token': token } });
-          await answer.body.json();
-        }),
-      );
+      for (const wave of pageCase.calls(known)) {
+        await Promise.all(
+          wave.map(async (call) => {
+            const answer =
+              typeof call === 'string'
+                ? await request(`${url}${call}`, { headers: { 'x-auth-token': token } })
+                : await request(`${url}${call.post}`, {
+                    method: 'POST',
+                    headers: { 'content-type': 'application/json', 'x-auth-token': token },
+                    body: JSON.stringify(call.body),
+                  });
+            if (answer.statusCode !== 200) throw new Error(`${JSON.stringify(call)}: ${answer.statusCode}`);
+            await answer.body.json();
+          }),
+        );
+      }
       api.push(performance.now() - began);
       // From another section, so that the page is made anew.
-      const other = pageCase.link === 'Settings' ? 'Roles' : 'Settings';
+      const other = pageCase.from ?? (pageCase.link === 'Settings' ? 'Roles' : 'Settings');
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: other, exact: true }).click();
       await page.getByRole('heading', { level: 1, name: other, exact: true }).waitFor();
+      if (pageCase.from === 'Things') await page.locator('tbody tr td a').first().waitFor();
       await page.waitForLoadState('networkidle');
       const clicked = performance.now();
-      await page
-        .getByRole('navigation', { name: 'Main' })
-        .getByRole('link', { name: pageCase.link, exact: true })
-        .click();
+      if (pageCase.open) await pageCase.open(page);
+      else
+        await page
+          .getByRole('navigation', { name: 'Main' })
+          .getByRole('link', { name: pageCase.link, exact: true })
+          .click();
       await pageCase.shown(page);
       shown.push(performance.now() - clicked);
     }

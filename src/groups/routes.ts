@@ -1,4 +1,5 @@
 import { actorOf } from '../audit/recorder.ts';
+import { invalidParam } from '../core/errors.ts';
 import { listAnswer, pickFields, requestedFields, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
@@ -14,9 +15,20 @@ import {
   GroupOne,
   ListGroupsParams,
   ListGroupThingsParams,
+  MEMBER_COUNTS_MAX,
+  MemberCounts,
+  MemberCountsParams,
   UpdateGroupParams,
 } from './schemas.ts';
-import { createGroup, deleteGroup, listGroups, listThingsOfGroup, requireGroup, updateGroup } from './service.ts';
+import {
+  countMembersOfGroups,
+  createGroup,
+  deleteGroup,
+  listGroups,
+  listThingsOfGroup,
+  requireGroup,
+  updateGroup,
+} from './service.ts';
 
 const tags = ['Groups'];
 
@@ -81,6 +93,23 @@ export function groupRoutes(store: Store): AnyRoute[] {
           pageEcho,
           rows.map((r) => presentThing(r, time, now)),
         );
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/v3/group_member_counts',
+      tags,
+      summary: 'Count the things of several groups',
+      description: `The total of GET /api/v3/groups/:group_key/things for each of up to ${MEMBER_COUNTS_MAX} groups, in one request.`,
+      access: permission('group', 'read'),
+      params: MemberCountsParams,
+      response: MemberCounts,
+      handler: async ({ params, visibleOrganisations }) => {
+        const groupKeys = [...new Set(params.group_keys.split(',').map((key) => key.trim()))];
+        if (groupKeys.length > MEMBER_COUNTS_MAX || groupKeys.includes('')) {
+          throw invalidParam('group_keys', `must name from 1 to ${MEMBER_COUNTS_MAX} groups, comma-separated`);
+        }
+        return { member_counts: await countMembersOfGroups(store.db, await visibleOrganisations(), groupKeys) };
       },
     }),
     defineRoute({

@@ -104,5 +104,21 @@ export const ListGroupThingsParams = Type.Object({
   group_key: Key(),
 });
 
+/** The most groups one `GET /api/v3/group_member_counts` counts (a page of the console's list is 50). */
+export const MEMBER_COUNTS_MAX = 100;
+export const MemberCountsParams = Type.Object({
+  ...CommonParams,
+  ...OemParams,
+  group_keys: Type.String({
+    minLength: 1,
+    description: `comma-separated group keys, at most ${MEMBER_COUNTS_MAX}`,
+  }),
+});
+export const MemberCounts = Type.Object({
+  member_counts: Type.Record(Type.String(), Type.Integer({ minimum: 0 }), {
+    description: 'each group key asked for, with the number of things the group holds now',
+  }),
+});
+
 export const GroupList = ListResponse('groups', Group);
 export const GroupOne = OneResponse('group', Group);

@@ -143,6 +143,23 @@ export async function listThingsOfGroup(
   return listGroupMembers(db, await requireGroup(db, organisationKeys, groupKey), filter, list);
 }
 
+/**
+ * How many things each group holds now (a dynamic group's expression evaluated now), in one request:
+ * the count of `GET /api/v3/groups/:group_key/things` for each, without a request per group.
+ */
+export async function countMembersOfGroups(
+  db: Executor,
+  organisationKeys: string[],
+  groupKeys: string[],
+): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  const first = { page: 1, per: 1, orderBy: 'thing_key', order: 'asc' as const, keywords: [], matchAll: false };
+  for (const groupKey of groupKeys) {
+    counts[groupKey] = (await listThingsOfGroup(db, organisationKeys, groupKey, {}, first)).total;
+  }
+  return counts;
+}
+
 export async function updateGroup(
   store: Store,
   actor: Actor,

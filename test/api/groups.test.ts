@@ -371,4 +371,52 @@ describeOnStores('groups', (ctx) => {
       assert.deepEqual(seen, expected, order);
     }
   });
+
+  it('when the member counts of several groups are asked at once then each is the total its things list answers, and other organisations’ groups are a 404', async () => {
+    const token = await ctx.api.adminToken();
+    const tag = unique('counted');
+    const a = await createThing(ctx.api, token, { tags: [tag] });
+    await createThing(ctx.api, token, { tags: [tag] });
+    await createThing(ctx.api, token, {});
+    const byTag = await createGroup(token, { group_type: 2, thing_expression: `tags contains '${tag}'` });
+    const one = await createGroup(token, { group_type: 1, thing_keys: [a.thing_key] });
+    const none = await createGroup(token, { group_type: 1 });
+    const keys = [byTag.group_key, one.group_key, none.group_key];
+    const counted = await ctx.api.request('GET', '/api/v3/group_member_counts', {
+      token,
+      query: { group_keys: keys.join(',') },
+    });
+    assert.equal(counted.status, 200, counted.text);
+    assert.deepEqual(counted.body, {
+      member_counts: { [byTag.group_key]: 2, [one.group_key]: 1, [none.group_key]: 0 },
+    });
+    for (const key of keys) {
+      const listed = await ctx.api.request('GET', `/api/v3/groups/${key}/things`, { token });
+      assert.equal(listed.body.total_count, counted.body.member_counts[key]);
+    }
+
+    const child = await childOrganisation(ctx.api, token);
+    const theirs = await ctx.api.request('GET', '/api/v3/group_member_counts', {
+      token: child.token,
+      query: { group_keys: byTag.group_key },
+    });
+    assert.equal(theirs.status, 404, theirs.text);
+    const reader = await userWithAbilities(ctx.api, token, [11]);
+    const refused = await ctx.api.request('GET', '/api/v3/group_member_counts', {
+      token: reader.token,
+      query: { group_keys: byTag.group_key },
+    });
+    assert.equal(refused.status, 403, refused.text);
+    for (const groupKeys of ['', ',', Array.from({ length: 101 }, (_, i) => `g${i}`).join(',')]) {
+      const wrong = await ctx.api.request('GET', '/api/v3/group_member_counts', {
+        token,
+        query: { group_keys: groupKeys },
+      });
+      assert.equal(wrong.status, 400, `${groupKeys}: ${wrong.text}`);
+      assert.ok(
+        wrong.body.errors.some((e: { param?: string }) => e.param === 'group_keys'),
+        wrong.text,
+      );
+    }
+  });
 });

@@ -135,6 +135,28 @@ for (const store of STORES) {
       await shot(page, 'list');
     });
 
+    it('when Groups lists its groups then every member count comes in one request, not one per row', async () => {
+      const asked: string[] = [];
+      const watch = (r: { url: () => string }) => {
+        const path = new URL(r.url()).pathname;
+        if (path.startsWith('/api/v3/group')) asked.push(path);
+      };
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Things', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Things', exact: true }).waitFor();
+      await page.waitForLoadState('networkidle');
+      page.on('request', watch);
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Groups', exact: true }).click();
+      await page.getByRole('row').filter({ hasText: 'Hall A' }).getByRole('cell', { name: '2', exact: true }).waitFor();
+      await page
+        .getByRole('row')
+        .filter({ hasText: 'Boilers' })
+        .getByRole('cell', { name: '2', exact: true })
+        .waitFor();
+      await page.waitForLoadState('networkidle');
+      page.off('request', watch);
+      assert.deepEqual(asked, ['/api/v3/groups', '/api/v3/group_member_counts']);
+    });
+
     it('when Delete is confirmed then the dialog named the group and it is gone, its things kept', async () => {
       await page.getByRole('button', { name: 'Delete Hall A', exact: true }).click();
       const dialog = page.getByRole('dialog', { name: 'Delete Hall A?', exact: true });

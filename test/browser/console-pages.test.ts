@@ -2,7 +2,7 @@
  * Every section of the console in a real browser against a real server (docs/console.md): the one
  * navigation landmark names the sixteen sections in their groups, each page is reached by its link and
  * by its URL, and axe-core finds no serious or critical accessibility violation on any of them (the
- * sign-in page and a thing's page included).
+ * sign-in page and a thing's page included), nor with each page's main form open.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -32,6 +32,21 @@ const SECTIONS = [
   ['Roles', 'roles', 'Roles'],
   ['Organisations', 'organisations', 'Organisations'],
   ['Settings', 'settings', 'Settings'],
+] as const;
+
+/** Each page's main form, opened by its button: path, button, the form's name. */
+const FORMS = [
+  ['things', 'New thing', 'New thing'],
+  ['things', 'Import things', 'Import things'],
+  ['templates', 'New template', 'New template'],
+  ['groups', 'New group', 'New group'],
+  ['gateways', 'New gateway', 'New gateway'],
+  ['rules', 'New rule', 'New rule'],
+  ['notification-actions', 'New action', 'New action'],
+  ['users', 'New user', 'New user'],
+  ['roles', 'New role', 'New role'],
+  ['api-keys', 'New API key', 'New API key'],
+  ['organisations', 'New organisation', 'New organisation'],
 ] as const;
 
 for (const store of STORES) {
@@ -106,6 +121,67 @@ for (const store of STORES) {
       await page.waitForLoadState('networkidle');
       await assertAccessible(page, "a thing's page");
     });
+
+    it("when a table's rows offer several buttons then they sit on one line, headings break between words only, and buttons keep apart from a page's filters", async () => {
+      const made = await api.request('POST', '/api/v3/thing_templates', {
+        token: await api.adminToken(),
+        body: {
+          thing_template: {
+            name: 'Boiler',
+            description: 'Gas boilers of the plant rooms',
+            metrics: [
+              { name: 'temperature', data_type: 'number', unit: '°C' },
+              { name: 'pressure', data_type: 'number', unit: 'bar' },
+            ],
+          },
+        },
+      });
+      assert.equal(made.status, 200, made.text);
+      await page.goto(`${api.url}/console/templates`);
+      const row = page.getByRole('table', { name: 'Templates' }).getByRole('row').filter({ hasText: 'Gas boilers' });
+      const edit = await row.getByRole('button', { name: 'Edit Boiler', exact: true }).boundingBox();
+      const remove = await row.getByRole('button', { name: 'Delete Boiler', exact: true }).boundingBox();
+      assert.ok(edit && remove);
+      assert.equal(remove.y, edit.y, 'Delete is beside Edit, not under it');
+      // A column's heading breaks between words only, never inside one (`Actio` over `n`).
+      // On a narrow window, where the columns are squeezed.
+      await page.setViewportSize({ width: 800, height: 860 });
+      await page.goto(`${api.url}/console/audit-trail`);
+      await page.getByRole('table').getByRole('row').nth(1).waitFor();
+      const lines = await page
+        .getByRole('table')
+        .getByRole('columnheader', { name: 'Action', exact: true })
+        .evaluate((cell) => {
+          const range = cell.ownerDocument.createRange();
+          range.selectNodeContents(cell);
+          return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+        });
+      await page.setViewportSize({ width: 1280, height: 860 });
+      assert.equal(lines, 1, 'the heading Action is on one line');
+      await page.goto(`${api.url}/console/things`);
+      const button = await page.getByRole('button', { name: 'New thing', exact: true }).boundingBox();
+      const search = await page.getByText('Search things', { exact: true }).boundingBox();
+      assert.ok(button && search);
+      assert.ok(search.y - (button.y + button.height) >= 8, `${search.y - (button.y + button.height)} px apart`);
+    });
+
+    for (const [path, button, form] of FORMS) {
+      it(`when ${button} is pressed on /console/${path} then the page with its form open has no serious accessibility violation`, async () => {
+        if (path === 'notification-actions') {
+          // An action belongs to a rule: the button is offered once there is one.
+          const made = await api.request('POST', '/api/v3/rules', {
+            token: await api.adminToken(),
+            body: { rule: { name: unique('rule'), condition: 'speed > 50', alert_type: 1, alert_message: 'Fast' } },
+          });
+          assert.equal(made.status, 200, made.text);
+        }
+        await page.goto(`${api.url}/console/${path}`);
+        await page.getByRole('button', { name: button, exact: true }).first().click();
+        await page.getByRole('form', { name: form, exact: true }).waitFor();
+        await page.waitForLoadState('networkidle');
+        await assertAccessible(page, `the ${button} form of /console/${path}`);
+      });
+    }
 
     it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
       assert.deepEqual(problems, []);

@@ -481,6 +481,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v3/group_member_counts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count the things of several groups
+         * @description The total of GET /api/v3/groups/:group_key/things for each of up to 100 groups, in one request.
+         */
+        get: operations["getGroupMemberCounts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v3/groups": {
         parameters: {
             query?: never;
@@ -1487,6 +1507,10 @@ export interface components {
             role_key: string;
             /** @description only in the answer to the create request: keep it, it is not shown again */
             secret_key?: string;
+        };
+        /** @description each group key asked for, with the number of things the group holds now */
+        MemberCounts: {
+            [key: string]: number;
         };
         NotificationAction: {
             bcc?: string;
@@ -5192,6 +5216,82 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getGroupMemberCounts: {
+        parameters: {
+            query: {
+                /**
+                 * @description comma-separated group keys, at most 100
+                 * @example example
+                 */
+                group_keys: string;
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
+                /** @description indent the JSON answer with two spaces */
+                pretty?: boolean;
+                /** @description synonym of timestamp_format */
+                time_format?: "int" | "str";
+                /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                time_zone?: string;
+                /** @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone */
+                timestamp_format?: "int" | "str";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        member_counts: components["schemas"]["MemberCounts"];
+                    };
                 };
             };
             /** @description a parameter is missing, malformed or outside its allowed values */

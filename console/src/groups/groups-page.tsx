@@ -8,7 +8,7 @@ import { Failure } from '../components/failure.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { type Group, GroupForm } from './group-form.tsx';
-import { GroupMembers, MemberCount } from './group-members.tsx';
+import { GroupMembers, useMemberCounts } from './group-members.tsx';
 
 const PER = 50;
 
@@ -19,6 +19,7 @@ export function GroupsPage() {
     () => answer(api.GET('/api/v3/groups', { params: { query: { page, per: PER, order_by: 'name', order: 'asc' } } })),
     [page],
   );
+  const counts = useMemberCounts(list.data?.groups);
   const mayCreate = useAllows('group', 'create');
   const mayUpdate = useAllows('group', 'update');
   const mayDelete = useAllows('group', 'delete');
@@ -78,7 +79,11 @@ export function GroupsPage() {
                       )}
                     </td>
                     <td>
-                      <MemberCount groupKey={group.group_key} />
+                      {counts.error ? (
+                        <span class="muted">{counts.error}</span>
+                      ) : (
+                        (counts.data?.[group.group_key] ?? '…')
+                      )}
                     </td>
                     <td class="row-actions">
                       <button
