@@ -73,7 +73,14 @@ import { sessionRoutes } from './sessions/routes.ts';
 import { SessionService } from './sessions/service.ts';
 import { type DeviceRequest, HttpDeviceLink } from './simulator/device-link.ts';
 import { explainListenError, openConfiguredStore } from './startup.ts';
-import { refusalOfFault, withStatementTimeout, withStoreDeadline } from './store/faults.ts';
+import {
+  currentStoreBounds,
+  endStoreBounds,
+  refusalOfFault,
+  runWithStoreDeadline,
+  withStatementTimeout,
+  withStoreDeadline,
+} from './store/faults.ts';
 import type { Store } from './store/store.ts';
 import { templateRoutes } from './templates/routes.ts';
 import { thingRoutes } from './things/routes.ts';
@@ -205,20 +212,25 @@ async function storeReadiness(store: Store): Promise<string[]> {
  * events run outside it), so that hooks and handler run under it.
  */
 function boundStatements(app: FastifyInstance, statementMs: number, deviceMs: number): void {
-  const scopes = new WeakMap<object, AsyncResource>();
+  const scopes = new WeakMap<object, { resource: AsyncResource; bounds: ReturnType<typeof currentStoreBounds> }>();
   const enter = (request: FastifyRequest, done: () => void) => () => {
-    scopes.set(request, new AsyncResource('thingbase-request'));
+    scopes.set(request, { resource: new AsyncResource('thingbase-request'), bounds: currentStoreBounds() });
     done();
   };
   app.addHook('onRequest', (request, _reply, done) => {
     const rest = enter(request, done);
-    if (request.routeOptions.config?.access === 'device') void withStoreDeadline(deviceMs, async () => rest());
+    if (request.routeOptions.config?.access === 'device') runWithStoreDeadline(deviceMs, rest);
     else withStatementTimeout(statementMs, rest);
   });
   app.addHook('preValidation', (request, _reply, done) => {
     const scope = scopes.get(request);
-    if (scope) scope.runInAsyncScope(done);
+    if (scope) scope.resource.runInAsyncScope(done);
     else done();
+  });
+  // Answered: what the request set going (a worker it woke, a timer) runs on unbounded by it.
+  app.addHook('onResponse', (request, _reply, done) => {
+    endStoreBounds(scopes.get(request)?.bounds);
+    done();
   });
 }
 

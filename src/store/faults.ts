@@ -103,6 +103,11 @@ interface StatementBounds {
   /** Date.now() time. */
   deadline: number | undefined;
   statementMs: number | undefined;
+  /**
+   * Set once the work they bound is over. Work it started that goes on by itself (a timer it set, a
+   * worker it woke) runs in the same async context, and must not inherit a deadline long past.
+   */
+  ended: boolean;
 }
 
 const bounds = new AsyncLocalStorage<StatementBounds>();
@@ -116,8 +121,15 @@ const bounds = new AsyncLocalStorage<StatementBounds>();
 export function withStoreDeadline<T>(ms: number, work: () => Promise<T>): Promise<T> {
   const outer = bounds.getStore();
   const at = Date.now() + ms;
-  const deadline = outer?.deadline === undefined ? at : Math.min(outer.deadline, at);
-  return bounds.run({ deadline, statementMs: outer?.statementMs }, work);
+  const deadline = outer?.deadline === undefined || outer.ended ? at : Math.min(outer.deadline, at);
+  const bounded: StatementBounds = {
+    deadline,
+    statementMs: outer?.ended ? undefined : outer?.statementMs,
+    ended: false,
+  };
+  return bounds.run(bounded, work).finally(() => {
+    bounded.ended = true;
+  });
 }
 
 /**
@@ -127,13 +139,36 @@ export function withStoreDeadline<T>(ms: number, work: () => Promise<T>): Promis
  */
 export function withStatementTimeout<T>(ms: number, work: () => T): T {
   if (ms <= 0) return work();
-  return bounds.run({ deadline: bounds.getStore()?.deadline, statementMs: ms }, work);
+  const outer = bounds.getStore();
+  return bounds.run({ deadline: outer?.ended ? undefined : outer?.deadline, statementMs: ms, ended: false }, work);
+}
+
+/**
+ * Runs `work` under a deadline `ms` from now, as withStoreDeadline does, for work whose end is not a
+ * promise's (a request, ended by endStoreBounds once answered).
+ */
+export function runWithStoreDeadline<T>(ms: number, work: () => T): T {
+  const outer = bounds.getStore();
+  return bounds.run(
+    { deadline: Date.now() + ms, statementMs: outer?.ended ? undefined : outer?.statementMs, ended: false },
+    work,
+  );
+}
+
+/** The bounds the current work runs under, to end them when it is over (endStoreBounds). */
+export function currentStoreBounds(): StatementBounds | undefined {
+  return bounds.getStore();
+}
+
+/** Ends bounds: what runs on in their context afterwards is not bounded by them. */
+export function endStoreBounds(ended: StatementBounds | undefined): void {
+  if (ended) ended.ended = true;
 }
 
 /** How long a statement sent now may wait for its answer (ms), if it is bounded. */
 export function statementWaitMs(): number | undefined {
   const current = bounds.getStore();
-  if (current === undefined) return undefined;
+  if (current === undefined || current.ended) return undefined;
   const untilDeadline = current.deadline === undefined ? undefined : Math.max(0, current.deadline - Date.now());
   if (untilDeadline === undefined) return current.statementMs;
   return current.statementMs === undefined ? untilDeadline : Math.min(untilDeadline, current.statementMs);
