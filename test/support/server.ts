@@ -48,6 +48,10 @@ export async function startServer(store: StoreCase, options: StartOptions = {}):
       THINGBASE_PASSWORD_HASH_COST: '1024',
       // Every answer checked against its route's response schema (src/core/http/answers.ts).
       THINGBASE_CHECK_ANSWERS: 'true',
+      // Many suites share two cores: a device write or a statement slowed by them is not the hung
+      // database these bounds are for (the fault tests, test/api/fault-*.test.ts, run with the defaults).
+      EVENT_WRITE_TIMEOUT_MS: '15000',
+      DATABASE_STATEMENT_TIMEOUT_MS: '60000',
       // Suites make thousands of requests a minute; the rate limit's own tests set their limit.
       API_RATE_LIMIT: '1000000',
       // Suites run again with every event compacted as soon as it is stored (test/api/*-compacted.test.ts).
