@@ -131,6 +131,8 @@ for (const store of STORES) {
       await page.getByRole('heading', { level: 1, name: 'Boiler west', exact: true }).waitFor();
       const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
       await chart.getByText(/^30 points · (temperature, pressure|pressure, temperature)$/).waitFor();
+      // The chart library is loaded when first drawn: its canvas may follow the caption.
+      await chart.locator('canvas').first().waitFor();
       assert.equal(await chart.locator('canvas').count(), 1, 'uPlot draws on a canvas');
       await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
       assert.equal(
