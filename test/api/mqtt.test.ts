@@ -322,19 +322,39 @@ describeOnStores(
         const perDevice = 150;
         const acks = await Promise.all(
           devices.map(async (device) => {
+            const topic = `Altizon/Datonis/${device.clientId}/event`;
+            const byHash = new Map<string, string>();
             for (let n = 0; n < perDevice; n++) {
-              device.client.publish(
-                `Altizon/Datonis/${device.clientId}/event`,
-                device.envelope({ thing_key: key, data: { n } }),
-                { qos: 1 },
-              );
+              const payload = device.envelope({ thing_key: key, data: { n } });
+              byHash.set((JSON.parse(payload) as { hash: string }).hash, payload);
+              device.client.publish(topic, payload, { qos: 1 });
             }
             const codes: number[] = [];
-            for (let n = 0; n < perDevice; n++) codes.push((await device.nextAck(30_000)).http_code);
+            const busy: string[] = [];
+            for (let n = 0; n < perDevice; n++) {
+              const ack = await device.nextAck(30_000);
+              codes.push(ack.http_code);
+              if (ack.http_code === 503) busy.push(ack.context);
+            }
+            // A server short of time (a loaded machine) may answer 503 "send again", as devices then do:
+            // what it refused is sent again, and must then be taken.
+            for (const hash of busy) {
+              for (let attempt = 0; ; attempt++) {
+                device.client.publish(topic, byHash.get(hash) as string, { qos: 1 });
+                const again = await device.nextAck(30_000);
+                if (again.http_code === 200) break;
+                assert.ok(again.http_code === 503 && attempt < 20, JSON.stringify(again));
+                await new Promise((resolve) => setTimeout(resolve, 100));
+              }
+            }
             return codes;
           }),
         );
-        assert.deepEqual(new Set(acks.flat()), new Set([200]));
+        assert.ok(
+          acks.flat().every((code) => code === 200 || code === 503),
+          `every message answered 200, or 503 to send again: ${[...new Set(acks.flat())]}`,
+        );
+        // Every acknowledged message stored once: none lost, none twice, refused ones included once sent again.
         assert.equal(await storedCount(key), devices.length * perDevice);
       } finally {
         await Promise.all(devices.map((device) => device.close()));
