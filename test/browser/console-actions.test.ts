@@ -160,7 +160,7 @@ for (const store of STORES) {
         await new Promise((done) => setTimeout(done, 100));
       }
       await page.getByRole('button', { name: 'Deliveries of HTTP call http://127.0.0.1:9/hook', exact: true }).click();
-      const deliveries = page.getByRole('region', { name: /^Deliveries of CallHttpUrlAction/ });
+      const deliveries = page.getByRole('region', { name: /^Deliveries of HTTP call/ });
       await deliveries.getByRole('row').filter({ hasText: 'failed' }).first().waitFor();
       await shot('deliveries');
     });

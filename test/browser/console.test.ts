@@ -230,7 +230,7 @@ for (const store of STORES) {
       }
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Rules', exact: true }).click();
       await page.getByRole('button', { name: 'Notifications of Too hot', exact: true }).click();
-      const deliveries = page.getByRole('region', { name: /^Deliveries of CallHttpUrlAction/ });
+      const deliveries = page.getByRole('region', { name: /^Deliveries of HTTP call/ });
       await deliveries.getByRole('row').filter({ hasText: 'failed' }).first().waitFor({ timeout: 15_000 });
       await shot('rule-deliveries');
     });

@@ -1,15 +1,8 @@
 import { answer, api } from '../api/client.ts';
-import type { paths } from '../api/schema';
 import { Failure } from '../components/failure.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
-
-export type Action =
-  paths['/api/v3/notification_actions']['get']['responses'][200]['content']['application/json']['notification_actions'][number];
-
-/** What an action does, in a line: its type and where it goes. */
-export const describeAction = (action: Action): string =>
-  [action.type, action.to, action.url, action.phone_number].filter((part) => part).join(' · ');
+import { type Action, nameAction } from './kinds.ts';
 
 /** An action's latest delivery attempts, newest first (docs/rules.md, "Delivery attempts"). */
 export function ActionDeliveries({ action }: { action: Action }) {
@@ -23,8 +16,8 @@ export function ActionDeliveries({ action }: { action: Action }) {
     [action.notification_action_key],
   );
   return (
-    <section aria-label={`Deliveries of ${describeAction(action)}`}>
-      <h3>{describeAction(action)}</h3>
+    <section aria-label={`Deliveries of ${nameAction(action)}`}>
+      <h3>{nameAction(action)}</h3>
       <Failure message={deliveries.error} />
       {deliveries.data?.deliveries.length === 0 && <p>No delivery attempts yet.</p>}
       {deliveries.data && deliveries.data.deliveries.length > 0 && (

@@ -1,38 +1,10 @@
 import { useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
-import type { paths } from '../api/schema';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { FormButtons } from '../components/form-buttons.tsx';
 import { useSubmit } from '../components/use-submit.ts';
-import type { Action } from './action-deliveries.tsx';
-
-type ActionInput =
-  paths['/api/v3/notification_actions']['post']['requestBody']['content']['application/json']['notification_action'];
-export type ActionType = ActionInput['type'];
-type FieldName =
-  | 'to'
-  | 'cc'
-  | 'bcc'
-  | 'subject'
-  | 'url'
-  | 'method'
-  | 'headers'
-  | 'query'
-  | 'body'
-  | 'name'
-  | 'phone_number';
-
-/**
- * Every kind the API has (typed against its schema, so a new kind does not compile until it is here),
- * with its fields (docs/rules.md, "Fields per kind").
- */
-export const KINDS: Record<ActionType, { label: string; fields: FieldName[] }> = {
-  EmailNotificationAction: { label: 'E-mail', fields: ['to', 'cc', 'bcc', 'subject'] },
-  CallHttpUrlAction: { label: 'HTTP call', fields: ['url', 'method', 'headers', 'query', 'body'] },
-  ThingUserDefinedPropertiesAction: { label: "Set the thing's properties", fields: ['body'] },
-  SMSNotificationAction: { label: 'SMS', fields: ['name', 'phone_number', 'body'] },
-};
+import { type Action, type ActionInput, type ActionType, type FieldName, KINDS } from './kinds.ts';
 
 /** The API's field names in words. */
 const LABELS: Record<FieldName, string> = {

@@ -8,8 +8,9 @@ import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { currentQuery, keepQuery, Link } from '../router.tsx';
-import { type Action, ActionDeliveries, describeAction } from './action-deliveries.tsx';
-import { ActionForm, type ActionType, KINDS } from './action-form.tsx';
+import { ActionDeliveries } from './action-deliveries.tsx';
+import { ActionForm } from './action-form.tsx';
+import { type Action, type ActionType, destination, KINDS, nameAction } from './kinds.ts';
 
 /**
  * Notification actions belong to a rule, and the API lists them rule by rule: the page shows the
@@ -96,13 +97,13 @@ export function NotificationActionsPage() {
           <tbody>
             {actions.data.notification_actions.map((action) => {
               const kind = KINDS[action.type as ActionType]?.label ?? action.type;
-              const name = `${kind} ${action.to ?? action.url ?? action.phone_number ?? ''}`.trim();
+              const name = nameAction(action);
               return (
                 <Fragment key={action.notification_action_key}>
                   <tr>
                     <td>{kind}</td>
                     <td>
-                      <code>{action.to ?? action.url ?? action.phone_number ?? ''}</code>
+                      <code>{destination(action)}</code>
                       {action.subject && <div class="muted">{action.subject}</div>}
                     </td>
                     <td class="row-actions">
@@ -126,8 +127,7 @@ export function NotificationActionsPage() {
                         onEdit={() => setEditing(action)}
                         question={
                           <>
-                            The action <strong>{describeAction(action)}</strong> is deleted; the rule no longer carries
-                            it out.
+                            The action <strong>{name}</strong> is deleted; the rule no longer carries it out.
                           </>
                         }
                         onDelete={async () => {
