@@ -82,23 +82,28 @@ const CASES: PageCase[] = [
     shown: (page) =>
       page
         .locator('.chart-caption')
-        .filter({ hasText: /^\d+ points/ })
+        .filter({ hasText: /^\d+ (points|buckets)/ })
         .waitFor(),
+    // The count first (a page of one), then one page of events or, past 10,000, averages per minute.
     calls: ({ thingEvents }) => {
       const to = Math.floor(Date.now() / 1000);
       const from = to - 3600;
-      const chart = (page: number) => ({
+      const events = (per: number) => ({
         post: '/api/v3/query/thing_data',
-        body: { thing_key: 'hot-1', from, to, page, per: 10_000, order: 'asc', data_format: 'array' },
+        body: { thing_key: 'hot-1', from, to, page: 1, per, order: 'asc', data_format: 'array' },
       });
+      const averages = {
+        post: '/api/v3/query/thing_aggregated_data',
+        body: { thing_keys: ['hot-1'], from, to, time_grouping: 'minute', time_grouping_value: 1, functions: ['avg'] },
+      };
       return [
         [
           '/api/v3/things/hot-1',
           '/api/v3/alerts?thing_key=hot-1&per=20',
-          { post: '/api/v3/query/thing_data', body: { thing_key: 'hot-1', from, to, per: 10_000, order: 'desc' } },
-          chart(1),
+          { post: '/api/v3/query/thing_data', body: { thing_key: 'hot-1', from, to, per: 1000, order: 'desc' } },
+          events(1),
         ],
-        Array.from({ length: Math.max(0, Math.ceil(thingEvents / 10_000) - 1) }, (_, i) => chart(i + 2)),
+        [thingEvents > 10_000 ? averages : events(10_000)],
       ];
     },
   },

@@ -1,7 +1,10 @@
 import { showTime, showValue } from '../format.ts';
 
-/** The largest page thing_data answers. */
-export const PER = 10_000;
+/**
+ * Events of the last hour read for the latest values: enough for every metric a device sends along,
+ * few enough that a crowded hour costs no more than a quiet one (docs/console.md).
+ */
+export const LATEST_EVENTS = 1_000;
 
 /** thing_data's answer in the default format: the events of each thing. */
 export type EventsAnswer = Record<string, { event_data: { timestamp: number; data: Record<string, unknown> }[] }>;

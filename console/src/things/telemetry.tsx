@@ -7,7 +7,6 @@ import { answer, api, messageOf } from '../api/client.ts';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { Field } from '../components/field.tsx';
 import { type Message, realtime } from '../realtime.ts';
-import { PER } from './latest-values.tsx';
 
 /** Ranges of the picker: raw events up to six hours, averages per bucket beyond. */
 export const RANGES = [
@@ -19,14 +18,27 @@ export const RANGES = [
 ] as const;
 type Range = (typeof RANGES)[number];
 
-/** Events of a raw range read at most: beyond, the range is drawn as averages per minute (docs/console.md). */
-const MAX_POINTS = 100_000;
+/**
+ * Events of a raw range drawn one by one at most, read as one page of thing_data (its largest); a
+ * range holding more is drawn as averages per minute (docs/console.md): more points than that cannot
+ * be told apart on a chart, and reading them would cost the page seconds.
+ */
+const MAX_POINTS = 10_000;
+
+/** The buckets of a crowded raw range: a minute, the width live events are added to. */
+const MINUTE = 60;
+
+/** Averages per bucket, with each bucket's sum and count per metric, so that live events can join them. */
+interface Averages extends Columns {
+  sums: number[][];
+  counts: number[][];
+}
 
 /** thing_data with data_format=array: rows [timestamp, v1, v2, ...] in the order of `metrics`. */
 type ThingDataBlock = { total_event_count: number; metrics: string[]; event_data: [number, ...unknown[]][] };
 type ThingDataAnswer = Record<string, ThingDataBlock>;
 type AggregatedAnswer = {
-  time_grouped_result: Record<string, Record<string, Record<string, { avg: number | null }>>>;
+  time_grouped_result: Record<string, Record<string, Record<string, { sum: number; count: number }>>>;
 };
 
 /** An event's values by the names the chart uses: nested objects as paths with dots (`machine.temp`). */
@@ -64,7 +76,7 @@ export function Telemetry({
     let current = true;
     // Live events are taken from before the history is read, so that none falls between the two; those
     // that arrive first are added once it is there, unless the history already holds their second.
-    let loaded: Columns | undefined;
+    let loaded: Columns | Averages | undefined;
     const early: Message[] = [];
     const add = (message: Message) => {
       if (!loaded) return;
@@ -79,22 +91,15 @@ export function Telemetry({
       if (typeof timestamp !== 'number' || timestamp < Date.now() / 1000 - range.seconds) return;
       const known = loaded.metrics;
       const fresh = Object.keys(values).filter((m) => typeof values[m] === 'number' && !known.includes(m));
-      if (fresh.length > 0) {
-        // A metric not seen before: a new chart with a column for it.
-        loaded = {
-          metrics: [...known, ...fresh],
-          x: loaded.x,
-          ys: [...loaded.ys, ...fresh.map(() => (loaded as Columns).x.map(() => null))],
-        };
-        insertEvent(loaded, timestamp, values, range.seconds);
-        setColumns(loaded);
-      } else {
-        insertEvent(loaded, timestamp, values, range.seconds);
-        chart.current?.draw();
-      }
+      // A metric not seen before: a new chart with a column for it.
+      if (fresh.length > 0) loaded = withMetrics(loaded, fresh);
+      if ('sums' in loaded) addToBucket(loaded, timestamp, values, range.seconds);
+      else insertEvent(loaded, timestamp, values, range.seconds);
+      if (fresh.length > 0) setColumns(loaded);
+      else chart.current?.draw();
       setCount(loaded.x.length);
     };
-    let stop =
+    const stop =
       range === RANGES[0]
         ? realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
             if (message.type !== 'event') return;
@@ -110,14 +115,9 @@ export function Telemetry({
         setGrouped(history.grouped);
         setCount(history.columns.x.length);
         setError(undefined);
-        // Averages per minute of a crowded range do not take single events.
-        if (history.grouped) {
-          stop?.();
-          stop = undefined;
-          return;
-        }
         loaded = history.columns;
-        const last = loaded.x[loaded.x.length - 1] ?? Number.NEGATIVE_INFINITY;
+        // Averages per minute hold the events of the minutes read: only later ones are added.
+        const last = history.grouped ? history.readUntil : (loaded.x[loaded.x.length - 1] ?? Number.NEGATIVE_INFINITY);
         for (const message of early) if ((message.timestamp as number) > last) add(message);
       },
       (failure) => current && setError(messageOf(failure)),
@@ -181,52 +181,46 @@ function insertEvent(columns: Columns, timestamp: number, values: Record<string,
 }
 
 /**
- * The range's columns: every event of a raw range, page after page of thing_data, or averages per
- * bucket from thing_aggregated_data for the long ranges and for a raw range of more than MAX_POINTS
- * events (`grouped`).
+ * The range's columns: every event of a raw range from thing_data, or averages per bucket from
+ * thing_aggregated_data for the long ranges and for a raw range of more than MAX_POINTS events
+ * (`grouped`, with the time the averages were read up to: later live events are added to them).
  */
-export async function loadColumns(thingKey: string, range: Range): Promise<{ columns: Columns; grouped: boolean }> {
+export async function loadColumns(
+  thingKey: string,
+  range: Range,
+): Promise<{ columns: Columns | Averages; grouped: boolean; readUntil: number }> {
   const to = Math.floor(Date.now() / 1000);
   const from = to - range.seconds;
   if ('grouping' in range) {
-    return { columns: await loadAverages(thingKey, from, to, range.grouping, range.every), grouped: true };
+    return {
+      columns: await loadAverages(thingKey, from, to, range.grouping, range.every),
+      grouped: true,
+      readUntil: to,
+    };
   }
-  // Oldest first, so that events stored while the pages are read come after the last one.
-  const page = async (number: number) => {
+  // Oldest first, so that events stored while the page is read come after the last one.
+  const page = async (per: number) => {
     const answered = (await answer(
       api.POST('/api/v3/query/thing_data', {
-        body: { thing_key: thingKey, from, to, page: number, per: PER, order: 'asc', data_format: 'array' },
+        body: { thing_key: thingKey, from, to, page: 1, per, order: 'asc', data_format: 'array' },
       }),
     )) as unknown as ThingDataAnswer;
     return answered[thingKey] ?? { total_event_count: 0, metrics: [], event_data: [] };
   };
-  const first = await page(1);
-  if (first.total_event_count > MAX_POINTS) {
-    return { columns: await loadAverages(thingKey, from, to, 'minute', 1), grouped: true };
+  // The count first (a page of one), so that a crowded range is never read event by event.
+  if ((await page(1)).total_event_count > MAX_POINTS) {
+    return { columns: await loadAverages(thingKey, from, to, 'minute', 1), grouped: true, readUntil: to };
   }
-  const pages = Math.ceil(first.total_event_count / PER);
-  const rest = await Promise.all(Array.from({ length: Math.max(0, pages - 1) }, (_, i) => page(i + 2)));
-  // Each page names its own columns (a template without metrics: the names in that page).
-  const blocks = [first, ...rest];
-  const metrics = [...new Set(blocks.flatMap((block) => block.metrics))].filter((metric) =>
-    blocks.some((block) => {
-      const i = block.metrics.indexOf(metric);
-      return i >= 0 && block.event_data.some((row) => typeof row[i + 1] === 'number');
+  const block = await page(MAX_POINTS);
+  const metrics = block.metrics.filter((_, i) => block.event_data.some((row) => typeof row[i + 1] === 'number'));
+  const where = metrics.map((metric) => block.metrics.indexOf(metric) + 1);
+  const ys = where.map((i) =>
+    block.event_data.map((row) => {
+      const value = row[i];
+      return typeof value === 'number' ? value : null;
     }),
   );
-  const x: number[] = [];
-  const ys: (number | null)[][] = metrics.map(() => []);
-  for (const block of blocks) {
-    const where = metrics.map((metric) => block.metrics.indexOf(metric) + 1);
-    for (const row of block.event_data) {
-      x.push(row[0]);
-      where.forEach((i, m) => {
-        const value = i > 0 ? row[i] : null;
-        ys[m]?.push(typeof value === 'number' ? value : null);
-      });
-    }
-  }
-  return { columns: { metrics, x, ys }, grouped: false };
+  return { columns: { metrics, x: block.event_data.map((row) => row[0]), ys }, grouped: false, readUntil: to };
 }
 
 async function loadAverages(
@@ -235,7 +229,7 @@ async function loadAverages(
   to: number,
   grouping: 'minute' | 'hour',
   every: number,
-): Promise<Columns> {
+): Promise<Averages> {
   const answered = (await answer(
     api.POST('/api/v3/query/thing_aggregated_data', {
       body: {
@@ -249,10 +243,59 @@ async function loadAverages(
     }),
   )) as unknown as AggregatedAnswer;
   const buckets = Object.entries(answered.time_grouped_result ?? {});
-  const metrics = [...new Set(buckets.flatMap(([, things]) => Object.keys(things[thingKey] ?? {})))].sort();
+  // The metrics with a value in the range, as a raw range shows them (the answer has every metric asked for).
+  const metrics = [...new Set(buckets.flatMap(([, things]) => Object.keys(things[thingKey] ?? {})))]
+    .filter((metric) => buckets.some(([, things]) => (things[thingKey]?.[metric]?.count ?? 0) > 0))
+    .sort();
+  const sums = metrics.map((metric) => buckets.map(([, things]) => things[thingKey]?.[metric]?.sum ?? 0));
+  const counts = metrics.map((metric) => buckets.map(([, things]) => things[thingKey]?.[metric]?.count ?? 0));
   return {
     metrics,
     x: buckets.map(([start]) => Number(start)),
-    ys: metrics.map((metric) => buckets.map(([, things]) => things[thingKey]?.[metric]?.avg ?? null)),
+    ys: metrics.map((_, m) => buckets.map((_, b) => averageOf(sums[m]?.[b] ?? 0, counts[m]?.[b] ?? 0))),
+    sums,
+    counts,
   };
+}
+
+const averageOf = (sum: number, count: number): number | null => (count === 0 ? null : sum / count);
+
+/** The same columns with empty ones for metrics they did not have. */
+function withMetrics<C extends Columns | Averages>(columns: C, fresh: string[]): C {
+  const empty = <T,>(value: T) => fresh.map(() => columns.x.map(() => value));
+  const more = { metrics: [...columns.metrics, ...fresh], x: columns.x, ys: [...columns.ys, ...empty(null)] };
+  if (!('sums' in columns)) return more as C;
+  return { ...more, sums: [...columns.sums, ...empty(0)], counts: [...columns.counts, ...empty(0)] } as C;
+}
+
+/** Adds an event to the average of its minute (a new bucket where none is), then drops minutes older than the range. */
+export function addToBucket(averages: Averages, timestamp: number, values: Record<string, unknown>, seconds: number) {
+  const start = Math.floor(timestamp / MINUTE) * MINUTE;
+  let at = averages.x.length;
+  while (at > 0 && (averages.x[at - 1] as number) > start) at--;
+  if (averages.x[at - 1] === start) at--;
+  else {
+    averages.x.splice(at, 0, start);
+    averages.metrics.forEach((_, m) => {
+      averages.ys[m]?.splice(at, 0, null);
+      averages.sums[m]?.splice(at, 0, 0);
+      averages.counts[m]?.splice(at, 0, 0);
+    });
+  }
+  averages.metrics.forEach((metric, m) => {
+    const value = values[metric];
+    const sums = averages.sums[m];
+    const counts = averages.counts[m];
+    const ys = averages.ys[m];
+    if (typeof value !== 'number' || !sums || !counts || !ys) return;
+    sums[at] = (sums[at] ?? 0) + value;
+    counts[at] = (counts[at] ?? 0) + 1;
+    ys[at] = averageOf(sums[at] as number, counts[at] as number);
+  });
+  let old = 0;
+  while (old < averages.x.length && (averages.x[old] as number) + MINUTE <= Date.now() / 1000 - seconds) old++;
+  if (old > 0) {
+    averages.x.splice(0, old);
+    for (const column of [...averages.ys, ...averages.sums, ...averages.counts]) column.splice(0, old);
+  }
 }

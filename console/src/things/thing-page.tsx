@@ -5,7 +5,7 @@ import { useLoad } from '../components/use-load.ts';
 import { realtime } from '../realtime.ts';
 import { Link } from '../router.tsx';
 import { Instructions } from './instructions.tsx';
-import { type EventsAnswer, type Latest, LatestValues, mergeLatest, PER } from './latest-values.tsx';
+import { type EventsAnswer, LATEST_EVENTS, type Latest, LatestValues, mergeLatest } from './latest-values.tsx';
 import { ThingActions } from './thing-actions.tsx';
 import { ThingAlerts } from './thing-alerts.tsx';
 
@@ -28,7 +28,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
     const to = Math.floor(Date.now() / 1000);
     answer(
       api.POST('/api/v3/query/thing_data', {
-        body: { thing_key: thingKey, from: to - 3600, to, per: PER, order: 'desc' },
+        body: { thing_key: thingKey, from: to - 3600, to, per: LATEST_EVENTS, order: 'desc' },
       }),
     ).then(
       (answered) => {
