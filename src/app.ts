@@ -591,7 +591,7 @@ async function buildHttpApp(
   app.get('/healthz', { schema: { hide: true } }, async (_request, reply) =>
     reply.type('application/json').send('{"status":"ok"}'),
   );
-  await registerConsole(app, config.consoleDir);
+  await registerConsole(app, config.consoleDir, config.mapTiles);
   registerOperationsRoutes(app, parts.metrics, parts.readiness, config.metricsToken);
   app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => reply.send(app.swagger()));
 

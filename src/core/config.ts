@@ -109,6 +109,8 @@ export interface Config {
   consoleDir: string;
   /** User API requests each organisation may make a minute (API_RATE_LIMIT). */
   apiRateLimit: number;
+  /** Map tiles for the console's map widgets (MAP_TILE_URL, MAP_TILE_ATTRIBUTION); none by default. */
+  mapTiles: { url: string; attribution: string } | undefined;
 }
 
 /**
@@ -225,6 +227,25 @@ function parseUrl(name: string, text: string | undefined, schemes: readonly stri
     throw new ConfigError(`${name} must be a URL such as ${schemes[0]}://host:port (${schemes.join(', ')})`);
   }
   return text;
+}
+
+/**
+ * MAP_TILE_URL: an http(s) address of map tiles with `{z}`, `{x}` and `{y}` (and optionally `{s}`
+ * for the server's subdomains), such as https://tile.openstreetmap.org/{z}/{x}/{y}.png; unset = no
+ * tiles, so that the console fetches nothing from elsewhere (docs/configuration.md).
+ */
+function parseMapTiles(env: Env): Config['mapTiles'] {
+  const url = env.MAP_TILE_URL;
+  if (url === undefined || url === '') return undefined;
+  const sample = url.replaceAll(/\{[sxyz]\}/g, 'a');
+  const parsed = URL.canParse(sample) ? new URL(sample) : undefined;
+  const placeholders = ['{z}', '{x}', '{y}'].every((p) => url.includes(p));
+  if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || !placeholders) {
+    throw new ConfigError(
+      `MAP_TILE_URL must be an http(s) address with {z}, {x} and {y}, such as https://tile.openstreetmap.org/{z}/{x}/{y}.png (got "${url}")`,
+    );
+  }
+  return { url, attribution: env.MAP_TILE_ATTRIBUTION ?? '' };
 }
 
 /** Both TLS files, or neither: one without the other is an error naming the one missing. */
@@ -345,5 +366,6 @@ export function loadConfig(env: Env = process.env): Config {
     heapGrowingPercent: parseUpTo1000('HEAP_GROWING_PERCENT', env.HEAP_GROWING_PERCENT, 100),
     consoleDir: env.CONSOLE_DIR || BUILT_CONSOLE_DIR,
     apiRateLimit: parsePositive('API_RATE_LIMIT', env.API_RATE_LIMIT, 6000),
+    mapTiles: parseMapTiles(env),
   };
 }

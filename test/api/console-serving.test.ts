@@ -116,3 +116,33 @@ describe('the console, not built', () => {
     assert.equal(health.status, 200);
   });
 });
+
+describe('the console, with map tiles', () => {
+  let api: TestServer;
+  before(async () => {
+    api = await startServer(sqlite, {
+      env: {
+        CONSOLE_DIR: builtConsole(),
+        MAP_TILE_URL: 'https://{s}.tile.example.org/{z}/{x}/{y}.png?key="x"',
+        MAP_TILE_ATTRIBUTION: '© Example <maps>',
+      },
+    });
+  });
+  after(() => api.close());
+
+  it('when MAP_TILE_URL is set then pages name the tiles, escaped, and the CSP lets images come from their server alone', async () => {
+    for (const path of ['/console/', '/console/dashboards/d1']) {
+      const page = await api.request('GET', path, { headers: { 'content-type': '' } });
+      assert.equal(page.status, 200, path);
+      assert.match(
+        page.text,
+        /<meta name="thingbase-map-tile-url" content="https:\/\/\{s\}\.tile\.example\.org\/\{z\}\/\{x\}\/\{y\}\.png\?key=&quot;x&quot;" \/>/,
+      );
+      assert.match(page.text, /<meta name="thingbase-map-tile-attribution" content="© Example &lt;maps&gt;" \/>/);
+      assert.ok(page.text.endsWith(INDEX.replace('<!doctype html>', '')), 'the rest of the page as built');
+      const csp = String(page.headers['content-security-policy']);
+      assert.match(csp, /img-src 'self' data: https:\/\/\*\.tile\.example\.org(;|$)/);
+      assert.match(csp, /connect-src 'self'(;|$)/);
+    }
+  });
+});

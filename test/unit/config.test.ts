@@ -169,6 +169,21 @@ describe('configuration', () => {
     }
   });
 
+  it('when MAP_TILE_URL is not an http(s) address with {z}, {x} and {y} then the start is refused naming it; unset means no tiles', () => {
+    assert.equal(loadConfig({}).mapTiles, undefined);
+    for (const bad of ['notaurl', 'ftp://tiles.example.org/{z}/{x}/{y}.png', 'https://tiles.example.org/{z}/{x}.png']) {
+      assert.throws(
+        () => loadConfig({ MAP_TILE_URL: bad }),
+        /^ConfigError: MAP_TILE_URL must be an http\(s\) address/,
+        bad,
+      );
+    }
+    assert.deepEqual(loadConfig({ MAP_TILE_URL: 'https://{s}.tile.example.org/{z}/{x}/{y}.png' }).mapTiles, {
+      url: 'https://{s}.tile.example.org/{z}/{x}/{y}.png',
+      attribution: '',
+    });
+  });
+
   it('when the server listens on every address then its public address names the loopback; PUBLIC_BASE_URL wins, without a trailing slash', () => {
     assert.equal(loadConfig({ HOST: '0.0.0.0', PORT: '8080' }).publicBaseUrl, 'http://127.0.0.1:8080');
     assert.equal(loadConfig({ HOST: '::' }).publicBaseUrl, 'http://127.0.0.1:3000');

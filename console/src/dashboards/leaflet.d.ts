@@ -36,6 +36,7 @@ declare module 'leaflet' {
       },
     ): Map;
     layerGroup(): LayerGroup;
+    tileLayer(url: string, options?: { attribution?: string; maxZoom?: number }): Layer;
     circleMarker(at: LatLng, options?: CircleMarkerOptions): Layer;
     latLngBounds(points: LatLng[]): LatLngBounds;
   };

@@ -14,10 +14,27 @@ function position(thing: Thing): [number, number] | undefined {
     : undefined;
 }
 
+/** Text as Leaflet's attribution takes it (HTML): shown as written, never as markup. */
+const asHtmlText = (text: string) => {
+  const element = document.createElement('span');
+  element.textContent = text;
+  return element.innerHTML;
+};
+
 /**
- * Things as markers coloured by status (green online, grey offline) on a plain background: the server
- * has no map tile setting yet, so no tiles are drawn and nothing is fetched from elsewhere
- * (docs/console.md, "Dashboards").
+ * The tiles the server names (MAP_TILE_URL, in the page's meta elements), or none: without them the
+ * markers are drawn on a plain background and nothing is fetched from elsewhere.
+ */
+function mapTiles(): { url: string; attribution: string } | undefined {
+  const meta = (name: string) =>
+    document.querySelector<HTMLMetaElement>(`meta[name="thingbase-map-tile-${name}"]`)?.content;
+  const url = meta('url');
+  return url ? { url, attribution: meta('attribution') ?? '' } : undefined;
+}
+
+/**
+ * Things as markers coloured by status (green online, grey offline), on the server's map tiles when
+ * it has a tile setting (docs/console.md, "Dashboards").
  */
 export function MapWidget({ things }: { things: Thing[] }) {
   const box = useRef<HTMLDivElement>(null);
@@ -25,14 +42,16 @@ export function MapWidget({ things }: { things: Thing[] }) {
   const layer = useRef<LayerGroup | undefined>(undefined);
   useEffect(() => {
     if (!box.current) return;
+    const tiles = mapTiles();
     map.current = L.map(box.current, {
-      attributionControl: false,
+      attributionControl: tiles !== undefined,
       zoomSnap: 0.5,
       // Drawn at once: an animation still running when the widget goes away throws.
       zoomAnimation: false,
       fadeAnimation: false,
       markerZoomAnimation: false,
     }).setView([20, 0], 1);
+    if (tiles) L.tileLayer(tiles.url, { attribution: asHtmlText(tiles.attribution), maxZoom: 19 }).addTo(map.current);
     layer.current = L.layerGroup().addTo(map.current);
     const resize = new ResizeObserver(() => map.current?.invalidateSize());
     resize.observe(box.current);

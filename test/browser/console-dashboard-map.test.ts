@@ -1,0 +1,120 @@
+/**
+ * A dashboard's map on the server's tiles (docs/console.md, "Dashboards"; MAP_TILE_URL in
+ * docs/configuration.md): a tile server on loopback is asked for tiles by the browser, the attribution
+ * is shown as text, and the Content-Security-Policy lets the tiles in without a refusal.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { deflateSync } from 'node:zlib';
+import type { Browser, Page } from 'playwright-core';
+import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { createThing, defaultTemplateKey } from '../support/fixtures.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+
+/** A 1x1 light grey PNG: enough for the browser to draw a tile. */
+function tilePng(): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.from([0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(Buffer.from([0, 220, 220, 220]))),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+function crc32(bytes: Buffer): number {
+  let crc = 0xffffffff;
+  for (const byte of bytes) {
+    crc ^= byte;
+    for (let k = 0; k < 8; k++) crc = crc & 1 ? (crc >>> 1) ^ 0xedb88320 : crc >>> 1;
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+const sqlite = STORES[0]!;
+
+describe('a dashboard map on the server’s tiles', { skip: browserSkip }, () => {
+  let tiles: Server;
+  const asked: string[] = [];
+  let api: TestServer;
+  let browser: Browser;
+  let page: Page;
+  const problems: string[][] = [];
+
+  before(async () => {
+    const png = tilePng();
+    tiles = createServer((request, response) => {
+      asked.push(request.url ?? '');
+      response.writeHead(200, { 'content-type': 'image/png' }).end(png);
+    });
+    await new Promise<void>((listening) => tiles.listen(0, '127.0.0.1', listening));
+    const port = (tiles.address() as AddressInfo).port;
+    [api, browser] = await Promise.all([
+      startServer(sqlite, {
+        env: {
+          MAP_TILE_URL: `http://127.0.0.1:${port}/tiles/{z}/{x}/{y}.png`,
+          MAP_TILE_ATTRIBUTION: '© Test tiles <b>contributors</b>',
+        },
+      }),
+      launchBrowser(),
+    ]);
+  });
+  after(async () => {
+    await browser?.close();
+    await api?.close();
+    tiles?.close();
+  });
+
+  it('when a map widget is drawn then its tiles come from MAP_TILE_URL and the attribution is shown as written', async () => {
+    const token = await api.adminToken();
+    const template = await defaultTemplateKey(api, token);
+    await createThing(api, token, { name: 'Boiler', coordinates: [52.52, 13.4] });
+    await createThing(api, token, { name: 'Pump', coordinates: [48.14, 11.58] });
+    const created = await api.request('POST', '/api/v3/dashboards', {
+      token,
+      body: {
+        dashboard: {
+          name: 'Plants',
+          widgets: [
+            {
+              type: 'map',
+              title: 'Plant map',
+              source: { thing_template_key: template },
+              layout: { x: 0, y: 0, w: 8, h: 5 },
+            },
+          ],
+        },
+      },
+    });
+    assert.equal(created.status, 200, created.text);
+    const key = created.body.dashboard.dashboard_key;
+    page = await signedInTab(
+      browser,
+      `${api.url}/console/dashboards/${key}`,
+      { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
+      problems,
+    );
+    const map = page.getByRole('region', { name: 'Plant map', exact: true });
+    await map.getByRole('figure', { name: 'Map of 2 things', exact: true }).waitFor();
+    await map.getByText('© Test tiles <b>contributors</b>', { exact: false }).waitFor();
+    await map.locator('img.leaflet-tile-loaded').first().waitFor();
+    assert.ok(
+      asked.some((path) => /^\/tiles\/\d+\/\d+\/\d+\.png$/.test(path)),
+      `tiles asked for: ${asked.join(' ')}`,
+    );
+    assert.equal(await map.locator('.leaflet-control-attribution b').count(), 0, 'the attribution is text, not markup');
+    await screenshot(page, 'dashboard-map-tiles');
+    assert.deepEqual(problems.flat(), []);
+  });
+});
