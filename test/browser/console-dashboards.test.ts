@@ -206,6 +206,46 @@ for (const store of STORES) {
       assert.deepEqual(after, { x: before.x + 2, y: before.y + 1, w: before.w, h: before.h + 1 });
     });
 
+    it('when a widget is dragged by its title and by its corner with the mouse and saved then the API keeps the new layout', async () => {
+      const before = (await stored(dashboardKey)).widgets[2].layout;
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      const widget = region('Boiler temperature');
+      // One grid step in pixels: a column or a row and the gap after it.
+      const step = await page.locator('.dashboard-grid').evaluate((grid) => {
+        const style = (globalThis as any).getComputedStyle(grid);
+        const gap = Number.parseFloat(style.columnGap);
+        return {
+          x: (grid.clientWidth - gap * 11) / 12 + gap,
+          y: Number.parseFloat(style.gridAutoRows) + Number.parseFloat(style.rowGap),
+        };
+      });
+      const drag = async (from: { x: number; y: number }, columns: number, rows: number) => {
+        await page.mouse.move(from.x, from.y);
+        await page.mouse.down();
+        await page.mouse.move(from.x + columns * step.x, from.y + rows * step.y, { steps: 12 });
+        await page.mouse.up();
+      };
+      const heading = widget.getByRole('heading', { name: 'Boiler temperature' });
+      await heading.scrollIntoViewIfNeeded();
+      const title = await heading.boundingBox();
+      assert.ok(title);
+      await drag({ x: title.x + 10, y: title.y + title.height / 2 }, 1, 1);
+      const moved = { ...before, x: Math.min(before.x + 1, 12 - before.w), y: before.y + 1 };
+      await widget.getByText(`Column ${moved.x + 1}, row ${moved.y + 1}, ${moved.w} wide, ${moved.h} high`).waitFor();
+      await widget.locator('.widget-resize').scrollIntoViewIfNeeded();
+      const corner = await widget.locator('.widget-resize').boundingBox();
+      assert.ok(corner);
+      await drag({ x: corner.x + corner.width / 2, y: corner.y + corner.height / 2 }, -1, 1);
+      const resized = { ...moved, w: Math.max(1, moved.w - 1), h: moved.h + 1 };
+      await widget
+        .getByText(`Column ${resized.x + 1}, row ${resized.y + 1}, ${resized.w} wide, ${resized.h} high`)
+        .waitFor();
+      await shot('dragged');
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('button', { name: 'Edit', exact: true }).waitFor();
+      assert.deepEqual((await stored(dashboardKey)).widgets[2].layout, resized);
+    });
+
     it("when Save is refused then the API's message naming the field is shown", async () => {
       await page.getByRole('button', { name: 'Edit', exact: true }).click();
       await addWidget('value', 'Nowhere', { Thing: 'no-such-thing', Metric: 'temp' });

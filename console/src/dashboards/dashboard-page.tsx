@@ -8,6 +8,7 @@ import { useLoad } from '../components/use-load.ts';
 import { Link, segment } from '../router.tsx';
 import { arrowStep, LayoutControls, place, WidgetEditor } from './editor.tsx';
 import { type Dashboard, rangeSeconds, TIME_RANGES, type Widget, writable } from './model.ts';
+import { type Drag, followPointer } from './pointer-layout.ts';
 import { WIDGETS } from './widgets.tsx';
 
 /**
@@ -189,6 +190,11 @@ function WidgetRegion(props: {
   const titleId = useId();
   const Body = WIDGETS[widget.type];
   const { x, y, w, h } = widget.layout;
+  // While editing, the title and the corner follow the mouse (pointer-layout.ts).
+  const drag = (kind: Drag) => (event: PointerEvent) => {
+    const edit = props.editing;
+    if (edit) followPointer(event, kind, widget.layout, (layout) => edit.change({ ...widget, layout }));
+  };
   return (
     // Focusable, so that a widget whose content overflows scrolls from the keyboard; while editing, the
     // arrow keys move the focused widget and Shift with them resizes it.
@@ -207,13 +213,17 @@ function WidgetRegion(props: {
       }}
       style={{ gridColumn: `${x + 1} / span ${w}`, gridRow: `${y + 1} / span ${h}` }}
     >
-      <h2 id={titleId}>{widget.title}</h2>
+      <h2 id={titleId} class={props.editing ? 'widget-move' : undefined} onPointerDown={drag('move')}>
+        {widget.title}
+      </h2>
       {props.editing && <LayoutControls widget={widget} change={props.editing.change} remove={props.editing.remove} />}
       {Body ? (
         <Body widget={widget} range={props.range} chosen={props.chosen} />
       ) : (
         <p class="notice">This console cannot draw widgets of type {widget.type}.</p>
       )}
+      {/* The mouse's way to resize; the keyboard's is Shift with the arrows, or the buttons above. */}
+      {props.editing && <span class="widget-resize" aria-hidden="true" onPointerDown={drag('resize')} />}
     </section>
   );
 }
