@@ -425,6 +425,39 @@ for (const store of STORES) {
       assert.equal(await page.getByRole('alert').count(), 0);
     });
 
+    it('when a variable is added in the editor then a widget may name it, its control chooses the thing, and a bad name is refused naming the field', async () => {
+      const created = await api.request('POST', '/api/v3/dashboards', {
+        token,
+        body: { dashboard: { name: 'Chooser' } },
+      });
+      assert.equal(created.status, 200, created.text);
+      const key = created.body.dashboard.dashboard_key;
+      await page.goto(`${api.url}/console/dashboards/${key}`);
+      await page.getByRole('heading', { level: 1, name: 'Chooser', exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      const variables = page.getByRole('form', { name: 'Variables' });
+      await variables.getByLabel('Variable name', { exact: true }).fill('1st');
+      await variables.getByRole('button', { name: 'Add variable', exact: true }).click();
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('alert').filter({ hasText: 'dashboard.variables[0].name' }).waitFor();
+      await variables.getByRole('button', { name: 'Remove variable 1st', exact: true }).click();
+      await variables.getByLabel('Variable name', { exact: true }).fill('machine');
+      await variables.getByLabel('Template', { exact: true }).selectOption(template);
+      await variables.getByRole('button', { name: 'Add variable', exact: true }).click();
+      await addWidget('value', 'Chosen temperature', { Thing: '$machine', Metric: 'temp' });
+      await assertAccessible(page, 'the dashboard editor with a variable');
+      await shot('variables-editing');
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('button', { name: 'Edit', exact: true }).waitFor();
+      const saved = await stored(key);
+      assert.deepEqual(saved.variables, [{ name: 'machine', thing_template_key: template }]);
+      assert.equal(saved.widgets[0].thing_key, '$machine');
+      const choice = page.getByLabel('machine', { exact: true });
+      await choice.selectOption({ label: 'Pump' });
+      await region('Chosen temperature').locator('output').filter({ hasText: '35.5' }).waitFor();
+      await shot('variables-editor');
+    });
+
     it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
       assert.deepEqual(problems, []);
       assert.deepEqual(dialogs, []);

@@ -9,6 +9,7 @@ import { Link, segment } from '../router.tsx';
 import { arrowStep, LayoutControls, place, WidgetEditor } from './editor.tsx';
 import { type Dashboard, rangeSeconds, TIME_RANGES, type Widget, writable } from './model.ts';
 import { type Drag, followPointer } from './pointer-layout.ts';
+import { VariablesEditor } from './variables-editor.tsx';
 import { WIDGETS } from './widgets.tsx';
 
 /**
@@ -115,6 +116,14 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
             onAdd={(widget) =>
               change((d) => ({ ...d, widgets: [...d.widgets, { ...widget, widget_key: newKey(d.widgets) }] }))
             }
+          />
+          <VariablesEditor
+            variables={draft.variables}
+            onChange={(variables) => {
+              // A refusal of the names before is answered by the change.
+              save.clear();
+              change((d) => ({ ...d, variables }));
+            }}
           />
           <div class="actions">
             <button

@@ -1,0 +1,83 @@
+/**
+ * A dashboard's variables while it is edited (docs/console.md, "Dashboards"): each one a name that
+ * widgets write as `$<name>` where a thing key goes, and the template whose things the viewer chooses
+ * from. The API checks the names when the dashboard is saved and names the field it refuses.
+ */
+import { useState } from 'preact/hooks';
+import { answer, api } from '../api/client.ts';
+import { Failure } from '../components/failure.tsx';
+import { Field, InputField } from '../components/field.tsx';
+import { useLoad } from '../components/use-load.ts';
+import type { Dashboard } from './model.ts';
+
+type Variable = Dashboard['variables'][number];
+
+export function VariablesEditor(props: { variables: Variable[]; onChange: (variables: Variable[]) => void }) {
+  const templates = useLoad(
+    async () =>
+      (
+        await answer(
+          api.GET('/api/v3/thing_templates', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } }),
+        )
+      ).thing_templates,
+    [],
+  );
+  const [name, setName] = useState('');
+  const [template, setTemplate] = useState('');
+  const chosenTemplate = template || templates.data?.[0]?.thing_template_key || '';
+  const templateName = (key: string) => templates.data?.find((t) => t.thing_template_key === key)?.name ?? key;
+  const add = (event: Event) => {
+    event.preventDefault();
+    props.onChange([...props.variables, { name: name.trim().replace(/^\$/, ''), thing_template_key: chosenTemplate }]);
+    setName('');
+  };
+  return (
+    <form class="variables-editor" aria-label="Variables" onSubmit={add}>
+      <h2>Variables</h2>
+      {props.variables.length === 0 ? (
+        <p class="hint">None: a variable lets one dashboard show any thing of a template, written $name in widgets.</p>
+      ) : (
+        <ul>
+          {props.variables.map((variable) => (
+            <li key={variable.name}>
+              <code>${variable.name}</code>: a thing of {templateName(variable.thing_template_key)}{' '}
+              <button
+                type="button"
+                class="secondary"
+                aria-label={`Remove variable ${variable.name}`}
+                onClick={() => props.onChange(props.variables.filter((v) => v !== variable))}
+              >
+                Remove
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <Failure message={templates.error} />
+      <div class="filters">
+        <InputField
+          label="Variable name"
+          hint="a letter or _, then letters, digits or _"
+          value={name}
+          onInput={setName}
+        />
+        <Field label="Template">
+          {(id) => (
+            <select id={id} value={chosenTemplate} onChange={(e) => setTemplate(e.currentTarget.value)}>
+              {templates.data?.map((t) => (
+                <option key={t.thing_template_key} value={t.thing_template_key}>
+                  {t.name}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <div class="actions">
+          <button type="submit" disabled={name.trim() === '' || chosenTemplate === ''}>
+            Add variable
+          </button>
+        </div>
+      </div>
+    </form>
+  );
+}
