@@ -168,7 +168,7 @@ for (const store of STORES) {
     it('when Delete is confirmed then the dialog named the action and it is gone', async () => {
       await page.getByRole('button', { name: 'Delete SMS +15550100', exact: true }).click();
       const dialog = page.getByRole('dialog', { name: 'Delete SMS +15550100?', exact: true });
-      await dialog.getByText('SMSNotificationAction · +15550100').waitFor();
+      await dialog.locator('strong').getByText('SMS +15550100', { exact: true }).waitFor();
       await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
       await page.getByRole('button', { name: 'Delete SMS +15550100', exact: true }).waitFor({ state: 'detached' });
       assert.equal((await storedActions()).filter((a) => a.type === 'SMSNotificationAction').length, 0);
