@@ -128,6 +128,32 @@ for (const store of STORES) {
       await shot('latest-values');
     });
 
+    it("when the thing's template gives a metric a unit then Latest values shows it beside the value", async () => {
+      const token = await api.adminToken();
+      const template = await api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: {
+          thing_template: {
+            name: unique('Kilns'),
+            metrics: [
+              { name: 'temperature', data_type: 'number', unit: '°C' },
+              { name: 'door', data_type: 'string' },
+            ],
+          },
+        },
+      });
+      assert.equal(template.status, 200, template.text);
+      const thing = await createThing(api, token, {
+        name: 'Kiln with units',
+        thing_template_key: template.body.thing_template.thing_template_key,
+      });
+      await send({ thing_key: thing.thing_key, data: { temperature: 812.5, door: 'shut' } });
+      await openThing(thing.thing_key, 'Kiln with units');
+      const latest = page.getByRole('region', { name: 'Latest values', exact: true });
+      await latest.getByRole('definition').filter({ hasText: '812.5' }).waitFor();
+      assert.deepEqual(await latest.getByRole('definition').allTextContents(), ['shut', '812.5 °C']);
+    });
+
     it('when a late event arrives live then Latest values keeps the newer value', async () => {
       const thingKey = unique('late');
       assert.equal((await device.register({ thing_key: thingKey, name: 'Boiler late' })).status, 200);

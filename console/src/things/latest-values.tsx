@@ -25,7 +25,8 @@ export function mergeLatest(latest: Latest, timestamp: unknown, data: unknown): 
   return merged;
 }
 
-export function LatestValues({ latest }: { latest: Latest }) {
+/** The newest values, each with its metric's unit where the thing's template gives one. */
+export function LatestValues({ latest, units = {} }: { latest: Latest; units?: Record<string, string> }) {
   const names = Object.keys(latest).sort();
   const newest = Math.max(...names.map((name) => latest[name]?.timestamp ?? 0));
   return (
@@ -43,6 +44,7 @@ export function LatestValues({ latest }: { latest: Latest }) {
                   <dt>{name}</dt>
                   <dd>
                     <span>{showValue(shown?.value)}</span>
+                    {units[name] && <span class="unit"> {units[name]}</span>}
                     {/* A metric the newest event did not carry says when it was sent. */}
                     {shown && shown.timestamp !== newest && <small> at {showTime(shown.timestamp)}</small>}
                   </dd>

@@ -82,7 +82,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
                 params: { path: { thing_template_key: templateKey } },
               }),
             )
-          ).thing_template.metrics.map((m) => m.name),
+          ).thing_template.metrics,
     [templateKey],
   );
   // A live event with a metric the template did not declare: the Default template learns metrics from
@@ -108,6 +108,8 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
   if (!thing.data) return <p>Loading…</p>;
   const t = thing.data;
   const templateSettled = template.data !== undefined || template.error !== undefined;
+  const declared = template.data?.map((m) => m.name) ?? [];
+  const units = Object.fromEntries((template.data ?? []).filter((m) => m.unit).map((m) => [m.name, m.unit as string]));
   return (
     <section>
       <h1>{t.name}</h1>
@@ -121,10 +123,8 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
           Live telemetry is unavailable: {liveRefused}
         </p>
       )}
-      <LatestValues latest={latest} />
-      {templateSettled && (
-        <Telemetry thingKey={t.thing_key} declared={template.data ?? []} onUndeclared={askTemplateAgain} />
-      )}
+      <LatestValues latest={latest} units={units} />
+      {templateSettled && <Telemetry thingKey={t.thing_key} declared={declared} onUndeclared={askTemplateAgain} />}
       <ThingAlerts thingKey={t.thing_key} />
       {t.bi_directional && <Instructions thingKey={t.thing_key} />}
     </section>
