@@ -44,6 +44,9 @@ for (const store of STORES) {
       await page.getByRole('heading', { name: 'No gateways yet', exact: true }).waitFor();
       await page.getByRole('button', { name: 'New gateway', exact: true }).click();
       const form = page.getByRole('form', { name: 'New gateway', exact: true });
+      await form.waitFor();
+      // The form takes the empty state's place: it does not say there is nothing while one is made.
+      assert.equal(await page.getByRole('heading', { name: 'No gateways yet', exact: true }).count(), 0);
       await field('Name').fill('Plant 1 gateway');
       await field('Gateway type').fill('modbus');
       await field('Gateway version').fill('1.2.0');

@@ -80,7 +80,7 @@ export function NotificationActionsPage() {
         />
       )}
       <Failure message={actions.error} />
-      {actions.data?.total_count === 0 && (
+      {actions.data?.total_count === 0 && editing === undefined && (
         <EmptyState title="No actions for this rule" action={newButton || undefined}>
           An action sends an e-mail or an SMS, calls a URL or sets the thing's properties each time the rule fires.
         </EmptyState>

@@ -44,7 +44,7 @@ export function GatewaysPage() {
         />
       )}
       <Failure message={list.error} />
-      {list.data?.total_count === 0 && (
+      {list.data?.total_count === 0 && editing === undefined && (
         <EmptyState title="No gateways yet" action={newButton || undefined}>
           A gateway connects other equipment through its adapters (a Modbus line, a serial port, an MQTT bridge).
         </EmptyState>

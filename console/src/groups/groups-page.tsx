@@ -45,7 +45,7 @@ export function GroupsPage() {
         />
       )}
       <Failure message={list.error} />
-      {list.data?.total_count === 0 && (
+      {list.data?.total_count === 0 && editing === undefined && (
         <EmptyState title="No groups yet" action={newButton || undefined}>
           A group gathers things, named one by one or matched by an expression, for rules and filters.
         </EmptyState>

@@ -46,7 +46,7 @@ export function TemplatesPage() {
         />
       )}
       <Failure message={list.error} />
-      {list.data?.total_count === 0 && (
+      {list.data?.total_count === 0 && editing === undefined && (
         <EmptyState
           title="No templates yet"
           action={
