@@ -9,10 +9,18 @@ import { type EventsAnswer, LATEST_EVENTS, type Latest, LatestValues, mergeLates
 import { ThingActions } from './thing-actions.tsx';
 import { ThingAlerts } from './thing-alerts.tsx';
 
-/** The chart and uPlot come in a chunk of their own, fetched when a thing's page is first shown. */
-const Telemetry = lazy(() => import('./telemetry.tsx').then((m) => m.Telemetry));
+/**
+ * The chart and uPlot come in a chunk of their own, fetched as a thing's page opens: while the thing
+ * and its template are read, not after them.
+ */
+const loadTelemetry = () => import('./telemetry.tsx').then((m) => m.Telemetry);
+const Telemetry = lazy(loadTelemetry);
 
 export function ThingPage({ thingKey }: { thingKey: string }) {
+  useEffect(() => {
+    // A failure is shown where the chart goes, when it is asked for again there.
+    loadTelemetry().catch(() => undefined);
+  }, []);
   const thing = useLoad(
     async () =>
       (await answer(api.GET('/api/v3/things/{thing_key}', { params: { path: { thing_key: thingKey } } }))).thing,
