@@ -8,6 +8,7 @@ import type { MetricDefinition } from '../templates/presenter.ts';
 export interface QueriedThing {
   thing_id: number;
   thing_key: string;
+  thing_template_key: string;
   metrics: MetricDefinition[];
   /** Seconds without events that count as idle. */
   idle_timeout: number;
@@ -31,7 +32,14 @@ export async function queriedThings(
       .selectFrom('things as t')
       .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
       .innerJoin('organisations as o', 'o.organisation_key', 't.organisation_key')
-      .select(['t.thing_id', 't.thing_key', 'tt.metrics', 'tt.idle_timeout', 'o.rollup_retention_days'])
+      .select([
+        't.thing_id',
+        't.thing_key',
+        't.thing_template_key',
+        'tt.metrics',
+        'tt.idle_timeout',
+        'o.rollup_retention_days',
+      ])
       .select((eb) => eb.fn.coalesce('tt.retention_days', 'o.retention_days').as('retention_days'))
       .where(inOrganisations(v.organisations as string[], 't.organisation_key'));
     const keys = v.things as string[] | undefined;
