@@ -53,8 +53,8 @@ export interface SweeperOptions {
   now?: () => number;
   /** Where each transaction waits for its turn; by default it runs at once. */
   turn?: Turn;
-  /** Template rollup slots counted again per transaction. */
-  repairSlots?: number;
+  /** Rollups read per transaction counting template rollups again (a slot at least): about 10 ms' worth. */
+  repairRows?: number;
 }
 
 export interface SweepResult {
@@ -76,7 +76,7 @@ export class RetentionSweeper {
   private readonly reclaimPages: number;
   private readonly now: () => number;
   private readonly turn: Turn;
-  private readonly repairSlots: number;
+  private readonly repairRows: number;
   private readonly passes = new PeriodicPass(() => this.sweepAll());
 
   constructor(
@@ -91,7 +91,7 @@ export class RetentionSweeper {
     this.reclaimPages = options.reclaimPages ?? 64;
     this.now = options.now ?? Date.now;
     this.turn = options.turn ?? ((work) => work());
-    this.repairSlots = options.repairSlots ?? 96;
+    this.repairRows = options.repairRows ?? 1000;
   }
 
   /** Sweeps every `intervalMs`, the first time one interval after the start; a failed sweep is told to `onError` and the next tries again. */
@@ -134,11 +134,11 @@ export class RetentionSweeper {
       if (things.length < this.thingsPerRead) break;
       after = (things.at(-1) as RetainedThing).thingId;
     }
-    // The template slots listed for repair, by the deletes above among others, counted again a day's
-    // worth at a time, each in a turn of the writer.
+    // The template slots listed for repair, by the deletes above among others, counted again in
+    // short transactions (about `repairRows` rollups read each), each in a turn of the writer.
     while (!this.passes.stopped) {
       const repaired = await this.turn(() =>
-        this.store.transaction((tx) => repairTemplateRollups(tx, this.repairSlots)),
+        this.store.transaction((tx) => repairTemplateRollups(tx, this.repairRows)),
       );
       if (repaired === 0) break;
       swept.repaired += repaired;

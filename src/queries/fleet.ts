@@ -16,7 +16,7 @@ import { templateRollups } from '../events/template-rollups.ts';
 import { memberKeysOfGroup, requireGroup } from '../groups/service.ts';
 import type { Executor } from '../store/store.ts';
 import { requireTemplate } from '../templates/service.ts';
-import { thingCountsOfTemplates, thingKeysOfTemplate } from '../things/service.ts';
+import { thingCountsOfTemplates } from '../things/service.ts';
 import {
   type AggregateFunction,
   addEventsOfThing,
@@ -66,7 +66,7 @@ async function fleetThings(db: Executor, request: FleetRequest): Promise<Queried
   }
   if (request.thingTemplateKey !== undefined) {
     await requireTemplate(db, organisations, request.thingTemplateKey);
-    return queriedThings(db, organisations, await thingKeysOfTemplate(db, organisations, request.thingTemplateKey));
+    return queriedThings(db, organisations, undefined, request.thingTemplateKey);
   }
   return queriedThings(db, organisations, request.thingKeys && [...new Set(request.thingKeys)]);
 }
@@ -204,6 +204,8 @@ export async function fleetAggregatedData(db: Executor, request: FleetRequest, t
     const cells: string[] = [];
     for (const [key, indices] of keyedBuckets(buckets, time)) {
       const members = metrics.map((_, m) => {
+        // Most keys name one bucket: written from it as it is.
+        if (indices.length === 1) return `${metricNames[m]}:${cellJson(bucketed[m] as Stats, indices[0] as number)}`;
         const merged = new Stats(1, false);
         for (const i of indices) merged.addCell(0, bucketed[m] as Stats, i);
         return `${metricNames[m]}:${cellJson(merged, 0)}`;
