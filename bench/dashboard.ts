@@ -3,16 +3,18 @@
  *                             [--baseline-rounds 3]`
  * The server side of a dashboard's fleet average: `fleet_aggregated_data` over every thing of a
  * template, `--days` days in 15-minute buckets (UTC, so the buckets are rollup slots), one metric, p50
- * and p99 of sequential requests; beside it, in the same run and over the same things and range,
- * `thing_aggregated_data`, which answers the same numbers per thing (its summary is checked to be the
- * fleet's), `--baseline-rounds` times (at 1,000 things its answer is over 200 MB, and a round takes
- * a minute). Each thing has a rollup in every slot (what a thing reporting every minute leaves), written
- * straight into the store, and their slots are listed for repair as migration 019 lists the slots of
- * rollups stored before template rollups existed; the server's own repair (events/template-rollups.ts,
- * which the retention sweeper runs) then counts the template's rollups from them, 100 slots per
- * transaction (the sweeper reads about 1,000 rollups per transaction), before anything is timed. The range is whole slots, so neither query reads events.
- * Sending 2.88 million events through the server's ingestion instead would take most of an hour here.
- * `--things 1000 --days 30` is the size the goal names (2.88 million rollups).
+ * and p99 of `--rounds` sequential requests and the server's CPU time per request; beside it, in the
+ * same run and over the same things and range, `thing_aggregated_data`, which answers the same numbers
+ * per thing (its summary is checked to be the fleet's), `--baseline-rounds` times, after the fleet's
+ * (at 1,000 things its answer is over 200 MB and takes most of a minute, and its garbage is collected
+ * during the next request).
+ * Seeding: each thing has a rollup in every slot (what a thing reporting every minute leaves), written
+ * straight into the store in a statement per thing; the template's slots are then listed for repair,
+ * as migration 019 lists the slots of rollups stored before template rollups existed, and the server's
+ * own repair (events/template-rollups.ts, which the retention sweeper runs) counts the template's
+ * rollups from them, 100 slots per transaction, before anything is timed. Sending 2.88 million events
+ * through the server's ingestion would take most of an hour on a shared machine. The range is whole
+ * slots, so neither query reads events.
  */
 import http from 'node:http';
 import BetterSqlite3 from 'better-sqlite3';
