@@ -17,6 +17,7 @@ import { QueryCache } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
 import { eventChunks } from './repository.ts';
 import { emptyStats, type MetricStats, mergeSlotStats, parseSlotStats, type SlotStats } from './slot-stats.ts';
+import { markThingSlots } from './template-rollups.ts';
 
 /** A slot's length: 15 minutes, on multiples of 15 minutes since the epoch. */
 export const SLOT_MS = 15 * 60_000;
@@ -189,6 +190,7 @@ export async function rebuildRollups(db: Executor, thingIds?: number[]): Promise
   if (thingIds) query = query.where('t.thing_id', 'in', thingIds.length > 0 ? thingIds : [-1]);
   for (const thing of await query.orderBy('t.thing_id').execute()) {
     const thingId = Number(thing.thing_id);
+    await markThingSlots(db, [thingId]);
     await db.deleteFrom('event_rollups').where('thing_id', '=', thingId).execute();
     const counter = new SlotCounter();
     const metrics = metricPaths(thing.metrics);
@@ -197,23 +199,27 @@ export async function rebuildRollups(db: Executor, thingIds?: number[]): Promise
     }
     const rows = counter.rows();
     for (let i = 0; i < rows.length; i += 1000) await addToRollups(db, rows.slice(i, i + 1000));
+    await markThingSlots(db, [thingId]);
   }
 }
 
 /** Deletes at most `limit` of a thing's oldest rollup slots that start before `before`; answers how many. */
 export async function deleteRollupsBefore(db: Executor, thingId: number, before: number, limit: number) {
+  const oldest = await db
+    .selectFrom('event_rollups')
+    .select('slot')
+    .where('thing_id', '=', thingId)
+    .where('slot', '<', before)
+    .orderBy('slot')
+    .limit(limit)
+    .execute();
+  if (oldest.length === 0) return 0;
+  const end = Number((oldest.at(-1) as { slot: number }).slot) + 1;
+  await markThingSlots(db, [thingId], Number((oldest[0] as { slot: number }).slot), end);
   const result = await db
     .deleteFrom('event_rollups')
     .where('thing_id', '=', thingId)
-    .where('slot', 'in', (eb) =>
-      eb
-        .selectFrom('event_rollups')
-        .select('slot')
-        .where('thing_id', '=', thingId)
-        .where('slot', '<', before)
-        .orderBy('slot')
-        .limit(limit),
-    )
+    .where('slot', '<', end)
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
@@ -244,6 +250,7 @@ export async function correctRollups(tx: Executor, thingId: number, from: number
     .orderBy('slot');
   if (engineOfDb(tx) === 'postgres') stored = stored.forUpdate();
   const slots = (await stored.execute()).map((r) => Number(r.slot));
+  await markThingSlots(tx, [thingId], first, end);
   await deleteSlots.run(tx, [slots.map(() => thingId), slots]);
   const counter = new SlotCounter();
   const metrics = metricPaths(metricsText);

@@ -33,6 +33,7 @@ import { deleteEventsBefore, type RetainedThing, retainedThings } from './reposi
 import { retentionCuts } from './retention.ts';
 import { deleteRollupsBefore, slotOf } from './rollups.ts';
 import { renewNewestEvent } from './service.ts';
+import { repairTemplateRollups } from './template-rollups.ts';
 
 /** Runs a step of the sweep in its turn among the store's writers (the event writer's `turn`). */
 export type Turn = <T>(work: () => Promise<T>) => Promise<T>;
@@ -52,6 +53,8 @@ export interface SweeperOptions {
   now?: () => number;
   /** Where each transaction waits for its turn; by default it runs at once. */
   turn?: Turn;
+  /** Rollups read per transaction counting template rollups again (a slot at least): about 10 ms' worth. */
+  repairRows?: number;
 }
 
 export interface SweepResult {
@@ -59,6 +62,8 @@ export interface SweepResult {
   rollups: number;
   /** Partitions of the event blocks dropped (PostgreSQL), their events counted in `events`. */
   partitions: number;
+  /** Template rollup slots counted again (events/template-rollups.ts). */
+  repaired: number;
 }
 
 export class RetentionSweeper {
@@ -71,6 +76,7 @@ export class RetentionSweeper {
   private readonly reclaimPages: number;
   private readonly now: () => number;
   private readonly turn: Turn;
+  private readonly repairRows: number;
   private readonly passes = new PeriodicPass(() => this.sweepAll());
 
   constructor(
@@ -85,6 +91,7 @@ export class RetentionSweeper {
     this.reclaimPages = options.reclaimPages ?? 64;
     this.now = options.now ?? Date.now;
     this.turn = options.turn ?? ((work) => work());
+    this.repairRows = options.repairRows ?? 1000;
   }
 
   /** Sweeps every `intervalMs`, the first time one interval after the start; a failed sweep is told to `onError` and the next tries again. */
@@ -103,7 +110,7 @@ export class RetentionSweeper {
   }
 
   private async sweepAll(): Promise<SweepResult> {
-    const swept: SweepResult = { events: 0, rollups: 0, partitions: 0 };
+    const swept: SweepResult = { events: 0, rollups: 0, partitions: 0, repaired: 0 };
     const now = this.now();
     if (this.store.engine === 'postgres') await this.dropPartitions(now, swept);
     let after = 0;
@@ -126,6 +133,16 @@ export class RetentionSweeper {
       }
       if (things.length < this.thingsPerRead) break;
       after = (things.at(-1) as RetainedThing).thingId;
+    }
+    // The template slots listed for repair, by the deletes above among others, counted again in
+    // short transactions (about `repairRows` rollups read each), each in a turn of the writer.
+    while (!this.passes.stopped) {
+      const repaired = await this.turn(() =>
+        this.store.transaction((tx) => repairTemplateRollups(tx, this.repairRows)),
+      );
+      if (repaired === 0) break;
+      swept.repaired += repaired;
+      await giveWay();
     }
     // What is still free after the deletes' own steps.
     while (!this.passes.stopped && (await this.turn(() => reclaimFreePages(this.store.db, this.reclaimPages))) > 0) {

@@ -20,6 +20,7 @@ import { recordHeartbeat, recordLastEvents, type ThingTouch } from '../things/se
 import { insertEvents, type NewEvent } from './repository.ts';
 import { withoutExpired } from './retention.ts';
 import { addToRollups, metricPaths, SlotCounter } from './rollups.ts';
+import { addToTemplateRollups, templateSlotsOf } from './template-rollups.ts';
 
 export type { NewEvent };
 
@@ -428,14 +429,22 @@ async function writeBatches(tx: Tx, batches: IngestBatch[]): Promise<void> {
     await insertEvents(tx, events, now);
     // Each event counts in its slot's rollup for the metrics its thing's template had when checked.
     const counter = new SlotCounter();
+    const templates = new Map<number, string>();
     for (const b of batches) {
       for (const e of b.events) {
         const thing = b.subject.things.get(e.thingId);
         if (!thing) throw new Error(`event of thing ${e.thingId} outside its batch's subject`);
         counter.add(e.thingId, metricPaths(thing.metrics), e.timestamp, e.data);
+        templates.set(e.thingId, thing.thing_template_key);
       }
     }
-    await addToRollups(tx, counter.rows());
+    const counted = counter.rows();
+    await addToRollups(tx, counted);
+    // And in their templates' rollups, under the template checked in this transaction (staleBatches).
+    await addToTemplateRollups(
+      tx,
+      templateSlotsOf(counted, (thingId) => templates.get(thingId) as string),
+    );
   }
   // Each thing's newest event (by its own time) becomes its last_event; any event makes it heard from.
   const touched = new Map<number, ThingTouch>();

@@ -1,4 +1,5 @@
 import type { ListQuery } from '../core/list-query.ts';
+import { markThingSlots } from '../events/template-rollups.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import { ORGANISATION_SCOPED_TABLES, type OrganisationRow } from '../store/tables.ts';
@@ -63,6 +64,12 @@ export async function updateOrganisation(db: Executor, key: string, changes: Par
 
 /** Removes an organisation and every row that belongs to it. */
 export async function deleteOrganisation(db: Executor, key: string): Promise<void> {
+  // Templates of other organisations may count its things (events/template-rollups.ts).
+  const things = await db.selectFrom('things').select('thing_id').where('organisation_key', '=', key).execute();
+  await markThingSlots(
+    db,
+    things.map((t) => Number(t.thing_id)),
+  );
   for (const table of ['events', 'event_rollups'] as const) {
     await db
       .deleteFrom(table)

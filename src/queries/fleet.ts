@@ -11,10 +11,12 @@ import type { TimeFormatter } from '../core/time.ts';
 import { fleetRollups } from '../events/fleet-rollups.ts';
 import { rollupsOf, SLOT_MS } from '../events/rollups.ts';
 import { firstKeptSlot, retentionCuts } from '../events/service.ts';
+import type { MetricStats } from '../events/slot-stats.ts';
+import { templateRollups } from '../events/template-rollups.ts';
 import { memberKeysOfGroup, requireGroup } from '../groups/service.ts';
 import type { Executor } from '../store/store.ts';
 import { requireTemplate } from '../templates/service.ts';
-import { thingKeysOfTemplate } from '../things/service.ts';
+import { thingCountsOfTemplates } from '../things/service.ts';
 import {
   type AggregateFunction,
   addEventsOfThing,
@@ -64,9 +66,27 @@ async function fleetThings(db: Executor, request: FleetRequest): Promise<Queried
   }
   if (request.thingTemplateKey !== undefined) {
     await requireTemplate(db, organisations, request.thingTemplateKey);
-    return queriedThings(db, organisations, await thingKeysOfTemplate(db, organisations, request.thingTemplateKey));
+    return queriedThings(db, organisations, undefined, request.thingTemplateKey);
   }
   return queriedThings(db, organisations, request.thingKeys && [...new Set(request.thingKeys)]);
+}
+
+/**
+ * The templates every thing of which is among these (things the caller cannot read, or kept for
+ * another time, leave theirs out), with those things: their slots are read from the template's
+ * rollups (events/template-rollups.ts), one row per slot.
+ */
+async function wholeTemplates(db: Executor, things: QueriedThing[]): Promise<Map<string, QueriedThing[]>> {
+  const chosen = new Map<string, QueriedThing[]>();
+  for (const thing of things) {
+    const same = chosen.get(thing.thing_template_key);
+    if (same) same.push(thing);
+    else chosen.set(thing.thing_template_key, [thing]);
+  }
+  for (const [templateKey, count] of await thingCountsOfTemplates(db, [...chosen.keys()])) {
+    if ((chosen.get(templateKey)?.length ?? 0) !== count) chosen.delete(templateKey);
+  }
+  return chosen;
 }
 
 /** Slots as event ranges (inclusive bounds), neighbours joined. */
@@ -116,29 +136,44 @@ export async function fleetAggregatedData(db: Executor, request: FleetRequest, t
     for (const thing of things)
       addStats(await statsOfThing(db, thing, { from, to, buckets, plan, metrics, idle: false, now }));
   } else {
+    const addSlot = (slot: number, stats: MetricStats[]) => {
+      const index = buckets ? buckets.indexOf(slot) : -1;
+      for (let m = 0; m < metrics.length; m++) {
+        const [count, sum, min, max] = stats[m] as MetricStats;
+        (overall[m] as Stats).merge(0, count, sum, min, max);
+        if (index >= 0) (bucketed[m] as Stats).merge(index, count, sum, min, max);
+      }
+    };
     for (const group of byRetention(things)) {
       const [first] = group as [QueriedThing];
       const cuts = retentionCuts(first.retention_days, first.rollup_retention_days, now);
       const slotsFrom = Math.max(plan.from, firstKeptSlot(cuts.rollups) ?? -FAR);
       const uncovered = new Map<number, number[]>();
-      const slots =
-        slotsFrom < plan.to
-          ? await fleetRollups(
-              db,
-              group.map((t) => t.thing_id),
-              metrics,
-              slotsFrom,
-              plan.to,
-            )
-          : [];
-      for (const { slot, stats, uncovered: missing } of slots) {
-        const index = buckets ? buckets.indexOf(slot) : -1;
-        for (let m = 0; m < metrics.length; m++) {
-          const [count, sum, min, max] = stats[m] as [number, number, number | null, number | null];
-          (overall[m] as Stats).merge(0, count, sum, min, max);
-          if (index >= 0) (bucketed[m] as Stats).merge(index, count, sum, min, max);
+      if (slotsFrom < plan.to) {
+        // Slot ranges whose rollups are summed thing by thing, and the things they are summed over.
+        const byThing: { thingIds: number[]; from: number; to: number }[] = [];
+        const whole = await wholeTemplates(db, group);
+        const rest = group.filter((t) => !whole.has(t.thing_template_key));
+        if (rest.length > 0) byThing.push({ thingIds: rest.map((t) => t.thing_id), from: slotsFrom, to: plan.to });
+        for (const [templateKey, members] of whole) {
+          const { counted, uncounted } = await templateRollups(db, templateKey, metrics, slotsFrom, plan.to);
+          for (const { slot, stats } of counted) addSlot(slot, stats);
+          for (const range of slotRanges(uncounted)) {
+            byThing.push({ thingIds: members.map((t) => t.thing_id), from: range.from, to: range.to + 1 });
+          }
         }
-        for (const thingId of missing) uncovered.set(thingId, [...(uncovered.get(thingId) ?? []), slot]);
+        for (const { thingIds, from: rangeFrom, to: rangeTo } of byThing) {
+          for (const { slot, stats, uncovered: missing } of await fleetRollups(
+            db,
+            thingIds,
+            metrics,
+            rangeFrom,
+            rangeTo,
+          )) {
+            addSlot(slot, stats);
+            for (const thingId of missing) uncovered.set(thingId, [...(uncovered.get(thingId) ?? []), slot]);
+          }
+        }
       }
       const expiredBefore = cuts.events ?? -FAR;
       for (const thing of group) {
@@ -169,6 +204,8 @@ export async function fleetAggregatedData(db: Executor, request: FleetRequest, t
     const cells: string[] = [];
     for (const [key, indices] of keyedBuckets(buckets, time)) {
       const members = metrics.map((_, m) => {
+        // Most keys name one bucket: written from it as it is.
+        if (indices.length === 1) return `${metricNames[m]}:${cellJson(bucketed[m] as Stats, indices[0] as number)}`;
         const merged = new Stats(1, false);
         for (const i of indices) merged.addCell(0, bucketed[m] as Stats, i);
         return `${metricNames[m]}:${cellJson(merged, 0)}`;

@@ -8,6 +8,7 @@ import type { MetricDefinition } from '../templates/presenter.ts';
 export interface QueriedThing {
   thing_id: number;
   thing_key: string;
+  thing_template_key: string;
   metrics: MetricDefinition[];
   /** Seconds without events that count as idle. */
   idle_timeout: number;
@@ -20,22 +21,32 @@ export interface QueriedThing {
 /** Compiled once per number of organisations and things named (store/prepared.ts). */
 const statements = new QueryCache();
 
-/** The named things (each must be visible: else 404), or every visible thing, by key. */
+/** The named things (each must be visible: else 404), or every visible thing (of a template, if named), by key. */
 export async function queriedThings(
   db: Executor,
   organisationKeys: string[],
   thingKeys?: string[],
+  templateKey?: string,
 ): Promise<QueriedThing[]> {
-  const rows = await statements.execute(db, '', { organisations: organisationKeys, things: thingKeys }, (v) => {
+  const values = { organisations: organisationKeys, things: thingKeys, template: templateKey };
+  const rows = await statements.execute(db, '', values, (v) => {
     let query = db
       .selectFrom('things as t')
       .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
       .innerJoin('organisations as o', 'o.organisation_key', 't.organisation_key')
-      .select(['t.thing_id', 't.thing_key', 'tt.metrics', 'tt.idle_timeout', 'o.rollup_retention_days'])
+      .select([
+        't.thing_id',
+        't.thing_key',
+        't.thing_template_key',
+        'tt.metrics',
+        'tt.idle_timeout',
+        'o.rollup_retention_days',
+      ])
       .select((eb) => eb.fn.coalesce('tt.retention_days', 'o.retention_days').as('retention_days'))
       .where(inOrganisations(v.organisations as string[], 't.organisation_key'));
     const keys = v.things as string[] | undefined;
     if (keys !== undefined) query = query.where('t.thing_key', 'in', keys.length > 0 ? keys : ['']);
+    if (v.template !== undefined) query = query.where('t.thing_template_key', '=', v.template as string);
     return query.orderBy('t.thing_key');
   });
   if (thingKeys !== undefined) {

@@ -241,6 +241,20 @@ export interface EventRollupRow {
   stats: string;
 }
 
+/** The slot rollups of a template's things merged (events/template-rollups.ts). */
+export interface TemplateRollupRow {
+  thing_template_key: string;
+  slot: number;
+  /** As EventRollupRow.stats. */
+  stats: string;
+}
+
+/** A template's slot whose row is to be counted again from its things' rows (events/template-rollups.ts). */
+export interface TemplateRollupRepairRow {
+  thing_template_key: string;
+  slot: number;
+}
+
 export interface RuleRow {
   rule_key: string;
   organisation_key: string;
@@ -436,6 +450,8 @@ export interface Database {
   events: EventRow;
   event_blocks: EventBlockRow;
   event_rollups: EventRollupRow;
+  template_rollups: TemplateRollupRow;
+  template_rollup_repairs: TemplateRollupRepairRow;
   server_secrets: ServerSecretRow;
   change_revisions: ChangeRevisionRow;
   rules: RuleRow;

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { ListQuery } from '../core/list-query.ts';
+import { markThingSlots } from '../events/template-rollups.ts';
 import { engineOfDb, lockRows, RowsStatement } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage, type PagingColumns } from '../store/paging.ts';
@@ -152,8 +153,17 @@ export async function thingsWithKeys(db: Executor, keys: readonly string[]): Pro
 }
 
 export async function updateThing(db: Executor, thingKey: string, changes: Partial<ThingColumns>) {
+  // A thing moved to another template leaves the rollups of both (events/template-rollups.ts).
+  const moved = changes.thing_template_key === undefined ? [] : await thingIdsOf(db, thingKey);
+  await markThingSlots(db, moved);
   await db.updateTable('things').set(changes).where('thing_key', '=', thingKey).execute();
+  await markThingSlots(db, moved);
 }
+
+const thingIdsOf = async (db: Executor, thingKey: string) =>
+  (await db.selectFrom('things').select('thing_id').where('thing_key', '=', thingKey).execute()).map((r) =>
+    Number(r.thing_id),
+  );
 
 /**
  * Removes a thing and what hangs on it (its events, static group memberships). Answers whether it was
@@ -166,6 +176,8 @@ export async function deleteThing(db: Executor, thingKey: string): Promise<boole
   if (engineOfDb(db) === 'postgres') {
     await db.selectFrom('things').select('thing_id').where('thing_key', '=', thingKey).forUpdate().execute();
   }
+  // Its template's rollups count it no more once its own are gone (events/template-rollups.ts).
+  await markThingSlots(db, await thingIdsOf(db, thingKey));
   for (const table of ['events', 'event_blocks', 'event_rollups'] as const) {
     await db
       .deleteFrom(table)
@@ -289,6 +301,18 @@ export async function thingKeysOfTemplate(db: Executor, organisationKeys: string
     .where(inOrganisations(organisationKeys))
     .execute();
   return rows.map((r) => r.thing_key);
+}
+
+/** How many things each of these templates has, in every organisation. */
+export async function thingCountsOfTemplates(db: Executor, templateKeys: string[]): Promise<Map<string, number>> {
+  if (templateKeys.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('things')
+    .select(['thing_template_key', (eb) => eb.fn.countAll().as('things')])
+    .where('thing_template_key', 'in', templateKeys)
+    .groupBy('thing_template_key')
+    .execute();
+  return new Map(rows.map((r) => [r.thing_template_key, Number(r.things)]));
 }
 
 /**

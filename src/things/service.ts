@@ -131,6 +131,11 @@ export function thingKeysOfTemplate(db: Executor, organisationKeys: string[], te
   return things.thingKeysOfTemplate(db, organisationKeys, templateKey);
 }
 
+/** How many things each of these templates has, in every organisation (those the caller cannot read included). */
+export function thingCountsOfTemplates(db: Executor, templateKeys: string[]) {
+  return things.thingCountsOfTemplates(db, templateKeys);
+}
+
 /** A thing of these organisations, or undefined. */
 export function findThing(db: Executor, organisationKeys: string[], thingKey: string) {
   return things.findThing(db, organisationKeys, thingKey);

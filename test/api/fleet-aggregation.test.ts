@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import type { Kysely } from 'kysely';
+import { mergeSlotStats, parseSlotStats, type SlotStats } from '../../src/events/slot-stats.ts';
+import { up as templateRollupsMigration } from '../../src/store/migrations/019-template-rollups.ts';
 import { childOrganisation, createThing, storedEventCount, unique, userWithAbilities } from '../support/fixtures.ts';
 import { describeOnStores } from '../support/suites.ts';
 
@@ -101,6 +104,47 @@ describeOnStores('fleet aggregation', (ctx) => {
       }
     }
     return fleetResult;
+  }
+
+  /**
+   * Asserts what a template's rollups hold, read from the store: each slot not listed for repair is the
+   * merge of the rollups of the template's things (none where they have none); answers how many slots
+   * are listed.
+   */
+  async function assertTemplateRollups(templateKey: string): Promise<number> {
+    const db = ctx.api.server.store.db;
+    const listed = new Set(
+      (
+        await db
+          .selectFrom('template_rollup_repairs')
+          .select('slot')
+          .where('thing_template_key', '=', templateKey)
+          .execute()
+      ).map((r) => Number(r.slot)),
+    );
+    const stored = await db
+      .selectFrom('template_rollups')
+      .select(['slot', 'stats'])
+      .where('thing_template_key', '=', templateKey)
+      .execute();
+    const ofThings = await db
+      .selectFrom('event_rollups as r')
+      .innerJoin('things as t', 't.thing_id', 'r.thing_id')
+      .select(['r.slot', 'r.stats'])
+      .where('t.thing_template_key', '=', templateKey)
+      .execute();
+    const expected = new Map<number, SlotStats>();
+    for (const row of ofThings) {
+      const known = expected.get(Number(row.slot));
+      const stats = parseSlotStats(row.stats);
+      expected.set(Number(row.slot), known ? mergeSlotStats(known, stats) : stats);
+    }
+    const actual = new Map(stored.map((r) => [Number(r.slot), parseSlotStats(r.stats)]));
+    for (const slot of new Set([...expected.keys(), ...actual.keys()])) {
+      if (listed.has(slot)) continue;
+      assert.deepEqual(actual.get(slot), expected.get(slot), `template slot ${new Date(slot).toISOString()}`);
+    }
+    return listed.size;
   }
 
   it('when a template has things then the fleet answer adds up their thing_aggregated_data, bucket by bucket', async () => {
@@ -307,5 +351,150 @@ describeOnStores('fleet aggregation', (ctx) => {
     assert.deepEqual(await fleetOf(whole), wholeBefore);
     const perThing = await query('thing_aggregated_data', { thing_keys: thingKeys, ...whole }, org.token);
     assert.deepEqual(wholeBefore.summary_result, perThing.body.summary_result);
+  });
+
+  it('when events are deleted by range, a thing changes template or is deleted, then the fleet still adds up its things, before and after the sweeper counts the template rollups again', async () => {
+    const token = await ctx.api.adminToken();
+    const { templateKey, thingKeys } = await fleet([eventsOf(1, 3), eventsOf(2, 3), eventsOf(3, 2), eventsOf(4, 2)]);
+    const range = {
+      from: utc(BASE),
+      to: utc(BASE + 3 * HOUR - 1000),
+      time_zone: 'UTC',
+      time_grouping: 'minute',
+      time_grouping_value: 15,
+    };
+    const byTemplate = { thing_template_key: templateKey };
+    assert.equal(await assertTemplateRollups(templateKey), 0, 'the writer keeps the template rollups: none to repair');
+    await assertFleetMatches(thingKeys, byTemplate, range);
+    const stored = await ctx.api.server.store.db
+      .selectFrom('template_rollups')
+      .select('slot')
+      .where('thing_template_key', '=', templateKey)
+      .execute();
+    assert.equal(stored.length, 12, 'a row per slot with events');
+
+    // A range cutting slots in two, of one thing: the slots it touches are read thing by thing until repaired.
+    const deleted = await ctx.api.request('DELETE', `/api/v3/things/${thingKeys[0]}/events`, {
+      token,
+      query: { from: Math.floor((BASE + 20 * MINUTE) / 1000), to: Math.floor((BASE + 95 * MINUTE) / 1000) },
+    });
+    assert.equal(deleted.status, 200, deleted.text);
+    assert.ok(deleted.body.deleted > 0);
+    assert.equal(await assertTemplateRollups(templateKey), 6, 'the six slots the range touches are listed');
+    const afterDelete = await assertFleetMatches(thingKeys, byTemplate, range);
+    const swept = await ctx.api.server.sweeper.sweep();
+    assert.ok(swept.repaired >= 6, JSON.stringify(swept));
+    assert.equal(await assertTemplateRollups(templateKey), 0, 'repaired');
+    assert.deepEqual(await assertFleetMatches(thingKeys, byTemplate, range), afterDelete);
+
+    // A thing moved to another template leaves this one and joins that one.
+    const other = await fleet([eventsOf(5, 1)]);
+    const moved = await ctx.api.request('PUT', `/api/v3/things/${thingKeys[1]}`, {
+      token,
+      body: { thing: { thing_template_key: other.templateKey } },
+    });
+    assert.equal(moved.status, 200, moved.text);
+    const left = thingKeys.filter((k) => k !== thingKeys[1]);
+    const joined = [...other.thingKeys, thingKeys[1] as string];
+    await assertFleetMatches(left, byTemplate, range);
+    await assertFleetMatches(joined, { thing_template_key: other.templateKey }, range);
+    assert.ok((await assertTemplateRollups(other.templateKey)) > 0);
+    await ctx.api.server.sweeper.sweep();
+    assert.equal(await assertTemplateRollups(templateKey), 0);
+    assert.equal(await assertTemplateRollups(other.templateKey), 0);
+    await assertFleetMatches(left, byTemplate, range);
+    await assertFleetMatches(joined, { thing_template_key: other.templateKey }, range);
+
+    // A thing deleted counts no more.
+    const gone = await ctx.api.request('DELETE', `/api/v3/things/${thingKeys[2]}`, { token });
+    assert.equal(gone.status, 200, gone.text);
+    const kept = left.filter((k) => k !== thingKeys[2]);
+    await assertFleetMatches(kept, byTemplate, range);
+    await ctx.api.server.sweeper.sweep();
+    assert.equal(await assertTemplateRollups(templateKey), 0);
+    const afterSweep = await assertFleetMatches(kept, byTemplate, range);
+
+    // Events stored after a repair are merged into the repaired rows.
+    const posted = await ctx.api.request('POST', `/api/v3/things/${thingKeys[0]}/events`, {
+      token,
+      body: { events: [{ timestamp: BASE + 30 * MINUTE, data: { n: 1000, m: -1000 } }] },
+    });
+    assert.equal(posted.status, 200, posted.text);
+    assert.equal(await assertTemplateRollups(templateKey), 0);
+    const later = await assertFleetMatches(kept, byTemplate, range);
+    assert.equal(later.summary_result.n.count, afterSweep.summary_result.n.count + 1);
+    assert.equal(later.summary_result.n.max, 1000);
+  });
+
+  it('when only some of a template’s things are chosen then the fleet counts those alone, not the template’s rollups', async () => {
+    const token = await ctx.api.adminToken();
+    const { templateKey, thingKeys } = await fleet([eventsOf(1, 1), eventsOf(2, 1), eventsOf(3, 1)]);
+    const range = { from: utc(BASE), to: utc(BASE + HOUR - 1000), time_zone: 'UTC', time_grouping: 'hour' };
+    await assertFleetMatches(thingKeys, { thing_template_key: templateKey }, range);
+    const some = await assertFleetMatches(thingKeys.slice(0, 2), { thing_keys: thingKeys.slice(0, 2) }, range);
+    const all = await assertFleetMatches(thingKeys, { thing_keys: thingKeys }, range);
+    assert.ok(some.summary_result.n.count < all.summary_result.n.count);
+    const reader = await userWithAbilities(ctx.api, token, [121]);
+    const answer = await query('fleet_aggregated_data', { thing_template_key: templateKey, ...range }, reader.token);
+    const mine = await query('fleet_aggregated_data', { thing_keys: thingKeys, ...range });
+    assert.deepEqual(answer.body, mine.body);
+  });
+
+  it('when rollups expire then the template rollups of their time go too and the fleet counts nothing there', async () => {
+    const org = await childOrganisation(ctx.api, await ctx.api.adminToken());
+    const old = Math.floor((Date.now() - 10 * DAY) / HOUR) * HOUR;
+    const recent = Math.floor((Date.now() - 2 * HOUR) / HOUR) * HOUR;
+    const { templateKey, thingKeys } = await fleet(
+      [
+        [...eventsOf(1, 2, old), ...eventsOf(1, 1, recent)],
+        [...eventsOf(2, 2, old), ...eventsOf(2, 1, recent)],
+      ],
+      org.token,
+    );
+    const whole = { from: Math.floor((old - DAY) / 1000), to: Math.floor(Date.now() / 1000), metrics: ['n'] };
+    const fleetOf = async () => {
+      const response = await query('fleet_aggregated_data', { thing_template_key: templateKey, ...whole }, org.token);
+      assert.equal(response.status, 200, response.text);
+      return response.body;
+    };
+    assert.equal((await fleetOf()).summary_result.n.count, 72);
+    const retention = await ctx.api.request('PUT', `/api/v3/organisations/${org.organisationKey}`, {
+      token: org.token,
+      body: { organisation: { retention_days: 5, rollup_retention_days: 5 } },
+    });
+    assert.equal(retention.status, 200, retention.text);
+    assert.equal((await fleetOf()).summary_result.n.count, 24, 'expired at once, before any sweep');
+    await ctx.api.server.sweeper.sweep();
+    assert.equal(await assertTemplateRollups(templateKey), 0);
+    const rows = await ctx.api.server.store.db
+      .selectFrom('template_rollups')
+      .select('slot')
+      .where('thing_template_key', '=', templateKey)
+      .execute();
+    assert.equal(rows.length, 4, 'only the recent hour');
+    assert.equal((await fleetOf()).summary_result.n.count, 24);
+    const perThing = await query('thing_aggregated_data', { thing_keys: thingKeys, ...whole }, org.token);
+    assert.deepEqual((await fleetOf()).summary_result, perThing.body.summary_result);
+  });
+
+  it('when rollups were stored before template rollups existed then migration 019 lists their slots and the sweeper builds them', async () => {
+    const { templateKey, thingKeys } = await fleet([eventsOf(1, 2), eventsOf(2, 1)]);
+    const range = { from: utc(BASE), to: utc(BASE + 2 * HOUR - 1000), time_zone: 'UTC', time_grouping: 'hour' };
+    const before = await assertFleetMatches(thingKeys, { thing_template_key: templateKey }, range);
+    const db = ctx.api.server.store.db;
+    await db.schema.dropTable('template_rollup_repairs').execute();
+    await db.schema.dropTable('template_rollups').execute();
+    await templateRollupsMigration(db as unknown as Kysely<unknown>);
+    assert.equal(await assertTemplateRollups(templateKey), 8, 'every slot with rollups is listed');
+    assert.deepEqual(await assertFleetMatches(thingKeys, { thing_template_key: templateKey }, range), before);
+    await ctx.api.server.sweeper.sweep();
+    assert.equal(await assertTemplateRollups(templateKey), 0);
+    const built = await db
+      .selectFrom('template_rollups')
+      .select('slot')
+      .where('thing_template_key', '=', templateKey)
+      .execute();
+    assert.equal(built.length, 8);
+    assert.deepEqual(await assertFleetMatches(thingKeys, { thing_template_key: templateKey }, range), before);
   });
 });
