@@ -262,10 +262,10 @@ function parseSessionExpiry(text: string | undefined): number {
   return ms;
 }
 
-/** MQTT_ENDPOINT: `aedes` (the default) or `thingbase`. */
+/** MQTT_ENDPOINT: `thingbase` (the default) or `aedes`. */
 function parseMqttEndpoint(text: string | undefined): Config['mqttEndpoint'] {
-  if (text === undefined || text === '' || text === 'aedes') return 'aedes';
-  if (text === 'thingbase') return 'thingbase';
+  if (text === undefined || text === '' || text === 'thingbase') return 'thingbase';
+  if (text === 'aedes') return 'aedes';
   throw new ConfigError(`MQTT_ENDPOINT must be thingbase or aedes (got "${text}")`);
 }
 
