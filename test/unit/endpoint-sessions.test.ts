@@ -13,7 +13,7 @@ describe('device endpoint sessions', () => {
     const opened = store.open(first, 'd1', 'ak', false, 60_000);
     assert.equal(opened.present, false, 'nothing to resume the first time');
     opened.session.ackQos = 1;
-    opened.session.filters.set('Altizon/Datonis/ak/thing/+/executeInstruction', 2);
+    opened.session.subscribe('Altizon/Datonis/ak/thing/+/executeInstruction', 2);
     const id = opened.session.send({ ...answer(1), qos: 2, alertKey: 'alert-1' });
     store.detach(opened.session, first);
     assert.equal(store.keptCount, 1);
@@ -100,6 +100,14 @@ describe('device endpoint sessions', () => {
     session.ids._nextId = kept;
     const next = session.send(answer(2));
     assert.notEqual(next, kept);
+  });
+
+  it('when a QoS 2 message comes again before its PUBREL then it is known; after it, it is new', () => {
+    const { session } = new SessionStore(limits).open({}, 'd1', 'ak', true, 0);
+    assert.equal(session.receivedQos2(9), false);
+    assert.equal(session.receivedQos2(9), true, 'sent again before its release');
+    session.releasedQos2(9);
+    assert.equal(session.receivedQos2(9), false);
   });
 
   it('when MQTT 5 asks for a longer expiry than kept then it gets the longest kept', () => {

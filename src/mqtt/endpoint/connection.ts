@@ -239,7 +239,7 @@ export class DeviceConnection implements MessageSource {
       case 'publish':
         return this.publish(packet);
       case 'pubrel':
-        this.session?.received2.delete(packet.messageId as number);
+        this.session?.releasedQos2(packet.messageId as number);
         return this.outbox?.packet(confirmation(0x70, packet.messageId as number));
       case 'puback':
       case 'pubcomp': {
@@ -260,7 +260,7 @@ export class DeviceConnection implements MessageSource {
         for (const topic of packet.unsubscriptions) {
           if (!this.session) break;
           if (topic === this.ackTopic) this.session.ackQos = -1;
-          this.session.filters.delete(topic);
+          this.session.unsubscribe(topic);
         }
         return this.outbox?.packet(
           this.version === 5
@@ -349,9 +349,7 @@ export class DeviceConnection implements MessageSource {
     }
     const id = packet.messageId as number;
     if (packet.qos === 2) {
-      const received2 = (this.session as Session).received2;
-      const again = received2.has(id);
-      received2.add(id);
+      const again = (this.session as Session).receivedQos2(id);
       this.outbox?.packet(confirmation(0x50, id));
       // Sent again before its PUBREL: it was taken the first time.
       if (again) return;
@@ -384,7 +382,7 @@ export class DeviceConnection implements MessageSource {
       if (topic === this.ackTopic) {
         (this.session as Session).ackQos = Math.min(given, 1);
       } else {
-        (this.session as Session).filters.set(topic, given);
+        (this.session as Session).subscribe(topic, given);
         if (thingOfTopic(topic) !== undefined) instructionTopics.push(topic);
       }
     }

@@ -32,30 +32,71 @@ export interface SessionLimits {
   maxExpiryMs: number;
 }
 
+const NO_FILTERS: ReadonlyMap<string, number> = new Map();
+const NOTHING_IN_FLIGHT: ReadonlyMap<number, OutgoingMessage> = new Map();
+const NOTHING_QUEUED: readonly OutgoingMessage[] = Object.freeze([]);
+
+/**
+ * One client id's session. Every connection has one, so its tables are made only once used: most
+ * devices never hold a QoS 2 message or an instruction, and an idle connection should cost little.
+ */
 export class Session {
   /** How long it is kept once its connection closes, ms (0: it ends with the connection). */
   expiryMs = 0;
   /** The QoS of its `httpAck` subscription, -1 without one. */
   ackQos = -1;
-  /** Its instruction subscriptions: topic filter, granted QoS. */
-  readonly filters = new Map<string, number>();
   /** Packet ids of the messages it sends, shared by its answers and its instructions. */
   readonly ids: PacketIds = { _nextId: 1 };
-  /** Messages sent and not yet acknowledged, by packet id, in the order sent. */
-  readonly inFlight = new Map<number, OutgoingMessage>();
-  /** Messages due while it had no connection, in order. */
-  queued: OutgoingMessage[] = [];
-  /** Packet ids of the QoS 2 messages received from the device and not yet released. */
-  readonly received2 = new Set<number>();
   /** Its connection, while it has one. */
   holder: object | undefined;
   timer: NodeJS.Timeout | undefined;
+  private filterTable: Map<string, number> | undefined;
+  private flight: Map<number, OutgoingMessage> | undefined;
+  private waiting: OutgoingMessage[] | undefined;
+  private received: Set<number> | undefined;
 
   constructor(
     readonly clientId: string,
     readonly accessKey: string,
     private readonly maxMessages: number,
   ) {}
+
+  /** Its instruction subscriptions: topic filter, granted QoS. */
+  get filters(): ReadonlyMap<string, number> {
+    return this.filterTable ?? NO_FILTERS;
+  }
+
+  /** Messages sent and not yet acknowledged, by packet id, in the order sent. */
+  get inFlight(): ReadonlyMap<number, OutgoingMessage> {
+    return this.flight ?? NOTHING_IN_FLIGHT;
+  }
+
+  /** Messages due while it had no connection, in order. */
+  get queued(): readonly OutgoingMessage[] {
+    return this.waiting ?? NOTHING_QUEUED;
+  }
+
+  subscribe(filter: string, qos: number): void {
+    this.filterTable ??= new Map();
+    this.filterTable.set(filter, qos);
+  }
+
+  unsubscribe(filter: string): void {
+    this.filterTable?.delete(filter);
+  }
+
+  /** A QoS 2 message received from the device: whether it had been received before and not yet released. */
+  receivedQos2(id: number): boolean {
+    this.received ??= new Set();
+    if (this.received.has(id)) return true;
+    this.received.add(id);
+    return false;
+  }
+
+  /** PUBREL of a QoS 2 message received from the device. */
+  releasedQos2(id: number): void {
+    this.received?.delete(id);
+  }
 
   /** Whether it outlives its connection. */
   get kept(): boolean {
@@ -77,49 +118,51 @@ export class Session {
 
   /** A message being sent: the packet id it takes, kept until the device acknowledges it. */
   send(message: OutgoingMessage): number {
+    this.flight ??= new Map();
     let id: number;
     do {
       id = this.ids._nextId;
       this.ids._nextId = id >= 0xffff ? 1 : id + 1;
-    } while (this.inFlight.has(id));
-    this.inFlight.set(id, message);
+    } while (this.flight.has(id));
+    this.flight.set(id, message);
     this.trim();
     return id;
   }
 
   /** A message due while it has no connection, sent when one resumes it. */
   queue(message: OutgoingMessage): void {
-    this.queued.push(message);
+    this.waiting ??= [];
+    this.waiting.push(message);
     this.trim();
   }
 
   /** PUBACK or PUBCOMP of `id`: the message it acknowledges, now forgotten. */
   acknowledged(id: number): OutgoingMessage | undefined {
-    const message = this.inFlight.get(id);
-    if (message) this.inFlight.delete(id);
+    const message = this.flight?.get(id);
+    if (message) this.flight?.delete(id);
     return message;
   }
 
   /** PUBREC of `id`: whether it is one of its QoS 2 messages, now waiting for PUBCOMP. */
   release(id: number): boolean {
-    const message = this.inFlight.get(id);
+    const message = this.flight?.get(id);
     if (!message) return false;
     message.released = true;
     return true;
   }
 
   /** Takes the queued messages, to be sent. */
-  takeQueued(): OutgoingMessage[] {
+  takeQueued(): readonly OutgoingMessage[] {
     const queued = this.queued;
-    this.queued = [];
+    this.waiting = undefined;
     return queued;
   }
 
   /** The oldest queued message goes first, then the oldest in flight, to keep within maxMessages. */
   private trim(): void {
     while (this.inFlight.size + this.queued.length > this.maxMessages) {
-      if (this.queued.length > 0) this.queued.shift();
-      else this.inFlight.delete(this.inFlight.keys().next().value as number);
+      if (this.waiting && this.waiting.length > 0) this.waiting.shift();
+      else this.flight?.delete(this.flight.keys().next().value as number);
     }
   }
 }
