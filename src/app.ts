@@ -704,7 +704,16 @@ async function startMqtt(
         maxPartialBytes: config.mqttMaxPartialBytes,
         onStoreBehind: (listener: (behind: boolean) => void) => writer.onBehindChange(listener),
       };
-      if (config.mqttEndpoint === 'thingbase') return await startDeviceEndpoint(listeners);
+      if (config.mqttEndpoint === 'thingbase') {
+        return await startDeviceEndpoint({
+          ...listeners,
+          sessions: {
+            maxKept: config.mqttMaxSessions,
+            maxMessages: config.mqttSessionMaxMessages,
+            maxExpiryMs: config.mqttSessionExpiryMs,
+          },
+        });
+      }
       return await startEmbeddedBroker({ ...listeners, youngGenerationMb: config.mqttBrokerYoungGenerationMb });
     } catch (error) {
       const { code, message, listener } = error as NodeJS.ErrnoException & { listener?: BrokerListener };

@@ -51,6 +51,12 @@ export interface Config {
   mqttBrokerYoungGenerationMb: number;
   /** Which embedded MQTT endpoint serves devices: the device endpoint of mqtt/endpoint/, or aedes on its thread. */
   mqttEndpoint: 'thingbase' | 'aedes';
+  /** Device endpoint sessions kept between connections, at most (mqtt/endpoint/sessions.ts). */
+  mqttMaxSessions: number;
+  /** Messages a kept session holds at most, in flight and queued. */
+  mqttSessionMaxMessages: number;
+  /** The longest a session is kept after its connection closes, ms (MQTT 3.1.1's kept sessions: this long). */
+  mqttSessionExpiryMs: number;
   /** Events (and heartbeats) that may wait to be stored; past it new ones are refused with 503. */
   eventMaxPending: number;
   /** The least time between the starts of two event transactions (ms): events/writer.ts, startSpacingMs. */
@@ -270,10 +276,17 @@ function shareGroup(text: string): string {
   return text;
 }
 
-/** MQTT_ENDPOINT: `aedes` (the default) or `thingbase`. */
+/** MQTT_SESSION_EXPIRY: 1s to 24d (a timer's longest), default 2h. */
+function parseSessionExpiry(text: string | undefined): number {
+  const ms = parseAtLeastASecond('MQTT_SESSION_EXPIRY', text, '2h');
+  if (ms > 24 * 86_400_000) throw new ConfigError(`MQTT_SESSION_EXPIRY must be at most 24d (got "${text}")`);
+  return ms;
+}
+
+/** MQTT_ENDPOINT: `thingbase` (the default) or `aedes`. */
 function parseMqttEndpoint(text: string | undefined): Config['mqttEndpoint'] {
-  if (text === undefined || text === '' || text === 'aedes') return 'aedes';
-  if (text === 'thingbase') return 'thingbase';
+  if (text === undefined || text === '' || text === 'thingbase') return 'thingbase';
+  if (text === 'aedes') return 'aedes';
   throw new ConfigError(`MQTT_ENDPOINT must be thingbase or aedes (got "${text}")`);
 }
 
@@ -329,6 +342,9 @@ export function loadConfig(env: Env = process.env): Config {
       8,
     ),
     mqttEndpoint: parseMqttEndpoint(env.MQTT_ENDPOINT),
+    mqttMaxSessions: parsePositive('MQTT_MAX_SESSIONS', env.MQTT_MAX_SESSIONS, 10_000),
+    mqttSessionMaxMessages: parsePositive('MQTT_SESSION_MAX_MESSAGES', env.MQTT_SESSION_MAX_MESSAGES, 100),
+    mqttSessionExpiryMs: parseSessionExpiry(env.MQTT_SESSION_EXPIRY),
     eventMaxPending: parsePositive('EVENT_MAX_PENDING', env.EVENT_MAX_PENDING, 100_000),
     eventWriteSpacingMs: parseUpTo1000('EVENT_WRITE_SPACING_MS', env.EVENT_WRITE_SPACING_MS, 2),
     eventWriteTimeoutMs: parsePositive('EVENT_WRITE_TIMEOUT_MS', env.EVENT_WRITE_TIMEOUT_MS, 1500),

@@ -104,6 +104,24 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ REQUEST_TIMEOUT: '0' }), /REQUEST_TIMEOUT must be at least 1s/);
   });
 
+  it('when the MQTT endpoint is not set then the device endpoint serves; aedes stays selectable, anything else is refused', () => {
+    assert.equal(loadConfig({}).mqttEndpoint, 'thingbase');
+    assert.equal(loadConfig({ MQTT_ENDPOINT: 'aedes' }).mqttEndpoint, 'aedes');
+    assert.throws(() => loadConfig({ MQTT_ENDPOINT: 'mosquitto' }), /MQTT_ENDPOINT must be thingbase or aedes/);
+  });
+
+  it('when the session settings are not set then 10,000 sessions of 100 messages are kept for up to 2 hours; an expiry past 24 days is refused', () => {
+    const config = loadConfig({});
+    assert.deepEqual(
+      [config.mqttMaxSessions, config.mqttSessionMaxMessages, config.mqttSessionExpiryMs],
+      [10_000, 100, 2 * 3600 * 1000],
+    );
+    const set = loadConfig({ MQTT_MAX_SESSIONS: '5', MQTT_SESSION_MAX_MESSAGES: '7', MQTT_SESSION_EXPIRY: '30m' });
+    assert.deepEqual([set.mqttMaxSessions, set.mqttSessionMaxMessages, set.mqttSessionExpiryMs], [5, 7, 1_800_000]);
+    assert.throws(() => loadConfig({ MQTT_SESSION_EXPIRY: '25d' }), /MQTT_SESSION_EXPIRY must be at most 24d/);
+    assert.throws(() => loadConfig({ MQTT_MAX_SESSIONS: '0' }), /MQTT_MAX_SESSIONS must be a positive integer/);
+  });
+
   it('when MQTT_SHARE_GROUP holds a slash, a wildcard or a space then the configuration is refused, naming it', () => {
     assert.equal(loadConfig({}).mqttShareGroup, 'thingbase');
     assert.equal(loadConfig({ MQTT_SHARE_GROUP: 'ops-eu_1' }).mqttShareGroup, 'ops-eu_1');

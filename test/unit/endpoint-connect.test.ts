@@ -7,7 +7,6 @@ import {
   refusalBeforeLogin,
 } from '../../src/mqtt/endpoint/connack.ts';
 import { storeFailure } from '../../src/mqtt/endpoint/device-messages.ts';
-import { InstructionsInFlight } from '../../src/mqtt/endpoint/instructions-out.ts';
 import { TopicAliases } from '../../src/mqtt/endpoint/topic-aliases.ts';
 import { parsePackets } from '../support/mqtt-packet.ts';
 
@@ -49,7 +48,7 @@ describe('the device endpoint CONNECT answers', () => {
 
   it('when a device is accepted over MQTT 5 then the CONNACK tells it Receive Maximum, Maximum Packet Size and Topic Alias Maximum', () => {
     assert.equal(parseOne(connackAccepted(4, limits), 4).returnCode, 0);
-    const packet = parseOne(connackAccepted(5, limits, 'tb1'), 5);
+    const packet = parseOne(connackAccepted(5, limits, { assignedClientId: 'tb1' }), 5);
     assert.equal(packet.reasonCode, 0);
     assert.deepEqual(
       {
@@ -83,21 +82,6 @@ describe('MQTT 5 topic aliases of a connection', () => {
     assert.equal(aliases.resolve('a', 0), undefined);
     assert.equal(aliases.resolve('', 2), undefined);
     assert.equal(aliases.resolve('', undefined), undefined);
-  });
-});
-
-describe('instructions in flight on the device endpoint', () => {
-  it('when a handshake completes then it names the instruction once, per connection', () => {
-    const flight = new InstructionsInFlight();
-    const [a, b] = [{}, {}];
-    flight.add(a, 1, 'alert-1');
-    flight.add(b, 1, 'alert-2');
-    assert.equal(flight.has(a, 1), true);
-    assert.equal(flight.done(a, 1), 'alert-1');
-    assert.equal(flight.done(a, 1), undefined, 'once');
-    assert.equal(flight.done(a, 2), undefined, 'an id that carried no instruction');
-    flight.forget(b);
-    assert.equal(flight.done(b, 1), undefined, 'a closed connection has nothing in flight');
   });
 });
 

@@ -108,14 +108,41 @@ describe('the device endpoint outbox', () => {
     assert.equal(JSON.parse(String(answer?.payload)).context, 'five');
   });
 
-  it('when the outbox is discarded then nothing it held is written', async () => {
+  it('when the outbox is discarded then nothing it held is written, and the answers not written are handed back for a kept session', async () => {
     const target = recordingTarget();
     const outbox = new Outbox(target);
     outbox.puback(1);
     outbox.ack(ok('z'));
-    outbox.discard();
+    assert.deepEqual(
+      outbox.discard()?.map((ack) => ack.context),
+      ['z'],
+    );
     await sleep(PUBACK_HOLD_MS * 2);
     assert.equal(target.writes.length, 0);
+  });
+
+  it('when answers are kept until acknowledged then each takes its packet id from the session, over MQTT 3.1.1 as over 5', async () => {
+    for (const version of [4, 5]) {
+      const kept: string[] = [];
+      const target = {
+        ...recordingTarget(version),
+        tracksAnswers: true,
+        track: (payload: string) => kept.push(payload) + 100,
+      };
+      const outbox = new Outbox(target);
+      outbox.ack(ok('k1'));
+      outbox.ack(ok('k2'));
+      await turn();
+      const packets = parseAll(Buffer.concat(target.writes), version);
+      assert.deepEqual(
+        packets.map((p) => p.messageId),
+        [101, 102],
+      );
+      assert.deepEqual(
+        kept.map((payload) => JSON.parse(payload).context),
+        ['k1', 'k2'],
+      );
+    }
   });
 
   it('when packet ids reach 65535 then they start again at 1', () => {

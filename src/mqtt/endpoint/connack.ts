@@ -36,21 +36,36 @@ export interface ServerLimits {
 
 /**
  * The refusal a CONNECT earns before its credentials are looked up, or undefined: a client id too long,
- * or no user name or password (there are no anonymous devices).
+ * an empty one with a session to keep over MQTT 3.1.1 (whose session could never be resumed), or no
+ * user name or password (there are no anonymous devices).
  */
 export function refusalBeforeLogin(connect: {
   clientId: string;
   username?: string | undefined;
   password?: Buffer | undefined;
+  clean?: boolean | undefined;
+  protocolVersion?: number | undefined;
 }): ConnectRefusal | undefined {
   if (connect.clientId.length > MAX_CLIENT_ID_LENGTH) return 'identifier';
+  if (connect.clientId === '' && connect.clean === false && connect.protocolVersion !== 5) return 'identifier';
   if (!connect.username || !connect.password) return 'credentials';
   return undefined;
 }
 
+/** What a CONNACK accepting a device tells it of its session. */
+export interface Accepted {
+  /** The client id it was given, when it sent none (MQTT 5). */
+  assignedClientId?: string | undefined;
+  /** Whether it resumed the session its client id left. */
+  present?: boolean;
+  /** MQTT 5: the session expiry granted, seconds, when it is not the one asked for. */
+  expiry?: number | undefined;
+}
+
 /** The CONNACK accepting a device (MQTT 5: with the server's limits, and the client id it was given). */
-export function connackAccepted(version: number, limits: ServerLimits, assignedClientId?: string): Buffer {
-  if (version !== 5) return Buffer.from([0x20, 2, 0, 0]);
+export function connackAccepted(version: number, limits: ServerLimits, accepted: Accepted = {}): Buffer {
+  const { assignedClientId, present = false, expiry } = accepted;
+  if (version !== 5) return Buffer.from([0x20, 2, present ? 1 : 0, 0]);
   const properties: IConnackPacket['properties'] = {
     receiveMaximum: limits.receiveMaximum,
     maximumPacketSize: limits.maximumPacketSize,
@@ -59,8 +74,9 @@ export function connackAccepted(version: number, limits: ServerLimits, assignedC
     retainAvailable: false,
     sharedSubscriptionAvailable: false,
     ...(assignedClientId !== undefined ? { assignedClientIdentifier: assignedClientId } : {}),
+    ...(expiry !== undefined ? { sessionExpiryInterval: expiry } : {}),
   };
-  return generate({ cmd: 'connack', sessionPresent: false, reasonCode: 0, properties }, { protocolVersion: 5 });
+  return generate({ cmd: 'connack', sessionPresent: present, reasonCode: 0, properties }, { protocolVersion: 5 });
 }
 
 /** The CONNACK refusing a device. */

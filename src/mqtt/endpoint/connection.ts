@@ -18,8 +18,9 @@ import type { Ack } from '../signed-messages.ts';
 import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic, thingOfTopic } from '../topics.ts';
 import { type ConnectRefusal, connackAccepted, connackRefused, refusalBeforeLogin } from './connack.ts';
 import type { MessageSource } from './device-messages.ts';
-import { type InstructionsInFlight, instructionPacket } from './instructions-out.ts';
-import { nextPacketId, Outbox } from './outbox.ts';
+import { instructionPacket } from './instructions-out.ts';
+import { Outbox } from './outbox.ts';
+import type { OutgoingMessage, Session } from './sessions.ts';
 import { TopicAliases } from './topic-aliases.ts';
 
 /** A device's socket: a TCP or TLS socket, or a WebSocket (websocket.ts). */
@@ -48,6 +49,18 @@ export interface ConnectionHost {
   secretOf(accessKey: string): Promise<string | null>;
   /** Whether `password` is the device password of `accessKey` under `secretKey`. */
   passwordMatches(secretKey: string, accessKey: string, password: string): boolean;
+  /**
+   * The session of a connection signing in (sessions.ts): the one its client id left, unless it asks
+   * for a clean start, or a new one kept `expirySeconds` after it closes (undefined: as long as the
+   * endpoint keeps sessions). Answers whether it resumed one, and how long it is kept, ms.
+   */
+  openSession(
+    connection: DeviceConnection,
+    cleanStart: boolean,
+    expirySeconds: number | undefined,
+  ): { session: Session; present: boolean };
+  /** How long a session is kept for an expiry interval a device set, ms. */
+  sessionExpiryMs(seconds: number): number;
   /** The connection has signed in (another of the same client id is closed). */
   signedIn(connection: DeviceConnection): void;
   /** A message the device published to one of its own device topics. */
@@ -84,20 +97,14 @@ export class DeviceConnection implements MessageSource {
   accessKey = '';
   secretKey = '';
   version = 4;
-  /** Packet ids of the answers and instructions sent to the device. */
-  readonly ids: PacketIds = { _nextId: 1 };
   /** Its `httpAck` topic, once signed in. */
   ackTopic = '';
-  /** The QoS of its `httpAck` subscription, -1 without one. */
-  ackQos = -1;
-  /** Its instruction subscriptions: topic filter, granted QoS. */
-  private instructionFilters: Map<string, number> | undefined;
+  /** Its subscriptions and what it has in flight, once signed in (sessions.ts). */
+  session: Session | undefined;
   private outbox: Outbox | undefined;
   private readonly parser: EndpointParser;
   /** Packets that arrived while its login was being checked, done once it has been. */
   private waiting: Packet[] | undefined;
-  /** The packet ids of its QoS 2 messages received and not yet released. */
-  private received2: Set<number> | undefined;
   private aliases: TopicAliases | undefined;
   private will: IConnectPacket['will'];
   private lastTopic: { name: string; topic: DeviceTopic | undefined } | undefined;
@@ -107,7 +114,6 @@ export class DeviceConnection implements MessageSource {
     readonly id: number,
     readonly socket: DeviceSocket,
     private readonly host: ConnectionHost,
-    private readonly instructions: InstructionsInFlight,
   ) {
     this.parser = parser();
     this.parser.on('packet', (packet) => {
@@ -135,9 +141,40 @@ export class DeviceConnection implements MessageSource {
     socket.once('close', () => this.onClose());
   }
 
-  /** Answers a message on the device's `httpAck`. */
+  /** Packet ids of the answers and instructions sent to the device (its session's). */
+  get ids(): PacketIds {
+    return (this.session as Session).ids;
+  }
+
+  /** The QoS of its `httpAck` subscription, -1 without one. */
+  get ackQos(): number {
+    return this.session?.ackQos ?? -1;
+  }
+
+  /** Whether its QoS 1 answers are kept until acknowledged: its session outlives the connection. */
+  get tracksAnswers(): boolean {
+    return this.session?.kept === true;
+  }
+
+  /** A QoS 1 answer of a kept session being sent: the packet id it takes. */
+  track(payload: string): number {
+    return (this.session as Session).send({ topic: this.ackTopic, payload, qos: 1 });
+  }
+
+  /**
+   * Answers a message on the device's `httpAck`. Once the connection has closed, a session that
+   * outlives it takes the answer: to the connection that has resumed it, or queued until one does.
+   */
   answer(ack: Ack): void {
-    if (this.state === 'open') this.outbox?.ack(ack);
+    if (this.state === 'open') return void this.outbox?.ack(ack);
+    const session = this.session;
+    if (!session?.kept || session.ackQos < 1) return;
+    const holder = session.holder;
+    if (holder instanceof DeviceConnection && holder !== this && holder.state === 'open') {
+      holder.answer(ack);
+      return;
+    }
+    session.queue({ topic: this.ackTopic, payload: JSON.stringify(ack), qos: 1 });
   }
 
   /** Closes the connection once what is due to it is written. */
@@ -155,22 +192,17 @@ export class DeviceConnection implements MessageSource {
 
   /** Whether one of its instruction subscriptions covers `topic`; the QoS granted, or -1. */
   instructionQos(topic: string): number {
-    if (!this.instructionFilters) return -1;
-    let qos = -1;
-    for (const [filter, granted] of this.instructionFilters) if (covers(filter, topic)) qos = Math.max(qos, granted);
-    return qos;
+    return this.session?.instructionQos(topic) ?? -1;
   }
 
-  /** Sends an instruction at `qos` (at most 2); answers once it is written. */
+  /** Sends an instruction at `qos` (at most 2), kept in its session until the device has it. */
   sendInstruction(topic: string, payload: string, alertKey: string, qos: number): void {
-    if (this.state !== 'open') return;
-    let messageId: number | undefined;
-    if (qos > 0) {
-      do messageId = nextPacketId(this.ids);
-      while (this.instructions.has(this, messageId));
-      this.instructions.add(this, messageId, alertKey);
-    }
-    this.outbox?.packet(instructionPacket(topic, payload, qos, messageId, this.version));
+    const session = this.session;
+    if (this.state !== 'open' || !session) return;
+    if (qos <= 0) return void this.outbox?.packet(instructionPacket(topic, payload, 0, undefined, this.version));
+    // A resumed session already carries it: sent again after the device's new subscription, it would come twice.
+    if (session.kept && session.holds(alertKey)) return;
+    this.sendKept({ topic, payload, qos: qos >= 2 ? 2 : 1, alertKey });
   }
 
   private destroy(): void {
@@ -181,9 +213,10 @@ export class DeviceConnection implements MessageSource {
   private onClose(): void {
     const wasOpen = this.state === 'open';
     this.state = 'closed';
-    this.outbox?.discard();
+    // Answers not yet written go to a session that outlives the connection (answer), else nowhere.
+    const unwritten = this.outbox?.discard();
+    if (unwritten) for (const ack of unwritten) this.answer(ack);
     this.releaseParser();
-    this.instructions.forget(this);
     // A device that went away without DISCONNECT leaves its will, when it set one to its own device topic.
     if (wasOpen && this.will) this.publishWill(this.will);
     this.host.closed(this);
@@ -206,16 +239,17 @@ export class DeviceConnection implements MessageSource {
       case 'publish':
         return this.publish(packet);
       case 'pubrel':
-        this.received2?.delete(packet.messageId as number);
+        this.session?.releasedQos2(packet.messageId as number);
         return this.outbox?.packet(confirmation(0x70, packet.messageId as number));
       case 'puback':
       case 'pubcomp': {
-        const alertKey = this.instructions.done(this, packet.messageId as number);
+        const alertKey = this.session?.acknowledged(packet.messageId as number)?.alertKey;
         if (alertKey !== undefined) this.host.delivered(alertKey);
         return;
       }
       case 'pubrec':
         // An instruction received: released at once (the device then answers PUBCOMP).
+        this.session?.release(packet.messageId as number);
         return this.outbox?.packet(confirmation(0x62, packet.messageId as number));
       case 'subscribe':
         // MQTT requires at least one topic filter in each (its parser lets an empty one through).
@@ -224,8 +258,9 @@ export class DeviceConnection implements MessageSource {
       case 'unsubscribe':
         if (packet.unsubscriptions.length === 0) return this.destroy();
         for (const topic of packet.unsubscriptions) {
-          if (topic === this.ackTopic) this.ackQos = -1;
-          this.instructionFilters?.delete(topic);
+          if (!this.session) break;
+          if (topic === this.ackTopic) this.session.ackQos = -1;
+          this.session.unsubscribe(topic);
         }
         return this.outbox?.packet(
           this.version === 5
@@ -240,6 +275,7 @@ export class DeviceConnection implements MessageSource {
         return this.outbox?.packet(PINGRESP);
       case 'disconnect':
         this.will = undefined;
+        this.disconnect(packet.properties?.sessionExpiryInterval);
         return this.close();
       default:
         // A second CONNECT, a server's packet, or AUTH (no enhanced authentication here).
@@ -249,7 +285,7 @@ export class DeviceConnection implements MessageSource {
 
   private connect(packet: IConnectPacket) {
     this.version = packet.protocolVersion ?? 4;
-    const early = refusalBeforeLogin(packet) ?? this.host.admission();
+    const early = refusalBeforeLogin({ ...packet, protocolVersion: this.version }) ?? this.host.admission();
     if (early) return this.refuse(early);
     this.state = 'login';
     const accessKey = packet.username as string;
@@ -283,10 +319,17 @@ export class DeviceConnection implements MessageSource {
     if (this.version === 5 && limits.topicAliasMaximum > 0) this.aliases = new TopicAliases(limits.topicAliasMaximum);
     const outbox = new Outbox(this);
     this.outbox = outbox;
+    // MQTT 3.1.1 keeps a session without a clean start for as long as the endpoint keeps sessions; MQTT 5
+    // for its Session Expiry Interval (none: 0, the session ends with the connection).
+    const asked = this.version === 5 ? (packet.properties?.sessionExpiryInterval ?? 0) : packet.clean ? 0 : undefined;
+    const { session, present } = this.host.openSession(this, packet.clean !== false, asked);
+    this.session = session;
     // Keep-alive: a device silent for one and a half times its interval is gone (0: no keep-alive).
     this.socket.setTimeout(packet.keepalive ? packet.keepalive * 1500 : 0);
-    this.socket.write(connackAccepted(this.version, limits, assigned));
+    const granted = asked !== undefined && session.expiryMs !== asked * 1000 ? session.expiryMs / 1000 : undefined;
+    this.socket.write(connackAccepted(this.version, limits, { assignedClientId: assigned, present, expiry: granted }));
     this.host.signedIn(this);
+    if (present) this.resume(session);
     const waiting = this.waiting;
     this.waiting = undefined;
     if (waiting) for (const next of waiting) this.onPacket(next);
@@ -306,9 +349,7 @@ export class DeviceConnection implements MessageSource {
     }
     const id = packet.messageId as number;
     if (packet.qos === 2) {
-      this.received2 ??= new Set();
-      const again = this.received2.has(id);
-      this.received2.add(id);
+      const again = (this.session as Session).receivedQos2(id);
       this.outbox?.packet(confirmation(0x50, id));
       // Sent again before its PUBREL: it was taken the first time.
       if (again) return;
@@ -339,16 +380,47 @@ export class DeviceConnection implements MessageSource {
       const given = Math.min(qos, 2);
       granted.push(given);
       if (topic === this.ackTopic) {
-        this.ackQos = Math.min(given, 1);
+        (this.session as Session).ackQos = Math.min(given, 1);
       } else {
-        this.instructionFilters ??= new Map();
-        this.instructionFilters.set(topic, given);
+        (this.session as Session).subscribe(topic, given);
         if (thingOfTopic(topic) !== undefined) instructionTopics.push(topic);
       }
     }
     this.outbox?.packet(generateFor(this.version, { cmd: 'suback', messageId: packet.messageId as number, granted }));
     // Instructions not yet acknowledged follow the SUBACK (instructions.ts, "subscribed").
     for (const topic of instructionTopics) this.host.subscribed(this, topic);
+  }
+
+  /** A message the device acknowledges, sent under a packet id its session keeps until it does. */
+  private sendKept(message: OutgoingMessage): void {
+    const messageId = (this.session as Session).send(message);
+    this.outbox?.packet(instructionPacket(message.topic, message.payload, message.qos, messageId, this.version));
+  }
+
+  /**
+   * A resumed session: what was sent and not acknowledged goes again under its packet id (marked as
+   * a duplicate; a QoS 2 message the device has received, as its PUBREL), then what was due while the
+   * device was away.
+   */
+  private resume(session: Session): void {
+    for (const [messageId, message] of session.inFlight) {
+      this.outbox?.packet(
+        message.released
+          ? confirmation(0x62, messageId)
+          : instructionPacket(message.topic, message.payload, message.qos, messageId, this.version, true),
+      );
+    }
+    for (const message of session.takeQueued()) this.sendKept(message);
+  }
+
+  /**
+   * MQTT 5's DISCONNECT may change the session's expiry, but not from 0 (a protocol error, which the
+   * closing connection ends anyway: the session keeps its 0).
+   */
+  private disconnect(expirySeconds: number | undefined): void {
+    const session = this.session;
+    if (this.version !== 5 || expirySeconds === undefined || !session) return;
+    if (session.expiryMs > 0 || expirySeconds === 0) session.expiryMs = this.host.sessionExpiryMs(expirySeconds);
   }
 
   /** The device topic of a topic name; a device publishes to the same one message after message. */
@@ -375,11 +447,4 @@ function confirmation(first: number, messageId: number): Buffer {
 /** A packet as mqtt-packet writes it for the connection's protocol version. */
 function generateFor(version: number, packet: Packet): Buffer {
   return generate(packet, { protocolVersion: version });
-}
-
-/** Whether a subscription's filter covers a topic (the only wildcard a device may use is a `+` level). */
-function covers(filter: string, topic: string): boolean {
-  const f = filter.split('/');
-  const t = topic.split('/');
-  return f.length === t.length && f.every((part, i) => part === '+' || part === t[i]);
 }

@@ -29,7 +29,7 @@ import { admitSocket, pastConnectionLimit } from './admission.ts';
 import type { ConnectRefusal } from './connack.ts';
 import { type ConnectionHost, DeviceConnection, type DeviceSocket } from './connection.ts';
 import { DeviceMessages } from './device-messages.ts';
-import { InstructionsInFlight } from './instructions-out.ts';
+import { type SessionLimits, SessionStore } from './sessions.ts';
 
 // mqtt-packet fills itself a table of all 65,536 two-byte numbers as Buffers on its first packet
 // unless told not to: 6 MB of heap to spare a 2-byte allocation per packet id written.
@@ -44,7 +44,7 @@ export interface DeviceEndpoint {
   /** Gives the MQTTS listener a new certificate for its next connections; those open keep theirs. */
   setTls(tls: TlsMaterial): void;
   /** Messages waiting for their answer, the most that ever waited at once, and the devices connected. */
-  figures(): Promise<{ pending: number; highWater: number; connections: number }>;
+  figures(): Promise<{ pending: number; highWater: number; connections: number; sessions?: number }>;
   /** Serves a device connected another way: MQTT over WebSocket (websocket.ts). */
   accept(socket: DeviceSocket): void;
   close(): Promise<void>;
@@ -71,7 +71,16 @@ export interface DeviceEndpointOptions {
   maxPartialBytes: number;
   /** Tells of each time the store falls behind or catches up (events/writer.ts, onBehindChange). */
   onStoreBehind?: (listener: (behind: boolean) => void) => () => void;
+  /** The sessions kept for devices between connections (sessions.ts); the defaults when left out. */
+  sessions?: SessionLimits;
 }
+
+/** Sessions kept between connections, by default (docs/devices.md, "Sessions"). */
+export const DEFAULT_SESSION_LIMITS: SessionLimits = {
+  maxKept: 10_000,
+  maxMessages: 100,
+  maxExpiryMs: 2 * 3600 * 1000,
+};
 
 /**
  * The longest packet a device may send (docs/devices.md, "Overload"): a message of the largest body the
@@ -94,7 +103,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
   const stopWatching = options.onStoreBehind?.((behind) => {
     messages.storeBehind = behind;
   });
-  const inFlight = new InstructionsInFlight();
+  const sessions = new SessionStore(options.sessions ?? DEFAULT_SESSION_LIMITS);
   const open = new Set<DeviceConnection>();
   const byClientId = new Map<string, DeviceConnection>();
   const partialPackets = new PartialPackets(options.maxPartialBytes);
@@ -121,6 +130,15 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
       return credentials?.secretKey ?? null;
     },
     passwordMatches: (secretKey, accessKey, password) => verifySignature(secretKey, accessKey, password),
+    openSession: (connection, cleanStart, expirySeconds) =>
+      sessions.open(
+        connection,
+        connection.clientId,
+        connection.accessKey,
+        cleanStart,
+        sessions.expiryFor(expirySeconds),
+      ),
+    sessionExpiryMs: (seconds) => sessions.expiryFor(seconds),
     signedIn: (connection) => {
       // A client id signs in once: the connection it had before is closed (MQTT's session take-over).
       const before = byClientId.get(connection.clientId);
@@ -148,6 +166,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
     delivered: (alertKey) => options.instructions?.delivered(alertKey),
     closed: (connection) => {
       open.delete(connection);
+      if (connection.session) sessions.detach(connection.session, connection);
       if (byClientId.get(connection.clientId) === connection) byClientId.delete(connection.clientId);
     },
     prepareParser: (connection, parser) => {
@@ -174,7 +193,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
   const admit = (socket: Socket) => admitSocket(sockets, socket, (message) => logLimit('room', message));
   const handle = (socket: DeviceSocket) => {
     lastId += 1;
-    new DeviceConnection(lastId, socket, host, inFlight);
+    new DeviceConnection(lastId, socket, host);
   };
 
   const listeners: [Server, number, BrokerListener][] = [];
@@ -214,6 +233,12 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
         const qos = device.instructionQos(topic);
         if (qos >= 0) device.sendInstruction(topic, payload, alertKey, qos);
       }
+      if (connection !== undefined) return;
+      // A device away with a session kept gets it when it comes back (at QoS 0, nothing is kept).
+      for (const session of sessions.offline()) {
+        const qos = session.instructionQos(topic);
+        if (qos > 0 && !session.holds(alertKey)) session.queue({ topic, payload, qos: qos >= 2 ? 2 : 1, alertKey });
+      }
     },
   });
 
@@ -247,7 +272,12 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
     port: ports.get('MQTT_PORT'),
     securePort: ports.get('MQTTS_PORT'),
     setTls: (tls) => secureServer?.setSecureContext(tls),
-    figures: async () => ({ pending: inbound.pending(), highWater: inbound.highWater, connections: open.size }),
+    figures: async () => ({
+      pending: inbound.pending(),
+      highWater: inbound.highWater,
+      connections: open.size,
+      sessions: sessions.keptCount,
+    }),
     accept: (socket) => {
       if (stopping) return void socket.destroy();
       handle(socket);

@@ -30,6 +30,10 @@ export interface OutboxTarget {
   ackTopic: string;
   /** The QoS of its subscription to that topic, or -1 while it has none (answers are then dropped). */
   ackQos: number;
+  /** Whether QoS 1 answers are kept until the device acknowledges them (a session that outlives its connection). */
+  readonly tracksAnswers?: boolean;
+  /** A kept answer's packet id, taken from the session, which keeps the answer until it is acknowledged. */
+  track?(payload: string): number;
 }
 
 /** Flushes outboxes: the held PUBACKs past their time, and the answers of each turn. */
@@ -123,12 +127,14 @@ export class Outbox {
     socket.write(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts));
   }
 
-  /** Nothing more is written: the connection has closed. */
-  discard(): void {
+  /** Nothing more is written: the connection has closed. Answers the answers not yet written. */
+  discard(): Ack[] | undefined {
+    const acks = this.acks;
     this.pubacks = undefined;
     this.packets = undefined;
     this.acks = undefined;
     flusher.forget(this);
+    return acks;
   }
 
   /** Held PUBACKs go before a packet made due after them, keeping the order the device sent in. */
@@ -141,23 +147,27 @@ export class Outbox {
   }
 
   private ackBytes(acks: readonly Ack[], qos: 0 | 1): Buffer {
-    const { version, ids, ackTopic } = this.target;
-    if (version !== 5) return ackPackets(ids, ackTopic, acks, qos);
+    const target = this.target;
+    const { version, ids, ackTopic } = target;
+    const tracked = qos === 1 && target.tracksAnswers === true && target.track !== undefined;
+    if (version !== 5 && !tracked) return ackPackets(ids, ackTopic, acks, qos);
     return Buffer.concat(
-      acks.map((ack) =>
-        generate(
+      acks.map((ack) => {
+        const payload = JSON.stringify(ack);
+        const messageId = qos ? (tracked ? (target.track as (p: string) => number)(payload) : nextPacketId(ids)) : 0;
+        return generate(
           {
             cmd: 'publish',
             topic: ackTopic,
-            payload: JSON.stringify(ack),
+            payload,
             qos,
             retain: false,
             dup: false,
-            ...(qos ? { messageId: nextPacketId(ids) } : {}),
+            ...(qos ? { messageId } : {}),
           },
-          { protocolVersion: 5 },
-        ),
-      ),
+          { protocolVersion: version },
+        );
+      }),
     );
   }
 }

@@ -1,0 +1,244 @@
+/**
+ * The device endpoint's sessions (docs/devices.md, "Sessions"): what MQTT keeps for a client id between
+ * its connections when it asks for it (MQTT 3.1.1 `clean: false`; MQTT 5 a Session Expiry Interval):
+ * its subscriptions, the messages sent to it at QoS 1 and 2 not yet acknowledged, those due while it
+ * was away, and the packet ids of its QoS 2 messages not yet released. A clean session lives as long
+ * as its connection.
+ *
+ * Memory is bounded: at most `maxKept` sessions without a connection (the one gone longest is dropped
+ * first), each holding at most `maxMessages` messages (the oldest is dropped first), each kept at most
+ * `maxExpiryMs`. A dropped instruction is still pending in the store: it is sent again when its device
+ * subscribes again, as for a clean session.
+ */
+import type { PacketIds } from '../ack-packets.ts';
+
+/** A message to a device that it acknowledges: an instruction (QoS 1 or 2) or an answer on `httpAck` (QoS 1). */
+export interface OutgoingMessage {
+  topic: string;
+  payload: string;
+  qos: 1 | 2;
+  /** The instruction's alert key; answers have none. */
+  alertKey?: string;
+  /** QoS 2: the device has sent PUBREC, the server PUBREL; PUBCOMP is awaited. */
+  released?: boolean;
+}
+
+export interface SessionLimits {
+  /** Sessions kept without a connection. */
+  maxKept: number;
+  /** Messages a session holds, in flight and queued together. */
+  maxMessages: number;
+  /** The longest a session is kept after its connection closes, ms (at most 2^31 - 1). */
+  maxExpiryMs: number;
+}
+
+const NO_FILTERS: ReadonlyMap<string, number> = new Map();
+const NOTHING_IN_FLIGHT: ReadonlyMap<number, OutgoingMessage> = new Map();
+const NOTHING_QUEUED: readonly OutgoingMessage[] = Object.freeze([]);
+
+/**
+ * One client id's session. Every connection has one, so its tables are made only once used: most
+ * devices never hold a QoS 2 message or an instruction, and an idle connection should cost little.
+ */
+export class Session {
+  /** How long it is kept once its connection closes, ms (0: it ends with the connection). */
+  expiryMs = 0;
+  /** The QoS of its `httpAck` subscription, -1 without one. */
+  ackQos = -1;
+  /** Packet ids of the messages it sends, shared by its answers and its instructions. */
+  readonly ids: PacketIds = { _nextId: 1 };
+  /** Its connection, while it has one. */
+  holder: object | undefined;
+  timer: NodeJS.Timeout | undefined;
+  private filterTable: Map<string, number> | undefined;
+  private flight: Map<number, OutgoingMessage> | undefined;
+  private waiting: OutgoingMessage[] | undefined;
+  private received: Set<number> | undefined;
+
+  constructor(
+    readonly clientId: string,
+    readonly accessKey: string,
+    private readonly maxMessages: number,
+  ) {}
+
+  /** Its instruction subscriptions: topic filter, granted QoS. */
+  get filters(): ReadonlyMap<string, number> {
+    return this.filterTable ?? NO_FILTERS;
+  }
+
+  /** Messages sent and not yet acknowledged, by packet id, in the order sent. */
+  get inFlight(): ReadonlyMap<number, OutgoingMessage> {
+    return this.flight ?? NOTHING_IN_FLIGHT;
+  }
+
+  /** Messages due while it had no connection, in order. */
+  get queued(): readonly OutgoingMessage[] {
+    return this.waiting ?? NOTHING_QUEUED;
+  }
+
+  subscribe(filter: string, qos: number): void {
+    this.filterTable ??= new Map();
+    this.filterTable.set(filter, qos);
+  }
+
+  unsubscribe(filter: string): void {
+    this.filterTable?.delete(filter);
+  }
+
+  /** A QoS 2 message received from the device: whether it had been received before and not yet released. */
+  receivedQos2(id: number): boolean {
+    this.received ??= new Set();
+    if (this.received.has(id)) return true;
+    this.received.add(id);
+    return false;
+  }
+
+  /** PUBREL of a QoS 2 message received from the device. */
+  releasedQos2(id: number): void {
+    this.received?.delete(id);
+  }
+
+  /** Whether it outlives its connection. */
+  get kept(): boolean {
+    return this.expiryMs > 0;
+  }
+
+  /** The QoS granted to a subscription of its that covers `topic`, or -1. */
+  instructionQos(topic: string): number {
+    let qos = -1;
+    for (const [filter, granted] of this.filters) if (covers(filter, topic)) qos = Math.max(qos, granted);
+    return qos;
+  }
+
+  /** Whether it already holds the instruction of this alert key (in flight or queued). */
+  holds(alertKey: string): boolean {
+    for (const message of this.inFlight.values()) if (message.alertKey === alertKey) return true;
+    return this.queued.some((message) => message.alertKey === alertKey);
+  }
+
+  /** A message being sent: the packet id it takes, kept until the device acknowledges it. */
+  send(message: OutgoingMessage): number {
+    this.flight ??= new Map();
+    let id: number;
+    do {
+      id = this.ids._nextId;
+      this.ids._nextId = id >= 0xffff ? 1 : id + 1;
+    } while (this.flight.has(id));
+    this.flight.set(id, message);
+    this.trim();
+    return id;
+  }
+
+  /** A message due while it has no connection, sent when one resumes it. */
+  queue(message: OutgoingMessage): void {
+    this.waiting ??= [];
+    this.waiting.push(message);
+    this.trim();
+  }
+
+  /** PUBACK or PUBCOMP of `id`: the message it acknowledges, now forgotten. */
+  acknowledged(id: number): OutgoingMessage | undefined {
+    const message = this.flight?.get(id);
+    if (message) this.flight?.delete(id);
+    return message;
+  }
+
+  /** PUBREC of `id`: whether it is one of its QoS 2 messages, now waiting for PUBCOMP. */
+  release(id: number): boolean {
+    const message = this.flight?.get(id);
+    if (!message) return false;
+    message.released = true;
+    return true;
+  }
+
+  /** Takes the queued messages, to be sent. */
+  takeQueued(): readonly OutgoingMessage[] {
+    const queued = this.queued;
+    this.waiting = undefined;
+    return queued;
+  }
+
+  /** The oldest queued message goes first, then the oldest in flight, to keep within maxMessages. */
+  private trim(): void {
+    while (this.inFlight.size + this.queued.length > this.maxMessages) {
+      if (this.waiting && this.waiting.length > 0) this.waiting.shift();
+      else this.flight?.delete(this.flight.keys().next().value as number);
+    }
+  }
+}
+
+export class SessionStore {
+  /** Every session a connection may resume, or that has a connection, by client id. */
+  private readonly byClientId = new Map<string, Session>();
+  /** Sessions without a connection, the one gone longest first. */
+  private readonly detached = new Set<Session>();
+
+  constructor(private readonly limits: SessionLimits) {}
+
+  /** Sessions kept without a connection. */
+  get keptCount(): number {
+    return this.detached.size;
+  }
+
+  /** Sessions without a connection (instructions due are queued on them). */
+  offline(): Iterable<Session> {
+    return this.detached;
+  }
+
+  /** The expiry a session is given for what the client asked (seconds; undefined: as long as allowed). */
+  expiryFor(askedSeconds: number | undefined): number {
+    if (askedSeconds === undefined) return this.limits.maxExpiryMs;
+    return Math.min(askedSeconds * 1000, this.limits.maxExpiryMs);
+  }
+
+  /**
+   * A connection of `clientId` has signed in: the session it resumes (`present`) or a new one. A clean
+   * start ends the session before; so does one under another access key, which is not the device's.
+   */
+  open(
+    holder: object,
+    clientId: string,
+    accessKey: string,
+    cleanStart: boolean,
+    expiryMs: number,
+  ): { session: Session; present: boolean } {
+    const before = this.byClientId.get(clientId);
+    if (before) this.end(before);
+    const present = before !== undefined && !cleanStart && before.accessKey === accessKey;
+    const session = present ? before : new Session(clientId, accessKey, this.limits.maxMessages);
+    session.expiryMs = Math.min(expiryMs, this.limits.maxExpiryMs);
+    session.holder = holder;
+    this.byClientId.set(clientId, session);
+    return { session, present };
+  }
+
+  /** Its connection has closed: the session is kept for its expiry, or ends. */
+  detach(session: Session, holder: object): void {
+    if (session.holder !== holder) return;
+    session.holder = undefined;
+    if (this.byClientId.get(session.clientId) !== session) return;
+    if (!session.kept) return void this.byClientId.delete(session.clientId);
+    this.detached.add(session);
+    session.timer = setTimeout(() => this.end(session), session.expiryMs);
+    session.timer.unref();
+    if (this.detached.size > this.limits.maxKept) {
+      const oldest = this.detached.values().next().value as Session;
+      this.end(oldest);
+    }
+  }
+
+  /** Ends a session: it is no longer resumed. */
+  private end(session: Session): void {
+    clearTimeout(session.timer);
+    session.timer = undefined;
+    this.detached.delete(session);
+    if (this.byClientId.get(session.clientId) === session) this.byClientId.delete(session.clientId);
+  }
+}
+
+/** Whether a subscription's filter covers a topic (the only wildcard a device may use is a `+` level). */
+export function covers(filter: string, topic: string): boolean {
+  const f = filter.split('/');
+  const t = topic.split('/');
+  return f.length === t.length && f.every((part, i) => part === '+' || part === t[i]);
+}
