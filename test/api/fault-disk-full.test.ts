@@ -36,6 +36,8 @@ describe('the SQLite disk fills up under load [sqlite]', { skip }, () => {
   const small = disk as SmallDisk;
   let server: ServerProcess;
   let mqttPort: number;
+  /** The load under way, halted after a test that failed midway. */
+  let running: FaultLoad | undefined;
   before(async () => {
     mqttPort = await freePort();
     server = await serveProcess({
@@ -45,6 +47,7 @@ describe('the SQLite disk fills up under load [sqlite]', { skip }, () => {
     });
   });
   after(async () => {
+    running?.halt();
     if (server) await stopProcess(server.child);
     small.remove();
   });
@@ -62,6 +65,7 @@ describe('the SQLite disk fills up under load [sqlite]', { skip }, () => {
     const mqttDevice = await MqttDevice.connect(`mqtt://127.0.0.1:${mqttPort}`, keyPair);
 
     const load = new FaultLoad(THING);
+    running = load;
     load.http(device);
     load.mqtt(mqttDevice);
     await sleep(1500);

@@ -60,6 +60,7 @@ async function underFault(
     DATABASE_URL: cluster.url,
     ...(fault.mqttUrl ? { MQTT_URL: fault.mqttUrl } : { MQTT_PORT: String(mqttPort) }),
   });
+  const load = new FaultLoad(thing);
   try {
     const token = (
       await call(server.url, 'POST', '/api_sign_in', {
@@ -72,7 +73,6 @@ async function underFault(
     assert.equal((await device.register({ thing_key: thing })).status, 200);
     const mqttDevice = await MqttDevice.connect(fault.mqttUrl ?? `mqtt://127.0.0.1:${mqttPort}`, keyPair);
 
-    const load = new FaultLoad(thing);
     load.http(device);
     load.mqtt(mqttDevice);
     await sleep(1500);
@@ -145,6 +145,7 @@ async function underFault(
       })}\n`,
     );
   } finally {
+    load.halt();
     await stopProcess(server.child, 'SIGKILL');
   }
 }

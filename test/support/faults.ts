@@ -194,6 +194,8 @@ export async function privateMosquitto(): Promise<PrivateMosquitto> {
     start: async () => {
       const started = spawn(MOSQUITTO as string, ['-c', conf], { stdio: 'ignore' });
       child = started;
+      // It never keeps the test's process alive, and ends with it however that ends.
+      started.unref();
       process.once('exit', () => started.kill('SIGKILL'));
       for (let i = 0; i < 100; i++) {
         if (await reachable(port)) return;
@@ -207,7 +209,11 @@ export async function privateMosquitto(): Promise<PrivateMosquitto> {
       if (!running || running.exitCode !== null || running.signalCode !== null) return;
       const exited = new Promise((resolve) => running.once('exit', resolve));
       running.kill('SIGKILL');
-      await exited;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('mosquitto did not end within 5 s of SIGKILL')), 5000);
+      });
+      await Promise.race([exited, late]).finally(() => clearTimeout(timer));
     },
     remove: async () => {
       await broker.kill();
