@@ -457,3 +457,16 @@ export async function checkpointLog(db: Executor): Promise<void> {
   if (engineOfDb(db) !== 'sqlite') return;
   await sql`pragma wal_checkpoint(passive)`.execute(db);
 }
+
+/**
+ * A write that needs space the database did not have before, for the write probe (store.ts) to tell
+ * whether a full disk has room again. On PostgreSQL a row in a temporary table of its own, dropped at
+ * commit: a new table's first page is new space, where a row rewritten in place may fit in its page
+ * while the disk is still full. Nothing more on SQLite: the probe's commit appends to the write-ahead
+ * log, which needs new space unless a checkpoint has just emptied it.
+ */
+export async function writeToNewSpace(db: Executor): Promise<void> {
+  if (engineOfDb(db) === 'sqlite') return;
+  await sql`create temporary table thingbase_write_probe (filler text) on commit drop`.execute(db);
+  await sql`insert into thingbase_write_probe values (repeat('x', 100))`.execute(db);
+}
