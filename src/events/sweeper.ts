@@ -20,6 +20,7 @@
 import { giveWay } from '../core/give-way.ts';
 import { PeriodicPass } from '../core/periodic-pass.ts';
 import { checkpointLog, reclaimFreePages } from '../store/dialect.ts';
+import { DEFAULT_BACKGROUND_STATEMENT_MS, withStatementTimeout } from '../store/faults.ts';
 import type { Store, Tx } from '../store/store.ts';
 import { lastEventBefore, recordEventsRemoved, recordEventsRemovedOfThings } from '../things/service.ts';
 import {
@@ -52,6 +53,12 @@ export interface SweeperOptions {
   now?: () => number;
   /** Where each transaction waits for its turn; by default it runs at once. */
   turn?: Turn;
+  /**
+   * The longest a statement of a sweep may wait for the database's answer (ms; store/faults.ts): one
+   * that waits longer is abandoned with its connection and the sweep tried again at the next pass, so
+   * that a database that hangs does not hold the sweep, and the writer's turn it runs in, for ever.
+   */
+  statementTimeoutMs?: number;
 }
 
 export interface SweepResult {
@@ -71,12 +78,16 @@ export class RetentionSweeper {
   private readonly reclaimPages: number;
   private readonly now: () => number;
   private readonly turn: Turn;
-  private readonly passes = new PeriodicPass(() => this.sweepAll());
+  private readonly statementTimeoutMs: number;
+  private readonly passes = new PeriodicPass(() =>
+    withStatementTimeout(this.statementTimeoutMs, () => this.sweepAll()),
+  );
 
   constructor(
     private readonly store: Store,
     options: SweeperOptions = {},
   ) {
+    this.statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_BACKGROUND_STATEMENT_MS;
     this.step = options.step ?? 100;
     this.budgetMs = options.budgetMs ?? 10;
     this.maxRows = options.maxRows ?? 10_000;

@@ -11,6 +11,13 @@ import { oncePerMinute } from '../core/log-limit.ts';
 /** How long PostgreSQL may take to give a connection, new or from the pool, before the wait fails (ms). */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 1000;
 
+/**
+ * The longest a statement of background work (the retention sweeper, the event compactor) may wait
+ * for the database's answer by default (ms). Their statements are short (a sweep's delete takes about
+ * 10 ms, a block a few); one waiting this long means the database hangs.
+ */
+export const DEFAULT_BACKGROUND_STATEMENT_MS = 30_000;
+
 /** `full`: no space left; `read_only`: the database takes no writes; `unavailable`: it does not answer. */
 export type StoreFault = 'full' | 'read_only' | 'unavailable';
 
