@@ -93,6 +93,8 @@ export interface OpenStoreOptions {
   databaseUrl: string;
   schema?: string | undefined;
   sqliteSynchronous?: SqliteSynchronous | undefined;
+  /** The most bytes the SQLite file may hold (dialect.ts); past it writes fail as on a full disk. */
+  sqliteMaxBytes?: number | undefined;
   /** Told the names of the migrations this opening applied (none when the schema was current). */
   onMigrated?: ((names: string[]) => void) | undefined;
   /** Told when a PostgreSQL connection of the store fails, or a rollback on one (the store goes on; dialect.ts). */
@@ -150,6 +152,7 @@ export async function openStore({
   databaseUrl,
   schema,
   sqliteSynchronous,
+  sqliteMaxBytes,
   onMigrated,
   onConnectionError,
   connectTimeoutMs,
@@ -161,7 +164,7 @@ export async function openStore({
       const path = sqlitePath(databaseUrl);
       if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     }
-    return createDialect(databaseUrl, schema, sqliteSynchronous, onConnectionError, connectTimeoutMs);
+    return createDialect(databaseUrl, schema, sqliteSynchronous, onConnectionError, connectTimeoutMs, sqliteMaxBytes);
   });
   const db = new Kysely<Database>({ dialect });
   try {
@@ -248,7 +251,7 @@ export async function openStore({
             .values({ name: WRITE_PROBE, value: new Date().toISOString() })
             .onConflict((oc) => oc.column('name').doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
             .execute();
-          await writeToNewSpace(tx);
+          await writeToNewSpace(tx, WRITE_PROBE);
         });
       } catch (error) {
         faults.note(error);
