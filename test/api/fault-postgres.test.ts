@@ -131,6 +131,10 @@ async function underFault(
       p99(http) <= DEVICE_BOUND_MS,
       `HTTP device writes answered within ${DEVICE_BOUND_MS} ms: p99 ${p99(http)}`,
     );
+    assert.ok(
+      p99(mqtt) <= DEVICE_BOUND_MS,
+      `MQTT device writes answered within ${DEVICE_BOUND_MS} ms: p99 ${p99(mqtt)}`,
+    );
 
     const counts = tally(load, await storedNumbers(server.url, token, thing));
     assert.equal(counts.missing, 0, 'every acknowledged event is stored');
@@ -167,6 +171,14 @@ describe('PostgreSQL crashes or hangs under load [postgres]', { skip: postgresFa
       name: 'PostgreSQL crash [embedded broker]',
       begin: () => cluster.crash(),
       end: () => cluster.start(),
+    });
+  });
+
+  it('when the database hangs (SIGSTOP) then devices of the embedded broker are refused within the bound, and served again once it resumes', async () => {
+    await underFault(cluster, 'hang-embedded-1', {
+      name: 'PostgreSQL hang [embedded broker]',
+      begin: () => cluster.pause(),
+      end: async () => cluster.resume(),
     });
   });
 
