@@ -275,7 +275,10 @@ export async function createServer(config: Config): Promise<Server> {
       storeWriteFault: () => store.faults.current,
     });
     const rules = new RuleEngine({ onQueued: () => worker?.wake(), onFired: (count) => metrics.rulesFired(count) });
-    const compactor = new EventCompactor(store, { ageMs: config.eventCompactionAgeMs });
+    const compactor = new EventCompactor(store, {
+      ageMs: config.eventCompactionAgeMs,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+    });
     const writer = new EventWriter(store, {
       process: async (tx, batches) => {
         await rules.evaluate(tx, batches);
@@ -376,7 +379,10 @@ export async function createServer(config: Config): Promise<Server> {
     await worker.start();
     const deliveries = worker;
     // Its deletes take turns with the event writer's transactions (docs/storage.md, "The sweeper").
-    const sweeper = new RetentionSweeper(store, { turn: (work) => writer.turn(work) });
+    const sweeper = new RetentionSweeper(store, {
+      turn: (work) => writer.turn(work),
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+    });
     if (config.retentionSweepMs > 0) {
       sweeper.start(config.retentionSweepMs, (error) => app.log.warn({ err: error }, 'retention sweep failed'));
     }

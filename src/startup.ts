@@ -31,6 +31,7 @@ export async function openConfiguredStore(
       databaseUrl: config.databaseUrl,
       schema: config.databaseSchema,
       sqliteSynchronous: config.sqliteSynchronous,
+      sqliteMaxBytes: config.sqliteMaxBytes,
       onMigrated,
       onConnectionError,
       connectTimeoutMs: config.databaseConnectTimeoutMs,

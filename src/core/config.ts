@@ -13,6 +13,8 @@ export interface Config {
   databaseUrl: string;
   /** SQLite flushes every commit to disk (FULL) or leaves power-cut safety to the OS (NORMAL). */
   sqliteSynchronous: 'FULL' | 'NORMAL';
+  /** The most bytes the SQLite file may hold (SQLITE_MAX_SIZE_MB); undefined: no limit but the disk's. */
+  sqliteMaxBytes: number | undefined;
   /** PostgreSQL schema to use (search_path); tests give each run its own. */
   databaseSchema: string | undefined;
   adminEmail: string | undefined;
@@ -317,6 +319,9 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     databaseSchema: env.DATABASE_SCHEMA || undefined,
     sqliteSynchronous: parseSynchronous(env.SQLITE_SYNCHRONOUS),
+    sqliteMaxBytes: env.SQLITE_MAX_SIZE_MB
+      ? parsePositive('SQLITE_MAX_SIZE_MB', env.SQLITE_MAX_SIZE_MB, 0) * 1024 * 1024
+      : undefined,
     adminEmail: env.THINGBASE_ADMIN_EMAIL || undefined,
     adminPassword: env.THINGBASE_ADMIN_PASSWORD || undefined,
     orgName: env.THINGBASE_ORG_NAME || 'Default',

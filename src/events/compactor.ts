@@ -11,6 +11,7 @@
  */
 import { giveWay } from '../core/give-way.ts';
 import { PeriodicPass } from '../core/periodic-pass.ts';
+import { DEFAULT_BACKGROUND_STATEMENT_MS, withStatementTimeout } from '../store/faults.ts';
 import type { Store } from '../store/store.ts';
 import { blockRow } from './blocks.ts';
 import { ensurePartition, forgetPartition, isMissingPartition } from './partitions.ts';
@@ -28,6 +29,12 @@ export interface CompactorOptions {
   share?: number;
   /** The clock (ms). */
   now?: () => number;
+  /**
+   * The longest a statement of a pass may wait for the database's answer (ms; store/faults.ts): one
+   * that waits longer is abandoned with its connection and the pass tried again at the next one, so
+   * that a database that hangs does not hold the compactor for ever.
+   */
+  statementTimeoutMs?: number;
 }
 
 /**
@@ -40,12 +47,16 @@ export class EventCompactor {
   private readonly ageMs: number;
   private readonly share: number;
   private readonly now: () => number;
-  private readonly passes = new PeriodicPass(() => this.compactAll());
+  private readonly statementTimeoutMs: number;
+  private readonly passes = new PeriodicPass(() =>
+    withStatementTimeout(this.statementTimeoutMs, () => this.compactAll()),
+  );
 
   constructor(
     private readonly store: Store,
     options: CompactorOptions,
   ) {
+    this.statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_BACKGROUND_STATEMENT_MS;
     this.ageMs = options.ageMs;
     this.share = options.share ?? DEFAULT_SHARE;
     this.now = options.now ?? Date.now;

@@ -20,6 +20,7 @@
 import { giveWay } from '../core/give-way.ts';
 import { PeriodicPass } from '../core/periodic-pass.ts';
 import { checkpointLog, reclaimFreePages } from '../store/dialect.ts';
+import { DEFAULT_BACKGROUND_STATEMENT_MS, withStatementTimeout } from '../store/faults.ts';
 import type { Store, Tx } from '../store/store.ts';
 import { lastEventBefore, recordEventsRemoved, recordEventsRemovedOfThings } from '../things/service.ts';
 import {
@@ -55,6 +56,12 @@ export interface SweeperOptions {
   turn?: Turn;
   /** Rollups read per transaction counting template rollups again (a slot at least): about 10 ms' worth. */
   repairRows?: number;
+  /**
+   * The longest a statement of a sweep may wait for the database's answer (ms; store/faults.ts): one
+   * that waits longer is abandoned with its connection and the sweep tried again at the next pass, so
+   * that a database that hangs does not hold the sweep, and the writer's turn it runs in, for ever.
+   */
+  statementTimeoutMs?: number;
 }
 
 export interface SweepResult {
@@ -77,12 +84,16 @@ export class RetentionSweeper {
   private readonly now: () => number;
   private readonly turn: Turn;
   private readonly repairRows: number;
-  private readonly passes = new PeriodicPass(() => this.sweepAll());
+  private readonly statementTimeoutMs: number;
+  private readonly passes = new PeriodicPass(() =>
+    withStatementTimeout(this.statementTimeoutMs, () => this.sweepAll()),
+  );
 
   constructor(
     private readonly store: Store,
     options: SweeperOptions = {},
   ) {
+    this.statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_BACKGROUND_STATEMENT_MS;
     this.step = options.step ?? 100;
     this.budgetMs = options.budgetMs ?? 10;
     this.maxRows = options.maxRows ?? 10_000;

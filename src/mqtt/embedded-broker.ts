@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { TlsMaterial } from '../core/tls.ts';
 import type { DeviceCredentials } from '../devices/authentication.ts';
+import { storeFaultOf } from '../store/faults.ts';
 import {
   type AckList,
   addAck,
@@ -188,7 +189,10 @@ function startWorker(
   // Each message is done in the name of its key pair as it is now (kept for up to a second by the
   // authenticator): a key pair deleted since the device signed in ends its connection, and a changed
   // role applies to the next message. Messages of one connection keep their order while it is read.
-  const lookups = new Map<number, Promise<void>>();
+  // A lookup that fails for a store fault (the database hangs or is down) refuses the messages that
+  // waited behind it with that fault at once: each looking up in turn, every one waiting out its
+  // bound, would answer the last of them seconds past it. The chain passes the fault down.
+  const lookups = new Map<number, Promise<unknown>>();
   const act = (
     connection: number,
     kind: DeviceMessageKind,
@@ -216,9 +220,18 @@ function startWorker(
     const pending = lookups.get(connection);
     const recent = pending ? undefined : authenticator.recentCredentials(accessKey);
     if (recent) return act(connection, kind, text, context, recent);
-    const looked = (pending ?? Promise.resolve())
-      .then(() => authenticator.credentials(accessKey))
-      .then((credentials) => act(connection, kind, text, context, credentials), failed(connection, context))
+    const looked: Promise<unknown> = (pending ?? Promise.resolve(undefined))
+      .then((fault) => (fault === undefined ? authenticator.credentials(accessKey) : Promise.reject(fault)))
+      .then(
+        (credentials) => {
+          act(connection, kind, text, context, credentials);
+          return undefined;
+        },
+        (error: unknown) => {
+          failed(connection, context)(error);
+          return storeFaultOf(error) === undefined ? undefined : error;
+        },
+      )
       .finally(() => {
         if (lookups.get(connection) === looked) lookups.delete(connection);
       });

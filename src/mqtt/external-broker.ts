@@ -16,7 +16,7 @@ import { handleExternalBrokerMessage } from './messages.ts';
 import { ackTopic, parseDeviceTopic, serverSubscriptions } from './topics.ts';
 
 export interface ExternalBroker {
-  /** Whether the connection to the broker is up now. */
+  /** Whether the connection to the broker is up now, its subscriptions made. */
   connected(): boolean;
   close(): Promise<void>;
 }
@@ -86,15 +86,22 @@ export async function connectExternalBroker(options: {
   client.on('error', (error) => log.warn(`MQTT broker ${redactUrl(options.url)}: ${error.message}`));
   const subscriptions = serverSubscriptions(options.shareGroup);
   await client.subscribeAsync(subscriptions, { qos: 1 });
+  // Connected counts (for /readyz) once the subscriptions are made again too: until then the broker
+  // drops devices' messages, which nobody would answer.
+  let subscribed = true;
+  client.on('close', () => {
+    subscribed = false;
+  });
   // A broker that restarted has forgotten the subscriptions (the session is clean). mqtt.js subscribes
   // again only after sending what it queued meanwhile, and was seen not to at all; so each connection
   // made again subscribes here (the same subscriptions twice are one).
   client.on('connect', () => {
-    client
-      .subscribeAsync(subscriptions, { qos: 1 })
-      .catch((error: Error) =>
-        log.warn(`MQTT broker ${redactUrl(options.url)}: subscribing again failed: ${error.message}`),
-      );
+    client.subscribeAsync(subscriptions, { qos: 1 }).then(
+      () => {
+        subscribed = client.connected;
+      },
+      (error: Error) => log.warn(`MQTT broker ${redactUrl(options.url)}: subscribing again failed: ${error.message}`),
+    );
   });
   // Instructions: the broker cannot tell which devices subscribe, nor when one completes a handshake;
   // a message counts as delivered once the broker has it (docs/devices.md).
@@ -104,5 +111,5 @@ export async function connectExternalBroker(options: {
       options.instructions?.delivered(alertKey);
     },
   });
-  return { connected: () => client.connected, close: () => client.endAsync() };
+  return { connected: () => client.connected && subscribed, close: () => client.endAsync() };
 }

@@ -15,11 +15,13 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import type { ChangeAction, ChangeFeed, EntityChange, EntityType } from '../core/change-feed.ts';
 import type { Tx } from './executor.ts';
-import { DEFAULT_CONNECT_TIMEOUT_MS } from './faults.ts';
+import { DEFAULT_CONNECT_TIMEOUT_MS, statementWaitMs } from './faults.ts';
 
 /** NOTIFY payloads must stay under 8,000 bytes: changes are sent in parts of at most this many. */
 const PAYLOAD_BYTES = 7000;
 const RECONNECT_MS = 1000;
+/** How long catching up may wait for the listening connection's answer before it is abandoned (ms). */
+export const CATCH_UP_MS = 1000;
 /** How often an instance repeats what it wants, and how long the others believe it. */
 const WANTS_EVERY_MS = 5000;
 const WANTS_LIVE_MS = 3 * WANTS_EVERY_MS;
@@ -141,11 +143,22 @@ export class PostgresChangeLink {
   async catchUp(): Promise<void> {
     const client = this.client;
     if (client) {
+      // A database that hangs must not hold whoever waits (a request's answer cache) for ever: a
+      // connection that does not answer in time is abandoned as a statement's is (store/dialect.ts),
+      // and listening starts again once the database answers.
+      const waitMs = Math.min(statementWaitMs() ?? CATCH_UP_MS, CATCH_UP_MS);
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), waitMs);
+      });
       try {
-        await client.query('select 1');
-        return;
+        const answered = await Promise.race([client.query('select 1'), late]);
+        if (answered !== 'late') return;
+        (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
       } catch {
         // Lost meanwhile: as without it.
+      } finally {
+        clearTimeout(timer);
       }
     }
     this.feed.tellEverything();

@@ -60,12 +60,18 @@ export function createPrivateFile(path: string): void {
   }
 }
 
+/** The pages of `maxBytes` in the file's page size: what `max_page_count` is given for a size limit. */
+export function sqliteMaxPages(database: BetterSqlite3.Database, maxBytes: number): number {
+  return Math.max(1, Math.floor(maxBytes / (database.pragma('page_size', { simple: true }) as number)));
+}
+
 export function createDialect(
   databaseUrl: string,
   schema?: string,
   synchronous: SqliteSynchronous = 'FULL',
   onConnectionError: (error: Error) => void = () => {},
   connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS,
+  sqliteMaxBytes?: number,
 ): Dialect {
   if (engineOf(databaseUrl) === 'sqlite') {
     createPrivateFile(sqlitePath(databaseUrl));
@@ -91,6 +97,9 @@ export function createDialect(
     // fewer pages: commits of 700 events took about a quarter less time (docs/benchmarks-history.md,
     // "morning session").
     database.pragma('wal_autocheckpoint = 10000');
+    // A file that may not grow past a size (SQLITE_MAX_SIZE_MB): a write that would is SQLITE_FULL,
+    // refused as on a full disk (store/faults.ts), and pages freed by deletions are used again.
+    if (sqliteMaxBytes !== undefined) database.pragma(`max_page_count = ${sqliteMaxPages(database, sqliteMaxBytes)}`);
     // Searches compare lower(column) with lowered keywords (store/paging.ts). SQLite's own lower() folds
     // only ASCII letters, so `élan` would not find `Élan` as it does on PostgreSQL; lower() is used for
     // nothing else (no index or constraint holds it), so it is replaced by JavaScript's.
@@ -456,4 +465,22 @@ export async function reclaimFreePages(db: Executor, pages: number): Promise<num
 export async function checkpointLog(db: Executor): Promise<void> {
   if (engineOfDb(db) !== 'sqlite') return;
   await sql`pragma wal_checkpoint(passive)`.execute(db);
+}
+
+/**
+ * A write that needs space the database did not have before, for the write probe (store.ts) to tell
+ * whether a full disk has room again: a row rewritten in place may fit in its page while the disk is
+ * still full. On PostgreSQL a row in a temporary table of its own, dropped at commit (a new table's
+ * first page is new space). On SQLite the probe's row (`probeRow` of server_secrets) made 256 KiB
+ * long, which takes overflow pages (from the free list or by growing the file; written to the log at
+ * commit), then short again.
+ */
+export async function writeToNewSpace(db: Executor, probeRow: string): Promise<void> {
+  if (engineOfDb(db) === 'sqlite') {
+    await sql`update server_secrets set value = hex(zeroblob(131072)) where name = ${probeRow}`.execute(db);
+    await sql`update server_secrets set value = ${new Date().toISOString()} where name = ${probeRow}`.execute(db);
+    return;
+  }
+  await sql`create temporary table thingbase_write_probe (filler text) on commit drop`.execute(db);
+  await sql`insert into thingbase_write_probe values (repeat('x', 100))`.execute(db);
 }

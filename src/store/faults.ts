@@ -11,6 +11,13 @@ import { oncePerMinute } from '../core/log-limit.ts';
 /** How long PostgreSQL may take to give a connection, new or from the pool, before the wait fails (ms). */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 1000;
 
+/**
+ * The longest a statement of background work (the retention sweeper, the event compactor) may wait
+ * for the database's answer by default (ms). Their statements are short (a sweep's delete takes about
+ * 10 ms, a block a few); one waiting this long means the database hangs.
+ */
+export const DEFAULT_BACKGROUND_STATEMENT_MS = 30_000;
+
 /** `full`: no space left; `read_only`: the database takes no writes; `unavailable`: it does not answer. */
 export type StoreFault = 'full' | 'read_only' | 'unavailable';
 
@@ -69,12 +76,24 @@ const LOGGED: Record<StoreFault, string> = {
   unavailable: 'the database does not answer or refused a connection: requests that need it are refused with 503',
 };
 
-/** The write faults seen since the last write that succeeded, told to /readyz. */
+/**
+ * How long after the last refused write an ordinary write that succeeds is taken as the end of a write
+ * fault (ms). On a full disk some writes still succeed (a row rewritten in a page that has room) while
+ * every write that needs a new page fails; only the write probe (store.ts), which needs new space, ends
+ * the fault sooner.
+ */
+const FAULT_QUIET_MS = 5000;
+
+/** The write faults seen since writes succeeded again, told to /readyz and /metrics. */
 export class StoreFaults {
   private writeFault: Exclude<StoreFault, 'unavailable'> | undefined;
+  private writeFaultAt = 0;
   private readonly logLimit: (kind: StoreFault, message: string) => void;
 
-  constructor(warn: (message: string) => void) {
+  constructor(
+    warn: (message: string) => void,
+    private readonly now: () => number = Date.now,
+  ) {
     this.logLimit = oncePerMinute<StoreFault>(warn);
   }
 
@@ -82,17 +101,25 @@ export class StoreFaults {
   note(error: unknown): StoreFault | undefined {
     const fault = storeFaultOf(error);
     if (fault === undefined) return undefined;
-    if (fault !== 'unavailable') this.writeFault = fault;
+    if (fault !== 'unavailable') {
+      this.writeFault = fault;
+      this.writeFaultAt = this.now();
+    }
     this.logLimit(fault, `${LOGGED[fault]} (${(error as Error).message})`);
     return fault;
   }
 
-  /** A write succeeded: whatever refused writes before has passed. */
+  /** A write succeeded: what refused writes before has passed, unless a write was refused just now. */
   wrote(): void {
+    if (this.now() - this.writeFaultAt >= FAULT_QUIET_MS) this.writeFault = undefined;
+  }
+
+  /** The write probe, which needs new space, succeeded: writes are taken again. */
+  probed(): void {
     this.writeFault = undefined;
   }
 
-  /** The write fault seen last, while no write has succeeded since. */
+  /** The write fault seen last, while writes have not been taken again since. */
   get current(): Exclude<StoreFault, 'unavailable'> | undefined {
     return this.writeFault;
   }

@@ -7,7 +7,14 @@ import { dirname } from 'node:path';
 import { type CompiledQuery, Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { ChangeFeed, type EntityChange } from '../core/change-feed.ts';
 import { PostgresChangeLink } from './change-link.ts';
-import { createDialect, type Engine, engineOf, type SqliteSynchronous, sqlitePath } from './dialect.ts';
+import {
+  createDialect,
+  type Engine,
+  engineOf,
+  type SqliteSynchronous,
+  sqlitePath,
+  writeToNewSpace,
+} from './dialect.ts';
 import type { Db, Executor, Tx } from './executor.ts';
 import { StoreFaults } from './faults.ts';
 import { MIGRATIONS } from './migrations/index.ts';
@@ -30,11 +37,12 @@ export interface Store {
   /** The changes made to entities, told once they commit (noteChange), here and by other instances. */
   readonly changes: ChangeFeed;
   ping(): Promise<void>;
-  /** The write faults (a full disk, a read-only database) seen since the last write that succeeded. */
+  /** The write faults (a full disk, a read-only database) seen since writes were last taken again. */
   readonly faults: StoreFaults;
   /**
-   * A small write that commits (it keeps the time in server_secrets), to learn whether writes are
-   * taken again after a write fault; a success clears the fault.
+   * A small write that commits (it keeps the time in server_secrets) and needs new space
+   * (writeToNewSpace), to learn whether writes are taken again after a write fault; a success clears
+   * the fault.
    */
   probeWrite(): Promise<void>;
   close(): Promise<void>;
@@ -85,6 +93,8 @@ export interface OpenStoreOptions {
   databaseUrl: string;
   schema?: string | undefined;
   sqliteSynchronous?: SqliteSynchronous | undefined;
+  /** The most bytes the SQLite file may hold (dialect.ts); past it writes fail as on a full disk. */
+  sqliteMaxBytes?: number | undefined;
   /** Told the names of the migrations this opening applied (none when the schema was current). */
   onMigrated?: ((names: string[]) => void) | undefined;
   /** Told when a PostgreSQL connection of the store fails, or a rollback on one (the store goes on; dialect.ts). */
@@ -142,6 +152,7 @@ export async function openStore({
   databaseUrl,
   schema,
   sqliteSynchronous,
+  sqliteMaxBytes,
   onMigrated,
   onConnectionError,
   connectTimeoutMs,
@@ -153,7 +164,7 @@ export async function openStore({
       const path = sqlitePath(databaseUrl);
       if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     }
-    return createDialect(databaseUrl, schema, sqliteSynchronous, onConnectionError, connectTimeoutMs);
+    return createDialect(databaseUrl, schema, sqliteSynchronous, onConnectionError, connectTimeoutMs, sqliteMaxBytes);
   });
   const db = new Kysely<Database>({ dialect });
   try {
@@ -234,16 +245,19 @@ export async function openStore({
     },
     probeWrite: async () => {
       try {
-        await db
-          .insertInto('server_secrets')
-          .values({ name: WRITE_PROBE, value: new Date().toISOString() })
-          .onConflict((oc) => oc.column('name').doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
-          .execute();
+        await db.transaction().execute(async (tx) => {
+          await tx
+            .insertInto('server_secrets')
+            .values({ name: WRITE_PROBE, value: new Date().toISOString() })
+            .onConflict((oc) => oc.column('name').doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
+            .execute();
+          await writeToNewSpace(tx, WRITE_PROBE);
+        });
       } catch (error) {
         faults.note(error);
         throw error;
       }
-      faults.wrote();
+      faults.probed();
     },
     close: async () => {
       if (watch) clearInterval(watch);

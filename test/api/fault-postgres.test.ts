@@ -60,6 +60,7 @@ async function underFault(
     DATABASE_URL: cluster.url,
     ...(fault.mqttUrl ? { MQTT_URL: fault.mqttUrl } : { MQTT_PORT: String(mqttPort) }),
   });
+  const load = new FaultLoad(thing);
   try {
     const token = (
       await call(server.url, 'POST', '/api_sign_in', {
@@ -72,7 +73,6 @@ async function underFault(
     assert.equal((await device.register({ thing_key: thing })).status, 200);
     const mqttDevice = await MqttDevice.connect(fault.mqttUrl ?? `mqtt://127.0.0.1:${mqttPort}`, keyPair);
 
-    const load = new FaultLoad(thing);
     load.http(device);
     load.mqtt(mqttDevice);
     await sleep(1500);
@@ -131,6 +131,10 @@ async function underFault(
       p99(http) <= DEVICE_BOUND_MS,
       `HTTP device writes answered within ${DEVICE_BOUND_MS} ms: p99 ${p99(http)}`,
     );
+    assert.ok(
+      p99(mqtt) <= DEVICE_BOUND_MS,
+      `MQTT device writes answered within ${DEVICE_BOUND_MS} ms: p99 ${p99(mqtt)}`,
+    );
 
     const counts = tally(load, await storedNumbers(server.url, token, thing));
     assert.equal(counts.missing, 0, 'every acknowledged event is stored');
@@ -145,6 +149,7 @@ async function underFault(
       })}\n`,
     );
   } finally {
+    load.halt();
     await stopProcess(server.child, 'SIGKILL');
   }
 }
@@ -166,6 +171,14 @@ describe('PostgreSQL crashes or hangs under load [postgres]', { skip: postgresFa
       name: 'PostgreSQL crash [embedded broker]',
       begin: () => cluster.crash(),
       end: () => cluster.start(),
+    });
+  });
+
+  it('when the database hangs (SIGSTOP) then devices of the embedded broker are refused within the bound, and served again once it resumes', async () => {
+    await underFault(cluster, 'hang-embedded-1', {
+      name: 'PostgreSQL hang [embedded broker]',
+      begin: () => cluster.pause(),
+      end: async () => cluster.resume(),
     });
   });
 

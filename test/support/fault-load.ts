@@ -116,6 +116,15 @@ export class FaultLoad {
     for (let k = 0; k < inFlight; k++) publish();
   }
 
+  /**
+   * Stops sending at once, without waiting for answers: for a test that failed midway, so that its
+   * loops do not go on sending to a server that is gone and keep the test's process alive.
+   */
+  halt(): void {
+    this.running = false;
+    for (const stop of this.stops) stop();
+  }
+
   /** Stops sending; resolves once every HTTP request under way is answered. */
   async stop(): Promise<void> {
     this.running = false;
@@ -179,4 +188,31 @@ export function tally(load: FaultLoad, stored: Map<number, number>) {
     missing: acknowledged.filter((n) => !stored.has(n)).length,
     duplicated: [...stored.values()].filter((count) => count > 1).length,
   };
+}
+
+/**
+ * `work`, or an error naming `what` once `ms` have passed without its end: a fault test never hangs on
+ * a connection the fault left open.
+ */
+export async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not end within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Waits until `check` holds (each check itself bounded), at most `withinMs`; answers when it did. */
+export async function until(what: string, check: () => Promise<boolean>, withinMs = 20_000): Promise<number> {
+  const start = Date.now();
+  for (;;) {
+    const left = withinMs - (Date.now() - start);
+    if (left <= 0) throw new Error(`${what} did not happen within ${withinMs} ms`);
+    if (await within(Math.max(left, 1000), `a check whether ${what}`, check())) return Date.now();
+    await pause(50);
+  }
 }

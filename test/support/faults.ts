@@ -10,6 +10,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import BetterSqlite3 from 'better-sqlite3';
+import { sqliteMaxPages } from '../../src/store/dialect.ts';
 import { freePort } from './ports.ts';
 
 const PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -117,8 +119,13 @@ function postgresIds(): { uid: number; gid: number } {
 
 export interface SmallDisk {
   dir: string;
-  /** How the disk is made small: a tmpfs of its own, or not at all (mounting is not allowed here). */
-  kind: 'tmpfs' | 'none';
+  /**
+   * How the disk is made small: a tmpfs of its own, or (for SQLite, where mounting is not allowed) a
+   * database file that may not grow past a size, SQLITE_MAX_SIZE_MB, set in `env`.
+   */
+  kind: 'tmpfs' | 'max_page_count';
+  /** What the server is started with besides. */
+  env: Record<string, string>;
   /** Takes every byte left. */
   fill(): void;
   /** Gives back what fill took. */
@@ -143,6 +150,7 @@ export function smallDisk(megabytes: number): SmallDisk | string {
   return {
     dir,
     kind: 'tmpfs',
+    env: {},
     fill: () => {
       const fd = openSync(filler, 'a');
       const chunk = Buffer.alloc(1 << 16, 1);
@@ -194,6 +202,8 @@ export async function privateMosquitto(): Promise<PrivateMosquitto> {
     start: async () => {
       const started = spawn(MOSQUITTO as string, ['-c', conf], { stdio: 'ignore' });
       child = started;
+      // It never keeps the test's process alive, and ends with it however that ends.
+      started.unref();
       process.once('exit', () => started.kill('SIGKILL'));
       for (let i = 0; i < 100; i++) {
         if (await reachable(port)) return;
@@ -207,7 +217,11 @@ export async function privateMosquitto(): Promise<PrivateMosquitto> {
       if (!running || running.exitCode !== null || running.signalCode !== null) return;
       const exited = new Promise((resolve) => running.once('exit', resolve));
       running.kill('SIGKILL');
-      await exited;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('mosquitto did not end within 5 s of SIGKILL')), 5000);
+      });
+      await Promise.race([exited, late]).finally(() => clearTimeout(timer));
     },
     remove: async () => {
       await broker.kill();
@@ -216,4 +230,50 @@ export async function privateMosquitto(): Promise<PrivateMosquitto> {
   };
   await broker.start();
   return broker;
+}
+
+/**
+ * A directory for a SQLite store on a disk of `megabytes` that a test can fill: a tmpfs where mounting
+ * is allowed (or unless FAULT_DISK=max_page_count asks for the other), else the second best, which
+ * still goes through SQLITE_FULL: the server's file may not grow past `megabytes` (SQLITE_MAX_SIZE_MB,
+ * SQLite's max_page_count), and fill() takes every page left with a table of its own, written through
+ * a connection of the test's (free() drops it, and the server uses its pages again).
+ */
+export function sqliteDisk(megabytes: number, file = 'thingbase.db'): SmallDisk {
+  const mounted = process.env.FAULT_DISK === 'max_page_count' ? 'max_page_count asked for' : smallDisk(megabytes);
+  if (typeof mounted !== 'string') return mounted;
+  const dir = mkdtempSync(join(tmpdir(), 'thingbase-disk-'));
+  const path = join(dir, file);
+  const withFile = <T>(work: (database: BetterSqlite3.Database) => T): T => {
+    const database = new BetterSqlite3(path);
+    try {
+      database.pragma('busy_timeout = 10000');
+      // The filler need not survive a power cut.
+      database.pragma('synchronous = OFF');
+      database.pragma(`max_page_count = ${sqliteMaxPages(database, megabytes * 1024 * 1024)}`);
+      return work(database);
+    } finally {
+      database.close();
+    }
+  };
+  return {
+    dir,
+    kind: 'max_page_count',
+    env: { SQLITE_MAX_SIZE_MB: String(megabytes) },
+    fill: () =>
+      withFile((database) => {
+        database.exec('create table if not exists test_filler (bytes blob)');
+        const insert = database.prepare('insert into test_filler values (?)');
+        // Big rows first, then ever smaller ones for what a big one no longer fits in.
+        for (let size = 1 << 16; size >= 64; size >>= 2) {
+          try {
+            for (;;) insert.run(Buffer.alloc(size, 1));
+          } catch (error) {
+            if ((error as { code?: string }).code !== 'SQLITE_FULL') throw error;
+          }
+        }
+      }),
+    free: () => withFile((database) => database.exec('drop table if exists test_filler')),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }

@@ -12,6 +12,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { DeviceAuthenticator, DeviceCredentials } from '../../devices/authentication.ts';
 import type { DeviceService } from '../../devices/service.ts';
+import { storeFaultOf } from '../../store/faults.ts';
 import type { InboundFlow } from '../inbound-flow.ts';
 import { actOnDeviceMessage, failureAck, unexpected } from '../messages.ts';
 import { type Ack, contextUnread, failure, isAck, readDeviceMessage, refusalOnConnection } from '../signed-messages.ts';
@@ -46,7 +47,7 @@ export class DeviceMessages {
   /** Set once the server stops: messages are answered 503, those under way are let finish. */
   stopping = false;
   /** Key pair lookups under way, by connection: its next messages wait for them, to keep their order. */
-  private readonly lookups = new Map<number, Promise<void>>();
+  private readonly lookups = new Map<number, Promise<unknown>>();
 
   constructor(
     private readonly devices: DeviceService,
@@ -78,17 +79,25 @@ export class DeviceMessages {
   /**
    * Each message is done in the name of its key pair as it is now (kept for up to a second by the
    * authenticator): a key pair deleted since the device signed in ends its connection, after the
-   * message is answered 401.
+   * message is answered 401. A lookup that fails for a store fault (the database hangs or is down)
+   * refuses the messages that waited behind it with that fault at once, rather than each looking up
+   * in turn and waiting out its bound: the chain passes the fault down.
    */
   private begin(source: MessageSource, kind: DeviceMessageKind, text: string, context: string) {
     const pending = this.lookups.get(source.id);
     const recent = pending ? undefined : this.authenticator.recentCredentials(source.accessKey);
     if (recent) return this.act(source, kind, text, context, recent);
-    const looked = (pending ?? Promise.resolve())
-      .then(() => this.authenticator.credentials(source.accessKey))
+    const looked: Promise<unknown> = (pending ?? Promise.resolve(undefined))
+      .then((fault) => (fault === undefined ? this.authenticator.credentials(source.accessKey) : Promise.reject(fault)))
       .then(
-        (credentials) => this.act(source, kind, text, context, credentials),
-        (error) => this.answer(source, storeFailure(context, error), error),
+        (credentials) => {
+          this.act(source, kind, text, context, credentials);
+          return undefined;
+        },
+        (error: unknown) => {
+          this.answer(source, storeFailure(context, error), error);
+          return storeFaultOf(error) === undefined ? undefined : error;
+        },
       )
       .finally(() => {
         if (this.lookups.get(source.id) === looked) this.lookups.delete(source.id);

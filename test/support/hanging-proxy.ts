@@ -1,0 +1,53 @@
+/**
+ * A TCP proxy in front of a database that can be made to hang: paused, it forwards nothing either way
+ * and its connections stay open, as a database whose processes are stopped or whose network is stuck
+ * looks to its clients. Needs no root, unlike stopping a cluster of one's own (support/faults.ts).
+ */
+import { once } from 'node:events';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
+
+export interface HangingProxy {
+  port: number;
+  pause(): void;
+  resume(): void;
+  close(): Promise<void>;
+}
+
+export async function hangingProxy(target: { host: string; port: number }): Promise<HangingProxy> {
+  const sockets = new Set<Socket>();
+  let paused = false;
+  const server = createServer((client) => {
+    const upstream = connect(target);
+    for (const [from, to] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
+      sockets.add(from);
+      if (paused) from.pause();
+      // Not pipe(): a pipe resumes its source when the destination drains, paused or not.
+      from.on('data', (chunk) => to.write(chunk));
+      from.on('error', () => to.destroy());
+      from.on('close', () => {
+        sockets.delete(from);
+        to.destroy();
+      });
+    }
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    port: (server.address() as AddressInfo).port,
+    pause: () => {
+      paused = true;
+      for (const socket of sockets) socket.pause();
+    },
+    resume: () => {
+      paused = false;
+      for (const socket of sockets) socket.resume();
+    },
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { StoreFaults } from '../../src/store/faults.ts';
+
+const full = Object.assign(new Error('could not extend file: No space left on device'), { code: '53100' });
+
+describe('store write faults', () => {
+  it('when a write succeeds while others are refused for a full disk then the disk is still full', () => {
+    let now = 1_000_000;
+    const faults = new StoreFaults(
+      () => {},
+      () => now,
+    );
+    assert.equal(faults.note(full), 'full');
+    now += 100;
+    // A row rewritten in a page that had room: no proof that new space can be had.
+    faults.wrote();
+    assert.equal(faults.current, 'full');
+    now += 5000;
+    faults.wrote();
+    assert.equal(faults.current, undefined, 'no write refused for a while: writes are taken again');
+  });
+
+  it('when the write probe succeeds then the fault ends at once', () => {
+    const faults = new StoreFaults(() => {});
+    faults.note(full);
+    faults.probed();
+    assert.equal(faults.current, undefined);
+  });
+
+  it('when the disk is full many times in a minute then it is logged once', () => {
+    const lines: string[] = [];
+    const faults = new StoreFaults((line) => lines.push(line));
+    for (let i = 0; i < 50; i++) faults.note(full);
+    assert.equal(lines.length, 1);
+    assert.match(lines[0] as string, /disk of the database is full/);
+  });
+});
