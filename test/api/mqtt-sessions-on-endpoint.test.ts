@@ -1,5 +1,5 @@
 /**
- * Sessions on the device endpoint (docs/devices.md, "Sessions"): a device that connects without a
+ * Sessions on the device endpoint (docs/devices.md, "The device endpoint"): a device that connects without a
  * clean start (MQTT 3.1.1 `clean: false`, MQTT 5 with a Session Expiry Interval) finds its session when
  * it comes back: its subscriptions, the instructions and answers not yet acknowledged, and those due
  * while it was away. With mqtt.js devices over MQTT 3.1.1 and 5.

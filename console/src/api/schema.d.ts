@@ -1228,6 +1228,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mqtt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * MQTT over WebSocket for devices
+         * @description Upgrade to a WebSocket with the subprotocol mqtt, then speak MQTT 3.1.1 or 5 as on MQTT_PORT: the same login, topics and answers (docs/devices.md).
+         */
+        get: operations["getMqtt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -11424,6 +11444,33 @@ export interface operations {
                         time_zone: string;
                     };
                 };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMqtt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description a parameter is missing, malformed or outside its allowed values */
             400: {

@@ -75,7 +75,7 @@ export interface DeviceEndpointOptions {
   sessions?: SessionLimits;
 }
 
-/** Sessions kept between connections, by default (docs/devices.md, "Sessions"). */
+/** Sessions kept between connections, by default (docs/devices.md, "The device endpoint"). */
 export const DEFAULT_SESSION_LIMITS: SessionLimits = {
   maxKept: 10_000,
   maxMessages: 100,

@@ -1,5 +1,5 @@
 /**
- * The device endpoint's sessions (docs/devices.md, "Sessions"): what MQTT keeps for a client id between
+ * The device endpoint's sessions (docs/devices.md, "The device endpoint"): what MQTT keeps for a client id between
  * its connections when it asks for it (MQTT 3.1.1 `clean: false`; MQTT 5 a Session Expiry Interval):
  * its subscriptions, the messages sent to it at QoS 1 and 2 not yet acknowledged, those due while it
  * was away, and the packet ids of its QoS 2 messages not yet released. A clean session lives as long
