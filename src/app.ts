@@ -38,6 +38,7 @@ import { deviceRoutes } from './devices/routes.ts';
 import { DeviceService } from './devices/service.ts';
 import { EventAdmission } from './events/admission.ts';
 import { EventCompactor } from './events/compactor.ts';
+import { EventLimits } from './events/event-limits.ts';
 import { EventIngest } from './events/ingest.ts';
 import { eventRoutes } from './events/routes.ts';
 import { RetentionSweeper } from './events/sweeper.ts';
@@ -60,7 +61,7 @@ import { finishDocument } from './openapi/document.ts';
 import { Metrics } from './operations/metrics.ts';
 import { type Readiness, registerOperationsRoutes } from './operations/routes.ts';
 import { organisationRoutes } from './organisations/routes.ts';
-import { childOrganisationKeys } from './organisations/service.ts';
+import { childOrganisationKeys, OrganisationEventLimits } from './organisations/service.ts';
 import { queryRoutes } from './queries/routes.ts';
 import { RealtimeHub } from './realtime/hub.ts';
 import { MAX_FRAME_BYTES, registerRealtimeRoutes } from './realtime/routes.ts';
@@ -85,7 +86,7 @@ import type { Store } from './store/store.ts';
 import { templateRoutes } from './templates/routes.ts';
 import { thingRoutes } from './things/routes.ts';
 import { usageRoutes } from './usage/routes.ts';
-import { ApiRateLimiter, countStoredEvents, limitRequest } from './usage/service.ts';
+import { ApiRateLimiter, countStoredEvents, LimitedEventCounter, limitRequest } from './usage/service.ts';
 import { userRoutes } from './users/routes.ts';
 import { VERSION } from './version.ts';
 
@@ -268,6 +269,7 @@ export async function createServer(config: Config): Promise<Server> {
     const metrics = new Metrics({
       writerPendingRows: () => writer.pending,
       writerRefusals: () => writer.refusals,
+      writerShareRefusals: () => writer.shareRefusals,
       mqttConnections: async () =>
         embedded ? withTimeout(embedded.figures(), 1000).then((i) => i?.connections) : undefined,
       deliveryQueueDepth: () => deliveryQueueDepth(store.db),
@@ -291,12 +293,37 @@ export async function createServer(config: Config): Promise<Server> {
           }
         : {}),
       maxPendingRows: config.eventMaxPending,
+      fairShare: config.eventFairShare,
       startSpacingMs: config.eventWriteSpacingMs,
       writeTimeoutMs: config.eventWriteTimeoutMs,
     });
     const authenticator = new DeviceAuthenticator(store.db, box, store.changes, config.eventWriteTimeoutMs);
     closeOnFailure.push(() => authenticator.close());
-    const ingest = new EventIngest(store, writer, (transport, count) => metrics.eventStored(transport, count));
+    const limitedEvents = new LimitedEventCounter(store.db, (error) =>
+      process.stderr.write(`refused events could not be counted: ${(error as Error).message}\n`),
+    );
+    const organisationLimits = new OrganisationEventLimits(store);
+    closeOnFailure.push(() => organisationLimits.close());
+    // Each limit says so once a minute: a flood past it refused by the thousand writes one line.
+    const limitReached = oncePerMinute<string>((message) => warn(message));
+    const eventLimits = new EventLimits(
+      { perOrganisation: config.eventsPerSecondPerOrganisation, perKeyPair: config.eventsPerSecondPerKeyPair },
+      (organisationKey) => organisationLimits.read(organisationKey),
+      (organisationKey, limit, events) => {
+        metrics.eventsRefused(limit === 'organisation' ? 'organisation_limit' : 'key_pair_limit', events);
+        limitedEvents.add(organisationKey, events);
+        limitReached(
+          `${limit}:${organisationKey}`,
+          `events of organisation ${organisationKey} refused with 429 past ${limit === 'organisation' ? 'its' : 'a key pair’s'} events-a-second limit (said once a minute)`,
+        );
+      },
+    );
+    const ingest = new EventIngest(
+      store,
+      writer,
+      (transport, count) => metrics.eventStored(transport, count),
+      eventLimits,
+    );
     const devices = new DeviceService(store, ingest, config.eventWriteTimeoutMs);
     let instructions: MqttInstructions | undefined;
     const hub = new RealtimeHub(store, {
@@ -337,6 +364,7 @@ export async function createServer(config: Config): Promise<Server> {
       demos,
       sockets,
       limiter,
+      limitedEvents,
       metrics,
       readiness,
       hub,
@@ -429,6 +457,8 @@ export async function createServer(config: Config): Promise<Server> {
         await closeWithin(app, STOP_GRACE_MS);
         await limiter.close();
         await writer.drain();
+        await limitedEvents.close();
+        organisationLimits.close();
         await sweeper.stop();
         await compactor.stop();
         await silences.stop();
@@ -457,6 +487,7 @@ async function buildHttpApp(
   parts: {
     sockets: SocketCount;
     limiter: ApiRateLimiter;
+    limitedEvents: LimitedEventCounter;
     metrics: Metrics;
     readiness: Readiness;
     hub: RealtimeHub;
@@ -628,7 +659,7 @@ async function buildHttpApp(
     ...ruleRoutes(store),
     ...actionRoutes(store, config.publicBaseUrl),
     ...instructionRoutes(store, parts.instructions),
-    ...usageRoutes(store, parts.limiter),
+    ...usageRoutes(store, parts.limiter, parts.limitedEvents),
     ...demoRoutes(parts.demos),
     ...dashboardRoutes(store),
   ]);
@@ -702,7 +733,10 @@ async function startMqtt(
         connectTimeoutMs: config.connectTimeoutMs,
         inbound: inboundLimits(config.mqttMaxPending, config.mqttMaxWaitMs),
         maxPartialBytes: config.mqttMaxPartialBytes,
-        onStoreBehind: (listener: (behind: boolean) => void) => writer.onBehindChange(listener),
+        // With fair shares the writer decides, message by message, whose events it takes while behind
+        // (events/fair-share.ts); refusing every device message then would turn the fleet away.
+        onStoreBehind: (listener: (behind: boolean) => void) =>
+          writer.fair ? () => undefined : writer.onBehindChange(listener),
       };
       if (config.mqttEndpoint === 'thingbase') return await startDeviceEndpoint(listeners);
       return await startEmbeddedBroker({ ...listeners, youngGenerationMb: config.mqttBrokerYoungGenerationMb });

@@ -17,6 +17,7 @@ import { RowsStatement } from '../store/dialect.ts';
 import { withStoreDeadline } from '../store/faults.ts';
 import { noteChange, type Store, type Tx } from '../store/store.ts';
 import { recordHeartbeat, recordLastEvents, type ThingTouch } from '../things/service.ts';
+import { FairShare, type ShareRefusal } from './fair-share.ts';
 import { insertEvents, type NewEvent } from './repository.ts';
 import { withoutExpired } from './retention.ts';
 import { addToRollups, metricPaths, SlotCounter } from './rollups.ts';
@@ -32,6 +33,11 @@ export interface IngestBatch {
   after?: (tx: Tx) => Promise<void>;
   /** The organisation and things the events belong to, as the events were checked against them. */
   subject: BatchSubject;
+  /**
+   * Who sent it, for fair shares of the queue inside its organisation (fair-share.ts): an HTTP client
+   * (key pair and address) or an MQTT connection. Batches without one share one source.
+   */
+  source?: string;
 }
 
 /** A thing as a batch was checked against it: its key, template and that template's metrics (JSON text). */
@@ -98,10 +104,25 @@ export interface EventWriterOptions {
    * on PostgreSQL, and 1 on SQLite, which has one connection.
    */
   concurrency?: number;
+  /**
+   * Whether the queue is shared fairly between organisations, and between the sources inside each,
+   * once it holds half of what it may (fair-share.ts; docs/operations.md, "Admission of events").
+   * Without it, batches are taken first come, first served up to the limit. On by default.
+   */
+  fairShare?: boolean;
 }
 
 /** Why work is refused while as many rows wait as may. */
 export const STORE_BEHIND = 'the store is behind; send again shortly';
+
+/** Why a batch is refused whose organisation or source holds its share of a busy writer. */
+export const shareRefusalMessage = (who: ShareRefusal): string =>
+  who === 'organisation'
+    ? "server busy: the organisation's events take their share of the event writer; send again shortly"
+    : "server busy: this client's events take their share of its organisation's part of the event writer; send again shortly";
+
+/** The source of batches that name none. */
+const ANY_SOURCE = '';
 
 /** Shares of the rows the writer may hold at which it falls behind, and catches up again. */
 const BEHIND_FROM = 0.8;
@@ -131,6 +152,7 @@ export class EventWriter {
   private readonly behindListeners = new Set<(behind: boolean) => void>();
   /** Work waiting for a turn (`turn`). */
   private readonly turns: (() => void)[] = [];
+  private readonly shares: FairShare | undefined;
 
   constructor(
     private readonly store: Store,
@@ -144,7 +166,19 @@ export class EventWriter {
     this.committed = options.committed;
     this.onCommittedError = options.onCommittedError ?? (() => undefined);
     this.concurrency = options.concurrency ?? (store.engine === 'postgres' ? 2 : 1);
+    this.shares =
+      options.fairShare === false
+        ? undefined
+        : new FairShare({ capacity: this.maxPendingRows, softMark: this.maxPendingRows * BEHIND_UNTIL });
   }
+
+  /** Whether the queue is shared fairly (`fairShare`): then nothing upstream should refuse for it being behind. */
+  get fair(): boolean {
+    return this.shares !== undefined;
+  }
+
+  /** Requests refused because their organisation or source held its share, since the start. */
+  shareRefusals = 0;
 
   /** Whether new work is refused now: as many rows wait as may. */
   /** Rows waiting or being written now. */
@@ -189,6 +223,17 @@ export class EventWriter {
     if (this.pendingRows > 0 && this.pendingRows + size > this.maxPendingRows) {
       this.refusals++;
       return Promise.reject(sendAgainLater(STORE_BEHIND));
+    }
+    const organisationKey = batch.subject.organisationKey;
+    const source = batch.source ?? ANY_SOURCE;
+    if (this.shares) {
+      const refusal = this.shares.refusal(organisationKey, source, size, this.pendingRows);
+      if (refusal) {
+        this.refusals++;
+        this.shareRefusals++;
+        return Promise.reject(sendAgainLater(shareRefusalMessage(refusal)));
+      }
+      this.shares.take(organisationKey, source, size);
     }
     this.pendingRows += size;
     this.noteBehind();
@@ -241,9 +286,14 @@ export class EventWriter {
   private expire(queued: Queued): void {
     this.queuedRows -= queued.size;
     this.pendingRows -= queued.size;
+    this.release(queued);
     this.refusals++;
     this.noteBehind();
     queued.reject(sendAgainLater(STORE_SLOW));
+  }
+
+  private release(queued: Queued): void {
+    this.shares?.give(queued.batch.subject.organisationKey, queued.batch.source ?? ANY_SOURCE, queued.size);
   }
 
   /** Runs a transaction under the deadline of its oldest batch, when the writer has one. */
@@ -325,6 +375,7 @@ export class EventWriter {
           for (const q of taken) q.reject(error);
         } finally {
           this.pendingRows -= rows;
+          for (const q of taken) this.release(q);
           this.noteBehind();
         }
         // Lets what arrived during that transaction go first. On SQLite a transaction runs without

@@ -112,7 +112,7 @@ export class DeviceMessages {
       );
       return source.close();
     }
-    actOnDeviceMessage(this.devices, kind, text, credentials.principal, context).then(
+    actOnDeviceMessage(this.devices, kind, text, credentials.principal, context, `mqtt:${source.id}`).then(
       (ack) => this.answer(source, ack),
       (error) => this.answer(source, storeFailure(context, error), error),
     );

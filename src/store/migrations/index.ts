@@ -20,6 +20,7 @@ import * as eventOrderIndex from './015-event-order-index.ts';
 import * as eventBlockOrderIndex from './016-event-block-order-index.ts';
 import * as eventMinutes from './017-event-minutes.ts';
 import * as dashboards from './018-dashboards.ts';
+import * as eventLimits from './019-event-limits.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -40,4 +41,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '016-event-block-order-index': eventBlockOrderIndex,
   '017-event-minutes': eventMinutes,
   '018-dashboards': dashboards,
+  '019-event-limits': eventLimits,
 };
