@@ -798,6 +798,11 @@ async function runShared(
   const bench = benchStore(engine);
   const mqttPort = benchMqttPort();
   const server = await startThingbase(bench, mqttPort, env);
+  let serverStopped: Promise<void> | undefined;
+  const stopServer = () => {
+    serverStopped ??= server.stop();
+    return serverStopped;
+  };
   acknowledged.clear();
   httpSequence.clear();
   let peakRss = 0;
@@ -858,7 +863,7 @@ async function runShared(
     await flood.close();
     flood = undefined;
     for (const device of steady) device.close();
-    await server.stop();
+    await stopServer();
     const stored = await storedByThing(bench);
     let missing = 0;
     let duplicates = 0;
@@ -893,7 +898,7 @@ async function runShared(
     stopHttp = true;
     await flood?.close();
     for (const device of steady) device.close();
-    await server.stop();
+    await stopServer();
     await bench.dispose();
   }
 }

@@ -85,3 +85,44 @@ export class FairShare {
     return { organisations: this.organisations.size, sources };
   }
 }
+
+/**
+ * A queue served in turns: each key (an organisation) has its own first-in first-out lane, and the
+ * lanes give one item each in turn. A transaction then takes a batch of every organisation with
+ * batches waiting before a second of any, so an organisation's single event does not wait behind
+ * another's tens of thousands; each organisation's own order (and so each thing's) is kept.
+ */
+export class TurnQueue<T> {
+  /** Lanes by key, in turn order: the lane served next first (a Map keeps insertion order). */
+  private readonly lanes = new Map<string, T[]>();
+  private count = 0;
+
+  get length(): number {
+    return this.count;
+  }
+
+  push(key: string, item: T): void {
+    const lane = this.lanes.get(key);
+    if (lane) lane.push(item);
+    else this.lanes.set(key, [item]);
+    this.count++;
+  }
+
+  /** The item served next. */
+  peek(): T | undefined {
+    for (const lane of this.lanes.values()) return lane[0];
+    return undefined;
+  }
+
+  /** Takes the item served next; its lane goes to the end of the turn. */
+  shift(): T | undefined {
+    for (const [key, lane] of this.lanes) {
+      const item = lane.shift() as T;
+      this.count--;
+      this.lanes.delete(key);
+      if (lane.length > 0) this.lanes.set(key, lane);
+      return item;
+    }
+    return undefined;
+  }
+}

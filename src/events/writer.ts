@@ -4,7 +4,8 @@
  * arrived since the last, and answers each request only once its events are committed: a device's
  * acknowledgement means its data is durable. A request's events are never split across transactions,
  * so a bulk is stored whole or not at all. When the store falls behind, new work is refused (503 with
- * Retry-After) instead of piling up.
+ * Retry-After) instead of piling up: past half of its limit, from whoever holds more than its fair
+ * share, and batches are taken for transactions in turns by organisation (fair-share.ts).
  *
  * Requests check their events against things and templates they may have read from a cache. Each
  * batch says which (`subject`), and the transaction confirms them before writing: a batch whose thing
@@ -17,7 +18,7 @@ import { RowsStatement } from '../store/dialect.ts';
 import { withStoreDeadline } from '../store/faults.ts';
 import { noteChange, type Store, type Tx } from '../store/store.ts';
 import { recordHeartbeat, recordLastEvents, type ThingTouch } from '../things/service.ts';
-import { FairShare, type ShareRefusal } from './fair-share.ts';
+import { FairShare, type ShareRefusal, TurnQueue } from './fair-share.ts';
 import { insertEvents, type NewEvent } from './repository.ts';
 import { withoutExpired } from './retention.ts';
 import { addToRollups, metricPaths, SlotCounter } from './rollups.ts';
@@ -129,7 +130,8 @@ const BEHIND_FROM = 0.8;
 const BEHIND_UNTIL = 0.5;
 
 export class EventWriter {
-  private readonly queue: Queued[] = [];
+  /** By organisation, served in turns when shares are on (fair-share.ts, TurnQueue); else one lane. */
+  private readonly queue = new TurnQueue<Queued>();
   private pendingRows = 0;
   /** Rows in the queue, not yet taken by a transaction. */
   private queuedRows = 0;
@@ -238,7 +240,13 @@ export class EventWriter {
     this.pendingRows += size;
     this.noteBehind();
     return new Promise<number>((resolve, reject) => {
-      this.queue.push({ batch, size, arrived: Date.now(), resolve, reject });
+      this.queue.push(this.shares ? organisationKey : ANY_SOURCE, {
+        batch,
+        size,
+        arrived: Date.now(),
+        resolve,
+        reject,
+      });
       this.queuedRows += size;
       this.schedule();
     });
@@ -333,7 +341,7 @@ export class EventWriter {
         const now = Date.now();
         while (
           this.queue.length > 0 &&
-          (taken.length === 0 || rows + (this.queue[0] as Queued).size <= this.batchRows)
+          (taken.length === 0 || rows + (this.queue.peek() as Queued).size <= this.batchRows)
         ) {
           const next = this.queue.shift() as Queued;
           if (this.writeTimeoutMs !== undefined && now - next.arrived >= this.writeTimeoutMs) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FairShare } from '../../src/events/fair-share.ts';
+import { FairShare, TurnQueue } from '../../src/events/fair-share.ts';
 
 /** Puts batches of `size` of a source in while they are taken; answers how many were. */
 function fill(
@@ -78,5 +78,19 @@ describe('fair shares of the event writer', () => {
     assert.deepEqual(shares.remembered, { organisations: 1, sources: 1 });
     shares.give('a', 's', 1);
     assert.deepEqual(shares.remembered, { organisations: 0, sources: 0 });
+  });
+
+  it('when organisations queue batches then they are served in turns, each organisation in its own order', () => {
+    const queue = new TurnQueue<string>();
+    for (let i = 0; i < 5; i++) queue.push('flood', `f${i}`);
+    queue.push('modest', 'm0');
+    queue.push('modest', 'm1');
+    assert.equal(queue.length, 7);
+    assert.equal(queue.peek(), 'f0');
+    const served: string[] = [];
+    while (queue.length > 0) served.push(queue.shift() as string);
+    assert.deepEqual(served, ['f0', 'm0', 'f1', 'm1', 'f2', 'f3', 'f4']);
+    assert.equal(queue.shift(), undefined);
+    assert.equal(queue.peek(), undefined);
   });
 });
