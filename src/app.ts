@@ -678,11 +678,12 @@ async function buildHttpApp(
  * Of all messages that may wait, one connection may hold at most 1,000, and their text at most 4 MiB,
  * less while the server cannot keep up: what it answers in `maxWaitMs` (mqtt/inbound-flow.ts).
  */
-const inboundLimits = (messages: number, maxWaitMs: number): InboundLimits => ({
+const inboundLimits = (messages: number, maxWaitMs: number, fairWhileBehind: boolean): InboundLimits => ({
   messages,
   perConnection: Math.min(1000, messages),
   bytes: 4 * 1024 * 1024,
   maxWaitMs,
+  fairWhileBehind,
 });
 
 /**
@@ -731,12 +732,9 @@ async function startMqtt(
         maxConnections: config.mqttMaxConnections,
         sockets,
         connectTimeoutMs: config.connectTimeoutMs,
-        inbound: inboundLimits(config.mqttMaxPending, config.mqttMaxWaitMs),
+        inbound: inboundLimits(config.mqttMaxPending, config.mqttMaxWaitMs, config.eventFairShare),
         maxPartialBytes: config.mqttMaxPartialBytes,
-        // With fair shares the writer decides, message by message, whose events it takes while behind
-        // (events/fair-share.ts); refusing every device message then would turn the fleet away.
-        onStoreBehind: (listener: (behind: boolean) => void) =>
-          writer.fair ? () => undefined : writer.onBehindChange(listener),
+        onStoreBehind: (listener: (behind: boolean) => void) => writer.onBehindChange(listener),
       };
       if (config.mqttEndpoint === 'thingbase') return await startDeviceEndpoint(listeners);
       return await startEmbeddedBroker({ ...listeners, youngGenerationMb: config.mqttBrokerYoungGenerationMb });

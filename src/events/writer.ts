@@ -128,6 +128,8 @@ const ANY_SOURCE = '';
 /** Shares of the rows the writer may hold at which it falls behind, and catches up again. */
 const BEHIND_FROM = 0.8;
 const BEHIND_UNTIL = 0.5;
+/** Share of the rows the writer may hold past which its queue is shared (fair-share.ts). */
+const SHARES_FROM = 0.5;
 
 export class EventWriter {
   /** By organisation, served in turns when shares are on (fair-share.ts, TurnQueue); else one lane. */
@@ -171,7 +173,7 @@ export class EventWriter {
     this.shares =
       options.fairShare === false
         ? undefined
-        : new FairShare({ capacity: this.maxPendingRows, softMark: this.maxPendingRows * BEHIND_UNTIL });
+        : new FairShare({ capacity: this.maxPendingRows, softMark: this.maxPendingRows * SHARES_FROM });
   }
 
   /** Whether the queue is shared fairly (`fairShare`): then nothing upstream should refuse for it being behind. */
@@ -207,9 +209,14 @@ export class EventWriter {
   }
 
   private noteBehind(): void {
+    // With shares, behind from where they apply: from then on each MQTT connection has at most one
+    // message on the server thread (mqtt/inbound-flow.ts, fairWhileBehind), which shares never reach
+    // four fifths to tell.
+    const from = this.shares ? SHARES_FROM : BEHIND_FROM;
+    const until = this.shares ? SHARES_FROM / 2 : BEHIND_UNTIL;
     const behind = this.behindNow
-      ? this.pendingRows > this.maxPendingRows * BEHIND_UNTIL
-      : this.pendingRows >= this.maxPendingRows * BEHIND_FROM;
+      ? this.pendingRows > this.maxPendingRows * until
+      : this.pendingRows >= this.maxPendingRows * from;
     if (behind === this.behindNow) return;
     this.behindNow = behind;
     for (const listener of this.behindListeners) listener(behind);

@@ -29,6 +29,14 @@ export interface InboundLimits {
   bytes: number;
   /** How long (ms) a message taken should wait for its answer while the server cannot keep up. */
   maxWaitMs: number;
+  /**
+   * While the event writer is behind, refuse only the messages of connections that already have one
+   * waiting (fair shares, events/fair-share.ts), not every message: a device that waits for each
+   * answer is still taken, and the writer decides by its shares; a flooding connection has one
+   * message at a time on the server thread, whose work on messages that would be refused stays
+   * bounded. Without it, every message is refused while the writer is behind.
+   */
+  fairWhileBehind?: boolean;
 }
 
 /** Bytes that may always wait, whatever the rate the server answers at. */
@@ -115,6 +123,11 @@ export class InboundFlow {
       this.windowBytes = 0;
       this.windowBehind = true;
     }
+  }
+
+  /** Whether a message of the connection is refused while the event writer is behind (`fairWhileBehind`). */
+  refusedWhileBehind(connection: number): boolean {
+    return !this.limits.fairWhileBehind || this.flows.has(connection);
   }
 
   /** Messages handed on and not yet answered, of one connection or of all. */

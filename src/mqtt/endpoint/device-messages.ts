@@ -57,7 +57,7 @@ export class DeviceMessages {
 
   /** A message a device published to its own device topic. */
   receive(source: MessageSource, topic: DeviceTopic, payload: Buffer) {
-    const refusing = this.storeBehind || this.stopping;
+    const refusing = (this.storeBehind && this.inbound.refusedWhileBehind(source.id)) || this.stopping;
     // Refused for overload: answered as fast as it is read, without decoding the payload where the
     // context can be told from its end.
     if (refusing || !this.inbound.mayHandOn(source.id, payload.length)) {
