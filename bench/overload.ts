@@ -10,6 +10,15 @@
  * Reported: the server's peak RSS in each phase, how fast refusals (503) and acknowledgements came,
  * the prober's latencies, and whether every acknowledged event was stored exactly once (every event
  * carries its sender and sequence number; the store is read after the server has stopped).
+ *
+ * `npm run bench -- overload --organisations [--store ...] [--duration 60] [--mqtt 60] [--http 8] [--modest 100]`
+ * Two organisations on one server: one floods (`--mqtt` devices and `--http` clients, each HTTP
+ * client with a key pair of its own, as above), the other has `--modest` MQTT devices sending one
+ * event a second each and waiting for its acknowledgement. Run twice in the same invocation, with
+ * fair shares (EVENT_FAIR_SHARE=true) and with EVENT_FAIR_SHARE=false (first come, first served, the default) as the
+ * baseline; reported for each: the modest organisation's events accepted and their acknowledgement
+ * latencies, the events a second each flooding connection had accepted (spread: max / min), the
+ * server's peak RSS, and whether every acknowledged event was stored exactly once.
  */
 import { connect, type Socket } from 'node:net';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
@@ -36,6 +45,7 @@ import {
   cpuSeconds,
   describeMachine,
   type KeyPair,
+  latency,
   option,
   postJson,
   registerThings,
@@ -335,6 +345,7 @@ async function storedByThing(store: BenchStore): Promise<Map<string, { stored: n
 }
 
 export async function run(args: string[]): Promise<void> {
+  if (args.includes('--organisations')) return runOrganisations(args);
   const store = option(args, 'store', 'sqlite');
   const duration = Number(option(args, 'duration', '60'));
   const normalSeconds = Number(option(args, 'normal', '20'));
@@ -652,3 +663,300 @@ async function floodThread(data: { port: number; pair: KeyPair; things: string[]
 }
 
 if (!isMainThread && workerData?.overloadFlood) await floodThread(workerData.overloadFlood);
+
+/** A device of the modest organisation: one single-event message every `everyMs`, QoS 1, each answer timed. */
+class SteadyDevice {
+  private next = 0;
+  private nextId = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly sentAt = new Map<string, number>();
+  sent = 0;
+  accepted = 0;
+  readonly latencies: number[] = [];
+  readonly codes = new Map<number, number>();
+
+  private constructor(
+    private readonly pair: KeyPair,
+    readonly thingKey: string,
+    private readonly socket: Socket,
+  ) {}
+
+  static connect(port: number, pair: KeyPair, thingKey: string): Promise<SteadyDevice> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.setNoDelay(true);
+      const device = new SteadyDevice(pair, thingKey, socket);
+      const clientId = `std${thingKey}`;
+      const reader = new PacketReader();
+      socket.on('data', (chunk: Buffer) => {
+        for (const [first, body] of reader.read(chunk)) {
+          const type = first & 0xf0;
+          if (type === CONNACK) {
+            if (body[1] !== 0) return reject(new Error(`CONNACK ${body[1]}`));
+            socket.write(ackSubscription(clientId));
+          } else if (type === SUBACK) {
+            resolve(device);
+          } else if (type === PUBLISH) {
+            device.onAck(JSON.parse(acknowledgeAck(socket, body).toString()));
+          }
+        }
+      });
+      socket.on('error', (error) => reject(error));
+      socket.write(connectPacket(clientId, pair.access_key, sign(pair.secret_key, pair.access_key)));
+    });
+  }
+
+  get outstanding(): number {
+    return this.sentAt.size;
+  }
+
+  start(everyMs: number): void {
+    this.timer = setInterval(() => this.send(), everyMs);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  close(): void {
+    this.stop();
+    this.socket.destroy();
+  }
+
+  private send(): void {
+    const signed = `{"thing_key":"${this.thingKey}","data":{"s":${this.next++},"temperature":21}}`;
+    const hash = sign(this.pair.secret_key, signed);
+    const payload = `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${this.pair.access_key}","aliot_protocol_version":2.0}`;
+    this.nextId = (this.nextId % 65535) + 1;
+    this.sentAt.set(hash, performance.now());
+    this.sent++;
+    this.socket.write(
+      packet(
+        PUBLISH | 0x02,
+        text(`Altizon/Datonis/std${this.thingKey}/event`),
+        packetId(this.nextId),
+        Buffer.from(payload),
+      ),
+    );
+  }
+
+  private onAck(ack: { context: string; http_code: number }): void {
+    const at = this.sentAt.get(ack.context);
+    this.sentAt.delete(ack.context);
+    this.codes.set(ack.http_code, (this.codes.get(ack.http_code) ?? 0) + 1);
+    if (at !== undefined) this.latencies.push(performance.now() - at);
+    if (ack.http_code === 200) {
+      this.accepted++;
+      acknowledged.set(this.thingKey, (acknowledged.get(this.thingKey) ?? 0) + 1);
+    }
+  }
+}
+
+/** What one run of the two organisations saw. */
+interface SharedRun {
+  label: string;
+  seconds: number;
+  modestSent: number;
+  modestAccepted: number;
+  modestCodes: Map<number, number>;
+  modestLatencies: number[];
+  /** Events a second accepted, per flooding connection. */
+  mqttRates: number[];
+  httpRates: number[];
+  floodRefused: number;
+  peakRss: number;
+  missing: number;
+  duplicates: number;
+  unanswered: number;
+}
+
+/** A child organisation of the bench admin's, signed in to by the admin: its token. */
+async function childToken(url: string, adminToken: string, name: string): Promise<string> {
+  const { organisation } = await postJson(
+    url,
+    '/api/v3/organisations',
+    { organisation: { name } },
+    { 'x-auth-token': adminToken },
+  );
+  const { auth_token } = await postJson(url, '/api_sign_in', {
+    ...BENCH_ADMIN,
+    organisation_key: organisation.organisation_key,
+  });
+  return auth_token as string;
+}
+
+async function keyPairOf(url: string, token: string, name: string): Promise<KeyPair> {
+  return (await postJson(url, '/api/v3/key_pairs', { key_pair: { name } }, { 'x-auth-token': token })).key_pair;
+}
+
+async function runShared(
+  label: string,
+  engine: string,
+  env: Record<string, string>,
+  options: { duration: number; mqtt: number; http: number; modest: number },
+): Promise<SharedRun> {
+  const bench = benchStore(engine);
+  const mqttPort = benchMqttPort();
+  const server = await startThingbase(bench, mqttPort, env);
+  let serverStopped: Promise<void> | undefined;
+  const stopServer = () => {
+    serverStopped ??= server.stop();
+    return serverStopped;
+  };
+  acknowledged.clear();
+  httpSequence.clear();
+  let peakRss = 0;
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, rssMiB(server.pid));
+  }, 100);
+  let flood: FloodThread | undefined;
+  const steady: SteadyDevice[] = [];
+  let stopHttp = false;
+  try {
+    const { auth_token: admin } = await postJson(server.url, '/api_sign_in', BENCH_ADMIN);
+    const floodToken = await childToken(server.url, admin, 'flooding');
+    const modestToken = await childToken(server.url, admin, 'modest');
+    const floodPair = await keyPairOf(server.url, floodToken, 'flood');
+    const modestPair = await keyPairOf(server.url, modestToken, 'modest');
+    const httpPairs = await Promise.all(
+      Array.from({ length: options.http }, (_, i) => keyPairOf(server.url, floodToken, `http${i}`)),
+    );
+    const mqttThings = Array.from({ length: options.mqtt }, (_, i) => `m${i}`);
+    const httpThings = Array.from({ length: options.http }, (_, i) => `h${i}`);
+    const modestThings = Array.from({ length: options.modest }, (_, i) => `s${i}`);
+    await registerThings(server.url, floodPair, [...mqttThings, ...httpThings]);
+    await registerThings(server.url, modestPair, modestThings);
+    for (const thingKey of modestThings) steady.push(await SteadyDevice.connect(mqttPort, modestPair, thingKey));
+    flood = new FloodThread({ port: mqttPort, pair: floodPair, things: mqttThings });
+    await flood.ready;
+    const phase = newPhase();
+    const started = performance.now();
+    await flood.start('flood');
+    const posting = httpThings.map((thingKey, i) =>
+      postBulks(
+        server.url,
+        httpPairs[i] as KeyPair,
+        thingKey,
+        () => phase,
+        () => stopHttp,
+      ),
+    );
+    // The modest devices begin once the flood has filled the writer, spread over their second.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    steady.forEach((device, i) => {
+      setTimeout(() => device.start(1000), (i * 1000) / steady.length);
+    });
+    await new Promise((resolve) => setTimeout(resolve, options.duration * 1000));
+    for (const device of steady) device.stop();
+    stopHttp = true;
+    await flood.stop();
+    const seconds = (performance.now() - started) / 1000;
+    await Promise.all(posting);
+    const unansweredFlood = await flood.settle(60);
+    const deadline = Date.now() + 30_000;
+    while (steady.some((d) => d.outstanding > 0) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const unanswered = unansweredFlood + steady.reduce((n, d) => n + d.outstanding, 0);
+    addReport(phase, await flood.report());
+    clearInterval(sampler);
+    await flood.close();
+    flood = undefined;
+    for (const device of steady) device.close();
+    await stopServer();
+    const stored = await storedByThing(bench);
+    let missing = 0;
+    let duplicates = 0;
+    for (const thingKey of [...mqttThings, ...httpThings, ...modestThings]) {
+      const acked = acknowledged.get(thingKey) ?? 0;
+      const found = stored.get(thingKey) ?? { stored: 0, distinct: 0 };
+      duplicates += found.stored - found.distinct;
+      if (found.distinct < acked) missing += acked - found.distinct;
+    }
+    const modestCodes = new Map<number, number>();
+    for (const device of steady) {
+      for (const [code, n] of device.codes) modestCodes.set(code, (modestCodes.get(code) ?? 0) + n);
+    }
+    const rate = (thingKey: string) => (acknowledged.get(thingKey) ?? 0) / seconds;
+    return {
+      label,
+      seconds,
+      modestSent: steady.reduce((n, d) => n + d.sent, 0),
+      modestAccepted: steady.reduce((n, d) => n + d.accepted, 0),
+      modestCodes,
+      modestLatencies: steady.flatMap((d) => d.latencies),
+      mqttRates: mqttThings.map(rate),
+      httpRates: httpThings.map(rate),
+      floodRefused: [...phase.codes].filter(([code]) => code !== 200).reduce((n, [, count]) => n + count, 0),
+      peakRss,
+      missing,
+      duplicates,
+      unanswered,
+    };
+  } finally {
+    clearInterval(sampler);
+    stopHttp = true;
+    await flood?.close();
+    for (const device of steady) device.close();
+    await stopServer();
+    await bench.dispose();
+  }
+}
+
+/** max / min of rates, as text (infinite when a connection had nothing accepted). */
+function spread(rates: number[]): string {
+  if (rates.length === 0) return '-';
+  const max = Math.max(...rates);
+  const min = Math.min(...rates);
+  return `${(min === 0 ? Number.POSITIVE_INFINITY : max / min).toFixed(2)} (${min.toFixed(0)}-${max.toFixed(0)}/s)`;
+}
+
+async function runOrganisations(args: string[]): Promise<void> {
+  const engine = option(args, 'store', 'sqlite');
+  const options = {
+    duration: Number(option(args, 'duration', '60')),
+    mqtt: Number(option(args, 'mqtt', '60')),
+    http: Number(option(args, 'http', '8')),
+    modest: Number(option(args, 'modest', '100')),
+  };
+  console.log(
+    `overload benchmark, two organisations: ${describeMachine()}; store ${engine}; ${options.duration}s each run; flooding: ${options.mqtt} MQTT devices (QoS 1 bulks of ${MQTT_BULK}, never waiting) and ${options.http} HTTP clients (bulks of ${HTTP_BULK}, a key pair each); modest: ${options.modest} MQTT devices, one event a second each`,
+  );
+  const runs = [
+    await runShared('fair shares (EVENT_FAIR_SHARE=true)', engine, { EVENT_FAIR_SHARE: 'true' }, options),
+    await runShared('first come (the default)', engine, { EVENT_FAIR_SHARE: 'false' }, options),
+  ];
+  console.log(
+    table([
+      [
+        'run',
+        'modest accepted',
+        'modest answers by code',
+        'modest ack p50 / p99 / max ms',
+        'flood events/s accepted',
+        'flood answers refused',
+        'spread MQTT conns max/min',
+        'spread HTTP clients max/min',
+        'peak RSS MiB',
+        'exactly once',
+      ],
+      ...runs.map((r) => [
+        r.label,
+        `${((100 * r.modestAccepted) / Math.max(1, r.modestSent)).toFixed(2)}% of ${r.modestSent}`,
+        [...r.modestCodes].map(([code, n]) => `${code}: ${n}`).join(', '),
+        latency(r.modestLatencies),
+        Math.round([...r.mqttRates, ...r.httpRates].reduce((a, b) => a + b, 0)),
+        r.floodRefused,
+        spread(r.mqttRates),
+        spread(r.httpRates),
+        r.peakRss.toFixed(0),
+        `${r.missing} missing, ${r.duplicates} twice, ${r.unanswered} unanswered`,
+      ]),
+    ]),
+  );
+  const [fair, firstCome] = runs as [SharedRun, SharedRun];
+  const accepted = (r: SharedRun) => r.modestAccepted / Math.max(1, r.modestSent);
+  console.log(
+    `modest organisation's events accepted: ${(accepted(fair) * 100).toFixed(2)}% with fair shares, ${(accepted(firstCome) * 100).toFixed(2)}% first come (ratio ${(accepted(fair) / Math.max(accepted(firstCome), 1e-9)).toFixed(2)}x)`,
+  );
+}

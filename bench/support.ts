@@ -212,9 +212,14 @@ export function benchStore(engine: string): BenchStore {
 }
 
 /** Compiles and starts Thingbase on a store, with the benchmark admin and the embedded broker on `mqttPort`. */
-export function startThingbase(store: BenchStore, mqttPort: number): Promise<ChildServer> {
+export function startThingbase(
+  store: BenchStore,
+  mqttPort: number,
+  env: Record<string, string> = {},
+): Promise<ChildServer> {
   buildServer();
   return startChildServer('thingbase-compiled.mjs', {
+    ...env,
     ...store.env,
     THINGBASE_ADMIN_EMAIL: BENCH_ADMIN.email,
     THINGBASE_ADMIN_PASSWORD: BENCH_ADMIN.password,

@@ -38,6 +38,7 @@ import { deviceRoutes } from './devices/routes.ts';
 import { DeviceService } from './devices/service.ts';
 import { EventAdmission } from './events/admission.ts';
 import { EventCompactor } from './events/compactor.ts';
+import { EventLimits } from './events/event-limits.ts';
 import { EventIngest } from './events/ingest.ts';
 import { eventRoutes } from './events/routes.ts';
 import { RetentionSweeper } from './events/sweeper.ts';
@@ -60,7 +61,7 @@ import { finishDocument } from './openapi/document.ts';
 import { Metrics } from './operations/metrics.ts';
 import { type Readiness, registerOperationsRoutes } from './operations/routes.ts';
 import { organisationRoutes } from './organisations/routes.ts';
-import { childOrganisationKeys } from './organisations/service.ts';
+import { childOrganisationKeys, OrganisationEventLimits } from './organisations/service.ts';
 import { queryRoutes } from './queries/routes.ts';
 import { RealtimeHub } from './realtime/hub.ts';
 import { MAX_FRAME_BYTES, registerRealtimeRoutes } from './realtime/routes.ts';
@@ -85,7 +86,7 @@ import type { Store } from './store/store.ts';
 import { templateRoutes } from './templates/routes.ts';
 import { thingRoutes } from './things/routes.ts';
 import { usageRoutes } from './usage/routes.ts';
-import { ApiRateLimiter, countStoredEvents, limitRequest } from './usage/service.ts';
+import { ApiRateLimiter, countStoredEvents, LimitedEventCounter, limitRequest } from './usage/service.ts';
 import { userRoutes } from './users/routes.ts';
 import { VERSION } from './version.ts';
 
@@ -268,6 +269,7 @@ export async function createServer(config: Config): Promise<Server> {
     const metrics = new Metrics({
       writerPendingRows: () => writer.pending,
       writerRefusals: () => writer.refusals,
+      writerShareRefusals: () => writer.shareRefusals,
       mqttConnections: async () =>
         embedded ? withTimeout(embedded.figures(), 1000).then((i) => i?.connections) : undefined,
       deliveryQueueDepth: () => deliveryQueueDepth(store.db),
@@ -294,12 +296,37 @@ export async function createServer(config: Config): Promise<Server> {
           }
         : {}),
       maxPendingRows: config.eventMaxPending,
+      fairShare: config.eventFairShare,
       startSpacingMs: config.eventWriteSpacingMs,
       writeTimeoutMs: config.eventWriteTimeoutMs,
     });
     const authenticator = new DeviceAuthenticator(store.db, box, store.changes, config.eventWriteTimeoutMs);
     closeOnFailure.push(() => authenticator.close());
-    const ingest = new EventIngest(store, writer, (transport, count) => metrics.eventStored(transport, count));
+    const limitedEvents = new LimitedEventCounter(store.db, (error) =>
+      process.stderr.write(`refused events could not be counted: ${(error as Error).message}\n`),
+    );
+    const organisationLimits = new OrganisationEventLimits(store);
+    closeOnFailure.push(() => organisationLimits.close());
+    // Each limit says so once a minute: a flood past it refused by the thousand writes one line.
+    const limitReached = oncePerMinute<string>((message) => warn(message));
+    const eventLimits = new EventLimits(
+      { perOrganisation: config.eventsPerSecondPerOrganisation, perKeyPair: config.eventsPerSecondPerKeyPair },
+      (organisationKey) => organisationLimits.read(organisationKey),
+      (organisationKey, limit, events) => {
+        metrics.eventsRefused(limit === 'organisation' ? 'organisation_limit' : 'key_pair_limit', events);
+        limitedEvents.add(organisationKey, events);
+        limitReached(
+          `${limit}:${organisationKey}`,
+          `events of organisation ${organisationKey} refused with 429 past ${limit === 'organisation' ? 'its' : 'a key pair’s'} events-a-second limit (said once a minute)`,
+        );
+      },
+    );
+    const ingest = new EventIngest(
+      store,
+      writer,
+      (transport, count) => metrics.eventStored(transport, count),
+      eventLimits,
+    );
     const devices = new DeviceService(store, ingest, config.eventWriteTimeoutMs);
     let instructions: MqttInstructions | undefined;
     const hub = new RealtimeHub(store, {
@@ -340,6 +367,7 @@ export async function createServer(config: Config): Promise<Server> {
       demos,
       sockets,
       limiter,
+      limitedEvents,
       metrics,
       readiness,
       hub,
@@ -435,6 +463,8 @@ export async function createServer(config: Config): Promise<Server> {
         await closeWithin(app, STOP_GRACE_MS);
         await limiter.close();
         await writer.drain();
+        await limitedEvents.close();
+        organisationLimits.close();
         await sweeper.stop();
         await compactor.stop();
         await silences.stop();
@@ -463,6 +493,7 @@ async function buildHttpApp(
   parts: {
     sockets: SocketCount;
     limiter: ApiRateLimiter;
+    limitedEvents: LimitedEventCounter;
     metrics: Metrics;
     readiness: Readiness;
     hub: RealtimeHub;
@@ -634,7 +665,7 @@ async function buildHttpApp(
     ...ruleRoutes(store),
     ...actionRoutes(store, config.publicBaseUrl),
     ...instructionRoutes(store, parts.instructions),
-    ...usageRoutes(store, parts.limiter),
+    ...usageRoutes(store, parts.limiter, parts.limitedEvents),
     ...demoRoutes(parts.demos),
     ...dashboardRoutes(store),
   ]);
@@ -653,11 +684,12 @@ async function buildHttpApp(
  * Of all messages that may wait, one connection may hold at most 1,000, and their text at most 4 MiB,
  * less while the server cannot keep up: what it answers in `maxWaitMs` (mqtt/inbound-flow.ts).
  */
-const inboundLimits = (messages: number, maxWaitMs: number): InboundLimits => ({
+const inboundLimits = (messages: number, maxWaitMs: number, fairWhileBehind: boolean): InboundLimits => ({
   messages,
   perConnection: Math.min(1000, messages),
   bytes: 4 * 1024 * 1024,
   maxWaitMs,
+  fairWhileBehind,
 });
 
 /**
@@ -706,7 +738,7 @@ async function startMqtt(
         maxConnections: config.mqttMaxConnections,
         sockets,
         connectTimeoutMs: config.connectTimeoutMs,
-        inbound: inboundLimits(config.mqttMaxPending, config.mqttMaxWaitMs),
+        inbound: inboundLimits(config.mqttMaxPending, config.mqttMaxWaitMs, config.eventFairShare),
         maxPartialBytes: config.mqttMaxPartialBytes,
         onStoreBehind: (listener: (behind: boolean) => void) => writer.onBehindChange(listener),
       };

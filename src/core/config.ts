@@ -61,6 +61,12 @@ export interface Config {
   mqttSessionExpiryMs: number;
   /** Events (and heartbeats) that may wait to be stored; past it new ones are refused with 503. */
   eventMaxPending: number;
+  /** Whether a busy event writer's queue is shared fairly (events/fair-share.ts); off: first come, first served. */
+  eventFairShare: boolean;
+  /** Events a second each organisation may send, unless it has a value of its own; 0 = no limit. */
+  eventsPerSecondPerOrganisation: number;
+  /** Events a second each key pair may send; 0 = no limit. */
+  eventsPerSecondPerKeyPair: number;
   /** The least time between the starts of two event transactions (ms): events/writer.ts, startSpacingMs. */
   eventWriteSpacingMs: number;
   /** How long a device write may wait for its events to commit before it is refused with 503 (ms). */
@@ -177,6 +183,15 @@ function parsePositive(name: string, text: string | undefined, fallback: number)
   const value = decimalInteger(text);
   if (!Number.isInteger(value) || value < 1)
     throw new ConfigError(`${name} must be a positive integer (got "${text}")`);
+  return value;
+}
+
+/** A whole number, 0 or more; absent is 0. */
+function parseCount(name: string, text: string | undefined): number {
+  if (text === undefined || text === '') return 0;
+  const value = decimalInteger(text);
+  if (!Number.isInteger(value) || value < 0)
+    throw new ConfigError(`${name} must be 0 or a positive integer (got "${text}")`);
   return value;
 }
 
@@ -351,6 +366,13 @@ export function loadConfig(env: Env = process.env): Config {
     mqttSessionMaxMessages: parsePositive('MQTT_SESSION_MAX_MESSAGES', env.MQTT_SESSION_MAX_MESSAGES, 100),
     mqttSessionExpiryMs: parseSessionExpiry(env.MQTT_SESSION_EXPIRY),
     eventMaxPending: parsePositive('EVENT_MAX_PENDING', env.EVENT_MAX_PENDING, 100_000),
+    // Off until the shares help under a flood on a small machine too (docs/operations.md).
+    eventFairShare: parseBoolean('EVENT_FAIR_SHARE', env.EVENT_FAIR_SHARE),
+    eventsPerSecondPerOrganisation: parseCount(
+      'EVENTS_PER_SECOND_PER_ORGANISATION',
+      env.EVENTS_PER_SECOND_PER_ORGANISATION,
+    ),
+    eventsPerSecondPerKeyPair: parseCount('EVENTS_PER_SECOND_PER_KEY_PAIR', env.EVENTS_PER_SECOND_PER_KEY_PAIR),
     eventWriteSpacingMs: parseUpTo1000('EVENT_WRITE_SPACING_MS', env.EVENT_WRITE_SPACING_MS, 2),
     eventWriteTimeoutMs: parsePositive('EVENT_WRITE_TIMEOUT_MS', env.EVENT_WRITE_TIMEOUT_MS, 1500),
     databaseConnectTimeoutMs: parsePositive('DATABASE_CONNECT_TIMEOUT_MS', env.DATABASE_CONNECT_TIMEOUT_MS, 1000),

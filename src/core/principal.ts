@@ -21,4 +21,6 @@ export interface Principal {
   organisationIsOem: boolean;
   /** The user's time zone (IANA), used when a request gives none. */
   timeZone: string;
+  /** A device's key pair (its access key), for its limits; absent for a user. */
+  accessKey?: string;
 }

@@ -133,6 +133,7 @@ export class DeviceAuthenticator {
         organisationKey: row.organisation_key,
         organisationIsOem: row.is_oem === 1,
         timeZone: 'Etc/UTC',
+        accessKey,
       }),
     });
     this.recent.set(accessKey, credentials, row.organisation_key, startedAt);

@@ -52,8 +52,9 @@ export function deviceRoutes(devices: DeviceService, eventAdmission?: Admission)
       admission: eventAdmission,
       params: EventBody,
       response: EmptyObject,
-      handler: async ({ principal, params }) => {
-        await devices.event(principal, params, 'http');
+      handler: async ({ principal, params, request }) => {
+        // One client of a key pair, for fair shares of a busy writer (events/fair-share.ts).
+        await devices.event(principal, params, 'http', `http:${principal.accessKey ?? ''}@${request.ip}`);
         return {};
       },
     }),

@@ -98,13 +98,13 @@ export class DeviceService {
   }
 
   /** Stores one event or a bulk; resolves once committed. */
-  async event(principal: Principal, input: EventInput, transport: 'http' | 'mqtt'): Promise<void> {
+  async event(principal: Principal, input: EventInput, transport: 'http' | 'mqtt', source?: string): Promise<void> {
     requirePermission(principal, 'data', 'create');
     const incoming: IncomingEvent[] = input.events
       ? input.events.map((e, i) => incomingEvent(e, thingKeyOf(e, `events.${i}.`)))
       : [incomingEvent(input, thingKeyOf(input))];
     await this.bounded(() =>
-      this.ingest.ingest(principal, incoming, input.events ? input.timestamp : undefined, '', transport),
+      this.ingest.ingest(principal, incoming, input.events ? input.timestamp : undefined, '', transport, source),
     );
   }
 

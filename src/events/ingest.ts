@@ -12,6 +12,7 @@ import { compiledQuery } from '../store/prepared.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { MetricDefinition } from '../templates/presenter.ts';
 import { growTemplateMetrics } from '../templates/service.ts';
+import type { EventLimits } from './event-limits.ts';
 import { type EventWriter, type NewEvent, StaleSubjectError } from './writer.ts';
 
 /** Events more than this far ahead of the server's clock are refused. */
@@ -219,6 +220,8 @@ export class EventIngest {
     private readonly writer: EventWriter,
     /** Told how many events of a request were stored (not those arriving expired) and how they came, for metrics. */
     private readonly onStored?: (transport: EventTransport, count: number) => void,
+    /** Events-a-second limits, checked before anything of a request is read against its things. */
+    private readonly limits?: EventLimits,
   ) {
     // What changes is forgotten once it commits, so the next message reads it again instead of being
     // refused by the writer as stale first (which still guards against a change the feed has not told
@@ -286,10 +289,13 @@ export class EventIngest {
     defaultTimestamp: unknown,
     paramPrefix: string,
     transport: EventTransport,
+    /** Who sent them, for fair shares of a busy writer (writer.ts, `source`). */
+    source?: string,
   ) {
     if (incoming.length > MAX_BULK_EVENTS) throw invalidParam('events', `may hold at most ${MAX_BULK_EVENTS} events`);
+    await this.limits?.take(principal, incoming.length);
     const stored = await this.withFreshThings(principal, (things) =>
-      this.ingestOnce(principal, incoming, defaultTimestamp, paramPrefix, things),
+      this.ingestOnce(principal, incoming, defaultTimestamp, paramPrefix, things, source),
     );
     this.onStored?.(transport, stored);
   }
@@ -300,6 +306,7 @@ export class EventIngest {
     defaultTimestamp: unknown,
     paramPrefix: string,
     things: Map<string, ResolvedThing>,
+    source: string | undefined,
   ): Promise<number> {
     const now = Date.now();
     const events: NewEvent[] = [];
@@ -341,6 +348,7 @@ export class EventIngest {
     return this.writer.write({
       events,
       subject: subjectOf(principal, things),
+      ...(source !== undefined ? { source } : {}),
       ...(discovered.size > 0 ? { after: (tx) => growTemplateMetrics(tx, principal.organisationKey, discovered) } : {}),
     });
   }

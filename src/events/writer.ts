@@ -4,7 +4,8 @@
  * arrived since the last, and answers each request only once its events are committed: a device's
  * acknowledgement means its data is durable. A request's events are never split across transactions,
  * so a bulk is stored whole or not at all. When the store falls behind, new work is refused (503 with
- * Retry-After) instead of piling up.
+ * Retry-After) instead of piling up: past half of its limit, from whoever holds more than its fair
+ * share, and batches are taken for transactions in turns by organisation (fair-share.ts).
  *
  * Requests check their events against things and templates they may have read from a cache. Each
  * batch says which (`subject`), and the transaction confirms them before writing: a batch whose thing
@@ -17,6 +18,7 @@ import { RowsStatement } from '../store/dialect.ts';
 import { withStoreDeadline } from '../store/faults.ts';
 import { noteChange, type Store, type Tx } from '../store/store.ts';
 import { recordHeartbeat, recordLastEvents, type ThingTouch } from '../things/service.ts';
+import { FairShare, type ShareRefusal, TurnQueue } from './fair-share.ts';
 import { insertEvents, type NewEvent } from './repository.ts';
 import { withoutExpired } from './retention.ts';
 import { addToRollups, metricPaths, SlotCounter } from './rollups.ts';
@@ -33,6 +35,11 @@ export interface IngestBatch {
   after?: (tx: Tx) => Promise<void>;
   /** The organisation and things the events belong to, as the events were checked against them. */
   subject: BatchSubject;
+  /**
+   * Who sent it, for fair shares of the queue inside its organisation (fair-share.ts): an HTTP client
+   * (key pair and address) or an MQTT connection. Batches without one share one source.
+   */
+  source?: string;
 }
 
 /** A thing as a batch was checked against it: its key, template and that template's metrics (JSON text). */
@@ -99,17 +106,35 @@ export interface EventWriterOptions {
    * on PostgreSQL, and 1 on SQLite, which has one connection.
    */
   concurrency?: number;
+  /**
+   * Whether the queue is shared fairly between organisations, and between the sources inside each,
+   * once it holds half of what it may (fair-share.ts; docs/operations.md, "Admission of events").
+   * Without it, batches are taken first come, first served up to the limit. On by default.
+   */
+  fairShare?: boolean;
 }
 
 /** Why work is refused while as many rows wait as may. */
 export const STORE_BEHIND = 'the store is behind; send again shortly';
 
+/** Why a batch is refused whose organisation or source holds its share of a busy writer. */
+export const shareRefusalMessage = (who: ShareRefusal): string =>
+  who === 'organisation'
+    ? "server busy: the organisation's events take their share of the event writer; send again shortly"
+    : "server busy: this client's events take their share of its organisation's part of the event writer; send again shortly";
+
+/** The source of batches that name none. */
+const ANY_SOURCE = '';
+
 /** Shares of the rows the writer may hold at which it falls behind, and catches up again. */
 const BEHIND_FROM = 0.8;
 const BEHIND_UNTIL = 0.5;
+/** Share of the rows the writer may hold past which its queue is shared (fair-share.ts). */
+const SHARES_FROM = 0.5;
 
 export class EventWriter {
-  private readonly queue: Queued[] = [];
+  /** By organisation, served in turns when shares are on (fair-share.ts, TurnQueue); else one lane. */
+  private readonly queue = new TurnQueue<Queued>();
   private pendingRows = 0;
   /** Rows in the queue, not yet taken by a transaction. */
   private queuedRows = 0;
@@ -132,6 +157,7 @@ export class EventWriter {
   private readonly behindListeners = new Set<(behind: boolean) => void>();
   /** Work waiting for a turn (`turn`). */
   private readonly turns: (() => void)[] = [];
+  private readonly shares: FairShare | undefined;
 
   constructor(
     private readonly store: Store,
@@ -145,7 +171,19 @@ export class EventWriter {
     this.committed = options.committed;
     this.onCommittedError = options.onCommittedError ?? (() => undefined);
     this.concurrency = options.concurrency ?? (store.engine === 'postgres' ? 2 : 1);
+    this.shares =
+      options.fairShare === false
+        ? undefined
+        : new FairShare({ capacity: this.maxPendingRows, softMark: this.maxPendingRows * SHARES_FROM });
   }
+
+  /** Whether the queue is shared fairly (`fairShare`): then nothing upstream should refuse for it being behind. */
+  get fair(): boolean {
+    return this.shares !== undefined;
+  }
+
+  /** Requests refused because their organisation or source held its share, since the start. */
+  shareRefusals = 0;
 
   /** Whether new work is refused now: as many rows wait as may. */
   /** Rows waiting or being written now. */
@@ -172,9 +210,14 @@ export class EventWriter {
   }
 
   private noteBehind(): void {
+    // With shares, behind from where they apply: from then on each MQTT connection has at most one
+    // message on the server thread (mqtt/inbound-flow.ts, fairWhileBehind), which shares never reach
+    // four fifths to tell.
+    const from = this.shares ? SHARES_FROM : BEHIND_FROM;
+    const until = this.shares ? SHARES_FROM / 2 : BEHIND_UNTIL;
     const behind = this.behindNow
-      ? this.pendingRows > this.maxPendingRows * BEHIND_UNTIL
-      : this.pendingRows >= this.maxPendingRows * BEHIND_FROM;
+      ? this.pendingRows > this.maxPendingRows * until
+      : this.pendingRows >= this.maxPendingRows * from;
     if (behind === this.behindNow) return;
     this.behindNow = behind;
     for (const listener of this.behindListeners) listener(behind);
@@ -191,10 +234,27 @@ export class EventWriter {
       this.refusals++;
       return Promise.reject(sendAgainLater(STORE_BEHIND));
     }
+    const organisationKey = batch.subject.organisationKey;
+    const source = batch.source ?? ANY_SOURCE;
+    if (this.shares) {
+      const refusal = this.shares.refusal(organisationKey, source, size, this.pendingRows);
+      if (refusal) {
+        this.refusals++;
+        this.shareRefusals++;
+        return Promise.reject(sendAgainLater(shareRefusalMessage(refusal)));
+      }
+      this.shares.take(organisationKey, source, size);
+    }
     this.pendingRows += size;
     this.noteBehind();
     return new Promise<number>((resolve, reject) => {
-      this.queue.push({ batch, size, arrived: Date.now(), resolve, reject });
+      this.queue.push(this.shares ? organisationKey : ANY_SOURCE, {
+        batch,
+        size,
+        arrived: Date.now(),
+        resolve,
+        reject,
+      });
       this.queuedRows += size;
       this.schedule();
     });
@@ -242,9 +302,14 @@ export class EventWriter {
   private expire(queued: Queued): void {
     this.queuedRows -= queued.size;
     this.pendingRows -= queued.size;
+    this.release(queued);
     this.refusals++;
     this.noteBehind();
     queued.reject(sendAgainLater(STORE_SLOW));
+  }
+
+  private release(queued: Queued): void {
+    this.shares?.give(queued.batch.subject.organisationKey, queued.batch.source ?? ANY_SOURCE, queued.size);
   }
 
   /** Runs a transaction under the deadline of its oldest batch, when the writer has one. */
@@ -284,7 +349,7 @@ export class EventWriter {
         const now = Date.now();
         while (
           this.queue.length > 0 &&
-          (taken.length === 0 || rows + (this.queue[0] as Queued).size <= this.batchRows)
+          (taken.length === 0 || rows + (this.queue.peek() as Queued).size <= this.batchRows)
         ) {
           const next = this.queue.shift() as Queued;
           if (this.writeTimeoutMs !== undefined && now - next.arrived >= this.writeTimeoutMs) {
@@ -326,6 +391,7 @@ export class EventWriter {
           for (const q of taken) q.reject(error);
         } finally {
           this.pendingRows -= rows;
+          for (const q of taken) this.release(q);
           this.noteBehind();
         }
         // Lets what arrived during that transaction go first. On SQLite a transaction runs without

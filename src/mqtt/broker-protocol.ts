@@ -40,7 +40,7 @@ export type LoginList = (number | string)[];
 /** Answers to logins: login id, the key pair's secret or null; two items each. */
 export type LoginAnswerList = (number | string | null)[];
 
-/** Acknowledgements: connection, context, HTTP code, the errors or null; four items each. */
+/** Acknowledgements: connection, context, HTTP code, the errors or null, retry_after or null; five items each. */
 export type AckList = (number | string | ErrorItem[] | null)[];
 
 /** What the server thread sends. */
@@ -104,16 +104,17 @@ export function visitMessage(
 }
 
 export function addAck(list: AckList, connection: number, ack: Ack): void {
-  list.push(connection, ack.context, ack.http_code, ack.http_msg.errors ?? null);
+  list.push(connection, ack.context, ack.http_code, ack.http_msg.errors ?? null, ack.http_msg.retry_after ?? null);
 }
 
 export function forEachAck(list: AckList, visit: (connection: number, ack: Ack) => void): void {
-  for (let i = 0; i < list.length; i += 4) {
+  for (let i = 0; i < list.length; i += 5) {
     const errors = list[i + 3] as ErrorItem[] | null;
+    const retryAfter = list[i + 4] as number | null;
     visit(list[i] as number, {
       context: list[i + 1] as string,
       http_code: list[i + 2] as number,
-      http_msg: errors ? { errors } : {},
+      http_msg: errors ? (retryAfter === null ? { errors } : { errors, retry_after: retryAfter }) : {},
     });
   }
 }

@@ -295,13 +295,14 @@ const onDevicePublish = (packet: PublishPacket, client: Client, topic: DeviceTop
   // Refused for overload: a flooding device's messages are answered as fast as they can be read,
   // without decoding or scanning them where the context can be told from the payload's end, so that
   // they do not pile up in its socket's buffers (docs/devices.md, "Overload").
-  if (storeBehind || stopping || !inbound.mayHandOn(connection.id, payload.length)) {
+  const behind = storeBehind && inbound.refusedWhileBehind(connection.id);
+  if (behind || stopping || !inbound.mayHandOn(connection.id, payload.length)) {
     const context = contextUnread(topic, payload);
     if (context !== undefined) return acknowledge(client, busy(context));
   }
   const read = readDeviceMessage(topic, payload);
   if (isAck(read)) return acknowledge(client, read);
-  if (storeBehind || stopping || !inbound.handOn(connection.id, read.text.length)) {
+  if (behind || stopping || !inbound.handOn(connection.id, read.text.length)) {
     return acknowledge(client, busy(read.context));
   }
   const refused = refusalOnConnection(read, connection);

@@ -211,7 +211,7 @@ function startWorker(
       setImmediate(() => post({ t: 'close', connection }));
       return;
     }
-    actOnDeviceMessage(devices, kind, text, credentials.principal, context).then(
+    actOnDeviceMessage(devices, kind, text, credentials.principal, context, `mqtt:${connection}`).then(
       (ack) => acknowledge(connection, ack),
       failed(connection, context),
     );

@@ -12,6 +12,12 @@
  * it keeps up again, the count and bytes alone apply, so a burst it can work through is taken whole.
  * And while messages wait but none has been answered for four times `maxWaitMs` (the store stands
  * still), no new one is taken.
+ *
+ * Past half of the count or of the bytes that may wait, those limits are shared: a connection that
+ * holds an equal share of them (of one more connection than those holding messages, so that room is
+ * left for one that holds none) is refused, while the others are still taken up to the limits. A
+ * device flooding its connection then cannot take the room of those sending at a normal rate
+ * (docs/operations.md, "Admission of events").
  */
 
 export interface InboundLimits {
@@ -23,6 +29,14 @@ export interface InboundLimits {
   bytes: number;
   /** How long (ms) a message taken should wait for its answer while the server cannot keep up. */
   maxWaitMs: number;
+  /**
+   * While the event writer is behind, refuse only the messages of connections that already have one
+   * waiting (fair shares, events/fair-share.ts), not every message: a device that waits for each
+   * answer is still taken, and the writer decides by its shares; a flooding connection has one
+   * message at a time on the server thread, whose work on messages that would be refused stays
+   * bounded. Without it, every message is refused while the writer is behind.
+   */
+  fairWhileBehind?: boolean;
 }
 
 /** Bytes that may always wait, whatever the rate the server answers at. */
@@ -39,9 +53,15 @@ interface Handed {
   at: number;
 }
 
+/** A connection's messages handed on and not yet answered, oldest first, and their bytes. */
+interface Flow {
+  handed: Handed[];
+  bytes: number;
+}
+
 export class InboundFlow {
-  /** By connection, its messages handed on and not yet answered, oldest first. */
-  private readonly flows = new Map<number, Handed[]>();
+  /** By connection, its messages handed on and not yet answered. */
+  private readonly flows = new Map<number, Flow>();
   private messages = 0;
   private bytes = 0;
   /** The most messages ever unanswered at once (diagnostics and tests). */
@@ -71,9 +91,12 @@ export class InboundFlow {
   handOn(connection: number, size: number): boolean {
     const at = this.now();
     if (!this.fits(connection, size, at)) return false;
-    const queue = this.flows.get(connection);
-    if (queue === undefined) this.flows.set(connection, [{ size, at }]);
-    else queue.push({ size, at });
+    const flow = this.flows.get(connection);
+    if (flow === undefined) this.flows.set(connection, { handed: [{ size, at }], bytes: size });
+    else {
+      flow.handed.push({ size, at });
+      flow.bytes += size;
+    }
     if (this.messages === 0) this.progressAt = at;
     this.messages += 1;
     this.bytes += size;
@@ -83,10 +106,11 @@ export class InboundFlow {
 
   /** A message of a connection was answered: its oldest. */
   answered(connection: number): void {
-    const queue = this.flows.get(connection);
-    if (!queue) return;
-    const handed = queue.shift() as Handed;
-    if (queue.length === 0) this.flows.delete(connection);
+    const flow = this.flows.get(connection);
+    if (!flow) return;
+    const handed = flow.handed.shift() as Handed;
+    flow.bytes -= handed.size;
+    if (flow.handed.length === 0) this.flows.delete(connection);
     this.messages -= 1;
     this.bytes -= handed.size;
     const now = this.now();
@@ -101,20 +125,35 @@ export class InboundFlow {
     }
   }
 
+  /** Whether a message of the connection is refused while the event writer is behind (`fairWhileBehind`). */
+  refusedWhileBehind(connection: number): boolean {
+    return !this.limits.fairWhileBehind || this.flows.has(connection);
+  }
+
   /** Messages handed on and not yet answered, of one connection or of all. */
   pending(connection?: number): number {
-    return connection === undefined ? this.messages : (this.flows.get(connection)?.length ?? 0);
+    return connection === undefined ? this.messages : (this.flows.get(connection)?.handed.length ?? 0);
   }
 
   /** Whether a message of `size` may be handed on at `now`. */
   private fits(connection: number, size: number, now: number): boolean {
     if (this.messages === 0) return true;
-    return !(
-      (this.flows.get(connection)?.length ?? 0) >= this.limits.perConnection ||
+    const flow = this.flows.get(connection);
+    const held = flow?.handed.length ?? 0;
+    const byteLimit = this.byteLimit();
+    if (
+      held >= this.limits.perConnection ||
       this.messages >= this.limits.messages ||
-      this.bytes + size > this.byteLimit() ||
+      this.bytes + size > byteLimit ||
       now - this.progressAt > STALL_WAITS * this.limits.maxWaitMs
-    );
+    ) {
+      return false;
+    }
+    if (flow === undefined) return true;
+    // Past half of a limit, a connection holding its share of it waits for its answers first.
+    const holders = this.flows.size + 1;
+    if (this.messages >= this.limits.messages / 2 && held >= this.limits.messages / holders) return false;
+    return !(this.bytes + size > byteLimit / 2 && flow.bytes + size > byteLimit / holders);
   }
 
   /** The bytes that may wait now: at most what the server answers in `maxWaitMs` while it cannot keep up. */

@@ -33,6 +33,8 @@ export async function actOnDeviceMessage(
   text: string,
   principal: Principal,
   context: string,
+  /** Who sent it, for fair shares of a busy writer (events/fair-share.ts): its connection. */
+  source?: string,
 ): Promise<Ack> {
   // The envelope members stay in the body: the schemas are open, and deleting members would turn the
   // object into a slow dictionary for everything that reads it afterwards.
@@ -55,7 +57,7 @@ export async function actOnDeviceMessage(
         await devices.heartbeat(principal, validators.heartbeat(body) as typeof HeartbeatBody.static);
         break;
       case 'event':
-        await devices.event(principal, validators.event(body) as typeof EventBody.static, 'mqtt');
+        await devices.event(principal, validators.event(body) as typeof EventBody.static, 'mqtt', source);
         break;
       case 'alert':
         await devices.alert(principal, (validators.alert(body) as typeof DeviceAlertBody.static).alert);
@@ -78,7 +80,13 @@ export const unexpected = (error: unknown): boolean =>
  * device learns which message was refused; PARSE_ERROR stays for messages that cannot be read.
  */
 export function failureAck(context: string, error: unknown): Ack {
-  if (error instanceof ApiError) return failure(context, error.status, error.errors);
+  if (error instanceof ApiError) {
+    const ack = failure(context, error.status, error.errors);
+    // A limit's 429 says when to send again, as Retry-After does over HTTP.
+    const retryAfter = error.status === 429 ? error.headers['retry-after'] : undefined;
+    if (retryAfter !== undefined) ack.http_msg.retry_after = Number(retryAfter);
+    return ack;
+  }
   const fault = storeFaultOf(error);
   if (fault !== undefined) {
     const refusal = refusalOfFault(fault);
@@ -114,7 +122,15 @@ export async function handleExternalBrokerMessage(
     }
     const refused = refusalOfHash(read, credentials.secretKey);
     if (refused) return refused;
-    return await actOnDeviceMessage(devices, message.topic.kind, read.text, credentials.principal, read.context);
+    // An external broker does not say which connection a message came by: its key pair is its source.
+    return await actOnDeviceMessage(
+      devices,
+      message.topic.kind,
+      read.text,
+      credentials.principal,
+      read.context,
+      `mqtt:${read.accessKey}`,
+    );
   } catch (error) {
     if (unexpected(error)) message.onUnexpected(error);
     return failureAck(read.context, error);

@@ -14,7 +14,8 @@ import type { DeviceTopic } from './topics.ts';
 export interface Ack {
   context: string;
   http_code: number;
-  http_msg: { errors?: ErrorItem[] };
+  /** `retry_after`: seconds to wait before sending again, as HTTP's Retry-After (a limit's 429). */
+  http_msg: { errors?: ErrorItem[]; retry_after?: number };
 }
 
 /** The context of an acknowledgement to a message whose hash cannot be read. */

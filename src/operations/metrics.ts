@@ -11,6 +11,8 @@ import type { EventTransport } from '../events/ingest.ts';
 export interface MetricSources {
   writerPendingRows(): number;
   writerRefusals(): number;
+  /** Of those, refused because their organisation or source held its share of a busy writer. */
+  writerShareRefusals(): number;
   /** Device connections of the embedded broker; undefined without one. */
   mqttConnections(): Promise<number | undefined>;
   deliveryQueueDepth(): Promise<number>;
@@ -29,6 +31,7 @@ const EVENT_LOOP_SAMPLE_MS = 100;
 export class Metrics {
   readonly registry = new Registry();
   private readonly eventsStored: Counter<'transport'>;
+  private readonly eventsRefusedByLimit: Counter<'reason'>;
   private readonly deliveries: Counter<'kind' | 'status'>;
   private readonly ruleFirings: Counter;
   private readonly requests: Counter<'method' | 'route' | 'status'>;
@@ -63,6 +66,24 @@ export class Metrics {
         refusalsSeen = now;
       },
     });
+    let shareRefusalsSeen = 0;
+    new Counter({
+      name: 'thingbase_event_share_refusals_total',
+      help: 'Of the writer refusals, requests refused (503, server busy) because their organisation or source held its share',
+      registers,
+      collect() {
+        const now = sources.writerShareRefusals();
+        this.inc(now - shareRefusalsSeen);
+        shareRefusalsSeen = now;
+      },
+    });
+    this.eventsRefusedByLimit = new Counter({
+      name: 'thingbase_events_limited_total',
+      help: 'Events refused with 429 past an events-a-second limit, by limit (organisation_limit, key_pair_limit)',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of ['organisation_limit', 'key_pair_limit']) this.eventsRefusedByLimit.inc({ reason }, 0);
     new Gauge({
       name: 'thingbase_store_write_fault',
       help: 'The store refuses writes, by why (full: its disk is full; read_only): 1 until a write succeeds again',
@@ -121,6 +142,10 @@ export class Metrics {
 
   eventStored(transport: EventTransport, count: number): void {
     this.eventsStored.inc({ transport }, count);
+  }
+
+  eventsRefused(reason: 'organisation_limit' | 'key_pair_limit', count: number): void {
+    this.eventsRefusedByLimit.inc({ reason }, count);
   }
 
   deliveryFinished(kind: string, status: string): void {

@@ -10,6 +10,7 @@ export function presentOrganisation(row: OrganisationRow, time: TimeFormatter) {
     license: { license_key: row.license_key },
     retention_days: row.retention_days ?? null,
     rollup_retention_days: row.rollup_retention_days ?? null,
+    events_per_second: row.events_per_second ?? null,
     created_at: time(row.created_at),
     updated_at: time(row.updated_at),
   };

@@ -81,7 +81,7 @@ export function organisationRoutes(store: Store): AnyRoute[] {
       tags,
       summary: 'Update the own organisation (any account admin) or a child organisation (an OEM account admin)',
       description:
-        'retention_days and rollup_retention_days: whole days from 1 to 36500, or null for ever (docs/storage.md). is_oem is set by the parent only.',
+        'retention_days and rollup_retention_days: whole days from 1 to 36500, or null for ever (docs/storage.md). is_oem and events_per_second (events a second, beyond which 429; null: the server default; 0: no limit; docs/operations.md) are set by the parent only.',
       access: { kind: 'signed_in' },
       params: UpdateOrganisationParams,
       response: OrganisationOne,

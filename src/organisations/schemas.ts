@@ -14,6 +14,10 @@ export const Organisation = Type.Object({
   rollup_retention_days: Type.Union([Type.Integer(), Type.Null()], {
     description: '15-minute rollups are kept this many days, and at least as long as the events; null: for ever',
   }),
+  events_per_second: Type.Union([Type.Integer(), Type.Null()], {
+    description:
+      "events a second the organisation's devices and users may send, beyond which 429 (docs/operations.md); null: the server's default; 0: no limit",
+  }),
   created_at: Type.Union([Type.Integer(), Type.String()]),
   updated_at: Type.Union([Type.Integer(), Type.String()]),
 });
@@ -45,6 +49,12 @@ export const UpdateOrganisationParams = Type.Object({
       retention_days: Type.Optional(RetentionDays('days events are kept; null: for ever')),
       rollup_retention_days: Type.Optional(
         RetentionDays('days 15-minute rollups are kept (at least as long as the events); null: for ever'),
+      ),
+      events_per_second: Type.Optional(
+        Type.Union([Type.Integer({ minimum: 0, maximum: 10_000_000 }), Type.Null()], {
+          description:
+            "a child organisation only, set by its parent: events a second it may send; null: the server's default; 0: no limit",
+        }),
       ),
     },
     { additionalProperties: false },

@@ -45,6 +45,7 @@ export async function provisionOrganisation(
     license_key: newSecretKey(20),
     retention_days: null,
     rollup_retention_days: null,
+    events_per_second: null,
     created_at: now,
     updated_at: now,
   };
@@ -133,6 +134,7 @@ export interface OrganisationChanges {
   is_oem?: boolean | undefined;
   retention_days?: number | null | undefined;
   rollup_retention_days?: number | null | undefined;
+  events_per_second?: number | null | undefined;
 }
 
 /**
@@ -149,9 +151,12 @@ export async function updateOrganisation(
   const own = key === principal.organisationKey;
   return store.transaction(async (tx) => {
     const before = await requireManaged(tx, principal, key);
-    if (own && (changes.name !== undefined || changes.is_oem !== undefined)) {
+    if (
+      own &&
+      (changes.name !== undefined || changes.is_oem !== undefined || changes.events_per_second !== undefined)
+    ) {
       throw forbidden(
-        "an organisation's own admin changes only its retention; its name and OEM status are its parent's",
+        "an organisation's own admin changes only its retention; its name, OEM status and events_per_second are its parent's",
       );
     }
     const after: OrganisationRow = {
@@ -160,6 +165,7 @@ export async function updateOrganisation(
       ...(changes.is_oem !== undefined ? { is_oem: changes.is_oem ? 1 : 0 } : {}),
       ...(changes.retention_days !== undefined ? { retention_days: changes.retention_days } : {}),
       ...(changes.rollup_retention_days !== undefined ? { rollup_retention_days: changes.rollup_retention_days } : {}),
+      ...(changes.events_per_second !== undefined ? { events_per_second: changes.events_per_second } : {}),
       updated_at: Date.now(),
     };
     await organisations.updateOrganisation(tx, key, {
@@ -167,6 +173,7 @@ export async function updateOrganisation(
       is_oem: after.is_oem,
       retention_days: after.retention_days,
       rollup_retention_days: after.rollup_retention_days,
+      events_per_second: after.events_per_second,
       updated_at: after.updated_at,
     });
     await recordChange(tx, actor, {
@@ -204,4 +211,39 @@ export async function deleteChildOrganisation(
       before: snapshot(before),
     });
   });
+}
+
+/** Organisations whose `events_per_second` is remembered at most; past it, all are read again. */
+const EVENT_LIMITS_CACHED = 100_000;
+
+/**
+ * Each organisation's own `events_per_second` (null: the server's default), read once and remembered
+ * until the change feed tells that the organisation changed (on any instance): the event limits ask
+ * for every request and message.
+ */
+export class OrganisationEventLimits {
+  private readonly values = new Map<string, number | null>();
+  private readonly stopFollowing: () => void;
+
+  constructor(private readonly store: Store) {
+    this.stopFollowing = store.changes.follow(['Organisation'], (change) => {
+      if (change.entityKey === null) this.values.clear();
+      else this.values.delete(change.entityKey);
+    });
+  }
+
+  read(organisationKey: string): number | null | Promise<number | null> {
+    const known = this.values.get(organisationKey);
+    if (known !== undefined) return known;
+    return organisations.findOrganisation(this.store.db, organisationKey).then((row) => {
+      const value = row?.events_per_second ?? null;
+      if (this.values.size >= EVENT_LIMITS_CACHED) this.values.clear();
+      this.values.set(organisationKey, value);
+      return value;
+    });
+  }
+
+  close(): void {
+    this.stopFollowing();
+  }
 }

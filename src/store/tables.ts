@@ -14,6 +14,8 @@ export interface OrganisationRow {
   retention_days: number | null;
   /** Days 15-minute rollups are kept, at least as long as the events; null: for ever. */
   rollup_retention_days: number | null;
+  /** Events a second it may send (docs/operations.md); null: the server's default; 0: no limit. */
+  events_per_second: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -463,6 +465,8 @@ export interface Database {
   instructions: InstructionRow;
   api_request_windows: ApiRequestWindowRow;
   event_days: EventDayRow;
+  /** Events refused past a limit, per organisation and UTC day: the same columns as event_days. */
+  event_limit_days: EventDayRow;
   event_minutes: EventMinuteRow;
   dashboards: DashboardRow;
 }

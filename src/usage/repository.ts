@@ -40,7 +40,7 @@ export async function requestsSince(db: Executor, organisationKey: string, since
  * Adds counts per (organisation, period start) to a count table: column1 organisation key, column2 the
  * period's start, column3 events.
  */
-function countAdder(table: 'event_days' | 'event_minutes', start: 'day_start' | 'minute_start') {
+function countAdder(table: 'event_days' | 'event_minutes' | 'event_limit_days', start: 'day_start' | 'minute_start') {
   const statement = new RowsStatement(
     ['text', 'bigint', 'bigint'],
     () => `insert into ${table} (organisation_key, ${start}, events)
@@ -62,10 +62,18 @@ export const addStoredEvents = countAdder('event_days', 'day_start');
 /** Adds stored events to their organisations' minutes (in every event writer transaction). */
 export const addStoredEventMinutes = countAdder('event_minutes', 'minute_start');
 
-/** An organisation's events stored on the days that started at or after `since`. */
-export async function eventsSince(db: Executor, organisationKey: string, since: number): Promise<number> {
+/** Adds events refused past a limit to their organisations' UTC days. */
+export const addLimitedEvents = countAdder('event_limit_days', 'day_start');
+
+/** An organisation's events stored (or, from `table` event_limit_days, refused past a limit) on the days that started at or after `since`. */
+export async function eventsSince(
+  db: Executor,
+  organisationKey: string,
+  since: number,
+  table: 'event_days' | 'event_limit_days' = 'event_days',
+): Promise<number> {
   const row = await db
-    .selectFrom('event_days')
+    .selectFrom(table)
     .select(sql<number>`coalesce(sum(events), 0)`.as('events'))
     .where('organisation_key', '=', organisationKey)
     .where('day_start', '>=', since)

@@ -1,9 +1,9 @@
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
 import { FleetSummaryAnswer, FleetSummaryParams, UsageAnswer, UsageParams } from './schemas.ts';
-import { type ApiRateLimiter, fleetSummaryOf, usageOf } from './service.ts';
+import { type ApiRateLimiter, fleetSummaryOf, type LimitedEventCounter, usageOf } from './service.ts';
 
-export function usageRoutes(store: Store, limiter: ApiRateLimiter): AnyRoute[] {
+export function usageRoutes(store: Store, limiter: ApiRateLimiter, limited?: LimitedEventCounter): AnyRoute[] {
   return [
     defineRoute({
       method: 'GET',
@@ -12,11 +12,13 @@ export function usageRoutes(store: Store, limiter: ApiRateLimiter): AnyRoute[] {
       summary: "What the caller's organisation uses",
       description:
         'Things, events stored today and this month (by receipt, UTC), user API requests today (as the rate ' +
-        'limit counts them) and an estimate of the storage its things and events take.',
+        'limit counts them), events refused today past its events-a-second limits, and an estimate of the storage its things and events take.',
       access: permission('thing', 'read'),
       params: UsageParams,
       response: UsageAnswer,
-      handler: async ({ principal }) => ({ usage: await usageOf(store, limiter, principal.organisationKey) }),
+      handler: async ({ principal }) => ({
+        usage: await usageOf(store, limiter, principal.organisationKey, Date.now(), limited),
+      }),
     }),
     defineRoute({
       method: 'GET',

@@ -9,6 +9,10 @@ export const UsageAnswer = Type.Object({
     events_stored_today: Type.Integer({ description: 'events received since midnight UTC' }),
     events_stored_this_month: Type.Integer({ description: 'events received since the first of the month, UTC' }),
     api_requests_today: Type.Integer({ description: 'user API requests counted by the rate limit since midnight UTC' }),
+    events_limited_today: Type.Integer({
+      description:
+        'events refused since midnight UTC (429) past the organisation’s or a key pair’s events-a-second limit (docs/operations.md)',
+    }),
     storage_bytes: Type.Integer({ description: 'an estimate of the bytes the things and their events take' }),
   }),
 });

@@ -216,9 +216,59 @@ export const EVENT_OVERHEAD_BYTES = 64;
 /** What a thing costs, by estimate: its row, index entries and rollup share (bytes). */
 export const THING_BYTES = 1024;
 
+/**
+ * Counts the events each organisation had refused past its limits (events/event-limits.ts) in memory,
+ * and adds them to the store's count of the UTC day every SYNC_MS and before usage is read. A refusal
+ * costs a map update, not a write: a flood refused by the thousand a second writes once a second.
+ */
+export class LimitedEventCounter {
+  private pending = new Map<string, number>();
+  private readonly timer: NodeJS.Timeout;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Executor,
+    private readonly onError: (error: unknown) => void,
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.timer = setInterval(() => void this.flush(), SYNC_MS).unref();
+  }
+
+  add(organisationKey: string, events: number): void {
+    this.pending.set(organisationKey, (this.pending.get(organisationKey) ?? 0) + events);
+  }
+
+  /** Adds what is counted to the store; one flush at a time. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      if (this.pending.size === 0) return;
+      const counted = this.pending;
+      this.pending = new Map();
+      const start = dayStart(this.clock());
+      const counts = [...counted]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([organisationKey, events]) => ({ organisationKey, start, events }));
+      await usage.addLimitedEvents(this.db, counts).catch(this.onError);
+    });
+    return this.flushing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+}
+
 /** What an organisation uses (docs/api.md, "Rate limits and usage"); days and months are UTC. */
-export async function usageOf(store: Store, limiter: ApiRateLimiter, organisationKey: string, now = Date.now()) {
+export async function usageOf(
+  store: Store,
+  limiter: ApiRateLimiter,
+  organisationKey: string,
+  now = Date.now(),
+  limited?: LimitedEventCounter,
+) {
   await limiter.flush(organisationKey);
+  await limited?.flush();
   const today = dayStart(now);
   const date = new Date(now);
   const month = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
@@ -228,6 +278,7 @@ export async function usageOf(store: Store, limiter: ApiRateLimiter, organisatio
     events_stored_today: await usage.eventsSince(store.db, organisationKey, today),
     events_stored_this_month: await usage.eventsSince(store.db, organisationKey, month),
     api_requests_today: await usage.requestsSince(store.db, organisationKey, today),
+    events_limited_today: await usage.eventsSince(store.db, organisationKey, today, 'event_limit_days'),
     storage_bytes: eventBytes + things * THING_BYTES,
   };
 }

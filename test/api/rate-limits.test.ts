@@ -186,6 +186,7 @@ describeOnStores('usage', (ctx) => {
     assert.equal(empty.status, 200, empty.text);
     assert.deepEqual(Object.keys(empty.body.usage).sort(), [
       'api_requests_today',
+      'events_limited_today',
       'events_stored_this_month',
       'events_stored_today',
       'storage_bytes',

@@ -34,21 +34,40 @@ describe('inbound flow of device messages', () => {
 
   it('when all connections together reach the limit then no message is handed on', () => {
     const flow = new InboundFlow({ perConnection: 100, messages: 8, bytes: 10_000, maxWaitMs: 1000 });
-    assert.equal(offer(flow, 1, 5), 5);
-    assert.equal(offer(flow, 2, 5), 3);
+    for (let connection = 1; connection <= 8; connection++) assert.equal(offer(flow, connection, 1), 1);
+    assert.equal(offer(flow, 9, 1), 0, 'a connection holding nothing waits too');
     assert.equal(flow.highWater, 8);
     flow.answered(2);
-    assert.equal(offer(flow, 1, 5), 1);
+    assert.equal(offer(flow, 9, 5), 1);
     assert.equal(flow.highWater, 8);
   });
 
   it('when the bytes would pass their limit then the message is not handed on, unless nothing else waits', () => {
     const flow = new InboundFlow({ perConnection: 100, messages: 100, bytes: 1000, maxWaitMs: 1000 });
-    assert.equal(offer(flow, 1, 5, 400), 2);
+    assert.equal(offer(flow, 1, 1, 400), 1);
+    assert.equal(offer(flow, 2, 5, 400), 1);
     flow.answered(1);
-    flow.answered(1);
+    flow.answered(2);
     assert.equal(flow.pending(), 0);
     assert.equal(offer(flow, 1, 1, 5000), 1, 'a message larger than the limit still goes alone');
+  });
+
+  it('when past half of the messages that may wait one connection holds its share then it is refused while others are still handed on', () => {
+    const flow = new InboundFlow({ perConnection: 1000, messages: 100, bytes: 1_000_000, maxWaitMs: 1000 });
+    assert.equal(offer(flow, 1, 100), 50, 'alone, it holds at most half: room is kept for a newcomer');
+    for (let connection = 2; connection <= 21; connection++) {
+      assert.equal(offer(flow, connection, 1), 1, `modest connection ${connection} is taken`);
+    }
+    assert.equal(offer(flow, 1, 10), 0, 'the greedy one holds more than its share');
+    assert.equal(offer(flow, 2, 1), 1, 'a modest one under its share is taken');
+  });
+
+  it('when past half of the bytes that may wait one connection holds its share of them then it is refused while others are still handed on', () => {
+    const flow = new InboundFlow({ perConnection: 1000, messages: 1000, bytes: 10_000, maxWaitMs: 1000 });
+    assert.equal(offer(flow, 1, 100, 100), 50);
+    assert.equal(offer(flow, 2, 1, 100), 1);
+    assert.equal(offer(flow, 1, 1, 100), 0);
+    assert.equal(offer(flow, 3, 2, 100), 2);
   });
 
   it('when answers come for a connection with nothing unanswered then nothing changes', () => {
@@ -103,10 +122,14 @@ describe('inbound flow of device messages', () => {
     }
     assert.equal(flow.mayHandOn(2, 1), false, '5,900 KiB wait, over the 4,000 answered in a second');
     for (let i = 0; i < 59; i++) flow.answered(1);
-    assert.equal(offer(flow, 2, 100, 100 * KIB), 40, '4,000 KiB: 40 of 100 KiB');
+    assert.equal(
+      offer(flow, 2, 100, 100 * KIB),
+      20,
+      '4,000 KiB: 40 of 100 KiB, of which one connection alone holds half (room kept for another)',
+    );
     // Answered within a tenth of a second: the server keeps up, and the bytes limit alone applies.
     now = 2100;
-    for (let i = 0; i < 39; i++) flow.answered(2);
+    for (let i = 0; i < 19; i++) flow.answered(2);
     now = 3000;
     flow.answered(2);
     assert.equal(offer(flow, 3, 100, 100 * KIB), 100);
@@ -115,7 +138,11 @@ describe('inbound flow of device messages', () => {
     flow.answered(3);
     assert.equal(flow.mayHandOn(4, 1), false);
     for (let i = 0; i < 99; i++) flow.answered(3);
-    assert.equal(offer(flow, 4, 100, 100 * KIB), 10, 'LEAST_WAITING_BYTES: 1 MiB, 10 of 100 KiB');
+    assert.equal(
+      offer(flow, 4, 100, 100 * KIB),
+      5,
+      'LEAST_WAITING_BYTES: 1 MiB, 10 of 100 KiB, half for one connection',
+    );
     assert.equal(LEAST_WAITING_BYTES, 1024 * KIB);
   });
 });

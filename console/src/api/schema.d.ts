@@ -689,7 +689,7 @@ export interface paths {
         get: operations["getOrganisationsByOrganisationKey"];
         /**
          * Update the own organisation (any account admin) or a child organisation (an OEM account admin)
-         * @description retention_days and rollup_retention_days: whole days from 1 to 36500, or null for ever (docs/storage.md). is_oem is set by the parent only.
+         * @description retention_days and rollup_retention_days: whole days from 1 to 36500, or null for ever (docs/storage.md). is_oem and events_per_second (events a second, beyond which 429; null: the server default; 0: no limit; docs/operations.md) are set by the parent only.
          */
         put: operations["putOrganisationsByOrganisationKey"];
         post?: never;
@@ -1134,7 +1134,7 @@ export interface paths {
         };
         /**
          * What the caller's organisation uses
-         * @description Things, events stored today and this month (by receipt, UTC), user API requests today (as the rate limit counts them) and an estimate of the storage its things and events take.
+         * @description Things, events stored today and this month (by receipt, UTC), user API requests today (as the rate limit counts them), events refused today past its events-a-second limits, and an estimate of the storage its things and events take.
          */
         get: operations["getUsage"];
         put?: never;
@@ -1556,6 +1556,8 @@ export interface components {
         };
         Organisation: {
             created_at: number | string;
+            /** @description events a second the organisation's devices and users may send, beyond which 429 (docs/operations.md); null: the server's default; 0: no limit */
+            events_per_second: number | null;
             is_oem: boolean;
             license: {
                 license_key: string;
@@ -1662,6 +1664,8 @@ export interface components {
         Usage: {
             /** @description user API requests counted by the rate limit since midnight UTC */
             api_requests_today: number;
+            /** @description events refused since midnight UTC (429) past the organisation’s or a key pair’s events-a-second limit (docs/operations.md) */
+            events_limited_today: number;
             /** @description events received since the first of the month, UTC */
             events_stored_this_month: number;
             /** @description events received since midnight UTC */
@@ -7201,6 +7205,8 @@ export interface operations {
                  */
                 "application/json": {
                     organisation: {
+                        /** @description a child organisation only, set by its parent: events a second it may send; null: the server's default; 0: no limit */
+                        events_per_second?: number | null;
                         /** @description a child organisation only; set by its parent */
                         is_oem?: boolean;
                         name?: string;

@@ -58,7 +58,7 @@ export class DeviceMessages {
 
   /** A message a device published to its own device topic. */
   receive(source: MessageSource, topic: DeviceTopic, payload: Buffer) {
-    const refusing = this.storeBehind || this.stopping;
+    const refusing = (this.storeBehind && this.inbound.refusedWhileBehind(source.id)) || this.stopping;
     // Refused for overload: answered as fast as it is read, without decoding the payload where the
     // context can be told from its end.
     if (refusing || !this.inbound.mayHandOn(source.id, payload.length)) {
@@ -121,7 +121,7 @@ export class DeviceMessages {
       );
       return source.close();
     }
-    actOnDeviceMessage(this.devices, kind, text, credentials.principal, context).then(
+    actOnDeviceMessage(this.devices, kind, text, credentials.principal, context, `mqtt:${source.id}`).then(
       (ack) => this.answer(source, ack),
       (error) => this.answer(source, storeFailure(context, error), error),
     );

@@ -21,6 +21,7 @@ import * as eventBlockOrderIndex from './016-event-block-order-index.ts';
 import * as eventMinutes from './017-event-minutes.ts';
 import * as dashboards from './018-dashboards.ts';
 import * as templateRollups from './019-template-rollups.ts';
+import * as eventLimits from './020-event-limits.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -42,4 +43,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '017-event-minutes': eventMinutes,
   '018-dashboards': dashboards,
   '019-template-rollups': templateRollups,
+  '020-event-limits': eventLimits,
 };
