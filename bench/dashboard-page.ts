@@ -23,6 +23,7 @@ import {
   benchMqttPort,
   benchStore,
   describeMachine,
+  importBoilers,
   median,
   option,
   postJson,
@@ -182,29 +183,9 @@ export async function run(args: string[]): Promise<void> {
   try {
     const token = (await postJson(server.url, '/api_sign_in', BENCH_ADMIN)).auth_token as string;
     const headers = { 'x-auth-token': token };
-    const template = await postJson(
-      server.url,
-      '/api/v3/thing_templates',
-      {
-        thing_template: {
-          name: 'boiler',
-          metrics: ['temperature', 'pressure'].map((name) => ({ name, data_type: 'number' })),
-        },
-      },
-      headers,
-    );
-    const templateKey = template.thing_template.thing_template_key as string;
-    const keys = Array.from({ length: things }, (_, i) => `boiler-${i}`);
-    for (let i = 0; i < keys.length; i += 1000) {
-      const batch = keys.slice(i, i + 1000).map((thing_key, j) => ({
-        thing_key,
-        name: thing_key,
-        thing_template_key: templateKey,
-        coordinates: [45 + ((i + j) % 100) / 20, 5 + Math.floor((i + j) / 100) / 10],
-      }));
-      const imported = await postJson(server.url, '/api/v3/things/import', { things: batch }, headers);
-      if (imported.success === false) throw new Error(JSON.stringify(imported));
-    }
+    const { templateKey, keys } = await importBoilers(server.url, headers, things, (n) => ({
+      coordinates: [45 + (n % 100) / 20, 5 + Math.floor(n / 100) / 10],
+    }));
     const pair = await postJson(server.url, '/api/v3/key_pairs', { key_pair: { name: 'bench' } }, headers);
     const device = new Device(server.url, pair.key_pair);
     const now = Date.now();

@@ -27,6 +27,7 @@ import {
   benchStore,
   cpuSeconds,
   describeMachine,
+  importBoilers,
   latency,
   option,
   postJson,
@@ -162,26 +163,7 @@ async function runOn(
   try {
     const token = (await postJson(server.url, '/api_sign_in', BENCH_ADMIN)).auth_token as string;
     const headers = { 'x-auth-token': token };
-    const template = await postJson(
-      server.url,
-      '/api/v3/thing_templates',
-      {
-        thing_template: {
-          name: 'boiler',
-          metrics: ['temperature', 'pressure'].map((name) => ({ name, data_type: 'number' })),
-        },
-      },
-      headers,
-    );
-    const templateKey = template.thing_template.thing_template_key as string;
-    const keys = Array.from({ length: things }, (_, i) => `boiler-${i}`);
-    for (let i = 0; i < keys.length; i += 1000) {
-      const batch = keys
-        .slice(i, i + 1000)
-        .map((thing_key) => ({ thing_key, name: thing_key, thing_template_key: templateKey }));
-      const imported = await postJson(server.url, '/api/v3/things/import', { things: batch }, headers);
-      if (imported.success === false) throw new Error(JSON.stringify(imported));
-    }
+    const { templateKey, keys } = await importBoilers(server.url, headers, things);
     const slots = days * 96;
     const seconds = await writeRollups(store, await thingIds(store, keys), slots);
     console.log(`  ${engine}: ${things} things x ${slots} slots of rollups written in ${seconds.toFixed(1)} s`);

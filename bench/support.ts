@@ -262,3 +262,37 @@ export async function registerThings(url: string, pair: KeyPair, thingKeys: read
     );
   }
 }
+
+/**
+ * A fleet of boilers for the dashboard benchmarks: a template with numeric `temperature` and
+ * `pressure`, and `things` things of it (`boiler-<n>`), imported a thousand at a time, each with the
+ * fields `extra` gives it.
+ */
+export async function importBoilers(
+  url: string,
+  headers: Record<string, string>,
+  things: number,
+  extra: (index: number) => Record<string, unknown> = () => ({}),
+): Promise<{ templateKey: string; keys: string[] }> {
+  const template = await postJson(
+    url,
+    '/api/v3/thing_templates',
+    {
+      thing_template: {
+        name: 'boiler',
+        metrics: ['temperature', 'pressure'].map((name) => ({ name, data_type: 'number' })),
+      },
+    },
+    headers,
+  );
+  const templateKey = template.thing_template.thing_template_key as string;
+  const keys = Array.from({ length: things }, (_, i) => `boiler-${i}`);
+  for (let i = 0; i < keys.length; i += 1000) {
+    const batch = keys
+      .slice(i, i + 1000)
+      .map((thing_key, j) => ({ thing_key, name: thing_key, thing_template_key: templateKey, ...extra(i + j) }));
+    const imported = await postJson(url, '/api/v3/things/import', { things: batch }, headers);
+    if (imported.success === false) throw new Error(JSON.stringify(imported));
+  }
+  return { templateKey, keys };
+}
