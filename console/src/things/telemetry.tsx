@@ -62,7 +62,8 @@ export function Telemetry({
   onUndeclared,
 }: {
   thingKey: string;
-  declared: string[];
+  /** The template's metrics; undefined while the template is being read (the history does not wait for it). */
+  declared: string[] | undefined;
   onUndeclared: (metrics: string[]) => void;
 }) {
   const [range, setRange] = useState<Range>(RANGES[0]);
@@ -71,7 +72,19 @@ export function Telemetry({
   const [error, setError] = useState<string | undefined>();
   const [count, setCount] = useState(0);
   const chart = useRef<ChartHandle | undefined>(undefined);
-  const declaredKey = declared.join('\u0000');
+  // Live events are filtered by the template as it is when they arrive. The history is read again
+  // only when a template already read changes (the Default template learning a metric), not when it
+  // first arrives: thing_data and thing_aggregated_data apply it themselves.
+  const declaredNow = useRef<string[]>([]);
+  declaredNow.current = declared ?? [];
+  const declaredKey = declared?.join('\u0000');
+  const seenKey = useRef<string | undefined>(undefined);
+  const [templateChanges, setTemplateChanges] = useState(0);
+  useEffect(() => {
+    if (declaredKey === undefined) return;
+    if (seenKey.current !== undefined && seenKey.current !== declaredKey) setTemplateChanges((n) => n + 1);
+    seenKey.current = declaredKey;
+  }, [declaredKey]);
   useEffect(() => {
     let current = true;
     // Live events are taken from before the history is read, so that none falls between the two; those
@@ -81,6 +94,7 @@ export function Telemetry({
     const add = (message: Message) => {
       if (!loaded) return;
       const all = valuesOf(message.data);
+      const declared = declaredNow.current;
       const values = declared.length > 0 ? Object.fromEntries(declared.map((metric) => [metric, all[metric]])) : all;
       if (declared.length > 0) {
         const undeclared = Object.keys(all).filter((m) => typeof all[m] === 'number' && !declared.includes(m));
@@ -126,7 +140,7 @@ export function Telemetry({
       current = false;
       stop?.();
     };
-  }, [thingKey, range, declaredKey]);
+  }, [thingKey, range, templateChanges]);
   return (
     <section class="panel" aria-label="Telemetry">
       <h2>Telemetry</h2>

@@ -115,8 +115,8 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
   }
   if (!thing.data) return <p>Loading…</p>;
   const t = thing.data;
-  const templateSettled = template.data !== undefined || template.error !== undefined;
-  const declared = template.data?.map((m) => m.name) ?? [];
+  // Undefined while the template is read; a role that may not read it gets every numeric value.
+  const declared = template.data?.map((m) => m.name) ?? (template.error === undefined ? undefined : []);
   const units = Object.fromEntries((template.data ?? []).filter((m) => m.unit).map((m) => [m.name, m.unit as string]));
   return (
     <section>
@@ -132,7 +132,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
         </p>
       )}
       <LatestValues latest={latest} units={units} />
-      {templateSettled && <Telemetry thingKey={t.thing_key} declared={declared} onUndeclared={askTemplateAgain} />}
+      <Telemetry thingKey={t.thing_key} declared={declared} onUndeclared={askTemplateAgain} />
       <ThingAlerts thingKey={t.thing_key} />
       {t.bi_directional && <Instructions thingKey={t.thing_key} />}
     </section>
