@@ -50,8 +50,12 @@ export const UpdateOrganisationParams = Type.Object({
       rollup_retention_days: Type.Optional(
         RetentionDays('days 15-minute rollups are kept (at least as long as the events); null: for ever'),
       ),
+      // One type list, not a union: with a union the validator's type coercion turns null into 0.
       events_per_second: Type.Optional(
-        Type.Union([Type.Integer({ minimum: 0, maximum: 10_000_000 }), Type.Null()], {
+        Type.Unsafe<number | null>({
+          type: ['integer', 'null'],
+          minimum: 0,
+          maximum: 10_000_000,
           description:
             "a child organisation only, set by its parent: events a second it may send; null: the server's default; 0: no limit",
         }),

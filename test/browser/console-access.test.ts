@@ -275,6 +275,37 @@ for (const store of STORES) {
       await page.close();
     });
 
+    it("when an OEM admin limits a child's events a second then the API holds it, and an empty field gives back the server's default", async () => {
+      const page = await signedIn('/console/organisations');
+      await page.getByRole('heading', { level: 1, name: 'Organisations', exact: true }).waitFor();
+      const name = unique('Limited');
+      await button(page, 'New organisation').click();
+      await page.getByLabel('Name', { exact: true }).fill(name);
+      await button(page, 'Create').click();
+      await row(page, name).getByRole('cell', { name: "the server's", exact: true }).waitFor();
+      const stored = async () =>
+        (
+          (await api.request('GET', '/api/v3/organisations', { token, query: { per: 100 } })).body.organisations as {
+            name: string;
+            events_per_second: number | null;
+          }[]
+        ).find((o) => o.name === name)?.events_per_second;
+      await button(page, `Limit events of ${name}`).click();
+      const form = page.getByRole('form', { name: `Events a second of ${name}`, exact: true });
+      await form.getByLabel('Events a second', { exact: true }).fill('250');
+      await assertAccessible(page, 'the organisations page with a limit being set');
+      await shot(page, 'organisation-events-limit');
+      await form.getByRole('button', { name: 'Save', exact: true }).click();
+      await row(page, name).getByRole('cell', { name: '250 a second', exact: true }).waitFor();
+      assert.equal(await stored(), 250);
+      await button(page, `Limit events of ${name}`).click();
+      await form.getByLabel('Events a second', { exact: true }).fill('');
+      await form.getByRole('button', { name: 'Save', exact: true }).click();
+      await row(page, name).getByRole('cell', { name: "the server's", exact: true }).waitFor();
+      assert.equal(await stored(), null);
+      await page.close();
+    });
+
     it('when a role may only read users, roles and API keys then no write control is offered, and pages it may not read show the API refusal', async () => {
       const reader = await userWithAbilities(api, token, [61, 71, 141]);
       const page = await signedIn('/console/users', reader.email, reader.password);

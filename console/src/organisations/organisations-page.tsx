@@ -9,6 +9,7 @@ import { Field } from '../components/field.tsx';
 import { FormActions } from '../components/form-actions.tsx';
 import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
+import { EventsLimit, showEventsLimit } from './events-limit.tsx';
 import { SignInToChild } from './sign-in-to-child.tsx';
 
 type Organisation =
@@ -16,7 +17,8 @@ type Organisation =
 
 /**
  * An OEM organisation's children (docs/api.md, "Organisations and OEM access"), for its account admins:
- * new ones made, deleted with all their data, and entered as their account admin.
+ * new ones made, deleted with all their data, entered as their account admin, and their events a
+ * second limited.
  */
 export function OrganisationsPage() {
   const children = useLoad(
@@ -61,6 +63,7 @@ export function OrganisationsPage() {
                 header: 'Retention',
                 cell: (o) => (o.retention_days === null ? 'for ever' : `${o.retention_days} days`),
               },
+              { header: 'Events limit', cell: (o) => showEventsLimit(o.events_per_second) },
               {
                 header: 'Actions',
                 cell: (o) => {
@@ -68,6 +71,12 @@ export function OrganisationsPage() {
                   return (
                     <div class="actions">
                       <SignInToChild organisation={o} />
+                      <EventsLimit
+                        organisationKey={o.organisation_key}
+                        name={name}
+                        perSecond={o.events_per_second}
+                        onSaved={children.reload}
+                      />
                       <ConfirmButton
                         label="Delete"
                         accessibleName={`Delete ${name}`}
