@@ -415,7 +415,8 @@ describe('TLS in a server process', () => {
     let output = '';
     for (const stream of [child.stdout, child.stderr]) stream?.on('data', (chunk: Buffer) => (output += chunk));
     try {
-      await eventually(() => /not reachable yet/.test(output), 'the start waiting for the broker');
+      // A server started from source takes seconds to reach the broker in a loaded full run.
+      await eventually(() => /not reachable yet/.test(output), 'the start waiting for the broker', 30_000);
       child.kill('SIGHUP');
       await eventually(() => /SIGHUP while starting/.test(output), 'a line about the SIGHUP');
       await new Promise((resolve) => setTimeout(resolve, 300));

@@ -75,7 +75,12 @@ export class MqttDevice {
     return `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${this.accessKey}","aliot_protocol_version":2.0}`;
   }
 
-  nextAck(timeoutMs = 5000): Promise<Ack> {
+  /**
+   * The next httpAck. The default wait is long because it only matters when none comes: a 10 MiB
+   * message took over 5 s to be read and answered in a loaded full run. Tests that expect no answer
+   * pass a short wait of their own.
+   */
+  nextAck(timeoutMs = 20_000): Promise<Ack> {
     const queued = this.acks.shift();
     if (queued) return Promise.resolve(queued);
     return new Promise((resolve, reject) => {
