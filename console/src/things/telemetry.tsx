@@ -199,7 +199,7 @@ function insertEvent(columns: Columns, timestamp: number, values: Record<string,
  * thing_aggregated_data for the long ranges and for a raw range of more than MAX_POINTS events
  * (`grouped`, with the time the averages were read up to: later live events are added to them).
  */
-export async function loadColumns(
+async function loadColumns(
   thingKey: string,
   range: Range,
 ): Promise<{ columns: Columns | Averages; grouped: boolean; readUntil: number }> {
@@ -283,7 +283,7 @@ function withMetrics<C extends Columns | Averages>(columns: C, fresh: string[]):
 }
 
 /** Adds an event to the average of its minute (a new bucket where none is), then drops minutes older than the range. */
-export function addToBucket(averages: Averages, timestamp: number, values: Record<string, unknown>, seconds: number) {
+function addToBucket(averages: Averages, timestamp: number, values: Record<string, unknown>, seconds: number) {
   const start = Math.floor(timestamp / MINUTE) * MINUTE;
   let at = averages.x.length;
   while (at > 0 && (averages.x[at - 1] as number) > start) at--;
