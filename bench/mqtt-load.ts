@@ -55,7 +55,7 @@ export const ackSubscription = (clientId: string) =>
 
 /** A PUBLISH at QoS 1 with packet id 0, and where in it the packet id goes. */
 function publishTemplate(topic: string, payload: string): { bytes: Buffer; idAt: number } {
-  const bytes = packet(PUBLISH | 0x02, text(topic), packetId(0), Buffer.from(payload, 'utf8'));
+  const bytes = publishPacket(topic, 0, payload);
   const idAt = bytes.length - Buffer.byteLength(payload) - 2;
   return { bytes, idAt };
 }
@@ -65,6 +65,44 @@ export function acknowledgeAck(socket: Socket, body: Buffer): Buffer {
   const topicLength = body.readUInt16BE(0);
   socket.write(Buffer.from([PUBACK, 2, body[2 + topicLength] as number, body[3 + topicLength] as number]));
   return body.subarray(4 + topicLength);
+}
+
+/** A PUBLISH at QoS 1. */
+export const publishPacket = (topic: string, id: number, payload: string) =>
+  packet(PUBLISH | 0x02, text(topic), packetId(id), Buffer.from(payload, 'utf8'));
+
+/**
+ * Connects a device as the SDKs do: CONNECT (3.1.1, user name and password), then once the CONNACK
+ * came, SUBSCRIBE to its httpAck. Resolves with the socket once subscribed; every httpAck after that
+ * is answered with its PUBACK and its payload handed to `onAck`. A refused CONNACK rejects.
+ */
+export function connectDevice(
+  port: number,
+  clientId: string,
+  username: string,
+  password: string,
+  onAck: (payload: Buffer) => void,
+): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.setNoDelay(true);
+    const reader = new PacketReader();
+    socket.on('data', (chunk: Buffer) => {
+      for (const [first, body] of reader.read(chunk)) {
+        const type = first & 0xf0;
+        if (type === CONNACK) {
+          if (body[1] !== 0) return reject(new Error(`CONNACK ${body[1]}`));
+          socket.write(ackSubscription(clientId));
+        } else if (type === SUBACK) {
+          resolve(socket);
+        } else if (type === PUBLISH) {
+          onAck(acknowledgeAck(socket, body));
+        }
+      }
+    });
+    socket.on('error', reject);
+    socket.write(connectPacket(clientId, username, password));
+  });
 }
 
 /** Splits a byte stream into MQTT packets: [first byte, body]. */
@@ -124,44 +162,32 @@ export async function mqttLoad(options: {
   let refused = 0;
   let outstanding = 0;
   let stopping = false;
-  const sockets: { socket: Socket; send: () => void }[] = await Promise.all(
-    options.devices.map(
-      (device) =>
-        new Promise<{ socket: Socket; send: () => void }>((resolve, reject) => {
-          const socket = connect(options.port, '127.0.0.1');
-          socket.setNoDelay(true);
-          const template = publishTemplate(`Altizon/Datonis/${device.clientId}/event`, device.payload);
-          let nextId = 0;
-          const send = () => {
-            if (stopping) return;
-            nextId = (nextId % 65535) + 1;
-            const bytes = Buffer.from(template.bytes);
-            bytes.writeUInt16BE(nextId, template.idAt);
-            outstanding += 1;
-            socket.write(bytes);
-          };
-          const reader = new PacketReader();
-          socket.on('data', (chunk: Buffer) => {
-            for (const [first, body] of reader.read(chunk)) {
-              const type = first & 0xf0;
-              if (type === CONNACK) {
-                if (body[1] !== 0) return reject(new Error(`CONNACK ${body[1]}`));
-                socket.write(ackSubscription(device.clientId));
-              } else if (type === SUBACK) {
-                resolve({ socket, send });
-              } else if (type === PUBLISH) {
-                const payload = acknowledgeAck(socket, body);
-                outstanding -= 1;
-                if (payload.includes('"http_code":200')) acknowledged += 1;
-                else refused += 1;
-                send();
-              }
-            }
-          });
-          socket.once('error', reject);
-          socket.write(connectPacket(device.clientId, options.username, options.password));
-        }),
-    ),
+  const sockets = await Promise.all(
+    options.devices.map(async (device) => {
+      const template = publishTemplate(`Altizon/Datonis/${device.clientId}/event`, device.payload);
+      let nextId = 0;
+      const send = () => {
+        if (stopping) return;
+        nextId = (nextId % 65535) + 1;
+        const bytes = Buffer.from(template.bytes);
+        bytes.writeUInt16BE(nextId, template.idAt);
+        outstanding += 1;
+        socket.write(bytes);
+      };
+      const socket = await connectDevice(
+        options.port,
+        device.clientId,
+        options.username,
+        options.password,
+        (payload) => {
+          outstanding -= 1;
+          if (payload.includes('"http_code":200')) acknowledged += 1;
+          else refused += 1;
+          send();
+        },
+      );
+      return { socket, send };
+    }),
   );
   const started = performance.now();
   for (const { send } of sockets) for (let k = 0; k < options.inflight; k++) send();

@@ -20,23 +20,12 @@
  * latencies, the events a second each flooding connection had accepted (spread: max / min), the
  * server's peak RSS, and whether every acknowledged event was stored exactly once.
  */
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { request } from 'undici';
-import {
-  acknowledgeAck,
-  ackSubscription,
-  CONNACK,
-  connectPacket,
-  PacketReader,
-  PUBLISH,
-  packet,
-  packetId,
-  SUBACK,
-  text,
-} from './mqtt-load.ts';
+import { connectDevice, publishPacket } from './mqtt-load.ts';
 import {
   BENCH_ADMIN,
   type BenchStore,
@@ -174,30 +163,19 @@ class FloodDevice {
     this.socket = socket;
   }
 
-  static connect(port: number, pair: KeyPair, thingKey: string): Promise<FloodDevice> {
-    return new Promise((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1');
-      socket.setNoDelay(true);
-      const device = new FloodDevice(pair, thingKey, socket);
-      const clientId = `ovl${thingKey}`;
-      const reader = new PacketReader();
-      socket.on('data', (chunk: Buffer) => {
-        for (const [first, body] of reader.read(chunk)) {
-          const type = first & 0xf0;
-          if (type === CONNACK) {
-            if (body[1] !== 0) return reject(new Error(`CONNACK ${body[1]}`));
-            socket.write(ackSubscription(clientId));
-          } else if (type === SUBACK) {
-            resolve(device);
-          } else if (type === PUBLISH) {
-            device.onAck(JSON.parse(acknowledgeAck(socket, body).toString()));
-          }
-        }
-      });
-      socket.on('error', (error) => reject(error));
-      socket.on('drain', () => device.fill());
-      socket.write(connectPacket(clientId, pair.access_key, sign(pair.secret_key, pair.access_key)));
-    });
+  static async connect(port: number, pair: KeyPair, thingKey: string): Promise<FloodDevice> {
+    let device: FloodDevice | undefined;
+    const socket = await connectDevice(
+      port,
+      `ovl${thingKey}`,
+      pair.access_key,
+      sign(pair.secret_key, pair.access_key),
+      (payload) => device?.onAck(JSON.parse(payload.toString())),
+    );
+    device = new FloodDevice(pair, thingKey, socket);
+    const connected = device;
+    socket.on('drain', () => connected.fill());
+    return device;
   }
 
   get outstanding(): number {
@@ -251,12 +229,7 @@ class FloodDevice {
       this.nextId = (this.nextId % 65535) + 1;
       this.sentAt.set(hash, performance.now());
       const written = this.socket.write(
-        packet(
-          PUBLISH | 0x02,
-          text(`Altizon/Datonis/ovl${this.thingKey}/event`),
-          packetId(this.nextId),
-          Buffer.from(payload),
-        ),
+        publishPacket(`Altizon/Datonis/ovl${this.thingKey}/event`, this.nextId, payload),
       );
       if (!written) return;
     }
@@ -681,29 +654,17 @@ class SteadyDevice {
     private readonly socket: Socket,
   ) {}
 
-  static connect(port: number, pair: KeyPair, thingKey: string): Promise<SteadyDevice> {
-    return new Promise((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1');
-      socket.setNoDelay(true);
-      const device = new SteadyDevice(pair, thingKey, socket);
-      const clientId = `std${thingKey}`;
-      const reader = new PacketReader();
-      socket.on('data', (chunk: Buffer) => {
-        for (const [first, body] of reader.read(chunk)) {
-          const type = first & 0xf0;
-          if (type === CONNACK) {
-            if (body[1] !== 0) return reject(new Error(`CONNACK ${body[1]}`));
-            socket.write(ackSubscription(clientId));
-          } else if (type === SUBACK) {
-            resolve(device);
-          } else if (type === PUBLISH) {
-            device.onAck(JSON.parse(acknowledgeAck(socket, body).toString()));
-          }
-        }
-      });
-      socket.on('error', (error) => reject(error));
-      socket.write(connectPacket(clientId, pair.access_key, sign(pair.secret_key, pair.access_key)));
-    });
+  static async connect(port: number, pair: KeyPair, thingKey: string): Promise<SteadyDevice> {
+    let device: SteadyDevice | undefined;
+    const socket = await connectDevice(
+      port,
+      `std${thingKey}`,
+      pair.access_key,
+      sign(pair.secret_key, pair.access_key),
+      (payload) => device?.onAck(JSON.parse(payload.toString())),
+    );
+    device = new SteadyDevice(pair, thingKey, socket);
+    return device;
   }
 
   get outstanding(): number {
@@ -730,14 +691,7 @@ class SteadyDevice {
     this.nextId = (this.nextId % 65535) + 1;
     this.sentAt.set(hash, performance.now());
     this.sent++;
-    this.socket.write(
-      packet(
-        PUBLISH | 0x02,
-        text(`Altizon/Datonis/std${this.thingKey}/event`),
-        packetId(this.nextId),
-        Buffer.from(payload),
-      ),
-    );
+    this.socket.write(publishPacket(`Altizon/Datonis/std${this.thingKey}/event`, this.nextId, payload));
   }
 
   private onAck(ack: { context: string; http_code: number }): void {
