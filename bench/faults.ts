@@ -10,12 +10,10 @@
  * PostgreSQL cluster, a tmpfs) and Mosquitto; a fault whose infrastructure is missing is left out
  * with the reason. The server runs from source (through tsx), as the fault tests start it.
  */
-import { execFileSync } from 'node:child_process';
-import { chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { Device, type KeyPair } from '../test/support/device.ts';
 import {
   type Answer,
@@ -31,9 +29,9 @@ import {
   mosquittoFaultSkip,
   type PrivatePostgres,
   postgresFaultSkip,
+  postgresOnSmallDisk,
   privateMosquitto,
   privatePostgres,
-  smallDisk,
   sqliteDisk,
 } from '../test/support/faults.ts';
 import { call } from '../test/support/http.ts';
@@ -58,29 +56,6 @@ interface Fault {
   name: string;
   skip: string | false;
   stage(): Promise<Staged>;
-}
-
-/** A private cluster's database in a tablespace on a tmpfs of `megabytes` (its WAL on the big disk). */
-async function postgresOnSmallDisk(megabytes: number) {
-  const cluster = await privatePostgres();
-  const disk = smallDisk(megabytes);
-  if (typeof disk === 'string') {
-    cluster.remove();
-    throw new Error(disk);
-  }
-  const location = join(disk.dir, 'tablespace');
-  mkdirSync(location);
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
-  chownSync(location, id('-u'), id('-g'));
-  const admin = new pg.Client({ connectionString: cluster.url });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE TABLESPACE small LOCATION '${location}'`);
-    await admin.query('CREATE DATABASE thingbase TABLESPACE small');
-  } finally {
-    await admin.end();
-  }
-  return { cluster, disk, url: cluster.url.replace(/\/postgres$/, '/thingbase') };
 }
 
 const postgresFault = (

@@ -5,12 +5,23 @@
  * the test is skipped with the reason, except under CI=true, where that is a failure.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chownSync, closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import {
+  chownSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
 import { sqliteMaxPages } from '../../src/store/dialect.ts';
 import { freePort } from './ports.ts';
 
@@ -180,6 +191,41 @@ export function smallDisk(megabytes: number): SmallDisk | string {
       }
     },
   };
+}
+
+/**
+ * A private cluster whose database `thingbase` lives in a tablespace on a tmpfs of `megabytes` (its
+ * WAL on the big disk, as a database on a disk of its own has it); `url` is that database's.
+ */
+export async function postgresOnSmallDisk(
+  megabytes: number,
+): Promise<{ cluster: PrivatePostgres; disk: SmallDisk; url: string }> {
+  const cluster = await privatePostgres();
+  const disk = smallDisk(megabytes);
+  if (typeof disk === 'string') {
+    cluster.remove();
+    throw new Error(`PostgreSQL runs here, but ${disk}`);
+  }
+  try {
+    // A tablespace's directory is the cluster's user's, and empty.
+    const location = join(disk.dir, 'tablespace');
+    mkdirSync(location);
+    const { uid, gid } = postgresIds();
+    chownSync(location, uid, gid);
+    const admin = new pg.Client({ connectionString: cluster.url });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE TABLESPACE small LOCATION '${location}'`);
+      await admin.query('CREATE DATABASE thingbase TABLESPACE small');
+    } finally {
+      await admin.end();
+    }
+  } catch (error) {
+    cluster.remove();
+    disk.remove();
+    throw error;
+  }
+  return { cluster, disk, url: cluster.url.replace(/\/postgres$/, '/thingbase') };
 }
 
 export interface PrivateMosquitto {
