@@ -4,24 +4,16 @@
  * from. The API checks the names when the dashboard is saved and names the field it refuses.
  */
 import { useState } from 'preact/hooks';
-import { answer, api } from '../api/client.ts';
 import { Failure } from '../components/failure.tsx';
-import { Field, InputField } from '../components/field.tsx';
+import { InputField } from '../components/field.tsx';
+import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
 import { useLoad } from '../components/use-load.ts';
 import type { Dashboard } from './model.ts';
 
 type Variable = Dashboard['variables'][number];
 
 export function VariablesEditor(props: { variables: Variable[]; onChange: (variables: Variable[]) => void }) {
-  const templates = useLoad(
-    async () =>
-      (
-        await answer(
-          api.GET('/api/v3/thing_templates', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } }),
-        )
-      ).thing_templates,
-    [],
-  );
+  const templates = useLoad(loadTemplates, []);
   const [name, setName] = useState('');
   const [template, setTemplate] = useState('');
   const chosenTemplate = template || templates.data?.[0]?.thing_template_key || '';
@@ -61,17 +53,7 @@ export function VariablesEditor(props: { variables: Variable[]; onChange: (varia
           value={name}
           onInput={setName}
         />
-        <Field label="Template">
-          {(id) => (
-            <select id={id} value={chosenTemplate} onChange={(e) => setTemplate(e.currentTarget.value)}>
-              {templates.data?.map((t) => (
-                <option key={t.thing_template_key} value={t.thing_template_key}>
-                  {t.name}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <TemplateSelect templates={templates.data} value={chosenTemplate} onChange={setTemplate} />
         <div class="actions">
           <button type="submit" disabled={name.trim() === '' || chosenTemplate === ''}>
             Add variable

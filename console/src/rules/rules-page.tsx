@@ -7,6 +7,7 @@ import { EmptyState } from '../components/empty-state.tsx';
 import { useExpressionCheck } from '../components/expression-check.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
+import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
 import { useLoad } from '../components/use-load.ts';
 
 type Rule = paths['/api/v3/rules']['get']['responses'][200]['content']['application/json']['rules'][number];
@@ -114,11 +115,7 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
   const check = useExpressionCheck(condition, 'rule');
   // A no_data rule's condition is optional (docs/rules.md); once given, the API cannot remove it.
   const conditionOptional = rule?.trigger === 'no_data' && rule.condition === '';
-  const templates = useLoad(
-    () =>
-      answer(api.GET('/api/v3/thing_templates', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } })),
-    [],
-  );
+  const templates = useLoad(loadTemplates, []);
   const save = async (event: Event) => {
     event.preventDefault();
     // Every field the form shows is sent, empty ones too: an update keeps what it is not given, so a
@@ -174,23 +171,13 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
           />
         )}
       </Field>
-      <Field label="Template" hint="the things the rule watches; every thing when none">
-        {(id, describedBy) => (
-          <select
-            id={id}
-            aria-describedby={describedBy}
-            value={template}
-            onChange={(e) => setTemplate(e.currentTarget.value)}
-          >
-            <option value="">None</option>
-            {templates.data?.thing_templates.map((t) => (
-              <option key={t.thing_template_key} value={t.thing_template_key}>
-                {t.name}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+      <TemplateSelect
+        templates={templates.data}
+        value={template}
+        onChange={setTemplate}
+        hint="the things the rule watches; every thing when none"
+        none="None"
+      />
       <Field label="Alert type" hint="None raises no alert; the notification actions still run">
         {(id, describedBy) => (
           <select

@@ -1,13 +1,11 @@
 import { useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
-import type { paths } from '../api/schema';
 import { Failure } from '../components/failure.tsx';
 import { Field, InputField } from '../components/field.tsx';
 import { FormButtons } from '../components/form-buttons.tsx';
+import type { Template } from '../components/template-select.tsx';
 import { useSubmit } from '../components/use-submit.ts';
 
-export type Template =
-  paths['/api/v3/thing_templates']['get']['responses'][200]['content']['application/json']['thing_templates'][number];
 type Metric = Template['metrics'][number];
 type DataType = Metric['data_type'];
 

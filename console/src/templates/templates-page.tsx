@@ -5,8 +5,9 @@ import { EditDelete } from '../components/edit-delete.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
 import { Pager } from '../components/pager.tsx';
+import type { Template } from '../components/template-select.tsx';
 import { useLoad } from '../components/use-load.ts';
-import { type Template, TemplateForm } from './template-form.tsx';
+import { TemplateForm } from './template-form.tsx';
 
 const PER = 50;
 

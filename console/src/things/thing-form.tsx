@@ -2,8 +2,9 @@ import { useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { Failure } from '../components/failure.tsx';
-import { Field, InputField } from '../components/field.tsx';
+import { InputField } from '../components/field.tsx';
 import { FormButtons } from '../components/form-buttons.tsx';
+import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { useSubmit } from '../components/use-submit.ts';
 
@@ -31,18 +32,10 @@ export function ThingForm({
   const [tags, setTags] = useState(thing?.tags ?? '');
   const [biDirectional, setBiDirectional] = useState(thing?.bi_directional ?? false);
   const templates = useLoad(async () => {
-    const list = await answer(
-      api.GET('/api/v3/thing_templates', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } }),
-    );
+    const list = await loadTemplates();
     // A new thing starts with the Default template, which devices' own registrations use.
-    if (!thing)
-      setTemplate(
-        (t) =>
-          t ||
-          (list.thing_templates.find((x) => x.name === 'Default') ?? list.thing_templates[0])?.thing_template_key ||
-          '',
-      );
-    return list.thing_templates;
+    if (!thing) setTemplate((t) => t || (list.find((x) => x.name === 'Default') ?? list[0])?.thing_template_key || '');
+    return list;
   }, []);
   const submit = useSubmit(async () => {
     const fields = { name, description, tags, thing_template_key: template, bi_directional: biDirectional };
@@ -76,23 +69,13 @@ export function ThingForm({
           onInput={setKey}
         />
       )}
-      <Field label="Template" error={templates.error}>
-        {(id, describedBy) => (
-          <select
-            id={id}
-            aria-describedby={describedBy}
-            required
-            value={template}
-            onChange={(e) => setTemplate(e.currentTarget.value)}
-          >
-            {templates.data?.map((t) => (
-              <option key={t.thing_template_key} value={t.thing_template_key}>
-                {t.name}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+      <TemplateSelect
+        templates={templates.data}
+        value={template}
+        onChange={setTemplate}
+        error={templates.error}
+        required
+      />
       <InputField label="Description" value={description} onInput={setDescription} />
       <InputField label="Tags" hint="comma-separated" value={tags} onInput={setTags} />
       <label class="check">

@@ -6,6 +6,7 @@ import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
+import { loadTemplates } from '../components/template-select.tsx';
 import { useDebounced, useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
@@ -250,11 +251,11 @@ function Choice(props: { label: string; value: string; onChange: (v: string) => 
 
 async function loadFilterOptions(): Promise<{ templates: Options; groups: Options }> {
   const [templates, groups] = await Promise.all([
-    answer(api.GET('/api/v3/thing_templates', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } })),
+    loadTemplates(),
     answer(api.GET('/api/v3/groups', { params: { query: { per: 1000 } } })),
   ]);
   return {
-    templates: templates.thing_templates.map((t) => ({ key: t.thing_template_key, name: t.name })),
+    templates: templates.map((t) => ({ key: t.thing_template_key, name: t.name })),
     groups: groups.groups.map((g) => ({ key: g.group_key, name: g.name })),
   };
 }
