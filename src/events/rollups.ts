@@ -16,7 +16,8 @@ import { engineOfDb, jsonRowsText, RowsStatement } from '../store/dialect.ts';
 import { QueryCache } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
 import { eventChunks } from './repository.ts';
-import { emptyStats, type MetricStats, mergeSlotStats, parseSlotStats, type SlotStats } from './slot-stats.ts';
+import { SlotRollupTable } from './slot-rollup-table.ts';
+import { emptyStats, type MetricStats, type SlotStats } from './slot-stats.ts';
 import { markThingSlots } from './template-rollups.ts';
 
 /** A slot's length: 15 minutes, on multiples of 15 minutes since the epoch. */
@@ -94,61 +95,15 @@ export class SlotCounter {
   }
 }
 
-/**
- * Adds counted slots to the stored rollups. On SQLite in one statement: new slots are inserted, and
- * existing ones merged in place by the store's SQL function `merge_slot_stats` (slot-stats.ts). On
- * PostgreSQL in three, whatever the number of slots: new slots are inserted; existing ones are read
- * (locked, so instances writing one thing at once add up instead of overwriting), merged and written
- * back.
- */
-export async function addToRollups(db: Executor, counted: SlotRow[]): Promise<void> {
-  if (counted.length === 0) return;
-  const columns = (rows: SlotRow[]) => [
-    rows.map((r) => r.thingId),
-    rows.map((r) => r.slot),
-    rows.map((r) => JSON.stringify(r.stats)),
-  ];
-  if (engineOfDb(db) === 'sqlite') return void (await insertOrMerge.run(db, columns(counted)));
-  const inserted = await insertNew.run<{ thing_id: number | string; slot: number | string }>(db, columns(counted));
-  if (inserted.length === counted.length) return;
-  const fresh = new Set(inserted.map((r) => `${Number(r.thing_id)}:${Number(r.slot)}`));
-  const existing = counted.filter((r) => !fresh.has(`${r.thingId}:${r.slot}`));
-  const stored = await readLocked.run<{
-    thing_id: number | string;
-    slot: number | string;
-    stats: string;
-  }>(db, [existing.map((r) => r.thingId), existing.map((r) => r.slot)]);
-  const storedStats = new Map(stored.map((r) => [`${Number(r.thing_id)}:${Number(r.slot)}`, r.stats]));
-  const merged = existing.map((r) => {
-    const before = storedStats.get(`${r.thingId}:${r.slot}`);
-    return { ...r, stats: before === undefined ? r.stats : mergeSlotStats(parseSlotStats(before), r.stats) };
-  });
-  await update.run(db, columns(merged));
-}
+const eventRollups = new SlotRollupTable('event_rollups', 'thing_id', 'bigint');
 
-const insertNew = new RowsStatement(
-  ['bigint', 'bigint', 'text'],
-  () => `insert into event_rollups (thing_id, slot, stats)
-    select v.column1, v.column2, v.column3 from v where true
-    on conflict (thing_id, slot) do nothing
-    returning thing_id, slot`,
-);
-const insertOrMerge = new RowsStatement(
-  ['bigint', 'bigint', 'text'],
-  () => `insert into event_rollups (thing_id, slot, stats)
-    select v.column1, v.column2, v.column3 from v where true
-    on conflict (thing_id, slot) do update set stats = merge_slot_stats(event_rollups.stats, excluded.stats)`,
-);
-const readLocked = new RowsStatement(
-  ['bigint', 'bigint'],
-  () => `select r.thing_id, r.slot, r.stats from v cross join event_rollups r
-    where r.thing_id = v.column1 and r.slot = v.column2 order by r.thing_id, r.slot for update of r`,
-);
-const update = new RowsStatement(
-  ['bigint', 'bigint', 'text'],
-  () => `update event_rollups set stats = v.column3 from v
-    where event_rollups.thing_id = v.column1 and event_rollups.slot = v.column2`,
-);
+/** Adds counted slots to the stored rollups (slot-rollup-table.ts: one statement on SQLite, three on PostgreSQL). */
+export async function addToRollups(db: Executor, counted: readonly SlotRow[]): Promise<void> {
+  await eventRollups.add(
+    db,
+    counted.map((r) => ({ key: r.thingId, slot: r.slot, stats: r.stats })),
+  );
+}
 
 const rollupReads = new QueryCache();
 

@@ -14,6 +14,7 @@
 import { sql } from 'kysely';
 import { engineOfDb, inNumberList, jsonRowsText, RowsStatement } from '../store/dialect.ts';
 import type { Executor } from '../store/store.ts';
+import { SlotRollupTable } from './slot-rollup-table.ts';
 import { type MetricStats, mergeSlotStats, parseSlotStats, type SlotStats } from './slot-stats.ts';
 
 interface TemplateSlot {
@@ -40,61 +41,18 @@ export function templateSlotsOf(
   );
 }
 
-/**
- * Merges counted slots into the stored template rollups, as events/rollups.ts `addToRollups` does into
- * the things' own: on SQLite in one statement; on PostgreSQL new rows inserted, existing ones read
- * locked (instances storing events of one template at once add up instead of overwriting), merged and
- * written back.
- */
-export async function addToTemplateRollups(db: Executor, counted: TemplateSlot[]): Promise<void> {
-  if (counted.length === 0) return;
-  const columns = (rows: TemplateSlot[]) => [
-    rows.map((r) => r.templateKey),
-    rows.map((r) => r.slot),
-    rows.map((r) => JSON.stringify(r.stats)),
-  ];
-  if (engineOfDb(db) === 'sqlite') return void (await insertOrMerge.run(db, columns(counted)));
-  const inserted = await insertNew.run<{ thing_template_key: string; slot: number | string }>(db, columns(counted));
-  if (inserted.length === counted.length) return;
-  const fresh = new Set(inserted.map((r) => `${Number(r.slot)}:${r.thing_template_key}`));
-  const existing = counted.filter((r) => !fresh.has(`${r.slot}:${r.templateKey}`));
-  const stored = await readLocked.run<{ thing_template_key: string; slot: number | string; stats: string }>(db, [
-    existing.map((r) => r.templateKey),
-    existing.map((r) => r.slot),
-  ]);
-  const storedStats = new Map(stored.map((r) => [`${Number(r.slot)}:${r.thing_template_key}`, r.stats]));
-  const merged = existing.map((r) => {
-    const before = storedStats.get(`${r.slot}:${r.templateKey}`);
-    return { ...r, stats: before === undefined ? r.stats : mergeSlotStats(parseSlotStats(before), r.stats) };
-  });
-  await update.run(db, columns(merged));
-}
+const templateRollupTable = new SlotRollupTable('template_rollups', 'thing_template_key', 'text');
 
-const insertNew = new RowsStatement(
-  ['text', 'bigint', 'text'],
-  () => `insert into template_rollups (thing_template_key, slot, stats)
-    select v.column1, v.column2, v.column3 from v where true
-    on conflict (thing_template_key, slot) do nothing
-    returning thing_template_key, slot`,
-);
-const insertOrMerge = new RowsStatement(
-  ['text', 'bigint', 'text'],
-  () => `insert into template_rollups (thing_template_key, slot, stats)
-    select v.column1, v.column2, v.column3 from v where true
-    on conflict (thing_template_key, slot) do update
-      set stats = merge_slot_stats(template_rollups.stats, excluded.stats)`,
-);
-const readLocked = new RowsStatement(
-  ['text', 'bigint'],
-  () => `select r.thing_template_key, r.slot, r.stats from v cross join template_rollups r
-    where r.thing_template_key = v.column1 and r.slot = v.column2
-    order by r.thing_template_key, r.slot for update of r`,
-);
-const update = new RowsStatement(
-  ['text', 'bigint', 'text'],
-  () => `update template_rollups set stats = v.column3 from v
-    where template_rollups.thing_template_key = v.column1 and template_rollups.slot = v.column2`,
-);
+/**
+ * Merges counted slots into the stored template rollups as the things' own are (slot-rollup-table.ts):
+ * instances storing events of one template at once add up instead of overwriting.
+ */
+export async function addToTemplateRollups(db: Executor, counted: readonly TemplateSlot[]): Promise<void> {
+  await templateRollupTable.add(
+    db,
+    counted.map((r) => ({ key: r.templateKey, slot: r.slot, stats: r.stats })),
+  );
+}
 
 /**
  * Lists for repair the slots of a thing's stored rollups whose slot starts in [from, to) (every one by
@@ -143,8 +101,8 @@ export async function repairTemplateRollups(tx: Executor, rows: number): Promise
   ).map((r) => Number(r.slot));
   const engine = engineOfDb(tx);
   if (engine === 'postgres') {
-    await insertNew.run(tx, [slots.map(() => templateKey), slots, slots.map(() => '{}')]);
-    await readLocked.run(tx, [slots.map(() => templateKey), slots]);
+    await templateRollupTable.insertNew.run(tx, [slots.map(() => templateKey), slots, slots.map(() => '{}')]);
+    await templateRollupTable.readLocked.run(tx, [slots.map(() => templateKey), slots]);
   }
   await tx
     .deleteFrom('template_rollup_repairs')
@@ -175,7 +133,7 @@ export async function repairTemplateRollups(tx: Executor, rows: number): Promise
   if (counted.length > 0) {
     // Every row exists on PostgreSQL (inserted above); on SQLite a missing one is inserted.
     if (engine === 'sqlite') await replace.run(tx, columns);
-    else await update.run(tx, columns);
+    else await templateRollupTable.update.run(tx, columns);
   }
   return slots.length;
 }
