@@ -80,6 +80,20 @@ describeOnStores('fleet aggregation', (ctx) => {
       data: i % 7 === 3 ? { n: thing * 10 + (i % 5) } : { n: thing * 10 + (i % 5), m: i - thing },
     }));
 
+  /** Two things with two hours of events ten days ago (`old`, on the hour) and an hour two hours ago. */
+  async function oldAndRecentFleet(token: string) {
+    const old = Math.floor((Date.now() - 10 * DAY) / HOUR) * HOUR;
+    const recent = Math.floor((Date.now() - 2 * HOUR) / HOUR) * HOUR;
+    const made = await fleet(
+      [
+        [...eventsOf(1, 2, old), ...eventsOf(1, 1, recent)],
+        [...eventsOf(2, 2, old), ...eventsOf(2, 1, recent)],
+      ],
+      token,
+    );
+    return { old, ...made };
+  }
+
   /** Asserts the fleet answer is the per-thing answer of thing_aggregated_data added up across the things. */
   async function assertFleetMatches(thingKeys: string[], fleetBody: object, params: object) {
     const fleetAnswer = await query('fleet_aggregated_data', { ...fleetBody, ...params });
@@ -315,15 +329,7 @@ describeOnStores('fleet aggregation', (ctx) => {
 
   it('when events expire then the fleet answers their period from the rollups, as thing_aggregated_data does', async () => {
     const org = await childOrganisation(ctx.api, await ctx.api.adminToken());
-    const old = Math.floor((Date.now() - 10 * DAY) / HOUR) * HOUR;
-    const recent = Math.floor((Date.now() - 2 * HOUR) / HOUR) * HOUR;
-    const { templateKey, thingKeys } = await fleet(
-      [
-        [...eventsOf(1, 2, old), ...eventsOf(1, 1, recent)],
-        [...eventsOf(2, 2, old), ...eventsOf(2, 1, recent)],
-      ],
-      org.token,
-    );
+    const { old, templateKey, thingKeys } = await oldAndRecentFleet(org.token);
     const hourly = {
       from: utc(old),
       to: utc(old + 2 * HOUR - 1000),
@@ -442,15 +448,7 @@ describeOnStores('fleet aggregation', (ctx) => {
 
   it('when rollups expire then the template rollups of their time go too and the fleet counts nothing there', async () => {
     const org = await childOrganisation(ctx.api, await ctx.api.adminToken());
-    const old = Math.floor((Date.now() - 10 * DAY) / HOUR) * HOUR;
-    const recent = Math.floor((Date.now() - 2 * HOUR) / HOUR) * HOUR;
-    const { templateKey, thingKeys } = await fleet(
-      [
-        [...eventsOf(1, 2, old), ...eventsOf(1, 1, recent)],
-        [...eventsOf(2, 2, old), ...eventsOf(2, 1, recent)],
-      ],
-      org.token,
-    );
+    const { old, templateKey, thingKeys } = await oldAndRecentFleet(org.token);
     const whole = { from: Math.floor((old - DAY) / 1000), to: Math.floor(Date.now() / 1000), metrics: ['n'] };
     const fleetOf = async () => {
       const response = await query('fleet_aggregated_data', { thing_template_key: templateKey, ...whole }, org.token);
