@@ -646,7 +646,8 @@ class SteadyDevice {
   sent = 0;
   accepted = 0;
   readonly latencies: number[] = [];
-  readonly codes = new Map<number, number>();
+  /** Answers by status, refusals with their message. */
+  readonly codes = new Map<string, number>();
 
   private constructor(
     private readonly pair: KeyPair,
@@ -694,10 +695,12 @@ class SteadyDevice {
     this.socket.write(publishPacket(`Altizon/Datonis/std${this.thingKey}/event`, this.nextId, payload));
   }
 
-  private onAck(ack: { context: string; http_code: number }): void {
+  private onAck(ack: { context: string; http_code: number; http_msg?: { errors?: { message: string }[] } }): void {
     const at = this.sentAt.get(ack.context);
     this.sentAt.delete(ack.context);
-    this.codes.set(ack.http_code, (this.codes.get(ack.http_code) ?? 0) + 1);
+    // A refusal by its status and message: who refused it, and why.
+    const answer = ack.http_code === 200 ? '200' : `${ack.http_code} (${ack.http_msg?.errors?.[0]?.message ?? ''})`;
+    this.codes.set(answer, (this.codes.get(answer) ?? 0) + 1);
     if (at !== undefined) this.latencies.push(performance.now() - at);
     if (ack.http_code === 200) {
       this.accepted++;
@@ -712,7 +715,8 @@ interface SharedRun {
   seconds: number;
   modestSent: number;
   modestAccepted: number;
-  modestCodes: Map<number, number>;
+  /** The modest organisation's answers by status, refusals with their message. */
+  modestCodes: Map<string, number>;
   modestLatencies: number[];
   /** Events a second accepted, per flooding connection. */
   mqttRates: number[];
@@ -827,7 +831,7 @@ async function runShared(
       duplicates += found.stored - found.distinct;
       if (found.distinct < acked) missing += acked - found.distinct;
     }
-    const modestCodes = new Map<number, number>();
+    const modestCodes = new Map<string, number>();
     for (const device of steady) {
       for (const [code, n] of device.codes) modestCodes.set(code, (modestCodes.get(code) ?? 0) + n);
     }

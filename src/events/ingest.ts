@@ -294,6 +294,7 @@ export class EventIngest {
   ) {
     if (incoming.length > MAX_BULK_EVENTS) throw invalidParam('events', `may hold at most ${MAX_BULK_EVENTS} events`);
     await this.limits?.take(principal, incoming.length);
+    this.writer.admit(principal.organisationKey, source, incoming.length);
     const stored = await this.withFreshThings(principal, (things) =>
       this.ingestOnce(principal, incoming, defaultTimestamp, paramPrefix, things, source),
     );

@@ -230,21 +230,11 @@ export class EventWriter {
    */
   write(batch: IngestBatch): Promise<number> {
     const size = Math.max(1, batch.events.length + (batch.heartbeats?.size ?? 0));
-    if (this.pendingRows > 0 && this.pendingRows + size > this.maxPendingRows) {
-      this.refusals++;
-      return Promise.reject(sendAgainLater(STORE_BEHIND));
-    }
     const organisationKey = batch.subject.organisationKey;
     const source = batch.source ?? ANY_SOURCE;
-    if (this.shares) {
-      const refusal = this.shares.refusal(organisationKey, source, size, this.pendingRows);
-      if (refusal) {
-        this.refusals++;
-        this.shareRefusals++;
-        return Promise.reject(sendAgainLater(shareRefusalMessage(refusal)));
-      }
-      this.shares.take(organisationKey, source, size);
-    }
+    const refused = this.refusal(organisationKey, source, size);
+    if (refused) return Promise.reject(refused);
+    this.shares?.take(organisationKey, source, size);
     this.pendingRows += size;
     this.noteBehind();
     return new Promise<number>((resolve, reject) => {
@@ -258,6 +248,31 @@ export class EventWriter {
       this.queuedRows += size;
       this.schedule();
     });
+  }
+
+  /**
+   * Refuses at once, with the answer `write` would give now, a batch of `size` rows the writer would
+   * not take: called before the batch's things are looked up and its events checked, so that a flood
+   * refused costs no reads of the store (the batch is asked again when written).
+   */
+  admit(organisationKey: string, source: string | undefined, size: number): void {
+    const refused = this.refusal(organisationKey, source ?? ANY_SOURCE, Math.max(1, size));
+    if (refused) throw refused;
+  }
+
+  /** Why a batch would be refused now (counted as refused), or undefined when it is taken. */
+  private refusal(organisationKey: string, source: string, size: number): Error | undefined {
+    if (this.pendingRows > 0 && this.pendingRows + size > this.maxPendingRows) {
+      this.refusals++;
+      return sendAgainLater(STORE_BEHIND);
+    }
+    const share = this.shares?.refusal(organisationKey, source, size, this.pendingRows);
+    if (share) {
+      this.refusals++;
+      this.shareRefusals++;
+      return sendAgainLater(shareRefusalMessage(share));
+    }
+    return undefined;
   }
 
   /**
@@ -346,18 +361,25 @@ export class EventWriter {
       while (this.queue.length > 0) {
         const taken: Queued[] = [];
         let rows = 0;
+        let oldest = Number.POSITIVE_INFINITY;
         const now = Date.now();
         while (
           this.queue.length > 0 &&
           (taken.length === 0 || rows + (this.queue.peek() as Queued).size <= this.batchRows)
         ) {
           const next = this.queue.shift() as Queued;
-          if (this.writeTimeoutMs !== undefined && now - next.arrived >= this.writeTimeoutMs) {
+          // A batch with less than a third of its time left is refused rather than written: the
+          // transaction must commit within the time of its oldest batch, and one about to expire would
+          // cut it short for the others (an organisation's single event, taking its turn beside a
+          // flood's batches that waited long).
+          if (this.writeTimeoutMs !== undefined && now - next.arrived >= (this.writeTimeoutMs * 2) / 3) {
             this.expire(next);
             continue;
           }
           taken.push(next);
           rows += next.size;
+          // In turns the first taken is not always the oldest.
+          oldest = Math.min(oldest, next.arrived);
         }
         if (taken.length === 0) continue;
         this.queuedRows -= rows;
@@ -366,7 +388,7 @@ export class EventWriter {
           const batches = taken.map((q) => q.batch);
           let stale = new Set<IngestBatch>();
           const stored = new Map<IngestBatch, number>();
-          await this.bounded((taken[0] as Queued).arrived, () =>
+          await this.bounded(oldest, () =>
             this.store.transaction(async (tx) => {
               stale = await staleBatches(tx, batches);
               const fresh = batches.filter((b) => !stale.has(b));

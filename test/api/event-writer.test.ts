@@ -7,12 +7,17 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EventWriter, type IngestBatch } from '../../src/events/writer.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { EventWriter, type IngestBatch, STORE_SLOW } from '../../src/events/writer.ts';
 import { STORES } from '../support/stores.ts';
 import { suiteStore } from '../support/suites.ts';
 
 /** A batch with nothing to store: the writer still runs a transaction for it. */
-const emptyBatch = (): IngestBatch => ({ events: [], subject: { organisationKey: 'o', things: new Map() } });
+const emptyBatch = (organisationKey = 'o'): IngestBatch => ({
+  events: [],
+  subject: { organisationKey, things: new Map() },
+});
 
 for (const storeCase of STORES) {
   describe(`event writer transactions (${storeCase.name})`, { skip: storeCase.skip }, () => {
@@ -37,6 +42,34 @@ for (const storeCase of STORES) {
       await writer.write(emptyBatch());
       await Promise.all([writer.write(emptyBatch()), writer.write(emptyBatch()), writer.write(emptyBatch())]);
       assert.deepEqual(transactions, [1, 3]);
+    });
+
+    it('when a batch has waited two thirds of its time then it is refused, and does not cut short the transaction of a batch that came later', {
+      timeout: 30_000,
+    }, async () => {
+      let transaction = 0;
+      const writer = new EventWriter(await open(), {
+        writeTimeoutMs: 3000,
+        // One transaction at a time on both stores, so that the old batch waits for the first.
+        concurrency: 1,
+        process: async (tx) => {
+          transaction++;
+          // The first transaction outlasts two thirds of the old batch's time; the second runs a
+          // statement after a second, within the new batch's time but past the old one's.
+          await sleep(transaction === 1 ? 2200 : 1000);
+          await sql`select 1`.execute(tx);
+        },
+      });
+      const first = writer.write(emptyBatch('flood'));
+      // Once the first transaction has begun.
+      await sleep(50);
+      const old = writer.write(emptyBatch('flood'));
+      await sleep(1750);
+      const later = writer.write(emptyBatch('modest'));
+      await first;
+      await assert.rejects(old, (error: Error) => error.message.includes(STORE_SLOW));
+      assert.equal(await later, 0, 'the later batch is committed');
+      assert.equal(transaction, 2);
     });
   });
 }
