@@ -6,6 +6,7 @@
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
 import { type Admission, type AnyRoute, defineRoute } from '../core/http/route.ts';
 import { EmptyObject } from '../core/http/schema.ts';
+import { httpSource } from '../events/admission.ts';
 import { EventBody, HeartbeatBody, RegisterBody } from './schemas.ts';
 import type { DeviceService } from './service.ts';
 
@@ -54,7 +55,7 @@ export function deviceRoutes(devices: DeviceService, eventAdmission?: Admission)
       response: EmptyObject,
       handler: async ({ principal, params, request }) => {
         // One client of a key pair, for fair shares of a busy writer (events/fair-share.ts).
-        await devices.event(principal, params, 'http', `http:${principal.accessKey ?? ''}@${request.ip}`);
+        await devices.event(principal, params, 'http', httpSource(principal, request));
         return {};
       },
     }),

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { it } from 'node:test';
 import { createKeyPair, Device, type KeyPair } from '../support/device.ts';
 import { childOrganisation, createThing, storedEventCount, unique } from '../support/fixtures.ts';
@@ -83,6 +84,43 @@ function greedyConnection(device: MqttDevice, thingKey: string, perTick: number)
   return { codes, stop: () => clearInterval(timer) };
 }
 
+/**
+ * A device's event request whose headers are sent and whose body never is: answers what the server
+ * said without it (status line and body), or undefined when it said nothing within `waitMs`.
+ */
+function answerWithoutBody(url: string, pair: KeyPair, waitMs: number): Promise<string | undefined> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    let answer = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(undefined);
+    }, waitMs);
+    socket.on('data', (chunk) => {
+      answer += chunk.toString();
+      if (/\r\n\r\n[\s\S]*\}/.test(answer)) {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(answer);
+      }
+    });
+    socket.on('error', () => undefined);
+    socket.write(
+      [
+        'POST /api/v3/things/event HTTP/1.1',
+        `Host: ${hostname}`,
+        'Content-Type: application/json',
+        'Content-Length: 100000',
+        `X-Access-Key: ${pair.access_key}`,
+        'X-Dtn-Signature: 0000',
+        '',
+        '',
+      ].join('\r\n'),
+    );
+  });
+}
+
 describeOnStores(
   'fair admission of events under overload',
   (ctx) => {
@@ -124,6 +162,35 @@ describeOnStores(
       } finally {
         await Promise.all(devices.map(({ device }) => device.close()));
       }
+    });
+
+    it('when an HTTP client holds its share then its next request is refused before its body is read', async () => {
+      const admin = await ctx.api.adminToken();
+      const flooding = await childOrganisation(ctx.api, admin);
+      const floodPair = await createKeyPair(ctx.api, flooding.token);
+      const floodThing = await createThing(ctx.api, flooding.token, {});
+      let stop: () => void = () => undefined;
+      const stopped = new Promise<void>((resolve) => {
+        stop = resolve;
+      });
+      const flood = floodOverHttp(new Device(ctx.api.url, floodPair), floodThing.thing_key, 16, stopped);
+      const answers: (string | undefined)[] = [];
+      try {
+        // The client's share is taken while the flood's bulks wait in the writer; between them it may
+        // not be, so a few requests are tried.
+        for (let attempt = 0; attempt < 40; attempt++) {
+          const answer = await answerWithoutBody(ctx.api.url, floodPair, 3000);
+          answers.push(answer);
+          if (answer?.includes('server busy')) break;
+        }
+      } finally {
+        stop();
+        await flood;
+      }
+      const refused = answers.find((a) => a?.includes('server busy'));
+      assert.ok(refused, `a request was refused without its body: ${JSON.stringify(answers.slice(-3))}`);
+      assert.match(refused, /^HTTP\/1\.1 503/);
+      assert.match(refused, /retry-after: 1/i);
     });
 
     it('when one connection of an organisation floods then the organisation’s other devices sending at a modest rate are accepted', async () => {

@@ -8,7 +8,7 @@ const request = (contentLength?: number) =>
 
 describe('admission of event requests', () => {
   it('when the bodies under way would exceed the budget then the next request is refused until one leaves', () => {
-    const admission = new EventAdmission(() => false, 1000, 1500);
+    const admission = new EventAdmission(() => false, 1000, undefined, 1500);
     const first = request(1000);
     assert.equal(admission.enter(first), undefined);
     const refused = admission.enter(request(600));
@@ -21,7 +21,7 @@ describe('admission of event requests', () => {
   });
 
   it('when a body has no length then it counts as the largest allowed, and one request is always let in', () => {
-    const admission = new EventAdmission(() => false, 5000, 1500);
+    const admission = new EventAdmission(() => false, 5000, undefined, 1500);
     assert.equal(admission.enter(request()), undefined, 'alone, even over the budget');
     assert.equal(admission.enter(request(10))?.status, 503);
   });

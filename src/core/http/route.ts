@@ -124,8 +124,8 @@ export interface RouteServices {
   limitRequest(principal: Principal): Promise<Record<string, string>>;
   /** Checks a device's key pair signature over the body; answers the body the signature covers. */
   authenticateDevice(request: FastifyRequest): Promise<{ principal: Principal; body: Buffer | undefined }>;
-  /** Checks a device request's key before its body is read; throws its 401. */
-  checkDeviceKey(request: FastifyRequest): Promise<unknown>;
+  /** Checks a device request's key before its body is read: answers its principal, or throws its 401. */
+  checkDeviceKey(request: FastifyRequest): Promise<Principal>;
   childOrganisations(organisationKey: string): Promise<string[]>;
   /** Changes to entities once they commit, for the answers kept in memory. */
   changes: ChangeFeed;
@@ -256,6 +256,14 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
 
 /** Users signed in by a route's hook, before their request's body was read. */
 const signedIn = new WeakMap<FastifyRequest, Principal>();
+/** The principal of a device request's key, checked before its body is read (not its signature yet). */
+const deviceKeys = new WeakMap<FastifyRequest, Principal>();
+
+/**
+ * The key pair's principal of a device request with a body, known before the body is read: for an
+ * admission to decide by organisation and client. Its signature is checked later, with the body.
+ */
+export const deviceKeyOf = (request: FastifyRequest): Principal | undefined => deviceKeys.get(request);
 
 /** What of a route's access is checked before a body is read: a device's key, a user's token. */
 function checkBeforeBody(
@@ -263,7 +271,11 @@ function checkBeforeBody(
   access: Access,
 ): ((request: FastifyRequest) => Promise<unknown>) | undefined {
   if (access.kind === 'public') return undefined;
-  if (access.kind === 'device') return (request) => services.checkDeviceKey(request);
+  if (access.kind === 'device') {
+    return async (request) => {
+      deviceKeys.set(request, await services.checkDeviceKey(request));
+    };
+  }
   return async (request) => {
     const principal = await services.authenticate(request);
     if (!principal) throw unauthorized();
