@@ -749,6 +749,7 @@ async function startMqtt(
       if (config.mqttEndpoint === 'thingbase') {
         return await startDeviceEndpoint({
           ...listeners,
+          admitEvents: (organisationKey, source) => writer.admit(organisationKey, source, 1),
           sessions: {
             maxKept: config.mqttMaxSessions,
             maxMessages: config.mqttSessionMaxMessages,

@@ -30,8 +30,11 @@ export interface MessageSource {
   close(): void;
 }
 
-const busy = (context: string) =>
-  failure(context, 503, [{ code: 'unavailable', message: 'the server is busy; send again shortly' }]);
+/** A connection, as fair shares of a busy writer tell sources apart (events/fair-share.ts). */
+const mqttSource = (source: MessageSource) => `mqtt:${source.id}`;
+
+const busy = (context: string, message = 'the server is busy; send again shortly') =>
+  failure(context, 503, [{ code: 'unavailable', message }]);
 
 /**
  * The answer to a message that failed: its own context, and the refusal of docs/operations.md ("When
@@ -54,26 +57,50 @@ export class DeviceMessages {
     private readonly authenticator: DeviceAuthenticator,
     private readonly inbound: InboundFlow,
     private readonly log: FastifyBaseLogger,
+    /** Throws the event writer's refusal of an organisation's source now (EventWriter.admit). */
+    private readonly admitEvents?: (organisationKey: string, source: string) => void,
   ) {}
 
   /** A message a device published to its own device topic. */
   receive(source: MessageSource, topic: DeviceTopic, payload: Buffer) {
-    const refusing = (this.storeBehind && this.inbound.refusedWhileBehind(source.id)) || this.stopping;
+    // The writer's own refusal names whose share is taken.
+    const shareTaken = topic.kind === 'event' ? this.writerRefusal(source) : undefined;
+    const refusing =
+      (this.storeBehind && this.inbound.refusedWhileBehind(source.id)) || this.stopping || shareTaken !== undefined;
     // Refused for overload: answered as fast as it is read, without decoding the payload where the
     // context can be told from its end.
     if (refusing || !this.inbound.mayHandOn(source.id, payload.length)) {
       const context = contextUnread(topic, payload);
-      if (context !== undefined) return source.answer(busy(context));
+      if (context !== undefined) return source.answer(busy(context, shareTaken));
     }
     const read = readDeviceMessage(topic, payload);
     if (isAck(read)) return source.answer(read);
-    if (refusing || !this.inbound.handOn(source.id, read.text.length)) return source.answer(busy(read.context));
+    if (refusing || !this.inbound.handOn(source.id, read.text.length)) {
+      return source.answer(busy(read.context, shareTaken));
+    }
     const refused = refusalOnConnection(read, source);
     if (refused) {
       this.inbound.answered(source.id);
       return source.answer(refused);
     }
     this.begin(source, topic.kind, read.text, read.context);
+  }
+
+  /**
+   * Why the event writer would refuse an event of the connection now (its organisation or the
+   * connection holds its share of a busy writer, events/fair-share.ts), or undefined. Known without a
+   * lookup once the key pair is in the authenticator's memory; otherwise the writer decides later.
+   */
+  private writerRefusal(source: MessageSource): string | undefined {
+    if (!this.admitEvents) return undefined;
+    const credentials = this.authenticator.recentCredentials(source.accessKey);
+    if (!credentials) return undefined;
+    try {
+      this.admitEvents(credentials.principal.organisationKey, mqttSource(source));
+      return undefined;
+    } catch (error) {
+      return (error as Error).message;
+    }
   }
 
   /**
@@ -121,7 +148,7 @@ export class DeviceMessages {
       );
       return source.close();
     }
-    actOnDeviceMessage(this.devices, kind, text, credentials.principal, context, `mqtt:${source.id}`).then(
+    actOnDeviceMessage(this.devices, kind, text, credentials.principal, context, mqttSource(source)).then(
       (ack) => this.answer(source, ack),
       (error) => this.answer(source, storeFailure(context, error), error),
     );
