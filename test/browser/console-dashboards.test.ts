@@ -1,14 +1,16 @@
 /**
  * Dashboards in a real browser against a real server (docs/console.md, "Dashboards"): one built from
  * nothing with every widget type, its layout changed from the keyboard and saved, a variable switched,
- * a value widget following a device live (also full screen, without the navigation), export then
- * import giving the same dashboard, and Markdown and titles holding XSS payloads drawn inert.
+ * every live widget following a device (value, gauge, chart, things table, alerts, map), full screen
+ * without the navigation staying live across a realtime connection closed as a restarting server
+ * closes it, export then import giving the same dashboard, and Markdown and titles holding XSS
+ * payloads drawn inert.
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, WebSocketRoute } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import { browserSkip, launchBrowser, SCREENSHOTS, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
@@ -171,8 +173,41 @@ for (const store of STORES) {
       assert.deepEqual(dialogs, []);
     });
 
-    it('when a device sends then the value widget shows the new value in its threshold colour', async () => {
+    it('when a device sends then every live widget shows it: the value in its threshold colour, the gauge, the chart, the table, the alert it raises and the map', async () => {
+      const rule = await api.request('POST', '/api/v3/rules', {
+        token,
+        body: {
+          rule: {
+            name: 'Boiler hot',
+            condition: 'temp > 60',
+            alert_type: 2,
+            alert_message: 'Boiler hot',
+            trigger: 'every_event',
+          },
+        },
+      });
+      assert.equal(rule.status, 200, rule.text);
       await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      await region('Open alerts').getByText('No alerts.', { exact: true }).waitFor();
+      const caption = region('Temperatures').locator('.chart-caption');
+      const points = Number((await caption.textContent())?.match(/^(\d+) points?$/)?.[1]);
+      assert.ok(points >= 1, `the chart drew the events sent before: ${await caption.textContent()}`);
+      // A thing that has sent nothing is offline on the map until it does: it joins the map's things.
+      const quiet = await createThing(api, token, { name: 'Quiet boiler', coordinates: [50.11, 8.68] });
+      const widgets = (await stored(dashboardKey)).widgets;
+      const map = widgets.find((w: { type: string }) => w.type === 'map');
+      map.source.thing_keys.push(quiet.thing_key);
+      const put = await api.request('PUT', `/api/v3/dashboards/${dashboardKey}`, {
+        token,
+        body: { dashboard: { widgets } },
+      });
+      assert.equal(put.status, 200, put.text);
+      await page.reload();
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      const markers = (fill: string) => region('Plant map').locator(`path.leaflet-interactive[fill="${fill}"]`);
+      await region('Plant map').getByRole('figure', { name: 'Map of 3 things', exact: true }).waitFor();
+      await markers('#6b7280').first().waitFor();
+      assert.equal(await markers('#6b7280').count(), 1, 'the quiet boiler is offline on the map');
       assert.equal((await device.event({ thing_key: boiler.thing_key, data: { temp: 61 } })).status, 200);
       const figure = region('Boiler temperature').locator('output');
       await figure.filter({ hasText: /^61$/ }).waitFor();
@@ -180,7 +215,26 @@ for (const store of STORES) {
         await figure.evaluate((e) => (e as unknown as { style: { color: string } }).style.color),
         'rgb(185, 28, 28)',
       );
+      await region('Boiler gauge').getByRole('img', { name: '61 on a dial from 0 to 100', exact: true }).waitFor();
+      await caption.filter({ hasText: `${points + 1} points` }).waitFor();
       await region('Boilers').getByRole('cell', { name: '61', exact: true }).waitFor();
+      await region('Open alerts').getByRole('cell', { name: 'Boiler hot', exact: true }).waitFor();
+      await region('Boilers')
+        .getByRole('row')
+        .filter({ hasText: quiet.name })
+        .getByRole('cell', { name: 'Offline', exact: true })
+        .waitFor();
+      assert.equal((await device.event({ thing_key: quiet.thing_key, data: { temp: 30 } })).status, 200);
+      await region('Boilers')
+        .getByRole('row')
+        .filter({ hasText: quiet.name })
+        .getByRole('cell', { name: 'Online', exact: true })
+        .waitFor();
+      await region('Plant map').getByRole('figure', { name: 'Map of 3 things', exact: true }).waitFor();
+      await page.waitForFunction(
+        () => (globalThis as any).document.querySelectorAll('path.leaflet-interactive[fill="#6b7280"]').length === 0,
+      );
+      assert.equal(await markers('#15803d').count(), 3, 'every thing on the map is online');
     });
 
     it('when a widget is moved and resized from the keyboard and saved then the API keeps the new layout', async () => {
@@ -267,9 +321,27 @@ for (const store of STORES) {
       assert.equal((await device.event({ thing_key: boiler.thing_key, data: { temp: 42.5 } })).status, 200);
       await region('Boiler temperature').locator('output').filter({ hasText: '42.5' }).waitFor();
       await shot('full-screen');
+      // A server restarting closes the realtime connection with 1012: the wall screen connects again
+      // by itself and stays live.
+      const sockets: WebSocketRoute[] = [];
+      await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
+        socket.connectToServer();
+        sockets.push(socket);
+      });
       await page.reload();
       await page.getByRole('heading', { level: 1, name: 'Line 3', exact: true }).waitFor();
       assert.equal(await page.getByRole('navigation').count(), 0);
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      assert.equal(sockets.length, 1);
+      await sockets[0]?.close({ code: 1012, reason: 'restarting' });
+      assert.equal((await device.event({ thing_key: boiler.thing_key, data: { temp: 43.5 } })).status, 200);
+      await region('Boiler temperature').locator('output').filter({ hasText: '43.5' }).waitFor();
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      assert.ok(sockets.length >= 2, 'a new connection');
+      await page.unrouteAll();
+      // The boiler's last value as the tests after this one expect it.
+      assert.equal((await device.event({ thing_key: boiler.thing_key, data: { temp: 42.5 } })).status, 200);
+      await region('Boiler temperature').locator('output').filter({ hasText: '42.5' }).waitFor();
       await page.getByRole('link', { name: 'Leave full screen', exact: true }).click();
       await page.getByRole('navigation', { name: 'Main' }).waitFor();
     });

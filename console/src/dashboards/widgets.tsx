@@ -92,6 +92,8 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
   const [error, setError] = useState<string | undefined>();
   const [round, setRound] = useState(0);
   const chart = useRef<ChartHandle | undefined>(undefined);
+  // Live points are added without a render: the caption's count is written in place.
+  const caption = useRef<HTMLParagraphElement>(null);
   const aggregate = widget.aggregate;
   useEffect(() => {
     if (!source.data) return;
@@ -195,6 +197,7 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
         column.push(mine ? asNumber(pick(message.data, metrics[i % metrics.length] as string)) : null);
       });
       chart.current?.draw();
+      if (caption.current) caption.current.textContent = pointsCaption(shown.x.length, aggregate);
     });
     return () => {
       clearTimeout(later);
@@ -205,10 +208,19 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
     <>
       <Failure message={source.error ?? error} />
       <Missing keys={source.data?.missing ?? []} />
-      {columns && <Chart columns={columns} handle={chart} height={200} span={range} />}
+      {columns && <Chart columns={columns} handle={chart} height={176} span={range} />}
+      {columns && (
+        <p class="chart-caption" ref={caption}>
+          {pointsCaption(columns.x.length, aggregate)}
+        </p>
+      )}
     </>
   );
 }
+
+/** How many points a chart draws: events, or the fleet's buckets. */
+const pointsCaption = (count: number, aggregate: string | undefined) =>
+  `${count} ${aggregate ? (count === 1 ? 'bucket' : 'buckets') : count === 1 ? 'point' : 'points'}`;
 
 /** The latest value of one thing's metric, and live ones. */
 function useLatest(widget: Widget, chosen: Record<string, string>) {
