@@ -15,3 +15,7 @@ export function showTime(seconds: number | string | null | undefined): string {
   if (typeof seconds === 'string') return seconds;
   return dateTime.format(new Date(seconds * 1000));
 }
+
+/** An organisation's limit of events a second in words: its own, none, or the server's. */
+export const showEventsLimit = (perSecond: number | null | undefined): string =>
+  perSecond === null || perSecond === undefined ? "the server's" : perSecond === 0 ? 'none' : `${perSecond} a second`;

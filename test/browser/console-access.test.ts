@@ -256,6 +256,14 @@ for (const store of STORES) {
         .filter({ hasText: /^\d+$/ })
         .waitFor();
       await page.getByRole('figure', { name: 'Storage', exact: true }).filter({ hasText: /\d/ }).waitFor();
+      await page
+        .getByRole('figure', { name: 'Events limit', exact: true })
+        .filter({ hasText: /^the server's$/ })
+        .waitFor();
+      await page
+        .getByRole('figure', { name: 'Events refused by a limit today', exact: true })
+        .filter({ hasText: new RegExp(`^${usage.events_limited_today}$`) })
+        .waitFor();
       await page.getByLabel('Retention (days)', { exact: true }).fill('30');
       await page.getByLabel('Rollup retention (days)', { exact: true }).fill('400');
       await button(page, 'Save').click();
@@ -303,6 +311,24 @@ for (const store of STORES) {
       await form.getByRole('button', { name: 'Save', exact: true }).click();
       await row(page, name).getByRole('cell', { name: "the server's", exact: true }).waitFor();
       assert.equal(await stored(), null);
+
+      // The child sees the limit its parent set, and what it refused today, on its Settings page.
+      await button(page, `Limit events of ${name}`).click();
+      await form.getByLabel('Events a second', { exact: true }).fill('120');
+      await form.getByRole('button', { name: 'Save', exact: true }).click();
+      await row(page, name).getByRole('cell', { name: '120 a second', exact: true }).waitFor();
+      await button(page, `Sign in to ${name}`).click();
+      const dialog = page.getByRole('dialog', { name: `Sign in to ${name}`, exact: true });
+      await dialog.getByLabel('Password', { exact: true }).fill(ADMIN_PASSWORD);
+      await dialog.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await page.getByText(`${ADMIN_EMAIL} · ${name}`, { exact: true }).waitFor();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Settings', exact: true }).click();
+      const figure = (figureName: string) => page.getByRole('figure', { name: figureName, exact: true });
+      await figure('Events limit')
+        .filter({ hasText: /^120 a second$/ })
+        .waitFor();
+      await figure('Events refused by a limit today').filter({ hasText: /^0$/ }).waitFor();
+      await shot(page, 'child-events-limit');
       await page.close();
     });
 

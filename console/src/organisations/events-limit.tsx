@@ -4,10 +4,6 @@ import { InputField } from '../components/field.tsx';
 import { FormActions } from '../components/form-actions.tsx';
 import { useAction } from '../components/use-action.ts';
 
-/** A child's limit of events a second in words: its own, none, or the server's. */
-export const showEventsLimit = (perSecond: number | null | undefined): string =>
-  perSecond === null || perSecond === undefined ? "the server's" : perSecond === 0 ? 'none' : `${perSecond} a second`;
-
 /**
  * A child organisation's limit of events a second, set by its parent's account admin (docs/api.md,
  * "Organisations and OEM access"; docs/operations.md, "Admission of events"): empty for the server's

@@ -9,7 +9,8 @@ import { Field } from '../components/field.tsx';
 import { FormActions } from '../components/form-actions.tsx';
 import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
-import { EventsLimit, showEventsLimit } from './events-limit.tsx';
+import { showEventsLimit } from '../format.ts';
+import { EventsLimit } from './events-limit.tsx';
 import { SignInToChild } from './sign-in-to-child.tsx';
 
 type Organisation =

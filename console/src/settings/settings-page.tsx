@@ -6,6 +6,7 @@ import { Figures } from '../components/figures.tsx';
 import { FormActions } from '../components/form-actions.tsx';
 import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
+import { showEventsLimit } from '../format.ts';
 import { currentSession } from '../session.ts';
 
 /** Bytes in the largest unit that keeps the number at least 1 (1000-based, as disks are sold). */
@@ -61,10 +62,21 @@ export function SettingsPage() {
               { name: 'Events stored this month', value: usage.data && String(usage.data.events_stored_this_month) },
               { name: 'API requests today', value: usage.data && String(usage.data.api_requests_today) },
               { name: 'Storage', value: usage.data && showBytes(usage.data.storage_bytes) },
+              {
+                name: 'Events limit',
+                value: organisation.data && showEventsLimit(organisation.data.events_per_second),
+              },
+              {
+                name: 'Events refused by a limit today',
+                value: usage.data && String(usage.data.events_limited_today),
+              },
             ]}
           />
         )}
-        <p class="hint">Days are UTC; events count when they are received. Storage is an estimate.</p>
+        <p class="hint">
+          Days are UTC; events count when they are received. Storage is an estimate. The events limit is set by the
+          parent organisation; the server's is its own setting.
+        </p>
       </section>
     </section>
   );
