@@ -164,8 +164,8 @@ function parsePort(name: string, text: string): number {
   return port;
 }
 
-function parseBoolean(name: string, text: string | undefined): boolean {
-  if (text === undefined || text === '') return false;
+function parseBoolean(name: string, text: string | undefined, fallback = false): boolean {
+  if (text === undefined || text === '') return fallback;
   if (/^(1|true|yes|on)$/i.test(text)) return true;
   if (/^(0|false|no|off)$/i.test(text)) return false;
   throw new ConfigError(`${name} must be true or false (got "${text}")`);
@@ -367,7 +367,7 @@ export function loadConfig(env: Env = process.env): Config {
     mqttSessionExpiryMs: parseSessionExpiry(env.MQTT_SESSION_EXPIRY),
     eventMaxPending: parsePositive('EVENT_MAX_PENDING', env.EVENT_MAX_PENDING, 100_000),
     // Off until the shares help under a flood on a small machine too (docs/operations.md).
-    eventFairShare: parseBoolean('EVENT_FAIR_SHARE', env.EVENT_FAIR_SHARE),
+    eventFairShare: parseBoolean('EVENT_FAIR_SHARE', env.EVENT_FAIR_SHARE, true),
     eventsPerSecondPerOrganisation: parseCount(
       'EVENTS_PER_SECOND_PER_ORGANISATION',
       env.EVENTS_PER_SECOND_PER_ORGANISATION,
