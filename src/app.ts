@@ -375,7 +375,7 @@ export async function createServer(config: Config): Promise<Server> {
       eventAdmission: new EventAdmission(
         () => writer.refusing(),
         BULK_BODY_LIMIT,
-        (organisationKey, source) => writer.admit(organisationKey, source, 1),
+        (organisationKey, source) => writer.refusal(organisationKey, source, 1),
       ),
       authenticator,
       devices,
@@ -749,7 +749,7 @@ async function startMqtt(
       if (config.mqttEndpoint === 'thingbase') {
         return await startDeviceEndpoint({
           ...listeners,
-          admitEvents: (organisationKey, source) => writer.admit(organisationKey, source, 1),
+          eventRefusal: (organisationKey, source) => writer.refusal(organisationKey, source, 1),
           sessions: {
             maxKept: config.mqttMaxSessions,
             maxMessages: config.mqttSessionMaxMessages,

@@ -30,8 +30,8 @@ export class EventAdmission implements Admission {
     private readonly writerRefusing: () => boolean,
     /** Counted for a body of unknown length (chunked): the route's body limit. */
     private readonly unknownLength: number,
-    /** Throws the writer's refusal of a request of an organisation's source now (EventWriter.admit). */
-    private readonly admitSource?: (organisationKey: string, source: string) => void,
+    /** Why the writer would refuse a request of an organisation's source now (EventWriter.refusal). */
+    private readonly sourceRefusal?: (organisationKey: string, source: string) => string | undefined,
     budget = EVENT_BODY_BUDGET,
   ) {
     this.bodies = new BodyBytes(budget);
@@ -40,13 +40,8 @@ export class EventAdmission implements Admission {
   enter(request: FastifyRequest): ApiError | undefined {
     if (this.writerRefusing()) return sendAgainLater(STORE_BEHIND);
     const device = deviceKeyOf(request);
-    if (device && this.admitSource) {
-      try {
-        this.admitSource(device.organisationKey, httpSource(device, request));
-      } catch (error) {
-        return error as ApiError;
-      }
-    }
+    const refused = device && this.sourceRefusal?.(device.organisationKey, httpSource(device, request));
+    if (refused) return sendAgainLater(refused);
     const size = this.bodies.take(request, this.unknownLength);
     if (size === undefined) return sendAgainLater('too many events are being received; send again shortly');
     this.admitted.set(request, size);

@@ -233,7 +233,7 @@ export class EventWriter {
     const organisationKey = batch.subject.organisationKey;
     const source = batch.source ?? ANY_SOURCE;
     const refused = this.refusal(organisationKey, source, size);
-    if (refused) return Promise.reject(refused);
+    if (refused) return Promise.reject(sendAgainLater(refused));
     this.shares?.take(organisationKey, source, size);
     this.pendingRows += size;
     this.noteBehind();
@@ -257,20 +257,24 @@ export class EventWriter {
    */
   admit(organisationKey: string, source: string | undefined, size: number): void {
     const refused = this.refusal(organisationKey, source ?? ANY_SOURCE, Math.max(1, size));
-    if (refused) throw refused;
+    if (refused) throw sendAgainLater(refused);
   }
 
-  /** Why a batch would be refused now (counted as refused), or undefined when it is taken. */
-  private refusal(organisationKey: string, source: string, size: number): Error | undefined {
+  /**
+   * Why a batch of `size` rows of an organisation's source would be refused now (the 503's message,
+   * counted as a refusal), or undefined when it would be taken. Without an error made: the MQTT
+   * endpoint and HTTP admission ask it for every message or request of a flood.
+   */
+  refusal(organisationKey: string, source: string, size: number): string | undefined {
     if (this.pendingRows > 0 && this.pendingRows + size > this.maxPendingRows) {
       this.refusals++;
-      return sendAgainLater(STORE_BEHIND);
+      return STORE_BEHIND;
     }
     const share = this.shares?.refusal(organisationKey, source, size, this.pendingRows);
     if (share) {
       this.refusals++;
       this.shareRefusals++;
-      return sendAgainLater(shareRefusalMessage(share));
+      return shareRefusalMessage(share);
     }
     return undefined;
   }

@@ -57,8 +57,8 @@ export class DeviceMessages {
     private readonly authenticator: DeviceAuthenticator,
     private readonly inbound: InboundFlow,
     private readonly log: FastifyBaseLogger,
-    /** Throws the event writer's refusal of an organisation's source now (EventWriter.admit). */
-    private readonly admitEvents?: (organisationKey: string, source: string) => void,
+    /** Why the event writer would refuse an event of an organisation's source now (EventWriter.refusal). */
+    private readonly eventRefusal?: (organisationKey: string, source: string) => string | undefined,
   ) {}
 
   /** A message a device published to its own device topic. */
@@ -92,15 +92,8 @@ export class DeviceMessages {
    * lookup once the key pair is in the authenticator's memory; otherwise the writer decides later.
    */
   private writerRefusal(source: MessageSource): string | undefined {
-    if (!this.admitEvents) return undefined;
-    const credentials = this.authenticator.recentCredentials(source.accessKey);
-    if (!credentials) return undefined;
-    try {
-      this.admitEvents(credentials.principal.organisationKey, mqttSource(source));
-      return undefined;
-    } catch (error) {
-      return (error as Error).message;
-    }
+    const credentials = this.eventRefusal && this.authenticator.recentCredentials(source.accessKey);
+    return credentials ? this.eventRefusal?.(credentials.principal.organisationKey, mqttSource(source)) : undefined;
   }
 
   /**

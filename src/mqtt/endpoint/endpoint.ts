@@ -70,10 +70,10 @@ export interface DeviceEndpointOptions {
   /** Bytes of unfinished packets held, all connections together. */
   maxPartialBytes: number;
   /**
-   * Throws the event writer's refusal of an event message of an organisation's connection now
-   * (EventWriter.admit): asked before the message is decoded and checked.
+   * Why the event writer would refuse an event message of an organisation's connection now
+   * (EventWriter.refusal): asked before the message is decoded and checked.
    */
-  admitEvents?: (organisationKey: string, source: string) => void;
+  eventRefusal?: (organisationKey: string, source: string) => string | undefined;
   /** Tells of each time the store falls behind or catches up (events/writer.ts, onBehindChange). */
   onStoreBehind?: (listener: (behind: boolean) => void) => () => void;
   /** The sessions kept for devices between connections (sessions.ts); the defaults when left out. */
@@ -104,7 +104,7 @@ const STOP_END_MS = 500;
 export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promise<DeviceEndpoint> {
   const { log, sockets } = options;
   const inbound = new InboundFlow(options.inbound);
-  const messages = new DeviceMessages(options.devices, options.authenticator, inbound, log, options.admitEvents);
+  const messages = new DeviceMessages(options.devices, options.authenticator, inbound, log, options.eventRefusal);
   const stopWatching = options.onStoreBehind?.((behind) => {
     messages.storeBehind = behind;
   });
