@@ -21,6 +21,7 @@
  * server's peak RSS, and whether every acknowledged event was stored exactly once.
  */
 import type { Socket } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -723,9 +724,21 @@ interface SharedRun {
   httpRates: number[];
   floodRefused: number;
   peakRss: number;
+  /** The server's event loop lag over the run, ms: the largest p99 and max of its 5 s windows. */
+  lagP99: number;
+  lagMax: number;
+  /** The benchmark's own event loop lag p99, ms (the modest devices' latencies are measured on it). */
+  benchLagP99: number;
   missing: number;
   duplicates: number;
   unanswered: number;
+}
+
+/** The server's event loop lag since its last scrape (prom-client resets it at each), ms. */
+async function eventLoopLag(url: string): Promise<{ p99: number; max: number }> {
+  const text = await (await request(`${url}/metrics`)).body.text();
+  const value = (name: string) => 1000 * Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return { p99: value('nodejs_eventloop_lag_p99_seconds'), max: value('nodejs_eventloop_lag_max_seconds') };
 }
 
 /** A child organisation of the bench admin's, signed in to by the admin: its token. */
@@ -804,7 +817,18 @@ async function runShared(
     steady.forEach((device, i) => {
       setTimeout(() => device.start(1000), (i * 1000) / steady.length);
     });
-    await new Promise((resolve) => setTimeout(resolve, options.duration * 1000));
+    let lagP99 = 0;
+    let lagMax = 0;
+    const benchLag = monitorEventLoopDelay({ resolution: 10 });
+    benchLag.enable();
+    await eventLoopLag(server.url);
+    for (let left = options.duration * 1000; left > 0; left -= 5000) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(left, 5000)));
+      const lag = await eventLoopLag(server.url).catch(() => ({ p99: Number.NaN, max: Number.NaN }));
+      lagP99 = Math.max(lagP99, lag.p99);
+      lagMax = Math.max(lagMax, lag.max);
+    }
+    benchLag.disable();
     for (const device of steady) device.stop();
     stopHttp = true;
     await flood.stop();
@@ -847,6 +871,9 @@ async function runShared(
       httpRates: httpThings.map(rate),
       floodRefused: [...phase.codes].filter(([code]) => code !== 200).reduce((n, [, count]) => n + count, 0),
       peakRss,
+      lagP99,
+      lagMax,
+      benchLagP99: benchLag.percentile(99) / 1e6,
       missing,
       duplicates,
       unanswered,
@@ -877,13 +904,17 @@ async function runOrganisations(args: string[]): Promise<void> {
     http: Number(option(args, 'http', '8')),
     modest: Number(option(args, 'modest', '100')),
   };
+  const only = option(args, 'only', 'fair,first').split(',');
   console.log(
     `overload benchmark, two organisations: ${describeMachine()}; store ${engine}; ${options.duration}s each run; flooding: ${options.mqtt} MQTT devices (QoS 1 bulks of ${MQTT_BULK}, never waiting) and ${options.http} HTTP clients (bulks of ${HTTP_BULK}, a key pair each); modest: ${options.modest} MQTT devices, one event a second each`,
   );
-  const runs = [
-    await runShared('fair shares (the default)', engine, { EVENT_FAIR_SHARE: 'true' }, options),
-    await runShared('first come (EVENT_FAIR_SHARE=false)', engine, { EVENT_FAIR_SHARE: 'false' }, options),
-  ];
+  const runs: SharedRun[] = [];
+  if (only.includes('fair')) {
+    runs.push(await runShared('fair shares (the default)', engine, { EVENT_FAIR_SHARE: 'true' }, options));
+  }
+  if (only.includes('first')) {
+    runs.push(await runShared('first come (EVENT_FAIR_SHARE=false)', engine, { EVENT_FAIR_SHARE: 'false' }, options));
+  }
   console.log(
     table([
       [
@@ -896,6 +927,8 @@ async function runOrganisations(args: string[]): Promise<void> {
         'spread MQTT conns max/min',
         'spread HTTP clients max/min',
         'peak RSS MiB',
+        'server loop lag p99 / max ms',
+        'bench loop lag p99 ms',
         'exactly once',
       ],
       ...runs.map((r) => [
@@ -908,11 +941,14 @@ async function runOrganisations(args: string[]): Promise<void> {
         spread(r.mqttRates),
         spread(r.httpRates),
         r.peakRss.toFixed(0),
+        `${r.lagP99.toFixed(0)} / ${r.lagMax.toFixed(0)}`,
+        r.benchLagP99.toFixed(0),
         `${r.missing} missing, ${r.duplicates} twice, ${r.unanswered} unanswered`,
       ]),
     ]),
   );
   const [fair, firstCome] = runs as [SharedRun, SharedRun];
+  if (!fair || !firstCome) return;
   const accepted = (r: SharedRun) => r.modestAccepted / Math.max(1, r.modestSent);
   console.log(
     `modest organisation's events accepted: ${(accepted(fair) * 100).toFixed(2)}% with fair shares, ${(accepted(firstCome) * 100).toFixed(2)}% first come (ratio ${(accepted(fair) / Math.max(accepted(firstCome), 1e-9)).toFixed(2)}x)`,

@@ -1,7 +1,7 @@
 /** Shared pieces of the benchmarks: child-process servers, load generation, machine description. */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +34,8 @@ export function startChildServer(script: string, env: Record<string, string> = {
   });
   return new Promise((resolve, reject) => {
     let output = '';
+    // BENCH_SERVER_STDOUT names a file that gets the server's standard output (its log, --trace-gc).
+    if (process.env.BENCH_SERVER_STDOUT) child.stdout?.pipe(createWriteStream(process.env.BENCH_SERVER_STDOUT));
     child.stdout?.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       const match = /READY (\S+)/.exec(output);

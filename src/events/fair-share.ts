@@ -87,10 +87,12 @@ export class FairShare {
 }
 
 /**
- * A queue served in turns: each key (an organisation) has its own first-in first-out lane, and the
- * lanes give one item each in turn. A transaction then takes a batch of every organisation with
- * batches waiting before a second of any, so an organisation's single event does not wait behind
- * another's tens of thousands; each organisation's own order (and so each thing's) is kept.
+ * A queue served in turns: each key (an organisation) has its own first-in first-out lane. A
+ * transaction takes from every lane with items waiting (`take`): first each lane's equal part of the
+ * transaction's rows (at least its first item), then one item of each in turn while there is room. An
+ * organisation's single event, or its hundred devices' events of one second, so never wait behind
+ * another's tens of thousands, however large that one's batches; each organisation's own order (and so
+ * each thing's) is kept.
  */
 export class TurnQueue<T> {
   /** Lanes by key, in turn order: the lane served next first (a Map keeps insertion order). */
@@ -99,6 +101,42 @@ export class TurnQueue<T> {
 
   get length(): number {
     return this.count;
+  }
+
+  /** Keys with items waiting. */
+  get keys(): number {
+    return this.lanes.size;
+  }
+
+  /**
+   * The items of the next transaction, of at most `rows` rows (`sizeOf` each) but for one: each lane
+   * gives first what fits in its equal part of `rows`, and at least its first item while the whole
+   * stays within `most` rows; then the lanes give one item each in turn while the next fits in `rows`.
+   * The lanes served go to the end of the turn, in their order.
+   */
+  take(rows: number, most: number, sizeOf: (item: T) => number): T[] {
+    const taken: T[] = [];
+    let total = 0;
+    const part = rows / Math.max(1, this.lanes.size);
+    for (const [key, lane] of [...this.lanes]) {
+      let own = 0;
+      while (lane.length > 0) {
+        const size = sizeOf(lane[0] as T);
+        const fits = own === 0 ? taken.length === 0 || total + size <= most : own + size <= part;
+        if (!fits) break;
+        taken.push(lane.shift() as T);
+        this.count--;
+        own += size;
+        total += size;
+      }
+      this.lanes.delete(key);
+      if (lane.length > 0) this.lanes.set(key, lane);
+    }
+    for (let next = this.peek(); next !== undefined && total + sizeOf(next) <= rows; next = this.peek()) {
+      total += sizeOf(next);
+      taken.push(this.shift() as T);
+    }
+    return taken;
   }
 
   push(key: string, item: T): void {

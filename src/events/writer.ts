@@ -75,6 +75,8 @@ interface Queued {
 export interface EventWriterOptions {
   /** Rows that make a transaction worth committing at once. */
   batchRows?: number;
+  /** The same while batches of several organisations wait (shares on): transactions are shorter. */
+  sharedBatchRows?: number;
   /**
    * The least time between the starts of two transactions (ms). A write to a writer that started none
    * for as long goes at once; others wait for that time to pass, and share a transaction.
@@ -126,6 +128,9 @@ export const shareRefusalMessage = (who: ShareRefusal): string =>
 /** The source of batches that name none. */
 const ANY_SOURCE = '';
 
+/** How many times batchRows a transaction may hold to take the first batch of every organisation waiting. */
+const ROUND_ROWS = 4;
+
 /** Shares of the rows the writer may hold at which it falls behind, and catches up again. */
 const BEHIND_FROM = 0.8;
 const BEHIND_UNTIL = 0.5;
@@ -146,6 +151,7 @@ export class EventWriter {
   /** When the last transaction started (performance.now()). */
   private lastStart = Number.NEGATIVE_INFINITY;
   private readonly batchRows: number;
+  private readonly sharedBatchRows: number;
   private readonly startSpacingMs: number;
   private readonly maxPendingRows: number;
   private readonly writeTimeoutMs: number | undefined;
@@ -164,6 +170,7 @@ export class EventWriter {
     options: EventWriterOptions = {},
   ) {
     this.batchRows = options.batchRows ?? 4000;
+    this.sharedBatchRows = Math.min(this.batchRows, options.sharedBatchRows ?? 1000);
     this.startSpacingMs = options.startSpacingMs ?? 2;
     this.maxPendingRows = options.maxPendingRows ?? 100_000;
     this.writeTimeoutMs = options.writeTimeoutMs;
@@ -367,11 +374,13 @@ export class EventWriter {
         let rows = 0;
         let oldest = Number.POSITIVE_INFINITY;
         const now = Date.now();
-        while (
-          this.queue.length > 0 &&
-          (taken.length === 0 || rows + (this.queue.peek() as Queued).size <= this.batchRows)
-        ) {
-          const next = this.queue.shift() as Queued;
+        // Every organisation with batches waiting has its part of the transaction (fair-share.ts,
+        // TurnQueue.take), and its first batch however large, up to ROUND_ROWS of batchRows: one
+        // flooding with bulks as large as a transaction does not keep another's events waiting.
+        // Shorter while organisations share the writer: each one's events wait less for a turn of the
+        // event loop (on SQLite a transaction holds it), for a little of the writer's throughput.
+        const limit = this.queue.keys > 1 ? this.sharedBatchRows : this.batchRows;
+        for (const next of this.queue.take(limit, limit * ROUND_ROWS, (q) => q.size)) {
           // A batch with less than a third of its time left is refused rather than written: the
           // transaction must commit within the time of its oldest batch, and one about to expire would
           // cut it short for the others (an organisation's single event, taking its turn beside a

@@ -41,6 +41,8 @@ export interface InboundLimits {
 
 /** Bytes that may always wait, whatever the rate the server answers at. */
 export const LEAST_WAITING_BYTES = 1024 * 1024;
+/** The part of the count and bytes that may wait kept for connections holding no message. */
+const NEWCOMERS_ROOM = 1 / 8;
 /** How many times `maxWaitMs` without an answer, while messages wait, make the store stand still. */
 const STALL_WAITS = 4;
 /** How long answers are counted over to measure the rate the server answers at (ms). */
@@ -140,11 +142,14 @@ export class InboundFlow {
     if (this.messages === 0) return true;
     const flow = this.flows.get(connection);
     const held = flow?.handed.length ?? 0;
+    // Connections holding messages may fill all but NEWCOMERS_ROOM of the limits: the rest is kept for
+    // those holding none, as a device waiting for each answer does when it sends.
+    const room = flow === undefined ? 1 : 1 - NEWCOMERS_ROOM;
     const byteLimit = this.byteLimit();
     if (
       held >= this.limits.perConnection ||
-      this.messages >= this.limits.messages ||
-      this.bytes + size > byteLimit ||
+      this.messages >= this.limits.messages * room ||
+      this.bytes + size > byteLimit * room ||
       now - this.progressAt > STALL_WAITS * this.limits.maxWaitMs
     ) {
       return false;

@@ -93,4 +93,41 @@ describe('fair shares of the event writer', () => {
     assert.equal(queue.shift(), undefined);
     assert.equal(queue.peek(), undefined);
   });
+
+  it("when a transaction is taken then each organisation has its part of the rows, its first batch however large, and a flood's bulks keep no one's events waiting", () => {
+    const queue = new TurnQueue<{ name: string; rows: number }>();
+    const rows = (item: { rows: number }) => item.rows;
+    // A flood of bulks as large as a transaction, and a hundred single events of another organisation.
+    for (let i = 0; i < 4; i++) queue.push('flood', { name: `f${i}`, rows: 1000 });
+    for (let i = 0; i < 100; i++) queue.push('modest', { name: `m${i}`, rows: 1 });
+    const first = queue.take(1000, 4000, rows);
+    assert.deepEqual(
+      first.map((item) => item.name),
+      ['f0', ...Array.from({ length: 100 }, (_, i) => `m${i}`)],
+      'every modest event is in the first transaction, beside one bulk',
+    );
+    assert.equal(queue.keys, 1);
+    assert.deepEqual(
+      queue.take(1000, 4000, rows).map((item) => item.name),
+      ['f1'],
+    );
+    // Only what fits: parts of 500 rows each for two organisations, then turns while the next fits.
+    const mixed = new TurnQueue<{ name: string; rows: number }>();
+    for (let i = 0; i < 10; i++) mixed.push('a', { name: `a${i}`, rows: 100 });
+    for (let i = 0; i < 3; i++) mixed.push('b', { name: `b${i}`, rows: 100 });
+    const taken = mixed.take(1000, 4000, rows).map((item) => item.name);
+    assert.deepEqual(taken, ['a0', 'a1', 'a2', 'a3', 'a4', 'b0', 'b1', 'b2', 'a5', 'a6']);
+    assert.equal(mixed.length, 3);
+    // Each organisation's first batch, however large, while the whole stays within `most`.
+    const large = new TurnQueue<{ name: string; rows: number }>();
+    for (const key of ['x', 'y', 'z']) large.push(key, { name: key, rows: 3000 });
+    assert.deepEqual(
+      large.take(1000, 7000, rows).map((item) => item.name),
+      ['x', 'y'],
+    );
+    assert.deepEqual(
+      large.take(1000, 7000, rows).map((item) => item.name),
+      ['z'],
+    );
+  });
 });

@@ -32,6 +32,13 @@ describe('inbound flow of device messages', () => {
     assert.equal(flow.pending(), 2);
   });
 
+  it('when connections holding messages fill seven eighths of the count then only connections holding none are taken', () => {
+    const flow = new InboundFlow({ perConnection: 100, messages: 80, bytes: 1_000_000, maxWaitMs: 1000 });
+    for (let connection = 1; connection <= 70; connection++) assert.equal(offer(flow, connection, 1), 1);
+    assert.equal(offer(flow, 1, 1), 0, 'a connection holding a message waits at seven eighths of the count');
+    assert.equal(offer(flow, 71, 1), 1, 'one holding none is taken in the room left');
+  });
+
   it('when all connections together reach the limit then no message is handed on', () => {
     const flow = new InboundFlow({ perConnection: 100, messages: 8, bytes: 10_000, maxWaitMs: 1000 });
     for (let connection = 1; connection <= 8; connection++) assert.equal(offer(flow, connection, 1), 1);

@@ -109,6 +109,11 @@ export class DeviceConnection implements MessageSource {
   private will: IConnectPacket['will'];
   private lastTopic: { name: string; topic: DeviceTopic | undefined } | undefined;
   private releaseParser: () => void;
+  /** Reads wait for the device to read its answers (its socket's send buffer is full). */
+  private waitingForDrain = false;
+  /** Reads wait for the server to have room for its messages again (holdReading); `held` once paused for it. */
+  private holding = false;
+  private held = false;
 
   constructor(
     readonly id: number,
@@ -131,10 +136,20 @@ export class DeviceConnection implements MessageSource {
     socket.on('data', (chunk: Buffer) => {
       if (this.state === 'closed') return;
       this.parser.parse(chunk);
+      if (this.state !== 'open' || !socket.pause) return;
       // While the device does not read what it is sent (its answers), nothing more is read from it.
-      if (socket.writableNeedDrain && socket.pause && this.state === 'open') {
+      if (socket.writableNeedDrain && !this.waitingForDrain) {
+        this.waitingForDrain = true;
         socket.pause();
-        socket.once('drain', () => socket.resume?.());
+        socket.once('drain', () => {
+          this.waitingForDrain = false;
+          this.resumeReading();
+        });
+      }
+      // Nor while the server has refused one of its messages for overload (holdReading).
+      if (this.holding && !this.held) {
+        this.held = true;
+        socket.pause();
       }
     });
     socket.on('error', () => {});
@@ -175,6 +190,28 @@ export class DeviceConnection implements MessageSource {
       return;
     }
     session.queue({ topic: this.ackTopic, payload: JSON.stringify(ack), qos: 1 });
+  }
+
+  /**
+   * Reads no more from the device once the bytes read now are done, until `releaseReading`: a message
+   * of it was refused for overload (docs/devices.md, "Overload"), and what it sends meanwhile waits in
+   * TCP's buffers rather than being read only to be refused too.
+   */
+  holdReading(): void {
+    this.holding = true;
+  }
+
+  releaseReading(): void {
+    if (!this.holding) return;
+    this.holding = false;
+    if (!this.held) return;
+    this.held = false;
+    this.resumeReading();
+  }
+
+  private resumeReading(): void {
+    if (this.state === 'closed' || this.held || this.waitingForDrain) return;
+    this.socket.resume?.();
   }
 
   /** Closes the connection once what is due to it is written. */

@@ -28,10 +28,26 @@ export interface MessageSource {
   answer(ack: Ack): void;
   /** Closes the connection once its answers due are written. */
   close(): void;
+  /** Reads no more of its messages after those read now, until `releaseReading` (a connection that can pause). */
+  holdReading?(): void;
+  releaseReading?(): void;
 }
 
 /** A connection, as fair shares of a busy writer tell sources apart (events/fair-share.ts). */
 const mqttSource = (source: MessageSource) => `mqtt:${source.id}`;
+
+/**
+ * How long a connection refused for overload with no message waiting is not read, ms: about the time
+ * the writer takes to commit a few transactions under a flood.
+ */
+const HOLD_MS = 200;
+
+/**
+ * Messages of a connection being done (not yet answered) past which no more of its are read until
+ * half of them are answered: the rest wait in TCP's buffers, and the server decodes no more of a
+ * flooding device's messages than the event writer is about to take.
+ */
+const READ_AHEAD = 16;
 
 const busy = (context: string, message = 'the server is busy; send again shortly') =>
   failure(context, 503, [{ code: 'unavailable', message }]);
@@ -49,6 +65,9 @@ export class DeviceMessages {
   storeBehind = false;
   /** Set once the server stops: messages are answered 503, those under way are let finish. */
   stopping = false;
+  /** Connections held (refuse) with no message waiting for its answer: released together after HOLD_MS. */
+  private readonly idleHeld = new Set<MessageSource>();
+  private idleTimer: NodeJS.Timeout | undefined;
   /** Key pair lookups under way, by connection: its next messages wait for them, to keep their order. */
   private readonly lookups = new Map<number, Promise<unknown>>();
 
@@ -71,18 +90,19 @@ export class DeviceMessages {
     // context can be told from its end.
     if (refusing || !this.inbound.mayHandOn(source.id, payload.length)) {
       const context = contextUnread(topic, payload);
-      if (context !== undefined) return source.answer(busy(context, shareTaken));
+      if (context !== undefined) return this.refuse(source, busy(context, shareTaken));
     }
     const read = readDeviceMessage(topic, payload);
     if (isAck(read)) return source.answer(read);
     if (refusing || !this.inbound.handOn(source.id, read.text.length)) {
-      return source.answer(busy(read.context, shareTaken));
+      return this.refuse(source, busy(read.context, shareTaken));
     }
     const refused = refusalOnConnection(read, source);
     if (refused) {
       this.inbound.answered(source.id);
       return source.answer(refused);
     }
+    if (this.inbound.pending(source.id) >= READ_AHEAD) source.holdReading?.();
     this.begin(source, topic.kind, read.text, read.context);
   }
 
@@ -150,6 +170,33 @@ export class DeviceMessages {
   private answer(source: MessageSource, ack: Ack, error?: unknown): void {
     if (error !== undefined && unexpected(error)) this.log.error(error, 'MQTT message failed');
     this.inbound.answered(source.id);
+    // Refused later, by the writer's limits and shares: read no more of the device's for now, too.
+    if (ack.http_code === 503 || ack.http_code === 429) {
+      this.refuse(source, ack);
+      return;
+    }
     source.answer(ack);
+    if (this.inbound.pending(source.id) <= READ_AHEAD / 2) source.releaseReading?.();
+  }
+
+  /**
+   * Answers a message refused for overload, and reads no more of the connection's (docs/devices.md,
+   * "Overload") until it has room again: once its messages taken are answered, or after HOLD_MS when
+   * it has none waiting. A flooding device's messages then wait in TCP's buffers, where they cost the
+   * server nothing, instead of being read, only to be refused, as fast as it writes them; and the
+   * server thread's turns stay short for the devices that send at a normal rate.
+   */
+  private refuse(source: MessageSource, ack: Ack): void {
+    source.answer(ack);
+    if (this.stopping || !source.holdReading) return;
+    source.holdReading();
+    if (this.inbound.pending(source.id) > 0) return;
+    this.idleHeld.add(source);
+    this.idleTimer ??= setTimeout(() => {
+      this.idleTimer = undefined;
+      const held = [...this.idleHeld];
+      this.idleHeld.clear();
+      for (const each of held) each.releaseReading?.();
+    }, HOLD_MS).unref();
   }
 }
