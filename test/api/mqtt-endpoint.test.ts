@@ -25,12 +25,13 @@ describeOnStores(
     const keyPair = async () => createKeyPair(ctx.api, await ctx.api.adminToken());
 
     /** A raw TCP connection; `closed` resolves once the endpoint closes it. */
-    const rawConnection = async () => {
+    const rawConnection = async (protocolVersion = 4) => {
       const socket = connect(ctx.api.server.mqttPort as number, '127.0.0.1');
       socket.on('error', () => {});
       const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
       const received: Record<string, unknown>[] = [];
       const parser = mqttPacket.parser();
+      (parser as unknown as { settings: { protocolVersion: number } }).settings = { protocolVersion };
       parser.on('packet', (packet) => received.push(packet));
       socket.on('data', (chunk) => parser.parse(chunk));
       await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
@@ -60,6 +61,67 @@ describeOnStores(
         assert.ok((properties.topicAliasMaximum ?? 0) >= 1);
       } finally {
         await client.endAsync();
+      }
+    });
+
+    it('when an MQTT 5 device sets a Receive Maximum then no more of its answers are in flight than it takes, and the rest follow its acknowledgements', async () => {
+      const pair = await keyPair();
+      const clientId = unique('rm');
+      const device = await rawConnection(5);
+      try {
+        device.socket.write(
+          mqttPacket.generate(
+            {
+              cmd: 'connect',
+              protocolId: 'MQTT',
+              protocolVersion: 5,
+              clean: true,
+              keepalive: 60,
+              clientId,
+              username: pair.access_key,
+              password: Buffer.from(sign(pair.secret_key, pair.access_key)),
+              properties: { receiveMaximum: 2 },
+            },
+            { protocolVersion: 5 },
+          ),
+        );
+        const ackTopic = `Altizon/Datonis/${clientId}/httpAck`;
+        device.socket.write(
+          mqttPacket.generate(
+            { cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: ackTopic, qos: 1 }] },
+            { protocolVersion: 5 },
+          ),
+        );
+        const answers = () => device.received.filter((p) => p.cmd === 'publish' && p.topic === ackTopic);
+        await eventually(() => device.received.some((p) => p.cmd === 'suback'), 'the SUBACK');
+        const key = unique('rm');
+        for (let i = 0; i < 5; i++) {
+          const signed = JSON.stringify({ thing_key: key, timestamp: Date.now() + i });
+          const text = `${signed.slice(0, -1)},"hash":"${sign(pair.secret_key, signed)}","access_key":"${pair.access_key}"}`;
+          device.socket.write(
+            mqttPacket.generate(
+              { cmd: 'publish', topic: `Altizon/Datonis/${clientId}/register`, payload: text, qos: 0 },
+              { protocolVersion: 5 },
+            ),
+          );
+        }
+        await eventually(() => answers().length === 2, 'two answers');
+        // The three others wait for the device's acknowledgements, however long it takes.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        assert.equal(answers().length, 2);
+        const puback = (messageId: unknown) =>
+          device.socket.write(mqttPacket.generate({ cmd: 'puback', messageId }, { protocolVersion: 5 }));
+        puback(answers()[0]?.messageId);
+        await eventually(() => answers().length === 3, 'a third answer');
+        puback(answers()[1]?.messageId);
+        puback(answers()[2]?.messageId);
+        await eventually(() => answers().length === 5, 'every answer');
+        for (const answer of answers()) {
+          assert.equal(answer.qos, 1);
+          assert.equal(JSON.parse(String(answer.payload)).http_code, 200);
+        }
+      } finally {
+        device.socket.destroy();
       }
     });
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { instructionPacket } from '../../src/mqtt/endpoint/instructions-out.ts';
 import { nextPacketId, Outbox, type OutboxTarget, PUBACK_HOLD_MS } from '../../src/mqtt/endpoint/outbox.ts';
 import type { Ack } from '../../src/mqtt/signed-messages.ts';
 import { parsePackets } from '../support/mqtt-packet.ts';
@@ -18,6 +19,10 @@ function recordingTarget(version = 4, ackQos = 1): OutboxTarget & { writes: Buff
 }
 
 const parseAll = parsePackets;
+
+/** An instruction as the endpoint sends it, at QoS 2 under packet id 900. */
+const instructionBytes = () =>
+  instructionPacket('Altizon/Datonis/ak/thing/t1/executeInstruction', '{"thing_key":"t1"}', 2, 900, 5);
 
 const ok = (context: string): Ack => ({ context, http_code: 200, http_msg: {} });
 const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -53,6 +58,48 @@ describe('the device endpoint outbox', () => {
       ],
       'answers at QoS 1 take the connection packet ids in turn',
     );
+  });
+
+  it("when an MQTT 5 device's Receive Maximum is reached then answers and instructions wait for its acknowledgements, in order", async () => {
+    const target = recordingTarget(5);
+    const outbox = new Outbox(target);
+    outbox.limitInFlight(2);
+    for (let i = 1; i <= 4; i++) outbox.ack(ok(`h${i}`));
+    await turn();
+    const contexts = () =>
+      target.writes
+        .flatMap((bytes) => parsePackets(bytes, 5))
+        .filter((p) => p.cmd === 'publish')
+        .map((p) => (p.topic === target.ackTopic ? JSON.parse(String(p.payload)).context : p.topic));
+    assert.deepEqual(contexts(), ['h1', 'h2']);
+    assert.equal(outbox.waiting, 2);
+    outbox.publish(instructionBytes());
+    assert.equal(outbox.waiting, 3);
+    outbox.acknowledged();
+    await turn();
+    assert.deepEqual(
+      contexts(),
+      ['h1', 'h2', 'Altizon/Datonis/ak/thing/t1/executeInstruction'],
+      'an instruction waiting goes first',
+    );
+    outbox.acknowledged();
+    outbox.acknowledged();
+    await turn();
+    assert.deepEqual(contexts(), ['h1', 'h2', 'Altizon/Datonis/ak/thing/t1/executeInstruction', 'h3', 'h4']);
+    assert.equal(outbox.waiting, 0);
+    outbox.ack(ok('h5'));
+    await turn();
+    assert.equal(contexts().length, 5, 'two are still unacknowledged: h5 waits');
+    assert.equal(outbox.discard()?.[0]?.context, 'h5', 'and is handed back when the connection closes');
+  });
+
+  it('when the device sets no Receive Maximum (MQTT 3.1.1) then answers leave however many are unacknowledged', async () => {
+    const target = recordingTarget(4);
+    const outbox = new Outbox(target);
+    for (let i = 1; i <= 100; i++) outbox.ack(ok(`h${i}`));
+    await turn();
+    assert.equal(parsePackets(target.writes[0] as Buffer).length, 100);
+    assert.equal(outbox.waiting, 0);
   });
 
   it('when no answer comes within the hold then the PUBACK leaves alone', async () => {

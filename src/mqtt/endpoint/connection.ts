@@ -90,6 +90,11 @@ type State = 'new' | 'login' | 'open' | 'closed';
 /** Refused subscriptions: MQTT 3.1.1's failure, MQTT 5's "not authorized". */
 const SUBSCRIPTION_REFUSED = { v3: 0x80, v5: 0x87 };
 const PINGRESP = Buffer.from([0xd0, 0]);
+/**
+ * Answers that may wait for an MQTT 5 device to acknowledge those before them (its Receive Maximum)
+ * before its connection is closed: one that publishes but acknowledges nothing would have them pile up.
+ */
+const MAX_WAITING_FOR_ROOM = 1000;
 
 export class DeviceConnection implements MessageSource {
   state: State = 'new';
@@ -181,7 +186,12 @@ export class DeviceConnection implements MessageSource {
    * outlives it takes the answer: to the connection that has resumed it, or queued until one does.
    */
   answer(ack: Ack): void {
-    if (this.state === 'open') return void this.outbox?.ack(ack);
+    if (this.state === 'open') {
+      this.outbox?.ack(ack);
+      // A device that keeps publishing but acknowledges none of its answers would have them pile up.
+      if ((this.outbox?.waiting ?? 0) > MAX_WAITING_FOR_ROOM) this.destroy();
+      return;
+    }
     const session = this.session;
     if (!session?.kept || session.ackQos < 1) return;
     const holder = session.holder;
@@ -280,11 +290,19 @@ export class DeviceConnection implements MessageSource {
         return this.outbox?.packet(confirmation(0x70, packet.messageId as number));
       case 'puback':
       case 'pubcomp': {
+        this.outbox?.acknowledged();
         const alertKey = this.session?.acknowledged(packet.messageId as number)?.alertKey;
         if (alertKey !== undefined) this.host.delivered(alertKey);
         return;
       }
       case 'pubrec':
+        // MQTT 5: a PUBREC refusing the message ends its flow (no PUBREL, no PUBCOMP).
+        if ((packet.reasonCode ?? 0) >= 0x80) {
+          this.outbox?.acknowledged();
+          const alertKey = this.session?.acknowledged(packet.messageId as number)?.alertKey;
+          if (alertKey !== undefined) this.host.delivered(alertKey);
+          return;
+        }
         // An instruction received: released at once (the device then answers PUBCOMP).
         this.session?.release(packet.messageId as number);
         return this.outbox?.packet(confirmation(0x62, packet.messageId as number));
@@ -356,6 +374,9 @@ export class DeviceConnection implements MessageSource {
     if (this.version === 5 && limits.topicAliasMaximum > 0) this.aliases = new TopicAliases(limits.topicAliasMaximum);
     const outbox = new Outbox(this);
     this.outbox = outbox;
+    // MQTT 5: no more of the server's QoS 1 and 2 messages unacknowledged than the device takes (65,535
+    // when it says nothing).
+    if (this.version === 5) outbox.limitInFlight(packet.properties?.receiveMaximum ?? 0xffff);
     // MQTT 3.1.1 keeps a session without a clean start for as long as the endpoint keeps sessions; MQTT 5
     // for its Session Expiry Interval (none: 0, the session ends with the connection).
     const asked = this.version === 5 ? (packet.properties?.sessionExpiryInterval ?? 0) : packet.clean ? 0 : undefined;
@@ -431,7 +452,7 @@ export class DeviceConnection implements MessageSource {
   /** A message the device acknowledges, sent under a packet id its session keeps until it does. */
   private sendKept(message: OutgoingMessage): void {
     const messageId = (this.session as Session).send(message);
-    this.outbox?.packet(instructionPacket(message.topic, message.payload, message.qos, messageId, this.version));
+    this.outbox?.publish(instructionPacket(message.topic, message.payload, message.qos, messageId, this.version));
   }
 
   /**
@@ -441,11 +462,11 @@ export class DeviceConnection implements MessageSource {
    */
   private resume(session: Session): void {
     for (const [messageId, message] of session.inFlight) {
-      this.outbox?.packet(
-        message.released
-          ? confirmation(0x62, messageId)
-          : instructionPacket(message.topic, message.payload, message.qos, messageId, this.version, true),
-      );
+      if (message.released) this.outbox?.inFlight(confirmation(0x62, messageId));
+      else
+        this.outbox?.publish(
+          instructionPacket(message.topic, message.payload, message.qos, messageId, this.version, true),
+        );
     }
     for (const message of session.takeQueued()) this.sendKept(message);
   }

@@ -87,8 +87,56 @@ export class Outbox {
   /** Packets due that are neither PUBACKs nor answers (MQTT 5 PUBACKs with a reason code). */
   private packets: Buffer[] | undefined;
   private acks: Ack[] | undefined;
+  /**
+   * The QoS 1 and 2 messages the device may have unacknowledged (MQTT 5's Receive Maximum in its
+   * CONNECT; unbounded for MQTT 3.x), those sent and not acknowledged, and the messages (instructions,
+   * sent again) that wait for room; answers wait in `acks`.
+   */
+  private quota = Number.POSITIVE_INFINITY;
+  private unacknowledged = 0;
+  private waitingPublishes: Buffer[] | undefined;
 
   constructor(private readonly target: OutboxTarget) {}
+
+  /** The device takes at most `max` QoS 1 and 2 messages unacknowledged (MQTT 5's Receive Maximum). */
+  limitInFlight(max: number): void {
+    this.quota = max;
+  }
+
+  /** Messages waiting for the device to acknowledge others before they may be sent. */
+  get waiting(): number {
+    if (this.quota === Number.POSITIVE_INFINITY) return 0;
+    return (this.waitingPublishes?.length ?? 0) + (this.target.ackQos > 0 ? (this.acks?.length ?? 0) : 0);
+  }
+
+  /**
+   * A QoS 1 or 2 message (an instruction, or one sent again): written on the next turn when the
+   * device's Receive Maximum leaves room, else once it has acknowledged enough of those before it.
+   */
+  publish(bytes: Buffer): void {
+    if (this.unacknowledged < this.quota) {
+      if (this.quota !== Number.POSITIVE_INFINITY) this.unacknowledged++;
+      this.packet(bytes);
+    } else if (this.waitingPublishes) this.waitingPublishes.push(bytes);
+    else this.waitingPublishes = [bytes];
+  }
+
+  /** A message in flight from before (a QoS 2 message released, awaiting PUBCOMP) counts against the room. */
+  inFlight(bytes: Buffer): void {
+    if (this.quota !== Number.POSITIVE_INFINITY) this.unacknowledged++;
+    this.packet(bytes);
+  }
+
+  /** The device acknowledged a QoS 1 or 2 message (PUBACK, PUBCOMP, or a PUBREC refusing it): room for the next. */
+  acknowledged(): void {
+    if (this.quota === Number.POSITIVE_INFINITY) return;
+    this.unacknowledged = Math.max(0, this.unacknowledged - 1);
+    const next = this.waitingPublishes?.shift();
+    if (next) {
+      this.unacknowledged++;
+      this.packet(next);
+    } else if (this.acks) flusher.markDue(this);
+  }
 
   /** Holds the PUBACK of a QoS 1 message, to leave with its answer or within PUBACK_HOLD_MS. */
   puback(messageId: number): void {
@@ -117,11 +165,18 @@ export class Outbox {
     // Packets made due went after the PUBACKs held before them (flushPubacksInto): those held now are later.
     const parts = this.packets ?? [];
     if (this.pubacks) parts.push(pubackPackets(this.pubacks));
-    const acks = this.acks;
+    let acks = this.acks;
     this.pubacks = undefined;
     this.packets = undefined;
     this.acks = undefined;
     const { socket, ackQos } = this.target;
+    if (acks && ackQos > 0 && this.unacknowledged + acks.length > this.quota) {
+      // Those past the device's Receive Maximum wait for its acknowledgements.
+      const room = Math.max(0, this.quota - this.unacknowledged);
+      this.acks = acks.slice(room);
+      acks = room > 0 ? acks.slice(0, room) : undefined;
+    }
+    if (acks && ackQos > 0 && this.quota !== Number.POSITIVE_INFINITY) this.unacknowledged += acks.length;
     if (acks && ackQos >= 0) parts.push(this.ackBytes(acks, ackQos > 0 ? 1 : 0));
     if (parts.length === 0 || !socket.writable) return;
     socket.write(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts));
@@ -130,6 +185,8 @@ export class Outbox {
   /** Nothing more is written: the connection has closed. Answers the answers not yet written. */
   discard(): Ack[] | undefined {
     const acks = this.acks;
+    // Instructions waiting are kept by the session, which sends them again when it is resumed.
+    this.waitingPublishes = undefined;
     this.pubacks = undefined;
     this.packets = undefined;
     this.acks = undefined;
