@@ -103,8 +103,8 @@ export class TurnQueue<T> {
     return this.count;
   }
 
-  /** Keys with items waiting. */
-  get keys(): number {
+  /** Lanes (organisations) with items waiting. */
+  get lanesWaiting(): number {
     return this.lanes.size;
   }
 

@@ -379,7 +379,7 @@ export class EventWriter {
         // flooding with bulks as large as a transaction does not keep another's events waiting.
         // Shorter while organisations share the writer: each one's events wait less for a turn of the
         // event loop (on SQLite a transaction holds it), for a little of the writer's throughput.
-        const limit = this.queue.keys > 1 ? this.sharedBatchRows : this.batchRows;
+        const limit = this.queue.lanesWaiting > 1 ? this.sharedBatchRows : this.batchRows;
         for (const next of this.queue.take(limit, limit * ROUND_ROWS, (q) => q.size)) {
           // A batch with less than a third of its time left is refused rather than written: the
           // transaction must commit within the time of its oldest batch, and one about to expire would

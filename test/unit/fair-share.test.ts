@@ -106,7 +106,7 @@ describe('fair shares of the event writer', () => {
       ['f0', ...Array.from({ length: 100 }, (_, i) => `m${i}`)],
       'every modest event is in the first transaction, beside one bulk',
     );
-    assert.equal(queue.keys, 1);
+    assert.equal(queue.lanesWaiting, 1);
     assert.deepEqual(
       queue.take(1000, 4000, rows).map((item) => item.name),
       ['f1'],

@@ -116,9 +116,9 @@ export class DeviceConnection implements MessageSource {
   private releaseParser: () => void;
   /** Reads wait for the device to read its answers (its socket's send buffer is full). */
   private waitingForDrain = false;
-  /** Reads wait for the server to have room for its messages again (holdReading); `held` once paused for it. */
-  private holding = false;
-  private held = false;
+  /** Reads are to wait for the server to take its messages again (holdReading), and have been paused for it. */
+  private holdAsked = false;
+  private pausedForHold = false;
 
   constructor(
     readonly id: number,
@@ -151,9 +151,9 @@ export class DeviceConnection implements MessageSource {
           this.resumeReading();
         });
       }
-      // Nor while the server has refused one of its messages for overload (holdReading).
-      if (this.holding && !this.held) {
-        this.held = true;
+      // Nor while the server takes no more of its messages (holdReading).
+      if (this.holdAsked && !this.pausedForHold) {
+        this.pausedForHold = true;
         socket.pause();
       }
     });
@@ -204,23 +204,22 @@ export class DeviceConnection implements MessageSource {
 
   /**
    * Reads no more from the device once the bytes read now are done, until `releaseReading`: a message
-   * of it was refused for overload (docs/devices.md, "Overload"), and what it sends meanwhile waits in
-   * TCP's buffers rather than being read only to be refused too.
+   * of it was refused for overload, or many are being done (docs/devices.md, "Overload"), and what it
+   * sends meanwhile waits in TCP's buffers rather than being read only to be refused too.
    */
   holdReading(): void {
-    this.holding = true;
+    this.holdAsked = true;
   }
 
   releaseReading(): void {
-    if (!this.holding) return;
-    this.holding = false;
-    if (!this.held) return;
-    this.held = false;
+    this.holdAsked = false;
+    if (!this.pausedForHold) return;
+    this.pausedForHold = false;
     this.resumeReading();
   }
 
   private resumeReading(): void {
-    if (this.state === 'closed' || this.held || this.waitingForDrain) return;
+    if (this.state === 'closed' || this.pausedForHold || this.waitingForDrain) return;
     this.socket.resume?.();
   }
 
@@ -289,20 +288,11 @@ export class DeviceConnection implements MessageSource {
         this.session?.releasedQos2(packet.messageId as number);
         return this.outbox?.packet(confirmation(0x70, packet.messageId as number));
       case 'puback':
-      case 'pubcomp': {
-        this.outbox?.acknowledged();
-        const alertKey = this.session?.acknowledged(packet.messageId as number)?.alertKey;
-        if (alertKey !== undefined) this.host.delivered(alertKey);
-        return;
-      }
+      case 'pubcomp':
+        return this.acknowledged(packet.messageId as number);
       case 'pubrec':
         // MQTT 5: a PUBREC refusing the message ends its flow (no PUBREL, no PUBCOMP).
-        if ((packet.reasonCode ?? 0) >= 0x80) {
-          this.outbox?.acknowledged();
-          const alertKey = this.session?.acknowledged(packet.messageId as number)?.alertKey;
-          if (alertKey !== undefined) this.host.delivered(alertKey);
-          return;
-        }
+        if ((packet.reasonCode ?? 0) >= 0x80) return this.acknowledged(packet.messageId as number);
         // An instruction received: released at once (the device then answers PUBCOMP).
         this.session?.release(packet.messageId as number);
         return this.outbox?.packet(confirmation(0x62, packet.messageId as number));
@@ -449,6 +439,13 @@ export class DeviceConnection implements MessageSource {
     for (const topic of instructionTopics) this.host.subscribed(this, topic);
   }
 
+  /** The device has one of the server's QoS 1 or 2 messages: room for the next, and an instruction delivered. */
+  private acknowledged(messageId: number): void {
+    this.outbox?.acknowledged();
+    const alertKey = this.session?.acknowledged(messageId)?.alertKey;
+    if (alertKey !== undefined) this.host.delivered(alertKey);
+  }
+
   /** A message the device acknowledges, sent under a packet id its session keeps until it does. */
   private sendKept(message: OutgoingMessage): void {
     const messageId = (this.session as Session).send(message);
@@ -462,7 +459,7 @@ export class DeviceConnection implements MessageSource {
    */
   private resume(session: Session): void {
     for (const [messageId, message] of session.inFlight) {
-      if (message.released) this.outbox?.inFlight(confirmation(0x62, messageId));
+      if (message.released) this.outbox?.releaseAgain(confirmation(0x62, messageId));
       else
         this.outbox?.publish(
           instructionPacket(message.topic, message.payload, message.qos, messageId, this.version, true),

@@ -28,9 +28,9 @@ export interface MessageSource {
   answer(ack: Ack): void;
   /** Closes the connection once its answers due are written. */
   close(): void;
-  /** Reads no more of its messages after those read now, until `releaseReading` (a connection that can pause). */
-  holdReading?(): void;
-  releaseReading?(): void;
+  /** Reads no more of its messages after those read now, until `releaseReading` (when its socket can pause). */
+  holdReading(): void;
+  releaseReading(): void;
 }
 
 /** A connection, as fair shares of a busy writer tell sources apart (events/fair-share.ts). */
@@ -102,7 +102,7 @@ export class DeviceMessages {
       this.inbound.answered(source.id);
       return source.answer(refused);
     }
-    if (this.inbound.pending(source.id) >= READ_AHEAD) source.holdReading?.();
+    if (this.inbound.pending(source.id) >= READ_AHEAD) source.holdReading();
     this.begin(source, topic.kind, read.text, read.context);
   }
 
@@ -176,7 +176,7 @@ export class DeviceMessages {
       return;
     }
     source.answer(ack);
-    if (this.inbound.pending(source.id) <= READ_AHEAD / 2) source.releaseReading?.();
+    if (this.inbound.pending(source.id) <= READ_AHEAD / 2) source.releaseReading();
   }
 
   /**
@@ -188,7 +188,7 @@ export class DeviceMessages {
    */
   private refuse(source: MessageSource, ack: Ack): void {
     source.answer(ack);
-    if (this.stopping || !source.holdReading) return;
+    if (this.stopping) return;
     source.holdReading();
     if (this.inbound.pending(source.id) > 0) return;
     this.idleHeld.add(source);
@@ -196,7 +196,7 @@ export class DeviceMessages {
       this.idleTimer = undefined;
       const held = [...this.idleHeld];
       this.idleHeld.clear();
-      for (const each of held) each.releaseReading?.();
+      for (const each of held) each.releaseReading();
     }, HOLD_MS).unref();
   }
 }

@@ -103,9 +103,14 @@ export class Outbox {
     this.quota = max;
   }
 
+  /** Whether the device set a Receive Maximum (MQTT 5): only then are its messages in flight counted. */
+  private get limited(): boolean {
+    return this.quota !== Number.POSITIVE_INFINITY;
+  }
+
   /** Messages waiting for the device to acknowledge others before they may be sent. */
   get waiting(): number {
-    if (this.quota === Number.POSITIVE_INFINITY) return 0;
+    if (!this.limited) return 0;
     return (this.waitingPublishes?.length ?? 0) + (this.target.ackQos > 0 ? (this.acks?.length ?? 0) : 0);
   }
 
@@ -114,28 +119,29 @@ export class Outbox {
    * device's Receive Maximum leaves room, else once it has acknowledged enough of those before it.
    */
   publish(bytes: Buffer): void {
-    if (this.unacknowledged < this.quota) {
-      if (this.quota !== Number.POSITIVE_INFINITY) this.unacknowledged++;
-      this.packet(bytes);
-    } else if (this.waitingPublishes) this.waitingPublishes.push(bytes);
+    if (this.unacknowledged < this.quota) this.sendCounted(bytes);
+    else if (this.waitingPublishes) this.waitingPublishes.push(bytes);
     else this.waitingPublishes = [bytes];
   }
 
-  /** A message in flight from before (a QoS 2 message released, awaiting PUBCOMP) counts against the room. */
-  inFlight(bytes: Buffer): void {
-    if (this.quota !== Number.POSITIVE_INFINITY) this.unacknowledged++;
-    this.packet(bytes);
+  /** The PUBREL of a QoS 2 message released before: in flight until its PUBCOMP, whatever the room. */
+  releaseAgain(bytes: Buffer): void {
+    this.sendCounted(bytes);
   }
 
   /** The device acknowledged a QoS 1 or 2 message (PUBACK, PUBCOMP, or a PUBREC refusing it): room for the next. */
   acknowledged(): void {
-    if (this.quota === Number.POSITIVE_INFINITY) return;
+    if (!this.limited) return;
     this.unacknowledged = Math.max(0, this.unacknowledged - 1);
     const next = this.waitingPublishes?.shift();
-    if (next) {
-      this.unacknowledged++;
-      this.packet(next);
-    } else if (this.acks) flusher.markDue(this);
+    if (next) this.sendCounted(next);
+    else if (this.acks) flusher.markDue(this);
+  }
+
+  /** A packet in flight until the device acknowledges it, counted against its Receive Maximum. */
+  private sendCounted(bytes: Buffer): void {
+    if (this.limited) this.unacknowledged++;
+    this.packet(bytes);
   }
 
   /** Holds the PUBACK of a QoS 1 message, to leave with its answer or within PUBACK_HOLD_MS. */
@@ -176,7 +182,7 @@ export class Outbox {
       this.acks = acks.slice(room);
       acks = room > 0 ? acks.slice(0, room) : undefined;
     }
-    if (acks && ackQos > 0 && this.quota !== Number.POSITIVE_INFINITY) this.unacknowledged += acks.length;
+    if (acks && ackQos > 0 && this.limited) this.unacknowledged += acks.length;
     if (acks && ackQos >= 0) parts.push(this.ackBytes(acks, ackQos > 0 ? 1 : 0));
     if (parts.length === 0 || !socket.writable) return;
     socket.write(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts));
