@@ -11,7 +11,7 @@ import type { EventIngest, IncomingEvent } from '../events/ingest.ts';
 import { withStoreDeadline } from '../store/faults.ts';
 import type { Store } from '../store/store.ts';
 import { findDefaultTemplate } from '../templates/service.ts';
-import { createThing, findThing, updateThing } from '../things/service.ts';
+import { createThing, findThing, type ThingChanges, updateThing } from '../things/service.ts';
 import type { EventInput, HeartbeatInput, RegisterInput } from './schemas.ts';
 
 /** `thing_key`, or `device_key` instead; an empty string counts as absent. */
@@ -70,25 +70,33 @@ export class DeviceService {
       ...(typeof input.description === 'string' ? { description: input.description } : {}),
       ...(biDirectional !== undefined ? { bi_directional: biDirectional } : {}),
     };
-    if (existing) {
-      requirePermission(principal, 'thing', 'update');
-      if (Object.keys(changes).length > 0) {
-        await updateThing(this.store, actorOf(principal), [principal.organisationKey], key, changes);
-      }
-      return;
-    }
+    if (existing) return this.updateRegistered(principal, key, changes);
     // The keys a client may choose through the REST API: a thing's key is part of its instruction topic,
     // where `/`, `+` or `#` would change what the topic means.
     if (!CLIENT_KEY.test(key)) throw invalidParam('thing_key', 'must be 1-64 characters of A-Za-z0-9._-');
     requirePermission(principal, 'thing', 'create');
     const template = await findDefaultTemplate(this.store.db, principal.organisationKey);
     if (!template) throw new ApiError(500, [{ code: 'internal', message: 'the organisation has no Default template' }]);
-    await createThing(this.store, actorOf(principal), principal.organisationKey, {
-      thing_key: key,
-      name: input.name || key,
-      thing_template_key: template.thing_template_key,
-      ...changes,
-    });
+    try {
+      await createThing(this.store, actorOf(principal), principal.organisationKey, {
+        thing_key: key,
+        name: input.name || key,
+        thing_template_key: template.thing_template_key,
+        ...changes,
+      });
+    } catch (error) {
+      // Another register of the same new thing made it first (a device sending its register again
+      // before the answer, or two of its connections at once): this one is a register of it as it is.
+      if (!(await findThing(this.store.db, [principal.organisationKey], key))) throw error;
+      await this.updateRegistered(principal, key, changes);
+    }
+  }
+
+  private async updateRegistered(principal: Principal, key: string, changes: ThingChanges): Promise<void> {
+    requirePermission(principal, 'thing', 'update');
+    if (Object.keys(changes).length > 0) {
+      await updateThing(this.store, actorOf(principal), [principal.organisationKey], key, changes);
+    }
   }
 
   async heartbeat(principal: Principal, input: HeartbeatInput): Promise<void> {

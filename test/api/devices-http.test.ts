@@ -49,6 +49,23 @@ describeOnStores('device HTTP interface', (ctx) => {
     assert.match(audit.body.audit_trails[0].user_name, /^key pair /);
   });
 
+  it('when a device registers a new thing several times at once then every register is answered 200 and the thing is made once', async () => {
+    const d = await device();
+    const key = unique('race');
+    const answers = await Promise.all(Array.from({ length: 5 }, () => d.register({ thing_key: key })));
+    assert.deepEqual(
+      answers.map((answer) => answer.status),
+      [200, 200, 200, 200, 200],
+      answers.map((answer) => answer.text).join('\n'),
+    );
+    const made = await ctx.api.server.store.db
+      .selectFrom('things')
+      .select('thing_id')
+      .where('thing_key', '=', key)
+      .execute();
+    assert.equal(made.length, 1);
+  });
+
   it('when a device sends an event then it is stored at millisecond precision and becomes the thing last_event', async () => {
     const d = await device();
     const key = unique('dev');
