@@ -9,7 +9,7 @@
 //
 // The suite runs compiled: tsc builds src/ and test/ into .build/ first (incrementally, a few seconds
 // when little changed), because loading the TypeScript of the whole server through a loader costs
-// every test file, and every server process and broker thread the tests start, a second of CPU more.
+// every test file, and every server process the tests start, a second of CPU more.
 // A test file may still be run from source on its own: `node --import tsx --test test/api/x.test.ts`.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';

@@ -50,9 +50,7 @@ import { instructionRoutes } from './instructions/routes.ts';
 import type { InstructionCarrier } from './instructions/service.ts';
 import { type DeviceSettingsValue, keyPairRoutes } from './keypairs/routes.ts';
 import { openSecretBox } from './keypairs/secret-key.ts';
-import type { BrokerListener } from './mqtt/broker-protocol.ts';
-import { type EmbeddedBroker, startEmbeddedBroker } from './mqtt/embedded-broker.ts';
-import { type DeviceEndpoint, startDeviceEndpoint } from './mqtt/endpoint/endpoint.ts';
+import { type DeviceEndpoint, type EndpointListener, startDeviceEndpoint } from './mqtt/endpoint/endpoint.ts';
 import { registerMqttWebSocketRoute } from './mqtt/endpoint/websocket.ts';
 import { connectExternalBroker, type ExternalBroker } from './mqtt/external-broker.ts';
 import type { InboundLimits } from './mqtt/inbound-flow.ts';
@@ -96,12 +94,12 @@ export interface Server {
   config: Config;
   /** Set when `listen` created the first organisation and admin. */
   bootstrap: BootstrapResult | undefined;
-  /** The embedded MQTT broker's port, when it runs. */
+  /** The device endpoint's MQTT port, when it runs. */
   mqttPort: number | undefined;
-  /** The embedded MQTT broker's MQTTS port, when it runs with TLS. */
+  /** The device endpoint's MQTTS port, when it runs with TLS. */
   mqttsPort: number | undefined;
-  /** The embedded MQTT broker (or device endpoint, MQTT_ENDPOINT), when it runs. */
-  mqttBroker: EmbeddedBroker | DeviceEndpoint | undefined;
+  /** The device endpoint (the embedded MQTT listeners), when it runs. */
+  mqttBroker: DeviceEndpoint | undefined;
   /** Deletes expired events and rollups (docs/storage.md), every RETENTION_SWEEP_INTERVAL. */
   sweeper: RetentionSweeper;
   /** Compacts older events into blocks (docs/storage.md), every EVENT_COMPACTION_INTERVAL. */
@@ -235,10 +233,9 @@ function boundStatements(app: FastifyInstance, statementMs: number, deviceMs: nu
   });
 }
 
-/** The embedded broker, when devices are served by it rather than through MQTT_URL. */
-const embeddedOf = (
-  mqtt: EmbeddedBroker | DeviceEndpoint | ExternalBroker | undefined,
-): EmbeddedBroker | DeviceEndpoint | undefined => (mqtt && 'port' in mqtt ? mqtt : undefined);
+/** The device endpoint, when devices are served by it rather than through MQTT_URL. */
+const embeddedOf = (mqtt: DeviceEndpoint | ExternalBroker | undefined): DeviceEndpoint | undefined =>
+  mqtt && 'port' in mqtt ? mqtt : undefined;
 
 export async function createServer(config: Config): Promise<Server> {
   limitHeapGrowth(config.heapGrowingPercent);
@@ -334,7 +331,7 @@ export async function createServer(config: Config): Promise<Server> {
       childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
     });
     closeOnFailure.push(() => hub.close());
-    let mqtt: EmbeddedBroker | DeviceEndpoint | ExternalBroker | undefined;
+    let mqtt: DeviceEndpoint | ExternalBroker | undefined;
     // Until listen has made the first admin (or found users), a client that signs in may get a 401.
     let bootstrapped = false;
     const readiness: Readiness = {
@@ -508,7 +505,7 @@ async function buildHttpApp(
     instructions: () => InstructionCarrier | undefined;
     deviceSettings: () => DeviceSettingsValue;
     demos: DemoService;
-    /** MQTT over WebSocket's device endpoint, once it runs (MQTT_ENDPOINT=thingbase). */
+    /** MQTT over WebSocket's device endpoint, once it runs. */
     mqttOverWebSocket: () => DeviceEndpoint | undefined;
   },
 ): Promise<FastifyInstance> {
@@ -673,7 +670,7 @@ async function buildHttpApp(
     ...demoRoutes(parts.demos),
     ...dashboardRoutes(store),
   ]);
-  if (config.mqttEndpoint === 'thingbase' && !config.mqttUrl) {
+  if (!config.mqttUrl) {
     registerMqttWebSocketRoute(app, () => parts.mqttOverWebSocket()?.accept);
   }
   registerRealtimeRoutes(app, {
@@ -711,7 +708,7 @@ async function startMqtt(
   instructions: MqttInstructions,
   writer: EventWriter,
   sockets: SocketCount,
-): Promise<EmbeddedBroker | DeviceEndpoint | ExternalBroker | undefined> {
+): Promise<DeviceEndpoint | ExternalBroker | undefined> {
   if (config.mqttUrl) {
     return connectExternalBroker({
       url: config.mqttUrl,
@@ -731,7 +728,7 @@ async function startMqtt(
   const explicit = { MQTT_PORT: config.mqttPortExplicit, MQTTS_PORT: config.mqttsPortExplicit };
   while (ports.MQTT_PORT !== null || ports.MQTTS_PORT !== null) {
     try {
-      const listeners = {
+      return await startDeviceEndpoint({
         port: ports.MQTT_PORT,
         secure: tls && ports.MQTTS_PORT !== null ? { port: ports.MQTTS_PORT, tls } : null,
         host: config.host,
@@ -745,22 +742,16 @@ async function startMqtt(
         inbound: inboundLimits(config.mqttMaxPending, config.mqttMaxWaitMs, config.eventFairShare),
         maxPartialBytes: config.mqttMaxPartialBytes,
         onStoreBehind: (listener: (behind: boolean) => void) => writer.onBehindChange(listener),
-      };
-      if (config.mqttEndpoint === 'thingbase') {
-        return await startDeviceEndpoint({
-          ...listeners,
-          eventRefusal: (organisationKey, source) => writer.refusal(organisationKey, source, 1),
-          sessions: {
-            maxKept: config.mqttMaxSessions,
-            maxMessages: config.mqttSessionMaxMessages,
-            maxExpiryMs: config.mqttSessionExpiryMs,
-          },
-        });
-      }
-      return await startEmbeddedBroker({ ...listeners, youngGenerationMb: config.mqttBrokerYoungGenerationMb });
+        eventRefusal: (organisationKey, source) => writer.refusal(organisationKey, source, 1),
+        sessions: {
+          maxKept: config.mqttMaxSessions,
+          maxMessages: config.mqttSessionMaxMessages,
+          maxExpiryMs: config.mqttSessionExpiryMs,
+        },
+      });
     } catch (error) {
-      const { code, message, listener } = error as NodeJS.ErrnoException & { listener?: BrokerListener };
-      // Without a listener, the thread ended before it could try one.
+      const { code, message, listener } = error as NodeJS.ErrnoException & { listener?: EndpointListener };
+      // Without a listener, the error is not one of opening a port.
       if (!listener) throw error;
       const port = ports[listener];
       if (code !== 'EADDRINUSE') throw new Error(`cannot start the MQTT broker on ${listener} ${port}: ${message}`);

@@ -47,12 +47,8 @@ export interface Config {
   mqttMaxPending: number;
   /** How long a device message taken should wait for its answer while the server cannot keep up, ms (mqtt/inbound-flow.ts). */
   mqttMaxWaitMs: number;
-  /** Bytes of unfinished packets the embedded broker holds, all connections together (packet-parser.ts). */
+  /** Bytes of unfinished packets the device endpoint holds, all connections together (mqtt/endpoint/packet-parser.ts). */
   mqttMaxPartialBytes: number;
-  /** The embedded broker thread's young generation (V8's nursery of new objects), MB. */
-  mqttBrokerYoungGenerationMb: number;
-  /** Which embedded MQTT endpoint serves devices: the device endpoint of mqtt/endpoint/, or aedes on its thread. */
-  mqttEndpoint: 'thingbase' | 'aedes';
   /** Device endpoint sessions kept between connections, at most (mqtt/endpoint/sessions.ts). */
   mqttMaxSessions: number;
   /** Messages a kept session holds at most, in flight and queued. */
@@ -300,11 +296,16 @@ function parseSessionExpiry(text: string | undefined): number {
   return ms;
 }
 
-/** MQTT_ENDPOINT: `thingbase` (the default) or `aedes`. */
-function parseMqttEndpoint(text: string | undefined): Config['mqttEndpoint'] {
-  if (text === undefined || text === '' || text === 'thingbase') return 'thingbase';
-  if (text === 'aedes') return 'aedes';
-  throw new ConfigError(`MQTT_ENDPOINT must be thingbase or aedes (got "${text}")`);
+/**
+ * MQTT_ENDPOINT chose between the device endpoint and the aedes broker until aedes was removed: the
+ * device endpoint is the only embedded MQTT server now. `thingbase` is still accepted; anything else
+ * is refused rather than ignored, so a server set to the old broker says so at start.
+ */
+function checkMqttEndpoint(text: string | undefined): void {
+  if (text === undefined || text === '' || text === 'thingbase') return;
+  throw new ConfigError(
+    `MQTT_ENDPOINT=${text} is no longer served: the device endpoint is the only embedded MQTT server; unset MQTT_ENDPOINT`,
+  );
 }
 
 /**
@@ -323,6 +324,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (!/^(sqlite:|postgres:\/\/|postgresql:\/\/)/.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with sqlite: or postgres://');
   }
+  checkMqttEndpoint(env.MQTT_ENDPOINT);
   const mqttPortExplicit = env.MQTT_PORT !== undefined && env.MQTT_PORT !== '';
   const mqttsPortExplicit = env.MQTTS_PORT !== undefined && env.MQTTS_PORT !== '';
   const tls = parseTls(env);
@@ -356,12 +358,6 @@ export function loadConfig(env: Env = process.env): Config {
     mqttMaxPending: parsePositive('MQTT_MAX_PENDING', env.MQTT_MAX_PENDING, 20_000),
     mqttMaxWaitMs: parsePositive('MQTT_MAX_WAIT_MS', env.MQTT_MAX_WAIT_MS, 500),
     mqttMaxPartialBytes: parsePositive('MQTT_MAX_PARTIAL_BYTES', env.MQTT_MAX_PARTIAL_BYTES, 64 * 1024 * 1024),
-    mqttBrokerYoungGenerationMb: parsePositive(
-      'MQTT_BROKER_YOUNG_GENERATION_MB',
-      env.MQTT_BROKER_YOUNG_GENERATION_MB,
-      8,
-    ),
-    mqttEndpoint: parseMqttEndpoint(env.MQTT_ENDPOINT),
     mqttMaxSessions: parsePositive('MQTT_MAX_SESSIONS', env.MQTT_MAX_SESSIONS, 10_000),
     mqttSessionMaxMessages: parsePositive('MQTT_SESSION_MAX_MESSAGES', env.MQTT_SESSION_MAX_MESSAGES, 100),
     mqttSessionExpiryMs: parseSessionExpiry(env.MQTT_SESSION_EXPIRY),

@@ -24,7 +24,7 @@ export const RESERVED_FILES = 512;
 
 /**
  * Of those, the descriptors MQTT connections past the budget may hold while the broker waits for
- * their CONNECT to refuse it with CONNACK 3 (broker-worker.ts): past it they are closed as soon as
+ * their CONNECT to refuse it with CONNACK 3 (mqtt/endpoint/admission.ts): past it they are closed as soon as
  * they are accepted, and the other half stays for the store, outbound calls and logs.
  */
 export const REFUSAL_ROOM = RESERVED_FILES / 2;

@@ -1,6 +1,6 @@
 /**
- * The clients' sockets the process holds, HTTP (the server thread) and MQTT (the embedded broker's
- * thread), counted in memory both threads share. Every socket holds a file descriptor, and all of them
+ * The clients' sockets the process holds, HTTP and MQTT (the device endpoint's). Every socket holds a
+ * file descriptor, and all of them
  * together stay within the socket budget: the open-file limit less the descriptors kept for the store,
  * logs and outbound calls (open-files.ts). A flood of connections on one port then cannot leave the
  * process without descriptors for the other port or for its store (docs/configuration.md,
@@ -8,29 +8,21 @@
  */
 export type SocketKind = 'http' | 'mqtt';
 
-const SLOT: Record<SocketKind, number> = { http: 0, mqtt: 1 };
-
 /** Why a socket is refused: its own kind's limit, or the budget of both kinds together. */
 export type SocketRefusal = 'kind' | 'budget';
 
 export class SocketCount {
-  private readonly counts: Int32Array;
+  private readonly counts: Record<SocketKind, number> = { http: 0, mqtt: 0 };
 
-  /** `memory` is another thread's count to share (its `memory`); without it, a new count. */
-  constructor(
-    readonly budget: number,
-    readonly memory: SharedArrayBuffer = new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT),
-  ) {
-    this.counts = new Int32Array(memory);
-  }
+  constructor(readonly budget: number) {}
 
   /** Counts a socket of `kind` that is already open; `release` it when it closes. */
   add(kind: SocketKind): void {
-    Atomics.add(this.counts, SLOT[kind], 1);
+    this.counts[kind]++;
   }
 
   release(kind: SocketKind): void {
-    Atomics.sub(this.counts, SLOT[kind], 1);
+    this.counts[kind]--;
   }
 
   /**
@@ -38,12 +30,12 @@ export class SocketCount {
    * they are, else which limit they are past.
    */
   past(kind: SocketKind, limit: number): SocketRefusal | undefined {
-    if (Atomics.load(this.counts, SLOT[kind]) > limit) return 'kind';
+    if (this.counts[kind] > limit) return 'kind';
     return this.total() > this.budget ? 'budget' : undefined;
   }
 
   /**
-   * Whether the sockets counted are past the budget and `room` more: a connection the broker can only
+   * Whether the sockets counted are past the budget and `room` more: a connection the endpoint can only
    * refuse once it has read its CONNECT is let wait for it within that room, and closed at once past it.
    */
   pastRoom(room: number): boolean {
@@ -52,21 +44,16 @@ export class SocketCount {
 
   /** Sockets of both kinds counted now. */
   private total(): number {
-    return Atomics.load(this.counts, SLOT.http) + Atomics.load(this.counts, SLOT.mqtt);
+    return this.counts.http + this.counts.mqtt;
   }
 
   /** Sockets of `kind` counted now. */
   of(kind: SocketKind): number {
-    return Atomics.load(this.counts, SLOT[kind]);
+    return this.counts[kind];
   }
 
   /** The log line for sockets refused past the budget; `refusing` says what is refused and how. */
   pastBudget(refusing: string): string {
     return `client connections, HTTP and MQTT together, at the process's budget of ${this.budget} (its open-file limit less those kept for the store): ${refusing}`;
-  }
-
-  /** Forgets the sockets of `kind`: its thread stopped, and they closed with it. */
-  clear(kind: SocketKind): void {
-    Atomics.store(this.counts, SLOT[kind], 0);
   }
 }

@@ -132,7 +132,7 @@ const UNICODE_ESCAPE = Buffer.from('\\u');
  * The top-level `hash` of an MQTT payload, found without reading the whole payload, for a message
  * refused unread when the server is overloaded: the SDKs add their envelope members last, so a bulk of
  * 5 KB takes four searches for names and a look at its last hundred bytes instead of decoding it and
- * walking through every value, which took about half of the broker thread's time while it refused a
+ * walking through every value, which took about half of the MQTT broker's time while it refused a
  * flood of bulks (docs/benchmarks-history.md, "overload, 2026-11-26 afternoon").
  *
  * Answers `{ hash }` (undefined when the payload has no top-level `hash` string) only when the members

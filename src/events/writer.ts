@@ -208,7 +208,7 @@ export class EventWriter {
   /**
    * Calls `listener` each time the writer falls behind (four fifths of the rows it may hold wait) or
    * has caught up again (half of them); returns the function that stops it. Whoever refuses work
-   * upstream of the writer on it (the MQTT broker thread) then refuses before the writer must, and
+   * upstream of the writer on it (the MQTT device endpoint) then refuses before the writer must, and
    * not in bursts at its limit: what it lets through while behind would be refused later and slower.
    */
   onBehindChange(listener: (behind: boolean) => void): () => void {

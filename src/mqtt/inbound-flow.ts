@@ -1,8 +1,9 @@
 /**
- * How many device messages may wait for the server thread (docs/devices.md, "Overload"). The broker
- * thread reads packets far faster than the store can take their events; every message it hands to
- * the server thread is counted here until its acknowledgement comes back. A message that would take a connection, or all of them together, past their limits is
- * not handed on: the broker answers it at once with a 503 acknowledgement, so the device learns to
+ * How many device messages may wait for their answer (docs/devices.md, "Overload"). The device
+ * endpoint reads packets far faster than the store can take their events; every message it takes is
+ * counted here until its acknowledgement is written. A message that would take a connection, or all
+ * of them together, past their limits is not taken: the endpoint answers it at once with a 503
+ * acknowledgement, so the device learns to
  * send again later within milliseconds, and the server's memory holds no more than the limits allow.
  *
  * The limits also keep a message taken from waiting long for its answer (`maxWaitMs`): under a flood,

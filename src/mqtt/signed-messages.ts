@@ -1,8 +1,8 @@
 /**
  * The first half of handling a device's MQTT message, which needs no store: reading the payload (LZF
  * on the lzf topic), recovering the text the device signed, and checking its `hash` against the key
- * pair's secret. The embedded broker does this on its own thread (broker-worker.ts), an external
- * broker's subscriber in the server (messages.ts).
+ * pair's secret. The device endpoint does this as it reads a message (endpoint/device-messages.ts), an
+ * external broker's subscriber in the server (messages.ts).
  */
 import type { ErrorItem } from '../core/errors.ts';
 import { BULK_BODY_LIMIT, DEFAULT_BODY_LIMIT, describeBytes } from '../core/http/body.ts';

@@ -156,7 +156,7 @@ describe('the socket budget of a process with few open files', () => {
     const web: Held[] = [];
     try {
       devices.push(...(await holdMany(mqttPort, 110)));
-      // The broker thread counts its connections as it accepts them: on a busy machine, a moment later.
+      // The server counts its connections as it accepts them: on a busy machine, a moment later.
       let open = 0;
       for (let attempt = 1; attempt <= 5 && open !== 128 - 110; attempt++) {
         for (const held of web.splice(0)) held.socket.destroy();
@@ -167,7 +167,7 @@ describe('the socket budget of a process with few open files', () => {
       }
       assert.equal(open, 128 - 110, 'HTTP holds what MQTT leaves of the budget, under its own limit of 32');
       assert.equal(await connackCode(mqttPort), 3, 'a device past the budget is refused with CONNACK 3');
-      // The broker thread's log lines reach the output through the main thread, a moment later.
+      // The server's log lines reach its output a moment later.
       for (const line of [
         /HTTP and MQTT together, at the process's budget of 128 .*closing new HTTP connections/,
         /HTTP and MQTT together, at the process's budget of 128 .*refusing new devices with CONNACK 3/,

@@ -4,7 +4,6 @@ import { it } from 'node:test';
 import { createKeyPair, Device, type KeyPair } from '../support/device.ts';
 import { childOrganisation, createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
-import { BROKER_THREAD_ONLY, brokerThread } from '../support/mqtt-endpoint.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -178,38 +177,6 @@ describeOnStores(
         assert.equal(received.length, 2, 'an acknowledged instruction is not sent again');
       } finally {
         await device.close();
-      }
-    });
-
-    it('when the broker thread has failed then an instruction is still answered, and its device gets it once it is back', {
-      timeout: 30_000,
-      skip: BROKER_THREAD_ONLY,
-    }, async () => {
-      const thread = brokerThread(ctx.api.server);
-      assert.ok(thread, 'the embedded broker runs on its thread');
-      const { pair, device, thingKey, topic } = await listeningDevice();
-      const closed = new Promise<void>((resolve) => device.client.once('close', () => resolve()));
-      await thread.terminate();
-      await closed;
-      device.client.end(true);
-      const sent = await send(thingKey, { name: 'Close', definition: { command: 'close' } });
-      assert.equal(sent.status, 200, sent.text);
-      assert.equal(sent.body.instruction.status, 'pending');
-      const again = await MqttDevice.connectWhenUp(brokerUrl(), pair);
-      try {
-        const received: string[] = [];
-        again.client.on('message', (name, payload) => {
-          if (name.endsWith('/executeInstruction')) received.push(payload.toString());
-        });
-        await again.client.subscribeAsync(topic, { qos: 2 });
-        await eventually(() => received.length === 1, 'the instruction from the new broker thread');
-        assert.match(received[0] as string, new RegExp(`"alert_key":"${sent.body.instruction.alert_key}"`));
-        await eventually(
-          async () => (await status(thingKey, sent.body.instruction.instruction_key)) === 'delivered',
-          'delivered',
-        );
-      } finally {
-        await again.close();
       }
     });
 

@@ -6,7 +6,6 @@
  * connected beside it stays connected and is served after every run, and the server never throws (it
  * runs in this process, so a throw would end the suite).
  */
-import '../support/on-device-endpoint.ts';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, it } from 'node:test';

@@ -1,10 +1,9 @@
 /**
- * What the device endpoint (MQTT_ENDPOINT=thingbase, docs/devices.md "The device endpoint") does beyond
+ * What the device endpoint (docs/devices.md, "The device endpoint") does beyond
  * the MQTT suites it runs too: MQTT 5's CONNACK and topic aliases, MQTT over WebSocket at /mqtt, the
  * protocol's rules on a connection (CONNECT first and once, keep-alive, one connection per client id),
  * and messages refused at once while the store stands still.
  */
-import '../support/on-device-endpoint.ts';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { it } from 'node:test';

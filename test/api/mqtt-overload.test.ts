@@ -4,15 +4,15 @@ import mqtt from 'mqtt';
 import { createKeyPair, type KeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
-import { BAD_LOGIN, BROKER_THREAD_ONLY, MQTT_VERSION, SERVER_BUSY } from '../support/mqtt-endpoint.ts';
 import { flood } from '../support/mqtt-flood.ts';
+import { BAD_LOGIN, MQTT_VERSION, SERVER_BUSY } from '../support/mqtt-version.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 const MAX_PENDING = 50;
 const MAX_CONNECTIONS = 2;
 
-/** Busy-waits: the server, in this thread, does nothing meanwhile, while devices and the broker thread go on. */
+/** Busy-waits: the server, in this thread, does nothing meanwhile, while devices go on. */
 function blockThisThread(ms: number): void {
   const until = Date.now() + ms;
   while (Date.now() < until) {
@@ -73,8 +73,8 @@ describeOnStores(
         messages,
       });
       await device.sent;
-      // The server's thread stands still while the device's messages arrive: unbounded, the broker
-      // thread would hand every one of them on.
+      // The server's thread stands still while the device's messages arrive: then all of them are
+      // there to read at once, more than may wait.
       blockThisThread(1500);
       const { codes, contexts } = await device.done;
       const answered = Object.values(codes).reduce((a, b) => a + b, 0);
@@ -90,35 +90,6 @@ describeOnStores(
         `at most ${MAX_PENDING} messages waited at once, not ${inbound.highWater}`,
       );
       assert.ok((codes[503] ?? 0) > 0, 'those past the limit were refused');
-    });
-
-    it('when messages wait and none is answered for four times MQTT_MAX_WAIT_MS then new ones are answered 503 at once, though fewer wait than MQTT_MAX_PENDING', {
-      // It stands the server's thread still, which on the device endpoint reads no message either; the
-      // endpoint's own suite stands the store still instead (mqtt-endpoint.test.ts).
-      skip: BROKER_THREAD_ONLY,
-    }, async () => {
-      const { pair, thingKey } = await registeredThing('waiting');
-      const first = Array.from({ length: 10 }, (_, seq) => signedEvent(pair, thingKey, seq));
-      const second = Array.from({ length: 10 }, (_, seq) => signedEvent(pair, thingKey, 100 + seq));
-      const device = flood({
-        port: ctx.api.server.mqttPort as number,
-        clientId: `wait${Math.random().toString(36).slice(2, 10)}`,
-        username: pair.access_key,
-        password: sign(pair.secret_key, pair.access_key),
-        messages: first.map((m) => m.text),
-        // When the first ten, handed on at once, have waited 2.5 s unanswered: 20 messages in all, under the 50 that may wait.
-        later: { afterMs: 2500, messages: second.map((m) => m.text) },
-      });
-      await device.sent;
-      blockThisThread(4500);
-      const { codes, contexts } = await device.done;
-      assert.deepEqual(codes, { 200: 10, 503: 10 }, 'the first ten stored, the ten sent later refused');
-      assert.deepEqual(
-        contexts.slice(0, 10).sort(),
-        second.map((m) => m.hash).sort(),
-        'the refusals came first, while the server stood still',
-      );
-      assert.equal(await storedCount(thingKey), 10);
     });
 
     it('when the broker holds as many connections as it may then a further device is refused with CONNACK 3, and admitted once one leaves', async () => {

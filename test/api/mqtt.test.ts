@@ -7,8 +7,8 @@ import { createKeyPair } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { compressLzf } from '../support/lzf-compress.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
-import { BAD_LOGIN, BROKER_THREAD_ONLY, brokerThread, MQTT_VERSION } from '../support/mqtt-endpoint.ts';
 import { connectPacket, mqttPacket } from '../support/mqtt-packet.ts';
+import { BAD_LOGIN, MQTT_VERSION } from '../support/mqtt-version.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -449,31 +449,6 @@ describeOnStores(
       }
     });
 
-    it('when the broker thread fails then it starts again on the same port and devices are served again', {
-      skip: BROKER_THREAD_ONLY,
-    }, async () => {
-      const pair = await keyPair();
-      const device = await MqttDevice.connect(brokerUrl(), pair);
-      const key = unique('mqrestart');
-      assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
-      const failed = brokerThread(ctx.api.server);
-      assert.ok(failed, 'the embedded broker runs on its thread');
-      assert.equal(failed.resourceLimits?.maxYoungGenerationSizeMb, 8, 'the thread has a young generation of its own');
-      const closed = new Promise<void>((resolve) => device.client.once('close', () => resolve()));
-      await failed.terminate();
-      await closed;
-      device.client.end(true);
-      const again = await MqttDevice.connectWhenUp(brokerUrl(), pair);
-      try {
-        assert.notEqual(brokerThread(ctx.api.server), failed, 'a new thread serves the port');
-        assert.equal(brokerThread(ctx.api.server)?.resourceLimits?.maxYoungGenerationSizeMb, 8);
-        assert.equal((await again.send('event', { thing_key: key, data: { temperature: 3 } })).http_code, 200);
-        assert.equal(await storedCount(key), 1);
-      } finally {
-        await again.close();
-      }
-    });
-
     /**
      * A raw connection to the broker that has written `bytes`, after signing in with `pair` when given;
      * `closed` resolves once the broker closes it.
@@ -501,7 +476,6 @@ describeOnStores(
     it('when a packet says it is longer than the largest message then its connection is closed before its bytes arrive, and the broker serves on', async () => {
       const pair = await keyPair();
       const bystander = await MqttDevice.connect(brokerUrl(), pair);
-      const thread = brokerThread(ctx.api.server)?.threadId;
       try {
         for (const [what, first, length, signIn] of [
           ['a CONNECT of 1 MiB', 0x10, 1 << 20, false],
@@ -522,7 +496,6 @@ describeOnStores(
         const bulk = await bystander.send('event', { events });
         assert.equal(bulk.http_code, 200, JSON.stringify(bulk));
         assert.equal(await storedCount(key), 10_000);
-        assert.equal(brokerThread(ctx.api.server)?.threadId, thread, 'the broker thread did not restart');
       } finally {
         await bystander.close();
       }

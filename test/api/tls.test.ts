@@ -17,7 +17,7 @@ import { createKeyPair } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { call } from '../support/http.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
-import { BAD_LOGIN, BROKER_THREAD_ONLY, brokerThread, MQTT_ENDPOINT } from '../support/mqtt-endpoint.ts';
+import { BAD_LOGIN } from '../support/mqtt-version.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { cli, runCli, serveProcess, stopProcess } from '../support/process.ts';
@@ -106,9 +106,7 @@ describeOnStores(
       await plain.close();
     });
 
-    it('when a device speaks MQTT over wss at /mqtt trusting the CA then it is served as over MQTTS', {
-      skip: MQTT_ENDPOINT !== 'thingbase' && 'MQTT over WebSocket is the device endpoint',
-    }, async () => {
+    it('when a device speaks MQTT over wss at /mqtt trusting the CA then it is served as over MQTTS', async () => {
       const pair = await keyPair();
       const url = `${ctx.api.url.replace(/^https/, 'wss')}/mqtt`;
       const device = await MqttDevice.connect(url, pair, { ca: authority.ca });
@@ -214,31 +212,6 @@ describeOnStores(
         assert.equal((await ctx.api.request('GET', '/healthz')).status, 200);
       } finally {
         authority.replace(served(), first);
-      }
-    });
-
-    it('when the broker thread fails then MQTTS starts again on its port with the certificate reloaded last', {
-      skip: BROKER_THREAD_ONLY,
-    }, async () => {
-      authority.replace(served(), renewed);
-      try {
-        assert.equal((await ctx.api.server.reloadTls())?.fingerprint, renewed.fingerprint);
-        const failed = brokerThread(ctx.api.server);
-        assert.ok(failed, 'the embedded broker runs on its thread');
-        await failed.terminate();
-        const pair = await keyPair();
-        const device = await MqttDevice.connectWhenUp(mqttsUrl(), pair, { ca: authority.ca });
-        try {
-          assert.notEqual(brokerThread(ctx.api.server), failed);
-          assert.equal(await servedFingerprint(ctx.api.server.mqttsPort as number), renewed.fingerprint);
-          const key = unique('tls');
-          assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
-        } finally {
-          await device.close();
-        }
-      } finally {
-        authority.replace(served(), first);
-        await ctx.api.server.reloadTls();
       }
     });
   },

@@ -5,7 +5,7 @@
  */
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { sign } from './device.ts';
-import { MQTT_VERSION } from './mqtt-endpoint.ts';
+import { MQTT_VERSION } from './mqtt-version.ts';
 
 export interface Ack {
   context: string;

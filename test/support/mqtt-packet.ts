@@ -1,12 +1,9 @@
-import { createRequire } from 'node:module';
-import type { PacketParser } from '../../src/mqtt/packet-parser.ts';
+import * as packets from 'mqtt-packet';
+import type { PacketParser } from '../../src/mqtt/endpoint/packet-parser.ts';
 import { sign } from './device.ts';
 
-/**
- * The copy of mqtt-packet that aedes resolves, as the broker thread gets it: its generator makes
- * packets aedes's way, its parser reads bytes back into packets.
- */
-export const mqttPacket = createRequire(import.meta.resolve('aedes'))('mqtt-packet') as {
+/** mqtt-packet, as the device endpoint uses it: its generator makes packets, its parser reads bytes back into packets. */
+export const mqttPacket = packets as unknown as {
   parser(): PacketParser & {
     parse(buf: Buffer): number;
     on(event: 'packet', listener: (packet: Record<string, unknown>) => void): void;

@@ -2,7 +2,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MQTT_ENDPOINT } from './mqtt-endpoint.ts';
 
 export interface ServerProcess {
   child: ChildProcess;
@@ -27,7 +26,6 @@ const testEnv = (env: Record<string, string>) => ({
   LOG_LEVEL: 'warn',
   THINGBASE_PASSWORD_HASH_COST: '1024',
   API_RATE_LIMIT: '1000000',
-  MQTT_ENDPOINT,
   ...env,
 });
 

@@ -6,7 +6,6 @@ import type { Dispatcher } from 'undici';
 import { createServer, type Server } from '../../src/app.ts';
 import { loadConfig } from '../../src/core/config.ts';
 import { type ApiResponse, call, type RequestOptions } from './http.ts';
-import { MQTT_ENDPOINT } from './mqtt-endpoint.ts';
 import type { StoreCase } from './stores.ts';
 
 export const ADMIN_EMAIL = 'admin@example.com';
@@ -56,8 +55,6 @@ export async function startServer(store: StoreCase, options: StartOptions = {}):
       API_RATE_LIMIT: '1000000',
       // Suites run again with every event compacted as soon as it is stored (test/api/*-compacted.test.ts).
       ...(process.env.THINGBASE_TEST_COMPACT_EVENTS === 'true' ? { EVENT_COMPACTION_AGE: '0' } : {}),
-      // Suites run again on the device endpoint (test/api/*-on-endpoint.test.ts).
-      MQTT_ENDPOINT: MQTT_ENDPOINT,
       DATABASE_URL: storeSettings.databaseUrl,
       ...(storeSettings.databaseSchema ? { DATABASE_SCHEMA: storeSettings.databaseSchema } : {}),
       ...(typeof options.env === 'function' ? await options.env() : options.env),

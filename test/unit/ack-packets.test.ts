@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ackPackets, pubackPackets } from '../../src/mqtt/ack-packets.ts';
+import { ackPackets, pubackPackets } from '../../src/mqtt/endpoint/ack-packets.ts';
 import type { Ack } from '../../src/mqtt/signed-messages.ts';
 import { mqttPacket, parsePackets } from '../support/mqtt-packet.ts';
 
@@ -22,7 +22,7 @@ describe('acknowledgements written as bytes', () => {
     assert.deepEqual(
       packets.map((p) => p.messageId),
       [65534, 65535, 1, 2],
-      'ids run to 65535, then start again at 1, as aedes numbers them',
+      'ids run to 65535, then start again at 1, as MQTT clients number theirs',
     );
     assert.equal(ids._nextId, 3);
     for (const [i, packet] of packets.entries()) {

@@ -104,10 +104,15 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ REQUEST_TIMEOUT: '0' }), /REQUEST_TIMEOUT must be at least 1s/);
   });
 
-  it('when the MQTT endpoint is not set then the device endpoint serves; aedes stays selectable, anything else is refused', () => {
-    assert.equal(loadConfig({}).mqttEndpoint, 'thingbase');
-    assert.equal(loadConfig({ MQTT_ENDPOINT: 'aedes' }).mqttEndpoint, 'aedes');
-    assert.throws(() => loadConfig({ MQTT_ENDPOINT: 'mosquitto' }), /MQTT_ENDPOINT must be thingbase or aedes/);
+  it('when MQTT_ENDPOINT still names the removed aedes broker then the configuration is refused; thingbase is accepted', () => {
+    assert.doesNotThrow(() => loadConfig({ MQTT_ENDPOINT: 'thingbase' }));
+    assert.doesNotThrow(() => loadConfig({ MQTT_ENDPOINT: '' }));
+    for (const old of ['aedes', 'mosquitto']) {
+      assert.throws(
+        () => loadConfig({ MQTT_ENDPOINT: old }),
+        new RegExp(`MQTT_ENDPOINT=${old} is no longer served: the device endpoint is the only embedded MQTT server`),
+      );
+    }
   });
 
   it('when the session settings are not set then 10,000 sessions of 100 messages are kept for up to 2 hours; an expiry past 24 days is refused', () => {
@@ -132,17 +137,11 @@ describe('configuration', () => {
 
   it('when a count is not a positive integer or a port not one then the setting is named', () => {
     assert.equal(loadConfig({ MQTT_MAX_PENDING: '10' }).mqttMaxPending, 10);
-    assert.equal(loadConfig({}).mqttBrokerYoungGenerationMb, 8);
     assert.equal(loadConfig({}).mqttMaxPartialBytes, 64 * 1024 * 1024);
     assert.equal(loadConfig({ MQTT_MAX_PARTIAL_BYTES: '1048576' }).mqttMaxPartialBytes, 1048576);
     assert.throws(
       () => loadConfig({ MQTT_MAX_PARTIAL_BYTES: '1e6' }),
       /MQTT_MAX_PARTIAL_BYTES must be a positive integer/,
-    );
-    assert.equal(loadConfig({ MQTT_BROKER_YOUNG_GENERATION_MB: '32' }).mqttBrokerYoungGenerationMb, 32);
-    assert.throws(
-      () => loadConfig({ MQTT_BROKER_YOUNG_GENERATION_MB: '0' }),
-      /MQTT_BROKER_YOUNG_GENERATION_MB must be a positive integer/,
     );
     for (const text of ['0', '-1', '2.5', 'many']) {
       assert.throws(() => loadConfig({ MQTT_MAX_PENDING: text }), /MQTT_MAX_PENDING must be a positive integer/, text);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { limitPacketLength, PartialPackets, useLeanBuffer } from '../../src/mqtt/packet-parser.ts';
+import { limitPacketLength, PartialPackets, useLeanBuffer } from '../../src/mqtt/endpoint/packet-parser.ts';
 import { mqttPacket } from '../support/mqtt-packet.ts';
 
 /** bl's stream is a readable-stream Duplex, not one of node:stream's. */

@@ -13,9 +13,9 @@ import {
   type Packet,
   parser,
 } from 'mqtt-packet';
-import type { PacketIds } from '../ack-packets.ts';
 import type { Ack } from '../signed-messages.ts';
 import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic, thingOfTopic } from '../topics.ts';
+import type { PacketIds } from './ack-packets.ts';
 import { type ConnectRefusal, connackAccepted, connackRefused, refusalBeforeLogin } from './connack.ts';
 import type { MessageSource } from './device-messages.ts';
 import { instructionPacket } from './instructions-out.ts';

@@ -1,5 +1,5 @@
 /**
- * The device endpoint (docs/devices.md, "MQTT"; MQTT_ENDPOINT=thingbase): the embedded MQTT listener
+ * The device endpoint (docs/devices.md, "MQTT"): the embedded MQTT listener
  * as a transport of the device service, like the HTTP device routes. A device signs in with its access
  * key and the HMAC of it, publishes to its own device topics, subscribes to its own `httpAck` and its key
  * pair's instructions; nothing is routed between clients, so there is no broker: each connection
@@ -20,22 +20,24 @@ import type { TlsMaterial } from '../../core/tls.ts';
 import type { DeviceAuthenticator } from '../../devices/authentication.ts';
 import type { DeviceService } from '../../devices/service.ts';
 import { verifySignature } from '../../devices/signature.ts';
-import type { BrokerListener } from '../broker-protocol.ts';
 import { InboundFlow, type InboundLimits } from '../inbound-flow.ts';
 import type { MqttInstructions } from '../instructions.ts';
-import { limitPacketLength, type PacketParser, PartialPackets, useLeanBuffer } from '../packet-parser.ts';
 import { failure, readDeviceMessage } from '../signed-messages.ts';
 import { admitSocket, pastConnectionLimit } from './admission.ts';
 import type { ConnectRefusal } from './connack.ts';
 import { type ConnectionHost, DeviceConnection, type DeviceSocket } from './connection.ts';
 import { DeviceMessages } from './device-messages.ts';
+import { limitPacketLength, type PacketParser, PartialPackets, useLeanBuffer } from './packet-parser.ts';
 import { type SessionLimits, SessionStore } from './sessions.ts';
 
 // mqtt-packet fills itself a table of all 65,536 two-byte numbers as Buffers on its first packet
 // unless told not to: 6 MB of heap to spare a 2-byte allocation per packet id written.
 writeToStream.cacheNumbers = false;
 
-/** The embedded listeners of devices, as the server sees them (the same as the aedes broker's). */
+/** The setting of a listener of the endpoint, named in the errors of its start. */
+export type EndpointListener = 'MQTT_PORT' | 'MQTTS_PORT';
+
+/** The embedded listeners of devices, as the server sees them. */
 export interface DeviceEndpoint {
   /** The plain MQTT listener's port, when there is one. */
   port: number | undefined;
@@ -201,7 +203,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
     new DeviceConnection(lastId, socket, host);
   };
 
-  const listeners: [Server, number, BrokerListener][] = [];
+  const listeners: [Server, number, EndpointListener][] = [];
   if (options.port !== null) {
     // No Nagle delay: an answer is a small packet, which would otherwise wait ~40 ms for the device's ACK.
     const plain = createServer({ noDelay: true }, (socket) => {
@@ -220,7 +222,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
     listeners.push([secureServer, options.secure.port, 'MQTTS_PORT']);
   }
 
-  const ports = new Map<BrokerListener, number>();
+  const ports = new Map<EndpointListener, number>();
   try {
     for (const [server, at, listener] of listeners) {
       ports.set(listener, await listen(server, at, options.host, listener, logLimit, log));
@@ -301,7 +303,7 @@ function listen(
   server: Server,
   at: number,
   host: string,
-  listener: BrokerListener,
+  listener: EndpointListener,
   logLimit: (kind: 'files', message: string) => void,
   log: FastifyBaseLogger,
 ): Promise<number> {

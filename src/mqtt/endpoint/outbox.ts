@@ -7,8 +7,8 @@
  * write: the packets of many messages cost one system call.
  */
 import { generate } from 'mqtt-packet';
-import { ackPackets, type PacketIds, pubackPackets } from '../ack-packets.ts';
 import type { Ack } from '../signed-messages.ts';
+import { ackPackets, type PacketIds, pubackPackets } from './ack-packets.ts';
 
 /** How long a PUBACK waits for its message's answer to leave with it, ms. */
 export const PUBACK_HOLD_MS = 20;

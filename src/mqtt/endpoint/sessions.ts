@@ -10,7 +10,7 @@
  * `maxExpiryMs`. A dropped instruction is still pending in the store: it is sent again when its device
  * subscribes again, as for a clean session.
  */
-import type { PacketIds } from '../ack-packets.ts';
+import type { PacketIds } from './ack-packets.ts';
 
 /** A message to a device that it acknowledges: an instruction (QoS 1 or 2) or an answer on `httpAck` (QoS 1). */
 export interface OutgoingMessage {

@@ -1,5 +1,5 @@
 /**
- * The packet parser aedes gives each connection, made lighter and bounded: a lighter buffer
+ * mqtt-packet's parser, as each connection gets it, made lighter and bounded: a lighter buffer
  * (`useLeanBuffer`), a longest packet (`limitPacketLength`) and a budget for the bytes all parsers
  * hold of packets not yet complete (`PartialPackets`; docs/devices.md, "Overload").
  *
@@ -7,11 +7,11 @@
  * bytes of a packet not yet complete in a `BufferListStream` of the bl package: a duplex stream, with
  * its two stream states, their arrays and bound callbacks, of which the parser uses only the list's
  * own methods (append, consume, the readUInt* and slice). The package's plain `BufferList` has all of
- * them and none of the rest: about 0.9 KB less on the broker thread's heap for every connection held
+ * them and none of the rest: about 0.9 KB less of heap for every connection held
  * (docs/benchmarks-history.md, "fleet, 2026-11-25 evening").
  *
  * Only the list the parser starts with is replaced: after a malformed packet the parser makes itself
- * a new stream, and aedes closes that connection anyway.
+ * a new stream, and the endpoint closes that connection anyway.
  */
 
 interface BufferListLike {
@@ -29,7 +29,7 @@ export interface PacketParser {
   packet: { length: number };
   /** Reads the remaining length of a packet's header; false while its bytes have not all arrived. */
   _parseLength(): boolean;
-  /** Ends the parse with an error, which aedes answers by closing the connection. */
+  /** Ends the parse with an error, which the endpoint answers by closing the connection. */
   _emitError(error: Error): void;
   parse: Parse;
 }
@@ -46,7 +46,7 @@ export function useLeanBuffer(parser: PacketParser): boolean {
 /**
  * Refuses packets longer than `limit()` bytes as soon as their header says how long they are: the
  * parser would otherwise keep every byte of a packet until the last arrives, up to the 256 MiB the
- * protocol allows, so one connection could fill the broker thread's memory. The connection is closed,
+ * protocol allows, so one connection could fill the server's memory. The connection is closed,
  * as for any malformed packet, and `refused` is told the length and the limit it passed.
  */
 export function limitPacketLength(

@@ -4,7 +4,6 @@
  * it comes back: its subscriptions, the instructions and answers not yet acknowledged, and those due
  * while it was away. With mqtt.js devices over MQTT 3.1.1 and 5.
  */
-import '../support/on-device-endpoint.ts';
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';

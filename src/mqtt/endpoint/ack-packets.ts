@@ -1,13 +1,12 @@
 /**
- * The packets the embedded broker writes most, made as bytes (MQTT 3.1.1 and 3.1, the versions it
- * serves): a PUBACK for each device message, and the `httpAck` messages answering them. aedes and
- * mqtt-packet would make each one a packet object, write it in parts through a corked socket, and
- * for a message copy it for routing, check it for duplicates and wait a turn of the event loop; the
- * bytes are the same.
+ * The packets the device endpoint writes most, made as bytes: a PUBACK for each device message (the
+ * same in every version when it succeeds), and the `httpAck` messages answering them (MQTT 3.1.1 and
+ * 3.1; MQTT 5's are written by mqtt-packet, outbox.ts). mqtt-packet would make each one a packet
+ * object and write it in parts; the bytes are the same.
  */
-import type { Ack } from './signed-messages.ts';
+import type { Ack } from '../signed-messages.ts';
 
-/** aedes's counter of a connection's packet ids, which its own QoS messages (instructions) take from. */
+/** A connection's counter of the packet ids of the server's own QoS 1 and 2 messages to it. */
 export interface PacketIds {
   _nextId: number;
 }
@@ -26,8 +25,8 @@ export function pubackPackets(ids: readonly number[]): Buffer {
 
 /**
  * Acknowledgements as PUBLISH packets to `topic` at `qos`, in one buffer. A QoS 1 packet takes the
- * connection's next packet id as aedes does (1 to 65535, then 1 again), so it never collides with one
- * of aedes's own messages in flight on the connection.
+ * connection's next packet id (1 to 65535, then 1 again), so it never collides with another of the
+ * server's messages in flight on the connection (instructions take from the same counter).
  */
 export function ackPackets(ids: PacketIds, topic: string, acks: readonly Ack[], qos: 0 | 1): Buffer {
   const topicBytes = Buffer.byteLength(topic);

@@ -1,3 +1,0 @@
-// The mqtt-overload suite, unchanged, on the device endpoint (MQTT_ENDPOINT=thingbase).
-import '../support/on-device-endpoint.ts';
-import './mqtt-overload.test.ts';
