@@ -91,7 +91,8 @@ describeOnStores('the OpenAPI document', (ctx) => {
       ({ path, method, operation }) =>
         (method === 'get' || operation.operationId.startsWith('postQuery')) &&
         !path.includes('{') &&
-        !['getWs', 'getStream'].includes(operation.operationId) &&
+        // Streams that stay open: realtime push (WebSocket and Server-Sent Events) and MQTT over WebSocket.
+        !['getWs', 'getStream', 'getMqtt'].includes(operation.operationId) &&
         // A read that needs a key of the reader's data cannot succeed with a made-up one.
         !(operation.parameters ?? []).some((p: Json) => p.required && /_keys?$/.test(p.name)),
     );
