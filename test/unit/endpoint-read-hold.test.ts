@@ -15,6 +15,8 @@ class Source implements MessageSource {
   /** Whether its reads are held now. */
   holding = false;
   holds = 0;
+  /** Called when its reads are released. */
+  onRelease: () => void = () => {};
   constructor(
     readonly id: number,
     readonly accessKey = 'ak',
@@ -30,6 +32,10 @@ class Source implements MessageSource {
   }
   releaseReading(): void {
     this.holding = false;
+    this.onRelease();
+  }
+  get readingHeld(): boolean {
+    return this.holding;
   }
 }
 
@@ -112,6 +118,59 @@ describe('the device endpoint holds the reads of a connection it cannot take mor
     assert.equal(source.answers.length, 1);
     assert.equal(source.answers[0]?.http_code, 503);
     assert.equal(source.holding, true);
+  });
+
+  it('when many held connections are due to be read again at once then a few are released on each turn of the event loop', async () => {
+    let refusal: string | undefined = 'server busy: this organisation holds its share';
+    const messages = new DeviceMessages(
+      heldService().devices,
+      authenticator,
+      new InboundFlow({ perConnection: 100, messages: 1000, bytes: 1 << 20, maxWaitMs: 500 }),
+      pino({ level: 'silent' }),
+      () => refusal,
+    );
+    const flood = Array.from({ length: 20 }, (_, i) => new Source(i + 1));
+    for (const source of flood) messages.receive(source, topic('event'), message(source.id));
+    assert.ok(flood.every((source) => source.holding && source.answers[0]?.http_code === 503));
+    refusal = undefined;
+    // Each turn of the event loop numbered, until all are read again after the hold's time.
+    let turn = 0;
+    const releasedOn = new Map<number, number>();
+    for (const source of flood) source.onRelease = () => releasedOn.set(source.id, turn);
+    while (releasedOn.size < flood.length && turn < 100_000) {
+      await tick();
+      turn++;
+    }
+    assert.equal(releasedOn.size, flood.length, 'all read again in the end');
+    const perTurn = new Map<number, number>();
+    for (const on of releasedOn.values()) perTurn.set(on, (perTurn.get(on) ?? 0) + 1);
+    const counts = [...perTurn.values()];
+    assert.ok(
+      counts.every((count) => count <= 4),
+      `at most four a turn: ${counts.join(' ')}`,
+    );
+    assert.ok(counts.length >= 5, `over five turns at least: ${counts.join(' ')}`);
+  });
+
+  it('when a connection due to be read again is refused meanwhile then it stays held', async () => {
+    const { devices, answerOne } = heldService();
+    const inbound = new InboundFlow({ perConnection: 1000, messages: 10_000, bytes: 1 << 20, maxWaitMs: 500 });
+    let refusal: string | undefined;
+    const messages = new DeviceMessages(devices, authenticator, inbound, pino({ level: 'silent' }), () => refusal);
+    const busy = new Source(1);
+    let sent = 0;
+    while (!busy.holding && sent < 100) messages.receive(busy, topic('heartbeat'), message(++sent, false));
+    // Answered to half of them, all at once: due to be read again on the next turn.
+    for (let i = 0; i < sent / 2; i++) answerOne();
+    await Promise.resolve();
+    await Promise.resolve();
+    assert.equal(busy.holding, true, 'not read again on the turn of its answers');
+    refusal = 'server busy: this organisation holds its share';
+    messages.receive(busy, topic('event'), message(1000));
+    assert.equal(busy.answers.at(-1)?.http_code, 503);
+    await tick();
+    await tick();
+    assert.equal(busy.holding, true, 'held by the refusal, not released by the answers before it');
   });
 
   it('when the server stops then refused connections are not held: they are about to be closed', () => {

@@ -211,6 +211,10 @@ export class DeviceConnection implements MessageSource {
     this.holdAsked = true;
   }
 
+  get readingHeld(): boolean {
+    return this.holdAsked;
+  }
+
   releaseReading(): void {
     this.holdAsked = false;
     if (!this.pausedForHold) return;

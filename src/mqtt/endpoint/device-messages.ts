@@ -31,6 +31,8 @@ export interface MessageSource {
   /** Reads no more of its messages after those read now, until `releaseReading` (when its socket can pause). */
   holdReading(): void;
   releaseReading(): void;
+  /** Whether its reads are held (holdReading, not released since). */
+  readonly readingHeld: boolean;
 }
 
 /** A connection, as fair shares of a busy writer tell sources apart (events/fair-share.ts). */
@@ -48,6 +50,15 @@ const HOLD_MS = 200;
  * flooding device's messages than the event writer is about to take.
  */
 const READ_AHEAD = 16;
+
+/**
+ * Held connections read again on one turn of the event loop, at most. A connection read again reads
+ * what TCP holds of it at once, up to 64 KiB (under a flood, about eighteen bulks of 50 events, all
+ * decoded on that turn), and its messages wait in TCP again only once it is held; sixty released on
+ * one turn made the other devices' messages wait a quarter of a second behind them. The rest are
+ * read again on the next turns, after the devices whose messages arrived meanwhile.
+ */
+const RELEASES_PER_TURN = 4;
 
 const busy = (context: string, message = 'the server is busy; send again shortly') =>
   failure(context, 503, [{ code: 'unavailable', message }]);
@@ -68,6 +79,9 @@ export class DeviceMessages {
   /** Connections held (refuse) with no message waiting for its answer: released together after HOLD_MS. */
   private readonly idleHeld = new Set<MessageSource>();
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Held connections due to be read again, RELEASES_PER_TURN at a time (releaseSoon). */
+  private readonly releasing = new Set<MessageSource>();
+  private releaseTurn: NodeJS.Immediate | undefined;
   /** Key pair lookups under way, by connection: its next messages wait for them, to keep their order. */
   private readonly lookups = new Map<number, Promise<unknown>>();
 
@@ -102,7 +116,7 @@ export class DeviceMessages {
       this.inbound.answered(source.id);
       return source.answer(refused);
     }
-    if (this.inbound.pending(source.id) >= READ_AHEAD) source.holdReading();
+    if (this.inbound.pending(source.id) >= READ_AHEAD) this.hold(source);
     this.begin(source, topic.kind, read.text, read.context);
   }
 
@@ -176,7 +190,29 @@ export class DeviceMessages {
       return;
     }
     source.answer(ack);
-    if (this.inbound.pending(source.id) <= READ_AHEAD / 2) source.releaseReading();
+    if (source.readingHeld && this.inbound.pending(source.id) <= READ_AHEAD / 2) this.releaseSoon(source);
+  }
+
+  private hold(source: MessageSource): void {
+    this.releasing.delete(source);
+    source.holdReading();
+  }
+
+  /** Reads the held connection again on a coming turn, after those due before it (RELEASES_PER_TURN). */
+  private releaseSoon(source: MessageSource): void {
+    this.releasing.add(source);
+    this.releaseTurn ??= setImmediate(() => this.releaseSome());
+  }
+
+  private releaseSome(): void {
+    this.releaseTurn = undefined;
+    let released = 0;
+    for (const source of this.releasing) {
+      if (released++ === RELEASES_PER_TURN) break;
+      this.releasing.delete(source);
+      source.releaseReading();
+    }
+    if (this.releasing.size > 0) this.releaseTurn = setImmediate(() => this.releaseSome());
   }
 
   /**
@@ -189,14 +225,14 @@ export class DeviceMessages {
   private refuse(source: MessageSource, ack: Ack): void {
     source.answer(ack);
     if (this.stopping) return;
-    source.holdReading();
+    this.hold(source);
     if (this.inbound.pending(source.id) > 0) return;
     this.idleHeld.add(source);
     this.idleTimer ??= setTimeout(() => {
       this.idleTimer = undefined;
       const held = [...this.idleHeld];
       this.idleHeld.clear();
-      for (const each of held) each.releaseReading();
+      for (const each of held) this.releaseSoon(each);
     }, HOLD_MS).unref();
   }
 }
