@@ -61,16 +61,20 @@ const message = (n: number, hash = true) =>
   Buffer.from(hash ? `{"thing_key":"t","timestamp":${n},"hash":"h${n}"}` : `{"thing_key":"t","timestamp":${n}}`);
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
+/** The endpoint's messages with a writer that refuses an event for the reason `refusal` gives, if any. */
+const refusingMessages = (refusal: () => string | undefined) =>
+  new DeviceMessages(
+    heldService().devices,
+    authenticator,
+    new InboundFlow({ perConnection: 100, messages: 1000, bytes: 1 << 20, maxWaitMs: 500 }),
+    pino({ level: 'silent' }),
+    refusal,
+  );
+
 describe('the device endpoint holds the reads of a connection it cannot take more from', () => {
   it('when an event is refused for its share of a busy writer then the connection is held, and released once it has waited', async () => {
     let refusal: string | undefined = 'server busy: this client holds its share';
-    const messages = new DeviceMessages(
-      heldService().devices,
-      authenticator,
-      new InboundFlow({ perConnection: 100, messages: 1000, bytes: 1 << 20, maxWaitMs: 500 }),
-      pino({ level: 'silent' }),
-      () => refusal,
-    );
+    const messages = refusingMessages(() => refusal);
     const greedy = new Source(1);
     messages.receive(greedy, topic('event'), message(1));
     assert.equal(greedy.answers[0]?.http_code, 503);
@@ -122,13 +126,7 @@ describe('the device endpoint holds the reads of a connection it cannot take mor
 
   it('when many held connections are due to be read again at once then a few are released on each turn of the event loop', async () => {
     let refusal: string | undefined = 'server busy: this organisation holds its share';
-    const messages = new DeviceMessages(
-      heldService().devices,
-      authenticator,
-      new InboundFlow({ perConnection: 100, messages: 1000, bytes: 1 << 20, maxWaitMs: 500 }),
-      pino({ level: 'silent' }),
-      () => refusal,
-    );
+    const messages = refusingMessages(() => refusal);
     const flood = Array.from({ length: 20 }, (_, i) => new Source(i + 1));
     for (const source of flood) messages.receive(source, topic('event'), message(source.id));
     assert.ok(flood.every((source) => source.holding && source.answers[0]?.http_code === 503));
