@@ -75,7 +75,10 @@ interface Queued {
 export interface EventWriterOptions {
   /** Rows that make a transaction worth committing at once. */
   batchRows?: number;
-  /** The same while batches of several organisations wait (shares on): transactions are shorter. */
+  /**
+   * The same while organisations share the writer (shares on; batches of several wait, or another's
+   * came within the last second): transactions are shorter.
+   */
   sharedBatchRows?: number;
   /**
    * The least time between the starts of two transactions (ms). A write to a writer that started none
@@ -131,6 +134,14 @@ const ANY_SOURCE = '';
 /** How many times batchRows a transaction may hold to take the first batch of every organisation waiting. */
 const ROUND_ROWS = 4;
 
+/**
+ * How long transactions stay as short as while several organisations wait (sharedBatchRows) after
+ * another organisation's batch arrived, ms. A modest organisation's events come a few at a time, and
+ * most arrive while only a flood's batches wait: a transaction of 4,000 rows then held SQLite's
+ * connection, and the event loop with it, for 100 to 150 ms, and each such event waited for it.
+ */
+const SHARED_FOR_MS = 1000;
+
 /** Shares of the rows the writer may hold at which it falls behind, and catches up again. */
 const BEHIND_FROM = 0.8;
 const BEHIND_UNTIL = 0.5;
@@ -164,6 +175,8 @@ export class EventWriter {
   /** Work waiting for a turn (`turn`). */
   private readonly turns: (() => void)[] = [];
   private readonly shares: FairShare | undefined;
+  /** The last two organisations to hand the writer a batch, the latest first, and when (performance.now()). */
+  private recentOrganisations: { key: string; at: number }[] = [];
 
   constructor(
     private readonly store: Store,
@@ -242,6 +255,7 @@ export class EventWriter {
     const refused = this.refusal(organisationKey, source, size);
     if (refused) return Promise.reject(sendAgainLater(refused));
     this.shares?.take(organisationKey, source, size);
+    if (this.shares) this.noteOrganisation(organisationKey);
     this.pendingRows += size;
     this.noteBehind();
     return new Promise<number>((resolve, reject) => {
@@ -338,6 +352,20 @@ export class EventWriter {
     this.shares?.give(queued.batch.subject.organisationKey, queued.batch.source ?? ANY_SOURCE, queued.size);
   }
 
+  private noteOrganisation(key: string): void {
+    const now = performance.now();
+    const [latest] = this.recentOrganisations;
+    if (latest?.key === key) latest.at = now;
+    else this.recentOrganisations = latest ? [{ key, at: now }, latest] : [{ key, at: now }];
+  }
+
+  /** Whether organisations share the writer: batches of several wait, or another's came within SHARED_FOR_MS. */
+  private shared(): boolean {
+    if (this.queue.lanesWaiting > 1) return true;
+    const other = this.recentOrganisations[1];
+    return other !== undefined && performance.now() - other.at < SHARED_FOR_MS;
+  }
+
   /** Runs a transaction under the deadline of its oldest batch, when the writer has one. */
   private bounded<T>(oldest: number, work: () => Promise<T>): Promise<T> {
     if (this.writeTimeoutMs === undefined) return work();
@@ -379,7 +407,7 @@ export class EventWriter {
         // flooding with bulks as large as a transaction does not keep another's events waiting.
         // Shorter while organisations share the writer: each one's events wait less for a turn of the
         // event loop (on SQLite a transaction holds it), for a little of the writer's throughput.
-        const limit = this.queue.lanesWaiting > 1 ? this.sharedBatchRows : this.batchRows;
+        const limit = this.shared() ? this.sharedBatchRows : this.batchRows;
         for (const next of this.queue.take(limit, limit * ROUND_ROWS, (q) => q.size)) {
           // A batch with less than a third of its time left is refused rather than written: the
           // transaction must commit within the time of its oldest batch, and one about to expire would

@@ -19,6 +19,13 @@ const emptyBatch = (organisationKey = 'o'): IngestBatch => ({
   subject: { organisationKey, things: new Map() },
 });
 
+/** A batch of `rows` heartbeats of things that do not exist: rows to the writer, nothing to store. */
+const heartbeatBatch = (organisationKey: string, rows: number): IngestBatch => ({
+  events: [],
+  heartbeats: new Map(Array.from({ length: rows }, (_, i) => [1e9 + i, Date.now()])),
+  subject: { organisationKey, things: new Map() },
+});
+
 for (const storeCase of STORES) {
   describe(`event writer transactions (${storeCase.name})`, { skip: storeCase.skip }, () => {
     const open = suiteStore(storeCase);
@@ -42,6 +49,28 @@ for (const storeCase of STORES) {
       await writer.write(emptyBatch());
       await Promise.all([writer.write(emptyBatch()), writer.write(emptyBatch()), writer.write(emptyBatch())]);
       assert.deepEqual(transactions, [1, 3]);
+    });
+
+    it('when another organisation handed it a batch within the last second then one organisation alone gets transactions of the shared size', {
+      timeout: 30_000,
+    }, async () => {
+      const transactions: number[] = [];
+      const writer = new EventWriter(await open(), {
+        batchRows: 40,
+        sharedBatchRows: 10,
+        // Within the second after the other organisation's batch, which waits this long.
+        startSpacingMs: 200,
+        process: async (_tx, batches) =>
+          void transactions.push(batches.reduce((rows, b) => rows + (b.heartbeats?.size ?? 0), 0)),
+      });
+      const eight = () => Promise.all(Array.from({ length: 8 }, () => writer.write(heartbeatBatch('a', 5))));
+      // Alone: the first at once, then eight batches of 5 rows in one transaction of 40.
+      await writer.write(heartbeatBatch('a', 5));
+      await eight();
+      // Another organisation's batch, then the first one's alone again: transactions of 10.
+      await writer.write(heartbeatBatch('b', 1));
+      await eight();
+      assert.deepEqual(transactions, [5, 40, 1, 10, 10, 10, 10]);
     });
 
     it('when a batch has waited two thirds of its time then it is refused, and does not cut short the transaction of a batch that came later', {
