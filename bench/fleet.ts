@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- fleet [--store sqlite|postgres] [--devices 5000] [--rate 1000] [--duration 30]
- * [--warmup 10] [--tick 10] [--rounds 1] [--connect 19000] [--connect-rate 2000]`
+ * [--warmup 10] [--tick 10] [--rounds 1] [--connect 19000] [--connect-rate 2000] [--register existing|new|none]`
  * A fleet of MQTT devices on raw sockets (mqtt-load.ts), two scenarios, each next to a baseline
  * measured in the same run:
  * - steady: `--devices` devices connected, sending `--rate` events a second in all (each device one
@@ -13,8 +13,11 @@
  *   same connections idle for as long (CPU), and PINGREQ -> PINGRESP on the same sockets (latency).
  * - `--rounds`: the ping baseline and the steady load alternated that many times (the warm-up after the
  *   first ping baseline); reported: the medians, and each round's steady CPU next to its ping baseline.
- * - connect: `--connect` devices connecting at `--connect-rate` a second. Reported: CONNECT ->
- *   CONNACK latency, refusals, and the server's peak RSS; baseline: its RSS before they connect.
+ * - connect: `--connect` devices connecting at `--connect-rate` a second, each registering its thing
+ *   as soon as it has subscribed, as every SDK does at start (`--register existing`: things registered
+ *   before, as a fleet coming back after an outage; `new`: things not there yet; `none`: no register).
+ *   Reported: CONNECT -> CONNACK latency, register -> httpAck latency and answers, refusals, and the
+ *   server's peak RSS; baseline: its RSS before they connect.
  * Each device's events go to a thing of its own, registered beforehand.
  * `--server floor` runs the same load against bench/servers/mqtt-floor.ts instead of Thingbase: the
  * least any server on Node does for the same exchange (a packet reader, the signature, a SQLite
@@ -75,6 +78,10 @@ class FleetDevice {
   private readonly sent: number[] = [];
   private readonly pings: number[] = [];
   connackMs = Number.NaN;
+  /** Its register's answer: the time from its PUBLISH and the `http_code`. */
+  registerMs = Number.NaN;
+  registerCode: number | undefined;
+  private registeringSince: number | undefined;
   /** TCP handshake: a baseline for the CONNACK. */
   tcpMs = Number.NaN;
   refusedWith: number | undefined;
@@ -88,6 +95,8 @@ class FleetDevice {
     private readonly onAck: (ms: number, code: number) => void,
     private readonly onPong: (ms: number) => void,
     ready: (device: FleetDevice, error?: Error) => void,
+    /** The payload of a register it sends once subscribed, before it is ready. */
+    register?: string,
   ) {
     this.template = packet(
       PUBLISH | 0x02,
@@ -114,9 +123,23 @@ class FleetDevice {
           }
           this.socket.write(ackSubscription(clientId));
         } else if (type === SUBACK) {
-          ready(this);
+          if (register === undefined) {
+            ready(this);
+            continue;
+          }
+          this.registeringSince = performance.now();
+          this.socket.write(
+            packet(PUBLISH | 0x02, text(`Altizon/Datonis/${clientId}/register`), packetId(2), Buffer.from(register)),
+          );
         } else if (type === PUBLISH) {
           const ack = JSON.parse(acknowledgeAck(this.socket, body).toString()) as { http_code: number };
+          if (this.registeringSince !== undefined) {
+            this.registerMs = performance.now() - this.registeringSince;
+            this.registerCode = ack.http_code;
+            this.registeringSince = undefined;
+            ready(this);
+            continue;
+          }
           const at = this.sent.shift();
           if (at !== undefined) this.onAck(performance.now() - at, ack.http_code);
         } else if (type === PINGRESP) {
@@ -143,6 +166,9 @@ class FleetDevice {
     return this.sent.length + this.pings.length;
   }
 }
+
+/** The name a device of the benchmark gives its thing in its register. */
+const machineName = (thingKey: string) => `Machine ${thingKey}`;
 
 /** Connects devices at `rate` a second; resolves when every one has its CONNACK (and SUBACK) or failed. */
 async function connectAll(
@@ -184,6 +210,8 @@ export async function run(args: string[]): Promise<void> {
   const warmup = Number(option(args, 'warmup', '10'));
   const connecting = Number(option(args, 'connect', '19000'));
   const connectRate = Number(option(args, 'connect-rate', '2000'));
+  const registering = option(args, 'register', 'existing');
+  if (!['existing', 'new', 'none'].includes(registering)) throw new Error('--register is existing, new or none');
   const tick = Number(option(args, 'tick', '10'));
   const rounds = Number(option(args, 'rounds', '1'));
   const serverKind = option(args, 'server', 'thingbase');
@@ -194,7 +222,7 @@ export async function run(args: string[]): Promise<void> {
   const bench = benchStore(store);
   const mqttPort = benchMqttPort();
   console.log(
-    `fleet benchmark: ${describeMachine()}; store ${store}; steady: ${fleet} devices, ${rate} events/s in ${tick} ms ticks for ${duration}s after ${warmup}s unmeasured${rounds > 1 ? `, ${rounds} rounds alternated with the ping baseline` : ''}; connect: ${connecting} devices at ${connectRate}/s`,
+    `fleet benchmark: ${describeMachine()}; store ${store}; steady: ${fleet} devices, ${rate} events/s in ${tick} ms ticks for ${duration}s after ${warmup}s unmeasured${rounds > 1 ? `, ${rounds} rounds alternated with the ping baseline` : ''}; connect: ${connecting} devices at ${connectRate}/s, register ${registering}`,
   );
   // The floor checks messages against a key pair of its own; Thingbase issues one over its API.
   const floorPair = { access_key: randomBytes(16).toString('hex'), secret_key: randomBytes(32).toString('hex') };
@@ -224,13 +252,21 @@ export async function run(args: string[]): Promise<void> {
         { key_pair: { name: 'fleet' } },
         { 'x-auth-token': token },
       ));
-      // Things registered over HTTP, a hundred at a time.
-      await registerThings(server.url, pair, things.slice(0, fleet));
+      // Things registered over HTTP, a hundred at a time: the arriving devices' too unless theirs are new.
+      // Named as their registers will name them: a fleet coming back registers its things as they are.
+      await registerThings(
+        server.url,
+        pair,
+        things.slice(0, registering === 'existing' ? things.length : fleet),
+        machineName,
+      );
     }
-    const payloadOf = (thingKey: string) => {
-      const signed = JSON.stringify({ thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } });
+    const signedPayload = (message: object) => {
+      const signed = JSON.stringify(message);
       return `${signed.slice(0, -1)},"hash":"${sign(pair.secret_key, signed)}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;
     };
+    const payloadOf = (thingKey: string) =>
+      signedPayload({ thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } });
 
     // Steady: the fleet connects, idles (baseline), pings (baseline), then sends.
     const acks: number[] = [];
@@ -293,7 +329,9 @@ export async function run(args: string[]): Promise<void> {
     const serverBefore = cpuSeconds(server.pid);
     const arrivalStarted = performance.now();
     const arrival = await connectAll(connecting, connectRate, (i, ready) => {
-      const thingKey = things[i] as string;
+      const thingKey = registering === 'new' ? `new${i}` : (things[i] as string);
+      const register =
+        registering === 'none' ? undefined : signedPayload({ thing_key: thingKey, name: machineName(thingKey) });
       return new FleetDevice(
         mqttPort,
         `arrive${i}`,
@@ -302,6 +340,7 @@ export async function run(args: string[]): Promise<void> {
         () => {},
         () => {},
         ready,
+        register,
       );
     });
     const arrivalSeconds = (performance.now() - arrivalStarted) / 1000;
@@ -318,6 +357,13 @@ export async function run(args: string[]): Promise<void> {
     const connacks = arrival.devices.map((d) => d.connackMs).filter((ms) => Number.isFinite(ms));
     const handshakes = arrival.devices.map((d) => d.tcpMs).filter((ms) => Number.isFinite(ms));
     const refused = arrival.devices.filter((d) => d.refusedWith !== undefined).length;
+    const registers = arrival.devices.map((d) => d.registerMs).filter((ms) => Number.isFinite(ms));
+    const registerCodes = new Map<number | undefined, number>();
+    for (const device of arrival.devices) {
+      if (device.refusedWith === undefined) {
+        registerCodes.set(device.registerCode, (registerCodes.get(device.registerCode) ?? 0) + 1);
+      }
+    }
     await closeAll();
 
     console.log(
@@ -347,17 +393,23 @@ export async function run(args: string[]): Promise<void> {
         [
           'what',
           'CONNECT -> CONNACK ms p50 / p99 / max',
+          'register -> httpAck ms p50 / p99 / max',
+          'register answers',
           'refused',
           'no answer',
           'server RSS MiB',
           'CPU % server / generator',
           'server CPU us/connection',
         ],
-        ['baseline: before the devices arrive', '-', '-', '-', rssBefore.toFixed(0), '-', '-'],
-        ['baseline: their TCP handshakes', latency(handshakes), '-', '-', '-', '-', '-'],
+        ['baseline: before the devices arrive', '-', '-', '-', '-', '-', rssBefore.toFixed(0), '-', '-'],
+        ['baseline: their TCP handshakes', latency(handshakes), '-', '-', '-', '-', '-', '-', '-'],
         [
-          `connect: ${connecting} devices at ${connectRate}/s`,
+          `connect: ${connecting} devices at ${connectRate}/s, register ${registering}`,
           latency(connacks),
+          registering === 'none' ? '-' : latency(registers),
+          registering === 'none'
+            ? '-'
+            : [...registerCodes.entries()].map(([code, n]) => `${code ?? 'none'}: ${n}`).join(', '),
           refused,
           arrival.failed,
           `${peakRss.toFixed(0)} peak (${(peakRss / rssBefore).toFixed(2)}x)`,

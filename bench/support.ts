@@ -249,12 +249,20 @@ export const latency = (values: number[]): string =>
     ? '-'
     : `${quantile(values, 0.5).toFixed(1)} / ${quantile(values, 0.99).toFixed(1)} / ${quantile(values, 1).toFixed(1)}`;
 
-/** Registers things of these keys as their device would (`register.json`, signed), a hundred at a time. */
-export async function registerThings(url: string, pair: KeyPair, thingKeys: readonly string[]): Promise<void> {
+/**
+ * Registers things of these keys as their device would (`register.json`, signed), a hundred at a time;
+ * named by `nameOf` when given (else their key).
+ */
+export async function registerThings(
+  url: string,
+  pair: KeyPair,
+  thingKeys: readonly string[],
+  nameOf?: (thingKey: string) => string,
+): Promise<void> {
   for (let i = 0; i < thingKeys.length; i += 100) {
     await Promise.all(
       thingKeys.slice(i, i + 100).map((thing_key) => {
-        const body = JSON.stringify({ thing_key });
+        const body = JSON.stringify(nameOf ? { thing_key, name: nameOf(thing_key) } : { thing_key });
         return request(`${url}/api/v3/things/register.json`, {
           method: 'POST',
           headers: { 'x-access-key': pair.access_key, 'x-dtn-signature': sign(pair.secret_key, body) },

@@ -11,7 +11,7 @@ import type { EventIngest, IncomingEvent } from '../events/ingest.ts';
 import { withStoreDeadline } from '../store/faults.ts';
 import type { Store } from '../store/store.ts';
 import { findDefaultTemplate } from '../templates/service.ts';
-import { createThing, findThing, type ThingChanges, updateThing } from '../things/service.ts';
+import { createThing, findThing, type ThingChanges, type ThingWithTemplate, updateThing } from '../things/service.ts';
 import type { EventInput, HeartbeatInput, RegisterInput } from './schemas.ts';
 
 /** `thing_key`, or `device_key` instead; an empty string counts as absent. */
@@ -70,7 +70,7 @@ export class DeviceService {
       ...(typeof input.description === 'string' ? { description: input.description } : {}),
       ...(biDirectional !== undefined ? { bi_directional: biDirectional } : {}),
     };
-    if (existing) return this.updateRegistered(principal, key, changes);
+    if (existing) return this.updateRegistered(principal, key, changes, existing);
     // The keys a client may choose through the REST API: a thing's key is part of its instruction topic,
     // where `/`, `+` or `#` would change what the topic means.
     if (!CLIENT_KEY.test(key)) throw invalidParam('thing_key', 'must be 1-64 characters of A-Za-z0-9._-');
@@ -87,16 +87,29 @@ export class DeviceService {
     } catch (error) {
       // Another register of the same new thing made it first (a device sending its register again
       // before the answer, or two of its connections at once): this one is a register of it as it is.
-      if (!(await findThing(this.store.db, [principal.organisationKey], key))) throw error;
-      await this.updateRegistered(principal, key, changes);
+      const made = await findThing(this.store.db, [principal.organisationKey], key);
+      if (!made) throw error;
+      await this.updateRegistered(principal, key, changes, made);
     }
   }
 
-  private async updateRegistered(principal: Principal, key: string, changes: ThingChanges): Promise<void> {
+  /**
+   * A register of a thing that exists: its changes written, when it has any. A register that says
+   * what the thing already is (every device's at each start: a fleet back after an outage sends
+   * thousands at once) writes nothing, and leaves no audit record.
+   */
+  private async updateRegistered(
+    principal: Principal,
+    key: string,
+    changes: ThingChanges,
+    thing: ThingWithTemplate,
+  ): Promise<void> {
     requirePermission(principal, 'thing', 'update');
-    if (Object.keys(changes).length > 0) {
-      await updateThing(this.store, actorOf(principal), [principal.organisationKey], key, changes);
-    }
+    const unchanged =
+      (changes.name === undefined || changes.name === thing.name) &&
+      (changes.description === undefined || changes.description === thing.description) &&
+      (changes.bi_directional === undefined || changes.bi_directional === (thing.bi_directional === 1));
+    if (!unchanged) await updateThing(this.store, actorOf(principal), [principal.organisationKey], key, changes);
   }
 
   async heartbeat(principal: Principal, input: HeartbeatInput): Promise<void> {

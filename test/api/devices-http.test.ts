@@ -49,6 +49,30 @@ describeOnStores('device HTTP interface', (ctx) => {
     assert.match(audit.body.audit_trails[0].user_name, /^key pair /);
   });
 
+  it('when a device registers its thing again as it is then nothing is written: no audit record, updated_at kept', async () => {
+    const d = await device();
+    const key = unique('again');
+    const register = { thing_key: key, name: 'Pump', description: 'hall B', bi_directional: true };
+    assert.equal((await d.register(register)).status, 200);
+    const token = await ctx.api.adminToken();
+    const before = (await ctx.api.request('GET', `/api/v3/things/${key}`, { token })).body.thing;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // As every device does at each start, and with `bi_directional` as 1 rather than true.
+    assert.equal((await d.register(register)).status, 200);
+    assert.equal((await d.register({ ...register, bi_directional: 1 })).status, 200);
+    assert.equal((await d.register({ thing_key: key })).status, 200);
+    const after = (await ctx.api.request('GET', `/api/v3/things/${key}`, { token })).body.thing;
+    assert.equal(after.updated_at, before.updated_at);
+    const audit = await ctx.api.request('GET', '/api/v3/audit_trails', { token, query: { entity_key: key } });
+    assert.equal(audit.body.total_count, 1, 'the creation only');
+    // A register that changes something is still written.
+    assert.equal((await d.register({ ...register, description: 'hall C' })).status, 200);
+    const changed = (await ctx.api.request('GET', `/api/v3/things/${key}`, { token })).body.thing;
+    assert.equal(changed.description, 'hall C');
+    const audited = await ctx.api.request('GET', '/api/v3/audit_trails', { token, query: { entity_key: key } });
+    assert.equal(audited.body.total_count, 2);
+  });
+
   it('when a device registers a new thing several times at once then every register is answered 200 and the thing is made once', async () => {
     const d = await device();
     const key = unique('race');
