@@ -11,7 +11,8 @@ import type { EventIngest, IncomingEvent } from '../events/ingest.ts';
 import { withStoreDeadline } from '../store/faults.ts';
 import type { Store } from '../store/store.ts';
 import { findDefaultTemplate } from '../templates/service.ts';
-import { createThing, findThing, type ThingChanges, type ThingWithTemplate, updateThing } from '../things/service.ts';
+import { findThing, type ThingChanges, type ThingWithTemplate, updateThing } from '../things/service.ts';
+import { NewThings } from './new-things.ts';
 import type { EventInput, HeartbeatInput, RegisterInput } from './schemas.ts';
 
 /** `thing_key`, or `device_key` instead; an empty string counts as absent. */
@@ -42,6 +43,9 @@ const incomingEvent = (
 });
 
 export class DeviceService {
+  /** Registers of new things, made together per organisation and turn of the event loop. */
+  private readonly newThings: NewThings;
+
   constructor(
     private readonly store: Store,
     private readonly ingest: EventIngest,
@@ -50,7 +54,9 @@ export class DeviceService {
      * alike: a database that hangs turns into 503s within it. Unbounded if not given.
      */
     private readonly deadlineMs?: number,
-  ) {}
+  ) {
+    this.newThings = new NewThings(store);
+  }
 
   private bounded<T>(work: () => Promise<T>): Promise<T> {
     return this.deadlineMs === undefined ? work() : withStoreDeadline(this.deadlineMs, work);
@@ -77,20 +83,26 @@ export class DeviceService {
     requirePermission(principal, 'thing', 'create');
     const template = await findDefaultTemplate(this.store.db, principal.organisationKey);
     if (!template) throw new ApiError(500, [{ code: 'internal', message: 'the organisation has no Default template' }]);
-    try {
-      await createThing(this.store, actorOf(principal), principal.organisationKey, {
+    let failure: unknown;
+    const made = await this.newThings
+      .create(actorOf(principal), principal.organisationKey, {
         thing_key: key,
         name: input.name || key,
         thing_template_key: template.thing_template_key,
         ...changes,
+      })
+      .catch((error: unknown) => {
+        failure = error;
+        return false;
       });
-    } catch (error) {
-      // Another register of the same new thing made it first (a device sending its register again
-      // before the answer, or two of its connections at once): this one is a register of it as it is.
-      const made = await findThing(this.store.db, [principal.organisationKey], key);
-      if (!made) throw error;
-      await this.updateRegistered(principal, key, changes, made);
-    }
+    if (made) return;
+    // Another register of the same new thing made it first (a device sending its register again
+    // before the answer, two of its connections at once, another instance): this one is a register
+    // of it as it is. Failed and not made: the failure is the answer.
+    const thing = await findThing(this.store.db, [principal.organisationKey], key);
+    if (!thing)
+      throw failure ?? new ApiError(409, [{ code: 'conflict', message: 'the thing was deleted as it was registered' }]);
+    await this.updateRegistered(principal, key, changes, thing);
   }
 
   /**

@@ -258,26 +258,51 @@ export async function thingsChanged(db: Executor, organisationKey: string, thing
 }
 
 export async function createThing(store: Store, actor: Actor, organisationKey: string, input: ThingInput) {
-  const row = newThingColumns(organisationKey, input, Date.now());
-  return uniqueOr(
-    () =>
-      store.transaction(async (tx) => {
-        await templateOf(tx, organisationKey, input.thing_template_key, 'thing.thing_template_key');
-        await things.insertThings(tx, [row]);
-        await thingsCreated(tx, organisationKey, [row.thing_key], row.created_at);
-        const created = await requireThing(tx, [organisationKey], row.thing_key);
-        await recordChange(tx, actor, {
-          organisationKey,
-          action: 'create',
-          entityType: 'Thing',
-          entityKey: row.thing_key,
-          entityName: row.name,
-          after: thingSnapshot(created),
-        });
-        return created;
-      }),
-    () => keyTaken(row.thing_key, 'thing.thing_key'),
+  const [created] = await uniqueOr(
+    () => createThings(store, organisationKey, [{ actor, input }]),
+    () => keyTaken(input.thing_key ?? '', 'thing.thing_key'),
   );
+  return created as ThingWithTemplate;
+}
+
+/**
+ * Creates things of one organisation, each with its actor's audit record, in one transaction (the
+ * registers of new things that arrive together, devices/new-things.ts). A key already taken fails the
+ * whole transaction with the store's unique violation, and nothing of it is made.
+ */
+export async function createThings(
+  store: Store,
+  organisationKey: string,
+  items: readonly { actor: Actor; input: ThingInput }[],
+): Promise<ThingWithTemplate[]> {
+  const now = Date.now();
+  const rows = items.map(({ input }) => newThingColumns(organisationKey, input, now));
+  return store.transaction(async (tx) => {
+    for (const template of new Set(items.map(({ input }) => input.thing_template_key))) {
+      await templateOf(tx, organisationKey, template, 'thing.thing_template_key');
+    }
+    await things.insertThings(tx, rows);
+    await thingsCreated(
+      tx,
+      organisationKey,
+      rows.map((row) => row.thing_key),
+      now,
+    );
+    const created: ThingWithTemplate[] = [];
+    for (const [i, row] of rows.entries()) {
+      const thing = await requireThing(tx, [organisationKey], row.thing_key);
+      await recordChange(tx, (items[i] as { actor: Actor }).actor, {
+        organisationKey,
+        action: 'create',
+        entityType: 'Thing',
+        entityKey: row.thing_key,
+        entityName: row.name,
+        after: thingSnapshot(thing),
+      });
+      created.push(thing);
+    }
+    return created;
+  });
 }
 
 export async function updateThing(

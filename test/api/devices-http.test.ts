@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { NewThings } from '../../src/devices/new-things.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -88,6 +89,53 @@ describeOnStores('device HTTP interface', (ctx) => {
       .where('thing_key', '=', key)
       .execute();
     assert.equal(made.length, 1);
+  });
+
+  it('when many devices register new things at once then each thing is made with its own audit record', async () => {
+    const devices = [await device(), await device()];
+    const keys = Array.from({ length: 40 }, () => unique('storm'));
+    const answers = await Promise.all(
+      keys.map((key, i) => (devices[i % 2] as Device).register({ thing_key: key, name: `Machine ${i}` })),
+    );
+    assert.ok(
+      answers.every((answer) => answer.status === 200),
+      answers.map((answer) => answer.text).join('\n'),
+    );
+    const token = await ctx.api.adminToken();
+    for (const [i, key] of keys.entries()) {
+      const thing = (await ctx.api.request('GET', `/api/v3/things/${key}`, { token })).body.thing;
+      assert.equal(thing.name, `Machine ${i}`);
+      const audit = await ctx.api.request('GET', '/api/v3/audit_trails', { token, query: { entity_key: key } });
+      assert.equal(audit.body.total_count, 1, key);
+      assert.match(audit.body.audit_trails[0].user_name, /^key pair /);
+    }
+  });
+
+  it('when one of the new things made together is taken meanwhile then the others are made, and it is refused as taken', async () => {
+    const token = await ctx.api.adminToken();
+    const taken = unique('taken');
+    const made = await createThing(ctx.api, token, { thing_key: taken });
+    const { organisation_key: organisationKey, thing_template_key: template } = await ctx.api.server.store.db
+      .selectFrom('things')
+      .select(['organisation_key', 'thing_template_key'])
+      .where('thing_key', '=', made.thing_key)
+      .executeTakeFirstOrThrow();
+    const newThings = new NewThings(ctx.api.server.store);
+    const actor = { userName: 'key pair storm', roleName: 'Admin' };
+    const keys = [unique('fresh'), taken, unique('fresh')];
+    const results = await Promise.allSettled(
+      keys.map((key) =>
+        newThings.create(actor, organisationKey, { thing_key: key, name: key, thing_template_key: template }),
+      ),
+    );
+    assert.deepEqual(
+      results.map((result) => result.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
+    assert.match(String((results[1] as PromiseRejectedResult).reason.message), /already exists/);
+    for (const key of [keys[0], keys[2]]) {
+      assert.equal((await ctx.api.request('GET', `/api/v3/things/${key}`, { token })).status, 200);
+    }
   });
 
   it('when a device sends an event then it is stored at millisecond precision and becomes the thing last_event', async () => {
