@@ -1,6 +1,6 @@
 /**
- * Registers of new things, made together: those of one organisation that arrive on one turn of the
- * event loop go into one transaction (things/service.ts, createThings), each with its audit record.
+ * Registers of new things, made together: those of one organisation that arrive within BATCH_MS of
+ * the first go into one transaction (things/service.ts, createThings), each with its audit record.
  * A fleet that connects for the first time registers thousands of things a second; one transaction
  * each (on SQLite a commit and its flush to disk each) took the server's thread whole at 2,000 a
  * second (docs/benchmarks.md, "fleet").
@@ -21,7 +21,14 @@ interface NewThing {
   made: Promise<void>;
 }
 
-/** Registers of one organisation waiting for the next turn, by thing key. */
+/**
+ * How long the first register of a new thing waits for others to share its transaction, ms. The
+ * commit, on SQLite its flush to disk, is most of a transaction's cost: at 2,000 new things a second,
+ * one transaction per turn of the event loop held a few of them each.
+ */
+const BATCH_MS = 10;
+
+/** Registers of one organisation waiting for their transaction, by thing key. */
 type Waiting = Map<string, NewThing>;
 
 export class NewThings {
@@ -30,8 +37,8 @@ export class NewThings {
   constructor(private readonly store: Store) {}
 
   /**
-   * Makes the thing with the others of its organisation on this turn. Resolves true once it is made,
-   * false when another register of the same key on this turn made it (then it exists: the caller
+   * Makes the thing with the others of its organisation due with it. Resolves true once it is made,
+   * false when another register of the same key among them made it (then it exists: the caller
    * treats this one as a register of a thing that exists); rejects as createThing would.
    */
   create(actor: Actor, organisationKey: string, input: ThingInput & { thing_key: string }): Promise<boolean> {
@@ -40,7 +47,7 @@ export class NewThings {
       const batch: Waiting = new Map();
       waiting = batch;
       this.waiting.set(organisationKey, batch);
-      setImmediate(() => void this.make(organisationKey, batch));
+      setTimeout(() => void this.make(organisationKey, batch), BATCH_MS);
     }
     // Made by the first of them, or not at all: this one then fails as that one did.
     const same = waiting.get(input.thing_key);
