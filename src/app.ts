@@ -394,7 +394,7 @@ export async function createServer(config: Config): Promise<Server> {
     });
     warn = (message) => app.log.warn(message);
     instructions = new MqttInstructions(store, authenticator, app.log);
-    mqtt = await startMqtt(config, tls, app, authenticator, devices, instructions, writer, sockets).catch(
+    mqtt = await startMqtt(config, tls, app, authenticator, devices, instructions, writer, sockets, metrics).catch(
       async (error) => {
         await app.close();
         throw error;
@@ -708,6 +708,7 @@ async function startMqtt(
   instructions: MqttInstructions,
   writer: EventWriter,
   sockets: SocketCount,
+  metrics: Metrics,
 ): Promise<DeviceEndpoint | ExternalBroker | undefined> {
   if (config.mqttUrl) {
     return connectExternalBroker({
@@ -743,6 +744,7 @@ async function startMqtt(
         maxPartialBytes: config.mqttMaxPartialBytes,
         onStoreBehind: (listener: (behind: boolean) => void) => writer.onBehindChange(listener),
         eventRefusal: (organisationKey, source) => writer.refusal(organisationKey, source, 1),
+        onAnswered: (seconds) => metrics.mqttAnswered(seconds),
         sessions: {
           maxKept: config.mqttMaxSessions,
           maxMessages: config.mqttSessionMaxMessages,

@@ -36,6 +36,7 @@ export class Metrics {
   private readonly ruleFirings: Counter;
   private readonly requests: Counter<'method' | 'route' | 'status'>;
   private readonly durations: Histogram<'method' | 'route'>;
+  private readonly mqttAnswers: Histogram;
   /** `sources` are read at each scrape only: they may name parts made after the metrics. */
   constructor(sources: MetricSources) {
     const registers = [this.registry];
@@ -107,6 +108,12 @@ export class Metrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
+    this.mqttAnswers = new Histogram({
+      name: 'thingbase_mqtt_message_answer_seconds',
+      help: 'Time from reading an MQTT message taken (not refused at once) to writing its answer, on the device endpoint',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
     new Gauge({
       name: 'thingbase_mqtt_connections',
       help: 'Devices connected to the embedded MQTT broker',
@@ -154,6 +161,11 @@ export class Metrics {
 
   rulesFired(count: number): void {
     this.ruleFirings.inc(count);
+  }
+
+  /** An MQTT message taken by the device endpoint answered, `seconds` after it was read. */
+  mqttAnswered(seconds: number): void {
+    this.mqttAnswers.observe(seconds);
   }
 
   /** Counts and times every answer of the app, by its route's path template. */

@@ -60,6 +60,13 @@ describeOnStores(
         assert.equal((await device.send('heartbeat', { thing_key: key })).http_code, 200);
         const metrics = await ctx.api.request('GET', '/metrics');
         assert.match(metrics.text, /^thingbase_mqtt_connections [1-9]\d*$/m, 'the connected device counts');
+        // The register, two events and the heartbeat, each timed from its reading to its answer.
+        const answered = Number(/^thingbase_mqtt_message_answer_seconds_count (\d+)$/m.exec(metrics.text)?.[1]);
+        assert.ok(answered >= 4, `${answered} answers timed`);
+        const within10s = Number(
+          /^thingbase_mqtt_message_answer_seconds_bucket\{le="10"\} (\d+)$/m.exec(metrics.text)?.[1],
+        );
+        assert.equal(within10s, answered, 'each within 10 s');
         const stored = /^thingbase_events_stored_total\{transport="mqtt"\} (\d+)$/m.exec(metrics.text);
         assert.ok(Number(stored?.[1]) >= 3, 'events stored over MQTT are counted as such');
       } finally {

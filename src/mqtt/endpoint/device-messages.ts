@@ -92,6 +92,8 @@ export class DeviceMessages {
     private readonly log: FastifyBaseLogger,
     /** Why the event writer would refuse an event of an organisation's source now (EventWriter.refusal). */
     private readonly eventRefusal?: (organisationKey: string, source: string) => string | undefined,
+    /** Told the seconds from reading each message taken to its answer. */
+    private readonly onAnswered?: (seconds: number) => void,
   ) {}
 
   /** A message a device published to its own device topic. */
@@ -117,7 +119,7 @@ export class DeviceMessages {
       return source.answer(refused);
     }
     if (this.inbound.pending(source.id) >= READ_AHEAD) this.hold(source);
-    this.begin(source, topic.kind, read.text, read.context);
+    this.begin(source, topic.kind, read.text, read.context, performance.now());
   }
 
   /**
@@ -137,19 +139,19 @@ export class DeviceMessages {
    * refuses the messages that waited behind it with that fault at once, rather than each looking up
    * in turn and waiting out its bound: the chain passes the fault down.
    */
-  private begin(source: MessageSource, kind: DeviceMessageKind, text: string, context: string) {
+  private begin(source: MessageSource, kind: DeviceMessageKind, text: string, context: string, read: number) {
     const pending = this.lookups.get(source.id);
     const recent = pending ? undefined : this.authenticator.recentCredentials(source.accessKey);
-    if (recent) return this.act(source, kind, text, context, recent);
+    if (recent) return this.act(source, kind, text, context, recent, read);
     const looked: Promise<unknown> = (pending ?? Promise.resolve(undefined))
       .then((fault) => (fault === undefined ? this.authenticator.credentials(source.accessKey) : Promise.reject(fault)))
       .then(
         (credentials) => {
-          this.act(source, kind, text, context, credentials);
+          this.act(source, kind, text, context, credentials, read);
           return undefined;
         },
         (error: unknown) => {
-          this.answer(source, storeFailure(context, error), error);
+          this.answer(source, storeFailure(context, error), read, error);
           return storeFaultOf(error) === undefined ? undefined : error;
         },
       )
@@ -165,6 +167,7 @@ export class DeviceMessages {
     text: string,
     context: string,
     credentials: DeviceCredentials | undefined,
+    read: number,
   ) {
     if (!credentials) {
       this.answer(
@@ -172,18 +175,20 @@ export class DeviceMessages {
         failure(context, 401, [
           { code: 'unauthorized', message: 'the key pair this connection signed in with is gone' },
         ]),
+        read,
       );
       return source.close();
     }
     actOnDeviceMessage(this.devices, kind, text, credentials.principal, context, mqttSource(source)).then(
-      (ack) => this.answer(source, ack),
-      (error) => this.answer(source, storeFailure(context, error), error),
+      (ack) => this.answer(source, ack, read),
+      (error) => this.answer(source, storeFailure(context, error), read, error),
     );
   }
 
-  private answer(source: MessageSource, ack: Ack, error?: unknown): void {
+  private answer(source: MessageSource, ack: Ack, read: number, error?: unknown): void {
     if (error !== undefined && unexpected(error)) this.log.error(error, 'MQTT message failed');
     this.inbound.answered(source.id);
+    this.onAnswered?.((performance.now() - read) / 1000);
     // Refused later, by the writer's limits and shares: read no more of the device's for now, too.
     if (ack.http_code === 503 || ack.http_code === 429) {
       this.refuse(source, ack);

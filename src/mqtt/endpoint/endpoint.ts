@@ -76,6 +76,8 @@ export interface DeviceEndpointOptions {
    * (EventWriter.refusal): asked before the message is decoded and checked.
    */
   eventRefusal?: (organisationKey: string, source: string) => string | undefined;
+  /** Told the time from reading each message taken to writing its answer, in seconds (for /metrics). */
+  onAnswered?: (seconds: number) => void;
   /** Tells of each time the store falls behind or catches up (events/writer.ts, onBehindChange). */
   onStoreBehind?: (listener: (behind: boolean) => void) => () => void;
   /** The sessions kept for devices between connections (sessions.ts); the defaults when left out. */
@@ -106,7 +108,14 @@ const STOP_END_MS = 500;
 export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promise<DeviceEndpoint> {
   const { log, sockets } = options;
   const inbound = new InboundFlow(options.inbound);
-  const messages = new DeviceMessages(options.devices, options.authenticator, inbound, log, options.eventRefusal);
+  const messages = new DeviceMessages(
+    options.devices,
+    options.authenticator,
+    inbound,
+    log,
+    options.eventRefusal,
+    options.onAnswered,
+  );
   const stopWatching = options.onStoreBehind?.((behind) => {
     messages.storeBehind = behind;
   });
