@@ -425,6 +425,7 @@ export async function run(args: string[]): Promise<void> {
     await Promise.all(posting);
     const unanswered = await flood.settle(60);
     overload.seconds = (performance.now() - started) / 1000;
+    const waitOnceRead = exited === undefined ? await answerWait(server.url) : undefined;
     addReport(overload, await flood.report());
     stopCounting();
     stopped = true;
@@ -493,6 +494,12 @@ export async function run(args: string[]): Promise<void> {
         `${acknowledgedEvents} events acknowledged: ${missing} of them missing, ${duplicates} stored twice; ` +
         `${unacknowledged} stored without an acknowledgement; ${unanswered} MQTT messages never answered`,
     );
+    if (waitOnceRead) {
+      console.log(
+        `MQTT messages taken, from the server's reading to its answer (thingbase_mqtt_message_answer_seconds, both phases): ` +
+          `p50 within ${waitOnceRead.p50} s, p99 within ${waitOnceRead.p99} s, of ${waitOnceRead.count}`,
+      );
+    }
   } finally {
     clearInterval(sampler);
     stopped = true;
@@ -732,6 +739,20 @@ interface SharedRun {
   missing: number;
   duplicates: number;
   unanswered: number;
+}
+
+/**
+ * How long the MQTT messages the server took waited from its reading to their answer: the upper
+ * bounds of the histogram's buckets that hold half and 99% of them, and how many there were.
+ */
+async function answerWait(url: string): Promise<{ p50: string; p99: string; count: number }> {
+  const text = await (await request(`${url}/metrics`)).body.text();
+  const buckets = [...text.matchAll(/^thingbase_mqtt_message_answer_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm)].map(
+    ([, le, n]) => ({ le: le as string, n: Number(n) }),
+  );
+  const count = buckets.at(-1)?.n ?? 0;
+  const within = (share: number) => buckets.find((bucket) => bucket.n >= share * count)?.le ?? '?';
+  return { p50: within(0.5), p99: within(0.99), count };
 }
 
 /** The server's event loop lag since its last scrape (prom-client resets it at each), ms. */
