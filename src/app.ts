@@ -99,7 +99,7 @@ export interface Server {
   /** The device endpoint's MQTTS port, when it runs with TLS. */
   mqttsPort: number | undefined;
   /** The device endpoint (the embedded MQTT listeners), when it runs. */
-  mqttBroker: DeviceEndpoint | undefined;
+  deviceEndpoint: DeviceEndpoint | undefined;
   /** Deletes expired events and rollups (docs/storage.md), every RETENTION_SWEEP_INTERVAL. */
   sweeper: RetentionSweeper;
   /** Compacts older events into blocks (docs/storage.md), every EVENT_COMPACTION_INTERVAL. */
@@ -432,7 +432,7 @@ export async function createServer(config: Config): Promise<Server> {
       bootstrap: undefined,
       mqttPort: embedded?.port,
       mqttsPort: embedded?.securePort,
-      mqttBroker: embedded,
+      deviceEndpoint: embedded,
       sweeper,
       compactor,
       listen: async (at = { port: config.port, host: config.host }) => {

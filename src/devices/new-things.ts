@@ -10,7 +10,7 @@
  */
 import type { Actor } from '../audit/recorder.ts';
 import type { Store } from '../store/store.ts';
-import { createThing, createThings, type ThingInput, type ThingWithTemplate } from '../things/service.ts';
+import { createThing, createThings, type ThingInput } from '../things/service.ts';
 
 interface NewThing {
   actor: Actor;
@@ -65,17 +65,16 @@ export class NewThings {
   private async make(organisationKey: string, batch: Waiting): Promise<void> {
     this.waiting.delete(organisationKey);
     const items = [...batch.values()];
-    if (items.length > 1) {
-      let made: ThingWithTemplate[] | undefined;
-      try {
-        made = await createThings(this.store, organisationKey, items);
-      } catch {
-        // Each on its own below: a key taken or a fault answers only the registers it concerns.
-      }
-      if (made) {
-        for (const item of items) item.resolve();
-        return;
-      }
+    // Failed together, each on its own below: a key taken or a fault answers only the registers it concerns.
+    const together =
+      items.length > 1 &&
+      (await createThings(this.store, organisationKey, items).then(
+        () => true,
+        () => false,
+      ));
+    if (together) {
+      for (const item of items) item.resolve();
+      return;
     }
     await Promise.all(
       items.map((item) =>

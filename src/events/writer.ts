@@ -175,8 +175,11 @@ export class EventWriter {
   /** Work waiting for a turn (`turn`). */
   private readonly turns: (() => void)[] = [];
   private readonly shares: FairShare | undefined;
-  /** The last two organisations to hand the writer a batch, the latest first, and when (performance.now()). */
-  private recentOrganisations: { key: string; at: number }[] = [];
+  /** The last organisation to hand the writer a batch, and when (performance.now()). */
+  private lastOrganisation: string | undefined;
+  private lastOrganisationAt = Number.NEGATIVE_INFINITY;
+  /** When another organisation than the last one last handed it a batch. */
+  private otherOrganisationAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly store: Store,
@@ -353,17 +356,16 @@ export class EventWriter {
   }
 
   private noteOrganisation(key: string): void {
-    const now = performance.now();
-    const [latest] = this.recentOrganisations;
-    if (latest?.key === key) latest.at = now;
-    else this.recentOrganisations = latest ? [{ key, at: now }, latest] : [{ key, at: now }];
+    if (key !== this.lastOrganisation) {
+      this.otherOrganisationAt = this.lastOrganisationAt;
+      this.lastOrganisation = key;
+    }
+    this.lastOrganisationAt = performance.now();
   }
 
   /** Whether organisations share the writer: batches of several wait, or another's came within SHARED_FOR_MS. */
   private shared(): boolean {
-    if (this.queue.lanesWaiting > 1) return true;
-    const other = this.recentOrganisations[1];
-    return other !== undefined && performance.now() - other.at < SHARED_FOR_MS;
+    return this.queue.lanesWaiting > 1 || performance.now() - this.otherOrganisationAt < SHARED_FOR_MS;
   }
 
   /** Runs a transaction under the deadline of its oldest batch, when the writer has one. */

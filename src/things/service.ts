@@ -1,7 +1,7 @@
 /**
  * Things (docs/api.md, "Things"): the devices and machines of an organisation, each of a template.
  */
-import { type Actor, recordChange } from '../audit/recorder.ts';
+import { type Actor, type Change, recordChange, recordChanges } from '../audit/recorder.ts';
 import { ApiError, conflict, notFound, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
@@ -281,26 +281,28 @@ export async function createThings(
     for (const template of new Set(items.map(({ input }) => input.thing_template_key))) {
       await templateOf(tx, organisationKey, template, 'thing.thing_template_key');
     }
+    const keys = rows.map((row) => row.thing_key);
     await things.insertThings(tx, rows);
-    await thingsCreated(
-      tx,
-      organisationKey,
-      rows.map((row) => row.thing_key),
-      now,
-    );
-    const created: ThingWithTemplate[] = [];
-    for (const [i, row] of rows.entries()) {
-      const thing = await requireThing(tx, [organisationKey], row.thing_key);
-      await recordChange(tx, (items[i] as { actor: Actor }).actor, {
+    await thingsCreated(tx, organisationKey, keys, now);
+    const made = new Map((await things.thingsWithKeys(tx, keys)).map((thing) => [thing.thing_key, thing]));
+    const created = keys.map((key) => made.get(key) as ThingWithTemplate);
+    // Each actor's audit records in one go: a storm's registers are mostly of one key pair.
+    const byActor = new Map<string, { actor: Actor; changes: Change[] }>();
+    for (const [i, thing] of created.entries()) {
+      const { actor } = items[i] as { actor: Actor };
+      const name = `${actor.userName}\n${actor.roleName}`;
+      const records = byActor.get(name) ?? { actor, changes: [] };
+      byActor.set(name, records);
+      records.changes.push({
         organisationKey,
         action: 'create',
         entityType: 'Thing',
-        entityKey: row.thing_key,
-        entityName: row.name,
+        entityKey: thing.thing_key,
+        entityName: thing.name,
         after: thingSnapshot(thing),
       });
-      created.push(thing);
     }
+    for (const { actor, changes } of byActor.values()) await recordChanges(tx, actor, changes);
     return created;
   });
 }

@@ -82,7 +82,7 @@ describeOnStores(
       // Refused or not, each answer names its message by its hash (PARSE_ERROR when it has none).
       assert.deepEqual([...contexts].sort(), [...hashes].sort(), 'each message answered once, under its own hash');
       assert.equal(await storedCount(thingKey), codes[200] ?? 0, 'every acknowledged event stored, no other');
-      const inbound = await ctx.api.server.mqttBroker?.figures();
+      const inbound = await ctx.api.server.deviceEndpoint?.figures();
       assert.ok(inbound, 'the embedded broker runs');
       assert.equal(inbound.pending, 0);
       assert.ok(

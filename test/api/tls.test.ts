@@ -284,7 +284,7 @@ describe('TLS listeners of the embedded MQTT broker', () => {
     }
     const neither = await createServer({ ...config({}), mqttPort: taken, mqttsPort: taken });
     try {
-      assert.equal(neither.mqttBroker, undefined);
+      assert.equal(neither.deviceEndpoint, undefined);
     } finally {
       await neither.close();
     }
@@ -294,7 +294,7 @@ describe('TLS listeners of the embedded MQTT broker', () => {
     const server = await createServer(config({ MQTT_PORT: String(await freePort()), MQTTS_PORT: '0' }));
     try {
       assert.equal(server.mqttsPort, undefined);
-      assert.ok(server.mqttBroker, 'the plain listener runs');
+      assert.ok(server.deviceEndpoint, 'the plain listener runs');
       const address = await server.listen({ port: 0, host: '127.0.0.1' });
       assert.equal((await server.reloadTls())?.fingerprint, first.fingerprint);
       assert.equal(await servedFingerprint(portOf(address)), first.fingerprint);

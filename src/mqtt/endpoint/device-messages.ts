@@ -235,9 +235,8 @@ export class DeviceMessages {
     this.idleHeld.add(source);
     this.idleTimer ??= setTimeout(() => {
       this.idleTimer = undefined;
-      const held = [...this.idleHeld];
+      for (const each of this.idleHeld) this.releaseSoon(each);
       this.idleHeld.clear();
-      for (const each of held) this.releaseSoon(each);
     }, HOLD_MS).unref();
   }
 }
