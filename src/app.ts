@@ -575,7 +575,8 @@ async function buildHttpApp(
     const fault = store.faults.note(error);
     return fault === undefined ? undefined : refusalOfFault(fault);
   });
-  boundStatements(app, config.databaseStatementTimeoutMs, config.eventWriteTimeoutMs);
+  // SQLite's statements are never abandoned: its requests need no bounds, nor their hooks' cost.
+  if (store.engine === 'postgres') boundStatements(app, config.databaseStatementTimeoutMs, config.eventWriteTimeoutMs);
   parts.metrics.observe(app);
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);

@@ -140,12 +140,26 @@ interface StatementBounds {
 const bounds = new AsyncLocalStorage<StatementBounds>();
 
 /**
+ * Whether statements can be bounded in this process: once a PostgreSQL store is opened. SQLite answers
+ * synchronously, and its statements are never abandoned; a process with only SQLite stores then runs
+ * its work outside any async context, since an AsyncLocalStorage in use makes every promise of the
+ * process pay for carrying it (about a tenth of the server thread's time under an MQTT flood).
+ */
+let boundsApply = false;
+
+/** Statements are bounded from now on (a PostgreSQL store was opened). */
+export function applyStoreBounds(): void {
+  boundsApply = true;
+}
+
+/**
  * Runs `work` with a deadline (`ms` from now, or the one it runs under already if sooner) for its
  * statements on PostgreSQL: a statement still unanswered then is abandoned with its connection
  * (store/dialect.ts), which the database rolls back, and fails with StoreTimeoutError. A database that
  * hangs so turns into prompt refusals. SQLite answers synchronously and needs none.
  */
 export function withStoreDeadline<T>(ms: number, work: () => Promise<T>): Promise<T> {
+  if (!boundsApply) return work();
   const outer = bounds.getStore();
   const at = Date.now() + ms;
   const deadline = outer?.deadline === undefined || outer.ended ? at : Math.min(outer.deadline, at);
@@ -165,7 +179,7 @@ export function withStoreDeadline<T>(ms: number, work: () => Promise<T>): Promis
  * many statements) but none of whose statements should wait for ever.
  */
 export function withStatementTimeout<T>(ms: number, work: () => T): T {
-  if (ms <= 0) return work();
+  if (ms <= 0 || !boundsApply) return work();
   const outer = bounds.getStore();
   return bounds.run({ deadline: outer?.ended ? undefined : outer?.deadline, statementMs: ms, ended: false }, work);
 }
@@ -175,6 +189,7 @@ export function withStatementTimeout<T>(ms: number, work: () => T): T {
  * promise's (a request, ended by endStoreBounds once answered).
  */
 export function runWithStoreDeadline<T>(ms: number, work: () => T): T {
+  if (!boundsApply) return work();
   const outer = bounds.getStore();
   return bounds.run(
     { deadline: Date.now() + ms, statementMs: outer?.ended ? undefined : outer?.statementMs, ended: false },

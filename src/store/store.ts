@@ -16,7 +16,7 @@ import {
   writeToNewSpace,
 } from './dialect.ts';
 import type { Db, Executor, Tx } from './executor.ts';
-import { StoreFaults } from './faults.ts';
+import { applyStoreBounds, StoreFaults } from './faults.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import { SqliteStoreDialect } from './sqlite-dialect.ts';
 import type { Database } from './tables.ts';
@@ -159,6 +159,7 @@ export async function openStore({
   onFault = (message) => process.stderr.write(`${message}\n`),
 }: OpenStoreOptions): Promise<Store> {
   const engine = engineOf(databaseUrl);
+  if (engine === 'postgres') applyStoreBounds();
   const dialect = await unavailableOn('open', () => {
     if (engine === 'sqlite') {
       const path = sqlitePath(databaseUrl);

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { statementWaitMs, withStoreDeadline } from '../../src/store/faults.ts';
+import { applyStoreBounds, statementWaitMs, withStoreDeadline } from '../../src/store/faults.ts';
 
 describe('statement bounds', () => {
+  applyStoreBounds();
+
   it('when bounded work is running then its statements wait at most until its deadline', async () => {
     const inside = await withStoreDeadline(1000, async () => statementWaitMs());
     assert.ok(inside !== undefined && inside > 900 && inside <= 1000, String(inside));
