@@ -1,13 +1,16 @@
 /**
  * `npm run bench -- ingest [--store sqlite|postgres] [--duration 10] [--rounds 1] [--devices 200]
- * [--inflight 10] [--only single,bulk,mqtt] [--rules 0]`
+ * [--inflight 10] [--only single,bulk,mqtt,mqtt5] [--rules 0]`
  * Event ingestion through the device interface, each figure next to a baseline measured in the same
  * run: the same rows written straight into the store in transactions of 1,000.
  * - single: one signed HTTP event per request (100 connections).
  * - bulk: signed HTTP bulks of 1,000 events (8 connections).
  * - mqtt: QoS 1 messages in the SDK envelope with `hash`, 3 metrics each, from many devices, each
  *   message counted when its httpAck (sent after commit) arrives; the devices are raw sockets with
- *   pre-encoded packets (mqtt-load.ts), so the generator costs little CPU.
+ *   pre-encoded packets (mqtt-load.ts), so the generator costs little CPU. `mqtt` speaks MQTT 3.1.1,
+ *   `mqtt5` the same with MQTT 5; with both, the run also gives their ratio, of each round.
+ * Rounds take the scenarios in turn (a round of each, then the next round), so that the machine's
+ * moods fall on all of them alike.
  * The server runs compiled, in its own process. Besides throughput each row gives the CPU time per
  * event of the server (from /proc) and of the load generator (this process), and the server's peak RSS.
  * With several rounds, figures are medians (peak RSS the maximum).
@@ -17,7 +20,7 @@
  * ratio to the same scenario without them, measured in the same round.
  */
 import { openStore, type Store } from '../src/store/store.ts';
-import { mqttLoad } from './mqtt-load.ts';
+import { type MqttLevel, mqttLoad } from './mqtt-load.ts';
 import {
   BENCH_ADMIN,
   benchMqttPort,
@@ -41,7 +44,7 @@ export async function run(args: string[]): Promise<void> {
   const devices = Number(option(args, 'devices', '200'));
   const inflight = Number(option(args, 'inflight', '10'));
   const rounds = Number(option(args, 'rounds', '1'));
-  const only = option(args, 'only', 'single,bulk,mqtt').split(',');
+  const only = option(args, 'only', 'single,bulk,mqtt,mqtt5').split(',');
   const ruleCount = Number(option(args, 'rules', '0'));
   const bench = benchStore(store);
   const mqttPort = benchMqttPort();
@@ -137,47 +140,55 @@ export async function run(args: string[]): Promise<void> {
         measure: () => httpLoad(server.url, pair, bulkBody(things), 8, duration),
       },
       mqtt: {
-        label: `MQTT QoS 1, ${devices} devices x ${inflight} in flight, acknowledged`,
+        label: `MQTT 3.1.1 QoS 1, ${devices} devices x ${inflight} in flight, acknowledged`,
         perRequest: 1,
-        measure: async () => {
-          const result = await mqttLoad({
-            port: mqttPort,
-            username: pair.access_key,
-            password: sign(pair.secret_key, pair.access_key),
-            devices: things.map((thingKey, i) => ({
-              clientId: `bench${String(i).padStart(5, '0')}`,
-              payload: envelope(pair, { thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } }),
-            })),
-            inflight,
-            duration,
-          });
-          if (result.refused > 0) throw new Error(`MQTT: ${result.refused} refused acknowledgements`);
-          return { requests: result.acknowledged, seconds: result.seconds };
-        },
+        measure: () => mqttThroughput(4),
+      },
+      mqtt5: {
+        label: `MQTT 5 QoS 1, ${devices} devices x ${inflight} in flight, acknowledged`,
+        perRequest: 1,
+        measure: () => mqttThroughput(5),
       },
     };
-    for (const name of only) {
+    async function mqttThroughput(level: MqttLevel): Promise<Throughput> {
+      const result = await mqttLoad({
+        port: mqttPort,
+        username: pair.access_key,
+        password: sign(pair.secret_key, pair.access_key),
+        devices: things.map((thingKey, i) => ({
+          clientId: `bench${String(i).padStart(5, '0')}`,
+          payload: envelope(pair, { thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } }),
+        })),
+        inflight,
+        duration,
+        level,
+      });
+      if (result.refused > 0) throw new Error(`MQTT: ${result.refused} refused acknowledgements`);
+      return { requests: result.acknowledged, seconds: result.seconds };
+    }
+    const chosen = only.map((name) => {
       const scenario = scenarios[name];
       if (!scenario) throw new Error(`unknown scenario ${name}; choose from ${Object.keys(scenarios).join(', ')}`);
-      const once = async (): Promise<Measured> => {
-        peakRss = 0;
-        const serverBefore = cpuSeconds(server.pid);
-        const generatorBefore = process.cpuUsage();
-        const { requests, seconds } = await scenario.measure();
-        const generator = process.cpuUsage(generatorBefore);
-        const events = requests * scenario.perRequest;
-        return {
-          eventsPerSecond: events / seconds,
-          requestsPerSecond: requests / seconds,
-          serverCpu: ((cpuSeconds(server.pid) - serverBefore) / events) * 1e6,
-          generatorCpu: (generator.user + generator.system) / events,
-          rss: peakRss,
+      return { name, scenario, withoutRules: [] as Measured[], measured: [] as Measured[] };
+    });
+    for (let round = 0; round < rounds; round++) {
+      for (const { scenario, withoutRules, measured } of chosen) {
+        const once = async (): Promise<Measured> => {
+          peakRss = 0;
+          const serverBefore = cpuSeconds(server.pid);
+          const generatorBefore = process.cpuUsage();
+          const { requests, seconds } = await scenario.measure();
+          const generator = process.cpuUsage(generatorBefore);
+          const events = requests * scenario.perRequest;
+          return {
+            eventsPerSecond: events / seconds,
+            requestsPerSecond: requests / seconds,
+            serverCpu: ((cpuSeconds(server.pid) - serverBefore) / events) * 1e6,
+            generatorCpu: (generator.user + generator.system) / events,
+            rss: peakRss,
+          };
         };
-      };
-      // With rules: each round measures without them, then with them, so each ratio is of one round.
-      const withoutRules: Measured[] = [];
-      const measured: Measured[] = [];
-      for (let round = 0; round < rounds; round++) {
+        // With rules: each round measures without them, then with them, so each ratio is of one round.
         if (ruleCount > 0) {
           await enableRules(false);
           withoutRules.push(await once());
@@ -185,6 +196,8 @@ export async function run(args: string[]): Promise<void> {
         }
         measured.push(await once());
       }
+    }
+    for (const { scenario, withoutRules, measured } of chosen) {
       const row = (label: string, list: Measured[], vsNoRules?: string) => {
         const m = (pick: (x: Measured) => number) => median(list.map(pick));
         rows.push([
@@ -206,6 +219,14 @@ export async function run(args: string[]): Promise<void> {
       row(`${scenario.label}, ${ruleCount} rules`, measured, `${median(ratios).toFixed(2)}x`);
     }
     console.log(table(rows));
+    const v3 = chosen.find((c) => c.name === 'mqtt');
+    const v5 = chosen.find((c) => c.name === 'mqtt5');
+    if (v3 && v5) {
+      const ratios = v5.measured.map((x, i) => x.eventsPerSecond / (v3.measured[i] as Measured).eventsPerSecond);
+      console.log(
+        `MQTT 5 / MQTT 3.1.1 events/s: ${median(ratios).toFixed(3)}x (median of ${rounds} rounds: ${ratios.map((r) => r.toFixed(3)).join(', ')})`,
+      );
+    }
   } finally {
     clearInterval(sampler);
     await server.stop();

@@ -1,5 +1,5 @@
 /**
- * An MQTT 3.1.1 load generator light enough not to be the bottleneck on two shared cores: plain TCP
+ * An MQTT 3.1.1 and 5 load generator light enough not to be the bottleneck on two shared cores: plain TCP
  * sockets, packets encoded once per device, only the few packet types a device needs (CONNECT,
  * SUBSCRIBE, PUBLISH at QoS 1, PUBACK). One mqtt.js client per device costs more CPU than the
  * server spends on each message.
@@ -38,38 +38,66 @@ export const packet = (type: number, ...parts: Buffer[]) => {
 
 export const packetId = (id: number) => Buffer.from([id >> 8, id & 0xff]);
 
-/** A device's CONNECT (MQTT 3.1.1, clean session, user name and password). */
-export const connectPacket = (clientId: string, username: string, password: string, keepAliveSeconds = 60) =>
+/** The protocol level a device speaks: 4 is MQTT 3.1.1, 5 is MQTT 5 (no properties sent). */
+export type MqttLevel = 4 | 5;
+
+/** MQTT 5's empty property list, where a packet has one. */
+const properties = (level: MqttLevel) => (level === 5 ? Buffer.from([0]) : Buffer.alloc(0));
+
+/** A device's CONNECT (clean session, user name and password). */
+export const connectPacket = (
+  clientId: string,
+  username: string,
+  password: string,
+  keepAliveSeconds = 60,
+  level: MqttLevel = 4,
+) =>
   packet(
     CONNECT,
     text('MQTT'),
-    Buffer.from([4, 0xc2, 0, keepAliveSeconds]),
+    Buffer.from([level, 0xc2, 0, keepAliveSeconds]),
+    properties(level),
     text(clientId),
     text(username),
     text(password),
   );
 
 /** The SUBSCRIBE (QoS 1) to a device's own acknowledgements, sent once its CONNACK came. */
-export const ackSubscription = (clientId: string) =>
-  packet(SUBSCRIBE, packetId(1), text(`Altizon/Datonis/${clientId}/httpAck`), Buffer.from([1]));
+export const ackSubscription = (clientId: string, level: MqttLevel = 4) =>
+  packet(SUBSCRIBE, packetId(1), properties(level), text(`Altizon/Datonis/${clientId}/httpAck`), Buffer.from([1]));
 
 /** A PUBLISH at QoS 1 with packet id 0, and where in it the packet id goes. */
-function publishTemplate(topic: string, payload: string): { bytes: Buffer; idAt: number } {
-  const bytes = publishPacket(topic, 0, payload);
-  const idAt = bytes.length - Buffer.byteLength(payload) - 2;
+function publishTemplate(topic: string, payload: string, level: MqttLevel): { bytes: Buffer; idAt: number } {
+  const bytes = publishPacket(topic, 0, payload, level);
+  const idAt = bytes.length - Buffer.byteLength(payload) - 2 - properties(level).length;
   return { bytes, idAt };
 }
 
-/** Answers an httpAck received at QoS 1 (topic, packet id, payload) with its PUBACK; returns the payload. */
-export function acknowledgeAck(socket: Socket, body: Buffer): Buffer {
+/**
+ * Answers an httpAck received at QoS 1 (topic, packet id, with MQTT 5 its properties, payload) with
+ * its PUBACK (MQTT 5's short form: success, no properties); returns the payload.
+ */
+export function acknowledgeAck(socket: Socket, body: Buffer, level: MqttLevel = 4): Buffer {
   const topicLength = body.readUInt16BE(0);
   socket.write(Buffer.from([PUBACK, 2, body[2 + topicLength] as number, body[3 + topicLength] as number]));
-  return body.subarray(4 + topicLength);
+  let at = 4 + topicLength;
+  if (level === 5) {
+    let length = 0;
+    let multiplier = 1;
+    let byte: number;
+    do {
+      byte = body[at++] as number;
+      length += (byte & 0x7f) * multiplier;
+      multiplier *= 128;
+    } while (byte & 0x80);
+    at += length;
+  }
+  return body.subarray(at);
 }
 
 /** A PUBLISH at QoS 1. */
-export const publishPacket = (topic: string, id: number, payload: string) =>
-  packet(PUBLISH | 0x02, text(topic), packetId(id), Buffer.from(payload, 'utf8'));
+export const publishPacket = (topic: string, id: number, payload: string, level: MqttLevel = 4) =>
+  packet(PUBLISH | 0x02, text(topic), packetId(id), properties(level), Buffer.from(payload, 'utf8'));
 
 /**
  * Connects a device as the SDKs do: CONNECT (3.1.1, user name and password), then once the CONNACK
@@ -82,6 +110,7 @@ export function connectDevice(
   username: string,
   password: string,
   onAck: (payload: Buffer) => void,
+  level: MqttLevel = 4,
 ): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
@@ -92,16 +121,16 @@ export function connectDevice(
         const type = first & 0xf0;
         if (type === CONNACK) {
           if (body[1] !== 0) return reject(new Error(`CONNACK ${body[1]}`));
-          socket.write(ackSubscription(clientId));
+          socket.write(ackSubscription(clientId, level));
         } else if (type === SUBACK) {
           resolve(socket);
         } else if (type === PUBLISH) {
-          onAck(acknowledgeAck(socket, body));
+          onAck(acknowledgeAck(socket, body, level));
         }
       }
     });
     socket.on('error', reject);
-    socket.write(connectPacket(clientId, username, password));
+    socket.write(connectPacket(clientId, username, password, 60, level));
   });
 }
 
@@ -157,14 +186,16 @@ export async function mqttLoad(options: {
   devices: LoadDevice[];
   inflight: number;
   duration: number;
+  level?: MqttLevel;
 }): Promise<MqttLoadResult> {
+  const level = options.level ?? 4;
   let acknowledged = 0;
   let refused = 0;
   let outstanding = 0;
   let stopping = false;
   const sockets = await Promise.all(
     options.devices.map(async (device) => {
-      const template = publishTemplate(`Altizon/Datonis/${device.clientId}/event`, device.payload);
+      const template = publishTemplate(`Altizon/Datonis/${device.clientId}/event`, device.payload, level);
       let nextId = 0;
       const send = () => {
         if (stopping) return;
@@ -185,6 +216,7 @@ export async function mqttLoad(options: {
           else refused += 1;
           send();
         },
+        level,
       );
       return { socket, send };
     }),

@@ -52,6 +52,30 @@ describe('acknowledgements written as bytes', () => {
     }
   });
 
+  it("when MQTT 5 acks of every length class are made then they are mqtt-packet's own bytes", () => {
+    const acks = [ack('a'), ack('b', 'x'.repeat(200)), ack('c', 'é'.repeat(9000))];
+    for (const qos of [0, 1] as const) {
+      const made = ackPackets({ _nextId: 700 }, topic, acks, qos, 5);
+      const theirs = Buffer.concat(
+        acks.map((one, i) =>
+          mqttPacket.generate(
+            {
+              cmd: 'publish',
+              topic,
+              payload: Buffer.from(JSON.stringify(one)),
+              qos,
+              ...(qos ? { messageId: 700 + i } : {}),
+              retain: false,
+              dup: false,
+            },
+            { protocolVersion: 5 },
+          ),
+        ),
+      );
+      assert.deepEqual(made, theirs);
+    }
+  });
+
   it('when acks go at QoS 0 then they take no packet id', () => {
     const ids = { _nextId: 10 };
     const packets = parseAll(ackPackets(ids, topic, [ack('a'), ack('b')], 0));

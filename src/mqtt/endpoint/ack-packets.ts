@@ -1,8 +1,8 @@
 /**
  * The packets the device endpoint writes most, made as bytes: a PUBACK for each device message (the
- * same in every version when it succeeds), and the `httpAck` messages answering them (MQTT 3.1.1 and
- * 3.1; MQTT 5's are written by mqtt-packet, outbox.ts). mqtt-packet would make each one a packet
- * object and write it in parts; the bytes are the same.
+ * same in every version when it succeeds), and the `httpAck` messages answering them (MQTT 3.1, 3.1.1
+ * and 5, whose PUBLISH has an empty property list after its packet id). mqtt-packet would make each one
+ * a packet object and write it in parts; the bytes are the same.
  */
 import type { Ack } from '../signed-messages.ts';
 
@@ -24,14 +24,16 @@ export function pubackPackets(ids: readonly number[]): Buffer {
 }
 
 /**
- * Acknowledgements as PUBLISH packets to `topic` at `qos`, in one buffer. A QoS 1 packet takes the
- * connection's next packet id (1 to 65535, then 1 again), so it never collides with another of the
- * server's messages in flight on the connection (instructions take from the same counter).
+ * Acknowledgements as PUBLISH packets to `topic` at `qos`, in one buffer, for protocol `version` (3, 4
+ * or 5). A QoS 1 packet takes the connection's next packet id (1 to 65535, then 1 again), so it never
+ * collides with another of the server's messages in flight on the connection (instructions take from
+ * the same counter).
  */
-export function ackPackets(ids: PacketIds, topic: string, acks: readonly Ack[], qos: 0 | 1): Buffer {
+export function ackPackets(ids: PacketIds, topic: string, acks: readonly Ack[], qos: 0 | 1, version = 4): Buffer {
   const topicBytes = Buffer.byteLength(topic);
+  const properties = version === 5 ? 1 : 0;
   const payloads = acks.map((ack) => JSON.stringify(ack));
-  const sizes = payloads.map((payload) => 2 + topicBytes + (qos ? 2 : 0) + Buffer.byteLength(payload));
+  const sizes = payloads.map((payload) => 2 + topicBytes + (qos ? 2 : 0) + properties + Buffer.byteLength(payload));
   let total = 0;
   for (const size of sizes) total += 1 + lengthBytes(size) + size;
   const buffer = Buffer.allocUnsafe(total);
@@ -52,6 +54,7 @@ export function ackPackets(ids: PacketIds, topic: string, acks: readonly Ack[], 
       ids._nextId = id >= 0xffff ? 1 : id + 1;
       at = buffer.writeUInt16BE(id, at);
     }
+    if (properties) buffer[at++] = 0;
     at += buffer.write(payloads[i] as string, at);
   }
   return buffer;

@@ -213,7 +213,7 @@ export class Outbox {
     const target = this.target;
     const { version, ids, ackTopic } = target;
     const tracked = qos === 1 && target.tracksAnswers === true && target.track !== undefined;
-    if (version !== 5 && !tracked) return ackPackets(ids, ackTopic, acks, qos);
+    if (!tracked) return ackPackets(ids, ackTopic, acks, qos, version);
     return Buffer.concat(
       acks.map((ack) => {
         const payload = JSON.stringify(ack);
