@@ -3,7 +3,7 @@
  * has accepted the delivery and throws with a short reason when it has not.
  */
 import { isIP } from 'node:net';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { Agent, request } from 'undici';
 import { renderAlertMessage } from '../alerts/message.ts';
 import { alertTypeName } from '../alerts/presenter.ts';
@@ -69,6 +69,8 @@ export class Senders {
     if (!this.config.smtpUrl) throw new Error('SMTP_URL is not set: e-mail cannot be sent');
     if (!this.mailer) {
       const url = new URL(this.config.smtpUrl);
+      // Loaded with the first e-mail: a server that sends none never holds the mail library.
+      const { default: nodemailer } = await import('nodemailer');
       this.mailer = nodemailer.createTransport({
         host: url.hostname,
         port: Number(url.port || (url.protocol === 'smtps:' ? 465 : 587)),

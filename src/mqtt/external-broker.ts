@@ -5,7 +5,7 @@
  * checks out against the key pair named by their `access_key` member.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import mqtt, { type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import { ConfigError } from '../core/config.ts';
 import { newKey } from '../core/keys.ts';
 import { redactUrl } from '../core/urls.ts';
@@ -32,6 +32,8 @@ export const FIRST_CONNECT_MS = 30_000;
  */
 async function connectFirst(url: string, withinMs: number, log: FastifyBaseLogger): Promise<MqttClient> {
   const deadline = Date.now() + withinMs;
+  // Loaded here: a server on its own device endpoint never needs the MQTT client library.
+  const { default: mqtt } = await import('mqtt');
   for (;;) {
     try {
       return await mqtt.connectAsync(

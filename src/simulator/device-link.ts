@@ -3,7 +3,7 @@
  * (signed requests) or MQTT (a connection per device, messages signed with `hash`, answers on its
  * `httpAck` topic, instructions acknowledged with an alert).
  */
-import mqtt, { type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import { request } from 'undici';
 import { hmacHex } from '../devices/signature.ts';
 
@@ -126,6 +126,8 @@ export class MqttDeviceLink implements DeviceLink {
     keys: KeyPair,
     onInstruction: (instruction: Instruction) => void,
   ): Promise<MqttDeviceLink> {
+    // Loaded by the first simulated device over MQTT: the server imports this module for its HTTP links.
+    const { default: mqtt } = await import('mqtt');
     const client = await mqtt.connectAsync(url, {
       clientId,
       username: keys.accessKey,

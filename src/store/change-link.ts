@@ -12,10 +12,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { ChangeAction, ChangeFeed, EntityChange, EntityType } from '../core/change-feed.ts';
 import type { Tx } from './executor.ts';
 import { DEFAULT_CONNECT_TIMEOUT_MS, statementWaitMs } from './faults.ts';
+import { pgDriver } from './pg-driver.ts';
 
 /** NOTIFY payloads must stay under 8,000 bytes: changes are sent in parts of at most this many. */
 const PAYLOAD_BYTES = 7000;
@@ -99,7 +100,7 @@ export class PostgresChangeLink {
   }
 
   private async listen(): Promise<void> {
-    const client = new pg.Client({
+    const client = new (pgDriver().Client)({
       connectionString: this.databaseUrl,
       connectionTimeoutMillis: this.connectTimeoutMs,
     });

@@ -21,18 +21,15 @@ import {
   sql,
   type TableMetadata,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { mergeSlotStatsText } from '../events/slot-stats.ts';
 import type { Executor } from './executor.ts';
 import { DEFAULT_CONNECT_TIMEOUT_MS, StoreTimeoutError, statementWaitMs } from './faults.ts';
+import { pgDriver } from './pg-driver.ts';
 import { runCompiled } from './prepared.ts';
 import { EachRow, SqliteStoreDialect } from './sqlite-dialect.ts';
 
 export type Engine = 'sqlite' | 'postgres';
-
-// int8 (bigint, count(*)) arrives as text from pg; our integers fit in a double (epoch ms, counts).
-pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
-pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
 
 export function engineOf(databaseUrl: string): Engine {
   return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
@@ -113,7 +110,7 @@ export function createDialect(
     );
     return new SqliteStoreDialect(database);
   }
-  const pool = new pg.Pool({
+  const pool = new (pgDriver().Pool)({
     connectionString: databaseUrl,
     max: 10,
     // A database that hangs must not hold requests waiting for a connection (docs/configuration.md,
