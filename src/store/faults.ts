@@ -143,7 +143,7 @@ const bounds = new AsyncLocalStorage<StatementBounds>();
  * Whether statements can be bounded in this process: once a PostgreSQL store is opened. SQLite answers
  * synchronously, and its statements are never abandoned; a process with only SQLite stores then runs
  * its work outside any async context, since an AsyncLocalStorage in use makes every promise of the
- * process pay for carrying it (about a tenth of the server thread's time under an MQTT flood).
+ * process pay for carrying it (a sixth of the server's CPU per message under an MQTT flood).
  */
 let boundsApply = false;
 
