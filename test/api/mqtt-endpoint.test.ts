@@ -203,6 +203,47 @@ describeOnStores(
       }
     });
 
+    it('when a PINGREQ comes alone, split in two reads, or as bytes that end a packet begun before then each is read as what it is', async () => {
+      const pair = await keyPair();
+      const device = await rawConnection();
+      const pause = () => new Promise((resolve) => setTimeout(resolve, 50));
+      try {
+        const clientId = unique('ping');
+        device.socket.write(connectPacket(clientId, pair));
+        await eventually(() => device.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+        const pings = () => device.received.filter((p) => p.cmd === 'pingresp').length;
+        device.socket.write(Buffer.from([0xc0, 0]));
+        await eventually(() => pings() === 1, 'a PINGRESP');
+        // Its two bytes in two reads.
+        device.socket.write(Buffer.from([0xc0]));
+        await pause();
+        device.socket.write(Buffer.from([0]));
+        await eventually(() => pings() === 2, 'a PINGRESP to a PINGREQ read in two parts');
+        // A QoS 1 PUBLISH whose last two bytes, read alone, are those of a PINGREQ.
+        const publish = mqttPacket.generate({
+          cmd: 'publish',
+          topic: `Altizon/Datonis/${clientId}/event`,
+          payload: Buffer.from([0x7b, 0xc0, 0]),
+          qos: 1,
+          messageId: 9,
+          retain: false,
+          dup: false,
+        });
+        device.socket.write(publish.subarray(0, -2));
+        await pause();
+        device.socket.write(publish.subarray(-2));
+        await eventually(
+          () => device.received.some((p) => p.cmd === 'puback' && p.messageId === 9),
+          'the PUBACK of the message',
+        );
+        await pause();
+        assert.equal(pings(), 2, "no PINGRESP for a packet's bytes");
+        assert.equal(await closedWithin(device, 100), false, 'the connection is still open');
+      } finally {
+        device.socket.destroy();
+      }
+    });
+
     it('when a second connection signs in with a client id already connected then the first is closed and the second served', async () => {
       const pair = await keyPair();
       const clientId = unique('same');

@@ -20,6 +20,7 @@ import { type ConnectRefusal, connackAccepted, connackRefused, refusalBeforeLogi
 import type { MessageSource } from './device-messages.ts';
 import { instructionPacket } from './instructions-out.ts';
 import { Outbox } from './outbox.ts';
+import type { PacketParser } from './packet-parser.ts';
 import type { OutgoingMessage, Session } from './sessions.ts';
 import { TopicAliases } from './topic-aliases.ts';
 
@@ -90,6 +91,7 @@ type State = 'new' | 'login' | 'open' | 'closed';
 /** Refused subscriptions: MQTT 3.1.1's failure, MQTT 5's "not authorized". */
 const SUBSCRIPTION_REFUSED = { v3: 0x80, v5: 0x87 };
 const PINGRESP = Buffer.from([0xd0, 0]);
+const isPingreq = (chunk: Buffer) => chunk.length === 2 && chunk[0] === 0xc0 && chunk[1] === 0;
 /**
  * Answers that may wait for an MQTT 5 device to acknowledge those before them (its Receive Maximum)
  * before its connection is closed: one that publishes but acknowledges nothing would have them pile up.
@@ -140,6 +142,13 @@ export class DeviceConnection implements MessageSource {
     socket.on('timeout', () => this.destroy());
     socket.on('data', (chunk: Buffer) => {
       if (this.state === 'closed') return;
+      // A PINGREQ read alone, between packets, is answered without the parser: it is what an idle
+      // fleet sends most (every device once a keep-alive), and the parser would make it a packet
+      // object and an event. Bytes of a packet begun before go through the parser, whatever they are.
+      if (this.state === 'open' && isPingreq(chunk) && (this.parser as unknown as PacketParser)._list.length === 0) {
+        this.outbox?.packet(PINGRESP);
+        return;
+      }
       this.parser.parse(chunk);
       if (this.state !== 'open' || !socket.pause) return;
       // While the device does not read what it is sent (its answers), nothing more is read from it.
