@@ -47,6 +47,7 @@ import {
   describeMachine,
   type KeyPair,
   latency,
+  mqttEnvelope,
   option,
   postJson,
   registerThings,
@@ -261,10 +262,7 @@ export async function run(args: string[]): Promise<void> {
         machineName,
       );
     }
-    const signedPayload = (message: object) => {
-      const signed = JSON.stringify(message);
-      return `${signed.slice(0, -1)},"hash":"${sign(pair.secret_key, signed)}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;
-    };
+    const signedPayload = (message: object) => mqttEnvelope(pair, JSON.stringify(message));
     const payloadOf = (thingKey: string) =>
       signedPayload({ thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } });
 

@@ -30,6 +30,7 @@ import {
   type KeyPair,
   load,
   median,
+  mqttEnvelope,
   option,
   postJson,
   rssMiB,
@@ -128,7 +129,7 @@ export async function run(args: string[]): Promise<void> {
     ]);
     if (ruleCount > 0) rows[0]?.push('vs no rules');
 
-    const scenarios: Record<string, { label: string; perRequest: number; measure: () => Promise<Throughput> }> = {
+    const scenarios: Record<string, Scenario> = {
       single: {
         label: 'HTTP, signed, 1 event per request',
         perRequest: 1,
@@ -150,15 +151,19 @@ export async function run(args: string[]): Promise<void> {
         measure: () => mqttThroughput(5),
       },
     };
+    const mqttDevices = things.map((thingKey, i) => ({
+      clientId: `bench${String(i).padStart(5, '0')}`,
+      payload: mqttEnvelope(
+        pair,
+        JSON.stringify({ thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } }),
+      ),
+    }));
     async function mqttThroughput(level: MqttLevel): Promise<Throughput> {
       const result = await mqttLoad({
         port: mqttPort,
         username: pair.access_key,
         password: sign(pair.secret_key, pair.access_key),
-        devices: things.map((thingKey, i) => ({
-          clientId: `bench${String(i).padStart(5, '0')}`,
-          payload: envelope(pair, { thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } }),
-        })),
+        devices: mqttDevices,
         inflight,
         duration,
         level,
@@ -171,30 +176,30 @@ export async function run(args: string[]): Promise<void> {
       if (!scenario) throw new Error(`unknown scenario ${name}; choose from ${Object.keys(scenarios).join(', ')}`);
       return { name, scenario, withoutRules: [] as Measured[], measured: [] as Measured[] };
     });
+    const once = async (scenario: Scenario): Promise<Measured> => {
+      peakRss = 0;
+      const serverBefore = cpuSeconds(server.pid);
+      const generatorBefore = process.cpuUsage();
+      const { requests, seconds } = await scenario.measure();
+      const generator = process.cpuUsage(generatorBefore);
+      const events = requests * scenario.perRequest;
+      return {
+        eventsPerSecond: events / seconds,
+        requestsPerSecond: requests / seconds,
+        serverCpu: ((cpuSeconds(server.pid) - serverBefore) / events) * 1e6,
+        generatorCpu: (generator.user + generator.system) / events,
+        rss: peakRss,
+      };
+    };
     for (let round = 0; round < rounds; round++) {
       for (const { scenario, withoutRules, measured } of chosen) {
-        const once = async (): Promise<Measured> => {
-          peakRss = 0;
-          const serverBefore = cpuSeconds(server.pid);
-          const generatorBefore = process.cpuUsage();
-          const { requests, seconds } = await scenario.measure();
-          const generator = process.cpuUsage(generatorBefore);
-          const events = requests * scenario.perRequest;
-          return {
-            eventsPerSecond: events / seconds,
-            requestsPerSecond: requests / seconds,
-            serverCpu: ((cpuSeconds(server.pid) - serverBefore) / events) * 1e6,
-            generatorCpu: (generator.user + generator.system) / events,
-            rss: peakRss,
-          };
-        };
         // With rules: each round measures without them, then with them, so each ratio is of one round.
         if (ruleCount > 0) {
           await enableRules(false);
-          withoutRules.push(await once());
+          withoutRules.push(await once(scenario));
           await enableRules(true);
         }
-        measured.push(await once());
+        measured.push(await once(scenario));
       }
     }
     for (const { scenario, withoutRules, measured } of chosen) {
@@ -232,6 +237,13 @@ export async function run(args: string[]): Promise<void> {
     await server.stop();
     await bench.dispose();
   }
+}
+
+interface Scenario {
+  label: string;
+  /** Events in each request it counts. */
+  perRequest: number;
+  measure: () => Promise<Throughput>;
 }
 
 interface Throughput {
@@ -284,12 +296,6 @@ const bulkBody = (things: string[]) =>
       data: { temperature: 20 + (i % 50), pressure: 1.5, rpm: 1200 },
     })),
   });
-
-/** The SDK's MQTT envelope: the signed compact JSON, then hash, access_key and protocol version. */
-const envelope = (pair: KeyPair, payload: object) => {
-  const signed = JSON.stringify(payload);
-  return `${signed.slice(0, -1)},"hash":"${sign(pair.secret_key, signed)}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;
-};
 
 async function httpLoad(
   url: string,

@@ -24,6 +24,22 @@ function remainingLength(length: number): Buffer {
   return Buffer.from(bytes);
 }
 
+/**
+ * Reads a variable-length integer (a remaining length, a property length) at `at`: its value and
+ * where the bytes after it start, or undefined when its last byte has not arrived.
+ */
+function readVarint(bytes: Buffer, at: number): { value: number; next: number } | undefined {
+  let value = 0;
+  let multiplier = 1;
+  for (let i = at; i < bytes.length; i++) {
+    const byte = bytes[i] as number;
+    value += (byte & 0x7f) * multiplier;
+    multiplier *= 128;
+    if ((byte & 0x80) === 0) return { value, next: i + 1 };
+  }
+  return undefined;
+}
+
 export const text = (value: string) => {
   const bytes = Buffer.from(value, 'utf8');
   const length = Buffer.alloc(2);
@@ -80,19 +96,10 @@ function publishTemplate(topic: string, payload: string, level: MqttLevel): { by
 export function acknowledgeAck(socket: Socket, body: Buffer, level: MqttLevel = 4): Buffer {
   const topicLength = body.readUInt16BE(0);
   socket.write(Buffer.from([PUBACK, 2, body[2 + topicLength] as number, body[3 + topicLength] as number]));
-  let at = 4 + topicLength;
-  if (level === 5) {
-    let length = 0;
-    let multiplier = 1;
-    let byte: number;
-    do {
-      byte = body[at++] as number;
-      length += (byte & 0x7f) * multiplier;
-      multiplier *= 128;
-    } while (byte & 0x80);
-    at += length;
-  }
-  return body.subarray(at);
+  const at = 4 + topicLength;
+  if (level !== 5) return body.subarray(at);
+  const properties = readVarint(body, at) as { value: number; next: number };
+  return body.subarray(properties.next + properties.value);
 }
 
 /** A PUBLISH at QoS 1. */
@@ -142,22 +149,10 @@ export class PacketReader {
     this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
     let at = 0;
     for (;;) {
-      let length = 0;
-      let multiplier = 1;
-      let i = at + 1;
-      let complete = false;
-      while (i < this.pending.length) {
-        const byte = this.pending[i++] as number;
-        length += (byte & 0x7f) * multiplier;
-        multiplier *= 128;
-        if ((byte & 0x80) === 0) {
-          complete = true;
-          break;
-        }
-      }
-      if (!complete || i + length > this.pending.length) break;
-      yield [this.pending[at] as number, this.pending.subarray(i, i + length)];
-      at = i + length;
+      const length = readVarint(this.pending, at + 1);
+      if (!length || length.next + length.value > this.pending.length) break;
+      yield [this.pending[at] as number, this.pending.subarray(length.next, length.next + length.value)];
+      at = length.next + length.value;
     }
     this.pending = this.pending.subarray(at);
   }

@@ -36,6 +36,7 @@ import {
   describeMachine,
   type KeyPair,
   latency,
+  mqttEnvelope,
   option,
   postJson,
   registerThings,
@@ -226,7 +227,7 @@ class FloodDevice {
       const signed = bulkOf(this.thingKey, this.next, MQTT_BULK);
       this.next += MQTT_BULK;
       const hash = sign(this.pair.secret_key, signed);
-      const payload = `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${this.pair.access_key}","aliot_protocol_version":2.0}`;
+      const payload = mqttEnvelope(this.pair, signed, hash);
       this.nextId = (this.nextId % 65535) + 1;
       this.sentAt.set(hash, performance.now());
       const written = this.socket.write(
@@ -696,7 +697,7 @@ class SteadyDevice {
   private send(): void {
     const signed = `{"thing_key":"${this.thingKey}","data":{"s":${this.next++},"temperature":21}}`;
     const hash = sign(this.pair.secret_key, signed);
-    const payload = `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${this.pair.access_key}","aliot_protocol_version":2.0}`;
+    const payload = mqttEnvelope(this.pair, signed, hash);
     this.nextId = (this.nextId % 65535) + 1;
     this.sentAt.set(hash, performance.now());
     this.sent++;

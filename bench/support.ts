@@ -157,6 +157,13 @@ export interface KeyPair {
 /** Lowercase hex HMAC-SHA256, as devices sign. */
 export const sign = (secret: string, body: string): string => createHmac('sha256', secret).update(body).digest('hex');
 
+/**
+ * The SDKs' MQTT payload: the signed compact JSON text, then `hash` (its signature, given when the
+ * caller keeps it), `access_key` and the protocol version.
+ */
+export const mqttEnvelope = (pair: KeyPair, signed: string, hash = sign(pair.secret_key, signed)): string =>
+  `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;
+
 /** A process's resident memory, MiB, from /proc (Linux); NaN once it is gone. */
 export function rssMiB(pid: number): number {
   try {

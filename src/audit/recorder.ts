@@ -40,6 +40,11 @@ export interface Change {
   after?: object;
   /** What the change feed tells of it (core/change-feed.ts, `detail`); by default `after`, or `before` on delete. */
   detail?: unknown;
+  /**
+   * Who made it, when not the actor the changes are recorded for (recordChanges): registers of new
+   * things by several key pairs, made in one transaction.
+   */
+  actor?: Actor;
 }
 
 export async function recordChange(db: Executor, actor: Actor, change: Change, now = Date.now()): Promise<void> {
@@ -89,8 +94,8 @@ export async function recordChanges(
           old_entity_contents: JSON.stringify(change.before ?? {}),
           new_entity_contents: JSON.stringify(change.after ?? {}),
           timestamp: now,
-          user_name: actor.userName,
-          role_name: actor.roleName,
+          user_name: (change.actor ?? actor).userName,
+          role_name: (change.actor ?? actor).roleName,
         })),
       )
       .execute();

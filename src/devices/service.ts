@@ -43,7 +43,7 @@ const incomingEvent = (
 });
 
 export class DeviceService {
-  /** Registers of new things, made together per organisation and turn of the event loop. */
+  /** Registers of new things, made together per organisation (new-things.ts). */
   private readonly newThings: NewThings;
 
   constructor(

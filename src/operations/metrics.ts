@@ -28,6 +28,9 @@ export interface MetricSources {
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 
+/** The buckets of the answer-time histograms, seconds: a millisecond to ten seconds. */
+const ANSWER_SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
 export class Metrics {
   readonly registry = new Registry();
   private readonly eventsStored: Counter<'transport'>;
@@ -105,13 +108,13 @@ export class Metrics {
       name: 'thingbase_http_request_duration_seconds',
       help: 'Time from a request to its answer',
       labelNames: ['method', 'route'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      buckets: ANSWER_SECONDS_BUCKETS,
       registers,
     });
     this.mqttAnswers = new Histogram({
       name: 'thingbase_mqtt_message_answer_seconds',
       help: 'Time from reading an MQTT message taken (not refused at once) to writing its answer, on the device endpoint',
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      buckets: ANSWER_SECONDS_BUCKETS,
       registers,
     });
     new Gauge({

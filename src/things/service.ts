@@ -258,9 +258,11 @@ export async function thingsChanged(db: Executor, organisationKey: string, thing
 }
 
 export async function createThing(store: Store, actor: Actor, organisationKey: string, input: ThingInput) {
+  // Its key chosen here when the client gave none, so that a refusal names the key it was.
+  const keyed = { ...input, thing_key: input.thing_key ?? newKey() };
   const [created] = await uniqueOr(
-    () => createThings(store, organisationKey, [{ actor, input }]),
-    () => keyTaken(input.thing_key ?? '', 'thing.thing_key'),
+    () => createThings(store, organisationKey, [{ actor, input: keyed }]),
+    () => keyTaken(keyed.thing_key, 'thing.thing_key'),
   );
   return created as ThingWithTemplate;
 }
@@ -286,23 +288,17 @@ export async function createThings(
     await thingsCreated(tx, organisationKey, keys, now);
     const made = new Map((await things.thingsWithKeys(tx, keys)).map((thing) => [thing.thing_key, thing]));
     const created = keys.map((key) => made.get(key) as ThingWithTemplate);
-    // Each actor's audit records in one go: a storm's registers are mostly of one key pair.
-    const byActor = new Map<string, { actor: Actor; changes: Change[] }>();
-    for (const [i, thing] of created.entries()) {
-      const { actor } = items[i] as { actor: Actor };
-      const name = `${actor.userName}\n${actor.roleName}`;
-      const records = byActor.get(name) ?? { actor, changes: [] };
-      byActor.set(name, records);
-      records.changes.push({
-        organisationKey,
-        action: 'create',
-        entityType: 'Thing',
-        entityKey: thing.thing_key,
-        entityName: thing.name,
-        after: thingSnapshot(thing),
-      });
-    }
-    for (const { actor, changes } of byActor.values()) await recordChanges(tx, actor, changes);
+    const changes: Change[] = created.map((thing, i) => ({
+      actor: items[i]?.actor,
+      organisationKey,
+      action: 'create',
+      entityType: 'Thing',
+      entityKey: thing.thing_key,
+      entityName: thing.name,
+      after: thingSnapshot(thing),
+    }));
+    // Each change names its own actor: the registers of several key pairs may share the transaction.
+    if (items[0]) await recordChanges(tx, items[0].actor, changes);
     return created;
   });
 }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { nextPacketId } from '../../src/mqtt/endpoint/ack-packets.ts';
 import { instructionPacket } from '../../src/mqtt/endpoint/instructions-out.ts';
-import { nextPacketId, Outbox, type OutboxTarget, PUBACK_HOLD_MS } from '../../src/mqtt/endpoint/outbox.ts';
+import { Outbox, type OutboxTarget, PUBACK_HOLD_MS } from '../../src/mqtt/endpoint/outbox.ts';
 import type { Ack } from '../../src/mqtt/signed-messages.ts';
 import { parsePackets } from '../support/mqtt-packet.ts';
 

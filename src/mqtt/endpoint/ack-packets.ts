@@ -23,17 +23,32 @@ export function pubackPackets(ids: readonly number[]): Buffer {
   return buffer;
 }
 
+/** The connection's next packet id: 1 to 65535, then 1 again, as MQTT clients number theirs. */
+export function nextPacketId(ids: PacketIds): number {
+  const id = ids._nextId;
+  ids._nextId = id >= 0xffff ? 1 : id + 1;
+  return id;
+}
+
 /**
  * Acknowledgements as PUBLISH packets to `topic` at `qos`, in one buffer, for protocol `version` (3, 4
- * or 5). A QoS 1 packet takes the connection's next packet id (1 to 65535, then 1 again), so it never
- * collides with another of the server's messages in flight on the connection (instructions take from
- * the same counter).
+ * or 5). A QoS 1 packet takes the connection's next packet id, so it never collides with another of
+ * the server's messages in flight on the connection (instructions take from the same counter); or,
+ * with `track`, the id under which a session that outlives the connection keeps the answer until it
+ * is acknowledged.
  */
-export function ackPackets(ids: PacketIds, topic: string, acks: readonly Ack[], qos: 0 | 1, version = 4): Buffer {
+export function ackPackets(
+  ids: PacketIds,
+  topic: string,
+  acks: readonly Ack[],
+  qos: 0 | 1,
+  version = 4,
+  track?: (payload: string) => number,
+): Buffer {
   const topicBytes = Buffer.byteLength(topic);
-  const properties = version === 5 ? 1 : 0;
+  const propertyBytes = version === 5 ? 1 : 0;
   const payloads = acks.map((ack) => JSON.stringify(ack));
-  const sizes = payloads.map((payload) => 2 + topicBytes + (qos ? 2 : 0) + properties + Buffer.byteLength(payload));
+  const sizes = payloads.map((payload) => 2 + topicBytes + (qos ? 2 : 0) + propertyBytes + Buffer.byteLength(payload));
   let total = 0;
   for (const size of sizes) total += 1 + lengthBytes(size) + size;
   const buffer = Buffer.allocUnsafe(total);
@@ -49,13 +64,10 @@ export function ackPackets(ids: PacketIds, topic: string, acks: readonly Ack[], 
     } while (remaining > 0);
     at = buffer.writeUInt16BE(topicBytes, at);
     at += buffer.write(topic, at);
-    if (qos) {
-      const id = ids._nextId;
-      ids._nextId = id >= 0xffff ? 1 : id + 1;
-      at = buffer.writeUInt16BE(id, at);
-    }
-    if (properties) buffer[at++] = 0;
-    at += buffer.write(payloads[i] as string, at);
+    const payload = payloads[i] as string;
+    if (qos) at = buffer.writeUInt16BE(track ? track(payload) : nextPacketId(ids), at);
+    if (propertyBytes) buffer[at++] = 0;
+    at += buffer.write(payload, at);
   }
   return buffer;
 }

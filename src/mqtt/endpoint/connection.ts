@@ -20,7 +20,7 @@ import { type ConnectRefusal, connackAccepted, connackRefused, refusalBeforeLogi
 import type { MessageSource } from './device-messages.ts';
 import { instructionPacket } from './instructions-out.ts';
 import { Outbox } from './outbox.ts';
-import type { PacketParser } from './packet-parser.ts';
+import { holdsPartialPacket, type PacketParser } from './packet-parser.ts';
 import type { OutgoingMessage, Session } from './sessions.ts';
 import { TopicAliases } from './topic-aliases.ts';
 
@@ -145,7 +145,7 @@ export class DeviceConnection implements MessageSource {
       // A PINGREQ read alone, between packets, is answered without the parser: it is what an idle
       // fleet sends most (every device once a keep-alive), and the parser would make it a packet
       // object and an event. Bytes of a packet begun before go through the parser, whatever they are.
-      if (this.state === 'open' && isPingreq(chunk) && (this.parser as unknown as PacketParser)._list.length === 0) {
+      if (this.state === 'open' && isPingreq(chunk) && !holdsPartialPacket(this.parser as unknown as PacketParser)) {
         this.outbox?.packet(PINGRESP);
         return;
       }

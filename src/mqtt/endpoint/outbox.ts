@@ -6,7 +6,6 @@
  * turn of the event loop leave together on the next, after every PUBACK held on the connection, in one
  * write: the packets of many messages cost one system call.
  */
-import { generate } from 'mqtt-packet';
 import type { Ack } from '../signed-messages.ts';
 import { ackPackets, type PacketIds, pubackPackets } from './ack-packets.ts';
 
@@ -211,33 +210,14 @@ export class Outbox {
 
   private ackBytes(acks: readonly Ack[], qos: 0 | 1): Buffer {
     const target = this.target;
-    const { version, ids, ackTopic } = target;
     const tracked = qos === 1 && target.tracksAnswers === true && target.track !== undefined;
-    if (!tracked) return ackPackets(ids, ackTopic, acks, qos, version);
-    return Buffer.concat(
-      acks.map((ack) => {
-        const payload = JSON.stringify(ack);
-        const messageId = qos ? (tracked ? (target.track as (p: string) => number)(payload) : nextPacketId(ids)) : 0;
-        return generate(
-          {
-            cmd: 'publish',
-            topic: ackTopic,
-            payload,
-            qos,
-            retain: false,
-            dup: false,
-            ...(qos ? { messageId } : {}),
-          },
-          { protocolVersion: version },
-        );
-      }),
+    return ackPackets(
+      target.ids,
+      target.ackTopic,
+      acks,
+      qos,
+      target.version,
+      tracked ? (payload) => (target.track as (p: string) => number)(payload) : undefined,
     );
   }
-}
-
-/** The connection's next packet id: 1 to 65535, then 1 again. */
-export function nextPacketId(ids: PacketIds): number {
-  const id = ids._nextId;
-  ids._nextId = id >= 0xffff ? 1 : id + 1;
-  return id;
 }

@@ -34,6 +34,11 @@ export interface PacketParser {
   parse: Parse;
 }
 
+/** Whether the parser holds bytes of a packet begun and not yet complete. */
+export function holdsPartialPacket(parser: PacketParser): boolean {
+  return parser._list.length > 0;
+}
+
 /** Gives a parser that holds no bytes yet a plain BufferList in place of its stream; answers whether it did. */
 export function useLeanBuffer(parser: PacketParser): boolean {
   const list = parser._list;
