@@ -1,10 +1,10 @@
 import * as packets from 'mqtt-packet';
-import type { PacketParser } from '../../src/mqtt/endpoint/packet-parser.ts';
 import { sign } from './device.ts';
 
 /** mqtt-packet, as the device endpoint uses it: its generator makes packets, its parser reads bytes back into packets. */
 export const mqttPacket = packets as unknown as {
-  parser(): PacketParser & {
+  parser(): {
+    _list: { length: number };
     parse(buf: Buffer): number;
     on(event: 'packet', listener: (packet: Record<string, unknown>) => void): void;
     on(event: 'error', listener: (error: Error) => void): void;

@@ -1,21 +1,32 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { limitPacketLength, PartialPackets, useLeanBuffer } from '../../src/mqtt/endpoint/packet-parser.ts';
+import type { Packet } from 'mqtt-packet';
+import {
+  DeviceParser,
+  type PacketBounds,
+  PartialPackets,
+  useLeanBuffer,
+} from '../../src/mqtt/endpoint/packet-parser.ts';
 import { mqttPacket } from '../support/mqtt-packet.ts';
 
 /** bl's stream is a readable-stream Duplex, not one of node:stream's. */
 const isStream = (list: object) => typeof (list as { pipe?: unknown }).pipe === 'function';
 
-const connect = mqttPacket.generate({
-  cmd: 'connect',
-  protocolId: 'MQTT',
-  protocolVersion: 4,
-  clean: true,
-  keepalive: 120,
-  clientId: 'device-0001',
-  username: 'access-key',
-  password: Buffer.from('a'.repeat(64)),
-});
+const connectOf = (protocolVersion: number) =>
+  mqttPacket.generate(
+    {
+      cmd: 'connect',
+      protocolId: 'MQTT',
+      protocolVersion,
+      clean: true,
+      keepalive: 120,
+      clientId: 'device-0001',
+      username: 'access-key',
+      password: Buffer.from('a'.repeat(64)),
+    },
+    { protocolVersion },
+  );
+const connect = connectOf(4);
 const publish = mqttPacket.generate({
   cmd: 'publish',
   topic: 'Altizon/Datonis/device-0001/event',
@@ -25,15 +36,42 @@ const publish = mqttPacket.generate({
   retain: false,
   dup: false,
 });
+const longPublish = (bytes: number) =>
+  mqttPacket.generate({
+    cmd: 'publish',
+    topic: 'Altizon/Datonis/device-0001/event',
+    payload: Buffer.alloc(bytes, 0x20),
+    qos: 0,
+    retain: false,
+    dup: false,
+  });
 
-describe('the broker packet parser: a plain buffer list, the longest packet, the unfinished bytes', () => {
-  it('when a new parser gets the plain list then it is no stream, and packets split across reads still parse', () => {
-    const parser = mqttPacket.parser();
-    assert.equal(isStream(parser._list), true, 'mqtt-packet starts the parser with a stream');
-    assert.equal(useLeanBuffer(parser), true);
-    assert.equal(isStream(parser._list), false);
-    const packets: Record<string, unknown>[] = [];
-    parser.on('packet', (packet) => packets.push(packet));
+/** A parser as a connection has it, with what it was handed and what it refused. */
+function reading(bounds: Partial<PacketBounds> = {}) {
+  const seen = { packets: [] as Packet[], malformed: 0, refusedLength: [] as number[], refusedHeld: [] as number[] };
+  const shared: PacketBounds = {
+    maxPacketBytes: 1 << 20,
+    maxConnectPacketBytes: 1 << 20,
+    partial: new PartialPackets(1 << 20),
+    refusedLength: (length) => seen.refusedLength.push(length),
+    refusedHeld: (held) => seen.refusedHeld.push(held),
+    ...bounds,
+  };
+  const parser = new DeviceParser(
+    {
+      parsed: (packet) => seen.packets.push(packet),
+      malformed: () => seen.malformed++,
+    },
+    shared,
+  );
+  return { parser, seen };
+}
+
+describe('the device endpoint packet parser: a plain buffer list, the longest packet, the unfinished bytes', () => {
+  it('when a connection gets its parser then its list is no stream, and packets split across reads go to the connection', () => {
+    const { parser, seen } = reading();
+    assert.equal(isStream(mqttPacket.parser()._list), true, 'mqtt-packet starts a parser with a stream');
+    assert.equal(isStream((parser as unknown as { _list: object })._list), false);
     const bytes = Buffer.concat([connect, publish]);
     // Cut inside the length, the client id, the password and the publish's topic.
     for (const [from, to] of [
@@ -44,103 +82,122 @@ describe('the broker packet parser: a plain buffer list, the longest packet, the
       [connect.length + 5, bytes.length],
     ]) {
       parser.parse(bytes.subarray(from, to));
+      // The first byte and the length of a packet are consumed as they are read; the rest is held.
+      if (to === connect.length + 5) assert.equal(parser.holdsPartialPacket(), true);
     }
+    assert.equal(parser.holdsPartialPacket(), false);
     assert.deepEqual(
-      packets.map((p) => [p.cmd, p.clientId ?? p.topic]),
+      seen.packets.map((p) => [p.cmd, p.cmd === 'connect' ? p.clientId : p.cmd === 'publish' ? p.topic : '']),
       [
         ['connect', 'device-0001'],
         ['publish', 'Altizon/Datonis/device-0001/event'],
       ],
     );
-    assert.equal(String(packets[0]?.password), 'a'.repeat(64));
-    assert.equal(packets[1]?.messageId, 513);
-    assert.equal(parser._list.length, 0);
+    const [first, second] = seen.packets;
+    assert.equal(first?.cmd === 'connect' && String(first.password), 'a'.repeat(64));
+    assert.equal(second?.cmd === 'publish' && second.messageId, 513);
+    assert.equal(seen.malformed, 0);
   });
 
-  it('when the parser holds bytes already, or has the plain list, then it is left as it is', () => {
+  it('when a parser holds bytes already, or has the plain list, then useLeanBuffer leaves it as it is', () => {
+    type Lean = Parameters<typeof useLeanBuffer>[0];
     const holding = mqttPacket.parser();
     holding.parse(connect.subarray(0, 5));
     const list = holding._list;
-    assert.equal(useLeanBuffer(holding), false);
+    assert.equal(useLeanBuffer(holding as unknown as Lean), false);
     assert.equal(holding._list, list);
-    const lean = mqttPacket.parser();
-    useLeanBuffer(lean);
+    const lean = mqttPacket.parser() as unknown as Lean;
+    assert.equal(useLeanBuffer(lean), true);
     const plain = lean._list;
     assert.equal(useLeanBuffer(lean), false);
     assert.equal(lean._list, plain);
   });
 
-  it('when a packet is longer than the limit then the parser stops with an error at its header, and shorter ones parse', () => {
-    const long = mqttPacket.generate({
-      cmd: 'publish',
-      topic: 'Altizon/Datonis/device-0001/event',
-      payload: Buffer.from('x'.repeat(300)),
-      qos: 0,
-      retain: false,
-      dup: false,
-    });
-    const parser = mqttPacket.parser();
-    const packets: Record<string, unknown>[] = [];
-    const errors: Error[] = [];
-    const refused: number[] = [];
-    parser.on('packet', (packet) => packets.push(packet));
-    parser.on('error', (error) => errors.push(error));
-    limitPacketLength(
-      parser,
-      () => connect.length,
-      (length) => refused.push(length),
-    );
-    parser.parse(Buffer.concat([connect, publish]));
+  it('when a packet is longer than the limit then the parser stops at its header; once opened, the longer limit holds', () => {
+    const long = longPublish(300);
+    // Limits are on a packet's remaining length: its bytes after the first and the length's own.
+    const bounds = { maxConnectPacketBytes: connect.length, maxPacketBytes: long.length - 3 };
+    const before = reading(bounds);
+    before.parser.parse(Buffer.concat([connect, publish]));
     assert.deepEqual(
-      packets.map((p) => p.cmd),
+      before.seen.packets.map((p) => p.cmd),
       ['connect', 'publish'],
     );
-    assert.equal(errors.length, 0);
+    assert.equal(before.seen.malformed, 0);
     // Only the header of the long one has arrived: its length is enough to refuse it.
-    parser.parse(long.subarray(0, 3));
-    assert.equal(packets.length, 2);
-    assert.equal(errors.length, 1);
-    assert.match(errors[0]?.message ?? '', /over the limit/);
-    assert.deepEqual(refused, [long.length - 3]);
+    before.parser.parse(long.subarray(0, 3));
+    assert.equal(before.seen.packets.length, 2);
+    assert.equal(before.seen.malformed, 1);
+    assert.deepEqual(before.seen.refusedLength, [long.length - 3]);
+
+    const after = reading(bounds);
+    after.parser.parse(connect);
+    after.parser.opened();
+    after.parser.parse(long);
+    assert.deepEqual(
+      after.seen.packets.map((p) => p.cmd),
+      ['connect', 'publish'],
+    );
+    assert.equal(after.seen.malformed, 0);
+    after.parser.parse(longPublish(301).subarray(0, 3));
+    assert.equal(after.seen.malformed, 1);
+    assert.deepEqual(after.seen.refusedLength, [long.length - 2]);
+  });
+
+  it('when its connection has opened then the parser keeps of the CONNECT only its protocol version, and still reads MQTT 5', () => {
+    const { parser, seen } = reading();
+    parser.parse(connectOf(5));
+    const settings = () => (parser as unknown as { settings: Record<string, unknown> }).settings;
+    assert.equal(settings().password !== undefined, true, 'mqtt-packet keeps the CONNECT as it is');
+    parser.opened();
+    assert.deepEqual(
+      Object.keys(settings()).filter((key) => settings()[key] !== undefined),
+      ['protocolVersion'],
+    );
+    assert.equal(settings().protocolVersion, 5);
+    // A property only MQTT 5 has: read as MQTT 3.1.1, the same bytes would be another packet.
+    parser.parse(
+      mqttPacket.generate(
+        {
+          cmd: 'publish',
+          topic: 'Altizon/Datonis/device-0001/event',
+          payload: Buffer.from('{}'),
+          qos: 1,
+          messageId: 7,
+          retain: false,
+          dup: false,
+          properties: { topicAlias: 3 },
+        },
+        { protocolVersion: 5 },
+      ),
+    );
+    const last = seen.packets.at(-1);
+    assert.equal(last?.cmd === 'publish' && last.properties?.topicAlias, 3);
+    assert.equal(seen.malformed, 0);
   });
 
   it('when parsers together hold more unfinished bytes than the budget then the one that passed it is refused, unless it holds them all', () => {
-    const long = mqttPacket.generate({
-      cmd: 'publish',
-      topic: 'Altizon/Datonis/device-0001/event',
-      payload: Buffer.alloc(1000, 0x20),
-      qos: 0,
-      retain: false,
-      dup: false,
-    });
+    const long = longPublish(1000);
     const partial = new PartialPackets(500);
-    const watched = () => {
-      const parser = mqttPacket.parser();
-      const seen = { packets: 0, errors: 0, refusedAt: [] as number[] };
-      parser.on('packet', () => seen.packets++);
-      parser.on('error', () => seen.errors++);
-      const release = partial.watch(parser, (held) => seen.refusedAt.push(held));
-      return { parser, seen, release };
-    };
     // A packet's first byte and its length (two bytes here) are consumed as soon as they are read.
     const header = 3;
-    const a = watched();
+    const a = reading({ partial });
     a.parser.parse(long.subarray(0, 700));
     assert.equal(partial.held, 700 - header, 'one alone may hold more than the budget');
-    assert.equal(a.seen.errors, 0);
-    const b = watched();
+    assert.equal(a.seen.malformed, 0);
+    const b = reading({ partial });
     b.parser.parse(long.subarray(0, 100));
-    assert.deepEqual(b.seen.refusedAt, [700 - header + 100 - header]);
-    assert.equal(b.seen.errors, 1);
-    b.release();
+    assert.deepEqual(b.seen.refusedHeld, [700 - header + 100 - header]);
+    assert.equal(b.seen.malformed, 1);
+    b.parser.release();
     a.parser.parse(long.subarray(700));
-    assert.equal(a.seen.packets, 1);
+    assert.equal(a.seen.packets.length, 1);
     assert.equal(partial.held, 0, 'a complete packet holds nothing');
-    const c = watched();
+    const c = reading({ partial });
     c.parser.parse(long.subarray(0, 400));
-    assert.equal(c.seen.errors, 0);
-    c.release();
-    a.release();
+    assert.equal(c.seen.malformed, 0);
+    c.parser.release();
+    a.parser.release();
     assert.equal(partial.held, 0);
   });
 });

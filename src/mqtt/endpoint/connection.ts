@@ -5,14 +5,7 @@
  * QoS 2, and its keep-alive. Anything the protocol does not allow where it arrives (a packet before
  * CONNECT, a second CONNECT, a malformed packet) closes this connection and no other.
  */
-import {
-  generate,
-  type IConnectPacket,
-  type IPublishPacket,
-  type ISubscribePacket,
-  type Packet,
-  parser,
-} from 'mqtt-packet';
+import { generate, type IConnectPacket, type IPublishPacket, type ISubscribePacket, type Packet } from 'mqtt-packet';
 import type { Ack } from '../signed-messages.ts';
 import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic, thingOfTopic } from '../topics.ts';
 import type { PacketIds } from './ack-packets.ts';
@@ -20,7 +13,7 @@ import { type ConnectRefusal, connackAccepted, connackRefused, refusalBeforeLogi
 import type { MessageSource } from './device-messages.ts';
 import { instructionPacket } from './instructions-out.ts';
 import { Outbox } from './outbox.ts';
-import { holdsPartialPacket, type PacketParser } from './packet-parser.ts';
+import { DeviceParser, type PacketBounds, type PacketReader } from './packet-parser.ts';
 import type { OutgoingMessage, Session } from './sessions.ts';
 import { TopicAliases } from './topic-aliases.ts';
 
@@ -38,7 +31,7 @@ export interface DeviceSocket {
   /** `timeout` is emitted after this long without bytes from the device (0: never). */
   setTimeout(ms: number): unknown;
   on(event: 'data', listener: (chunk: Buffer) => void): unknown;
-  on(event: 'timeout' | 'error', listener: () => void): unknown;
+  on(event: 'timeout' | 'error' | 'close', listener: () => void): unknown;
   once(event: 'close' | 'drain', listener: () => void): unknown;
 }
 
@@ -74,8 +67,8 @@ export interface ConnectionHost {
   delivered(alertKey: string): void;
   /** The connection has closed. */
   closed(connection: DeviceConnection): void;
-  /** A packet was refused for its length or the bytes held (the endpoint's limits). */
-  prepareParser(connection: DeviceConnection, parser: EndpointParser): () => void;
+  /** The bounds of its packets (packet-parser.ts), the same object for all connections. */
+  readonly packetBounds: PacketBounds;
   readonly limits: {
     connectTimeoutMs: number;
     receiveMaximum: number;
@@ -84,21 +77,21 @@ export interface ConnectionHost {
   };
 }
 
-export type EndpointParser = ReturnType<typeof parser>;
-
 type State = 'new' | 'login' | 'open' | 'closed';
 
 /** Refused subscriptions: MQTT 3.1.1's failure, MQTT 5's "not authorized". */
 const SUBSCRIPTION_REFUSED = { v3: 0x80, v5: 0x87 };
 const PINGRESP = Buffer.from([0xd0, 0]);
 const isPingreq = (chunk: Buffer) => chunk.length === 2 && chunk[0] === 0xc0 && chunk[1] === 0;
+/** Socket errors end in its `close`, where the connection ends; one function for all. */
+const ignore = () => {};
 /**
  * Answers that may wait for an MQTT 5 device to acknowledge those before them (its Receive Maximum)
  * before its connection is closed: one that publishes but acknowledges nothing would have them pile up.
  */
 const MAX_WAITING_FOR_ROOM = 1000;
 
-export class DeviceConnection implements MessageSource {
+export class DeviceConnection implements MessageSource, PacketReader {
   state: State = 'new';
   clientId = '';
   accessKey = '';
@@ -109,13 +102,12 @@ export class DeviceConnection implements MessageSource {
   /** Its subscriptions and what it has in flight, once signed in (sessions.ts). */
   session: Session | undefined;
   private outbox: Outbox | undefined;
-  private readonly parser: EndpointParser;
+  private readonly parser: DeviceParser;
   /** Packets that arrived while its login was being checked, done once it has been. */
   private waiting: Packet[] | undefined;
   private aliases: TopicAliases | undefined;
   private will: IConnectPacket['will'];
   private lastTopic: { name: string; topic: DeviceTopic | undefined } | undefined;
-  private releaseParser: () => void;
   /** Reads wait for the device to read its answers (its socket's send buffer is full). */
   private waitingForDrain = false;
   /** Reads are to wait for the server to take its messages again (holdReading), and have been paused for it. */
@@ -127,17 +119,9 @@ export class DeviceConnection implements MessageSource {
     readonly socket: DeviceSocket,
     private readonly host: ConnectionHost,
   ) {
-    this.parser = parser();
-    this.parser.on('packet', (packet) => {
-      // A packet the endpoint cannot answer ends its own connection, never the server.
-      try {
-        this.onPacket(packet);
-      } catch {
-        this.destroy();
-      }
-    });
-    this.parser.on('error', () => this.destroy());
-    this.releaseParser = host.prepareParser(this, this.parser);
+    // Everything a connection holds while it is open is held once for every device: what is the same
+    // for all of them (the parser's bounds, the error listener) is shared (packet-parser.ts).
+    this.parser = new DeviceParser(this, host.packetBounds);
     socket.setTimeout(host.limits.connectTimeoutMs);
     socket.on('timeout', () => this.destroy());
     socket.on('data', (chunk: Buffer) => {
@@ -145,7 +129,7 @@ export class DeviceConnection implements MessageSource {
       // A PINGREQ read alone, between packets, is answered without the parser: it is what an idle
       // fleet sends most (every device once a keep-alive), and the parser would make it a packet
       // object and an event. Bytes of a packet begun before go through the parser, whatever they are.
-      if (this.state === 'open' && isPingreq(chunk) && !holdsPartialPacket(this.parser as unknown as PacketParser)) {
+      if (this.state === 'open' && isPingreq(chunk) && !this.parser.holdsPartialPacket()) {
         this.outbox?.packet(PINGRESP);
         return;
       }
@@ -166,8 +150,22 @@ export class DeviceConnection implements MessageSource {
         socket.pause();
       }
     });
-    socket.on('error', () => {});
-    socket.once('close', () => this.onClose());
+    socket.on('error', ignore);
+    socket.on('close', () => this.onClose());
+  }
+
+  /** A packet read (packet-parser.ts). One the endpoint cannot answer ends its own connection, never the server. */
+  parsed(packet: Packet): void {
+    try {
+      this.onPacket(packet);
+    } catch {
+      this.destroy();
+    }
+  }
+
+  /** Bytes that are no packet, or pass the endpoint's bounds (packet-parser.ts). */
+  malformed(): void {
+    this.destroy();
   }
 
   /** Packet ids of the answers and instructions sent to the device (its session's). */
@@ -275,7 +273,7 @@ export class DeviceConnection implements MessageSource {
     // Answers not yet written go to a session that outlives the connection (answer), else nowhere.
     const unwritten = this.outbox?.discard();
     if (unwritten) for (const ack of unwritten) this.answer(ack);
-    this.releaseParser();
+    this.parser.release();
     // A device that went away without DISCONNECT leaves its will, when it set one to its own device topic.
     if (wasOpen && this.will) this.publishWill(this.will);
     this.host.closed(this);
@@ -373,6 +371,7 @@ export class DeviceConnection implements MessageSource {
     this.secretKey = secretKey;
     this.will = packet.will;
     this.state = 'open';
+    this.parser.opened();
     const { limits } = this.host;
     if (this.version === 5 && limits.topicAliasMaximum > 0) this.aliases = new TopicAliases(limits.topicAliasMaximum);
     const outbox = new Outbox(this);

@@ -27,7 +27,7 @@ import { admitSocket, pastConnectionLimit } from './admission.ts';
 import type { ConnectRefusal } from './connack.ts';
 import { type ConnectionHost, DeviceConnection, type DeviceSocket } from './connection.ts';
 import { DeviceMessages } from './device-messages.ts';
-import { limitPacketLength, type PacketParser, PartialPackets, useLeanBuffer } from './packet-parser.ts';
+import { type PacketBounds, PartialPackets } from './packet-parser.ts';
 import { type SessionLimits, SessionStore } from './sessions.ts';
 
 // mqtt-packet fills itself a table of all 65,536 two-byte numbers as Buffers on its first packet
@@ -122,7 +122,21 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
   const sessions = new SessionStore(options.sessions ?? DEFAULT_SESSION_LIMITS);
   const open = new Set<DeviceConnection>();
   const byClientId = new Map<string, DeviceConnection>();
-  const partialPackets = new PartialPackets(options.maxPartialBytes);
+  const packetBounds: PacketBounds = {
+    maxPacketBytes: MAX_PACKET_BYTES,
+    maxConnectPacketBytes: MAX_CONNECT_PACKET_BYTES,
+    partial: new PartialPackets(options.maxPartialBytes),
+    refusedLength: (length, limit) =>
+      logLimit(
+        'packets',
+        `MQTT packet of ${length} bytes refused, over the limit of ${limit}: its connection is closed`,
+      ),
+    refusedHeld: (held) =>
+      logLimit(
+        'partial',
+        `MQTT connections hold ${held} bytes of unfinished packets, over MQTT_MAX_PARTIAL_BYTES (${options.maxPartialBytes}): closing the connection that passed it`,
+      ),
+  };
   let lastId = 0;
   let stopping = false;
   const logLimit = oncePerMinute<'connections' | 'budget' | 'room' | 'files' | 'packets' | 'partial'>((message) =>
@@ -185,25 +199,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
       if (connection.session) sessions.detach(connection.session, connection);
       if (byClientId.get(connection.clientId) === connection) byClientId.delete(connection.clientId);
     },
-    prepareParser: (connection, parser) => {
-      const packets = parser as unknown as PacketParser;
-      useLeanBuffer(packets);
-      limitPacketLength(
-        packets,
-        () => (connection.state === 'open' ? MAX_PACKET_BYTES : MAX_CONNECT_PACKET_BYTES),
-        (length, limit) =>
-          logLimit(
-            'packets',
-            `MQTT packet of ${length} bytes refused, over the limit of ${limit}: its connection is closed`,
-          ),
-      );
-      return partialPackets.watch(packets, (held) =>
-        logLimit(
-          'partial',
-          `MQTT connections hold ${held} bytes of unfinished packets, over MQTT_MAX_PARTIAL_BYTES (${options.maxPartialBytes}): closing the connection that passed it`,
-        ),
-      );
-    },
+    packetBounds,
   };
 
   const admit = (socket: Socket) => admitSocket(sockets, socket, (message) => logLimit('room', message));

@@ -1,74 +1,172 @@
 /**
- * mqtt-packet's parser, as each connection gets it, made lighter and bounded: a lighter buffer
- * (`useLeanBuffer`), a longest packet (`limitPacketLength`) and a budget for the bytes all parsers
- * hold of packets not yet complete (`PartialPackets`; docs/devices.md, "Overload").
+ * mqtt-packet's parser, as each connection has it (`DeviceParser`): lighter, and bounded by a longest
+ * packet and a budget for the bytes all parsers hold of packets not yet complete (`PartialPackets`;
+ * docs/devices.md, "Overload").
  *
- * The lighter buffer: mqtt-packet's parser keeps the
- * bytes of a packet not yet complete in a `BufferListStream` of the bl package: a duplex stream, with
- * its two stream states, their arrays and bound callbacks, of which the parser uses only the list's
- * own methods (append, consume, the readUInt* and slice). The package's plain `BufferList` has all of
- * them and none of the rest: about 0.9 KB less of heap for every connection held
- * (docs/benchmarks-history.md, "fleet, 2026-11-25 evening").
- *
- * Only the list the parser starts with is replaced: after a malformed packet the parser makes itself
- * a new stream, and the endpoint closes that connection anyway.
+ * A connection holds its parser as long as it is open, so what a parser keeps is kept once for every
+ * device connected (docs/benchmarks-history.md, "fleet, 2026-11-25 evening" and "Memory of an idle
+ * connection"):
+ * - mqtt-packet keeps the bytes of a packet not yet complete in a `BufferListStream` of the bl
+ *   package: a duplex stream, with its two stream states, their arrays and bound callbacks, of which
+ *   the parser uses only the list's own methods (append, consume, the readUInt* and slice). The
+ *   package's plain `BufferList` has all of them and none of the rest. Only the list the parser starts
+ *   with is replaced: after a malformed packet the parser makes itself a new stream, and the endpoint
+ *   closes that connection anyway.
+ * - mqtt-packet keeps the whole CONNECT packet (client id, user name, password, will) as its settings,
+ *   of which it reads only the protocol version afterwards; `opened` keeps only that. It also makes
+ *   each parser its own array of its steps, and an EventEmitter's table of listeners, which none
+ *   are added to here.
+ * - The bounds and the packets' way to the connection are methods of the class, with the endpoint's
+ *   limits in one object all parsers share, rather than functions made for each parser.
  */
+import { createRequire } from 'node:module';
+import type { Packet } from 'mqtt-packet';
 
 interface BufferListLike {
   length: number;
   append(buf: Buffer): unknown;
 }
 
-/** mqtt-packet's parse: appends the bytes read and parses every packet they complete. */
-type Parse = (buf: Buffer) => number;
-
-/** mqtt-packet's Parser as far as this needs it: the list, whose constructor carries the plain class. */
-export interface PacketParser {
+/** mqtt-packet's Parser as far as this needs it. */
+interface MqttParser {
+  /** The bytes of the packet being read that are not consumed yet. */
   _list: BufferListLike & { constructor: { BufferList?: new () => BufferListLike } };
   /** The packet being read; its length (the remaining length of its header) once that is read, else -1. */
   packet: { length: number };
+  /** What the parser knows of its connection: the CONNECT packet, once it has read one. */
+  settings: { readonly protocolVersion?: number };
+  /** The names of its steps, in order: the same for every parser. */
+  _states: readonly string[];
+  /** EventEmitter's listeners: none here (`emit`). */
+  _events: object | undefined;
+  /** Sets the parser up (its settings, states and an empty list). */
+  parser(options?: object): unknown;
+  /** Appends the bytes read and parses every packet they complete; answers the bytes left over. */
+  parse(buf: Buffer): number;
   /** Reads the remaining length of a packet's header; false while its bytes have not all arrived. */
   _parseLength(): boolean;
-  /** Ends the parse with an error, which the endpoint answers by closing the connection. */
+  /** Ends the parse with an error (emitted as `error`). */
   _emitError(error: Error): void;
-  parse: Parse;
 }
 
-/** Whether the parser holds bytes of a packet begun and not yet complete. */
-export function holdsPartialPacket(parser: PacketParser): boolean {
-  return parser._list.length > 0;
+const require = createRequire(import.meta.url);
+/** mqtt-packet's Parser class: the package's `parser()` makes one of these. */
+const Parser = require('mqtt-packet/parser.js') as new () => MqttParser;
+/** mqtt-packet's steps, which it makes a new array of for each parser; one for all. */
+let steps: readonly string[] | undefined;
+/** The settings a parser keeps once its connection is open, by protocol version: the same for all. */
+const settingsOf = new Map<number | undefined, MqttParser['settings']>();
+
+/** The connection a parser reads for: it is handed each packet, and told when the bytes are not MQTT. */
+export interface PacketReader {
+  parsed(packet: Packet): void;
+  /** The bytes are no packet the protocol allows, or pass a bound: the connection is to close. */
+  malformed(): void;
 }
 
-/** Gives a parser that holds no bytes yet a plain BufferList in place of its stream; answers whether it did. */
-export function useLeanBuffer(parser: PacketParser): boolean {
-  const list = parser._list;
-  const Plain = list.constructor.BufferList;
-  if (Plain === undefined || list.constructor === Plain || list.length !== 0) return false;
-  parser._list = new Plain() as PacketParser['_list'];
-  return true;
+/** The endpoint's bounds, one object for all its parsers. */
+export interface PacketBounds {
+  /** The longest packet a connection may send once open, and before (its CONNECT), bytes. */
+  readonly maxPacketBytes: number;
+  readonly maxConnectPacketBytes: number;
+  readonly partial: PartialPackets;
+  /** A packet was refused for its length. */
+  refusedLength(length: number, limit: number): void;
+  /** A connection took the bytes held of unfinished packets past the budget. */
+  refusedHeld(held: number): void;
 }
 
-/**
- * Refuses packets longer than `limit()` bytes as soon as their header says how long they are: the
- * parser would otherwise keep every byte of a packet until the last arrives, up to the 256 MiB the
- * protocol allows, so one connection could fill the server's memory. The connection is closed,
- * as for any malformed packet, and `refused` is told the length and the limit it passed.
- */
-export function limitPacketLength(
-  parser: PacketParser,
-  limit: () => number,
-  refused: (length: number, limit: number) => void,
-): void {
-  const parseLength = parser._parseLength;
-  parser._parseLength = function limited(this: PacketParser) {
-    const read = parseLength.call(this);
-    const max = limit();
+export class DeviceParser extends Parser {
+  /** The longest packet allowed now. */
+  private maxBytes: number;
+  /** The bytes of unfinished packets it holds, as counted in the budget. */
+  private counted = 0;
+
+  constructor(
+    private readonly reader: PacketReader,
+    private readonly bounds: PacketBounds,
+  ) {
+    super();
+    this.parser();
+    useLeanBuffer(this);
+    steps ??= Object.freeze(this._states);
+    this._states = steps;
+    // Packets go to the reader (`emit`): an EventEmitter's table of listeners is made if one is added.
+    this._events = undefined;
+    this.maxBytes = bounds.maxConnectPacketBytes;
+  }
+
+  /**
+   * Its connection is open: packets may be as long as the endpoint allows, and the CONNECT is let go.
+   * Of it mqtt-packet reads the protocol version, and a bridge's flag, which only adds subscription
+   * options the endpoint does not read.
+   */
+  opened(): void {
+    this.maxBytes = this.bounds.maxPacketBytes;
+    const version = this.settings.protocolVersion;
+    let kept = settingsOf.get(version);
+    if (kept === undefined) {
+      kept = Object.freeze({ protocolVersion: version });
+      settingsOf.set(version, kept);
+    }
+    this.settings = kept;
+  }
+
+  /** Counts what it holds after each parse; a connection that takes the total past the budget is refused. */
+  override parse(buf: Buffer): number {
+    const result = super.parse(buf);
+    const now = this._list.length;
+    const partial = this.bounds.partial;
+    const refused = partial.change(this.counted, now);
+    this.counted = now;
+    if (refused) {
+      this.bounds.refusedHeld(partial.held);
+      this._emitError(new Error(`unfinished packets of ${partial.held} bytes, over the limit of ${partial.budget}`));
+    }
+    return result;
+  }
+
+  /**
+   * Refuses a packet longer than the limit as soon as its header says how long it is: the parser
+   * would otherwise keep every byte of it until the last arrives, up to the 256 MiB the protocol
+   * allows, so one connection could fill the server's memory.
+   */
+  override _parseLength(): boolean {
+    const read = super._parseLength();
+    const max = this.maxBytes;
     if (read && this.packet.length > max) {
-      refused(this.packet.length, max);
+      this.bounds.refusedLength(this.packet.length, max);
       this._emitError(new Error(`packet of ${this.packet.length} bytes, over the limit of ${max}`));
     }
     return read;
-  };
+  }
+
+  /** mqtt-packet emits each packet read, and the error that ends a parse; they go to the reader. */
+  emit(event: string, value?: unknown): boolean {
+    if (event === 'packet') this.reader.parsed(value as Packet);
+    else if (event === 'error') this.reader.malformed();
+    return true;
+  }
+
+  /** Whether it holds bytes of a packet begun and not yet complete. */
+  holdsPartialPacket(): boolean {
+    return this._list.length > 0;
+  }
+
+  /** Its connection has closed: the bytes it holds leave the budget. */
+  release(): void {
+    this.bounds.partial.change(this.counted, 0);
+    this.counted = 0;
+  }
+}
+
+/** Gives a parser that holds no bytes yet a plain BufferList in place of its stream; answers whether it did. */
+export function useLeanBuffer(parser: Pick<MqttParser, '_list'>): boolean {
+  const list = parser._list;
+  const Plain = list.constructor.BufferList;
+  if (Plain === undefined || list.constructor === Plain || list.length !== 0) return false;
+  parser._list = new Plain() as MqttParser['_list'];
+  return true;
 }
 
 /**
@@ -82,29 +180,14 @@ export class PartialPackets {
   /** Bytes held now. */
   held = 0;
 
-  constructor(private readonly budget: number) {}
+  constructor(readonly budget: number) {}
 
   /**
-   * Counts what `parser` holds after each parse; `refused` is called when it takes the total past
-   * the budget. Answers the function that stops counting it (its connection has closed).
+   * A parser holds `now` bytes where it held `before`: answers whether that takes the total past the
+   * budget while other parsers hold some too.
    */
-  watch(parser: PacketParser, refused: (held: number) => void): () => void {
-    let counted = 0;
-    const parse = parser.parse;
-    parser.parse = (buf: Buffer) => {
-      const result = parse.call(parser, buf);
-      const now = parser._list.length;
-      this.held += now - counted;
-      counted = now;
-      if (now > 0 && this.held > this.budget && this.held > now) {
-        refused(this.held);
-        parser._emitError(new Error(`unfinished packets of ${this.held} bytes, over the limit of ${this.budget}`));
-      }
-      return result;
-    };
-    return () => {
-      this.held -= counted;
-      counted = 0;
-    };
+  change(before: number, now: number): boolean {
+    this.held += now - before;
+    return now > 0 && this.held > this.budget && this.held > now;
   }
 }
