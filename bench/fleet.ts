@@ -17,7 +17,7 @@
  *   as soon as it has subscribed, as every SDK does at start (`--register existing`: things registered
  *   before, as a fleet coming back after an outage; `new`: things not there yet; `none`: no register).
  *   Reported: CONNECT -> CONNACK latency, register -> httpAck latency and answers, refusals, and the
- *   server's peak RSS; baseline: its RSS before they connect.
+ *   server's peak RSS, and its RSS per connection once they are idle; baseline: its RSS before they connect.
  * Each device's events go to a thing of its own, registered beforehand.
  * `--server floor` runs the same load against bench/servers/mqtt-floor.ts instead of Thingbase: the
  * least any server on Node does for the same exchange (a packet reader, the signature, a SQLite
@@ -352,6 +352,9 @@ export async function run(args: string[]): Promise<void> {
     open = arrival.devices;
     await new Promise((resolve) => setTimeout(resolve, 2000));
     clearInterval(sampler);
+    // Their registers answered, the devices are idle: what each holds of the server's memory (an upper
+    // bound: garbage of the arrival not yet collected counts too).
+    const idleKiBPerConnection = ((rssMiB(server.pid) - rssBefore) * 1024) / (connecting - arrival.failed);
     const connacks = arrival.devices.map((d) => d.connackMs).filter((ms) => Number.isFinite(ms));
     const handshakes = arrival.devices.map((d) => d.tcpMs).filter((ms) => Number.isFinite(ms));
     const refused = arrival.devices.filter((d) => d.refusedWith !== undefined).length;
@@ -410,7 +413,7 @@ export async function run(args: string[]): Promise<void> {
             : [...registerCodes.entries()].map(([code, n]) => `${code ?? 'none'}: ${n}`).join(', '),
           refused,
           arrival.failed,
-          `${peakRss.toFixed(0)} peak (${(peakRss / rssBefore).toFixed(2)}x)`,
+          `${peakRss.toFixed(0)} peak (${(peakRss / rssBefore).toFixed(2)}x); idle ${idleKiBPerConnection.toFixed(1)} KiB/connection`,
           `${arrivalCpu.server.toFixed(0)} / ${arrivalCpu.generator.toFixed(0)}`,
           arrivalCpu.perConnectionUs.toFixed(0),
         ],

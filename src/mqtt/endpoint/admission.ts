@@ -11,22 +11,26 @@ import type { SocketCount } from '../../core/sockets.ts';
  * answers whether it is kept. A device past the budget is refused with CONNACK 3 once it has sent
  * CONNECT; until then its socket waits within the room kept for such refusals, and a connection past
  * that room is closed at once (`warn` says so): a flood of connections that never send CONNECT cannot
- * take the descriptors the store needs.
+ * take the descriptors the store needs. One function for all sockets (`socketAdmission`), and one
+ * listener for their close, since each socket kept holds what it is given as long as it is open.
  */
-export function admitSocket(sockets: SocketCount, socket: Socket, warn: (message: string) => void): boolean {
-  sockets.add('mqtt');
-  if (sockets.pastRoom(REFUSAL_ROOM)) {
-    sockets.release('mqtt');
-    socket.destroy();
-    warn(
-      sockets.pastBudget(
-        `${REFUSAL_ROOM} MQTT connections more wait to be refused with CONNACK 3; closing new ones at once`,
-      ),
-    );
-    return false;
-  }
-  socket.once('close', () => sockets.release('mqtt'));
-  return true;
+export function socketAdmission(sockets: SocketCount, warn: (message: string) => void): (socket: Socket) => boolean {
+  const released = () => sockets.release('mqtt');
+  return (socket) => {
+    sockets.add('mqtt');
+    if (sockets.pastRoom(REFUSAL_ROOM)) {
+      sockets.release('mqtt');
+      socket.destroy();
+      warn(
+        sockets.pastBudget(
+          `${REFUSAL_ROOM} MQTT connections more wait to be refused with CONNACK 3; closing new ones at once`,
+        ),
+      );
+      return false;
+    }
+    socket.on('close', released);
+    return true;
+  };
 }
 
 /**

@@ -39,8 +39,11 @@ export interface DeviceSocket {
 export interface ConnectionHost {
   /** The refusal of a new device for the endpoint's limits or its stop, or undefined. */
   admission(): ConnectRefusal | undefined;
-  /** The key pair's secret, or null when the access key is unknown. */
-  secretOf(accessKey: string): Promise<string | null>;
+  /**
+   * The key pair of an access key, or undefined when it is unknown. Its access key is the same string
+   * for all the devices of the key pair that sign in together, where each CONNECT brings its own copy.
+   */
+  keyPairOf(accessKey: string): Promise<{ readonly accessKey: string; readonly secretKey: string } | undefined>;
   /** Whether `password` is the device password of `accessKey` under `secretKey`. */
   passwordMatches(secretKey: string, accessKey: string, password: string): boolean;
   /**
@@ -346,15 +349,15 @@ export class DeviceConnection implements MessageSource, PacketReader {
     this.state = 'login';
     const accessKey = packet.username as string;
     const password = (packet.password as Buffer).toString('utf8');
-    this.host.secretOf(accessKey).then(
-      (secretKey) => {
+    this.host.keyPairOf(accessKey).then(
+      (keyPair) => {
         if (this.state !== 'login') return;
-        if (secretKey === null || !this.host.passwordMatches(secretKey, accessKey, password)) {
+        if (keyPair === undefined || !this.host.passwordMatches(keyPair.secretKey, accessKey, password)) {
           return this.refuse('credentials');
         }
         const refusal = this.host.admission();
         if (refusal) return this.refuse(refusal);
-        this.open(packet, accessKey, secretKey);
+        this.open(packet, keyPair.accessKey, keyPair.secretKey);
       },
       () => {
         if (this.state === 'login') this.refuse('unavailable');
@@ -490,11 +493,15 @@ export class DeviceConnection implements MessageSource, PacketReader {
     if (session.expiryMs > 0 || expirySeconds === 0) session.expiryMs = this.host.sessionExpiryMs(expirySeconds);
   }
 
-  /** The device topic of a topic name; a device publishes to the same one message after message. */
+  /**
+   * The device topic of a topic name; a device publishes its events to the same one message after
+   * message. Only an event topic is kept: an idle device has published its register last, and keeps
+   * nothing of it.
+   */
   private topicOf(name: string): DeviceTopic | undefined {
     if (this.lastTopic?.name === name) return this.lastTopic.topic;
     const topic = parseDeviceTopic(name);
-    this.lastTopic = { name, topic };
+    if (topic?.kind === 'event') this.lastTopic = { name, topic };
     return topic;
   }
 

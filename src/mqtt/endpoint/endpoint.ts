@@ -23,7 +23,7 @@ import { verifySignature } from '../../devices/signature.ts';
 import { InboundFlow, type InboundLimits } from '../inbound-flow.ts';
 import type { MqttInstructions } from '../instructions.ts';
 import { failure, readDeviceMessage } from '../signed-messages.ts';
-import { admitSocket, pastConnectionLimit } from './admission.ts';
+import { pastConnectionLimit, socketAdmission } from './admission.ts';
 import type { ConnectRefusal } from './connack.ts';
 import { type ConnectionHost, DeviceConnection, type DeviceSocket } from './connection.ts';
 import { DeviceMessages } from './device-messages.ts';
@@ -154,11 +154,8 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
       if (stopping) return 'unavailable';
       return pastConnectionLimit(sockets, options.maxConnections, logLimit) ? 'busy' : undefined;
     },
-    secretOf: async (accessKey) => {
-      const credentials =
-        options.authenticator.recentCredentials(accessKey) ?? (await options.authenticator.credentials(accessKey));
-      return credentials?.secretKey ?? null;
-    },
+    keyPairOf: async (accessKey) =>
+      options.authenticator.recentCredentials(accessKey) ?? (await options.authenticator.credentials(accessKey)),
     passwordMatches: (secretKey, accessKey, password) => verifySignature(secretKey, accessKey, password),
     openSession: (connection, cleanStart, expirySeconds) =>
       sessions.open(
@@ -202,7 +199,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
     packetBounds,
   };
 
-  const admit = (socket: Socket) => admitSocket(sockets, socket, (message) => logLimit('room', message));
+  const admit = socketAdmission(sockets, (message) => logLimit('room', message));
   const handle = (socket: DeviceSocket) => {
     lastId += 1;
     new DeviceConnection(lastId, socket, host);
