@@ -9,7 +9,7 @@
  * It runs on the server thread, where the event writer's commits land, so no message or answer is
  * handed between threads.
  */
-import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
+import { type AddressInfo, createServer, type Server } from 'node:net';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import type { FastifyBaseLogger } from 'fastify';
 import { writeToStream } from 'mqtt-packet';
@@ -122,6 +122,12 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
   const sessions = new SessionStore(options.sessions ?? DEFAULT_SESSION_LIMITS);
   const open = new Set<DeviceConnection>();
   const byClientId = new Map<string, DeviceConnection>();
+  let lastId = 0;
+  let stopping = false;
+  const logLimit = oncePerMinute<'connections' | 'budget' | 'room' | 'files' | 'packets' | 'partial'>((message) =>
+    log.warn(message),
+  );
+  // One object of bounds for all the connections' parsers (packet-parser.ts).
   const packetBounds: PacketBounds = {
     maxPacketBytes: MAX_PACKET_BYTES,
     maxConnectPacketBytes: MAX_CONNECT_PACKET_BYTES,
@@ -137,11 +143,6 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
         `MQTT connections hold ${held} bytes of unfinished packets, over MQTT_MAX_PARTIAL_BYTES (${options.maxPartialBytes}): closing the connection that passed it`,
       ),
   };
-  let lastId = 0;
-  let stopping = false;
-  const logLimit = oncePerMinute<'connections' | 'budget' | 'room' | 'files' | 'packets' | 'partial'>((message) =>
-    log.warn(message),
-  );
 
   const host: ConnectionHost = {
     limits: {

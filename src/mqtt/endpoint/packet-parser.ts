@@ -52,10 +52,10 @@ interface MqttParser {
 const require = createRequire(import.meta.url);
 /** mqtt-packet's Parser class: the package's `parser()` makes one of these. */
 const Parser = require('mqtt-packet/parser.js') as new () => MqttParser;
-/** mqtt-packet's steps, which it makes a new array of for each parser; one for all. */
-let steps: readonly string[] | undefined;
-/** The settings a parser keeps once its connection is open, by protocol version: the same for all. */
-const settingsOf = new Map<number | undefined, MqttParser['settings']>();
+/** mqtt-packet's steps, of which it makes each parser a new array: one for all. */
+const STEPS: readonly string[] = Object.freeze((new Parser().parser() as MqttParser)._states);
+/** The settings a parser keeps once its connection is open, one object for each protocol version. */
+const SETTINGS = new Map([3, 4, 5].map((version) => [version, Object.freeze({ protocolVersion: version })]));
 
 /** The connection a parser reads for: it is handed each packet, and told when the bytes are not MQTT. */
 export interface PacketReader {
@@ -89,8 +89,7 @@ export class DeviceParser extends Parser {
     super();
     this.parser();
     useLeanBuffer(this);
-    steps ??= Object.freeze(this._states);
-    this._states = steps;
+    this._states = STEPS;
     // Packets go to the reader (`emit`): an EventEmitter's table of listeners is made if one is added.
     this._events = undefined;
     this.maxBytes = bounds.maxConnectPacketBytes;
@@ -104,12 +103,7 @@ export class DeviceParser extends Parser {
   opened(): void {
     this.maxBytes = this.bounds.maxPacketBytes;
     const version = this.settings.protocolVersion;
-    let kept = settingsOf.get(version);
-    if (kept === undefined) {
-      kept = Object.freeze({ protocolVersion: version });
-      settingsOf.set(version, kept);
-    }
-    this.settings = kept;
+    this.settings = SETTINGS.get(version ?? 0) ?? { protocolVersion: version };
   }
 
   /** Counts what it holds after each parse; a connection that takes the total past the budget is refused. */
