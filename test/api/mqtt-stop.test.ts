@@ -1,11 +1,12 @@
 /**
  * Stopping the server while devices publish over MQTT (docs/deployment.md, "Stopping"): every message
  * the server stored was acknowledged to its device before the connection closed, so no device sends
- * again what is stored already; messages after the stop began are answered 503 or not at all.
+ * again what is stored already; messages after the stop began are answered 503 or not at all, and
+ * devices' wills are not stored.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createKeyPair } from '../support/device.ts';
+import { createKeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { type Ack, MqttDevice } from '../support/mqtt-device.ts';
 import { freePort } from '../support/ports.ts';
@@ -24,8 +25,21 @@ for (const store of STORES) {
       let stopped: Promise<void> | undefined;
       try {
         const pair = await createKeyPair(api, await api.adminToken());
-        const device = await MqttDevice.connect(`mqtt://127.0.0.1:${api.server.mqttPort}`, pair);
         const thingKey = unique('stopping');
+        // A will of the same thing: the stop ends the server, not the device, so none is stored.
+        const willText = JSON.stringify({ thing_key: thingKey, data: { will: 1 } });
+        const clientId = unique('stopping');
+        const device = await MqttDevice.connect(`mqtt://127.0.0.1:${api.server.mqttPort}`, pair, {
+          clientId,
+          will: {
+            topic: `Altizon/Datonis/${clientId}/event`,
+            payload: Buffer.from(
+              `${willText.slice(0, -1)},"hash":"${sign(pair.secret_key, willText)}","access_key":"${pair.access_key}"}`,
+            ),
+            qos: 1,
+            retain: false,
+          },
+        });
         assert.equal((await device.send('register', { thing_key: thingKey })).http_code, 200);
         const answers: Ack[] = [];
         device.client.on('message', (topic, payload) => {

@@ -271,14 +271,16 @@ export class DeviceConnection implements MessageSource, PacketReader {
   }
 
   private onClose(): void {
-    const wasOpen = this.state === 'open';
     this.state = 'closed';
     // Answers not yet written go to a session that outlives the connection (answer), else nowhere.
     const unwritten = this.outbox?.discard();
     if (unwritten) for (const ack of unwritten) this.answer(ack);
     this.parser.release();
-    // A device that went away without DISCONNECT leaves its will, when it set one to its own device topic.
-    if (wasOpen && this.will) this.publishWill(this.will);
+    // A device that went away without DISCONNECT leaves its will, when it set one to its own device
+    // topic: whether it closed the connection or the server did (keep-alive, a bad packet, a take-over).
+    // Only a connection that signed in has one (open). A stopping server refuses it as it refuses every
+    // message after the stop began (device-messages.ts): the device is not gone, the server is.
+    if (this.will) this.publishWill(this.will);
     this.host.closed(this);
   }
 
