@@ -9,6 +9,10 @@
  *   message counted when its httpAck (sent after commit) arrives; the devices are raw sockets with
  *   pre-encoded packets (mqtt-load.ts), so the generator costs little CPU. `mqtt` speaks MQTT 3.1.1,
  *   `mqtt5` the same with MQTT 5; with both, the run also gives their ratio, of each round.
+ * - mqtt-floor (only when named in `--only`): the `mqtt` load against the fleet benchmark's floor
+ *   (bench/servers/mqtt-floor.ts, SQLite), in its own process: what any Node server reaches on this
+ *   machine when it checks, stores and answers each message and does nothing else. Its ratio to the
+ *   baseline is the most an MQTT ingest can reach here; with `mqtt`, the run also gives their ratio.
  * Rounds take the scenarios in turn (a round of each, then the next round), so that the machine's
  * moods fall on all of them alike.
  * The server runs compiled, in its own process. Besides throughput each row gives the CPU time per
@@ -19,6 +23,8 @@
  * each scenario runs in turns with the rules disabled and enabled: the rows with rules also give their
  * ratio to the same scenario without them, measured in the same round.
  */
+
+import { randomBytes } from 'node:crypto';
 import { openStore, type Store } from '../src/store/store.ts';
 import { type MqttLevel, mqttLoad } from './mqtt-load.ts';
 import {
@@ -35,6 +41,7 @@ import {
   postJson,
   rssMiB,
   sign,
+  startChildServer,
   startThingbase,
   table,
 } from './support.ts';
@@ -54,9 +61,17 @@ export async function run(args: string[]): Promise<void> {
   );
 
   const server = await startThingbase(bench, mqttPort);
+  // The floor checks messages against a key pair of its own.
+  const floorPair = { access_key: randomBytes(16).toString('hex'), secret_key: randomBytes(32).toString('hex') };
+  const floorPort = mqttPort === 31999 ? 20000 : mqttPort + 1;
+  const floor = only.includes('mqtt-floor')
+    ? await startChildServer('mqtt-floor', { MQTT_PORT: String(floorPort), FLOOR_SECRET_KEY: floorPair.secret_key })
+    : undefined;
+  /** The server the scenario under way loads: its CPU and RSS are measured. */
+  let measuredPid = server.pid;
   let peakRss = 0;
   const sampler = setInterval(() => {
-    peakRss = Math.max(peakRss, rssMiB(server.pid));
+    peakRss = Math.max(peakRss, rssMiB(measuredPid));
   }, 100);
   const rows: (string | number)[][] = [
     ['what', 'events/s', 'vs baseline', 'requests/s', 'CPU us/event server / generator', 'server peak RSS MiB'],
@@ -150,20 +165,30 @@ export async function run(args: string[]): Promise<void> {
         perRequest: 1,
         measure: () => mqttThroughput(5),
       },
+      'mqtt-floor': {
+        label: `the floor (bench/servers/mqtt-floor.ts), MQTT 3.1.1 QoS 1, ${devices} devices x ${inflight} in flight`,
+        perRequest: 1,
+        pid: floor?.pid,
+        measure: () =>
+          mqttThroughput(4, floorPort, floorPair, (thingKey) =>
+            mqttEnvelope(floorPair, JSON.stringify({ thing_key: thingKey, data: DATA })),
+          ),
+      },
     };
-    const mqttDevices = things.map((thingKey, i) => ({
-      clientId: `bench${String(i).padStart(5, '0')}`,
-      payload: mqttEnvelope(
-        pair,
-        JSON.stringify({ thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } }),
-      ),
-    }));
-    async function mqttThroughput(level: MqttLevel): Promise<Throughput> {
+    async function mqttThroughput(
+      level: MqttLevel,
+      port = mqttPort,
+      keyPair: KeyPair = pair,
+      payload = (thingKey: string) => mqttEnvelope(pair, JSON.stringify({ thing_key: thingKey, data: DATA })),
+    ): Promise<Throughput> {
       const result = await mqttLoad({
-        port: mqttPort,
-        username: pair.access_key,
-        password: sign(pair.secret_key, pair.access_key),
-        devices: mqttDevices,
+        port,
+        username: keyPair.access_key,
+        password: sign(keyPair.secret_key, keyPair.access_key),
+        devices: things.map((thingKey, i) => ({
+          clientId: `bench${String(i).padStart(5, '0')}`,
+          payload: payload(thingKey),
+        })),
         inflight,
         duration,
         level,
@@ -177,8 +202,9 @@ export async function run(args: string[]): Promise<void> {
       return { name, scenario, withoutRules: [] as Measured[], measured: [] as Measured[] };
     });
     const once = async (scenario: Scenario): Promise<Measured> => {
+      measuredPid = scenario.pid ?? server.pid;
       peakRss = 0;
-      const serverBefore = cpuSeconds(server.pid);
+      const serverBefore = cpuSeconds(measuredPid);
       const generatorBefore = process.cpuUsage();
       const { requests, seconds } = await scenario.measure();
       const generator = process.cpuUsage(generatorBefore);
@@ -186,7 +212,7 @@ export async function run(args: string[]): Promise<void> {
       return {
         eventsPerSecond: events / seconds,
         requestsPerSecond: requests / seconds,
-        serverCpu: ((cpuSeconds(server.pid) - serverBefore) / events) * 1e6,
+        serverCpu: ((cpuSeconds(measuredPid) - serverBefore) / events) * 1e6,
         generatorCpu: (generator.user + generator.system) / events,
         rss: peakRss,
       };
@@ -226,21 +252,38 @@ export async function run(args: string[]): Promise<void> {
     console.log(table(rows));
     const v3 = chosen.find((c) => c.name === 'mqtt');
     const v5 = chosen.find((c) => c.name === 'mqtt5');
-    if (v3 && v5) {
-      const ratios = v5.measured.map((x, i) => x.eventsPerSecond / (v3.measured[i] as Measured).eventsPerSecond);
+    const ratioLine = (
+      what: string,
+      of: (typeof chosen)[number] | undefined,
+      to: (typeof chosen)[number] | undefined,
+    ) => {
+      if (!of || !to) return;
+      const ratios = of.measured.map((x, i) => x.eventsPerSecond / (to.measured[i] as Measured).eventsPerSecond);
       console.log(
-        `MQTT 5 / MQTT 3.1.1 events/s: ${median(ratios).toFixed(3)}x (median of ${rounds} rounds: ${ratios.map((r) => r.toFixed(3)).join(', ')})`,
+        `${what} events/s: ${median(ratios).toFixed(3)}x (median of ${rounds} rounds: ${ratios.map((r) => r.toFixed(3)).join(', ')})`,
       );
-    }
+    };
+    ratioLine('MQTT 5 / MQTT 3.1.1', v5, v3);
+    ratioLine(
+      'MQTT 3.1.1 / the floor',
+      v3,
+      chosen.find((c) => c.name === 'mqtt-floor'),
+    );
   } finally {
     clearInterval(sampler);
+    await floor?.stop();
     await server.stop();
     await bench.dispose();
   }
 }
 
+/** The readings of each MQTT message. */
+const DATA = { temperature: 21.5, pressure: 1.5, rpm: 1200 };
+
 interface Scenario {
   label: string;
+  /** The server it loads, when not Thingbase (the floor). */
+  pid?: number | undefined;
   /** Events in each request it counts. */
   perRequest: number;
   measure: () => Promise<Throughput>;
