@@ -63,7 +63,8 @@ export async function run(args: string[]): Promise<void> {
   const server = await startThingbase(bench, mqttPort);
   // The floor checks messages against a key pair of its own.
   const floorPair = { access_key: randomBytes(16).toString('hex'), secret_key: randomBytes(32).toString('hex') };
-  const floorPort = mqttPort === 31999 ? 20000 : mqttPort + 1;
+  let floorPort = benchMqttPort();
+  while (floorPort === mqttPort) floorPort = benchMqttPort();
   const floor = only.includes('mqtt-floor')
     ? await startChildServer('mqtt-floor', { MQTT_PORT: String(floorPort), FLOOR_SECRET_KEY: floorPair.secret_key })
     : undefined;
@@ -169,26 +170,26 @@ export async function run(args: string[]): Promise<void> {
         label: `the floor (bench/servers/mqtt-floor.ts), MQTT 3.1.1 QoS 1, ${devices} devices x ${inflight} in flight`,
         perRequest: 1,
         pid: floor?.pid,
-        measure: () =>
-          mqttThroughput(4, floorPort, floorPair, (thingKey) =>
-            mqttEnvelope(floorPair, JSON.stringify({ thing_key: thingKey, data: DATA })),
-          ),
+        measure: () => mqttThroughput(4, floorTarget),
       },
     };
-    async function mqttThroughput(
-      level: MqttLevel,
-      port = mqttPort,
-      keyPair: KeyPair = pair,
-      payload = (thingKey: string) => mqttEnvelope(pair, JSON.stringify({ thing_key: thingKey, data: DATA })),
-    ): Promise<Throughput> {
+    /** Each thing's device, its message signed with `keyPair`: made before any load, outside its CPU. */
+    const devicesOf = (keyPair: KeyPair) =>
+      things.map((thingKey, i) => ({
+        clientId: `bench${String(i).padStart(5, '0')}`,
+        payload: mqttEnvelope(
+          keyPair,
+          JSON.stringify({ thing_key: thingKey, data: { temperature: 21.5, pressure: 1.5, rpm: 1200 } }),
+        ),
+      }));
+    const thingbaseTarget = { port: mqttPort, keyPair: pair, devices: devicesOf(pair) };
+    const floorTarget = { port: floorPort, keyPair: floorPair, devices: devicesOf(floorPair) };
+    async function mqttThroughput(level: MqttLevel, target = thingbaseTarget): Promise<Throughput> {
       const result = await mqttLoad({
-        port,
-        username: keyPair.access_key,
-        password: sign(keyPair.secret_key, keyPair.access_key),
-        devices: things.map((thingKey, i) => ({
-          clientId: `bench${String(i).padStart(5, '0')}`,
-          payload: payload(thingKey),
-        })),
+        port: target.port,
+        username: target.keyPair.access_key,
+        password: sign(target.keyPair.secret_key, target.keyPair.access_key),
+        devices: target.devices,
         inflight,
         duration,
         level,
@@ -276,9 +277,6 @@ export async function run(args: string[]): Promise<void> {
     await bench.dispose();
   }
 }
-
-/** The readings of each MQTT message. */
-const DATA = { temperature: 21.5, pressure: 1.5, rpm: 1200 };
 
 interface Scenario {
   label: string;

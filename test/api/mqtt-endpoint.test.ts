@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import mqtt from 'mqtt';
 import { createKeyPair, type KeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
-import { type Ack, MqttDevice } from '../support/mqtt-device.ts';
+import { type Ack, MqttDevice, signedEnvelope } from '../support/mqtt-device.ts';
 import { connectPacket, mqttPacket } from '../support/mqtt-packet.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
@@ -261,43 +261,28 @@ describeOnStores(
     });
 
     /** A thing registered over MQTT, and the signed text of an event of it, as a will carries it. */
-    const willOfThing = async (pair: { access_key: string; secret_key: string }, prefix: string) => {
+    const willOfThing = async (pair: KeyPair, prefix: string) => {
       const key = unique(prefix);
       const registrar = await MqttDevice.connect(brokerUrl(), pair);
       try {
         assert.equal((await registrar.send('register', { thing_key: key })).http_code, 200);
-        return { key, text: registrar.envelope({ thing_key: key, data: { gone: 1 } }) };
+        return { key, text: signedEnvelope(pair, { thing_key: key, data: { gone: 1 } }) };
       } finally {
         await registrar.close();
       }
     };
-    const connectWithWill = (clientId: string, pair: KeyPair, will: string, protocolVersion = 4, keepalive = 60) =>
-      mqttPacket.generate(
-        {
-          cmd: 'connect',
-          protocolId: 'MQTT',
-          protocolVersion,
-          clean: true,
-          keepalive,
-          clientId,
-          username: pair.access_key,
-          password: Buffer.from(sign(pair.secret_key, pair.access_key)),
-          will: { topic: `Altizon/Datonis/${clientId}/event`, payload: Buffer.from(will), qos: 1, retain: false },
-        },
-        { protocolVersion },
-      );
 
     it('when the server closes a connection that set a will (keep-alive, a malformed packet, a take-over) then the will is stored as its event', async () => {
       const pair = await keyPair();
       const keepAlive = await willOfThing(pair, 'will-ka');
       const silent = await rawConnection();
-      silent.socket.write(connectWithWill(unique('will'), pair, keepAlive.text, 4, 1));
+      silent.socket.write(connectPacket(unique('will'), pair, 1, { will: keepAlive.text }));
       assert.equal(await closedWithin(silent, 5000), true, 'the silent one is closed');
       await eventually(async () => (await storedEventCount(ctx.api, keepAlive.key)) === 1, 'the will after keep-alive');
 
       const malformed = await willOfThing(pair, 'will-bad');
       const bad = await rawConnection(5);
-      bad.socket.write(connectWithWill(unique('will'), pair, malformed.text, 5));
+      bad.socket.write(connectPacket(unique('will'), pair, 60, { protocolVersion: 5, will: malformed.text }));
       await eventually(() => bad.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
       // A PUBLISH of QoS 3, which no MQTT has.
       bad.socket.write(Buffer.from([0x36, 2, 0, 0]));
@@ -310,7 +295,7 @@ describeOnStores(
       const takeOver = await willOfThing(pair, 'will-take');
       const clientId = unique('will');
       const first = await rawConnection();
-      first.socket.write(connectWithWill(clientId, pair, takeOver.text));
+      first.socket.write(connectPacket(clientId, pair, 60, { will: takeOver.text }));
       await eventually(() => first.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
       const second = await MqttDevice.connect(brokerUrl(), pair, { clientId });
       try {
@@ -328,14 +313,14 @@ describeOnStores(
       const pair = await keyPair();
       const polite = await willOfThing(pair, 'will-bye');
       const leaving = await rawConnection();
-      leaving.socket.write(connectWithWill(unique('will'), pair, polite.text));
+      leaving.socket.write(connectPacket(unique('will'), pair, 60, { will: polite.text }));
       await eventually(() => leaving.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
       leaving.socket.write(mqttPacket.generate({ cmd: 'disconnect' }));
       assert.equal(await closedWithin(leaving, 5000), true, 'closed after DISCONNECT');
 
       const dropped = await willOfThing(pair, 'will-drop');
       const dropping = await rawConnection();
-      dropping.socket.write(connectWithWill(unique('will'), pair, dropped.text));
+      dropping.socket.write(connectPacket(unique('will'), pair, 60, { will: dropped.text }));
       await eventually(() => dropping.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
       dropping.socket.destroy();
       await eventually(

@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createKeyPair, sign } from '../support/device.ts';
+import { createKeyPair } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
-import { type Ack, MqttDevice } from '../support/mqtt-device.ts';
+import { type Ack, MqttDevice, signedEnvelope } from '../support/mqtt-device.ts';
 import { freePort } from '../support/ports.ts';
 import { startServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
@@ -27,15 +27,12 @@ for (const store of STORES) {
         const pair = await createKeyPair(api, await api.adminToken());
         const thingKey = unique('stopping');
         // A will of the same thing: the stop ends the server, not the device, so none is stored.
-        const willText = JSON.stringify({ thing_key: thingKey, data: { will: 1 } });
         const clientId = unique('stopping');
         const device = await MqttDevice.connect(`mqtt://127.0.0.1:${api.server.mqttPort}`, pair, {
           clientId,
           will: {
             topic: `Altizon/Datonis/${clientId}/event`,
-            payload: Buffer.from(
-              `${willText.slice(0, -1)},"hash":"${sign(pair.secret_key, willText)}","access_key":"${pair.access_key}"}`,
-            ),
+            payload: Buffer.from(signedEnvelope(pair, { thing_key: thingKey, data: { will: 1 } })),
             qos: 1,
             retain: false,
           },

@@ -13,6 +13,13 @@ export interface Ack {
   http_msg: { errors?: { code: string; message: string }[] };
 }
 
+/** The text the SDK sends: the signed compact JSON of `payload` with the envelope appended. */
+export function signedEnvelope(pair: { access_key: string; secret_key: string }, payload: object): string {
+  const signed = JSON.stringify(payload);
+  const hash = sign(pair.secret_key, signed);
+  return `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${pair.access_key}","aliot_protocol_version":2.0}`;
+}
+
 export class MqttDevice {
   private readonly acks: Ack[] = [];
   private readonly waiters: ((ack: Ack) => void)[] = [];
@@ -70,9 +77,7 @@ export class MqttDevice {
 
   /** The text the SDK sends: the signed compact JSON with the envelope appended. */
   envelope(payload: object): string {
-    const signed = JSON.stringify(payload);
-    const hash = sign(this.secretKey, signed);
-    return `${signed.slice(0, -1)},"hash":"${hash}","access_key":"${this.accessKey}","aliot_protocol_version":2.0}`;
+    return signedEnvelope({ access_key: this.accessKey, secret_key: this.secretKey }, payload);
   }
 
   /**

@@ -25,19 +25,36 @@ export function parsePackets(bytes: Buffer, protocolVersion = 4): Record<string,
   return packets;
 }
 
-/** A signed CONNECT of a clean MQTT 3.1.1 session, as bytes. */
+/**
+ * A signed CONNECT of a clean session, as bytes: MQTT 3.1.1 unless told, with a will when given one
+ * (the text of a message to the client's own `event` topic).
+ */
 export const connectPacket = (
   clientId: string,
   pair: { access_key: string; secret_key: string },
   keepalive = 60,
+  options: { protocolVersion?: 4 | 5; will?: string } = {},
 ): Buffer =>
-  mqttPacket.generate({
-    cmd: 'connect',
-    protocolId: 'MQTT',
-    protocolVersion: 4,
-    clean: true,
-    keepalive,
-    clientId,
-    username: pair.access_key,
-    password: Buffer.from(sign(pair.secret_key, pair.access_key)),
-  });
+  mqttPacket.generate(
+    {
+      cmd: 'connect',
+      protocolId: 'MQTT',
+      protocolVersion: options.protocolVersion ?? 4,
+      clean: true,
+      keepalive,
+      clientId,
+      username: pair.access_key,
+      password: Buffer.from(sign(pair.secret_key, pair.access_key)),
+      ...(options.will === undefined
+        ? {}
+        : {
+            will: {
+              topic: `Altizon/Datonis/${clientId}/event`,
+              payload: Buffer.from(options.will),
+              qos: 1,
+              retain: false,
+            },
+          }),
+    },
+    { protocolVersion: options.protocolVersion ?? 4 },
+  );
