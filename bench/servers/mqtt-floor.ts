@@ -82,7 +82,7 @@ const onPublish = (device: Device, first: number, body: Buffer) => {
   }
   turn.push({
     device,
-    row: [message.thing_key, message.timestamp ?? Date.now(), JSON.stringify(message.data)],
+    row: [message.thing_key, message.timestamp ?? Date.now(), JSON.stringify(message.data ?? null)],
     context: signed ? message.hash : 'PARSE_ERROR',
     code: signed ? 200 : 401,
   });
