@@ -69,20 +69,7 @@ describeOnStores(
       const device = await rawConnection(5);
       try {
         device.socket.write(
-          mqttPacket.generate(
-            {
-              cmd: 'connect',
-              protocolId: 'MQTT',
-              protocolVersion: 5,
-              clean: true,
-              keepalive: 60,
-              clientId,
-              username: pair.access_key,
-              password: Buffer.from(sign(pair.secret_key, pair.access_key)),
-              properties: { receiveMaximum: 2 },
-            },
-            { protocolVersion: 5 },
-          ),
+          connectPacket(clientId, pair, 60, { protocolVersion: 5, properties: { receiveMaximum: 2 } }),
         );
         const ackTopic = `Altizon/Datonis/${clientId}/httpAck`;
         device.socket.write(
@@ -95,8 +82,7 @@ describeOnStores(
         await eventually(() => device.received.some((p) => p.cmd === 'suback'), 'the SUBACK');
         const key = unique('rm');
         for (let i = 0; i < 5; i++) {
-          const signed = JSON.stringify({ thing_key: key, timestamp: Date.now() + i });
-          const text = `${signed.slice(0, -1)},"hash":"${sign(pair.secret_key, signed)}","access_key":"${pair.access_key}"}`;
+          const text = signedEnvelope(pair, { thing_key: key, timestamp: Date.now() + i });
           device.socket.write(
             mqttPacket.generate(
               { cmd: 'publish', topic: `Altizon/Datonis/${clientId}/register`, payload: text, qos: 0 },

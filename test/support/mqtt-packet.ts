@@ -27,13 +27,13 @@ export function parsePackets(bytes: Buffer, protocolVersion = 4): Record<string,
 
 /**
  * A signed CONNECT of a clean session, as bytes: MQTT 3.1.1 unless told, with a will when given one
- * (the text of a message to the client's own `event` topic).
+ * (the text of a message to the client's own `event` topic), and MQTT 5 properties when given.
  */
 export const connectPacket = (
   clientId: string,
   pair: { access_key: string; secret_key: string },
   keepalive = 60,
-  options: { protocolVersion?: 4 | 5; will?: string } = {},
+  options: { protocolVersion?: 4 | 5; will?: string; properties?: { receiveMaximum?: number } } = {},
 ): Buffer =>
   mqttPacket.generate(
     {
@@ -55,6 +55,7 @@ export const connectPacket = (
               retain: false,
             },
           }),
+      ...(options.properties === undefined ? {} : { properties: options.properties }),
     },
     { protocolVersion: options.protocolVersion ?? 4 },
   );

@@ -34,8 +34,8 @@ export function nextPacketId(ids: PacketIds): number {
  * Acknowledgements as PUBLISH packets to `topic` at `qos`, in one buffer, for protocol `version` (3, 4
  * or 5). A QoS 1 packet takes the connection's next packet id, so it never collides with another of
  * the server's messages in flight on the connection (instructions take from the same counter); or,
- * with `track`, the id under which a session that outlives the connection keeps the answer until it
- * is acknowledged.
+ * with a `tracker`, the id under which a session that outlives the connection keeps the answer until
+ * it is acknowledged.
  */
 export function ackPackets(
   ids: PacketIds,
@@ -43,7 +43,7 @@ export function ackPackets(
   acks: readonly Ack[],
   qos: 0 | 1,
   version = 4,
-  track?: (payload: string) => number,
+  tracker?: { track(payload: string): number },
 ): Buffer {
   const topicBytes = Buffer.byteLength(topic);
   const propertyBytes = version === 5 ? 1 : 0;
@@ -65,7 +65,7 @@ export function ackPackets(
     at = buffer.writeUInt16BE(topicBytes, at);
     at += buffer.write(topic, at);
     const payload = payloads[i] as string;
-    if (qos) at = buffer.writeUInt16BE(track ? track(payload) : nextPacketId(ids), at);
+    if (qos) at = buffer.writeUInt16BE(tracker ? tracker.track(payload) : nextPacketId(ids), at);
     if (propertyBytes) buffer[at++] = 0;
     at += buffer.write(payload, at);
   }

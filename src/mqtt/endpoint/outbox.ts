@@ -35,6 +35,9 @@ export interface OutboxTarget {
   track?(payload: string): number;
 }
 
+/** A target that keeps its QoS 1 answers (`tracksAnswers`, with `track`). */
+type Tracker = OutboxTarget & { track(payload: string): number };
+
 /** Flushes outboxes: the held PUBACKs past their time, and the answers of each turn. */
 class Flusher {
   private readonly due = new Set<Outbox>();
@@ -217,7 +220,7 @@ export class Outbox {
       acks,
       qos,
       target.version,
-      tracked ? (payload) => (target.track as (p: string) => number)(payload) : undefined,
+      tracked ? (target as Tracker) : undefined,
     );
   }
 }
