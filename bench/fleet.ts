@@ -24,7 +24,6 @@
  * transaction per turn, the acknowledgements), what the machine alone makes the load cost; with
  * `--floor-store none` without the store.
  */
-import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import {
   acknowledgeAck,
@@ -53,7 +52,7 @@ import {
   registerThings,
   rssMiB,
   sign,
-  startChildServer,
+  startFloor,
   startThingbase,
   table,
   threadCpuSeconds,
@@ -225,16 +224,8 @@ export async function run(args: string[]): Promise<void> {
   console.log(
     `fleet benchmark: ${describeMachine()}; store ${store}; steady: ${fleet} devices, ${rate} events/s in ${tick} ms ticks for ${duration}s after ${warmup}s unmeasured${rounds > 1 ? `, ${rounds} rounds alternated with the ping baseline` : ''}; connect: ${connecting} devices at ${connectRate}/s, register ${registering}`,
   );
-  // The floor checks messages against a key pair of its own; Thingbase issues one over its API.
-  const floorPair = { access_key: randomBytes(16).toString('hex'), secret_key: randomBytes(32).toString('hex') };
-  const server =
-    serverKind === 'floor'
-      ? await startChildServer('mqtt-floor', {
-          MQTT_PORT: String(mqttPort),
-          FLOOR_SECRET_KEY: floorPair.secret_key,
-          FLOOR_STORE: floorStore,
-        })
-      : await startThingbase(bench, mqttPort);
+  const floor = serverKind === 'floor' ? await startFloor(mqttPort, floorStore) : undefined;
+  const server = floor?.server ?? (await startThingbase(bench, mqttPort));
   if (serverKind === 'floor') console.log(`server: the floor (bench/servers/mqtt-floor.ts), store ${floorStore}`);
   let open: FleetDevice[] = [];
   const closeAll = async () => {
@@ -244,8 +235,9 @@ export async function run(args: string[]): Promise<void> {
   };
   try {
     const things = Array.from({ length: Math.max(fleet, connecting) }, (_, i) => `f${i}`);
-    let pair: KeyPair = floorPair;
-    if (serverKind === 'thingbase') {
+    let pair: KeyPair;
+    if (floor) pair = floor.keyPair;
+    else {
       const { auth_token: token } = await postJson(server.url, '/api_sign_in', BENCH_ADMIN);
       ({ key_pair: pair } = await postJson(
         server.url,

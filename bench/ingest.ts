@@ -23,8 +23,6 @@
  * each scenario runs in turns with the rules disabled and enabled: the rows with rules also give their
  * ratio to the same scenario without them, measured in the same round.
  */
-
-import { randomBytes } from 'node:crypto';
 import { openStore, type Store } from '../src/store/store.ts';
 import { type MqttLevel, mqttLoad } from './mqtt-load.ts';
 import {
@@ -41,7 +39,7 @@ import {
   postJson,
   rssMiB,
   sign,
-  startChildServer,
+  startFloor,
   startThingbase,
   table,
 } from './support.ts';
@@ -61,13 +59,9 @@ export async function run(args: string[]): Promise<void> {
   );
 
   const server = await startThingbase(bench, mqttPort);
-  // The floor checks messages against a key pair of its own.
-  const floorPair = { access_key: randomBytes(16).toString('hex'), secret_key: randomBytes(32).toString('hex') };
   let floorPort = benchMqttPort();
   while (floorPort === mqttPort) floorPort = benchMqttPort();
-  const floor = only.includes('mqtt-floor')
-    ? await startChildServer('mqtt-floor', { MQTT_PORT: String(floorPort), FLOOR_SECRET_KEY: floorPair.secret_key })
-    : undefined;
+  const floor = only.includes('mqtt-floor') ? await startFloor(floorPort) : undefined;
   /** The server the scenario under way loads: its CPU and RSS are measured. */
   let measuredPid = server.pid;
   let peakRss = 0;
@@ -169,8 +163,11 @@ export async function run(args: string[]): Promise<void> {
       'mqtt-floor': {
         label: `the floor (bench/servers/mqtt-floor.ts), MQTT 3.1.1 QoS 1, ${devices} devices x ${inflight} in flight`,
         perRequest: 1,
-        pid: floor?.pid,
-        measure: () => mqttThroughput(4, floorTarget),
+        pid: floor?.server.pid,
+        measure: () => {
+          if (!floorTarget) throw new Error('the floor was not started');
+          return mqttThroughput(4, floorTarget);
+        },
       },
     };
     /** Each thing's device, its message signed with `keyPair`: made before any load, outside its CPU. */
@@ -183,7 +180,7 @@ export async function run(args: string[]): Promise<void> {
         ),
       }));
     const thingbaseTarget = { port: mqttPort, keyPair: pair, devices: devicesOf(pair) };
-    const floorTarget = { port: floorPort, keyPair: floorPair, devices: devicesOf(floorPair) };
+    const floorTarget = floor && { port: floorPort, keyPair: floor.keyPair, devices: devicesOf(floor.keyPair) };
     async function mqttThroughput(level: MqttLevel, target = thingbaseTarget): Promise<Throughput> {
       const result = await mqttLoad({
         port: target.port,
@@ -272,7 +269,7 @@ export async function run(args: string[]): Promise<void> {
     );
   } finally {
     clearInterval(sampler);
-    await floor?.stop();
+    await floor?.server.stop();
     await server.stop();
     await bench.dispose();
   }

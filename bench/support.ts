@@ -220,6 +220,26 @@ export function benchStore(engine: string): BenchStore {
   };
 }
 
+/** The floor server (bench/servers/mqtt-floor.ts) and the key pair it checks messages against. */
+export interface Floor {
+  server: ChildServer;
+  keyPair: KeyPair;
+}
+
+/**
+ * Starts the floor on `mqttPort`, with a key pair of its own (Thingbase issues one over its API);
+ * `store` is its FLOOR_STORE, `sqlite` or `none`.
+ */
+export async function startFloor(mqttPort: number, store = 'sqlite'): Promise<Floor> {
+  const keyPair = { access_key: randomBytes(16).toString('hex'), secret_key: randomBytes(32).toString('hex') };
+  const server = await startChildServer('mqtt-floor', {
+    MQTT_PORT: String(mqttPort),
+    FLOOR_SECRET_KEY: keyPair.secret_key,
+    FLOOR_STORE: store,
+  });
+  return { server, keyPair };
+}
+
 /** Compiles and starts Thingbase on a store, with the benchmark admin and the embedded broker on `mqttPort`. */
 export function startThingbase(
   store: BenchStore,
