@@ -16,7 +16,12 @@ import { type BootstrapResult, bootstrapFirstAdmin } from './bootstrap.ts';
 import { registerConsole } from './console/routes.ts';
 import { type Config, ConfigError } from './core/config.ts';
 import { limitHeapGrowth } from './core/heap.ts';
-import { BULK_BODY_LIMIT, DEFAULT_BODY_LIMIT, registerRawBodyParser } from './core/http/body.ts';
+import {
+  BULK_BODY_LIMIT,
+  DEFAULT_BODY_LIMIT,
+  MAX_WEBSOCKET_MESSAGE_BYTES,
+  registerRawBodyParser,
+} from './core/http/body.ts';
 import { limitBodiesUnderWay } from './core/http/body-budget.ts';
 import { limitConnections } from './core/http/connections.ts';
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './core/http/error-handler.ts';
@@ -62,7 +67,7 @@ import { organisationRoutes } from './organisations/routes.ts';
 import { childOrganisationKeys, OrganisationEventLimits } from './organisations/service.ts';
 import { queryRoutes } from './queries/routes.ts';
 import { RealtimeHub } from './realtime/hub.ts';
-import { MAX_FRAME_BYTES, registerRealtimeRoutes } from './realtime/routes.ts';
+import { registerRealtimeRoutes } from './realtime/routes.ts';
 import { roleRoutes } from './roles/routes.ts';
 import { RuleEngine } from './rules/engine.ts';
 import { ruleRoutes } from './rules/routes.ts';
@@ -624,7 +629,7 @@ async function buildHttpApp(
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
-  await app.register(websocket, { options: { maxPayload: MAX_FRAME_BYTES } });
+  await app.register(websocket, { options: { maxPayload: MAX_WEBSOCKET_MESSAGE_BYTES } });
 
   // The process is alive and serving: answered at once, whatever the store does (its state is /readyz's).
   app.get('/healthz', { schema: { hide: true } }, async (_request, reply) =>

@@ -20,8 +20,6 @@ export const IDLE_MS = 60_000;
 const SSE_KEEPALIVE_MS = 15_000;
 /** Text handed to a transport and not yet written out, beyond which messages wait in the outbox. */
 const IN_FLIGHT_BYTES = 1024 * 1024;
-/** The largest message a client may send (a subscribe naming 1,000 things fits). */
-export const MAX_FRAME_BYTES = 128 * 1024;
 /** Client messages waiting to be handled, beyond which the server stops reading the socket. */
 const MAX_UNHANDLED = 16;
 

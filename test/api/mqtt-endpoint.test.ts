@@ -9,6 +9,7 @@ import { connect } from 'node:net';
 import { it } from 'node:test';
 import { sql } from 'kysely';
 import mqtt from 'mqtt';
+import WebSocket from 'ws';
 import { createKeyPair, type KeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { type Ack, MqttDevice, signedEnvelope } from '../support/mqtt-device.ts';
@@ -42,25 +43,34 @@ describeOnStores(
         new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref()),
       ]);
 
-    it('when an MQTT 5 device connects then the CONNACK tells it Receive Maximum, Maximum Packet Size and a Topic Alias Maximum', async () => {
+    /** The properties of the CONNACK an MQTT 5 device gets at `url`. */
+    const connackProperties = async (url: string) => {
       const pair = await keyPair();
-      const client = await mqtt.connectAsync(brokerUrl(), {
+      const client = await mqtt.connectAsync(url, {
         protocolVersion: 5,
         clientId: unique('v5'),
         username: pair.access_key,
         password: sign(pair.secret_key, pair.access_key),
         reconnectPeriod: 0,
       });
-      try {
-        const properties = (client as unknown as { connackPacket?: { properties?: Record<string, number> } })
-          .connackPacket?.properties;
-        assert.ok(properties, 'the CONNACK has properties');
-        assert.ok((properties.receiveMaximum ?? 0) >= 1);
-        assert.ok((properties.maximumPacketSize ?? 0) >= 10 * 1024 * 1024);
-        assert.ok((properties.topicAliasMaximum ?? 0) >= 1);
-      } finally {
-        await client.endAsync();
-      }
+      await client.endAsync();
+      const connack = (client as unknown as { connackPacket?: { properties?: Record<string, number | boolean> } })
+        .connackPacket;
+      assert.ok(connack?.properties, 'the CONNACK has properties');
+      return connack.properties;
+    };
+    const webSocketUrl = () => `${ctx.api.url.replace(/^http/, 'ws')}/mqtt`;
+
+    it('when an MQTT 5 device connects then the CONNACK tells it Receive Maximum, Maximum Packet Size and a Topic Alias Maximum', async () => {
+      const properties = await connackProperties(brokerUrl());
+      assert.ok(Number(properties.receiveMaximum ?? 0) >= 1);
+      assert.ok(Number(properties.maximumPacketSize ?? 0) >= 10 * 1024 * 1024);
+      assert.ok(Number(properties.topicAliasMaximum ?? 0) >= 1);
+      assert.equal(
+        properties.subscriptionIdentifiersAvailable,
+        false,
+        'no subscription identifiers: none would come back on its messages',
+      );
     });
 
     it('when an MQTT 5 device sets a Receive Maximum then no more of its answers are in flight than it takes, and the rest follow its acknowledgements', async () => {
@@ -152,6 +162,133 @@ describeOnStores(
         assert.equal(plain.status, 426, 'a GET without an upgrade is refused');
       });
     }
+
+    it('when an MQTT 5 device connects over WebSocket then its CONNACK gives the WebSocket message limit as Maximum Packet Size', async () => {
+      // Its client sends a packet in one message, which the server takes up to 128 KiB.
+      assert.equal((await connackProperties(webSocketUrl())).maximumPacketSize, 128 * 1024);
+    });
+
+    it('when a device over WebSocket sends without reading its answers then the server stops reading it, as over TCP', async () => {
+      const pair = await keyPair();
+      const clientId = unique('wsread');
+      const ws = new WebSocket(webSocketUrl(), 'mqtt');
+      ws.on('error', () => {});
+      await new Promise<void>((resolve, reject) => {
+        ws.once('open', () => resolve());
+        ws.once('error', reject);
+      });
+      try {
+        const connack = new Promise<void>((resolve) => ws.once('message', () => resolve()));
+        ws.send(connectPacket(clientId, pair));
+        await connack;
+        ws.send(
+          mqttPacket.generate({
+            cmd: 'subscribe',
+            messageId: 1,
+            subscriptions: [{ topic: `Altizon/Datonis/${clientId}/httpAck`, qos: 0 }],
+          }),
+        );
+        // From now on the device reads nothing: its answers fill the sockets' buffers, then the server's.
+        ws.pause();
+        // Heartbeats that are no JSON, each answered PARSE_ERROR at once (about four times their size):
+        // 24 MB of them, far more than the loopback's buffers hold.
+        const one = mqttPacket.generate({
+          cmd: 'publish',
+          topic: `Altizon/Datonis/${clientId}/heartbeat`,
+          payload: Buffer.from('x'),
+          qos: 0,
+          retain: false,
+          dup: false,
+        });
+        const message = Buffer.concat(Array.from({ length: Math.floor(120_000 / one.length) }, () => one));
+        for (let sent = 0; sent < 24_000_000; sent += message.length) ws.send(message);
+        // A server that kept reading would take all of it, and hold its answers (about 100 MB) unsent.
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+        assert.ok(
+          ws.bufferedAmount > 4_000_000,
+          `the server stopped reading: ${ws.bufferedAmount} bytes are still to be sent`,
+        );
+      } finally {
+        ws.terminate();
+      }
+    });
+
+    it('when an MQTT 5 device sets a Maximum Packet Size then no answer longer is sent to it', async () => {
+      const pair = await keyPair();
+      const answered = async (maximumPacketSize: number) => {
+        const clientId = unique('maxps');
+        const device = await rawConnection(5);
+        try {
+          device.socket.write(
+            connectPacket(clientId, pair, 60, { protocolVersion: 5, properties: { maximumPacketSize } }),
+          );
+          device.socket.write(
+            mqttPacket.generate(
+              {
+                cmd: 'subscribe',
+                messageId: 1,
+                subscriptions: [{ topic: `Altizon/Datonis/${clientId}/httpAck`, qos: 1 }],
+              },
+              { protocolVersion: 5 },
+            ),
+          );
+          await eventually(() => device.received.some((p) => p.cmd === 'suback'), 'the SUBACK');
+          // Not JSON: answered PARSE_ERROR, an answer of about 200 bytes.
+          device.socket.write(
+            mqttPacket.generate(
+              {
+                cmd: 'publish',
+                topic: `Altizon/Datonis/${clientId}/event`,
+                payload: Buffer.from('not json'),
+                qos: 1,
+                messageId: 2,
+                retain: false,
+                dup: false,
+              },
+              { protocolVersion: 5 },
+            ),
+          );
+          await eventually(() => device.received.some((p) => p.cmd === 'puback'), 'the PUBACK');
+          // A ping after it: its PINGRESP comes after the answer, if one was sent.
+          device.socket.write(mqttPacket.generate({ cmd: 'pingreq' }));
+          await eventually(() => device.received.some((p) => p.cmd === 'pingresp'), 'the PINGRESP');
+          return device.received.filter((p) => p.cmd === 'publish').length;
+        } finally {
+          device.socket.destroy();
+        }
+      };
+      assert.equal(await answered(10_000), 1, 'an answer that fits is sent');
+      assert.equal(await answered(128), 0, 'one longer than 128 bytes is not');
+    });
+
+    it('when an MQTT 5 device publishes at QoS 2 under another client id then its PUBREC says not authorized', async () => {
+      const pair = await keyPair();
+      const device = await rawConnection(5);
+      try {
+        device.socket.write(connectPacket(unique('qos2'), pair, 60, { protocolVersion: 5 }));
+        await eventually(() => device.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+        device.socket.write(
+          mqttPacket.generate(
+            {
+              cmd: 'publish',
+              topic: `Altizon/Datonis/${unique('other')}/event`,
+              payload: Buffer.from('{}'),
+              qos: 2,
+              messageId: 7,
+              retain: false,
+              dup: false,
+            },
+            { protocolVersion: 5 },
+          ),
+        );
+        await eventually(() => device.received.some((p) => p.cmd === 'pubrec'), 'the PUBREC');
+        const pubrec = device.received.find((p) => p.cmd === 'pubrec');
+        assert.equal(pubrec?.messageId, 7);
+        assert.equal(pubrec?.reasonCode, 0x87);
+      } finally {
+        device.socket.destroy();
+      }
+    });
 
     it('when a connection sends a packet before CONNECT, or a second CONNECT, then it alone is closed', async () => {
       const pair = await keyPair();
@@ -315,6 +452,17 @@ describeOnStores(
       );
       // The dropped connection's will was stored after the DISCONNECT was read: the polite one's would be too.
       assert.equal(await storedEventCount(ctx.api, polite.key), 0);
+    });
+
+    it('when an MQTT 5 device disconnects with reason 0x04, "with will message", then its will is stored', async () => {
+      const pair = await keyPair();
+      const will = await willOfThing(pair, 'will-04');
+      const device = await rawConnection(5);
+      device.socket.write(connectPacket(unique('will'), pair, 60, { protocolVersion: 5, will: will.text }));
+      await eventually(() => device.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+      device.socket.write(mqttPacket.generate({ cmd: 'disconnect', reasonCode: 0x04 }, { protocolVersion: 5 }));
+      assert.equal(await closedWithin(device, 5000), true, 'closed after DISCONNECT');
+      await eventually(async () => (await storedEventCount(ctx.api, will.key)) === 1, 'the will after DISCONNECT 0x04');
     });
 
     it('when the store stands still for four times MQTT_MAX_WAIT_MS then new messages are answered 503 at once, and those taken before are stored once it moves', {

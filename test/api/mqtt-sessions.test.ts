@@ -232,14 +232,22 @@ describeOnStores(
       await newest.client.endAsync();
     });
 
-    it('when a device of another key pair connects with the same client id then it gets none of the session', async () => {
+    it('when a device of another key pair connects with the same client id then it gets none of the session, and neither ends it nor takes over its connection', async () => {
       const { pair } = await thingOfNewPair();
       const other = await createKeyPair(ctx.api, await ctx.api.adminToken());
       const clientId = unique('shared');
       await (await connectDevice(pair, clientId, 4)).client.endAsync();
-      const stranger = await connectDevice(other, clientId, 4);
+      // A clean start: the stranger keeps no session of its own, which would count against the cap.
+      const stranger = await connectDevice(other, clientId, 4, { clean: true });
       assert.equal(stranger.sessionPresent, false);
+      const owner = await connectDevice(pair, clientId, 4);
+      assert.equal(owner.sessionPresent, true, "the key pair's own device still has its session");
+      // Both are connected at once: each is its key pair's device.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(stranger.client.connected, true, 'the stranger was not closed by the owner');
+      assert.equal(owner.client.connected, true);
       await stranger.client.endAsync();
+      await owner.client.endAsync();
     });
   },
   { env: async () => ({ MQTT_PORT: String(await freePort()), MQTT_MAX_SESSIONS: '2' }) },

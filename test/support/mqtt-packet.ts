@@ -33,7 +33,11 @@ export const connectPacket = (
   clientId: string,
   pair: { access_key: string; secret_key: string },
   keepalive = 60,
-  options: { protocolVersion?: 4 | 5; will?: string; properties?: { receiveMaximum?: number } } = {},
+  options: {
+    protocolVersion?: 4 | 5;
+    will?: string;
+    properties?: { receiveMaximum?: number; maximumPacketSize?: number };
+  } = {},
 ): Buffer =>
   mqttPacket.generate(
     {

@@ -60,9 +60,13 @@ describe('the device endpoint CONNECT answers', () => {
         topicAliasMaximum: 16,
         retainAvailable: false,
         sharedSubscriptionAvailable: false,
+        subscriptionIdentifiersAvailable: false,
         assignedClientIdentifier: 'tb1',
       },
     );
+    // A transport that takes shorter messages (a WebSocket's) announces its limit.
+    const overWebSocket = parseOne(connackAccepted(5, limits, { maximumPacketSize: 128 * 1024 }), 5);
+    assert.equal((overWebSocket.properties as Record<string, unknown>).maximumPacketSize, 128 * 1024);
   });
 });
 

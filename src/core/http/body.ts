@@ -11,6 +11,13 @@ export const BULK_BODY_LIMIT = 10 * 1024 * 1024;
 /** Bodies of requests anyone may send, before any sign-in (the sign-ins): a form's worth. */
 export const PUBLIC_BODY_LIMIT = 16 * 1024;
 
+/**
+ * The largest WebSocket message the server takes, on every WebSocket route (`ws` closes the socket with
+ * 1009 beyond it, before holding more): a realtime subscribe naming 1,000 things fits, and MQTT over
+ * WebSocket announces it to MQTT 5 devices as their Maximum Packet Size (docs/devices.md).
+ */
+export const MAX_WEBSOCKET_MESSAGE_BYTES = 128 * 1024;
+
 /** A limit in bytes as people read it: `1 MiB`, `0.02 MiB`. */
 export const describeBytes = (bytes: number): string => `${Number((bytes / (1024 * 1024)).toFixed(2))} MiB`;
 

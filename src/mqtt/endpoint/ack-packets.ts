@@ -72,5 +72,12 @@ export function ackPackets(
   return buffer;
 }
 
+/** The length of the PUBLISH packet `ackPackets` makes of one acknowledgement. */
+export function ackPacketBytes(topic: string, ack: Ack, qos: 0 | 1, version: number): number {
+  const size =
+    2 + Buffer.byteLength(topic) + (qos ? 2 : 0) + (version === 5 ? 1 : 0) + Buffer.byteLength(JSON.stringify(ack));
+  return 1 + lengthBytes(size) + size;
+}
+
 /** Bytes of MQTT's variable-length encoding of a remaining length. */
 const lengthBytes = (length: number): number => (length < 128 ? 1 : length < 16_384 ? 2 : length < 2_097_152 ? 3 : 4);

@@ -26,6 +26,11 @@ export interface DeviceSocket {
   destroy(): unknown;
   /** Whether writes wait for the device to read (TCP and TLS sockets; `pause` and `resume` with it). */
   readonly writableNeedDrain?: boolean;
+  /**
+   * The longest message its transport takes (a WebSocket's), which MQTT 5 devices are told as their
+   * Maximum Packet Size: their clients send a packet in one message. None: the endpoint's packets.
+   */
+  readonly maxMessageBytes?: number;
   pause?(): unknown;
   resume?(): unknown;
   /** `timeout` is emitted after this long without bytes from the device (0: never). */
@@ -93,6 +98,8 @@ const ignore = () => {};
  * before its connection is closed: one that publishes but acknowledges nothing would have them pile up.
  */
 const MAX_WAITING_FOR_ROOM = 1000;
+/** Packets a device may send after its CONNECT before the login is checked (a SUBSCRIBE, a register...). */
+const MAX_WAITING_FOR_LOGIN = 100;
 
 export class DeviceConnection implements MessageSource, PacketReader {
   state: State = 'new';
@@ -102,6 +109,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
   version = 4;
   /** Its `httpAck` topic, once signed in. */
   ackTopic = '';
+  /** MQTT 5: the longest packet the device takes, when its CONNECT set one (outbox.ts, and its instructions). */
+  maxPacketBytes: number | undefined;
   /** Its subscriptions and what it has in flight, once signed in (sessions.ts). */
   session: Session | undefined;
   private outbox: Outbox | undefined;
@@ -116,6 +125,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
   /** Reads are to wait for the server to take its messages again (holdReading), and have been paused for it. */
   private holdAsked = false;
   private pausedForHold = false;
+  /** Reads have been paused while its login is checked. */
+  private pausedForLogin = false;
 
   constructor(
     readonly id: number,
@@ -137,6 +148,12 @@ export class DeviceConnection implements MessageSource, PacketReader {
         return;
       }
       this.parser.parse(chunk);
+      // While its login is checked (a lookup of the store, which may be slow), nothing more is read:
+      // what it sends meanwhile waits in TCP's buffers, not in the connection's memory (`waiting`).
+      if (this.state === 'login' && socket.pause && !this.pausedForLogin) {
+        this.pausedForLogin = true;
+        socket.pause();
+      }
       if (this.state !== 'open' || !socket.pause) return;
       // While the device does not read what it is sent (its answers), nothing more is read from it.
       if (socket.writableNeedDrain && !this.waitingForDrain) {
@@ -259,7 +276,11 @@ export class DeviceConnection implements MessageSource, PacketReader {
   sendInstruction(topic: string, payload: string, alertKey: string, qos: number): void {
     const session = this.session;
     if (this.state !== 'open' || !session) return;
-    if (qos <= 0) return void this.outbox?.packet(instructionPacket(topic, payload, 0, undefined, this.version));
+    if (qos <= 0) {
+      const bytes = instructionPacket(topic, payload, 0, undefined, this.version);
+      if (this.fits(bytes)) this.outbox?.packet(bytes);
+      return;
+    }
     // A resumed session already carries it: sent again after the device's new subscription, it would come twice.
     if (session.kept && session.holds(alertKey)) return;
     this.sendKept({ topic, payload, qos: qos >= 2 ? 2 : 1, alertKey });
@@ -290,6 +311,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
       // Another CONNECT while the first is checked is as wrong as one after it.
       if (packet.cmd === 'connect') return this.destroy();
       this.waiting ??= [];
+      // Reads pause during the login, but the bytes read with the CONNECT may hold many small packets.
+      if (this.waiting.length >= MAX_WAITING_FOR_LOGIN) return this.destroy();
       this.waiting.push(packet);
       return;
     }
@@ -335,7 +358,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
       case 'pingreq':
         return this.outbox?.packet(PINGRESP);
       case 'disconnect':
-        this.will = undefined;
+        // MQTT 5's "Disconnect with Will Message" (0x04) leaves the will; any other DISCONNECT drops it.
+        if (packet.reasonCode !== 0x04) this.will = undefined;
         this.disconnect(packet.properties?.sessionExpiryInterval);
         return this.close();
       default:
@@ -375,6 +399,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     this.accessKey = accessKey;
     this.secretKey = secretKey;
     this.will = packet.will;
+    if (this.version === 5) this.maxPacketBytes = packet.properties?.maximumPacketSize;
     this.state = 'open';
     this.parser.opened();
     const { limits } = this.host;
@@ -392,17 +417,30 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // Keep-alive: a device silent for one and a half times its interval is gone (0: no keep-alive).
     this.socket.setTimeout(packet.keepalive ? packet.keepalive * 1500 : 0);
     const granted = asked !== undefined && session.expiryMs !== asked * 1000 ? session.expiryMs / 1000 : undefined;
-    this.socket.write(connackAccepted(this.version, limits, { assignedClientId: assigned, present, expiry: granted }));
+    this.socket.write(
+      connackAccepted(this.version, limits, {
+        assignedClientId: assigned,
+        present,
+        expiry: granted,
+        maximumPacketSize: this.socket.maxMessageBytes,
+      }),
+    );
     this.host.signedIn(this);
     if (present) this.resume(session);
     const waiting = this.waiting;
     this.waiting = undefined;
     if (waiting) for (const next of waiting) this.onPacket(next);
+    if (this.pausedForLogin) {
+      this.pausedForLogin = false;
+      this.resumeReading();
+    }
   }
 
   private refuse(refusal: ConnectRefusal) {
     this.state = 'closed';
     this.socket.end(connackRefused(this.version, refusal));
+    // Read again (what comes is dropped): a paused socket would never read the device's end, and stay.
+    if (this.pausedForLogin) this.socket.resume?.();
   }
 
   private publish(packet: IPublishPacket) {
@@ -413,22 +451,22 @@ export class DeviceConnection implements MessageSource, PacketReader {
       name = resolved;
     }
     const id = packet.messageId as number;
+    const topic = this.topicOf(name);
+    const ownTopic = topic !== undefined && topic.clientId === this.clientId;
+    // MQTT 5 says "not authorized" for a publish under another client id, which gets no answer (its
+    // PUBACK, or its PUBREC, which ends a QoS 2 flow there).
+    if (packet.qos > 0 && this.version === 5 && topic !== undefined && !ownTopic) {
+      const cmd = packet.qos === 1 ? 'puback' : 'pubrec';
+      return this.outbox?.packet(generateFor(5, { cmd, messageId: id, reasonCode: 0x87 }));
+    }
     if (packet.qos === 2) {
       const again = (this.session as Session).receivedQos2(id);
       this.outbox?.packet(confirmation(0x50, id));
       // Sent again before its PUBREL: it was taken the first time.
       if (again) return;
     }
-    const topic = this.topicOf(name);
     const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
-    const ownTopic = topic !== undefined && topic.clientId === this.clientId;
-    if (packet.qos === 1) {
-      // MQTT 5 says "not authorized" for a publish under another client id, which gets no answer.
-      if (this.version === 5 && topic !== undefined && !ownTopic) {
-        return this.outbox?.packet(generateFor(5, { cmd: 'puback', messageId: id, reasonCode: 0x87 }));
-      }
-      this.outbox?.puback(id);
-    }
+    if (packet.qos === 1) this.outbox?.puback(id);
     if (ownTopic) return this.host.received(this, topic, payload);
     if (this.version === 5 && topic !== undefined) return;
     this.host.refused(this, name, payload, topic === undefined ? 404 : 403);
@@ -466,7 +504,19 @@ export class DeviceConnection implements MessageSource, PacketReader {
   /** A message the device acknowledges, sent under a packet id its session keeps until it does. */
   private sendKept(message: OutgoingMessage): void {
     const messageId = (this.session as Session).send(message);
-    this.outbox?.publish(instructionPacket(message.topic, message.payload, message.qos, messageId, this.version));
+    const bytes = instructionPacket(message.topic, message.payload, message.qos, messageId, this.version);
+    if (this.fits(bytes, messageId)) this.outbox?.publish(bytes);
+  }
+
+  /**
+   * Whether the device takes a packet this long (MQTT 5's Maximum Packet Size). One it does not is
+   * not sent and, as MQTT 5 asks, its flow ends as if it had been: its session lets it go. It is not
+   * delivered, so the instruction stays pending.
+   */
+  private fits(bytes: Buffer, messageId?: number): boolean {
+    if (this.maxPacketBytes === undefined || bytes.length <= this.maxPacketBytes) return true;
+    if (messageId !== undefined) this.session?.acknowledged(messageId);
+    return false;
   }
 
   /**
@@ -476,11 +526,12 @@ export class DeviceConnection implements MessageSource, PacketReader {
    */
   private resume(session: Session): void {
     for (const [messageId, message] of session.inFlight) {
-      if (message.released) this.outbox?.releaseAgain(confirmation(0x62, messageId));
-      else
-        this.outbox?.publish(
-          instructionPacket(message.topic, message.payload, message.qos, messageId, this.version, true),
-        );
+      if (message.released) {
+        this.outbox?.releaseAgain(confirmation(0x62, messageId));
+        continue;
+      }
+      const bytes = instructionPacket(message.topic, message.payload, message.qos, messageId, this.version, true);
+      if (this.fits(bytes, messageId)) this.outbox?.publish(bytes);
     }
     for (const message of session.takeQueued()) this.sendKept(message);
   }

@@ -28,7 +28,7 @@ import type { ConnectRefusal } from './connack.ts';
 import { type ConnectionHost, DeviceConnection, type DeviceSocket } from './connection.ts';
 import { DeviceMessages } from './device-messages.ts';
 import { type PacketBounds, PartialPackets } from './packet-parser.ts';
-import { type SessionLimits, SessionStore } from './sessions.ts';
+import { ClientTable, type SessionLimits, SessionStore } from './sessions.ts';
 
 // mqtt-packet fills itself a table of all 65,536 two-byte numbers as Buffers on its first packet
 // unless told not to: 6 MB of heap to spare a 2-byte allocation per packet id written.
@@ -121,7 +121,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
   });
   const sessions = new SessionStore(options.sessions ?? DEFAULT_SESSION_LIMITS);
   const open = new Set<DeviceConnection>();
-  const byClientId = new Map<string, DeviceConnection>();
+  const byClient = new ClientTable<DeviceConnection>();
   let lastId = 0;
   let stopping = false;
   const logLimit = oncePerMinute<'connections' | 'budget' | 'room' | 'files' | 'packets' | 'partial'>((message) =>
@@ -168,10 +168,11 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
       ),
     sessionExpiryMs: (seconds) => sessions.expiryFor(seconds),
     signedIn: (connection) => {
-      // A client id signs in once: the connection it had before is closed (MQTT's session take-over).
-      const before = byClientId.get(connection.clientId);
+      // A client id of a key pair signs in once: the connection it had before is closed (MQTT's session
+      // take-over). One of another key pair with the same client id is another device (ClientTable).
+      const before = byClient.get(connection.accessKey, connection.clientId);
       if (before && before !== connection) before.close();
-      byClientId.set(connection.clientId, connection);
+      byClient.set(connection.accessKey, connection.clientId, connection);
       open.add(connection);
     },
     received: (connection, topic, payload) => messages.receive(connection, topic, payload),
@@ -195,7 +196,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
     closed: (connection) => {
       open.delete(connection);
       if (connection.session) sessions.detach(connection.session, connection);
-      if (byClientId.get(connection.clientId) === connection) byClientId.delete(connection.clientId);
+      byClient.delete(connection.accessKey, connection.clientId, connection);
     },
     packetBounds,
   };

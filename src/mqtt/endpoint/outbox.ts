@@ -7,7 +7,7 @@
  * write: the packets of many messages cost one system call.
  */
 import type { Ack } from '../signed-messages.ts';
-import { ackPackets, type PacketIds, pubackPackets } from './ack-packets.ts';
+import { ackPacketBytes, ackPackets, type PacketIds, pubackPackets } from './ack-packets.ts';
 
 /** How long a PUBACK waits for its message's answer to leave with it, ms. */
 export const PUBACK_HOLD_MS = 20;
@@ -29,6 +29,11 @@ export interface OutboxTarget {
   ackTopic: string;
   /** The QoS of its subscription to that topic, or -1 while it has none (answers are then dropped). */
   ackQos: number;
+  /**
+   * The longest packet the device takes (MQTT 5's Maximum Packet Size in its CONNECT), when it set one:
+   * an answer longer is dropped as if it had been sent, as MQTT 5 asks.
+   */
+  readonly maxPacketBytes?: number | undefined;
   /** Whether QoS 1 answers are kept until the device acknowledges them (a session that outlives its connection). */
   readonly tracksAnswers?: boolean;
   /** A kept answer's packet id, taken from the session, which keeps the answer until it is acknowledged. */
@@ -173,6 +178,7 @@ export class Outbox {
     // Packets made due went after the PUBACKs held before them (flushPubacksInto): those held now are later.
     const parts = this.packets ?? [];
     if (this.pubacks) parts.push(pubackPackets(this.pubacks));
+    if (this.acks && this.target.maxPacketBytes !== undefined) this.acks = this.fitting(this.acks);
     let acks = this.acks;
     this.pubacks = undefined;
     this.packets = undefined;
@@ -200,6 +206,14 @@ export class Outbox {
     this.acks = undefined;
     flusher.forget(this);
     return acks;
+  }
+
+  /** The answers whose packets the device takes (maxPacketBytes); undefined for none. */
+  private fitting(acks: Ack[]): Ack[] | undefined {
+    const { ackTopic, ackQos, version, maxPacketBytes = Number.POSITIVE_INFINITY } = this.target;
+    const qos = ackQos > 0 ? 1 : 0;
+    const fit = acks.filter((ack) => ackPacketBytes(ackTopic, ack, qos, version) <= maxPacketBytes);
+    return fit.length > 0 ? fit : undefined;
   }
 
   /** Held PUBACKs go before a packet made due after them, keeping the order the device sent in. */

@@ -167,9 +167,39 @@ export class Session {
   }
 }
 
+/**
+ * Values by key pair, then client id. A client id is a device's within its key pair: a device of
+ * another key pair (of another organisation, maybe) with the same client id neither takes over its
+ * connection nor ends its session. The access key strings are shared by a key pair's connections.
+ */
+export class ClientTable<T> {
+  private readonly byAccessKey = new Map<string, Map<string, T>>();
+
+  get(accessKey: string, clientId: string): T | undefined {
+    return this.byAccessKey.get(accessKey)?.get(clientId);
+  }
+
+  set(accessKey: string, clientId: string, value: T): void {
+    let clients = this.byAccessKey.get(accessKey);
+    if (!clients) {
+      clients = new Map();
+      this.byAccessKey.set(accessKey, clients);
+    }
+    clients.set(clientId, value);
+  }
+
+  /** Forgets the value of the client id when it is `value`. */
+  delete(accessKey: string, clientId: string, value: T): void {
+    const clients = this.byAccessKey.get(accessKey);
+    if (clients?.get(clientId) !== value) return;
+    clients.delete(clientId);
+    if (clients.size === 0) this.byAccessKey.delete(accessKey);
+  }
+}
+
 export class SessionStore {
-  /** Every session a connection may resume, or that has a connection, by client id. */
-  private readonly byClientId = new Map<string, Session>();
+  /** Every session a connection may resume, or that has a connection, by key pair and client id. */
+  private readonly byClient = new ClientTable<Session>();
   /** Sessions without a connection, the one gone longest first. */
   private readonly detached = new Set<Session>();
 
@@ -193,7 +223,8 @@ export class SessionStore {
 
   /**
    * A connection of `clientId` has signed in: the session it resumes (`present`) or a new one. A clean
-   * start ends the session before; so does one under another access key, which is not the device's.
+   * start ends the session before. Sessions are the key pair's (ClientTable): one of another key pair
+   * with the same client id is neither resumed nor ended.
    */
   open(
     holder: object,
@@ -202,13 +233,13 @@ export class SessionStore {
     cleanStart: boolean,
     expiryMs: number,
   ): { session: Session; present: boolean } {
-    const before = this.byClientId.get(clientId);
+    const before = this.byClient.get(accessKey, clientId);
     if (before) this.end(before);
-    const present = before !== undefined && !cleanStart && before.accessKey === accessKey;
+    const present = before !== undefined && !cleanStart;
     const session = present ? before : new Session(clientId, accessKey, this.limits.maxMessages);
     session.expiryMs = Math.min(expiryMs, this.limits.maxExpiryMs);
     session.holder = holder;
-    this.byClientId.set(clientId, session);
+    this.byClient.set(accessKey, clientId, session);
     return { session, present };
   }
 
@@ -216,8 +247,8 @@ export class SessionStore {
   detach(session: Session, holder: object): void {
     if (session.holder !== holder) return;
     session.holder = undefined;
-    if (this.byClientId.get(session.clientId) !== session) return;
-    if (!session.kept) return void this.byClientId.delete(session.clientId);
+    if (this.byClient.get(session.accessKey, session.clientId) !== session) return;
+    if (!session.kept) return void this.byClient.delete(session.accessKey, session.clientId, session);
     this.detached.add(session);
     session.timer = setTimeout(() => this.end(session), session.expiryMs);
     session.timer.unref();
@@ -232,7 +263,7 @@ export class SessionStore {
     clearTimeout(session.timer);
     session.timer = undefined;
     this.detached.delete(session);
-    if (this.byClientId.get(session.clientId) === session) this.byClientId.delete(session.clientId);
+    this.byClient.delete(session.accessKey, session.clientId, session);
   }
 }
 

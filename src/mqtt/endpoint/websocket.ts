@@ -8,18 +8,36 @@ import { EventEmitter } from 'node:events';
 import type { FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
 import { ApiError } from '../../core/errors.ts';
+import { MAX_WEBSOCKET_MESSAGE_BYTES } from '../../core/http/body.ts';
 import type { DeviceSocket } from './connection.ts';
+
+/**
+ * Bytes handed to the WebSocket and not yet written out past which the device is taken not to read
+ * what it is sent: its connection then reads no more of it until they are (`drain`), as over TCP.
+ */
+const HIGH_WATER_BYTES = 64 * 1024;
 
 /** A WebSocket as the device endpoint reads and writes a socket. */
 export class WebSocketDeviceSocket extends EventEmitter implements DeviceSocket {
+  /** A packet sent in one message (as MQTT clients over WebSocket send them) can be no longer. */
+  readonly maxMessageBytes = MAX_WEBSOCKET_MESSAGE_BYTES;
   private timeoutMs = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** The connection found the writes past HIGH_WATER_BYTES, and waits for `drain`. */
+  private needDrain = false;
+  /** Called as each write is written out: tells `drain` once what waits is under the mark again. */
+  private readonly written = () => {
+    if (this.needDrain && this.ws.bufferedAmount < HIGH_WATER_BYTES) {
+      this.needDrain = false;
+      this.emit('drain');
+    }
+  };
 
   constructor(private readonly ws: WebSocket) {
     super();
     ws.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
       this.restartTimer();
-      this.emit('data', Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer));
+      this.emit('data', Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
     });
     ws.on('error', (error) => this.emit('error', error));
     ws.once('close', () => {
@@ -33,8 +51,22 @@ export class WebSocketDeviceSocket extends EventEmitter implements DeviceSocket 
   }
 
   write(bytes: Buffer): boolean {
-    if (this.writable) this.ws.send(bytes);
+    if (this.writable) this.ws.send(bytes, this.written);
     return true;
+  }
+
+  get writableNeedDrain(): boolean {
+    if (this.ws.bufferedAmount < HIGH_WATER_BYTES) return false;
+    this.needDrain = true;
+    return true;
+  }
+
+  pause(): void {
+    this.ws.pause();
+  }
+
+  resume(): void {
+    this.ws.resume();
   }
 
   end(bytes?: Buffer): void {
