@@ -290,6 +290,28 @@ describeOnStores(
       }
     });
 
+    it('when a CONNECT names a protocol level the endpoint does not speak, or an MQTT 5 authentication method, then its CONNACK refuses it and the connection closes', async () => {
+      const pair = await keyPair();
+      const level6 = await rawConnection();
+      const connect = connectPacket(unique('lvl'), pair);
+      // The protocol level is the byte after the protocol name.
+      connect[connect.indexOf('MQTT') + 4] = 6;
+      level6.socket.write(connect);
+      assert.equal(await closedWithin(level6, 5000), true, 'closed');
+      assert.equal(level6.received[0]?.cmd, 'connack');
+      assert.equal(level6.received[0]?.returnCode, 1, 'unacceptable protocol version');
+
+      const scram = await rawConnection(5);
+      scram.socket.write(
+        connectPacket(unique('auth'), pair, 60, {
+          protocolVersion: 5,
+          properties: { authenticationMethod: 'SCRAM-SHA-1' },
+        }),
+      );
+      assert.equal(await closedWithin(scram, 5000), true, 'closed');
+      assert.equal(scram.received[0]?.reasonCode, 0x8c, 'bad authentication method');
+    });
+
     it('when a connection sends a packet before CONNECT, or a second CONNECT, then it alone is closed', async () => {
       const pair = await keyPair();
       const bystander = await MqttDevice.connect(brokerUrl(), pair);

@@ -36,7 +36,7 @@ export const connectPacket = (
   options: {
     protocolVersion?: 4 | 5;
     will?: string;
-    properties?: { receiveMaximum?: number; maximumPacketSize?: number };
+    properties?: { receiveMaximum?: number; maximumPacketSize?: number; authenticationMethod?: string };
   } = {},
 ): Buffer =>
   mqttPacket.generate(

@@ -29,12 +29,22 @@ describe('the device endpoint CONNECT answers', () => {
       refusalBeforeLogin({ clientId: 'c'.repeat(MAX_CLIENT_ID_LENGTH + 1), username: 'ak', password }),
       'identifier',
     );
+    assert.equal(
+      refusalBeforeLogin({ clientId: 'c', username: 'ak', password, properties: { authenticationMethod: 'SCRAM' } }),
+      'authentication',
+      'no enhanced authentication',
+    );
   });
 
   it('when a login is refused over MQTT 3.1.1 then the CONNACK carries 5, 3 or 2; over MQTT 5 0x86, 0x89, 0x88 or 0x85 with a reason string', () => {
     const v4 = (refusal: Parameters<typeof connackRefused>[1]) => parseOne(connackRefused(4, refusal), 4).returnCode;
-    assert.deepEqual([v4('credentials'), v4('busy'), v4('unavailable'), v4('identifier')], [5, 3, 3, 2]);
+    assert.deepEqual(
+      [v4('credentials'), v4('busy'), v4('unavailable'), v4('identifier'), v4('protocol')],
+      [5, 3, 3, 2, 1],
+    );
     for (const [refusal, code] of [
+      ['protocol', 0x84],
+      ['authentication', 0x8c],
       ['credentials', 0x86],
       ['busy', 0x89],
       ['unavailable', 0x88],

@@ -7,18 +7,40 @@
 import { generate, type IConnackPacket } from 'mqtt-packet';
 
 /** Why a CONNECT is refused. */
-export type ConnectRefusal = 'identifier' | 'credentials' | 'unavailable' | 'busy';
+export type ConnectRefusal = 'identifier' | 'credentials' | 'unavailable' | 'busy' | 'protocol' | 'authentication';
 
-/** MQTT 3.1 and 3.1.1 return codes: 2 identifier rejected, 3 server unavailable, 5 not authorised. */
-const V3_CODES: Record<ConnectRefusal, number> = { identifier: 2, unavailable: 3, busy: 3, credentials: 5 };
-/** MQTT 5 reason codes: client identifier not valid, bad user name or password, unavailable, busy. */
-const V5_CODES: Record<ConnectRefusal, number> = { identifier: 0x85, credentials: 0x86, unavailable: 0x88, busy: 0x89 };
+/**
+ * MQTT 3.1 and 3.1.1 return codes: 1 unacceptable protocol version, 2 identifier rejected, 3 server
+ * unavailable, 5 not authorised (an authentication method is MQTT 5's only).
+ */
+const V3_CODES: Record<ConnectRefusal, number> = {
+  protocol: 1,
+  identifier: 2,
+  unavailable: 3,
+  busy: 3,
+  credentials: 5,
+  authentication: 5,
+};
+/**
+ * MQTT 5 reason codes: unsupported protocol version, client identifier not valid, bad user name or
+ * password, unavailable, busy, bad authentication method.
+ */
+const V5_CODES: Record<ConnectRefusal, number> = {
+  protocol: 0x84,
+  identifier: 0x85,
+  credentials: 0x86,
+  unavailable: 0x88,
+  busy: 0x89,
+  authentication: 0x8c,
+};
 
 const REASONS: Record<ConnectRefusal, string> = {
+  protocol: 'the server speaks MQTT 3.1, 3.1.1 and 5',
   identifier: 'the client id is longer than the server takes',
   credentials: 'bad user name or password',
   unavailable: 'the server is stopping',
   busy: 'the server holds as many device connections as it may',
+  authentication: 'no enhanced authentication: devices sign in with their key pair',
 };
 
 /** Client ids up to this long are served (the C SDK's are 24 characters, over the usual 23). */
@@ -36,8 +58,9 @@ export interface ServerLimits {
 
 /**
  * The refusal a CONNECT earns before its credentials are looked up, or undefined: a client id too long,
- * an empty one with a session to keep over MQTT 3.1.1 (whose session could never be resumed), or no
- * user name or password (there are no anonymous devices).
+ * an empty one with a session to keep over MQTT 3.1.1 (whose session could never be resumed), no user
+ * name or password (there are no anonymous devices), or an MQTT 5 authentication method (there is no
+ * enhanced authentication).
  */
 export function refusalBeforeLogin(connect: {
   clientId: string;
@@ -45,7 +68,10 @@ export function refusalBeforeLogin(connect: {
   password?: Buffer | undefined;
   clean?: boolean | undefined;
   protocolVersion?: number | undefined;
+  properties?: { authenticationMethod?: string | undefined } | undefined;
 }): ConnectRefusal | undefined {
+  // MQTT 5 asks a server without the method a CONNECT names to close the connection.
+  if (connect.properties?.authenticationMethod !== undefined) return 'authentication';
   if (connect.clientId.length > MAX_CLIENT_ID_LENGTH) return 'identifier';
   if (connect.clientId === '' && connect.clean === false && connect.protocolVersion !== 5) return 'identifier';
   if (!connect.username || !connect.password) return 'credentials';

@@ -89,6 +89,10 @@ type State = 'new' | 'login' | 'open' | 'closed';
 
 /** Refused subscriptions: MQTT 3.1.1's failure, MQTT 5's "not authorized". */
 const SUBSCRIPTION_REFUSED = { v3: 0x80, v5: 0x87 };
+/** mqtt-packet's error for a CONNECT of a protocol level it does not read (3, 4 and 5). */
+const UNSUPPORTED_PROTOCOL = 'Invalid protocol version';
+/** MQTT 5's SUBACK "quota exceeded". */
+const SUBSCRIPTIONS_EXCEEDED = 0x97;
 const PINGRESP = Buffer.from([0xd0, 0]);
 const isPingreq = (chunk: Buffer) => chunk.length === 2 && chunk[0] === 0xc0 && chunk[1] === 0;
 /** Socket errors end in its `close`, where the connection ends; one function for all. */
@@ -184,8 +188,11 @@ export class DeviceConnection implements MessageSource, PacketReader {
   }
 
   /** Bytes that are no packet, or pass the endpoint's bounds (packet-parser.ts). */
-  malformed(): void {
-    this.destroy();
+  malformed(error: Error): void {
+    // A CONNECT of a protocol level the endpoint does not speak is answered, as MQTT 3.1.1 asks, in
+    // its CONNACK (which MQTT 5 clients read too): mqtt-packet says so only in its error's message.
+    if (this.state === 'new' && error.message === UNSUPPORTED_PROTOCOL) this.refuse('protocol');
+    else this.destroy();
   }
 
   /** Packet ids of the answers and instructions sent to the device (its session's). */
@@ -331,7 +338,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
         return this.acknowledged(packet.messageId as number);
       case 'pubrec':
         // MQTT 5: a PUBREC refusing the message ends its flow (no PUBREL, no PUBCOMP).
-        if ((packet.reasonCode ?? 0) >= 0x80) return this.acknowledged(packet.messageId as number);
+        // The instruction was not taken: it stays pending, not delivered.
+        if ((packet.reasonCode ?? 0) >= 0x80) return this.acknowledged(packet.messageId as number, false);
         // An instruction received: released at once (the device then answers PUBCOMP).
         this.session?.release(packet.messageId as number);
         return this.outbox?.packet(confirmation(0x62, packet.messageId as number));
@@ -481,24 +489,30 @@ export class DeviceConnection implements MessageSource, PacketReader {
         continue;
       }
       const given = Math.min(qos, 2);
-      granted.push(given);
       if (topic === this.ackTopic) {
         (this.session as Session).ackQos = Math.min(given, 1);
-      } else {
-        (this.session as Session).subscribe(topic, given);
-        if (thingOfTopic(topic) !== undefined) instructionTopics.push(topic);
+      } else if (!(this.session as Session).subscribe(topic, given)) {
+        // As many subscriptions as a session holds (sessions.ts, MAX_SUBSCRIPTIONS): MQTT 5's "quota exceeded".
+        granted.push(this.version === 5 ? SUBSCRIPTIONS_EXCEEDED : SUBSCRIPTION_REFUSED.v3);
+        continue;
+      } else if (thingOfTopic(topic) !== undefined) {
+        instructionTopics.push(topic);
       }
+      granted.push(given);
     }
     this.outbox?.packet(generateFor(this.version, { cmd: 'suback', messageId: packet.messageId as number, granted }));
     // Instructions not yet acknowledged follow the SUBACK (instructions.ts, "subscribed").
     for (const topic of instructionTopics) this.host.subscribed(this, topic);
   }
 
-  /** The device has one of the server's QoS 1 or 2 messages: room for the next, and an instruction delivered. */
-  private acknowledged(messageId: number): void {
+  /**
+   * The device has one of the server's QoS 1 or 2 messages, or refused it (MQTT 5): room for the next,
+   * and, when it took it, an instruction delivered.
+   */
+  private acknowledged(messageId: number, taken = true): void {
     this.outbox?.acknowledged();
     const alertKey = this.session?.acknowledged(messageId)?.alertKey;
-    if (alertKey !== undefined) this.host.delivered(alertKey);
+    if (alertKey !== undefined && taken) this.host.delivered(alertKey);
   }
 
   /** A message the device acknowledges, sent under a packet id its session keeps until it does. */

@@ -60,8 +60,8 @@ const SETTINGS = new Map([3, 4, 5].map((version) => [version, Object.freeze({ pr
 /** The connection a parser reads for: it is handed each packet, and told when the bytes are not MQTT. */
 export interface PacketReader {
   parsed(packet: Packet): void;
-  /** The bytes are no packet the protocol allows, or pass a bound: the connection is to close. */
-  malformed(): void;
+  /** The bytes are no packet the protocol allows (`error` says why), or pass a bound: the connection is to close. */
+  malformed(error: Error): void;
 }
 
 /** The endpoint's bounds, one object for all its parsers. */
@@ -138,7 +138,7 @@ export class DeviceParser extends Parser {
   /** mqtt-packet emits each packet read, and the error that ends a parse; they go to the reader. */
   emit(event: string, value?: unknown): boolean {
     if (event === 'packet') this.reader.parsed(value as Packet);
-    else if (event === 'error') this.reader.malformed();
+    else if (event === 'error') this.reader.malformed(value as Error);
     return true;
   }
 

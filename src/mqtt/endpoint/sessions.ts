@@ -40,6 +40,12 @@ const NOTHING_QUEUED: readonly OutgoingMessage[] = Object.freeze([]);
  * One client id's session. Every connection has one, so its tables are made only once used: most
  * devices never hold a QoS 2 message or an instruction, and an idle connection should cost little.
  */
+/**
+ * Instruction subscriptions a session may hold: each is kept for as long as the session, in memory,
+ * and compared with every instruction to the device.
+ */
+export const MAX_SUBSCRIPTIONS = 1000;
+
 export class Session {
   /** How long it is kept once its connection closes, ms (0: it ends with the connection). */
   expiryMs = 0;
@@ -76,9 +82,15 @@ export class Session {
     return this.waiting ?? NOTHING_QUEUED;
   }
 
-  subscribe(filter: string, qos: number): void {
+  /**
+   * Adds an instruction subscription, or changes its QoS; answers false, adding none, when it holds
+   * MAX_SUBSCRIPTIONS already (a gateway with more things subscribes to `.../thing/+/executeInstruction`).
+   */
+  subscribe(filter: string, qos: number): boolean {
     this.filterTable ??= new Map();
+    if (this.filterTable.size >= MAX_SUBSCRIPTIONS && !this.filterTable.has(filter)) return false;
     this.filterTable.set(filter, qos);
+    return true;
   }
 
   unsubscribe(filter: string): void {

@@ -1,6 +1,8 @@
 /**
- * A connection whose login is being checked (the key pair looked up in the store, which may be slow)
- * reads no more from its device until the check is done, and holds few packets meanwhile.
+ * A device connection against an endpoint that records what it is told: a login being checked (the key
+ * pair looked up in the store, which may be slow) reads no more from its device until the check is
+ * done, and holds few packets meanwhile; a session's subscriptions are bounded; an instruction the
+ * device refuses is not delivered.
  */
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
@@ -8,8 +10,8 @@ import { describe, it } from 'node:test';
 import { type ConnectionHost, DeviceConnection, type DeviceSocket } from '../../src/mqtt/endpoint/connection.ts';
 import { DEFAULT_SESSION_LIMITS } from '../../src/mqtt/endpoint/endpoint.ts';
 import { PartialPackets } from '../../src/mqtt/endpoint/packet-parser.ts';
-import { SessionStore } from '../../src/mqtt/endpoint/sessions.ts';
-import { connectPacket, mqttPacket } from '../support/mqtt-packet.ts';
+import { MAX_SUBSCRIPTIONS, SessionStore } from '../../src/mqtt/endpoint/sessions.ts';
+import { connectPacket, mqttPacket, parsePackets } from '../support/mqtt-packet.ts';
 
 /** A socket that records what the connection does with it. */
 class RecordingSocket extends EventEmitter implements DeviceSocket {
@@ -46,6 +48,7 @@ const pair = { access_key: 'ak-login', secret_key: 'sk-login' };
 function slowLogin() {
   let answer: (keyPair: { accessKey: string; secretKey: string }) => void = () => {};
   const sessions = new SessionStore(DEFAULT_SESSION_LIMITS);
+  const delivered: string[] = [];
   const host = {
     admission: () => undefined,
     keyPairOf: () =>
@@ -60,7 +63,7 @@ function slowLogin() {
     received: () => {},
     refused: () => {},
     subscribed: () => {},
-    delivered: () => {},
+    delivered: (alertKey: string) => void delivered.push(alertKey),
     closed: () => {},
     packetBounds: {
       maxPacketBytes: 1 << 20,
@@ -71,7 +74,7 @@ function slowLogin() {
     },
     limits: { connectTimeoutMs: 10_000, receiveMaximum: 100, maximumPacketSize: 1 << 20, topicAliasMaximum: 16 },
   } satisfies ConnectionHost;
-  return { host, signIn: () => answer({ accessKey: pair.access_key, secretKey: pair.secret_key }) };
+  return { host, delivered, signIn: () => answer({ accessKey: pair.access_key, secretKey: pair.secret_key }) };
 }
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
@@ -105,5 +108,70 @@ describe('a connection signing in', () => {
     socket.emit('data', Buffer.concat([connectPacket('c-many', pair), pings(5000)]));
     assert.equal(socket.destroyed, true);
     assert.equal(connection.state, 'closed');
+  });
+});
+
+/** A connection of an MQTT 5 device, signed in, and the packets written to it from now on. */
+async function signedIn(clientId: string) {
+  const { host, delivered, signIn } = slowLogin();
+  const socket = new RecordingSocket();
+  const connection = new DeviceConnection(1, socket, host);
+  socket.emit('data', connectPacket(clientId, pair, 60, { protocolVersion: 5 }));
+  signIn();
+  await tick();
+  socket.written.length = 0;
+  /** The packets written since the last call, after the next turn (the outbox writes then). */
+  const written = async () => {
+    await tick();
+    const packets = parsePackets(Buffer.concat(socket.written), 5);
+    socket.written.length = 0;
+    return packets;
+  };
+  const send = (packet: Record<string, unknown>) =>
+    socket.emit('data', mqttPacket.generate(packet as never, { protocolVersion: 5 }));
+  return { connection, delivered, written, send };
+}
+
+const instructionTopic = (thing: string) => `Altizon/Datonis/${pair.access_key}/thing/${thing}/executeInstruction`;
+
+describe("a session's subscriptions", () => {
+  it(`when a device subscribes to more than ${MAX_SUBSCRIPTIONS} instruction topics then those past it are refused as quota exceeded`, async () => {
+    const { send, written } = await signedIn('c-subs');
+    const subscriptions = Array.from({ length: MAX_SUBSCRIPTIONS + 1 }, (_, i) => ({
+      topic: instructionTopic(`t${i}`),
+      qos: 1,
+    }));
+    send({ cmd: 'subscribe', messageId: 1, subscriptions });
+    const suback = (await written()).find((p) => p.cmd === 'suback') as { granted: number[] };
+    assert.equal(suback.granted.length, MAX_SUBSCRIPTIONS + 1);
+    assert.deepEqual(suback.granted.slice(0, 2), [1, 1]);
+    assert.equal(suback.granted[MAX_SUBSCRIPTIONS], 0x97);
+    // One it holds already may change its QoS.
+    send({ cmd: 'subscribe', messageId: 2, subscriptions: [{ topic: instructionTopic('t0'), qos: 2 }] });
+    assert.deepEqual((await written()).find((p) => p.cmd === 'suback')?.granted, [2]);
+  });
+});
+
+describe('an instruction sent to a device', () => {
+  it('when the device refuses it (PUBREC 0x80 or more) then its flow ends and it is not delivered; taken, it is', async () => {
+    const { connection, delivered, send, written } = await signedIn('c-instr');
+    send({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: instructionTopic('+'), qos: 2 }] });
+    await written();
+    connection.sendInstruction(instructionTopic('m1'), '{"alert_key":"a1"}', 'a1', 2);
+    const refused = (await written()).find((p) => p.cmd === 'publish') as { messageId: number };
+    send({ cmd: 'pubrec', messageId: refused.messageId, reasonCode: 0x87 });
+    await written();
+    assert.deepEqual(delivered, [], 'a refused instruction is not delivered');
+
+    connection.sendInstruction(instructionTopic('m1'), '{"alert_key":"a2"}', 'a2', 2);
+    const taken = (await written()).find((p) => p.cmd === 'publish') as { messageId: number };
+    send({ cmd: 'pubrec', messageId: taken.messageId });
+    assert.ok(
+      (await written()).some((p) => p.cmd === 'pubrel'),
+      'released',
+    );
+    send({ cmd: 'pubcomp', messageId: taken.messageId });
+    await written();
+    assert.deepEqual(delivered, ['a2']);
   });
 });
