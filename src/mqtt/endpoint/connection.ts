@@ -151,10 +151,13 @@ export class DeviceConnection implements MessageSource, PacketReader {
         this.outbox?.packet(PINGRESP);
         return;
       }
+      const duringLogin = this.state === 'login';
       this.parser.parse(chunk);
-      // While its login is checked (a lookup of the store, which may be slow), nothing more is read:
-      // what it sends meanwhile waits in TCP's buffers, not in the connection's memory (`waiting`).
-      if (this.state === 'login' && socket.pause && !this.pausedForLogin) {
+      // Bytes that come while its login is checked (a lookup of the store, which may be slow): nothing
+      // more is read until it is done, and what the device sends meanwhile waits in TCP's buffers, not
+      // in the connection's memory (`waiting`). Most devices send nothing before the CONNACK, and
+      // their sockets are not paused and resumed for nothing.
+      if (duringLogin && this.state === 'login' && socket.pause && !this.pausedForLogin) {
         this.pausedForLogin = true;
         socket.pause();
       }
