@@ -25,6 +25,12 @@ describe('acknowledgements written as bytes', () => {
       'ids run to 65535, then start again at 1, as MQTT clients number theirs',
     );
     assert.equal(ids._nextId, 3);
+    // Ids of the session's messages in flight (an instruction not yet acknowledged) are passed over.
+    const past = { _nextId: 65535, taken: new Map([1, 2].map((id) => [id, {}])) };
+    assert.deepEqual(
+      parseAll(ackPackets(past, topic, [ack('e'), ack('f')], 1)).map((p) => p.messageId),
+      [65535, 3],
+    );
     for (const [i, packet] of packets.entries()) {
       assert.equal(packet.cmd, 'publish');
       assert.equal(packet.topic, topic);

@@ -9,6 +9,8 @@ import type { Ack } from '../signed-messages.ts';
 /** A connection's counter of the packet ids of the server's own QoS 1 and 2 messages to it. */
 export interface PacketIds {
   _nextId: number;
+  /** The ids of its session's messages in flight, which no other message may take meanwhile. */
+  taken?: ReadonlyMap<number, unknown> | undefined;
 }
 
 /** The PUBACKs of QoS 1 messages with these packet ids, in order, in one buffer. */
@@ -23,9 +25,13 @@ export function pubackPackets(ids: readonly number[]): Buffer {
   return buffer;
 }
 
-/** The connection's next packet id: 1 to 65535, then 1 again, as MQTT clients number theirs. */
+/**
+ * The connection's next packet id: 1 to 65535, then 1 again, as MQTT clients number theirs, past those
+ * in flight (an instruction the device has not acknowledged while 65,535 answers went by keeps its id).
+ */
 export function nextPacketId(ids: PacketIds): number {
-  const id = ids._nextId;
+  let id = ids._nextId;
+  while (ids.taken?.has(id)) id = id >= 0xffff ? 1 : id + 1;
   ids._nextId = id >= 0xffff ? 1 : id + 1;
   return id;
 }

@@ -10,7 +10,7 @@
  * `maxExpiryMs`. A dropped instruction is still pending in the store: it is sent again when its device
  * subscribes again, as for a clean session.
  */
-import type { PacketIds } from './ack-packets.ts';
+import { nextPacketId, type PacketIds } from './ack-packets.ts';
 
 /** A message to a device that it acknowledges: an instruction (QoS 1 or 2) or an answer on `httpAck` (QoS 1). */
 export interface OutgoingMessage {
@@ -52,7 +52,7 @@ export class Session {
   /** The QoS of its `httpAck` subscription, -1 without one. */
   ackQos = -1;
   /** Packet ids of the messages it sends, shared by its answers and its instructions. */
-  readonly ids: PacketIds = { _nextId: 1 };
+  readonly ids: PacketIds = { _nextId: 1, taken: undefined };
   /** Its connection, while it has one. */
   holder: object | undefined;
   timer: NodeJS.Timeout | undefined;
@@ -130,12 +130,11 @@ export class Session {
 
   /** A message being sent: the packet id it takes, kept until the device acknowledges it. */
   send(message: OutgoingMessage): number {
-    this.flight ??= new Map();
-    let id: number;
-    do {
-      id = this.ids._nextId;
-      this.ids._nextId = id >= 0xffff ? 1 : id + 1;
-    } while (this.flight.has(id));
+    if (!this.flight) {
+      this.flight = new Map();
+      this.ids.taken = this.flight;
+    }
+    const id = nextPacketId(this.ids);
     this.flight.set(id, message);
     this.trim();
     return id;
