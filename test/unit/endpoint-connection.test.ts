@@ -177,3 +177,30 @@ describe('an instruction sent to a device', () => {
     assert.deepEqual(delivered, ['a2']);
   });
 });
+
+describe('a device gone silent', () => {
+  it('when it is sent an instruction after a silence past its keep-alive and a half then its connection is closed, not written to', async () => {
+    const { host, signIn } = slowLogin();
+    const socket = new RecordingSocket();
+    const connection = new DeviceConnection(1, socket, host);
+    // A keep-alive of one second: silent for more than 1.5 s, it is gone.
+    socket.emit('data', connectPacket('c-silent', pair, 1, { protocolVersion: 5 }));
+    signIn();
+    await tick();
+    socket.emit(
+      'data',
+      mqttPacket.generate(
+        { cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: instructionTopic('+'), qos: 1 }] },
+        { protocolVersion: 5 },
+      ),
+    );
+    connection.sendInstruction(instructionTopic('m1'), '{}', 'a1', 1);
+    assert.equal(socket.destroyed, false, 'a device that spoke just now is sent its instruction');
+    await new Promise((resolve) => setTimeout(resolve, 1600));
+    socket.written.length = 0;
+    connection.sendInstruction(instructionTopic('m1'), '{}', 'a2', 1);
+    await tick();
+    assert.equal(socket.destroyed, true);
+    assert.deepEqual(socket.written, [], 'nothing is written to it');
+  });
+});

@@ -131,6 +131,9 @@ export class DeviceConnection implements MessageSource, PacketReader {
   private pausedForHold = false;
   /** Reads have been paused while its login is checked. */
   private pausedForLogin = false;
+  /** How long the device may stay silent (its keep-alive and a half, ms; 0: for ever), and when it last spoke. */
+  private silenceMs = 0;
+  private lastReadAt = 0;
 
   constructor(
     readonly id: number,
@@ -144,6 +147,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     socket.on('timeout', () => this.destroy());
     socket.on('data', (chunk: Buffer) => {
       if (this.state === 'closed') return;
+      this.lastReadAt = performance.now();
       // A PINGREQ read alone, between packets, is answered without the parser: it is what an idle
       // fleet sends most (every device once a keep-alive), and the parser would make it a packet
       // object and an event. Bytes of a packet begun before go through the parser, whatever they are.
@@ -286,6 +290,12 @@ export class DeviceConnection implements MessageSource, PacketReader {
   sendInstruction(topic: string, payload: string, alertKey: string, qos: number): void {
     const session = this.session;
     if (this.state !== 'open' || !session) return;
+    // The socket's timeout counts the server's writes too: a device gone silent that is sent
+    // instructions more often than its keep-alive would never time out. Silent that long, it is gone.
+    if (this.silenceMs > 0 && performance.now() - this.lastReadAt > this.silenceMs) {
+      this.destroy();
+      return;
+    }
     if (qos <= 0) {
       const bytes = instructionPacket(topic, payload, 0, undefined, this.version);
       if (this.fits(bytes)) this.outbox?.packet(bytes);
@@ -426,7 +436,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
     const { session, present } = this.host.openSession(this, packet.clean !== false, asked);
     this.session = session;
     // Keep-alive: a device silent for one and a half times its interval is gone (0: no keep-alive).
-    this.socket.setTimeout(packet.keepalive ? packet.keepalive * 1500 : 0);
+    this.silenceMs = packet.keepalive ? packet.keepalive * 1500 : 0;
+    this.socket.setTimeout(this.silenceMs);
     const granted = asked !== undefined && session.expiryMs !== asked * 1000 ? session.expiryMs / 1000 : undefined;
     this.socket.write(
       connackAccepted(this.version, limits, {
