@@ -5,7 +5,7 @@
  * and messages refused at once while the store stands still.
  */
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { it } from 'node:test';
 import { sql } from 'kysely';
 import mqtt from 'mqtt';
@@ -310,6 +310,44 @@ describeOnStores(
       );
       assert.equal(await closedWithin(scram, 5000), true, 'closed');
       assert.equal(scram.received[0]?.reasonCode, 0x8c, 'bad authentication method');
+    });
+
+    it('when the server closes an MQTT 5 connection (a protocol error, a bad topic alias, a take-over, a silent device) then it tells the device why in a DISCONNECT first', async () => {
+      const pair = await keyPair();
+      /** The reason code of the DISCONNECT a signed-in device gets once `act` is done, and before it is closed. */
+      const toldWhy = async (act: (socket: Socket, clientId: string) => unknown, keepalive = 60) => {
+        const clientId = unique('why');
+        const device = await rawConnection(5);
+        device.socket.write(connectPacket(clientId, pair, keepalive, { protocolVersion: 5 }));
+        await eventually(() => device.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+        const other = await act(device.socket, clientId);
+        assert.equal(await closedWithin(device, 5000), true, 'closed');
+        if (other instanceof MqttDevice) await other.close();
+        return device.received.find((p) => p.cmd === 'disconnect')?.reasonCode;
+      };
+      const secondConnect = (socket: Socket) =>
+        socket.write(connectPacket(unique('why'), pair, 60, { protocolVersion: 5 }));
+      assert.equal(await toldWhy(secondConnect), 0x82, 'a second CONNECT: protocol error');
+      const badAlias = (socket: Socket, clientId: string) =>
+        socket.write(
+          mqttPacket.generate(
+            {
+              cmd: 'publish',
+              topic: `Altizon/Datonis/${clientId}/event`,
+              payload: Buffer.from('{}'),
+              qos: 0,
+              retain: false,
+              dup: false,
+              properties: { topicAlias: 1000 },
+            },
+            { protocolVersion: 5 },
+          ),
+        );
+      assert.equal(await toldWhy(badAlias), 0x94, 'an alias past the maximum: topic alias invalid');
+      const takeOver = (_socket: Socket, clientId: string) =>
+        MqttDevice.connect(brokerUrl(), pair, { clientId, protocolVersion: 5 });
+      assert.equal(await toldWhy(takeOver), 0x8e, 'another connection of the client id: session taken over');
+      assert.equal(await toldWhy(() => undefined, 1), 0x8d, 'silent past its keep-alive: keep-alive timeout');
     });
 
     it('when a connection sends a packet before CONNECT, or a second CONNECT, then it alone is closed', async () => {

@@ -13,7 +13,7 @@ import { type ConnectRefusal, connackAccepted, connackRefused, refusalBeforeLogi
 import type { MessageSource } from './device-messages.ts';
 import { instructionPacket } from './instructions-out.ts';
 import { Outbox } from './outbox.ts';
-import { DeviceParser, type PacketBounds, type PacketReader } from './packet-parser.ts';
+import { DeviceParser, type PacketBounds, type PacketReader, PacketTooLargeError } from './packet-parser.ts';
 import type { OutgoingMessage, Session } from './sessions.ts';
 import { TopicAliases } from './topic-aliases.ts';
 
@@ -89,6 +89,24 @@ type State = 'new' | 'login' | 'open' | 'closed';
 
 /** Refused subscriptions: MQTT 3.1.1's failure, MQTT 5's "not authorized". */
 const SUBSCRIPTION_REFUSED = { v3: 0x80, v5: 0x87 };
+/**
+ * MQTT 5 DISCONNECT reason codes: why the server closes an open connection, told to the device before
+ * it does.
+ */
+export const DisconnectReason = {
+  malformed: 0x81,
+  protocolError: 0x82,
+  shuttingDown: 0x8b,
+  keepAliveTimeout: 0x8d,
+  takenOver: 0x8e,
+  topicAliasInvalid: 0x94,
+  packetTooLarge: 0x95,
+  quotaExceeded: 0x97,
+} as const;
+
+/** How long a device told why its connection closes has to close its side, ms. */
+const TOLD_GRACE_MS = 2000;
+
 /** mqtt-packet's error for a CONNECT of a protocol level it does not read (3, 4 and 5). */
 const UNSUPPORTED_PROTOCOL = 'Invalid protocol version';
 /** MQTT 5's SUBACK "quota exceeded". */
@@ -144,7 +162,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // for all of them (the parser's bounds, the error listener) is shared (packet-parser.ts).
     this.parser = new DeviceParser(this, host.packetBounds);
     socket.setTimeout(host.limits.connectTimeoutMs);
-    socket.on('timeout', () => this.destroy());
+    socket.on('timeout', () => this.destroy(DisconnectReason.keepAliveTimeout));
     socket.on('data', (chunk: Buffer) => {
       if (this.state === 'closed') return;
       this.lastReadAt = performance.now();
@@ -199,7 +217,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // A CONNECT of a protocol level the endpoint does not speak is answered, as MQTT 3.1.1 asks, in
     // its CONNACK (which MQTT 5 clients read too): mqtt-packet says so only in its error's message.
     if (this.state === 'new' && error.message === UNSUPPORTED_PROTOCOL) this.refuse('protocol');
-    else this.destroy();
+    else
+      this.destroy(error instanceof PacketTooLargeError ? DisconnectReason.packetTooLarge : DisconnectReason.malformed);
   }
 
   /** Packet ids of the answers and instructions sent to the device (its session's). */
@@ -230,7 +249,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     if (this.state === 'open') {
       this.outbox?.ack(ack);
       // A device that keeps publishing but acknowledges none of its answers would have them pile up.
-      if ((this.outbox?.waiting ?? 0) > MAX_WAITING_FOR_ROOM) this.destroy();
+      if ((this.outbox?.waiting ?? 0) > MAX_WAITING_FOR_ROOM) this.destroy(DisconnectReason.quotaExceeded);
       return;
     }
     const session = this.session;
@@ -268,12 +287,19 @@ export class DeviceConnection implements MessageSource, PacketReader {
     this.socket.resume?.();
   }
 
-  /** Closes the connection once what is due to it is written. */
-  close(): void {
+  /**
+   * Closes the connection once what is due to it is written; an MQTT 5 device that signed in is told
+   * why first, when the server closes it for a reason (`reasonCode`, DisconnectReason).
+   */
+  close(reasonCode?: number): void {
     if (this.state === 'closed') return;
     this.outbox?.flush();
+    const told = reasonCode !== undefined && this.state === 'open' && this.version === 5;
     this.state = 'closed';
-    this.socket.end();
+    if (!told) return void this.socket.end();
+    this.socket.end(generateFor(5, { cmd: 'disconnect', reasonCode }));
+    // The device is to close its side once told; one that does not is cut off (the timeout destroys).
+    this.socket.setTimeout(TOLD_GRACE_MS);
   }
 
   /** Writes what is due now (a stop writes its last answers before it ends the connection). */
@@ -306,7 +332,15 @@ export class DeviceConnection implements MessageSource, PacketReader {
     this.sendKept({ topic, payload, qos: qos >= 2 ? 2 : 1, alertKey });
   }
 
-  private destroy(): void {
+  /**
+   * Ends the connection at once; an MQTT 5 device that signed in is told why first (`reasonCode`,
+   * DisconnectReason), and the connection ends after what is due to it.
+   */
+  private destroy(reasonCode?: number): void {
+    if (reasonCode !== undefined && this.state === 'open' && this.version === 5 && this.socket.writable) {
+      this.close(reasonCode);
+      return;
+    }
     this.state = 'closed';
     this.socket.destroy();
   }
@@ -358,10 +392,10 @@ export class DeviceConnection implements MessageSource, PacketReader {
         return this.outbox?.packet(confirmation(0x62, packet.messageId as number));
       case 'subscribe':
         // MQTT requires at least one topic filter in each (its parser lets an empty one through).
-        if (packet.subscriptions.length === 0) return this.destroy();
+        if (packet.subscriptions.length === 0) return this.destroy(DisconnectReason.protocolError);
         return this.subscribe(packet);
       case 'unsubscribe':
-        if (packet.unsubscriptions.length === 0) return this.destroy();
+        if (packet.unsubscriptions.length === 0) return this.destroy(DisconnectReason.protocolError);
         for (const topic of packet.unsubscriptions) {
           if (!this.session) break;
           if (topic === this.ackTopic) this.session.ackQos = -1;
@@ -385,7 +419,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
         return this.close();
       default:
         // A second CONNECT, a server's packet, or AUTH (no enhanced authentication here).
-        return this.destroy();
+        return this.destroy(DisconnectReason.protocolError);
     }
   }
 
@@ -469,7 +503,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     let name = packet.topic;
     if (this.aliases) {
       const resolved = this.aliases.resolve(name, packet.properties?.topicAlias);
-      if (resolved === undefined) return this.destroy();
+      if (resolved === undefined) return this.destroy(DisconnectReason.topicAliasInvalid);
       name = resolved;
     }
     const id = packet.messageId as number;

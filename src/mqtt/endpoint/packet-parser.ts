@@ -57,6 +57,11 @@ const STEPS: readonly string[] = Object.freeze((new Parser().parser() as MqttPar
 /** The settings a parser keeps once its connection is open, one object for each protocol version. */
 const SETTINGS = new Map([3, 4, 5].map((version) => [version, Object.freeze({ protocolVersion: version })]));
 
+/** A packet longer than the connection may send (MQTT 5's DISCONNECT says "packet too large"). */
+export class PacketTooLargeError extends Error {
+  override readonly name = 'PacketTooLargeError';
+}
+
 /** The connection a parser reads for: it is handed each packet, and told when the bytes are not MQTT. */
 export interface PacketReader {
   parsed(packet: Packet): void;
@@ -130,7 +135,7 @@ export class DeviceParser extends Parser {
     const max = this.maxBytes;
     if (read && this.packet.length > max) {
       this.bounds.refusedLength(this.packet.length, max);
-      this._emitError(new Error(`packet of ${this.packet.length} bytes, over the limit of ${max}`));
+      this._emitError(new PacketTooLargeError(`packet of ${this.packet.length} bytes, over the limit of ${max}`));
     }
     return read;
   }
