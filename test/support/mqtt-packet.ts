@@ -35,6 +35,8 @@ export const connectPacket = (
   keepalive = 60,
   options: {
     protocolVersion?: 4 | 5;
+    /** false: a session that outlives the connection (MQTT 3.1.1). */
+    clean?: boolean;
     will?: string;
     properties?: { receiveMaximum?: number; maximumPacketSize?: number; authenticationMethod?: string };
   } = {},
@@ -44,7 +46,7 @@ export const connectPacket = (
       cmd: 'connect',
       protocolId: 'MQTT',
       protocolVersion: options.protocolVersion ?? 4,
-      clean: true,
+      clean: options.clean ?? true,
       keepalive,
       clientId,
       username: pair.access_key,

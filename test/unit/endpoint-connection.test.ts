@@ -45,7 +45,7 @@ class RecordingSocket extends EventEmitter implements DeviceSocket {
 const pair = { access_key: 'ak-login', secret_key: 'sk-login' };
 
 /** An endpoint whose key-pair lookups answer when the test says so. */
-function slowLogin() {
+function slowLogin(partialBudget = 64 << 20) {
   let answer: (keyPair: { accessKey: string; secretKey: string }) => void = () => {};
   const sessions = new SessionStore(DEFAULT_SESSION_LIMITS);
   const delivered: string[] = [];
@@ -56,9 +56,9 @@ function slowLogin() {
         answer = resolve;
       }),
     passwordMatches: () => true,
-    openSession: (connection: DeviceConnection, cleanStart: boolean) =>
-      sessions.open(connection, connection.clientId, connection.accessKey, cleanStart, 0),
-    sessionExpiryMs: () => 0,
+    openSession: (connection: DeviceConnection, cleanStart: boolean, expirySeconds: number | undefined) =>
+      sessions.openFor(connection, cleanStart, expirySeconds),
+    sessionExpiryMs: (seconds: number) => sessions.expiryFor(seconds),
     signedIn: () => {},
     received: () => {},
     refused: () => {},
@@ -68,7 +68,7 @@ function slowLogin() {
     packetBounds: {
       maxPacketBytes: 1 << 20,
       maxConnectPacketBytes: 128 * 1024,
-      partial: new PartialPackets(64 << 20),
+      partial: new PartialPackets(partialBudget),
       refusedLength: () => {},
       refusedHeld: () => {},
     },
@@ -178,29 +178,76 @@ describe('an instruction sent to a device', () => {
   });
 });
 
+/** A connection of `clientId` signed in with this CONNECT, on an endpoint of `login`. */
+async function signIn(login: ReturnType<typeof slowLogin>, connect: Buffer) {
+  const socket = new RecordingSocket();
+  const connection = new DeviceConnection(1, socket, login.host);
+  socket.emit('data', connect);
+  login.signIn();
+  await tick();
+  return { socket, connection };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 describe('a device gone silent', () => {
-  it('when it is sent an instruction after a silence past its keep-alive and a half then its connection is closed, not written to', async () => {
-    const { host, signIn } = slowLogin();
-    const socket = new RecordingSocket();
-    const connection = new DeviceConnection(1, socket, host);
-    // A keep-alive of one second: silent for more than 1.5 s, it is gone.
-    socket.emit('data', connectPacket('c-silent', pair, 1, { protocolVersion: 5 }));
-    signIn();
-    await tick();
+  it('when it is sent an instruction after a silence past its keep-alive and a half then its connection is closed, the instruction not written; a session it keeps holds it', async () => {
+    const login = slowLogin();
+    // A keep-alive of one second: silent for more than 1.5 s, it is gone. A session kept (no clean start).
+    const { socket, connection } = await signIn(login, connectPacket('c-silent', pair, 1, { clean: false }));
     socket.emit(
       'data',
-      mqttPacket.generate(
-        { cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: instructionTopic('+'), qos: 1 }] },
-        { protocolVersion: 5 },
-      ),
+      mqttPacket.generate({
+        cmd: 'subscribe',
+        messageId: 1,
+        subscriptions: [{ topic: instructionTopic('+'), qos: 1 }],
+      }),
     );
     connection.sendInstruction(instructionTopic('m1'), '{}', 'a1', 1);
+    await tick();
     assert.equal(socket.destroyed, false, 'a device that spoke just now is sent its instruction');
-    await new Promise((resolve) => setTimeout(resolve, 1600));
+    socket.emit('data', mqttPacket.generate({ cmd: 'puback', messageId: 1 }));
+    await sleep(1600);
     socket.written.length = 0;
     connection.sendInstruction(instructionTopic('m1'), '{}', 'a2', 1);
     await tick();
     assert.equal(socket.destroyed, true);
     assert.deepEqual(socket.written, [], 'nothing is written to it');
+    assert.equal(connection.session?.holds('a2'), true, 'its session keeps the instruction for its return');
+  });
+
+  it('when an MQTT 5 device told why its connection closes keeps sending then it is cut off all the same', async () => {
+    const { socket, connection } = await signIn(
+      slowLogin(),
+      connectPacket('c-trickle', pair, 60, { protocolVersion: 5 }),
+    );
+    // A PUBLISH of QoS 3, which no MQTT has: malformed.
+    socket.emit('data', Buffer.from([0x36, 2, 0, 0]));
+    assert.equal(connection.state, 'closed');
+    const told = parsePackets(Buffer.concat(socket.written), 5).find((p) => p.cmd === 'disconnect');
+    assert.equal(told?.reasonCode, 0x81, 'told: malformed packet');
+    for (let i = 0; i < 5 && !socket.destroyed; i++) {
+      socket.emit('data', Buffer.from([0]));
+      await sleep(500);
+    }
+    assert.equal(socket.destroyed, true, 'cut off within its two seconds, bytes or not');
+  });
+});
+
+describe("the endpoint's budget of unfinished packets", () => {
+  it('when an MQTT 5 connection is refused for passing it then its bytes leave the budget at once, not when its socket closes', async () => {
+    const login = slowLogin(10_000);
+    const b = await signIn(login, connectPacket('c-b', pair));
+    const a = await signIn(login, connectPacket('c-a', pair, 60, { protocolVersion: 5 }));
+    // The beginning of a publish of 20,000 bytes: B holds 3,000 of it, A then 9,000, past the budget.
+    const partialPublish = (bytes: number) =>
+      Buffer.concat([Buffer.from([0x30, 0xa0, 0x9c, 0x01]), Buffer.alloc(bytes - 4)]);
+    b.socket.emit('data', partialPublish(3000));
+    const heldByB = login.host.packetBounds.partial.held;
+    assert.ok(heldByB > 2900, 'B holds its unfinished packet');
+    a.socket.emit('data', partialPublish(9000));
+    assert.equal(a.connection.state, 'closed', 'the one that passed it is refused');
+    assert.equal(b.connection.state, 'open');
+    assert.equal(login.host.packetBounds.partial.held, heldByB, "only B's bytes are held");
   });
 });

@@ -152,6 +152,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
   /** How long the device may stay silent (its keep-alive and a half, ms; 0: for ever), and when it last spoke. */
   private silenceMs = 0;
   private lastReadAt = 0;
+  /** Once told why its connection closes (MQTT 5), the time its device has to close its side. */
+  private grace: NodeJS.Timeout | undefined;
 
   constructor(
     readonly id: number,
@@ -298,8 +300,12 @@ export class DeviceConnection implements MessageSource, PacketReader {
     this.state = 'closed';
     if (!told) return void this.socket.end();
     this.socket.end(generateFor(5, { cmd: 'disconnect', reasonCode }));
-    // The device is to close its side once told; one that does not is cut off (the timeout destroys).
-    this.socket.setTimeout(TOLD_GRACE_MS);
+    // What it read of an unfinished packet leaves the endpoint's budget now, not when the socket closes.
+    this.parser.release();
+    // The device is to close its side once told. One that does not is cut off: by a timer of its own,
+    // which, unlike the socket's idle timeout, bytes it keeps sending do not put off.
+    this.grace = setTimeout(() => this.socket.destroy(), TOLD_GRACE_MS);
+    this.grace.unref();
   }
 
   /** Writes what is due now (a stop writes its last answers before it ends the connection). */
@@ -315,11 +321,17 @@ export class DeviceConnection implements MessageSource, PacketReader {
   /** Sends an instruction at `qos` (at most 2), kept in its session until the device has it. */
   sendInstruction(topic: string, payload: string, alertKey: string, qos: number): void {
     const session = this.session;
-    if (this.state !== 'open' || !session) return;
+    if (!session) return;
     // The socket's timeout counts the server's writes too: a device gone silent that is sent
     // instructions more often than its keep-alive would never time out. Silent that long, it is gone.
-    if (this.silenceMs > 0 && performance.now() - this.lastReadAt > this.silenceMs) {
-      this.destroy();
+    if (this.state === 'open' && this.silenceMs > 0 && performance.now() - this.lastReadAt > this.silenceMs) {
+      this.destroy(DisconnectReason.keepAliveTimeout);
+    }
+    if (this.state !== 'open') {
+      // Closing: a session that outlives the connection keeps it for the connection that resumes it.
+      if (qos > 0 && session.kept && !session.holds(alertKey)) {
+        session.queue({ topic, payload, qos: qos >= 2 ? 2 : 1, alertKey });
+      }
       return;
     }
     if (qos <= 0) {
@@ -347,6 +359,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
 
   private onClose(): void {
     this.state = 'closed';
+    clearTimeout(this.grace);
     // Answers not yet written go to a session that outlives the connection (answer), else nowhere.
     const unwritten = this.outbox?.discard();
     if (unwritten) for (const ack of unwritten) this.answer(ack);
@@ -471,6 +484,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
     this.session = session;
     // Keep-alive: a device silent for one and a half times its interval is gone (0: no keep-alive).
     this.silenceMs = packet.keepalive ? packet.keepalive * 1500 : 0;
+    // Its silence counts from its login's end: a login slower than its keep-alive is not its silence.
+    this.lastReadAt = performance.now();
     this.socket.setTimeout(this.silenceMs);
     const granted = asked !== undefined && session.expiryMs !== asked * 1000 ? session.expiryMs / 1000 : undefined;
     this.socket.write(

@@ -158,14 +158,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
     keyPairOf: async (accessKey) =>
       options.authenticator.recentCredentials(accessKey) ?? (await options.authenticator.credentials(accessKey)),
     passwordMatches: (secretKey, accessKey, password) => verifySignature(secretKey, accessKey, password),
-    openSession: (connection, cleanStart, expirySeconds) =>
-      sessions.open(
-        connection,
-        connection.clientId,
-        connection.accessKey,
-        cleanStart,
-        sessions.expiryFor(expirySeconds),
-      ),
+    openSession: (connection, cleanStart, expirySeconds) => sessions.openFor(connection, cleanStart, expirySeconds),
     sessionExpiryMs: (seconds) => sessions.expiryFor(seconds),
     signedIn: (connection) => {
       // A client id of a key pair signs in once: the connection it had before is closed (MQTT's session

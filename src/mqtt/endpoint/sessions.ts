@@ -232,6 +232,15 @@ export class SessionStore {
     return Math.min(askedSeconds * 1000, this.limits.maxExpiryMs);
   }
 
+  /** `open` for a connection signing in, kept for the expiry it asked (`expiryFor`). */
+  openFor(
+    connection: { readonly clientId: string; readonly accessKey: string },
+    cleanStart: boolean,
+    expirySeconds: number | undefined,
+  ): { session: Session; present: boolean } {
+    return this.open(connection, connection.clientId, connection.accessKey, cleanStart, this.expiryFor(expirySeconds));
+  }
+
   /**
    * A connection of `clientId` has signed in: the session it resumes (`present`) or a new one. A clean
    * start ends the session before. Sessions are the key pair's (ClientTable): one of another key pair

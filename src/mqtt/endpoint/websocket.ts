@@ -27,6 +27,9 @@ export class WebSocketDeviceSocket extends EventEmitter implements DeviceSocket 
   private needDrain = false;
   /** Called as each write is written out: tells `drain` once what waits is under the mark again. */
   private readonly written = () => {
+    // As a TCP socket's timeout, a write that leaves counts as activity: a device reading slowly, whose
+    // messages wait unread while its answers drain, is not taken for a silent one.
+    this.restartTimer();
     if (this.needDrain && this.ws.bufferedAmount < HIGH_WATER_BYTES) {
       this.needDrain = false;
       this.emit('drain');
