@@ -54,7 +54,7 @@ export function ackPackets(
   const topicBytes = Buffer.byteLength(topic);
   const propertyBytes = version === 5 ? 1 : 0;
   const payloads = acks.map((ack) => JSON.stringify(ack));
-  const sizes = payloads.map((payload) => 2 + topicBytes + (qos ? 2 : 0) + propertyBytes + Buffer.byteLength(payload));
+  const sizes = payloads.map((payload) => remainingLength(topicBytes, Buffer.byteLength(payload), qos, version));
   let total = 0;
   for (const size of sizes) total += 1 + lengthBytes(size) + size;
   const buffer = Buffer.allocUnsafe(total);
@@ -80,10 +80,16 @@ export function ackPackets(
 
 /** The length of the PUBLISH packet `ackPackets` makes of one acknowledgement. */
 export function ackPacketBytes(topic: string, ack: Ack, qos: 0 | 1, version: number): number {
-  const size =
-    2 + Buffer.byteLength(topic) + (qos ? 2 : 0) + (version === 5 ? 1 : 0) + Buffer.byteLength(JSON.stringify(ack));
+  const size = remainingLength(Buffer.byteLength(topic), Buffer.byteLength(JSON.stringify(ack)), qos, version);
   return 1 + lengthBytes(size) + size;
 }
+
+/**
+ * The remaining length of an acknowledgement's PUBLISH: the topic with its length, the packet id at
+ * QoS 1, MQTT 5's empty property list, the payload.
+ */
+const remainingLength = (topicBytes: number, payloadBytes: number, qos: 0 | 1, version: number): number =>
+  2 + topicBytes + (qos ? 2 : 0) + (version === 5 ? 1 : 0) + payloadBytes;
 
 /** Bytes of MQTT's variable-length encoding of a remaining length. */
 const lengthBytes = (length: number): number => (length < 128 ? 1 : length < 16_384 ? 2 : length < 2_097_152 ? 3 : 4);

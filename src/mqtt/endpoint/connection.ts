@@ -87,15 +87,15 @@ export interface ConnectionHost {
 
 type State = 'new' | 'login' | 'open' | 'closed';
 
-/** Refused subscriptions: MQTT 3.1.1's failure, MQTT 5's "not authorized". */
-const SUBSCRIPTION_REFUSED = { v3: 0x80, v5: 0x87 };
 /**
- * MQTT 5 DISCONNECT reason codes: why the server closes an open connection, told to the device before
- * it does.
+ * The MQTT 5 reason codes the endpoint sends, whatever the packet: a DISCONNECT's (why the server closes
+ * an open connection, told to the device before it does), a SUBACK's or a PUBACK's and PUBREC's refusal.
  */
-export const DisconnectReason = {
+export const ReasonCode = {
+  disconnectWithWill: 0x04,
   malformed: 0x81,
   protocolError: 0x82,
+  notAuthorized: 0x87,
   shuttingDown: 0x8b,
   keepAliveTimeout: 0x8d,
   takenOver: 0x8e,
@@ -104,13 +104,14 @@ export const DisconnectReason = {
   quotaExceeded: 0x97,
 } as const;
 
+/** A refused subscription over MQTT 3.1.1, which has one failure code for any reason. */
+const SUBSCRIPTION_FAILURE_V3 = 0x80;
+
 /** How long a device told why its connection closes has to close its side, ms. */
 const TOLD_GRACE_MS = 2000;
 
 /** mqtt-packet's error for a CONNECT of a protocol level it does not read (3, 4 and 5). */
 const UNSUPPORTED_PROTOCOL = 'Invalid protocol version';
-/** MQTT 5's SUBACK "quota exceeded". */
-const SUBSCRIPTIONS_EXCEEDED = 0x97;
 const PINGRESP = Buffer.from([0xd0, 0]);
 const isPingreq = (chunk: Buffer) => chunk.length === 2 && chunk[0] === 0xc0 && chunk[1] === 0;
 /** Socket errors end in its `close`, where the connection ends; one function for all. */
@@ -131,8 +132,11 @@ export class DeviceConnection implements MessageSource, PacketReader {
   version = 4;
   /** Its `httpAck` topic, once signed in. */
   ackTopic = '';
-  /** MQTT 5: the longest packet the device takes, when its CONNECT set one (outbox.ts, and its instructions). */
-  maxPacketBytes: number | undefined;
+  /**
+   * MQTT 5: the longest packet the device takes (its CONNECT's Maximum Packet Size), when it set one:
+   * of the answers (outbox.ts) and instructions sent to it, not of what it sends (the endpoint's bounds).
+   */
+  clientMaxPacketBytes: number | undefined;
   /** Its subscriptions and what it has in flight, once signed in (sessions.ts). */
   session: Session | undefined;
   private outbox: Outbox | undefined;
@@ -164,7 +168,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // for all of them (the parser's bounds, the error listener) is shared (packet-parser.ts).
     this.parser = new DeviceParser(this, host.packetBounds);
     socket.setTimeout(host.limits.connectTimeoutMs);
-    socket.on('timeout', () => this.destroy(DisconnectReason.keepAliveTimeout));
+    socket.on('timeout', () => this.destroy(ReasonCode.keepAliveTimeout));
     socket.on('data', (chunk: Buffer) => {
       if (this.state === 'closed') return;
       this.lastReadAt = performance.now();
@@ -219,8 +223,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // A CONNECT of a protocol level the endpoint does not speak is answered, as MQTT 3.1.1 asks, in
     // its CONNACK (which MQTT 5 clients read too): mqtt-packet says so only in its error's message.
     if (this.state === 'new' && error.message === UNSUPPORTED_PROTOCOL) this.refuse('protocol');
-    else
-      this.destroy(error instanceof PacketTooLargeError ? DisconnectReason.packetTooLarge : DisconnectReason.malformed);
+    else this.destroy(error instanceof PacketTooLargeError ? ReasonCode.packetTooLarge : ReasonCode.malformed);
   }
 
   /** Packet ids of the answers and instructions sent to the device (its session's). */
@@ -251,7 +254,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     if (this.state === 'open') {
       this.outbox?.ack(ack);
       // A device that keeps publishing but acknowledges none of its answers would have them pile up.
-      if ((this.outbox?.waiting ?? 0) > MAX_WAITING_FOR_ROOM) this.destroy(DisconnectReason.quotaExceeded);
+      if ((this.outbox?.waiting ?? 0) > MAX_WAITING_FOR_ROOM) this.destroy(ReasonCode.quotaExceeded);
       return;
     }
     const session = this.session;
@@ -291,12 +294,12 @@ export class DeviceConnection implements MessageSource, PacketReader {
 
   /**
    * Closes the connection once what is due to it is written; an MQTT 5 device that signed in is told
-   * why first, when the server closes it for a reason (`reasonCode`, DisconnectReason).
+   * why first, when the server closes it for a reason (`reasonCode`, ReasonCode).
    */
   close(reasonCode?: number): void {
     if (this.state === 'closed') return;
     this.outbox?.flush();
-    const told = reasonCode !== undefined && this.state === 'open' && this.version === 5;
+    const told = this.tellable(reasonCode);
     this.state = 'closed';
     if (!told) return void this.socket.end();
     this.socket.end(generateFor(5, { cmd: 'disconnect', reasonCode }));
@@ -306,6 +309,11 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // which, unlike the socket's idle timeout, bytes it keeps sending do not put off.
     this.grace = setTimeout(() => this.socket.destroy(), TOLD_GRACE_MS);
     this.grace.unref();
+  }
+
+  /** Whether the device can be told why its connection closes: MQTT 5, signed in, its socket writable. */
+  private tellable(reasonCode: number | undefined): reasonCode is number {
+    return reasonCode !== undefined && this.state === 'open' && this.version === 5 && this.socket.writable;
   }
 
   /** Writes what is due now (a stop writes its last answers before it ends the connection). */
@@ -325,31 +333,28 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // The socket's timeout counts the server's writes too: a device gone silent that is sent
     // instructions more often than its keep-alive would never time out. Silent that long, it is gone.
     if (this.state === 'open' && this.silenceMs > 0 && performance.now() - this.lastReadAt > this.silenceMs) {
-      this.destroy(DisconnectReason.keepAliveTimeout);
-    }
-    if (this.state !== 'open') {
-      // Closing: a session that outlives the connection keeps it for the connection that resumes it.
-      if (qos > 0 && session.kept && !session.holds(alertKey)) {
-        session.queue({ topic, payload, qos: qos >= 2 ? 2 : 1, alertKey });
-      }
-      return;
+      this.destroy(ReasonCode.keepAliveTimeout);
     }
     if (qos <= 0) {
+      if (this.state !== 'open') return;
       const bytes = instructionPacket(topic, payload, 0, undefined, this.version);
       if (this.fits(bytes)) this.outbox?.packet(bytes);
       return;
     }
     // A resumed session already carries it: sent again after the device's new subscription, it would come twice.
     if (session.kept && session.holds(alertKey)) return;
-    this.sendKept({ topic, payload, qos: qos >= 2 ? 2 : 1, alertKey });
+    const message: OutgoingMessage = { topic, payload, qos: qos >= 2 ? 2 : 1, alertKey };
+    if (this.state === 'open') this.sendKept(message);
+    // Closing: a session that outlives the connection keeps it for the connection that resumes it.
+    else if (session.kept) session.queue(message);
   }
 
   /**
    * Ends the connection at once; an MQTT 5 device that signed in is told why first (`reasonCode`,
-   * DisconnectReason), and the connection ends after what is due to it.
+   * ReasonCode), and the connection ends after what is due to it.
    */
   private destroy(reasonCode?: number): void {
-    if (reasonCode !== undefined && this.state === 'open' && this.version === 5 && this.socket.writable) {
+    if (this.tellable(reasonCode)) {
       this.close(reasonCode);
       return;
     }
@@ -405,10 +410,10 @@ export class DeviceConnection implements MessageSource, PacketReader {
         return this.outbox?.packet(confirmation(0x62, packet.messageId as number));
       case 'subscribe':
         // MQTT requires at least one topic filter in each (its parser lets an empty one through).
-        if (packet.subscriptions.length === 0) return this.destroy(DisconnectReason.protocolError);
+        if (packet.subscriptions.length === 0) return this.destroy(ReasonCode.protocolError);
         return this.subscribe(packet);
       case 'unsubscribe':
-        if (packet.unsubscriptions.length === 0) return this.destroy(DisconnectReason.protocolError);
+        if (packet.unsubscriptions.length === 0) return this.destroy(ReasonCode.protocolError);
         for (const topic of packet.unsubscriptions) {
           if (!this.session) break;
           if (topic === this.ackTopic) this.session.ackQos = -1;
@@ -427,12 +432,12 @@ export class DeviceConnection implements MessageSource, PacketReader {
         return this.outbox?.packet(PINGRESP);
       case 'disconnect':
         // MQTT 5's "Disconnect with Will Message" (0x04) leaves the will; any other DISCONNECT drops it.
-        if (packet.reasonCode !== 0x04) this.will = undefined;
+        if (packet.reasonCode !== ReasonCode.disconnectWithWill) this.will = undefined;
         this.disconnect(packet.properties?.sessionExpiryInterval);
         return this.close();
       default:
         // A second CONNECT, a server's packet, or AUTH (no enhanced authentication here).
-        return this.destroy(DisconnectReason.protocolError);
+        return this.destroy(ReasonCode.protocolError);
     }
   }
 
@@ -467,7 +472,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     this.accessKey = accessKey;
     this.secretKey = secretKey;
     this.will = packet.will;
-    if (this.version === 5) this.maxPacketBytes = packet.properties?.maximumPacketSize;
+    if (this.version === 5) this.clientMaxPacketBytes = packet.properties?.maximumPacketSize;
     this.state = 'open';
     this.parser.opened();
     const { limits } = this.host;
@@ -518,7 +523,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     let name = packet.topic;
     if (this.aliases) {
       const resolved = this.aliases.resolve(name, packet.properties?.topicAlias);
-      if (resolved === undefined) return this.destroy(DisconnectReason.topicAliasInvalid);
+      if (resolved === undefined) return this.destroy(ReasonCode.topicAliasInvalid);
       name = resolved;
     }
     const id = packet.messageId as number;
@@ -528,7 +533,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // PUBACK, or its PUBREC, which ends a QoS 2 flow there).
     if (packet.qos > 0 && this.version === 5 && topic !== undefined && !ownTopic) {
       const cmd = packet.qos === 1 ? 'puback' : 'pubrec';
-      return this.outbox?.packet(generateFor(5, { cmd, messageId: id, reasonCode: 0x87 }));
+      return this.outbox?.packet(generateFor(5, { cmd, messageId: id, reasonCode: ReasonCode.notAuthorized }));
     }
     if (packet.qos === 2) {
       const again = (this.session as Session).receivedQos2(id);
@@ -548,15 +553,15 @@ export class DeviceConnection implements MessageSource, PacketReader {
     const instructionTopics: string[] = [];
     for (const { topic, qos } of packet.subscriptions) {
       if (!maySubscribe(topic, this.clientId, this.accessKey)) {
-        granted.push(this.version === 5 ? SUBSCRIPTION_REFUSED.v5 : SUBSCRIPTION_REFUSED.v3);
+        granted.push(this.version === 5 ? ReasonCode.notAuthorized : SUBSCRIPTION_FAILURE_V3);
         continue;
       }
       const given = Math.min(qos, 2);
       if (topic === this.ackTopic) {
         (this.session as Session).ackQos = Math.min(given, 1);
       } else if (!(this.session as Session).subscribe(topic, given)) {
-        // As many subscriptions as a session holds (sessions.ts, MAX_SUBSCRIPTIONS): MQTT 5's "quota exceeded".
-        granted.push(this.version === 5 ? SUBSCRIPTIONS_EXCEEDED : SUBSCRIPTION_REFUSED.v3);
+        // As many subscriptions as a session holds (sessions.ts, MAX_SUBSCRIPTIONS).
+        granted.push(this.version === 5 ? ReasonCode.quotaExceeded : SUBSCRIPTION_FAILURE_V3);
         continue;
       } else if (thingOfTopic(topic) !== undefined) {
         instructionTopics.push(topic);
@@ -591,7 +596,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
    * delivered, so the instruction stays pending.
    */
   private fits(bytes: Buffer, messageId?: number): boolean {
-    if (this.maxPacketBytes === undefined || bytes.length <= this.maxPacketBytes) return true;
+    if (this.clientMaxPacketBytes === undefined || bytes.length <= this.clientMaxPacketBytes) return true;
     if (messageId !== undefined) this.session?.acknowledged(messageId);
     return false;
   }

@@ -25,7 +25,7 @@ import type { MqttInstructions } from '../instructions.ts';
 import { failure, readDeviceMessage } from '../signed-messages.ts';
 import { pastConnectionLimit, socketAdmission } from './admission.ts';
 import type { ConnectRefusal } from './connack.ts';
-import { type ConnectionHost, DeviceConnection, type DeviceSocket, DisconnectReason } from './connection.ts';
+import { type ConnectionHost, DeviceConnection, type DeviceSocket, ReasonCode } from './connection.ts';
 import { DeviceMessages } from './device-messages.ts';
 import { type PacketBounds, PartialPackets } from './packet-parser.ts';
 import { ClientTable, type SessionLimits, SessionStore } from './sessions.ts';
@@ -164,7 +164,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
       // A client id of a key pair signs in once: the connection it had before is closed (MQTT's session
       // take-over). One of another key pair with the same client id is another device (ClientTable).
       const before = byClient.get(connection.accessKey, connection.clientId);
-      if (before && before !== connection) before.close(DisconnectReason.takenOver);
+      if (before && before !== connection) before.close(ReasonCode.takenOver);
       byClient.set(connection.accessKey, connection.clientId, connection);
       open.add(connection);
     },
@@ -264,7 +264,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
     // and the device's system would drop the answers it had not yet read.
     const ending = [...open].map((device) => {
       const gone = new Promise<void>((resolve) => device.socket.once('close', () => resolve()));
-      device.close(DisconnectReason.shuttingDown);
+      device.close(ReasonCode.shuttingDown);
       return gone;
     });
     await Promise.race([Promise.all(ending), sleep(Math.max(STOP_END_MS, deadline - Date.now()))]);

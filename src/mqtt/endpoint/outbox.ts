@@ -33,7 +33,7 @@ export interface OutboxTarget {
    * The longest packet the device takes (MQTT 5's Maximum Packet Size in its CONNECT), when it set one:
    * an answer longer is dropped as if it had been sent, as MQTT 5 asks.
    */
-  readonly maxPacketBytes?: number | undefined;
+  readonly clientMaxPacketBytes?: number | undefined;
   /** Whether QoS 1 answers are kept until the device acknowledges them (a session that outlives its connection). */
   readonly tracksAnswers?: boolean;
   /** A kept answer's packet id, taken from the session, which keeps the answer until it is acknowledged. */
@@ -178,7 +178,8 @@ export class Outbox {
     // Packets made due went after the PUBACKs held before them (flushPubacksInto): those held now are later.
     const parts = this.packets ?? [];
     if (this.pubacks) parts.push(pubackPackets(this.pubacks));
-    if (this.acks && this.target.maxPacketBytes !== undefined) this.acks = this.fitting(this.acks);
+    const max = this.target.clientMaxPacketBytes;
+    if (this.acks && max !== undefined) this.acks = this.fitting(this.acks, max);
     let acks = this.acks;
     this.pubacks = undefined;
     this.packets = undefined;
@@ -208,11 +209,11 @@ export class Outbox {
     return acks;
   }
 
-  /** The answers whose packets the device takes (maxPacketBytes); undefined for none. */
-  private fitting(acks: Ack[]): Ack[] | undefined {
-    const { ackTopic, ackQos, version, maxPacketBytes = Number.POSITIVE_INFINITY } = this.target;
+  /** The answers whose packets are at most `max` bytes long (clientMaxPacketBytes); undefined for none. */
+  private fitting(acks: Ack[], max: number): Ack[] | undefined {
+    const { ackTopic, ackQos, version } = this.target;
     const qos = ackQos > 0 ? 1 : 0;
-    const fit = acks.filter((ack) => ackPacketBytes(ackTopic, ack, qos, version) <= maxPacketBytes);
+    const fit = acks.filter((ack) => ackPacketBytes(ackTopic, ack, qos, version) <= max);
     return fit.length > 0 ? fit : undefined;
   }
 

@@ -37,15 +37,15 @@ const NOTHING_IN_FLIGHT: ReadonlyMap<number, OutgoingMessage> = new Map();
 const NOTHING_QUEUED: readonly OutgoingMessage[] = Object.freeze([]);
 
 /**
- * One client id's session. Every connection has one, so its tables are made only once used: most
- * devices never hold a QoS 2 message or an instruction, and an idle connection should cost little.
- */
-/**
  * Instruction subscriptions a session may hold: each is kept for as long as the session, in memory,
  * and compared with every instruction to the device.
  */
 export const MAX_SUBSCRIPTIONS = 1000;
 
+/**
+ * One client id's session. Every connection has one, so its tables are made only once used: most
+ * devices never hold a QoS 2 message or an instruction, and an idle connection should cost little.
+ */
 export class Session {
   /** How long it is kept once its connection closes, ms (0: it ends with the connection). */
   expiryMs = 0;

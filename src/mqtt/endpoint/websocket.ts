@@ -21,7 +21,6 @@ const HIGH_WATER_BYTES = 64 * 1024;
 export class WebSocketDeviceSocket extends EventEmitter implements DeviceSocket {
   /** A packet sent in one message (as MQTT clients over WebSocket send them) can be no longer. */
   readonly maxMessageBytes = MAX_WEBSOCKET_MESSAGE_BYTES;
-  private timeoutMs = 0;
   private timer: NodeJS.Timeout | undefined;
   /** The connection found the writes past HIGH_WATER_BYTES, and waits for `drain`. */
   private needDrain = false;
@@ -81,15 +80,18 @@ export class WebSocketDeviceSocket extends EventEmitter implements DeviceSocket 
     this.ws.terminate();
   }
 
-  /** Emits `timeout` after `ms` without a message from the device (0: never), as a TCP socket does. */
+  /**
+   * Emits `timeout` after `ms` without a message from the device or a write to it leaving (0: never), as
+   * a TCP socket does.
+   */
   setTimeout(ms: number): void {
-    this.timeoutMs = ms;
-    this.restartTimer();
+    clearTimeout(this.timer);
+    this.timer = ms > 0 ? setTimeout(() => this.emit('timeout'), ms) : undefined;
   }
 
+  /** Activity: the timeout starts again (a timer that has fired is armed again, as on TCP). */
   private restartTimer(): void {
-    clearTimeout(this.timer);
-    this.timer = this.timeoutMs > 0 ? setTimeout(() => this.emit('timeout'), this.timeoutMs) : undefined;
+    this.timer?.refresh();
   }
 }
 
