@@ -506,6 +506,36 @@ describeOnStores('data queries', (ctx) => {
     assert.equal(response.status, 200, response.text);
     assert.deepEqual(response.body.thing_wise_result[key].rpm, { max: 20, idle_time_mins: 28, total_time_mins: 30 });
     assert.equal(response.body.time_grouped_result, undefined);
+    // true and false as the query string and JSON text carry them, as well as 1, 0 and JSON booleans.
+    const range = `from=${KOLKATA_MIDNIGHT / 1000}&to=${(KOLKATA_MIDNIGHT + 30 * MINUTE) / 1000}`;
+    for (const [asked, idle] of [
+      ['true', true],
+      ['false', false],
+    ] as const) {
+      const inQuery = await ctx.api.request(
+        'POST',
+        `/api/v3/query/thing_aggregated_data?idle_time_required=${asked}&${range}&thing_keys=${key}&metrics=rpm&functions=max`,
+        { token: await ctx.api.adminToken() },
+      );
+      const inBody = await query('thing_aggregated_data', {
+        thing_keys: [key],
+        idle_time_required: asked,
+        from: KOLKATA_MIDNIGHT / 1000,
+        to: (KOLKATA_MIDNIGHT + 30 * MINUTE) / 1000,
+        metrics: ['rpm'],
+        functions: ['max'],
+      });
+      for (const answer of [inQuery, inBody]) {
+        assert.equal(answer.status, 200, answer.text);
+        assert.deepEqual(
+          answer.body.thing_wise_result[key].rpm,
+          idle ? { max: 20, idle_time_mins: 28, total_time_mins: 30 } : { max: 20 },
+        );
+      }
+    }
+    const wrong = await query('thing_aggregated_data', { thing_keys: [key], idle_time_required: 'yes' });
+    assert.equal(wrong.status, 400, wrong.text);
+    assert.equal(wrong.body.errors[0].param, 'idle_time_required');
   });
 
   it('when a thing has more events than one read holds then aggregation still counts every one in order', async () => {

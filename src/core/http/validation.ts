@@ -29,6 +29,8 @@ ajv.addKeyword({
  */
 const DECIMAL_NUMBER = 'decimalNumber';
 const DECIMAL_INTEGER = 'decimalInteger';
+/** The keywords' value where the schema declares a boolean too: `true` and `false` text are read as booleans. */
+const OR_BOOLEAN = 'orBoolean';
 /** Where a keyword's value sits (Ajv's DataValidationCxt, which its main module does not export). */
 type DataPlace = { parentData: Record<string | number, unknown>; parentDataProperty: string | number };
 for (const [keyword, integer] of [
@@ -40,8 +42,13 @@ for (const [keyword, integer] of [
     before: 'const',
     modifying: true,
     errors: false,
-    validate: (_: unknown, data: unknown, _parent?: unknown, at?: DataPlace) => {
+    validate: (orBoolean: unknown, data: unknown, _parent?: unknown, at?: DataPlace) => {
       if (typeof data !== 'string') return true;
+      // Where a boolean is declared too (`idle_time_required`: true, false, 1 or 0), its text is one.
+      if (orBoolean === OR_BOOLEAN && (data === 'true' || data === 'false') && at !== undefined) {
+        at.parentData[at.parentDataProperty] = data === 'true';
+        return true;
+      }
       const number = readDecimal(data);
       if (number === undefined || (integer && !Number.isInteger(number)) || at === undefined) return false;
       at.parentData[at.parentDataProperty] = number;
@@ -205,14 +212,16 @@ function refusingBooleans(schema: unknown): unknown {
 /**
  * The schema with text read as decimal where numbers are declared (and text is not): each such schema
  * also admits text as a type, so that Ajv does not coerce it, and its DECIMAL_NUMBER or DECIMAL_INTEGER
- * keyword reads it. Empty text is not decimal either (nullableNumberPaths: nor is it null).
+ * keyword reads it. Empty text is not decimal either (nullableNumberPaths: nor is it null). Where a
+ * boolean is declared as well, `true` and `false` text are read as booleans, as Ajv would without the
+ * text type.
  */
 function readingDecimalText(schema: unknown): unknown {
   return eachSchema(schema, (node, types) => {
     const integer = types.includes('integer');
     if (types.includes('string') || !(integer || types.includes('number'))) return;
     node.type = [...types, 'string'];
-    node[integer ? DECIMAL_INTEGER : DECIMAL_NUMBER] = true;
+    node[integer ? DECIMAL_INTEGER : DECIMAL_NUMBER] = types.includes('boolean') ? OR_BOOLEAN : true;
   });
 }
 
