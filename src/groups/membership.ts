@@ -13,7 +13,7 @@ import type { ListQuery } from '../core/list-query.ts';
 import { compileMatcher, type Expression, parseThingExpression, thingLookup } from '../expressions/index.ts';
 import { engineOfDb } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';
-import { keywordFilter, keywordPatterns } from '../store/paging.ts';
+import { keywordFilter, searchPatterns } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import type { GroupRow } from '../store/tables.ts';
 import { expressionViewOfThing } from '../things/presenter.ts';
@@ -95,8 +95,8 @@ async function scanMatches(
   for (;;) {
     let query = candidateBatch(db, expression, filter);
     if (list.keywords.length > 0) {
-      const patterns = keywordPatterns(list.keywords);
-      query = query.where((eb) => keywordFilter(eb, patterns, THING_PAGING.search, list.matchAll));
+      const patterns = searchPatterns(list.keywords, THING_PAGING);
+      query = query.where((eb) => keywordFilter(eb, patterns, THING_PAGING, list.matchAll));
     }
     if (after) {
       // Keyset paging: continue after the last row seen, in the page's order.

@@ -18,7 +18,8 @@ export function listGroups(db: Executor, organisationKeys: string[], list: ListQ
       columns: {
         sort: { created_at: 'created_at', updated_at: 'updated_at', name: 'name', group_key: 'group_key' },
         key: 'group_key',
-        search: ['group_key', 'name', 'tags'],
+        search: ['group_key', 'name'],
+        tags: 'tags',
       },
     },
     list,

@@ -15,6 +15,11 @@ export interface PagingColumns {
   key: string;
   /** Columns a keyword may match (case-insensitive substring). */
   search: string[];
+  /**
+   * A column of tags (stored as a JSON array, core/tags.ts) a keyword may match too: as a substring of
+   * the comma-joined tags the API answers, never of the JSON text's quotes and brackets.
+   */
+  tags?: string;
 }
 
 /** Escapes LIKE wildcards, for use with `escape '\\'`. */
@@ -28,15 +33,53 @@ type AnySelect = SelectQueryBuilder<AnyTables, AnyTables, AnyTables>;
 export const keywordPatterns = (keywords: string[]): string[] =>
   keywords.map((keyword) => `%${escapeLike(keyword.toLowerCase())}%`);
 
-/** `lower(column) like pattern` for each pattern over each column, combined per `matchAll`. */
+/**
+ * The text a keyword is found as in stored tags (a JSON array of comma-free strings, core/tags.ts) when
+ * it is a substring of the comma-joined tags the API answers: each part JSON-escaped, and each comma
+ * the `","` between two elements. It is matched against the array's text without its brackets.
+ */
+export function tagsPattern(keyword: string): string {
+  return keyword
+    .split(',')
+    .map((part) => JSON.stringify(part).slice(1, -1))
+    .join('","');
+}
+
+/** LIKE patterns for search keywords over a tags column (PagingColumns.tags). */
+export const tagPatterns = (keywords: string[]): string[] =>
+  keywords.map((keyword) => `%${escapeLike(tagsPattern(keyword.toLowerCase()))}%`);
+
+/** Search keywords as LIKE patterns: over text columns, and over a tags column where there is one. */
+export interface KeywordPatterns {
+  text: readonly (string | number | null)[];
+  tags?: readonly (string | number | null)[] | undefined;
+}
+
+/** The patterns of `keywords` for searching `columns`. */
+export const searchPatterns = (keywords: string[], columns: Pick<PagingColumns, 'tags'>): KeywordPatterns => ({
+  text: keywordPatterns(keywords),
+  tags: columns.tags === undefined ? undefined : tagPatterns(keywords),
+});
+
+const like = (expression: Expression<unknown>, pattern: string | number | null | undefined) =>
+  sql<SqlBool>`lower(${expression}) like ${pattern} escape '\\'`;
+
+/**
+ * `lower(column) like pattern` for each keyword over each column (and its tags pattern over the tags
+ * column), combined per `matchAll`.
+ */
 export function keywordFilter(
   eb: ExpressionBuilder<AnyTables, AnyTables>,
-  patterns: readonly (string | number)[],
-  columns: string[],
+  patterns: KeywordPatterns,
+  columns: Pick<PagingColumns, 'search' | 'tags'>,
   matchAll: boolean,
 ) {
-  const perKeyword: Expression<SqlBool>[] = patterns.map((pattern) =>
-    eb.or(columns.map((column) => sql<SqlBool>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`)),
+  const tags = columns.tags === undefined ? undefined : sql.ref(columns.tags);
+  const perKeyword: Expression<SqlBool>[] = patterns.text.map((pattern, i) =>
+    eb.or([
+      ...columns.search.map((column) => like(sql.ref(column), pattern)),
+      ...(tags ? [like(sql`substr(${tags}, 2, length(${tags}) - 2)`, patterns.tags?.[i])] : []),
+    ]),
   );
   return matchAll ? eb.and(perKeyword) : eb.or(perKeyword);
 }
@@ -74,12 +117,14 @@ export async function fetchPage<Row>(
   list: ListQuery,
 ): Promise<{ total: number; rows: Row[] }> {
   const { columns } = source;
-  const searching = list.keywords.length > 0 && columns.search.length > 0;
-  const values: QueryValues = { ...source.values, __keywords: searching ? keywordPatterns(list.keywords) : undefined };
+  const searching = list.keywords.length > 0 && (columns.search.length > 0 || columns.tags !== undefined);
+  const patterns = searching ? searchPatterns(list.keywords, columns) : undefined;
+  const values: QueryValues = { ...source.values, __keywords: patterns?.text, __tags: patterns?.tags };
   const filtered = (v: QueryValues) => {
     const query = source.build(db, v);
-    const patterns = v.__keywords as string[] | undefined;
-    return patterns ? query.where((eb) => keywordFilter(eb, patterns, columns.search, list.matchAll)) : query;
+    const text = v.__keywords as string[] | undefined;
+    const tags = v.__tags as string[] | undefined;
+    return text ? query.where((eb) => keywordFilter(eb, { text, tags }, columns, list.matchAll)) : query;
   };
   const counted = (v: QueryValues) =>
     filtered(v)

@@ -27,7 +27,8 @@ export type ThingWithTemplate = ThingColumns & {
 export const THING_PAGING: PagingColumns = {
   sort: { created_at: 't.created_at', updated_at: 't.updated_at', name: 't.name', thing_key: 't.thing_key' },
   key: 't.thing_key',
-  search: ['t.thing_key', 't.name', 't.description', 't.tags'],
+  search: ['t.thing_key', 't.name', 't.description'],
+  tags: 't.tags',
 };
 
 /** Things joined with their template (and its retention, or their organisation's); repositories narrow it further. */

@@ -128,6 +128,16 @@ describeOnStores('groups', (ctx) => {
     assert.equal(found.body.total_count, 1);
     assert.deepEqual(Object.keys(found.body.groups[0]).sort(), ['group_key', 'name', 'tags']);
     assert.equal(found.body.groups[0].group_key, group.group_key);
+    // Keywords match the comma-joined tags as answered, never the stored JSON's quotes and brackets.
+    const tagged = await createGroup(token, { group_type: 1, tags: [`${tag}-b`, 'West'] });
+    const keysFound = async (search: string) => {
+      const response = await ctx.api.request('GET', '/api/v3/groups', { token, query: { search, per: 1000 } });
+      assert.equal(response.status, 200, response.text);
+      return response.body.groups.map((g: any) => g.group_key);
+    };
+    assert.deepEqual(await keysFound(`${tag}-b,we`), [tagged.group_key]);
+    assert.deepEqual(await keysFound(`${tag} "`), []);
+    assert.deepEqual(await keysFound(`${tag} [`), []);
     const child = await childOrganisation(ctx.api, token);
     const childGroup = await createGroup(child.token, { group_type: 1 });
     assert.equal((await ctx.api.request('GET', `/api/v3/groups/${childGroup.group_key}`, { token })).status, 404);
@@ -319,6 +329,7 @@ describeOnStores('groups', (ctx) => {
     );
     assert.deepEqual(await memberKeys(token, group.group_key, { bi_directional: 'true' }), [m1.thing_key]);
     assert.deepEqual(await memberKeys(token, group.group_key, { search: word }), [m2.thing_key]);
+    assert.deepEqual(await memberKeys(token, group.group_key, { search: `${tag} "` }), []);
   });
 
   it('when a dynamic group’s candidates run past one batch then every member is found once, in order, both ways', async () => {

@@ -174,6 +174,18 @@ describeOnStores('things', (ctx) => {
       byTag.body.things.map((t: any) => t.thing_key),
       [b.thing_key],
     );
+    // Keywords match the comma-joined tags as answered, never the stored JSON's quotes and brackets.
+    const tagged = await createThing(ctx.api, token, { name: unique('Pump'), tags: [`${word}-hall`, 'North'] });
+    const keysFound = async (search: string) => {
+      const response = await ctx.api.request('GET', '/api/v3/things', { token, query: { search, per: 1000 } });
+      assert.equal(response.status, 200, response.text);
+      return response.body.things.map((t: any) => t.thing_key);
+    };
+    assert.deepEqual(await keysFound(`${word}-hall,north`), [tagged.thing_key]);
+    assert.deepEqual(await keysFound(`${word}-hall,nor`), [tagged.thing_key]);
+    assert.deepEqual(await keysFound(`${word} "`), []);
+    assert.deepEqual(await keysFound(`${word} [`), []);
+    assert.deepEqual(await keysFound(`${word} ","`), []);
     const biDirectional = await ctx.api.request('GET', '/api/v3/things', {
       token,
       query: { search: word, bi_directional: true },
