@@ -50,12 +50,8 @@ export function requireGrantable(
   role: { abilities: readonly number[]; accountAdmin: boolean },
   param: string,
 ): void {
-  if (grantor === undefined || grantor.accountAdmin) return;
-  const wider = role.abilities.filter((ability) => {
-    const permission = permissionOf(ability);
-    return permission !== undefined && !grants(grantor.abilities, permission.class, permission.operation);
-  });
-  if (wider.length === 0 && !role.accountAdmin) return;
+  const wider = beyondGrantor(grantor, role);
+  if (wider === undefined) return;
   throw new ApiError(403, [
     {
       code: 'forbidden',
@@ -65,6 +61,42 @@ export function requireGrantable(
         : `would grant permissions you lack (${wider.join(', ')})`,
     },
   ]);
+}
+
+/**
+ * Refuses (403) a change to a user, or the user's removal, by a grantor who could not give that user
+ * its role (docs/api.md, "Users"): whoever may set a user's password or e-mail address may sign in as
+ * that user, so a user who may update users must not thereby take over an account admin.
+ */
+export function requireManageable(
+  grantor: Grantor | undefined,
+  role: { abilities: readonly number[]; accountAdmin: boolean },
+  param: string,
+): void {
+  const wider = beyondGrantor(grantor, role);
+  if (wider === undefined) return;
+  throw new ApiError(403, [
+    {
+      code: 'forbidden',
+      param,
+      message: role.accountAdmin
+        ? 'is an account admin, whom only an account admin may change or delete'
+        : `holds a role with permissions you lack (${wider.join(', ')}), so only a user who holds them may change or delete it`,
+    },
+  ]);
+}
+
+/** The abilities of `role` the grantor lacks (empty for the account admin role), or undefined when it may give it. */
+function beyondGrantor(
+  grantor: Grantor | undefined,
+  role: { abilities: readonly number[]; accountAdmin: boolean },
+): number[] | undefined {
+  if (grantor === undefined || grantor.accountAdmin) return undefined;
+  const wider = role.abilities.filter((ability) => {
+    const permission = permissionOf(ability);
+    return permission !== undefined && !grants(grantor.abilities, permission.class, permission.operation);
+  });
+  return wider.length === 0 && !role.accountAdmin ? undefined : wider;
 }
 
 /** The role a row holds, as requireGrantable reads it. */

@@ -6,7 +6,14 @@ import { conflict, invalidParam, notFound, unknownReference } from '../core/erro
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import { resolveTimeZone, STORED_TIME } from '../core/time.ts';
-import { findRoleToAssign, type Grantor, grantedBy, requireGrantable } from '../roles/service.ts';
+import {
+  findRole,
+  findRoleToAssign,
+  type Grantor,
+  grantedBy,
+  requireGrantable,
+  requireManageable,
+} from '../roles/service.ts';
 import { uniqueOr } from '../store/dialect.ts';
 import type { Executor, Store, Tx } from '../store/store.ts';
 import type { UserRow } from '../store/tables.ts';
@@ -54,6 +61,13 @@ async function keepAnAccountAdmin(tx: Tx, user: UserRow, param: string): Promise
       `${user.email} is the organisation's last account admin: give another user the Account Admin role first`,
     );
   }
+}
+
+/** Refuses (403) a change to a user whose role the grantor could not give (roles/service.ts, requireManageable). */
+async function checkManageable(tx: Tx, user: UserRow, grantor: Grantor | undefined): Promise<void> {
+  if (grantor === undefined || grantor.accountAdmin) return;
+  const role = await findRole(tx, [user.organisation_key], user.role_key);
+  if (role) requireManageable(grantor, grantedBy(role), 'user_key');
 }
 
 export interface UserWrite {
@@ -138,6 +152,7 @@ export async function updateUser(
     () =>
       write.store.transaction(async (tx) => {
         const before = await requireUser(tx, organisationKeys, userKey);
+        await checkManageable(tx, before, write.grantor);
         if (changes.role_key !== undefined) {
           await checkRole(tx, before.organisation_key, changes.role_key, write.grantor);
           if (changes.role_key !== before.role_key) await keepAnAccountAdmin(tx, before, 'user.role_key');
@@ -173,6 +188,7 @@ export async function updateUser(
 export async function deleteUser(write: UserWrite, organisationKeys: string[], userKey: string): Promise<void> {
   await write.store.transaction(async (tx) => {
     const before = await requireUser(tx, organisationKeys, userKey);
+    await checkManageable(tx, before, write.grantor);
     await keepAnAccountAdmin(tx, before, 'user');
     await users.deleteUser(tx, userKey);
     await recordChange(tx, write.actor, {

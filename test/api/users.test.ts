@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { childOrganisation, createRole, unique } from '../support/fixtures.ts';
+import { childOrganisation, createRole, unique, userWithAbilities } from '../support/fixtures.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 describeOnStores('users', (ctx) => {
@@ -162,6 +162,48 @@ describeOnStores('users', (ctx) => {
     assert.equal(
       (await ctx.api.request('POST', '/api/v3/users', { token: userToken, body: { user: {} } })).status,
       403,
+    );
+  });
+
+  it('when a user who may update or delete users would change one of a wider role then it is a 403 and nothing changes', async () => {
+    const token = await ctx.api.adminToken();
+    const roles = (await ctx.api.request('GET', '/api/v3/roles', { token, query: { per: 100 } })).body.roles;
+    const adminRole = roles.find((r: { name: string }) => r.name === 'Account Admin').role_key;
+    const adminEmail = `${unique('admin')}@example.com`;
+    const admin = await ctx.api.request('POST', '/api/v3/users', {
+      token,
+      body: { user: { email: adminEmail, password: 'the admin password', role_key: adminRole } },
+    });
+    assert.equal(admin.status, 200, admin.text);
+    const wide = await userWithAbilities(ctx.api, token, [11, 12, 13]);
+    const manager = await userWithAbilities(ctx.api, token, [11, 71, 73, 74]);
+    for (const target of [admin.body.user.user_key as string, wide.userKey]) {
+      for (const user of [{ password: 'taken over at last' }, { email: `${unique('x')}@example.com` }, { name: 'x' }]) {
+        const changed = await ctx.api.request('PUT', `/api/v3/users/${target}`, {
+          token: manager.token,
+          body: { user },
+        });
+        assert.equal(changed.status, 403, changed.text);
+        assert.equal(changed.body.errors[0].param, 'user_key');
+      }
+      const removed = await ctx.api.request('DELETE', `/api/v3/users/${target}`, { token: manager.token });
+      assert.equal(removed.status, 403, removed.text);
+    }
+    // Nothing changed: both still sign in with their passwords.
+    assert.ok(await ctx.api.signIn(adminEmail, 'the admin password'));
+    assert.ok(await ctx.api.signIn(wide.email, wide.password));
+    // Users of roles within the manager's own, the manager included, are its to change.
+    const narrow = await userWithAbilities(ctx.api, token, [11]);
+    for (const target of [narrow.userKey, manager.userKey]) {
+      const changed = await ctx.api.request('PUT', `/api/v3/users/${target}`, {
+        token: manager.token,
+        body: { user: { name: 'Renamed' } },
+      });
+      assert.equal(changed.status, 200, changed.text);
+    }
+    assert.equal(
+      (await ctx.api.request('DELETE', `/api/v3/users/${narrow.userKey}`, { token: manager.token })).status,
+      200,
     );
   });
 
