@@ -50,7 +50,11 @@ const keyPrincipal = compiledQuery((db: Executor, tokenHash: string) =>
     .innerJoin('users as u', 'u.user_key', 'k.created_by')
     .innerJoin('organisations as o', 'o.organisation_key', 'k.organisation_key')
     .innerJoin('roles as r', 'r.role_key', 'k.role_key')
+    // The maker's role as it is now: the key never does more than its maker may (sessions/service.ts).
+    .innerJoin('roles as ur', 'ur.role_key', 'u.role_key')
     .select([
+      'ur.abilities as maker_abilities',
+      'ur.account_admin as maker_account_admin',
       'k.api_key_key',
       'k.name',
       'k.expires_at',

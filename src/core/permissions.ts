@@ -97,3 +97,15 @@ export const BUILT_IN_ROLES = {
 } as const;
 
 export type BuiltInRole = keyof typeof BUILT_IN_ROLES;
+
+/** The single (class, operation) abilities both sets grant, directly or through an `all`. */
+export function commonAbilities(a: ReadonlySet<number>, b: ReadonlySet<number>): number[] {
+  const common: number[] = [];
+  for (const cls of Object.keys(PERMISSION_CLASSES) as PermissionClass[]) {
+    if (cls === 'all') continue;
+    for (const operation of ['read', 'create', 'update', 'delete'] as const) {
+      if (grants(a, cls, operation) && grants(b, cls, operation)) common.push(abilityOf(cls, operation));
+    }
+  }
+  return common;
+}

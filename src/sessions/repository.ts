@@ -34,9 +34,13 @@ const sessionPrincipal = compiledQuery((db: Executor, tokenHash: string) =>
     .innerJoin('users as u', 'u.user_key', 's.user_key')
     .innerJoin('organisations as o', 'o.organisation_key', 's.organisation_key')
     .innerJoin('roles as r', (join) => join.on(sql<boolean>`r.role_key = coalesce(s.role_key, u.role_key)`))
+    // The user's own role: a session in a child organisation holds while it is still an account admin's.
+    .innerJoin('roles as ur', 'ur.role_key', 'u.role_key')
     .select([
       's.last_used_at',
       's.expires_at',
+      's.role_key as child_role_key',
+      'ur.account_admin as own_account_admin',
       'u.user_key',
       'u.email',
       'u.time_zone',

@@ -5,6 +5,7 @@
 
 import { findApiKeyPrincipal, isApiKeyToken, touchApiKey } from '../apikeys/service.ts';
 import { ApiError, forbidden, unauthorized } from '../core/errors.ts';
+import { commonAbilities, grants, permissionOf } from '../core/permissions.ts';
 import type { Principal } from '../core/principal.ts';
 import { monotonicNow, RecentReads } from '../core/recent-reads.ts';
 import { resolveTimeZone } from '../core/time.ts';
@@ -189,7 +190,9 @@ export class SessionService {
       this.principals.delete(tokenHash);
       return undefined;
     }
-    if (row.expires_at <= now || row.last_used_at + idleMs <= now) {
+    // A session in a child organisation acts as its account admin only while its user is one at home.
+    const revoked = row.child_role_key !== null && row.own_account_admin !== 1;
+    if (revoked || row.expires_at <= now || row.last_used_at + idleMs <= now) {
       this.principals.delete(tokenHash);
       await sessions.deleteSession(this.store.db, tokenHash);
       return undefined;
@@ -229,7 +232,7 @@ export class SessionService {
       await touchApiKey(this.store.db, tokenHash, now);
       lastUsedAt = now;
     }
-    const principal = userPrincipal(row, `api key ${row.name}`);
+    const principal = userPrincipal(withinMaker(row), `api key ${row.name}`);
     this.principals.set(tokenHash, { principal, expiresAt, lastUsedAt }, EVERY_CALLER, readAt);
     return principal;
   }
@@ -296,6 +299,24 @@ export class SessionService {
 }
 
 /** A user's principal from the columns a session or an API key reads; `userName` as audit trails name it. */
+/**
+ * An API key's role as far as the user who made it still holds it (docs/api.md, "API keys"): a key
+ * made by a user whose role was narrowed since, or who was given another, does only what both allow.
+ */
+function withinMaker<
+  R extends { abilities: string; account_admin: number; maker_abilities: string; maker_account_admin: number },
+>(row: R): R {
+  if (row.maker_account_admin === 1) return row;
+  const key = new Set(JSON.parse(row.abilities) as number[]);
+  const maker = new Set(JSON.parse(row.maker_abilities) as number[]);
+  const within = [...key].every((ability) => {
+    const permission = permissionOf(ability);
+    return permission === undefined || grants(maker, permission.class, permission.operation);
+  });
+  if (within && row.account_admin !== 1) return row;
+  return { ...row, account_admin: 0, abilities: JSON.stringify(commonAbilities(key, maker)) };
+}
+
 function userPrincipal(
   row: {
     user_key: string;

@@ -72,6 +72,43 @@ describeOnStores('API keys', (ctx) => {
     assert.equal((await createKey(none.token, { name: 'x' })).status, 403);
   });
 
+  it('when the user who made a key loses permissions then the key loses them too', async () => {
+    const token = await ctx.api.adminToken();
+    const roles = await ctx.api.request('GET', '/api/v3/roles', { token, query: { per: 100 } });
+    const admin = roles.body.roles.find((r: { name: string }) => r.name === 'Account Admin');
+    const maker = await userWithAbilities(ctx.api, token, [11]);
+    const promoted = await ctx.api.request('PUT', `/api/v3/users/${maker.userKey}`, {
+      token,
+      body: { user: { role_key: admin.role_key } },
+    });
+    assert.equal(promoted.status, 200, promoted.text);
+    const makerToken = await ctx.api.signIn(maker.email, maker.password);
+    const writer = await createRole(ctx.api, token, [11, 12, 71]);
+    const asAdmin = (await createKey(makerToken, { name: 'admin', role_key: admin.role_key })).body.api_key;
+    const asWriter = (await createKey(makerToken, { name: 'writer', role_key: writer.role_key })).body.api_key;
+    for (const key of [asAdmin, asWriter]) {
+      assert.equal((await ctx.api.request('GET', '/api/v3/users', { token: key.token })).status, 200);
+    }
+    // The maker goes back to reading things only: so do its keys.
+    const demoted = await ctx.api.request('PUT', `/api/v3/users/${maker.userKey}`, {
+      token,
+      body: { user: { role_key: maker.role.role_key } },
+    });
+    assert.equal(demoted.status, 200, demoted.text);
+    for (const key of [asAdmin, asWriter]) {
+      assert.equal((await ctx.api.request('GET', '/api/v3/users', { token: key.token })).status, 403);
+      const made = await ctx.api.request('POST', '/api/v3/things', {
+        token: key.token,
+        body: { thing: { name: 'not allowed' } },
+      });
+      assert.equal(made.status, 403, made.text);
+      assert.equal((await ctx.api.request('GET', '/api/v3/things', { token: key.token })).status, 200);
+      const caller = await ctx.api.request('GET', '/api/v3/caller', { token: key.token });
+      assert.equal(caller.body.caller.account_admin, false);
+      assert.deepEqual(caller.body.caller.abilities, [11]);
+    }
+  });
+
   it('when the input is wrong then it is a 400; a key of another organisation or none is a 404', async () => {
     const token = await ctx.api.adminToken();
     for (const bad of [{}, { name: '' }, { name: 'past', expires_at: 1_000_000 }, { name: 'x', extra: 1 }]) {

@@ -176,6 +176,37 @@ describeOnStores('organisations, OEM access and tenant isolation', (ctx) => {
     assert.equal(unknown.status, 403);
   });
 
+  it('when the OEM admin signed in to a child is no longer an account admin then that session ends', async () => {
+    const adminToken = await ctx.api.adminToken();
+    const child = await childOrganisation(ctx.api, adminToken);
+    const roles = (await ctx.api.request('GET', '/api/v3/roles', { token: adminToken, query: { per: 100 } })).body
+      .roles;
+    const adminRole = roles.find((r: { name: string }) => r.name === 'Account Admin').role_key;
+    const second = await userWithAbilities(ctx.api, adminToken, [11]);
+    const promoted = await ctx.api.request('PUT', `/api/v3/users/${second.userKey}`, {
+      token: adminToken,
+      body: { user: { role_key: adminRole } },
+    });
+    assert.equal(promoted.status, 200, promoted.text);
+    const signedIn = await ctx.api.request('POST', '/api_sign_in', {
+      body: { email: second.email, password: second.password, organisation_key: child.organisationKey },
+    });
+    assert.equal(signedIn.status, 200, signedIn.text);
+    const childToken = signedIn.body.auth_token as string;
+    assert.equal((await ctx.api.request('GET', '/api/v3/users', { token: childToken })).status, 200);
+    const demoted = await ctx.api.request('PUT', `/api/v3/users/${second.userKey}`, {
+      token: adminToken,
+      body: { user: { role_key: second.role.role_key } },
+    });
+    assert.equal(demoted.status, 200, demoted.text);
+    assert.equal((await ctx.api.request('GET', '/api/v3/users', { token: childToken })).status, 401);
+    const made = await ctx.api.request('POST', '/api/v3/users', {
+      token: childToken,
+      body: { user: { email: `${unique('backdoor')}@example.com`, password: 'a long password', role_key: adminRole } },
+    });
+    assert.equal(made.status, 401, made.text);
+  });
+
   it('when a child organisation is updated and deleted then its data goes with it', async () => {
     const adminToken = await ctx.api.adminToken();
     const child = await childOrganisation(ctx.api, adminToken, { isOem: false });
