@@ -15,9 +15,11 @@ export function redactUrl(url: string): string {
 }
 
 /**
- * A request's URL as logs show it: a `token` query parameter (realtime streams) is never written, nor
- * any parameter whose name, percent-decoded, holds `token` (`toke%6E=` and `token[]=` are read as the
- * token too).
+ * A request's URL as logs show it. Any parameter may come in the query string (docs/api.md,
+ * "Requests"), secrets too: the value of a parameter whose name, percent-decoded, names a secret (a
+ * realtime stream's `token`, a sign-in's `password`, an identity provider's `code`; `toke%6E=` and
+ * `token[]=` are read as the token too) is never written, nor a value that holds such a name (a
+ * `user` object with its `password`).
  */
 export function loggedUrl(url: string): string {
   const at = url.indexOf('?');
@@ -27,10 +29,16 @@ export function loggedUrl(url: string): string {
     const pair = pairs[i] as string;
     const eq = pair.indexOf('=');
     const name = eq < 0 ? pair : pair.slice(0, eq);
-    if (/token/i.test(percentDecoded(name))) pairs[i] = `${name}=[redacted]`;
+    const value = eq < 0 ? '' : pair.slice(eq + 1);
+    if (SECRET_NAME.test(percentDecoded(name)) || SECRET_NAME.test(percentDecoded(value))) {
+      pairs[i] = `${name}=[redacted]`;
+    }
   }
   return `${url.slice(0, at + 1)}${pairs.join('&')}`;
 }
+
+/** Names of parameters (and members of objects given as parameters) whose values are secrets. */
+const SECRET_NAME = /token|passw|secret|code|api[-_]?key|credential/i;
 
 /** Percent escapes and `+` decoded byte by byte, never failing on a malformed one (it stays as it is). */
 const percentDecoded = (text: string): string =>

@@ -176,6 +176,19 @@ describe('logged URLs', () => {
     assert.equal(loggedUrl('/api/v3/stream?topic=events&token=s3cr3t'), '/api/v3/stream?topic=events&token=[redacted]');
     assert.equal(loggedUrl('/api/v3/stream?token=s3cr3t&topic=events'), '/api/v3/stream?token=[redacted]&topic=events');
     assert.equal(loggedUrl('/api/v3/things?page=2'), '/api/v3/things?page=2');
+    // Secrets of other requests, as any parameter may come in the query string.
+    assert.equal(
+      loggedUrl('/api_sign_in?email=a%40b.c&password=Pw1234567%21'),
+      '/api_sign_in?email=a%40b.c&password=[redacted]',
+    );
+    assert.equal(
+      loggedUrl('/api/v3/users/k1?user=%7B%22passw%6Frd%22%3A%22x%22%7D&pretty=true'),
+      '/api/v3/users/k1?user=[redacted]&pretty=true',
+    );
+    assert.equal(
+      loggedUrl('/azure_api_sign_in?client_id=a&code=s3cr3t'),
+      '/azure_api_sign_in?client_id=a&code=[redacted]',
+    );
     // Names the query parser reads as the token, however they are spelt.
     assert.equal(
       loggedUrl('/api/v3/stream?topic=things&toke%6E=s3cr3t'),
