@@ -4,11 +4,11 @@
  * fields; a field of another kind is a 400 naming it.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { raiseRevision } from '../audit/revisions.ts';
 import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
+import { loggedUrl, namesSecret, redactUrl } from '../core/urls.ts';
 import { listDeliveryAttempts } from '../deliveries/service.ts';
 import { findRule, onRuleDeleted } from '../rules/service.ts';
 import type { Executor, Store } from '../store/store.ts';
@@ -128,19 +128,31 @@ async function requireRuleOf(db: Executor, organisationKeys: string[], ruleKey: 
 }
 
 /** Header names whose values are credentials: audit trails keep the name, not the value. */
-const CREDENTIAL_HEADER = /authorization|cookie|token|secret|api[-_]?key|password/i;
+const CREDENTIAL_HEADER = /auth|cookie|token|secret|key|passw|signature|credential|session/i;
 
-/** The action as audit trails keep it, credential header values left out (docs/rules.md, "Notification actions"). */
-export function auditSnapshot(row: NotificationActionRow): object {
-  const presented = presentAction(row, 'v3', STORED_TIME, '') ?? {};
-  if (!('headers' in presented) || !presented.headers) return presented;
-  const headers = Object.fromEntries(
-    Object.entries(presented.headers as Record<string, unknown>).map(([name, value]) => [
+/** The members of an object, those whose names match `secret` with their values redacted. */
+function redactedMembers(object: unknown, secret: (name: string) => boolean): unknown {
+  if (object === null || typeof object !== 'object') return object;
+  return Object.fromEntries(
+    Object.entries(object as Record<string, unknown>).map(([name, value]) => [
       name,
-      CREDENTIAL_HEADER.test(name) ? '[redacted]' : value,
+      secret(name) ? '[redacted]' : value,
     ]),
   );
-  return { ...presented, headers };
+}
+
+/**
+ * The action as audit trails keep it (docs/rules.md, "Notification actions"): the values of headers
+ * and query parameters that carry credentials left out, in `headers`, `query` and the `url` itself (its
+ * query string and any password before its host).
+ */
+export function auditSnapshot(row: NotificationActionRow): object {
+  const presented = presentAction(row, 'v3', STORED_TIME, '') ?? {};
+  const snapshot: Record<string, unknown> = { ...presented };
+  if (snapshot.headers) snapshot.headers = redactedMembers(snapshot.headers, (name) => CREDENTIAL_HEADER.test(name));
+  if (snapshot.query) snapshot.query = redactedMembers(snapshot.query, namesSecret);
+  if (typeof snapshot.url === 'string') snapshot.url = redactUrl(loggedUrl(snapshot.url));
+  return snapshot;
 }
 
 /** A notification action of these organisations, or undefined (whatever the API version). */
@@ -266,12 +278,19 @@ export async function updateAction(
     const rule = input.rule_key === undefined ? undefined : await requireRuleOf(tx, organisationKeys, input.rule_key);
     const ruleKey = rule ? rule.rule_key : before.rule_key;
     // Moved to a rule of another organisation (one the caller also sees: an OEM parent and its child):
-    // the action belongs to its rule's organisation from now on. The change is recorded there; the
-    // organisation it leaves loses an action of its rules too, for the rule engine's cache
-    // (audit/revisions.ts).
+    // the action belongs to its rule's organisation from now on. The change is recorded there, and the
+    // organisation it leaves records it gone, as a delete: its audit trail says where its action went
+    // no further, and the rule engine's cache of its actions is renewed (audit/revisions.ts).
     const organisationKey = rule ? rule.organisation_key : before.organisation_key;
     if (organisationKey !== before.organisation_key) {
-      await raiseRevision(tx, before.organisation_key, 'NotificationAction');
+      await recordChange(tx, actor, {
+        organisationKey: before.organisation_key,
+        action: 'delete',
+        entityType: 'NotificationAction',
+        entityKey: key,
+        entityName: before.name ?? type,
+        before: auditSnapshot(before),
+      });
     }
     const after: NotificationActionRow = {
       ...before,

@@ -40,6 +40,9 @@ export function loggedUrl(url: string): string {
 /** Names of parameters (and members of objects given as parameters) whose values are secrets. */
 const SECRET_NAME = /token|passw|secret|code|api[-_]?key|credential/i;
 
+/** Whether a parameter's name says its value is a secret (a token, a password, a key...). */
+export const namesSecret = (name: string): boolean => SECRET_NAME.test(name);
+
 /** Percent escapes and `+` decoded byte by byte, never failing on a malformed one (it stays as it is). */
 const percentDecoded = (text: string): string =>
   text

@@ -260,7 +260,12 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       rule_key: ruleKey,
       url: 'https://example.com/a',
       method: 'POST',
-      headers: { 'X-Key': 'abc', Authorization: 'Bearer s3cret' },
+      headers: {
+        'X-Key': 'abc',
+        Authorization: 'Bearer s3cret',
+        'X-Webhook-Signature': 's3cret-sig',
+        'X-Site': 'north',
+      },
     });
     const key = created.body.notification_action.notification_action_key;
     const put = (action: Record<string, unknown>, version = 'v3') =>
@@ -276,7 +281,12 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
     assert.equal(moved.status, 200, moved.text);
     assert.equal(moved.body.notification_action.url, 'https://example.com/b');
     assert.equal(moved.body.notification_action.method, 'POST');
-    assert.deepEqual(moved.body.notification_action.headers, { 'X-Key': 'abc', Authorization: 'Bearer s3cret' });
+    assert.deepEqual(moved.body.notification_action.headers, {
+      'X-Key': 'abc',
+      Authorization: 'Bearer s3cret',
+      'X-Webhook-Signature': 's3cret-sig',
+      'X-Site': 'north',
+    });
     assert.equal(moved.body.notification_action.rule_key, otherRule);
     assert.equal((await put({ type: 'CallHttpUrlAction', rule_key: 'nosuchrule' })).status, 404);
     const audit = await ctx.api.request('GET', '/api/v3/audit_trails', {
@@ -292,8 +302,32 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
     assert.equal(audit.body.audit_trails[1].old_entity_contents.url, 'https://example.com/a');
     // Credentials in headers stay out of audit trails.
     assert.doesNotMatch(audit.text, /s3cret/);
-    assert.equal(audit.body.audit_trails[0].new_entity_contents.headers.Authorization, '[redacted]');
-    assert.equal(audit.body.audit_trails[0].new_entity_contents.headers['X-Key'], 'abc');
+    const kept = audit.body.audit_trails[0].new_entity_contents;
+    assert.deepEqual(kept.headers, {
+      'X-Key': '[redacted]',
+      Authorization: '[redacted]',
+      'X-Webhook-Signature': '[redacted]',
+      'X-Site': 'north',
+    });
+    // So do those in the address and its query parameters.
+    const inAddress = await put({
+      type: 'CallHttpUrlAction',
+      url: 'https://hooks:s3cret-pw@example.com/c?api_key=s3cret-q&site=north',
+      query: { token: 's3cret-t', site: 'north' },
+    });
+    assert.equal(inAddress.status, 200, inAddress.text);
+    assert.equal(
+      inAddress.body.notification_action.url,
+      'https://hooks:s3cret-pw@example.com/c?api_key=s3cret-q&site=north',
+    );
+    const audited = await ctx.api.request('GET', '/api/v3/audit_trails', {
+      token,
+      query: { entity_key: key, order_by: 'timestamp', order: 'desc', per: 1 },
+    });
+    assert.doesNotMatch(audited.text, /s3cret/);
+    const last = audited.body.audit_trails[0].new_entity_contents;
+    assert.equal(last.url, 'https://hooks:***@example.com/c?api_key=[redacted]&site=north');
+    assert.deepEqual(last.query, { token: '[redacted]', site: 'north' });
     const deleted = await ctx.api.request('DELETE', `/api/v3/notification_actions/${key}`, { token });
     assert.equal(deleted.status, 200);
     assert.deepEqual(deleted.body, {});
@@ -327,6 +361,17 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
         (a: { notification_action_key: string }) => a.notification_action_key === key,
       ),
     );
+    // Each organisation's audit trail tells its side of the move: gone from the parent, changed in the child.
+    const trail = async (asked: string) => {
+      const response = await ctx.api.request('GET', '/api/v3/audit_trails', {
+        token: asked,
+        query: { entity_key: key, order_by: 'timestamp', order: 'asc' },
+      });
+      assert.equal(response.status, 200, response.text);
+      return response.body.audit_trails.map((a: { action_taken: string }) => a.action_taken);
+    };
+    assert.deepEqual(await trail(token), ['create', 'delete']);
+    assert.deepEqual(await trail(child.token), ['update']);
   });
 
   it('when another organisation or a role without the permission asks then it is refused', async () => {
