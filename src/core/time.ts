@@ -120,7 +120,16 @@ export function parseDateTime(value: unknown, zone: string): number | undefined 
   return iso.isValid ? iso.toMillis() : undefined;
 }
 
-const TIMESTAMP_MEMBERS = new Set(['created_at', 'updated_at', 'timestamp', 'last_beat']);
+const TIMESTAMP_MEMBERS = new Set([
+  'created_at',
+  'updated_at',
+  'timestamp',
+  'last_beat',
+  'acknowledged_at',
+  'cleared_at',
+  'expires_at',
+  'last_used_at',
+]);
 /** Members whose contents belong to users (metrics, properties) and are never reinterpreted. */
 const OPAQUE_MEMBERS = new Set([
   'data',

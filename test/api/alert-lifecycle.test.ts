@@ -88,6 +88,18 @@ describeOnStores('alert lifecycle', (ctx) => {
       ['update', 'acknowledged', 'cleared'],
       ['update', 'open', 'acknowledged'],
     ]);
+    // Every timestamp of the contents follows timestamp_format, those in the alert's data too.
+    const asText = await ctx.api.request('GET', '/api/v3/audit_trails', {
+      token,
+      query: { entity_type: 'Alert', entity_key: alert.alert_key, timestamp_format: 'str', time_zone: 'UTC' },
+    });
+    const text = /^\d{4}\/\d{2}\/\d{2} \d{2}:\d{2}:\d{2}$/;
+    const clearing = asText.body.audit_trails.find((t: any) => t.new_entity_contents.status === 'cleared');
+    const contents = clearing.new_entity_contents;
+    for (const member of ['created_at', 'acknowledged_at', 'cleared_at']) assert.match(contents[member], text, member);
+    assert.match(contents.data.thing.created_at, text);
+    assert.match(contents.data.event.timestamp, text);
+    assert.equal(contents.data.event.data.v, 9, "the event's own data as it was");
   });
 
   it('when an open alert is cleared straight away then that is allowed, with the comment', async () => {
