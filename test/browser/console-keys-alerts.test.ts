@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
-import { unique } from '../support/fixtures.ts';
+import { createRole, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -42,12 +42,12 @@ for (const store of STORES) {
       await api?.close();
     });
 
-    async function open(url: string): Promise<Page> {
+    async function open(url: string, user = { email: ADMIN_EMAIL, password: ADMIN_PASSWORD }): Promise<Page> {
       const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
       watched.push(watchProblems(page));
       await page.goto(url);
-      await page.getByLabel('Email', { exact: true }).fill(ADMIN_EMAIL);
-      await page.getByLabel('Password', { exact: true }).fill(ADMIN_PASSWORD);
+      await page.getByLabel('Email', { exact: true }).fill(user.email);
+      await page.getByLabel('Password', { exact: true }).fill(user.password);
       await page.getByRole('button', { name: 'Sign in', exact: true }).click();
       return page;
     }
@@ -74,6 +74,28 @@ for (const store of STORES) {
       await page.getByRole('row').filter({ hasText: 'Line 9' }).waitFor();
       assert.equal(await page.getByText(secret).count(), 0, 'the secret is gone');
       await screenshot(page, `${store.name}-key-pair-after-back`);
+    });
+
+    it('when a key pair is made with a role and then deleted after asking then its devices are refused', async () => {
+      const token = await api.adminToken();
+      const meters = await createRole(api, token, [11, 12, 13, 122]);
+      const page = await open(`${api.url}/console/key-pairs`);
+      await page.getByRole('button', { name: 'New key pair', exact: true }).click();
+      await page.getByLabel('Name', { exact: true }).fill('Meters line');
+      await page.getByLabel('Role', { exact: true }).selectOption({ label: meters.name });
+      await page.getByRole('button', { name: 'Create', exact: true }).click();
+      await page.getByRole('row').filter({ hasText: 'Meters line' }).waitFor();
+      const listed = await api.request('GET', '/api/v3/key_pairs', { token, query: { per: 1000 } });
+      const pair = listed.body.key_pairs.find((p: { name: string }) => p.name === 'Meters line');
+      assert.equal(pair.role_key, meters.role_key);
+      await page.getByRole('button', { name: 'Delete Meters line', exact: true }).click();
+      const dialog = page.getByRole('dialog', { name: 'Delete the key pair Meters line?', exact: true });
+      await dialog.waitFor();
+      await screenshot(page, `${store.name}-key-pair-delete`);
+      await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
+      await page.getByRole('row').filter({ hasText: 'Meters line' }).waitFor({ state: 'detached' });
+      const gone = await api.request('GET', `/api/v3/key_pairs/${pair.key_pair_key}`, { token });
+      assert.equal(gone.status, 404);
     });
 
     describe('over plain HTTP at a name other than localhost', () => {
@@ -205,6 +227,25 @@ for (const store of STORES) {
         );
         await row(page, second.message).getByRole('cell', { name: 'acknowledged', exact: true }).waitFor(WAIT);
         await screenshot(page, `${store.name}-alerts-page-2-live`);
+      });
+
+      it('when a role may read alerts but not change them then no Acknowledge, Clear or Comment is offered', async () => {
+        const reader = await userWithAbilities(api, token, [91]);
+        const page = await open(`${api.url}/console/alerts`, reader);
+        await page.getByText(/^Page 1 of 2 · \d+ alerts$/).waitFor();
+        assert.equal(await page.getByRole('button', { name: 'Acknowledge', exact: true }).count(), 0);
+        assert.equal(await page.getByRole('button', { name: 'Clear', exact: true }).count(), 0);
+        assert.equal(await page.getByLabel('Comment', { exact: true }).count(), 0);
+        await screenshot(page, `${store.name}-alerts-read-only`);
+      });
+
+      it('when the address asks for a status the list does not offer then it shows them all', async () => {
+        const page = await open(`${api.url}/console/alerts?status=all`);
+        await page.getByText(/^Page 1 of 2 · 60 alerts$/).waitFor();
+        await page
+          .getByLabel('Status', { exact: true })
+          .getByRole('option', { name: 'All', exact: true, selected: true })
+          .waitFor({ state: 'attached' });
       });
 
       it('when Status is Open and an alert is acknowledged then it leaves the list', async () => {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
+import { createThing } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -167,6 +168,80 @@ for (const store of STORES) {
       assert.equal(stored.trigger, 'no_data');
       assert.equal(stored.condition, '');
       assert.equal(stored.for_seconds, 600);
+    });
+
+    it('when a rule is made with every field of the form then Save writes each, and Delete removes it after asking', async () => {
+      await createThing(api, token, { name: 'Kiln 4', thing_key: 'kiln-4' });
+      const group = await api.request('POST', '/api/v3/groups', {
+        token,
+        body: { group: { name: 'Hall C', group_type: 1, thing_keys: [] } },
+      });
+      assert.equal(group.status, 200, group.text);
+      await openRules();
+      await page.getByRole('button', { name: 'New rule', exact: true }).click();
+      await field('Name').fill('G kiln too hot');
+      await field('Description').fill('for the night shift');
+      await field('Condition').fill('temperature > 900');
+      await field('Group').selectOption({ label: 'Hall C' });
+      await field('Add thing').fill('Kiln');
+      await page.getByRole('option', { name: /Kiln 4/ }).click();
+      await page.getByRole('list', { name: 'Things listed', exact: true }).getByText('Kiln 4').waitFor();
+      await field('Trigger').selectOption({ label: 'When the condition turns true' });
+      await field('For (seconds)').fill('300');
+      await field('Alert type').selectOption({ label: 'Critical' });
+      await page.getByRole('checkbox', { name: 'Clear automatically', exact: true }).check();
+      await page.getByRole('checkbox', { name: 'Enabled', exact: true }).uncheck();
+      await shot('new-every-field');
+      await save('New rule');
+      const listed = await api.request('GET', '/api/v3/rules', { token, query: { search: 'G kiln', per: 10 } });
+      const made = listed.body.rules[0];
+      assert.deepEqual(
+        {
+          description: made.description,
+          condition: made.condition,
+          group_key: made.group_key,
+          thing_keys: made.thing_keys,
+          trigger: made.trigger,
+          for_seconds: made.for_seconds,
+          alert_type: made.alert_type,
+          auto_clear: made.auto_clear,
+          enabled: made.enabled,
+        },
+        {
+          description: 'for the night shift',
+          condition: 'temperature > 900',
+          group_key: group.body.group.group_key,
+          thing_keys: ['kiln-4'],
+          trigger: 'on_enter',
+          for_seconds: 300,
+          alert_type: 3,
+          auto_clear: true,
+          enabled: false,
+        },
+      );
+      // Edit shows them again; a no_data trigger asks for the silence.
+      await openRules();
+      await page.getByRole('button', { name: 'Edit G kiln too hot', exact: true }).click();
+      await selectedOption('Group', 'Hall C').waitFor({ state: 'attached' });
+      assert.equal(await field('For (seconds)').inputValue(), '300');
+      assert.equal(await page.getByRole('checkbox', { name: 'Enabled', exact: true }).isChecked(), false);
+      await field('Trigger').selectOption({ label: 'When a thing sends nothing' });
+      await field('For (seconds)').fill('900');
+      await page.getByRole('button', { name: 'Remove kiln-4', exact: true }).click();
+      await save('Edit G kiln too hot');
+      const edited = await storedRule(made.rule_key);
+      assert.equal(edited.trigger, 'no_data');
+      assert.equal(edited.for_seconds, 900);
+      assert.deepEqual(edited.thing_keys, []);
+      await openRules();
+      await page.getByRole('button', { name: 'Delete G kiln too hot', exact: true }).click();
+      const dialog = page.getByRole('dialog', { name: 'Delete the rule G kiln too hot?', exact: true });
+      await dialog.waitFor();
+      await shot('delete');
+      await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
+      await page.getByRole('cell', { name: 'G kiln too hot', exact: true }).waitFor({ state: 'detached' });
+      const gone = await api.request('GET', `/api/v3/rules/${made.rule_key}`, { token });
+      assert.equal(gone.status, 404);
     });
 
     it('when the rule form has been used then the page reported no uncaught error and no refusal', () => {

@@ -165,6 +165,40 @@ for (const store of STORES) {
       );
     });
 
+    it('when every event of a thing is deleted then its latest values and chart show none, without a reload', async () => {
+      const recent = Date.now() - 60_000;
+      const sent = await api.request('POST', '/api/v3/things/boiler-1/events', {
+        token,
+        body: { events: [{ timestamp: recent, data: { temperature: 97.25 } }] },
+      });
+      assert.equal(sent.status, 200, sent.text);
+      const latest = page.getByRole('region', { name: 'Latest values', exact: true });
+      const telemetry = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await latest.getByText('97.25', { exact: true }).waitFor();
+      await telemetry.getByText(/^[1-9]\d* points/).waitFor();
+      const local = (ms: number) =>
+        page.evaluate((at) => {
+          const d = new Date(at);
+          const pad = (n: number) => String(n).padStart(2, '0');
+          return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+        }, ms);
+      const panel = page.getByRole('region', { name: 'Delete events', exact: true });
+      if (!(await panel.isVisible()))
+        await page.getByRole('button', { name: 'Delete events', exact: true }).first().click();
+      await panel.getByLabel('From', { exact: true }).fill(await local(Date.now() - 6 * 3_600_000));
+      await panel.getByLabel('To', { exact: true }).fill(await local(Date.now()));
+      await panel.getByRole('button', { name: 'Delete events', exact: true }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete', exact: true }).click();
+      await panel
+        .getByRole('status')
+        .filter({ hasText: /events? deleted\./ })
+        .waitFor();
+      await latest.getByText('No event yet.', { exact: true }).waitFor();
+      assert.equal(await latest.getByText('97.25', { exact: true }).count(), 0);
+      await telemetry.getByText('No numeric values in this range.', { exact: true }).waitFor();
+      await shot('all-events-deleted');
+    });
+
     it('when a role may only read things then neither the list nor a thing offers a change', async () => {
       const reader = await userWithAbilities(api, token, [11]);
       await expectReadOnly(

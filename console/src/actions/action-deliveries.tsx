@@ -17,7 +17,7 @@ export function ActionDeliveries({ action }: { action: Action }) {
   );
   return (
     <section aria-label={`Deliveries of ${nameAction(action)}`}>
-      <h3>{nameAction(action)}</h3>
+      <h2>{nameAction(action)}</h2>
       <Failure message={deliveries.error} />
       {deliveries.data?.deliveries.length === 0 && <p>No delivery attempts yet.</p>}
       {deliveries.data && deliveries.data.deliveries.length > 0 && (

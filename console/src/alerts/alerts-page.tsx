@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api, messageOf } from '../api/client.ts';
 import type { paths } from '../api/schema';
+import { useAllows } from '../caller.ts';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
@@ -26,7 +27,13 @@ const byTime = (alerts: Alert[]) => [...alerts].sort((a, b) => Number(b.timestam
 /** The latest alerts, newest first; alerts raised or changed while the page is open come in live. */
 export function AlertsPage() {
   // The filter and page live in the query string, so that Back (or a link: the overview's) finds them.
-  const [status, setStatus] = useState(() => currentQuery().get('status') ?? '');
+  // A status the list does not offer (`?status=all`, an old link) shows them all.
+  const [status, setStatus] = useState(() => {
+    const asked = currentQuery().get('status') ?? '';
+    return STATUSES.some((s) => s.value === asked) ? asked : '';
+  });
+  // Acknowledge and Clear change the alert: offered to roles that may update alerts.
+  const mayUpdate = useAllows('alert', 'update');
   const [page, setPage] = useState(() => Math.max(1, Number(currentQuery().get('page')) || 1));
   const [comment, setComment] = useState('');
   const [failure, setFailure] = useState<string | undefined>();
@@ -115,16 +122,18 @@ export function AlertsPage() {
             </select>
           )}
         </Field>
-        <Field label="Comment" hint="optional: kept with the next Acknowledge or Clear">
-          {(id, describedBy) => (
-            <input
-              id={id}
-              aria-describedby={describedBy}
-              value={comment}
-              onInput={(e) => setComment(e.currentTarget.value)}
-            />
-          )}
-        </Field>
+        {mayUpdate && (
+          <Field label="Comment" hint="optional: kept with the next Acknowledge or Clear">
+            {(id, describedBy) => (
+              <input
+                id={id}
+                aria-describedby={describedBy}
+                value={comment}
+                onInput={(e) => setComment(e.currentTarget.value)}
+              />
+            )}
+          </Field>
+        )}
       </div>
       <Failure message={list.error ?? failure} />
       {list.data &&
@@ -137,20 +146,24 @@ export function AlertsPage() {
           <AlertTable
             alerts={shown}
             showThing
-            actions={(alert) => (
-              <>
-                {alert.status === 'open' && (
-                  <button type="button" onClick={() => act(alert, 'acknowledge')}>
-                    Acknowledge
-                  </button>
-                )}{' '}
-                {alert.status !== 'cleared' && (
-                  <button type="button" onClick={() => act(alert, 'clear')}>
-                    Clear
-                  </button>
-                )}
-              </>
-            )}
+            actions={
+              mayUpdate
+                ? (alert) => (
+                    <>
+                      {alert.status === 'open' && (
+                        <button type="button" onClick={() => act(alert, 'acknowledge')}>
+                          Acknowledge
+                        </button>
+                      )}{' '}
+                      {alert.status !== 'cleared' && (
+                        <button type="button" onClick={() => act(alert, 'clear')}>
+                          Clear
+                        </button>
+                      )}
+                    </>
+                  )
+                : undefined
+            }
           />
         ))}
       {list.data && <Pager page={page} per={PER} total={list.data.total_count} noun="alerts" onPage={setPage} />}

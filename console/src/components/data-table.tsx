@@ -5,8 +5,17 @@ export interface Column<T> {
   cell: (row: T) => ComponentChildren;
 }
 
-/** A table of rows (text cells: nothing from the API is inserted as HTML), one column per `Column`. */
-export function DataTable<T>(props: { label: string; columns: Column<T>[]; rows: T[]; rowKey: (row: T) => string }) {
+/**
+ * A table of rows (text cells: nothing from the API is inserted as HTML), one column per `Column`; with
+ * no rows, one row saying so (`empty`), rather than headers over nothing.
+ */
+export function DataTable<T>(props: {
+  label: string;
+  columns: Column<T>[];
+  rows: T[];
+  rowKey: (row: T) => string;
+  empty?: ComponentChildren;
+}) {
   return (
     <table aria-label={props.label}>
       <thead>
@@ -19,6 +28,13 @@ export function DataTable<T>(props: { label: string; columns: Column<T>[]; rows:
         </tr>
       </thead>
       <tbody>
+        {props.rows.length === 0 && (
+          <tr>
+            <td colSpan={props.columns.length} class="muted">
+              {props.empty ?? 'None yet.'}
+            </td>
+          </tr>
+        )}
         {props.rows.map((row) => (
           <tr key={props.rowKey(row)}>
             {props.columns.map((c) => (

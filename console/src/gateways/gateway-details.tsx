@@ -27,7 +27,7 @@ export function GatewayDetails({ gateway }: { gateway: Gateway }) {
   );
   return (
     <section aria-label={`Details of ${gateway.name}`}>
-      <h3>Adapters</h3>
+      <h2>Adapters</h2>
       {gateway.adapters.length === 0 ? (
         <p>No adapters.</p>
       ) : (
@@ -56,7 +56,7 @@ export function GatewayDetails({ gateway }: { gateway: Gateway }) {
           </tbody>
         </table>
       )}
-      <h3>Configuration</h3>
+      <h2>Configuration</h2>
       <p class="muted">The document the gateway is handed when it asks for its configuration.</p>
       <Failure message={configuration.error} />
       {configuration.data && (

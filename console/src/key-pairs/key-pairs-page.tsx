@@ -1,6 +1,8 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { answer, api, messageOf } from '../api/client.ts';
 import type { paths } from '../api/schema';
+import { useAllows } from '../caller.ts';
+import { ConfirmButton } from '../components/confirm.tsx';
 import { Copyable } from '../components/copyable.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
@@ -22,8 +24,20 @@ export function KeyPairsPage() {
       answer(api.GET('/api/v3/key_pairs', { params: { query: { per: 1000, order_by: 'created_at', order: 'desc' } } })),
     [],
   );
+  const mayDelete = useAllows('key_pair', 'delete');
+  const mayReadRoles = useAllows('role', 'read');
+  const roles = useLoad(
+    async () =>
+      mayReadRoles
+        ? (await answer(api.GET('/api/v3/roles', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } })))
+            .roles
+        : [],
+    [mayReadRoles],
+  );
   const [open, setOpen] = useState(false);
   const [name, setName] = useState('');
+  // '' leaves the role to the server: the organisation's Agent role, made for devices.
+  const [role, setRole] = useState('');
   const [error, setError] = useState<string | undefined>();
   const [created, setCreated] = useState<Created | undefined>();
   // Leaving the console for another page may keep this one whole in the browser's back/forward cache,
@@ -36,11 +50,14 @@ export function KeyPairsPage() {
   const create = async (event: Event) => {
     event.preventDefault();
     try {
-      const answered = await answer(api.POST('/api/v3/key_pairs', { body: { key_pair: { name } } }));
+      const answered = await answer(
+        api.POST('/api/v3/key_pairs', { body: { key_pair: { name, ...(role ? { role_key: role } : {}) } } }),
+      );
       setCreated(answered.key_pair);
       setError(undefined);
       setOpen(false);
       setName('');
+      setRole('');
       list.reload();
     } catch (failure) {
       setError(messageOf(failure));
@@ -68,6 +85,27 @@ export function KeyPairsPage() {
               />
             )}
           </Field>
+          {mayReadRoles && (
+            <Field label="Role" hint="What devices signing with it may do">
+              {(id, describedBy) => (
+                <select
+                  id={id}
+                  aria-describedby={describedBy}
+                  value={role}
+                  onChange={(e) => setRole(e.currentTarget.value)}
+                >
+                  <option value="">Agent (for devices)</option>
+                  {roles.data
+                    ?.filter((r) => r.name !== 'Agent')
+                    .map((r) => (
+                      <option key={r.role_key} value={r.role_key}>
+                        {r.name}
+                      </option>
+                    ))}
+                </select>
+              )}
+            </Field>
+          )}
           <button type="submit">Create</button>
         </form>
       )}
@@ -85,6 +123,7 @@ export function KeyPairsPage() {
               <th scope="col">Name</th>
               <th scope="col">Access key</th>
               <th scope="col">Created</th>
+              {mayDelete && <th scope="col">Actions</th>}
             </tr>
           </thead>
           <tbody>
@@ -95,6 +134,29 @@ export function KeyPairsPage() {
                   <code>{pair.access_key}</code>
                 </td>
                 <td>{showTime(pair.created_at)}</td>
+                {mayDelete && (
+                  <td>
+                    <ConfirmButton
+                      label="Delete"
+                      accessibleName={`Delete ${pair.name}`}
+                      title={`Delete the key pair ${pair.name}?`}
+                      question={
+                        <p>
+                          Devices that sign with <code>{pair.access_key}</code> are refused from then on, and those
+                          connected over MQTT are disconnected.
+                        </p>
+                      }
+                      onConfirm={async () => {
+                        await answer(
+                          api.DELETE('/api/v3/key_pairs/{key_pair_key}', {
+                            params: { path: { key_pair_key: pair.key_pair_key } },
+                          }),
+                        );
+                        list.reload();
+                      }}
+                    />
+                  </td>
+                )}
               </tr>
             ))}
           </tbody>
@@ -138,10 +200,12 @@ function NewSecret({ pair, onDone }: { pair: Created; onDone: () => void }) {
   // Shown once the server has answered (or refused: then 1883), never with a port it may not have.
   const settled = asked.data !== undefined || asked.error !== undefined;
   const secure = settings?.mqtts_port != null;
+  // A server without an MQTT port (MQTT_PORT=0) and no external broker has no port to give.
+  const noMqtt = settings !== undefined && !settings.external_broker && settings.mqtt_port === null && !secure;
   const mqtt = [
     `protocol = ${secure ? 'mqtts' : 'mqtt'}`,
     `host = ${settings?.external_broker ? "<your MQTT broker's host (MQTT_URL)>" : host}`,
-    `port = ${settings?.external_broker ? "<your MQTT broker's port>" : ((secure ? settings?.mqtts_port : settings?.mqtt_port) ?? 1883)}`,
+    `port = ${settings?.external_broker ? "<your MQTT broker's port>" : noMqtt ? '<none: the server has no MQTT port open>' : ((secure ? settings?.mqtts_port : settings?.mqtt_port) ?? 1883)}`,
     `access_key = ${pair.access_key}`,
     `secret_key = ${secret}`,
     `username = ${pair.access_key}`,

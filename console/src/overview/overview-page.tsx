@@ -88,7 +88,9 @@ export function OverviewPage() {
         <Failure message={alerts.error} />
         {alerts.data &&
           (alerts.data.alerts.length === 0 ? (
-            <EmptyState title="No open alerts">Every alert raised so far is acknowledged or cleared.</EmptyState>
+            <EmptyState title="No open alerts">
+              Alerts that rules or devices raise show here until they are acknowledged or cleared.
+            </EmptyState>
           ) : (
             <>
               <AlertTable alerts={alerts.data.alerts} showThing />

@@ -1,17 +1,31 @@
-import { useState } from 'preact/hooks';
+import { useId, useState } from 'preact/hooks';
 import { ActionDeliveries } from '../actions/action-deliveries.tsx';
 import { answer, api, messageOf } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { useAllows } from '../caller.ts';
+import { ConfirmButton } from '../components/confirm.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { useExpressionCheck } from '../components/expression-check.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
+import { type ThingChoice, ThingCombobox } from '../components/thing-combobox.tsx';
 import { useLoad } from '../components/use-load.ts';
 
 type Rule = paths['/api/v3/rules']['get']['responses'][200]['content']['application/json']['rules'][number];
+type Trigger = 'on_enter' | 'every_event' | 'no_data';
 const ALERT_TYPES = ['Info', 'Warning', 'Error', 'Critical'];
+/** The rule's triggers in words (docs/rules.md, "Rule timing"). */
+const TRIGGERS: [Trigger, string][] = [
+  ['on_enter', 'When the condition turns true'],
+  ['every_event', 'On every event it holds for'],
+  ['no_data', 'When a thing sends nothing'],
+];
+
+async function loadGroups() {
+  return (await answer(api.GET('/api/v3/groups', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } })))
+    .groups;
+}
 
 /** Rules, a form to create or edit one, and each rule's notification actions with their deliveries. */
 export function RulesPage() {
@@ -23,6 +37,7 @@ export function RulesPage() {
   const [shown, setShown] = useState<string | undefined>();
   const mayCreate = useAllows('rule', 'create');
   const mayUpdate = useAllows('rule', 'update');
+  const mayDelete = useAllows('rule', 'delete');
   const newRule = mayCreate && editing === undefined && (
     <button type="button" onClick={() => setEditing('new')}>
       New rule
@@ -78,6 +93,25 @@ export function RulesPage() {
                         Edit
                       </button>
                     )}{' '}
+                    {mayDelete && (
+                      <>
+                        <ConfirmButton
+                          label="Delete"
+                          accessibleName={`Delete ${rule.name}`}
+                          title={`Delete the rule ${rule.name}?`}
+                          question={
+                            <p>Its notification actions go with it. Its alerts stay, and so does the audit trail.</p>
+                          }
+                          onConfirm={async () => {
+                            await answer(
+                              api.DELETE('/api/v3/rules/{rule_key}', { params: { path: { rule_key: rule.rule_key } } }),
+                            );
+                            if (editing !== 'new' && editing?.rule_key === rule.rule_key) setEditing(undefined);
+                            list.reload();
+                          }}
+                        />{' '}
+                      </>
+                    )}
                     <button
                       type="button"
                       aria-expanded={shown === rule.rule_key}
@@ -111,21 +145,41 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
   const [alertType, setAlertType] = useState(rule ? (rule.alert_type === null ? '' : String(rule.alert_type)) : '1');
   const [alertMessage, setAlertMessage] = useState(rule?.alert_message ?? '');
   const [template, setTemplate] = useState(rule?.thing_template_key ?? '');
+  const [description, setDescription] = useState(rule?.description ?? '');
+  const [trigger, setTrigger] = useState<Trigger>((rule?.trigger as Trigger | undefined) ?? 'on_enter');
+  const [forSeconds, setForSeconds] = useState(String(rule?.for_seconds ?? 0));
+  const [autoClear, setAutoClear] = useState(rule?.auto_clear ?? false);
+  const [enabled, setEnabled] = useState(rule?.enabled ?? true);
+  const [group, setGroup] = useState(rule?.group_key ?? '');
+  // The things a rule names are kept by key; those added here show their names too.
+  const [things, setThings] = useState<ThingChoice[]>(
+    (rule?.thing_keys ?? []).map((thing_key) => ({ thing_key, name: '' })),
+  );
   const [error, setError] = useState<string | undefined>();
   const check = useExpressionCheck(condition, 'rule');
   // A no_data rule's condition is optional (docs/rules.md); once given, the API cannot remove it.
   const conditionOptional = rule?.trigger === 'no_data' && rule.condition === '';
   const templates = useLoad(loadTemplates, []);
+  const groups = useLoad(loadGroups, []);
+  const autoClearHint = useId();
   const save = async (event: Event) => {
     event.preventDefault();
     // Every field the form shows is sent, empty ones too: an update keeps what it is not given, so a
     // template set to None (null) or an emptied message must be sent to be removed.
     const fields = {
       name,
+      description,
       ...(condition ? { condition } : {}),
       alert_type: alertType === '' ? null : (Number(alertType) as 0 | 1 | 2 | 3),
       alert_message: alertMessage,
       thing_template_key: template || null,
+      group_key: group || null,
+      thing_keys: things.map((t) => t.thing_key),
+      trigger,
+      // Every event fires at once: the API takes no wait for it.
+      for_seconds: trigger === 'every_event' ? 0 : Number(forSeconds),
+      auto_clear: autoClear && alertType !== '',
+      enabled,
     };
     try {
       if (rule) {
@@ -171,13 +225,84 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
           />
         )}
       </Field>
-      <TemplateSelect
-        templates={templates.data}
-        value={template}
-        onChange={setTemplate}
-        hint="the things the rule watches; every thing when none"
-        none="None"
-      />
+      <Field label="Description">
+        {(id) => <input id={id} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}
+      </Field>
+      <fieldset>
+        <legend>Things watched</legend>
+        <p class="hint">
+          The things of the template, the group's members and the things listed; every thing when none.
+        </p>
+        <TemplateSelect templates={templates.data} value={template} onChange={setTemplate} none="None" />
+        <Field label="Group">
+          {(id) => (
+            <select id={id} value={group} onChange={(e) => setGroup(e.currentTarget.value)}>
+              <option value="">None</option>
+              {groups.data?.map((g) => (
+                <option key={g.group_key} value={g.group_key}>
+                  {g.name}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <ThingCombobox
+          label="Add thing"
+          exclude={new Set(things.map((t) => t.thing_key))}
+          onChoose={(thing) => setThings((list) => [...list, thing])}
+        />
+        {things.length > 0 && (
+          <ul class="members" aria-label="Things listed">
+            {things.map((thing) => (
+              <li key={thing.thing_key}>
+                {thing.name} <code>{thing.thing_key}</code>{' '}
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-label={`Remove ${thing.name || thing.thing_key}`}
+                  onClick={() => setThings((list) => list.filter((t) => t.thing_key !== thing.thing_key))}
+                >
+                  Remove
+                </button>
+              </li>
+            ))}
+          </ul>
+        )}
+      </fieldset>
+      <Field label="Trigger">
+        {(id) => (
+          <select id={id} value={trigger} onChange={(e) => setTrigger(e.currentTarget.value as Trigger)}>
+            {TRIGGERS.map(([value, label]) => (
+              <option key={value} value={value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      {trigger !== 'every_event' && (
+        <Field
+          label="For (seconds)"
+          hint={
+            trigger === 'no_data'
+              ? 'How long a thing must send nothing (at least 1)'
+              : 'How long, by event time, the condition must hold before the rule fires (0: at once)'
+          }
+        >
+          {(id, describedBy) => (
+            <input
+              id={id}
+              type="number"
+              min={trigger === 'no_data' ? 1 : 0}
+              max={2_592_000}
+              required
+              aria-describedby={describedBy}
+              value={forSeconds}
+              onInput={(e) => setForSeconds(e.currentTarget.value)}
+            />
+          )}
+        </Field>
+      )}
       <Field label="Alert type" hint="None raises no alert; the notification actions still run">
         {(id, describedBy) => (
           <select
@@ -198,6 +323,23 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
       <Field label="Alert message">
         {(id) => <input id={id} value={alertMessage} onInput={(e) => setAlertMessage(e.currentTarget.value)} />}
       </Field>
+      <label class="check">
+        <input
+          type="checkbox"
+          checked={autoClear && alertType !== ''}
+          disabled={alertType === ''}
+          aria-describedby={autoClearHint}
+          onChange={(e) => setAutoClear(e.currentTarget.checked)}
+        />{' '}
+        Clear automatically
+      </label>
+      <small id={autoClearHint} class="hint">
+        One open alert per thing, cleared at the first event on which the condition no longer holds; needs an alert
+        type.
+      </small>
+      <label class="check">
+        <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled
+      </label>
       <Failure message={error} />
       <div>
         <button type="submit">Save</button>{' '}

@@ -62,10 +62,15 @@ export function SettingsPage() {
               { name: 'Events stored this month', value: usage.data && String(usage.data.events_stored_this_month) },
               { name: 'API requests today', value: usage.data && String(usage.data.api_requests_today) },
               { name: 'Storage', value: usage.data && showBytes(usage.data.storage_bytes) },
-              {
-                name: 'Events limit',
-                value: organisation.data && showEventsLimit(organisation.data.events_per_second),
-              },
+              // The organisation is read by its account admins only: others are not shown its limit.
+              ...(organisation.error
+                ? []
+                : [
+                    {
+                      name: 'Events limit',
+                      value: organisation.data && showEventsLimit(organisation.data.events_per_second),
+                    },
+                  ]),
               {
                 name: 'Events refused by a limit today',
                 value: usage.data && String(usage.data.events_limited_today),

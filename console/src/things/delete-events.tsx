@@ -16,7 +16,15 @@ const secondsOf = (local: string): number | undefined => {
  * "Deleting events"): `From` and `To` in the user's time zone, then a dialog naming the thing and the
  * range. `To` takes in its whole minute, as the picker shows minutes.
  */
-export function DeleteEvents({ thing, onDone }: { thing: Thing; onDone: () => void }) {
+export function DeleteEvents({
+  thing,
+  onDone,
+  onDeleted,
+}: {
+  thing: Thing;
+  onDone: () => void;
+  onDeleted: () => void;
+}) {
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
   const [deleted, setDeleted] = useState<number | undefined>();
@@ -52,6 +60,7 @@ export function DeleteEvents({ thing, onDone }: { thing: Thing; onDone: () => vo
                 }),
               );
               setDeleted(answered.deleted);
+              onDeleted();
             }}
           />
         ) : (

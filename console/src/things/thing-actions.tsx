@@ -29,7 +29,16 @@ async function exportEvents(thingKey: string, format: Format): Promise<void> {
 }
 
 /** What may be done to a thing, as its role allows: Edit, Delete, Export and Delete events. */
-export function ThingActions({ thing, onChanged }: { thing: Thing; onChanged: () => void }) {
+export function ThingActions({
+  thing,
+  onChanged,
+  onEventsDeleted,
+}: {
+  thing: Thing;
+  onChanged: () => void;
+  /** Events of the thing were deleted: what the page shows of them is read again. */
+  onEventsDeleted: () => void;
+}) {
   const caller = useCaller();
   const [panel, setPanel] = useState<'edit' | 'export' | 'delete-events' | undefined>();
   const [exportError, setExportError] = useState<string | undefined>();
@@ -108,7 +117,9 @@ export function ThingActions({ thing, onChanged }: { thing: Thing; onChanged: ()
           <Failure message={exportError} />
         </section>
       )}
-      {panel === 'delete-events' && <DeleteEvents thing={thing} onDone={() => setPanel(undefined)} />}
+      {panel === 'delete-events' && (
+        <DeleteEvents thing={thing} onDone={() => setPanel(undefined)} onDeleted={onEventsDeleted} />
+      )}
     </>
   );
 }

@@ -28,6 +28,8 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
   );
   const [latest, setLatest] = useState<Latest>({});
   const [liveRefused, setLiveRefused] = useState<string | undefined>();
+  // Counts the deletions of events made here: the latest values and the chart are read again after each.
+  const [deletions, setDeletions] = useState(0);
   useEffect(() => {
     let current = true;
     setLatest({});
@@ -64,7 +66,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
       stopEvents();
       stopThings();
     };
-  }, [thingKey]);
+  }, [thingKey, deletions]);
   const lastEvent = thing.data?.last_event;
   useEffect(() => {
     if (lastEvent) setLatest((shown) => mergeLatest(shown, lastEvent.timestamp, lastEvent.data));
@@ -125,14 +127,26 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
         <code>{t.thing_key}</code> · {t.thing_template_name} · {t.alive ? 'Online' : 'Offline'}
         {t.description ? ` · ${t.description}` : ''}
       </p>
-      <ThingActions thing={t} onChanged={thing.reload} />
+      <ThingActions
+        thing={t}
+        onChanged={thing.reload}
+        onEventsDeleted={() => {
+          setDeletions((n) => n + 1);
+          thing.reload();
+        }}
+      />
       {liveRefused && (
         <p role="alert" class="error">
           Live telemetry is unavailable: {liveRefused}
         </p>
       )}
       <LatestValues latest={latest} units={units} />
-      <Telemetry thingKey={t.thing_key} declared={declared} onUndeclared={askTemplateAgain} />
+      <Telemetry
+        key={`${t.thing_key}:${deletions}`}
+        thingKey={t.thing_key}
+        declared={declared}
+        onUndeclared={askTemplateAgain}
+      />
       <ThingAlerts thingKey={t.thing_key} />
       {t.bi_directional && <Instructions thingKey={t.thing_key} />}
     </section>

@@ -213,6 +213,13 @@ export function ThingsPage() {
           </tr>
         </thead>
         <tbody>
+          {list.data?.things.length === 0 && !noThings && (
+            <tr>
+              <td colSpan={4} class="muted">
+                No thing matches.
+              </td>
+            </tr>
+          )}
           {list.data?.things.map((thing) => (
             <tr key={thing.thing_key}>
               <td>
