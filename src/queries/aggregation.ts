@@ -3,7 +3,7 @@
  * metrics over a period, for all things together, per thing, and per calendar-aligned time bucket, with
  * idle time.
  */
-import { invalidParam, requiredParam } from '../core/errors.ts';
+import { invalidParam } from '../core/errors.ts';
 import { JsonText } from '../core/http/json-text.ts';
 import type { TimeFormatter } from '../core/time.ts';
 import { rollupsOf, SLOT_MS } from '../events/rollups.ts';
@@ -162,15 +162,32 @@ export function cellWriter(functions: ReadonlySet<AggregateFunction>) {
   };
 }
 
+const HOUR_MS = 3_600_000;
+/**
+ * The period of an aggregation by time, or of idle time, whose `from` is not given: the last hour of
+ * minutes, day of hours, 30 days of days, 365 days of months, and a day of idle time.
+ */
+const DEFAULT_SPAN_MS: Record<TimeGrouping | 'idle', number> = {
+  minute: HOUR_MS,
+  hour: 24 * HOUR_MS,
+  day: 30 * 24 * HOUR_MS,
+  month: 365 * 24 * HOUR_MS,
+  idle: 24 * HOUR_MS,
+};
+
 /** What an aggregation request asks for, checked: its range, its buckets and the functions to answer. */
 export function aggregationRange(
   request: Pick<AggregationRequest, 'from' | 'to' | 'grouping' | 'groupingValue' | 'idle' | 'functions'>,
   time: TimeFormatter,
 ) {
-  const from = readBound(request.from, time.zone, 'from');
-  const to = readBound(request.to, time.zone, 'to', true);
-  if ((request.grouping || request.idle) && from === undefined) throw requiredParam('from');
-  if ((request.grouping || request.idle) && to === undefined) throw requiredParam('to');
+  let from = readBound(request.from, time.zone, 'from');
+  let to = readBound(request.to, time.zone, 'to', true);
+  // Buckets and idle time need a period: one not given ends now and spans DEFAULT_SPAN_MS (docs/api.md,
+  // "Data queries").
+  if (request.grouping || request.idle) {
+    to ??= from === undefined || from <= Date.now() ? Date.now() : from;
+    from ??= to - DEFAULT_SPAN_MS[request.grouping ?? 'idle'];
+  }
   if (from !== undefined && to !== undefined && from > to) throw invalidParam('from', 'must not be after to');
   if (request.grouping) {
     // Buckets are walked by the calendar a little beyond the range: the last days a clock can name
@@ -337,8 +354,8 @@ export async function aggregatedData(
   });
 
   // Idle and total minutes are counted to the instant `to` names (00:30:00 ends a half hour), though
-  // the events of that whole second are in the range.
-  const named = readBound(request.to, time.zone, 'to');
+  // the events of that whole second are in the range; a `to` not given is the instant the period ends.
+  const named = readBound(request.to, time.zone, 'to') ?? to;
   const whole: Period | undefined = from !== undefined && named !== undefined ? { start: from, end: named } : undefined;
   const totals = metrics.map(() => new Stats(1, false));
   const idleTotals = metrics.map((): IdleTimes => ({ idle: 0, total: 0 }));

@@ -657,16 +657,42 @@ describeOnStores('data queries', (ctx) => {
   });
 
   it('when aggregation is asked wrongly then it is a 400 or 404', async () => {
-    assert.equal((await query('thing_aggregated_data', { time_grouping: 'hour' })).body.errors[0].param, 'from');
     assert.equal((await query('thing_aggregated_data', { time_grouping: 'week', from: 1, to: 2 })).status, 400);
     const tooMany = await query('thing_aggregated_data', { time_grouping: 'minute', from: 0, to: 86400 * 30 });
     assert.equal(tooMany.status, 400);
     assert.equal((await query('thing_aggregated_data', { thing_keys: ['nosuchthing'] })).status, 404);
     assert.equal((await query('thing_aggregated_data', { functions: ['median'] })).status, 400);
-    for (const asked of [{ time_grouping: 'hour' }, { idle_time_required: true }]) {
-      const noEnd = await query('thing_aggregated_data', { ...asked, from: 1_700_000_000 });
-      assert.equal(noEnd.status, 400, `${JSON.stringify(asked)}: ${noEnd.text}`);
-      assert.equal(noEnd.body.errors[0].param, 'to');
-    }
+  });
+
+  it('when grouping or idle time is asked without from or to then the period ends now and spans its default', async () => {
+    const now = Date.now();
+    const key = await thingWithEvents([{ timestamp: now - 10 * MINUTE, data: { rpm: 7 } }]);
+    const hourly = await query('thing_aggregated_data', { thing_keys: [key], time_grouping: 'hour', metrics: ['rpm'] });
+    assert.equal(hourly.status, 200, hourly.text);
+    // The last 24 hours by the hour: 24 or 25 buckets, the event in the last or the one before.
+    const buckets = Object.keys(hourly.body.time_grouped_result);
+    assert.ok(buckets.length === 24 || buckets.length === 25, `${buckets.length} buckets`);
+    assert.equal(hourly.body.thing_wise_result[key].rpm.count, 1);
+    const idle = await query('thing_aggregated_data', { thing_keys: [key], idle_time_required: 1, metrics: ['rpm'] });
+    assert.equal(idle.status, 200, idle.text);
+    assert.equal(idle.body.thing_wise_result[key].rpm.total_time_mins, 24 * 60);
+    // From alone: until now; to alone: its span before it.
+    const fromOnly = await query('thing_aggregated_data', {
+      thing_keys: [key],
+      idle_time_required: 1,
+      metrics: ['rpm'],
+      from: Math.floor((now - 2 * 3_600_000) / 1000),
+    });
+    assert.equal(fromOnly.status, 200, fromOnly.text);
+    assert.ok(Math.abs(fromOnly.body.thing_wise_result[key].rpm.total_time_mins - 120) <= 1);
+    const toOnly = await query('thing_aggregated_data', {
+      thing_keys: [key],
+      time_grouping: 'minute',
+      metrics: ['rpm'],
+      to: Math.floor((now - 5 * MINUTE) / 1000),
+    });
+    assert.equal(toOnly.status, 200, toOnly.text);
+    assert.equal(toOnly.body.thing_wise_result[key].rpm.count, 1);
+    assert.ok(Object.keys(toOnly.body.time_grouped_result).length >= 60);
   });
 });

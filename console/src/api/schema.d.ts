@@ -731,7 +731,7 @@ export interface paths {
         put?: never;
         /**
          * Count, sum, min, max and avg of numeric metrics, overall, per thing and per time bucket
-         * @description Answer: {"summary_result", "thing_wise_result", "time_grouped_result" (with time_grouping)}. Buckets are aligned to the calendar in time_zone; from and to are required with time_grouping or idle_time_required.
+         * @description Answer: {"summary_result", "thing_wise_result", "time_grouped_result" (with time_grouping)}. Buckets are aligned to the calendar in time_zone; with time_grouping or idle_time_required, a period not given ends now and spans the last hour (minute), day (hour, or idle time alone), 30 days (day) or 365 days (month).
          */
         post: operations["postQueryThingAggregatedData"];
         delete?: never;
