@@ -232,7 +232,7 @@ export async function createAction(
 /** An action the caller can see and the version knows (a v2 request never finds an SMS action). */
 export async function requireAction(db: Executor, organisationKeys: string[], version: ApiVersion, key: string) {
   const row = await actions.findAction(db, organisationKeys, key);
-  if (!row || (version === 'v2' && row.type === SMS)) throw notFound('notification action');
+  if (!row || (version === 'v2' && row.type === SMS)) throw notFound('notification action', 'notification_action_key');
   return row;
 }
 

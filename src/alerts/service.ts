@@ -42,7 +42,7 @@ export function findAlert(db: Executor, organisationKeys: string[], alertKey: st
 
 export async function requireAlert(db: Executor, organisationKeys: string[], alertKey: string): Promise<AlertRow> {
   const row = await alerts.findAlert(db, organisationKeys, alertKey);
-  if (!row) throw notFound('alert');
+  if (!row) throw notFound('alert', 'alert_key');
   return row;
 }
 
@@ -207,7 +207,7 @@ export async function stepAlert(
   return store.transaction(async (tx) => {
     // Locked until the step commits: concurrent steps on one alert take turns.
     const before = await alerts.findAlert(tx, organisationKeys, alertKey, { lock: true });
-    if (!before) throw notFound('alert');
+    if (!before) throw notFound('alert', 'alert_key');
     if (!STEP_FROM[step].includes(before.status)) {
       throw conflict(
         'alert_key',

@@ -14,6 +14,6 @@ export function listAuditTrails(db: Executor, filter: audit.AuditFilter, list: L
 
 export async function requireAuditTrail(db: Executor, organisationKeys: string[], key: string): Promise<AuditTrailRow> {
   const row = await audit.findAuditTrail(db, organisationKeys, key);
-  if (!row) throw notFound('audit trail');
+  if (!row) throw notFound('audit trail', 'audit_trail_key');
   return row;
 }

@@ -135,7 +135,7 @@ export function listDashboards(db: Executor, organisationKeys: string[], list: L
 
 export async function requireDashboard(db: Executor, organisationKeys: string[], key: string): Promise<DashboardRow> {
   const row = await dashboards.findDashboard(db, organisationKeys, key);
-  if (!row) throw notFound('dashboard');
+  if (!row) throw notFound('dashboard', 'dashboard_key');
   return row;
 }
 

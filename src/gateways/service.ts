@@ -100,7 +100,7 @@ export async function requireGateway(
   gatewayKey: string,
 ): Promise<GatewayRow> {
   const row = await gateways.findGateway(db, organisationKeys, gatewayKey);
-  if (!row) throw notFound('gateway');
+  if (!row) throw notFound('gateway', 'gateway_key');
   return row;
 }
 

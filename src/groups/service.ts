@@ -128,7 +128,7 @@ export function staticMembersOf(db: Executor, groupKeys: readonly string[]) {
 
 export async function requireGroup(db: Executor, organisationKeys: string[], groupKey: string): Promise<GroupRow> {
   const row = await groups.findGroup(db, organisationKeys, groupKey);
-  if (!row) throw notFound('group');
+  if (!row) throw notFound('group', 'group_key');
   return row;
 }
 

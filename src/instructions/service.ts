@@ -134,7 +134,7 @@ export async function requireInstruction(
 ): Promise<InstructionRow> {
   const thing = await requireThing(db, organisationKeys, thingKey);
   const row = await instructions.findInstruction(db, thing.organisation_key, thing.thing_key, instructionKey);
-  if (!row) throw notFound('instruction');
+  if (!row) throw notFound('instruction', 'instruction_key');
   return row;
 }
 

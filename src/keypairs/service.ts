@@ -66,7 +66,7 @@ export function findCredentials(db: Executor, accessKey: string) {
 
 export async function requireKeyPair(db: Executor, organisationKeys: string[], key: string): Promise<KeyPairRow> {
   const row = await keyPairs.findKeyPair(db, organisationKeys, key);
-  if (!row) throw notFound('key pair');
+  if (!row) throw notFound('key pair', 'key_pair_key');
   return row;
 }
 

@@ -103,14 +103,14 @@ export function listChildOrganisations(db: Executor, parentKey: string, list: Li
 async function requireVisibleOrganisation(db: Executor, callerKey: string, key: string): Promise<OrganisationRow> {
   const row = await organisations.findOrganisation(db, key);
   if (!row || (row.organisation_key !== callerKey && row.parent_organisation_key !== callerKey)) {
-    throw notFound('organisation');
+    throw notFound('organisation', 'organisation_key');
   }
   return row;
 }
 
 async function requireChild(db: Executor, parentKey: string, key: string): Promise<OrganisationRow> {
   const row = await requireVisibleOrganisation(db, parentKey, key);
-  if (row.parent_organisation_key !== parentKey) throw notFound('organisation');
+  if (row.parent_organisation_key !== parentKey) throw notFound('organisation', 'organisation_key');
   return row;
 }
 
@@ -121,7 +121,7 @@ async function requireChild(db: Executor, parentKey: string, key: string): Promi
 async function requireManaged(db: Executor, principal: Principal, key: string): Promise<OrganisationRow> {
   if (!principal.accountAdmin) throw forbidden('only an account admin may do this');
   if (key === principal.organisationKey) return requireVisibleOrganisation(db, key, key);
-  if (!principal.organisationIsOem) throw notFound('organisation');
+  if (!principal.organisationIsOem) throw notFound('organisation', 'organisation_key');
   return requireChild(db, principal.organisationKey, key);
 }
 

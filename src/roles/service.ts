@@ -179,7 +179,7 @@ export async function requireRole(
   lock?: roles.RoleLock,
 ): Promise<RoleRow> {
   const row = await roles.findRole(db, organisationKeys, roleKey, lock);
-  if (!row) throw notFound('role');
+  if (!row) throw notFound('role', 'role_key');
   return row;
 }
 

@@ -159,7 +159,7 @@ export function findRule(db: Executor, organisationKeys: string[], ruleKey: stri
 
 export async function requireRule(db: Executor, organisationKeys: string[], ruleKey: string): Promise<RuleRow> {
   const row = await rules.findRule(db, organisationKeys, ruleKey);
-  if (!row) throw notFound('rule');
+  if (!row) throw notFound('rule', 'rule_key');
   return row;
 }
 

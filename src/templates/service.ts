@@ -141,7 +141,7 @@ export async function requireTemplate(
   key: string,
 ): Promise<ThingTemplateRow> {
   const row = await templates.findTemplate(db, organisationKeys, key);
-  if (!row) throw notFound('thing template');
+  if (!row) throw notFound('thing template', 'thing_template_key');
   return row;
 }
 

@@ -172,7 +172,7 @@ export async function recordThingUpdated(
 
 export async function requireThing(db: Executor, organisationKeys: string[], thingKey: string) {
   const row = await things.findThing(db, organisationKeys, thingKey);
-  if (!row) throw notFound('thing');
+  if (!row) throw notFound('thing', 'thing_key');
   return row;
 }
 

@@ -136,7 +136,7 @@ export function countUsers(db: Executor): Promise<number> {
 
 export async function requireUser(db: Executor, organisationKeys: string[], userKey: string): Promise<UserRow> {
   const row = await users.findUser(db, organisationKeys, userKey);
-  if (!row) throw notFound('user');
+  if (!row) throw notFound('user', 'user_key');
   return row;
 }
 

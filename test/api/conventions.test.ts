@@ -65,6 +65,32 @@ describeOnStores('request conventions', (ctx) => {
     assert.equal(response.body.errors[0].code, 'not_found');
   });
 
+  it('when the key in the path names nothing the caller can see then the 404 names that parameter', async () => {
+    const token = await ctx.api.adminToken();
+    for (const [path, param] of [
+      ['/api/v3/things/nosuchthing', 'thing_key'],
+      ['/api/v3/thing_templates/nosuchtemplate', 'thing_template_key'],
+      ['/api/v3/roles/nosuchrole', 'role_key'],
+      ['/api/v3/users/nosuchuser', 'user_key'],
+      ['/api/v3/groups/nosuchgroup', 'group_key'],
+      ['/api/v3/gateway/nosuchgateway', 'gateway_key'],
+      ['/api/v3/rules/nosuchrule', 'rule_key'],
+      ['/api/v3/alerts/nosuchalert', 'alert_key'],
+      ['/api/v3/key_pairs/nosuchpair', 'key_pair_key'],
+      ['/api/v3/notification_actions/nosuchaction', 'notification_action_key'],
+      ['/api/v3/dashboards/nosuchboard', 'dashboard_key'],
+      ['/api/v3/audit_trails/nosuchtrail', 'audit_trail_key'],
+    ] as const) {
+      const response = await ctx.api.request('GET', path, { token });
+      assert.equal(response.status, 404, path);
+      assert.deepEqual(
+        [response.body.errors[0].code, response.body.errors[0].param],
+        ['not_found', param],
+        `${path}: ${response.text}`,
+      );
+    }
+  });
+
   it('when pretty=true is asked then error answers are indented too, from every layer', async () => {
     const token = await ctx.api.adminToken();
     for (const [path, status] of [
