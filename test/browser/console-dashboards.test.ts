@@ -111,8 +111,8 @@ for (const store of STORES) {
       await addWidget(
         'timeseries',
         'Fleet average',
-        { 'Template key': template, Metrics: 'temp' },
-        { Source: 'thing_template_key', Aggregate: 'avg' },
+        { Metrics: 'temp' },
+        { Source: 'thing_template_key', Template: template, Aggregate: 'avg' },
       );
       await addWidget('value', 'Boiler temperature', {
         Thing: boiler.thing_key,
@@ -121,12 +121,7 @@ for (const store of STORES) {
         Thresholds: '0 #15803d, 50 #b91c1c',
       });
       await addWidget('gauge', 'Boiler gauge', { Thing: boiler.thing_key, Metric: 'temp', Min: '0', Max: '100' });
-      await addWidget(
-        'things',
-        'Boilers',
-        { 'Template key': template, Metrics: 'temp' },
-        { Source: 'thing_template_key' },
-      );
+      await addWidget('things', 'Boilers', { Metrics: 'temp' }, { Source: 'thing_template_key', Template: template });
       await addWidget('alerts', 'Open alerts', { 'Thing keys': things });
       await addWidget('map', 'Plant map', { 'Thing keys': things });
       await addWidget('text', XSS_TITLE, { Text: XSS_TEXT });

@@ -17,6 +17,16 @@ export interface Columns {
 
 const COLOURS = ['#1f5fbf', '#c2410c', '#15803d', '#7e22ce', '#b91c1c', '#0e7490', '#a16207', '#4d7c0f'];
 
+/** Points a series may have in view and still be drawn with a dot at each. */
+const DOTTED_POINTS = 60;
+
+function fewPoints(plot: uPlot, series: number, first: number, last: number): boolean {
+  const ys = plot.data[series] ?? [];
+  let seen = 0;
+  for (let i = first; i <= last; i++) if (ys[i] != null && ++seen > DOTTED_POINTS) return false;
+  return true;
+}
+
 export interface ChartHandle {
   draw(): void;
 }
@@ -35,18 +45,21 @@ export function Chart(props: {
     const element = box.current;
     if (!element) return;
     const span = props.span;
+    // A metric keeps its colour whatever the range shows of the others: colours go by name order.
+    const byName = [...columns.metrics].sort();
     const plot = new uPlot(
       {
         width: element.clientWidth || 800,
         height: props.height ?? 320,
         series: [
           {},
-          ...columns.metrics.map((label, i) => ({
+          ...columns.metrics.map((label) => ({
             label,
-            stroke: COLOURS[i % COLOURS.length],
+            stroke: COLOURS[byName.indexOf(label) % COLOURS.length],
             width: 1.5,
             spanGaps: true,
-            points: { show: false },
+            // Dots where a line has few points (a lone one draws no line), none where it is dense.
+            points: { size: 5, show: fewPoints },
             // The legend shows values as the API gives them (docs/console.md), not rounded.
             value: (_plot: uPlot, value: number | null) => showValue(value),
           })),

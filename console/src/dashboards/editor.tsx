@@ -3,7 +3,10 @@
  * with buttons (`Move left`, `Wider`...) that work from the keyboard, on the API's 12-column grid.
  */
 import { useState } from 'preact/hooks';
+import { answer, api } from '../api/client.ts';
 import { Field } from '../components/field.tsx';
+import { loadTemplates } from '../components/template-select.tsx';
+import { useLoad } from '../components/use-load.ts';
 import { WIDGET_TYPES, type Widget, type WidgetType } from './model.ts';
 
 const COLUMNS = 12;
@@ -84,11 +87,23 @@ export function LayoutControls(props: { widget: Widget; change: (widget: Widget)
 }
 
 type SourceKind = 'thing_keys' | 'group_key' | 'thing_template_key';
-const SOURCE_KINDS: { kind: SourceKind; label: string; field: string; hint: string }[] = [
-  { kind: 'thing_keys', label: 'Things', field: 'Thing keys', hint: 'comma-separated; $name for a variable' },
-  { kind: 'group_key', label: 'Group', field: 'Group key', hint: "the group's key" },
-  { kind: 'thing_template_key', label: 'Template', field: 'Template key', hint: "the template's key" },
+const SOURCE_KINDS: { kind: SourceKind; label: string }[] = [
+  { kind: 'thing_keys', label: 'Things' },
+  { kind: 'group_key', label: 'Group' },
+  { kind: 'thing_template_key', label: 'Template' },
 ];
+
+/** The organisation's groups and templates by name, to choose a widget's source from (the first 1,000 of each). */
+async function loadSources(): Promise<Record<'group_key' | 'thing_template_key', { key: string; name: string }[]>> {
+  const [groups, templates] = await Promise.all([
+    answer(api.GET('/api/v3/groups', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } })),
+    loadTemplates(),
+  ]);
+  return {
+    group_key: groups.groups.map((g) => ({ key: g.group_key, name: g.name })),
+    thing_template_key: templates.map((t) => ({ key: t.thing_template_key, name: t.name })),
+  };
+}
 
 const WITH_SOURCE: WidgetType[] = ['timeseries', 'things', 'alerts', 'map'];
 const WITH_THING: WidgetType[] = ['value', 'gauge'];
@@ -165,7 +180,7 @@ function AddWidget(props: { widgets: Widget[]; onAdd: (widget: Widget) => void; 
     if (type === 'text') widget.text = text;
     props.onAdd(widget as unknown as Widget);
   };
-  const kind = SOURCE_KINDS.find((s) => s.kind === sourceKind) ?? SOURCE_KINDS[0];
+  const sources = useLoad(loadSources, []);
   const input = (
     label: string,
     value: string,
@@ -204,7 +219,14 @@ function AddWidget(props: { widgets: Widget[]; onAdd: (widget: Widget) => void; 
         <>
           <Field label="Source">
             {(id) => (
-              <select id={id} value={sourceKind} onChange={(e) => setSourceKind(e.currentTarget.value as SourceKind)}>
+              <select
+                id={id}
+                value={sourceKind}
+                onChange={(e) => {
+                  setSourceKind(e.currentTarget.value as SourceKind);
+                  setSourceText('');
+                }}
+              >
                 {SOURCE_KINDS.map((s) => (
                   <option key={s.kind} value={s.kind}>
                     {s.label}
@@ -213,7 +235,28 @@ function AddWidget(props: { widgets: Widget[]; onAdd: (widget: Widget) => void; 
               </select>
             )}
           </Field>
-          {kind && input(kind.field, sourceText, setSourceText, kind.hint)}
+          {sourceKind === 'thing_keys' ? (
+            input('Thing keys', sourceText, setSourceText, 'comma-separated; $name for a variable')
+          ) : (
+            <Field label={sourceKind === 'group_key' ? 'Group' : 'Template'} error={sources.error}>
+              {(id, describedBy) => (
+                <select
+                  id={id}
+                  required
+                  aria-describedby={describedBy}
+                  value={sourceText}
+                  onChange={(e) => setSourceText(e.currentTarget.value)}
+                >
+                  <option value="">Choose…</option>
+                  {sources.data?.[sourceKind].map((o) => (
+                    <option key={o.key} value={o.key}>
+                      {o.name}
+                    </option>
+                  ))}
+                </select>
+              )}
+            </Field>
+          )}
         </>
       )}
       {WITH_THING.includes(type) && (

@@ -71,6 +71,8 @@ export function Telemetry({
   const [grouped, setGrouped] = useState(false);
   const [error, setError] = useState<string | undefined>();
   const [count, setCount] = useState(0);
+  // The time axis spans the whole range asked for (epoch seconds), not only the events in it.
+  const [span, setSpan] = useState<[number, number] | undefined>();
   const chart = useRef<ChartHandle | undefined>(undefined);
   // Live events are filtered by the template as it is when they arrive. The history is read again
   // only when a template already read changes (the Default template learning a metric), not when it
@@ -125,6 +127,8 @@ export function Telemetry({
     loadColumns(thingKey, range).then(
       (history) => {
         if (!current) return;
+        const now = Date.now() / 1000;
+        setSpan([now - range.seconds, now]);
         setColumns(history.columns);
         setGrouped(history.grouped);
         setCount(history.columns.x.length);
@@ -164,7 +168,7 @@ export function Telemetry({
           {error}
         </p>
       )}
-      {columns && columns.metrics.length > 0 && <Chart columns={columns} handle={chart} />}
+      {columns && columns.metrics.length > 0 && <Chart columns={columns} handle={chart} span={span} />}
       {columns && (
         <p class="chart-caption">
           {columns.metrics.length === 0
