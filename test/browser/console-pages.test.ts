@@ -183,6 +183,16 @@ for (const store of STORES) {
       });
     }
 
+    it('when the audit trail is searched then the search is kept in the address, and a reload finds it', async () => {
+      await page.goto(`${api.url}/console/audit-trail`);
+      const search = page.getByLabel('Search the audit trail', { exact: true });
+      await search.fill('Role');
+      await page.waitForURL(/[?&]search=Role(&|$)/);
+      await page.reload();
+      await page.getByRole('heading', { level: 1, name: 'Audit trail', exact: true }).waitFor();
+      assert.equal(await page.getByLabel('Search the audit trail', { exact: true }).inputValue(), 'Role');
+    });
+
     it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
       assert.deepEqual(problems, []);
     });

@@ -1,17 +1,20 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useDebounced, useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
+import { currentQuery, keepQuery } from '../router.tsx';
 
 const PER = 50;
 
 /** Who changed what, newest first (the audit trails written with every change). */
 export function AuditPage() {
-  const [search, setSearch] = useState('');
-  const [page, setPage] = useState(1);
+  // The search and page live in the query string, so that Back (or a link) finds them again.
+  const [search, setSearch] = useState(() => currentQuery().get('search') ?? '');
+  const [page, setPage] = useState(() => Math.max(1, Number(currentQuery().get('page')) || 1));
+  useEffect(() => keepQuery({ search, page: page > 1 ? String(page) : '' }), [search, page]);
   const keywords = useDebounced(search.trim(), 250);
   const list = useLoad(
     () =>
