@@ -346,7 +346,8 @@ describe('TLS in a server process', () => {
         'HTTPS serves the renewed certificate',
       );
       assert.equal(await servedFingerprint(mqttsPort), renewed.fingerprint);
-      assert.match(server.output(), /TLS certificate reloaded: SHA-256 fingerprint/);
+      // The line is written once both listeners have the certificate, and reaches the pipe a moment later.
+      await eventually(() => /TLS certificate reloaded: SHA-256 fingerprint/.test(server.output()), 'the reload line');
       assert.equal(await statusOver(open, '/healthz'), 'HTTP/1.1 200 OK');
       open.destroy();
 
