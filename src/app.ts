@@ -31,7 +31,7 @@ import { oncePerMinute } from './core/log-limit.ts';
 import type { SecretBox } from './core/secret-box.ts';
 import { SocketCount } from './core/sockets.ts';
 import { readTlsFiles, type TlsCertificate, type TlsMaterial } from './core/tls.ts';
-import { loggedUrl } from './core/urls.ts';
+import { redactSecretParams } from './core/urls.ts';
 import { dashboardRoutes } from './dashboards/routes.ts';
 import { Senders } from './deliveries/senders.ts';
 import { deliveryQueueDepth } from './deliveries/service.ts';
@@ -593,7 +593,7 @@ async function buildHttpApp(
         {
           reqId: request.id,
           method: request.method,
-          url: loggedUrl(request.url),
+          url: redactSecretParams(request.url),
           status: reply.statusCode,
           ms: Math.round(reply.elapsedTime * 10) / 10,
         },

@@ -8,7 +8,7 @@ import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { loggedUrl, namesSecret, redactUrl } from '../core/urls.ts';
+import { namesSecret, redactSecretParams, redactUrl } from '../core/urls.ts';
 import { listDeliveryAttempts } from '../deliveries/service.ts';
 import { findRule, onRuleDeleted } from '../rules/service.ts';
 import type { Executor, Store } from '../store/store.ts';
@@ -151,7 +151,7 @@ export function auditSnapshot(row: NotificationActionRow): object {
   const snapshot: Record<string, unknown> = { ...presented };
   if (snapshot.headers) snapshot.headers = redactedMembers(snapshot.headers, (name) => CREDENTIAL_HEADER.test(name));
   if (snapshot.query) snapshot.query = redactedMembers(snapshot.query, namesSecret);
-  if (typeof snapshot.url === 'string') snapshot.url = redactUrl(loggedUrl(snapshot.url));
+  if (typeof snapshot.url === 'string') snapshot.url = redactUrl(redactSecretParams(snapshot.url));
   return snapshot;
 }
 

@@ -15,13 +15,14 @@ export function redactUrl(url: string): string {
 }
 
 /**
- * A request's URL as logs show it. Any parameter may come in the query string (docs/api.md,
+ * A URL with the values of its secret query parameters redacted: a request's as logs show it, an
+ * action's as audit trails keep it. Any parameter may come in the query string (docs/api.md,
  * "Requests"), secrets too: the value of a parameter whose name, percent-decoded, names a secret (a
  * realtime stream's `token`, a sign-in's `password`, an identity provider's `code`; `toke%6E=` and
  * `token[]=` are read as the token too) is never written, nor a value that holds such a name (a
  * `user` object with its `password`).
  */
-export function loggedUrl(url: string): string {
+export function redactSecretParams(url: string): string {
   const at = url.indexOf('?');
   if (at < 0) return url;
   const pairs = url.slice(at + 1).split('&');

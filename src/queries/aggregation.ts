@@ -185,7 +185,8 @@ export function aggregationRange(
   // Buckets and idle time need a period: one not given ends now and spans DEFAULT_SPAN_MS (docs/api.md,
   // "Data queries").
   if (request.grouping || request.idle) {
-    to ??= from === undefined || from <= Date.now() ? Date.now() : from;
+    const now = Date.now();
+    to ??= Math.max(now, from ?? now);
     from ??= to - DEFAULT_SPAN_MS[request.grouping ?? 'idle'];
   }
   if (from !== undefined && to !== undefined && from > to) throw invalidParam('from', 'must not be after to');

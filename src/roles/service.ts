@@ -40,27 +40,19 @@ export interface Grantor {
   accountAdmin: boolean;
 }
 
+/** A role as the grant checks read it: its abilities, and whether it is the account admin role. */
+type GrantedRole = { abilities: readonly number[]; accountAdmin: boolean };
+
 /**
  * Refuses (403) permissions the grantor does not hold (docs/api.md, "Roles"): a user who may create
  * users or change roles must not thereby make an account admin of anyone, themselves included. Account
  * admins hold everything; without a grantor (the command line, the first start) nothing is checked.
  */
-export function requireGrantable(
-  grantor: Grantor | undefined,
-  role: { abilities: readonly number[]; accountAdmin: boolean },
-  param: string,
-): void {
-  const wider = beyondGrantor(grantor, role);
-  if (wider === undefined) return;
-  throw new ApiError(403, [
-    {
-      code: 'forbidden',
-      param,
-      message: role.accountAdmin
-        ? 'names the account admin role, which only an account admin may give'
-        : `would grant permissions you lack (${wider.join(', ')})`,
-    },
-  ]);
+export function requireGrantable(grantor: Grantor | undefined, role: GrantedRole, param: string): void {
+  refuseBeyond(grantor, role, param, {
+    accountAdmin: 'names the account admin role, which only an account admin may give',
+    wider: (lacking) => `would grant permissions you lack (${lacking})`,
+  });
 }
 
 /**
@@ -68,35 +60,38 @@ export function requireGrantable(
  * its role (docs/api.md, "Users"): whoever may set a user's password or e-mail address may sign in as
  * that user, so a user who may update users must not thereby take over an account admin.
  */
-export function requireManageable(
-  grantor: Grantor | undefined,
-  role: { abilities: readonly number[]; accountAdmin: boolean },
-  param: string,
-): void {
-  const wider = beyondGrantor(grantor, role);
-  if (wider === undefined) return;
-  throw new ApiError(403, [
-    {
-      code: 'forbidden',
-      param,
-      message: role.accountAdmin
-        ? 'is an account admin, whom only an account admin may change or delete'
-        : `holds a role with permissions you lack (${wider.join(', ')}), so only a user who holds them may change or delete it`,
-    },
-  ]);
+export function requireManageable(grantor: Grantor | undefined, role: GrantedRole, param: string): void {
+  refuseBeyond(grantor, role, param, {
+    accountAdmin: 'is an account admin, whom only an account admin may change or delete',
+    wider: (lacking) =>
+      `holds a role with permissions you lack (${lacking}), so only a user who holds them may change or delete it`,
+  });
 }
 
-/** The abilities of `role` the grantor lacks (empty for the account admin role), or undefined when it may give it. */
-function beyondGrantor(
+/** The 403 naming what of `role` the grantor lacks, in the words of the check that asks; nothing when it lacks nothing. */
+function refuseBeyond(
   grantor: Grantor | undefined,
-  role: { abilities: readonly number[]; accountAdmin: boolean },
-): number[] | undefined {
+  role: GrantedRole,
+  param: string,
+  says: { accountAdmin: string; wider: (lacking: string) => string },
+): void {
+  const lacking = permissionsBeyond(grantor, role);
+  if (lacking === undefined) return;
+  const message = role.accountAdmin ? says.accountAdmin : says.wider(lacking.join(', '));
+  throw new ApiError(403, [{ code: 'forbidden', param, message }]);
+}
+
+/**
+ * The abilities of `role` the grantor does not hold (empty for the account admin role, which only an
+ * account admin holds), or undefined when the grantor holds all of it.
+ */
+export function permissionsBeyond(grantor: Grantor | undefined, role: GrantedRole): number[] | undefined {
   if (grantor === undefined || grantor.accountAdmin) return undefined;
-  const wider = role.abilities.filter((ability) => {
+  const lacking = role.abilities.filter((ability) => {
     const permission = permissionOf(ability);
     return permission !== undefined && !grants(grantor.abilities, permission.class, permission.operation);
   });
-  return wider.length === 0 && !role.accountAdmin ? undefined : wider;
+  return lacking.length === 0 && !role.accountAdmin ? undefined : lacking;
 }
 
 /** The role a row holds, as requireGrantable reads it. */

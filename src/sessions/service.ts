@@ -5,12 +5,12 @@
 
 import { findApiKeyPrincipal, isApiKeyToken, touchApiKey } from '../apikeys/service.ts';
 import { ApiError, forbidden, unauthorized } from '../core/errors.ts';
-import { commonAbilities, grants, permissionOf } from '../core/permissions.ts';
+import { commonAbilities } from '../core/permissions.ts';
 import type { Principal } from '../core/principal.ts';
 import { monotonicNow, RecentReads } from '../core/recent-reads.ts';
 import { resolveTimeZone } from '../core/time.ts';
 import { findOrganisation } from '../organisations/service.ts';
-import { findBuiltInRole, findRole } from '../roles/service.ts';
+import { findBuiltInRole, findRole, permissionsBeyond } from '../roles/service.ts';
 import { type Executor, noteChange, type Store } from '../store/store.ts';
 import type { UserRow } from '../store/tables.ts';
 import { decoyHash, verifyPassword } from '../users/passwords.ts';
@@ -298,7 +298,6 @@ export class SessionService {
   }
 }
 
-/** A user's principal from the columns a session or an API key reads; `userName` as audit trails name it. */
 /**
  * An API key's role as far as the user who made it still holds it (docs/api.md, "API keys"): a key
  * made by a user whose role was narrowed since, or who was given another, does only what both allow.
@@ -307,16 +306,14 @@ function withinMaker<
   R extends { abilities: string; account_admin: number; maker_abilities: string; maker_account_admin: number },
 >(row: R): R {
   if (row.maker_account_admin === 1) return row;
-  const key = new Set(JSON.parse(row.abilities) as number[]);
+  const key = JSON.parse(row.abilities) as number[];
   const maker = new Set(JSON.parse(row.maker_abilities) as number[]);
-  const within = [...key].every((ability) => {
-    const permission = permissionOf(ability);
-    return permission === undefined || grants(maker, permission.class, permission.operation);
-  });
-  if (within && row.account_admin !== 1) return row;
-  return { ...row, account_admin: 0, abilities: JSON.stringify(commonAbilities(key, maker)) };
+  const keyRole = { abilities: key, accountAdmin: row.account_admin === 1 };
+  if (permissionsBeyond({ abilities: maker, accountAdmin: false }, keyRole) === undefined) return row;
+  return { ...row, account_admin: 0, abilities: JSON.stringify(commonAbilities(new Set(key), maker)) };
 }
 
+/** A user's principal from the columns a session or an API key reads; `userName` as audit trails name it. */
 function userPrincipal(
   row: {
     user_key: string;

@@ -30,7 +30,7 @@ type AnyTables = any;
 type AnySelect = SelectQueryBuilder<AnyTables, AnyTables, AnyTables>;
 
 /** LIKE patterns for search keywords: case-insensitive substrings. */
-export const keywordPatterns = (keywords: string[]): string[] =>
+const keywordPatterns = (keywords: string[]): string[] =>
   keywords.map((keyword) => `%${escapeLike(keyword.toLowerCase())}%`);
 
 /**
@@ -38,7 +38,7 @@ export const keywordPatterns = (keywords: string[]): string[] =>
  * it is a substring of the comma-joined tags the API answers: each part JSON-escaped, and each comma
  * the `","` between two elements. It is matched against the array's text without its brackets.
  */
-export function tagsPattern(keyword: string): string {
+function tagsPattern(keyword: string): string {
   return keyword
     .split(',')
     .map((part) => JSON.stringify(part).slice(1, -1))
@@ -46,7 +46,7 @@ export function tagsPattern(keyword: string): string {
 }
 
 /** LIKE patterns for search keywords over a tags column (PagingColumns.tags). */
-export const tagPatterns = (keywords: string[]): string[] =>
+const tagPatterns = (keywords: string[]): string[] =>
   keywords.map((keyword) => `%${escapeLike(tagsPattern(keyword.toLowerCase()))}%`);
 
 /** Search keywords as LIKE patterns: over text columns, and over a tags column where there is one. */

@@ -46,6 +46,7 @@ const FORMS = [
   ['users', 'New user', 'New user'],
   ['roles', 'New role', 'New role'],
   ['api-keys', 'New API key', 'New API key'],
+  ['key-pairs', 'New key pair', 'New key pair'],
   ['organisations', 'New organisation', 'New organisation'],
 ] as const;
 

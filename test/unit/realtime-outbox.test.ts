@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { loggedUrl } from '../../src/core/urls.ts';
+import { redactSecretParams } from '../../src/core/urls.ts';
 import {
   MAX_WAITING,
   MAX_WAITING_BYTES,
@@ -173,30 +173,42 @@ describe('realtime outbox', () => {
 
 describe('logged URLs', () => {
   it('when a URL carries a token parameter then logs show it redacted, and the rest as it was', () => {
-    assert.equal(loggedUrl('/api/v3/stream?topic=events&token=s3cr3t'), '/api/v3/stream?topic=events&token=[redacted]');
-    assert.equal(loggedUrl('/api/v3/stream?token=s3cr3t&topic=events'), '/api/v3/stream?token=[redacted]&topic=events');
-    assert.equal(loggedUrl('/api/v3/things?page=2'), '/api/v3/things?page=2');
+    assert.equal(
+      redactSecretParams('/api/v3/stream?topic=events&token=s3cr3t'),
+      '/api/v3/stream?topic=events&token=[redacted]',
+    );
+    assert.equal(
+      redactSecretParams('/api/v3/stream?token=s3cr3t&topic=events'),
+      '/api/v3/stream?token=[redacted]&topic=events',
+    );
+    assert.equal(redactSecretParams('/api/v3/things?page=2'), '/api/v3/things?page=2');
     // Secrets of other requests, as any parameter may come in the query string.
     assert.equal(
-      loggedUrl('/api_sign_in?email=a%40b.c&password=Pw1234567%21'),
+      redactSecretParams('/api_sign_in?email=a%40b.c&password=Pw1234567%21'),
       '/api_sign_in?email=a%40b.c&password=[redacted]',
     );
     assert.equal(
-      loggedUrl('/api/v3/users/k1?user=%7B%22passw%6Frd%22%3A%22x%22%7D&pretty=true'),
+      redactSecretParams('/api/v3/users/k1?user=%7B%22passw%6Frd%22%3A%22x%22%7D&pretty=true'),
       '/api/v3/users/k1?user=[redacted]&pretty=true',
     );
     assert.equal(
-      loggedUrl('/azure_api_sign_in?client_id=a&code=s3cr3t'),
+      redactSecretParams('/azure_api_sign_in?client_id=a&code=s3cr3t'),
       '/azure_api_sign_in?client_id=a&code=[redacted]',
     );
     // Names the query parser reads as the token, however they are spelt.
     assert.equal(
-      loggedUrl('/api/v3/stream?topic=things&toke%6E=s3cr3t'),
+      redactSecretParams('/api/v3/stream?topic=things&toke%6E=s3cr3t'),
       '/api/v3/stream?topic=things&toke%6E=[redacted]',
     );
-    assert.equal(loggedUrl('/api/v3/stream?token%5B%5D=s3cr3t&a=1'), '/api/v3/stream?token%5B%5D=[redacted]&a=1');
-    assert.equal(loggedUrl('/api/v3/stream?%74oken=s3cr3t'), '/api/v3/stream?%74oken=[redacted]');
-    assert.equal(loggedUrl('/api/v3/stream?token=a&token=b'), '/api/v3/stream?token=[redacted]&token=[redacted]');
-    assert.equal(loggedUrl('/api/v3/stream?tok%zzen=x'), '/api/v3/stream?tok%zzen=x');
+    assert.equal(
+      redactSecretParams('/api/v3/stream?token%5B%5D=s3cr3t&a=1'),
+      '/api/v3/stream?token%5B%5D=[redacted]&a=1',
+    );
+    assert.equal(redactSecretParams('/api/v3/stream?%74oken=s3cr3t'), '/api/v3/stream?%74oken=[redacted]');
+    assert.equal(
+      redactSecretParams('/api/v3/stream?token=a&token=b'),
+      '/api/v3/stream?token=[redacted]&token=[redacted]',
+    );
+    assert.equal(redactSecretParams('/api/v3/stream?tok%zzen=x'), '/api/v3/stream?tok%zzen=x');
   });
 });

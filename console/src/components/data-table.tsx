@@ -28,13 +28,7 @@ export function DataTable<T>(props: {
         </tr>
       </thead>
       <tbody>
-        {props.rows.length === 0 && (
-          <tr>
-            <td colSpan={props.columns.length} class="muted">
-              {props.empty ?? 'None yet.'}
-            </td>
-          </tr>
-        )}
+        {props.rows.length === 0 && <EmptyRow columns={props.columns.length}>{props.empty ?? 'None yet.'}</EmptyRow>}
         {props.rows.map((row) => (
           <tr key={props.rowKey(row)}>
             {props.columns.map((c) => (
@@ -44,5 +38,16 @@ export function DataTable<T>(props: {
         ))}
       </tbody>
     </table>
+  );
+}
+
+/** The one row of a table with none to show, across its `columns`, saying so. */
+export function EmptyRow(props: { columns: number; children: ComponentChildren }) {
+  return (
+    <tr>
+      <td colSpan={props.columns} class="muted">
+        {props.children}
+      </td>
+    </tr>
   );
 }

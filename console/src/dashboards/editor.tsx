@@ -3,8 +3,8 @@
  * with buttons (`Move left`, `Wider`...) that work from the keyboard, on the API's 12-column grid.
  */
 import { useState } from 'preact/hooks';
-import { answer, api } from '../api/client.ts';
 import { Field } from '../components/field.tsx';
+import { loadGroups } from '../components/group-select.tsx';
 import { loadTemplates } from '../components/template-select.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { WIDGET_TYPES, type Widget, type WidgetType } from './model.ts';
@@ -95,12 +95,9 @@ const SOURCE_KINDS: { kind: SourceKind; label: string }[] = [
 
 /** The organisation's groups and templates by name, to choose a widget's source from (the first 1,000 of each). */
 async function loadSources(): Promise<Record<'group_key' | 'thing_template_key', { key: string; name: string }[]>> {
-  const [groups, templates] = await Promise.all([
-    answer(api.GET('/api/v3/groups', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } })),
-    loadTemplates(),
-  ]);
+  const [groups, templates] = await Promise.all([loadGroups(), loadTemplates()]);
   return {
-    group_key: groups.groups.map((g) => ({ key: g.group_key, name: g.name })),
+    group_key: groups.map((g) => ({ key: g.group_key, name: g.name })),
     thing_template_key: templates.map((t) => ({ key: t.thing_template_key, name: t.name })),
   };
 }

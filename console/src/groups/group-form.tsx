@@ -1,16 +1,16 @@
 import { useEffect, useId, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
-import type { paths } from '../api/schema';
 import { useExpressionCheck } from '../components/expression-check.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field, InputField } from '../components/field.tsx';
 import { FormButtons } from '../components/form-buttons.tsx';
+import type { Group } from '../components/group-select.tsx';
 import { Pager } from '../components/pager.tsx';
 import { type ThingChoice, ThingCombobox } from '../components/thing-combobox.tsx';
 import { useSubmit } from '../components/use-submit.ts';
 import { loadMembers } from './group-members.tsx';
 
-export type Group = paths['/api/v3/groups']['get']['responses'][200]['content']['application/json']['groups'][number];
+export type { Group };
 
 const STATIC = 1;
 const DYNAMIC = 2;

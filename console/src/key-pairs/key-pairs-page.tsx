@@ -10,6 +10,8 @@ import { Field } from '../components/field.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { hmacHex } from '../device-signing.ts';
 import { showTime } from '../format.ts';
+import { RoleSelect } from '../roles/role-select.tsx';
+import { useRoles } from '../roles/use-roles.ts';
 import { Link } from '../router.tsx';
 
 type Created = paths['/api/v3/key_pairs']['post']['responses'][200]['content']['application/json']['key_pair'];
@@ -26,14 +28,7 @@ export function KeyPairsPage() {
   );
   const mayDelete = useAllows('key_pair', 'delete');
   const mayReadRoles = useAllows('role', 'read');
-  const roles = useLoad(
-    async () =>
-      mayReadRoles
-        ? (await answer(api.GET('/api/v3/roles', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } })))
-            .roles
-        : [],
-    [mayReadRoles],
-  );
+  const roles = useRoles(mayReadRoles);
   const [open, setOpen] = useState(false);
   const [name, setName] = useState('');
   // '' leaves the role to the server: the organisation's Agent role, made for devices.
@@ -88,21 +83,14 @@ export function KeyPairsPage() {
           {mayReadRoles && (
             <Field label="Role" hint="What devices signing with it may do">
               {(id, describedBy) => (
-                <select
+                <RoleSelect
                   id={id}
-                  aria-describedby={describedBy}
+                  describedBy={describedBy}
+                  roles={(roles.data ?? []).filter((r) => r.name !== 'Agent')}
                   value={role}
-                  onChange={(e) => setRole(e.currentTarget.value)}
-                >
-                  <option value="">Agent (for devices)</option>
-                  {roles.data
-                    ?.filter((r) => r.name !== 'Agent')
-                    .map((r) => (
-                      <option key={r.role_key} value={r.role_key}>
-                        {r.name}
-                      </option>
-                    ))}
-                </select>
+                  onChange={setRole}
+                  first={<option value="">Agent (for devices)</option>}
+                />
               )}
             </Field>
           )}

@@ -8,6 +8,7 @@ import { EmptyState } from '../components/empty-state.tsx';
 import { useExpressionCheck } from '../components/expression-check.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
+import { GroupSelect, loadGroups } from '../components/group-select.tsx';
 import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
 import { type ThingChoice, ThingCombobox } from '../components/thing-combobox.tsx';
 import { useLoad } from '../components/use-load.ts';
@@ -21,11 +22,6 @@ const TRIGGERS: [Trigger, string][] = [
   ['every_event', 'On every event it holds for'],
   ['no_data', 'When a thing sends nothing'],
 ];
-
-async function loadGroups() {
-  return (await answer(api.GET('/api/v3/groups', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } })))
-    .groups;
-}
 
 /** Rules, a form to create or edit one, and each rule's notification actions with their deliveries. */
 export function RulesPage() {
@@ -85,7 +81,11 @@ export function RulesPage() {
                   <td>
                     <code>{rule.condition}</code>
                   </td>
-                  <td>{rule.alert_type === null ? '' : `${ALERT_TYPES[rule.alert_type]}: ${rule.alert_message}`}</td>
+                  <td>
+                    {rule.alert_type === null
+                      ? ''
+                      : [ALERT_TYPES[rule.alert_type], rule.alert_message].filter(Boolean).join(': ')}
+                  </td>
                   <td>{rule.enabled ? 'Yes' : 'No'}</td>
                   <td>
                     {mayUpdate && (
@@ -228,24 +228,13 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
       <Field label="Description">
         {(id) => <input id={id} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}
       </Field>
-      <fieldset>
+      <fieldset class="stack">
         <legend>Things watched</legend>
         <p class="hint">
           The things of the template, the group's members and the things listed; every thing when none.
         </p>
         <TemplateSelect templates={templates.data} value={template} onChange={setTemplate} none="None" />
-        <Field label="Group">
-          {(id) => (
-            <select id={id} value={group} onChange={(e) => setGroup(e.currentTarget.value)}>
-              <option value="">None</option>
-              {groups.data?.map((g) => (
-                <option key={g.group_key} value={g.group_key}>
-                  {g.name}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <GroupSelect groups={groups.data} value={group} onChange={setGroup} none="None" />
         <ThingCombobox
           label="Add thing"
           exclude={new Set(things.map((t) => t.thing_key))}

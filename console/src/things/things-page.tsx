@@ -2,9 +2,11 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { useAllows } from '../caller.ts';
+import { EmptyRow } from '../components/data-table.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
+import { loadGroups } from '../components/group-select.tsx';
 import { Pager } from '../components/pager.tsx';
 import { loadTemplates } from '../components/template-select.tsx';
 import { useDebounced, useLoad } from '../components/use-load.ts';
@@ -213,13 +215,7 @@ export function ThingsPage() {
           </tr>
         </thead>
         <tbody>
-          {list.data?.things.length === 0 && !noThings && (
-            <tr>
-              <td colSpan={4} class="muted">
-                No thing matches.
-              </td>
-            </tr>
-          )}
+          {list.data?.things.length === 0 && !noThings && <EmptyRow columns={4}>No thing matches.</EmptyRow>}
           {list.data?.things.map((thing) => (
             <tr key={thing.thing_key}>
               <td>
@@ -257,12 +253,9 @@ function Choice(props: { label: string; value: string; onChange: (v: string) => 
 }
 
 async function loadFilterOptions(): Promise<{ templates: Options; groups: Options }> {
-  const [templates, groups] = await Promise.all([
-    loadTemplates(),
-    answer(api.GET('/api/v3/groups', { params: { query: { per: 1000 } } })),
-  ]);
+  const [templates, groups] = await Promise.all([loadTemplates(), loadGroups()]);
   return {
     templates: templates.map((t) => ({ key: t.thing_template_key, name: t.name })),
-    groups: groups.groups.map((g) => ({ key: g.group_key, name: g.name })),
+    groups: groups.map((g) => ({ key: g.group_key, name: g.name })),
   };
 }

@@ -8,7 +8,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';
-import { loggedUrl } from '../urls.ts';
+import { redactSecretParams } from '../urls.ts';
 import { describeBytes } from './body.ts';
 
 /** The refusal of Fastify's own checks; a body too large is told the limit of its route. */
@@ -66,7 +66,7 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
     return;
   }
   request.log.error(
-    { err: error, reqId: request.id, url: loggedUrl(request.url), method: request.method },
+    { err: error, reqId: request.id, url: redactSecretParams(request.url), method: request.method },
     'request failed',
   );
   sendError(reply, internalError());
@@ -130,7 +130,7 @@ export function registerErrorHandling(
     const known = error instanceof ApiError ? error : (fromFrameworkError(error, request) ?? refusalOf(error));
     if (known) return sendError(reply, known, wantsPretty(request));
     request.log.error(
-      { err: error, reqId: request.id, url: loggedUrl(request.url), method: request.method },
+      { err: error, reqId: request.id, url: redactSecretParams(request.url), method: request.method },
       'request failed',
     );
     return sendError(reply, internalError());
