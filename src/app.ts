@@ -407,7 +407,7 @@ export async function createServer(config: Config): Promise<Server> {
     );
     const embedded = embeddedOf(mqtt);
     timers.push(setInterval(() => void sessions.prune().catch((e) => app.log.warn(e)), PRUNE_INTERVAL_MS).unref());
-    worker = new DeliveryWorker(store, senders, config, app.log, (kind, status) =>
+    worker = new DeliveryWorker(store, box, senders, config, app.log, (kind, status) =>
       metrics.deliveryFinished(kind, status),
     );
     await worker.start();
@@ -670,7 +670,7 @@ async function buildHttpApp(
     ...queryRoutes(store),
     ...alertRoutes(store, parts.devices),
     ...ruleRoutes(store),
-    ...actionRoutes(store, config.publicBaseUrl),
+    ...actionRoutes(store, box, config.publicBaseUrl),
     ...instructionRoutes(store, parts.instructions),
     ...usageRoutes(store, parts.limiter, parts.limitedEvents),
     ...demoRoutes(parts.demos),

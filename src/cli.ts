@@ -99,7 +99,8 @@ export async function main(argv: string[]): Promise<void> {
   program
     .command('rotate-secret-key')
     .description(
-      "re-seal every key pair's secret key under THINGBASE_SECRET_KEY (stop every server first); " +
+      "re-seal the stored secrets (key pairs' secret keys, notification actions' credentials) under " +
+        'THINGBASE_SECRET_KEY (stop every server first); ' +
         'the old key is --old-key, THINGBASE_OLD_SECRET_KEY, or else the key generated and kept in the database',
     )
     .option('--old-key <key>', 'the key the secrets are sealed under now (THINGBASE_OLD_SECRET_KEY)')
@@ -110,7 +111,7 @@ export async function main(argv: string[]): Promise<void> {
         const result = await rotateSecretKey(store, { oldKey, newKey: config.secretKey });
         const key = config.secretKey ? 'THINGBASE_SECRET_KEY' : 'the key generated and kept in the database';
         print([
-          `Re-sealed ${result.resealed} key pair secret key(s) under ${key}` +
+          `Re-sealed ${result.resealed} secret(s) under ${key}` +
             (result.unchanged > 0 ? `; ${result.unchanged} already were.` : '.'),
         ]);
       });

@@ -1,5 +1,5 @@
 import { type TimeFormatter, toIsoWithMillis } from '../core/time.ts';
-import type { NotificationActionRow } from '../store/tables.ts';
+import type { NotificationAction } from '../store/tables.ts';
 import { type ApiVersion, EMAIL, HTTP_CALL, PROPERTIES, SMS, typeNameIn, VERSIONS } from './versions.ts';
 
 /**
@@ -11,7 +11,7 @@ export type AnswerKind = 'read' | 'create' | 'update';
 const parseObject = (text: string | null): Record<string, unknown> => (text ? JSON.parse(text) : {});
 
 /** The map of a property-setting action, wrapped as the version names it. */
-export function propertiesBody(row: NotificationActionRow, version: ApiVersion): string {
+export function propertiesBody(row: NotificationAction, version: ApiVersion): string {
   const stored = parseObject(row.body) as { user_defined_properties?: unknown };
   return JSON.stringify({ [VERSIONS[version].propertiesMember]: stored.user_defined_properties ?? {} });
 }
@@ -21,7 +21,7 @@ export function propertiesBody(row: NotificationActionRow, version: ApiVersion):
  * kind carries its own fields (docs/rules.md, "Notification actions").
  */
 export function presentAction(
-  row: NotificationActionRow,
+  row: NotificationAction,
   version: ApiVersion,
   time: TimeFormatter,
   publicBaseUrl: string,

@@ -2,9 +2,10 @@ import { actorOf } from '../audit/recorder.ts';
 import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import { EmptyObject } from '../core/http/schema.ts';
+import type { SecretBox } from '../core/secret-box.ts';
 import type { TimeFormatter } from '../core/time.ts';
 import type { Store } from '../store/store.ts';
-import type { NotificationActionRow } from '../store/tables.ts';
+import type { NotificationAction } from '../store/tables.ts';
 import { type AnswerKind, presentAction } from './presenter.ts';
 import { ActionList, ActionOne, actionSchemas, DELIVERY_LIST, DeliveryList, ListDeliveriesParams } from './schemas.ts';
 import {
@@ -19,18 +20,18 @@ import type { ApiVersion } from './versions.ts';
 
 const tags = ['Notification actions'];
 
-export function actionRoutes(store: Store, publicBaseUrl: string): AnyRoute[] {
+export function actionRoutes(store: Store, box: SecretBox, publicBaseUrl: string): AnyRoute[] {
   return [
-    ...versionRoutes(store, publicBaseUrl, 'v3'),
-    ...versionRoutes(store, publicBaseUrl, 'v2'),
+    ...versionRoutes(store, box, publicBaseUrl, 'v3'),
+    ...versionRoutes(store, box, publicBaseUrl, 'v2'),
     deliveriesRoute(store),
   ];
 }
 
-function versionRoutes(store: Store, publicBaseUrl: string, version: ApiVersion): AnyRoute[] {
+function versionRoutes(store: Store, box: SecretBox, publicBaseUrl: string, version: ApiVersion): AnyRoute[] {
   const schemas = actionSchemas(version);
   const base = `/api/${version}/notification_actions`;
-  const present = (row: NotificationActionRow, time: TimeFormatter, answer: AnswerKind = 'read') =>
+  const present = (row: NotificationAction, time: TimeFormatter, answer: AnswerKind = 'read') =>
     presentAction(row, version, time, publicBaseUrl, answer);
   return [
     defineRoute({
@@ -45,6 +46,7 @@ function versionRoutes(store: Store, publicBaseUrl: string, version: ApiVersion)
       handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
         const { total, rows } = await listActionsOfRule(
           store.db,
+          box,
           await visibleOrganisations(),
           version,
           params.rule_key,
@@ -70,6 +72,7 @@ function versionRoutes(store: Store, publicBaseUrl: string, version: ApiVersion)
       handler: async ({ params, time, visibleOrganisations }) => {
         const row = await requireAction(
           store.db,
+          box,
           await visibleOrganisations(),
           version,
           params.notification_action_key,
@@ -88,10 +91,11 @@ function versionRoutes(store: Store, publicBaseUrl: string, version: ApiVersion)
       handler: async ({ params, principal, time, visibleOrganisations }) => {
         const row = await createAction(
           store,
+          box,
           actorOf(principal),
           await visibleOrganisations(),
           version,
-          params.notification_action as Parameters<typeof createAction>[4],
+          params.notification_action as Parameters<typeof createAction>[5],
         );
         return { notification_action: present(row, time, 'create') };
       },
@@ -107,11 +111,12 @@ function versionRoutes(store: Store, publicBaseUrl: string, version: ApiVersion)
       handler: async ({ params, principal, time, visibleOrganisations }) => {
         const row = await updateAction(
           store,
+          box,
           actorOf(principal),
           await visibleOrganisations(),
           version,
           params.notification_action_key,
-          params.notification_action as Parameters<typeof updateAction>[5],
+          params.notification_action as Parameters<typeof updateAction>[6],
         );
         return { notification_action: present(row, time, 'update') };
       },

@@ -7,14 +7,19 @@ import { type Actor, recordChange } from '../audit/recorder.ts';
 import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
+import type { SecretBox } from '../core/secret-box.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { namesSecret, redactSecretParams, redactUrl } from '../core/urls.ts';
 import { listDeliveryAttempts } from '../deliveries/service.ts';
 import { findRule, onRuleDeleted } from '../rules/service.ts';
 import type { Executor, Store } from '../store/store.ts';
-import type { NotificationActionRow } from '../store/tables.ts';
+import type { NotificationAction } from '../store/tables.ts';
+import { openedAction, redactedAction, sealedAction, storedAction } from './credentials.ts';
 import { presentAction } from './presenter.ts';
+import type { ActionOfRule } from './repository.ts';
 import * as actions from './repository.ts';
+
+export type { ActionOfRule };
+
 import type { ActionInput } from './schemas.ts';
 import {
   type ApiVersion,
@@ -94,8 +99,8 @@ function storedPropertiesBody(version: ApiVersion, body: ActionInput['body']): s
 }
 
 /** The columns the input sets, for a kind. */
-function columnsOf(version: ApiVersion, type: StoredType, input: ActionInput): Partial<NotificationActionRow> {
-  const columns: Partial<NotificationActionRow> = {};
+function columnsOf(version: ApiVersion, type: StoredType, input: ActionInput): Partial<NotificationAction> {
+  const columns: Partial<NotificationAction> = {};
   if (input.to !== undefined) columns.recipient = input.to;
   if (input.cc !== undefined) columns.cc = input.cc;
   if (input.bcc !== undefined) columns.bcc = input.bcc;
@@ -127,45 +132,28 @@ async function requireRuleOf(db: Executor, organisationKeys: string[], ruleKey: 
   return rule;
 }
 
-/** Header names whose values are credentials: audit trails keep the name, not the value. */
-const CREDENTIAL_HEADER = /auth|cookie|token|secret|key|passw|signature|credential|session/i;
-
-/** The members of an object, those whose names match `secret` with their values redacted. */
-function redactedMembers(object: unknown, secret: (name: string) => boolean): unknown {
-  if (object === null || typeof object !== 'object') return object;
-  return Object.fromEntries(
-    Object.entries(object as Record<string, unknown>).map(([name, value]) => [
-      name,
-      secret(name) ? '[redacted]' : value,
-    ]),
-  );
-}
-
 /**
  * The action as audit trails keep it (docs/rules.md, "Notification actions"): the values of headers
  * and query parameters that carry credentials left out, in `headers`, `query` and the `url` itself (its
  * query string and any password before its host).
  */
-export function auditSnapshot(row: NotificationActionRow): object {
-  const presented = presentAction(row, 'v3', STORED_TIME, '') ?? {};
-  const snapshot: Record<string, unknown> = { ...presented };
-  if (snapshot.headers) snapshot.headers = redactedMembers(snapshot.headers, (name) => CREDENTIAL_HEADER.test(name));
-  if (snapshot.query) snapshot.query = redactedMembers(snapshot.query, namesSecret);
-  if (typeof snapshot.url === 'string') snapshot.url = redactUrl(redactSecretParams(snapshot.url));
-  return snapshot;
+export function auditSnapshot(action: NotificationAction): object {
+  return presentAction(redactedAction(action), 'v3', STORED_TIME, '') ?? {};
 }
 
 /** A notification action of these organisations, or undefined (whatever the API version). */
-export function findAction(
+export async function findAction(
   db: Executor,
+  box: SecretBox,
   organisationKeys: string[],
   key: string,
-): Promise<NotificationActionRow | undefined> {
-  return actions.findAction(db, organisationKeys, key);
+): Promise<NotificationAction | undefined> {
+  const row = await actions.findAction(db, organisationKeys, key);
+  return row && openedAction(box, row);
 }
 
 /** The notification actions of these rules, oldest first (for the rule engine). */
-export function listActionsOfRules(db: Executor, ruleKeys: readonly string[]): Promise<NotificationActionRow[]> {
+export function listActionsOfRules(db: Executor, ruleKeys: readonly string[]): Promise<ActionOfRule[]> {
   return actions.listActionsOfRules(db, ruleKeys);
 }
 
@@ -178,7 +166,7 @@ onRuleDeleted(async (db, actor, rule) => {
       entityType: 'NotificationAction',
       entityKey: action.notification_action_key,
       entityName: action.name ?? action.type,
-      before: auditSnapshot(action),
+      before: auditSnapshot(storedAction(action)),
     });
   }
   await actions.deleteActionsOfRule(db, rule.rule_key);
@@ -186,17 +174,18 @@ onRuleDeleted(async (db, actor, rule) => {
 
 export async function createAction(
   store: Store,
+  box: SecretBox,
   actor: Actor,
   organisationKeys: string[],
   version: ApiVersion,
   input: ActionInput,
-): Promise<NotificationActionRow> {
+): Promise<NotificationAction> {
   const type = typeOf(version, input.type);
   checkFields(type, input, true);
   const now = Date.now();
   return store.transaction(async (tx) => {
     const rule = await requireRuleOf(tx, organisationKeys, input.rule_key as string);
-    const row: NotificationActionRow = {
+    const row: NotificationAction = {
       notification_action_key: newKey(),
       organisation_key: rule.organisation_key,
       rule_key: rule.rule_key,
@@ -216,7 +205,7 @@ export async function createAction(
       created_at: now,
       updated_at: now,
     };
-    await actions.insertAction(tx, row);
+    await actions.insertAction(tx, sealedAction(box, row));
     await recordChange(tx, actor, {
       organisationKey: row.organisation_key,
       action: 'create',
@@ -229,16 +218,28 @@ export async function createAction(
   });
 }
 
-/** An action the caller can see and the version knows (a v2 request never finds an SMS action). */
-export async function requireAction(db: Executor, organisationKeys: string[], version: ApiVersion, key: string) {
+/** The stored row of an action the caller can see and the version knows (a v2 request never finds an SMS action). */
+async function requireActionRow(db: Executor, organisationKeys: string[], version: ApiVersion, key: string) {
   const row = await actions.findAction(db, organisationKeys, key);
   if (!row || (version === 'v2' && row.type === SMS)) throw notFound('notification action', 'notification_action_key');
   return row;
 }
 
+/** An action the caller can see and the version knows, its credentials open. */
+export async function requireAction(
+  db: Executor,
+  box: SecretBox,
+  organisationKeys: string[],
+  version: ApiVersion,
+  key: string,
+): Promise<NotificationAction> {
+  return openedAction(box, await requireActionRow(db, organisationKeys, version, key));
+}
+
 /** The actions of a rule the caller can see, of one type (`typeName`) or of every type the version knows. */
 export async function listActionsOfRule(
   db: Executor,
+  box: SecretBox,
   organisationKeys: string[],
   version: ApiVersion,
   ruleKey: string,
@@ -249,25 +250,27 @@ export async function listActionsOfRule(
   const types = (typeName === undefined ? typeNamesOf(version) : [typeName]).map(
     (name) => storedTypeOf(version, name) as string,
   );
-  return actions.listActions(db, rule.rule_key, types, list);
+  const page = await actions.listActions(db, rule.rule_key, types, list);
+  return { ...page, rows: page.rows.map((row) => openedAction(box, row)) };
 }
 
 /** A page of the delivery attempts of a (v3) action the caller can see. */
 export async function listDeliveriesOfAction(db: Executor, organisationKeys: string[], key: string, list: ListQuery) {
-  const action = await requireAction(db, organisationKeys, 'v3', key);
+  const action = await requireActionRow(db, organisationKeys, 'v3', key);
   return listDeliveryAttempts(db, action.notification_action_key, list);
 }
 
 export async function updateAction(
   store: Store,
+  box: SecretBox,
   actor: Actor,
   organisationKeys: string[],
   version: ApiVersion,
   key: string,
   input: ActionInput,
-): Promise<NotificationActionRow> {
+): Promise<NotificationAction> {
   return store.transaction(async (tx) => {
-    const before = await requireAction(tx, organisationKeys, version, key);
+    const before = await requireAction(tx, box, organisationKeys, version, key);
     const type = typeOf(version, input.type);
     if (type !== before.type) {
       throw new ApiError(400, [
@@ -292,15 +295,14 @@ export async function updateAction(
         before: auditSnapshot(before),
       });
     }
-    const after: NotificationActionRow = {
+    const after: NotificationAction = {
       ...before,
       ...columnsOf(version, type, input),
       rule_key: ruleKey,
       organisation_key: organisationKey,
       updated_at: Date.now(),
     };
-    const { notification_action_key: _k, created_at: _c, ...columns } = after;
-    await actions.updateAction(tx, key, columns);
+    await actions.updateAction(tx, sealedAction(box, after));
     await recordChange(tx, actor, {
       organisationKey,
       action: 'update',
@@ -322,7 +324,7 @@ export async function deleteAction(
   key: string,
 ): Promise<void> {
   await store.transaction(async (tx) => {
-    const before = await requireAction(tx, organisationKeys, version, key);
+    const before = storedAction(await requireActionRow(tx, organisationKeys, version, key));
     await actions.deleteAction(tx, key);
     await recordChange(tx, actor, {
       organisationKey: before.organisation_key,
@@ -333,4 +335,22 @@ export async function deleteAction(
       before: auditSnapshot(before),
     });
   });
+}
+
+/** Every action's sealed credentials, by key (docs/configuration.md, "Secret key"). */
+export function sealedActionSecrets(
+  db: Executor,
+): Promise<{ notification_action_key: string; secrets_sealed: string }[]> {
+  return actions.sealedActionSecrets(db);
+}
+
+export function resealActionSecrets(db: Executor, key: string, secretsSealed: string): Promise<void> {
+  return actions.resealActionSecrets(db, key, secretsSealed);
+}
+
+/** Seals the credentials of the actions stored before they were sealed; answers how many it sealed. */
+export async function sealStoredActions(db: Executor, box: SecretBox): Promise<number> {
+  const rows = await actions.unsealedActions(db);
+  for (const row of rows) await actions.updateAction(db, sealedAction(box, openedAction(box, row)));
+  return rows.length;
 }

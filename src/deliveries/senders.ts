@@ -10,7 +10,7 @@ import { alertTypeName } from '../alerts/presenter.ts';
 import { SYSTEM_ACTOR } from '../audit/recorder.ts';
 import type { Config } from '../core/config.ts';
 import type { Store } from '../store/store.ts';
-import type { NotificationActionRow } from '../store/tables.ts';
+import type { NotificationAction } from '../store/tables.ts';
 import { updateThing } from '../things/service.ts';
 import { guardedLookup, isPrivateAddress, PrivateAddressError } from './address-guard.ts';
 import type { DeliveryPayload } from './service.ts';
@@ -18,7 +18,7 @@ import type { DeliveryPayload } from './service.ts';
 export interface Delivery {
   deliveryKey: string;
   organisationKey: string;
-  action: NotificationActionRow;
+  action: NotificationAction;
   payload: DeliveryPayload;
 }
 

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { findAction } from '../actions/service.ts';
 import type { Config } from '../core/config.ts';
+import type { SecretBox } from '../core/secret-box.ts';
 import type { Store } from '../store/store.ts';
 import type { DeliveryRow } from '../store/tables.ts';
 import { claimDueDeliveries, finishDelivery, releaseClaims } from './repository.ts';
@@ -30,6 +31,8 @@ export class DeliveryWorker {
 
   constructor(
     private readonly store: Store,
+    /** Opens the actions' credentials (docs/rules.md, "Notification actions"). */
+    private readonly box: SecretBox,
     private readonly senders: Senders,
     private readonly config: Config,
     private readonly log: FastifyBaseLogger,
@@ -100,7 +103,7 @@ export class DeliveryWorker {
   }
 
   private async deliver(row: DeliveryRow): Promise<void> {
-    const action = await findAction(this.store.db, [row.organisation_key], row.notification_action_key);
+    const action = await findAction(this.store.db, this.box, [row.organisation_key], row.notification_action_key);
     if (!action) {
       await this.finish(row, 'cancelled', undefined, 0);
       this.onFinished?.('unknown', 'cancelled');

@@ -4,7 +4,7 @@
  * "How rules are evaluated": changes take effect at the next event). The rule engine reads the
  * revisions of its organisations in each transaction and reads a rule set again where they differ.
  */
-import { listActionsOfRules } from '../actions/service.ts';
+import { type ActionOfRule, listActionsOfRules } from '../actions/service.ts';
 import {
   compileMatcher,
   type Expression,
@@ -15,7 +15,7 @@ import {
 } from '../expressions/index.ts';
 import { groupExpressions, staticMembersOf } from '../groups/service.ts';
 import type { Executor } from '../store/store.ts';
-import type { NotificationActionRow, RuleRow } from '../store/tables.ts';
+import type { RuleRow } from '../store/tables.ts';
 import { listEnabledRules } from './repository.ts';
 
 export interface CompiledRule {
@@ -31,7 +31,7 @@ export interface CompiledRule {
   groupMembers: ReadonlySet<string>;
   /** A dynamic group's expression, compiled. */
   inGroup: Matcher | undefined;
-  actions: NotificationActionRow[];
+  actions: ActionOfRule[];
   /** `for_seconds` in milliseconds. */
   forMs: number;
   autoClear: boolean;
@@ -56,7 +56,7 @@ export interface RuleGroup {
 export function compileRule(
   row: RuleRow,
   group: RuleGroup | undefined,
-  actions: NotificationActionRow[],
+  actions: ActionOfRule[],
 ): CompiledRule | undefined {
   let condition: Expression | undefined;
   try {

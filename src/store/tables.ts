@@ -302,7 +302,8 @@ export interface RuleStateRow {
   fired_silence: number | null;
 }
 
-export interface NotificationActionRow {
+/** A notification action with its credentials open, as the actions capability hands it out. */
+export interface NotificationAction {
   notification_action_key: string;
   organisation_key: string;
   rule_key: string;
@@ -324,6 +325,15 @@ export interface NotificationActionRow {
   phone_number: string | null;
   created_at: number;
   updated_at: number;
+}
+
+export interface NotificationActionRow extends NotificationAction {
+  /**
+   * `url`, `headers` and `query` sealed together (docs/rules.md, "Notification actions"); when set,
+   * those columns are null. Null on kinds without them, and on rows made before sealing until the
+   * server's start seals them.
+   */
+  secrets_sealed: string | null;
 }
 
 export interface DeliveryRow {

@@ -149,12 +149,31 @@ for (const store of STORES) {
       assert.equal(created.status, 200, created.text);
       const keyPair = created.body.key_pair as KeyPair;
       assert.equal((await new Device(first.url, keyPair).register({ thing_key: 'boiler-1' })).status, 200);
+      // A notification action's credentials are sealed under the same key.
+      const rule = await call(first.url, 'POST', '/api/v3/rules', {
+        token,
+        body: { rule: { name: 'hot', condition: 'temperature > 80' } },
+      });
+      const action = await call(first.url, 'POST', '/api/v3/notification_actions', {
+        token,
+        body: {
+          notification_action: {
+            type: 'CallHttpUrlAction',
+            rule_key: rule.body.rule.rule_key,
+            method: 'POST',
+            url: 'https://example.com/hook',
+            headers: { Authorization: 'Bearer hook-secret' },
+          },
+        },
+      });
+      assert.equal(action.status, 200, action.text);
+      const actionKey = action.body.notification_action.notification_action_key as string;
       await stopProcess(first.child);
 
       const withNewKey = { ...env, THINGBASE_SECRET_KEY: 'a new key for the sealed secrets' };
       const refused = await runCli(['serve'], withNewKey);
       assert.notEqual(refused.code, 0, refused.stdout);
-      assert.match(refused.stderr, /THINGBASE_SECRET_KEY does not open 1 of the 1 key pair secret keys/);
+      assert.match(refused.stderr, /THINGBASE_SECRET_KEY does not open 2 of the 2 secrets sealed in the database/);
       assert.match(refused.stderr, /thingbase rotate-secret-key/);
 
       const wrongOld = await runCli(['rotate-secret-key', '--old-key', 'not the old key'], withNewKey);
@@ -162,13 +181,16 @@ for (const store of STORES) {
       assert.match(wrongOld.stderr, /Nothing was changed/);
 
       const rotated = succeeded(await runCli(['rotate-secret-key'], withNewKey));
-      assert.match(rotated.stdout, /Re-sealed 1 key pair secret key\(s\) under THINGBASE_SECRET_KEY/);
+      assert.match(rotated.stdout, /Re-sealed 2 secret\(s\) under THINGBASE_SECRET_KEY/);
       const again = succeeded(await runCli(['rotate-secret-key'], withNewKey));
-      assert.match(again.stdout, /Re-sealed 0 key pair secret key\(s\) under THINGBASE_SECRET_KEY; 1 already were/);
+      assert.match(again.stdout, /Re-sealed 0 secret\(s\) under THINGBASE_SECRET_KEY; 2 already were/);
 
       const second = await serve(withNewKey);
       const event = await new Device(second.url, keyPair).event({ thing_key: 'boiler-1', data: { temperature: 71.5 } });
       assert.equal(event.status, 200, event.text);
+      const secondToken = (await signIn(second.url, 'admin@localhost', password)).body.auth_token as string;
+      const reread = await call(second.url, 'GET', `/api/v3/notification_actions/${actionKey}`, { token: secondToken });
+      assert.equal(reread.body.notification_action.headers.Authorization, 'Bearer hook-secret');
       await stopProcess(second.child);
 
       // Without the variable, the generated key no longer opens them.

@@ -320,6 +320,18 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       inAddress.body.notification_action.url,
       'https://hooks:s3cret-pw@example.com/c?api_key=s3cret-q&site=north',
     );
+    // The store keeps them sealed: its row holds them only as audit trails show them.
+    const stored = await ctx.api.server.store.db
+      .selectFrom('notification_actions')
+      .selectAll()
+      .where('notification_action_key', '=', key)
+      .executeTakeFirstOrThrow();
+    assert.doesNotMatch(JSON.stringify(stored), /s3cret/);
+    assert.equal(stored.url, 'https://hooks:***@example.com/c?api_key=[redacted]&site=north');
+    assert.match(String(stored.secrets_sealed), /^v1:/);
+    const read = await ctx.api.request('GET', `/api/v3/notification_actions/${key}`, { token });
+    assert.deepEqual(read.body.notification_action.query, { token: 's3cret-t', site: 'north' });
+    assert.equal(read.body.notification_action.headers.Authorization, 'Bearer s3cret');
     const audited = await ctx.api.request('GET', '/api/v3/audit_trails', {
       token,
       query: { entity_key: key, order_by: 'timestamp', order: 'desc', per: 1 },

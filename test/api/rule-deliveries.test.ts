@@ -132,8 +132,8 @@ describeOnStores(
           type: 'CallHttpUrlAction',
           method: 'PUT',
           url: `${webhook.url}/hooks/$THING$`,
-          headers: { 'X-Team': 'maintenance' },
-          query: { source: 'thingbase' },
+          headers: { 'X-Team': 'maintenance', Authorization: 'Bearer hook-credential' },
+          query: { source: 'thingbase', api_key: 'query-credential' },
           body: '{"thing":"$THING$"}',
         },
       );
@@ -147,8 +147,10 @@ describeOnStores(
       const call = mine()[0];
       assert.ok(call);
       assert.equal(call.method, 'PUT');
-      assert.equal(call.url, `/hooks/${thingKey}?source=thingbase`);
+      assert.equal(call.url, `/hooks/${thingKey}?source=thingbase&api_key=query-credential`);
       assert.equal(call.headers['x-team'], 'maintenance');
+      // Sealed at rest, opened for the delivery.
+      assert.equal(call.headers.authorization, 'Bearer hook-credential');
       assert.deepEqual(JSON.parse(call.body), { thing: thingKey });
       assert.match(String(call.headers['idempotency-key']), /^[0-9a-z]{10}$/);
       assert.notEqual(mine()[1]?.headers['idempotency-key'], call.headers['idempotency-key']);

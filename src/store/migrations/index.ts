@@ -22,6 +22,7 @@ import * as eventMinutes from './017-event-minutes.ts';
 import * as dashboards from './018-dashboards.ts';
 import * as templateRollups from './019-template-rollups.ts';
 import * as eventLimits from './020-event-limits.ts';
+import * as actionSecrets from './021-action-secrets.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -44,4 +45,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '018-dashboards': dashboards,
   '019-template-rollups': templateRollups,
   '020-event-limits': eventLimits,
+  '021-action-secrets': actionSecrets,
 };
