@@ -417,17 +417,20 @@ export async function createServer(config: Config): Promise<Server> {
       turn: (work) => writer.turn(work),
       statementTimeoutMs: config.databaseStatementTimeoutMs,
     });
-    if (config.retentionSweepMs > 0) {
-      sweeper.start(config.retentionSweepMs, (error) => app.log.warn({ err: error }, 'retention sweep failed'));
-    }
+    // Background work retries on its own; the store's faults (the database down, a full disk) are
+    // logged once a minute by the store, anything else as it happens.
+    const backgroundFailed = (what: string) => (error: unknown) => {
+      if (store.faults.note(error) === undefined) app.log.warn({ err: error }, what);
+    };
+    if (config.retentionSweepMs > 0) sweeper.start(config.retentionSweepMs, backgroundFailed('retention sweep failed'));
     if (config.eventCompactionMs > 0) {
-      compactor.start(config.eventCompactionMs, (error) => app.log.warn({ err: error }, 'event compaction failed'));
+      compactor.start(config.eventCompactionMs, backgroundFailed('event compaction failed'));
     }
     const silences = new SilenceWatcher(store, {
       intervalMs: config.noDataCheckMs,
       onQueued: () => deliveries.wake(),
       onFired: (count) => metrics.rulesFired(count),
-      onError: (error) => app.log.warn(error),
+      onError: backgroundFailed('the no-data check failed'),
     });
     silences.start();
     const server: Server = {

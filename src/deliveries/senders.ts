@@ -91,6 +91,9 @@ export class Senders {
       ...(action.bcc ? { bcc: action.bcc } : {}),
       subject: action.subject || `[${level}] ${payload.rule.name}: ${payload.thing.name}`,
       text: payload.message,
+      // The whole attempt, as for HTTP calls: the timeouts above bound only silences, and a server that
+      // answers a line at a time would hold the attempt, and the deliveries behind it, for ever.
+      signal: AbortSignal.timeout(this.config.deliveryTimeoutMs),
     });
   }
 

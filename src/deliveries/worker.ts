@@ -11,6 +11,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { findAction } from '../actions/service.ts';
 import type { Config } from '../core/config.ts';
 import type { SecretBox } from '../core/secret-box.ts';
+import { storeFaultOf } from '../store/faults.ts';
 import type { Store } from '../store/store.ts';
 import type { DeliveryRow } from '../store/tables.ts';
 import { claimDueDeliveries, finishDelivery, releaseClaims } from './repository.ts';
@@ -18,6 +19,10 @@ import type { Delivery, Senders } from './senders.ts';
 import type { DeliveryPayload } from './service.ts';
 
 const POLL_MS = 500;
+/** The longest wait between runs while the store fails (ms): a failed run doubles the wait up to it. */
+const MAX_FAILED_POLL_MS = 30_000;
+/** The first wait before recording an attempt again when the store failed to (ms); it doubles. */
+const RECORD_RETRY_MS = 200;
 const BATCH = 20;
 const CONCURRENCY = 4;
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
@@ -28,6 +33,8 @@ export class DeliveryWorker {
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
+  /** Runs failed in a row (the store down): the next waits longer. */
+  private failedRuns = 0;
 
   constructor(
     private readonly store: Store,
@@ -67,42 +74,55 @@ export class DeliveryWorker {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.running = this.runOnce()
-        .catch((error) => this.log.error(error, 'delivery worker failed'))
+        .then(() => {
+          this.failedRuns = 0;
+        })
+        .catch((error) => {
+          this.failedRuns++;
+          // The store's faults (the database down, a full disk) are logged once a minute by the store.
+          if (this.store.faults.note(error) === undefined) this.log.error(error, 'delivery worker failed');
+        })
         .finally(() => {
           this.running = undefined;
-          const again = this.again;
+          const again = this.again && this.failedRuns === 0;
           this.again = false;
-          this.schedule(again ? 0 : POLL_MS);
+          this.schedule(again ? 0 : Math.min(POLL_MS * 2 ** this.failedRuns, MAX_FAILED_POLL_MS));
         });
     }, delayMs);
     this.timer.unref();
   }
 
-  /** Claims and carries out due deliveries until none is due. */
+  /**
+   * Claims and carries out due deliveries until none is due. A lane that fails (the store down) ends
+   * the run only once every other lane is done, so nothing of the run outlives it (or a stop).
+   */
   async runOnce(): Promise<void> {
     for (;;) {
-      const claimed = await this.claim();
+      const { rows: claimed, claimedUntil } = await this.claim();
       if (claimed.length === 0) return;
       const queue = [...claimed];
-      await Promise.all(
+      const lanes = await Promise.allSettled(
         Array.from({ length: Math.min(CONCURRENCY, queue.length) }, async () => {
-          for (let row = queue.shift(); row; row = queue.shift()) await this.deliver(row);
+          for (let row = queue.shift(); row; row = queue.shift()) await this.deliver(row, claimedUntil);
         }),
       );
+      const failed = lanes.find((lane) => lane.status === 'rejected');
+      if (failed) throw failed.reason;
       if (this.stopped || claimed.length < BATCH) return;
     }
   }
 
-  private claim(): Promise<DeliveryRow[]> {
+  private async claim(): Promise<{ rows: DeliveryRow[]; claimedUntil: number }> {
     const now = Date.now();
     // Longer than one attempt can take, so a live claim never lapses mid-attempt.
     const claimedUntil = now + this.config.deliveryTimeoutMs * 3 + 5000;
-    return this.store.transaction((tx) =>
+    const rows = await this.store.transaction((tx) =>
       claimDueDeliveries(tx, { instance: this.instance, now, claimedUntil, limit: BATCH }),
     );
+    return { rows, claimedUntil };
   }
 
-  private async deliver(row: DeliveryRow): Promise<void> {
+  private async deliver(row: DeliveryRow, claimedUntil: number): Promise<void> {
     const action = await findAction(this.store.db, this.box, [row.organisation_key], row.notification_action_key);
     if (!action) {
       await this.finish(row, 'cancelled', undefined, 0);
@@ -116,17 +136,35 @@ export class DeliveryWorker {
       payload: JSON.parse(row.payload) as DeliveryPayload,
     };
     const started = Date.now();
+    let status: 'delivered' | 'pending' | 'failed' = 'delivered';
+    let reason: string | undefined;
     try {
       await this.senders.send(delivery);
-      await this.finish(row, 'delivered', undefined, Date.now() - started);
-      this.onFinished?.(action.type, 'delivered');
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
+      reason = error instanceof Error ? error.message : String(error);
       const attempts = row.attempts + 1;
-      const giveUp = attempts >= this.config.deliveryMaxAttempts;
+      status = attempts >= this.config.deliveryMaxAttempts ? 'failed' : 'pending';
       this.log.warn({ delivery: row.delivery_key, attempt: attempts, reason }, 'notification delivery failed');
-      await this.finish(row, giveUp ? 'failed' : 'pending', reason, Date.now() - started);
-      this.onFinished?.(action.type, giveUp ? 'failed' : 'pending');
+    }
+    // What the peer was sent is recorded as sent even if the store fails to take it at once: a
+    // delivery recorded failed would be sent again.
+    await this.recordWithin(claimedUntil, () => this.finish(row, status, reason, Date.now() - started));
+    this.onFinished?.(action.type, status);
+  }
+
+  /**
+   * Records an attempt, trying again while the store is down (a failover, a restart) and the claim
+   * holds; past that the claim lapses and the delivery is due again, under the same idempotency key.
+   */
+  private async recordWithin(claimedUntil: number, record: () => Promise<void>): Promise<void> {
+    for (let wait = RECORD_RETRY_MS; ; wait *= 2) {
+      try {
+        await record();
+        return;
+      } catch (error) {
+        if (storeFaultOf(error) === undefined || this.stopped || Date.now() + wait >= claimedUntil - 1000) throw error;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
     }
   }
 

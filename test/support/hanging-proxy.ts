@@ -9,6 +9,8 @@ import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 export interface HangingProxy {
   port: number;
   pause(): void;
+  /** Drops every connection and refuses new ones, as a database restarting does, until resume(). */
+  cut(): void;
   resume(): void;
   close(): Promise<void>;
 }
@@ -16,7 +18,12 @@ export interface HangingProxy {
 export async function hangingProxy(target: { host: string; port: number }): Promise<HangingProxy> {
   const sockets = new Set<Socket>();
   let paused = false;
+  let cut = false;
   const server = createServer((client) => {
+    if (cut) {
+      client.destroy();
+      return;
+    }
     const upstream = connect(target);
     for (const [from, to] of [
       [client, upstream],
@@ -41,7 +48,12 @@ export async function hangingProxy(target: { host: string; port: number }): Prom
       paused = true;
       for (const socket of sockets) socket.pause();
     },
+    cut: () => {
+      cut = true;
+      for (const socket of sockets) socket.destroy();
+    },
     resume: () => {
+      cut = false;
       paused = false;
       for (const socket of sockets) socket.resume();
     },
