@@ -209,7 +209,9 @@ function collectNames(data: Record<string, unknown>, prefix: string, names: Set<
 
 /**
  * A value as a CSV field (RFC 4180): text as it is, other values as JSON (arrays and objects whole),
- * null and missing values empty; quoted when it holds a comma, a quote or a line break. Text that a
+ * null and missing values empty; quoted when it holds a comma, a quote or a line break, or a semicolon
+ * or a tab, which spreadsheets in many locales read as the separator, so a formula after one stays
+ * inside its field. Text that a
  * spreadsheet would run as a formula (starting with =, +, -, @, a tab or a carriage return) gets a
  * single quote in front, which spreadsheets read as "this is text" (docs/api.md, "Exporting events");
  * numbers are written as they are, so -5 stays a number.
@@ -217,7 +219,7 @@ function collectNames(data: Record<string, unknown>, prefix: string, names: Set<
 export function csvField(value: unknown): string {
   if (value === null || value === undefined) return '';
   const text = typeof value !== 'string' ? JSON.stringify(value) : FORMULA_START.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  return /[",;\t\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
 const FORMULA_START = /^[=+\-@\t\r]/;

@@ -147,15 +147,19 @@ describeOnStores('event export', (ctx) => {
   it('when text that a spreadsheet runs as a formula is exported as csv then it is written as text, numbers as they are', async () => {
     const key = await thingWithEvents([
       { timestamp: T0, data: { f: '=HYPERLINK("http://x","y")', n: -5, p: '+1', m: '-2', at: '@SUM(A1)' } },
-      { timestamp: T0 + SECOND, data: { f: '\tcmd', n: 3, p: 'plain', m: 'a-b', at: 'x@y', '=name': 1 } },
+      {
+        timestamp: T0 + SECOND,
+        data: { f: '\tcmd', n: 3, p: 'plain', m: 'a-b', at: 'x@y', '=name': 1, s: "x;=cmd|' /C calc'!A0" },
+      },
     ]);
     const csv = await exportOf(key, { format: 'csv' });
     assert.equal(csv.status, 200, csv.text);
+    // A semicolon or a tab is quoted too: spreadsheets in many locales separate fields with it.
     assert.equal(
       csv.text,
-      "timestamp,'=name,at,f,m,n,p\r\n" +
-        `${T0 / 1000},,'@SUM(A1),"'=HYPERLINK(""http://x"",""y"")",'-2,-5,'+1\r\n` +
-        `${T0 / 1000 + 1},1,x@y,'\tcmd,a-b,3,plain\r\n`,
+      "timestamp,'=name,at,f,m,n,p,s\r\n" +
+        `${T0 / 1000},,'@SUM(A1),"'=HYPERLINK(""http://x"",""y"")",'-2,-5,'+1,\r\n` +
+        `${T0 / 1000 + 1},1,x@y,"'\tcmd",a-b,3,plain,"x;=cmd|' /C calc'!A0"\r\n`,
     );
     const ndjson = await exportOf(key);
     assert.equal(JSON.parse(ndjson.text.split('\n')[0] as string).data.f, '=HYPERLINK("http://x","y")');

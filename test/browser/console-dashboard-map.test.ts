@@ -80,7 +80,8 @@ describe('a dashboard map on the server’s tiles', { skip: browserSkip }, () =>
     const token = await api.adminToken();
     const template = await defaultTemplateKey(api, token);
     await createThing(api, token, { name: 'Boiler', coordinates: [52.52, 13.4] });
-    await createThing(api, token, { name: 'Pump', coordinates: [48.14, 11.58] });
+    // A name with markup in it, as a device may register one: shown as text.
+    await createThing(api, token, { name: '<b id="injected">Pump</b>', coordinates: [48.14, 11.58] });
     const created = await api.request('POST', '/api/v3/dashboards', {
       token,
       body: {
@@ -114,6 +115,17 @@ describe('a dashboard map on the server’s tiles', { skip: browserSkip }, () =>
       `tiles asked for: ${asked.join(' ')}`,
     );
     assert.equal(await map.locator('.leaflet-control-attribution b').count(), 0, 'the attribution is text, not markup');
+    const markers = map.locator('path.leaflet-interactive');
+    assert.equal(await markers.count(), 2);
+    const tooltips: string[] = [];
+    for (const marker of await markers.all()) {
+      await marker.hover({ force: true });
+      const tooltip = map.locator('.leaflet-tooltip').last();
+      await tooltip.waitFor();
+      tooltips.push((await tooltip.textContent()) ?? '');
+    }
+    assert.ok(tooltips.includes('<b id="injected">Pump</b>: Offline'), `tooltips: ${tooltips.join(' | ')}`);
+    assert.equal(await page.locator('#injected').count(), 0, 'a thing name is text in its tooltip, not markup');
     await screenshot(page, 'dashboard-map-tiles');
     assert.deepEqual(problems.flat(), []);
   });

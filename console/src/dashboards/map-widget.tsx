@@ -73,7 +73,8 @@ export function MapWidget({ things }: { things: Thing[] }) {
         fillColor: thing.alive ? ONLINE : OFFLINE,
         fillOpacity: 0.9,
       })
-        .bindTooltip(`${thing.name}: ${thing.alive ? 'Online' : 'Offline'}`)
+        // Leaflet shows text content as HTML: an element with the name as text shows it as it is.
+        .bindTooltip(tooltipOf(`${thing.name}: ${thing.alive ? 'Online' : 'Offline'}`))
         .addTo(group);
     if (placed.length > 0)
       map.current.fitBounds(L.latLngBounds(placed.map(([, at]) => at)).pad(0.3), { maxZoom: 12, animate: false });
@@ -86,4 +87,11 @@ export function MapWidget({ things }: { things: Thing[] }) {
       </figcaption>
     </figure>
   );
+}
+
+/** A tooltip's content holding `text` as text, never as markup. */
+function tooltipOf(text: string): HTMLElement {
+  const content = document.createElement('span');
+  content.textContent = text;
+  return content;
 }
