@@ -75,6 +75,8 @@ export interface Subscription {
   readonly topic: Topic;
   readonly connection: Connection;
   readonly organisations: ReadonlySet<string>;
+  /** Subscribed with `is_oem`: its organisations include the children, while its own is an OEM one. */
+  readonly oem: boolean;
   /** Only these things (`thing_keys`). */
   readonly thingKeys: ReadonlySet<string> | undefined;
   /** Only the members of this group, as last read. */
@@ -232,6 +234,7 @@ export class RealtimeHub {
       topic,
       connection,
       organisations: new Set(organisations),
+      oem: params.is_oem === true,
       thingKeys,
       group,
       template,
@@ -600,15 +603,21 @@ export class RealtimeHub {
       return;
     }
     connection.principal = principal;
-    // A role that lost a permission ends the subscriptions that needed it.
+    // A role that lost a permission ends the subscriptions that needed it, and an organisation that is
+    // no longer an OEM one ends those that watch its children.
     for (const s of [...connection.subscriptions.values()]) {
       const needed = TOPIC_SOURCES[s.topic].permission;
-      if (grants(principal.abilities, needed, 'read')) continue;
+      const refusal = !grants(principal.abilities, needed, 'read')
+        ? `your role lacks the permission to read ${needed}`
+        : s.oem && !principal.organisationIsOem
+          ? 'is_oem is only for OEM organisations'
+          : undefined;
+      if (refusal === undefined) continue;
       this.unsubscribe(connection, s.id);
       connection.outbox.push({
         id: s.id,
         type: 'error',
-        text: reply('error', s.id, { code: 'forbidden', message: `your role lacks the permission to read ${needed}` }),
+        text: reply('error', s.id, { code: 'forbidden', message: refusal }),
       });
     }
   }

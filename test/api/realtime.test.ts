@@ -489,6 +489,24 @@ describeOnStores('realtime push', (ctx) => {
     own.close();
   });
 
+  it('when an organisation stops being an OEM one then its is_oem subscriptions end with forbidden', async () => {
+    const token = await ctx.api.adminToken();
+    const oem = await childOrganisation(ctx.api, token, { isOem: true });
+    const client = await SocketClient.open(ctx.api.url, oem.token);
+    await client.subscribe('own', 'events');
+    assert.equal((await client.subscribe('children', 'events', { is_oem: true })).type, 'subscribed');
+    const demoted = await ctx.api.request('PUT', `/api/v3/organisations/${oem.organisationKey}`, {
+      token,
+      body: { organisation: { is_oem: false } },
+    });
+    assert.equal(demoted.status, 200, demoted.text);
+    const ended = await client.next((m) => m.type === 'error' && m.id === 'children');
+    assert.equal(ended.code, 'forbidden');
+    client.send({ type: 'unsubscribe', id: 'own' });
+    assert.equal((await client.next((m) => m.type === 'unsubscribed')).id, 'own', 'its own stayed');
+    client.close();
+  });
+
   it('when a socket subscribes many times then it holds at most 100 subscriptions and keeps working', async () => {
     const token = await ctx.api.adminToken();
     const client = await SocketClient.open(ctx.api.url, token);
