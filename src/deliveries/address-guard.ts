@@ -24,8 +24,10 @@ for (const [network, prefix] of [
   blocked.addSubnet(network, prefix, 'ipv4');
 }
 for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  // Unspecified, loopback and the IPv4-compatible addresses; NAT64's well-known prefix (an IPv4
+  // address of any kind behind it).
+  ['::', 96],
+  ['64:ff9b::', 96],
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],
@@ -57,8 +59,10 @@ export function guardedLookup(hostname: string, options: object, callback: Looku
     const refused = list.find((a) => isPrivateAddress(a.address));
     if (refused || list.length === 0) {
       return callback(
+        // The address itself is left out: delivery errors are shown to the action's readers, who need
+        // not learn what the server's own network's names resolve to.
         new PrivateAddressError(
-          `${hostname} resolves to ${refused?.address ?? 'nothing'}, a private or loopback address (set ALLOW_PRIVATE_WEBHOOKS=true to allow)`,
+          `${hostname} is not called: it resolves to a private or loopback address, or to none (set ALLOW_PRIVATE_WEBHOOKS=true to allow)`,
         ),
         [],
       );

@@ -310,6 +310,7 @@ describeOnStores('outbound calls to private addresses', (ctx) => {
       const list = await ctx.api.request('GET', `/api/v3/notification_actions/${actionKey}/deliveries`, { token });
       assert.equal(list.body.deliveries[0].status, 'failed');
       assert.match(list.body.deliveries[0].error, /private or loopback/);
+      assert.doesNotMatch(list.body.deliveries[0].error, /127\.0\.0\.1/);
     }
     assert.equal(webhook.received.length, before);
   });

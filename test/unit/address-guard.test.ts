@@ -19,6 +19,8 @@ describe('outbound address guard', () => {
       '::1',
       'fe80::1',
       '::ffff:10.0.0.1',
+      '::7f00:1',
+      '64:ff9b::a00:1',
       'not-an-ip',
     ]) {
       assert.equal(isPrivateAddress(address), true, address);
@@ -31,7 +33,9 @@ describe('outbound address guard', () => {
   it('when a name resolves to a private address then the lookup fails with a clear error', async () => {
     const { error } = await lookup('localhost', {});
     assert.ok(error instanceof PrivateAddressError);
-    assert.match(error.message, /private or loopback address \(set ALLOW_PRIVATE_WEBHOOKS=true to allow\)/);
+    assert.match(error.message, /private or loopback address, or to none \(set ALLOW_PRIVATE_WEBHOOKS=true to allow\)/);
+    // What the name resolves to is not told: the error is shown to the action's readers.
+    assert.doesNotMatch(error.message, /127\.0\.0\.1|::1/);
   });
 
   it('when a name does not resolve then the resolver error is passed on', async () => {
