@@ -65,6 +65,9 @@ async function simulate(options: SimulateOptions): Promise<void> {
   if (options.http && options.mqtt) throw new ConfigError('give --mqtt or --http, not both');
   const transport = options.http ? 'http' : 'mqtt';
   const api = token ? new Api(httpUrl, token) : undefined;
+  // Where MQTT devices connect is settled before a key pair is made, so a server without a listener
+  // leaves no unused key pair behind.
+  const mqttUrl = transport === 'mqtt' ? (options.mqttUrl ?? (await mqttUrlOf(httpUrl, api))) : '';
   const keys = await keyPairOf(options, api);
   const register: Record<string, unknown> = {};
   if (options.template) {
@@ -92,7 +95,7 @@ async function simulate(options: SimulateOptions): Promise<void> {
     rate,
     transport,
     httpUrl,
-    mqttUrl: options.mqttUrl ?? (await mqttUrlOf(httpUrl, api)),
+    mqttUrl,
     keys,
     prefix: options.prefix,
     register,
@@ -208,13 +211,15 @@ async function templateOf(api: Api, name: string): Promise<string> {
 async function mqttUrlOf(httpUrl: string, api: Api | undefined): Promise<string> {
   const host = new URL(httpUrl).hostname;
   if (!api) return `mqtt://${host}:1883`;
-  const { device_settings: settings } = await api.call<{ device_settings: { mqtt_port: number | null } }>(
-    'GET',
-    '/api/v3/device_settings',
-  );
-  if (settings.mqtt_port === null)
+  const { device_settings: settings } = await api.call<{
+    device_settings: { mqtt_port: number | null; external_broker: boolean };
+  }>('GET', '/api/v3/device_settings');
+  if (settings.external_broker)
     throw new ConfigError(
       'the server serves devices through an external MQTT broker: give its address with --mqtt-url',
     );
+  // MQTT_PORT=0, or its default port taken by another broker when the server started.
+  if (settings.mqtt_port === null)
+    throw new ConfigError('the server has no MQTT listener: set MQTT_PORT on the server, or use --http');
   return `mqtt://${host}:${settings.mqtt_port}`;
 }

@@ -1,6 +1,7 @@
 /**
  * `thingbase simulate` as its own process against a real server: simulated machines register and send
- * readings over MQTT and over HTTP, acknowledge an instruction, and stop cleanly on SIGINT.
+ * readings over MQTT and over HTTP, acknowledge an instruction, and stop cleanly on SIGINT; against a
+ * server without an MQTT listener, MQTT is refused before a key pair is made, and HTTP still works.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -8,54 +9,61 @@ import { after, it } from 'node:test';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { cli } from '../support/process.ts';
-import { describeOnStores } from '../support/suites.ts';
+import { describeOnStores, type SuiteContext } from '../support/suites.ts';
+
+/** Runs simulators against the suite's server, and counts a thing's stored events. */
+function simulator(ctx: SuiteContext) {
+  const running = new Set<ChildProcess>();
+  after(() => {
+    for (const child of running) child.kill('SIGKILL');
+  });
+
+  /** Starts the simulator; `stop` sends SIGINT and resolves with its exit code and output. */
+  function simulate(args: string[], token: string) {
+    const child = spawn(process.execPath, cli(['simulate', '--url', ctx.api.url, '--token', token, ...args]), {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    running.add(child);
+    const exited = new Promise<number | null>((resolve) =>
+      child.once('exit', (code) => {
+        running.delete(child);
+        resolve(code);
+      }),
+    );
+    return {
+      output: () => output,
+      exited,
+      stop: async () => {
+        child.kill('SIGINT');
+        return { code: await exited, output };
+      },
+    };
+  }
+
+  async function eventCount(token: string, thingKey: string): Promise<number> {
+    const answer = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+      token,
+      body: { thing_key: thingKey, per: 1 },
+    });
+    if (answer.status === 404) return 0; // not registered yet
+    assert.equal(answer.status, 200, answer.text);
+    return (answer.body[thingKey]?.total_event_count as number | undefined) ?? 0;
+  }
+
+  return { simulate, eventCount };
+}
 
 describeOnStores(
   'thingbase simulate',
   (ctx) => {
-    const running = new Set<ChildProcess>();
-    after(() => {
-      for (const child of running) child.kill('SIGKILL');
-    });
-
-    /** Starts the simulator; `stop` sends SIGINT and resolves with its exit code and output. */
-    function simulate(args: string[], token: string) {
-      const child = spawn(process.execPath, cli(['simulate', '--url', ctx.api.url, '--token', token, ...args]), {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      child.stdout.on('data', (chunk: Buffer) => {
-        output += chunk.toString();
-      });
-      child.stderr.on('data', (chunk: Buffer) => {
-        output += chunk.toString();
-      });
-      running.add(child);
-      const exited = new Promise<number | null>((resolve) =>
-        child.once('exit', (code) => {
-          running.delete(child);
-          resolve(code);
-        }),
-      );
-      return {
-        output: () => output,
-        exited,
-        stop: async () => {
-          child.kill('SIGINT');
-          return { code: await exited, output };
-        },
-      };
-    }
-
-    async function eventCount(token: string, thingKey: string): Promise<number> {
-      const answer = await ctx.api.request('POST', '/api/v3/query/thing_data', {
-        token,
-        body: { thing_key: thingKey, per: 1 },
-      });
-      if (answer.status === 404) return 0; // not registered yet
-      assert.equal(answer.status, 200, answer.text);
-      return (answer.body[thingKey]?.total_event_count as number | undefined) ?? 0;
-    }
+    const { simulate, eventCount } = simulator(ctx);
 
     it('when simulating over MQTT then three machines store readings, acknowledge an instruction and stop on SIGINT', async () => {
       const token = await ctx.api.adminToken();
@@ -113,3 +121,30 @@ describeOnStores(
   },
   { env: async () => ({ MQTT_PORT: String(await freePort()) }) },
 );
+
+// The suites' servers run without an MQTT listener unless given MQTT_PORT (test/support/server.ts).
+describeOnStores('thingbase simulate against a server without an MQTT listener', (ctx) => {
+  const { simulate, eventCount } = simulator(ctx);
+
+  it('when simulating over MQTT then it says how to give the server a listener, before making a key pair', async () => {
+    const token = await ctx.api.adminToken();
+    const run = simulate(['--devices', '1', '--prefix', 'nolistener'], token);
+    assert.equal(await run.exited, 1, run.output());
+    assert.match(run.output(), /the server has no MQTT listener: set MQTT_PORT on the server, or use --http/);
+    const keyPairs = await ctx.api.request('GET', '/api/v3/key_pairs', { token });
+    assert.equal(keyPairs.status, 200, keyPairs.text);
+    assert.deepEqual(
+      (keyPairs.body.key_pairs as { name: string }[]).filter((pair) => pair.name.startsWith('Simulator ')),
+      [],
+      'no key pair was made for a simulation that could not start',
+    );
+  });
+
+  it('when simulating over HTTP then the readings are stored', async () => {
+    const token = await ctx.api.adminToken();
+    const run = simulate(['--devices', '1', '--rate', '5', '--http', '--prefix', 'plain'], token);
+    await eventually(async () => (await eventCount(token, 'plain-1')) >= 2, 'readings');
+    const { code, output } = await run.stop();
+    assert.equal(code, 0, output);
+  });
+});
