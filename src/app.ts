@@ -304,8 +304,15 @@ export async function createServer(config: Config): Promise<Server> {
     });
     const authenticator = new DeviceAuthenticator(store.db, box, store.changes, config.eventWriteTimeoutMs);
     closeOnFailure.push(() => authenticator.close());
-    const limitedEvents = new LimitedEventCounter(store.db, (error) =>
-      process.stderr.write(`refused events could not be counted: ${(error as Error).message}\n`),
+    // A store fault (the database down, a full disk) is logged once a minute by the store's faults.
+    const countFailed = (what: string) => (error: unknown) => {
+      if (store.faults.note(error) === undefined) warn(`${what}: ${(error as Error).message}`);
+    };
+    const limitedEvents = new LimitedEventCounter(
+      store.db,
+      countFailed('refused events could not be counted'),
+      Date.now,
+      config.databaseStatementTimeoutMs,
     );
     const organisationLimits = new OrganisationEventLimits(store);
     closeOnFailure.push(() => organisationLimits.close());
@@ -350,8 +357,12 @@ export async function createServer(config: Config): Promise<Server> {
         return reasons;
       },
     };
-    const limiter = new ApiRateLimiter(store.db, config.apiRateLimit, (error) =>
-      process.stderr.write(`API request counts could not be stored: ${(error as Error).message}\n`),
+    const limiter = new ApiRateLimiter(
+      store.db,
+      config.apiRateLimit,
+      countFailed('API request counts could not be stored'),
+      Date.now,
+      config.databaseStatementTimeoutMs,
     );
     closeOnFailure.push(() => void limiter.close());
     const sockets = new SocketCount(config.socketBudget);

@@ -11,6 +11,9 @@ import { oncePerMinute } from '../core/log-limit.ts';
 /** How long PostgreSQL may take to give a connection, new or from the pool, before the wait fails (ms). */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 1000;
 
+/** The longest a statement of a REST request may wait for its answer by default (DATABASE_STATEMENT_TIMEOUT_MS; ms). */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 5000;
+
 /**
  * The longest a statement of background work (the retention sweeper, the event compactor) may wait
  * for the database's answer by default (ms). Their statements are short (a sweep's delete takes about

@@ -4,7 +4,14 @@
  * organisation uses is answered by GET /api/v3/usage.
  */
 import { ApiError } from '../core/errors.ts';
+import { LATE, waitAtMost } from '../core/wait.ts';
 import type { IngestBatch } from '../events/writer.ts';
+import {
+  DEFAULT_STATEMENT_TIMEOUT_MS,
+  StoreTimeoutError,
+  storeFaultOf,
+  withStatementTimeout,
+} from '../store/faults.ts';
 import type { Executor, Store, Tx } from '../store/store.ts';
 import { countAlive } from '../things/service.ts';
 import * as usage from './repository.ts';
@@ -34,7 +41,8 @@ interface Window {
   /** This instance's requests not yet added to the shared count. */
   pending: number;
   syncedAt: number;
-  syncing: Promise<void> | undefined;
+  /** The sync under way: it settles to its failure, or undefined when it succeeded; it never rejects. */
+  syncing: Promise<unknown> | undefined;
 }
 
 /**
@@ -45,18 +53,30 @@ interface Window {
  * instance, or every hundredth of the limit. The price: instances learn of each other's requests up to
  * that late, so with N instances a window may let through up to (N - 1) x a hundredth of the limit
  * more (or a second of another instance's requests), never fewer.
+ *
+ * Each of its statements, whoever started it (a request, or the background flush outside any
+ * request), runs under `statementTimeoutMs`, and a request waits for the shared count at most that
+ * long: a database that hangs answers the request 503 within its statement timeout, as its own
+ * statements would (docs/operations.md, "When the database fails"), rather than holding every request
+ * of the organisation behind a flush that never ends. A count that cannot be stored for another
+ * reason (a full disk) stays pending, and requests are decided on the count known.
  */
 export class ApiRateLimiter {
   private readonly windows = new Map<string, Window>();
   private readonly timer: NodeJS.Timeout;
   private readonly batch: number;
   private prunedAt = 0;
+  /** The background pass under way, and the one asked meanwhile: one at a time, however long the store takes. */
+  private flushing: Promise<void> | undefined;
+  private nextFlush: Promise<void> | undefined;
 
   constructor(
     private readonly db: Executor,
     readonly limit: number,
     private readonly onError: (error: unknown) => void,
     private readonly clock: () => number = Date.now,
+    /** The longest a statement, and a request's wait for the shared count, may take (ms; 0: no bound). */
+    private readonly statementTimeoutMs = DEFAULT_STATEMENT_TIMEOUT_MS,
   ) {
     this.batch = Math.ceil(limit / 100);
     this.timer = setInterval(() => void this.flushAll(), SYNC_MS).unref();
@@ -71,7 +91,9 @@ export class ApiRateLimiter {
       window = { start, shared: 0, pending: 0, syncedAt: 0, syncing: undefined };
       this.windows.set(organisationKey, window);
     }
-    if (now - window.syncedAt >= SYNC_MS) await this.sync(organisationKey, window);
+    if (now - window.syncedAt >= SYNC_MS) {
+      await this.awaitSync(this.sync(organisationKey, window), Date.now() + this.statementTimeoutMs);
+    }
     const used = window.shared + window.pending;
     const resetSeconds = Math.ceil((start + WINDOW_MS - now) / 1000);
     if (used >= this.limit) return { allowed: false, limit: this.limit, remaining: 0, resetSeconds };
@@ -82,32 +104,71 @@ export class ApiRateLimiter {
 
   /**
    * Adds every pending request of an organisation that made a request in this window to the shared
-   * count: after the one being added, if any, the rest.
+   * count: after the one being added, if any, the rest. Waits at most the statement timeout in all;
+   * throws when the database does not answer.
    */
   async flush(organisationKey: string): Promise<void> {
-    const window = this.windows.get(organisationKey) as Window;
-    await window.syncing;
-    await this.sync(organisationKey, window);
+    const window = this.windows.get(organisationKey);
+    if (window === undefined) return;
+    const deadline = Date.now() + this.statementTimeoutMs;
+    if (window.syncing) await this.awaitSync(window.syncing, deadline);
+    await this.awaitSync(this.sync(organisationKey, window), deadline);
+  }
+
+  /**
+   * Waits for a sync until `deadline` (Date.now() time; ignored without a statement timeout). A
+   * database that does not answer, by then or with a failure, is thrown (a 503 for a request); any
+   * other failure (a full disk) was told to onError, and the count known is used.
+   */
+  private async awaitSync(syncing: Promise<unknown>, deadline: number): Promise<void> {
+    const waitMs = this.statementTimeoutMs > 0 ? Math.max(1, deadline - Date.now()) : 0;
+    const failure = await waitAtMost(syncing, waitMs);
+    if (failure === LATE) throw new StoreTimeoutError('the database did not answer in time');
+    if (failure !== undefined && storeFaultOf(failure) === 'unavailable') throw failure;
   }
 
   /** Adds what is pending and reads the shared count; one at a time per window. */
-  private sync(organisationKey: string, window: Window): Promise<void> {
-    window.syncing ??= (async () => {
+  private sync(organisationKey: string, window: Window): Promise<unknown> {
+    window.syncing ??= withStatementTimeout(this.statementTimeoutMs, async () => {
       const delta = window.pending;
       const total = await usage.addRequests(this.db, organisationKey, window.start, delta);
       window.pending -= delta;
       window.shared = total;
       window.syncedAt = this.clock();
-    })()
-      .catch(this.onError)
+    })
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          this.onError(error);
+          return error;
+        },
+      )
       .finally(() => {
         window.syncing = undefined;
       });
     return window.syncing;
   }
 
-  /** Every SYNC_MS: pending requests flushed, past windows forgotten, old stored windows pruned hourly. */
-  async flushAll(): Promise<void> {
+  /**
+   * Every SYNC_MS: pending requests flushed, past windows forgotten, old stored windows pruned hourly.
+   * One pass at a time: a pass asked while one is under way (the store is slow) runs after it, and
+   * passes asked meanwhile are that one.
+   */
+  flushAll(): Promise<void> {
+    if (this.flushing === undefined) {
+      this.flushing = this.flushPass().finally(() => {
+        this.flushing = undefined;
+      });
+      return this.flushing;
+    }
+    this.nextFlush ??= this.flushing.then(() => {
+      this.nextFlush = undefined;
+      return this.flushAll();
+    });
+    return this.nextFlush;
+  }
+
+  private async flushPass(): Promise<void> {
     const now = this.clock();
     const current = now - (now % WINDOW_MS);
     for (const [organisationKey, window] of this.windows) {
@@ -116,14 +177,27 @@ export class ApiRateLimiter {
     }
     if (now - this.prunedAt >= 3_600_000) {
       this.prunedAt = now;
-      await usage.pruneWindows(this.db, now - KEEP_WINDOWS_MS).catch(this.onError);
+      await withStatementTimeout(this.statementTimeoutMs, () =>
+        usage.pruneWindows(this.db, now - KEEP_WINDOWS_MS),
+      ).catch(this.onError);
     }
   }
 
-  /** Stops the background flush after flushing what is pending. */
+  /**
+   * Stops the background flush after flushing what is pending, waiting at most the statement timeout
+   * in all: a stop must end whatever the database does (what could not be stored is told to onError).
+   */
   async close(): Promise<void> {
     clearInterval(this.timer);
-    for (const organisationKey of this.windows.keys()) await this.flush(organisationKey);
+    const deadline = Date.now() + this.statementTimeoutMs;
+    try {
+      for (const [organisationKey, window] of this.windows) {
+        if (window.syncing) await this.awaitSync(window.syncing, deadline);
+        if (window.pending > 0) await this.awaitSync(this.sync(organisationKey, window), deadline);
+      }
+    } catch (error) {
+      this.onError(error);
+    }
   }
 }
 
@@ -219,43 +293,90 @@ export const THING_BYTES = 1024;
 /**
  * Counts the events each organisation had refused past its limits (events/event-limits.ts) in memory,
  * and adds them to the store's count of the UTC day every SYNC_MS and before usage is read. A refusal
- * costs a map update, not a write: a flood refused by the thousand a second writes once a second.
+ * costs a map update, not a write: a flood refused by the thousand a second writes once a second. Its
+ * statement runs under `statementTimeoutMs`; counts it could not add stay for the next flush (one
+ * count per organisation and day, however long the store fails).
  */
 export class LimitedEventCounter {
-  private pending = new Map<string, number>();
+  private pending = new Map<string, { start: number; events: number }>();
   private readonly timer: NodeJS.Timeout;
-  private flushing: Promise<void> = Promise.resolve();
+  /** The flush under way, and the one asked meanwhile: at most one of each. */
+  private flushing: Promise<unknown> | undefined;
+  private next: Promise<unknown> | undefined;
 
   constructor(
     private readonly db: Executor,
     private readonly onError: (error: unknown) => void,
     private readonly clock: () => number = Date.now,
+    /** The longest its statement may take (ms; 0: no bound). */
+    private readonly statementTimeoutMs = DEFAULT_STATEMENT_TIMEOUT_MS,
   ) {
     this.timer = setInterval(() => void this.flush(), SYNC_MS).unref();
   }
 
   add(organisationKey: string, events: number): void {
-    this.pending.set(organisationKey, (this.pending.get(organisationKey) ?? 0) + events);
+    const start = dayStart(this.clock());
+    const key = `${start}:${organisationKey}`;
+    const counted = this.pending.get(key);
+    if (counted) counted.events += events;
+    else this.pending.set(key, { start, events });
   }
 
-  /** Adds what is counted to the store; one flush at a time. */
-  flush(): Promise<void> {
-    this.flushing = this.flushing.then(async () => {
-      if (this.pending.size === 0) return;
-      const counted = this.pending;
-      this.pending = new Map();
-      const start = dayStart(this.clock());
-      const counts = [...counted]
-        .sort(([a], [b]) => a.localeCompare(b))
-        .map(([organisationKey, events]) => ({ organisationKey, start, events }));
-      await usage.addLimitedEvents(this.db, counts).catch(this.onError);
+  /**
+   * Adds what is counted to the store; one flush at a time (one asked while another runs follows it,
+   * and takes in what was counted until then). Failures go to onError; the flush settles to its
+   * failure, or undefined, and never rejects.
+   */
+  flush(): Promise<unknown> {
+    if (this.flushing === undefined) {
+      this.flushing = this.write().finally(() => {
+        this.flushing = undefined;
+      });
+      return this.flushing;
+    }
+    this.next ??= this.flushing.then(() => {
+      this.next = undefined;
+      return this.flush();
     });
-    return this.flushing;
+    return this.next;
   }
 
+  private async write(): Promise<unknown> {
+    if (this.pending.size === 0) return undefined;
+    const counted = this.pending;
+    this.pending = new Map();
+    const counts = [...counted]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([key, { start, events }]) => ({ organisationKey: key.slice(key.indexOf(':') + 1), start, events }));
+    try {
+      await withStatementTimeout(this.statementTimeoutMs, () => usage.addLimitedEvents(this.db, counts));
+      return undefined;
+    } catch (error) {
+      this.onError(error);
+      for (const { organisationKey, start, events } of counts) {
+        const key = `${start}:${organisationKey}`;
+        const counting = this.pending.get(key);
+        if (counting) counting.events += events;
+        else this.pending.set(key, { start, events });
+      }
+      return error;
+    }
+  }
+
+  /**
+   * A flush, waited for at most the statement timeout: a database that does not answer, by then or
+   * with a failure, is thrown (for a request, a 503).
+   */
+  async flushWithin(): Promise<void> {
+    const failure = await waitAtMost(this.flush(), this.statementTimeoutMs);
+    if (failure === LATE) throw new StoreTimeoutError('the database did not answer in time');
+    if (failure !== undefined && storeFaultOf(failure) === 'unavailable') throw failure;
+  }
+
+  /** Stops the flushes after a last one, waited for at most the statement timeout. */
   async close(): Promise<void> {
     clearInterval(this.timer);
-    await this.flush();
+    await waitAtMost(this.flush(), this.statementTimeoutMs);
   }
 }
 
@@ -267,8 +388,8 @@ export async function usageOf(
   now = Date.now(),
   limited?: LimitedEventCounter,
 ) {
-  await limiter.flush(organisationKey);
-  await limited?.flush();
+  // Together, each waiting at most the statement timeout: a database that hangs is a 503 in that time.
+  await Promise.all([limiter.flush(organisationKey), limited?.flushWithin()]);
   const today = dayStart(now);
   const date = new Date(now);
   const month = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);

@@ -1,7 +1,8 @@
 /**
  * Background work on a database that hangs (docs/operations.md, "When the database fails"): the
- * retention sweeper, the event compactor and the change feed's catch-up each give up within their
- * bound instead of waiting for ever, and work again once the database answers.
+ * retention sweeper, the event compactor, the change feed's catch-up and the flushes of the API rate
+ * limit's and refused events' counts each give up within their bound instead of waiting for ever, a
+ * request waiting for such a flush is answered within it, and all work again once the database answers.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -10,6 +11,7 @@ import { RetentionSweeper } from '../../src/events/sweeper.ts';
 import { CATCH_UP_MS } from '../../src/store/change-link.ts';
 import { storeFaultOf } from '../../src/store/faults.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
+import { ApiRateLimiter, LimitedEventCounter, SYNC_MS } from '../../src/usage/service.ts';
 import { within } from '../support/fault-load.ts';
 import { type HangingProxy, hangingProxy } from '../support/hanging-proxy.ts';
 import { POSTGRES_URL, STORES } from '../support/stores.ts';
@@ -64,5 +66,73 @@ describe('background work when the database hangs [postgres]', { skip: postgres?
       repaired: 0,
     });
     assert.equal(await within(10_000, 'a compaction pass after', compactor.compact()), 0);
+  });
+
+  it('when the database hangs under a background flush of API request counts then a request waiting for the count, and usage, are refused within the bound, and nothing counted is lost', async () => {
+    const start = Date.UTC(2026, 0, 5, 10, 0);
+    let now = start + 10_000;
+    const errors: unknown[] = [];
+    const limiter = new ApiRateLimiter(
+      store.db,
+      1000,
+      (e) => errors.push(e),
+      () => now,
+      BOUND_MS,
+    );
+    const limited = new LimitedEventCounter(
+      store.db,
+      (e) => errors.push(e),
+      () => now,
+      BOUND_MS,
+    );
+    const unavailable = (error: unknown) => storeFaultOf(error) === 'unavailable';
+    try {
+      assert.equal((await limiter.take('org-hang')).allowed, true);
+      limited.add('org-hang', 5);
+
+      proxy.pause();
+      // The flush every second runs outside any request: before, its statement had no bound, and every
+      // request of the organisation waited on it for ever once its count was a second old.
+      const background = limiter.flushAll();
+      const counting = limited.flush();
+      now += SYNC_MS;
+      await assert.rejects(
+        within(10 * BOUND_MS, 'a request waiting for the count', limiter.take('org-hang')),
+        unavailable,
+      );
+      await assert.rejects(within(10 * BOUND_MS, 'a usage flush', limiter.flush('org-hang')), unavailable);
+      await within(20 * BOUND_MS, 'the background flush', background);
+      await within(20 * BOUND_MS, 'the refused events flush', counting);
+      await assert.rejects(
+        within(10 * BOUND_MS, 'a usage flush of refused events', limited.flushWithin()),
+        unavailable,
+      );
+      assert.ok(errors.length > 0 && errors.every(unavailable), `failures told: ${errors.map(String).join('; ')}`);
+
+      proxy.resume();
+      now += SYNC_MS;
+      const afterwards = await within(10_000, 'a request after', limiter.take('org-hang'));
+      assert.ok(afterwards.allowed && afterwards.remaining <= 1000 - 2, `remaining ${afterwards.remaining}`);
+      await within(10_000, 'flushing after', limiter.flush('org-hang'));
+      await within(10_000, 'flushing refused events after', limited.flush());
+      // At least: a statement abandoned in the hang may still reach the database once it answers (the
+      // proxy forwards what it held), and the count is sent again; counts err on the high side.
+      const requests = await store.db
+        .selectFrom('api_request_windows')
+        .select('requests')
+        .where('organisation_key', '=', 'org-hang')
+        .executeTakeFirstOrThrow();
+      assert.ok(Number(requests.requests) >= 2, `both requests counted: ${requests.requests}`);
+      const refused = await store.db
+        .selectFrom('event_limit_days')
+        .select('events')
+        .where('organisation_key', '=', 'org-hang')
+        .executeTakeFirstOrThrow();
+      assert.ok(Number(refused.events) >= 5, `the refused events counted once it answered: ${refused.events}`);
+    } finally {
+      proxy.resume();
+      await limiter.close();
+      await limited.close();
+    }
   });
 });
