@@ -8,7 +8,10 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const available = readdirSync(here)
-  .filter((f) => f.endsWith('.ts') && !['run.ts', 'support.ts', 'mqtt-load.ts', 'autocannon.d.ts'].includes(f))
+  .filter(
+    (f) =>
+      f.endsWith('.ts') && !['run.ts', 'support.ts', 'mqtt-load.ts', 'autocannon.d.ts', 'console-pages.ts'].includes(f),
+  )
   .map((f) => f.replace(/\.ts$/, ''));
 const name = process.argv[2];
 if (!name || !available.includes(name)) {

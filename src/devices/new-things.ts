@@ -3,7 +3,7 @@
  * the first go into one transaction (things/service.ts, createThings), each with its audit record.
  * A fleet that connects for the first time registers thousands of things a second; one transaction
  * each (on SQLite a commit and its flush to disk each) took the server's thread whole at 2,000 a
- * second (docs/benchmarks.md, "fleet").
+ * second (docs/benchmarks-history.md, "fleet: the figures before 2026-11-29 night").
  *
  * Should the shared transaction fail (a key made meanwhile by another register or instance, a store
  * fault), each register is made on its own, and answers as it would have alone.
