@@ -1,7 +1,7 @@
 /**
  * The `thingbase` command (docs/configuration.md, "Command line"): `serve` (the default) starts the
- * server; `migrate`, `admin create`, `admin reset-password`, `rotate-secret-key` and `backup` work on the
- * store; `import things` and `export events` on a running server (commands/).
+ * server; `migrate`, `admin create`, `admin reset-password`, `rotate-secret-key`, `backup` and `copy-store`
+ * work on the store; `import things` and `export events` on a running server (commands/).
  * Every command is configured by the same environment variables as the server.
  */
 import { pathToFileURL } from 'node:url';
@@ -9,6 +9,7 @@ import { Command } from 'commander';
 import type { Server } from './app.ts';
 import { bootstrapFirstAdmin } from './bootstrap.ts';
 import { addOperationsCommands } from './commands/commands.ts';
+import { addCopyStoreCommand } from './commands/copy-store.ts';
 import { addSimulateCommand } from './commands/simulate.ts';
 import { type Config, loadConfig } from './core/config.ts';
 import { rotateSecretKey } from './keypairs/secret-key.ts';
@@ -118,6 +119,7 @@ export async function main(argv: string[]): Promise<void> {
     });
 
   addOperationsCommands(program);
+  addCopyStoreCommand(program);
   addSimulateCommand(program);
 
   // No command is `serve`; an unknown one is an error, not arguments of `serve`.

@@ -481,6 +481,50 @@ export interface Database {
   dashboards: DashboardRow;
 }
 
+/**
+ * Every table of Database, each after the tables its rows name (by key or id; the schema declares no
+ * foreign keys, so this order is the one place those references are written down). `thingbase
+ * copy-store` copies the tables in this order (docs/configuration.md, "Moving from SQLite to
+ * PostgreSQL"). A table added to Database goes here too: test/unit/store-tables.test.ts does not
+ * compile until it is, and compares the list with the tables the migrations make.
+ */
+export const STORE_TABLES = [
+  'server_secrets',
+  'organisations',
+  'change_revisions',
+  'roles',
+  'users',
+  'sessions',
+  'api_keys',
+  'sign_in_failures',
+  'audit_trails',
+  'thing_templates',
+  'things',
+  'groups',
+  'group_things',
+  'gateways',
+  'key_pairs',
+  'dashboards',
+  'rules',
+  'notification_actions',
+  'alerts',
+  'rule_states',
+  'instructions',
+  'deliveries',
+  'delivery_attempts',
+  'events',
+  'event_blocks',
+  'event_rollups',
+  'template_rollups',
+  'template_rollup_repairs',
+  'api_request_windows',
+  'event_days',
+  'event_limit_days',
+  'event_minutes',
+] as const satisfies readonly (keyof Database)[];
+
+export type StoreTable = (typeof STORE_TABLES)[number];
+
 /** Tables whose rows belong to one organisation (column `organisation_key`): removed with it. */
 export const ORGANISATION_SCOPED_TABLES = [
   'dashboards',
