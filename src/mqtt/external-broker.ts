@@ -8,9 +8,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { MqttClient } from 'mqtt';
 import { ConfigError } from '../core/config.ts';
 import { newKey } from '../core/keys.ts';
+import { oncePerMinute } from '../core/log-limit.ts';
 import { redactUrl } from '../core/urls.ts';
 import type { DeviceAuthenticator } from '../devices/authentication.ts';
 import type { DeviceService } from '../devices/service.ts';
+import { InstructionOutbox, type OutboxLimits } from './instruction-outbox.ts';
 import type { MqttInstructions } from './instructions.ts';
 import { handleExternalBrokerMessage } from './messages.ts';
 import { ackTopic, parseDeviceTopic, serverSubscriptions } from './topics.ts';
@@ -23,6 +25,13 @@ export interface ExternalBroker {
 
 /** How long a start waits for the external broker before it fails (docs/configuration.md, "MQTT"). */
 export const FIRST_CONNECT_MS = 30_000;
+
+/**
+ * Answers published while the broker is away that mqtt.js may keep to send once it is back (those of
+ * messages being handled when the connection was lost); past it they are dropped, and their devices,
+ * unanswered, send again.
+ */
+const MAX_OFFLINE_ANSWERS = 1000;
 
 /**
  * The first connection: tried every second until `withinMs` has passed, then the start fails with a
@@ -71,9 +80,13 @@ export async function connectExternalBroker(options: {
   instructions?: MqttInstructions;
   /** How long the first connection is tried for before the start fails (ms). */
   firstConnectMs?: number;
+  /** Bounds of the instructions on their way to the broker (instruction-outbox.ts). */
+  outboxLimits?: OutboxLimits;
 }): Promise<ExternalBroker> {
   const { authenticator, devices, log } = options;
   const client = await connectFirst(options.url, options.firstConnectMs ?? FIRST_CONNECT_MS, log);
+  const sayOnce = oncePerMinute<'answers' | 'instructions'>((message) => log.warn(message));
+  let offlineAnswers = 0;
   client.on('message', (topicName, payload) => {
     const topic = parseDeviceTopic(topicName);
     if (!topic) return;
@@ -83,7 +96,16 @@ export async function connectExternalBroker(options: {
       payload,
       lookup: (ak) => authenticator.credentials(ak),
       onUnexpected: (error) => log.error(error, 'MQTT message failed'),
-    }).then((ack) => client.publish(ackTopic(topic.clientId), JSON.stringify(ack), { qos: 1 }));
+    }).then((ack) => {
+      if (!client.connected && ++offlineAnswers > MAX_OFFLINE_ANSWERS) {
+        sayOnce(
+          'answers',
+          `MQTT broker ${redactUrl(options.url)} is away: answers past ${MAX_OFFLINE_ANSWERS} dropped (their devices send again)`,
+        );
+        return;
+      }
+      client.publish(ackTopic(topic.clientId), JSON.stringify(ack), { qos: 1 });
+    });
   });
   client.on('error', (error) => log.warn(`MQTT broker ${redactUrl(options.url)}: ${error.message}`));
   const subscriptions = serverSubscriptions(options.shareGroup);
@@ -94,10 +116,29 @@ export async function connectExternalBroker(options: {
   client.on('close', () => {
     subscribed = false;
   });
+  // Instructions: the broker cannot tell which devices subscribe, nor when one completes a handshake;
+  // a message counts as delivered once the broker has it (docs/devices.md). While it is away they are
+  // held (bounded), and published once it is connected again.
+  const outbox = new InstructionOutbox(
+    client,
+    {
+      delivered: (alertKey) => options.instructions?.delivered(alertKey),
+      dropped: (count) =>
+        sayOnce(
+          'instructions',
+          `MQTT broker ${redactUrl(options.url)} is away: ${count} instruction message(s) dropped past the bound of those held; their instructions stay pending`,
+        ),
+      failed: (error) =>
+        log.warn(`MQTT broker ${redactUrl(options.url)}: an instruction was not published: ${error.message}`),
+    },
+    options.outboxLimits,
+  );
   // A broker that restarted has forgotten the subscriptions (the session is clean). mqtt.js subscribes
   // again only after sending what it queued meanwhile, and was seen not to at all; so each connection
   // made again subscribes here (the same subscriptions twice are one).
   client.on('connect', () => {
+    offlineAnswers = 0;
+    outbox.flush();
     client.subscribeAsync(subscriptions, { qos: 1 }).then(
       () => {
         subscribed = client.connected;
@@ -105,13 +146,6 @@ export async function connectExternalBroker(options: {
       (error: Error) => log.warn(`MQTT broker ${redactUrl(options.url)}: subscribing again failed: ${error.message}`),
     );
   });
-  // Instructions: the broker cannot tell which devices subscribe, nor when one completes a handshake;
-  // a message counts as delivered once the broker has it (docs/devices.md).
-  options.instructions?.connect({
-    publish: async (topic, payload, alertKey) => {
-      await client.publishAsync(topic, payload, { qos: 2 });
-      options.instructions?.delivered(alertKey);
-    },
-  });
+  options.instructions?.connect({ publish: (topic, payload, alertKey) => outbox.send(topic, payload, alertKey) });
   return { connected: () => client.connected && subscribed, close: () => client.endAsync() };
 }

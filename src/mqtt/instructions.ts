@@ -45,7 +45,8 @@ export class MqttInstructions implements InstructionCarrier {
         .select('access_key')
         .where('organisation_key', '=', instruction.organisation_key)
         .execute();
-      for (const { access_key } of pairs) await this.sendTo(instruction, access_key);
+      // Together: through an external broker each may wait a while for the broker (instruction-outbox.ts).
+      await Promise.all(pairs.map(({ access_key }) => this.sendTo(instruction, access_key)));
     } catch (error) {
       this.log.warn(
         { err: error, instruction: instruction.instruction_key },

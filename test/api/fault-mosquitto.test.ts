@@ -152,3 +152,82 @@ describe('the external broker is killed and started again under load [sqlite]', 
     );
   });
 });
+
+describe('instructions sent while the external broker is away [sqlite]', { skip: mosquittoFaultSkip }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'thingbase-broker-instructions-'));
+  let broker: PrivateMosquitto;
+  let server: ServerProcess;
+  before(async () => {
+    broker = await within(10_000, 'starting mosquitto', privateMosquitto());
+    server = await within(
+      60_000,
+      'starting thingbase',
+      serveProcess({ ...ADMIN, DATABASE_URL: `sqlite:${join(dir, 'thingbase.db')}`, MQTT_URL: broker.url }),
+    );
+  });
+  after(async () => {
+    if (server) await within(10_000, 'stopping thingbase', stopProcess(server.child, 'SIGKILL'));
+    await broker?.remove();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('when instructions are sent while the broker is away then each request is answered at once, the instruction pending, and it is delivered once the broker is back', {
+    timeout: 60_000,
+  }, async () => {
+    const token = (
+      await within(
+        10_000,
+        'sign-in',
+        call(server.url, 'POST', '/api_sign_in', {
+          body: { email: ADMIN.THINGBASE_ADMIN_EMAIL, password: ADMIN.THINGBASE_ADMIN_PASSWORD },
+        }),
+      )
+    ).body.auth_token as string;
+    const pair = await within(
+      10_000,
+      'creating a key pair',
+      call(server.url, 'POST', '/api/v3/key_pairs', { token, body: { key_pair: { name: 'instructed' } } }),
+    );
+    const device = new Device(server.url, pair.body.key_pair as KeyPair);
+    const thing = 'instructed-1';
+    assert.equal((await device.register({ thing_key: thing, bi_directional: true })).status, 200);
+    const send = (n: number) =>
+      call(server.url, 'POST', `/api/v3/things/${thing}/instructions`, {
+        token,
+        body: { instruction: { name: `Reset ${n}`, definition: { command: 'reset', n } } },
+      });
+    const status = async (key: string) =>
+      (await call(server.url, 'GET', `/api/v3/things/${thing}/instructions/${key}`, { token })).body.instruction
+        .status as string;
+
+    await broker.kill();
+    await until(
+      '/readyz naming the broker',
+      async () => {
+        const answer = await within(5000, 'GET /readyz', call(server.url, 'GET', '/readyz'));
+        return answer.status === 503 && /mqtt: /.test(answer.body.reasons.join(' '));
+      },
+      5000,
+    );
+    // Before, mqtt.js held the QoS 2 message until the broker was back, and the request waited as long.
+    const keys: string[] = [];
+    for (let n = 0; n < 20; n++) {
+      const started = Date.now();
+      const sent = await within(5000, `instruction ${n} while the broker is away`, send(n));
+      assert.equal(sent.status, 200, sent.text);
+      assert.equal(sent.body.instruction.status, 'pending');
+      assert.ok(Date.now() - started < 3000, `answered in ${Date.now() - started} ms`);
+      keys.push(sent.body.instruction.instruction_key as string);
+    }
+    assert.equal(await status(keys[0] as string), 'pending', 'stored, pending while the broker is away');
+
+    await within(10_000, 'starting mosquitto again', broker.start());
+    // Through an external broker an instruction is delivered once the broker has taken it: those held
+    // meanwhile are published once the server is connected again.
+    await until('the instructions held delivered', async () => {
+      for (const key of keys) if ((await status(key)) !== 'delivered') return false;
+      return true;
+    });
+    assert.equal(server.child.exitCode, null, 'the process is up');
+  });
+});
