@@ -75,6 +75,7 @@ describeOnStores(
       assert.match(ctx.api.server.config.publicBaseUrl, /^https:\/\//, 'the addresses the server hands out are https');
       const health = await ctx.api.request('GET', '/healthz');
       assert.equal(health.status, 200);
+      assert.equal(health.headers['strict-transport-security'], 'max-age=15552000', 'browsers keep to HTTPS');
       assert.equal(await servedFingerprint(portOf(ctx.api.url)), first.fingerprint);
       await assert.rejects(call(ctx.api.url, 'GET', '/healthz'), /self-signed certificate|unable to verify/i);
       await assert.rejects(call(ctx.api.url.replace('https:', 'http:'), 'GET', '/healthz'));
