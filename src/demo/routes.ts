@@ -38,7 +38,7 @@ export function demoRoutes(demos: DemoService): AnyRoute[] {
       tags,
       summary: 'Start simulated machines that send readings through the device interface',
       description:
-        'Things demo-1 ... demo-N (described as simulated) register and send readings with a key pair of their ' +
+        'Things demo-<organisation key>-1 ... -N (described as simulated) register and send readings with a key pair of their ' +
         'own (role Agent, which the caller must be able to grant), until stopped; 409 when already running.',
       access: permission('thing', 'create'),
       params: StartDemoParams,

@@ -13,7 +13,11 @@ import type { DeviceLink, KeyPair } from '../simulator/device-link.ts';
 import { Simulation } from '../simulator/simulation.ts';
 import type { Store } from '../store/store.ts';
 
-export const DEMO_PREFIX = 'demo';
+/**
+ * The demo's thing keys, `demo-<organisation key>-N`: thing keys are unique across the server, so each
+ * organisation's demo has keys of its own (docs/simulator.md).
+ */
+export const demoPrefix = (organisationKey: string): string => `demo-${organisationKey}`;
 const DESCRIPTION = 'Simulated by the demo: not a real device';
 
 interface RunningDemo {
@@ -53,7 +57,7 @@ export class DemoService {
       running: true,
       devices: options.devices,
       rate: demo.rate,
-      thingKeys: Array.from({ length: options.devices }, (_, i) => `${DEMO_PREFIX}-${i + 1}`),
+      thingKeys: Array.from({ length: options.devices }, (_, i) => `${demoPrefix(organisationKey)}-${i + 1}`),
       startedAt: demo.startedAt,
       sent: counts.sent,
       stored: counts.accepted,
@@ -81,7 +85,7 @@ export class DemoService {
       httpUrl: '',
       mqttUrl: '',
       keys,
-      prefix: DEMO_PREFIX,
+      prefix: demoPrefix(organisationKey),
       description: DESCRIPTION,
       connect: async () => this.connect(keys),
     });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { userWithAbilities } from '../support/fixtures.ts';
+import { childOrganisation, userWithAbilities } from '../support/fixtures.ts';
 import { eventually } from '../support/peers.ts';
 import { describeOnStores } from '../support/suites.ts';
 
@@ -15,7 +15,10 @@ describeOnStores('the demo of simulated machines', (ctx) => {
     assert.equal(started.status, 200, started.text);
     assert.equal(started.body.demo.running, true);
     assert.equal(started.body.demo.simulated, true);
-    assert.deepEqual(started.body.demo.thing_keys, ['demo-1', 'demo-2', 'demo-3']);
+    const keys = started.body.demo.thing_keys as string[];
+    const prefix = /^(demo-[0-9a-z]+)-1$/.exec(keys[0] ?? '')?.[1];
+    assert.ok(prefix, keys.join(', '));
+    assert.deepEqual(keys, [`${prefix}-1`, `${prefix}-2`, `${prefix}-3`]);
 
     await eventually(async () => {
       const things = await ctx.api.request('GET', '/api/v3/things', { token, query: { search: 'demo' } });
@@ -25,7 +28,7 @@ describeOnStores('the demo of simulated machines', (ctx) => {
         ).length === 3
       );
     }, 'three simulated things with readings');
-    const thing = await ctx.api.request('GET', '/api/v3/things/demo-2', { token });
+    const thing = await ctx.api.request('GET', `/api/v3/things/${keys[1]}`, { token });
     assert.equal(thing.body.thing.name, 'Simulated machine 2');
     assert.match(thing.body.thing.description, /not a real device/);
     assert.equal(typeof thing.body.thing.last_event.data.temperature, 'number');
@@ -41,7 +44,7 @@ describeOnStores('the demo of simulated machines', (ctx) => {
     assert.equal(stopped.body.demo.running, false);
     const after = await ctx.api.request('GET', '/api/v3/key_pairs', { token, query: { search: 'Demo' } });
     assert.equal(after.body.key_pairs.length, 0, 'its key pair is gone with it');
-    const kept = await ctx.api.request('GET', '/api/v3/things/demo-1', { token });
+    const kept = await ctx.api.request('GET', `/api/v3/things/${keys[0]}`, { token });
     assert.equal(kept.status, 200, 'the things and their readings stay');
     const audit = await ctx.api.request('GET', '/api/v3/audit_trails', { token, query: { entity_type: 'KeyPair' } });
     const actions = audit.body.audit_trails
@@ -49,6 +52,29 @@ describeOnStores('the demo of simulated machines', (ctx) => {
       .map((a: { action_taken: string }) => a.action_taken)
       .sort();
     assert.deepEqual(actions, ['create', 'delete']);
+  });
+
+  it('when two organisations run the demo then each has things of its own', async () => {
+    const admin = await ctx.api.adminToken();
+    const child = await childOrganisation(ctx.api, admin);
+    const own = await ctx.api.request('POST', '/api/v3/demo', { token: admin, body: { demo: { devices: 2 } } });
+    assert.equal(own.status, 200, own.text);
+    const theirs = await ctx.api.request('POST', '/api/v3/demo', {
+      token: child.token,
+      body: { demo: { devices: 2 } },
+    });
+    assert.equal(theirs.status, 200, theirs.text);
+    const ownKeys = own.body.demo.thing_keys as string[];
+    const theirKeys = theirs.body.demo.thing_keys as string[];
+    assert.deepEqual(
+      ownKeys.filter((key) => theirKeys.includes(key)),
+      [],
+    );
+    assert.ok(theirKeys.every((key) => key.includes(child.organisationKey)));
+    const seen = await ctx.api.request('GET', `/api/v3/things/${theirKeys[0]}`, { token: child.token });
+    assert.equal(seen.status, 200, seen.text);
+    assert.equal((await ctx.api.request('DELETE', '/api/v3/demo', { token: admin })).status, 200);
+    assert.equal((await ctx.api.request('DELETE', '/api/v3/demo', { token: child.token })).status, 200);
   });
 
   it('when a role may only read things then it may see the demo but not start it', async () => {

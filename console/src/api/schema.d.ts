@@ -325,7 +325,7 @@ export interface paths {
         put?: never;
         /**
          * Start simulated machines that send readings through the device interface
-         * @description Things demo-1 ... demo-N (described as simulated) register and send readings with a key pair of their own (role Agent, which the caller must be able to grant), until stopped; 409 when already running.
+         * @description Things demo-<organisation key>-1 ... -N (described as simulated) register and send readings with a key pair of their own (role Agent, which the caller must be able to grant), until stopped; 409 when already running.
          */
         post: operations["postDemo"];
         /** Stop the demo; its key pair is deleted, its things and readings stay */
