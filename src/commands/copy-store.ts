@@ -102,24 +102,32 @@ export async function copyStore(config: Config, options: CopyStoreOptions): Prom
         // No server may write into the target while it is filled: one starting now waits for the commit.
         await run(tx, `lock table ${STORE_TABLES.map(quoted).join(', ')} in exclusive mode`);
         await refuseRowsIn(tx);
-        source.exec('begin');
-        const version = source.pragma('data_version', { simple: true });
-        const copied: CopyStoreResult['rows'] = [];
-        for (const table of STORE_TABLES) {
-          copied.push({ table, rows: await copyTable(source, tx, table, progressOut) });
+        // A second connection watches the file: its data version changes with any other connection's
+        // commit (a server still running on the store), which the copy's own read transaction would not
+        // see. Looked at after every batch, so such a copy stops early, and once more at the end.
+        const watch = new BetterSqlite3(sqlitePath(options.from), { readonly: true, fileMustExist: true });
+        try {
+          const version = watch.pragma('data_version', { simple: true });
+          const unchanged = () => {
+            if (watch.pragma('data_version', { simple: true }) === version) return;
+            throw new ConfigError(
+              `copy-store: the SQLite store ${sqlitePath(options.from)} was written to while it was copied (a server ` +
+                'or another command still uses it): stop it and run copy-store again. Nothing was copied into PostgreSQL.',
+            );
+          };
+          source.exec('begin');
+          const copied: CopyStoreResult['rows'] = [];
+          for (const table of STORE_TABLES) {
+            copied.push({ table, rows: await copyTable(source, tx, table, progressOut, unchanged) });
+          }
+          await setSequences(source, tx);
+          await checkCounts(source, tx, copied);
+          source.exec('commit');
+          unchanged();
+          return copied;
+        } finally {
+          watch.close();
         }
-        await setSequences(source, tx);
-        await checkCounts(source, tx, copied);
-        source.exec('commit');
-        // Another connection's commit since the read began: a server still runs on the store, and what
-        // it wrote after that moment is not in the copy. Nothing is kept.
-        if (source.pragma('data_version', { simple: true }) !== version) {
-          throw new ConfigError(
-            `copy-store: the SQLite store ${sqlitePath(options.from)} was written to while it was copied (a server or ` +
-              'another command still uses it): stop it and run copy-store again. Nothing was written to PostgreSQL.',
-          );
-        }
-        return copied;
       });
       return { rows, migrated, elapsedMs: Date.now() - started };
     } finally {
@@ -225,7 +233,7 @@ async function refuseRowsIn(tx: Tx): Promise<void> {
   if (holding.length > 0) {
     throw new ConfigError(
       `copy-store: the target is not empty (rows in ${holding.join(', ')}): copy-store copies into an empty ` +
-        'database or schema only. Name another with --to or --schema. Nothing was written.',
+        'database or schema only. Name another with --to or --schema. Nothing was copied.',
     );
   }
 }
@@ -284,6 +292,7 @@ async function copyTable(
   tx: Tx,
   table: StoreTable,
   progressOut: NodeJS.WriteStream,
+  unchanged: () => void,
 ): Promise<number> {
   const { columns, partitioned } = await targetTable(tx, table);
   const sourceColumns = (source.pragma(`table_info(${quoted(table)})`) as { name: string }[]).map((c) => c.name);
@@ -345,6 +354,7 @@ async function copyTable(
       }
     }
     await run(tx, insert, values.map(arrayLiteral));
+    unchanged();
     copied += rows.length;
     if (copied < total) progress.update(copied, `${copied.toLocaleString('en')} of ${total.toLocaleString('en')} rows`);
   }

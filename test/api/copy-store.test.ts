@@ -5,6 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, Migrator } from 'kysely';
 import pg from 'pg';
+import { copyStore } from '../../src/commands/copy-store.ts';
+import { loadConfig } from '../../src/core/config.ts';
 import { createDialect, sqlitePath } from '../../src/store/dialect.ts';
 import { MIGRATIONS } from '../../src/store/migrations/index.ts';
 import { LATEST_MIGRATION, openStore } from '../../src/store/store.ts';
@@ -241,6 +243,24 @@ describe('thingbase copy-store, from SQLite to PostgreSQL', { skip: postgresCase
     assert.match(copied.stderr, /copy-store events: \d+ rows copied/, 'progress per table');
     // Every row of every table, as both engines read it back.
     assert.deepEqual(await everyRow(target), await everyRow(source));
+    // The sequences go on past the copied ids (blocks too: the PostgreSQL server below compacts nothing).
+    const client = new pg.Client({ connectionString: POSTGRES_URL });
+    await client.connect();
+    try {
+      for (const [table, id] of [
+        ['things', 'thing_id'],
+        ['events', 'event_id'],
+        ['event_blocks', 'block_id'],
+      ] as const) {
+        const { rows } = await client.query(
+          `select (select last_value from "${target.databaseSchema}"."${table}_${id}_seq")::bigint as next,
+             (select max(${id}) from "${target.databaseSchema}"."${table}")::bigint as largest`,
+        );
+        assert.ok(Number(rows[0].next) >= Number(rows[0].largest), `${table}: ${JSON.stringify(rows[0])}`);
+      }
+    } finally {
+      await client.end();
+    }
 
     // Without THINGBASE_SECRET_KEY: the generated key came with the data, and opens the sealed secrets.
     const second = await serve(storeEnv(target));
@@ -299,8 +319,45 @@ describe('thingbase copy-store, from SQLite to PostgreSQL', { skip: postgresCase
     const leftoverBefore = await countsIn(leftover.databaseSchema as string);
     const refusedAgain = await copy(source, leftover);
     assert.equal(refusedAgain.code, 1, refusedAgain.stdout);
-    assert.match(refusedAgain.stderr, /the target is not empty \(rows in server_secrets\).*Nothing was written/);
+    assert.match(refusedAgain.stderr, /the target is not empty \(rows in server_secrets\).*Nothing was copied/);
     assert.deepEqual(await countsIn(leftover.databaseSchema as string), leftoverBefore);
+  });
+
+  it('when the SQLite store is written to during the copy then nothing is copied and it says to stop the server', async () => {
+    const source = fresh(sqliteCase);
+    succeeded(await runCli(['admin', 'create', '--email', 'busy@example.com'], storeEnv(source)));
+    const target = fresh(postgresCase);
+    // What a server still running on the store does: commit, here as the first table is done.
+    const writer = new BetterSqlite3(sqlitePath(source.databaseUrl));
+    let wrote = false;
+    const progress = {
+      isTTY: false,
+      write: () => {
+        if (!wrote) writer.prepare(`insert into sign_in_failures values ('x@example.com', '10.0.0.1', 1)`).run();
+        wrote = true;
+        return true;
+      },
+    } as unknown as NodeJS.WriteStream;
+    try {
+      await assert.rejects(
+        copyStore(loadConfig({}), {
+          from: source.databaseUrl,
+          to: target.databaseUrl,
+          schema: target.databaseSchema,
+          progress,
+        }),
+        /was written to while it was copied \(a server or another command still uses it\): stop it and run copy-store again/,
+      );
+    } finally {
+      writer.close();
+    }
+    assert.ok(wrote);
+    const counts = await countsIn(target.databaseSchema as string);
+    assert.deepEqual(
+      Object.values(counts ?? {}).filter((n) => n > 0),
+      [],
+      'every table of the target is empty',
+    );
   });
 
   it('when the SQLite store is not at the latest migration then it is refused until thingbase migrate runs on it', async () => {
