@@ -15,9 +15,16 @@
 
 export const MAX_WAITING = 10_000;
 export const MAX_WAITING_BYTES = 16 * 1024 * 1024;
-/** Text waiting in all outboxes together: beyond it, each message pushed drops the oldest of its outbox. */
+/**
+ * Text waiting in all outboxes together: beyond it, a message pushed to an outbox holding at least its
+ * share (the average of the outboxes holding any) drops the oldest of that outbox. Those that hold
+ * less keep theirs: clients that never read, one tenant's or another's, cannot make everybody else lose
+ * messages.
+ */
 export const MAX_WAITING_BYTES_IN_ALL = 128 * 1024 * 1024;
 let waitingInAll = 0;
+/** Outboxes holding any text. */
+let holdingInAll = 0;
 
 export interface Outgoing {
   /** The subscription it belongs to ('' for none: replies to the client's own messages). */
@@ -105,12 +112,14 @@ export class Outbox {
   }
 
   push(message: Outgoing): void {
+    if (this.bytes === 0 && message.text.length > 0) holdingInAll++;
     this.waiting.push(message);
     this.bytes += message.text.length;
     waitingInAll += message.text.length;
     while (
       this.length > MAX_WAITING ||
-      ((this.bytes > MAX_WAITING_BYTES || waitingInAll > MAX_WAITING_BYTES_IN_ALL) && this.length > 1)
+      ((this.bytes > MAX_WAITING_BYTES || (waitingInAll > MAX_WAITING_BYTES_IN_ALL && this.holdsItsShare())) &&
+        this.length > 1)
     ) {
       const oldest = this.take();
       this.dropped.set(oldest.id, (this.dropped.get(oldest.id) ?? 0) + 1);
@@ -119,10 +128,16 @@ export class Outbox {
     if (this.length === 1) this.schedule(this);
   }
 
+  /** Whether this outbox holds at least the average of those holding any text. */
+  private holdsItsShare(): boolean {
+    return this.bytes * holdingInAll >= waitingInAll;
+  }
+
   private take(): Outgoing {
     const oldest = this.waiting[this.head] as Outgoing;
     this.waiting[this.head] = undefined;
     this.head++;
+    if (oldest.text.length > 0 && this.bytes === oldest.text.length) holdingInAll--;
     this.bytes -= oldest.text.length;
     waitingInAll -= oldest.text.length;
     return oldest;
@@ -130,6 +145,7 @@ export class Outbox {
 
   /** Drops what waits (the connection is gone). */
   clear(): void {
+    if (this.bytes > 0) holdingInAll--;
     waitingInAll -= this.bytes;
     this.waiting = [];
     this.head = 0;

@@ -130,6 +130,8 @@ describe('realtime outbox', () => {
     for (let n = 0; n < 40; n++) outbox.push({ id: 'a', type: 'event', text: `${n}:${big}` });
     assert.ok(outbox.length * big.length <= MAX_WAITING_BYTES, `${outbox.length} large messages wait`);
     assert.ok(outbox.length > 0);
+    // What waits counts for every outbox of the process: the next tests start from none.
+    outbox.clear();
   });
 
   it('when outboxes together hold more than their shared bound then each push drops the oldest of its own', () => {
@@ -145,6 +147,32 @@ describe('realtime outbox', () => {
     for (let n = 0; n < 15; n++) fresh.push({ id: 'a', type: 'event', text });
     assert.equal(fresh.length, 15, 'cleared outboxes no longer count');
     fresh.clear();
+  });
+
+  it('when outboxes that are never read fill the shared bound then an outbox holding less than its share keeps its messages', () => {
+    const stalled = transport();
+    stalled.state.open = false;
+    const hogs = Array.from({ length: 9 }, () => outboxOf(stalled));
+    const text = 'x'.repeat(1024 * 1024);
+    for (let n = 0; n < 16; n++) for (const hog of hogs) hog.push({ id: 'a', type: 'event', text });
+    const reader = transport();
+    reader.state.open = false;
+    const another = outboxOf(reader);
+    // Ten messages of another client, waiting a moment while the shared bound is passed.
+    for (let n = 0; n < 10; n++) another.push(event('b', n));
+    assert.equal(another.length, 10, 'none of its messages was dropped');
+    for (const hog of hogs) hog.push({ id: 'a', type: 'event', text });
+    const waiting = hogs.reduce((sum, o) => sum + o.length, 0);
+    assert.ok(waiting * text.length <= MAX_WAITING_BYTES_IN_ALL + 9 * text.length, `${waiting} MiB wait in all`);
+    reader.state.open = true;
+    another.pump();
+    assert.deepEqual(
+      reader.sent.map((m) => m.type),
+      Array(10).fill('event'),
+      'no overflow',
+    );
+    for (const hog of hogs) hog.clear();
+    another.clear();
   });
 
   it('when a long backlog drains bit by bit then nothing is lost or repeated', () => {
