@@ -30,6 +30,7 @@ import { chooseLogFormat, readableLogStream } from './core/log-format.ts';
 import { oncePerMinute } from './core/log-limit.ts';
 import type { SecretBox } from './core/secret-box.ts';
 import { SocketCount } from './core/sockets.ts';
+import { StopSteps } from './core/stop-steps.ts';
 import { readTlsFiles, type TlsCertificate, type TlsMaterial } from './core/tls.ts';
 import { redactSecretParams } from './core/urls.ts';
 import { dashboardRoutes } from './dashboards/routes.ts';
@@ -121,7 +122,10 @@ export interface Server {
    * the old certificate stays. Answers the certificate now served (undefined without TLS).
    */
   reloadTls(): Promise<TlsCertificate | undefined>;
+  /** Stops the server (docs/deployment.md, "Stopping"): each step waited for at most its bound. */
   close(): Promise<void>;
+  /** The steps of a stop under way not finished yet, for a stop that overruns its deadline (cli.ts). */
+  stopPending(): string[];
 }
 
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -131,6 +135,11 @@ const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
  * (docs/deployment.md, "Stopping").
  */
 const STOP_GRACE_MS = 10_000;
+/**
+ * How long a stop waits for each of its other steps (ms): flushing counts, draining the event writer,
+ * background work, closing the store. A database or broker that hangs holds each at most this long.
+ */
+const STOP_STEP_MS = 5000;
 /** A request id a client may choose: short, and nothing a log line could be confused by. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -444,6 +453,7 @@ export async function createServer(config: Config): Promise<Server> {
       onError: backgroundFailed('the no-data check failed'),
     });
     silences.start();
+    const stop = new StopSteps((message) => app.log.warn(message));
     const server: Server = {
       app,
       store,
@@ -477,24 +487,37 @@ export async function createServer(config: Config): Promise<Server> {
       },
       close: async () => {
         for (const timer of timers) clearInterval(timer);
-        await demos.close();
-        await mqtt?.close();
+        // In this order: what is acknowledged is stored before the store closes (the event writer
+        // drains first); steps in one call do not depend on each other.
+        await stop.step('the demo machines', () => demos.close(), STOP_STEP_MS);
+        await stop.step('the MQTT broker', () => mqtt?.close(), STOP_STEP_MS);
         hub.close();
-        await closeWithin(app, STOP_GRACE_MS);
-        await limiter.close();
-        await writer.drain();
-        await limitedEvents.close();
+        await stop.step('the HTTP server', () => closeWithin(app, STOP_GRACE_MS), STOP_GRACE_MS + STOP_STEP_MS);
+        await stop.steps(
+          {
+            'the API request counts': () => limiter.close(),
+            'the event writer': () => writer.drain(),
+            'the refused event counts': () => limitedEvents.close(),
+          },
+          STOP_STEP_MS,
+        );
         organisationLimits.close();
-        await sweeper.stop();
-        await compactor.stop();
-        await silences.stop();
-        await deliveries.stop();
-        await senders.close();
+        await stop.steps(
+          {
+            'the retention sweeper': () => sweeper.stop(),
+            'the event compactor': () => compactor.stop(),
+            'the no-data watcher': () => silences.stop(),
+            'the delivery worker': () => deliveries.stop(),
+          },
+          STOP_STEP_MS,
+        );
+        await stop.step('the delivery senders', () => senders.close(), STOP_STEP_MS);
         sessions.close();
         authenticator.close();
         ingest.close();
-        await store.close();
+        await stop.step('the store', () => store.close(), STOP_STEP_MS);
       },
+      stopPending: () => stop.pending,
     };
     return server;
   } catch (error) {

@@ -139,6 +139,9 @@ async function withStore(config: Config, work: (store: Store) => Promise<void>):
   }
 }
 
+/** How long a stop may take in all before the process exits anyway (ms). */
+const STOP_DEADLINE_MS = 25_000;
+
 async function serve(): Promise<void> {
   const config = loadConfig();
   // Loaded only to serve, so that the other commands start quickly.
@@ -155,12 +158,26 @@ async function serve(): Promise<void> {
   });
   const server = await createServer(config);
   started = server;
+  const waitingFor = () => {
+    const pending = server.stopPending();
+    return pending.length > 0 ? `waiting for ${pending.join(', ')}` : 'between steps';
+  };
   // Signals are handled before the server listens: one sent as soon as it answers must find them.
   let closing = false;
   const shutdown = (signal: string) => {
-    if (closing) return;
+    // A second signal is an operator who will not wait: the process ends now.
+    if (closing) {
+      server.app.log.warn(`${signal} received again: exiting without finishing the stop (${waitingFor()})`);
+      process.exit(1);
+    }
     closing = true;
     server.app.log.info(`${signal} received, shutting down`);
+    // Each step of the stop is bounded (app.ts); this is the bound of the whole, within systemd's
+    // TimeoutStopSec=30 (docs/deployment.md, "Stopping").
+    setTimeout(() => {
+      server.app.log.error(`the stop did not finish within ${STOP_DEADLINE_MS / 1000} s (${waitingFor()}): exiting`);
+      process.exit(1);
+    }, STOP_DEADLINE_MS).unref();
     server.close().then(
       () => process.exit(0),
       (error) => {

@@ -10,6 +10,7 @@ import { ConfigError } from '../core/config.ts';
 import { newKey } from '../core/keys.ts';
 import { oncePerMinute } from '../core/log-limit.ts';
 import { redactUrl } from '../core/urls.ts';
+import { waitAtMost } from '../core/wait.ts';
 import type { DeviceAuthenticator } from '../devices/authentication.ts';
 import type { DeviceService } from '../devices/service.ts';
 import { InstructionOutbox, type OutboxLimits } from './instruction-outbox.ts';
@@ -32,6 +33,12 @@ export const FIRST_CONNECT_MS = 30_000;
  * unanswered, send again.
  */
 const MAX_OFFLINE_ANSWERS = 1000;
+
+/**
+ * How long a stop lets the broker take what is in flight (answers, instructions) before the connection
+ * is closed anyway (ms): a broker that is away takes nothing, and the stop must end.
+ */
+export const CLOSE_WAIT_MS = 2000;
 
 /**
  * The first connection: tried every second until `withinMs` has passed, then the start fails with a
@@ -147,5 +154,18 @@ export async function connectExternalBroker(options: {
     );
   });
   options.instructions?.connect({ publish: (topic, payload, alertKey) => outbox.send(topic, payload, alertKey) });
-  return { connected: () => client.connected && subscribed, close: () => client.endAsync() };
+  return {
+    connected: () => client.connected && subscribed,
+    close: async () => {
+      // What is in flight is given a while to be taken; then the connection is closed whatever the
+      // broker does (mqtt.js's own end waits for it for ever).
+      if (client.connected && Object.keys(client.outgoing).length > 0) {
+        await waitAtMost(
+          new Promise((resolve) => client.once('outgoingEmpty', () => resolve(undefined))),
+          CLOSE_WAIT_MS,
+        );
+      }
+      await waitAtMost(client.endAsync(true), CLOSE_WAIT_MS);
+    },
+  };
 }

@@ -14,6 +14,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type pg from 'pg';
 import type { ChangeAction, ChangeFeed, EntityChange, EntityType } from '../core/change-feed.ts';
+import { LATE, waitAtMost } from '../core/wait.ts';
 import type { Tx } from './executor.ts';
 import { DEFAULT_CONNECT_TIMEOUT_MS, statementWaitMs } from './faults.ts';
 import { pgDriver } from './pg-driver.ts';
@@ -253,6 +254,15 @@ export class PostgresChangeLink {
     if (this.retry) clearTimeout(this.retry);
     const client = this.client;
     this.client = undefined;
-    await client?.end().catch(() => {});
+    if (!client) return;
+    // A database that hangs never answers the end: past CATCH_UP_MS the socket is closed instead.
+    if (
+      (await waitAtMost(
+        client.end().catch(() => {}),
+        CATCH_UP_MS,
+      )) === LATE
+    ) {
+      (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    }
   }
 }

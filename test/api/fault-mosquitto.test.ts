@@ -231,3 +231,65 @@ describe('instructions sent while the external broker is away [sqlite]', { skip:
     assert.equal(server.child.exitCode, null, 'the process is up');
   });
 });
+
+describe('a stop while the external broker hangs [sqlite]', { skip: mosquittoFaultSkip }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'thingbase-broker-stop-'));
+  let broker: PrivateMosquitto;
+  let server: ServerProcess;
+  before(async () => {
+    broker = await within(10_000, 'starting mosquitto', privateMosquitto());
+    server = await within(
+      60_000,
+      'starting thingbase',
+      serveProcess({ ...ADMIN, DATABASE_URL: `sqlite:${join(dir, 'thingbase.db')}`, MQTT_URL: broker.url }),
+    );
+  });
+  after(async () => {
+    if (server) await within(10_000, 'killing thingbase', stopProcess(server.child, 'SIGKILL'));
+    broker?.resume();
+    await broker?.remove();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('when the server is sent SIGTERM while the broker hangs with an instruction in flight then it exits within seconds', {
+    timeout: 60_000,
+  }, async () => {
+    const token = (
+      await within(
+        10_000,
+        'sign-in',
+        call(server.url, 'POST', '/api_sign_in', {
+          body: { email: ADMIN.THINGBASE_ADMIN_EMAIL, password: ADMIN.THINGBASE_ADMIN_PASSWORD },
+        }),
+      )
+    ).body.auth_token as string;
+    const pair = await within(
+      10_000,
+      'creating a key pair',
+      call(server.url, 'POST', '/api/v3/key_pairs', { token, body: { key_pair: { name: 'stopping' } } }),
+    );
+    const thing = 'stopping-1';
+    const device = new Device(server.url, pair.body.key_pair as KeyPair);
+    assert.equal((await device.register({ thing_key: thing, bi_directional: true })).status, 200);
+    // Stopped, the broker keeps its connections open: the server still counts itself connected, and
+    // publishes the instruction, which the broker never takes.
+    broker.pause();
+    const sent = await within(
+      10_000,
+      'an instruction while the broker hangs',
+      call(server.url, 'POST', `/api/v3/things/${thing}/instructions`, {
+        token,
+        body: { instruction: { name: 'Reset', definition: { command: 'reset' } } },
+      }),
+    );
+    assert.equal(sent.status, 200, sent.text);
+
+    const stoppedAt = Date.now();
+    const exited = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+    server.child.kill('SIGTERM');
+    // Before, mqtt.js's end waited for the broker to take the message in flight, for ever.
+    const code = await within(15_000, 'the stop', exited);
+    assert.equal(code, 0, server.output());
+    assert.ok(Date.now() - stoppedAt < 10_000, `stopped in ${Date.now() - stoppedAt} ms`);
+  });
+});

@@ -232,6 +232,9 @@ export interface PrivateMosquitto {
   url: string;
   /** SIGKILL: it ends at once, its connections cut. */
   kill(): Promise<void>;
+  /** SIGSTOP: it hangs, its connections open (clients still count themselves connected). */
+  pause(): void;
+  resume(): void;
   start(): Promise<void>;
   remove(): Promise<void>;
 }
@@ -268,6 +271,12 @@ export async function privateMosquitto(): Promise<PrivateMosquitto> {
         timer = setTimeout(() => reject(new Error('mosquitto did not end within 5 s of SIGKILL')), 5000);
       });
       await Promise.race([exited, late]).finally(() => clearTimeout(timer));
+    },
+    pause: () => {
+      child?.kill('SIGSTOP');
+    },
+    resume: () => {
+      child?.kill('SIGCONT');
     },
     remove: async () => {
       await broker.kill();
