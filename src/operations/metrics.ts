@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { waitAtMost } from '../core/wait.ts';
 import type { EventTransport } from '../events/ingest.ts';
 
 /** What the metrics read at each scrape. */
@@ -27,6 +28,36 @@ export interface MetricSources {
  * samples, and a stall of the loop longer than that is caught whenever it happens.
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
+
+/**
+ * How long a scrape waits for a figure read from the store (ms). A database that is down or hangs
+ * must not take the page with it: the figure keeps the value it had (docs/operations.md, "Metrics").
+ */
+const STORE_READ_WAIT_MS = 500;
+
+/**
+ * A figure read at each scrape, waited for at most `waitMs`: when the read fails or is late, the last
+ * value read (undefined before any). One read at a time: a scrape during a read that is late waits for
+ * that one, so a database that hangs holds at most one of them.
+ */
+export function lastValueOf(read: () => Promise<number>, waitMs: number): () => Promise<number | undefined> {
+  let last: number | undefined;
+  let reading: Promise<void> | undefined;
+  return async () => {
+    reading ??= read()
+      .then(
+        (value) => {
+          last = value;
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        reading = undefined;
+      });
+    await waitAtMost(reading, waitMs);
+    return last;
+  };
+}
 
 /** The buckets of the answer-time histograms, seconds: a millisecond to ten seconds. */
 const ANSWER_SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -131,12 +162,13 @@ export class Metrics {
       labelNames: ['kind', 'status'],
       registers,
     });
+    const queueDepth = lastValueOf(sources.deliveryQueueDepth, STORE_READ_WAIT_MS);
     new Gauge({
       name: 'thingbase_delivery_queue_depth',
       help: 'Deliveries waiting to be made, due now or later',
       registers,
       async collect() {
-        this.set(await sources.deliveryQueueDepth());
+        this.set((await queueDepth()) ?? 0);
       },
     });
     this.ruleFirings = new Counter({ name: 'thingbase_rule_firings_total', help: 'Times rules fired', registers });
