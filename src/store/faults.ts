@@ -29,10 +29,31 @@ export class StoreTimeoutError extends Error {
   override readonly name = 'StoreTimeoutError';
 }
 
-/** Connection failures of node-postgres and Node itself, by message or code. */
+/**
+ * Connection failures of node-postgres and Node itself, by message or code: the database refused,
+ * reset or aborted the connection, its host or network cannot be reached or is down, its name does
+ * not resolve now (EAI_AGAIN, a DNS server away), or the socket is no longer connected.
+ */
 const UNAVAILABLE_MESSAGE =
   /Connection terminated|not queryable|timeout exceeded when trying to connect|terminating connection|the database system is (starting up|shutting down|in recovery mode)|Connection ended unexpectedly/i;
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND']);
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENETRESET',
+  'EADDRNOTAVAIL',
+  'ENOTCONN',
+  'ESHUTDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+]);
 
 /** The fault a store error is, or undefined for any other error (a bug, a constraint, bad SQL). */
 export function storeFaultOf(error: unknown): StoreFault | undefined {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { StoreFaults } from '../../src/store/faults.ts';
+import { refusalOfFault, StoreFaults, storeFaultOf } from '../../src/store/faults.ts';
 
 const full = Object.assign(new Error('could not extend file: No space left on device'), { code: '53100' });
 
@@ -34,5 +34,36 @@ describe('store write faults', () => {
     for (let i = 0; i < 50; i++) faults.note(full);
     assert.equal(lines.length, 1);
     assert.match(lines[0] as string, /disk of the database is full/);
+  });
+});
+
+describe('connection failures', () => {
+  /** A failure as Node gives it (a syscall error with its code), wrapped as the driver may wrap it. */
+  const failure = (code: string) =>
+    new Error('connection failed', { cause: Object.assign(new Error(`connect ${code} db:5432`), { code }) });
+
+  for (const code of [
+    'EAI_AGAIN',
+    'EAI_FAIL',
+    'ENETUNREACH',
+    'ENETDOWN',
+    'ENETRESET',
+    'ECONNABORTED',
+    'EHOSTDOWN',
+    'EADDRNOTAVAIL',
+    'ENOTCONN',
+    'ESHUTDOWN',
+    'ECONNREFUSED',
+    'ECONNRESET',
+  ]) {
+    it(`when the database cannot be reached (${code}) then it is the database not answering, a 503`, () => {
+      assert.equal(storeFaultOf(failure(code)), 'unavailable');
+      assert.equal(refusalOfFault('unavailable').status, 503);
+    });
+  }
+
+  it('when a statement fails otherwise then it is no store fault (a 500 says a bug)', () => {
+    assert.equal(storeFaultOf(Object.assign(new Error('syntax error'), { code: '42601' })), undefined);
+    assert.equal(storeFaultOf(Object.assign(new Error('no such file'), { code: 'ENOENT' })), undefined);
   });
 });
