@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { type CompiledQuery, Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { ChangeFeed, type EntityChange } from '../core/change-feed.ts';
+import { oncePerMinute } from '../core/log-limit.ts';
 import { PostgresChangeLink } from './change-link.ts';
 import {
   createDialect,
@@ -210,7 +211,19 @@ export async function openStore({
       changes.tellEverything();
     };
     changes.setCatchUp(catchUp);
-    watch = setInterval(catchUp, SQLITE_WATCH_MS).unref();
+    // A read that fails (the file unreadable for a while, an I/O error) must not end the process: it
+    // is said once a minute, and the next second tries again.
+    const watchFailed = oncePerMinute<'watch'>(onFault);
+    watch = setInterval(() => {
+      try {
+        catchUp();
+      } catch (error) {
+        watchFailed(
+          'watch',
+          `the SQLite store could not read its data version (${(error as Error).message}); changes by other processes are seen once it can`,
+        );
+      }
+    }, SQLITE_WATCH_MS).unref();
   }
   const faults = new StoreFaults(onFault);
   return {
