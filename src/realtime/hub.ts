@@ -91,6 +91,17 @@ export interface Subscription {
   readonly release: () => void;
 }
 
+/** The members of a group or template, shared by the subscriptions that watch it. */
+interface MemberSet {
+  key: string;
+  members: Set<string>;
+  read: () => Promise<string[]>;
+  /** The organisations whose changes of things or groups may change it. */
+  organisations: string[];
+  /** Subscriptions holding it. */
+  users: number;
+}
+
 export interface HubServices {
   authenticate(token: string): Promise<Principal | undefined>;
   childOrganisations(organisationKey: string): Promise<string[]>;
@@ -115,6 +126,13 @@ export class RealtimeHub {
   private rechecking = false;
   private recheckAgain = false;
   private membersSoon: NodeJS.Timeout | undefined;
+  /**
+   * The members of each group and template some subscription watches, one set for all the
+   * subscriptions that watch it (however many connections ask for the same template), read once at
+   * each change of things or groups.
+   */
+  private readonly memberSets = new Map<string, MemberSet>();
+  private readonly memberSetOf = new WeakMap<Set<string>, MemberSet>();
   private readonly membersStale = new Set<string>();
   private closed = false;
 
@@ -206,29 +224,45 @@ export class RealtimeHub {
       }
     }
     let group: Subscription['group'];
-    if (params.group_key !== undefined) {
-      const row = await findGroup(db, organisations, params.group_key);
-      if (!row) throw notFound('group', 'group_key');
-      group = {
-        key: row.group_key,
-        organisationKey: row.organisation_key,
-        members: new Set(await memberKeysOfGroup(db, row)),
-      };
-    }
     let template: Subscription['template'];
-    if (params.thing_template_key !== undefined) {
-      const row = await requireTemplate(db, organisations, params.thing_template_key);
-      template = {
-        key: row.thing_template_key,
-        members: new Set(await thingKeysOfTemplate(db, organisations, row.thing_template_key)),
-      };
+    let presence: Map<string, Map<string, boolean>> | undefined;
+    try {
+      if (params.group_key !== undefined) {
+        const row = await findGroup(db, organisations, params.group_key);
+        if (!row) throw notFound('group', 'group_key');
+        const readMembers = async () => {
+          const current = await findGroup(db, [row.organisation_key], row.group_key);
+          return current ? memberKeysOfGroup(db, current) : [];
+        };
+        group = {
+          key: row.group_key,
+          organisationKey: row.organisation_key,
+          members: await this.members(`group\u0000${row.organisation_key}\u0000${row.group_key}`, readMembers, [
+            row.organisation_key,
+          ]),
+        };
+      }
+      if (params.thing_template_key !== undefined) {
+        const row = await requireTemplate(db, organisations, params.thing_template_key);
+        template = {
+          key: row.thing_template_key,
+          members: await this.members(
+            `template\u0000${[...organisations].sort().join(',')}\u0000${row.thing_template_key}`,
+            () => thingKeysOfTemplate(db, organisations, row.thing_template_key),
+            organisations,
+          ),
+        };
+      }
+      // Read last, with no wait between it and the subscription's start: each organisation watched has
+      // then either a look at its things taken before the answer, or one just read here.
+      presence = topic === 'things' ? await this.unwatchedPresence(organisations) : undefined;
+      // Checked again: the same id may have been subscribed, or the connection gone, during the reads.
+      if (connection.subscriptions.has(id)) throw invalidParam('id', `is already the id of a subscription (${id})`);
+      if (!this.connections.has(connection)) throw new ApiError(400, [{ code: 'invalid', message: 'disconnected' }]);
+    } catch (error) {
+      for (const members of [group?.members, template?.members]) if (members) this.releaseMembers(members);
+      throw error;
     }
-    // Read last, with no wait between it and the subscription's start: each organisation watched has
-    // then either a look at its things taken before the answer, or one just read here.
-    const presence = topic === 'things' ? await this.unwatchedPresence(organisations) : undefined;
-    // Checked again: the same id may have been subscribed, or the connection gone, during the reads.
-    if (connection.subscriptions.has(id)) throw invalidParam('id', `is already the id of a subscription (${id})`);
-    if (!this.connections.has(connection)) throw new ApiError(400, [{ code: 'invalid', message: 'disconnected' }]);
     const subscription: Subscription = {
       id,
       topic,
@@ -303,6 +337,9 @@ export class RealtimeHub {
 
   private remove(subscription: Subscription): void {
     subscription.release();
+    for (const members of [subscription.group?.members, subscription.template?.members]) {
+      if (members) this.releaseMembers(members);
+    }
     const byTopic = (subscription.thingKeys ? this.named : this.broad).get(subscription.topic);
     for (const key of this.indexKeys(subscription)) {
       const set = byTopic?.get(key);
@@ -531,24 +568,39 @@ export class RealtimeHub {
     const stale = new Set(this.membersStale);
     this.membersStale.clear();
     const everywhere = stale.has('');
-    for (const connection of this.connections) {
-      for (const s of connection.subscriptions.values()) {
-        try {
-          if (s.group && (everywhere || stale.has(s.group.organisationKey))) {
-            const row = await findGroup(this.store.db, [s.group.organisationKey], s.group.key);
-            replaceAll(s.group.members, row ? await memberKeysOfGroup(this.store.db, row) : []);
-          }
-          if (s.template && (everywhere || [...s.organisations].some((o) => stale.has(o)))) {
-            replaceAll(
-              s.template.members,
-              await thingKeysOfTemplate(this.store.db, [...s.organisations], s.template.key),
-            );
-          }
-        } catch {
-          // Read again at the next change.
-        }
+    for (const set of [...this.memberSets.values()]) {
+      if (!everywhere && !set.organisations.some((o) => stale.has(o))) continue;
+      try {
+        replaceAll(set.members, await set.read());
+      } catch {
+        // Read again at the next change.
       }
     }
+  }
+
+  /** The shared members under `key`, read with `read` when no subscription watches them yet. */
+  private async members(key: string, read: () => Promise<string[]>, organisations: readonly string[]) {
+    const known = this.memberSets.get(key);
+    if (known) {
+      known.users++;
+      return known.members;
+    }
+    const members = new Set(await read());
+    // Another subscription may have read the same meanwhile: one set for both.
+    const raced = this.memberSets.get(key);
+    if (raced) {
+      raced.users++;
+      return raced.members;
+    }
+    const set: MemberSet = { key, members, read, organisations: [...organisations], users: 1 };
+    this.memberSets.set(key, set);
+    this.memberSetOf.set(members, set);
+    return members;
+  }
+
+  private releaseMembers(members: Set<string>): void {
+    const set = this.memberSetOf.get(members);
+    if (set && --set.users === 0) this.memberSets.delete(set.key);
   }
 
   /**

@@ -169,6 +169,39 @@ describeOnStores('realtime push', (ctx) => {
     client.close();
   });
 
+  it('when many subscriptions of several connections watch one template then a thing added to it reaches each, as long as any watches', async () => {
+    const token = await ctx.api.adminToken();
+    const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
+      token,
+      body: { thing_template: { name: unique('shared') } },
+    });
+    const templateKey = template.body.thing_template.thing_template_key as string;
+    const clients = [await SocketClient.open(ctx.api.url, token), await SocketClient.open(ctx.api.url, token)];
+    for (const client of clients) {
+      for (let n = 0; n < 5; n++) await client.subscribe(`t${n}`, 'events', { thing_template_key: templateKey });
+    }
+    // Added after the subscriptions: their members are read again.
+    const pair = await createKeyPair(ctx.api, token);
+    const device = new Device(ctx.api.url, pair);
+    const { thing_key: thingKey } = await createThing(ctx.api, token, { thing_template_key: templateKey });
+    await sleep(300);
+    assert.equal((await device.event({ thing_key: thingKey, data: { n: 1 } })).status, 200);
+    for (const client of clients) {
+      const ids = new Set<string>();
+      for (let n = 0; n < 5; n++) ids.add(String((await client.next(isEvent(thingKey))).id));
+      assert.deepEqual([...ids].sort(), ['t0', 't1', 't2', 't3', 't4']);
+    }
+    // The first connection goes; the second's subscriptions still follow the template's members.
+    const [first, second] = clients as [SocketClient, SocketClient];
+    first.close();
+    await sleep(200);
+    const { thing_key: later } = await createThing(ctx.api, token, { thing_template_key: templateKey });
+    await sleep(300);
+    assert.equal((await device.event({ thing_key: later, data: { n: 2 } })).status, 200);
+    assert.equal((await second.next(isEvent(later))).type, 'event');
+    second.close();
+  });
+
   it('when a thing is heard from after a silence, and then falls silent, then its alive flips are told', async () => {
     const token = await ctx.api.adminToken();
     const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
