@@ -329,6 +329,24 @@ async function copyTable(
   const progress = startProgress(`copy-store ${table}`, total, progressOut);
   let after: bigint = -(2n ** 63n);
   let copied = 0;
+  // One batch's insert runs on PostgreSQL while the next batch is read and converted here.
+  let inserting: Promise<unknown> = Promise.resolve();
+  let insertingRows = 0;
+  let insertingFrom = after;
+  const inserted = async () => {
+    try {
+      await inserting;
+    } catch (error) {
+      throw new ConfigError(
+        `copy-store: PostgreSQL refused a row of ${table} (SQLite row ids ${insertingFrom} to ${after}): ` +
+          `${(error as Error).message}. Nothing was copied: the transaction was rolled back.`,
+      );
+    }
+    unchanged();
+    copied += insertingRows;
+    insertingRows = 0;
+    if (copied < total) progress.update(copied, `${copied.toLocaleString('en')} of ${total.toLocaleString('en')} rows`);
+  };
   for (;;) {
     // Up to BATCH_ROWS rows after the last one read, fewer when they hold more than BATCH_BYTES.
     const rows: unknown[][] = [];
@@ -339,8 +357,10 @@ async function copyTable(
       if (bytes >= BATCH_BYTES) break;
     }
     if (rows.length === 0) break;
-    after = (rows.at(-1) as unknown[])[0] as bigint;
     const values = columns.map((column, i) => rows.map((row) => toTarget(row[i + 1], column.type)));
+    await inserted();
+    insertingFrom = (rows[0] as unknown[])[0] as bigint;
+    after = (rows.at(-1) as unknown[])[0] as bigint;
     if (partitioned) {
       for (const at of values[minTimestamp] as number[]) {
         const partition = partitionOf(Number(at));
@@ -353,11 +373,14 @@ async function copyTable(
         partitions.add(partition.from);
       }
     }
-    await run(tx, insert, values.map(arrayLiteral));
-    unchanged();
-    copied += rows.length;
-    if (copied < total) progress.update(copied, `${copied.toLocaleString('en')} of ${total.toLocaleString('en')} rows`);
+    inserting = run(tx, insert, values.map(arrayLiteral));
+    // Its failure is told when it is awaited, before the next batch's insert or at the end.
+    inserting.catch(() => {});
+    insertingRows = rows.length;
+    // Lets the statement leave for PostgreSQL before the next batch is read (synchronously).
+    await new Promise((resolve) => setImmediate(resolve));
   }
+  await inserted();
   progress.stop(`${copied.toLocaleString('en')} rows copied`);
   return copied;
 }

@@ -360,6 +360,28 @@ describe('thingbase copy-store, from SQLite to PostgreSQL', { skip: postgresCase
     );
   });
 
+  it('when PostgreSQL refuses a value then nothing is copied and the message names the table', async () => {
+    const source = fresh(sqliteCase);
+    succeeded(await runCli(['admin', 'create', '--email', 'nul@example.com'], storeEnv(source)));
+    // SQLite keeps a NUL character in text; PostgreSQL's text cannot hold one.
+    const writer = new BetterSqlite3(sqlitePath(source.databaseUrl));
+    writer.prepare('update audit_trails set entity_name = ?').run('bad\u0000name');
+    writer.close();
+    const target = fresh(postgresCase);
+    const refused = await copy(source, target);
+    assert.equal(refused.code, 1, refused.stdout);
+    assert.match(
+      refused.stderr,
+      /PostgreSQL refused a row of audit_trails \(SQLite row ids \d+ to \d+\): .*Nothing was copied: the transaction was rolled back/,
+    );
+    const counts = await countsIn(target.databaseSchema as string);
+    assert.deepEqual(
+      Object.values(counts ?? {}).filter((n) => n > 0),
+      [],
+      'every table of the target is empty',
+    );
+  });
+
   it('when the SQLite store is not at the latest migration then it is refused until thingbase migrate runs on it', async () => {
     const source = fresh(sqliteCase);
     const previous = Object.keys(MIGRATIONS).sort().at(-2) as string;
