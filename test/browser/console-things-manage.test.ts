@@ -101,9 +101,12 @@ for (const store of STORES) {
       assert.equal((await storedThing('boiler-1')).body.thing.name, 'Boiler 1 (east)');
     });
 
+    // The three events of the next two tests, an hour apart, on whole minutes three hours back; the
+    // second test deletes the middle one by its minute, so both read this one time.
+    const minute = 60_000;
+    const start = Math.floor(Date.now() / minute) * minute - 180 * minute;
+
     it("when Export offers NDJSON and CSV then each downloads the thing's events, and no URL carries the token", async () => {
-      const minute = 60_000;
-      const start = Math.floor(Date.now() / minute) * minute - 180 * minute;
       const events = [0, 60, 120].map((m, i) => ({ timestamp: start + m * minute, data: { temperature: 20 + i } }));
       const sent = await api.request('POST', '/api/v3/things/boiler-1/events', { token, body: { events } });
       assert.equal(sent.status, 200, sent.text);
@@ -129,8 +132,6 @@ for (const store of STORES) {
     });
 
     it('when Delete events is given a range then a dialog names the thing and the range, and only the events in it go', async () => {
-      const minute = 60_000;
-      const start = Math.floor(Date.now() / minute) * minute - 180 * minute;
       // The middle event, one hour after the first, in the browser's own time zone.
       const local = await page.evaluate(
         (ms) => {
