@@ -3,7 +3,7 @@ declare module 'leaflet' {
   type LatLng = [number, number];
   interface Layer {
     addTo(target: Map | LayerGroup): this;
-    bindTooltip(text: string): this;
+    bindTooltip(content: string | HTMLElement): this;
   }
   interface LayerGroup extends Layer {
     clearLayers(): this;
