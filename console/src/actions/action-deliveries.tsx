@@ -21,7 +21,7 @@ export function ActionDeliveries({ action }: { action: Action }) {
       <Failure message={deliveries.error} />
       {deliveries.data?.deliveries.length === 0 && <p>No delivery attempts yet.</p>}
       {deliveries.data && deliveries.data.deliveries.length > 0 && (
-        <table>
+        <table class="cards">
           <thead>
             <tr>
               <th scope="col">At</th>
@@ -35,10 +35,10 @@ export function ActionDeliveries({ action }: { action: Action }) {
             {deliveries.data.deliveries.map((d) => (
               <tr key={`${d.delivery_key}-${d.attempt}`}>
                 <td>{showTime(d.at)}</td>
-                <td>{d.attempt}</td>
-                <td>{d.status}</td>
-                <td>{d.duration_ms} ms</td>
-                <td>{d.error ?? ''}</td>
+                <td data-label="Attempt">{d.attempt}</td>
+                <td data-label="Result">{d.status}</td>
+                <td data-label="Took">{d.duration_ms} ms</td>
+                <td data-label="Error">{d.error ?? ''}</td>
               </tr>
             ))}
           </tbody>

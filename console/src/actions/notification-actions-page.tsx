@@ -86,7 +86,7 @@ export function NotificationActionsPage() {
         </EmptyState>
       )}
       {actions.data && actions.data.total_count > 0 && (
-        <table aria-label="Notification actions">
+        <table aria-label="Notification actions" class="cards">
           <thead>
             <tr>
               <th scope="col">Type</th>
@@ -102,7 +102,7 @@ export function NotificationActionsPage() {
                 <Fragment key={action.notification_action_key}>
                   <tr>
                     <td>{kind}</td>
-                    <td>
+                    <td data-label="Goes to">
                       <code>{destination(action)}</code>
                       {action.subject && <div class="muted">{action.subject}</div>}
                     </td>

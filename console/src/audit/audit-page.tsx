@@ -46,7 +46,7 @@ export function AuditPage() {
       </div>
       <Failure message={list.error} />
       {list.data && (
-        <table>
+        <table class="cards">
           <thead>
             <tr>
               <th scope="col">Time</th>
@@ -61,13 +61,13 @@ export function AuditPage() {
             {list.data.audit_trails.map((trail) => (
               <tr key={trail.audit_trail_key}>
                 <td>{showTime(trail.timestamp)}</td>
-                <td>
+                <td data-label="User">
                   {trail.user_name} <small>({trail.role_name})</small>
                 </td>
-                <td>{trail.action_taken}</td>
-                <td>{trail.entity_type}</td>
-                <td>{trail.entity_name ?? ''}</td>
-                <td>
+                <td data-label="Action">{trail.action_taken}</td>
+                <td data-label="Entity">{trail.entity_type}</td>
+                <td data-label="Name">{trail.entity_name ?? ''}</td>
+                <td data-label="Key">
                   <code>{trail.entity_key}</code>
                 </td>
               </tr>

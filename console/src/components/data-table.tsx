@@ -7,7 +7,8 @@ export interface Column<T> {
 
 /**
  * A table of rows (text cells: nothing from the API is inserted as HTML), one column per `Column`; with
- * no rows, one row saying so (`empty`), rather than headers over nothing.
+ * no rows, one row saying so (`empty`), rather than headers over nothing. On a phone each row is a card,
+ * each cell headed by its column's name (style.css, `table.cards`), but for a row's buttons (`Actions`).
  */
 export function DataTable<T>(props: {
   label: string;
@@ -17,7 +18,7 @@ export function DataTable<T>(props: {
   empty?: ComponentChildren;
 }) {
   return (
-    <table aria-label={props.label}>
+    <table aria-label={props.label} class="cards">
       <thead>
         <tr>
           {props.columns.map((c) => (
@@ -32,7 +33,9 @@ export function DataTable<T>(props: {
         {props.rows.map((row) => (
           <tr key={props.rowKey(row)}>
             {props.columns.map((c) => (
-              <td key={c.header}>{c.cell(row)}</td>
+              <td key={c.header} data-label={c.header === 'Actions' ? undefined : c.header}>
+                {c.cell(row)}
+              </td>
             ))}
           </tr>
         ))}

@@ -8,7 +8,7 @@ import { useLoad } from '../components/use-load.ts';
 import { Link, segment } from '../router.tsx';
 import { arrowStep, LayoutControls, place, WidgetEditor } from './editor.tsx';
 import { type Dashboard, rangeSeconds, TIME_RANGES, type Widget, writable } from './model.ts';
-import { type Drag, followPointer } from './pointer-layout.ts';
+import { type Drag, followPointer, layoutDrawn } from './pointer-layout.ts';
 import { VariablesEditor } from './variables-editor.tsx';
 import { WIDGETS } from './widgets.tsx';
 
@@ -56,6 +56,7 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
   const range = rangeSeconds(timeRange, 'last' in timeRange ? now : undefined);
   const change = (update: (d: Dashboard) => Dashboard) => setDraft((d) => update(d ?? shown));
   const path = `dashboards/${segment(shown.dashboard_key)}`;
+  const readingOrder = [...shown.widgets].sort((a, b) => a.layout.y - b.layout.y || a.layout.x - b.layout.x);
   return (
     <section class={fullScreen ? 'dashboard full-screen' : 'dashboard'}>
       <h1>{shown.name}</h1>
@@ -111,6 +112,9 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
       </div>
       {draft && (
         <div class="panel dashboard-editing">
+          <p class="layout-elsewhere hint">
+            The layout is edited on a wider screen; here the widgets are shown one below the other.
+          </p>
           <WidgetEditor
             widgets={draft.widgets}
             onAdd={(widget) =>
@@ -167,10 +171,12 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
       )}
       {shown.widgets.length === 0 && <p>This dashboard has no widgets yet{mayUpdate ? ': Edit adds them.' : '.'}</p>}
       <div class="dashboard-grid">
-        {shown.widgets.map((widget, index) => (
+        {/* In reading order, but while edited in the dashboard's own order, so that a step never moves the focused widget. */}
+        {(draft ? shown.widgets : readingOrder).map((widget, index) => (
           <WidgetRegion
             key={widget.widget_key}
             widget={widget}
+            order={readingOrder.indexOf(widget)}
             range={range}
             chosen={chosen}
             editing={
@@ -191,6 +197,8 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
 /** A widget: a region named by its title, placed on the grid by its layout. */
 function WidgetRegion(props: {
   widget: Widget;
+  /** Its place in reading order, where the widgets stack in one column (style.css). */
+  order: number;
   range: [number, number];
   chosen: Record<string, string>;
   editing: { change: (widget: Widget) => void; remove: () => void } | undefined;
@@ -214,13 +222,13 @@ function WidgetRegion(props: {
       tabIndex={0}
       onKeyDown={(event) => {
         const edit = props.editing;
-        if (!edit || event.target !== event.currentTarget) return;
+        if (!edit || event.target !== event.currentTarget || !layoutDrawn(event.currentTarget)) return;
         const step = arrowStep(event.key, event.shiftKey);
         if (!step) return;
         event.preventDefault();
         edit.change({ ...widget, layout: step(widget.layout) });
       }}
-      style={{ gridColumn: `${x + 1} / span ${w}`, gridRow: `${y + 1} / span ${h}` }}
+      style={{ '--column': x + 1, '--row': y + 1, '--width': w, '--height': h, order: props.order }}
     >
       <h2 id={titleId} class={props.editing ? 'widget-move' : undefined} onPointerDown={drag('move')}>
         {widget.title}

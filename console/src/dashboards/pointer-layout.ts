@@ -31,13 +31,22 @@ export function draggedLayout(start: Layout, drag: Drag, dx: number, dy: number)
 }
 
 /**
+ * Whether the dashboard's grid around `element` draws the layout's twelve columns: on a narrow screen
+ * it stacks the widgets in one column instead (style.css), and the layout is not edited there.
+ */
+export function layoutDrawn(element: Element): boolean {
+  const grid = element.closest<HTMLElement>('.dashboard-grid');
+  return !!grid && getComputedStyle(grid).gridTemplateColumns.trim().split(/\s+/).length === COLUMNS;
+}
+
+/**
  * Follows the pointer from `event` (a pointerdown on a handle) until it is let go, calling `change`
  * each time the widget's layout moves by a cell.
  */
 export function followPointer(event: PointerEvent, drag: Drag, start: Layout, change: (layout: Layout) => void) {
   const handle = event.currentTarget as HTMLElement | null;
   const grid = handle?.closest<HTMLElement>('.dashboard-grid');
-  if (!handle || !grid || event.button !== 0) return;
+  if (!handle || !grid || event.button !== 0 || !layoutDrawn(grid)) return;
   event.preventDefault();
   const steps = gridSteps(grid);
   let last = start;

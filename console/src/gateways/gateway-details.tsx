@@ -31,7 +31,7 @@ export function GatewayDetails({ gateway }: { gateway: Gateway }) {
       {gateway.adapters.length === 0 ? (
         <p>No adapters.</p>
       ) : (
-        <table>
+        <table class="cards">
           <thead>
             <tr>
               <th scope="col">Adapter</th>
@@ -46,9 +46,9 @@ export function GatewayDetails({ gateway }: { gateway: Gateway }) {
                 <td>
                   <code>{adapter.adapter_pid}</code>
                 </td>
-                <td>{adapter.type ?? ''}</td>
-                <td>{adapter.enabled ? 'Yes' : 'No'}</td>
-                <td>
+                <td data-label="Type">{adapter.type ?? ''}</td>
+                <td data-label="Enabled">{adapter.enabled ? 'Yes' : 'No'}</td>
+                <td data-label="Configuration">
                   <code>{adapter.configuration}</code>
                 </td>
               </tr>

@@ -51,7 +51,7 @@ export function GatewaysPage() {
       )}
       {list.data && list.data.total_count > 0 && (
         <>
-          <table aria-label="Gateways">
+          <table aria-label="Gateways" class="cards">
             <thead>
               <tr>
                 <th scope="col">Name</th>
@@ -67,10 +67,10 @@ export function GatewaysPage() {
                 <Fragment key={gateway.gateway_key}>
                   <tr>
                     <td>{gateway.name}</td>
-                    <td>{gateway.gateway_type ?? ''}</td>
-                    <td>{gateway.gateway_version ?? ''}</td>
-                    <td>{gateway.tags}</td>
-                    <td>{gateway.adapters.map((a) => a.type ?? a.adapter_pid).join(', ')}</td>
+                    <td data-label="Type">{gateway.gateway_type ?? ''}</td>
+                    <td data-label="Version">{gateway.gateway_version ?? ''}</td>
+                    <td data-label="Tags">{gateway.tags}</td>
+                    <td data-label="Adapters">{gateway.adapters.map((a) => a.type ?? a.adapter_pid).join(', ')}</td>
                     <td class="row-actions">
                       <button
                         type="button"

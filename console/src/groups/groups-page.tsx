@@ -52,7 +52,7 @@ export function GroupsPage() {
       )}
       {list.data && list.data.total_count > 0 && (
         <>
-          <table aria-label="Groups">
+          <table aria-label="Groups" class="cards">
             <thead>
               <tr>
                 <th scope="col">Name</th>
@@ -69,7 +69,7 @@ export function GroupsPage() {
                       {group.name}
                       {group.description && <div class="muted">{group.description}</div>}
                     </td>
-                    <td>
+                    <td data-label="Type">
                       {group.group_type === 2 ? (
                         <>
                           By expression <code>{group.thing_expression}</code>
@@ -78,7 +78,7 @@ export function GroupsPage() {
                         'Static'
                       )}
                     </td>
-                    <td>
+                    <td data-label="Members">
                       {counts.error ? (
                         <span class="muted">{counts.error}</span>
                       ) : (

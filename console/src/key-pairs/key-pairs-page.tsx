@@ -105,7 +105,7 @@ export function KeyPairsPage() {
         </EmptyState>
       )}
       {list.data && list.data.key_pairs.length > 0 && (
-        <table aria-label="Key pairs">
+        <table aria-label="Key pairs" class="cards">
           <thead>
             <tr>
               <th scope="col">Name</th>
@@ -118,10 +118,10 @@ export function KeyPairsPage() {
             {list.data.key_pairs.map((pair) => (
               <tr key={pair.key_pair_key}>
                 <td>{pair.name}</td>
-                <td>
+                <td data-label="Access key">
                   <code>{pair.access_key}</code>
                 </td>
-                <td>{showTime(pair.created_at)}</td>
+                <td data-label="Created">{showTime(pair.created_at)}</td>
                 {mayDelete && (
                   <td>
                     <ConfirmButton

@@ -6,6 +6,7 @@ import { DataTable } from '../components/data-table.tsx';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { FormActions } from '../components/form-actions.tsx';
+import { ScrollBox } from '../components/scroll-box.tsx';
 import { useAction } from '../components/use-action.ts';
 import { ability, CLASSES, OPERATIONS } from './abilities.ts';
 import { type Role, useRoles } from './use-roles.ts';
@@ -135,35 +136,37 @@ function RoleForm(props: { role: Role | undefined; onCancel: () => void; onSaved
       </Field>
       <fieldset class="abilities">
         <legend>Abilities</legend>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Class</th>
-              {OPERATIONS.map(([operation]) => (
-                <th key={operation} scope="col">
-                  {operation}
-                </th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {CLASSES.map(([cls, c]) => (
-              <tr key={cls}>
-                <th scope="row">{cls}</th>
-                {OPERATIONS.map(([operation, o]) => (
-                  <td key={operation}>
-                    <input
-                      type="checkbox"
-                      aria-label={`${cls} ${operation}`}
-                      checked={abilities.has(ability(c, o))}
-                      onChange={(e) => toggle(ability(c, o), e.currentTarget.checked)}
-                    />
-                  </td>
+        <ScrollBox label="Abilities by class">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Class</th>
+                {OPERATIONS.map(([operation]) => (
+                  <th key={operation} scope="col">
+                    {operation}
+                  </th>
                 ))}
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {CLASSES.map(([cls, c]) => (
+                <tr key={cls}>
+                  <th scope="row">{cls}</th>
+                  {OPERATIONS.map(([operation, o]) => (
+                    <td key={operation}>
+                      <input
+                        type="checkbox"
+                        aria-label={`${cls} ${operation}`}
+                        checked={abilities.has(ability(c, o))}
+                        onChange={(e) => toggle(ability(c, o), e.currentTarget.checked)}
+                      />
+                    </td>
+                  ))}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </ScrollBox>
       </fieldset>
       <FormActions action={action} submit="Save" onCancel={props.onCancel} />
     </form>

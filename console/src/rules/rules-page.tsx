@@ -63,7 +63,7 @@ export function RulesPage() {
       )}
       <Failure message={list.error} />
       {list.data && !none && (
-        <table aria-label="Rules">
+        <table aria-label="Rules" class="cards">
           <thead>
             <tr>
               <th scope="col">Name</th>
@@ -78,15 +78,15 @@ export function RulesPage() {
               <>
                 <tr key={rule.rule_key}>
                   <td>{rule.name}</td>
-                  <td>
+                  <td data-label="Condition">
                     <code>{rule.condition}</code>
                   </td>
-                  <td>
+                  <td data-label="Alert">
                     {rule.alert_type === null
                       ? ''
                       : [ALERT_TYPES[rule.alert_type], rule.alert_message].filter(Boolean).join(': ')}
                   </td>
-                  <td>{rule.enabled ? 'Yes' : 'No'}</td>
+                  <td data-label="Enabled">{rule.enabled ? 'Yes' : 'No'}</td>
                   <td>
                     {mayUpdate && (
                       <button type="button" onClick={() => setEditing(rule)} aria-label={`Edit ${rule.name}`}>

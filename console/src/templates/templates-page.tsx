@@ -63,7 +63,7 @@ export function TemplatesPage() {
       )}
       {list.data && list.data.total_count > 0 && (
         <>
-          <table aria-label="Templates">
+          <table aria-label="Templates" class="cards">
             <thead>
               <tr>
                 <th scope="col">Name</th>
@@ -81,14 +81,14 @@ export function TemplatesPage() {
                     {template.name}
                     {template.description && <div class="muted">{template.description}</div>}
                   </td>
-                  <td>
+                  <td data-label="Metrics">
                     {template.metrics
                       .map((metric) => (metric.unit ? `${metric.name} (${metric.unit})` : metric.name))
                       .join(', ')}
                   </td>
-                  <td>{showSeconds(template.heartbeat_interval)}</td>
-                  <td>{showSeconds(template.idle_timeout)}</td>
-                  <td>{template.retention_days ?? 'organisation default'}</td>
+                  <td data-label="Heartbeat interval">{showSeconds(template.heartbeat_interval)}</td>
+                  <td data-label="Idle timeout">{showSeconds(template.idle_timeout)}</td>
+                  <td data-label="Retention (days)">{template.retention_days ?? 'organisation default'}</td>
                   {(mayUpdate || mayDelete) && (
                     <td class="row-actions">
                       <EditDelete

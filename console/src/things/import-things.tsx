@@ -84,7 +84,7 @@ function ImportResult({ answer: result, dryRun }: { answer: ImportAnswer; dryRun
         {result.updated}; {result.failed.length} {result.failed.length === 1 ? 'row' : 'rows'} failed.
       </p>
       {result.failed.length > 0 && (
-        <table aria-label="Rows that failed">
+        <table aria-label="Rows that failed" class="cards">
           <thead>
             <tr>
               <th scope="col">Row</th>
@@ -98,11 +98,11 @@ function ImportResult({ answer: result, dryRun }: { answer: ImportAnswer; dryRun
               row.errors.map((error, i) => (
                 <tr key={`${row.row}-${i}`}>
                   <td>{row.row}</td>
-                  <td>
+                  <td data-label="Field">
                     <code>{error.param}</code>
                   </td>
-                  <td>{error.code}</td>
-                  <td>{error.message}</td>
+                  <td data-label="Code">{error.code}</td>
+                  <td data-label="Message">{error.message}</td>
                 </tr>
               )),
             )}

@@ -94,7 +94,7 @@ export function Instructions({ thingKey }: { thingKey: string }) {
         </form>
       )}
       {list.data && list.data.length > 0 && (
-        <table>
+        <table class="cards">
           <thead>
             <tr>
               <th scope="col">Instruction</th>
@@ -106,8 +106,8 @@ export function Instructions({ thingKey }: { thingKey: string }) {
             {list.data.map((i) => (
               <tr key={i.instruction_key}>
                 <td>{i.name}</td>
-                <td>{i.status}</td>
-                <td>{showTime(i.created_at)}</td>
+                <td data-label="Status">{i.status}</td>
+                <td data-label="Sent">{showTime(i.created_at)}</td>
               </tr>
             ))}
           </tbody>

@@ -209,7 +209,9 @@ export function ThingsPage() {
         <thead>
           <tr>
             <th scope="col">Name</th>
-            <th scope="col">Key</th>
+            <th scope="col" class="hide-narrow">
+              Key
+            </th>
             <th scope="col">Status</th>
             <th scope="col">Last event</th>
           </tr>
@@ -221,7 +223,7 @@ export function ThingsPage() {
               <td>
                 <Link to={`things/${segment(thing.thing_key)}`}>{thing.name}</Link>
               </td>
-              <td>
+              <td class="hide-narrow">
                 <code>{thing.thing_key}</code>
               </td>
               <td class={thing.alive ? 'online' : 'offline'}>{thing.alive ? 'Online' : 'Offline'}</td>

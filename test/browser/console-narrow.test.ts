@@ -1,0 +1,397 @@
+/**
+ * The console on a phone, 375 x 740 (docs/console.md, "On a phone"): every section, a thing's page, a
+ * dashboard, the sign-in page and each page's main form, with data in each (a template with metrics,
+ * a rule with a long condition, things with tags and long keys, an alert, a dashboard of three
+ * widgets), fit the viewport's width: the document never scrolls sideways, and no element reaches
+ * past the viewport's edges except inside a container that scrolls sideways on purpose. A dashboard
+ * stacks its widgets in one column in reading order, each keeping its height, and its layout is not
+ * edited there. axe-core finds no serious or critical violation at that width. A screenshot of each
+ * page goes to test-results/console/ (narrow-*.png). Layout does not depend on the store: SQLite only.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { assertAccessible } from '../support/axe.ts';
+import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
+import { createKeyPair, Device } from '../support/device.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+
+const PHONE = { width: 375, height: 740 };
+
+/** Every page visited: path under /console/, its first-level heading. */
+const PAGES = [
+  ['overview', 'Overview'],
+  ['dashboards', 'Dashboards'],
+  ['things', 'Things'],
+  ['templates', 'Templates'],
+  ['groups', 'Groups'],
+  ['gateways', 'Gateways'],
+  ['alerts', 'Alerts'],
+  ['audit-trail', 'Audit trail'],
+  ['rules', 'Rules'],
+  ['notification-actions', 'Notification actions'],
+  ['key-pairs', 'Key pairs'],
+  ['api-keys', 'API keys'],
+  ['users', 'Users'],
+  ['roles', 'Roles'],
+  ['organisations', 'Organisations'],
+  ['settings', 'Settings'],
+  ['connect', 'Connect a device'],
+] as const;
+
+/** Each page's main form, opened by its button: path, button, the form's name. */
+const FORMS = [
+  ['things', 'New thing', 'New thing'],
+  ['things', 'Import things', 'Import things'],
+  ['templates', 'New template', 'New template'],
+  ['groups', 'New group', 'New group'],
+  ['gateways', 'New gateway', 'New gateway'],
+  ['rules', 'New rule', 'New rule'],
+  ['notification-actions', 'New action', 'New action'],
+  ['users', 'New user', 'New user'],
+  ['roles', 'New role', 'New role'],
+  ['api-keys', 'New API key', 'New API key'],
+  ['key-pairs', 'New key pair', 'New key pair'],
+  ['organisations', 'New organisation', 'New organisation'],
+] as const;
+
+const LONG_CONDITION =
+  "temperature > 80 and pressure < 1.2 or primary_circuit_flow_rate < 10 and burner_modulation > 95 and thing.user_defined_properties.site == 'North plant room, second floor'";
+const LONG_KEY = 'boiler-north-plant-room-second-floor-0123456789abcdef';
+
+/**
+ * What reaches past the viewport's width on the page as it is now: the document's scroll width, and
+ * each visible element that extends beyond the left or right edge without a container between it and
+ * the page that scrolls sideways (overflow-x auto or scroll), or that keeps it out of sight (a table's
+ * headings over cards, there for screen readers: a clipped box of 1 px).
+ */
+async function overflow(page: Page): Promise<{ scrollWidth: number; width: number; outside: string[] }> {
+  // A string, not a function: the test runner's transform would name the inner functions with a
+  // helper the page does not have.
+  return page.evaluate(`(() => {
+    const width = window.innerWidth;
+    // Inside a box that scrolls sideways, or one kept out of sight for screen readers (1 px, clipped).
+    const contained = (element) => {
+      for (let up = element.parentElement; up && up !== document.body; up = up.parentElement) {
+        const { overflowX } = getComputedStyle(up);
+        if (overflowX === 'auto' || overflowX === 'scroll') return true;
+        const box = up.getBoundingClientRect();
+        if ((overflowX === 'hidden' || overflowX === 'clip') && box.width <= 1 && box.height <= 1) return true;
+      }
+      return false;
+    };
+    const name = (element) => {
+      const label = element.getAttribute('aria-label') ?? element.textContent?.trim().slice(0, 40) ?? '';
+      const classes = typeof element.className === 'string' && element.className ? '.' + element.className.split(' ').join('.') : '';
+      return element.tagName.toLowerCase() + classes + ' "' + label + '"';
+    };
+    const outside = [];
+    for (const element of document.body.querySelectorAll('*')) {
+      const box = element.getBoundingClientRect();
+      if (box.width === 0 || box.height === 0) continue;
+      if (box.left >= -1 && box.right <= width + 1) continue;
+      if (getComputedStyle(element).visibility === 'hidden' || contained(element)) continue;
+      outside.push(name(element) + ' from ' + Math.round(box.left) + ' to ' + Math.round(box.right) + ' px');
+    }
+    return { scrollWidth: document.documentElement.scrollWidth, width, outside };
+  })()`);
+}
+
+async function assertFits(page: Page, what: string): Promise<void> {
+  const found = await overflow(page);
+  assert.ok(
+    found.scrollWidth <= found.width + 1,
+    `${what}: the document is ${found.scrollWidth} px wide in a ${found.width} px viewport; outside: ${found.outside.slice(0, 8).join('; ')}`,
+  );
+  assert.deepEqual(found.outside.slice(0, 8), [], `${what}: elements past the viewport's edge`);
+}
+
+const store = STORES.find((s) => s.name === 'sqlite');
+if (!store) throw new Error('no SQLite store case');
+
+describe('the console on a phone, 375 px wide', { skip: browserSkip || store.skip }, () => {
+  let api: TestServer;
+  let browser: Browser;
+  let page: Page;
+  let problems: string[];
+  let token: string;
+  let dashboardKey: string;
+  /** The dashboard's widgets as stored: title and layout, in the order the API holds them. */
+  const WIDGETS = [
+    { title: 'Boiler temperature over the last hour', layout: { x: 4, y: 0, w: 8, h: 4 } },
+    { title: 'Open alerts of the boilers', layout: { x: 0, y: 4, w: 12, h: 3 } },
+    { title: 'Boiler 1 now', layout: { x: 0, y: 0, w: 4, h: 2 } },
+  ];
+  /** The same, in reading order: by row, then by column. */
+  const READING_ORDER = ['Boiler 1 now', 'Boiler temperature over the last hour', 'Open alerts of the boilers'];
+
+  before(async () => {
+    [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
+    token = await api.adminToken();
+    const post = async (path: string, body: object) => {
+      const response = await api.request('POST', path, { token, body });
+      assert.equal(response.status, 200, `${path}: ${response.text}`);
+      return response.body;
+    };
+    const { thing_template: boiler } = await post('/api/v3/thing_templates', {
+      thing_template: {
+        name: 'Boiler',
+        description: 'Gas boilers of the plant rooms, with their burners and primary circuits',
+        heartbeat_interval: 60,
+        metrics: [
+          { name: 'temperature', data_type: 'number', unit: '°C' },
+          { name: 'pressure', data_type: 'number', unit: 'bar' },
+          { name: 'primary_circuit_flow_rate', data_type: 'number', unit: 'l/min' },
+          { name: 'burner_modulation', data_type: 'number', unit: '%' },
+        ],
+      },
+    });
+    const things = [
+      { thing_key: 'boiler-1', name: 'Boiler 1', tags: ['hall-a', 'heating', 'night-rounds'] },
+      { thing_key: LONG_KEY, name: 'Boiler of the north plant room', tags: ['hall-b', 'heating', 'second-floor'] },
+    ];
+    for (const thing of things) {
+      await post('/api/v3/things', {
+        thing: {
+          ...thing,
+          thing_template_key: boiler.thing_template_key,
+          description: 'A gas boiler',
+          bi_directional: true,
+        },
+      });
+    }
+    const { rule } = await post('/api/v3/rules', {
+      rule: {
+        name: 'Boiler overheating or losing pressure',
+        condition: LONG_CONDITION,
+        description: 'Raised on every event that holds it',
+        thing_template_key: boiler.thing_template_key,
+        trigger: 'every_event',
+        alert_type: 2,
+        alert_message: 'Boiler {{thing.name}} at {{temperature}} °C and {{pressure}} bar',
+      },
+    });
+    await post('/api/v3/notification_actions', {
+      notification_action: {
+        type: 'EmailNotificationAction',
+        rule_key: rule.rule_key,
+        to: 'maintenance-of-the-north-plant-room@example.com',
+        subject: 'Boiler overheating or losing pressure',
+      },
+    });
+    await post('/api/v3/groups', {
+      group: {
+        name: 'Heating',
+        description: 'Every boiler',
+        group_type: 2,
+        thing_expression: "tags contains 'heating' and thing_template_name == 'Boiler'",
+      },
+    });
+    await post('/api/v3/gateway', {
+      gateway: {
+        name: 'Hall A gateway',
+        gateway_type: 'modbus',
+        gateway_version: '1.2.0',
+        tags: 'hall-a,heating',
+        adapters: [{ type: 'modbus-tcp', configuration: '{"host": "10.0.0.5", "port": 502}', enabled: true }],
+      },
+    });
+    const { role } = await post('/api/v3/roles', { role: { name: 'Operator', abilities: [11, 21, 31, 51, 91] } });
+    await post('/api/v3/users', {
+      user: {
+        email: 'amira.haddad.of.the.north.plant@example.com',
+        name: 'Amira Haddad',
+        password: 'a long enough password',
+        role_key: role.role_key,
+      },
+    });
+    await post('/api/v3/api_keys', { api_key: { name: 'Reporting script', role_key: role.role_key } });
+    await post('/api/v3/organisations', { organisation: { name: 'Northwind Dairy', is_oem: false } });
+    const device = new Device(api.url, await createKeyPair(api, token, { name: 'Plant devices' }));
+    const now = Date.now();
+    for (const thing of things) {
+      const events = Array.from({ length: 20 }, (_, i) => ({
+        thing_key: thing.thing_key,
+        timestamp: now - (20 - i) * 60_000,
+        data: { temperature: 70 + i, pressure: 1.6, primary_circuit_flow_rate: 120, burner_modulation: 40 },
+      }));
+      assert.equal((await device.event({ events })).status, 200);
+    }
+    // One event that holds the rule: an alert.
+    const hot = { temperature: 91.5, pressure: 1.1, primary_circuit_flow_rate: 120, burner_modulation: 40 };
+    assert.equal((await device.event({ thing_key: 'boiler-1', data: hot })).status, 200);
+    const { dashboard } = await post('/api/v3/dashboards', {
+      dashboard: {
+        name: 'Plant room',
+        widgets: [
+          {
+            type: 'timeseries',
+            title: WIDGETS[0]?.title,
+            source: { thing_keys: ['boiler-1', LONG_KEY] },
+            metrics: ['temperature'],
+            layout: WIDGETS[0]?.layout,
+          },
+          {
+            type: 'alerts',
+            title: WIDGETS[1]?.title,
+            source: { thing_template_key: boiler.thing_template_key },
+            layout: WIDGETS[1]?.layout,
+          },
+          {
+            type: 'value',
+            title: WIDGETS[2]?.title,
+            thing_key: 'boiler-1',
+            metric: 'temperature',
+            unit: '°C',
+            layout: WIDGETS[2]?.layout,
+          },
+        ],
+      },
+    });
+    dashboardKey = dashboard.dashboard_key;
+    for (const deadline = Date.now() + 15_000; ; ) {
+      const alerts = await api.request('GET', '/api/v3/alerts', { token });
+      if (alerts.body.total_count > 0) break;
+      assert.ok(Date.now() < deadline, 'the rule raised no alert');
+      await new Promise((done) => setTimeout(done, 100));
+    }
+    page = await (await browser.newContext({ viewport: PHONE })).newPage();
+    page.setDefaultTimeout(15_000);
+    problems = watchProblems(page);
+  });
+  after(async () => {
+    await browser?.close();
+    await api?.close();
+  });
+
+  /** Waits for the page's reads and drawing, then checks it fits, is accessible, and saves a picture. */
+  async function check(what: string, picture: string): Promise<void> {
+    await page.waitForLoadState('networkidle');
+    await page.waitForTimeout(200);
+    await screenshot(page, `narrow-${picture}`);
+    await assertFits(page, what);
+    await assertAccessible(page, `${what} at 375 px`);
+  }
+
+  it('when the sign-in page is shown on a phone then it fits', async () => {
+    await page.goto(`${api.url}/console/`);
+    await page.getByLabel('Organisation key', { exact: true }).waitFor();
+    await check('the sign-in page', 'sign-in');
+    await page.getByLabel('Email', { exact: true }).fill(ADMIN_EMAIL);
+    await page.getByLabel('Password', { exact: true }).fill(ADMIN_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Overview', exact: true }).waitFor();
+  });
+
+  for (const [path, heading] of PAGES) {
+    it(`when ${heading} is shown on a phone then nothing reaches past the screen's edges`, async () => {
+      await page.goto(`${api.url}/console/${path}`);
+      await page.getByRole('heading', { level: 1, name: heading, exact: true }).waitFor();
+      if (path === 'notification-actions') await page.getByRole('cell').first().waitFor();
+      await check(heading, path);
+    });
+  }
+
+  it("when a thing's page is shown on a phone then it fits, its chart included", async () => {
+    await page.goto(`${api.url}/console/things/${LONG_KEY}`);
+    await page.getByRole('heading', { level: 1, name: 'Boiler of the north plant room', exact: true }).waitFor();
+    await page.getByRole('region', { name: 'Telemetry', exact: true }).locator('canvas').first().waitFor();
+    await check("a thing's page", 'thing');
+  });
+
+  for (const [path, button, form] of FORMS) {
+    it(`when ${button} is open on /console/${path} on a phone then the form fits`, async () => {
+      await page.goto(`${api.url}/console/${path}`);
+      await page.getByRole('button', { name: button, exact: true }).first().click();
+      await page.getByRole('form', { name: form, exact: true }).waitFor();
+      await check(`the ${button} form`, `form-${path}-${button.toLowerCase().replaceAll(' ', '-')}`);
+    });
+  }
+
+  it('when a dashboard is shown on a phone then its widgets stack in one column in reading order, each keeping its height', async () => {
+    await page.goto(`${api.url}/console/dashboards/${dashboardKey}`);
+    await page.getByRole('heading', { level: 1, name: 'Plant room', exact: true }).waitFor();
+    await page.getByRole('region', { name: WIDGETS[0]?.title, exact: true }).locator('canvas').first().waitFor();
+    await check('a dashboard', 'dashboard');
+    const boxes = await Promise.all(
+      READING_ORDER.map(async (title) => {
+        const box = await page.getByRole('region', { name: title, exact: true }).boundingBox();
+        assert.ok(box, title);
+        return { title, ...box };
+      }),
+    );
+    const grid = await page.locator('.dashboard-grid').boundingBox();
+    assert.ok(grid);
+    const rem = await page.evaluate<number>('Number.parseFloat(getComputedStyle(document.documentElement).fontSize)');
+    for (const box of boxes) {
+      assert.ok(Math.abs(box.x - grid.x) <= 1 && Math.abs(box.width - grid.width) <= 1, `${box.title} spans the grid`);
+      const { h } = WIDGETS.find((w) => w.title === box.title)?.layout ?? { h: 0 };
+      // h rows of 4rem and the gaps of 0.75rem between them.
+      const height = h * 4 * rem + (h - 1) * 0.75 * rem;
+      assert.ok(Math.abs(box.height - height) <= 1, `${box.title}: ${box.height} px high, not ${height}`);
+    }
+    const tops = boxes.map((b) => b.y);
+    assert.deepEqual(
+      tops,
+      [...tops].sort((a, b) => a - b),
+      'top to bottom in reading order',
+    );
+    for (let i = 1; i < boxes.length; i++) {
+      const before = boxes[i - 1];
+      assert.ok(before && (boxes[i]?.y ?? 0) >= before.y + before.height, 'one below the other');
+    }
+  });
+
+  it('when a dashboard is edited on a phone then its layout is not offered, a note says where it is edited, and the arrow keys leave it', async () => {
+    await page.getByRole('button', { name: 'Edit', exact: true }).click();
+    await page.getByText('The layout is edited on a wider screen', { exact: false }).waitFor();
+    for (const { title } of WIDGETS) {
+      assert.equal(await page.getByRole('group', { name: `Layout of ${title}`, exact: true }).isVisible(), false);
+    }
+    await check('a dashboard being edited', 'dashboard-editing');
+    const widget = page.getByRole('region', { name: 'Boiler 1 now', exact: true });
+    await widget.focus();
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Shift+ArrowRight');
+    const title = widget.getByRole('heading', { name: 'Boiler 1 now', exact: true });
+    const box = await title.boundingBox();
+    assert.ok(box);
+    await page.mouse.move(box.x + 10, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 200, box.y + 300, { steps: 5 });
+    await page.mouse.up();
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('button', { name: 'Edit', exact: true }).waitFor();
+    const stored = await api.request('GET', `/api/v3/dashboards/${dashboardKey}`, { token });
+    assert.deepEqual(
+      stored.body.dashboard.widgets.map((w: { title: string; layout: object }) => ({
+        title: w.title,
+        layout: w.layout,
+      })),
+      WIDGETS,
+      'the layout is unchanged',
+    );
+  });
+
+  it('when the same dashboard is edited on a wide screen then its layout is offered and drawn on twelve columns', async () => {
+    await page.setViewportSize({ width: 1280, height: 860 });
+    try {
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      await page.getByRole('group', { name: 'Layout of Boiler 1 now', exact: true }).waitFor();
+      assert.equal(await page.getByText('The layout is edited on a wider screen', { exact: false }).isVisible(), false);
+      const value = await page.getByRole('region', { name: 'Boiler 1 now', exact: true }).boundingBox();
+      const chart = await page.getByRole('region', { name: WIDGETS[0]?.title, exact: true }).boundingBox();
+      assert.ok(value && chart);
+      assert.equal(Math.round(value.y), Math.round(chart.y), 'side by side on the first row');
+      assert.ok(chart.x > value.x + value.width);
+      await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    } finally {
+      await page.setViewportSize(PHONE);
+    }
+  });
+
+  it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
+    assert.deepEqual(problems, []);
+  });
+});
