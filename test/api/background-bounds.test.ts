@@ -86,8 +86,20 @@ describe('background work when the database hangs [postgres]', { skip: postgres?
       BOUND_MS,
     );
     const unavailable = (error: unknown) => storeFaultOf(error) === 'unavailable';
+    // Outside the hang, a statement slower than the bound on a busy machine is tried again.
+    const retried = async <T>(what: string, work: () => Promise<T>): Promise<T> => {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        try {
+          return await work();
+        } catch (error) {
+          if (!unavailable(error) || Date.now() > deadline) throw new Error(`${what}: ${error}`, { cause: error });
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+    };
     try {
-      assert.equal((await limiter.take('org-hang')).allowed, true);
+      assert.equal((await retried('a request before', () => limiter.take('org-hang'))).allowed, true);
       limited.add('org-hang', 5);
 
       proxy.pause();
@@ -111,10 +123,10 @@ describe('background work when the database hangs [postgres]', { skip: postgres?
 
       proxy.resume();
       now += SYNC_MS;
-      const afterwards = await within(10_000, 'a request after', limiter.take('org-hang'));
+      const afterwards = await retried('a request after', () => limiter.take('org-hang'));
       assert.ok(afterwards.allowed && afterwards.remaining <= 1000 - 2, `remaining ${afterwards.remaining}`);
-      await within(10_000, 'flushing after', limiter.flush('org-hang'));
-      await within(10_000, 'flushing refused events after', limited.flush());
+      await retried('flushing after', () => limiter.flush('org-hang'));
+      await retried('flushing refused events after', () => limited.flushWithin());
       // At least: a statement abandoned in the hang may still reach the database once it answers (the
       // proxy forwards what it held), and the count is sent again; counts err on the high side.
       const requests = await store.db
