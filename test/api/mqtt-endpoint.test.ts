@@ -13,7 +13,7 @@ import WebSocket from 'ws';
 import { createKeyPair, type KeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { type Ack, MqttDevice, signedEnvelope } from '../support/mqtt-device.ts';
-import { connectPacket, mqttPacket } from '../support/mqtt-packet.ts';
+import { connectPacket, mqttPacket, parsePackets } from '../support/mqtt-packet.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -60,6 +60,7 @@ describeOnStores(
       return connack.properties;
     };
     const webSocketUrl = () => `${ctx.api.url.replace(/^http/, 'ws')}/mqtt`;
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
     it('when an MQTT 5 device connects then the CONNACK tells it Receive Maximum, Maximum Packet Size and a Topic Alias Maximum', async () => {
       const properties = await connackProperties(brokerUrl());
@@ -163,9 +164,104 @@ describeOnStores(
       });
     }
 
-    it('when an MQTT 5 device connects over WebSocket then its CONNACK gives the WebSocket message limit as Maximum Packet Size', async () => {
-      // Its client sends a packet in one message, which the server takes up to 128 KiB.
-      assert.equal((await connackProperties(webSocketUrl())).maximumPacketSize, 128 * 1024);
+    it('when an MQTT 5 device connects over WebSocket then its CONNACK gives the same Maximum Packet Size as over TCP', async () => {
+      assert.equal(
+        (await connackProperties(webSocketUrl())).maximumPacketSize,
+        (await connackProperties(brokerUrl())).maximumPacketSize,
+      );
+    });
+
+    /** A WebSocket to /mqtt offering `protocols`, once open; `closed` resolves with its close code. */
+    const openWebSocket = async (protocols?: string[]) => {
+      const ws = new WebSocket(webSocketUrl(), protocols);
+      ws.on('error', () => {});
+      const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+      await new Promise<void>((resolve, reject) => {
+        ws.once('open', () => resolve());
+        ws.once('error', reject);
+      });
+      const received: Record<string, unknown>[] = [];
+      ws.on('message', (data: Buffer) => received.push(...parsePackets(data)));
+      return { ws, closed, received };
+    };
+
+    for (const protocolVersion of [4, 5] as const) {
+      it(`when an MQTT ${protocolVersion === 5 ? '5' : '3.1.1'} device over WebSocket sends a bulk of over 128 KiB then it is stored, as over TCP`, async () => {
+        const pair = await keyPair();
+        const device = await MqttDevice.connect(webSocketUrl(), pair, { protocolVersion });
+        try {
+          const key = unique('wsbulk');
+          assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+          const events = Array.from({ length: 400 }, (_, i) => ({
+            thing_key: key,
+            data: { i, text: 'x'.repeat(1000) },
+          }));
+          const text = device.envelope({ events });
+          assert.ok(text.length > 256 * 1024);
+          const ack = await device.publishRaw('event', text);
+          assert.equal(ack.http_code, 200, JSON.stringify(ack));
+          assert.equal(await storedEventCount(ctx.api, key), 400);
+        } finally {
+          device.client.end(true);
+        }
+      });
+    }
+
+    it('when a WebSocket sends a message of over 128 KiB before its CONNECT is answered then it is closed, as over TCP', async () => {
+      const { ws, closed } = await openWebSocket(['mqtt']);
+      ws.send(Buffer.alloc(200 * 1024));
+      assert.equal(await closed, 1009, 'message too big');
+    });
+
+    it('when a WebSocket offers mqtt among other subprotocols then mqtt is chosen; one offering none is served; one offering only others is refused', async () => {
+      const pair = await keyPair();
+      const among = await openWebSocket(['other', 'mqtt']);
+      assert.equal(among.ws.protocol, 'mqtt');
+      among.ws.terminate();
+      const none = await openWebSocket();
+      try {
+        assert.equal(none.ws.protocol, '');
+        none.ws.send(connectPacket(unique('noproto'), pair));
+        await eventually(() => none.received.some((p) => p.cmd === 'connack' && p.returnCode === 0), 'the CONNACK');
+      } finally {
+        none.ws.terminate();
+      }
+      await assert.rejects(openWebSocket(['other']), /Unexpected server response: 400/);
+      // MQTT 3.1 clients offer mqttv3.1, as mqtt.js does with protocolVersion 3.
+      const v31 = await MqttDevice.connect(webSocketUrl(), pair, { protocolVersion: 3, protocolId: 'MQIsdp' });
+      try {
+        assert.equal((await v31.send('register', { thing_key: unique('v31') })).http_code, 200);
+      } finally {
+        await v31.close();
+      }
+    });
+
+    it('when a device over WebSocket sends a text frame then its connection is closed', async () => {
+      const pair = await keyPair();
+      const clientId = unique('text');
+      const { ws, closed, received } = await openWebSocket(['mqtt']);
+      ws.send(connectPacket(clientId, pair));
+      ws.send(
+        mqttPacket.generate({
+          cmd: 'subscribe',
+          messageId: 1,
+          subscriptions: [{ topic: `Altizon/Datonis/${clientId}/httpAck`, qos: 0 }],
+        }),
+      );
+      await eventually(() => received.some((p) => p.cmd === 'suback'), 'the SUBACK');
+      // A PUBLISH whose bytes are all ASCII, in a text frame: read, it would be answered 404.
+      const publish = mqttPacket.generate({
+        cmd: 'publish',
+        topic: `Altizon/Datonis/${clientId}/evnt`,
+        payload: Buffer.from('x'),
+        qos: 0,
+        retain: false,
+        dup: false,
+      });
+      ws.send(publish.toString('latin1'));
+      const code = await Promise.race([closed, sleep(5000).then(() => 'open')]);
+      assert.equal(code, 1003, 'closed: unsupported data');
+      assert.equal(received.filter((p) => p.cmd === 'publish').length, 0, 'the text frame was not read');
     });
 
     it('when a device over WebSocket sends without reading its answers then the server stops reading it, as over TCP', async () => {

@@ -74,9 +74,6 @@ describe('the device endpoint CONNECT answers', () => {
         assignedClientIdentifier: 'tb1',
       },
     );
-    // A transport that takes shorter messages (a WebSocket's) announces its limit.
-    const overWebSocket = parseOne(connackAccepted(5, limits, { maximumPacketSize: 128 * 1024 }), 5);
-    assert.equal((overWebSocket.properties as Record<string, unknown>).maximumPacketSize, 128 * 1024);
   });
 });
 

@@ -250,4 +250,19 @@ describe("the endpoint's budget of unfinished packets", () => {
     assert.equal(b.connection.state, 'open');
     assert.equal(login.host.packetBounds.partial.held, heldByB, "only B's bytes are held");
   });
+
+  it('when a WebSocket holds a message not yet complete then its bytes count, and one past the budget is refused', async () => {
+    const login = slowLogin(10_000);
+    const b = await signIn(login, connectPacket('c-wb', pair));
+    const a = await signIn(login, connectPacket('c-wa', pair));
+    b.socket.emit('held', 3000);
+    assert.equal(login.host.packetBounds.partial.held, 3000);
+    b.socket.emit('held', 0);
+    assert.equal(login.host.packetBounds.partial.held, 0, 'its message complete, nothing is held');
+    b.socket.emit('held', 3000);
+    a.socket.emit('held', 9000);
+    assert.equal(a.connection.state, 'closed', 'the one that passed it is refused');
+    assert.equal(b.connection.state, 'open');
+    assert.equal(login.host.packetBounds.partial.held, 3000);
+  });
 });

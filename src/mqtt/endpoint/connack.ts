@@ -86,17 +86,15 @@ export interface Accepted {
   present?: boolean;
   /** MQTT 5: the session expiry granted, seconds, when it is not the one asked for. */
   expiry?: number | undefined;
-  /** MQTT 5: the largest packet its transport takes, when less than the endpoint's (a WebSocket message). */
-  maximumPacketSize?: number | undefined;
 }
 
 /** The CONNACK accepting a device (MQTT 5: with the server's limits, and the client id it was given). */
 export function connackAccepted(version: number, limits: ServerLimits, accepted: Accepted = {}): Buffer {
-  const { assignedClientId, present = false, expiry, maximumPacketSize = limits.maximumPacketSize } = accepted;
+  const { assignedClientId, present = false, expiry } = accepted;
   if (version !== 5) return Buffer.from([0x20, 2, present ? 1 : 0, 0]);
   const properties: IConnackPacket['properties'] = {
     receiveMaximum: limits.receiveMaximum,
-    maximumPacketSize: Math.min(maximumPacketSize, limits.maximumPacketSize),
+    maximumPacketSize: limits.maximumPacketSize,
     topicAliasMaximum: limits.topicAliasMaximum,
     // Devices get no retained messages, wildcards only where maySubscribe allows, no shared subscriptions.
     retainAvailable: false,

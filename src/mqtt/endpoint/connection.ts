@@ -27,15 +27,17 @@ export interface DeviceSocket {
   /** Whether writes wait for the device to read (TCP and TLS sockets; `pause` and `resume` with it). */
   readonly writableNeedDrain?: boolean;
   /**
-   * The longest message its transport takes (a WebSocket's), which MQTT 5 devices are told as their
-   * Maximum Packet Size: their clients send a packet in one message. None: the endpoint's packets.
+   * A WebSocket takes messages as long as the endpoint's packets once the device has signed in (their
+   * clients send a packet in one message); before, as long as a CONNECT may be.
    */
-  readonly maxMessageBytes?: number;
+  allowMessages?(bytes: number): unknown;
   pause?(): unknown;
   resume?(): unknown;
   /** `timeout` is emitted after this long without bytes from the device (0: never). */
   setTimeout(ms: number): unknown;
   on(event: 'data', listener: (chunk: Buffer) => void): unknown;
+  /** A WebSocket's: the bytes it holds of a message not yet complete, after each read. */
+  on(event: 'held', listener: (bytes: number) => void): unknown;
   on(event: 'timeout' | 'error' | 'close', listener: () => void): unknown;
   once(event: 'close' | 'drain', listener: () => void): unknown;
 }
@@ -204,6 +206,9 @@ export class DeviceConnection implements MessageSource, PacketReader {
         this.pausedForHold = true;
         socket.pause();
       }
+    });
+    socket.on('held', (bytes: number) => {
+      if (this.state !== 'closed') this.parser.transportHolds(bytes);
     });
     socket.on('error', ignore);
     socket.on('close', () => this.onClose());
@@ -475,6 +480,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     if (this.version === 5) this.clientMaxPacketBytes = packet.properties?.maximumPacketSize;
     this.state = 'open';
     this.parser.opened();
+    this.socket.allowMessages?.(this.host.packetBounds.maxPacketBytes);
     const { limits } = this.host;
     if (this.version === 5 && limits.topicAliasMaximum > 0) this.aliases = new TopicAliases(limits.topicAliasMaximum);
     const outbox = new Outbox(this);
@@ -498,7 +504,6 @@ export class DeviceConnection implements MessageSource, PacketReader {
         assignedClientId: assigned,
         present,
         expiry: granted,
-        maximumPacketSize: this.socket.maxMessageBytes,
       }),
     );
     this.host.signedIn(this);

@@ -86,6 +86,8 @@ export class DeviceParser extends Parser {
   private maxBytes: number;
   /** The bytes of unfinished packets it holds, as counted in the budget. */
   private counted = 0;
+  /** Bytes its transport holds of a message not yet complete (a WebSocket's), counted with its own. */
+  private transportHeld = 0;
 
   constructor(
     private readonly reader: PacketReader,
@@ -114,7 +116,22 @@ export class DeviceParser extends Parser {
   /** Counts what it holds after each parse; a connection that takes the total past the budget is refused. */
   override parse(buf: Buffer): number {
     const result = super.parse(buf);
-    const now = this._list.length;
+    this.count();
+    return result;
+  }
+
+  /**
+   * Its transport holds `bytes` of a message not yet complete (a WebSocket's, whose messages may be as
+   * long as a packet): they count in the budget as its own unfinished packets do.
+   */
+  transportHolds(bytes: number): void {
+    if (bytes === this.transportHeld) return;
+    this.transportHeld = bytes;
+    this.count();
+  }
+
+  private count(): void {
+    const now = this._list.length + this.transportHeld;
     const partial = this.bounds.partial;
     const refused = partial.change(this.counted, now);
     this.counted = now;
@@ -122,7 +139,6 @@ export class DeviceParser extends Parser {
       this.bounds.refusedHeld(partial.held);
       this._emitError(new Error(`unfinished packets of ${partial.held} bytes, over the limit of ${partial.budget}`));
     }
-    return result;
   }
 
   /**
@@ -156,6 +172,7 @@ export class DeviceParser extends Parser {
   release(): void {
     this.bounds.partial.change(this.counted, 0);
     this.counted = 0;
+    this.transportHeld = 0;
   }
 }
 
