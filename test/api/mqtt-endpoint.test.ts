@@ -621,6 +621,76 @@ describeOnStores(
       await eventually(async () => (await storedEventCount(ctx.api, will.key)) === 1, 'the will after DISCONNECT 0x04');
     });
 
+    it('when an MQTT 5 CONNECT sets a Receive Maximum or a Maximum Packet Size of 0 then it is refused as a protocol error', async () => {
+      const pair = await keyPair();
+      for (const properties of [{ receiveMaximum: 0 }, { maximumPacketSize: 0 }]) {
+        const device = await rawConnection(5);
+        device.socket.write(connectPacket(unique('zero'), pair, 60, { protocolVersion: 5, properties }));
+        assert.equal(await closedWithin(device, 5000), true, 'closed');
+        assert.equal(device.received[0]?.cmd, 'connack');
+        assert.equal(device.received[0]?.reasonCode, 0x82, JSON.stringify(properties));
+      }
+    });
+
+    /** A bi-directional thing registered by a device of `pair`, and how to send it instructions and read them. */
+    const instructedThing = async (pair: KeyPair) => {
+      const token = await ctx.api.adminToken();
+      const thingKey = unique('valve');
+      const registrar = await MqttDevice.connect(brokerUrl(), pair);
+      try {
+        const registered = await registrar.send('register', { thing_key: thingKey, bi_directional: true });
+        assert.equal(registered.http_code, 200);
+      } finally {
+        await registrar.close();
+      }
+      return {
+        topic: `Altizon/Datonis/${pair.access_key}/thing/${thingKey}/executeInstruction`,
+        send: async () => {
+          const sent = await ctx.api.request('POST', `/api/v3/things/${thingKey}/instructions`, {
+            token,
+            body: { instruction: { name: 'Open', definition: { command: 'open' } } },
+          });
+          assert.equal(sent.status, 200, sent.text);
+          return sent.body.instruction as { instruction_key: string; alert_key: string };
+        },
+        status: async (instructionKey: string) => {
+          const one = await ctx.api.request('GET', `/api/v3/things/${thingKey}/instructions/${instructionKey}`, {
+            token,
+          });
+          return one.body.instruction.status as string;
+        },
+      };
+    };
+
+    it('when an MQTT 5 device refuses a QoS 1 instruction in its PUBACK then it is not delivered; one it takes is', async () => {
+      const pair = await keyPair();
+      const thing = await instructedThing(pair);
+      const device = await rawConnection(5);
+      try {
+        device.socket.write(connectPacket(unique('refuse'), pair, 60, { protocolVersion: 5 }));
+        device.socket.write(
+          mqttPacket.generate(
+            { cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: thing.topic, qos: 1 }] },
+            { protocolVersion: 5 },
+          ),
+        );
+        await eventually(() => device.received.some((p) => p.cmd === 'suback'), 'the SUBACK');
+        const publishes = () => device.received.filter((p) => p.cmd === 'publish');
+        const puback = (messageId: unknown, reasonCode: number) =>
+          device.socket.write(mqttPacket.generate({ cmd: 'puback', messageId, reasonCode }, { protocolVersion: 5 }));
+        const refused = await thing.send();
+        await eventually(() => publishes().length === 1, 'the instruction');
+        puback(publishes()[0]?.messageId, 0x80);
+        const taken = await thing.send();
+        await eventually(() => publishes().length === 2, 'the second instruction');
+        puback(publishes()[1]?.messageId, 0);
+        await eventually(async () => (await thing.status(taken.instruction_key)) === 'delivered', 'delivered');
+        assert.equal(await thing.status(refused.instruction_key), 'pending');
+      } finally {
+        device.socket.destroy();
+      }
+    });
+
     it('when the store stands still for four times MQTT_MAX_WAIT_MS then new messages are answered 503 at once, and those taken before are stored once it moves', {
       skip:
         ctx.store.name !== 'postgres' &&

@@ -7,7 +7,14 @@
 import { generate, type IConnackPacket } from 'mqtt-packet';
 
 /** Why a CONNECT is refused. */
-export type ConnectRefusal = 'identifier' | 'credentials' | 'unavailable' | 'busy' | 'protocol' | 'authentication';
+export type ConnectRefusal =
+  | 'identifier'
+  | 'credentials'
+  | 'unavailable'
+  | 'busy'
+  | 'protocol'
+  | 'protocolError'
+  | 'authentication';
 
 /**
  * MQTT 3.1 and 3.1.1 return codes: 1 unacceptable protocol version, 2 identifier rejected, 3 server
@@ -15,6 +22,8 @@ export type ConnectRefusal = 'identifier' | 'credentials' | 'unavailable' | 'bus
  */
 const V3_CODES: Record<ConnectRefusal, number> = {
   protocol: 1,
+  // Never sent: only MQTT 5's CONNECT has the properties that earn it.
+  protocolError: 2,
   identifier: 2,
   unavailable: 3,
   busy: 3,
@@ -22,11 +31,12 @@ const V3_CODES: Record<ConnectRefusal, number> = {
   authentication: 5,
 };
 /**
- * MQTT 5 reason codes: unsupported protocol version, client identifier not valid, bad user name or
- * password, unavailable, busy, bad authentication method.
+ * MQTT 5 reason codes: unsupported protocol version, protocol error, client identifier not valid, bad
+ * user name or password, unavailable, busy, bad authentication method.
  */
 const V5_CODES: Record<ConnectRefusal, number> = {
   protocol: 0x84,
+  protocolError: 0x82,
   identifier: 0x85,
   credentials: 0x86,
   unavailable: 0x88,
@@ -36,6 +46,7 @@ const V5_CODES: Record<ConnectRefusal, number> = {
 
 const REASONS: Record<ConnectRefusal, string> = {
   protocol: 'the server speaks MQTT 3.1, 3.1.1 and 5',
+  protocolError: 'a Receive Maximum or Maximum Packet Size of 0 is a protocol error',
   identifier: 'the client id is longer than the server takes',
   credentials: 'bad user name or password',
   unavailable: 'the server is stopping',
@@ -59,8 +70,9 @@ export interface ServerLimits {
 /**
  * The refusal a CONNECT earns before its credentials are looked up, or undefined: a client id too long,
  * an empty one with a session to keep over MQTT 3.1.1 (whose session could never be resumed), no user
- * name or password (there are no anonymous devices), or an MQTT 5 authentication method (there is no
- * enhanced authentication).
+ * name or password (there are no anonymous devices), an MQTT 5 authentication method (there is no
+ * enhanced authentication), or an MQTT 5 Receive Maximum or Maximum Packet Size of 0 (MQTT 5 §3.1.2.11
+ * calls either a protocol error).
  */
 export function refusalBeforeLogin(connect: {
   clientId: string;
@@ -68,10 +80,18 @@ export function refusalBeforeLogin(connect: {
   password?: Buffer | undefined;
   clean?: boolean | undefined;
   protocolVersion?: number | undefined;
-  properties?: { authenticationMethod?: string | undefined } | undefined;
+  properties?:
+    | {
+        authenticationMethod?: string | undefined;
+        receiveMaximum?: number | undefined;
+        maximumPacketSize?: number | undefined;
+      }
+    | undefined;
 }): ConnectRefusal | undefined {
+  const properties = connect.properties;
+  if (properties?.receiveMaximum === 0 || properties?.maximumPacketSize === 0) return 'protocolError';
   // MQTT 5 asks a server without the method a CONNECT names to close the connection.
-  if (connect.properties?.authenticationMethod !== undefined) return 'authentication';
+  if (properties?.authenticationMethod !== undefined) return 'authentication';
   if (connect.clientId.length > MAX_CLIENT_ID_LENGTH) return 'identifier';
   if (connect.clientId === '' && connect.clean === false && connect.protocolVersion !== 5) return 'identifier';
   if (!connect.username || !connect.password) return 'credentials';

@@ -69,8 +69,8 @@ export interface ConnectionHost {
   signedIn(connection: DeviceConnection): void;
   /** A message the device published to one of its own device topics. */
   received(connection: DeviceConnection, topic: DeviceTopic, payload: Buffer): void;
-  /** A message it published to any other topic, or under another client id (answered on its `httpAck`). */
-  refused(connection: DeviceConnection, topic: string, payload: Buffer, status: 403 | 404): void;
+  /** A message it published to a topic that is no device topic (answered 404 on its `httpAck`). */
+  refused(connection: DeviceConnection, topic: string, payload: Buffer): void;
   /** It subscribed to an instruction topic. */
   subscribed(connection: DeviceConnection, topic: string): void;
   /** An instruction was delivered (its QoS 2 handshake is done). */
@@ -404,6 +404,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
         this.session?.releasedQos2(packet.messageId as number);
         return this.outbox?.packet(confirmation(0x70, packet.messageId as number));
       case 'puback':
+        // MQTT 5: a PUBACK of 0x80 or more refuses the message; an instruction refused stays pending.
+        return this.acknowledged(packet.messageId as number, (packet.reasonCode ?? 0) < 0x80);
       case 'pubcomp':
         return this.acknowledged(packet.messageId as number);
       case 'pubrec':
@@ -534,23 +536,24 @@ export class DeviceConnection implements MessageSource, PacketReader {
     const id = packet.messageId as number;
     const topic = this.topicOf(name);
     const ownTopic = topic !== undefined && topic.clientId === this.clientId;
-    // MQTT 5 says "not authorized" for a publish under another client id, which gets no answer (its
-    // PUBACK, or its PUBREC, which ends a QoS 2 flow there).
-    if (packet.qos > 0 && this.version === 5 && topic !== undefined && !ownTopic) {
+    if (!ownTopic && packet.qos > 0 && this.version === 5) {
+      // MQTT 5 says "not authorized" for a publish outside the device's own topics: in its PUBACK, or
+      // its PUBREC, which ends a QoS 2 flow there.
       const cmd = packet.qos === 1 ? 'puback' : 'pubrec';
-      return this.outbox?.packet(generateFor(5, { cmd, messageId: id, reasonCode: ReasonCode.notAuthorized }));
-    }
-    if (packet.qos === 2) {
+      this.outbox?.packet(generateFor(5, { cmd, messageId: id, reasonCode: ReasonCode.notAuthorized }));
+    } else if (packet.qos === 2) {
       const again = (this.session as Session).receivedQos2(id);
       this.outbox?.packet(confirmation(0x50, id));
       // Sent again before its PUBREL: it was taken the first time.
       if (again) return;
+    } else if (packet.qos === 1) {
+      this.outbox?.puback(id);
     }
     const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
-    if (packet.qos === 1) this.outbox?.puback(id);
     if (ownTopic) return this.host.received(this, topic, payload);
-    if (this.version === 5 && topic !== undefined) return;
-    this.host.refused(this, name, payload, topic === undefined ? 404 : 403);
+    // A device topic of another client id gets no answer (over MQTT 3.x it is dropped, acknowledged as
+    // MQTT 3.1.1 asks of a publish a server does not allow); any other topic a 404 on its own `httpAck`.
+    if (topic === undefined) this.host.refused(this, name, payload);
   }
 
   private subscribe(packet: ISubscribePacket) {

@@ -169,18 +169,16 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
       open.add(connection);
     },
     received: (connection, topic, payload) => messages.receive(connection, topic, payload),
-    refused: (connection, topic, payload, status) => {
+    refused: (connection, topic, payload) => {
       // Read as a plain message's text would be, for its hash.
       const context = readContext(connection.clientId, payload);
       connection.answer(
-        status === 403
-          ? failure(context, 403, [{ code: 'forbidden', message: 'publish under your own client id only' }])
-          : failure(context, 404, [
-              {
-                code: 'not_found',
-                message: `no device topic ${topic}: devices publish to Altizon/Datonis/<client id>/register, heartbeat, event or alert, or Altizon/Datonis/lzf/<client id>/event`,
-              },
-            ]),
+        failure(context, 404, [
+          {
+            code: 'not_found',
+            message: `no device topic ${topic}: devices publish to Altizon/Datonis/<client id>/register, heartbeat, event or alert, or Altizon/Datonis/lzf/<client id>/event`,
+          },
+        ]),
       );
     },
     subscribed: (connection, topic) =>
