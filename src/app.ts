@@ -451,6 +451,7 @@ export async function createServer(config: Config): Promise<Server> {
       onQueued: () => deliveries.wake(),
       onFired: (count) => metrics.rulesFired(count),
       onError: backgroundFailed('the no-data check failed'),
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
     });
     silences.start();
     const stop = new StopSteps((message) => app.log.warn(message));

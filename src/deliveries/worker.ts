@@ -11,7 +11,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { findAction } from '../actions/service.ts';
 import type { Config } from '../core/config.ts';
 import type { SecretBox } from '../core/secret-box.ts';
-import { storeFaultOf } from '../store/faults.ts';
+import { storeFaultOf, withStatementTimeout } from '../store/faults.ts';
 import type { Store } from '../store/store.ts';
 import type { DeliveryRow } from '../store/tables.ts';
 import { claimDueDeliveries, finishDelivery, releaseClaims } from './repository.ts';
@@ -73,7 +73,9 @@ export class DeliveryWorker {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.running = this.runOnce()
+      // Each statement waits for the database at most DATABASE_STATEMENT_TIMEOUT_MS: one that hangs
+      // fails the run, which is tried again later, instead of holding the worker (and a stop) for ever.
+      this.running = withStatementTimeout(this.config.databaseStatementTimeoutMs, () => this.runOnce())
         .then(() => {
           this.failedRuns = 0;
         })

@@ -13,6 +13,7 @@
 
 import { ruleConditionLookup } from '../expressions/index.ts';
 import { onGroupChanged } from '../groups/service.ts';
+import { DEFAULT_BACKGROUND_STATEMENT_MS, withStatementTimeout } from '../store/faults.ts';
 import type { Executor, Store, Tx } from '../store/store.ts';
 import type { RuleRow } from '../store/tables.ts';
 import { expressionViewOfThing } from '../things/presenter.ts';
@@ -238,6 +239,11 @@ export interface SilenceWatcherOptions {
   onQueued?: () => void;
   onFired?: (count: number) => void;
   onError?: (error: unknown) => void;
+  /**
+   * How long each statement of a check may wait for the database (ms; 0: no bound). A database that
+   * hangs so fails the check, which is tried again at the next interval.
+   */
+  statementTimeoutMs?: number;
 }
 
 /** The timer of no_data rules: every interval, claims the watches that are due and checks them. */
@@ -254,7 +260,9 @@ export class SilenceWatcher {
   start(): void {
     this.timer = setInterval(() => {
       if (this.running || this.stopped) return;
-      this.running = this.tick()
+      this.running = withStatementTimeout(this.options.statementTimeoutMs ?? DEFAULT_BACKGROUND_STATEMENT_MS, () =>
+        this.tick(),
+      )
         .catch((error) => this.options.onError?.(error))
         .finally(() => {
           this.running = undefined;

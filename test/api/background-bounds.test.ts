@@ -6,8 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { pino } from 'pino';
+import { loadConfig } from '../../src/core/config.ts';
+import { SecretBox } from '../../src/core/secret-box.ts';
+import { Senders } from '../../src/deliveries/senders.ts';
+import { DeliveryWorker } from '../../src/deliveries/worker.ts';
 import { EventCompactor } from '../../src/events/compactor.ts';
 import { RetentionSweeper } from '../../src/events/sweeper.ts';
+import { SilenceWatcher } from '../../src/rules/silences.ts';
 import { CATCH_UP_MS } from '../../src/store/change-link.ts';
 import { storeFaultOf } from '../../src/store/faults.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
@@ -35,6 +41,39 @@ describe('background work when the database hangs [postgres]', { skip: postgres?
     await store?.close();
     await proxy?.close();
     await postgres?.dispose?.(settings);
+  });
+
+  it('when the database hangs then the delivery worker and the no-data check give up within their bounds, so a stop ends', async () => {
+    const config = loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: String(BOUND_MS) });
+    const worker = new DeliveryWorker(
+      store,
+      new SecretBox('bounds'),
+      new Senders(store, config),
+      config,
+      pino({ level: 'silent' }),
+    );
+    const errors: unknown[] = [];
+    const silences = new SilenceWatcher(store, {
+      intervalMs: 50,
+      statementTimeoutMs: BOUND_MS,
+      onError: (error) => errors.push(error),
+    });
+    await worker.start();
+    proxy.pause();
+    try {
+      // Each looks for due work on a database that does not answer.
+      worker.wake();
+      silences.start();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await within(10 * BOUND_MS, 'the delivery worker stopping', worker.stop());
+      await within(10 * BOUND_MS, 'the no-data watcher stopping', silences.stop());
+      assert.ok(
+        errors.some((error) => storeFaultOf(error) === 'unavailable'),
+        `the no-data check failed as the database not answering: ${errors.join('; ')}`,
+      );
+    } finally {
+      proxy.resume();
+    }
   });
 
   it('when the database hangs then a sweep, a compaction pass and a catch-up end within their bounds, and work once it answers', async () => {
