@@ -623,6 +623,9 @@ async function buildHttpApp(
   parts.metrics.observe(app);
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    reply.header('x-content-type-options', 'nosniff');
+    // Browsers that reached the server over TLS keep to it (180 days; docs/configuration.md, "TLS").
+    if (tls) reply.header('strict-transport-security', 'max-age=15552000');
     done(null, payload);
   });
   if (config.logRequests) {
@@ -646,9 +649,6 @@ async function buildHttpApp(
     transformObject: (document) =>
       finishDocument((document as Extract<typeof document, { openapiObject: unknown }>).openapiObject),
     openapi: {
-    reply.header('x-content-type-options', 'nosniff');
-    // Browsers that reached the server over TLS keep to it (180 days; docs/configuration.md, "TLS").
-    if (tls) reply.header('strict-transport-security', 'max-age=15552000');
       openapi: '3.1.0',
       info: {
         title: 'Thingbase API',
