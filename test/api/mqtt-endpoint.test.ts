@@ -691,6 +691,159 @@ describeOnStores(
       }
     });
 
+    it('when a device in a kept session has more messages in flight than MQTT_SESSION_MAX_MESSAGES then an instruction awaiting its PUBCOMP is kept, and released again when it comes back', async () => {
+      const pair = await keyPair();
+      const thing = await instructedThing(pair);
+      const clientId = unique('trim');
+      const subscribe = mqttPacket.generate({
+        cmd: 'subscribe',
+        messageId: 1,
+        subscriptions: [
+          { topic: thing.topic, qos: 2 },
+          { topic: `Altizon/Datonis/${clientId}/httpAck`, qos: 1 },
+        ],
+      });
+      const first = await rawConnection();
+      first.socket.write(connectPacket(clientId, pair, 60, { clean: false }));
+      first.socket.write(subscribe);
+      await eventually(() => first.received.some((p) => p.cmd === 'suback'), 'the SUBACK');
+      const instruction = await thing.send();
+      await eventually(() => first.received.some((p) => p.cmd === 'publish'), 'the instruction');
+      const messageId = first.received.find((p) => p.cmd === 'publish')?.messageId;
+      first.socket.write(mqttPacket.generate({ cmd: 'pubrec', messageId }));
+      await eventually(() => first.received.some((p) => p.cmd === 'pubrel'), 'its PUBREL');
+      // Answers the device does not acknowledge: more than the session holds (3), with the instruction.
+      for (let i = 0; i < 4; i++) {
+        first.socket.write(
+          mqttPacket.generate({
+            cmd: 'publish',
+            topic: `Altizon/Datonis/${clientId}/heartbeat`,
+            payload: Buffer.from('x'),
+            qos: 0,
+            retain: false,
+            dup: false,
+          }),
+        );
+      }
+      await eventually(() => first.received.filter((p) => p.cmd === 'publish').length === 5, 'the answers');
+      first.socket.destroy();
+      await first.closed;
+
+      const again = await rawConnection();
+      try {
+        again.socket.write(connectPacket(clientId, pair, 60, { clean: false }));
+        await eventually(() => again.received.some((p) => p.cmd === 'pubrel'), 'the PUBREL again');
+        assert.equal(again.received.find((p) => p.cmd === 'pubrel')?.messageId, messageId);
+        again.socket.write(mqttPacket.generate({ cmd: 'pubcomp', messageId }));
+        await eventually(
+          async () => (await thing.status(instruction.instruction_key)) === 'delivered',
+          'delivered once the device completes its handshake',
+        );
+      } finally {
+        again.socket.destroy();
+      }
+    });
+
+    /** An MQTT 5 CONNECT of `clientId` with a will to its event topic, delayed `willDelay` s, in a session kept `expiry` s. */
+    const connectWithDelayedWill = (clientId: string, pair: KeyPair, will: string, willDelay: number, expiry = 60) =>
+      mqttPacket.generate(
+        {
+          cmd: 'connect',
+          protocolId: 'MQTT',
+          protocolVersion: 5,
+          clean: false,
+          keepalive: 60,
+          clientId,
+          username: pair.access_key,
+          password: Buffer.from(sign(pair.secret_key, pair.access_key)),
+          properties: { sessionExpiryInterval: expiry },
+          will: {
+            topic: `Altizon/Datonis/${clientId}/event`,
+            payload: Buffer.from(will),
+            qos: 1,
+            retain: false,
+            properties: { willDelayInterval: willDelay },
+          },
+        },
+        { protocolVersion: 5 },
+      );
+
+    it('when an MQTT 5 device sets a Will Delay Interval then its will is stored after the delay, or when its session ends, and not when it comes back or is taken over first', async () => {
+      const pair = await keyPair();
+      /** A device signed in with a delayed will, and the thing its will is an event of. */
+      const signedInWithWill = async (prefix: string, willDelay: number, expiry?: number) => {
+        const will = await willOfThing(pair, prefix);
+        const clientId = unique('delay');
+        const device = await rawConnection(5);
+        device.socket.write(connectWithDelayedWill(clientId, pair, will.text, willDelay, expiry));
+        await eventually(() => device.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+        return { device, clientId, key: will.key };
+      };
+      const wills = (key: string) => storedEventCount(ctx.api, key);
+
+      const delayed = await signedInWithWill('will-delay', 2);
+      const back = await signedInWithWill('will-back', 2);
+      const takenOver = await signedInWithWill('will-over', 2);
+      const sessionEnds = await signedInWithWill('will-end', 600, 1);
+      delayed.device.socket.destroy();
+      back.device.socket.destroy();
+      sessionEnds.device.socket.destroy();
+      const comeBack = await rawConnection(5);
+      comeBack.socket.write(connectWithDelayedWill(back.clientId, pair, 'no will', 0));
+      const taker = await MqttDevice.connect(brokerUrl(), pair, { clientId: takenOver.clientId, protocolVersion: 5 });
+      try {
+        assert.equal(await closedWithin(takenOver.device, 5000), true, 'the one taken over is closed');
+        await sleep(500);
+        assert.equal(await wills(delayed.key), 0, 'not within its delay');
+        await eventually(async () => (await wills(delayed.key)) === 1, 'the will once its delay has passed');
+        await eventually(async () => (await wills(sessionEnds.key)) === 1, 'the will when its session ends');
+        await sleep(500);
+        assert.equal(await wills(back.key), 0, 'none for the device that came back within the delay');
+        assert.equal(await wills(takenOver.key), 0, 'none for the connection taken over');
+      } finally {
+        comeBack.socket.destroy();
+        await taker.close();
+      }
+    });
+
+    it('when the server closes a connection whose reads wait for the device to read its answers then it ends all the same', async () => {
+      const pair = await keyPair();
+      const will = await willOfThing(pair, 'will-drain');
+      const clientId = unique('drain');
+      const device = await rawConnection();
+      device.socket.write(connectPacket(clientId, pair, 0, { will: will.text }));
+      device.socket.write(
+        mqttPacket.generate({
+          cmd: 'subscribe',
+          messageId: 1,
+          subscriptions: [{ topic: `Altizon/Datonis/${clientId}/httpAck`, qos: 0 }],
+        }),
+      );
+      await eventually(() => device.received.some((p) => p.cmd === 'suback'), 'the SUBACK');
+      // From now on the device reads nothing, and sends messages answered at once (not JSON) until the
+      // server, its answers unread, stops reading it.
+      device.socket.pause();
+      const one = mqttPacket.generate({
+        cmd: 'publish',
+        topic: `Altizon/Datonis/${clientId}/heartbeat`,
+        payload: Buffer.from('x'),
+        qos: 0,
+        retain: false,
+        dup: false,
+      });
+      const chunk = Buffer.concat(Array.from({ length: Math.floor(64_000 / one.length) }, () => one));
+      for (let sent = 0; sent < 12_000_000; sent += chunk.length) device.socket.write(chunk);
+      await sleep(2000);
+      // Taken over: the server closes it. Its end (the will stored) comes though its reads were paused.
+      const taker = await MqttDevice.connect(brokerUrl(), pair, { clientId });
+      try {
+        await eventually(async () => (await storedEventCount(ctx.api, will.key)) === 1, 'the will of its end');
+      } finally {
+        device.socket.destroy();
+        await taker.close();
+      }
+    });
+
     it('when the store stands still for four times MQTT_MAX_WAIT_MS then new messages are answered 503 at once, and those taken before are stored once it moves', {
       skip:
         ctx.store.name !== 'postgres' &&
@@ -736,6 +889,11 @@ describeOnStores(
     });
   },
   {
-    env: async () => ({ MQTT_PORT: String(await freePort()), MQTT_MAX_PENDING: '50', MQTT_MAX_WAIT_MS: '500' }),
+    env: async () => ({
+      MQTT_PORT: String(await freePort()),
+      MQTT_MAX_PENDING: '50',
+      MQTT_MAX_WAIT_MS: '500',
+      MQTT_SESSION_MAX_MESSAGES: '3',
+    }),
   },
 );

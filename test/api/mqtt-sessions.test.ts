@@ -5,11 +5,13 @@
  * while it was away. With mqtt.js devices over MQTT 3.1.1 and 5.
  */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { it } from 'node:test';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
 import { createKeyPair, type KeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { type Ack, MqttDevice } from '../support/mqtt-device.ts';
+import { connectPacket, mqttPacket, parsePackets } from '../support/mqtt-packet.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -197,6 +199,36 @@ describeOnStores(
         await last.client.endAsync();
       });
     }
+
+    it('when a connection takes over a session whose connection has not yet closed then the instructions sent meanwhile reach it', async () => {
+      const { pair, thingKey, token } = await thingOfNewPair();
+      const clientId = unique('over');
+      // The first device keeps its side open once the server has closed its own: a device that has
+      // not yet read the server's end.
+      const first = connect({ port: ctx.api.server.mqttPort as number, host: '127.0.0.1', allowHalfOpen: true });
+      first.on('error', () => {});
+      const firstPackets: Record<string, unknown>[] = [];
+      first.on('data', (chunk) => firstPackets.push(...parsePackets(chunk)));
+      first.write(connectPacket(clientId, pair, 60, { clean: false }));
+      first.write(
+        mqttPacket.generate({
+          cmd: 'subscribe',
+          messageId: 1,
+          subscriptions: [{ topic: instructionTopic(pair), qos: 2 }],
+        }),
+      );
+      await eventually(() => firstPackets.some((p) => p.cmd === 'suback'), 'the SUBACK');
+      const second = await connectDevice(pair, clientId, 4, { thing: thingKey });
+      try {
+        assert.equal(second.sessionPresent, true);
+        const instruction = await sendInstruction(thingKey, token);
+        await eventually(() => second.received.length >= 1, 'the instruction, on the connection that took over');
+        assert.equal(JSON.parse(second.received[0]?.text ?? '{}').alert_key, instruction.alert_key);
+      } finally {
+        first.destroy();
+        await second.client.endAsync();
+      }
+    });
 
     it('MQTT 5: when a session has expired then the device finds none; an expiry of 0 ends it with the connection', async () => {
       const { pair } = await thingOfNewPair();

@@ -5,6 +5,7 @@
  * devices' wills are not stored.
  */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import { createKeyPair } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
@@ -83,6 +84,27 @@ for (const store of STORES) {
       } finally {
         if (!stopped) await api.close();
         await store.dispose(storeSettings);
+      }
+    });
+
+    it('when the server stops while a connection has sent no CONNECT then the stop does not wait for it', async () => {
+      const api = await startServer(store, { env: async () => ({ MQTT_PORT: String(await freePort()) }) });
+      let closed = false;
+      const silent = connect(api.server.mqttPort as number, '127.0.0.1');
+      silent.on('error', () => {});
+      silent.once('close', () => {
+        closed = true;
+      });
+      try {
+        await new Promise<void>((resolve) => silent.once('connect', () => resolve()));
+        const began = Date.now();
+        await api.close();
+        // A connection that sends no CONNECT is otherwise closed after CONNECT_TIMEOUT, 10 s.
+        assert.ok(Date.now() - began < 5000, `stopped in ${Date.now() - began} ms`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        assert.equal(closed, true, 'its connection is closed');
+      } finally {
+        silent.destroy();
       }
     });
   });

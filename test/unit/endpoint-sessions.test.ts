@@ -14,7 +14,7 @@ describe('device endpoint sessions', () => {
     assert.equal(opened.present, false, 'nothing to resume the first time');
     opened.session.ackQos = 1;
     opened.session.subscribe('Altizon/Datonis/ak/thing/+/executeInstruction', 2);
-    const id = opened.session.send({ ...answer(1), qos: 2, alertKey: 'alert-1' });
+    const id = opened.session.send({ ...answer(1), qos: 2, alertKey: 'alert-1' }) as number;
     store.detach(opened.session, first);
     assert.equal(store.keptCount, 1);
     const again = store.open(second, 'd1', 'ak', false, 60_000);
@@ -79,7 +79,7 @@ describe('device endpoint sessions', () => {
   it('when a session holds more messages than allowed then the oldest queued go first, then the oldest in flight', () => {
     const store = new SessionStore(limits);
     const { session } = store.open({}, 'd1', 'ak', false, 60_000);
-    const first = session.send(answer(1));
+    const first = session.send(answer(1)) as number;
     session.send(answer(2));
     for (const n of [3, 4, 5]) session.queue(answer(n));
     assert.deepEqual(
@@ -93,10 +93,50 @@ describe('device endpoint sessions', () => {
     assert.equal(session.acknowledged(first), undefined, 'the oldest in flight was let go');
   });
 
+  it('when a session holds more messages than allowed then answers go before instructions, and an instruction in flight never', () => {
+    const store = new SessionStore(limits);
+    const { session } = store.open({}, 'd1', 'ak', false, 60_000);
+    const instruction = (n: number): OutgoingMessage => ({ ...answer(n), qos: 2, alertKey: `k${n}` });
+    const first = session.send(instruction(1)) as number;
+    session.release(first);
+    for (const n of [2, 3, 4, 5]) session.send(answer(n));
+    assert.equal(session.inFlight.get(first)?.alertKey, 'k1', 'the instruction awaiting its PUBCOMP is kept');
+    assert.deepEqual(
+      [...session.inFlight.values()].map((m) => m.payload),
+      ['a1', 'a3', 'a4', 'a5'],
+    );
+    for (const n of [6, 7, 8]) session.send(instruction(n));
+    assert.equal(session.send(instruction(9)), undefined, 'no more instructions in flight than it holds');
+    assert.deepEqual(
+      [...session.inFlight.values()].map((m) => m.alertKey),
+      ['k1', 'k6', 'k7', 'k8'],
+    );
+    session.queue(answer(10));
+    assert.equal(session.queued.length, 0, 'an answer goes first');
+  });
+
+  it('when a will waits for its delay then it goes after it, when its session ends, and not when a connection of its client id comes', async () => {
+    const store = new SessionStore({ ...limits, maxExpiryMs: 60_000 });
+    const sent: string[] = [];
+    const gone = (clientId: string, expiryMs: number, delayMs: number) => {
+      const holder = {};
+      const { session } = store.open(holder, clientId, 'ak', false, expiryMs);
+      session.leaveWill(delayMs, () => sent.push(clientId));
+      store.detach(session, holder);
+    };
+    gone('delayed', 60_000, 50);
+    gone('back', 60_000, 50);
+    gone('ends', 30, 60_000);
+    store.open({}, 'back', 'ak', false, 60_000);
+    assert.deepEqual(sent, []);
+    await sleep(150);
+    assert.deepEqual(sent.sort(), ['delayed', 'ends']);
+  });
+
   it('when packet ids wrap then one still in flight is not taken again', () => {
     const store = new SessionStore(limits);
     const { session } = store.open({}, 'd1', 'ak', false, 60_000);
-    const kept = session.send(answer(1));
+    const kept = session.send(answer(1)) as number;
     session.ids._nextId = kept;
     const next = session.send(answer(2));
     assert.notEqual(next, kept);

@@ -109,8 +109,8 @@ export const ReasonCode = {
 /** A refused subscription over MQTT 3.1.1, which has one failure code for any reason. */
 const SUBSCRIPTION_FAILURE_V3 = 0x80;
 
-/** How long a device told why its connection closes has to close its side, ms. */
-const TOLD_GRACE_MS = 2000;
+/** How long a device whose connection the server closes (told why, over MQTT 5) has to close its side, ms. */
+const CLOSE_GRACE_MS = 2000;
 
 /** mqtt-packet's error for a CONNECT of a protocol level it does not read (3, 4 and 5). */
 const UNSUPPORTED_PROTOCOL = 'Invalid protocol version';
@@ -158,8 +158,10 @@ export class DeviceConnection implements MessageSource, PacketReader {
   /** How long the device may stay silent (its keep-alive and a half, ms; 0: for ever), and when it last spoke. */
   private silenceMs = 0;
   private lastReadAt = 0;
-  /** Once told why its connection closes (MQTT 5), the time its device has to close its side. */
+  /** Once the server closes the connection, the time its device has to close its side. */
   private grace: NodeJS.Timeout | undefined;
+  /** Closed for another connection of its client id (a take-over), which a delayed will does not outlive. */
+  private takenOver = false;
 
   constructor(
     readonly id: number,
@@ -248,7 +250,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
 
   /** A QoS 1 answer of a kept session being sent: the packet id it takes. */
   track(payload: string): number {
-    return (this.session as Session).send({ topic: this.ackTopic, payload, qos: 1 });
+    // An answer always takes one (Session.send).
+    return (this.session as Session).send({ topic: this.ackTopic, payload, qos: 1 }) as number;
   }
 
   /**
@@ -306,13 +309,17 @@ export class DeviceConnection implements MessageSource, PacketReader {
     this.outbox?.flush();
     const told = this.tellable(reasonCode);
     this.state = 'closed';
-    if (!told) return void this.socket.end();
-    this.socket.end(generateFor(5, { cmd: 'disconnect', reasonCode }));
+    if (reasonCode === ReasonCode.takenOver) this.takenOver = true;
+    if (told) this.socket.end(generateFor(5, { cmd: 'disconnect', reasonCode }));
+    else this.socket.end();
     // What it read of an unfinished packet leaves the endpoint's budget now, not when the socket closes.
     this.parser.release();
-    // The device is to close its side once told. One that does not is cut off: by a timer of its own,
-    // which, unlike the socket's idle timeout, bytes it keeps sending do not put off.
-    this.grace = setTimeout(() => this.socket.destroy(), TOLD_GRACE_MS);
+    // Reads paused (its login, a hold, a device not reading its answers) would never see the device's
+    // end, and the connection would stay: read again, and what comes is dropped.
+    if (this.pausedForLogin || this.pausedForHold || this.waitingForDrain) this.socket.resume?.();
+    // The device is to close its side now. One that does not is cut off: by a timer of its own, which,
+    // unlike the socket's idle timeout, bytes it keeps sending do not put off.
+    this.grace = setTimeout(() => this.socket.destroy(), CLOSE_GRACE_MS);
     this.grace.unref();
   }
 
@@ -349,9 +356,19 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // A resumed session already carries it: sent again after the device's new subscription, it would come twice.
     if (session.kept && session.holds(alertKey)) return;
     const message: OutgoingMessage = { topic, payload, qos: qos >= 2 ? 2 : 1, alertKey };
-    if (this.state === 'open') this.sendKept(message);
-    // Closing: a session that outlives the connection keeps it for the connection that resumes it.
-    else if (session.kept) session.queue(message);
+    if (this.state === 'open') {
+      this.sendKept(message);
+      return;
+    }
+    if (!session.kept) return;
+    // Closing: the connection that has resumed its session (a take-over) sends it, as it sends the
+    // answers (answer); else the session keeps it for the connection that resumes it.
+    const holder = session.holder;
+    if (holder instanceof DeviceConnection && holder !== this && holder.state === 'open') {
+      holder.sendInstruction(topic, payload, alertKey, qos);
+    } else {
+      session.queue(message);
+    }
   }
 
   /**
@@ -378,7 +395,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // topic: whether it closed the connection or the server did (keep-alive, a bad packet, a take-over).
     // Only a connection that signed in has one (open). A stopping server refuses it as it refuses every
     // message after the stop began (device-messages.ts): the device is not gone, the server is.
-    if (this.will) this.publishWill(this.will);
+    if (this.will) this.leaveWill(this.will);
     this.host.closed(this);
   }
 
@@ -594,6 +611,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
   /** A message the device acknowledges, sent under a packet id its session keeps until it does. */
   private sendKept(message: OutgoingMessage): void {
     const messageId = (this.session as Session).send(message);
+    // A session holding as many instructions in flight as it may takes no more: this one stays pending.
+    if (messageId === undefined) return;
     const bytes = instructionPacket(message.topic, message.payload, message.qos, messageId, this.version);
     if (this.fits(bytes, messageId)) this.outbox?.publish(bytes);
   }
@@ -646,6 +665,21 @@ export class DeviceConnection implements MessageSource, PacketReader {
     const topic = parseDeviceTopic(name);
     if (topic?.kind === 'event') this.lastTopic = { name, topic };
     return topic;
+  }
+
+  /**
+   * The will of a connection ended without DISCONNECT: taken at once, or, over MQTT 5, after its Will
+   * Delay Interval or when its session ends, whichever comes first (the session holds it meanwhile),
+   * and not at all when a connection of its client id comes before (MQTT 5 §3.1.2.5): one taking over
+   * this connection has come before any delay ends.
+   */
+  private leaveWill(will: NonNullable<IConnectPacket['will']>): void {
+    const delayMs = this.version === 5 ? (will.properties?.willDelayInterval ?? 0) * 1000 : 0;
+    if (delayMs > 0 && this.takenOver) return;
+    const session = this.session;
+    const waitMs = session?.kept ? Math.min(delayMs, session.expiryMs) : 0;
+    if (waitMs > 0) session?.leaveWill(waitMs, () => this.publishWill(will));
+    else this.publishWill(will);
   }
 
   private publishWill(will: NonNullable<IConnectPacket['will']>): void {

@@ -120,6 +120,8 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
     messages.storeBehind = behind;
   });
   const sessions = new SessionStore(options.sessions ?? DEFAULT_SESSION_LIMITS);
+  /** Every connection until it closes; `open` those signed in. */
+  const connections = new Set<DeviceConnection>();
   const open = new Set<DeviceConnection>();
   const byClient = new ClientTable<DeviceConnection>();
   let lastId = 0;
@@ -185,6 +187,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
       setImmediate(() => void options.instructions?.subscribed(connection.accessKey, topic, connection.id)),
     delivered: (alertKey) => options.instructions?.delivered(alertKey),
     closed: (connection) => {
+      connections.delete(connection);
       open.delete(connection);
       if (connection.session) sessions.detach(connection.session, connection);
       byClient.delete(connection.accessKey, connection.clientId, connection);
@@ -195,7 +198,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
   const admit = socketAdmission(sockets, (message) => logLimit('room', message));
   const handle = (socket: DeviceSocket) => {
     lastId += 1;
-    new DeviceConnection(lastId, socket, host);
+    connections.add(new DeviceConnection(lastId, socket, host));
   };
 
   const listeners: [Server, number, EndpointListener][] = [];
@@ -254,6 +257,10 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
     messages.stopping = true;
     stopWatching?.();
     const closed = listeners.map(([server]) => new Promise<void>((resolve) => server.close(() => resolve())));
+    // A connection that has not sent CONNECT has nothing to be answered: the listeners' close would
+    // otherwise wait for it until CONNECT_TIMEOUT. One whose login is being checked is refused (CONNACK
+    // 3 or 0x88) once it has been.
+    for (const connection of connections) if (connection.state === 'new') connection.socket.destroy();
     const deadline = Date.now() + STOP_ANSWERS_MS;
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     while (inbound.pending() > 0 && Date.now() < deadline) await sleep(5);
@@ -266,7 +273,7 @@ export async function startDeviceEndpoint(options: DeviceEndpointOptions): Promi
       return gone;
     });
     await Promise.race([Promise.all(ending), sleep(Math.max(STOP_END_MS, deadline - Date.now()))]);
-    for (const device of open) device.socket.destroy();
+    for (const connection of connections) connection.socket.destroy();
     await Promise.all(closed);
   };
 

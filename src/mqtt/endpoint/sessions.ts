@@ -6,9 +6,10 @@
  * as its connection.
  *
  * Memory is bounded: at most `maxKept` sessions without a connection (the one gone longest is dropped
- * first), each holding at most `maxMessages` messages (the oldest is dropped first), each kept at most
- * `maxExpiryMs`. A dropped instruction is still pending in the store: it is sent again when its device
- * subscribes again, as for a clean session.
+ * first), each holding at most `maxMessages` messages (answers are dropped before instructions, and an
+ * instruction in flight never: the device may have it), each kept at most `maxExpiryMs`, with at most
+ * one will waiting (MQTT 5's Will Delay Interval). A dropped instruction is still pending in the store:
+ * it is sent again when its device subscribes again, as for a clean session.
  */
 import { nextPacketId, type PacketIds } from './ack-packets.ts';
 
@@ -60,6 +61,8 @@ export class Session {
   private flight: Map<number, OutgoingMessage> | undefined;
   private waiting: OutgoingMessage[] | undefined;
   private received: Set<number> | undefined;
+  /** The will of its connection gone, waiting for its delay (leaveWill). */
+  private will: { timer: NodeJS.Timeout; publish: () => void } | undefined;
 
   constructor(
     readonly clientId: string,
@@ -128,8 +131,13 @@ export class Session {
     return this.queued.some((message) => message.alertKey === alertKey);
   }
 
-  /** A message being sent: the packet id it takes, kept until the device acknowledges it. */
-  send(message: OutgoingMessage): number {
+  /**
+   * A message being sent: the packet id it takes, kept until the device acknowledges it. An instruction
+   * takes none (undefined: it is not sent, and stays pending in the store) while the session holds
+   * `maxMessages` instructions in flight, which are never dropped.
+   */
+  send(message: OutgoingMessage): number | undefined {
+    if (message.alertKey !== undefined && this.instructionsInFlight() >= this.maxMessages) return undefined;
     if (!this.flight) {
       this.flight = new Map();
       this.ids.taken = this.flight;
@@ -169,13 +177,76 @@ export class Session {
     return queued;
   }
 
-  /** The oldest queued message goes first, then the oldest in flight, to keep within maxMessages. */
+  /**
+   * A will due in `ms` (MQTT 5's Will Delay Interval, within the session's expiry), or when the session
+   * ends if sooner (willDue); dropped when a connection of its client id comes first (dropWill).
+   */
+  leaveWill(ms: number, publish: () => void): void {
+    this.dropWill();
+    const timer = setTimeout(() => this.willDue(), ms);
+    timer.unref();
+    this.will = { timer, publish };
+  }
+
+  dropWill(): void {
+    clearTimeout(this.will?.timer);
+    this.will = undefined;
+  }
+
+  /** The will waiting goes now: its delay has passed, or the session ends. */
+  willDue(): void {
+    const will = this.will;
+    this.dropWill();
+    will?.publish();
+  }
+
+  private instructionsInFlight(): number {
+    let count = 0;
+    for (const message of this.inFlight.values()) if (message.alertKey !== undefined) count++;
+    return count;
+  }
+
+  /**
+   * Keeps within maxMessages: the oldest answer goes first (queued, then in flight), then the oldest
+   * queued instruction. An instruction in flight stays: the device may have it, and its handshake
+   * (PUBCOMP after the PUBREL) must find it, or a delivered instruction would stay pending and be sent
+   * again. Those are at most maxMessages (send).
+   */
   private trim(): void {
-    while (this.inFlight.size + this.queued.length > this.maxMessages) {
-      if (this.waiting && this.waiting.length > 0) this.waiting.shift();
-      else this.flight?.delete(this.flight.keys().next().value as number);
+    let over = this.inFlight.size + this.queued.length - this.maxMessages;
+    if (over <= 0) return;
+    const isAnswer = (message: OutgoingMessage) => message.alertKey === undefined;
+    over -= dropOldest(this.waiting, isAnswer, over);
+    if (over > 0 && this.flight) {
+      for (const [id, message] of this.flight) {
+        if (over === 0) break;
+        if (isAnswer(message)) {
+          this.flight.delete(id);
+          over--;
+        }
+      }
+    }
+    if (over > 0) dropOldest(this.waiting, () => true, over);
+  }
+}
+
+/** Removes the `count` oldest messages of `list` that `which` picks; answers how many it removed. */
+function dropOldest(
+  list: OutgoingMessage[] | undefined,
+  which: (message: OutgoingMessage) => boolean,
+  count: number,
+): number {
+  if (!list) return 0;
+  let removed = 0;
+  for (let i = 0; i < list.length && removed < count; ) {
+    if (which(list[i] as OutgoingMessage)) {
+      list.splice(i, 1);
+      removed++;
+    } else {
+      i++;
     }
   }
+  return removed;
 }
 
 /**
@@ -254,6 +325,8 @@ export class SessionStore {
     expiryMs: number,
   ): { session: Session; present: boolean } {
     const before = this.byClient.get(accessKey, clientId);
+    // A connection of its client id has come: the will its last connection left is not sent.
+    before?.dropWill();
     if (before) this.end(before);
     const present = before !== undefined && !cleanStart;
     const session = present ? before : new Session(clientId, accessKey, this.limits.maxMessages);
@@ -278,8 +351,9 @@ export class SessionStore {
     }
   }
 
-  /** Ends a session: it is no longer resumed. */
+  /** Ends a session: it is no longer resumed, and the will it held goes now. */
   private end(session: Session): void {
+    session.willDue();
     clearTimeout(session.timer);
     session.timer = undefined;
     this.detached.delete(session);
