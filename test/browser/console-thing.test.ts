@@ -97,6 +97,18 @@ for (const store of STORES) {
       await page.mouse.move(0, 0);
     }
 
+    /** The value the chart's legend gives for its first metric with the cursor away from the plot. */
+    async function legendAway(expected: string) {
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await page.mouse.move(0, 0);
+      const value = chart.locator('.u-legend .u-series').nth(1).locator('.u-value');
+      await until(
+        async () => (await value.textContent()) ?? '',
+        (text) => text === expected,
+        'the legend away from the cursor',
+      );
+    }
+
     it('when a thing is opened then the tab title is its name', async () => {
       const thingKey = unique('title');
       assert.equal((await device.register({ thing_key: thingKey, name: 'Pump with a title' })).status, 200);
@@ -216,6 +228,8 @@ for (const store of STORES) {
       await chart.getByText('12 points · flow', { exact: true }).waitFor();
       await legendAt('left', '777');
       await legendAt('right', '9.5');
+      // Away from the cursor, the legend shows the latest point, not blanks.
+      await legendAway('9.5');
       await shot('out-of-order');
     });
 

@@ -47,7 +47,13 @@ export function Chart(props: {
     const span = props.span;
     // A metric keeps its colour whatever the range shows of the others: colours go by name order.
     const byName = [...columns.metrics].sort();
-    const plot = new uPlot(
+    // Declared before the plot, whose first cursor hook may run while it is made.
+    let plot: uPlot | undefined;
+    const showLatest = () => {
+      const last = columns.x.length - 1;
+      if (plot && last >= 0 && plot.cursor.idx == null) plot.setLegend({ idx: last }, false);
+    };
+    plot = new uPlot(
       {
         width: element.clientWidth || 800,
         height: props.height ?? 320,
@@ -66,6 +72,8 @@ export function Chart(props: {
         ],
         axes: [{}, {}],
         scales: { x: { time: true } },
+        // Away from the cursor the legend shows the latest point, rather than blanks.
+        hooks: { setCursor: [() => showLatest()] },
       },
       [columns.x, ...columns.ys] as uPlot.AlignedData,
       element,
@@ -78,6 +86,7 @@ export function Chart(props: {
       plot.setScale('x', { min: from, max: Math.max(span[1], columns.x[last] ?? span[1]) });
     };
     fit();
+    showLatest();
     let frame = 0;
     props.handle.current = {
       draw: () => {
@@ -86,6 +95,7 @@ export function Chart(props: {
           frame = 0;
           plot.setData([columns.x, ...columns.ys] as uPlot.AlignedData);
           fit();
+          showLatest();
         });
       },
     };
