@@ -310,7 +310,8 @@ describeOnStores('outbound calls to private addresses', (ctx) => {
       const list = await ctx.api.request('GET', `/api/v3/notification_actions/${actionKey}/deliveries`, { token });
       assert.equal(list.body.deliveries[0].status, 'failed');
       assert.match(list.body.deliveries[0].error, /private or loopback/);
-      assert.doesNotMatch(list.body.deliveries[0].error, /127\.0\.0\.1/);
+      // A name's error does not tell what it resolves to (an address given as such is the action's own).
+      if (actionKey === actionKeys[1]) assert.doesNotMatch(list.body.deliveries[0].error, /127\.0\.0\.1|::1/);
     }
     assert.equal(webhook.received.length, before);
   });
