@@ -53,8 +53,11 @@ export function openedAction(box: SecretBox, row: NotificationActionRow): Notifi
   return { ...action, ...(JSON.parse(box.open(secrets_sealed)) as Credentials) };
 }
 
-/** The action as stored, credentials redacted, for what must not open them (audit trails). */
+/**
+ * The action as stored, its credentials left sealed, for what must not open them: audit trails, which
+ * redact what its columns hold (already redacted once sealed; a row not sealed yet holds them plain).
+ */
 export function storedAction(row: NotificationActionRow): NotificationAction {
   const { secrets_sealed: _sealed, ...action } = row;
-  return redactedAction(action);
+  return action;
 }

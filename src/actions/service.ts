@@ -351,6 +351,6 @@ export function resealActionSecrets(db: Executor, key: string, secretsSealed: st
 /** Seals the credentials of the actions stored before they were sealed; answers how many it sealed. */
 export async function sealStoredActions(db: Executor, box: SecretBox): Promise<number> {
   const rows = await actions.unsealedActions(db);
-  for (const row of rows) await actions.updateAction(db, sealedAction(box, openedAction(box, row)));
+  for (const row of rows) await actions.updateAction(db, sealedAction(box, storedAction(row)));
   return rows.length;
 }

@@ -7,8 +7,6 @@ import { LATE, waitAtMost } from './wait.ts';
 
 export class StopSteps {
   private readonly underWay = new Set<string>();
-  /** The steps that did not finish within their bound, or failed. */
-  readonly unfinished: string[] = [];
 
   constructor(private readonly warn: (message: string) => void) {}
 
@@ -30,11 +28,9 @@ export class StopSteps {
         try {
           const outcome = await waitAtMost(Promise.resolve().then(work), ms);
           if (outcome === LATE) {
-            this.unfinished.push(name);
             this.warn(`stopping: ${name} did not finish within ${ms / 1000} s; the stop goes on without it`);
           }
         } catch (error) {
-          this.unfinished.push(name);
           this.warn(`stopping: ${name} failed (${(error as Error).message}); the stop goes on`);
         } finally {
           this.underWay.delete(name);
