@@ -632,6 +632,101 @@ describeOnStores(
       }
     });
 
+    it('when an MQTT 5 device asks for what its CONNACK said is not available (a retained will or message, a subscription identifier, a shared subscription) then it is refused with its own reason code', async () => {
+      const pair = await keyPair();
+      const retainedWill = await rawConnection(5);
+      retainedWill.socket.write(
+        connectPacket(unique('ret'), pair, 60, { protocolVersion: 5, will: '{}', willRetain: true }),
+      );
+      assert.equal(await closedWithin(retainedWill, 5000), true, 'closed');
+      assert.equal(retainedWill.received[0]?.cmd, 'connack');
+      assert.equal(retainedWill.received[0]?.reasonCode, 0x9a, 'a retained will: retain not supported');
+
+      /** The reason code of the DISCONNECT a signed-in MQTT 5 device gets for `packet`. */
+      const toldWhy = async (packet: (clientId: string) => Record<string, unknown>) => {
+        const clientId = unique('na');
+        const device = await rawConnection(5);
+        device.socket.write(connectPacket(clientId, pair, 60, { protocolVersion: 5 }));
+        await eventually(() => device.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+        device.socket.write(mqttPacket.generate(packet(clientId), { protocolVersion: 5 }));
+        assert.equal(await closedWithin(device, 5000), true, 'closed');
+        return device.received.find((p) => p.cmd === 'disconnect')?.reasonCode;
+      };
+      const key = unique('ret');
+      const retained = (clientId: string) => ({
+        cmd: 'publish',
+        topic: `Altizon/Datonis/${clientId}/event`,
+        payload: Buffer.from(signedEnvelope(pair, { thing_key: key, data: { v: 1 } })),
+        qos: 1,
+        messageId: 1,
+        retain: true,
+        dup: false,
+      });
+      assert.equal(await toldWhy(retained), 0x9a, 'a retained message: retain not supported');
+      const identified = (clientId: string) => ({
+        cmd: 'subscribe',
+        messageId: 1,
+        subscriptions: [{ topic: `Altizon/Datonis/${clientId}/httpAck`, qos: 1 }],
+        properties: { subscriptionIdentifier: 7 },
+      });
+      assert.equal(await toldWhy(identified), 0xa1, 'a subscription identifier: not supported');
+
+      const device = await rawConnection(5);
+      try {
+        device.socket.write(connectPacket(unique('share'), pair, 60, { protocolVersion: 5 }));
+        device.socket.write(
+          mqttPacket.generate(
+            {
+              cmd: 'subscribe',
+              messageId: 2,
+              subscriptions: [
+                { topic: `$share/fleet/Altizon/Datonis/${pair.access_key}/thing/+/executeInstruction`, qos: 1 },
+                { topic: 'Altizon/Datonis/+/httpAck', qos: 1 },
+              ],
+            },
+            { protocolVersion: 5 },
+          ),
+        );
+        await eventually(() => device.received.some((p) => p.cmd === 'suback'), 'the SUBACK');
+        const suback = device.received.find((p) => p.cmd === 'suback') as { granted: number[] };
+        assert.deepEqual(suback.granted, [0x9e, 0x87], 'shared subscriptions not supported; not authorized');
+      } finally {
+        device.socket.destroy();
+      }
+      assert.equal(await storedEventCount(ctx.api, key), 0, 'the retained message was not taken');
+    });
+
+    it('when an MQTT 5 device whose session was to end with its connection sets a session expiry at DISCONNECT then it is a protocol error: its will is stored, and its session ends', async () => {
+      const pair = await keyPair();
+      const will = await willOfThing(pair, 'will-raise');
+      const clientId = unique('raise');
+      const device = await rawConnection(5);
+      device.socket.write(connectPacket(clientId, pair, 60, { protocolVersion: 5, will: will.text }));
+      await eventually(() => device.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+      device.socket.write(
+        mqttPacket.generate(
+          { cmd: 'disconnect', reasonCode: 0, properties: { sessionExpiryInterval: 3600 } },
+          { protocolVersion: 5 },
+        ),
+      );
+      assert.equal(await closedWithin(device, 5000), true, 'closed');
+      assert.equal(device.received.find((p) => p.cmd === 'disconnect')?.reasonCode, 0x82, 'protocol error');
+      await eventually(
+        async () => (await storedEventCount(ctx.api, will.key)) === 1,
+        'the will, as for a dropped connection',
+      );
+      const again = await rawConnection(5);
+      try {
+        again.socket.write(
+          connectPacket(clientId, pair, 60, { protocolVersion: 5, properties: { sessionExpiryInterval: 60 } }),
+        );
+        await eventually(() => again.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+        assert.equal(again.received[0]?.sessionPresent, false, 'no session was kept');
+      } finally {
+        again.socket.destroy();
+      }
+    });
+
     /** A bi-directional thing registered by a device of `pair`, and how to send it instructions and read them. */
     const instructedThing = async (pair: KeyPair) => {
       const token = await ctx.api.adminToken();
@@ -661,6 +756,35 @@ describeOnStores(
         },
       };
     };
+
+    it('when a silent device is sent instructions more often than its keep-alive and a half then it is closed all the same, once it has been silent that long', async () => {
+      const pair = await keyPair();
+      const thing = await instructedThing(pair);
+      const device = await rawConnection();
+      device.socket.write(connectPacket(unique('quiet'), pair, 2));
+      device.socket.write(
+        mqttPacket.generate({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: thing.topic, qos: 0 }] }),
+      );
+      await eventually(() => device.received.some((p) => p.cmd === 'suback'), 'the SUBACK');
+      const spokeAt = Date.now();
+      // Silent for 3 s at most (a keep-alive of 2 s); an instruction every 2.5 s. Each write puts a
+      // timeout that counts any activity off by 3 s: the device would be closed, if at all, only when an
+      // instruction finds it silent too long (5 s).
+      await thing.send();
+      const sending = setInterval(() => void thing.send().catch(() => {}), 2500);
+      try {
+        assert.equal(await closedWithin(device, 8000), true, 'closed while instructions keep coming');
+        const silentFor = Date.now() - spokeAt;
+        assert.ok(silentFor >= 2900, `closed after ${silentFor} ms, not before its keep-alive and a half`);
+        assert.ok(silentFor < 4400, `closed after ${silentFor} ms: its silence ended at 3,000`);
+        assert.ok(
+          device.received.some((p) => p.cmd === 'publish'),
+          'an instruction was written to it while it was silent',
+        );
+      } finally {
+        clearInterval(sending);
+      }
+    });
 
     it('when an MQTT 5 device refuses a QoS 1 instruction in its PUBACK then it is not delivered; one it takes is', async () => {
       const pair = await keyPair();

@@ -38,7 +38,14 @@ export const connectPacket = (
     /** false: a session that outlives the connection (MQTT 3.1.1). */
     clean?: boolean;
     will?: string;
-    properties?: { receiveMaximum?: number; maximumPacketSize?: number; authenticationMethod?: string };
+    /** The will is to be retained. */
+    willRetain?: boolean;
+    properties?: {
+      receiveMaximum?: number;
+      maximumPacketSize?: number;
+      authenticationMethod?: string;
+      sessionExpiryInterval?: number;
+    };
   } = {},
 ): Buffer =>
   mqttPacket.generate(
@@ -58,7 +65,7 @@ export const connectPacket = (
               topic: `Altizon/Datonis/${clientId}/event`,
               payload: Buffer.from(options.will),
               qos: 1,
-              retain: false,
+              retain: options.willRetain ?? false,
             },
           }),
       ...(options.properties === undefined ? {} : { properties: options.properties }),

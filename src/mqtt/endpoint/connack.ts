@@ -14,6 +14,7 @@ export type ConnectRefusal =
   | 'busy'
   | 'protocol'
   | 'protocolError'
+  | 'retain'
   | 'authentication';
 
 /**
@@ -24,6 +25,7 @@ const V3_CODES: Record<ConnectRefusal, number> = {
   protocol: 1,
   // Never sent: only MQTT 5's CONNECT has the properties that earn it.
   protocolError: 2,
+  retain: 2,
   identifier: 2,
   unavailable: 3,
   busy: 3,
@@ -37,6 +39,7 @@ const V3_CODES: Record<ConnectRefusal, number> = {
 const V5_CODES: Record<ConnectRefusal, number> = {
   protocol: 0x84,
   protocolError: 0x82,
+  retain: 0x9a,
   identifier: 0x85,
   credentials: 0x86,
   unavailable: 0x88,
@@ -47,6 +50,7 @@ const V5_CODES: Record<ConnectRefusal, number> = {
 const REASONS: Record<ConnectRefusal, string> = {
   protocol: 'the server speaks MQTT 3.1, 3.1.1 and 5',
   protocolError: 'a Receive Maximum or Maximum Packet Size of 0 is a protocol error',
+  retain: 'the server keeps no retained messages, and a will may not be one',
   identifier: 'the client id is longer than the server takes',
   credentials: 'bad user name or password',
   unavailable: 'the server is stopping',
@@ -71,8 +75,9 @@ export interface ServerLimits {
  * The refusal a CONNECT earns before its credentials are looked up, or undefined: a client id too long,
  * an empty one with a session to keep over MQTT 3.1.1 (whose session could never be resumed), no user
  * name or password (there are no anonymous devices), an MQTT 5 authentication method (there is no
- * enhanced authentication), or an MQTT 5 Receive Maximum or Maximum Packet Size of 0 (MQTT 5 §3.1.2.11
- * calls either a protocol error).
+ * enhanced authentication), an MQTT 5 Receive Maximum or Maximum Packet Size of 0 (MQTT 5 §3.1.2.11
+ * calls either a protocol error), or an MQTT 5 will to be retained (its CONNACK says retained messages
+ * are not available, and MQTT 5 §3.1.2.7 asks such a server to refuse the CONNECT).
  */
 export function refusalBeforeLogin(connect: {
   clientId: string;
@@ -80,6 +85,7 @@ export function refusalBeforeLogin(connect: {
   password?: Buffer | undefined;
   clean?: boolean | undefined;
   protocolVersion?: number | undefined;
+  will?: { retain?: boolean | undefined } | undefined;
   properties?:
     | {
         authenticationMethod?: string | undefined;
@@ -92,6 +98,7 @@ export function refusalBeforeLogin(connect: {
   if (properties?.receiveMaximum === 0 || properties?.maximumPacketSize === 0) return 'protocolError';
   // MQTT 5 asks a server without the method a CONNECT names to close the connection.
   if (properties?.authenticationMethod !== undefined) return 'authentication';
+  if (connect.protocolVersion === 5 && connect.will?.retain === true) return 'retain';
   if (connect.clientId.length > MAX_CLIENT_ID_LENGTH) return 'identifier';
   if (connect.clientId === '' && connect.clean === false && connect.protocolVersion !== 5) return 'identifier';
   if (!connect.username || !connect.password) return 'credentials';

@@ -104,6 +104,9 @@ export const ReasonCode = {
   topicAliasInvalid: 0x94,
   packetTooLarge: 0x95,
   quotaExceeded: 0x97,
+  retainNotSupported: 0x9a,
+  sharedSubscriptionsNotSupported: 0x9e,
+  subscriptionIdentifiersNotSupported: 0xa1,
 } as const;
 
 /** A refused subscription over MQTT 3.1.1, which has one failure code for any reason. */
@@ -172,7 +175,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // for all of them (the parser's bounds, the error listener) is shared (packet-parser.ts).
     this.parser = new DeviceParser(this, host.packetBounds);
     socket.setTimeout(host.limits.connectTimeoutMs);
-    socket.on('timeout', () => this.destroy(ReasonCode.keepAliveTimeout));
+    socket.on('timeout', () => this.onTimeout());
     socket.on('data', (chunk: Buffer) => {
       if (this.state === 'closed') return;
       this.lastReadAt = performance.now();
@@ -347,6 +350,10 @@ export class DeviceConnection implements MessageSource, PacketReader {
     if (this.state === 'open' && this.silenceMs > 0 && performance.now() - this.lastReadAt > this.silenceMs) {
       this.destroy(ReasonCode.keepAliveTimeout);
     }
+    // The write puts the socket's timeout off: it is to come when the device's silence ends, not later.
+    if (this.state === 'open' && this.silenceMs > 0) {
+      this.socket.setTimeout(Math.max(1, Math.ceil(this.silenceMs - (performance.now() - this.lastReadAt))));
+    }
     if (qos <= 0) {
       if (this.state !== 'open') return;
       const bytes = instructionPacket(topic, payload, 0, undefined, this.version);
@@ -455,6 +462,12 @@ export class DeviceConnection implements MessageSource, PacketReader {
       case 'pingreq':
         return this.outbox?.packet(PINGRESP);
       case 'disconnect':
+        // MQTT 5 §3.14.2.2.2: a session that was to end with its connection (an expiry of 0 in the
+        // CONNECT) may not be made to outlive it at DISCONNECT. Such a DISCONNECT is no valid one: the
+        // will stays, and the server closes the connection for a protocol error.
+        if (this.raisesExpiryFromZero(packet.properties?.sessionExpiryInterval)) {
+          return this.destroy(ReasonCode.protocolError);
+        }
         // MQTT 5's "Disconnect with Will Message" (0x04) leaves the will; any other DISCONNECT drops it.
         if (packet.reasonCode !== ReasonCode.disconnectWithWill) this.will = undefined;
         this.disconnect(packet.properties?.sessionExpiryInterval);
@@ -544,6 +557,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
   }
 
   private publish(packet: IPublishPacket) {
+    // MQTT 5 §3.3.1.3: the CONNACK said retained messages are not available (connack.ts).
+    if (packet.retain && this.version === 5) return this.destroy(ReasonCode.retainNotSupported);
     let name = packet.topic;
     if (this.aliases) {
       const resolved = this.aliases.resolve(name, packet.properties?.topicAlias);
@@ -574,11 +589,15 @@ export class DeviceConnection implements MessageSource, PacketReader {
   }
 
   private subscribe(packet: ISubscribePacket) {
+    // MQTT 5 §3.8.2.1.2: the CONNACK said subscription identifiers are not available (connack.ts).
+    if (this.version === 5 && packet.properties?.subscriptionIdentifier !== undefined) {
+      return this.destroy(ReasonCode.subscriptionIdentifiersNotSupported);
+    }
     const granted: number[] = [];
     const instructionTopics: string[] = [];
     for (const { topic, qos } of packet.subscriptions) {
       if (!maySubscribe(topic, this.clientId, this.accessKey)) {
-        granted.push(this.version === 5 ? ReasonCode.notAuthorized : SUBSCRIPTION_FAILURE_V3);
+        granted.push(this.version === 5 ? refusedFilterCode(topic) : SUBSCRIPTION_FAILURE_V3);
         continue;
       }
       const given = Math.min(qos, 2);
@@ -645,14 +664,33 @@ export class DeviceConnection implements MessageSource, PacketReader {
     for (const message of session.takeQueued()) this.sendKept(message);
   }
 
-  /**
-   * MQTT 5's DISCONNECT may change the session's expiry, but not from 0 (a protocol error, which the
-   * closing connection ends anyway: the session keeps its 0).
-   */
+  /** Whether an MQTT 5 DISCONNECT asks a session that was to end with its connection to outlive it. */
+  private raisesExpiryFromZero(expirySeconds: number | undefined): boolean {
+    return this.version === 5 && expirySeconds !== undefined && expirySeconds > 0 && this.session?.expiryMs === 0;
+  }
+
+  /** MQTT 5's DISCONNECT may change the session's expiry (not from 0: raisesExpiryFromZero). */
   private disconnect(expirySeconds: number | undefined): void {
     const session = this.session;
     if (this.version !== 5 || expirySeconds === undefined || !session) return;
-    if (session.expiryMs > 0 || expirySeconds === 0) session.expiryMs = this.host.sessionExpiryMs(expirySeconds);
+    session.expiryMs = this.host.sessionExpiryMs(expirySeconds);
+  }
+
+  /**
+   * The socket's timeout: the device's silence has lasted as long as it may (keep-alive), or its
+   * CONNECT has not come in time. The socket counts the server's writes as activity too, and an
+   * instruction written to a silent device put its timeout off (sendInstruction): once the device
+   * has been silent long enough it is gone, else the timeout waits for the rest of its silence.
+   */
+  private onTimeout(): void {
+    if (this.state === 'open' && this.silenceMs > 0) {
+      const left = this.silenceMs - (performance.now() - this.lastReadAt);
+      if (left >= 1) {
+        this.socket.setTimeout(Math.ceil(left));
+        return;
+      }
+    }
+    this.destroy(ReasonCode.keepAliveTimeout);
   }
 
   /**
@@ -688,6 +726,14 @@ export class DeviceConnection implements MessageSource, PacketReader {
     const payload = typeof will.payload === 'string' ? Buffer.from(will.payload) : will.payload;
     this.host.received(this, topic, payload);
   }
+}
+
+/**
+ * The MQTT 5 SUBACK code of a topic filter the device may not subscribe to: a shared subscription's is
+ * its own (the CONNACK said none are available), any other's "not authorized".
+ */
+function refusedFilterCode(filter: string): number {
+  return filter.startsWith('$share/') ? ReasonCode.sharedSubscriptionsNotSupported : ReasonCode.notAuthorized;
 }
 
 /** PUBACK (0x40), PUBREC (0x50), PUBREL (0x62), PUBCOMP (0x70), UNSUBACK (0xb0) of MQTT 3.1.1, or of MQTT 5 with success. */
