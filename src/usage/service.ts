@@ -109,10 +109,13 @@ export class ApiRateLimiter {
    */
   async flush(organisationKey: string): Promise<void> {
     const window = this.windows.get(organisationKey);
-    if (window === undefined) return;
-    const deadline = Date.now() + this.statementTimeoutMs;
+    if (window !== undefined) await this.flushWindow(organisationKey, window, Date.now() + this.statementTimeoutMs);
+  }
+
+  /** Waits for a window's sync under way, then syncs what is pending since, until `deadline` (awaitSync). */
+  private async flushWindow(organisationKey: string, window: Window, deadline: number): Promise<void> {
     if (window.syncing) await this.awaitSync(window.syncing, deadline);
-    await this.awaitSync(this.sync(organisationKey, window), deadline);
+    if (window.pending > 0) await this.awaitSync(this.sync(organisationKey, window), deadline);
   }
 
   /**
@@ -191,10 +194,7 @@ export class ApiRateLimiter {
     clearInterval(this.timer);
     const deadline = Date.now() + this.statementTimeoutMs;
     try {
-      for (const [organisationKey, window] of this.windows) {
-        if (window.syncing) await this.awaitSync(window.syncing, deadline);
-        if (window.pending > 0) await this.awaitSync(this.sync(organisationKey, window), deadline);
-      }
+      for (const [organisationKey, window] of this.windows) await this.flushWindow(organisationKey, window, deadline);
     } catch (error) {
       this.onError(error);
     }
