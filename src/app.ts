@@ -106,6 +106,8 @@ export interface Server {
   mqttsPort: number | undefined;
   /** The device endpoint (the embedded MQTT listeners), when it runs. */
   deviceEndpoint: DeviceEndpoint | undefined;
+  /** The connection to the external broker devices are served through (MQTT_URL), when there is one. */
+  externalBroker: ExternalBroker | undefined;
   /** Deletes expired events and rollups (docs/storage.md), every RETENTION_SWEEP_INTERVAL. */
   sweeper: RetentionSweeper;
   /** Compacts older events into blocks (docs/storage.md), every EVENT_COMPACTION_INTERVAL. */
@@ -250,6 +252,8 @@ function boundStatements(app: FastifyInstance, statementMs: number, deviceMs: nu
 /** The device endpoint, when devices are served by it rather than through MQTT_URL. */
 const embeddedOf = (mqtt: DeviceEndpoint | ExternalBroker | undefined): DeviceEndpoint | undefined =>
   mqtt && 'port' in mqtt ? mqtt : undefined;
+const externalOf = (mqtt: DeviceEndpoint | ExternalBroker | undefined): ExternalBroker | undefined =>
+  mqtt && !('port' in mqtt) ? mqtt : undefined;
 
 export async function createServer(config: Config): Promise<Server> {
   limitHeapGrowth(config.heapGrowingPercent);
@@ -463,6 +467,7 @@ export async function createServer(config: Config): Promise<Server> {
       mqttPort: embedded?.port,
       mqttsPort: embedded?.securePort,
       deviceEndpoint: embedded,
+      externalBroker: externalOf(mqtt),
       sweeper,
       compactor,
       listen: async (at = { port: config.port, host: config.host }) => {
@@ -741,6 +746,9 @@ async function buildHttpApp(
   return app;
 }
 
+/** Bytes of the text of device messages taken and not yet answered, at most. */
+const INBOUND_BYTES = 4 * 1024 * 1024;
+
 /**
  * Of all messages that may wait, one connection may hold at most 1,000, and their text at most 4 MiB,
  * less while the server cannot keep up: what it answers in `maxWaitMs` (mqtt/inbound-flow.ts).
@@ -748,7 +756,7 @@ async function buildHttpApp(
 const inboundLimits = (messages: number, maxWaitMs: number, fairWhileBehind: boolean): InboundLimits => ({
   messages,
   perConnection: Math.min(1000, messages),
-  bytes: 4 * 1024 * 1024,
+  bytes: INBOUND_BYTES,
   maxWaitMs,
   fairWhileBehind,
 });
@@ -778,6 +786,8 @@ async function startMqtt(
       devices,
       log: app.log,
       instructions,
+      // The one connection carries every device's messages: all of MQTT_MAX_PENDING is its own.
+      intake: { messages: config.mqttMaxPending, bytes: INBOUND_BYTES },
     });
   }
   // Each listener (MQTT_PORT's, and MQTTS_PORT's with TLS) is off at 0, and left off when its

@@ -13,6 +13,7 @@ import { redactUrl } from '../core/urls.ts';
 import { waitAtMost } from '../core/wait.ts';
 import type { DeviceAuthenticator } from '../devices/authentication.ts';
 import type { DeviceService } from '../devices/service.ts';
+import { ExternalIntake, type IntakeLimits } from './external-intake.ts';
 import { InstructionOutbox, type OutboxLimits } from './instruction-outbox.ts';
 import type { MqttInstructions } from './instructions.ts';
 import { handleExternalBrokerMessage } from './messages.ts';
@@ -21,6 +22,8 @@ import { ackTopic, parseDeviceTopic, serverSubscriptions } from './topics.ts';
 export interface ExternalBroker {
   /** Whether the connection to the broker is up now, its subscriptions made. */
   connected(): boolean;
+  /** Messages being handled, whether one waits for room, and the most ever handled at once (external-intake.ts). */
+  figures(): { pending: number; held: boolean; highWater: number };
   close(): Promise<void>;
 }
 
@@ -89,31 +92,42 @@ export async function connectExternalBroker(options: {
   firstConnectMs?: number;
   /** Bounds of the instructions on their way to the broker (instruction-outbox.ts). */
   outboxLimits?: OutboxLimits;
+  /** Bounds of the messages handled at once (external-intake.ts). */
+  intake: IntakeLimits;
 }): Promise<ExternalBroker> {
   const { authenticator, devices, log } = options;
   const client = await connectFirst(options.url, options.firstConnectMs ?? FIRST_CONNECT_MS, log);
   const sayOnce = oncePerMinute<'answers' | 'instructions'>((message) => log.warn(message));
   let offlineAnswers = 0;
-  client.on('message', (topicName, payload) => {
-    const topic = parseDeviceTopic(topicName);
-    if (!topic) return;
-    // Every message is answered, a failed one with its own hash and why (messages.ts, failureAck).
-    void handleExternalBrokerMessage(devices, {
-      topic,
-      payload,
-      lookup: (ak) => authenticator.credentials(ak),
-      onUnexpected: (error) => log.error(error, 'MQTT message failed'),
-    }).then((ack) => {
-      if (!client.connected && ++offlineAnswers > MAX_OFFLINE_ANSWERS) {
-        sayOnce(
-          'answers',
-          `MQTT broker ${redactUrl(options.url)} is away: answers past ${MAX_OFFLINE_ANSWERS} dropped (their devices send again)`,
-        );
-        return;
-      }
-      client.publish(ackTopic(topic.clientId), JSON.stringify(ack), { qos: 1 });
+  const intake = new ExternalIntake(options.intake);
+  // Messages are taken here rather than on 'message': mqtt.js reads the next packet (and acknowledges
+  // this one to the broker) only once this calls back, so a message waiting for room slows the broker
+  // instead of piling up (docs/configuration.md, "MQTT").
+  client.handleMessage = (packet, callback) => {
+    const topic = parseDeviceTopic(packet.topic);
+    if (!topic) return callback();
+    const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
+    intake.offer(payload.length, () => {
+      // Every message is answered, a failed one with its own hash and why (messages.ts, failureAck).
+      const handled = handleExternalBrokerMessage(devices, {
+        topic,
+        payload,
+        lookup: (ak) => authenticator.credentials(ak),
+        onUnexpected: (error) => log.error(error, 'MQTT message failed'),
+      }).then((ack) => {
+        if (!client.connected && ++offlineAnswers > MAX_OFFLINE_ANSWERS) {
+          sayOnce(
+            'answers',
+            `MQTT broker ${redactUrl(options.url)} is away: answers past ${MAX_OFFLINE_ANSWERS} dropped (their devices send again)`,
+          );
+          return;
+        }
+        client.publish(ackTopic(topic.clientId), JSON.stringify(ack), { qos: 1 });
+      });
+      callback();
+      return handled;
     });
-  });
+  };
   client.on('error', (error) => log.warn(`MQTT broker ${redactUrl(options.url)}: ${error.message}`));
   const subscriptions = serverSubscriptions(options.shareGroup);
   await client.subscribeAsync(subscriptions, { qos: 1 });
@@ -122,6 +136,7 @@ export async function connectExternalBroker(options: {
   let subscribed = true;
   client.on('close', () => {
     subscribed = false;
+    intake.dropHeld();
   });
   // Instructions: the broker cannot tell which devices subscribe, nor when one completes a handshake;
   // a message counts as delivered once the broker has it (docs/devices.md). While it is away they are
@@ -156,6 +171,7 @@ export async function connectExternalBroker(options: {
   options.instructions?.connect({ publish: (topic, payload, alertKey) => outbox.send(topic, payload, alertKey) });
   return {
     connected: () => client.connected && subscribed,
+    figures: () => intake.figures(),
     close: async () => {
       // What is in flight is given a while to be taken; then the connection is closed whatever the
       // broker does (mqtt.js's own end waits for it for ever).
@@ -165,6 +181,8 @@ export async function connectExternalBroker(options: {
           CLOSE_WAIT_MS,
         );
       }
+      // A message still waiting for room is not handled: the broker forgets it with the connection.
+      intake.close();
       await waitAtMost(client.endAsync(true), CLOSE_WAIT_MS);
     },
   };

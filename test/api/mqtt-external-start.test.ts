@@ -31,6 +31,7 @@ describe('external MQTT broker at start', () => {
       devices: {} as DeviceService,
       log,
       firstConnectMs: 2500,
+      intake: { messages: 100, bytes: 1024 * 1024 },
     }).then(
       () => undefined,
       (e: unknown) => e,
@@ -98,6 +99,7 @@ describe('external MQTT broker at start', () => {
         devices: {} as DeviceService,
         log,
         firstConnectMs: 2000,
+        intake: { messages: 100, bytes: 1024 * 1024 },
       });
     } catch (error) {
       proxy.close();

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import mqtt from 'mqtt';
 import { createKeyPair, Device } from '../support/device.ts';
+import { type HangingProxy, hangingProxy } from '../support/hanging-proxy.ts';
 import { testBroker } from '../support/mosquitto.ts';
-import { MqttDevice } from '../support/mqtt-device.ts';
+import { type Ack, MqttDevice } from '../support/mqtt-device.ts';
+import { eventually } from '../support/peers.ts';
 import { startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -28,6 +31,8 @@ const brokerSkip = await brokerReachable();
 if (brokerSkip && process.env.CI) throw new Error(`CI needs an MQTT broker for the test suite: ${brokerSkip}`);
 const skip = brokerSkip || postgres?.skip || false;
 
+after(() => broker.stop());
+
 describe('two instances behind one external broker and one PostgreSQL', {
   skip: skip ? `${skip}; skipping` : false,
 }, () => {
@@ -44,7 +49,6 @@ describe('two instances behind one external broker and one PostgreSQL', {
   after(async () => {
     await second?.close();
     await first?.close();
-    await broker.stop();
   });
 
   it('when devices publish through the broker then every message is handled exactly once and both instances answer alike', async () => {
@@ -135,6 +139,157 @@ describe('two instances behind one external broker and one PostgreSQL', {
         },
       );
       assert.equal(one.body.instruction.status, 'delivered');
+    } finally {
+      await device.close();
+    }
+  });
+});
+
+describe('an instance behind an external broker while its store stands still', {
+  skip: skip ? `${skip}; skipping` : false,
+}, () => {
+  const MAX_PENDING = 5;
+  let server: TestServer;
+  // Between the server and the broker, to cut the server's connection.
+  let proxy: HangingProxy;
+
+  before(async () => {
+    if (!postgres) return;
+    const target = new URL(MOSQUITTO_URL);
+    proxy = await hangingProxy({ host: target.hostname, port: Number(target.port || 1883) });
+    server = await startServer(postgres, {
+      env: {
+        MQTT_URL: `mqtt://127.0.0.1:${proxy.port}`,
+        MQTT_SHARE_GROUP: `thingbase-test-${randomBytes(4).toString('hex')}`,
+        MQTT_MAX_PENDING: String(MAX_PENDING),
+      },
+    });
+  });
+  after(async () => {
+    await server?.close();
+    await proxy?.close();
+  });
+
+  const external = () => {
+    const broker = server.server.externalBroker;
+    assert.ok(broker, 'the server serves devices through the external broker');
+    return broker;
+  };
+  /** Events waiting to be written or being written: every message being handled, with the store still. */
+  const pendingRows = async () => {
+    const metrics = (await server.request('GET', '/metrics')).text;
+    return Number(/^thingbase_event_writer_pending_rows (\d+)$/m.exec(metrics)?.[1]);
+  };
+  /** Holds the events table, so that no event is written until `work` ends. */
+  const withStoreStill = (work: () => Promise<void>) =>
+    server.server.store.db.transaction().execute(async (tx) => {
+      await sql`lock table events in exclusive mode`.execute(tx);
+      await work();
+    });
+  /** Until the server has taken what it will: more than it may, or as many with the next held back. */
+  const untilTaken = () =>
+    eventually(async () => {
+      const rows = await pendingRows();
+      return rows > MAX_PENDING || (rows === MAX_PENDING && external().figures().held);
+    }, 'the server to take the messages it may');
+  const newDevice = async () => {
+    const pair = await createKeyPair(server, await server.adminToken());
+    const thingKey = `still-${randomBytes(4).toString('hex')}`;
+    assert.equal((await new Device(server.url, pair).register({ thing_key: thingKey })).status, 200);
+    const device = await MqttDevice.connect(MOSQUITTO_URL, pair);
+    /** Publishes events numbered `from` on (the broker has each when it settles); answers their contexts. */
+    const publish = async (from: number, count: number) => {
+      const texts = Array.from({ length: count }, (_, i) =>
+        device.envelope({ thing_key: thingKey, timestamp: 1_700_000_000_000 + from + i, data: { n: from + i } }),
+      );
+      await Promise.all(
+        texts.map((text) => device.client.publishAsync(`Altizon/Datonis/${device.clientId}/event`, text, { qos: 1 })),
+      );
+      return texts.map((text) => /"hash":"([0-9a-f]+)"/.exec(text)?.[1] as string);
+    };
+    const stored = async () => {
+      const data = await server.request('POST', '/api/v3/query/thing_data', {
+        token: await server.adminToken(),
+        body: { thing_key: thingKey, per: 1000 },
+      });
+      return (data.body[thingKey]?.event_data ?? []).map((e: any) => e.data.n).sort((a: number, b: number) => a - b);
+    };
+    return { device, publish, stored };
+  };
+
+  it('when a device publishes many more messages than MQTT_MAX_PENDING while the store stands still then the server handles no more than that at once, and once the store moves each is stored once and answered', {
+    timeout: 60_000,
+  }, async () => {
+    const { device, publish, stored } = await newDevice();
+    try {
+      const count = 8 * MAX_PENDING;
+      await withStoreStill(async () => {
+        await publish(0, count);
+        await untilTaken();
+        const rows = await pendingRows();
+        assert.ok(rows <= MAX_PENDING, `${rows} messages handled at once, more than MQTT_MAX_PENDING (${MAX_PENDING})`);
+      });
+      const answers: Ack[] = [];
+      while (answers.length < count) answers.push(await device.nextAck());
+      assert.deepEqual(
+        answers.map((a) => a.http_code),
+        Array(count).fill(200),
+      );
+      assert.deepEqual(
+        await stored(),
+        Array.from({ length: count }, (_, n) => n),
+        'each message stored exactly once',
+      );
+      assert.equal(external().figures().pending, 0);
+      assert.ok(external().figures().highWater <= MAX_PENDING, `at most ${MAX_PENDING} messages handled at once`);
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('when the connection to the broker is lost while a message is held back then the server connects again and handles what is sent afterwards', {
+    timeout: 60_000,
+  }, async () => {
+    const { device, publish, stored } = await newDevice();
+    try {
+      await withStoreStill(async () => {
+        await publish(0, 4 * MAX_PENDING);
+        await untilTaken();
+        proxy.cut();
+        await eventually(() => !external().connected(), 'the connection to be lost');
+        assert.equal(external().figures().held, false, 'the message held is dropped with its connection');
+        proxy.resume();
+        await eventually(() => external().connected(), 'the connection to be made again');
+      });
+      // Those the broker held for the lost connection are gone with it (its session is clean); their
+      // devices, unanswered, would send them again.
+      const later = await publish(1000, 4 * MAX_PENDING);
+      const answered = new Set<string>();
+      while (later.some((context) => !answered.has(context))) {
+        const ack = await device.nextAck();
+        assert.equal(ack.http_code, 200, JSON.stringify(ack));
+        answered.add(ack.context);
+      }
+      const values = await stored();
+      assert.equal(new Set(values).size, values.length, 'no message stored twice');
+      for (let n = 1000; n < 1000 + 4 * MAX_PENDING; n++) assert.ok(values.includes(n), `message ${n} stored`);
+      assert.ok(external().figures().highWater <= MAX_PENDING, `at most ${MAX_PENDING} messages handled at once`);
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('when the connection to the broker is closed while a message is held back then the close ends, the message held dropped', {
+    timeout: 60_000,
+  }, async () => {
+    const { device, publish } = await newDevice();
+    try {
+      await withStoreStill(async () => {
+        await publish(0, 2 * MAX_PENDING);
+        await untilTaken();
+        await external().close();
+        assert.equal(external().figures().held, false);
+      });
     } finally {
       await device.close();
     }
