@@ -120,7 +120,12 @@ export async function run(args: string[]): Promise<void> {
   console.log(
     `realtime benchmark: ${describeMachine()}; store ${store}; ${rate} events/s as bulks of ${bulk} from ${deviceCount} MQTT devices over ${subscribers} things, ${duration}s a run; ${subscribers} subscribers of one thing each, then ${broad} of every thing`,
   );
-  const server = await startThingbase(bench, mqttPort);
+  // One user opens every subscriber's WebSocket: its bounds (docs/realtime.md, "Connections per user and organisation") are set above them.
+  const connections = String(subscribers + broad);
+  const server = await startThingbase(bench, mqttPort, {
+    REALTIME_MAX_CONNECTIONS_PER_USER: connections,
+    REALTIME_MAX_CONNECTIONS_PER_ORGANISATION: connections,
+  });
   const sockets: WebSocket[] = [];
   const devices: BulkDevice[] = [];
   try {

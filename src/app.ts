@@ -67,6 +67,7 @@ import { type Readiness, registerOperationsRoutes } from './operations/routes.ts
 import { organisationRoutes } from './organisations/routes.ts';
 import { childOrganisationKeys, OrganisationEventLimits } from './organisations/service.ts';
 import { queryRoutes } from './queries/routes.ts';
+import { ConnectionLimits } from './realtime/connection-limits.ts';
 import { RealtimeHub } from './realtime/hub.ts';
 import { registerRealtimeRoutes } from './realtime/routes.ts';
 import { roleRoutes } from './roles/routes.ts';
@@ -289,6 +290,7 @@ export async function createServer(config: Config): Promise<Server> {
         embedded ? withTimeout(embedded.figures(), 1000).then((i) => i?.connections) : undefined,
       deliveryQueueDepth: () => deliveryQueueDepth(store.db),
       realtimeSubscribers: () => hub.subscriptionCount,
+      realtimeRefusals: () => realtimeLimits.refusals,
       storeWriteFault: () => store.faults.current,
     });
     const rules = new RuleEngine({ onQueued: () => worker?.wake(), onFired: (count) => metrics.rulesFired(count) });
@@ -356,6 +358,10 @@ export async function createServer(config: Config): Promise<Server> {
       childOrganisations: (organisationKey) => childOrganisationKeys(store.db, organisationKey),
     });
     closeOnFailure.push(() => hub.close());
+    const realtimeLimits = new ConnectionLimits({
+      perUser: config.realtimeMaxConnectionsPerUser,
+      perOrganisation: config.realtimeMaxConnectionsPerOrganisation,
+    });
     let mqtt: DeviceEndpoint | ExternalBroker | undefined;
     // Until listen has made the first admin (or found users), a client that signs in may get a 401.
     let bootstrapped = false;
@@ -397,6 +403,7 @@ export async function createServer(config: Config): Promise<Server> {
       metrics,
       readiness,
       hub,
+      realtimeLimits,
       ingest,
       eventAdmission: new EventAdmission(
         () => writer.refusing(),
@@ -546,6 +553,7 @@ async function buildHttpApp(
     metrics: Metrics;
     readiness: Readiness;
     hub: RealtimeHub;
+    realtimeLimits: ConnectionLimits;
     ingest: EventIngest;
     eventAdmission: EventAdmission;
     authenticator: DeviceAuthenticator;
@@ -741,6 +749,7 @@ async function buildHttpApp(
   registerRealtimeRoutes(app, {
     hub: parts.hub,
     authenticate: (token) => sessions.authenticate(token),
+    limits: parts.realtimeLimits,
   });
   await app.ready();
   return app;

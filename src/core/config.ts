@@ -39,6 +39,10 @@ export interface Config {
   mqttMaxConnections: number;
   /** HTTP connections held at most; more are closed at once. */
   httpMaxConnections: number;
+  /** Realtime connections (WebSockets and streams) one user may hold on this instance (realtime/connection-limits.ts). */
+  realtimeMaxConnectionsPerUser: number;
+  /** Realtime connections one organisation may hold on this instance. */
+  realtimeMaxConnectionsPerOrganisation: number;
   /** How long a new connection has to send its first HTTP request or its MQTT CONNECT, ms. */
   connectTimeoutMs: number;
   /** How long an HTTP request, its body included, may take to arrive, ms. */
@@ -353,6 +357,17 @@ export function loadConfig(env: Env = process.env): Config {
     mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, budget),
     // A quarter of the budget: a flood of HTTP connections leaves the rest to devices on MQTT.
     httpMaxConnections: parsePositive('HTTP_MAX_CONNECTIONS', env.HTTP_MAX_CONNECTIONS, Math.ceil(budget / 4)),
+    // A user's console tabs and scripts; an organisation's few dozen users (docs/configuration.md).
+    realtimeMaxConnectionsPerUser: parsePositive(
+      'REALTIME_MAX_CONNECTIONS_PER_USER',
+      env.REALTIME_MAX_CONNECTIONS_PER_USER,
+      20,
+    ),
+    realtimeMaxConnectionsPerOrganisation: parsePositive(
+      'REALTIME_MAX_CONNECTIONS_PER_ORGANISATION',
+      env.REALTIME_MAX_CONNECTIONS_PER_ORGANISATION,
+      500,
+    ),
     connectTimeoutMs: parseAtLeastASecond('CONNECT_TIMEOUT', env.CONNECT_TIMEOUT, '10s'),
     requestTimeoutMs: parseAtLeastASecond('REQUEST_TIMEOUT', env.REQUEST_TIMEOUT, '5m'),
     mqttMaxPending: parsePositive('MQTT_MAX_PENDING', env.MQTT_MAX_PENDING, 20_000),

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { waitAtMost } from '../core/wait.ts';
 import type { EventTransport } from '../events/ingest.ts';
+import type { ConnectionRefusal } from '../realtime/connection-limits.ts';
 
 /** What the metrics read at each scrape. */
 export interface MetricSources {
@@ -18,6 +19,8 @@ export interface MetricSources {
   mqttConnections(): Promise<number | undefined>;
   deliveryQueueDepth(): Promise<number>;
   realtimeSubscribers(): number;
+  /** Realtime connections refused since the start, by the bound they would have passed. */
+  realtimeRefusals(): Readonly<Record<ConnectionRefusal, number>>;
   /** The write fault the store is in (a full disk, read-only), if any (store/faults.ts). */
   storeWriteFault(): 'full' | 'read_only' | undefined;
 }
@@ -178,6 +181,20 @@ export class Metrics {
       registers,
       collect() {
         this.set(sources.realtimeSubscribers());
+      },
+    });
+    const realtimeRefusalsSeen: Record<ConnectionRefusal, number> = { user_limit: 0, organisation_limit: 0 };
+    new Counter({
+      name: 'thingbase_realtime_connections_refused_total',
+      help: 'Realtime connections (WebSockets and streams) refused with 429 or 4429, by limit (user_limit, organisation_limit)',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        const now = sources.realtimeRefusals();
+        for (const reason of ['user_limit', 'organisation_limit'] as const) {
+          this.inc({ reason }, now[reason] - realtimeRefusalsSeen[reason]);
+          realtimeRefusalsSeen[reason] = now[reason];
+        }
       },
     });
   }

@@ -3,10 +3,12 @@
  * and unsubscribes by message, and Server-Sent Events at /api/v3/stream, one subscription per stream
  * given by the query. Both carry the same messages, from the hub (hub.ts).
  */
+import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import { ApiError, unauthorized } from '../core/errors.ts';
 import type { Principal } from '../core/principal.ts';
+import type { ConnectionLimits } from './connection-limits.ts';
 import type { Connection, RealtimeHub, Subscription } from './hub.ts';
 import { reply, SubscribeParams, TOPICS } from './messages.ts';
 import { Outbox, type Outgoing, type Transport } from './outbox.ts';
@@ -24,6 +26,8 @@ const IN_FLIGHT_BYTES = 1024 * 1024;
 const MAX_UNHANDLED = 16;
 
 export const CLOSE_UNAUTHORIZED = 4401;
+/** A socket authenticated by its first message past its user's or organisation's connections (docs/realtime.md, "Connections per user and organisation"). */
+export const CLOSE_TOO_MANY_CONNECTIONS = 4429;
 /** WebSocket close code 1001, "going away": the server stops. */
 const CLOSE_GOING_AWAY = 1001;
 const REVOKED = 'the token was revoked or expired';
@@ -31,7 +35,12 @@ const REVOKED = 'the token was revoked or expired';
 export interface RealtimeServices {
   hub: RealtimeHub;
   authenticate(token: string | undefined): Promise<Principal | undefined>;
+  /** The connections each user and organisation may hold (connection-limits.ts). */
+  limits: ConnectionLimits;
 }
+
+/** What the upgrade's X-Auth-Token gave, for the WebSocket handler. */
+type RealtimeRequest = FastifyRequest & { realtimePrincipal?: Principal; realtimeRelease?: () => void };
 
 export function registerRealtimeRoutes(app: FastifyInstance, services: RealtimeServices): void {
   app.route({
@@ -46,21 +55,24 @@ export function registerRealtimeRoutes(app: FastifyInstance, services: RealtimeS
         'messages and filters as in docs/realtime.md.',
       security: [{ authToken: [] }, {}],
     },
-    // An upgrade with a bad X-Auth-Token is refused before it happens; without one, the first message authenticates.
+    // An upgrade with a bad X-Auth-Token, or past its user's or organisation's connections, is refused
+    // before it happens (401, 429); without one, the first message authenticates.
     preValidation: async (request) => {
       const token = request.headers['x-auth-token'];
       if (token === undefined) return;
       const principal = typeof token === 'string' ? await services.authenticate(token) : undefined;
       if (!principal) throw unauthorized();
-      (request as FastifyRequest & { realtimePrincipal?: Principal }).realtimePrincipal = principal;
+      (request as RealtimeRequest).realtimePrincipal = principal;
+      // A plain GET, answered 426, holds no place.
+      if (request.ws) (request as RealtimeRequest).realtimeRelease = admitUpgrade(services.limits, principal, request);
     },
     handler: async () => {
       throw new ApiError(426, [{ code: 'invalid', message: 'this endpoint takes WebSocket upgrades only' }]);
     },
     wsHandler: (socket: WebSocket, request: FastifyRequest) => {
-      const principal = (request as FastifyRequest & { realtimePrincipal?: Principal }).realtimePrincipal;
+      const { realtimePrincipal: principal, realtimeRelease: release } = request as RealtimeRequest;
       const token = request.headers['x-auth-token'];
-      new SocketSession(services, socket, principal, typeof token === 'string' ? token : undefined);
+      new SocketSession(services, socket, principal, typeof token === 'string' ? token : undefined, release);
     },
   });
 
@@ -96,7 +108,21 @@ export function registerRealtimeRoutes(app: FastifyInstance, services: RealtimeS
   });
 }
 
-/** One WebSocket client: authentication, its messages, and the messages sent to it. */
+/**
+ * Takes a place for an upgrade authenticated by its X-Auth-Token, before it is accepted (or throws the
+ * 429). The place goes back when the connection's socket closes, whichever way: the WebSocket closed
+ * by either side, or the upgrade never completed (the client gone before it, a bad handshake); the
+ * session also gives it back as soon as it ends. A socket already closed during the authentication
+ * takes none: its 'close' has passed.
+ */
+function admitUpgrade(limits: ConnectionLimits, principal: Principal, request: FastifyRequest): () => void {
+  const socket: Socket = request.raw.socket;
+  if (socket.destroyed) return () => {};
+  const release = limits.admit(principal);
+  socket.once('close', release);
+  return release;
+}
+
 /**
  * Pings a WebSocket every PING_EVERY_MS and calls `idle` once IDLE_MS pass without a pong (from the
  * start, then from the last pong); answers a function that stops both.
@@ -119,6 +145,7 @@ export function watchPongs(
   };
 }
 
+/** One WebSocket client: authentication, its messages, and the messages sent to it. */
 class SocketSession implements Connection {
   readonly outbox: Outbox;
   readonly subscriptions = new Map<string, Subscription>();
@@ -132,13 +159,17 @@ class SocketSession implements Connection {
   /** Client messages in the order they came, handled one at a time. */
   private handling: Promise<void> = Promise.resolve();
   private unhandled = 0;
+  /** Gives back the connection's place among its user's and organisation's (connection-limits.ts); once authenticated. */
+  private release: (() => void) | undefined;
 
   constructor(
     private readonly services: RealtimeServices,
     private readonly socket: WebSocket,
     principal: Principal | undefined,
     token: string | undefined,
+    release: (() => void) | undefined,
   ) {
+    this.release = release;
     // The socket under the WebSocket: corked while the pumper sends a turn of messages, so they leave together.
     const raw = () => (socket as unknown as { _socket?: { cork(): void; uncork(): void } | null })._socket;
     const transport: Transport = {
@@ -238,6 +269,14 @@ class SocketSession implements Connection {
       this.close(CLOSE_UNAUTHORIZED, 'unauthorized');
       return;
     }
+    try {
+      this.release = this.services.limits.admit(principal);
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      this.error(undefined, 'rate_limited', error.message);
+      this.close(CLOSE_TOO_MANY_CONNECTIONS, 'too many realtime connections');
+      return;
+    }
     this.begin(principal, token as string);
     this.answer(reply('authenticated', undefined));
   }
@@ -284,6 +323,7 @@ class SocketSession implements Connection {
     for (const stop of this.stops) stop();
     this.services.hub.disconnect(this);
     this.outbox.clear();
+    this.release?.();
   }
 }
 
@@ -300,6 +340,8 @@ async function openStream(
   query: Record<string, unknown>,
 ): Promise<unknown> {
   const raw = answer.raw;
+  // Refused (429) before anything of the stream is made; given back when it ends, however it ends.
+  const release = services.limits.admit(principal);
   let closed = false;
   const transport: Transport = {
     writable: () => !closed && !raw.writableNeedDrain,
@@ -332,6 +374,7 @@ async function openStream(
     if (keepAlive) clearInterval(keepAlive);
     services.hub.disconnect(connection);
     connection.outbox.clear();
+    release();
   };
   services.hub.connect(connection);
   try {
@@ -356,5 +399,7 @@ async function openStream(
   keepAlive = setInterval(() => {
     if (!raw.writableNeedDrain) raw.write(': keepalive\n\n');
   }, SSE_KEEPALIVE_MS);
+  // A client gone during the subscription's reads closed the socket before these listeners were there.
+  if (request.raw.socket.destroyed) finish();
   return answer;
 }
