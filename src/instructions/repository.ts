@@ -56,6 +56,17 @@ export function unacknowledged(db: Executor, organisationKey: string, thingKey: 
   return query.orderBy('created_at', 'desc').limit(limit).execute();
 }
 
+/** The newest `limit` instructions of every organisation that no device or broker has taken yet, newest first. */
+export function pendingEverywhere(db: Executor, limit: number) {
+  return db
+    .selectFrom('instructions')
+    .selectAll()
+    .where('status', '=', 'pending')
+    .orderBy('created_at', 'desc')
+    .limit(limit)
+    .execute();
+}
+
 /** pending -> delivered; a later state is never undone. Answers the instruction when it changed. */
 export function markDelivered(db: Executor, alertKey: string, now = Date.now()): Promise<InstructionRow | undefined> {
   return db

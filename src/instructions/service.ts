@@ -143,6 +143,11 @@ export function unacknowledgedInstructions(db: Executor, organisationKey: string
   return instructions.unacknowledged(db, organisationKey, thingKey);
 }
 
+/** The newest `limit` instructions no device or broker has taken yet, of every organisation. */
+export function pendingInstructions(db: Executor, limit: number) {
+  return instructions.pendingEverywhere(db, limit);
+}
+
 /** A device has the instruction's message (docs/devices.md, "Instructions"). */
 export async function markInstructionDelivered(db: Executor, alertKey: string): Promise<void> {
   const row = await instructions.markDelivered(db, alertKey);

@@ -141,26 +141,46 @@ export async function connectExternalBroker(options: {
   // Instructions: the broker cannot tell which devices subscribe, nor when one completes a handshake;
   // a message counts as delivered once the broker has it (docs/devices.md). While it is away they are
   // held (bounded), and published once it is connected again.
+  // Whether instructions may be pending that no message carries: at the start (a server stopped while
+  // the broker was away, or one without MQTT, left them), and once one was dropped or refused. The next
+  // connection sends them again (instructions.ts, sendPending).
+  let maybeUnsent = true;
   const outbox = new InstructionOutbox(
     client,
     {
       delivered: (alertKey) => options.instructions?.delivered(alertKey),
-      dropped: (count) =>
+      dropped: (count) => {
+        maybeUnsent = true;
         sayOnce(
           'instructions',
-          `MQTT broker ${redactUrl(options.url)} is away: ${count} instruction message(s) dropped past the bound of those held; their instructions stay pending`,
-        ),
-      failed: (error) =>
-        log.warn(`MQTT broker ${redactUrl(options.url)}: an instruction was not published: ${error.message}`),
+          `MQTT broker ${redactUrl(options.url)} is away: ${count} instruction message(s) dropped past the bound of those held; their instructions stay pending, and are sent again once it is back`,
+        );
+      },
+      failed: (error) => {
+        maybeUnsent = true;
+        log.warn(`MQTT broker ${redactUrl(options.url)}: an instruction was not published: ${error.message}`);
+      },
     },
     options.outboxLimits,
   );
+  const sendUnsent = () => {
+    const instructions = options.instructions;
+    if (!maybeUnsent || !instructions || !client.connected) return;
+    maybeUnsent = false;
+    instructions
+      .sendPending((alertKey) => outbox.carries(alertKey))
+      .catch((error: Error) => {
+        maybeUnsent = true;
+        log.warn(`MQTT broker ${redactUrl(options.url)}: pending instructions not sent again: ${error.message}`);
+      });
+  };
   // A broker that restarted has forgotten the subscriptions (the session is clean). mqtt.js subscribes
   // again only after sending what it queued meanwhile, and was seen not to at all; so each connection
   // made again subscribes here (the same subscriptions twice are one).
   client.on('connect', () => {
     offlineAnswers = 0;
     outbox.flush();
+    sendUnsent();
     client.subscribeAsync(subscriptions, { qos: 1 }).then(
       () => {
         subscribed = client.connected;
@@ -169,6 +189,7 @@ export async function connectExternalBroker(options: {
     );
   });
   options.instructions?.connect({ publish: (topic, payload, alertKey) => outbox.send(topic, payload, alertKey) });
+  sendUnsent();
   return {
     connected: () => client.connected && subscribed,
     figures: () => intake.figures(),

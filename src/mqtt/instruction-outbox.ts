@@ -45,6 +45,8 @@ export class InstructionOutbox {
   private first = 0;
   private heldBytes = 0;
   private inFlight = 0;
+  /** How many messages of each instruction's alert are held or in flight (carries). */
+  private readonly carried = new Map<string, number>();
 
   constructor(
     private readonly client: OutboxClient,
@@ -63,12 +65,18 @@ export class InstructionOutbox {
     return this.held.length - this.first;
   }
 
+  /** Whether a message of this instruction's alert is held or on its way to the broker. */
+  carries(alertKey: string): boolean {
+    return this.carried.has(alertKey);
+  }
+
   /**
    * Publishes the message now if the client is connected (and not too many are in flight), else holds
    * it. Resolves once the broker took it, it is held, or `waitMs` passed.
    */
   async send(topic: string, payload: string, alertKey: string): Promise<void> {
     const message = { topic, payload, alertKey };
+    this.carried.set(alertKey, (this.carried.get(alertKey) ?? 0) + 1);
     if (!this.client.connected || this.inFlight >= this.limits.maxInFlight) {
       this.hold(message);
       return;
@@ -93,6 +101,7 @@ export class InstructionOutbox {
       )
       .finally(() => {
         this.inFlight--;
+        this.letGo(message.alertKey);
         if (this.heldCount > 0) this.flush();
       });
   }
@@ -102,10 +111,17 @@ export class InstructionOutbox {
     this.heldBytes += message.payload.length;
     let dropped = 0;
     while (this.heldCount > this.limits.maxHeld || this.heldBytes > this.limits.maxHeldBytes) {
-      this.takeOldest();
+      this.letGo(this.takeOldest().alertKey);
       dropped++;
     }
     if (dropped > 0) this.events.dropped(dropped);
+  }
+
+  /** A message of the alert has left the outbox: taken by the broker, refused, or dropped. */
+  private letGo(alertKey: string): void {
+    const count = (this.carried.get(alertKey) ?? 1) - 1;
+    if (count > 0) this.carried.set(alertKey, count);
+    else this.carried.delete(alertKey);
   }
 
   private takeOldest(): Held {

@@ -9,7 +9,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { DeviceAuthenticator } from '../devices/authentication.ts';
 import { instructionMessage } from '../instructions/message.ts';
 import type { InstructionCarrier } from '../instructions/service.ts';
-import { markInstructionDelivered, unacknowledgedInstructions } from '../instructions/service.ts';
+import { markInstructionDelivered, pendingInstructions, unacknowledgedInstructions } from '../instructions/service.ts';
 import type { Store } from '../store/store.ts';
 import type { InstructionRow } from '../store/tables.ts';
 import { instructionTopic, thingOfTopic } from './topics.ts';
@@ -23,6 +23,9 @@ export interface InstructionLink {
    */
   publish(topic: string, payload: string, alertKey: string, connection?: number): Promise<void>;
 }
+
+/** How many pending instructions a connection to an external broker sends again at most (sendPending). */
+export const PENDING_SENT_AGAIN = 1000;
 
 export class MqttInstructions implements InstructionCarrier {
   private link: InstructionLink | undefined;
@@ -40,13 +43,9 @@ export class MqttInstructions implements InstructionCarrier {
   /** To every key pair of the organisation; failures are logged, the instruction is sent again later. */
   async send(instruction: InstructionRow): Promise<void> {
     try {
-      const pairs = await this.store.db
-        .selectFrom('key_pairs')
-        .select('access_key')
-        .where('organisation_key', '=', instruction.organisation_key)
-        .execute();
+      const pairs = await this.accessKeysOf(instruction.organisation_key);
       // Together: through an external broker each may wait a while for the broker (instruction-outbox.ts).
-      await Promise.all(pairs.map(({ access_key }) => this.sendTo(instruction, access_key)));
+      await Promise.all(pairs.map((accessKey) => this.sendTo(instruction, accessKey)));
     } catch (error) {
       this.log.warn(
         { err: error, instruction: instruction.instruction_key },
@@ -74,6 +73,36 @@ export class MqttInstructions implements InstructionCarrier {
     } catch (error) {
       this.log.warn({ err: error }, 'instructions not sent again after a subscription');
     }
+  }
+
+  /**
+   * Through an external broker, which says nothing of subscriptions: sends again the instructions no
+   * broker has taken (status `pending`: held while it was away and dropped past the outbox's bounds, or
+   * by a server stopped meanwhile, or stored by a server without MQTT), the newest `limit` of them, oldest
+   * first, but those `carried` still (on their way). Answers how many were sent (docs/devices.md,
+   * "Instructions").
+   */
+  async sendPending(carried: (alertKey: string) => boolean, limit = PENDING_SENT_AGAIN): Promise<number> {
+    const rows = (await pendingInstructions(this.store.db, limit)).filter((row) => !carried(row.alert_key));
+    const pairs = new Map<string, Promise<string[]>>();
+    for (const row of rows.reverse()) {
+      let accessKeys = pairs.get(row.organisation_key);
+      if (!accessKeys) {
+        accessKeys = this.accessKeysOf(row.organisation_key);
+        pairs.set(row.organisation_key, accessKeys);
+      }
+      for (const accessKey of await accessKeys) await this.sendTo(row, accessKey);
+    }
+    return rows.length;
+  }
+
+  private async accessKeysOf(organisationKey: string): Promise<string[]> {
+    const rows = await this.store.db
+      .selectFrom('key_pairs')
+      .select('access_key')
+      .where('organisation_key', '=', organisationKey)
+      .execute();
+    return rows.map((r) => r.access_key);
   }
 
   /** A device has the message (QoS 2 handshake done; through an external broker: that broker has it). */

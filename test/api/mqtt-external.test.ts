@@ -145,6 +145,67 @@ describe('two instances behind one external broker and one PostgreSQL', {
   });
 });
 
+describe('an instance started behind an external broker with instructions pending', {
+  skip: skip ? `${skip}; skipping` : false,
+}, () => {
+  it('when instructions were stored by a server that could not send them then the next server on the broker sends them, and they are delivered', async () => {
+    assert.ok(postgres);
+    const storeSettings = postgres.fresh();
+    try {
+      // A server without MQTT stores instructions as pending (as one stopped while the broker was away
+      // leaves those it held).
+      const first = await startServer(postgres, { env: { MQTT_PORT: '0' }, storeSettings });
+      const token = await first.adminToken();
+      const pair = await createKeyPair(first, token);
+      const thingKey = `pend-${randomBytes(4).toString('hex')}`;
+      let sent: { instruction_key: string; alert_key: string };
+      try {
+        assert.equal(
+          (await new Device(first.url, pair).register({ thing_key: thingKey, bi_directional: true })).status,
+          200,
+        );
+        const answer = await first.request('POST', `/api/v3/things/${thingKey}/instructions`, {
+          token,
+          body: { instruction: { name: 'Reset', definition: { command: 'reset' } } },
+        });
+        assert.equal(answer.status, 200, answer.text);
+        sent = answer.body.instruction;
+      } finally {
+        await first.close();
+      }
+      const device = await MqttDevice.connect(MOSQUITTO_URL, pair);
+      const received: string[] = [];
+      device.client.on('message', (topic, payload) => {
+        if (topic.endsWith('/executeInstruction')) received.push(payload.toString());
+      });
+      await device.client.subscribeAsync(`Altizon/Datonis/${pair.access_key}/thing/${thingKey}/executeInstruction`, {
+        qos: 2,
+      });
+      const second = await startServer(postgres, {
+        env: { MQTT_URL: MOSQUITTO_URL, MQTT_SHARE_GROUP: `thingbase-test-${randomBytes(4).toString('hex')}` },
+        storeSettings,
+      });
+      try {
+        await eventually(() => received.length > 0, 'the pending instruction on the broker');
+        assert.equal(JSON.parse(received[0] as string).alert_key, sent.alert_key);
+        const status = async () =>
+          (
+            await second.request('GET', `/api/v3/things/${thingKey}/instructions/${sent.instruction_key}`, {
+              token: await second.adminToken(),
+            })
+          ).body.instruction.status;
+        await eventually(async () => (await status()) === 'delivered', 'the instruction delivered');
+        assert.equal(received.length, 1, 'sent once');
+      } finally {
+        await device.close();
+        await second.close();
+      }
+    } finally {
+      await postgres.dispose(storeSettings);
+    }
+  });
+});
+
 describe('an instance behind an external broker while its store stands still', {
   skip: skip ? `${skip}; skipping` : false,
 }, () => {

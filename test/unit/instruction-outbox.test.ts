@@ -92,4 +92,23 @@ describe('instruction outbox', () => {
     assert.equal(outbox.heldCount, 2);
     assert.equal(dropped(), 2);
   });
+
+  it('when a message is held, in flight, taken or dropped then the outbox says whether it still carries its alert', async () => {
+    const client = new FakeClient();
+    client.connected = false;
+    const { outbox } = outboxOf(client, { maxHeld: 2 });
+    void outbox.send('t/1', 'one', 'a1');
+    void outbox.send('t/2', 'two', 'a2');
+    assert.equal(outbox.carries('a1'), true, 'held');
+    void outbox.send('t/3', 'three', 'a3');
+    assert.equal(outbox.carries('a1'), false, 'dropped past the bound: no message carries it any more');
+    assert.equal(outbox.carries('a3'), true);
+    client.connected = true;
+    outbox.flush();
+    assert.equal(outbox.carries('a2'), true, 'in flight');
+    client.published[0]?.take();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(outbox.carries('a2'), false, 'taken by the broker');
+    assert.equal(outbox.carries('a3'), true, 'still in flight');
+  });
 });
