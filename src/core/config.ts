@@ -334,6 +334,8 @@ export function loadConfig(env: Env = process.env): Config {
   const tls = parseTls(env);
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   const budget = socketBudget();
+  // A quarter of the budget: a flood of HTTP connections leaves the rest to devices on MQTT.
+  const httpMaxConnections = parsePositive('HTTP_MAX_CONNECTIONS', env.HTTP_MAX_CONNECTIONS, Math.ceil(budget / 4));
   return {
     port,
     host,
@@ -355,18 +357,18 @@ export function loadConfig(env: Env = process.env): Config {
     mqttShareGroup: shareGroup(env.MQTT_SHARE_GROUP || 'thingbase'),
     socketBudget: budget,
     mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, budget),
-    // A quarter of the budget: a flood of HTTP connections leaves the rest to devices on MQTT.
-    httpMaxConnections: parsePositive('HTTP_MAX_CONNECTIONS', env.HTTP_MAX_CONNECTIONS, Math.ceil(budget / 4)),
+    httpMaxConnections,
     // A user's console tabs and scripts; an organisation's few dozen users (docs/configuration.md).
     realtimeMaxConnectionsPerUser: parsePositive(
       'REALTIME_MAX_CONNECTIONS_PER_USER',
       env.REALTIME_MAX_CONNECTIONS_PER_USER,
       20,
     ),
+    // Never most of the HTTP connections, which one organisation's sockets would otherwise take.
     realtimeMaxConnectionsPerOrganisation: parsePositive(
       'REALTIME_MAX_CONNECTIONS_PER_ORGANISATION',
       env.REALTIME_MAX_CONNECTIONS_PER_ORGANISATION,
-      500,
+      Math.max(1, Math.min(500, Math.floor(httpMaxConnections / 4))),
     ),
     connectTimeoutMs: parseAtLeastASecond('CONNECT_TIMEOUT', env.CONNECT_TIMEOUT, '10s'),
     requestTimeoutMs: parseAtLeastASecond('REQUEST_TIMEOUT', env.REQUEST_TIMEOUT, '5m'),

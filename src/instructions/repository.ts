@@ -56,13 +56,22 @@ export function unacknowledged(db: Executor, organisationKey: string, thingKey: 
   return query.orderBy('created_at', 'desc').limit(limit).execute();
 }
 
-/** The newest `limit` instructions of every organisation that no device or broker has taken yet, newest first. */
+/**
+ * The newest `limit` instructions that no device or broker has taken yet, newest first, of every
+ * organisation that has a key pair (without one, no device can be sent them: they would take the
+ * others' places for ever).
+ */
 export function pendingEverywhere(db: Executor, limit: number) {
   return db
-    .selectFrom('instructions')
-    .selectAll()
-    .where('status', '=', 'pending')
-    .orderBy('created_at', 'desc')
+    .selectFrom('instructions as i')
+    .selectAll('i')
+    .where('i.status', '=', 'pending')
+    .where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('key_pairs as k').select('k.access_key').whereRef('k.organisation_key', '=', 'i.organisation_key'),
+      ),
+    )
+    .orderBy('i.created_at', 'desc')
     .limit(limit)
     .execute();
 }

@@ -43,6 +43,9 @@ const MAX_OFFLINE_ANSWERS = 1000;
  */
 export const CLOSE_WAIT_MS = 2000;
 
+/** The least time between two sendings again of pending instructions (connectExternalBroker), ms. */
+const RESEND_SPACING_MS = 10_000;
+
 /**
  * The first connection: tried every second until `withinMs` has passed, then the start fails with a
  * message naming MQTT_URL (a broker started along with the server gets the time to come up; a wrong
@@ -145,6 +148,7 @@ export async function connectExternalBroker(options: {
   // the broker was away, or one without MQTT, left them), and once one was dropped or refused. The next
   // connection sends them again (instructions.ts, sendPending).
   let maybeUnsent = true;
+  let closing = false;
   const outbox = new InstructionOutbox(
     client,
     {
@@ -160,13 +164,29 @@ export async function connectExternalBroker(options: {
         maybeUnsent = true;
         log.warn(`MQTT broker ${redactUrl(options.url)}: an instruction was not published: ${error.message}`);
       },
+      // Dropped while connected (too many in flight to a broker slow to take them): sent again once
+      // the outbox is empty, without waiting for a connection made again.
+      idle: () => sendUnsent(),
     },
     options.outboxLimits,
   );
-  const sendUnsent = () => {
+  // At most once every RESEND_SPACING_MS: a broker that refuses every publish would otherwise have them
+  // read and sent again as fast as it refuses them.
+  let lastResend = Number.NEGATIVE_INFINITY;
+  let resendTimer: NodeJS.Timeout | undefined;
+  const sendUnsent = (): void => {
     const instructions = options.instructions;
-    if (!maybeUnsent || !instructions || !client.connected) return;
+    if (!maybeUnsent || !instructions || !client.connected || resendTimer || closing) return;
+    const waitMs = lastResend + RESEND_SPACING_MS - Date.now();
+    if (waitMs > 0) {
+      resendTimer = setTimeout(() => {
+        resendTimer = undefined;
+        sendUnsent();
+      }, waitMs).unref();
+      return;
+    }
     maybeUnsent = false;
+    lastResend = Date.now();
     instructions
       .sendPending((alertKey) => outbox.carries(alertKey))
       .catch((error: Error) => {
@@ -194,9 +214,12 @@ export async function connectExternalBroker(options: {
     connected: () => client.connected && subscribed,
     figures: () => intake.figures(),
     close: async () => {
+      closing = true;
+      clearTimeout(resendTimer);
       // What is in flight is given a while to be taken; then the connection is closed whatever the
       // broker does (mqtt.js's own end waits for it for ever).
-      if (client.connected && Object.keys(client.outgoing).length > 0) {
+      // While a message is held back nothing is read from the broker, its acknowledgements neither.
+      if (client.connected && Object.keys(client.outgoing).length > 0 && !intake.figures().held) {
         await waitAtMost(
           new Promise((resolve) => client.once('outgoingEmpty', () => resolve(undefined))),
           CLOSE_WAIT_MS,

@@ -56,6 +56,8 @@ export class InstructionOutbox {
       /** Messages dropped unsent (their instructions stay pending). */
       dropped(count: number): void;
       failed(error: Error): void;
+      /** Nothing is held or in flight any more, the connection up. */
+      idle?(): void;
     },
     private readonly limits: OutboxLimits = DEFAULT_OUTBOX_LIMITS,
   ) {}
@@ -103,6 +105,7 @@ export class InstructionOutbox {
         this.inFlight--;
         this.letGo(message.alertKey);
         if (this.heldCount > 0) this.flush();
+        if (this.inFlight === 0 && this.heldCount === 0 && this.client.connected) this.events.idle?.();
       });
   }
 

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import mqtt from 'mqtt';
+import { PENDING_SENT_AGAIN } from '../../src/mqtt/instructions.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { type HangingProxy, hangingProxy } from '../support/hanging-proxy.ts';
 import { testBroker } from '../support/mosquitto.ts';
@@ -170,6 +171,28 @@ describe('an instance started behind an external broker with instructions pendin
         });
         assert.equal(answer.status, 200, answer.text);
         sent = answer.body.instruction;
+        // Newer pending instructions, as many as are sent again, of an organisation no device can be sent
+        // them for (it has no key pair): they take no place of those that can be sent.
+        const now = Date.now();
+        await first.server.store.db
+          .insertInto('instructions')
+          .values(
+            Array.from({ length: PENDING_SENT_AGAIN }, (_, i) => ({
+              instruction_key: `orphan${i}`,
+              organisation_key: 'orphan-organisation',
+              thing_key: 'orphan-thing',
+              name: 'Open',
+              description: null,
+              definition: '{}',
+              alert_key: `orphan-alert-${i}`,
+              status: 'pending',
+              delivered_at: null,
+              acknowledged_at: null,
+              created_at: now + 1000 + i,
+              updated_at: now + 1000 + i,
+            })),
+          )
+          .execute();
       } finally {
         await first.close();
       }

@@ -320,7 +320,13 @@ describe('realtime connection limit settings', () => {
     }
     const defaults = loadConfig({});
     assert.equal(defaults.realtimeMaxConnectionsPerUser, 20);
-    assert.equal(defaults.realtimeMaxConnectionsPerOrganisation, 500);
+    assert.equal(
+      defaults.realtimeMaxConnectionsPerOrganisation,
+      Math.min(500, Math.floor(defaults.httpMaxConnections / 4)),
+    );
+    // Never most of the HTTP connections: at a small open-file limit's 128 of them, 32.
+    assert.equal(loadConfig({ HTTP_MAX_CONNECTIONS: '128' }).realtimeMaxConnectionsPerOrganisation, 32);
+    assert.equal(loadConfig({ HTTP_MAX_CONNECTIONS: '100000' }).realtimeMaxConnectionsPerOrganisation, 500);
 
     const started = await runCli(['serve'], { REALTIME_MAX_CONNECTIONS_PER_USER: 'ten' });
     assert.notEqual(started.code, 0, started.stdout);

@@ -111,4 +111,24 @@ describe('instruction outbox', () => {
     assert.equal(outbox.carries('a2'), false, 'taken by the broker');
     assert.equal(outbox.carries('a3'), true, 'still in flight');
   });
+
+  it('when the last message held or in flight is taken while connected then the outbox says it is idle, once', async () => {
+    const client = new FakeClient();
+    let idle = 0;
+    const outbox = new InstructionOutbox(
+      client,
+      { delivered: () => {}, dropped: () => {}, failed: (error) => assert.fail(error), idle: () => idle++ },
+      { maxHeld: 1, maxHeldBytes: 1000, maxInFlight: 1, waitMs: 50 },
+    );
+    void outbox.send('t/1', 'one', 'a1');
+    void outbox.send('t/2', 'two', 'a2');
+    void outbox.send('t/3', 'three', 'a3');
+    assert.equal(outbox.carries('a2'), false, 'dropped while connected: one in flight, one held');
+    client.published[0]?.take();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(idle, 0, 'the held one is in flight now');
+    client.published[1]?.take();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(idle, 1);
+  });
 });

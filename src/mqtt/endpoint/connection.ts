@@ -321,7 +321,9 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // end, and the connection would stay: read again, and what comes is dropped.
     if (this.pausedForLogin || this.pausedForHold || this.waitingForDrain) this.socket.resume?.();
     // The device is to close its side now. One that does not is cut off: by a timer of its own, which,
-    // unlike the socket's idle timeout, bytes it keeps sending do not put off.
+    // unlike the socket's idle timeout, bytes it keeps sending do not put off. The idle timeout, which
+    // an instruction may have left short (sendInstruction), is not to cut the grace short.
+    this.socket.setTimeout(0);
     this.grace = setTimeout(() => this.socket.destroy(), CLOSE_GRACE_MS);
     this.grace.unref();
   }

@@ -23,6 +23,7 @@ import * as dashboards from './018-dashboards.ts';
 import * as templateRollups from './019-template-rollups.ts';
 import * as eventLimits from './020-event-limits.ts';
 import * as actionSecrets from './021-action-secrets.ts';
+import * as pendingInstructions from './022-pending-instructions.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001-core': core,
@@ -46,4 +47,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '019-template-rollups': templateRollups,
   '020-event-limits': eventLimits,
   '021-action-secrets': actionSecrets,
+  '022-pending-instructions': pendingInstructions,
 };
