@@ -19,3 +19,6 @@ export function showTime(seconds: number | string | null | undefined): string {
 /** An organisation's limit of events a second in words: its own, none, or the server's. */
 export const showEventsLimit = (perSecond: number | null | undefined): string =>
   perSecond === null || perSecond === undefined ? "the server's" : perSecond === 0 ? 'none' : `${perSecond} a second`;
+
+/** A count with its noun, singular for one: `1 point`, `2 points` (`many` for a plural not made with s). */
+export const countOf = (count: number, one: string, many = `${one}s`): string => `${count} ${count === 1 ? one : many}`;

@@ -102,6 +102,8 @@ for (const store of STORES) {
         assert.equal(await page.getByRole('link', { name, exact: true }).getAttribute('aria-current'), 'page');
         // Let the page's reads settle before it is checked.
         await page.waitForLoadState('networkidle');
+        // A count of one is singular: the admin is the only user yet.
+        if (path === 'users') await page.getByText('Page 1 of 1 · 1 user', { exact: true }).waitFor();
         await assertAccessible(page, `the ${name} page`);
         await screenshot(page, `page-${store.name}-${path}`);
         await page.goto(`${api.url}/console/${path}`);
@@ -118,7 +120,10 @@ for (const store of STORES) {
       assert.equal((await device.event({ thing_key: thingKey, data: { speed: 41.7 } })).status, 200);
       await page.goto(`${api.url}/console/things/${thingKey}`);
       await page.getByRole('heading', { level: 1, name: 'Mixer', exact: true }).waitFor();
-      await page.getByRole('region', { name: 'Telemetry', exact: true }).waitFor();
+      await page
+        .getByRole('region', { name: 'Telemetry', exact: true })
+        .getByText('1 point · speed', { exact: true })
+        .waitFor();
       await page.waitForLoadState('networkidle');
       await assertAccessible(page, "a thing's page");
     });

@@ -1,4 +1,9 @@
-/** Previous and next page of a list, with where the user is in it. */
+import { countOf } from '../format.ts';
+
+/**
+ * Previous and next page of a list, with where the user is in it. `noun` is the plural (`users`), whose
+ * singular is it without the final s (every list's noun so far: `1 user`, `1 change`).
+ */
 export function Pager(props: {
   page: number;
   per: number;
@@ -13,7 +18,7 @@ export function Pager(props: {
         Previous
       </button>
       <span>
-        Page {props.page} of {pages} · {props.total} {props.noun}
+        Page {props.page} of {pages} · {countOf(props.total, props.noun.replace(/s$/, ''), props.noun)}
       </span>
       <button type="button" disabled={props.page >= pages} onClick={() => props.onPage(props.page + 1)}>
         Next

@@ -9,7 +9,7 @@ import { Field } from '../components/field.tsx';
 import { FormActions } from '../components/form-actions.tsx';
 import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
-import { showEventsLimit } from '../format.ts';
+import { countOf, showEventsLimit } from '../format.ts';
 import { EventsLimit } from './events-limit.tsx';
 import { SignInToChild } from './sign-in-to-child.tsx';
 
@@ -62,7 +62,7 @@ export function OrganisationsPage() {
               { header: 'OEM', cell: (o) => (o.is_oem ? 'Yes' : 'No') },
               {
                 header: 'Retention',
-                cell: (o) => (o.retention_days === null ? 'for ever' : `${o.retention_days} days`),
+                cell: (o) => (o.retention_days === null ? 'for ever' : countOf(o.retention_days, 'day')),
               },
               { header: 'Events limit', cell: (o) => showEventsLimit(o.events_per_second) },
               {

@@ -4,6 +4,7 @@ import { useAllows } from '../caller.ts';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
 import { useLoad } from '../components/use-load.ts';
+import { countOf } from '../format.ts';
 import { Link } from '../router.tsx';
 
 /**
@@ -36,8 +37,9 @@ export function FirstSteps({ hasThings, onChange }: { hasThings: boolean; onChan
     return (
       <div class="notice" role="status">
         <p>
-          <strong>A demo is running:</strong> {demo.data.devices} simulated machines ({demo.data.thing_keys.join(', ')})
-          send made-up readings. They are not real devices.
+          <strong>A demo is running:</strong>{' '}
+          {`${countOf(demo.data.devices, 'simulated machine')} (${demo.data.thing_keys.join(', ')})`} sending made-up
+          readings. They are not real devices.
         </p>
         <Failure message={error} />
         {mayStart && (

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { InputField } from '../components/field.tsx';
-import { showTime } from '../format.ts';
+import { countOf, showTime } from '../format.ts';
 import type { Thing } from './thing-form.tsx';
 
 /** Epoch seconds of a `datetime-local` value, read in the browser's (the user's) time zone. */
@@ -37,11 +37,7 @@ export function DeleteEvents({
       <p class="muted">Times are in your time zone ({Intl.DateTimeFormat().resolvedOptions().timeZone}).</p>
       <InputField label="From" type="datetime-local" value={from} onInput={setFrom} />
       <InputField label="To" type="datetime-local" value={to} onInput={setTo} />
-      {deleted !== undefined && (
-        <p role="status">
-          {deleted} {deleted === 1 ? 'event' : 'events'} deleted.
-        </p>
-      )}
+      {deleted !== undefined && <p role="status">{countOf(deleted, 'event')} deleted.</p>}
       <div class="actions">
         {ready ? (
           <ConfirmButton

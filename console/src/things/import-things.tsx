@@ -5,6 +5,7 @@ import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { FormButtons } from '../components/form-buttons.tsx';
 import { useSubmit } from '../components/use-submit.ts';
+import { countOf } from '../format.ts';
 
 type ImportAnswer = paths['/api/v3/things/import']['post']['responses'][200]['content']['application/json'];
 
@@ -81,7 +82,7 @@ function ImportResult({ answer: result, dryRun }: { answer: ImportAnswer; dryRun
     <section aria-label="Import result" role="status">
       <p>
         {dryRun ? 'Dry run: would create' : 'Created'} {result.created}, {dryRun ? 'would update' : 'updated'}{' '}
-        {result.updated}; {result.failed.length} {result.failed.length === 1 ? 'row' : 'rows'} failed.
+        {result.updated}; {countOf(result.failed.length, 'row')} failed.
       </p>
       {result.failed.length > 0 && (
         <table aria-label="Rows that failed" class="cards">

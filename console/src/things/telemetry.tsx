@@ -6,6 +6,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api, messageOf } from '../api/client.ts';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { Field } from '../components/field.tsx';
+import { countOf } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
 
 /** Ranges of the picker: raw events up to six hours, averages per bucket beyond. */
@@ -173,7 +174,7 @@ export function Telemetry({
         <p class="chart-caption">
           {columns.metrics.length === 0
             ? 'No numeric values in this range.'
-            : `${count} ${grouped ? 'buckets' : 'points'} · ${columns.metrics.join(', ')}`}
+            : `${countOf(count, grouped ? 'bucket' : 'point')} · ${columns.metrics.join(', ')}`}
         </p>
       )}
     </section>
