@@ -97,6 +97,15 @@ for (const store of STORES) {
       await page.close();
     });
 
+    /** The text of what describes a control (its aria-describedby): its hint, or the message about it. */
+    const description = (page: Page, label: string) =>
+      page.getByLabel(label, { exact: true }).evaluate((control) =>
+        (control.getAttribute('aria-describedby') ?? '')
+          .split(' ')
+          .map((id: string) => control.ownerDocument.getElementById(id)?.textContent ?? '')
+          .join(' '),
+      );
+
     it('when a user is created, given another role and deleted then the API says so, and a refused create keeps the form', async () => {
       const role = await api.request('POST', '/api/v3/roles', {
         token,
@@ -105,28 +114,66 @@ for (const store of STORES) {
       assert.equal(role.status, 200, role.text);
       const page = await signedIn('/console/users');
       await page.getByRole('heading', { level: 1, name: 'Users', exact: true }).waitFor();
+      let sent = 0;
+      page.on('request', (r) => {
+        if (['POST', 'PUT'].includes(r.method()) && new URL(r.url()).pathname.startsWith('/api/v3/users')) sent++;
+      });
       const email = `${unique('op')}@example.com`;
       await button(page, 'New user').click();
+      // No role is chosen for the admin, the devices' Agent least of all; the hint says what one may do.
+      const roleField = page.getByLabel('Role', { exact: true });
+      await roleField.getByRole('option', { name: 'Choose a role', exact: true, selected: true }).waitFor({
+        state: 'attached',
+      });
+      assert.equal(await roleField.inputValue(), '');
       await page.getByLabel('Email', { exact: true }).fill(email);
       await page.getByLabel('Name', { exact: true }).fill('Olga <i>Operator</i>');
-      await page.getByLabel('Role', { exact: true }).selectOption({ label: 'Operators' });
-      await page.getByLabel('Password', { exact: true }).fill('short');
-      await button(page, 'Create').click();
-      const tooShort = await api.request('POST', '/api/v3/users', {
-        token,
-        body: { user: { email, password: 'short', role_key: role.body.role.role_key } },
-      });
-      assert.equal(tooShort.status, 400);
-      await page
-        .getByRole('form', { name: 'New user' })
-        .getByRole('alert')
-        .filter({ hasText: tooShort.body.message })
-        .waitFor();
-      assert.equal(await page.getByLabel('Email', { exact: true }).inputValue(), email);
-      await shot(page, 'new-user-refused');
       await page.getByLabel('Password', { exact: true }).fill('a long enough password');
       await button(page, 'Create').click();
+      assert.equal(await roleField.evaluate((select) => select.matches(':invalid')), true);
+      assert.equal(sent, 0, 'nothing is sent without a role');
+      await roleField.selectOption({ label: 'Agent' });
+      assert.match(
+        await description(page, 'Role'),
+        /^Agent is the role of devices' key pairs \(.*alert create.*\), not of people\. Without alert read, the Overview shows refusals\.$/,
+      );
+      await roleField.selectOption({ label: 'Operators' });
+      assert.equal(await description(page, 'Role'), 'Operators may: thing read, alert read, alert update.');
+
+      // A short password is said under its field before anything is sent.
+      await page.getByLabel('Password', { exact: true }).fill('short');
+      await button(page, 'Create').click();
+      const password = page.getByLabel('Password', { exact: true });
+      await page.getByRole('alert').filter({ hasText: 'Use at least 8 characters: this one has 5.' }).waitFor();
+      assert.equal(await description(page, 'Password'), 'Use at least 8 characters: this one has 5.');
+      assert.equal(await password.getAttribute('aria-invalid'), 'true');
+      assert.equal(sent, 0, 'a short password is not sent');
+      await shot(page, 'new-user-short-password');
+
+      // The API's refusal is said under the field it names, in plain words, and the form keeps what was typed.
+      await page.getByLabel('Email', { exact: true }).fill(ADMIN_EMAIL);
+      await password.fill('a long enough password');
+      await button(page, 'Create').click();
+      const taken = await api.request('POST', '/api/v3/users', {
+        token,
+        body: { user: { email: ADMIN_EMAIL, password: 'a long enough password', role_key: role.body.role.role_key } },
+      });
+      assert.equal(taken.status, 409);
+      assert.equal(taken.body.errors[0].param, 'user.email');
+      const plain = `A user with the e-mail address ${ADMIN_EMAIL} already exists.`;
+      await page.getByRole('form', { name: 'New user' }).getByRole('alert').filter({ hasText: plain }).waitFor();
+      assert.equal(await description(page, 'Email'), plain);
+      assert.equal(await page.getByText(taken.body.message).count(), 0, "the API's own wording is not shown");
+      assert.equal(await password.inputValue(), 'a long enough password');
+      await assertAccessible(page, 'the new user form with a refusal');
+      await shot(page, 'new-user-refused');
+      await page.getByLabel('Email', { exact: true }).fill(email);
+      await button(page, 'Create').click();
       await row(page, email).getByRole('cell', { name: 'Olga <i>Operator</i>', exact: true }).waitFor();
+      await page
+        .getByRole('status')
+        .filter({ hasText: `${email} was created with the role Operators.` })
+        .waitFor();
       const users = (await api.request('GET', '/api/v3/users', { token, query: { per: 100 } })).body.users as {
         email: string;
         role_key: string;
@@ -136,21 +183,31 @@ for (const store of STORES) {
       assert.equal(made?.role_key, role.body.role.role_key);
       await assertAccessible(page, 'the users page');
 
+      // Another role is only proposed until Save; Cancel drops it.
       const admin = (await api.request('GET', '/api/v3/roles', { token, query: { per: 100 } })).body.roles.find(
         (r: { account_admin: boolean }) => r.account_admin,
       );
+      const roleOf = async () =>
+        (await api.request('GET', `/api/v3/users/${made?.user_key}`, { token })).body.user.role_key as string;
+      const choice = page.getByRole('combobox', { name: `Role of ${email}`, exact: true });
+      sent = 0;
+      await choice.selectOption({ label: 'Account Admin' });
+      await button(page, `Cancel the role change of ${email}`).click();
+      assert.equal(await choice.inputValue(), role.body.role.role_key);
+      await button(page, `Save the role of ${email}`).waitFor({ state: 'detached' });
+      await choice.selectOption({ label: 'Account Admin' });
+      await shot(page, 'user-role-proposed');
+      assert.equal(sent, 0, 'choosing sends nothing');
+      assert.equal(await roleOf(), role.body.role.role_key);
+      await button(page, `Save the role of ${email}`).click();
       await page
-        .getByRole('combobox', { name: `Role of ${email}`, exact: true })
-        .selectOption({ label: 'Account Admin' });
-      for (let i = 0; i < 50; i++) {
-        const read = await api.request('GET', `/api/v3/users/${made?.user_key}`, { token });
-        if (read.body.user.role_key === admin.role_key) break;
-        await new Promise((done) => setTimeout(done, 100));
-      }
-      assert.equal(
-        (await api.request('GET', `/api/v3/users/${made?.user_key}`, { token })).body.user.role_key,
-        admin.role_key,
-      );
+        .getByRole('status')
+        .filter({ hasText: `The role of ${email} is now Account Admin.` })
+        .waitFor();
+      assert.equal(await roleOf(), admin.role_key);
+      await button(page, `Save the role of ${email}`).waitFor({ state: 'detached' });
+      await shot(page, 'user-role-saved');
+      await assertAccessible(page, 'the users page after a role change');
 
       await button(page, `Delete ${email}`).click();
       const dialog = page.getByRole('dialog', { name: `Delete ${email}?`, exact: true });
