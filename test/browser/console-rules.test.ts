@@ -244,6 +244,45 @@ for (const store of STORES) {
       assert.equal(gone.status, 404);
     });
 
+    it('when a rule with a bad condition is saved then the refusal is said once, under the condition, and the alert message says its placeholders', async () => {
+      await openRules();
+      await page.getByRole('button', { name: 'New rule', exact: true }).click();
+      const form = page.getByRole('form', { name: 'New rule', exact: true });
+      const hint = await field('Alert message').evaluate(
+        (input) => input.ownerDocument.getElementById(input.getAttribute('aria-describedby') ?? '')?.textContent ?? '',
+      );
+      for (const placeholder of ['{{temperature}}', '{{machine.temp}}', '{{thing.name}}', '{{thing.thing_key}}']) {
+        assert.ok(hint.includes(placeholder), `the hint names ${placeholder}: ${hint}`);
+      }
+      await field('Name').fill('Bad condition');
+      await field('Condition').fill('temperature >> 80');
+      const checked = await api.request('POST', '/api/v3/expressions/validate', {
+        token,
+        body: { expression: 'temperature >> 80', kind: 'rule' },
+      });
+      assert.equal(checked.status, 400);
+      await form.getByRole('alert').filter({ hasText: checked.body.message }).waitFor();
+      const refused = page.waitForResponse(
+        (r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/api/v3/rules',
+      );
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      assert.equal((await refused).status(), 400);
+      // The answer is shown by the next frame; the form stays open with one message about the condition.
+      await page.waitForTimeout(200);
+      assert.equal(await form.getByText(/unexpected '>'/).count(), 1, 'the condition is said once');
+      assert.equal(await form.getByText(/rule\.condition/).count(), 0);
+      assert.equal(await field('Condition').getAttribute('aria-invalid'), 'true');
+      await shot('bad-condition');
+
+      // Saved before the check has answered: still said once, under the field, whichever comes last.
+      await field('Condition').fill('temperature > > 80');
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.waitForTimeout(600);
+      assert.equal(await form.getByText(/unexpected '>'/i).count(), 1, 'the condition is said once');
+      assert.equal(await form.getByRole('alert').count(), 1);
+      await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    });
+
     it('when the rule form has been used then the page reported no uncaught error and no refusal', () => {
       assert.deepEqual(problems, []);
     });

@@ -1,6 +1,6 @@
 import { useId, useState } from 'preact/hooks';
 import { ActionDeliveries } from '../actions/action-deliveries.tsx';
-import { answer, api, messageOf } from '../api/client.ts';
+import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { useAllows } from '../caller.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
@@ -8,6 +8,7 @@ import { EmptyState } from '../components/empty-state.tsx';
 import { useExpressionCheck } from '../components/expression-check.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
+import { answerByField, byField } from '../components/field-errors.ts';
 import { GroupSelect, loadGroups } from '../components/group-select.tsx';
 import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
 import { type ThingChoice, ThingCombobox } from '../components/thing-combobox.tsx';
@@ -16,6 +17,9 @@ import { useLoad } from '../components/use-load.ts';
 type Rule = paths['/api/v3/rules']['get']['responses'][200]['content']['application/json']['rules'][number];
 type Trigger = 'on_enter' | 'every_event' | 'no_data';
 const ALERT_TYPES = ['Info', 'Warning', 'Error', 'Critical'];
+/** The fields whose refusal the API names (`rule.condition`), each said under its field. */
+const FIELDS = ['rule.name', 'rule.condition', 'rule.description', 'rule.for_seconds', 'rule.alert_message'];
+type Refusal = ReturnType<typeof byField>;
 /** The rule's triggers in words (docs/rules.md, "Rule timing"). */
 const TRIGGERS: [Trigger, string][] = [
   ['on_enter', 'When the condition turns true'],
@@ -155,8 +159,10 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
   const [things, setThings] = useState<ThingChoice[]>(
     (rule?.thing_keys ?? []).map((thing_key) => ({ thing_key, name: '' })),
   );
-  const [error, setError] = useState<string | undefined>();
+  const [refusal, setRefusal] = useState<Refusal>({ fields: {} });
   const check = useExpressionCheck(condition, 'rule');
+  // The condition is said once, under its field: the check as it is typed, else what Save was told.
+  const conditionError = check.message ?? refusal.fields['rule.condition'];
   // A no_data rule's condition is optional (docs/rules.md); once given, the API cannot remove it.
   const conditionOptional = rule?.trigger === 'no_data' && rule.condition === '';
   const templates = useLoad(loadTemplates, []);
@@ -181,27 +187,36 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
       auto_clear: autoClear && alertType !== '',
       enabled,
     };
+    setRefusal({ fields: {} });
     try {
       if (rule) {
-        await answer(
+        await answerByField(
           api.PUT('/api/v3/rules/{rule_key}', {
             params: { path: { rule_key: rule.rule_key } },
             body: { rule: fields },
           }),
         );
       } else {
-        await answer(api.POST('/api/v3/rules', { body: { rule: fields } }));
+        await answerByField(api.POST('/api/v3/rules', { body: { rule: fields } }));
       }
       onDone(true);
     } catch (failure) {
-      setError(messageOf(failure));
+      setRefusal(byField(failure, FIELDS));
     }
   };
   return (
     <form onSubmit={save} class="panel" aria-label={rule ? `Edit ${rule.name}` : 'New rule'}>
       <h2>{rule ? `Edit ${rule.name}` : 'New rule'}</h2>
-      <Field label="Name">
-        {(id) => <input id={id} required value={name} onInput={(e) => setName(e.currentTarget.value)} />}
+      <Field label="Name" error={refusal.fields['rule.name']}>
+        {(id, describedBy) => (
+          <input
+            id={id}
+            required
+            aria-describedby={describedBy}
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
+        )}
       </Field>
       <Field
         label="Condition"
@@ -212,21 +227,32 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
               ? "Optional for a no_data rule: when given, it is checked against the thing's last event"
               : "Metrics and thing.<field>, e.g. temperature > 80 and thing.name == 'boiler'"
         }
-        error={check.message}
+        error={conditionError}
       >
         {(id, describedBy) => (
           <input
             id={id}
             required={!conditionOptional}
             aria-describedby={describedBy}
-            aria-invalid={check.message ? true : undefined}
+            aria-invalid={conditionError ? true : undefined}
             value={condition}
-            onInput={(e) => setCondition(e.currentTarget.value)}
+            onInput={(e) => {
+              setCondition(e.currentTarget.value);
+              // What Save was told is about the condition sent, not this one.
+              setRefusal(({ fields: { 'rule.condition': _sent, ...others }, ...r }) => ({ ...r, fields: others }));
+            }}
           />
         )}
       </Field>
-      <Field label="Description">
-        {(id) => <input id={id} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />}
+      <Field label="Description" error={refusal.fields['rule.description']}>
+        {(id, describedBy) => (
+          <input
+            id={id}
+            aria-describedby={describedBy}
+            value={description}
+            onInput={(e) => setDescription(e.currentTarget.value)}
+          />
+        )}
       </Field>
       <fieldset class="stack">
         <legend>Things watched</legend>
@@ -272,6 +298,7 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
       {trigger !== 'every_event' && (
         <Field
           label="For (seconds)"
+          error={refusal.fields['rule.for_seconds']}
           hint={
             trigger === 'no_data'
               ? 'How long a thing must send nothing (at least 1)'
@@ -309,8 +336,26 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
           </select>
         )}
       </Field>
-      <Field label="Alert message">
-        {(id) => <input id={id} value={alertMessage} onInput={(e) => setAlertMessage(e.currentTarget.value)} />}
+      <Field
+        label="Alert message"
+        hint={
+          <>
+            Placeholders are filled in: a metric of the event, <code>{'{{temperature}}'}</code> (nested:{' '}
+            <code>{'{{machine.temp}}'}</code>), and the thing's fields, <code>{'{{thing.name}}'}</code>,{' '}
+            <code>{'{{thing.thing_key}}'}</code> or any <code>{'{{thing.<field>}}'}</code>; an unknown one is left
+            empty. Empty: the rule's name, condition and thing.
+          </>
+        }
+        error={refusal.fields['rule.alert_message']}
+      >
+        {(id, describedBy) => (
+          <input
+            id={id}
+            aria-describedby={describedBy}
+            value={alertMessage}
+            onInput={(e) => setAlertMessage(e.currentTarget.value)}
+          />
+        )}
       </Field>
       <label class="check">
         <input
@@ -329,7 +374,7 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
       <label class="check">
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled
       </label>
-      <Failure message={error} />
+      <Failure message={refusal.rest} />
       <div>
         <button type="submit">Save</button>{' '}
         <button type="button" class="secondary" onClick={() => onDone(false)}>
