@@ -4,13 +4,15 @@
  * every live widget following a device (value, gauge, chart, things table, alerts, map), full screen
  * without the navigation staying live across a realtime connection closed as a restarting server
  * closes it, export then import giving the same dashboard, and Markdown and titles holding XSS
- * payloads drawn inert.
+ * payloads drawn inert. The widget form: what the API would refuse marked on `Add` (invalid, described,
+ * focused), a refusal of `Save` naming the widget, a widget edited in place, new widgets placed in the
+ * first free spot, and a time series' legend shown whole inside its widget, wide and on a phone.
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page, WebSocketRoute } from 'playwright-core';
+import type { Browser, Locator, Page, WebSocketRoute } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import { browserSkip, launchBrowser, SCREENSHOTS, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
@@ -76,21 +78,70 @@ for (const store of STORES) {
       return response.body.dashboard;
     }
 
-    async function addWidget(
-      type: string,
-      title: string,
-      fields: Record<string, string>,
-      selects: Record<string, string> = {},
-    ) {
-      await page.getByRole('button', { name: 'Add widget', exact: true }).click();
-      const form = page.getByRole('form', { name: 'Add widget' });
+    /** What the widget form is given: selects first (they change the fields shown), then things, fields, thresholds. */
+    interface WidgetInput {
+      selects?: Record<string, string>;
+      /** The source's things, each searched by key in `Add thing` and chosen. */
+      things?: string[];
+      /** A value's or a gauge's thing, searched by key in `Find thing` and chosen. */
+      thing?: string;
+      fields?: Record<string, string>;
+      /** A variable of the dashboard for the value's thing, chosen with `Use $<name>`. */
+      variable?: string;
+      /** Each added with `Add threshold`; the colour left as chosen for it unless given. */
+      thresholds?: { from: string; color?: string }[];
+    }
+
+    async function chooseThing(form: Locator, label: string, key: string) {
+      await form.getByRole('combobox', { name: label, exact: true }).fill(key);
+      await form.getByRole('option', { name: key }).click();
+      await form.getByRole('listitem').filter({ hasText: key }).waitFor();
+    }
+
+    async function fillWidgetForm(form: Locator, type: string, title: string, input: WidgetInput) {
       await form.getByLabel('Widget type', { exact: true }).selectOption(type);
       await form.getByLabel('Title', { exact: true }).fill(title);
-      for (const [label, value] of Object.entries(selects))
+      for (const [label, value] of Object.entries(input.selects ?? {}))
         await form.getByLabel(label, { exact: true }).selectOption(value);
-      for (const [label, value] of Object.entries(fields)) await form.getByLabel(label, { exact: true }).fill(value);
+      for (const key of input.things ?? []) await chooseThing(form, 'Add thing', key);
+      if (input.thing) await chooseThing(form, 'Find thing', input.thing);
+      if (input.variable) await form.getByRole('button', { name: `Use $${input.variable}`, exact: true }).click();
+      for (const [label, value] of Object.entries(input.fields ?? {}))
+        await form.getByLabel(label, { exact: true }).fill(value);
+      for (const [i, threshold] of (input.thresholds ?? []).entries()) {
+        await form.getByRole('button', { name: 'Add threshold', exact: true }).click();
+        const row = form.getByRole('group', { name: `Threshold ${i + 1}`, exact: true });
+        await row.getByLabel('From', { exact: true }).fill(threshold.from);
+        if (threshold.color) await row.getByLabel('Colour', { exact: true }).fill(threshold.color);
+      }
+    }
+
+    async function addWidget(type: string, title: string, input: WidgetInput = {}) {
+      await page.getByRole('button', { name: 'Add widget', exact: true }).click();
+      const form = page.getByRole('form', { name: 'Add widget' });
+      await fillWidgetForm(form, type, title, input);
       await form.getByRole('button', { name: 'Add', exact: true }).click();
       await region(title).waitFor();
+    }
+
+    /** Waits for the focus to reach the control: the page moves it once it has drawn what changed. */
+    async function assertFocused(control: Locator, what: string) {
+      await control
+        .and(page.locator(':focus'))
+        .waitFor({ timeout: 5000 })
+        .catch(() => assert.fail(`${what}: the focus is not there`));
+    }
+
+    /** Whether the control is marked invalid, described by `problem`, and (when asked) holds the focus. */
+    async function assertMarked(control: Locator, problem: string, focused = false) {
+      await control
+        .and(page.locator('[aria-invalid="true"]'))
+        .waitFor({ timeout: 5000 })
+        .catch(() => assert.fail(`${problem}: the field is not marked aria-invalid`));
+      const ids = ((await control.getAttribute('aria-describedby')) ?? '').split(' ').filter(Boolean);
+      const described = await Promise.all(ids.map((id) => page.locator(`[id="${id}"]`).textContent()));
+      assert.ok(described.includes(problem), `described as ${JSON.stringify(described)}, not ${problem}`);
+      if (focused) await assertFocused(control, problem);
     }
 
     it('when there are no dashboards then New dashboard makes one by its name and opens it', async () => {
@@ -106,25 +157,29 @@ for (const store of STORES) {
 
     it('when a widget of every type is added and saved then the API keeps them and each is a region named by its title', async () => {
       await page.getByRole('button', { name: 'Edit', exact: true }).click();
-      const things = `${boiler.thing_key}, ${pump.thing_key}`;
-      await addWidget('timeseries', 'Temperatures', { 'Thing keys': things, Metrics: 'temp' });
-      await addWidget(
-        'timeseries',
-        'Fleet average',
-        { Metrics: 'temp' },
-        { Source: 'thing_template_key', Template: template, Aggregate: 'avg' },
-      );
-      await addWidget('value', 'Boiler temperature', {
-        Thing: boiler.thing_key,
-        Metric: 'temp',
-        Unit: '°C',
-        Thresholds: '0 #15803d, 50 #b91c1c',
+      const things = [boiler.thing_key, pump.thing_key];
+      await addWidget('timeseries', 'Temperatures', { things, fields: { Metrics: 'temp' } });
+      await addWidget('timeseries', 'Fleet average', {
+        selects: { Source: 'thing_template_key', Template: template, Aggregate: 'avg' },
+        fields: { Metrics: 'temp' },
       });
-      await addWidget('gauge', 'Boiler gauge', { Thing: boiler.thing_key, Metric: 'temp', Min: '0', Max: '100' });
-      await addWidget('things', 'Boilers', { Metrics: 'temp' }, { Source: 'thing_template_key', Template: template });
-      await addWidget('alerts', 'Open alerts', { 'Thing keys': things });
-      await addWidget('map', 'Plant map', { 'Thing keys': things });
-      await addWidget('text', XSS_TITLE, { Text: XSS_TEXT });
+      // The first threshold keeps the colour the form chose for it (green); the second is chosen.
+      await addWidget('value', 'Boiler temperature', {
+        thing: boiler.thing_key,
+        fields: { Metric: 'temp', Unit: '°C' },
+        thresholds: [{ from: '0' }, { from: '50', color: '#b91c1c' }],
+      });
+      await addWidget('gauge', 'Boiler gauge', {
+        thing: boiler.thing_key,
+        fields: { Metric: 'temp', Min: '0', Max: '100' },
+      });
+      await addWidget('things', 'Boilers', {
+        selects: { Source: 'thing_template_key', Template: template },
+        fields: { Metrics: 'temp' },
+      });
+      await addWidget('alerts', 'Open alerts', { things });
+      await addWidget('map', 'Plant map', { things });
+      await addWidget('text', XSS_TITLE, { fields: { Text: XSS_TEXT } });
       await page.getByRole('button', { name: 'Save', exact: true }).click();
       await page.getByRole('button', { name: 'Edit', exact: true }).waitFor();
       const dashboard = await stored(dashboardKey);
@@ -132,12 +187,18 @@ for (const store of STORES) {
         dashboard.widgets.map((w: { type: string }) => w.type),
         ['timeseries', 'timeseries', 'value', 'gauge', 'things', 'alerts', 'map', 'text'],
       );
+      assert.deepEqual(dashboard.widgets[0].source, { thing_keys: things });
       assert.equal(dashboard.widgets[1].aggregate, 'avg');
       assert.deepEqual(dashboard.widgets[1].source, { thing_template_key: template });
       assert.deepEqual(dashboard.widgets[2].thresholds, [
         { from: 0, color: '#15803d' },
         { from: 50, color: '#b91c1c' },
       ]);
+      // Each new widget takes the first free place, left to right then top to bottom: two to a row.
+      assert.deepEqual(
+        dashboard.widgets.map((w: { layout: object }) => w.layout),
+        [0, 1, 2, 3, 4, 5, 6, 7].map((i) => ({ x: (i % 2) * 6, y: Math.floor(i / 2) * 4, w: 6, h: 4 })),
+      );
       await region('Boiler temperature').locator('output').filter({ hasText: /^20$/ }).waitFor();
       await region('Boilers').getByRole('cell', { name: '35.5', exact: true }).waitFor();
       await region('Boilers').getByRole('cell', { name: 'Online', exact: true }).first().waitFor();
@@ -297,12 +358,28 @@ for (const store of STORES) {
       assert.deepEqual((await stored(dashboardKey)).widgets[2].layout, resized);
     });
 
-    it("when Save is refused then the API's message naming the field is shown", async () => {
+    it('when Save is refused over a widget then the message names it by its place from 1 and its title, and opens its form at the field', async () => {
+      const doomed = await createThing(api, token, { name: 'Doomed boiler' });
       await page.getByRole('button', { name: 'Edit', exact: true }).click();
-      await addWidget('value', 'Nowhere', { Thing: 'no-such-thing', Metric: 'temp' });
+      await addWidget('value', 'Nowhere', { thing: doomed.thing_key, fields: { Metric: 'temp' } });
+      // Deleted after it was chosen: only the API can tell.
+      assert.equal((await api.request('DELETE', `/api/v3/things/${doomed.thing_key}`, { token })).status, 200);
       await page.getByRole('button', { name: 'Save', exact: true }).click();
-      const alert = page.getByRole('alert').filter({ hasText: 'widgets[8].thing_key' });
+      const alert = page.getByRole('alert').filter({ hasText: 'Widget 9, “Nowhere”: Thing names no known resource' });
       await alert.waitFor();
+      assert.equal(
+        await alert.textContent(),
+        `Widget 9, “Nowhere”: Thing names no known resource (${doomed.thing_key}) Edit “Nowhere”`,
+      );
+      await alert.getByRole('button', { name: 'Edit “Nowhere”', exact: true }).click();
+      const form = page.getByRole('form', { name: 'Edit widget 9, “Nowhere”', exact: true });
+      await assertMarked(
+        form.getByRole('combobox', { name: 'Find thing', exact: true }),
+        `Names no known resource (${doomed.thing_key}).`,
+        true,
+      );
+      await shot('save-refused');
+      await form.getByRole('button', { name: 'Cancel', exact: true }).click();
       await page.getByRole('button', { name: 'Cancel', exact: true }).click();
       assert.equal((await stored(dashboardKey)).widgets.length, 8);
     });
@@ -513,7 +590,7 @@ for (const store of STORES) {
       await variables.getByLabel('Variable name', { exact: true }).fill('machine');
       await variables.getByLabel('Template', { exact: true }).selectOption(template);
       await variables.getByRole('button', { name: 'Add variable', exact: true }).click();
-      await addWidget('value', 'Chosen temperature', { Thing: '$machine', Metric: 'temp' });
+      await addWidget('value', 'Chosen temperature', { variable: 'machine', fields: { Metric: 'temp' } });
       await assertAccessible(page, 'the dashboard editor with a variable');
       await shot('variables-editing');
       await page.getByRole('button', { name: 'Save', exact: true }).click();
@@ -525,6 +602,247 @@ for (const store of STORES) {
       await choice.selectOption({ label: 'Pump' });
       await region('Chosen temperature').locator('output').filter({ hasText: '35.5' }).waitFor();
       await shot('variables-editor');
+    });
+
+    it('when Add is given a widget the API would refuse then each bad field is marked and described, the first takes the focus, and nothing is added', async () => {
+      const created = await api.request('POST', '/api/v3/dashboards', {
+        token,
+        body: { dashboard: { name: 'Checks' } },
+      });
+      assert.equal(created.status, 200, created.text);
+      const key = created.body.dashboard.dashboard_key;
+      await page.goto(`${api.url}/console/dashboards/${key}`);
+      const empty = page.getByText(/^This dashboard has no widgets yet/);
+      await page.getByRole('heading', { level: 1, name: 'Checks', exact: true }).waitFor();
+      assert.equal(await empty.textContent(), 'This dashboard has no widgets yet: Edit adds them.');
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      // While edited, Edit is gone: the note names the control that is there.
+      assert.equal(await empty.textContent(), 'This dashboard has no widgets yet: Add widget adds one.');
+      await page.getByRole('button', { name: 'Add widget', exact: true }).click();
+      const form = page.getByRole('form', { name: 'Add widget' });
+      assert.equal(await empty.textContent(), 'This dashboard has no widgets yet: the form above adds one.');
+      const type = form.getByLabel('Widget type', { exact: true });
+      await assertFocused(type, 'the form when it opens');
+      // The types by their names, not the API's ids.
+      assert.deepEqual(await type.locator('option').allTextContents(), [
+        'Time series',
+        'Value',
+        'Gauge',
+        'Things table',
+        'Alerts',
+        'Map',
+        'Text',
+      ]);
+
+      // An alerts widget left on Source "Things" with none chosen: Save would refuse its thing_keys.
+      await fillWidgetForm(form, 'alerts', 'Alerts of nothing', {});
+      await form.getByRole('button', { name: 'Add', exact: true }).click();
+      await assertMarked(
+        form.getByRole('combobox', { name: 'Add thing', exact: true }),
+        'Choose at least one thing.',
+        true,
+      );
+      assert.equal(await region('Alerts of nothing').count(), 0, 'nothing is added');
+
+      // A time series with no title, no things and nine metrics: each marked, the first (Title) focused.
+      await fillWidgetForm(form, 'timeseries', '', { fields: { Metrics: 'a, b, c, d, e, f, g, h, i' } });
+      await form.getByRole('button', { name: 'Add', exact: true }).click();
+      await assertMarked(form.getByLabel('Title', { exact: true }), 'Give the widget a title.', true);
+      await assertMarked(form.getByRole('combobox', { name: 'Add thing', exact: true }), 'Choose at least one thing.');
+      await assertMarked(form.getByLabel('Metrics', { exact: true }), 'At most 8 metrics (9 given).');
+      await assertAccessible(page, 'the widget form with its problems marked');
+      await shot('widget-form-problems');
+
+      // A value whose threshold has no value, then thresholds out of order; each colour chosen for it.
+      await fillWidgetForm(form, 'value', 'Boiler hot', {
+        thing: boiler.thing_key,
+        fields: { Metric: 'temp' },
+        thresholds: [{ from: '' }],
+      });
+      await form.getByRole('button', { name: 'Add', exact: true }).click();
+      const first = form.getByRole('group', { name: 'Threshold 1', exact: true });
+      await assertMarked(first.getByLabel('From', { exact: true }), 'Give the value this colour starts at.', true);
+      assert.equal(await first.getByLabel('Colour', { exact: true }).inputValue(), '#15803d');
+      await first.getByLabel('From', { exact: true }).fill('80');
+      assert.equal(await first.getByLabel('From', { exact: true }).getAttribute('aria-invalid'), null);
+      await form.getByRole('button', { name: 'Add threshold', exact: true }).click();
+      const second = form.getByRole('group', { name: 'Threshold 2', exact: true });
+      assert.equal(await second.getByLabel('Colour', { exact: true }).inputValue(), '#c2410c');
+      await second.getByLabel('From', { exact: true }).fill('50');
+      await form.getByRole('button', { name: 'Add', exact: true }).click();
+      await assertMarked(
+        second.getByLabel('From', { exact: true }),
+        'Must be above the threshold before it (80).',
+        true,
+      );
+      await second.getByLabel('From', { exact: true }).fill('90');
+      await form.getByRole('button', { name: 'Add', exact: true }).click();
+      await region('Boiler hot').waitFor();
+
+      // A gauge with no thing, whose Max is not above its Min.
+      await page.getByRole('button', { name: 'Add widget', exact: true }).click();
+      const gauge = page.getByRole('form', { name: 'Add widget' });
+      await fillWidgetForm(gauge, 'gauge', 'Boiler dial', { fields: { Metric: 'temp', Min: '10', Max: '5' } });
+      await gauge.getByRole('button', { name: 'Add', exact: true }).click();
+      await assertMarked(gauge.getByRole('combobox', { name: 'Find thing', exact: true }), 'Choose a thing.', true);
+      await assertMarked(gauge.getByLabel('Max', { exact: true }), 'Must be above Min (10).');
+      await chooseThing(gauge, 'Find thing', boiler.thing_key);
+      await gauge.getByLabel('Max', { exact: true }).fill('100');
+      await gauge.getByRole('button', { name: 'Add', exact: true }).click();
+      await region('Boiler dial').waitFor();
+
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('button', { name: 'Edit', exact: true }).waitFor();
+      const saved = await stored(key);
+      assert.deepEqual(saved.widgets[0].thresholds, [
+        { from: 80, color: '#15803d' },
+        { from: 90, color: '#c2410c' },
+      ]);
+      // The second widget beside the first, not below it.
+      assert.deepEqual(
+        saved.widgets.map((w: { layout: object }) => w.layout),
+        [
+          { x: 0, y: 0, w: 6, h: 4 },
+          { x: 6, y: 0, w: 6, h: 4 },
+        ],
+      );
+    });
+
+    it('when a widget is edited then its form holds its settings and Apply changes it in place, keeping its key and layout', async () => {
+      await page.goto(`${api.url}/console/dashboards/${dashboardKey}`);
+      await page.getByRole('heading', { level: 1, name: 'Line 3', exact: true }).waitFor();
+      const before = (await stored(dashboardKey)).widgets[2];
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      await region('Boiler temperature').getByRole('button', { name: 'Edit widget', exact: true }).click();
+      const form = page.getByRole('form', { name: 'Edit widget 3, “Boiler temperature”', exact: true });
+      assert.equal(await form.getByLabel('Widget type', { exact: true }).inputValue(), 'value');
+      assert.equal(await form.getByLabel('Title', { exact: true }).inputValue(), 'Boiler temperature');
+      // Kept by key, the thing is named as it is now.
+      const thing = form.getByRole('list', { name: 'Thing chosen' }).getByRole('listitem');
+      await thing.filter({ hasText: `Boiler ${boiler.thing_key}` }).waitFor();
+      assert.equal(await form.getByLabel('Metric', { exact: true }).inputValue(), 'temp');
+      assert.equal(await form.getByLabel('Unit', { exact: true }).inputValue(), '°C');
+      const second = form.getByRole('group', { name: 'Threshold 2', exact: true });
+      assert.equal(await second.getByLabel('From', { exact: true }).inputValue(), '50');
+      assert.equal(await second.getByLabel('Colour', { exact: true }).inputValue(), '#b91c1c');
+      await assertAccessible(page, 'a widget being edited');
+      await shot('widget-edit');
+      await form.getByLabel('Title', { exact: true }).fill('Boiler now');
+      await second.getByLabel('Colour', { exact: true }).fill('#7e22ce');
+      await form.getByRole('button', { name: 'Apply', exact: true }).click();
+      const edited = region('Boiler now');
+      await edited.waitFor();
+      await assertFocused(edited, 'the widget once its form is applied');
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('button', { name: 'Edit', exact: true }).waitFor();
+      const after = (await stored(dashboardKey)).widgets[2];
+      assert.deepEqual(after, {
+        ...before,
+        title: 'Boiler now',
+        thresholds: [
+          { from: 0, color: '#15803d' },
+          { from: 50, color: '#7e22ce' },
+        ],
+      });
+    });
+
+    it('when a time series of things with long names is drawn at the default size then its whole legend shows inside the widget, on a wide screen, on a phone and full screen', async () => {
+      const machines = [];
+      for (const n of [1, 2, 3]) {
+        const machine = await createThing(api, token, { name: `Simulated machine ${n}` });
+        assert.equal((await device.event({ thing_key: machine.thing_key, data: { temperature: 60 + n } })).status, 200);
+        machines.push(machine.thing_key);
+      }
+      const source = { thing_keys: machines };
+      const created = await api.request('POST', '/api/v3/dashboards', {
+        token,
+        body: {
+          dashboard: {
+            name: 'Machines',
+            widgets: [
+              // The size a new widget takes, and a shorter one whose legend cannot fit beside a chart.
+              {
+                type: 'timeseries',
+                title: 'Machine temperatures',
+                source,
+                metrics: ['temperature'],
+                layout: { x: 0, y: 0, w: 6, h: 4 },
+              },
+              {
+                type: 'timeseries',
+                title: 'Small chart',
+                source,
+                metrics: ['temperature'],
+                layout: { x: 6, y: 0, w: 6, h: 3 },
+              },
+            ],
+          },
+        },
+      });
+      assert.equal(created.status, 200, created.text);
+      const key = created.body.dashboard.dashboard_key;
+
+      /** What of a widget's legend lies outside the widget, and whether the widget itself scrolls. */
+      const legendOf = (title: string) =>
+        region(title).evaluate((widget) => {
+          const box = widget.getBoundingClientRect();
+          const legend = widget.querySelector('.u-legend') as any;
+          const outside = (element: any) => {
+            const r = element.getBoundingClientRect();
+            return r.top < box.top || r.left < box.left || r.right > box.right + 0.5 || r.bottom > box.bottom + 0.5;
+          };
+          const cells = [...widget.querySelectorAll('.u-legend th, .u-legend td')] as any[];
+          return {
+            labels: [...widget.querySelectorAll('.u-legend .u-label')].map((l: any) => l.textContent),
+            legendOutside: legend ? outside(legend) : true,
+            cellsOutside: cells.filter(outside).map((c) => c.textContent),
+            legendScrolls: legend ? legend.scrollHeight > legend.clientHeight + 1 : false,
+            legendFocusable: legend?.tabIndex === 0,
+            widgetScrolls: widget.scrollHeight > widget.clientHeight + 1 || widget.scrollWidth > widget.clientWidth + 1,
+          };
+        });
+      const labels = ['Time', ...[1, 2, 3].map((n) => `Simulated machine ${n} temperature`)];
+      /** Waits for the charts to settle (a chart is made again once its legend is measured), then checks them. */
+      const assertLegendsFit = async (where: string) => {
+        let last: Awaited<ReturnType<typeof legendOf>> | undefined;
+        let small: Awaited<ReturnType<typeof legendOf>> | undefined;
+        for (const deadline = Date.now() + 5000; Date.now() < deadline; await page.waitForTimeout(100)) {
+          last = await legendOf('Machine temperatures');
+          small = await legendOf('Small chart');
+          const settled = last.cellsOutside.length === 0 && !last.legendScrolls && !last.widgetScrolls;
+          if (settled && !small.legendOutside && !small.widgetScrolls) break;
+        }
+        assert.deepEqual(last?.labels, labels, where);
+        assert.deepEqual(last?.cellsOutside, [], `${where}: every line of the legend inside the widget`);
+        assert.equal(last?.legendScrolls, false, `${where}: the whole legend shown`);
+        assert.equal(last?.widgetScrolls, false, `${where}: the widget holds its chart and legend`);
+        assert.equal(small?.legendOutside, false, `${where}: the small widget's legend inside it`);
+        assert.equal(small?.widgetScrolls, false, `${where}: the small widget holds its chart and legend`);
+        assert.ok(
+          !small?.legendScrolls || small.legendFocusable,
+          `${where}: a legend that scrolls is reached by keyboard`,
+        );
+      };
+
+      await page.goto(`${api.url}/console/dashboards/${key}`);
+      await page.getByRole('heading', { level: 1, name: 'Machines', exact: true }).waitFor();
+      await region('Machine temperatures').locator('canvas').first().waitFor();
+      await region('Small chart').locator('canvas').first().waitFor();
+      await assertLegendsFit('1280 px wide');
+      await assertAccessible(page, 'time series with long legends');
+      await shot('legend-desk');
+      await page.setViewportSize({ width: 375, height: 812 });
+      try {
+        await assertLegendsFit('375 px wide');
+        await shot('legend-phone');
+        await page.getByRole('link', { name: 'Full screen', exact: true }).click();
+        await page.getByRole('link', { name: 'Leave full screen', exact: true }).waitFor();
+        await region('Machine temperatures').locator('canvas').first().waitFor();
+        await assertLegendsFit('375 px wide, full screen');
+        await shot('legend-phone-full-screen');
+      } finally {
+        await page.setViewportSize({ width: 1280, height: 900 });
+      }
     });
 
     it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {

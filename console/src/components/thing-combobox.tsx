@@ -14,7 +14,13 @@ const SHOWN = 10;
  * works the same with 10,000 things; choosing one (click, or arrows and Enter) hands it to `onChoose`
  * and empties the box for the next.
  */
-export function ThingCombobox(props: { label: string; onChoose: (thing: ThingChoice) => void; exclude?: Set<string> }) {
+export function ThingCombobox(props: {
+  label: string;
+  onChoose: (thing: ThingChoice) => void;
+  exclude?: Set<string>;
+  /** What is wrong with the form's choice: shown in place of the hint, the input marked invalid. */
+  error?: string | undefined;
+}) {
   const id = useId();
   const [text, setText] = useState('');
   const [found, setFound] = useState<ThingChoice[]>([]);
@@ -75,12 +81,13 @@ export function ThingCombobox(props: { label: string; onChoose: (thing: ThingCho
         aria-controls={`${id}-list`}
         aria-activedescendant={open ? `${id}-${active}` : undefined}
         aria-describedby={`${id}-hint`}
+        aria-invalid={props.error ? true : undefined}
         value={text}
         onInput={(e) => setText(e.currentTarget.value)}
         onKeyDown={onKeyDown}
       />
-      <small id={`${id}-hint`} class={error ? 'error' : undefined}>
-        {error ?? 'type a name or key, then choose a thing'}
+      <small id={`${id}-hint`} class={props.error || error ? 'error' : undefined}>
+        {props.error ?? error ?? 'type a name or key, then choose a thing'}
       </small>
       {/* The listbox pattern of a combobox (WAI-ARIA): focus stays in the input, which names the active option. */}
       <div id={`${id}-list`} role="listbox" aria-label={`${props.label}: matches`} hidden={!open}>

@@ -1,20 +1,19 @@
-import { useEffect, useId, useState } from 'preact/hooks';
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import { useAllows } from '../caller.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
-import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
 import { Link, segment } from '../router.tsx';
-import { arrowStep, LayoutControls, place, WidgetEditor } from './editor.tsx';
-import { type Dashboard, rangeSeconds, TIME_RANGES, type Widget, writable } from './model.ts';
+import { DashboardEditing, type FocusRequest, type OpenForm } from './dashboard-editing.tsx';
+import { arrowStep, LayoutControls, place, WidgetActions } from './editor.tsx';
+import { type Dashboard, rangeSeconds, TIME_RANGES, type Widget } from './model.ts';
 import { type Drag, followPointer, layoutDrawn } from './pointer-layout.ts';
-import { VariablesEditor } from './variables-editor.tsx';
 import { WIDGETS } from './widgets.tsx';
 
 /**
  * One dashboard: its widgets on a 12-column grid sharing a `Time range`, a control per variable, and
- * `Edit` (add, move, resize, remove widgets, then `Save`). At `dashboards/<key>/full` the same page
+ * `Edit` (add, edit, move, resize, remove widgets, then `Save`). At `dashboards/<key>/full` the same page
  * without the navigation, for a wall screen (docs/console.md, "Dashboards").
  */
 export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: string; fullScreen: boolean }) {
@@ -32,7 +31,8 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
   const [last, setLast] = useState<string | undefined>();
   const [chosen, setChosen] = useState<Record<string, string>>({});
   const [now, setNow] = useState(() => Math.floor(Date.now() / 1000));
-  const save = useAction();
+  const [form, setForm] = useState<OpenForm | undefined>();
+  const [focus, setFocus] = useState<FocusRequest>();
   const shown = draft ?? loaded.data;
   const name = shown?.name;
   useEffect(() => {
@@ -102,7 +102,14 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
                 Export
               </button>
               {mayUpdate && !draft && (
-                <button type="button" onClick={() => setDraft(shown)}>
+                <button
+                  type="button"
+                  onClick={() => {
+                    setDraft(shown);
+                    // The button goes: the focus moves to what takes its place.
+                    setFocus({ target: 'add' });
+                  }}
+                >
                   Edit
                 </button>
               )}
@@ -111,65 +118,25 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
         </div>
       </div>
       {draft && (
-        <div class="panel dashboard-editing">
-          <p class="layout-elsewhere hint">
-            The layout is edited on a wider screen; here the widgets are shown one below the other.
-          </p>
-          <WidgetEditor
-            widgets={draft.widgets}
-            onAdd={(widget) =>
-              change((d) => ({ ...d, widgets: [...d.widgets, { ...widget, widget_key: newKey(d.widgets) }] }))
-            }
-          />
-          <VariablesEditor
-            variables={draft.variables}
-            onChange={(variables) => {
-              // A refusal of the names before is answered by the change.
-              save.clear();
-              change((d) => ({ ...d, variables }));
-            }}
-          />
-          <div class="actions">
-            <button
-              type="button"
-              disabled={save.busy}
-              onClick={async () => {
-                const body = { dashboard: writable(draft, true) };
-                let saved: Dashboard | undefined;
-                const done = await save.run(async () => {
-                  saved = (
-                    await answer(
-                      api.PUT('/api/v3/dashboards/{dashboard_key}', {
-                        params: { path: { dashboard_key: draft.dashboard_key } },
-                        body: body as never,
-                      }),
-                    )
-                  ).dashboard;
-                });
-                if (done && saved) {
-                  const kept = saved;
-                  loaded.set(() => kept);
-                  setDraft(undefined);
-                }
-              }}
-            >
-              Save
-            </button>
-            <button
-              type="button"
-              class="secondary"
-              onClick={() => {
-                save.clear();
-                setDraft(undefined);
-              }}
-            >
-              Cancel
-            </button>
-          </div>
-          <Failure message={save.error} />
-        </div>
+        <DashboardEditing
+          draft={draft}
+          form={form}
+          setForm={setForm}
+          focus={focus}
+          setFocus={setFocus}
+          change={change}
+          onSaved={(saved) => {
+            loaded.set(() => saved);
+            setForm(undefined);
+            setDraft(undefined);
+          }}
+          onCancel={() => {
+            setForm(undefined);
+            setDraft(undefined);
+          }}
+        />
       )}
-      {shown.widgets.length === 0 && <p>This dashboard has no widgets yet{mayUpdate ? ': Edit adds them.' : '.'}</p>}
+      {shown.widgets.length === 0 && <p>{emptyNote(draft !== undefined, form !== undefined, mayUpdate)}</p>}
       <div class="dashboard-grid">
         {/* In reading order, but while edited in the dashboard's own order, so that a step never moves the focused widget. */}
         {(draft ? shown.widgets : readingOrder).map((widget, index) => (
@@ -179,11 +146,16 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
             order={readingOrder.indexOf(widget)}
             range={range}
             chosen={chosen}
+            focused={focus?.target === widget.widget_key ? focus : undefined}
             editing={
               draft
                 ? {
                     change: (next) => change((d) => ({ ...d, widgets: place(d.widgets, index, next.layout) })),
-                    remove: () => change((d) => ({ ...d, widgets: d.widgets.filter((_, i) => i !== index) })),
+                    edit: () => setForm({ widgetKey: widget.widget_key, opened: Date.now() }),
+                    remove: () => {
+                      if (form?.widgetKey === widget.widget_key) setForm(undefined);
+                      change((d) => ({ ...d, widgets: d.widgets.filter((_, i) => i !== index) }));
+                    },
                   }
                 : undefined
             }
@@ -201,10 +173,16 @@ function WidgetRegion(props: {
   order: number;
   range: [number, number];
   chosen: Record<string, string>;
-  editing: { change: (widget: Widget) => void; remove: () => void } | undefined;
+  /** Asks for the focus (after its form closes). */
+  focused: FocusRequest;
+  editing: { change: (widget: Widget) => void; edit: () => void; remove: () => void } | undefined;
 }) {
   const { widget } = props;
   const titleId = useId();
+  const region = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (props.focused) region.current?.focus();
+  }, [props.focused]);
   const Body = WIDGETS[widget.type];
   const { x, y, w, h } = widget.layout;
   // While editing, the title and the corner follow the mouse (pointer-layout.ts).
@@ -216,6 +194,7 @@ function WidgetRegion(props: {
     // Focusable, so that a widget whose content overflows scrolls from the keyboard; while editing, the
     // arrow keys move the focused widget and Shift with them resizes it.
     <section
+      ref={region}
       class={`widget widget-${widget.type}`}
       aria-labelledby={titleId}
       // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard.
@@ -233,7 +212,8 @@ function WidgetRegion(props: {
       <h2 id={titleId} class={props.editing ? 'widget-move' : undefined} onPointerDown={drag('move')}>
         {widget.title}
       </h2>
-      {props.editing && <LayoutControls widget={widget} change={props.editing.change} remove={props.editing.remove} />}
+      {props.editing && <WidgetActions edit={props.editing.edit} remove={props.editing.remove} />}
+      {props.editing && <LayoutControls widget={widget} change={props.editing.change} />}
       {Body ? (
         <Body widget={widget} range={props.range} chosen={props.chosen} />
       ) : (
@@ -302,12 +282,9 @@ function exportDashboard(dashboard: Dashboard): void {
   setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
 }
 
-/** A key for a new widget, as the API would make one (10 characters of 0-9a-z, unique in the dashboard). */
-function newKey(widgets: Widget[]): string {
-  const taken = new Set(widgets.map((w) => w.widget_key));
-  for (;;) {
-    const bytes = crypto.getRandomValues(new Uint8Array(10));
-    const key = Array.from(bytes, (b) => (b % 36).toString(36)).join('');
-    if (!taken.has(key)) return key;
-  }
+/** What an empty dashboard says, in the words of the controls the page shows now. */
+function emptyNote(editing: boolean, formOpen: boolean, mayUpdate: boolean): string {
+  if (formOpen) return 'This dashboard has no widgets yet: the form above adds one.';
+  if (editing) return 'This dashboard has no widgets yet: Add widget adds one.';
+  return `This dashboard has no widgets yet${mayUpdate ? ': Edit adds them.' : '.'}`;
 }

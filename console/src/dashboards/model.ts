@@ -16,6 +16,17 @@ export type Thing = Pick<ListedThing, 'thing_key' | 'name' | 'alive' | 'last_eve
 /** The API's widget types, in the order the editor offers them. */
 export const WIDGET_TYPES: WidgetType[] = ['timeseries', 'value', 'gauge', 'things', 'alerts', 'map', 'text'];
 
+/** Each type's name in the console: the API's ids (`timeseries`) mean little to a person. */
+export const WIDGET_TYPE_NAMES: Record<WidgetType, string> = {
+  timeseries: 'Time series',
+  value: 'Value',
+  gauge: 'Gauge',
+  things: 'Things table',
+  alerts: 'Alerts',
+  map: 'Map',
+  text: 'Text',
+};
+
 /** The choices of the shared `Time range` control: the API's `{"last"}` forms. */
 export const TIME_RANGES = [
   { last: '15m', label: 'Last 15 minutes' },

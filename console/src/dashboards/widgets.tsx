@@ -14,6 +14,7 @@ import { realtime } from '../realtime.ts';
 import { Link, segment } from '../router.tsx';
 import { Markdown } from './markdown.tsx';
 import { type Resolved, resolveKey, resolveSource, type Thing, type Widget } from './model.ts';
+import { useChartFit } from './use-chart-fit.ts';
 import { useFrameState } from './use-frame-state.ts';
 
 export interface WidgetProps {
@@ -94,6 +95,9 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
   const chart = useRef<ChartHandle | undefined>(undefined);
   // Live points are added without a render: the caption's count is written in place.
   const caption = useRef<HTMLParagraphElement>(null);
+  // The chart takes what the widget leaves once its legend is drawn whole (use-chart-fit.ts).
+  const plot = useRef<HTMLDivElement>(null);
+  const height = useChartFit(plot, widget.title, columns);
   const aggregate = widget.aggregate;
   useEffect(() => {
     if (!source.data) return;
@@ -205,16 +209,18 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
     };
   }, [keys, metrics.join(','), aggregate, range[0]]);
   return (
-    <>
+    <div class="timeseries">
       <Failure message={source.error ?? error} />
       <Missing keys={source.data?.missing ?? []} />
-      {columns && <Chart columns={columns} handle={chart} height={176} span={range} />}
+      <div class="timeseries-plot" ref={plot}>
+        {columns && <Chart key={height} columns={columns} handle={chart} height={height} span={range} />}
+      </div>
       {columns && (
         <p class="chart-caption" ref={caption}>
           {pointsCaption(columns.x.length, aggregate)}
         </p>
       )}
-    </>
+    </div>
   );
 }
 

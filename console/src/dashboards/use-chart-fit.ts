@@ -1,0 +1,86 @@
+/**
+ * The height of a time-series widget's chart, fitted to the widget: what its box leaves once uPlot's
+ * legend (below the chart, its names wrapping) is drawn whole, so that the legend is never cut at the
+ * widget's edge, whatever the widget's size, on a wide screen or a phone. When even the smallest chart
+ * and the whole legend cannot fit (many lines in a small widget), the legend scrolls in a box of its
+ * own, a whole number of lines high, which the keyboard reaches.
+ *
+ * The chart (components/chart.tsx) takes its height when it is made: the widget makes a new one when
+ * the height changes (its `key`). A legend whose values change is measured again but only shrinks the
+ * chart, so a reading that wraps a line now and then never redraws the chart back and forth.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+
+/** The smallest chart drawn, in pixels; below it, the legend scrolls instead. */
+const MIN_CHART = 80;
+/** The chart's height before the box is measured. */
+const UNMEASURED = 176;
+
+export function useChartFit(box: { current: HTMLElement | null }, name: string, drawn: unknown): number {
+  const [height, setHeight] = useState(UNMEASURED);
+  const current = useRef(height);
+  current.current = height;
+  const state = useRef<{ room: number; width: number; legend: HTMLElement | null }>({
+    room: -1,
+    width: -1,
+    legend: null,
+  });
+  const fit = useRef(() => {});
+  fit.current = () => {
+    const element = box.current;
+    if (!element) return;
+    const legend = element.querySelector<HTMLElement>('.u-legend');
+    const fresh = legend !== state.current.legend;
+    const room = element.clientHeight;
+    const width = element.clientWidth;
+    const resized = room !== state.current.room || width !== state.current.width;
+    state.current = { room, width, legend };
+    if (!legend) return;
+    // Measured whole: the scroll box of an earlier fit is undone first.
+    legend.style.maxHeight = '';
+    legend.style.overflowY = '';
+    legend.removeAttribute('tabindex');
+    legend.removeAttribute('aria-label');
+    let chart = Math.floor(room - legend.scrollHeight);
+    if (chart < MIN_CHART) {
+      chart = MIN_CHART;
+      const line = legend.querySelector('tr')?.getBoundingClientRect().height || 20;
+      legend.style.maxHeight = `${Math.max(line, Math.floor((room - MIN_CHART) / line) * line)}px`;
+      legend.style.overflowY = 'auto';
+      legend.tabIndex = 0;
+      legend.setAttribute('aria-label', `Legend of ${name}`);
+    }
+    // A legend that grew shrinks the chart at once; one that shrank leaves it until the next new chart.
+    if ((fresh || resized || chart < current.current) && Math.abs(chart - current.current) >= 2) setHeight(chart);
+  };
+  // Sizes observed are fitted in the next frame: a fit changes the legend's box, which its observer
+  // would otherwise report again within the same frame.
+  const frame = useRef(0);
+  const fitSoon = () => {
+    frame.current ||= requestAnimationFrame(() => {
+      frame.current = 0;
+      fit.current();
+    });
+  };
+  useEffect(() => {
+    const element = box.current;
+    if (!element) return;
+    const observer = new ResizeObserver(fitSoon);
+    observer.observe(element);
+    return () => {
+      observer.disconnect();
+      cancelAnimationFrame(frame.current);
+    };
+  }, []);
+  // A new chart (new columns or a new height) has a new legend: measured once uPlot has sized it (in
+  // the frame after it is made), and watched as its values change.
+  useEffect(() => {
+    fitSoon();
+    const legend = box.current?.querySelector<HTMLElement>('.u-legend');
+    if (!legend) return;
+    const observer = new ResizeObserver(fitSoon);
+    observer.observe(legend);
+    return () => observer.disconnect();
+  }, [height, drawn]);
+  return height;
+}
