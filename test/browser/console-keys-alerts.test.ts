@@ -154,13 +154,14 @@ for (const store of STORES) {
       let token: string;
       /** The alerts as the API lists them, oldest first. */
       let alerts: { alert_key: string; message: string }[];
+      let thingKey: string;
       const row = (page: Page, message: string) =>
         page.getByRole('row').filter({ has: page.getByRole('cell', { name: message, exact: true }) });
 
       before(async () => {
         token = await api.adminToken();
         const device = new Device(api.url, await createKeyPair(api, token));
-        const thingKey = unique('kiln');
+        thingKey = unique('kiln');
         assert.equal((await device.register({ thing_key: thingKey, name: 'Kiln' })).status, 200);
         const rule = await api.request('POST', '/api/v3/rules', {
           token,
@@ -210,7 +211,9 @@ for (const store of STORES) {
           (await api.request('POST', `/api/v3/alerts/${newest.alert_key}/acknowledge`, { token, body: {} })).status,
           200,
         );
-        await row(page, newest.message).getByRole('cell', { name: 'acknowledged', exact: true }).waitFor(WAIT);
+        await row(page, newest.message)
+          .getByRole('cell', { name: /^acknowledged( |$)/ })
+          .waitFor(WAIT);
         assert.equal(await page.getByText('Page 1 of 2 · 60 alerts').count(), 1, 'the total is the API total');
         assert.equal(await row(page, oldest.message).count(), 0, 'the old alert is not put on page 1');
         assert.equal(await page.getByRole('row').count(), 51, 'a header and 50 alerts');
@@ -225,7 +228,9 @@ for (const store of STORES) {
           (await api.request('POST', `/api/v3/alerts/${second.alert_key}/acknowledge`, { token, body: {} })).status,
           200,
         );
-        await row(page, second.message).getByRole('cell', { name: 'acknowledged', exact: true }).waitFor(WAIT);
+        await row(page, second.message)
+          .getByRole('cell', { name: /^acknowledged( |$)/ })
+          .waitFor(WAIT);
         await screenshot(page, `${store.name}-alerts-page-2-live`);
       });
 
@@ -263,6 +268,40 @@ for (const store of STORES) {
         assert.equal(await openCount(), before - 1);
         await page.getByText(new RegExp(`^Page 1 of \\d+ · ${before - 1} alerts$`)).waitFor();
         await screenshot(page, `${store.name}-alerts-open-acknowledged`);
+      });
+
+      it("when an alert is acknowledged with a comment then its status says who, when and the comment, and its thing's name leads to the thing", async () => {
+        const page = await open(`${api.url}/console/alerts?status=open`);
+        const first = page.getByRole('row').nth(1);
+        await first.getByRole('button', { name: 'Acknowledge', exact: true }).waitFor();
+        const message = (await first.getByRole('cell').nth(3).textContent()) ?? '';
+        await page.getByLabel('Comment', { exact: true }).fill('Valve checked, <b>fine</b>');
+        await page.getByLabel('Status', { exact: true }).selectOption('All');
+        const acknowledged = row(page, message);
+        await acknowledged.getByRole('button', { name: 'Acknowledge', exact: true }).click();
+        await acknowledged.getByRole('cell', { name: /^acknowledged( |$)/ }).waitFor(WAIT);
+        const stored = (await api.request('GET', '/api/v3/alerts', { token, query: { per: 100 } })).body.alerts.find(
+          (a: { message: string }) => a.message === message,
+        );
+        assert.equal(stored.comment, 'Valve checked, <b>fine</b>');
+        assert.equal(stored.acknowledged_by, ADMIN_EMAIL);
+        // The status says who acknowledged it and when, and the comment, as text.
+        const status = acknowledged.getByRole('cell', { name: /^acknowledged / });
+        await status.getByText(`by ${ADMIN_EMAIL}`, { exact: true }).waitFor();
+        await status.getByText(/^\w{3} \d{1,2}, \d{4}, \d{1,2}:\d{2}:\d{2}/).waitFor();
+        await status.getByText('Comment: Valve checked, <b>fine</b>', { exact: true }).waitFor();
+        await screenshot(page, `${store.name}-alerts-acknowledged-comment`);
+        // The thing's name is a link to its page.
+        const thing = acknowledged.getByRole('link', { name: 'Kiln', exact: true });
+        assert.equal(await thing.getAttribute('href'), `/console/things/${thingKey}`);
+        await thing.click();
+        await page.getByRole('heading', { level: 1, name: 'Kiln', exact: true }).waitFor();
+        // The thing's own alerts say the same.
+        const own = page
+          .getByRole('region', { name: 'Alerts', exact: true })
+          .getByRole('row')
+          .filter({ hasText: message });
+        await own.getByText('Comment: Valve checked, <b>fine</b>', { exact: true }).waitFor();
       });
     });
 

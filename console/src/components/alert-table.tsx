@@ -1,12 +1,14 @@
 import type { ComponentChildren } from 'preact';
 import type { paths } from '../api/schema';
 import { showTime } from '../format.ts';
+import { Link, segment } from '../router.tsx';
 
 export type Alert = paths['/api/v3/alerts']['get']['responses'][200]['content']['application/json']['alerts'][number];
 
 /**
- * Alerts as rows: time, type, thing and message (text, never HTML); `actions` adds a cell per alert. On
- * a phone each alert is a card (style.css, `table.cards`).
+ * Alerts as rows: time, type, thing (a link to its page), message (text, never HTML) and status, with
+ * who acknowledged and cleared the alert, when, and the comment given; `actions` adds a cell per alert.
+ * On a phone each alert is a card (style.css, `table.cards`).
  */
 export function AlertTable(props: {
   alerts: Alert[];
@@ -30,13 +32,58 @@ export function AlertTable(props: {
           <tr key={alert.alert_key}>
             <td data-label="Time">{showTime(alert.timestamp)}</td>
             <td data-label="Type">{alert.alert_type_string}</td>
-            {props.showThing && <td data-label="Thing">{alert.thing_name ?? alert.thing_key ?? ''}</td>}
+            {props.showThing && (
+              <td data-label="Thing">
+                {alert.thing_key ? (
+                  <Link to={`things/${segment(alert.thing_key)}`}>{alert.thing_name ?? alert.thing_key}</Link>
+                ) : (
+                  (alert.thing_name ?? '')
+                )}
+              </td>
+            )}
             <td data-label="Message">{alert.message}</td>
-            <td data-label="Status">{alert.status}</td>
+            <td data-label="Status">
+              {alert.status}
+              <Handled alert={alert} />
+            </td>
             {props.actions && <td>{props.actions(alert)}</td>}
           </tr>
         ))}
       </tbody>
     </table>
+  );
+}
+
+/** Who took a step (an e-mail address, or `its rule`), as `by someone`. */
+const byWhom = (by: string | null) => (by ? `by ${by === 'rule' ? 'its rule' : by}` : '');
+
+/**
+ * Under the status: who took the alert there and when, who acknowledged a cleared alert first and
+ * when, and the last comment given with either (docs/rules.md, "Alert lifecycle"). Nothing for an open
+ * alert. A line each, so that the column stays narrow.
+ */
+function Handled({ alert }: { alert: Alert }) {
+  const when = (at: number | string | null) => (at === null ? '' : showTime(at));
+  const lines =
+    alert.status === 'acknowledged'
+      ? [byWhom(alert.acknowledged_by), when(alert.acknowledged_at)]
+      : alert.status === 'cleared'
+        ? [
+            byWhom(alert.cleared_by),
+            when(alert.cleared_at),
+            alert.acknowledged_by && `acknowledged ${byWhom(alert.acknowledged_by)}`,
+            when(alert.acknowledged_at),
+          ]
+        : [];
+  if (alert.comment) lines.push(`Comment: ${alert.comment}`);
+  const shown = lines.filter(Boolean);
+  if (shown.length === 0) return null;
+  return (
+    <div class="alert-handled">
+      {shown.map((line, i) => (
+        // Lines may repeat (two steps in the same second): their place is their key.
+        <div key={i}>{line}</div>
+      ))}
+    </div>
   );
 }
