@@ -126,6 +126,28 @@ for (const store of STORES) {
       );
     });
 
+    it('when a thing has sent no event yet then Latest values leads to Connect a device, naming its key, and its first event replaces that', async () => {
+      const token = await api.adminToken();
+      const thing = await createThing(api, token, { name: 'Silent boiler', thing_key: unique('silent') });
+      await openThing(thing.thing_key, 'Silent boiler');
+      const latest = page.getByRole('region', { name: 'Latest values', exact: true });
+      await latest.getByText(/^No event yet\./).waitFor();
+      await latest.getByText(thing.thing_key, { exact: true }).waitFor();
+      const connect = latest.getByRole('link', { name: 'Connect a device', exact: true });
+      assert.equal(await connect.getAttribute('href'), '/console/connect');
+      await shot('no-event-yet');
+      await send({ thing_key: thing.thing_key, data: { temperature: 19.5 } });
+      await latest.getByText('19.5', { exact: true }).waitFor();
+      assert.equal(await latest.getByRole('link', { name: 'Connect a device', exact: true }).count(), 0);
+      const other = await createThing(api, token, { name: 'Second silent', thing_key: unique('silent') });
+      await openThing(other.thing_key, 'Second silent');
+      await page
+        .getByRole('region', { name: 'Latest values', exact: true })
+        .getByRole('link', { name: 'Connect a device', exact: true })
+        .click();
+      await page.getByRole('heading', { level: 1, name: 'Connect a device', exact: true }).waitFor();
+    });
+
     it('when the last event lacks a metric then Latest values still shows its newest value from an earlier event', async () => {
       const thingKey = unique('boiler');
       assert.equal((await device.register({ thing_key: thingKey, name: 'Boiler partial' })).status, 200);

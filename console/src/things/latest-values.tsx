@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { showTime, showValue } from '../format.ts';
 
 /**
@@ -25,15 +26,26 @@ export function mergeLatest(latest: Latest, timestamp: unknown, data: unknown): 
   return merged;
 }
 
-/** The newest values, each with its metric's unit where the thing's template gives one. */
-export function LatestValues({ latest, units = {} }: { latest: Latest; units?: Record<string, string> }) {
+/**
+ * The newest values, each with its metric's unit where the thing's template gives one; `nextStep` follows
+ * `No event yet.` (how a device sends its first).
+ */
+export function LatestValues({
+  latest,
+  units = {},
+  nextStep,
+}: {
+  latest: Latest;
+  units?: Record<string, string>;
+  nextStep?: ComponentChildren;
+}) {
   const names = Object.keys(latest).sort();
   const newest = Math.max(...names.map((name) => latest[name]?.timestamp ?? 0));
   return (
     <section class="panel" aria-labelledby="latest-values">
       <h2 id="latest-values">Latest values</h2>
       {names.length === 0 ? (
-        <p>No event yet.</p>
+        <p>No event yet.{nextStep && <> {nextStep}</>}</p>
       ) : (
         <>
           <dl class="values">

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
+import { useAllows } from '../caller.ts';
 import { lazy } from '../components/lazy.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { realtime } from '../realtime.ts';
@@ -27,6 +28,8 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
     [thingKey],
   );
   const [latest, setLatest] = useState<Latest>({});
+  // Connect a device makes a key pair first: offered, as on Things, to a role that may make one.
+  const mayConnect = useAllows('key_pair', 'create');
   const [liveRefused, setLiveRefused] = useState<string | undefined>();
   // Counts the deletions of events made here: the latest values and the chart are read again after each.
   const [deletions, setDeletions] = useState(0);
@@ -140,7 +143,18 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
           Live telemetry is unavailable: {liveRefused}
         </p>
       )}
-      <LatestValues latest={latest} units={units} />
+      <LatestValues
+        latest={latest}
+        units={units}
+        nextStep={
+          mayConnect && (
+            <>
+              Devices send events signed with a key pair: <Link to="connect">Connect a device</Link> makes one and gives
+              the commands that send this thing's first (<q>Thing key</q> <code>{t.thing_key}</code>).
+            </>
+          )
+        }
+      />
       <Telemetry
         key={`${t.thing_key}:${deletions}`}
         thingKey={t.thing_key}
