@@ -6,7 +6,7 @@ import { Figures } from '../components/figures.tsx';
 import { FormActions } from '../components/form-actions.tsx';
 import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
-import { showEventsLimit } from '../format.ts';
+import { countOf } from '../format.ts';
 import { currentSession } from '../session.ts';
 
 /** Bytes in the largest unit that keeps the number at least 1 (1000-based, as disks are sold). */
@@ -18,7 +18,7 @@ function showBytes(bytes: number): string {
     value /= 1000;
     unit++;
   }
-  return unit === 0 ? `${bytes} bytes` : `${value.toFixed(1)} ${units[unit]}`;
+  return unit === 0 ? countOf(bytes, 'byte') : `${value.toFixed(1)} ${units[unit]}`;
 }
 
 /** The organisation's retention (its account admins') and what it uses (GET /api/v3/usage). */
@@ -62,15 +62,6 @@ export function SettingsPage() {
               { name: 'Events stored this month', value: usage.data && String(usage.data.events_stored_this_month) },
               { name: 'API requests today', value: usage.data && String(usage.data.api_requests_today) },
               { name: 'Storage', value: usage.data && showBytes(usage.data.storage_bytes) },
-              // The organisation is read by its account admins only: others are not shown its limit.
-              ...(organisation.error
-                ? []
-                : [
-                    {
-                      name: 'Events limit',
-                      value: organisation.data && showEventsLimit(organisation.data.events_per_second),
-                    },
-                  ]),
               {
                 name: 'Events refused by a limit today',
                 value: usage.data && String(usage.data.events_limited_today),
@@ -78,12 +69,29 @@ export function SettingsPage() {
             ]}
           />
         )}
-        <p class="hint">
-          Days are UTC; events count when they are received. Storage is an estimate. The events limit is set by the
-          parent organisation; the server's is its own setting.
-        </p>
+        {/* The organisation is read by its account admins only: others are not shown its limit. */}
+        {organisation.data && <EventsLimit perSecond={organisation.data.events_per_second} />}
+        <p class="hint">Days are UTC; events count when they are received. Storage is an estimate.</p>
       </section>
     </section>
+  );
+}
+
+/**
+ * The organisation's limit of events a second (`events_per_second`, set by its parent; docs/operations.md,
+ * "Admission of events"), in words rather than as a figure: without one of its own the server's setting
+ * (EVENTS_PER_SECOND_PER_ORGANISATION) applies, which the API does not give, so there is no number to show.
+ */
+function EventsLimit({ perSecond }: { perSecond: number | null }) {
+  return (
+    <p>
+      <strong>Events limit:</strong>{' '}
+      {perSecond === null
+        ? "no limit of its own: the server's limits apply, if its operator set any."
+        : perSecond === 0
+          ? 'none: its parent organisation lifted the limit.'
+          : `${countOf(perSecond, 'event')} a second, set by its parent organisation.`}
+    </p>
   );
 }
 
