@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api } from './api/client.ts';
 import { useCaller } from './caller.ts';
 import { type ConnectionState, realtime } from './realtime.ts';
@@ -28,9 +28,15 @@ function Shell({ session }: { session: Session }) {
   const path = usePath();
   const [sectionPath = HOME, ...rest] = (path || HOME).split('/');
   const section = SECTIONS.find((s) => s.path === sectionPath);
-  useEffect(() => {
+  // The navigation on a narrow screen: closed until the Menu button opens it, closed again once a page is chosen.
+  const [menuOpen, setMenuOpen] = useState(false);
+  const menuButton = useRef<HTMLButtonElement>(null);
+  usePageFocus(path, () => setMenuOpen(false));
+  // The section's name on every change of page (a dashboard's list after a dashboard too); a page naming
+  // one thing (a thing, a dashboard) puts its name there once read, in an effect, so after this one.
+  useLayoutEffect(() => {
     document.title = `${section?.label ?? 'Page not found'} · Thingbase`;
-  }, [section]);
+  }, [section, path]);
   const signOut = async () => {
     // The token is forgotten whatever the answer: a failed sign-out must not keep the user in.
     await api.DELETE('/api_sign_out', {}).catch(() => undefined);
@@ -40,7 +46,7 @@ function Shell({ session }: { session: Session }) {
   if (section?.fullScreen?.(rest))
     return (
       <div class="shell full-screen">
-        <main>
+        <main id={MAIN_ID} tabIndex={-1}>
           <ConnectionStatus />
           <section.page key={section.path} rest={rest[0] || undefined} fullScreen />
         </main>
@@ -48,6 +54,17 @@ function Shell({ session }: { session: Session }) {
     );
   return (
     <div class="shell">
+      <a
+        class="skip-link"
+        href={`#${MAIN_ID}`}
+        onClick={(event) => {
+          // Focus, not a fragment in the address: the router owns the URL, and Back should leave the page.
+          event.preventDefault();
+          document.getElementById(MAIN_ID)?.focus();
+        }}
+      >
+        Skip to content
+      </a>
       <header>
         <span class="brand">Thingbase</span>
         <ConnectionStatus />
@@ -58,21 +75,129 @@ function Shell({ session }: { session: Session }) {
         <button type="button" onClick={signOut}>
           Sign out
         </button>
+        {/* Shown below 700 px only (style.css); last in the header, so that Tab goes from it to the links. */}
+        <button
+          type="button"
+          class="menu-button"
+          ref={menuButton}
+          aria-expanded={menuOpen}
+          aria-controls={NAV_ID}
+          onClick={() => setMenuOpen((open) => !open)}
+          onKeyDown={(event) => {
+            if (event.key === 'Escape') setMenuOpen(false);
+          }}
+        >
+          Menu
+        </button>
       </header>
-      <Navigation current={section?.path} />
-      <main>{section ? <section.page key={section.path} rest={rest[0] || undefined} /> : <NotFoundPage />}</main>
+      <Navigation
+        current={section?.path}
+        open={menuOpen}
+        onChoose={() => {
+          setMenuOpen(false);
+          // A new page has taken the focus by now (usePageFocus); the link of the page already shown
+          // has it still, or lost it as the navigation closed: it goes to that page.
+          setTimeout(() => {
+            const active = document.activeElement;
+            if (!active || active === document.body || active.closest(`#${NAV_ID}`)) focusPage();
+          });
+        }}
+        onEscape={() => {
+          setMenuOpen(false);
+          menuButton.current?.focus();
+        }}
+      />
+      <main id={MAIN_ID} tabIndex={-1}>
+        {section ? <section.page key={section.path} rest={rest[0] || undefined} /> : <NotFoundPage />}
+      </main>
     </div>
   );
+}
+
+const MAIN_ID = 'main';
+const NAV_ID = 'main-nav';
+/** How long the focus follows a page still loading (its code, its data) to its heading. */
+const HEADING_WAIT_MS = 10_000;
+/** Ends the following of the last page focused (focusPage). */
+let stopFollowing = (): void => undefined;
+
+/**
+ * Moves the focus to the page's first-level heading, or to the main region until the page shows one,
+ * so that a screen reader says where the user now is and Tab continues from the page's top.
+ */
+function focusPage(): void {
+  stopFollowing();
+  const main = document.getElementById(MAIN_ID);
+  if (!main) return;
+  let focused: HTMLElement = main;
+  const focusHeading = (preventScroll: boolean) => {
+    const heading = main.querySelector('h1');
+    if (heading) heading.tabIndex = -1;
+    focused = heading ?? main;
+    focused.focus({ preventScroll });
+  };
+  focusHeading(false);
+  // A page still loading shows its heading later, or draws it anew once its data is read: the focus
+  // follows it, until the user moves it elsewhere.
+  const observer = new MutationObserver(() => {
+    const lost = !focused.isConnected && (document.activeElement ?? document.body) === document.body;
+    if (document.activeElement === main || lost) focusHeading(true);
+  });
+  const moved = (event: FocusEvent) => {
+    if (event.target !== focused) stop();
+  };
+  const stop = () => {
+    observer.disconnect();
+    document.removeEventListener('focusin', moved);
+    clearTimeout(timer);
+  };
+  const timer = setTimeout(stop, HEADING_WAIT_MS);
+  observer.observe(main, { childList: true, subtree: true });
+  document.addEventListener('focusin', moved);
+  stopFollowing = stop;
+}
+
+/**
+ * On a change of page (a link, Back, a page moving to another), not on the first one: `onChange`, then
+ * the focus to the new page (focusPage). Before the browser paints, so nothing the user does first is
+ * taken from them.
+ */
+function usePageFocus(path: string, onChange: () => void): void {
+  const shown = useRef(path);
+  useLayoutEffect(() => {
+    if (shown.current === path) return;
+    shown.current = path;
+    onChange();
+    focusPage();
+  }, [path]);
 }
 
 /**
  * One navigation landmark, its links grouped under their area's name; a link the caller's role may not
  * read is left out (nothing is offered until the caller is known).
  */
-function Navigation({ current }: { current: string | undefined }) {
+function Navigation(props: {
+  current: string | undefined;
+  /** Whether it is shown below 700 px (always shown on wider screens). */
+  open: boolean;
+  /** A link was followed (by the router, not into a new tab). */
+  onChoose: () => void;
+  onEscape: () => void;
+}) {
   const caller = useCaller();
   return (
-    <nav aria-label="Main" class="main-nav">
+    <nav
+      id={NAV_ID}
+      aria-label="Main"
+      class={props.open ? 'main-nav open' : 'main-nav'}
+      onClick={(event) => {
+        // Link prevents the browser's own navigation when the router follows it (not into a new tab).
+        if (event.defaultPrevented && (event.target as Element).closest('a')) props.onChoose();
+      }}
+      onKeyDown={(event) => {
+        if (event.key === 'Escape' && props.open) props.onEscape();
+      }}
+    >
       {caller &&
         GROUPS.map((group) => {
           const links = SECTIONS.filter((s) => s.group === group && !s.unlisted && s.readable(caller));
@@ -86,7 +211,7 @@ function Navigation({ current }: { current: string | undefined }) {
               <ul aria-labelledby={id}>
                 {links.map((s) => (
                   <li key={s.path}>
-                    <Link to={s.path} current={s.path === current}>
+                    <Link to={s.path} current={s.path === props.current}>
                       {s.label}
                     </Link>
                   </li>

@@ -3,6 +3,8 @@
  * checkbox per ability, users, API keys with their token shown once, an OEM parent entering a child
  * organisation, settings; refusals shown next to the control that sent them with what was typed kept,
  * confirmations that name what is deleted, and a role that may only read offered no write control.
+ * Keyboard and screen-reader access to every page: a skip link is the first Tab stop, and the focus
+ * goes to a new page's heading when another page is chosen.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -424,6 +426,71 @@ for (const store of STORES) {
       }
       assert.equal(await button(page, 'New organisation').count(), 0);
       await shot(page, 'read-only-refused');
+      await page.close();
+    });
+
+    /** Waits (5 s at most) for the focus to be on the first-level heading `name`; fails naming what has it. */
+    async function assertHeadingFocused(page: Page, name: string): Promise<void> {
+      // Asked from here rather than with waitForFunction, whose polling the console's Content-Security-Policy refuses.
+      const holder = `document.activeElement?.tagName === 'H1' && document.activeElement.textContent === ${JSON.stringify(name)} ? '' : document.activeElement?.outerHTML.slice(0, 100) ?? 'nothing'`;
+      let found = await page.evaluate<string>(holder);
+      for (const deadline = Date.now() + 5000; found !== '' && Date.now() < deadline; ) {
+        await page.waitForTimeout(50);
+        found = await page.evaluate<string>(holder);
+      }
+      assert.equal(found, '', `the heading ${name} has the focus, not ${found}`);
+    }
+
+    it('when Tab is first pressed on a page then Skip to content is the first stop, shown, and it takes the focus to the page past the navigation', async () => {
+      const page = await signedIn('/console/users');
+      await page.getByRole('heading', { level: 1, name: 'Users', exact: true }).waitFor();
+      // As a user arrives: a page loaded afresh, nothing focused yet.
+      await page.goto(`${api.url}/console/users`);
+      await row(page, ADMIN_EMAIL).waitFor();
+      await page.keyboard.press('Tab');
+      const skip = page.getByRole('link', { name: 'Skip to content', exact: true });
+      assert.equal(
+        await skip.evaluate((link) => link === link.ownerDocument.activeElement),
+        true,
+        'the first Tab stop',
+      );
+      const shown = await skip.boundingBox();
+      assert.ok(shown && shown.width > 40 && shown.height > 16, `shown while focused: ${JSON.stringify(shown)}`);
+      await assertAccessible(page, 'a page with its skip link focused');
+      await shot(page, 'skip-link');
+      await page.keyboard.press('Enter');
+      const main = page.getByRole('main');
+      assert.equal(
+        await main.evaluate((region) => region === region.ownerDocument.activeElement),
+        true,
+        'main has the focus',
+      );
+      await page.keyboard.press('Tab');
+      assert.equal(
+        await button(page, 'New user').evaluate((control) => control === control.ownerDocument.activeElement),
+        true,
+        "the next Tab stop is the page's first control",
+      );
+      await page.close();
+    });
+
+    it('when another page is chosen in the navigation then the focus goes to its heading, also for a page still loading and after Back', async () => {
+      const page = await signedIn('/console/users');
+      await page.getByRole('heading', { level: 1, name: 'Users', exact: true }).waitFor();
+      const navigation = page.getByRole('navigation', { name: 'Main' });
+      await navigation.getByRole('link', { name: 'Roles', exact: true }).click();
+      await assertHeadingFocused(page, 'Roles');
+      // Key pairs' code is downloaded when first opened: its heading comes after the change of page.
+      await navigation.getByRole('link', { name: 'Key pairs', exact: true }).click();
+      await assertHeadingFocused(page, 'Key pairs');
+      await page.keyboard.press('Tab');
+      assert.equal(
+        await button(page, 'New key pair').evaluate((control) => control === control.ownerDocument.activeElement),
+        true,
+        'Tab continues from the top of the page',
+      );
+      await page.goBack();
+      await assertHeadingFocused(page, 'Roles');
       await page.close();
     });
 

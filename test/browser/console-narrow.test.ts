@@ -5,8 +5,10 @@
  * widgets), fit the viewport's width: the document never scrolls sideways, and no element reaches
  * past the viewport's edges except inside a container that scrolls sideways on purpose. A dashboard
  * stacks its widgets in one column in reading order, each keeping its height, and its layout is not
- * edited there. axe-core finds no serious or critical violation at that width. A screenshot of each
- * page goes to test-results/console/ (narrow-*.png). Layout does not depend on the store: SQLite only.
+ * edited there. The navigation is closed behind a Menu button, the page right under the header;
+ * opened, it is no taller than its links, and choosing one closes it and focuses the new page's
+ * heading. axe-core finds no serious or critical violation at that width. A screenshot of each page
+ * goes to test-results/console/ (narrow-*.png). Layout does not depend on the store: SQLite only.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -105,6 +107,18 @@ async function assertFits(page: Page, what: string): Promise<void> {
     `${what}: the document is ${found.scrollWidth} px wide in a ${found.width} px viewport; outside: ${found.outside.slice(0, 8).join('; ')}`,
   );
   assert.deepEqual(found.outside.slice(0, 8), [], `${what}: elements past the viewport's edge`);
+}
+
+/** Waits (5 s at most) for the focus to be on the first-level heading `name`; fails naming what has it. */
+async function assertHeadingFocused(page: Page, name: string): Promise<void> {
+  // Asked from here rather than with waitForFunction, whose polling the console's Content-Security-Policy refuses.
+  const holder = `document.activeElement?.tagName === 'H1' && document.activeElement.textContent === ${JSON.stringify(name)} ? '' : document.activeElement?.outerHTML.slice(0, 100) ?? 'nothing'`;
+  let found = await page.evaluate<string>(holder);
+  for (const deadline = Date.now() + 5000; found !== '' && Date.now() < deadline; ) {
+    await page.waitForTimeout(50);
+    found = await page.evaluate<string>(holder);
+  }
+  assert.equal(found, '', `the heading ${name} has the focus, not ${found}`);
 }
 
 const store = STORES.find((s) => s.name === 'sqlite');
@@ -293,6 +307,70 @@ describe('the console on a phone, 375 px wide', { skip: browserSkip || store.ski
     });
   }
 
+  it('when a short page is shown on a phone then the navigation is closed behind Menu and the page starts right under the header', async () => {
+    await page.goto(`${api.url}/console/groups`);
+    await page.getByRole('heading', { level: 1, name: 'Groups', exact: true }).waitFor();
+    const menu = page.getByRole('button', { name: 'Menu', exact: true });
+    assert.equal(await menu.getAttribute('aria-expanded'), 'false');
+    const controlled = await menu.getAttribute('aria-controls');
+    assert.equal(
+      await page.locator(`[id="${controlled}"]`).getAttribute('aria-label'),
+      'Main',
+      'Menu controls the navigation',
+    );
+    assert.equal(await page.getByRole('navigation', { name: 'Main' }).isVisible(), false, 'the navigation is closed');
+    const header = await page.getByRole('banner').boundingBox();
+    const main = await page.getByRole('main').boundingBox();
+    assert.ok(header && main);
+    const gap = main.y - (header.y + header.height);
+    assert.ok(Math.abs(gap) <= 1, `the page starts ${gap} px below the header`);
+  });
+
+  it("when Menu is pressed on a phone then the links show, no taller than they are, and choosing one closes it and focuses the new page's heading", async () => {
+    const menu = page.getByRole('button', { name: 'Menu', exact: true });
+    await menu.click();
+    assert.equal(await menu.getAttribute('aria-expanded'), 'true');
+    const navigation = page.getByRole('navigation', { name: 'Main' });
+    const last = navigation.getByRole('link', { name: 'Settings', exact: true });
+    await last.waitFor();
+    await check('the open navigation', 'navigation-open');
+    const nav = await navigation.boundingBox();
+    const lastLink = await last.boundingBox();
+    const main = await page.getByRole('main').boundingBox();
+    assert.ok(nav && lastLink && main);
+    const band = nav.y + nav.height - (lastLink.y + lastLink.height);
+    assert.ok(band <= 16, `the navigation reaches ${band} px below its last link`);
+    assert.ok(Math.abs(main.y - (nav.y + nav.height)) <= 1, 'the page starts right under the navigation');
+    await navigation.getByRole('link', { name: 'Users', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Users', exact: true }).waitFor();
+    assert.equal(await menu.getAttribute('aria-expanded'), 'false');
+    assert.equal(await navigation.isVisible(), false, 'the navigation is closed again');
+    await assertHeadingFocused(page, 'Users');
+  });
+
+  it('when Menu is used from the keyboard on a phone then the links are the next Tab stops, and Escape closes it and returns to Menu', async () => {
+    await page.goto(`${api.url}/console/groups`);
+    await page.getByRole('heading', { level: 1, name: 'Groups', exact: true }).waitFor();
+    const menu = page.getByRole('button', { name: 'Menu', exact: true });
+    await menu.focus();
+    await page.keyboard.press('Enter');
+    assert.equal(await menu.getAttribute('aria-expanded'), 'true');
+    await page.keyboard.press('Tab');
+    const first = page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Overview', exact: true });
+    assert.equal(
+      await first.evaluate((link) => link === link.ownerDocument.activeElement),
+      true,
+      'Overview is the next Tab stop',
+    );
+    await page.keyboard.press('Escape');
+    assert.equal(await menu.getAttribute('aria-expanded'), 'false');
+    assert.equal(
+      await menu.evaluate((button) => button === button.ownerDocument.activeElement),
+      true,
+      'the focus is back on Menu',
+    );
+  });
+
   it("when a thing's page is shown on a phone then it fits, its chart included", async () => {
     await page.goto(`${api.url}/console/things/${LONG_KEY}`);
     await page.getByRole('heading', { level: 1, name: 'Boiler of the north plant room', exact: true }).waitFor();
@@ -389,6 +467,20 @@ describe('the console on a phone, 375 px wide', { skip: browserSkip || store.ski
     } finally {
       await page.setViewportSize(PHONE);
     }
+  });
+
+  it("when Dashboards is chosen from a dashboard on a phone then the tab's title and the focus follow the page", async () => {
+    await page.goto(`${api.url}/console/dashboards/${dashboardKey}`);
+    await page.getByRole('heading', { level: 1, name: 'Plant room', exact: true }).waitFor();
+    for (const deadline = Date.now() + 5000; (await page.title()) !== 'Plant room · Thingbase'; ) {
+      assert.ok(Date.now() < deadline, `the dashboard's name is not the title: ${await page.title()}`);
+      await page.waitForTimeout(50);
+    }
+    await page.getByRole('button', { name: 'Menu', exact: true }).click();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Dashboards', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Dashboards', exact: true }).waitFor();
+    await assertHeadingFocused(page, 'Dashboards');
+    assert.equal(await page.title(), 'Dashboards · Thingbase');
   });
 
   it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
