@@ -748,9 +748,15 @@ for (const store of STORES) {
 
     it('when a time series of things with long names is drawn at the default size then its whole legend shows inside the widget, on a wide screen, on a phone and full screen', async () => {
       const machines = [];
+      // Each machine's reading five seconds after the one before: at the latest point only the last has one.
+      const first = Date.now() - 15_000;
       for (const n of [1, 2, 3]) {
         const machine = await createThing(api, token, { name: `Simulated machine ${n}` });
-        assert.equal((await device.event({ thing_key: machine.thing_key, data: { temperature: 60 + n } })).status, 200);
+        const timestamp = first + n * 5000;
+        assert.equal(
+          (await device.event({ thing_key: machine.thing_key, timestamp, data: { temperature: 60 + n } })).status,
+          200,
+        );
         machines.push(machine.thing_key);
       }
       const source = { thing_keys: machines };
@@ -829,6 +835,13 @@ for (const store of STORES) {
       await region('Machine temperatures').locator('canvas').first().waitFor();
       await region('Small chart').locator('canvas').first().waitFor();
       await assertLegendsFit('1280 px wide');
+      // Away from the cursor each line gives its own latest value, not a blank where the latest point lacks it.
+      await page.mouse.move(0, 0);
+      const values = region('Machine temperatures').locator('.u-legend .u-series .u-value');
+      for (const deadline = Date.now() + 5000; Date.now() < deadline; await page.waitForTimeout(100)) {
+        if ((await values.allTextContents()).slice(1).join(',') === '61,62,63') break;
+      }
+      assert.deepEqual((await values.allTextContents()).slice(1), ['61', '62', '63']);
       await assertAccessible(page, 'time series with long legends');
       await shot('legend-desk');
       await page.setViewportSize({ width: 375, height: 812 });

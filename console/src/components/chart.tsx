@@ -39,6 +39,11 @@ export function Chart(props: {
   span?: [number, number];
 }) {
   const box = useRef<HTMLDivElement>(null);
+  const made = useRef<uPlot | undefined>(undefined);
+  // Read when the chart is made and when its box resizes: a new height resizes the chart (below)
+  // rather than making a new one, which would leave its box blank for a frame.
+  const height = useRef(props.height ?? 320);
+  height.current = props.height ?? 320;
   const { columns } = props;
   const shape = columns.metrics.join('\u0000');
   useEffect(() => {
@@ -53,10 +58,16 @@ export function Chart(props: {
       const last = columns.x.length - 1;
       if (plot && last >= 0 && plot.cursor.idx == null) plot.setLegend({ idx: last }, false);
     };
+    // Away from the cursor, a line without a value at the latest point shows its own latest value.
+    const latestOf = (series: number): number | null => {
+      const ys = columns.ys[series - 1] ?? [];
+      for (let i = ys.length - 1; i >= 0; i--) if (ys[i] != null) return ys[i] as number;
+      return null;
+    };
     plot = new uPlot(
       {
         width: element.clientWidth || 800,
-        height: props.height ?? 320,
+        height: height.current,
         series: [
           {},
           ...columns.metrics.map((label) => ({
@@ -67,7 +78,8 @@ export function Chart(props: {
             // Dots where a line has few points (a lone one draws no line), none where it is dense.
             points: { size: 5, show: fewPoints },
             // The legend shows values as the API gives them (docs/console.md), not rounded.
-            value: (_plot: uPlot, value: number | null) => showValue(value),
+            value: (shown: uPlot, value: number | null, series: number) =>
+              showValue(value ?? (shown.cursor.idx == null ? latestOf(series) : null)),
           })),
         ],
         axes: [{}, {}],
@@ -99,14 +111,23 @@ export function Chart(props: {
         });
       },
     };
-    const resize = new ResizeObserver(() => plot.setSize({ width: element.clientWidth, height: props.height ?? 320 }));
+    const resize = new ResizeObserver(() => plot.setSize({ width: element.clientWidth, height: height.current }));
     resize.observe(element);
+    made.current = plot;
     return () => {
       cancelAnimationFrame(frame);
       resize.disconnect();
       plot.destroy();
+      made.current = undefined;
     };
     // A new chart for a new set of metrics or new columns; values that change only redraw.
   }, [shape, columns, props.span?.[0], props.span?.[1]]);
+  useEffect(() => {
+    const plot = made.current;
+    const element = box.current;
+    if (plot && element && plot.height !== height.current) {
+      plot.setSize({ width: element.clientWidth, height: height.current });
+    }
+  }, [props.height]);
   return <div ref={box} class="chart" />;
 }

@@ -5,9 +5,9 @@
  * and the whole legend cannot fit (many lines in a small widget), the legend scrolls in a box of its
  * own, a whole number of lines high, which the keyboard reaches.
  *
- * The chart (components/chart.tsx) takes its height when it is made: the widget makes a new one when
- * the height changes (its `key`). A legend whose values change is measured again but only shrinks the
- * chart, so a reading that wraps a line now and then never redraws the chart back and forth.
+ * The chart (components/chart.tsx) is resized to a new height, not made again. A legend whose values
+ * change is measured again but only shrinks the chart, so a reading that wraps a line now and then
+ * never resizes the chart back and forth.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 
@@ -72,8 +72,8 @@ export function useChartFit(box: { current: HTMLElement | null }, name: string, 
       cancelAnimationFrame(frame.current);
     };
   }, []);
-  // A new chart (new columns or a new height) has a new legend: measured once uPlot has sized it (in
-  // the frame after it is made), and watched as its values change.
+  // A new chart (new columns) has a new legend, and a new height resizes it: measured once uPlot has
+  // sized it (in the frame after), and watched as its values change.
   useEffect(() => {
     fitSoon();
     const legend = box.current?.querySelector<HTMLElement>('.u-legend');

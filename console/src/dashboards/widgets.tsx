@@ -213,7 +213,7 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
       <Failure message={source.error ?? error} />
       <Missing keys={source.data?.missing ?? []} />
       <div class="timeseries-plot" ref={plot}>
-        {columns && <Chart key={height} columns={columns} handle={chart} height={height} span={range} />}
+        {columns && <Chart columns={columns} handle={chart} height={height} span={range} />}
       </div>
       {columns && (
         <p class="chart-caption" ref={caption}>
