@@ -59,7 +59,7 @@ for (const store of STORES) {
     async function showOnly(text: string, count: number) {
       await go('Things');
       await searchbox().fill(text);
-      await page.getByText(new RegExp(`^Page 1 of \\d+ · ${count} things$`)).waitFor();
+      await page.getByText(new RegExp(`^Page 1 of \\d+ · ${count} ${count === 1 ? 'thing' : 'things'}$`)).waitFor();
     }
 
     /**
@@ -232,7 +232,7 @@ for (const store of STORES) {
       await page.getByRole('link', { name: `${fleet} 54`, exact: true }).waitFor();
       // A new search starts at its first page.
       await searchbox().fill(`${fleet}-10`);
-      await page.getByText(/^Page 1 of 1 · \d+ things$/).waitFor();
+      await page.getByText(/^Page 1 of 1 · (1 thing|([02-9]|\d\d+) things)$/).waitFor();
     });
 
     it('when the path names no section then a page says it is not found', async () => {
