@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { assertHeadingFocused, browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
 import { unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
@@ -428,18 +428,6 @@ for (const store of STORES) {
       await shot(page, 'read-only-refused');
       await page.close();
     });
-
-    /** Waits (5 s at most) for the focus to be on the first-level heading `name`; fails naming what has it. */
-    async function assertHeadingFocused(page: Page, name: string): Promise<void> {
-      // Asked from here rather than with waitForFunction, whose polling the console's Content-Security-Policy refuses.
-      const holder = `document.activeElement?.tagName === 'H1' && document.activeElement.textContent === ${JSON.stringify(name)} ? '' : document.activeElement?.outerHTML.slice(0, 100) ?? 'nothing'`;
-      let found = await page.evaluate<string>(holder);
-      for (const deadline = Date.now() + 5000; found !== '' && Date.now() < deadline; ) {
-        await page.waitForTimeout(50);
-        found = await page.evaluate<string>(holder);
-      }
-      assert.equal(found, '', `the heading ${name} has the focus, not ${found}`);
-    }
 
     it('when Tab is first pressed on a page then Skip to content is the first stop, shown, and it takes the focus to the page past the navigation', async () => {
       const page = await signedIn('/console/users');

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
+import { assertHeadingFocused, browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
@@ -107,18 +107,6 @@ async function assertFits(page: Page, what: string): Promise<void> {
     `${what}: the document is ${found.scrollWidth} px wide in a ${found.width} px viewport; outside: ${found.outside.slice(0, 8).join('; ')}`,
   );
   assert.deepEqual(found.outside.slice(0, 8), [], `${what}: elements past the viewport's edge`);
-}
-
-/** Waits (5 s at most) for the focus to be on the first-level heading `name`; fails naming what has it. */
-async function assertHeadingFocused(page: Page, name: string): Promise<void> {
-  // Asked from here rather than with waitForFunction, whose polling the console's Content-Security-Policy refuses.
-  const holder = `document.activeElement?.tagName === 'H1' && document.activeElement.textContent === ${JSON.stringify(name)} ? '' : document.activeElement?.outerHTML.slice(0, 100) ?? 'nothing'`;
-  let found = await page.evaluate<string>(holder);
-  for (const deadline = Date.now() + 5000; found !== '' && Date.now() < deadline; ) {
-    await page.waitForTimeout(50);
-    found = await page.evaluate<string>(holder);
-  }
-  assert.equal(found, '', `the heading ${name} has the focus, not ${found}`);
 }
 
 const store = STORES.find((s) => s.name === 'sqlite');

@@ -3,6 +3,7 @@
  * built console of a real server. Without Chromium, or without a built console, they skip with a
  * reason, except under CI=true, where that is a failure (as PostgreSQL's suites do, stores.ts).
  */
+import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -79,4 +80,16 @@ export async function signedInTab(
   await page.getByLabel('Password', { exact: true }).fill(credentials.password);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   return page;
+}
+
+/** Waits (5 s at most) for the focus to be on the first-level heading `name`; fails naming what has it. */
+export async function assertHeadingFocused(page: Page, name: string): Promise<void> {
+  // Asked from here rather than with waitForFunction, whose polling the console's Content-Security-Policy refuses.
+  const holder = `document.activeElement?.tagName === 'H1' && document.activeElement.textContent === ${JSON.stringify(name)} ? '' : document.activeElement?.outerHTML.slice(0, 100) ?? 'nothing'`;
+  let found = await page.evaluate<string>(holder);
+  for (const deadline = Date.now() + 5000; found !== '' && Date.now() < deadline; ) {
+    await page.waitForTimeout(50);
+    found = await page.evaluate<string>(holder);
+  }
+  assert.equal(found, '', `the heading ${name} has the focus, not ${found}`);
 }
