@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import type { Packet } from 'mqtt-packet';
 import {
   DeviceParser,
@@ -199,5 +200,122 @@ describe('the device endpoint packet parser: a plain buffer list, the longest pa
     c.parser.release();
     a.parser.release();
     assert.equal(partial.held, 0);
+  });
+});
+
+describe('the device endpoint packet parser: PUBLISH, PUBACK and PINGREQ read without mqtt-packet once open', () => {
+  /** What a connection reads of a packet: the same whichever way it was read. */
+  const seenAs = (packet: Record<string, unknown>) => {
+    const { cmd, messageId, reasonCode, properties } = packet;
+    const own = { cmd, messageId, reasonCode, properties };
+    if (cmd === 'pingreq') return { cmd };
+    if (cmd !== 'publish' && cmd !== 'subscribe') return own;
+    const { retain, qos, dup, topic, payload, subscriptions } = packet;
+    return { ...own, retain, qos, dup, topic, payload: (payload as Buffer | null)?.toString('hex'), subscriptions };
+  };
+  const text = fc.oneof(fc.string({ maxLength: 40 }), fc.constant('Altizon/Datonis/device-0001/event'));
+  const bytes = fc.oneof(
+    { weight: 5, arbitrary: fc.uint8Array({ maxLength: 300 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 16_000, max: 20_000 }).map((n) => new Uint8Array(n).fill(0x7b)) },
+  );
+  const id = fc.integer({ min: 1, max: 0xffff });
+  const packetOf = (version: number) =>
+    fc.oneof(
+      fc.record({
+        cmd: fc.constant('publish'),
+        topic: text,
+        payload: bytes.map((b) => Buffer.from(b)),
+        qos: fc.constantFrom(0, 1, 2),
+        messageId: id,
+        retain: fc.boolean(),
+        dup: fc.boolean(),
+        properties:
+          version === 5
+            ? fc.option(fc.record({ topicAlias: fc.integer({ min: 1, max: 10 }) }), { nil: undefined })
+            : fc.constant(undefined),
+      }),
+      fc.record({
+        cmd: fc.constantFrom('puback', 'pubrec', 'pubrel', 'pubcomp'),
+        messageId: id,
+        reasonCode: version === 5 ? fc.constantFrom(0, 0x10, 0x80, 0x87) : fc.constant(undefined),
+      }),
+      fc.constant({ cmd: 'pingreq' }),
+      fc.record({
+        cmd: fc.constant('subscribe'),
+        messageId: id,
+        subscriptions: fc.constant([{ topic: 'Altizon/Datonis/device-0001/executeInstruction', qos: 2 }]),
+      }),
+    );
+  // Bytes that may end in a packet cut short, junk, or a length no packet may have.
+  const tail = fc.oneof(
+    fc.constant(new Uint8Array(0)),
+    fc.uint8Array({ minLength: 1, maxLength: 12 }),
+    fc.constant(Uint8Array.from([0x32, 0xff, 0xff, 0xff, 0xff])),
+  );
+
+  it('when a signed-in device sends any packets in any cuts then the connection reads what mqtt-packet reads, and bytes it refuses are refused', () => {
+    const scenario = fc.constantFrom(4, 5).chain((version) =>
+      fc.record({
+        version: fc.constant(version),
+        packets: fc.array(packetOf(version), { minLength: 1, maxLength: 8 }),
+        junk: tail,
+        seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+      }),
+    );
+    fc.assert(
+      fc.property(scenario, ({ version, packets, junk, seed }) => {
+        const all = Buffer.concat([
+          ...packets.map((p) => mqttPacket.generate(p as Record<string, unknown>, { protocolVersion: version })),
+          junk,
+        ]);
+        // mqtt-packet alone, all the bytes at once, up to its first error.
+        const reference = mqttPacket.parser();
+        (reference as unknown as { settings: object }).settings = { protocolVersion: version };
+        const expected: unknown[] = [];
+        let refused = false;
+        reference.on('packet', (p) => expected.push(seenAs(p)));
+        reference.on('error', () => {
+          refused = true;
+        });
+        reference.parse(all);
+        // A connection's parser, opened, the bytes in cuts of the seed's choosing.
+        const { parser, seen } = reading({ maxPacketBytes: 268_435_455 });
+        parser.parse(connectOf(version));
+        parser.opened();
+        seen.packets.length = 0;
+        let at = 0;
+        let cut = seed;
+        while (at < all.length && seen.malformed === 0) {
+          cut = (cut * 1_103_515_245 + 12_345) % 2 ** 31;
+          const size = cut % 4 === 0 ? all.length : 1 + (cut % 97);
+          parser.parse(all.subarray(at, at + size));
+          at += size;
+        }
+        assert.deepEqual(
+          seen.packets.map((p) => seenAs(p as unknown as Record<string, unknown>)),
+          expected,
+        );
+        assert.equal(seen.malformed > 0, refused);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('when a signed-in device sends a whole QoS 1 message then it is read without mqtt-packet, and before its CONNECT with it', () => {
+    const { parser, seen } = reading();
+    parser.parse(publish);
+    assert.equal(seen.packets.at(-1)?.constructor.name, 'Packet', 'mqtt-packet reads before the connection opens');
+    parser.parse(connect);
+    parser.opened();
+    parser.parse(Buffer.concat([publish, Buffer.from([0x40, 2, 1, 2, 0xc0, 0])]));
+    assert.deepEqual(
+      seen.packets.slice(-3).map((p) => [p.constructor.name, p.cmd]),
+      [
+        ['Object', 'publish'],
+        ['Object', 'puback'],
+        ['Object', 'pingreq'],
+      ],
+    );
+    assert.equal(seen.packets.at(-2)?.cmd === 'puback' && seen.packets.at(-2)?.messageId, 258);
   });
 });
