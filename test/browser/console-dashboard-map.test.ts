@@ -1,7 +1,8 @@
 /**
  * A dashboard's map on the server's tiles (docs/console.md, "Dashboards"; MAP_TILE_URL in
  * docs/configuration.md): a tile server on loopback is asked for tiles by the browser, the attribution
- * is shown as text, and the Content-Security-Policy lets the tiles in without a refusal.
+ * is shown as text, and the Content-Security-Policy lets the tiles in without a refusal; a map of one
+ * thing says `1 thing`.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
@@ -127,6 +128,33 @@ describe('a dashboard map on the server’s tiles', { skip: browserSkip }, () =>
     assert.ok(tooltips.includes('<b id="injected">Pump</b>: Offline'), `tooltips: ${tooltips.join(' | ')}`);
     assert.equal(await page.locator('#injected').count(), 0, 'a thing name is text in its tooltip, not markup');
     await screenshot(page, 'dashboard-map-tiles');
+    assert.deepEqual(problems.flat(), []);
+  });
+
+  it('when a map widget shows one thing then its name and caption say 1 thing, not 1 things', async () => {
+    const token = await api.adminToken();
+    const placed = await createThing(api, token, { name: 'Lone boiler', coordinates: [50.11, 8.68] });
+    const unplaced = await createThing(api, token, { name: 'Boiler without a place' });
+    const map = (title: string, keys: string[], x: number) => ({
+      type: 'map',
+      title,
+      source: { thing_keys: keys },
+      layout: { x, y: 0, w: 6, h: 4 },
+    });
+    const widgets = [map('One', [placed.thing_key], 0), map('One of two', [placed.thing_key, unplaced.thing_key], 6)];
+    const created = await api.request('POST', '/api/v3/dashboards', {
+      token,
+      body: { dashboard: { name: 'One boiler', widgets } },
+    });
+    assert.equal(created.status, 200, created.text);
+    await page.goto(`${api.url}/console/dashboards/${created.body.dashboard.dashboard_key}`);
+    const one = page.getByRole('region', { name: 'One', exact: true });
+    await one.getByRole('figure', { name: 'Map of 1 thing', exact: true }).waitFor();
+    await one.getByText('With coordinates: 1 of 1 thing', { exact: true }).waitFor();
+    const oneOfTwo = page.getByRole('region', { name: 'One of two', exact: true });
+    await oneOfTwo.getByRole('figure', { name: 'Map of 1 thing', exact: true }).waitFor();
+    await oneOfTwo.getByText('With coordinates: 1 of 2 things', { exact: true }).waitFor();
+    await screenshot(page, 'dashboard-map-one-thing');
     assert.deepEqual(problems.flat(), []);
   });
 });

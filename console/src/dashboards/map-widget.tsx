@@ -1,6 +1,7 @@
 import 'leaflet/dist/leaflet.css';
 import L, { type LayerGroup, type Map as LeafletMap } from 'leaflet';
 import { useEffect, useRef } from 'preact/hooks';
+import { countOf } from '../format.ts';
 import type { Thing } from './model.ts';
 
 const ONLINE = '#15803d';
@@ -80,11 +81,9 @@ export function MapWidget({ things }: { things: Thing[] }) {
       map.current.fitBounds(L.latLngBounds(placed.map(([, at]) => at)).pad(0.3), { maxZoom: 12, animate: false });
   }, [placed.map(([t, at]) => `${t.thing_key}:${t.alive}:${at}`).join('|')]);
   return (
-    <figure class="dashboard-map-figure" aria-label={`Map of ${placed.length} things`}>
+    <figure class="dashboard-map-figure" aria-label={`Map of ${countOf(placed.length, 'thing')}`}>
       <div ref={box} class="dashboard-map" />
-      <figcaption class="hint">
-        {placed.length} of {things.length} things have coordinates
-      </figcaption>
+      <figcaption class="hint">{`With coordinates: ${placed.length} of ${countOf(things.length, 'thing')}`}</figcaption>
     </figure>
   );
 }

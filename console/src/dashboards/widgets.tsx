@@ -9,7 +9,7 @@ import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { Failure } from '../components/failure.tsx';
 import { useLoad } from '../components/use-load.ts';
-import { showTime, showValue } from '../format.ts';
+import { countOf, showTime, showValue } from '../format.ts';
 import { realtime } from '../realtime.ts';
 import { Link, segment } from '../router.tsx';
 import { Markdown } from './markdown.tsx';
@@ -225,8 +225,7 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
 }
 
 /** How many points a chart draws: events, or the fleet's buckets. */
-const pointsCaption = (count: number, aggregate: string | undefined) =>
-  `${count} ${aggregate ? (count === 1 ? 'bucket' : 'buckets') : count === 1 ? 'point' : 'points'}`;
+const pointsCaption = (count: number, aggregate: string | undefined) => countOf(count, aggregate ? 'bucket' : 'point');
 
 /** The latest value of one thing's metric, and live ones. */
 function useLatest(widget: Widget, chosen: Record<string, string>) {
