@@ -94,6 +94,7 @@ import { usageRoutes } from './usage/routes.ts';
 import { ApiRateLimiter, countStoredEvents, LimitedEventCounter, limitRequest } from './usage/service.ts';
 import { userRoutes } from './users/routes.ts';
 import { VERSION } from './version.ts';
+import { onWebSocketError } from './websocket-errors.ts';
 
 export interface Server {
   app: FastifyInstance;
@@ -696,7 +697,11 @@ async function buildHttpApp(
     // No call to the public validator for a badge: the page works on a server without Internet access.
     uiConfig: { validatorUrl: null },
   });
-  await app.register(websocket, { options: { maxPayload: MAX_WEBSOCKET_MESSAGE_BYTES } });
+  // A client's bad frame or dropped connection is logged at debug, not as the server's error.
+  await app.register(websocket, {
+    options: { maxPayload: MAX_WEBSOCKET_MESSAGE_BYTES },
+    errorHandler: onWebSocketError,
+  });
 
   // The process is alive and serving: answered at once, whatever the store does (its state is /readyz's).
   app.get('/healthz', { schema: { hide: true } }, async (_request, reply) =>
@@ -791,6 +796,7 @@ async function startMqtt(
     return connectExternalBroker({
       url: config.mqttUrl,
       shareGroup: config.mqttShareGroup,
+      keepaliveSeconds: config.mqttKeepaliveSeconds,
       authenticator,
       devices,
       log: app.log,

@@ -16,6 +16,8 @@ import { type Ack, MqttDevice, signedEnvelope } from '../support/mqtt-device.ts'
 import { connectPacket, mqttPacket, parsePackets } from '../support/mqtt-packet.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
+import { serveProcess, stopProcess } from '../support/process.ts';
+import { storeEnv } from '../support/stores.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 describeOnStores(
@@ -171,9 +173,9 @@ describeOnStores(
       );
     });
 
-    /** A WebSocket to /mqtt offering `protocols`, once open; `closed` resolves with its close code. */
-    const openWebSocket = async (protocols?: string[]) => {
-      const ws = new WebSocket(webSocketUrl(), protocols);
+    /** A WebSocket to `url` (this suite's /mqtt) offering `protocols`, once open; `closed` resolves with its close code. */
+    const openWebSocket = async (protocols?: string[], url = webSocketUrl()) => {
+      const ws = new WebSocket(url, protocols);
       ws.on('error', () => {});
       const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
       await new Promise<void>((resolve, reject) => {
@@ -211,6 +213,41 @@ describeOnStores(
       const { ws, closed } = await openWebSocket(['mqtt']);
       ws.send(Buffer.alloc(200 * 1024));
       assert.equal(await closed, 1009, 'message too big');
+    });
+
+    it('when a WebSocket sends a message of over 128 KiB then that is logged at debug with its code and no stack, never as an error', async () => {
+      const server = await serveProcess({
+        ...storeEnv(ctx.api.storeSettings),
+        // MQTT over WebSocket needs the device endpoint, which runs with the MQTT listener.
+        MQTT_PORT: String(await freePort()),
+        LOG_LEVEL: 'debug',
+        LOG_FORMAT: 'json',
+      });
+      try {
+        const { ws, closed } = await openWebSocket(['mqtt'], `${server.url.replace(/^http/, 'ws')}/mqtt`);
+        ws.send(Buffer.alloc(200 * 1024));
+        assert.equal(await closed, 1009, 'message too big');
+        const lines = () =>
+          server
+            .output()
+            .split('\n')
+            .filter((line) => line.includes('Max payload size exceeded'))
+            .map((line) => JSON.parse(line) as Record<string, unknown>);
+        await eventually(() => lines().length > 0, 'a log line about the message');
+        assert.deepEqual(
+          lines().filter((line) => Number(line.level) >= 50),
+          [],
+          'a client sending too much is not a server error',
+        );
+        const [line] = lines();
+        assert.ok(line);
+        assert.equal(line.level, 20, server.output());
+        assert.equal(line.code, 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH');
+        assert.equal(line.url, '/mqtt');
+        assert.ok(!JSON.stringify(line).includes('    at '), 'no stack');
+      } finally {
+        await stopProcess(server.child);
+      }
     });
 
     it('when a WebSocket offers mqtt among other subprotocols then mqtt is chosen; one offering none is served; one offering only others is refused', async () => {
