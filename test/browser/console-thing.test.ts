@@ -1,16 +1,21 @@
 /**
  * A thing's page in a real browser against a real server (docs/console.md, "Using it"): its latest
  * values, the Telemetry chart's history and live events, its status, title and what a role that may
- * not read or send something sees.
+ * not read or send something sees; a thing that has sent nothing leads to Connect a device, whose
+ * commands are then for that thing.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { after, before, beforeEach, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
+
+const run = promisify(execFile);
 
 /** Polls `read` until `check` holds, failing with the last value after `ms`. */
 async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string, ms = 10_000): Promise<T> {
@@ -134,18 +139,34 @@ for (const store of STORES) {
       await latest.getByText(/^No event yet\./).waitFor();
       await latest.getByText(thing.thing_key, { exact: true }).waitFor();
       const connect = latest.getByRole('link', { name: 'Connect a device', exact: true });
-      assert.equal(await connect.getAttribute('href'), '/console/connect');
+      assert.equal(await connect.getAttribute('href'), `/console/connect?thing=${thing.thing_key}`);
       await shot('no-event-yet');
       await send({ thing_key: thing.thing_key, data: { temperature: 19.5 } });
       await latest.getByText('19.5', { exact: true }).waitFor();
       assert.equal(await latest.getByRole('link', { name: 'Connect a device', exact: true }).count(), 0);
-      const other = await createThing(api, token, { name: 'Second silent', thing_key: unique('silent') });
-      await openThing(other.thing_key, 'Second silent');
+    });
+
+    it("when Connect a device is followed from a thing that has sent no event then its commands are for that thing's key", async () => {
+      const token = await api.adminToken();
+      const thing = await createThing(api, token, { name: 'Unconnected boiler', thing_key: unique('unconnected') });
+      await openThing(thing.thing_key, 'Unconnected boiler');
       await page
         .getByRole('region', { name: 'Latest values', exact: true })
         .getByRole('link', { name: 'Connect a device', exact: true })
         .click();
       await page.getByRole('heading', { level: 1, name: 'Connect a device', exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Create key pair', exact: true }).click();
+      assert.equal(await page.getByLabel('Thing key', { exact: true }).inputValue(), thing.thing_key);
+      const curl = (await page.getByRole('figure', { name: 'With curl (HTTP)' }).locator('pre').textContent()) ?? '';
+      assert.ok(curl.includes(`{"thing_key":"${thing.thing_key}"`), `the curl commands name the thing: ${curl}`);
+      const status = page.getByRole('status').filter({ hasText: thing.thing_key });
+      await status.filter({ hasText: `Waiting for the first event from ${thing.thing_key}` }).waitFor();
+      await shot('connect-from-thing');
+      // Run as shown, the commands send the thing its first event, and their register keeps its name.
+      await run('/bin/sh', ['-c', curl]);
+      await status.filter({ hasText: `First event received from ${thing.thing_key}` }).waitFor();
+      await page.getByRole('link', { name: `Open ${thing.thing_key}`, exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Unconnected boiler', exact: true }).waitFor();
     });
 
     it('when the last event lacks a metric then Latest values still shows its newest value from an earlier event', async () => {

@@ -12,7 +12,8 @@ export interface GuideKeys {
 /** A shell word in single quotes. */
 const quoted = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`;
 
-export const registerBody = (thingKey: string) => JSON.stringify({ thing_key: thingKey, name: thingKey });
+/** Without a name: a new thing is named after its key, and a thing that exists keeps its name. */
+export const registerBody = (thingKey: string) => JSON.stringify({ thing_key: thingKey });
 export const eventBody = (thingKey: string) => JSON.stringify({ thing_key: thingKey, data: { temperature: 21.5 } });
 
 /** Two curl commands: register the thing, then send it an event, each signed over its body. */

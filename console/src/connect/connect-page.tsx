@@ -7,18 +7,19 @@ import { Field } from '../components/field.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { showTime, showValue } from '../format.ts';
 import { realtime } from '../realtime.ts';
-import { Link, segment } from '../router.tsx';
+import { currentQuery, Link, segment } from '../router.tsx';
 import { curlCommands, type GuideKeys, mosquittoCommands, sdkSettings } from './commands.ts';
 
 /**
  * `Connect a device` (docs/console.md): makes a key pair (or takes one the user has), shows commands
  * that send a first event to this server, filled in and signed, and the settings of each edge SDK;
  * then waits for the thing's first event and says when it arrives. The secret key lives only in this
- * page's state, as on the Key pairs page.
+ * page's state, as on the Key pairs page. A thing's page links here with `?thing=<thing_key>`, the
+ * thing the commands are then for.
  */
 export function ConnectPage() {
   const [keys, setKeys] = useState<GuideKeys | undefined>();
-  const [thingKey, setThingKey] = useState('my-first-device');
+  const [thingKey, setThingKey] = useState(() => currentQuery().get('thing')?.trim() || 'my-first-device');
   useEffect(() => {
     const forget = () => setKeys(undefined);
     addEventListener('pagehide', forget);

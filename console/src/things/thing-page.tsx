@@ -149,8 +149,9 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
         nextStep={
           mayConnect && (
             <>
-              Devices send events signed with a key pair: <Link to="connect">Connect a device</Link> makes one and gives
-              the commands that send this thing's first (<q>Thing key</q> <code>{t.thing_key}</code>).
+              Devices send events signed with a key pair:{' '}
+              <Link to={`connect?thing=${encodeURIComponent(t.thing_key)}`}>Connect a device</Link> makes one and gives
+              the commands, filled in with this thing's key <code>{t.thing_key}</code>, that send its first.
             </>
           )
         }
