@@ -25,6 +25,8 @@ export interface Config {
   /** Whether MQTT_PORT was set explicitly (a taken port is then fatal). */
   mqttPortExplicit: boolean;
   mqttUrl: string | undefined;
+  /** The keep-alive interval of the connection to the external broker (MQTT_URL), seconds. */
+  mqttKeepaliveSeconds: number;
   /** TLS certificate and key (PEM files): HTTPS on PORT and MQTTS on MQTTS_PORT (core/tls.ts). */
   tls: { certFile: string; keyFile: string } | undefined;
   /** Port of the embedded broker's MQTTS listener, with TLS; 0 = off. */
@@ -293,6 +295,13 @@ function shareGroup(text: string): string {
   return text;
 }
 
+/** MQTT_KEEPALIVE: 1s to 65535s (the most an MQTT CONNECT can say), default 60s; in seconds. */
+function parseKeepalive(text: string | undefined): number {
+  const ms = parseAtLeastASecond('MQTT_KEEPALIVE', text, '60s');
+  if (ms > 65_535_000) throw new ConfigError(`MQTT_KEEPALIVE must be at most 65535s (got "${text}")`);
+  return ms / 1000;
+}
+
 /** MQTT_SESSION_EXPIRY: 1s to 24d (a timer's longest), default 2h. */
 function parseSessionExpiry(text: string | undefined): number {
   const ms = parseAtLeastASecond('MQTT_SESSION_EXPIRY', text, '2h');
@@ -354,6 +363,7 @@ export function loadConfig(env: Env = process.env): Config {
     mqttsPort: mqttsPortExplicit ? parsePort('MQTTS_PORT', env.MQTTS_PORT as string) : 8883,
     mqttsPortExplicit,
     mqttUrl: parseUrl('MQTT_URL', env.MQTT_URL, ['mqtt', 'mqtts', 'tcp', 'tls', 'ws', 'wss']),
+    mqttKeepaliveSeconds: parseKeepalive(env.MQTT_KEEPALIVE),
     mqttShareGroup: shareGroup(env.MQTT_SHARE_GROUP || 'thingbase'),
     socketBudget: budget,
     mqttMaxConnections: parsePositive('MQTT_MAX_CONNECTIONS', env.MQTT_MAX_CONNECTIONS, budget),

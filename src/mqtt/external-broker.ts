@@ -52,7 +52,12 @@ const RESEND_SPACING_MS = 10_000;
  * address does not leave the server waiting forever). Once connected, a lost connection is made again
  * every second for as long as the server runs.
  */
-async function connectFirst(url: string, withinMs: number, log: FastifyBaseLogger): Promise<MqttClient> {
+async function connectFirst(
+  url: string,
+  keepaliveSeconds: number,
+  withinMs: number,
+  log: FastifyBaseLogger,
+): Promise<MqttClient> {
   const deadline = Date.now() + withinMs;
   // Loaded here: a server on its own device endpoint never needs the MQTT client library.
   const { default: mqtt } = await import('mqtt');
@@ -64,6 +69,7 @@ async function connectFirst(url: string, withinMs: number, log: FastifyBaseLogge
           clientId: `thingbase-${newKey()}`,
           clean: true,
           protocolVersion: 4,
+          keepalive: keepaliveSeconds,
           reconnectPeriod: 1000,
           connectTimeout: 5000,
         },
@@ -86,6 +92,8 @@ export async function connectExternalBroker(options: {
   url: string;
   /** Instances of one deployment share this group, so each message is handled once. */
   shareGroup: string;
+  /** The connection's keep-alive interval, seconds (MQTT_KEEPALIVE; 60 when not given). */
+  keepaliveSeconds?: number;
   authenticator: DeviceAuthenticator;
   devices: DeviceService;
   log: FastifyBaseLogger;
@@ -99,10 +107,32 @@ export async function connectExternalBroker(options: {
   intake: IntakeLimits;
 }): Promise<ExternalBroker> {
   const { authenticator, devices, log } = options;
-  const client = await connectFirst(options.url, options.firstConnectMs ?? FIRST_CONNECT_MS, log);
+  const client = await connectFirst(
+    options.url,
+    options.keepaliveSeconds ?? 60,
+    options.firstConnectMs ?? FIRST_CONNECT_MS,
+    log,
+  );
   const sayOnce = oncePerMinute<'answers' | 'instructions'>((message) => log.warn(message));
   let offlineAnswers = 0;
   const intake = new ExternalIntake(options.intake);
+  // mqtt.js's keep-alive (KeepaliveManager.js) sends PINGREQ one keep-alive after the last PINGRESP or
+  // acknowledgement it handled, and half a keep-alive later, none handled since, takes the broker for
+  // gone and connects again. Only packets it handles count, not bytes received, and while a message is
+  // held it handles none: the broker's PINGRESP waits in the socket behind it. A ping unanswered then
+  // says nothing of the broker, and connecting again would lose what the broker held for the old
+  // connection (its session is clean) and the back-pressure with it. So while a message is held, or
+  // was at some moment of the last one and a half keep-alives (had none been, a PINGRESP would have
+  // been handled as it came), the check is put off: a ping goes now, so that the broker keeps hearing
+  // from the server, and the next check comes as after a PINGRESP. A broker that goes away meanwhile is
+  // noticed when writing to it fails, else at the first check after the store moves again
+  // (docs/configuration.md, "MQTT").
+  const keepaliveTimeout = client.onKeepaliveTimeout.bind(client);
+  client.onKeepaliveTimeout = () => {
+    if (!intake.heldWithin(client.keepalive * 1500)) return keepaliveTimeout();
+    client.sendPing();
+    client.reschedulePing(true);
+  };
   // Messages are taken here rather than on 'message': mqtt.js reads the next packet (and acknowledges
   // this one to the broker) only once this calls back, so a message waiting for room slows the broker
   // instead of piling up (docs/configuration.md, "MQTT").

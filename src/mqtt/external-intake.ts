@@ -10,6 +10,10 @@
  * the connection the held one came by was lost (a connection made again reads on its own): that one is
  * dropped then, as the broker drops what it still held for the lost connection (its session is
  * clean), and its device, unanswered, sends it again.
+ *
+ * While a message is held, mqtt.js reads nothing else either, the broker's PINGRESP included: the
+ * connection's keep-alive asks `heldWithin` whether an unanswered ping says anything
+ * (external-broker.ts).
  */
 
 export interface IntakeLimits {
@@ -29,6 +33,8 @@ export class ExternalIntake {
   private pending = 0;
   private pendingBytes = 0;
   private held: Held | undefined;
+  /** When the last message held was let through (ms since the epoch). */
+  private heldEndedAt = Number.NEGATIVE_INFINITY;
   private closed = false;
   /** The most messages ever handled at once (diagnostics and tests). */
   private highWater = 0;
@@ -51,6 +57,13 @@ export class ExternalIntake {
   /** The connection was lost: the message held, if any, is dropped (above). */
   dropHeld(): void {
     this.held = undefined;
+    // What was held concerns the lost connection, not the next one's keep-alive.
+    this.heldEndedAt = Number.NEGATIVE_INFINITY;
+  }
+
+  /** Whether a message is held now, or was at some moment of the last `ms`. */
+  heldWithin(ms: number): boolean {
+    return this.held !== undefined || Date.now() - this.heldEndedAt <= ms;
   }
 
   /** Nothing more is handed on, and the message held is dropped; those being handled end on their own. */
@@ -78,6 +91,7 @@ export class ExternalIntake {
       const held = this.held;
       if (held && !this.closed && this.fits(held.size)) {
         this.held = undefined;
+        this.heldEndedAt = Date.now();
         this.start(held.size, held.handOn);
       }
     };

@@ -233,6 +233,8 @@ describe('an instance behind an external broker while its store stands still', {
   skip: skip ? `${skip}; skipping` : false,
 }, () => {
   const MAX_PENDING = 5;
+  // Short, so that a store standing still outlasts one and a half keep-alives within a test.
+  const KEEPALIVE_S = 2;
   let server: TestServer;
   // Between the server and the broker, to cut the server's connection.
   let proxy: HangingProxy;
@@ -246,6 +248,7 @@ describe('an instance behind an external broker while its store stands still', {
         MQTT_URL: `mqtt://127.0.0.1:${proxy.port}`,
         MQTT_SHARE_GROUP: `thingbase-test-${randomBytes(4).toString('hex')}`,
         MQTT_MAX_PENDING: String(MAX_PENDING),
+        MQTT_KEEPALIVE: `${KEEPALIVE_S}s`,
       },
     });
   });
@@ -298,21 +301,8 @@ describe('an instance behind an external broker while its store stands still', {
       });
       return (data.body[thingKey]?.event_data ?? []).map((e: any) => e.data.n).sort((a: number, b: number) => a - b);
     };
-    return { device, publish, stored };
-  };
-
-  it('when a device publishes many more messages than MQTT_MAX_PENDING while the store stands still then the server handles no more than that at once, and once the store moves each is stored once and answered', {
-    timeout: 60_000,
-  }, async () => {
-    const { device, publish, stored } = await newDevice();
-    try {
-      const count = 8 * MAX_PENDING;
-      await withStoreStill(async () => {
-        await publish(0, count);
-        await untilTaken();
-        const rows = await pendingRows();
-        assert.ok(rows <= MAX_PENDING, `${rows} messages handled at once, more than MQTT_MAX_PENDING (${MAX_PENDING})`);
-      });
+    /** The next `count` answers are all 200, and messages 0 to `count - 1` are stored, each once. */
+    const answeredAndStoredOnce = async (count: number) => {
       const answers: Ack[] = [];
       while (answers.length < count) answers.push(await device.nextAck());
       assert.deepEqual(
@@ -324,8 +314,49 @@ describe('an instance behind an external broker while its store stands still', {
         Array.from({ length: count }, (_, n) => n),
         'each message stored exactly once',
       );
+    };
+    return { device, publish, stored, answeredAndStoredOnce };
+  };
+
+  it('when a device publishes many more messages than MQTT_MAX_PENDING while the store stands still then the server handles no more than that at once, and once the store moves each is stored once and answered', {
+    timeout: 60_000,
+  }, async () => {
+    const { device, publish, answeredAndStoredOnce } = await newDevice();
+    try {
+      const count = 8 * MAX_PENDING;
+      await withStoreStill(async () => {
+        await publish(0, count);
+        await untilTaken();
+        const rows = await pendingRows();
+        assert.ok(rows <= MAX_PENDING, `${rows} messages handled at once, more than MQTT_MAX_PENDING (${MAX_PENDING})`);
+      });
+      await answeredAndStoredOnce(count);
       assert.equal(external().figures().pending, 0);
       assert.ok(external().figures().highWater <= MAX_PENDING, `at most ${MAX_PENDING} messages handled at once`);
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('when the store stands still for longer than one and a half keep-alives while a message is held back then the connection to the broker stays up, the broker keeps the rest, and once the store moves each is stored once and answered', {
+    timeout: 60_000,
+  }, async () => {
+    const { device, publish, answeredAndStoredOnce } = await newDevice();
+    try {
+      const count = 4 * MAX_PENDING;
+      const connections = proxy.connections();
+      await withStoreStill(async () => {
+        await publish(0, count);
+        await untilTaken();
+        // mqtt.js takes the broker for gone when no PINGRESP came within 1.5 keep-alives.
+        await new Promise((resolve) => setTimeout(resolve, 2.5 * KEEPALIVE_S * 1000));
+        assert.equal(proxy.connections(), connections, 'no connection to the broker made again');
+        assert.ok(external().connected(), 'connected while the store stands still');
+        assert.ok(external().figures().held, 'a message still held back');
+        assert.ok((await pendingRows()) <= MAX_PENDING, 'the broker keeps what the server has not taken');
+      });
+      await answeredAndStoredOnce(count);
+      assert.equal(proxy.connections(), connections, 'nor once the store moves');
     } finally {
       await device.close();
     }

@@ -8,6 +8,8 @@ import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 
 export interface HangingProxy {
   port: number;
+  /** Connections it has taken (not those refused while cut), since it started. */
+  connections(): number;
   pause(): void;
   /** Drops every connection and refuses new ones, as a database restarting does, until resume(). */
   cut(): void;
@@ -19,11 +21,13 @@ export async function hangingProxy(target: { host: string; port: number }): Prom
   const sockets = new Set<Socket>();
   let paused = false;
   let cut = false;
+  let connections = 0;
   const server = createServer((client) => {
     if (cut) {
       client.destroy();
       return;
     }
+    connections += 1;
     const upstream = connect(target);
     for (const [from, to] of [
       [client, upstream],
@@ -44,6 +48,7 @@ export async function hangingProxy(target: { host: string; port: number }): Prom
   await once(server, 'listening');
   return {
     port: (server.address() as AddressInfo).port,
+    connections: () => connections,
     pause: () => {
       paused = true;
       for (const socket of sockets) socket.pause();

@@ -127,6 +127,14 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ MQTT_MAX_SESSIONS: '0' }), /MQTT_MAX_SESSIONS must be a positive integer/);
   });
 
+  it('when MQTT_KEEPALIVE is not set then the external broker connection keeps alive every 60 s; one past 65535 s or under 1 s is refused', () => {
+    assert.equal(loadConfig({}).mqttKeepaliveSeconds, 60);
+    assert.equal(loadConfig({ MQTT_KEEPALIVE: '2s' }).mqttKeepaliveSeconds, 2);
+    assert.equal(loadConfig({ MQTT_KEEPALIVE: '5m' }).mqttKeepaliveSeconds, 300);
+    assert.throws(() => loadConfig({ MQTT_KEEPALIVE: '65536' }), /MQTT_KEEPALIVE must be at most 65535s/);
+    assert.throws(() => loadConfig({ MQTT_KEEPALIVE: '0s' }), /MQTT_KEEPALIVE must be at least 1s/);
+  });
+
   it('when MQTT_SHARE_GROUP holds a slash, a wildcard or a space then the configuration is refused, naming it', () => {
     assert.equal(loadConfig({}).mqttShareGroup, 'thingbase');
     assert.equal(loadConfig({ MQTT_SHARE_GROUP: 'ops-eu_1' }).mqttShareGroup, 'ops-eu_1');

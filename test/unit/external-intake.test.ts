@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, mock } from 'node:test';
 import { ExternalIntake } from '../../src/mqtt/external-intake.ts';
 
 /** A message's handling that ends when the test says. */
@@ -87,6 +87,30 @@ describe('intake of messages from the external broker', () => {
     assert.equal(held.started(), false);
     assert.equal(later.started(), false);
     assert.deepEqual(intake.figures(), { pending: 0, held: false, highWater: 1 });
+  });
+
+  it('when a message was held within the time asked about then heldWithin says so, and not once the connection is lost', async () => {
+    mock.timers.enable({ apis: ['Date'] });
+    try {
+      const intake = new ExternalIntake({ messages: 1, bytes: 1000 });
+      const [first, held] = [handling(), handling()];
+      assert.equal(intake.heldWithin(3000), false, 'nothing held yet');
+      intake.offer(10, first.handOn);
+      intake.offer(10, held.handOn);
+      mock.timers.tick(10_000);
+      assert.equal(intake.heldWithin(3000), true, 'held now, however long');
+      await first.end();
+      assert.equal(held.started(), true);
+      mock.timers.tick(3000);
+      assert.equal(intake.heldWithin(3000), true, 'let through 3 s ago');
+      mock.timers.tick(1);
+      assert.equal(intake.heldWithin(3000), false, 'let through longer ago');
+      intake.offer(10, handling().handOn);
+      intake.dropHeld();
+      assert.equal(intake.heldWithin(3000), false, 'what a lost connection held does not count');
+    } finally {
+      mock.timers.reset();
+    }
   });
 
   it('when a handling fails then its room is given back', async () => {
