@@ -31,6 +31,8 @@ function Shell({ session }: { session: Session }) {
   // The navigation on a narrow screen: closed until the Menu button opens it, closed again once a page is chosen.
   const [menuOpen, setMenuOpen] = useState(false);
   const menuButton = useRef<HTMLButtonElement>(null);
+  const fullScreen = !!section?.fullScreen?.(rest);
+  const header = useHeaderHeight(fullScreen);
   usePageFocus(path, () => setMenuOpen(false));
   // The section's name on every change of page (a dashboard's list after a dashboard too); a page naming
   // one thing (a thing, a dashboard) puts its name there once read, in an effect, so after this one.
@@ -43,7 +45,7 @@ function Shell({ session }: { session: Session }) {
     endSession();
   };
   // A wall screen (a dashboard at `.../full`): the page alone, with whether it is live; still signed in.
-  if (section?.fullScreen?.(rest))
+  if (section && fullScreen)
     return (
       <div class="shell full-screen">
         <main id={MAIN_ID} tabIndex={-1}>
@@ -65,7 +67,7 @@ function Shell({ session }: { session: Session }) {
       >
         Skip to content
       </a>
-      <header>
+      <header ref={header}>
         <span class="brand">Thingbase</span>
         <ConnectionStatus />
         <span class="who">
@@ -155,6 +157,27 @@ function focusPage(): void {
   observer.observe(main, { childList: true, subtree: true });
   document.addEventListener('focusin', moved);
   stopFollowing = stop;
+}
+
+/**
+ * Keeps `--header-height` on the root element at the header's height as it wraps and unwraps: on a
+ * phone the header stays at the top of the screen, and what scrolls into view (a focused heading, the
+ * open navigation) goes below it (style.css). No header (full screen), no property.
+ */
+function useHeaderHeight(fullScreen: boolean) {
+  const header = useRef<HTMLElement>(null);
+  useLayoutEffect(() => {
+    const element = header.current;
+    if (!element) return;
+    const root = document.documentElement.style;
+    const measure = new ResizeObserver(() => root.setProperty('--header-height', `${element.offsetHeight}px`));
+    measure.observe(element);
+    return () => {
+      measure.disconnect();
+      root.removeProperty('--header-height');
+    };
+  }, [fullScreen]);
+  return header;
 }
 
 /**

@@ -7,14 +7,23 @@
  * stacks its widgets in one column in reading order, each keeping its height, and its layout is not
  * edited there. The navigation is closed behind a Menu button, the page right under the header;
  * opened, it is no taller than its links, and choosing one closes it and focuses the new page's
- * heading. axe-core finds no serious or critical violation at that width. A screenshot of each page
+ * heading. Scrolled down, the header stays at the top with Menu in view, and what is focused from
+ * there comes into view below it, not under it. axe-core finds no serious or critical violation at that width. A screenshot of each page
  * goes to test-results/console/ (narrow-*.png). Layout does not depend on the store: SQLite only.
  */
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { assertHeadingFocused, browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
+import {
+  assertHeadingFocused,
+  browserSkip,
+  launchBrowser,
+  SCREENSHOTS,
+  screenshot,
+  watchProblems,
+} from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
@@ -469,6 +478,59 @@ describe('the console on a phone, 375 px wide', { skip: browserSkip || store.ski
     await page.getByRole('heading', { level: 1, name: 'Dashboards', exact: true }).waitFor();
     await assertHeadingFocused(page, 'Dashboards');
     assert.equal(await page.title(), 'Dashboards · Thingbase');
+  });
+
+  it('when a long page is scrolled down on a phone then the header stays at the top with Menu in view, and neither the open navigation nor a heading focused from there is under it', async () => {
+    await page.goto(`${api.url}/console/things/${LONG_KEY}`);
+    const heading = page.getByRole('heading', { level: 1, name: 'Boiler of the north plant room', exact: true });
+    await heading.waitFor();
+    await page.getByRole('region', { name: 'Telemetry', exact: true }).locator('canvas').first().waitFor();
+    await page.waitForLoadState('networkidle');
+    await page.evaluate('window.scrollTo(0, document.documentElement.scrollHeight)');
+    const scrolled = await page.evaluate<number>('window.scrollY');
+    assert.ok(scrolled > PHONE.height / 2, `the page scrolled ${scrolled} px only`);
+    await page.screenshot({ path: join(SCREENSHOTS, 'narrow-scrolled.png') });
+    const header = await page.getByRole('banner').boundingBox();
+    const menu = page.getByRole('button', { name: 'Menu', exact: true });
+    const button = await menu.boundingBox();
+    assert.ok(header && button);
+    assert.ok(Math.abs(header.y) <= 1, `the header is at ${header.y} px, not at the top`);
+    assert.ok(button.y >= 0 && button.y + button.height <= PHONE.height, `Menu is at ${button.y} px, out of view`);
+    const below = header.y + header.height;
+    // Opened from there, the navigation shows right under the header.
+    await menu.click();
+    const first = page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Overview', exact: true });
+    const link = await first.boundingBox();
+    assert.ok(link);
+    assert.ok(
+      link.y >= below - 1 && link.y + link.height <= PHONE.height,
+      `the open navigation's first link is at ${link.y} px`,
+    );
+    await page.screenshot({ path: join(SCREENSHOTS, 'narrow-scrolled-navigation-open.png') });
+    await page.keyboard.press('Escape');
+    assert.equal(await menu.getAttribute('aria-expanded'), 'false');
+    // Scrolled until it is under the header, a heading focused (as a new page's is, app.tsx) or a
+    // field reached with Tab is brought into view below the header.
+    await heading.evaluate((element) => {
+      element.tabIndex = -1;
+    });
+    const range = page.getByRole('region', { name: 'Telemetry', exact: true }).getByLabel('Range', { exact: true });
+    for (const [target, what] of [
+      [heading, 'heading'],
+      [range, 'range'],
+    ] as const) {
+      const box = await target.boundingBox();
+      assert.ok(box);
+      await page.evaluate(`window.scrollBy(0, ${box.y - below / 2})`);
+      await target.focus();
+      const focused = await target.boundingBox();
+      assert.ok(focused);
+      assert.ok(
+        focused.y >= below - 1 && focused.y + focused.height <= PHONE.height,
+        `the focused ${what} is at ${focused.y} px, under the header ending at ${below} px`,
+      );
+      await page.screenshot({ path: join(SCREENSHOTS, `narrow-scrolled-focused-${what}.png`) });
+    }
   });
 
   it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
