@@ -5,6 +5,10 @@
  * and the whole legend cannot fit (many lines in a small widget), the legend scrolls in a box of its
  * own, a whole number of lines high, which the keyboard reaches.
  *
+ * On a phone the widgets stack in one column and a widget's height is a minimum (style.css): there
+ * the chart is fitted to the room the widget's height leaves, but never drawn below a readable height,
+ * axes and all, and the legend is never scrolled: the widget grows to hold both.
+ *
  * The chart (components/chart.tsx) is resized to a new height, not made again. A legend whose values
  * change is measured again but only shrinks the chart, so a reading that wraps a line now and then
  * never resizes the chart back and forth.
@@ -13,6 +17,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 
 /** The smallest chart drawn, in pixels; below it, the legend scrolls instead. */
 const MIN_CHART = 80;
+/** The smallest chart drawn in a widget that grows (on a phone), in pixels: a plot of about 170 and its axes. */
+const MIN_GROWING_CHART = 240;
 /** The chart's height before the box is measured. */
 const UNMEASURED = 176;
 
@@ -31,7 +37,12 @@ export function useChartFit(box: { current: HTMLElement | null }, name: string, 
     if (!element) return;
     const legend = element.querySelector<HTMLElement>('.u-legend');
     const fresh = legend !== state.current.legend;
-    const room = element.clientHeight;
+    // A widget whose height is a minimum grows with what it holds: the room is what its box would
+    // have at that height, less than the box itself while the widget is taller.
+    const widget = element.closest<HTMLElement>('.widget');
+    const least = widget ? Number.parseFloat(getComputedStyle(widget).minHeight) : Number.NaN;
+    const grows = !!widget && least > 0;
+    const room = element.clientHeight - (grows ? Math.max(0, widget.offsetHeight - least) : 0);
     const width = element.clientWidth;
     const resized = room !== state.current.room || width !== state.current.width;
     state.current = { room, width, legend };
@@ -42,7 +53,8 @@ export function useChartFit(box: { current: HTMLElement | null }, name: string, 
     legend.removeAttribute('tabindex');
     legend.removeAttribute('aria-label');
     let chart = Math.floor(room - legend.scrollHeight);
-    if (chart < MIN_CHART) {
+    if (grows) chart = Math.max(chart, MIN_GROWING_CHART);
+    else if (chart < MIN_CHART) {
       chart = MIN_CHART;
       const line = legend.querySelector('tr')?.getBoundingClientRect().height || 20;
       legend.style.maxHeight = `${Math.max(line, Math.floor((room - MIN_CHART) / line) * line)}px`;
