@@ -39,6 +39,11 @@ function Shell({ session }: { session: Session }) {
   useLayoutEffect(() => {
     document.title = `${section?.label ?? 'Page not found'} · Thingbase`;
   }, [section, path]);
+  // Escape within the open menu closes it and gives the focus back to its button.
+  const closeMenu = () => {
+    setMenuOpen(false);
+    menuButton.current?.focus();
+  };
   const signOut = async () => {
     // The token is forgotten whatever the answer: a failed sign-out must not keep the user in.
     await api.DELETE('/api_sign_out', {}).catch(() => undefined);
@@ -70,14 +75,7 @@ function Shell({ session }: { session: Session }) {
       <header ref={header}>
         <span class="brand">Thingbase</span>
         <ConnectionStatus />
-        <span class="who">
-          {session.email}
-          {session.organisationName ? ` · ${session.organisationName}` : ''}
-        </span>
-        <button type="button" onClick={signOut}>
-          Sign out
-        </button>
-        {/* Shown below 700 px only (style.css); last in the header, so that Tab goes from it to the links. */}
+        {/* Shown below 700 px only (style.css); before the account, so that Tab goes from it to Sign out, then the links. */}
         <button
           type="button"
           class="menu-button"
@@ -91,6 +89,22 @@ function Shell({ session }: { session: Session }) {
         >
           Menu
         </button>
+        {/* At the header's end on a wide screen; below 700 px the open menu's first line, hidden with it (style.css). */}
+        <div class="account">
+          <span class="who">
+            {session.email}
+            {session.organisationName ? ` · ${session.organisationName}` : ''}
+          </span>
+          <button
+            type="button"
+            onClick={signOut}
+            onKeyDown={(event) => {
+              if (event.key === 'Escape' && menuOpen) closeMenu();
+            }}
+          >
+            Sign out
+          </button>
+        </div>
       </header>
       <Navigation
         current={section?.path}
@@ -104,10 +118,7 @@ function Shell({ session }: { session: Session }) {
             if (!active || active === document.body || active.closest(`#${NAV_ID}`)) focusPage();
           });
         }}
-        onEscape={() => {
-          setMenuOpen(false);
-          menuButton.current?.focus();
-        }}
+        onEscape={closeMenu}
       />
       <main id={MAIN_ID} tabIndex={-1}>
         {section ? <section.page key={section.path} rest={rest[0] || undefined} /> : <NotFoundPage />}
@@ -160,9 +171,10 @@ function focusPage(): void {
 }
 
 /**
- * Keeps `--header-height` on the root element at the header's height as it wraps and unwraps: on a
- * phone the header stays at the top of the screen, and what scrolls into view (a focused heading, the
- * open navigation) goes below it (style.css). No header (full screen), no property.
+ * Keeps `--header-height` on the root element at the header's height as it changes (on a phone, the
+ * open menu's account line adds to it; on a wider screen, its items may wrap): on a phone the header
+ * stays at the top of the screen, and what scrolls into view (a focused heading, the open navigation)
+ * goes below it (style.css). No header (full screen), no property.
  */
 function useHeaderHeight(fullScreen: boolean) {
   const header = useRef<HTMLElement>(null);

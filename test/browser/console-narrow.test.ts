@@ -6,16 +6,18 @@
  * past the viewport's edges except inside a container that scrolls sideways on purpose. A dashboard
  * stacks its widgets in one column in reading order, each keeping its height, and its layout is not
  * edited there; a time series grows taller instead, to draw a readable chart, its y axis labelled, and
- * its whole legend below it. The navigation is closed behind a Menu button, the page right under the header;
- * opened, it is no taller than its links, and choosing one closes it and focuses the new page's
- * heading. Scrolled down, the header stays at the top with Menu in view, and what is focused from
+ * its whole legend below it. The header is one line (brand, Live, Menu) at most 60 px tall. The
+ * navigation is closed behind a Menu button, the page right under the header; opened, it is no taller
+ * than its links, and choosing one closes it and focuses the new page's heading; the e-mail, the
+ * organisation and Sign out are in the opened menu, Sign out the next Tab stop after Menu, and it
+ * signs out. Scrolled down, the header stays at the top with Menu in view, and what is focused from
  * there comes into view below it, not under it. axe-core finds no serious or critical violation at that width. A screenshot of each page
  * goes to test-results/console/ (narrow-*.png). Layout does not depend on the store: SQLite only.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import {
   assertHeadingFocused,
@@ -117,6 +119,11 @@ async function assertFits(page: Page, what: string): Promise<void> {
     `${what}: the document is ${found.scrollWidth} px wide in a ${found.width} px viewport; outside: ${found.outside.slice(0, 8).join('; ')}`,
   );
   assert.deepEqual(found.outside.slice(0, 8), [], `${what}: elements past the viewport's edge`);
+}
+
+/** Whether `target` has the focus. */
+function isFocused(target: Locator): Promise<boolean> {
+  return target.evaluate((element) => element === element.ownerDocument.activeElement);
 }
 
 const store = STORES.find((s) => s.name === 'sqlite');
@@ -286,6 +293,17 @@ describe('the console on a phone, 375 px wide', { skip: browserSkip || store.ski
     await assertAccessible(page, `${what} at 375 px`);
   }
 
+  /** The page's scroll-padding-top is the header's height as it is now, and half a rem (style.css). */
+  async function assertScrollPaddingFollowsHeader(): Promise<void> {
+    const header = await page.getByRole('banner').boundingBox();
+    assert.ok(header);
+    const padding = await page.evaluate<string>('getComputedStyle(document.documentElement).scrollPaddingTop');
+    assert.ok(
+      Math.abs(Number.parseFloat(padding) - (header.height + 8)) <= 1,
+      `scroll-padding-top is ${padding} under a header ${header.height} px tall`,
+    );
+  }
+
   it('when the sign-in page is shown on a phone then it fits', async () => {
     await page.goto(`${api.url}/console/`);
     await page.getByLabel('Organisation key', { exact: true }).waitFor();
@@ -346,27 +364,51 @@ describe('the console on a phone, 375 px wide', { skip: browserSkip || store.ski
     await assertHeadingFocused(page, 'Users');
   });
 
-  it('when Menu is used from the keyboard on a phone then the links are the next Tab stops, and Escape closes it and returns to Menu', async () => {
+  it('when Menu is used from the keyboard on a phone then Sign out and the links are the next Tab stops, and Escape closes it and returns to Menu', async () => {
     await page.goto(`${api.url}/console/groups`);
     await page.getByRole('heading', { level: 1, name: 'Groups', exact: true }).waitFor();
     const menu = page.getByRole('button', { name: 'Menu', exact: true });
-    await menu.focus();
-    await page.keyboard.press('Enter');
-    assert.equal(await menu.getAttribute('aria-expanded'), 'true');
-    await page.keyboard.press('Tab');
+    const signOut = page.getByRole('button', { name: 'Sign out', exact: true });
     const first = page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Overview', exact: true });
-    assert.equal(
-      await first.evaluate((link) => link === link.ownerDocument.activeElement),
-      true,
-      'Overview is the next Tab stop',
-    );
-    await page.keyboard.press('Escape');
-    assert.equal(await menu.getAttribute('aria-expanded'), 'false');
-    assert.equal(
-      await menu.evaluate((button) => button === button.ownerDocument.activeElement),
-      true,
-      'the focus is back on Menu',
-    );
+    for (const [target, what, tabs] of [
+      [signOut, 'Sign out', 1],
+      [first, 'Overview', 2],
+    ] as const) {
+      await menu.focus();
+      await page.keyboard.press('Enter');
+      assert.equal(await menu.getAttribute('aria-expanded'), 'true');
+      for (let i = 0; i < tabs; i++) await page.keyboard.press('Tab');
+      assert.equal(await isFocused(target), true, `${what} is Tab stop ${tabs} after Menu`);
+      await page.keyboard.press('Escape');
+      assert.equal(await menu.getAttribute('aria-expanded'), 'false', `Escape on ${what} closes the menu`);
+      assert.equal(await isFocused(menu), true, `the focus is back on Menu from ${what}`);
+    }
+  });
+
+  it('when a page is shown on a phone then the header is one line of brand, Live and Menu, at most 60 px tall, and the page scrolls to below it', async () => {
+    await page.goto(`${api.url}/console/things`);
+    await page.getByRole('heading', { level: 1, name: 'Things', exact: true }).waitFor();
+    const banner = page.getByRole('banner');
+    const live = banner.getByRole('status').filter({ hasText: 'Live' });
+    await live.waitFor();
+    await screenshot(page, 'narrow-header');
+    const header = await banner.boundingBox();
+    assert.ok(header);
+    assert.ok(header.height <= 60, `the header is ${header.height} px tall`);
+    const parts = [
+      ['brand', banner.getByText('Thingbase', { exact: true })],
+      ['Live', live],
+      ['Menu', banner.getByRole('button', { name: 'Menu', exact: true })],
+    ] as const;
+    for (const [what, part] of parts) {
+      const box = await part.boundingBox();
+      assert.ok(box, `${what} is shown`);
+      assert.ok(box.y >= header.y && box.y + box.height <= header.y + header.height, `${what} is in the header`);
+    }
+    const session = await page.evaluate<{ email: string }>('JSON.parse(sessionStorage.getItem("thingbase.session"))');
+    assert.equal(await page.getByRole('button', { name: 'Sign out', exact: true }).isVisible(), false);
+    assert.equal(await banner.getByText(session.email).isVisible(), false, 'the e-mail waits in the menu');
+    await assertScrollPaddingFollowsHeader();
   });
 
   it("when a thing's page is shown on a phone then it fits, its chart included", async () => {
@@ -600,6 +642,35 @@ describe('the console on a phone, 375 px wide', { skip: browserSkip || store.ski
       );
       await page.screenshot({ path: join(SCREENSHOTS, `narrow-scrolled-focused-${what}.png`) });
     }
+  });
+
+  it('when Menu is opened on a phone then the e-mail, the organisation and Sign out show in it, and Sign out reached from the keyboard signs out', async () => {
+    await page.goto(`${api.url}/console/groups`);
+    await page.getByRole('heading', { level: 1, name: 'Groups', exact: true }).waitFor();
+    const session = await page.evaluate<{ token: string; email: string; organisationName: string }>(
+      'JSON.parse(sessionStorage.getItem("thingbase.session"))',
+    );
+    const menu = page.getByRole('button', { name: 'Menu', exact: true });
+    await menu.focus();
+    await page.keyboard.press('Enter');
+    await page.getByText(`${session.email} · ${session.organisationName}`, { exact: true }).waitFor();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Settings', exact: true }).waitFor();
+    await check('the open menu', 'menu-open');
+    // The header holds the open menu's first line: what scrolls into view stops below that.
+    await assertScrollPaddingFollowsHeader();
+    // Tab from Menu reaches Sign out before it leaves the menu for the page.
+    const signOut = page.getByRole('button', { name: 'Sign out', exact: true });
+    for (let tabs = 0; !(await isFocused(signOut)); tabs++) {
+      const inPage = await page.getByRole('main').evaluate((main) => main.contains(main.ownerDocument.activeElement));
+      assert.ok(!inPage && tabs < 40, `Tab went from Menu to the page, or ${tabs} stops, without reaching Sign out`);
+      await page.keyboard.press('Tab');
+    }
+    const signedOut = page.waitForRequest((r) => r.url().endsWith('/api_sign_out') && r.method() === 'DELETE');
+    await page.keyboard.press('Enter');
+    await signedOut;
+    await page.getByRole('button', { name: 'Sign in', exact: true }).waitFor();
+    const refused = await api.request('GET', '/api/v3/things', { token: session.token });
+    assert.equal(refused.status, 401, 'the token is revoked');
   });
 
   it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
