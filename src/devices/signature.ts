@@ -67,6 +67,93 @@ export interface SignedText {
  * text `unreadable`: such a message cannot be verified.
  */
 export function signedTextOfMqttPayload(rawText: string): SignedText {
+  return signedTextOfTail(rawText) ?? signedTextOfMembers(rawText);
+}
+
+/** A key's name as written between its quotes, without escapes: whether it is `name`. */
+const keyIs = (text: string, keyStart: number, keyEnd: number, name: string): boolean =>
+  keyEnd - keyStart - 2 === name.length && text.startsWith(name, keyStart + 1);
+
+/**
+ * signedTextOfMqttPayload for the payloads the SDKs write most, read without keeping each member: a
+ * JSON object whose envelope members (if any) all come after every other member, and whose member
+ * names hold no escapes. Every message's payload is read this way, and the members' names and places
+ * it does not keep were a tenth of what a message allocated at saturation
+ * (docs/benchmarks-history.md). Undefined for any other text, which signedTextOfMembers reads; a
+ * property test holds the two equal wherever this answers.
+ */
+export function signedTextOfTail(rawText: string): SignedText | undefined {
+  const open = skipWhitespace(rawText, 0);
+  if (rawText.charCodeAt(open) !== OPEN_BRACE) return undefined;
+  let i = skipWhitespace(rawText, open + 1);
+  let hashes = 0;
+  let accessKeys = 0;
+  let versions = 0;
+  let members = 0;
+  // Where the last member kept ends, and the last member of all.
+  let keptEnd = -1;
+  let lastEnd = -1;
+  let hashStart = -1;
+  let hashEnd = -1;
+  let accessKeyStart = -1;
+  let accessKeyEnd = -1;
+  if (rawText.charCodeAt(i) !== CLOSE_BRACE) {
+    for (;;) {
+      if (rawText.charCodeAt(i) !== QUOTE) return undefined;
+      const keyStart = i;
+      const keyEnd = scanString(rawText, i);
+      if (keyEnd < 0) return undefined;
+      // A name with an escape may spell an envelope member's: the full read decodes it.
+      for (let j = keyStart + 1; j < keyEnd - 1; j++) if (rawText.charCodeAt(j) === BACKSLASH) return undefined;
+      i = skipWhitespace(rawText, keyEnd);
+      if (rawText.charCodeAt(i) !== COLON) return undefined;
+      const valueStart = skipWhitespace(rawText, i + 1);
+      const valueEnd = scanValue(rawText, valueStart);
+      if (valueEnd < 0) return undefined;
+      members++;
+      lastEnd = valueEnd;
+      if (keyIs(rawText, keyStart, keyEnd, 'hash')) {
+        hashes++;
+        hashStart = valueStart;
+        hashEnd = valueEnd;
+      } else if (keyIs(rawText, keyStart, keyEnd, 'access_key')) {
+        accessKeys++;
+        accessKeyStart = valueStart;
+        accessKeyEnd = valueEnd;
+      } else if (keyIs(rawText, keyStart, keyEnd, 'aliot_protocol_version')) {
+        versions++;
+      } else {
+        // A member kept after an envelope member: the full read keeps the separators right.
+        if (hashes + accessKeys + versions > 0) return undefined;
+        keptEnd = valueEnd;
+      }
+      i = skipWhitespace(rawText, valueEnd);
+      if (rawText.charCodeAt(i) === COMMA) {
+        i = skipWhitespace(rawText, i + 1);
+        continue;
+      }
+      if (rawText.charCodeAt(i) !== CLOSE_BRACE) return undefined;
+      break;
+    }
+  }
+  const close = i;
+  if (skipWhitespace(rawText, close + 1) !== rawText.length) return undefined;
+  const envelope = hashes + accessKeys + versions;
+  const signed =
+    envelope === 0
+      ? rawText
+      : envelope === members
+        ? rawText.slice(0, open + 1) + rawText.slice(close)
+        : rawText.slice(0, keptEnd) + rawText.slice(lastEnd);
+  const repeated = hashes > 1 || accessKeys > 1 || versions > 1;
+  const hash = repeated || hashes !== 1 ? undefined : stringValue(rawText.slice(hashStart, hashEnd));
+  const accessKey = repeated || accessKeys !== 1 ? undefined : stringValue(rawText.slice(accessKeyStart, accessKeyEnd));
+  const unreadable = repeated || (hashes > 0 && hash === undefined) || (accessKeys > 0 && accessKey === undefined);
+  return { signed, hash, accessKey, unreadable };
+}
+
+/** signedTextOfMqttPayload for any text: every top-level member read, wherever the envelope's are. */
+export function signedTextOfMembers(rawText: string): SignedText {
   const object = scanTopLevelObject(rawText);
   if (object === undefined) return { signed: rawText, hash: undefined, accessKey: undefined, unreadable: false };
   const { open, close, members } = object;
