@@ -130,15 +130,19 @@ export class DeviceService {
     await this.bounded(() => this.ingest.heartbeats(principal, keys));
   }
 
-  /** Stores one event or a bulk; resolves once committed. */
-  async event(principal: Principal, input: EventInput, transport: 'http' | 'mqtt', source?: string): Promise<void> {
-    requirePermission(principal, 'data', 'create');
-    const incoming: IncomingEvent[] = input.events
-      ? input.events.map((e, i) => incomingEvent(e, thingKeyOf(e, `events.${i}.`)))
-      : [incomingEvent(input, thingKeyOf(input))];
-    await this.bounded(() =>
-      this.ingest.ingest(principal, incoming, input.events ? input.timestamp : undefined, '', transport, source),
-    );
+  /** Stores one event or a bulk; resolves once committed (not an async function: each device message comes this way). */
+  event(principal: Principal, input: EventInput, transport: 'http' | 'mqtt', source?: string): Promise<void> {
+    try {
+      requirePermission(principal, 'data', 'create');
+      const incoming: IncomingEvent[] = input.events
+        ? input.events.map((e, i) => incomingEvent(e, thingKeyOf(e, `events.${i}.`)))
+        : [incomingEvent(input, thingKeyOf(input))];
+      return this.bounded(() =>
+        this.ingest.ingest(principal, incoming, input.events ? input.timestamp : undefined, '', transport, source),
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** Raises an alert, or acknowledges an instruction when it names that instruction's alert_key. */

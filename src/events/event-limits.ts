@@ -47,7 +47,16 @@ export class EventBuckets {
   }
 
   take(key: string, perSecond: number, count: number, now: number): void {
-    this.buckets.set(key, { events: this.held(key, perSecond, now) - count, at: now, perSecond });
+    const events = this.held(key, perSecond, now) - count;
+    // The bucket is changed in place: taken for every message of every device.
+    const bucket = this.buckets.get(key);
+    if (bucket) {
+      bucket.events = events;
+      bucket.at = now;
+      bucket.perSecond = perSecond;
+    } else {
+      this.buckets.set(key, { events, at: now, perSecond });
+    }
     if (now - this.prunedAt >= PRUNE_EVERY_MS) this.prune(now);
   }
 
@@ -85,9 +94,19 @@ export class EventLimits {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  /** Takes `count` events of the principal, or throws the 429 of the limit they pass. */
-  async take(principal: Principal, count: number): Promise<void> {
-    const own = await this.organisationValue(principal.organisationKey);
+  /**
+   * Takes `count` events of the principal, or throws the 429 of the limit they pass: at once when the
+   * organisation's own limit is known without reading the store (then answers undefined), else once it
+   * is read (then answers the promise of that, rejected with the 429).
+   */
+  take(principal: Principal, count: number): Promise<void> | undefined {
+    const own = this.organisationValue(principal.organisationKey);
+    if (own !== null && typeof own === 'object') return own.then((value) => this.takeNow(principal, count, value));
+    this.takeNow(principal, count, own);
+    return undefined;
+  }
+
+  private takeNow(principal: Principal, count: number, own: number | null): void {
     const perOrganisation = own ?? this.settings.perOrganisation;
     const perKeyPair = principal.accessKey === undefined ? 0 : this.settings.perKeyPair;
     if (perOrganisation === 0 && perKeyPair === 0) return;

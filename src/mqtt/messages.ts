@@ -25,9 +25,10 @@ const validators = {
 
 /**
  * Does what a checked message asks, in the name of its key pair's principal, and answers the
- * acknowledgement (with `context`) once that is durable.
+ * acknowledgement (with `context`) once that is durable. Not an async function: every device message
+ * comes this way, and the device service's promise is all it waits for.
  */
-export async function actOnDeviceMessage(
+export function actOnDeviceMessage(
   devices: DeviceService,
   kind: DeviceMessageKind,
   text: string,
@@ -44,29 +45,43 @@ export async function actOnDeviceMessage(
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
     body = parsed as Record<string, unknown>;
   } catch (error) {
-    return failure(PARSE_ERROR, 500, [
-      { code: 'invalid', message: `the payload is not a JSON object: ${(error as Error).message}` },
-    ]);
+    return Promise.resolve(
+      failure(PARSE_ERROR, 500, [
+        { code: 'invalid', message: `the payload is not a JSON object: ${(error as Error).message}` },
+      ]),
+    );
   }
+  let done: Promise<void>;
   try {
-    switch (kind) {
-      case 'register':
-        await devices.register(principal, validators.register(body) as typeof RegisterBody.static);
-        break;
-      case 'heartbeat':
-        await devices.heartbeat(principal, validators.heartbeat(body) as typeof HeartbeatBody.static);
-        break;
-      case 'event':
-        await devices.event(principal, validators.event(body) as typeof EventBody.static, 'mqtt', source);
-        break;
-      case 'alert':
-        await devices.alert(principal, (validators.alert(body) as typeof DeviceAlertBody.static).alert);
-        break;
-    }
-    return { context, http_code: 200, http_msg: {} };
+    done = doDeviceMessage(devices, kind, body, principal, source);
   } catch (error) {
-    if (unexpected(error)) throw error;
-    return failureAck(context, error);
+    done = Promise.reject(error);
+  }
+  return done.then(
+    () => ({ context, http_code: 200, http_msg: {} }),
+    (error: unknown) => {
+      if (unexpected(error)) throw error;
+      return failureAck(context, error);
+    },
+  );
+}
+
+function doDeviceMessage(
+  devices: DeviceService,
+  kind: DeviceMessageKind,
+  body: Record<string, unknown>,
+  principal: Principal,
+  source: string | undefined,
+): Promise<void> {
+  switch (kind) {
+    case 'register':
+      return devices.register(principal, validators.register(body) as typeof RegisterBody.static);
+    case 'heartbeat':
+      return devices.heartbeat(principal, validators.heartbeat(body) as typeof HeartbeatBody.static);
+    case 'event':
+      return devices.event(principal, validators.event(body) as typeof EventBody.static, 'mqtt', source);
+    case 'alert':
+      return devices.alert(principal, (validators.alert(body) as typeof DeviceAlertBody.static).alert);
   }
 }
 
