@@ -66,8 +66,9 @@ function Shell({ session }: { session: Session }) {
         href={`#${MAIN_ID}`}
         onClick={(event) => {
           // Focus, not a fragment in the address: the router owns the URL, and Back should leave the page.
+          // The page's heading, as after a change of page, brought into view below the header.
           event.preventDefault();
-          document.getElementById(MAIN_ID)?.focus();
+          focusPage();
         }}
       >
         Skip to content
@@ -135,8 +136,9 @@ const HEADING_WAIT_MS = 10_000;
 let stopFollowing = (): void => undefined;
 
 /**
- * Moves the focus to the page's first-level heading, or to the main region until the page shows one,
- * so that a screen reader says where the user now is and Tab continues from the page's top.
+ * Moves the focus to the page's first-level heading, scrolled into view (below the header on a phone),
+ * or to the main region until the page shows one, so that a screen reader says where the user now is
+ * and Tab continues from the page's top. After a change of page, and from Skip to content.
  */
 function focusPage(): void {
   stopFollowing();
@@ -148,6 +150,8 @@ function focusPage(): void {
     if (heading) heading.tabIndex = -1;
     focused = heading ?? main;
     focused.focus({ preventScroll });
+    // The whole heading, not just a part of the region: a page scrolled down shows its top again.
+    if (!preventScroll && heading) heading.scrollIntoView({ block: 'nearest' });
   };
   focusHeading(false);
   // A page still loading shows its heading later, or draws it anew once its data is read: the focus

@@ -3,8 +3,9 @@
  * checkbox per ability, users, API keys with their token shown once, an OEM parent entering a child
  * organisation, settings; refusals shown next to the control that sent them with what was typed kept,
  * confirmations that name what is deleted, and a role that may only read offered no write control.
- * Keyboard and screen-reader access to every page: a skip link is the first Tab stop, and the focus
- * goes to a new page's heading when another page is chosen.
+ * Keyboard and screen-reader access to every page: a skip link is the first Tab stop and takes the
+ * focus to the page's heading, scrolled into view, and the focus goes to a new page's heading when
+ * another page is chosen.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -429,7 +430,7 @@ for (const store of STORES) {
       await page.close();
     });
 
-    it('when Tab is first pressed on a page then Skip to content is the first stop, shown, and it takes the focus to the page past the navigation', async () => {
+    it("when Tab is first pressed on a page then Skip to content is the first stop, shown, and it takes the focus to the page's heading past the navigation", async () => {
       const page = await signedIn('/console/users');
       await page.getByRole('heading', { level: 1, name: 'Users', exact: true }).waitFor();
       // As a user arrives: a page loaded afresh, nothing focused yet.
@@ -447,18 +448,42 @@ for (const store of STORES) {
       await assertAccessible(page, 'a page with its skip link focused');
       await shot(page, 'skip-link');
       await page.keyboard.press('Enter');
-      const main = page.getByRole('main');
-      assert.equal(
-        await main.evaluate((region) => region === region.ownerDocument.activeElement),
-        true,
-        'main has the focus',
-      );
+      await assertHeadingFocused(page, 'Users');
       await page.keyboard.press('Tab');
       assert.equal(
         await button(page, 'New user').evaluate((control) => control === control.ownerDocument.activeElement),
         true,
         "the next Tab stop is the page's first control",
       );
+      await page.close();
+    });
+
+    it('when Skip to content is used from the keyboard on a page scrolled down then its heading takes the focus and is scrolled into view', async () => {
+      const page = await signedIn('/console/audit-trail');
+      await page.getByRole('heading', { level: 1, name: 'Audit trail', exact: true }).waitFor();
+      // A short window, so that the trail of the tests before reaches far below it; loaded afresh, nothing focused.
+      await page.setViewportSize({ width: 1280, height: 480 });
+      await page.goto(`${api.url}/console/audit-trail`);
+      const heading = page.getByRole('heading', { level: 1, name: 'Audit trail', exact: true });
+      await heading.waitFor();
+      await page.waitForLoadState('networkidle');
+      await page.keyboard.press('Tab');
+      const skip = page.getByRole('link', { name: 'Skip to content', exact: true });
+      assert.equal(
+        await skip.evaluate((link) => link === link.ownerDocument.activeElement),
+        true,
+        'the first Tab stop',
+      );
+      // Read on down the page (the wheel, a screen reader's reading) with the link still focused.
+      await page.evaluate('window.scrollTo(0, document.documentElement.scrollHeight)');
+      const scrolled = await page.evaluate<number>('window.scrollY');
+      assert.ok(scrolled > 240, `the page scrolled ${scrolled} px only`);
+      await page.keyboard.press('Enter');
+      await assertHeadingFocused(page, 'Audit trail');
+      const box = await heading.boundingBox();
+      assert.ok(box);
+      assert.ok(box.y >= 0 && box.y + box.height <= 480, `the focused heading is at ${box.y} px, out of view`);
+      await shot(page, 'skip-link-scrolled');
       await page.close();
     });
 

@@ -11,7 +11,7 @@
  * than its links, and choosing one closes it and focuses the new page's heading; the e-mail, the
  * organisation and Sign out are in the opened menu, Sign out the next Tab stop after Menu, and it
  * signs out. Scrolled down, the header stays at the top with Menu in view, and what is focused from
- * there comes into view below it, not under it. axe-core finds no serious or critical violation at that width. A screenshot of each page
+ * there (a field, a heading, the heading Skip to content focuses) comes into view below it, not under it. axe-core finds no serious or critical violation at that width. A screenshot of each page
  * goes to test-results/console/ (narrow-*.png). Layout does not depend on the store: SQLite only.
  */
 import assert from 'node:assert/strict';
@@ -642,6 +642,33 @@ describe('the console on a phone, 375 px wide', { skip: browserSkip || store.ski
       );
       await page.screenshot({ path: join(SCREENSHOTS, `narrow-scrolled-focused-${what}.png`) });
     }
+  });
+
+  it('when Skip to content is used from the keyboard on a long page scrolled down on a phone then its heading takes the focus and shows below the header', async () => {
+    const name = 'Boiler of the north plant room';
+    await page.goto(`${api.url}/console/things/${LONG_KEY}`);
+    const heading = page.getByRole('heading', { level: 1, name, exact: true });
+    await heading.waitFor();
+    await page.getByRole('region', { name: 'Telemetry', exact: true }).locator('canvas').first().waitFor();
+    await page.waitForLoadState('networkidle');
+    await page.keyboard.press('Tab');
+    const skip = page.getByRole('link', { name: 'Skip to content', exact: true });
+    assert.equal(await isFocused(skip), true, 'the first Tab stop');
+    // Read on down the page (a swipe, a screen reader's reading) with the link still focused.
+    await page.evaluate('window.scrollTo(0, document.documentElement.scrollHeight)');
+    const scrolled = await page.evaluate<number>('window.scrollY');
+    assert.ok(scrolled > PHONE.height / 2, `the page scrolled ${scrolled} px only`);
+    await page.keyboard.press('Enter');
+    await assertHeadingFocused(page, name);
+    const header = await page.getByRole('banner').boundingBox();
+    const box = await heading.boundingBox();
+    assert.ok(header && box);
+    const below = header.y + header.height;
+    assert.ok(
+      box.y >= below - 1 && box.y + box.height <= PHONE.height,
+      `the focused heading is at ${box.y} px, the header ending at ${below} px`,
+    );
+    await screenshot(page, 'narrow-skip-link-scrolled');
   });
 
   it('when Menu is opened on a phone then the e-mail, the organisation and Sign out show in it, and Sign out reached from the keyboard signs out', async () => {
