@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Locator, Page, WebSocketRoute } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { browserSkip, launchBrowser, SCREENSHOTS, screenshot, watchProblems } from '../support/browser.ts';
+import { browserSkip, drawnChart, launchBrowser, SCREENSHOTS, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, defaultTemplateKey } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
@@ -856,6 +856,42 @@ for (const store of STORES) {
       } finally {
         await page.setViewportSize({ width: 1280, height: 900 });
       }
+    });
+
+    it('when a time series is made as short as the grid allows then it still draws a plot with its y axis labelled', async () => {
+      const listed = await api.request('GET', '/api/v3/dashboards', { token, query: { per: 100 } });
+      const machines = (listed.body.dashboards as { name: string; dashboard_key: string }[]).find(
+        (d) => d.name === 'Machines',
+      );
+      assert.ok(machines, listed.text);
+      await page.goto(`${api.url}/console/dashboards/${machines.dashboard_key}`);
+      await page.getByRole('heading', { level: 1, name: 'Machines', exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      // Shorter, then Shift with the up arrow, as far as they go.
+      const small = region('Small chart');
+      for (let i = 0; i < 3; i++) await small.getByRole('button', { name: 'Shorter', exact: true }).click();
+      await small.focus();
+      for (let i = 0; i < 3; i++) await page.keyboard.press('Shift+ArrowUp');
+      assert.equal(await small.locator('.layout-controls .hint').textContent(), 'Column 7, row 1, 6 wide, 3 high');
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('button', { name: 'Edit', exact: true }).waitFor();
+      assert.equal((await stored(machines.dashboard_key)).widgets[1].layout.h, 3);
+      await small.locator('canvas').first().waitFor();
+      // The chart is resized once its legend is measured: waited for.
+      let drawn = await drawnChart(page, 'Small chart');
+      for (const deadline = Date.now() + 5000; Date.now() < deadline; await page.waitForTimeout(100)) {
+        drawn = await drawnChart(page, 'Small chart');
+        if (drawn.yLabels >= 2 && drawn.legendInside && !drawn.widgetScrolls) break;
+      }
+      await shot('smallest-timeseries');
+      assert.ok(drawn.yLabels >= 2, `the y axis shows ${drawn.yLabels} labels (a plot ${drawn.plot} px high)`);
+      assert.equal(drawn.legendInside, true, 'the legend lies inside the widget');
+      assert.equal(drawn.widgetScrolls, false, 'the widget holds its chart and legend without scrolling');
+      const legend = small.locator('.u-legend');
+      assert.ok(
+        !drawn.legendScrolls || (await legend.getAttribute('tabindex')) === '0',
+        'a legend that scrolls is reached by keyboard',
+      );
     });
 
     it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {

@@ -22,6 +22,7 @@ import { assertAccessible } from '../support/axe.ts';
 import {
   assertHeadingFocused,
   browserSkip,
+  drawnChart,
   launchBrowser,
   SCREENSHOTS,
   screenshot,
@@ -466,54 +467,7 @@ describe('the console on a phone, 375 px wide', { skip: browserSkip || store.ski
   it('when a dashboard is shown on a phone then its time series has a plot tall enough to read, its y axis labelled, and its whole legend below the chart', async () => {
     const widget = page.getByRole('region', { name: WIDGETS[0]?.title, exact: true });
     await widget.locator('canvas').first().waitFor();
-    // The plotting box, the canvas and the legend; and how many labels the y axis has: bands of rows
-    // of the canvas, left of the plotting box and level with it, that hold something drawn.
-    type Drawn = {
-      plot: number;
-      canvas: number;
-      yLabels: number;
-      legendBelow: number;
-      legendInside: boolean;
-      legendScrolls: boolean;
-      widgetScrolls: boolean;
-    };
-    const measure = (): Promise<Drawn> =>
-      page.evaluate(`(() => {
-        const widget = [...document.querySelectorAll('section.widget')].find(
-          (section) => section.querySelector('h2')?.textContent === ${JSON.stringify(WIDGETS[0]?.title)},
-        );
-        const canvas = widget.querySelector('.u-wrap canvas');
-        const over = widget.querySelector('.u-over');
-        const legend = widget.querySelector('.u-legend');
-        const c = canvas.getBoundingClientRect();
-        const o = over.getBoundingClientRect();
-        const l = legend.getBoundingClientRect();
-        const w = widget.getBoundingClientRect();
-        const scale = canvas.width / c.width;
-        const left = Math.floor((o.left - c.left) * scale);
-        const top = Math.floor((o.top - c.top) * scale);
-        const rows = Math.floor(o.height * scale);
-        let yLabels = 0;
-        if (left > 0 && rows > 0) {
-          const pixels = canvas.getContext('2d').getImageData(0, top, left, rows).data;
-          let inked = false;
-          for (let y = 0; y < rows; y++) {
-            let ink = false;
-            for (let x = 0; x < left && !ink; x++) ink = pixels[(y * left + x) * 4 + 3] > 0;
-            if (ink && !inked) yLabels++;
-            inked = ink;
-          }
-        }
-        return {
-          plot: o.height,
-          canvas: c.height,
-          yLabels,
-          legendBelow: l.top - c.bottom,
-          legendInside: l.bottom <= w.bottom + 0.5 && l.left >= w.left - 0.5 && l.right <= w.right + 0.5,
-          legendScrolls: legend.scrollHeight > legend.clientHeight + 1,
-          widgetScrolls: widget.scrollHeight > widget.clientHeight + 1,
-        };
-      })()`);
+    const measure = () => drawnChart(page, WIDGETS[0]?.title ?? '');
     // The chart is resized once its legend is measured: waited for.
     let drawn = await measure();
     for (const deadline = Date.now() + 5000; Date.now() < deadline; await page.waitForTimeout(100)) {

@@ -93,3 +93,61 @@ export async function assertHeadingFocused(page: Page, name: string): Promise<vo
   }
   assert.equal(found, '', `the heading ${name} has the focus, not ${found}`);
 }
+
+/** What a dashboard's time series draws (chart.tsx, uPlot), as drawnChart measures it. */
+export type DrawnChart = {
+  /** The plotting box's height, and the canvas's (axes included), in CSS pixels. */
+  plot: number;
+  canvas: number;
+  /** How many labels the y axis shows. */
+  yLabels: number;
+  /** How far below the canvas the legend starts. */
+  legendBelow: number;
+  legendInside: boolean;
+  legendScrolls: boolean;
+  widgetScrolls: boolean;
+};
+
+/**
+ * The plotting box, the canvas and the legend of the time series widget titled `title`; and how many
+ * labels its y axis has, which uPlot draws on the canvas: bands of rows of the canvas, left of the
+ * plotting box and level with it, that hold something drawn.
+ */
+export function drawnChart(page: Page, title: string): Promise<DrawnChart> {
+  return page.evaluate(`(() => {
+    const widget = [...document.querySelectorAll('section.widget')].find(
+      (section) => section.querySelector('h2')?.textContent === ${JSON.stringify(title)},
+    );
+    const canvas = widget.querySelector('.u-wrap canvas');
+    const over = widget.querySelector('.u-over');
+    const legend = widget.querySelector('.u-legend');
+    const c = canvas.getBoundingClientRect();
+    const o = over.getBoundingClientRect();
+    const l = legend.getBoundingClientRect();
+    const w = widget.getBoundingClientRect();
+    const scale = canvas.width / c.width;
+    const left = Math.floor((o.left - c.left) * scale);
+    const top = Math.floor((o.top - c.top) * scale);
+    const rows = Math.floor(o.height * scale);
+    let yLabels = 0;
+    if (left > 0 && rows > 0) {
+      const pixels = canvas.getContext('2d').getImageData(0, top, left, rows).data;
+      let inked = false;
+      for (let y = 0; y < rows; y++) {
+        let ink = false;
+        for (let x = 0; x < left && !ink; x++) ink = pixels[(y * left + x) * 4 + 3] > 0;
+        if (ink && !inked) yLabels++;
+        inked = ink;
+      }
+    }
+    return {
+      plot: o.height,
+      canvas: c.height,
+      yLabels,
+      legendBelow: l.top - c.bottom,
+      legendInside: l.bottom <= w.bottom + 0.5 && l.left >= w.left - 0.5 && l.right <= w.right + 0.5,
+      legendScrolls: legend.scrollHeight > legend.clientHeight + 1,
+      widgetScrolls: widget.scrollHeight > widget.clientHeight + 1,
+    };
+  })()`);
+}

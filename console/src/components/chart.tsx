@@ -82,7 +82,12 @@ export function Chart(props: {
               showValue(value ?? (shown.cursor.idx == null ? latestOf(series) : null)),
           })),
         ],
-        axes: [{}, {}],
+        // A short plot (a small dashboard widget) keeps labels on its y axis: uPlot's 30 pixels between
+        // them leave one label, or none, on a plot under 100 pixels high; taller plots are as uPlot draws them.
+        axes: [
+          {},
+          { space: (_plot: uPlot, _axis: number, _min: number, _max: number, high: number) => (high < 100 ? 18 : 30) },
+        ],
         scales: { x: { time: true } },
         // Away from the cursor the legend shows the latest point, rather than blanks.
         hooks: { setCursor: [() => showLatest()] },

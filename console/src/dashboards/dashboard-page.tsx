@@ -6,7 +6,7 @@ import { Field } from '../components/field.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { Link, segment } from '../router.tsx';
 import { DashboardEditing, type FocusRequest, type OpenForm } from './dashboard-editing.tsx';
-import { arrowStep, LayoutControls, place, WidgetActions } from './editor.tsx';
+import { arrowStep, LayoutControls, leastHeight, place, WidgetActions } from './editor.tsx';
 import { type Dashboard, rangeSeconds, TIME_RANGES, type Widget } from './model.ts';
 import { type Drag, followPointer, layoutDrawn } from './pointer-layout.ts';
 import { WIDGETS } from './widgets.tsx';
@@ -188,7 +188,8 @@ function WidgetRegion(props: {
   // While editing, the title and the corner follow the mouse (pointer-layout.ts).
   const drag = (kind: Drag) => (event: PointerEvent) => {
     const edit = props.editing;
-    if (edit) followPointer(event, kind, widget.layout, (layout) => edit.change({ ...widget, layout }));
+    const least = leastHeight(widget.type);
+    if (edit) followPointer(event, kind, widget.layout, least, (layout) => edit.change({ ...widget, layout }));
   };
   return (
     // Focusable, so that a widget whose content overflows scrolls from the keyboard; while editing, the
@@ -205,7 +206,7 @@ function WidgetRegion(props: {
         const step = arrowStep(event.key, event.shiftKey);
         if (!step) return;
         event.preventDefault();
-        edit.change({ ...widget, layout: step(widget.layout) });
+        edit.change({ ...widget, layout: step(widget.layout, leastHeight(widget.type)) });
       }}
       style={{ '--column': x + 1, '--row': y + 1, '--width': w, '--height': h, order: props.order }}
     >

@@ -8,15 +8,23 @@ const COLUMNS = 12;
 
 type Layout = Widget['layout'];
 
-/** The layout steps the buttons take, each kept on the grid. */
-const STEPS: { label: string; step: (l: Layout) => Layout }[] = [
+/**
+ * The fewest rows a widget of `type` takes when resized on the grid: a time series keeps room for a
+ * plot with its y axis labelled beside a legend of one line (use-chart-fit.ts); others, one row.
+ */
+export function leastHeight(type: Widget['type']): number {
+  return type === 'timeseries' ? 3 : 1;
+}
+
+/** The layout steps the buttons take, each kept on the grid, no shorter than `least` rows (or than it is). */
+const STEPS: { label: string; step: (l: Layout, least: number) => Layout }[] = [
   { label: 'Move left', step: (l) => ({ ...l, x: Math.max(0, l.x - 1) }) },
   { label: 'Move right', step: (l) => ({ ...l, x: Math.min(COLUMNS - l.w, l.x + 1) }) },
   { label: 'Move up', step: (l) => ({ ...l, y: Math.max(0, l.y - 1) }) },
   { label: 'Move down', step: (l) => ({ ...l, y: l.y + 1 }) },
   { label: 'Narrower', step: (l) => ({ ...l, w: Math.max(1, l.w - 1) }) },
   { label: 'Wider', step: (l) => ({ ...l, w: Math.min(COLUMNS - l.x, l.w + 1) }) },
-  { label: 'Shorter', step: (l) => ({ ...l, h: Math.max(1, l.h - 1) }) },
+  { label: 'Shorter', step: (l, least) => ({ ...l, h: Math.max(Math.min(least, l.h), l.h - 1) }) },
   { label: 'Taller', step: (l) => ({ ...l, h: Math.min(100, l.h + 1) }) },
 ];
 
@@ -50,7 +58,7 @@ const ARROWS: Record<string, [string, string]> = {
 };
 
 /** The step an arrow key takes on a focused widget: a move, or with Shift a resize. */
-export function arrowStep(key: string, shift: boolean): ((l: Layout) => Layout) | undefined {
+export function arrowStep(key: string, shift: boolean): ((l: Layout, least: number) => Layout) | undefined {
   const names = ARROWS[key];
   if (!names) return undefined;
   return STEPS.find((s) => s.label === names[shift ? 1 : 0])?.step;
@@ -81,7 +89,7 @@ export function LayoutControls(props: { widget: Widget; change: (widget: Widget)
           key={label}
           type="button"
           class="secondary"
-          onClick={() => props.change({ ...widget, layout: step(widget.layout) })}
+          onClick={() => props.change({ ...widget, layout: step(widget.layout, leastHeight(widget.type)) })}
         >
           {label}
         </button>

@@ -24,10 +24,11 @@ function gridSteps(grid: HTMLElement): { x: number; y: number } {
 
 const clamp = (value: number, low: number, high: number) => Math.min(high, Math.max(low, value));
 
-/** The layout `start` becomes when dragged by whole cells `dx`, `dy`. */
-export function draggedLayout(start: Layout, drag: Drag, dx: number, dy: number): Layout {
+/** The layout `start` becomes when dragged by whole cells `dx`, `dy`; resized, no shorter than `least` rows (or than it was). */
+export function draggedLayout(start: Layout, drag: Drag, dx: number, dy: number, least = 1): Layout {
   if (drag === 'move') return { ...start, x: clamp(start.x + dx, 0, COLUMNS - start.w), y: Math.max(0, start.y + dy) };
-  return { ...start, w: clamp(start.w + dx, 1, COLUMNS - start.x), h: clamp(start.h + dy, 1, MAX_HEIGHT) };
+  const h = clamp(start.h + dy, Math.min(least, start.h), MAX_HEIGHT);
+  return { ...start, w: clamp(start.w + dx, 1, COLUMNS - start.x), h };
 }
 
 /**
@@ -43,7 +44,13 @@ export function layoutDrawn(element: Element): boolean {
  * Follows the pointer from `event` (a pointerdown on a handle) until it is let go, calling `change`
  * each time the widget's layout moves by a cell.
  */
-export function followPointer(event: PointerEvent, drag: Drag, start: Layout, change: (layout: Layout) => void) {
+export function followPointer(
+  event: PointerEvent,
+  drag: Drag,
+  start: Layout,
+  least: number,
+  change: (layout: Layout) => void,
+) {
   const handle = event.currentTarget as HTMLElement | null;
   const grid = handle?.closest<HTMLElement>('.dashboard-grid');
   if (!handle || !grid || event.button !== 0 || !layoutDrawn(grid)) return;
@@ -54,7 +61,7 @@ export function followPointer(event: PointerEvent, drag: Drag, start: Layout, ch
   const move = (moved: PointerEvent) => {
     const dx = Math.round((moved.clientX - event.clientX) / steps.x);
     const dy = Math.round((moved.clientY - event.clientY) / steps.y);
-    const next = draggedLayout(start, drag, dx, dy);
+    const next = draggedLayout(start, drag, dx, dy, least);
     if (next.x === last.x && next.y === last.y && next.w === last.w && next.h === last.h) return;
     last = next;
     change(next);

@@ -15,8 +15,11 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 
-/** The smallest chart drawn, in pixels; below it, the legend scrolls instead. */
-const MIN_CHART = 80;
+/**
+ * The smallest chart drawn, in pixels; below it, the legend scrolls instead. A plot of about 60 beside
+ * its axes, enough for uPlot to label the y axis twice or more: a smaller one drew no y label at all.
+ */
+const MIN_CHART = 120;
 /** The smallest chart drawn in a widget that grows (on a phone), in pixels: a plot of about 170 and its axes. */
 const MIN_GROWING_CHART = 240;
 /** The chart's height before the box is measured. */
