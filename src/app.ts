@@ -26,6 +26,7 @@ import { limitBodiesUnderWay } from './core/http/body-budget.ts';
 import { limitConnections } from './core/http/connections.ts';
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
+import { onWebSocketError } from './core/http/websocket-errors.ts';
 import { chooseLogFormat, readableLogStream } from './core/log-format.ts';
 import { oncePerMinute } from './core/log-limit.ts';
 import type { SecretBox } from './core/secret-box.ts';
@@ -94,7 +95,6 @@ import { usageRoutes } from './usage/routes.ts';
 import { ApiRateLimiter, countStoredEvents, LimitedEventCounter, limitRequest } from './usage/service.ts';
 import { userRoutes } from './users/routes.ts';
 import { VERSION } from './version.ts';
-import { onWebSocketError } from './websocket-errors.ts';
 
 export interface Server {
   app: FastifyInstance;

@@ -67,7 +67,7 @@ export interface SignedText {
  * text `unreadable`: such a message cannot be verified.
  */
 export function signedTextOfMqttPayload(rawText: string): SignedText {
-  return signedTextOfTail(rawText) ?? signedTextOfMembers(rawText);
+  return signedTextWithEnvelopeLast(rawText) ?? signedTextOfMembers(rawText);
 }
 
 /** A key's name as written between its quotes, without escapes: whether it is `name`. */
@@ -82,7 +82,7 @@ const keyIs = (text: string, keyStart: number, keyEnd: number, name: string): bo
  * (docs/benchmarks-history.md). Undefined for any other text, which signedTextOfMembers reads; a
  * property test holds the two equal wherever this answers.
  */
-export function signedTextOfTail(rawText: string): SignedText | undefined {
+export function signedTextWithEnvelopeLast(rawText: string): SignedText | undefined {
   const open = skipWhitespace(rawText, 0);
   if (rawText.charCodeAt(open) !== OPEN_BRACE) return undefined;
   let i = skipWhitespace(rawText, open + 1);
@@ -145,9 +145,35 @@ export function signedTextOfTail(rawText: string): SignedText | undefined {
       : envelope === members
         ? rawText.slice(0, open + 1) + rawText.slice(close)
         : rawText.slice(0, keptEnd) + rawText.slice(lastEnd);
+  return withEnvelope(rawText, signed, {
+    hashes,
+    accessKeys,
+    versions,
+    hashStart,
+    hashEnd,
+    accessKeyStart,
+    accessKeyEnd,
+  });
+}
+
+/** The envelope members a read of a payload found: how many of each, and where the last hash and access key's values are. */
+interface EnvelopeFound {
+  hashes: number;
+  accessKeys: number;
+  versions: number;
+  hashStart: number;
+  hashEnd: number;
+  accessKeyStart: number;
+  accessKeyEnd: number;
+}
+
+/** The SignedText of `signed`, with the hash and access key the envelope gives, if it can be read. */
+function withEnvelope(rawText: string, signed: string, found: EnvelopeFound): SignedText {
+  const { hashes, accessKeys, versions } = found;
   const repeated = hashes > 1 || accessKeys > 1 || versions > 1;
-  const hash = repeated || hashes !== 1 ? undefined : stringValue(rawText.slice(hashStart, hashEnd));
-  const accessKey = repeated || accessKeys !== 1 ? undefined : stringValue(rawText.slice(accessKeyStart, accessKeyEnd));
+  const hash = repeated || hashes !== 1 ? undefined : stringValue(rawText.slice(found.hashStart, found.hashEnd));
+  const accessKey =
+    repeated || accessKeys !== 1 ? undefined : stringValue(rawText.slice(found.accessKeyStart, found.accessKeyEnd));
   const unreadable = repeated || (hashes > 0 && hash === undefined) || (accessKeys > 0 && accessKey === undefined);
   return { signed, hash, accessKey, unreadable };
 }
@@ -199,13 +225,15 @@ export function signedTextOfMembers(rawText: string): SignedText {
     signed += rawText.slice(last.valueEnd);
   }
 
-  const repeated = hashes > 1 || accessKeys > 1 || versions > 1;
-  const memberString = (m: Member | undefined, count: number): string | undefined =>
-    repeated || count !== 1 || m === undefined ? undefined : stringValue(rawText.slice(m.valueStart, m.valueEnd));
-  const hash = memberString(hashMember, hashes);
-  const accessKey = memberString(accessKeyMember, accessKeys);
-  const unreadable = repeated || (hashes > 0 && hash === undefined) || (accessKeys > 0 && accessKey === undefined);
-  return { signed, hash, accessKey, unreadable };
+  return withEnvelope(rawText, signed, {
+    hashes,
+    accessKeys,
+    versions,
+    hashStart: hashMember?.valueStart ?? -1,
+    hashEnd: hashMember?.valueEnd ?? -1,
+    accessKeyStart: accessKeyMember?.valueStart ?? -1,
+    accessKeyEnd: accessKeyMember?.valueEnd ?? -1,
+  });
 }
 
 /**

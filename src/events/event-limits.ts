@@ -47,9 +47,9 @@ export class EventBuckets {
   }
 
   take(key: string, perSecond: number, count: number, now: number): void {
-    const events = this.held(key, perSecond, now) - count;
-    // The bucket is changed in place: taken for every message of every device.
+    // The bucket is looked up once and changed in place: taken for every message of every device.
     const bucket = this.buckets.get(key);
+    const events = (bucket ? refilled(bucket, perSecond, now) : perSecond) - count;
     if (bucket) {
       bucket.events = events;
       bucket.at = now;

@@ -11,7 +11,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { assertHeadingFocused, browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import {
+  assertHeadingFocused,
+  browserSkip,
+  isFocused,
+  launchBrowser,
+  screenshot,
+  signedInTab,
+} from '../support/browser.ts';
 import { unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
@@ -438,11 +445,7 @@ for (const store of STORES) {
       await row(page, ADMIN_EMAIL).waitFor();
       await page.keyboard.press('Tab');
       const skip = page.getByRole('link', { name: 'Skip to content', exact: true });
-      assert.equal(
-        await skip.evaluate((link) => link === link.ownerDocument.activeElement),
-        true,
-        'the first Tab stop',
-      );
+      assert.equal(await isFocused(skip), true, 'the first Tab stop');
       const shown = await skip.boundingBox();
       assert.ok(shown && shown.width > 40 && shown.height > 16, `shown while focused: ${JSON.stringify(shown)}`);
       await assertAccessible(page, 'a page with its skip link focused');
@@ -450,11 +453,7 @@ for (const store of STORES) {
       await page.keyboard.press('Enter');
       await assertHeadingFocused(page, 'Users');
       await page.keyboard.press('Tab');
-      assert.equal(
-        await button(page, 'New user').evaluate((control) => control === control.ownerDocument.activeElement),
-        true,
-        "the next Tab stop is the page's first control",
-      );
+      assert.equal(await isFocused(button(page, 'New user')), true, "the next Tab stop is the page's first control");
       await page.close();
     });
 
@@ -469,11 +468,7 @@ for (const store of STORES) {
       await page.waitForLoadState('networkidle');
       await page.keyboard.press('Tab');
       const skip = page.getByRole('link', { name: 'Skip to content', exact: true });
-      assert.equal(
-        await skip.evaluate((link) => link === link.ownerDocument.activeElement),
-        true,
-        'the first Tab stop',
-      );
+      assert.equal(await isFocused(skip), true, 'the first Tab stop');
       // Read on down the page (the wheel, a screen reader's reading) with the link still focused.
       await page.evaluate('window.scrollTo(0, document.documentElement.scrollHeight)');
       const scrolled = await page.evaluate<number>('window.scrollY');
@@ -497,11 +492,7 @@ for (const store of STORES) {
       await navigation.getByRole('link', { name: 'Key pairs', exact: true }).click();
       await assertHeadingFocused(page, 'Key pairs');
       await page.keyboard.press('Tab');
-      assert.equal(
-        await button(page, 'New key pair').evaluate((control) => control === control.ownerDocument.activeElement),
-        true,
-        'Tab continues from the top of the page',
-      );
+      assert.equal(await isFocused(button(page, 'New key pair')), true, 'Tab continues from the top of the page');
       await page.goBack();
       await assertHeadingFocused(page, 'Roles');
       await page.close();

@@ -17,12 +17,13 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import {
   assertHeadingFocused,
   browserSkip,
   drawnChart,
+  isFocused,
   launchBrowser,
   SCREENSHOTS,
   screenshot,
@@ -120,11 +121,6 @@ async function assertFits(page: Page, what: string): Promise<void> {
     `${what}: the document is ${found.scrollWidth} px wide in a ${found.width} px viewport; outside: ${found.outside.slice(0, 8).join('; ')}`,
   );
   assert.deepEqual(found.outside.slice(0, 8), [], `${what}: elements past the viewport's edge`);
-}
-
-/** Whether `target` has the focus. */
-function isFocused(target: Locator): Promise<boolean> {
-  return target.evaluate((element) => element === element.ownerDocument.activeElement);
 }
 
 const store = STORES.find((s) => s.name === 'sqlite');

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 import { loadConfig } from '../../src/core/config.ts';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -80,6 +80,11 @@ export async function signedInTab(
   await page.getByLabel('Password', { exact: true }).fill(credentials.password);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   return page;
+}
+
+/** Whether `target` has the focus. */
+export function isFocused(target: Locator): Promise<boolean> {
+  return target.evaluate((element) => element === element.ownerDocument.activeElement);
 }
 
 /** Waits (5 s at most) for the focus to be on the first-level heading `name`; fails naming what has it. */

@@ -6,7 +6,7 @@ import {
   hmacHex,
   signedTextOfMembers,
   signedTextOfMqttPayload,
-  signedTextOfTail,
+  signedTextWithEnvelopeLast,
   verifySignature,
 } from '../../src/devices/signature.ts';
 
@@ -375,7 +375,7 @@ describe('signature', () => {
       { numRuns: 2000 },
     );
   });
-  it("when any text is read from its tail then the answer, if any, is the full read one, and the SDKs' payloads are answered", () => {
+  it("when any text is read as the envelope last then the answer, if any, is the full read one, and the SDKs' payloads are answered", () => {
     // Names of any kind (escaped spellings of the envelope's among them), envelope members anywhere,
     // twice, of any value; texts cut short, with junk around them, or no object at all.
     const name = fc.oneof(
@@ -404,7 +404,7 @@ describe('signature', () => {
           .map(([k, v]) => `${k.includes('\\') ? `"${k}"` : JSON.stringify(k)}${key}:${key}${JSON.stringify(v)}`)
           .join(`,${item}`)}}`;
         const raw = hurt(written);
-        const tail = signedTextOfTail(raw);
+        const tail = signedTextWithEnvelopeLast(raw);
         if (tail === undefined) return;
         answered++;
         assert.deepEqual(tail, signedTextOfMembers(raw), raw);
@@ -415,7 +415,7 @@ describe('signature', () => {
     for (const { what, signed, hash } of PYTHON_MQTT) {
       const raw = pythonPublished(signed, hash);
       // The bulk's first event carries the members of its earlier send: the full read takes it.
-      if (what !== 'bulk event') assert.deepEqual(signedTextOfTail(raw), signedTextOfMembers(raw), what);
+      if (what !== 'bulk event') assert.deepEqual(signedTextWithEnvelopeLast(raw), signedTextOfMembers(raw), what);
     }
   });
 });

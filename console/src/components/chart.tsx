@@ -42,7 +42,7 @@ export function Chart(props: {
   const made = useRef<uPlot | undefined>(undefined);
   // Read when the chart is made and when its box resizes: a new height resizes the chart (below)
   // rather than making a new one, which would leave its box blank for a frame.
-  const height = useRef(props.height ?? 320);
+  const height = useRef(0);
   height.current = props.height ?? 320;
   const { columns } = props;
   const shape = columns.metrics.join('\u0000');

@@ -188,8 +188,11 @@ function WidgetRegion(props: {
   // While editing, the title and the corner follow the mouse (pointer-layout.ts).
   const drag = (kind: Drag) => (event: PointerEvent) => {
     const edit = props.editing;
-    const least = leastHeight(widget.type);
-    if (edit) followPointer(event, kind, widget.layout, least, (layout) => edit.change({ ...widget, layout }));
+    if (edit) {
+      followPointer(event, kind, widget.layout, leastHeight(widget.type), (layout) =>
+        edit.change({ ...widget, layout }),
+      );
+    }
   };
   return (
     // Focusable, so that a widget whose content overflows scrolls from the keyboard; while editing, the

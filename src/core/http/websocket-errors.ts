@@ -8,7 +8,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
-import { redactSecretParams } from './core/urls.ts';
+import { redactSecretParams } from '../urls.ts';
 
 /** A peer that went away mid-stream: reset, or gone while it was written to. */
 const PEER_GONE = new Set(['ECONNRESET', 'EPIPE']);
