@@ -289,6 +289,7 @@ export async function createServer(config: Config): Promise<Server> {
       writerShareRefusals: () => writer.shareRefusals,
       mqttConnections: async () =>
         embedded ? withTimeout(embedded.figures(), 1000).then((i) => i?.connections) : undefined,
+      externalIntake: () => externalOf(mqtt)?.figures(),
       deliveryQueueDepth: () => deliveryQueueDepth(store.db),
       realtimeSubscribers: () => hub.subscriptionCount,
       realtimeRefusals: () => realtimeLimits.refusals,

@@ -17,6 +17,8 @@ export interface MetricSources {
   writerShareRefusals(): number;
   /** Device connections of the embedded broker; undefined without one. */
   mqttConnections(): Promise<number | undefined>;
+  /** With an external broker, its messages being handled and whether the next waits for room. */
+  externalIntake(): { pending: number; held: boolean } | undefined;
   deliveryQueueDepth(): Promise<number>;
   realtimeSubscribers(): number;
   /** Realtime connections refused since the start, by the bound they would have passed. */
@@ -157,6 +159,17 @@ export class Metrics {
       registers,
       async collect() {
         this.set((await sources.mqttConnections()) ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'thingbase_mqtt_external_messages',
+      help: 'With an external broker (MQTT_URL), messages from it by state (handled: being checked and stored; held: read, waiting for room, while nothing more is read from the broker)',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const intake = sources.externalIntake();
+        this.set({ state: 'handled' }, intake?.pending ?? 0);
+        this.set({ state: 'held' }, intake?.held ? 1 : 0);
       },
     });
     this.deliveries = new Counter({

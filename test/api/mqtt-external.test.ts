@@ -267,6 +267,13 @@ describe('an instance behind an external broker while its store stands still', {
     const metrics = (await server.request('GET', '/metrics')).text;
     return Number(/^thingbase_event_writer_pending_rows (\d+)$/m.exec(metrics)?.[1]);
   };
+  /** The intake's gauge on /metrics: messages being handled, and 1 while one is held back. */
+  const intakeMetrics = async () => {
+    const metrics = (await server.request('GET', '/metrics')).text;
+    const of = (state: string) =>
+      Number(new RegExp(`^thingbase_mqtt_external_messages\\{state="${state}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    return { handled: of('handled'), held: of('held') };
+  };
   /** Holds the events table, so that no event is written until `work` ends. */
   const withStoreStill = (work: () => Promise<void>) =>
     server.server.store.db.transaction().execute(async (tx) => {
@@ -354,9 +361,11 @@ describe('an instance behind an external broker while its store stands still', {
         assert.ok(external().connected(), 'connected while the store stands still');
         assert.ok(external().figures().held, 'a message still held back');
         assert.ok((await pendingRows()) <= MAX_PENDING, 'the broker keeps what the server has not taken');
+        assert.deepEqual(await intakeMetrics(), { handled: external().figures().pending, held: 1 }, 'on /metrics');
       });
       await answeredAndStoredOnce(count);
       assert.equal(proxy.connections(), connections, 'nor once the store moves');
+      assert.deepEqual(await intakeMetrics(), { handled: 0, held: 0 }, 'on /metrics once the store moves');
     } finally {
       await device.close();
     }

@@ -46,6 +46,7 @@ describeOnStores('operations endpoints', (ctx) => {
       'thingbase_http_requests_total',
       'thingbase_http_request_duration_seconds',
       'thingbase_mqtt_connections',
+      'thingbase_mqtt_external_messages',
       'thingbase_deliveries_total',
       'thingbase_delivery_queue_depth',
       'thingbase_rule_firings_total',
