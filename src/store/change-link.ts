@@ -55,6 +55,8 @@ export class PostgresChangeLink {
   private readonly origin = randomBytes(8).toString('hex');
   private readonly channel: string;
   private client: pg.Client | undefined;
+  /** The last statement sent on `client`: its statements go one after another (`inTurn`). */
+  private lastStatement: Promise<unknown> = Promise.resolve();
   private closed = false;
   private retry: NodeJS.Timeout | undefined;
   /** What each other instance wants, until when. */
@@ -92,7 +94,17 @@ export class PostgresChangeLink {
     const client = this.client;
     if (!client) return;
     const payload: Payload = { o: this.origin, w: this.feed.wantedHere() };
-    client.query('select pg_notify($1, $2)', [this.channel, JSON.stringify(payload)]).catch(() => {});
+    this.inTurn(client, 'select pg_notify($1, $2)', [this.channel, JSON.stringify(payload)]).catch(() => {});
+  }
+
+  /**
+   * A statement on the listening connection, sent once the one before has been answered: pg queues a
+   * statement sent while another runs only for now, and says it will stop.
+   */
+  private inTurn(client: pg.Client, text: string, values?: unknown[]): Promise<unknown> {
+    const answered = this.lastStatement.then(() => client.query(text, values));
+    this.lastStatement = answered.catch(() => {});
+    return answered;
   }
 
   /** Starts listening; resolves once the first connection listens. */
@@ -118,6 +130,7 @@ export class PostgresChangeLink {
     client.on('end', lost);
     await client.connect();
     await client.query(`LISTEN ${client.escapeIdentifier(this.channel)}`);
+    this.lastStatement = Promise.resolve();
     this.client = client;
     if (this.feed.wantedHere().length > 0) this.sayWants();
   }
@@ -154,7 +167,7 @@ export class PostgresChangeLink {
         timer = setTimeout(() => resolve('late'), waitMs);
       });
       try {
-        const answered = await Promise.race([client.query('select 1'), late]);
+        const answered = await Promise.race([this.inTurn(client, 'select 1'), late]);
         if (answered !== 'late') return;
         (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
       } catch {
