@@ -43,7 +43,10 @@ describe('the change feed across instances [postgres]', { skip: postgres?.skip ?
       'the other instance to learn the last wants',
     );
     release();
-    await eventually(async () => !here.changes.wantedByOthers('Alert'), 'the other instance to learn nothing is wanted');
+    await eventually(
+      async () => !here.changes.wantedByOthers('Alert'),
+      'the other instance to learn nothing is wanted',
+    );
     assert.deepEqual(
       warnings.filter((w) => /already executing a query/.test(w)),
       [],
