@@ -30,6 +30,7 @@ import {
   watchProblems,
 } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
+import { postCreated } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -145,11 +146,7 @@ describe('the console on a phone, 375 px wide', { skip: browserSkip || store.ski
   before(async () => {
     [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
     token = await api.adminToken();
-    const post = async (path: string, body: object) => {
-      const response = await api.request('POST', path, { token, body });
-      assert.equal(response.status, 200, `${path}: ${response.text}`);
-      return response.body;
-    };
+    const post = (path: string, body: object) => postCreated(api, token, path, body);
     const { thing_template: boiler } = await post('/api/v3/thing_templates', {
       thing_template: {
         name: 'Boiler',

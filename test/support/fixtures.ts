@@ -104,6 +104,13 @@ export async function createThing(api: TestServer, token: string, thing: Record<
   return response.body.thing as { thing_key: string; name: string; [field: string]: unknown };
 }
 
+/** Creates something through the API: POSTs `body` to `path`, asserts 200 and returns the answer's body. */
+export async function postCreated(api: TestServer, token: string, path: string, body: object) {
+  const response = await api.request('POST', path, { token, body });
+  assert.equal(response.status, 200, `${path}: ${response.text}`);
+  return response.body;
+}
+
 /** Asserts that each endpoint answers 401 `unauthorized` without a token and with a bad one. */
 export async function assertTokenRequired(api: TestServer, endpoints: readonly (readonly [string, string])[]) {
   for (const [method, path] of endpoints) {

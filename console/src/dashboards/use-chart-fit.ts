@@ -2,8 +2,9 @@
  * The height of a time-series widget's chart, fitted to the widget: what its box leaves once uPlot's
  * legend (below the chart, its names wrapping) is drawn whole, so that the legend is never cut at the
  * widget's edge, whatever the widget's size, on a wide screen or a phone. When even the smallest chart
- * and the whole legend cannot fit (many lines in a small widget), the legend scrolls in a box of its
- * own, a whole number of lines high, which the keyboard reaches.
+ * and the whole legend cannot fit (many lines in a small widget), the legend leaves out its time's line
+ * first, so that what room there is shows the series (their colours and names); when it still cannot
+ * fit, it scrolls in a box of its own, a whole number of lines high, which the keyboard reaches.
  *
  * On a phone the widgets stack in one column and a widget's height is a minimum (style.css): there
  * the chart is fitted to the room the widget's height leaves, but never drawn below a readable height,
@@ -24,6 +25,8 @@ const MIN_CHART = 120;
 const MIN_GROWING_CHART = 240;
 /** The chart's height before the box is measured. */
 const UNMEASURED = 176;
+/** The class of a legend without its time's line (style.css), in a widget too small for it all. */
+const WITHOUT_TIME = 'legend-without-time';
 
 export function useChartFit(box: { current: HTMLElement | null }, name: string, drawn: unknown): number {
   const [height, setHeight] = useState(UNMEASURED);
@@ -50,7 +53,8 @@ export function useChartFit(box: { current: HTMLElement | null }, name: string, 
     const resized = room !== state.current.room || width !== state.current.width;
     state.current = { room, width, legend };
     if (!legend) return;
-    // Measured whole: the scroll box of an earlier fit is undone first.
+    // Measured whole: the time's line and the scroll box of an earlier fit are undone first.
+    legend.classList.remove(WITHOUT_TIME);
     legend.style.maxHeight = '';
     legend.style.overflowY = '';
     legend.removeAttribute('tabindex');
@@ -58,8 +62,15 @@ export function useChartFit(box: { current: HTMLElement | null }, name: string, 
     let chart = Math.floor(room - legend.scrollHeight);
     if (grows) chart = Math.max(chart, MIN_GROWING_CHART);
     else if (chart < MIN_CHART) {
+      // Too small for the whole legend: its lines go to the series, which tell the lines apart, and
+      // the time (the x axis's labels give it) makes way for them.
+      legend.classList.add(WITHOUT_TIME);
+      chart = Math.floor(room - legend.scrollHeight);
+    }
+    if (!grows && chart < MIN_CHART) {
       chart = MIN_CHART;
-      const line = legend.querySelector('tr')?.getBoundingClientRect().height || 20;
+      const shown = [...legend.querySelectorAll('tr')].find((row) => row.offsetHeight > 0);
+      const line = shown?.getBoundingClientRect().height || 20;
       legend.style.maxHeight = `${Math.max(line, Math.floor((room - MIN_CHART) / line) * line)}px`;
       legend.style.overflowY = 'auto';
       legend.tabIndex = 0;

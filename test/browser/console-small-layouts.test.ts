@@ -1,0 +1,141 @@
+/**
+ * The console at its smallest sizes (docs/console.md, "Dashboards"), as users meet them: the smallest
+ * dashboard time series (3 rows) whose legend has room for one line shows a series there, its colour
+ * and name, not the time; a larger one keeps its legend, the time first, whole. axe-core finds no
+ * serious or critical violation. A screenshot goes to test-results/console/ (small-*.png). Layout
+ * does not depend on the store: SQLite only.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { assertAccessible } from '../support/axe.ts';
+import { browserSkip, drawnChart, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { createKeyPair, Device } from '../support/device.ts';
+import { postCreated } from '../support/fixtures.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+
+// A name long enough that a series' line of legend does not share its line with the time.
+const THING = { thing_key: 'boiler-north', name: 'Boiler of the north plant room' };
+const METRICS = ['temperature', 'burner_modulation', 'primary_circuit_return_flow_temperature'];
+/** The metrics the dashboard's time series draw. */
+const CHARTED = METRICS.slice(0, 2);
+const SMALL = 'North boiler, small';
+const LARGE = 'North boiler, large';
+
+/**
+ * The lines of the legend of the widget titled `title` that its box shows whole without scrolling,
+ * each by its label (`Time`, or a series' name), with whether it has its colour's marker.
+ */
+function shownLegendLines(page: Page, title: string): Promise<{ label: string; marker: boolean }[]> {
+  return page.evaluate(`(() => {
+    const widget = [...document.querySelectorAll('section.widget')].find(
+      (section) => section.querySelector('h2')?.textContent === ${JSON.stringify(title)},
+    );
+    const legend = widget.querySelector('.u-legend');
+    const box = legend.getBoundingClientRect();
+    const top = box.top + legend.clientTop;
+    const bottom = top + legend.clientHeight;
+    return [...legend.querySelectorAll('tr')]
+      .filter((line) => {
+        const r = line.getBoundingClientRect();
+        return r.height > 0 && r.top >= top - 0.5 && r.bottom <= bottom + 0.5;
+      })
+      .map((line) => ({
+        label: (line.querySelector('.u-label')?.textContent ?? '').trim(),
+        marker: [...line.querySelectorAll('.u-marker')].some((marker) => {
+          const style = getComputedStyle(marker);
+          return marker.getBoundingClientRect().width > 0 && style.borderTopStyle !== 'none' && style.borderTopWidth !== '0px';
+        }),
+      }));
+  })()`);
+}
+
+const store = STORES.find((s) => s.name === 'sqlite');
+if (!store) throw new Error('no SQLite store case');
+
+describe('the console at its smallest sizes', { skip: browserSkip || store.skip }, () => {
+  let api: TestServer;
+  let browser: Browser;
+  let page: Page;
+  const problems: string[][] = [];
+  let dashboardKey: string;
+
+  before(async () => {
+    [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
+    const token = await api.adminToken();
+    const post = (path: string, body: object) => postCreated(api, token, path, body);
+    const { thing_template: boiler } = await post('/api/v3/thing_templates', {
+      thing_template: {
+        name: 'Boiler',
+        metrics: METRICS.map((name) => ({ name, data_type: 'number' })),
+      },
+    });
+    await post('/api/v3/things', { thing: { ...THING, thing_template_key: boiler.thing_template_key } });
+    const device = new Device(api.url, await createKeyPair(api, token));
+    const now = Date.now();
+    for (let i = 5; i >= 0; i--) {
+      const data = {
+        temperature: 60 + i,
+        burner_modulation: 40 + i,
+        primary_circuit_return_flow_temperature: 48.5 + i,
+      };
+      const sent = await device.event({ thing_key: THING.thing_key, timestamp: now - i * 60_000, data });
+      assert.equal(sent.status, 200, sent.text);
+    }
+    const source = { thing_keys: [THING.thing_key] };
+    const { dashboard } = await post('/api/v3/dashboards', {
+      dashboard: {
+        name: 'Boiler room',
+        widgets: [
+          // As short as the grid lets a time series be, and the size a new widget takes.
+          { type: 'timeseries', title: SMALL, source, metrics: CHARTED, layout: { x: 0, y: 0, w: 6, h: 3 } },
+          { type: 'timeseries', title: LARGE, source, metrics: CHARTED, layout: { x: 6, y: 0, w: 6, h: 4 } },
+        ],
+      },
+    });
+    dashboardKey = dashboard.dashboard_key;
+    const admin = { email: ADMIN_EMAIL, password: ADMIN_PASSWORD };
+    page = await signedInTab(browser, `${api.url}/console/things`, admin, problems);
+    await page.getByRole('heading', { level: 1, name: 'Things', exact: true }).waitFor();
+  });
+  after(async () => {
+    await browser?.close();
+    await api?.close();
+  });
+
+  it("when the smallest time series has room for one line of legend then that line is a series, with its colour and name, and a larger one's legend still starts with the time", async () => {
+    await page.goto(`${api.url}/console/dashboards/${dashboardKey}`);
+    await page.getByRole('heading', { level: 1, name: 'Boiler room', exact: true }).waitFor();
+    const series = CHARTED.map((metric) => `${THING.name} ${metric}`);
+    // The charts are resized once their legends are measured: waited for.
+    let small = await drawnChart(page, SMALL);
+    let shown = await shownLegendLines(page, SMALL);
+    let large = await shownLegendLines(page, LARGE);
+    for (const deadline = Date.now() + 5000; Date.now() < deadline; await page.waitForTimeout(100)) {
+      small = await drawnChart(page, SMALL);
+      shown = await shownLegendLines(page, SMALL);
+      large = await shownLegendLines(page, LARGE);
+      if (small.yLabels >= 2 && !small.widgetScrolls && large.length === series.length + 1) break;
+    }
+    await screenshot(page, 'small-dashboard-timeseries');
+    assert.ok(small.yLabels >= 2, `the small chart's y axis shows ${small.yLabels} labels`);
+    assert.equal(small.legendInside, true, "the small chart's legend lies inside the widget");
+    assert.equal(small.widgetScrolls, false, 'the small widget holds its chart and legend without scrolling');
+    assert.ok(shown.length >= 1, "the small chart's legend shows a line");
+    assert.ok(
+      shown.every((line) => series.includes(line.label) && line.marker),
+      `the small chart's legend shows ${JSON.stringify(shown)}, not a series with its colour`,
+    );
+    assert.deepEqual(
+      large.map((line) => line.label),
+      ['Time', ...series],
+      "the large chart's legend, whole, the time first",
+    );
+    await assertAccessible(page, 'the smallest time series');
+  });
+
+  it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
+    assert.deepEqual(problems.flat(), []);
+  });
+});
