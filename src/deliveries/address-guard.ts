@@ -45,7 +45,21 @@ export function isPrivateAddress(address: string): boolean {
   return blocked.check(address, 'ipv6');
 }
 
-export class PrivateAddressError extends Error {
+/**
+ * A delivery no later attempt can make: the action's address is refused or unusable as it stands. It
+ * fails at once instead of being retried (docs/configuration.md, "Notification deliveries").
+ */
+export class UndeliverableError extends Error {}
+
+/** Whether `error`, or an error it was caused by, is an UndeliverableError. */
+export function isUndeliverable(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth += 1) {
+    if (cause instanceof UndeliverableError) return true;
+  }
+  return false;
+}
+
+export class PrivateAddressError extends UndeliverableError {
   readonly code = 'EPRIVATEADDRESS';
 }
 
@@ -56,13 +70,14 @@ export function guardedLookup(hostname: string, options: object, callback: Looku
   dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
     if (error) return callback(error, []);
     const list = addresses as LookupAddress[];
-    const refused = list.find((a) => isPrivateAddress(a.address));
-    if (refused || list.length === 0) {
+    // A name without addresses may have some at the next attempt.
+    if (list.length === 0) return callback(new Error(`${hostname} resolves to no address`), []);
+    if (list.some((a) => isPrivateAddress(a.address))) {
       return callback(
         // The address itself is left out: delivery errors are shown to the action's readers, who need
         // not learn what the server's own network's names resolve to.
         new PrivateAddressError(
-          `${hostname} is not called: it resolves to a private or loopback address, or to none (set ALLOW_PRIVATE_WEBHOOKS=true to allow)`,
+          `${hostname} is not called: it resolves to a private or loopback address (set ALLOW_PRIVATE_WEBHOOKS=true to allow)`,
         ),
         [],
       );

@@ -12,7 +12,7 @@ import type { Config } from '../core/config.ts';
 import type { Store } from '../store/store.ts';
 import type { NotificationAction } from '../store/tables.ts';
 import { updateThing } from '../things/service.ts';
-import { guardedLookup, isPrivateAddress, PrivateAddressError } from './address-guard.ts';
+import { guardedLookup, isPrivateAddress, PrivateAddressError, UndeliverableError } from './address-guard.ts';
 import type { DeliveryPayload } from './service.ts';
 
 export interface Delivery {
@@ -26,6 +26,15 @@ export interface Delivery {
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
 const thingToken = /\$(THING|SENSOR)\$/g;
+
+/** The action's url, or an UndeliverableError: no attempt can call what is not a URL. */
+function urlOf(text: string): URL {
+  try {
+    return new URL(text);
+  } catch {
+    throw new UndeliverableError("the action's url is not a URL");
+  }
+}
 
 export class Senders {
   private readonly agent: Agent;
@@ -99,8 +108,10 @@ export class Senders {
 
   private async httpCall({ deliveryKey, action, payload }: Delivery): Promise<void> {
     const thingKey = encodeURIComponent(payload.thing.thing_key);
-    const url = new URL((action.url ?? '').replace(thingToken, thingKey));
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`${url.protocol} URLs are not called`);
+    const url = urlOf((action.url ?? '').replace(thingToken, thingKey));
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new UndeliverableError(`${url.protocol} URLs are not called`);
+    }
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (!this.config.allowPrivateWebhooks && isIP(host) !== 0 && isPrivateAddress(host)) {
       throw new PrivateAddressError(

@@ -14,6 +14,7 @@ import type { SecretBox } from '../core/secret-box.ts';
 import { storeFaultOf, withStatementTimeout } from '../store/faults.ts';
 import type { Store } from '../store/store.ts';
 import type { DeliveryRow } from '../store/tables.ts';
+import { isUndeliverable } from './address-guard.ts';
 import { claimDueDeliveries, finishDelivery, releaseClaims } from './repository.ts';
 import type { Delivery, Senders } from './senders.ts';
 import type { DeliveryPayload } from './service.ts';
@@ -145,8 +146,12 @@ export class DeliveryWorker {
     } catch (error) {
       reason = error instanceof Error ? error.message : String(error);
       const attempts = row.attempts + 1;
-      status = attempts >= this.config.deliveryMaxAttempts ? 'failed' : 'pending';
-      this.log.warn({ delivery: row.delivery_key, attempt: attempts, reason }, 'notification delivery failed');
+      const final = attempts >= this.config.deliveryMaxAttempts || isUndeliverable(error);
+      status = final ? 'failed' : 'pending';
+      this.log.warn(
+        { delivery: row.delivery_key, attempt: attempts, reason },
+        final ? 'notification delivery failed, not retried' : 'notification delivery failed',
+      );
     }
     // What the peer was sent is recorded as sent even if the store fails to take it at once: a
     // delivery recorded failed would be sent again.

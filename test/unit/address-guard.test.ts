@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { guardedLookup, isPrivateAddress, PrivateAddressError } from '../../src/deliveries/address-guard.ts';
+import {
+  guardedLookup,
+  isPrivateAddress,
+  isUndeliverable,
+  PrivateAddressError,
+} from '../../src/deliveries/address-guard.ts';
 
 /** guardedLookup as a promise: the error, or what it answered. */
 function lookup(hostname: string, options: object) {
@@ -33,7 +38,8 @@ describe('outbound address guard', () => {
   it('when a name resolves to a private address then the lookup fails with a clear error', async () => {
     const { error } = await lookup('localhost', {});
     assert.ok(error instanceof PrivateAddressError);
-    assert.match(error.message, /private or loopback address, or to none \(set ALLOW_PRIVATE_WEBHOOKS=true to allow\)/);
+    assert.match(error.message, /private or loopback address \(set ALLOW_PRIVATE_WEBHOOKS=true to allow\)/);
+    assert.ok(isUndeliverable(new Error('wrapped', { cause: error })), 'not to be retried, however wrapped');
     // What the name resolves to is not told: the error is shown to the action's readers.
     assert.doesNotMatch(error.message, /127\.0\.0\.1|::1/);
   });
@@ -42,6 +48,7 @@ describe('outbound address guard', () => {
     const { error } = await lookup('no-such-host.invalid', {});
     assert.ok(error);
     assert.ok(!(error instanceof PrivateAddressError));
+    assert.equal(isUndeliverable(error), false, 'a name may resolve at the next attempt');
   });
 
   it('when a public address is looked up then it is answered one at a time, or as a list when asked for all', async () => {
