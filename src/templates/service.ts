@@ -3,7 +3,7 @@
  * heard from. Every organisation has a `Default` template, which devices' auto-registered things use.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { conflict, forbidden, notFound } from '../core/errors.ts';
+import { conflict, forbidden, invalidParam, notFound } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import type { Principal } from '../core/principal.ts';
@@ -61,11 +61,12 @@ const snapshot = (row: ThingTemplateRow) => presentTemplate(row, STORED_TIME);
 const nameTaken = (name: string) =>
   conflict('thing_template.name', `a thing template named "${name}" already exists in this organisation`);
 
+/** The metrics as stored; a name given twice is a 400 (which of the two was meant is not ours to guess). */
 function normaliseMetrics(metrics: TemplateInput['metrics']): string {
   const seen = new Set<string>();
   const list: MetricDefinition[] = [];
   for (const m of metrics ?? []) {
-    if (seen.has(m.name)) continue;
+    if (seen.has(m.name)) throw invalidParam('thing_template.metrics', `names the metric "${m.name}" more than once`);
     seen.add(m.name);
     list.push({ name: m.name, data_type: m.data_type, unit: m.unit ?? '' });
   }

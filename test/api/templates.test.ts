@@ -62,36 +62,49 @@ describeOnStores('thing templates', (ctx) => {
     ]);
   });
 
-  it('when metrics name one metric twice then the first is kept; an update of the name and heartbeat alone keeps the rest', async () => {
+  it('when metrics name one metric twice then it is a 400 naming it, and nothing is made; an update of the name and heartbeat alone keeps the metrics', async () => {
     const token = await ctx.api.adminToken();
-    const created = await ctx.api.request('POST', '/api/v3/thing_templates', {
+    const name = unique('Chiller');
+    const twice = await ctx.api.request('POST', '/api/v3/thing_templates', {
       token,
       body: {
         thing_template: {
-          name: unique('Chiller'),
+          name,
           metrics: [
             { name: 'pressure', data_type: 'number', unit: 'bar' },
             { name: 'pressure', data_type: 'string', unit: 'psi' },
-            { name: 'mode', data_type: 'string' },
           ],
         },
       },
     });
-    assert.equal(created.status, 200, created.text);
-    const template = created.body.thing_template;
-    assert.deepEqual(template.metrics, [
+    assert.equal(twice.status, 400, twice.text);
+    assert.equal(twice.body.errors[0].param, 'thing_template.metrics');
+    assert.match(twice.body.errors[0].message, /"pressure" more than once/);
+    const metrics = [
       { name: 'pressure', data_type: 'number', unit: 'bar' },
       { name: 'mode', data_type: 'string', unit: '' },
-    ]);
-    const name = unique('Chiller');
+    ];
+    const created = await ctx.api.request('POST', '/api/v3/thing_templates', {
+      token,
+      body: { thing_template: { name, metrics } },
+    });
+    assert.equal(created.status, 200, 'the name is free: the refused create made nothing');
+    const template = created.body.thing_template;
+    assert.deepEqual(template.metrics, metrics);
+    const again = await ctx.api.request('PUT', `/api/v3/thing_templates/${template.thing_template_key}`, {
+      token,
+      body: { thing_template: { metrics: [...metrics, metrics[1]] } },
+    });
+    assert.equal(again.status, 400, 'nor on update');
+    const renamed = unique('Chiller');
     const updated = await ctx.api.request('PUT', `/api/v3/thing_templates/${template.thing_template_key}`, {
       token,
-      body: { thing_template: { name, heartbeat_interval: 15 } },
+      body: { thing_template: { name: renamed, heartbeat_interval: 15 } },
     });
     assert.equal(updated.status, 200, updated.text);
-    assert.equal(updated.body.thing_template.name, name);
+    assert.equal(updated.body.thing_template.name, renamed);
     assert.equal(updated.body.thing_template.heartbeat_interval, 15);
-    assert.deepEqual(updated.body.thing_template.metrics, template.metrics);
+    assert.deepEqual(updated.body.thing_template.metrics, metrics);
     assert.equal(updated.body.thing_template.idle_timeout, template.idle_timeout);
   });
 
