@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { CONSOLE_PATH } from '../console/routes.ts';
 import { waitAtMost } from '../core/wait.ts';
 import type { EventTransport } from '../events/ingest.ts';
 import type { ConnectionRefusal } from '../realtime/connection-limits.ts';
@@ -236,7 +237,10 @@ export class Metrics {
   /** Counts and times every answer of the app, by its route's path template. */
   observe(app: FastifyInstance): void {
     app.addHook('onResponse', (request, reply, done) => {
-      const route = request.routeOptions.url ?? 'unmatched';
+      // The console's pages are answered by its not-found handler (console/routes.ts): one route.
+      const route =
+        request.routeOptions.url ??
+        (reply.statusCode < 400 && request.url.startsWith(CONSOLE_PATH) ? `${CONSOLE_PATH}*` : 'unmatched');
       const labels = { method: request.method, route };
       this.requests.inc({ ...labels, status: String(reply.statusCode) });
       this.durations.observe(labels, reply.elapsedTime / 1000);

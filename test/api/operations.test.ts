@@ -79,6 +79,8 @@ describeOnStores('operations endpoints', (ctx) => {
     assert.equal(posted.status, 200, posted.text);
     assert.equal((await ctx.api.request('GET', `/api/v3/things/${thing.thing_key}`, { token })).status, 200);
     assert.equal((await ctx.api.request('GET', '/api/v3/things/no-such-thing', { token })).status, 404);
+    assert.equal((await ctx.api.request('GET', `/console/things/${thing.thing_key}`)).status, 200);
+    assert.equal((await ctx.api.request('GET', '/no/such/path')).status, 404);
     const client = await SocketClient.open(ctx.api.url, token);
     await client.subscribe('a', 'alerts');
     await client.subscribe('b', 'events');
@@ -97,6 +99,11 @@ describeOnStores('operations endpoints', (ctx) => {
       'timed by route template, not by path',
     );
     assert.doesNotMatch(after, /no-such-thing/);
+    const pages = { method: 'GET', route: '/console/*', status: '200' };
+    assert.ok((sample(after, 'thingbase_http_requests_total', pages) ?? 0) >= 1, "the console's pages under one route");
+    const unmatched = { method: 'GET', route: 'unmatched', status: '404' };
+    assert.ok((sample(after, 'thingbase_http_requests_total', unmatched) ?? 0) >= 1, 'paths no route serves');
+    assert.doesNotMatch(after, new RegExp(thing.thing_key), 'no path in a label');
     client.close();
   });
 
