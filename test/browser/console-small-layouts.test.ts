@@ -1,9 +1,11 @@
 /**
- * The console at its smallest sizes (docs/console.md, "Dashboards"), as users meet them: the smallest
- * dashboard time series (3 rows) whose legend has room for one line shows a series there, its colour
- * and name, not the time; a larger one keeps its legend, the time first, whole. axe-core finds no
- * serious or critical violation. A screenshot goes to test-results/console/ (small-*.png). Layout
- * does not depend on the store: SQLite only.
+ * The console at its smallest sizes (docs/console.md, "Dashboards" and "On a phone"), as users meet
+ * them: the smallest dashboard time series (3 rows) whose legend has room for one line shows a series
+ * there, its colour and name, not the time; a larger one keeps its legend, the time first, whole. On
+ * a thing's page 390 px wide the metrics' names break at their underscores, never inside a word, the
+ * chart's legend keeps each line's colour and value beside its name, and the page does not scroll
+ * sideways. axe-core finds no serious or critical violation on each. A screenshot of each goes to
+ * test-results/console/ (small-*.png). Layout does not depend on the store: SQLite only.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -15,8 +17,13 @@ import { postCreated } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
+/** The viewport signedInTab opens. */
+const WIDE = { width: 1280, height: 860 };
+const PHONE = { width: 390, height: 844 };
+
 // A name long enough that a series' line of legend does not share its line with the time.
 const THING = { thing_key: 'boiler-north', name: 'Boiler of the north plant room' };
+// Names longer than their place on a phone: in the latest values, and in the chart's legend.
 const METRICS = ['temperature', 'burner_modulation', 'primary_circuit_return_flow_temperature'];
 /** The metrics the dashboard's time series draw. */
 const CHARTED = METRICS.slice(0, 2);
@@ -49,6 +56,77 @@ function shownLegendLines(page: Page, title: string): Promise<{ label: string; m
         }),
       }));
   })()`);
+}
+
+/**
+ * How the text of each element `selector` finds inside `within` (a selector too) is broken into lines
+ * as drawn: its characters grouped by the line box each lies on.
+ */
+function drawnLines(page: Page, within: string, selector: string): Promise<string[][]> {
+  return page.evaluate(`(() => {
+    const within = document.querySelector(${JSON.stringify(within)});
+    return [...within.querySelectorAll(${JSON.stringify(selector)})].map((element) => {
+      const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+      const lines = [];
+      let line = '';
+      let last = null;
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (let i = 0; i < node.length; i++) {
+          const range = document.createRange();
+          range.setStart(node, i);
+          range.setEnd(node, i + 1);
+          const rect = range.getClientRects()[0];
+          if (rect && last !== null && rect.top > last + 2) {
+            lines.push(line);
+            line = '';
+          }
+          if (rect) last = rect.top;
+          line += node.data[i];
+        }
+      }
+      lines.push(line);
+      return lines;
+    });
+  })()`);
+}
+
+/**
+ * Each line of the legend of a thing's Telemetry chart but the time: its name, whether its colour's
+ * marker and its value are level with the name's first line, and whether it lies within the panel.
+ */
+function telemetryLegend(
+  page: Page,
+): Promise<{ label: string; markerBeside: boolean; valueBeside: boolean; inside: boolean }[]> {
+  return page.evaluate(`(() => {
+    const panel = document.querySelector('section[aria-label="Telemetry"]');
+    const box = panel.getBoundingClientRect();
+    return [...panel.querySelectorAll('.u-legend .u-series')].slice(1).map((line) => {
+      const label = line.querySelector('.u-label');
+      const range = document.createRange();
+      range.setStart(label.firstChild, 0);
+      range.setEnd(label.firstChild, 1);
+      const first = range.getClientRects()[0];
+      const marker = line.querySelector('.u-marker').getBoundingClientRect();
+      const value = line.querySelector('.u-value').getBoundingClientRect();
+      const name = label.getBoundingClientRect();
+      return {
+        label: label.textContent,
+        markerBeside: marker.top < first.bottom && marker.bottom > first.top,
+        valueBeside: value.top < first.bottom && value.bottom > first.top,
+        inside: Math.min(marker.left, name.left) >= box.left - 0.5 && Math.max(name.right, value.right) <= box.right + 0.5,
+      };
+    });
+  })()`);
+}
+
+/** Words cut in two by a line's end: lines ending in a letter or digit and followed by one. */
+function cutWords(lines: string[][]): string[] {
+  return lines.flatMap((parts) =>
+    parts.slice(1).flatMap((next, i) => {
+      const before = parts[i] ?? '';
+      return /[\p{L}\p{N}]$/u.test(before) && /^[\p{L}\p{N}]/u.test(next) ? [parts.join(' | ')] : [];
+    }),
+  );
 }
 
 const store = STORES.find((s) => s.name === 'sqlite');
@@ -107,6 +185,8 @@ describe('the console at its smallest sizes', { skip: browserSkip || store.skip 
   it("when the smallest time series has room for one line of legend then that line is a series, with its colour and name, and a larger one's legend still starts with the time", async () => {
     await page.goto(`${api.url}/console/dashboards/${dashboardKey}`);
     await page.getByRole('heading', { level: 1, name: 'Boiler room', exact: true }).waitFor();
+    for (const title of [SMALL, LARGE])
+      await page.getByRole('region', { name: title, exact: true }).locator('canvas').first().waitFor();
     const series = CHARTED.map((metric) => `${THING.name} ${metric}`);
     // The charts are resized once their legends are measured: waited for.
     let small = await drawnChart(page, SMALL);
@@ -133,6 +213,47 @@ describe('the console at its smallest sizes', { skip: browserSkip || store.skip 
       "the large chart's legend, whole, the time first",
     );
     await assertAccessible(page, 'the smallest time series');
+  });
+
+  it("when a thing's page is shown on a phone then its metrics' names break at their underscores, not inside a word, and the page does not scroll sideways", async () => {
+    await page.setViewportSize(PHONE);
+    try {
+      await page.goto(`${api.url}/console/things/${THING.thing_key}`);
+      await page.getByRole('heading', { level: 1, name: THING.name, exact: true }).waitFor();
+      const latest = page.getByRole('region', { name: 'Latest values', exact: true });
+      await latest.getByText('temperature', { exact: true }).waitFor();
+      const telemetry = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await telemetry.locator('canvas').first().waitFor();
+      await screenshot(page, 'small-thing-phone');
+      const names = await drawnLines(page, 'section[aria-labelledby="latest-values"]', 'dt');
+      assert.deepEqual(
+        names.map((parts) => parts.join('')),
+        [...METRICS].sort(),
+        'the latest values name every metric',
+      );
+      assert.ok(
+        names.some((parts) => parts.length > 1),
+        `no name wraps at this width: ${JSON.stringify(names)}`,
+      );
+      assert.deepEqual(cutWords(names), [], 'latest values whose name is cut inside a word');
+      const legend = await drawnLines(page, 'section[aria-label="Telemetry"]', '.u-legend .u-label');
+      assert.deepEqual(cutWords(legend), [], 'chart legend lines whose name is cut inside a word');
+      // Each of the chart's lines keeps its colour and its value beside its name, within the panel.
+      const lines = await telemetryLegend(page);
+      assert.deepEqual(
+        lines.filter((line) => !line.markerBeside || !line.valueBeside || !line.inside),
+        [],
+        "the chart's legend",
+      );
+      assert.equal(lines.length, METRICS.length);
+      const widths = await page.evaluate<{ scroll: number; inner: number }>(
+        '({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })',
+      );
+      assert.ok(widths.scroll <= widths.inner, `the page is ${widths.scroll} px wide in a ${widths.inner} px viewport`);
+      await assertAccessible(page, "a thing's page on a phone");
+    } finally {
+      await page.setViewportSize(WIDE);
+    }
   });
 
   it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {

@@ -7,6 +7,7 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { showValue } from '../format.ts';
+import { breakAtWords } from './name-breaks.tsx';
 
 /** x (epoch seconds) first, then one column per metric, null where an event lacks it. */
 export interface Columns {
@@ -95,6 +96,8 @@ export function Chart(props: {
       [columns.x, ...columns.ys] as uPlot.AlignedData,
       element,
     );
+    // Long names (`burner_modulation`) wrap at their words on a narrow legend, not inside one.
+    for (const label of element.querySelectorAll('.u-legend .u-label')) breakAtWords(label);
     // uPlot spreads a single point over years: the axis is set to the span and the points beyond it.
     const fit = () => {
       if (!span) return;

@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact';
+import { BreakableName } from '../components/name-breaks.tsx';
 import { showTime, showValue } from '../format.ts';
 
 /**
@@ -53,7 +54,9 @@ export function LatestValues({
               const shown = latest[name];
               return (
                 <>
-                  <dt>{name}</dt>
+                  <dt>
+                    <BreakableName name={name} />
+                  </dt>
                   <dd>
                     <span>{showValue(shown?.value)}</span>
                     {units[name] && <span class="unit"> {units[name]}</span>}
