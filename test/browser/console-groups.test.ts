@@ -120,7 +120,10 @@ for (const store of STORES) {
       assert.equal(refusal.status, 400);
       await field('Expression').pressSequentially(bad, { delay: 20 });
       const expression = field('Expression');
-      await form.getByText(refusal.body.message, { exact: true }).waitFor({ timeout: 2000 });
+      // The API's words about the expression, as a sentence under the field (without its name).
+      const words = refusal.body.errors[0].message as string;
+      const said = `${words.charAt(0).toUpperCase()}${words.slice(1)}${/[.!?)]$/.test(words) ? '' : '.'}`;
+      await form.getByText(said, { exact: true }).waitFor({ timeout: 2000 });
       assert.equal(await expression.getAttribute('aria-invalid'), 'true');
       assert.equal(posted, 0, 'checking saved nothing');
       await shot(page, 'expression-refused');

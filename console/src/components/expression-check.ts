@@ -1,6 +1,16 @@
 import { useEffect, useState } from 'preact/hooks';
-import { answer, api, messageOf } from '../api/client.ts';
+import { api, messageOf } from '../api/client.ts';
+import { answerByField, FieldFailure, plainWords } from './field-errors.ts';
 import { useDebounced } from './use-load.ts';
+
+/**
+ * What the API said about the expression itself, as a sentence (`Expected a value at position 10.`),
+ * without the field's name its whole message starts with: the check is shown under that field.
+ */
+const aboutExpression = (failure: unknown): string => {
+  const item = failure instanceof FieldFailure ? failure.errors.find((e) => e.param === 'expression') : undefined;
+  return item ? plainWords(item.message) : messageOf(failure);
+};
 
 export interface ExpressionCheck {
   /** The API's message about the expression, or undefined while it is valid, empty or being checked. */
@@ -22,9 +32,9 @@ export function useExpressionCheck(expression: string, kind: 'rule' | 'group'): 
       return;
     }
     let current = true;
-    answer(api.POST('/api/v3/expressions/validate', { body: { expression: settled, kind } })).then(
+    answerByField(api.POST('/api/v3/expressions/validate', { body: { expression: settled, kind } })).then(
       () => current && setState({ message: undefined, valid: true }),
-      (failure) => current && setState({ message: messageOf(failure), valid: false }),
+      (failure) => current && setState({ message: aboutExpression(failure), valid: false }),
     );
     return () => {
       current = false;
