@@ -87,12 +87,12 @@ describe('MQTT 5 topic aliases of a connection', () => {
     assert.equal(aliases.resolve('e/f', undefined), 'e/f');
   });
 
-  it('when an alias is out of range, unset, or a publish has neither topic nor alias then it is a protocol error', () => {
+  it('when an alias is out of range then it is invalid; unset, or a publish with neither topic nor alias, a protocol error', () => {
     const aliases = new TopicAliases(2);
-    assert.equal(aliases.resolve('a', 3), undefined);
-    assert.equal(aliases.resolve('a', 0), undefined);
-    assert.equal(aliases.resolve('', 2), undefined);
-    assert.equal(aliases.resolve('', undefined), undefined);
+    assert.deepEqual(aliases.resolve('a', 3), { refused: 'invalid' });
+    assert.deepEqual(aliases.resolve('a', 0), { refused: 'invalid' });
+    assert.deepEqual(aliases.resolve('', 2), { refused: 'protocol' });
+    assert.deepEqual(aliases.resolve('', undefined), { refused: 'protocol' });
   });
 });
 

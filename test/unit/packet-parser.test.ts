@@ -116,8 +116,8 @@ describe('the device endpoint packet parser: a plain buffer list, the longest pa
 
   it('when a packet is longer than the limit then the parser stops at its header; once opened, the longer limit holds', () => {
     const long = longPublish(300);
-    // Limits are on a packet's remaining length: its bytes after the first and the length's own.
-    const bounds = { maxConnectPacketBytes: connect.length, maxPacketBytes: long.length - 3 };
+    // Limits are on the whole packet, its fixed header included (MQTT 5 §3.1.2.11.4).
+    const bounds = { maxConnectPacketBytes: connect.length, maxPacketBytes: long.length };
     const before = reading(bounds);
     before.parser.parse(Buffer.concat([connect, publish]));
     assert.deepEqual(
@@ -129,7 +129,7 @@ describe('the device endpoint packet parser: a plain buffer list, the longest pa
     before.parser.parse(long.subarray(0, 3));
     assert.equal(before.seen.packets.length, 2);
     assert.equal(before.seen.malformed, 1);
-    assert.deepEqual(before.seen.refusedLength, [long.length - 3]);
+    assert.deepEqual(before.seen.refusedLength, [long.length]);
 
     const after = reading(bounds);
     after.parser.parse(connect);
@@ -142,7 +142,7 @@ describe('the device endpoint packet parser: a plain buffer list, the longest pa
     assert.equal(after.seen.malformed, 0);
     after.parser.parse(longPublish(301).subarray(0, 3));
     assert.equal(after.seen.malformed, 1);
-    assert.deepEqual(after.seen.refusedLength, [long.length - 2]);
+    assert.deepEqual(after.seen.refusedLength, [long.length + 1], 'one byte over');
   });
 
   it('when its connection has opened then the parser keeps of the CONNECT only its protocol version, and still reads MQTT 5', () => {

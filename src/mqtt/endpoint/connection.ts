@@ -94,10 +94,10 @@ type State = 'new' | 'login' | 'open' | 'closed';
  * an open connection, told to the device before it does), a SUBACK's or a PUBACK's and PUBREC's refusal.
  */
 export const ReasonCode = {
-  disconnectWithWill: 0x04,
   malformed: 0x81,
   protocolError: 0x82,
   notAuthorized: 0x87,
+  packetIdentifierNotFound: 0x92,
   shuttingDown: 0x8b,
   keepAliveTimeout: 0x8d,
   takenOver: 0x8e,
@@ -426,9 +426,15 @@ export class DeviceConnection implements MessageSource, PacketReader {
     switch (packet.cmd) {
       case 'publish':
         return this.publish(packet);
-      case 'pubrel':
-        this.session?.releasedQos2(packet.messageId as number);
-        return this.outbox?.packet(confirmation(0x70, packet.messageId as number));
+      case 'pubrel': {
+        const id = packet.messageId as number;
+        const known = this.session?.releasedQos2(id) ?? false;
+        // MQTT 5 §3.7.2.1 says of an id the server has no flow of: "Packet Identifier not found".
+        if (known || this.version !== 5) return this.outbox?.packet(confirmation(0x70, id));
+        return this.outbox?.packet(
+          generateFor(5, { cmd: 'pubcomp', messageId: id, reasonCode: ReasonCode.packetIdentifierNotFound }),
+        );
+      }
       case 'puback':
         // MQTT 5: a PUBACK of 0x80 or more refuses the message; an instruction refused stays pending.
         return this.acknowledged(packet.messageId as number, (packet.reasonCode ?? 0) < 0x80);
@@ -470,8 +476,9 @@ export class DeviceConnection implements MessageSource, PacketReader {
         if (this.raisesExpiryFromZero(packet.properties?.sessionExpiryInterval)) {
           return this.destroy(ReasonCode.protocolError);
         }
-        // MQTT 5's "Disconnect with Will Message" (0x04) leaves the will; any other DISCONNECT drops it.
-        if (packet.reasonCode !== ReasonCode.disconnectWithWill) this.will = undefined;
+        // A normal disconnection (MQTT 3.x's DISCONNECT, MQTT 5's 0x00) withdraws the will; MQTT 5's
+        // others ("Disconnect with Will Message", 0x04, and the errors from 0x80) leave it ([MQTT-3.1.2-8]).
+        if ((packet.reasonCode ?? 0) === 0) this.will = undefined;
         this.disconnect(packet.properties?.sessionExpiryInterval);
         return this.close();
       default:
@@ -564,7 +571,9 @@ export class DeviceConnection implements MessageSource, PacketReader {
     let name = packet.topic;
     if (this.aliases) {
       const resolved = this.aliases.resolve(name, packet.properties?.topicAlias);
-      if (resolved === undefined) return this.destroy(ReasonCode.topicAliasInvalid);
+      if (typeof resolved !== 'string') {
+        return this.destroy(resolved.refused === 'invalid' ? ReasonCode.topicAliasInvalid : ReasonCode.protocolError);
+      }
       name = resolved;
     }
     const id = packet.messageId as number;

@@ -157,7 +157,8 @@ export class DeviceParser extends Parser {
         }
       }
       const end = i + length;
-      if (end > buf.length || length > this.maxBytes) return at;
+      // The limit is of the whole packet, its fixed header included (MQTT 5 §3.1.2.11.4).
+      if (end > buf.length || end - at > this.maxBytes) return at;
       let packet: Packet;
       if (first >> 4 === 3) {
         const qos = (first >> 1) & 3;
@@ -227,9 +228,11 @@ export class DeviceParser extends Parser {
   override _parseLength(): boolean {
     const read = super._parseLength();
     const max = this.maxBytes;
-    if (read && this.packet.length > max) {
-      this.bounds.refusedLength(this.packet.length, max);
-      this._emitError(new PacketTooLargeError(`packet of ${this.packet.length} bytes, over the limit of ${max}`));
+    // The whole packet counts, its fixed header included (MQTT 5 §3.1.2.11.4).
+    const bytes = read ? packetBytes(this.packet.length) : 0;
+    if (bytes > max) {
+      this.bounds.refusedLength(bytes, max);
+      this._emitError(new PacketTooLargeError(`packet of ${bytes} bytes, over the limit of ${max}`));
     }
     return read;
   }
@@ -252,6 +255,12 @@ export class DeviceParser extends Parser {
     this.counted = 0;
     this.transportHeld = 0;
   }
+}
+
+/** The bytes of a whole packet whose remaining length is `remaining`: its type byte and length's bytes too. */
+export function packetBytes(remaining: number): number {
+  const lengthBytes = remaining < 0x80 ? 1 : remaining < 0x4000 ? 2 : remaining < 0x200000 ? 3 : 4;
+  return 1 + lengthBytes + remaining;
 }
 
 /** Gives a parser that holds no bytes yet a plain BufferList in place of its stream; answers whether it did. */

@@ -108,9 +108,9 @@ export class Session {
     return false;
   }
 
-  /** PUBREL of a QoS 2 message received from the device. */
-  releasedQos2(id: number): void {
-    this.received?.delete(id);
+  /** PUBREL of a QoS 2 message received from the device: whether it was one received and not yet released. */
+  releasedQos2(id: number): boolean {
+    return this.received?.delete(id) ?? false;
   }
 
   /** Whether it outlives its connection. */

@@ -9,16 +9,17 @@ export class TopicAliases {
   constructor(private readonly maximum: number) {}
 
   /**
-   * The topic a PUBLISH is for, setting the alias when it names both; undefined when the alias is out
-   * of range, or used without ever being set (a protocol error: the connection is closed).
+   * The topic a PUBLISH is for, setting the alias when it names both; else why the connection is
+   * closed: `invalid`, an alias out of range (MQTT 5's 0x94, Topic Alias invalid), or `protocol`, an
+   * empty topic with no alias or with one never set (a protocol error, 0x82: MQTT 5 §3.3.4).
    */
-  resolve(topic: string, alias: number | undefined): string | undefined {
-    if (alias === undefined) return topic === '' ? undefined : topic;
-    if (!(alias >= 1 && alias <= this.maximum)) return undefined;
+  resolve(topic: string, alias: number | undefined): string | { refused: 'invalid' | 'protocol' } {
+    if (alias === undefined) return topic === '' ? { refused: 'protocol' } : topic;
+    if (!(alias >= 1 && alias <= this.maximum)) return { refused: 'invalid' };
     if (topic !== '') {
       this.topics.set(alias, topic);
       return topic;
     }
-    return this.topics.get(alias);
+    return this.topics.get(alias) ?? { refused: 'protocol' };
   }
 }
