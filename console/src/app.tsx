@@ -282,13 +282,31 @@ const STATE_TEXT: Record<ConnectionState, string> = {
   reconnecting: 'Connection lost: reconnecting…',
 };
 
-/** Whether live updates arrive; empty until a page asks for them. */
+/** The same in fewer words, shown where the header has no room for the whole (style.css). */
+const STATE_SHORT: Partial<Record<ConnectionState, string>> = {
+  reconnecting: 'Reconnecting…',
+};
+
+/**
+ * Whether live updates arrive; empty until a page asks for them. A status that has fewer words for a
+ * narrow header keeps its whole text for screen readers, the shorter one hidden from them.
+ */
 function ConnectionStatus() {
   const [state, setState] = useState<ConnectionState>(realtime.state);
   useEffect(() => realtime.onState(setState), []);
+  const short = STATE_SHORT[state];
   return (
     <span role="status" class={`connection ${state}`}>
-      {STATE_TEXT[state]}
+      {short ? (
+        <>
+          <span class="connection-whole">{STATE_TEXT[state]}</span>
+          <span class="connection-short" aria-hidden="true">
+            {short}
+          </span>
+        </>
+      ) : (
+        STATE_TEXT[state]
+      )}
     </span>
   );
 }

@@ -20,6 +20,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import {
+  assertHeaderLine,
   assertHeadingFocused,
   browserSkip,
   drawnChart,
@@ -389,16 +390,7 @@ describe('the console on a phone, 375 px wide', { skip: browserSkip || store.ski
     const header = await banner.boundingBox();
     assert.ok(header);
     assert.ok(header.height <= 60, `the header is ${header.height} px tall`);
-    const parts = [
-      ['brand', banner.getByText('Thingbase', { exact: true })],
-      ['Live', live],
-      ['Menu', banner.getByRole('button', { name: 'Menu', exact: true })],
-    ] as const;
-    for (const [what, part] of parts) {
-      const box = await part.boundingBox();
-      assert.ok(box, `${what} is shown`);
-      assert.ok(box.y >= header.y && box.y + box.height <= header.y + header.height, `${what} is in the header`);
-    }
+    await assertHeaderLine(banner, live);
     const session = await page.evaluate<{ email: string }>('JSON.parse(sessionStorage.getItem("thingbase.session"))');
     assert.equal(await page.getByRole('button', { name: 'Sign out', exact: true }).isVisible(), false);
     assert.equal(await banner.getByText(session.email).isVisible(), false, 'the e-mail waits in the menu');

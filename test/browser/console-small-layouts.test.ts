@@ -2,16 +2,24 @@
  * The console at its smallest sizes (docs/console.md, "Dashboards" and "On a phone"), as users meet
  * them: the smallest dashboard time series (3 rows) whose legend has room for one line shows a series
  * there, its colour and name, not the time; a larger one keeps its legend, the time first, whole. On
- * a thing's page 390 px wide the metrics' names break at their underscores, never inside a word, the
- * chart's legend keeps each line's colour and value beside its name, and the page does not scroll
- * sideways. axe-core finds no serious or critical violation on each. A screenshot of each goes to
- * test-results/console/ (small-*.png). Layout does not depend on the store: SQLite only.
+ * a thing's page 390 px wide the metrics' names break at their underscores, never inside a word, and
+ * the page does not scroll sideways. At 320 px wide a lost realtime connection keeps the header one
+ * line, its usual height, saying so in fewer words while screen readers still hear `Connection lost:
+ * reconnecting…`. axe-core finds no serious or critical violation on each. A screenshot of each goes
+ * to test-results/console/ (small-*.png). Layout does not depend on the store: SQLite only.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import { after, before, describe, it, type TestContext } from 'node:test';
+import type { Browser, Page, WebSocketRoute } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { browserSkip, drawnChart, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import {
+  assertHeaderLine,
+  browserSkip,
+  drawnChart,
+  launchBrowser,
+  screenshot,
+  signedInTab,
+} from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { postCreated } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
@@ -20,6 +28,7 @@ import { STORES } from '../support/stores.ts';
 /** The viewport signedInTab opens. */
 const WIDE = { width: 1280, height: 860 };
 const PHONE = { width: 390, height: 844 };
+const NARROWEST = { width: 320, height: 640 };
 
 // A name long enough that a series' line of legend does not share its line with the time.
 const THING = { thing_key: 'boiler-north', name: 'Boiler of the north plant room' };
@@ -127,6 +136,14 @@ function cutWords(lines: string[][]): string[] {
       return /[\p{L}\p{N}]$/u.test(before) && /^[\p{L}\p{N}]/u.test(next) ? [parts.join(' | ')] : [];
     }),
   );
+}
+
+/** The page does not scroll sideways: the document is no wider than the viewport. */
+async function assertNoSidewaysScroll(page: Page): Promise<void> {
+  const widths = await page.evaluate<{ scroll: number; inner: number }>(
+    '({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })',
+  );
+  assert.ok(widths.scroll <= widths.inner, `the page is ${widths.scroll} px wide in a ${widths.inner} px viewport`);
 }
 
 const store = STORES.find((s) => s.name === 'sqlite');
@@ -246,14 +263,64 @@ describe('the console at its smallest sizes', { skip: browserSkip || store.skip 
         "the chart's legend",
       );
       assert.equal(lines.length, METRICS.length);
-      const widths = await page.evaluate<{ scroll: number; inner: number }>(
-        '({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })',
-      );
-      assert.ok(widths.scroll <= widths.inner, `the page is ${widths.scroll} px wide in a ${widths.inner} px viewport`);
+      await assertNoSidewaysScroll(page);
       await assertAccessible(page, "a thing's page on a phone");
     } finally {
       await page.setViewportSize(WIDE);
     }
+  });
+
+  it('when the realtime connection is lost at 320 px wide then the header stays one line of its usual height and screen readers still hear that the connection was lost', async (t: TestContext) => {
+    const route = { sockets: [] as WebSocketRoute[], allow: true };
+    await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
+      if (!route.allow) return socket.close({ code: 1011, reason: 'down' });
+      socket.connectToServer();
+      route.sockets.push(socket);
+    });
+    t.after(() => page.unrouteAll());
+    await page.setViewportSize(NARROWEST);
+    t.after(() => page.setViewportSize(WIDE));
+    await page.goto(`${api.url}/console/things`);
+    await page.getByRole('heading', { level: 1, name: 'Things', exact: true }).waitFor();
+    const banner = page.getByRole('banner');
+    const status = banner.getByRole('status');
+    await status.filter({ hasText: 'Live' }).waitFor();
+    const usual = await banner.boundingBox();
+    assert.ok(usual);
+    await screenshot(page, 'small-header-live');
+    // Dropped, and refused again each time it is opened, so that it stays lost.
+    route.allow = false;
+    for (const socket of route.sockets) await socket.close({ code: 1012, reason: 'restarting' });
+    await status.filter({ hasText: 'reconnecting' }).waitFor();
+    await screenshot(page, 'small-header-reconnecting');
+    const header = await banner.boundingBox();
+    assert.ok(header);
+    assert.ok(
+      Math.abs(header.height - usual.height) <= 1,
+      `the header is ${header.height} px tall, ${usual.height} px while live`,
+    );
+    await assertHeaderLine(banner, status);
+    // One line of text (the state's box no taller than 1.5 of its lines), and none of it cut off.
+    const shown = await page.evaluate<{ height: number; line: number; clipped: boolean }>(`(() => {
+      const element = document.querySelector('header [role="status"]');
+      const style = getComputedStyle(element);
+      return {
+        height: element.getBoundingClientRect().height,
+        line: Number.parseFloat(style.lineHeight) || Number.parseFloat(style.fontSize) * 1.2,
+        clipped: element.scrollWidth > element.clientWidth + 1,
+      };
+    })()`);
+    assert.ok(
+      shown.height < shown.line * 1.5,
+      `the connection's state takes ${shown.height} px, lines of ${shown.line} px`,
+    );
+    assert.equal(shown.clipped, false, "the connection's state is cut short");
+    assert.match(await status.innerText(), /reconnecting/i, 'what the header shows');
+    const heard = await status.ariaSnapshot();
+    // The whole text, once: the shorter one shown is hidden from them.
+    assert.equal(heard, '- status: "Connection lost: reconnecting…"', 'the status as screen readers have it');
+    await assertNoSidewaysScroll(page);
+    await assertAccessible(page, 'the header at 320 px, reconnecting');
   });
 
   it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {

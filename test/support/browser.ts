@@ -156,3 +156,22 @@ export function drawnChart(page: Page, title: string): Promise<DrawnChart> {
     };
   })()`);
 }
+
+/**
+ * Asserts that the header `banner` holds on its line the brand, `state` (whether the page is live) and,
+ * on a phone, Menu: each shown within the header's box.
+ */
+export async function assertHeaderLine(banner: Locator, state: Locator): Promise<void> {
+  const header = await banner.boundingBox();
+  assert.ok(header, 'the header is shown');
+  const parts = [
+    ['the brand', banner.getByText('Thingbase', { exact: true })],
+    ["the connection's state", state],
+    ['Menu', banner.getByRole('button', { name: 'Menu', exact: true })],
+  ] as const;
+  for (const [what, part] of parts) {
+    const box = await part.boundingBox();
+    assert.ok(box, `${what} is shown`);
+    assert.ok(box.y >= header.y && box.y + box.height <= header.y + header.height, `${what} is in the header`);
+  }
+}
