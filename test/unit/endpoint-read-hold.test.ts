@@ -4,7 +4,7 @@ import pino from 'pino';
 import { sendAgainLater } from '../../src/core/errors.ts';
 import type { DeviceAuthenticator, DeviceCredentials } from '../../src/devices/authentication.ts';
 import type { DeviceService } from '../../src/devices/service.ts';
-import { DeviceMessages, type MessageSource } from '../../src/mqtt/endpoint/device-messages.ts';
+import { AnswerOrder, DeviceMessages, type MessageSource } from '../../src/mqtt/endpoint/device-messages.ts';
 import { InboundFlow } from '../../src/mqtt/inbound-flow.ts';
 import type { Ack } from '../../src/mqtt/signed-messages.ts';
 import { parseDeviceTopic } from '../../src/mqtt/topics.ts';
@@ -12,6 +12,7 @@ import { parseDeviceTopic } from '../../src/mqtt/topics.ts';
 /** A connection as the endpoint's messages see it, recording what they ask of it. */
 class Source implements MessageSource {
   readonly answers: Ack[] = [];
+  readonly answerOrder = new AnswerOrder();
   /** Whether its reads are held now. */
   holding = false;
   holds = 0;
@@ -183,5 +184,37 @@ describe('the device endpoint holds the reads of a connection it cannot take mor
     messages.receive(source, topic('event'), message(1));
     assert.equal(source.answers[0]?.http_code, 503);
     assert.equal(source.holds, 0);
+  });
+});
+
+describe("a connection's answers in the order of its messages", () => {
+  it('when messages are done in any order then their answers leave in the order they were read, each once, and refusals at once', () => {
+    for (let round = 0; round < 200; round++) {
+      const order = new AnswerOrder();
+      const sent: Ack[] = [];
+      const to = { answer: (ack: Ack) => sent.push(ack) };
+      const count = 1 + Math.floor(Math.random() * 12);
+      const numbers = Array.from({ length: count }, () => order.next());
+      const done = [...numbers].sort(() => Math.random() - 0.5);
+      // Some are refusals for overload, answered as soon as they are read.
+      const atOnce = new Set(numbers.filter(() => Math.random() < 0.25));
+      for (const number of done) {
+        const ack = { context: String(number), http_code: atOnce.has(number) ? 503 : 200, http_msg: {} };
+        const before = sent.length;
+        if (atOnce.has(number)) order.answerAtOnce(number, ack, to);
+        else order.answer(number, ack, to);
+        // Whatever has left of the others is theirs from the first on, with none missing.
+        const taken = numbers.filter((n) => !atOnce.has(n));
+        const left = sent.filter((a) => a.http_code === 200).map((a) => Number(a.context));
+        assert.deepEqual(left, taken.slice(0, left.length));
+        if (atOnce.has(number)) assert.equal(sent[before], ack, 'a refusal leaves at once');
+      }
+      assert.deepEqual(
+        sent.filter((a) => a.http_code === 200).map((a) => Number(a.context)),
+        numbers.filter((n) => !atOnce.has(n)),
+        `done in the order ${done.join(', ')}`,
+      );
+      assert.equal(sent.length, count, 'each once');
+    }
   });
 });

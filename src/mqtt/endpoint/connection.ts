@@ -10,7 +10,7 @@ import type { Ack } from '../signed-messages.ts';
 import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic, thingOfTopic } from '../topics.ts';
 import type { PacketIds } from './ack-packets.ts';
 import { type ConnectRefusal, connackAccepted, connackRefused, refusalBeforeLogin } from './connack.ts';
-import type { MessageSource } from './device-messages.ts';
+import { AnswerOrder, type MessageSource } from './device-messages.ts';
 import { instructionPacket } from './instructions-out.ts';
 import { Outbox } from './outbox.ts';
 import { DeviceParser, type PacketBounds, type PacketReader, PacketTooLargeError } from './packet-parser.ts';
@@ -150,6 +150,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
   private waiting: Packet[] | undefined;
   private aliases: TopicAliases | undefined;
   private will: IConnectPacket['will'];
+  readonly answerOrder = new AnswerOrder();
   private lastTopic: { name: string; topic: DeviceTopic | undefined } | undefined;
   /** Reads wait for the device to read its answers (its socket's send buffer is full). */
   private waitingForDrain = false;

@@ -33,6 +33,64 @@ export interface MessageSource {
   releaseReading(): void;
   /** Whether its reads are held (holdReading, not released since). */
   readonly readingHeld: boolean;
+  /** Its messages' answers, let out in the order the messages were read. */
+  readonly answerOrder: AnswerOrder;
+}
+
+/**
+ * A connection's answers in the order of its messages (docs/devices.md, "MQTT"): a message whose
+ * things had to be read from the store, or whose key pair was looked up, may be done after the ones
+ * read behind it; its answer still leaves first, and theirs wait for it. Each message read gets its
+ * number; an answer ready before its turn is kept (a few, at most the messages a connection has
+ * taken and not answered) until those before it have left.
+ */
+export class AnswerOrder {
+  private read = 0;
+  private answered = 0;
+  private early: Map<number, Ack | null> | undefined;
+
+  /** The number of the message just read. */
+  next(): number {
+    return this.read++;
+  }
+
+  /** Sends the answer of message `number` now, when every one before it has left, else once they have. */
+  answer(number: number, ack: Ack, to: { answer(ack: Ack): void }): void {
+    if (number !== this.answered) {
+      (this.early ??= new Map()).set(number, ack);
+      return;
+    }
+    to.answer(ack);
+    this.answered++;
+    this.sendDue(to);
+  }
+
+  /**
+   * Sends the answer of message `number` now, before those of messages read earlier if they have not
+   * left yet: a refusal for overload is answered as it is read (docs/devices.md, "Overload").
+   */
+  answerAtOnce(number: number, ack: Ack, to: { answer(ack: Ack): void }): void {
+    to.answer(ack);
+    if (number !== this.answered) {
+      (this.early ??= new Map()).set(number, null);
+      return;
+    }
+    this.answered++;
+    this.sendDue(to);
+  }
+
+  /** Sends the answers kept that are due now: those of the next messages, each in turn. */
+  private sendDue(to: { answer(ack: Ack): void }): void {
+    const early = this.early;
+    if (early === undefined) return;
+    for (let next = early.get(this.answered); next !== undefined; next = early.get(this.answered)) {
+      early.delete(this.answered);
+      // null: answered at once, already sent.
+      if (next !== null) to.answer(next);
+      this.answered++;
+    }
+    if (early.size === 0) this.early = undefined;
+  }
 }
 
 /** A connection, as fair shares of a busy writer tell sources apart (events/fair-share.ts). */
@@ -98,6 +156,7 @@ export class DeviceMessages {
 
   /** A message a device published to its own device topic. */
   receive(source: MessageSource, topic: DeviceTopic, payload: Buffer) {
+    const number = source.answerOrder.next();
     // The writer's own refusal names whose share is taken.
     const shareTaken = topic.kind === 'event' ? this.writerRefusal(source) : undefined;
     const refusing =
@@ -106,20 +165,20 @@ export class DeviceMessages {
     // context can be told from its end.
     if (refusing || !this.inbound.mayHandOn(source.id, payload.length)) {
       const context = contextUnread(topic, payload);
-      if (context !== undefined) return this.refuse(source, busy(context, shareTaken));
+      if (context !== undefined) return this.refuse(source, number, busy(context, shareTaken));
     }
     const read = readDeviceMessage(topic, payload);
-    if (isAck(read)) return source.answer(read);
+    if (isAck(read)) return this.send(source, number, read);
     if (refusing || !this.inbound.handOn(source.id, read.text.length)) {
-      return this.refuse(source, busy(read.context, shareTaken));
+      return this.refuse(source, number, busy(read.context, shareTaken));
     }
     const refused = refusalOnConnection(read, source);
     if (refused) {
       this.inbound.answered(source.id);
-      return source.answer(refused);
+      return this.send(source, number, refused);
     }
     if (this.inbound.pending(source.id) >= READ_AHEAD) this.hold(source);
-    this.begin(source, topic.kind, read.text, read.context, performance.now());
+    this.begin(source, number, topic.kind, read.text, read.context, performance.now());
   }
 
   /**
@@ -139,19 +198,26 @@ export class DeviceMessages {
    * refuses the messages that waited behind it with that fault at once, rather than each looking up
    * in turn and waiting out its bound: the chain passes the fault down.
    */
-  private begin(source: MessageSource, kind: DeviceMessageKind, text: string, context: string, read: number) {
+  private begin(
+    source: MessageSource,
+    number: number,
+    kind: DeviceMessageKind,
+    text: string,
+    context: string,
+    read: number,
+  ) {
     const pending = this.lookups.get(source.id);
     const recent = pending ? undefined : this.authenticator.recentCredentials(source.accessKey);
-    if (recent) return this.act(source, kind, text, context, recent, read);
+    if (recent) return this.act(source, number, kind, text, context, recent, read);
     const looked: Promise<unknown> = (pending ?? Promise.resolve(undefined))
       .then((fault) => (fault === undefined ? this.authenticator.credentials(source.accessKey) : Promise.reject(fault)))
       .then(
         (credentials) => {
-          this.act(source, kind, text, context, credentials, read);
+          this.act(source, number, kind, text, context, credentials, read);
           return undefined;
         },
         (error: unknown) => {
-          this.answer(source, storeFailure(context, error), read, error);
+          this.answer(source, number, storeFailure(context, error), read, error);
           return storeFaultOf(error) === undefined ? undefined : error;
         },
       )
@@ -163,6 +229,7 @@ export class DeviceMessages {
 
   private act(
     source: MessageSource,
+    number: number,
     kind: DeviceMessageKind,
     text: string,
     context: string,
@@ -172,6 +239,7 @@ export class DeviceMessages {
     if (!credentials) {
       this.answer(
         source,
+        number,
         failure(context, 401, [
           { code: 'unauthorized', message: 'the key pair this connection signed in with is gone' },
         ]),
@@ -180,22 +248,27 @@ export class DeviceMessages {
       return source.close();
     }
     actOnDeviceMessage(this.devices, kind, text, credentials.principal, context, mqttSource(source)).then(
-      (ack) => this.answer(source, ack, read),
-      (error) => this.answer(source, storeFailure(context, error), read, error),
+      (ack) => this.answer(source, number, ack, read),
+      (error) => this.answer(source, number, storeFailure(context, error), read, error),
     );
   }
 
-  private answer(source: MessageSource, ack: Ack, read: number, error?: unknown): void {
+  private answer(source: MessageSource, number: number, ack: Ack, read: number, error?: unknown): void {
     if (error !== undefined && unexpected(error)) this.log.error(error, 'MQTT message failed');
     this.inbound.answered(source.id);
     this.onAnswered?.((performance.now() - read) / 1000);
     // Refused later, by the writer's limits and shares: read no more of the device's for now, too.
     if (ack.http_code === 503 || ack.http_code === 429) {
-      this.refuse(source, ack);
+      this.refuse(source, number, ack);
       return;
     }
-    source.answer(ack);
+    this.send(source, number, ack);
     if (source.readingHeld && this.inbound.pending(source.id) <= READ_AHEAD / 2) this.releaseSoon(source);
+  }
+
+  /** Sends the answer of the connection's message `number` in its turn (AnswerOrder). */
+  private send(source: MessageSource, number: number, ack: Ack): void {
+    source.answerOrder.answer(number, ack, source);
   }
 
   private hold(source: MessageSource): void {
@@ -227,8 +300,8 @@ export class DeviceMessages {
    * server nothing, instead of being read, only to be refused, as fast as it writes them; and the
    * server thread's turns stay short for the devices that send at a normal rate.
    */
-  private refuse(source: MessageSource, ack: Ack): void {
-    source.answer(ack);
+  private refuse(source: MessageSource, number: number, ack: Ack): void {
+    source.answerOrder.answerAtOnce(number, ack, source);
     if (this.stopping) return;
     this.hold(source);
     if (this.inbound.pending(source.id) > 0) return;
