@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { ApiFailure, answer, messageOf } from '../api/client.ts';
 import { countOf } from '../format.ts';
 import type { Action } from './use-action.ts';
+import type { Submit } from './use-submit.ts';
 
 /** One item of the API's error body (docs/api.md, "Errors"): `param` names the field (`user.password`). */
 interface ErrorItem {
@@ -26,6 +27,10 @@ const itemsOf = (body: unknown): ErrorItem[] => {
     ? errors.filter((e): e is ErrorItem => !!e && typeof e === 'object' && typeof e.message === 'string')
     : [];
 };
+
+/** A refusal the form makes itself about one of its fields (JSON that does not parse), said as the API's are. */
+export const fieldRefusal = (param: string, message: string): FieldFailure =>
+  new FieldFailure(new ApiFailure(`${param} ${message}`, 400), [{ code: 'invalid', param, message }]);
 
 /** `answer`, but a refusal is a FieldFailure carrying the API's error items. */
 export async function answerByField<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
@@ -104,5 +109,25 @@ export function useFieldAction(fields: readonly string[]): Action & { of: (param
       }
     },
     clear: () => setSaid({ fields: {} }),
+  };
+}
+
+/**
+ * A form's sending (as useSubmit) whose refusal is said field by field, as useFieldAction's: `of(param)`
+ * for each field's Field, `error` the rest, for next to the form's button.
+ */
+export function useFieldSubmit(
+  fields: readonly string[],
+  send: () => Promise<unknown>,
+): Submit & { of: (param: string) => string | undefined } {
+  const action = useFieldAction(fields);
+  return {
+    busy: action.busy,
+    error: action.error,
+    of: action.of,
+    onSubmit: async (event: Event) => {
+      event.preventDefault();
+      await action.run(send);
+    },
   };
 }

@@ -3,13 +3,14 @@ import { useId } from 'preact/hooks';
 
 /**
  * A labelled control: the label names it exactly (its text only), and a hint or the API's message
- * about it is tied to it as its description.
+ * about it is tied to it as its description. The control is given its id, the id of what describes
+ * it, and its `aria-invalid` (true while there is a message about it).
  */
 export function Field(props: {
   label: string;
   hint?: ComponentChildren;
   error?: string | undefined;
-  children: (id: string, describedBy: string | undefined) => ComponentChildren;
+  children: (id: string, describedBy: string | undefined, invalid: true | undefined) => ComponentChildren;
 }) {
   const id = useId();
   const hintId = `${id}-hint`;
@@ -17,7 +18,7 @@ export function Field(props: {
   return (
     <div class="field">
       <label for={id}>{props.label}</label>
-      {props.children(id, describedBy)}
+      {props.children(id, describedBy, props.error ? true : undefined)}
       {(props.hint || props.error) && (
         <small id={hintId} class={props.error ? 'error' : undefined} role={props.error ? 'alert' : undefined}>
           {props.error ?? props.hint}
@@ -40,7 +41,7 @@ export function InputField(props: {
 }) {
   return (
     <Field label={props.label} hint={props.hint} error={props.error}>
-      {(id, describedBy) => (
+      {(id, describedBy, invalid) => (
         <input
           id={id}
           // Preact types each input type's attributes apart; these three take the same ones.
@@ -48,7 +49,7 @@ export function InputField(props: {
           required={props.required}
           min={props.min}
           aria-describedby={describedBy}
-          aria-invalid={props.error ? true : undefined}
+          aria-invalid={invalid}
           value={props.value}
           onInput={(e) => props.onInput(e.currentTarget.value)}
         />

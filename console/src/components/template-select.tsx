@@ -29,10 +29,11 @@ export function TemplateSelect(props: {
 }) {
   return (
     <Field label="Template" hint={props.hint} error={props.error}>
-      {(id, describedBy) => (
+      {(id, describedBy, invalid) => (
         <select
           id={id}
           aria-describedby={describedBy}
+          aria-invalid={invalid}
           required={props.required}
           value={props.value}
           onChange={(e) => props.onChange(e.currentTarget.value)}

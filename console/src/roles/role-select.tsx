@@ -6,6 +6,8 @@ export function RoleSelect(props: {
   id?: string;
   label?: string;
   describedBy?: string | undefined;
+  /** Whether there is a message about the choice (its Field's `invalid`). */
+  invalid?: true | undefined;
   roles: Role[];
   value: string;
   disabled?: boolean;
@@ -17,6 +19,7 @@ export function RoleSelect(props: {
       id={props.id}
       aria-label={props.label}
       aria-describedby={props.describedBy}
+      aria-invalid={props.invalid}
       value={props.value}
       disabled={props.disabled}
       onChange={(e) => props.onChange(e.currentTarget.value, e.currentTarget)}
