@@ -1,18 +1,21 @@
 import { useState } from 'preact/hooks';
-import { answer, api } from '../api/client.ts';
+import { api } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { Failure } from '../components/failure.tsx';
 import { InputField } from '../components/field.tsx';
+import { answerByField, useFieldSubmit } from '../components/field-errors.ts';
 import { FormButtons } from '../components/form-buttons.tsx';
 import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
 import { useLoad } from '../components/use-load.ts';
-import { useSubmit } from '../components/use-submit.ts';
 
 /** The fields of a thing its forms and actions use. */
 export type Thing = Pick<
   paths['/api/v3/things/{thing_key}']['get']['responses'][200]['content']['application/json']['thing'],
   'thing_key' | 'name' | 'description' | 'tags' | 'thing_template_key' | 'bi_directional'
 >;
+
+/** The fields whose refusal the API names (`thing.name`), each said under its field. */
+const FIELDS = ['thing.name', 'thing.thing_key', 'thing.thing_template_key', 'thing.description', 'thing.tags'];
 
 /**
  * A thing's own fields: `New thing` (with an optional `Key`, generated when empty, and `Create`) or
@@ -37,10 +40,10 @@ export function ThingForm({
     if (!thing) setTemplate((t) => t || (list.find((x) => x.name === 'Default') ?? list[0])?.thing_template_key || '');
     return list;
   }, []);
-  const submit = useSubmit(async () => {
+  const submit = useFieldSubmit(FIELDS, async () => {
     const fields = { name, description, tags, thing_template_key: template, bi_directional: biDirectional };
     if (thing) {
-      await answer(
+      await answerByField(
         api.PUT('/api/v3/things/{thing_key}', {
           params: { path: { thing_key: thing.thing_key } },
           body: { thing: fields },
@@ -48,7 +51,7 @@ export function ThingForm({
       );
       onDone(thing.thing_key);
     } else {
-      const created = await answer(
+      const created = await answerByField(
         api.POST('/api/v3/things', {
           body: { thing: { ...fields, ...(key.trim() ? { thing_key: key.trim() } : {}) } },
         }),
@@ -60,24 +63,30 @@ export function ThingForm({
   return (
     <form onSubmit={submit.onSubmit} class="panel" aria-label={title}>
       <h2>{title}</h2>
-      <InputField label="Name" required value={name} onInput={setName} />
+      <InputField label="Name" required value={name} onInput={setName} error={submit.of('thing.name')} />
       {!thing && (
         <InputField
           label="Key"
           hint="optional: made by the server when empty; it cannot change later"
           value={key}
           onInput={setKey}
+          error={submit.of('thing.thing_key')}
         />
       )}
       <TemplateSelect
         templates={templates.data}
         value={template}
         onChange={setTemplate}
-        error={templates.error}
+        error={templates.error ?? submit.of('thing.thing_template_key')}
         required
       />
-      <InputField label="Description" value={description} onInput={setDescription} />
-      <InputField label="Tags" hint="comma-separated" value={tags} onInput={setTags} />
+      <InputField
+        label="Description"
+        value={description}
+        onInput={setDescription}
+        error={submit.of('thing.description')}
+      />
+      <InputField label="Tags" hint="comma-separated" value={tags} onInput={setTags} error={submit.of('thing.tags')} />
       <label class="check">
         <input type="checkbox" checked={biDirectional} onChange={(e) => setBiDirectional(e.currentTarget.checked)} />{' '}
         Bi-directional
