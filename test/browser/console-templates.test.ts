@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { browserSkip, launchBrowser, screenshot } from '../support/browser.ts';
+import { browserSkip, descriptionOf, launchBrowser, screenshot } from '../support/browser.ts';
 import { type ConsolePage, expectReadOnly, expectRefusedByUrl, openConsole } from '../support/console-session.ts';
 import { userWithAbilities } from '../support/fixtures.ts';
 import { startServer, type TestServer } from '../support/server.ts';
@@ -99,7 +99,7 @@ for (const store of STORES) {
       assert.equal(stored.idle_timeout, 600);
     });
 
-    it('when the API refuses a template then its message is shown next to Save and the form keeps what was typed', async () => {
+    it('when the API refuses a template then its message is said under the field it names and the form keeps what was typed', async () => {
       await page.getByRole('button', { name: 'New template', exact: true }).click();
       await field('Name').fill('Boilers <b>hot</b>');
       await field('Description').fill('a second one');
@@ -110,7 +110,10 @@ for (const store of STORES) {
         body: { thing_template: { name: 'Boilers <b>hot</b>' } },
       });
       assert.equal(refusal.status, 409);
-      await form.getByRole('alert').filter({ hasText: refusal.body.message }).waitFor();
+      assert.equal(refusal.body.errors[0].param, 'thing_template.name');
+      const plain = 'A thing template named "Boilers <b>hot</b>" already exists in this organisation.';
+      await form.getByRole('alert').filter({ hasText: plain }).waitFor();
+      assert.equal(await descriptionOf(field('Name')), plain);
       assert.equal(await field('Description').inputValue(), 'a second one');
       await shot(page, 'refused');
       await page.getByRole('button', { name: 'Cancel', exact: true }).click();

@@ -82,6 +82,16 @@ export async function signedInTab(
   return page;
 }
 
+/** The text of what describes a control (its aria-describedby): its hint, or the message about it. */
+export function descriptionOf(control: Locator): Promise<string> {
+  return control.evaluate((element) =>
+    (element.getAttribute('aria-describedby') ?? '')
+      .split(' ')
+      .map((id: string) => element.ownerDocument.getElementById(id)?.textContent ?? '')
+      .join(' '),
+  );
+}
+
 /** Whether `target` has the focus. */
 export function isFocused(target: Locator): Promise<boolean> {
   return target.evaluate((element) => element === element.ownerDocument.activeElement);

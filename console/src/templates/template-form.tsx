@@ -1,15 +1,27 @@
 import { useState } from 'preact/hooks';
-import { answer, api } from '../api/client.ts';
+import { api } from '../api/client.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field, InputField } from '../components/field.tsx';
+import { answerByField, useFieldSubmit } from '../components/field-errors.ts';
 import { FormButtons } from '../components/form-buttons.tsx';
 import type { Template } from '../components/template-select.tsx';
-import { useSubmit } from '../components/use-submit.ts';
 
 type Metric = Template['metrics'][number];
 type DataType = Metric['data_type'];
 
 const DATA_TYPES: DataType[] = ['number', 'string', 'boolean'];
+
+/** The fields whose refusal the API names (`thing_template.name`), each said under its field. */
+const FIELDS = [
+  'thing_template.name',
+  'thing_template.description',
+  'thing_template.heartbeat_interval',
+  'thing_template.idle_timeout',
+  'thing_template.retention_days',
+];
+/** The API's name of a field of the metric at `index` (`thing_template.metrics.0.name`). */
+const metricParam = (index: number, field: keyof Metric) => `thing_template.metrics.${index}.${field}`;
+const METRIC_FIELDS: (keyof Metric)[] = ['name', 'data_type', 'unit'];
 
 /** Whole seconds from a field, or undefined when it is empty (the API's default or the value kept). */
 const seconds = (text: string): number | undefined => (text.trim() === '' ? undefined : Number(text));
@@ -34,7 +46,8 @@ export function TemplateForm({
   const [metrics, setMetrics] = useState<Metric[]>(template?.metrics ?? []);
   const changeMetric = (index: number, change: Partial<Metric>) =>
     setMetrics((list) => list.map((metric, i) => (i === index ? { ...metric, ...change } : metric)));
-  const submit = useSubmit(async () => {
+  const fieldParams = [...FIELDS, ...metrics.flatMap((_, i) => METRIC_FIELDS.map((field) => metricParam(i, field)))];
+  const submit = useFieldSubmit(fieldParams, async () => {
     const fields = {
       name,
       description,
@@ -44,14 +57,14 @@ export function TemplateForm({
       ...(retention !== shownRetention ? { retention_days: retention === '' ? null : Number(retention) } : {}),
     };
     if (template) {
-      await answer(
+      await answerByField(
         api.PUT('/api/v3/thing_templates/{thing_template_key}', {
           params: { path: { thing_template_key: template.thing_template_key } },
           body: { thing_template: fields },
         }),
       );
     } else {
-      await answer(api.POST('/api/v3/thing_templates', { body: { thing_template: fields } }));
+      await answerByField(api.POST('/api/v3/thing_templates', { body: { thing_template: fields } }));
     }
     onDone(true);
   });
@@ -59,10 +72,17 @@ export function TemplateForm({
   return (
     <form onSubmit={submit.onSubmit} class="panel" aria-label={title}>
       <h2>{title}</h2>
-      <InputField label="Name" required value={name} onInput={setName} />
-      <Field label="Description">
-        {(id) => (
-          <textarea id={id} rows={2} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+      <InputField label="Name" required value={name} onInput={setName} error={submit.of('thing_template.name')} />
+      <Field label="Description" error={submit.of('thing_template.description')}>
+        {(id, describedBy, invalid) => (
+          <textarea
+            id={id}
+            rows={2}
+            aria-describedby={describedBy}
+            aria-invalid={invalid}
+            value={description}
+            onInput={(e) => setDescription(e.currentTarget.value)}
+          />
         )}
       </Field>
       <InputField
@@ -72,6 +92,7 @@ export function TemplateForm({
         min={1}
         value={heartbeat}
         onInput={setHeartbeat}
+        error={submit.of('thing_template.heartbeat_interval')}
       />
       <InputField
         label="Idle timeout"
@@ -80,6 +101,7 @@ export function TemplateForm({
         min={1}
         value={idle}
         onInput={setIdle}
+        error={submit.of('thing_template.idle_timeout')}
       />
       <InputField
         label="Retention (days)"
@@ -88,6 +110,7 @@ export function TemplateForm({
         min={1}
         value={retention}
         onInput={setRetention}
+        error={submit.of('thing_template.retention_days')}
       />
       <fieldset class="metrics">
         <legend>Metrics</legend>
@@ -95,20 +118,24 @@ export function TemplateForm({
         {metrics.map((metric, i) => (
           // Rows are edited in place and removed by position, so the position is their identity.
           <fieldset class="metric" key={i} aria-label={`Metric ${i + 1}`}>
-            <Field label="Metric name">
-              {(id) => (
+            <Field label="Metric name" error={submit.of(metricParam(i, 'name'))}>
+              {(id, describedBy, invalid) => (
                 <input
                   id={id}
                   required
+                  aria-describedby={describedBy}
+                  aria-invalid={invalid}
                   value={metric.name}
                   onInput={(e) => changeMetric(i, { name: e.currentTarget.value })}
                 />
               )}
             </Field>
-            <Field label="Data type">
-              {(id) => (
+            <Field label="Data type" error={submit.of(metricParam(i, 'data_type'))}>
+              {(id, describedBy, invalid) => (
                 <select
                   id={id}
+                  aria-describedby={describedBy}
+                  aria-invalid={invalid}
                   value={metric.data_type}
                   onChange={(e) => changeMetric(i, { data_type: e.currentTarget.value as DataType })}
                 >
@@ -120,10 +147,12 @@ export function TemplateForm({
                 </select>
               )}
             </Field>
-            <Field label="Unit">
-              {(id) => (
+            <Field label="Unit" error={submit.of(metricParam(i, 'unit'))}>
+              {(id, describedBy, invalid) => (
                 <input
                   id={id}
+                  aria-describedby={describedBy}
+                  aria-invalid={invalid}
                   value={metric.unit ?? ''}
                   onInput={(e) => changeMetric(i, { unit: e.currentTarget.value })}
                 />
