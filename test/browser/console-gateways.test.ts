@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { browserSkip, launchBrowser, screenshot } from '../support/browser.ts';
+import { browserSkip, descriptionOf, launchBrowser, screenshot } from '../support/browser.ts';
 import { type ConsolePage, expectReadOnly, expectRefusedByUrl, openConsole } from '../support/console-session.ts';
 import { userWithAbilities } from '../support/fixtures.ts';
 import { startServer, type TestServer } from '../support/server.ts';
@@ -78,7 +78,7 @@ for (const store of STORES) {
       await shot('details');
     });
 
-    it("when an adapter's configuration is not JSON then the API's message is shown and the form keeps it", async () => {
+    it("when an adapter's configuration is not JSON then the API's message is said under it and the form keeps it", async () => {
       const before = await gatewayNamed('Plant 1 gateway');
       await page.getByRole('button', { name: 'Edit Plant 1 gateway', exact: true }).click();
       const form = page.getByRole('form', { name: 'Edit Plant 1 gateway', exact: true });
@@ -89,10 +89,11 @@ for (const store of STORES) {
         body: { gateway: { adapters: [{ configuration: '{baud: 9600' }] } },
       });
       assert.equal(refusal.status, 400);
-      await form
-        .getByRole('alert')
-        .filter({ hasText: refusal.body.message.replace('adapters.0', 'adapters.1') })
-        .waitFor();
+      assert.equal(refusal.body.errors[0].param, 'gateway.adapters.0.configuration');
+      // The second adapter's field: the first adapter's is not marked.
+      await form.getByRole('alert').filter({ hasText: 'Is not valid JSON text.' }).waitFor();
+      assert.equal(await descriptionOf(field('Configuration').nth(1)), 'Is not valid JSON text.');
+      assert.equal(await field('Configuration').nth(0).getAttribute('aria-invalid'), null);
       assert.equal(await field('Configuration').nth(1).inputValue(), '{baud: 9600');
       await shot('refused');
       await field('Configuration').nth(1).fill('{"baud": 9600}');

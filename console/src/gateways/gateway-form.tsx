@@ -1,14 +1,19 @@
 import { useState } from 'preact/hooks';
-import { answer, api } from '../api/client.ts';
+import { api } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { Failure } from '../components/failure.tsx';
 import { Field, InputField } from '../components/field.tsx';
+import { answerByField, useFieldSubmit } from '../components/field-errors.ts';
 import { FormButtons } from '../components/form-buttons.tsx';
-import { useSubmit } from '../components/use-submit.ts';
 
 export type Gateway =
   paths['/api/v3/gateway']['get']['responses'][200]['content']['application/json']['gateway'][number];
 type Adapter = Gateway['adapters'][number];
+
+/** The fields whose refusal the API names (`gateway.name`), each said under its field. */
+const FIELDS = ['gateway.name', 'gateway.gateway_type', 'gateway.gateway_version', 'gateway.tags'];
+/** The API's name of a field of the adapter at `index` (`gateway.adapters.0.configuration`). */
+const adapterParam = (index: number, field: 'type' | 'configuration') => `gateway.adapters.${index}.${field}`;
 
 /** Text of an optional field: empty is null (the API clears it). */
 const orNull = (text: string): string | null => (text.trim() === '' ? null : text.trim());
@@ -25,7 +30,11 @@ export function GatewayForm({ gateway, onDone }: { gateway: Gateway | undefined;
   const [adapters, setAdapters] = useState<Partial<Adapter>[]>(gateway?.adapters ?? []);
   const change = (index: number, changes: Partial<Adapter>) =>
     setAdapters((list) => list.map((adapter, i) => (i === index ? { ...adapter, ...changes } : adapter)));
-  const submit = useSubmit(async () => {
+  const fieldParams = [
+    ...FIELDS,
+    ...adapters.flatMap((_, i) => [adapterParam(i, 'type'), adapterParam(i, 'configuration')]),
+  ];
+  const submit = useFieldSubmit(fieldParams, async () => {
     const fields = {
       name,
       gateway_type: orNull(type),
@@ -39,14 +48,14 @@ export function GatewayForm({ gateway, onDone }: { gateway: Gateway | undefined;
       })),
     };
     if (gateway) {
-      await answer(
+      await answerByField(
         api.PUT('/api/v3/gateway/{gateway_key}', {
           params: { path: { gateway_key: gateway.gateway_key } },
           body: { gateway: fields },
         }),
       );
     } else {
-      await answer(api.POST('/api/v3/gateway', { body: { gateway: fields } }));
+      await answerByField(api.POST('/api/v3/gateway', { body: { gateway: fields } }));
     }
     onDone(true);
   });
@@ -54,22 +63,49 @@ export function GatewayForm({ gateway, onDone }: { gateway: Gateway | undefined;
   return (
     <form onSubmit={submit.onSubmit} class="panel" aria-label={title}>
       <h2>{title}</h2>
-      <InputField label="Name" required value={name} onInput={setName} />
-      <InputField label="Gateway type" hint="such as modbus; optional" value={type} onInput={setType} />
-      <InputField label="Gateway version" value={version} onInput={setVersion} />
-      <InputField label="Tags" hint="comma-separated" value={tags} onInput={setTags} />
+      <InputField label="Name" required value={name} onInput={setName} error={submit.of('gateway.name')} />
+      <InputField
+        label="Gateway type"
+        hint="such as modbus; optional"
+        value={type}
+        onInput={setType}
+        error={submit.of('gateway.gateway_type')}
+      />
+      <InputField
+        label="Gateway version"
+        value={version}
+        onInput={setVersion}
+        error={submit.of('gateway.gateway_version')}
+      />
+      <InputField
+        label="Tags"
+        hint="comma-separated"
+        value={tags}
+        onInput={setTags}
+        error={submit.of('gateway.tags')}
+      />
       <fieldset>
         <legend>Adapters</legend>
         {adapters.length === 0 && <p>No adapters.</p>}
         {adapters.map((adapter, i) => (
           <fieldset class="adapter" key={adapter.adapter_pid ?? `new-${i}`} aria-label={`Adapter ${i + 1}`}>
-            <InputField label="Adapter type" value={adapter.type ?? ''} onInput={(v) => change(i, { type: v })} />
-            <Field label="Configuration" hint="JSON, such as {&quot;host&quot;: &quot;10.0.0.5&quot;}">
-              {(id, describedBy) => (
+            <InputField
+              label="Adapter type"
+              value={adapter.type ?? ''}
+              onInput={(v) => change(i, { type: v })}
+              error={submit.of(adapterParam(i, 'type'))}
+            />
+            <Field
+              label="Configuration"
+              hint="JSON, such as {&quot;host&quot;: &quot;10.0.0.5&quot;}"
+              error={submit.of(adapterParam(i, 'configuration'))}
+            >
+              {(id, describedBy, invalid) => (
                 <textarea
                   id={id}
                   rows={2}
                   aria-describedby={describedBy}
+                  aria-invalid={invalid}
                   value={adapter.configuration ?? '{}'}
                   onInput={(e) => change(i, { configuration: e.currentTarget.value })}
                 />
