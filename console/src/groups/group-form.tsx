@@ -1,13 +1,13 @@
 import { useEffect, useId, useState } from 'preact/hooks';
-import { answer, api } from '../api/client.ts';
+import { api } from '../api/client.ts';
 import { useExpressionCheck } from '../components/expression-check.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field, InputField } from '../components/field.tsx';
+import { answerByField, useFieldSubmit } from '../components/field-errors.ts';
 import { FormButtons } from '../components/form-buttons.tsx';
 import type { Group } from '../components/group-select.tsx';
 import { Pager } from '../components/pager.tsx';
 import { type ThingChoice, ThingCombobox } from '../components/thing-combobox.tsx';
-import { useSubmit } from '../components/use-submit.ts';
 import { loadMembers } from './group-members.tsx';
 
 export type { Group };
@@ -20,6 +20,8 @@ const SHOWN = 20;
 /** The most a static group holds (docs/api.md, "Groups"), read in pages of the API's largest. */
 const MAX_MEMBERS = 10_000;
 const PAGE = 1000;
+/** The fields whose refusal the API names (`group.name`), each said under its field. */
+const FIELDS = ['group.name', 'group.description', 'group.thing_expression'];
 
 /** Every member of a static group, for the form that sends the whole list back. */
 async function loadAllMembers(groupKey: string): Promise<ThingChoice[]> {
@@ -50,30 +52,37 @@ export function GroupForm({ group, onDone }: { group: Group | undefined; onDone:
     });
   }, [group?.group_key]);
   const memberKeys = new Set(members?.map((m) => m.thing_key));
-  const submit = useSubmit(async () => {
+  const submit = useFieldSubmit(FIELDS, async () => {
     const membership =
       type === STATIC ? { thing_keys: members?.map((m) => m.thing_key) ?? [] } : { thing_expression: expression };
     const fields = { name, description, group_type: type, ...membership };
     if (group) {
-      await answer(
+      await answerByField(
         api.PUT('/api/v3/groups/{group_key}', {
           params: { path: { group_key: group.group_key } },
           body: { group: fields },
         }),
       );
     } else {
-      await answer(api.POST('/api/v3/groups', { body: { group: fields } }));
+      await answerByField(api.POST('/api/v3/groups', { body: { group: fields } }));
     }
     onDone(true);
   });
+  // The expression is said once, under its field: the check as it is typed, else what Save was told.
+  const expressionError = check.message ?? submit.of('group.thing_expression');
   const formId = useId();
   const title = group ? `Edit ${group.name}` : 'New group';
   const shown = members?.slice((page - 1) * SHOWN, page * SHOWN) ?? [];
   return (
     <form onSubmit={submit.onSubmit} class="panel" aria-label={title}>
       <h2>{title}</h2>
-      <InputField label="Name" required value={name} onInput={setName} />
-      <InputField label="Description" value={description} onInput={setDescription} />
+      <InputField label="Name" required value={name} onInput={setName} error={submit.of('group.name')} />
+      <InputField
+        label="Description"
+        value={description}
+        onInput={setDescription}
+        error={submit.of('group.description')}
+      />
       <div class="radios" role="radiogroup" aria-labelledby={`${formId}-type`}>
         <span id={`${formId}-type`}>Group type</span>
         <label>
@@ -90,14 +99,14 @@ export function GroupForm({ group, onDone }: { group: Group | undefined; onDone:
           hint={
             check.valid ? 'The expression is valid.' : "Thing fields, e.g. tags contains 'hall-a' or name == 'Boiler 1'"
           }
-          error={check.message}
+          error={expressionError}
         >
-          {(id, describedBy) => (
+          {(id, describedBy, invalid) => (
             <input
               id={id}
               required
               aria-describedby={describedBy}
-              aria-invalid={check.message ? true : undefined}
+              aria-invalid={invalid}
               value={expression}
               onInput={(e) => setExpression(e.currentTarget.value)}
             />
