@@ -14,6 +14,7 @@ import { assertAccessible } from '../support/axe.ts';
 import {
   assertHeadingFocused,
   browserSkip,
+  descriptionOf,
   isFocused,
   launchBrowser,
   screenshot,
@@ -69,7 +70,7 @@ for (const store of STORES) {
       await row(page, 'Line viewers').getByRole('cell', { name: 'thing read, alert read', exact: true }).waitFor();
       assert.deepEqual((await roleNamed('Line viewers'))?.abilities, [11, 91]);
 
-      // A refusal is said next to Save, and the form keeps what was typed.
+      // A refusal of the name is said under it in plain words, and the form keeps what was typed.
       await button(page, 'New role').click();
       await page.getByLabel('Name', { exact: true }).fill('Line viewers');
       await page.getByRole('checkbox', { name: 'rule read', exact: true }).check();
@@ -79,11 +80,10 @@ for (const store of STORES) {
         body: { role: { name: 'Line viewers', abilities: [31] } },
       });
       assert.equal(taken.status, 409);
-      await page
-        .getByRole('form', { name: 'New role' })
-        .getByRole('alert')
-        .filter({ hasText: taken.body.message })
-        .waitFor();
+      assert.equal(taken.body.errors[0].param, 'role.name');
+      const plain = 'A role named "Line viewers" already exists in this organisation.';
+      await page.getByRole('form', { name: 'New role' }).getByRole('alert').filter({ hasText: plain }).waitFor();
+      assert.equal(await description(page, 'Name'), plain);
       assert.equal(await page.getByLabel('Name', { exact: true }).inputValue(), 'Line viewers');
       assert.equal(await page.getByRole('checkbox', { name: 'rule read', exact: true }).isChecked(), true);
       await button(page, 'Cancel').click();
@@ -107,14 +107,7 @@ for (const store of STORES) {
       await page.close();
     });
 
-    /** The text of what describes a control (its aria-describedby): its hint, or the message about it. */
-    const description = (page: Page, label: string) =>
-      page.getByLabel(label, { exact: true }).evaluate((control) =>
-        (control.getAttribute('aria-describedby') ?? '')
-          .split(' ')
-          .map((id: string) => control.ownerDocument.getElementById(id)?.textContent ?? '')
-          .join(' '),
-      );
+    const description = (page: Page, label: string) => descriptionOf(page.getByLabel(label, { exact: true }));
 
     it('when a user is created, given another role and deleted then the API says so, and a refused create keeps the form', async () => {
       const role = await api.request('POST', '/api/v3/roles', {

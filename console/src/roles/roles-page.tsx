@@ -4,10 +4,10 @@ import { useAllows } from '../caller.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { DataTable } from '../components/data-table.tsx';
 import { Failure } from '../components/failure.tsx';
-import { Field } from '../components/field.tsx';
+import { InputField } from '../components/field.tsx';
+import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { FormActions } from '../components/form-actions.tsx';
 import { ScrollBox } from '../components/scroll-box.tsx';
-import { useAction } from '../components/use-action.ts';
 import { ability, CLASSES, OPERATIONS } from './abilities.ts';
 import { type Role, useRoles } from './use-roles.ts';
 
@@ -105,7 +105,8 @@ export function RolesPage() {
 function RoleForm(props: { role: Role | undefined; onCancel: () => void; onSaved: () => void }) {
   const [name, setName] = useState(props.role?.name ?? '');
   const [abilities, setAbilities] = useState(() => new Set(props.role?.abilities ?? []));
-  const action = useAction();
+  // Abilities the caller may not grant (`role.abilities`) are said next to Save.
+  const action = useFieldAction(['role.name']);
   const toggle = (n: number, on: boolean) => {
     const next = new Set(abilities);
     if (on) next.add(n);
@@ -117,13 +118,13 @@ function RoleForm(props: { role: Role | undefined; onCancel: () => void; onSaved
     const role = { name, abilities: [...abilities].sort((a, b) => a - b) };
     const saved = await action.run(() =>
       props.role
-        ? answer(
+        ? answerByField(
             api.PUT('/api/v3/roles/{role_key}', {
               params: { path: { role_key: props.role.role_key } },
               body: { role },
             }),
           )
-        : answer(api.POST('/api/v3/roles', { body: { role } })),
+        : answerByField(api.POST('/api/v3/roles', { body: { role } })),
     );
     if (saved) props.onSaved();
   };
@@ -131,9 +132,7 @@ function RoleForm(props: { role: Role | undefined; onCancel: () => void; onSaved
   return (
     <form class="panel" aria-label={title} onSubmit={submit}>
       <h2>{title}</h2>
-      <Field label="Name">
-        {(id) => <input id={id} required value={name} onInput={(e) => setName(e.currentTarget.value)} />}
-      </Field>
+      <InputField label="Name" required value={name} onInput={setName} error={action.of('role.name')} />
       <fieldset class="abilities">
         <legend>Abilities</legend>
         <ScrollBox label="Abilities by class">
