@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks';
-import { answer, api } from '../api/client.ts';
+import { api } from '../api/client.ts';
 import { InputField } from '../components/field.tsx';
+import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { FormActions } from '../components/form-actions.tsx';
-import { useAction } from '../components/use-action.ts';
 
 /**
  * A child organisation's limit of events a second, set by its parent's account admin (docs/api.md,
@@ -17,7 +17,7 @@ export function EventsLimit(props: {
 }) {
   const [open, setOpen] = useState(false);
   const [value, setValue] = useState('');
-  const action = useAction();
+  const action = useFieldAction(['organisation.events_per_second']);
   if (!open)
     return (
       <button
@@ -36,7 +36,7 @@ export function EventsLimit(props: {
     event.preventDefault();
     const body = { organisation: { events_per_second: value.trim() === '' ? null : Number(value) } };
     const saved = await action.run(() =>
-      answer(
+      answerByField(
         api.PUT('/api/v3/organisations/{organisation_key}', {
           params: { path: { organisation_key: props.organisationKey } },
           body,
@@ -57,6 +57,7 @@ export function EventsLimit(props: {
         hint="empty: the server's default; 0: no limit"
         value={value}
         onInput={setValue}
+        error={action.of('organisation.events_per_second')}
       />
       <FormActions action={action} submit="Save" onCancel={() => setOpen(false)} />
     </form>

@@ -5,9 +5,9 @@ import { ConfirmButton } from '../components/confirm.tsx';
 import { DataTable } from '../components/data-table.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
-import { Field } from '../components/field.tsx';
+import { InputField } from '../components/field.tsx';
+import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { FormActions } from '../components/form-actions.tsx';
-import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
 import { countOf, showEventsLimit } from '../format.ts';
 import { EventsLimit } from './events-limit.tsx';
@@ -106,18 +106,16 @@ export function OrganisationsPage() {
 function NewOrganisation(props: { onCancel: () => void; onCreated: () => void }) {
   const [name, setName] = useState('');
   const [oem, setOem] = useState(false);
-  const action = useAction();
+  const action = useFieldAction(['organisation.name']);
   const submit = async (event: Event) => {
     event.preventDefault();
     const body = { organisation: { name, is_oem: oem } };
-    if (await action.run(() => answer(api.POST('/api/v3/organisations', { body })))) props.onCreated();
+    if (await action.run(() => answerByField(api.POST('/api/v3/organisations', { body })))) props.onCreated();
   };
   return (
     <form class="panel" aria-label="New organisation" onSubmit={submit}>
       <h2>New organisation</h2>
-      <Field label="Name">
-        {(id) => <input id={id} required value={name} onInput={(e) => setName(e.currentTarget.value)} />}
-      </Field>
+      <InputField label="Name" required value={name} onInput={setName} error={action.of('organisation.name')} />
       <label class="check">
         <input type="checkbox" checked={oem} onChange={(e) => setOem(e.currentTarget.checked)} /> OEM organisation (may
         have children of its own)
