@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { browserSkip, launchBrowser, screenshot } from '../support/browser.ts';
+import { browserSkip, descriptionOf, launchBrowser, screenshot } from '../support/browser.ts';
 import { type ConsolePage, expectReadOnly, expectRefusedByUrl, openConsole } from '../support/console-session.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { unique, userWithAbilities } from '../support/fixtures.ts';
@@ -83,7 +83,7 @@ for (const store of STORES) {
       await page.getByRole('cell').getByText('Kiln <i>hot</i>', { exact: true }).waitFor();
     });
 
-    it("when an HTTP call's URL is refused then the API's message is shown and the form keeps what was typed", async () => {
+    it("when an HTTP call's URL is refused then the API's message is said under it and the form keeps what was typed", async () => {
       await page.getByRole('button', { name: 'New action', exact: true }).click();
       await field('Type').selectOption({ label: 'HTTP call' });
       await field('URL').fill('ftp://example.com/hook');
@@ -103,8 +103,10 @@ for (const store of STORES) {
         },
       });
       assert.equal(refusal.status, 400);
+      assert.equal(refusal.body.errors[0].param, 'notification_action.url');
       const form = page.getByRole('form', { name: 'New action', exact: true });
-      await form.getByRole('alert').filter({ hasText: refusal.body.message }).waitFor();
+      await form.getByRole('alert').filter({ hasText: 'Must be an http or https URL.' }).waitFor();
+      assert.equal(await descriptionOf(field('URL')), 'Must be an http or https URL.');
       assert.equal(await field('Headers').inputValue(), '{"X-Kiln": "1"}');
       await shot('refused');
       await field('URL').fill('http://127.0.0.1:9/hook');

@@ -1,9 +1,9 @@
 import { useState } from 'preact/hooks';
-import { answer, api } from '../api/client.ts';
+import { api } from '../api/client.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
+import { answerByField, fieldRefusal, useFieldSubmit } from '../components/field-errors.ts';
 import { FormButtons } from '../components/form-buttons.tsx';
-import { useSubmit } from '../components/use-submit.ts';
 import { type Action, type ActionInput, type ActionType, type FieldName, KINDS } from './kinds.ts';
 
 /** The API's field names in words. */
@@ -30,6 +30,9 @@ const HINTS: Partial<Record<FieldName, string>> = {
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
+/** The API's name of a field (`notification_action.url`), by which its refusal is said under it. */
+const P = (field: string) => `notification_action.${field}`;
+
 /** Whether a field is sent as a JSON object for this kind (the property-setting kind's body too). */
 const isObject = (type: ActionType, field: FieldName): boolean =>
   field === 'headers' || field === 'query' || (field === 'body' && type === 'ThingUserDefinedPropertiesAction');
@@ -55,7 +58,7 @@ const BLANK: Record<FieldName, string> = {
   phone_number: '',
 };
 
-/** The fields of `type` as the API takes them; a JSON field that does not parse is refused here, named. */
+/** The fields of `type` as the API takes them; a JSON field that does not parse is refused here, under it. */
 function fieldsOf(type: ActionType, texts: Record<FieldName, string>): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
   for (const field of KINDS[type].fields) {
@@ -64,7 +67,7 @@ function fieldsOf(type: ActionType, texts: Record<FieldName, string>): Record<st
       try {
         fields[field] = JSON.parse(text || '{}');
       } catch {
-        throw new Error(`${LABELS[field]} must be a JSON object, such as {"name": "value"}.`);
+        throw fieldRefusal(P(field), 'must be a JSON object, such as {"name": "value"}');
       }
     } else if (text !== '' || field === 'body') fields[field] = text;
   }
@@ -88,17 +91,17 @@ export function ActionForm(props: {
       if (action[field] !== undefined) filled[field] = textOf(action, field);
     return filled;
   });
-  const submit = useSubmit(async () => {
+  const submit = useFieldSubmit([P('rule_key'), P('type'), ...KINDS[type].fields.map(P)], async () => {
     const body = { notification_action: { type, rule_key: ruleKey, ...fieldsOf(type, texts) } as ActionInput };
     if (action) {
-      await answer(
+      await answerByField(
         api.PUT('/api/v3/notification_actions/{notification_action_key}', {
           params: { path: { notification_action_key: action.notification_action_key } },
           body,
         }),
       );
     } else {
-      await answer(api.POST('/api/v3/notification_actions', { body }));
+      await answerByField(api.POST('/api/v3/notification_actions', { body }));
     }
     props.onDone(true);
   });
@@ -107,11 +110,12 @@ export function ActionForm(props: {
   return (
     <form onSubmit={submit.onSubmit} class="panel" aria-label={title}>
       <h2>{title}</h2>
-      <Field label="Rule" hint="the rule whose firing carries the action out">
-        {(id, describedBy) => (
+      <Field label="Rule" hint="the rule whose firing carries the action out" error={submit.of(P('rule_key'))}>
+        {(id, describedBy, invalid) => (
           <select
             id={id}
             aria-describedby={describedBy}
+            aria-invalid={invalid}
             value={ruleKey}
             onChange={(e) => setRuleKey(e.currentTarget.value)}
           >
@@ -123,11 +127,12 @@ export function ActionForm(props: {
           </select>
         )}
       </Field>
-      <Field label="Type" hint={action ? 'an action keeps its type' : undefined}>
-        {(id, describedBy) => (
+      <Field label="Type" hint={action ? 'an action keeps its type' : undefined} error={submit.of(P('type'))}>
+        {(id, describedBy, invalid) => (
           <select
             id={id}
             aria-describedby={describedBy}
+            aria-invalid={invalid}
             disabled={action !== undefined}
             value={type}
             onChange={(e) => setType(e.currentTarget.value as ActionType)}
@@ -149,10 +154,17 @@ export function ActionForm(props: {
               ? 'JSON: {"user_defined_properties": {"mode": "eco"}}'
               : HINTS[field]
           }
+          error={submit.of(P(field))}
         >
-          {(id, describedBy) =>
+          {(id, describedBy, invalid) =>
             field === 'method' ? (
-              <select id={id} value={texts.method} onChange={(e) => set('method', e.currentTarget.value)}>
+              <select
+                id={id}
+                aria-describedby={describedBy}
+                aria-invalid={invalid}
+                value={texts.method}
+                onChange={(e) => set('method', e.currentTarget.value)}
+              >
                 {METHODS.map((method) => (
                   <option key={method}>{method}</option>
                 ))}
@@ -162,6 +174,7 @@ export function ActionForm(props: {
                 id={id}
                 rows={3}
                 aria-describedby={describedBy}
+                aria-invalid={invalid}
                 value={texts[field]}
                 onInput={(e) => set(field, e.currentTarget.value)}
               />
@@ -169,6 +182,7 @@ export function ActionForm(props: {
               <input
                 id={id}
                 aria-describedby={describedBy}
+                aria-invalid={invalid}
                 value={texts[field]}
                 onInput={(e) => set(field, e.currentTarget.value)}
               />
