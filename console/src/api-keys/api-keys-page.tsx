@@ -6,9 +6,9 @@ import { ConfirmButton } from '../components/confirm.tsx';
 import { Copyable } from '../components/copyable.tsx';
 import { DataTable } from '../components/data-table.tsx';
 import { Failure } from '../components/failure.tsx';
-import { Field } from '../components/field.tsx';
+import { Field, InputField } from '../components/field.tsx';
+import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { FormActions } from '../components/form-actions.tsx';
-import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
 import { RoleSelect } from '../roles/role-select.tsx';
@@ -121,14 +121,14 @@ function NewApiKey(props: {
   const [name, setName] = useState('');
   const [roleKey, setRoleKey] = useState('');
   const [expires, setExpires] = useState('');
-  const action = useAction();
+  const action = useFieldAction(['api_key.name', 'api_key.role_key', 'api_key.expires_at']);
   const submit = async (event: Event) => {
     event.preventDefault();
     const expiresAt = expires ? Math.floor(new Date(expires).getTime() / 1000) : null;
     const body = { api_key: { name, expires_at: expiresAt, ...(roleKey ? { role_key: roleKey } : {}) } };
     let created: { name: string; token: string } | undefined;
     const done = await action.run(async () => {
-      const key = (await answer(api.POST('/api/v3/api_keys', { body }))).api_key;
+      const key = (await answerByField(api.POST('/api/v3/api_keys', { body }))).api_key;
       created = { name: key.name, token: key.token ?? '' };
     });
     if (done && created) props.onCreated(created);
@@ -136,14 +136,13 @@ function NewApiKey(props: {
   return (
     <form class="panel" aria-label="New API key" onSubmit={submit}>
       <h2>New API key</h2>
-      <Field label="Name">
-        {(id) => <input id={id} required value={name} onInput={(e) => setName(e.currentTarget.value)} />}
-      </Field>
-      <Field label="Role" hint="what the key may do; by default your own role">
-        {(id, describedBy) => (
+      <InputField label="Name" required value={name} onInput={setName} error={action.of('api_key.name')} />
+      <Field label="Role" hint="what the key may do; by default your own role" error={action.of('api_key.role_key')}>
+        {(id, describedBy, invalid) => (
           <RoleSelect
             id={id}
             describedBy={describedBy}
+            invalid={invalid}
             roles={props.roles}
             value={roleKey}
             onChange={setRoleKey}
@@ -151,17 +150,14 @@ function NewApiKey(props: {
           />
         )}
       </Field>
-      <Field label="Expires" hint="in your time zone; empty: never">
-        {(id, describedBy) => (
-          <input
-            id={id}
-            type="datetime-local"
-            aria-describedby={describedBy}
-            value={expires}
-            onInput={(e) => setExpires(e.currentTarget.value)}
-          />
-        )}
-      </Field>
+      <InputField
+        label="Expires"
+        type="datetime-local"
+        hint="in your time zone; empty: never"
+        value={expires}
+        onInput={setExpires}
+        error={action.of('api_key.expires_at')}
+      />
       <FormActions action={action} submit="Create" onCancel={props.onCancel} />
     </form>
   );
