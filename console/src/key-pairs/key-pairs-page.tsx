@@ -1,12 +1,14 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { answer, api, messageOf } from '../api/client.ts';
+import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { useAllows } from '../caller.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { Copyable } from '../components/copyable.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
-import { Field } from '../components/field.tsx';
+import { Field, InputField } from '../components/field.tsx';
+import { answerByField, useFieldAction } from '../components/field-errors.ts';
+import { FormActions } from '../components/form-actions.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { hmacHex } from '../device-signing.ts';
 import { showTime } from '../format.ts';
@@ -33,7 +35,7 @@ export function KeyPairsPage() {
   const [name, setName] = useState('');
   // '' leaves the role to the server: the organisation's Agent role, made for devices.
   const [role, setRole] = useState('');
-  const [error, setError] = useState<string | undefined>();
+  const action = useFieldAction(['key_pair.name', 'key_pair.role_key']);
   const [created, setCreated] = useState<Created | undefined>();
   // Leaving the console for another page may keep this one whole in the browser's back/forward cache,
   // to be shown again by Back: the secret is forgotten as the page is hidden (docs/console.md, Key pairs).
@@ -44,19 +46,17 @@ export function KeyPairsPage() {
   }, []);
   const create = async (event: Event) => {
     event.preventDefault();
-    try {
-      const answered = await answer(
+    const done = await action.run(async () => {
+      const answered = await answerByField(
         api.POST('/api/v3/key_pairs', { body: { key_pair: { name, ...(role ? { role_key: role } : {}) } } }),
       );
       setCreated(answered.key_pair);
-      setError(undefined);
-      setOpen(false);
-      setName('');
-      setRole('');
-      list.reload();
-    } catch (failure) {
-      setError(messageOf(failure));
-    }
+    });
+    if (!done) return;
+    setOpen(false);
+    setName('');
+    setRole('');
+    list.reload();
   };
   return (
     <section>
@@ -69,23 +69,14 @@ export function KeyPairsPage() {
       )}
       {open && (
         <form onSubmit={create} aria-label="New key pair" class="panel">
-          <Field label="Name" error={error}>
-            {(id, describedBy) => (
-              <input
-                id={id}
-                aria-describedby={describedBy}
-                required
-                value={name}
-                onInput={(e) => setName(e.currentTarget.value)}
-              />
-            )}
-          </Field>
+          <InputField label="Name" required value={name} onInput={setName} error={action.of('key_pair.name')} />
           {mayReadRoles && (
-            <Field label="Role" hint="What devices signing with it may do">
-              {(id, describedBy) => (
+            <Field label="Role" hint="What devices signing with it may do" error={action.of('key_pair.role_key')}>
+              {(id, describedBy, invalid) => (
                 <RoleSelect
                   id={id}
                   describedBy={describedBy}
+                  invalid={invalid}
                   roles={(roles.data ?? []).filter((r) => r.name !== 'Agent')}
                   value={role}
                   onChange={setRole}
@@ -94,7 +85,7 @@ export function KeyPairsPage() {
               )}
             </Field>
           )}
-          <button type="submit">Create</button>
+          <FormActions action={action} submit="Create" />
         </form>
       )}
       <Failure message={list.error} />
