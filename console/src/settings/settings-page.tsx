@@ -2,9 +2,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
+import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { Figures } from '../components/figures.tsx';
 import { FormActions } from '../components/form-actions.tsx';
-import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
 import { countOf } from '../format.ts';
 import { currentSession } from '../session.ts';
@@ -106,13 +106,13 @@ function RetentionForm(props: {
   const [events, setEvents] = useState(asText(props.retentionDays));
   const [rollups, setRollups] = useState(asText(props.rollupRetentionDays));
   const [saved, setSaved] = useState(false);
-  const action = useAction();
+  const action = useFieldAction(['organisation.retention_days', 'organisation.rollup_retention_days']);
   useEffect(() => setSaved(false), [events, rollups]);
   const submit = async (event: Event) => {
     event.preventDefault();
     const body = { organisation: { retention_days: asDays(events), rollup_retention_days: asDays(rollups) } };
     const done = await action.run(() =>
-      answer(
+      answerByField(
         api.PUT('/api/v3/organisations/{organisation_key}', {
           params: { path: { organisation_key: props.organisationKey } },
           body,
@@ -129,12 +129,14 @@ function RetentionForm(props: {
         hint="events older than this are deleted; a template may keep its own"
         value={events}
         onInput={setEvents}
+        error={action.of('organisation.retention_days')}
       />
       <DaysField
         label="Rollup retention (days)"
         hint="the rollups that answer long ranges"
         value={rollups}
         onInput={setRollups}
+        error={action.of('organisation.rollup_retention_days')}
       />
       <FormActions action={action} submit="Save" />
       {saved && <p role="status">Saved.</p>}
@@ -143,10 +145,16 @@ function RetentionForm(props: {
 }
 
 /** Whole days from 1 to 36500 (docs/storage.md, "Retention"); empty for ever. */
-function DaysField(props: { label: string; hint: string; value: string; onInput: (value: string) => void }) {
+function DaysField(props: {
+  label: string;
+  hint: string;
+  value: string;
+  onInput: (value: string) => void;
+  error: string | undefined;
+}) {
   return (
-    <Field label={props.label} hint={props.hint}>
-      {(id, describedBy) => (
+    <Field label={props.label} hint={props.hint} error={props.error}>
+      {(id, describedBy, invalid) => (
         <input
           id={id}
           type="number"
@@ -154,6 +162,7 @@ function DaysField(props: { label: string; hint: string; value: string; onInput:
           max={36500}
           step={1}
           aria-describedby={describedBy}
+          aria-invalid={invalid}
           value={props.value}
           onInput={(e) => props.onInput(e.currentTarget.value)}
         />
