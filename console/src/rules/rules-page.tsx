@@ -208,11 +208,12 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
     <form onSubmit={save} class="panel" aria-label={rule ? `Edit ${rule.name}` : 'New rule'}>
       <h2>{rule ? `Edit ${rule.name}` : 'New rule'}</h2>
       <Field label="Name" error={refusal.fields['rule.name']}>
-        {(id, describedBy) => (
+        {(id, describedBy, invalid) => (
           <input
             id={id}
             required
             aria-describedby={describedBy}
+            aria-invalid={invalid}
             value={name}
             onInput={(e) => setName(e.currentTarget.value)}
           />
@@ -245,10 +246,11 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
         )}
       </Field>
       <Field label="Description" error={refusal.fields['rule.description']}>
-        {(id, describedBy) => (
+        {(id, describedBy, invalid) => (
           <input
             id={id}
             aria-describedby={describedBy}
+            aria-invalid={invalid}
             value={description}
             onInput={(e) => setDescription(e.currentTarget.value)}
           />
@@ -305,7 +307,7 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
               : 'How long, by event time, the condition must hold before the rule fires (0: at once)'
           }
         >
-          {(id, describedBy) => (
+          {(id, describedBy, invalid) => (
             <input
               id={id}
               type="number"
@@ -313,6 +315,7 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
               max={2_592_000}
               required
               aria-describedby={describedBy}
+              aria-invalid={invalid}
               value={forSeconds}
               onInput={(e) => setForSeconds(e.currentTarget.value)}
             />
@@ -348,10 +351,11 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
         }
         error={refusal.fields['rule.alert_message']}
       >
-        {(id, describedBy) => (
+        {(id, describedBy, invalid) => (
           <input
             id={id}
             aria-describedby={describedBy}
+            aria-invalid={invalid}
             value={alertMessage}
             onInput={(e) => setAlertMessage(e.currentTarget.value)}
           />
