@@ -766,11 +766,13 @@ const INBOUND_BYTES = 4 * 1024 * 1024;
 
 /**
  * Of all messages that may wait, one connection may hold at most 1,000, and their text at most 4 MiB,
- * less while the server cannot keep up: what it answers in `maxWaitMs` (mqtt/inbound-flow.ts).
+ * less while the server cannot keep up: what it answers in `maxWaitMs` (mqtt/inbound-flow.ts). Nor
+ * more than half of them: past half, a connection holding its share is refused even when alone, and
+ * MQTT 5 devices are told this number as their Receive Maximum, all of which they may send at once.
  */
 const inboundLimits = (messages: number, maxWaitMs: number, fairWhileBehind: boolean): InboundLimits => ({
   messages,
-  perConnection: Math.min(1000, messages),
+  perConnection: Math.max(1, Math.min(1000, Math.floor(messages / 2))),
   bytes: INBOUND_BYTES,
   maxWaitMs,
   fairWhileBehind,

@@ -184,7 +184,12 @@ for (const store of STORES) {
         body: { expression: 'temperature >', kind: 'rule' },
       });
       assert.equal(refused.status, 400);
-      await page.getByRole('alert').filter({ hasText: refused.body.message }).waitFor();
+      // The API's words about the condition, as a sentence under it.
+      const words = refused.body.errors[0].message as string;
+      await page
+        .getByRole('alert')
+        .filter({ hasText: `${words.charAt(0).toUpperCase()}${words.slice(1)}` })
+        .waitFor();
       await shot('rule-condition-refused');
       await condition.fill('temperature > 100');
       await page.getByText('The condition is valid.').waitFor();

@@ -57,7 +57,7 @@ export class AnswerOrder {
   /** Sends the answer of message `number` now, when every one before it has left, else once they have. */
   answer(number: number, ack: Ack, to: { answer(ack: Ack): void }): void {
     if (number !== this.answered) {
-      (this.early ??= new Map()).set(number, ack);
+      this.keep(number, ack);
       return;
     }
     to.answer(ack);
@@ -72,11 +72,17 @@ export class AnswerOrder {
   answerAtOnce(number: number, ack: Ack, to: { answer(ack: Ack): void }): void {
     to.answer(ack);
     if (number !== this.answered) {
-      (this.early ??= new Map()).set(number, null);
+      this.keep(number, null);
       return;
     }
     this.answered++;
     this.sendDue(to);
+  }
+
+  /** Keeps the answer of message `number` until its turn (null: sent at once, its turn only to pass). */
+  private keep(number: number, ack: Ack | null): void {
+    this.early ??= new Map();
+    this.early.set(number, ack);
   }
 
   /** Sends the answers kept that are due now: those of the next messages, each in turn. */
