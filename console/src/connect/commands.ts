@@ -16,10 +16,13 @@ const quoted = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`;
 export const registerBody = (thingKey: string) => JSON.stringify({ thing_key: thingKey });
 export const eventBody = (thingKey: string) => JSON.stringify({ thing_key: thingKey, data: { temperature: 21.5 } });
 
-/** Two curl commands: register the thing, then send it an event, each signed over its body. */
+/**
+ * Two curl commands: register the thing, then send it an event, each signed over its body. Each
+ * prints the answer's body and status on a line of its own (`{} HTTP 200`), not run into the prompt.
+ */
 export function curlCommands(baseUrl: string, keys: GuideKeys, thingKey: string): string {
   const request = (path: string, body: string) =>
-    `curl -s -X POST ${quoted(`${baseUrl}${path}`)} -H ${quoted(`X-Access-Key: ${keys.accessKey}`)} \\\n  -H ${quoted(`X-Dtn-Signature: ${hmacHex(keys.secretKey, body)}`)} -d ${quoted(body)}`;
+    `curl -s -w ' HTTP %{http_code}\\n' -X POST ${quoted(`${baseUrl}${path}`)} -H ${quoted(`X-Access-Key: ${keys.accessKey}`)} \\\n  -H ${quoted(`X-Dtn-Signature: ${hmacHex(keys.secretKey, body)}`)} -d ${quoted(body)}`;
   return [
     request('/api/v3/things/register.json', registerBody(thingKey)),
     request('/api/v3/things/event.json', eventBody(thingKey)),
