@@ -81,6 +81,8 @@ for (const store of STORES) {
       const row = page.getByRole('row').filter({ hasText: 'Boilers <b>hot</b>' });
       await row.waitFor();
       assert.equal(await page.locator('td b').count(), 0);
+      // Its key, which imports and the API name it by, is in the list.
+      assert.equal(await row.getByRole('cell').nth(1).textContent(), stored.thing_template_key);
       await shot(page, 'list');
     });
 

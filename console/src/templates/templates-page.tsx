@@ -67,6 +67,7 @@ export function TemplatesPage() {
             <thead>
               <tr>
                 <th scope="col">Name</th>
+                <th scope="col">Key</th>
                 <th scope="col">Metrics</th>
                 <th scope="col">Heartbeat interval</th>
                 <th scope="col">Idle timeout</th>
@@ -80,6 +81,9 @@ export function TemplatesPage() {
                   <td>
                     {template.name}
                     {template.description && <div class="muted">{template.description}</div>}
+                  </td>
+                  <td data-label="Key" class="key">
+                    <code>{template.thing_template_key}</code>
                   </td>
                   <td data-label="Metrics">
                     {template.metrics
