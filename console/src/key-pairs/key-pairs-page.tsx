@@ -29,6 +29,7 @@ export function KeyPairsPage() {
     [],
   );
   const mayDelete = useAllows('key_pair', 'delete');
+  const mayConnect = useAllows('key_pair', 'create');
   const mayReadRoles = useAllows('role', 'read');
   const roles = useRoles(mayReadRoles);
   const [open, setOpen] = useState(false);
@@ -63,9 +64,12 @@ export function KeyPairsPage() {
       <h1>Key pairs</h1>
       {created && <NewSecret pair={created} onDone={() => setCreated(undefined)} />}
       {!open && (
-        <button type="button" onClick={() => setOpen(true)}>
-          New key pair
-        </button>
+        <div class="actions">
+          <button type="button" onClick={() => setOpen(true)}>
+            New key pair
+          </button>
+          {mayConnect && Boolean(list.data?.key_pairs.length) && <Link to="connect">Connect a device</Link>}
+        </div>
       )}
       {open && (
         <form onSubmit={create} aria-label="New key pair" class="panel">

@@ -143,19 +143,26 @@ export function ThingsPage() {
   const [panel, setPanel] = useState<'new' | 'import' | undefined>();
   const noThings = list.data?.total_count === 0 && keywords === '' && template === '' && group === '';
   const offers = mayCreate && panel === undefined && (
-    <div class="actions">
+    <>
       <button type="button" onClick={() => setPanel('new')}>
         New thing
       </button>
       <button type="button" class="secondary" onClick={() => setPanel('import')}>
         Import things
       </button>
-    </div>
+    </>
   );
+  // With things already there, Connect a device is still where a new device begins (docs/console.md).
+  const connect = mayConnect && panel === undefined && <Link to="connect">Connect a device</Link>;
   return (
     <section>
       <h1>Things</h1>
-      {!noThings && offers}
+      {!noThings && (offers || connect) && (
+        <div class="actions">
+          {offers}
+          {connect}
+        </div>
+      )}
       {panel === 'new' && (
         <ThingForm
           thing={undefined}
@@ -175,7 +182,7 @@ export function ThingsPage() {
           title="No things yet"
           action={
             <>
-              {mayConnect && <Link to="connect">Connect a device</Link>}
+              {connect}
               {offers || undefined}
             </>
           }

@@ -1,0 +1,57 @@
+/**
+ * What a new user met in the console (docs/console.md): `Connect a device` is reached from Things and
+ * Key pairs once there are some; a permission refusal offers no `Retry`, which cannot help; and an empty
+ * Things page says so alone, without a table header or a pager of nothing.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { assertAccessible } from '../support/axe.ts';
+import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { createThing } from '../support/fixtures.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+
+for (const store of STORES) {
+  describe(`what a new user meets in the console [${store.name}]`, { skip: browserSkip || store.skip }, () => {
+    let api: TestServer;
+    let browser: Browser;
+    const problems: string[][] = [];
+
+    before(async () => {
+      [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
+    });
+    after(async () => {
+      await browser?.close();
+      await api?.close();
+      assert.deepEqual(problems.flat(), []);
+    });
+
+    const signedIn = (path: string): Promise<Page> =>
+      signedInTab(browser, `${api.url}${path}`, { email: ADMIN_EMAIL, password: ADMIN_PASSWORD }, problems);
+
+    it('when things and key pairs exist then Things and Key pairs each link to Connect a device', async () => {
+      const token = await api.adminToken();
+      await createThing(api, token, { name: 'Pump 1' });
+      const pair = await api.request('POST', '/api/v3/key_pairs', { token, body: { key_pair: { name: 'Plant' } } });
+      assert.equal(pair.status, 200, pair.text);
+      const page = await signedIn('/console/things');
+      await page.getByRole('link', { name: 'Pump 1', exact: true }).waitFor();
+      await page.getByRole('button', { name: 'New thing', exact: true }).waitFor();
+      await assertAccessible(page, 'Things with a thing');
+      await screenshot(page, `${store.name}-things-connect`);
+      await page.screenshot({ path: `/tmp/shots/${store.name}-things-connect.png` });
+      await page.getByRole('link', { name: 'Connect a device', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Connect a device', exact: true }).waitFor();
+      assert.match(page.url(), /\/console\/connect$/);
+      await page.goto(`${api.url}/console/key-pairs`);
+      await page.getByRole('cell', { name: 'Plant', exact: true }).waitFor();
+      await assertAccessible(page, 'Key pairs with a key pair');
+      await page.screenshot({ path: `/tmp/shots/${store.name}-key-pairs-connect.png` });
+      await page.getByRole('link', { name: 'Connect a device', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Connect a device', exact: true }).waitFor();
+      assert.match(page.url(), /\/console\/connect$/);
+      await page.context().close();
+    });
+  });
+}
