@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
-import { createThing } from '../support/fixtures.ts';
+import { createThing, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -51,6 +51,37 @@ for (const store of STORES) {
       await page.getByRole('link', { name: 'Connect a device', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Connect a device', exact: true }).waitFor();
       assert.match(page.url(), /\/console\/connect$/);
+      await page.context().close();
+    });
+
+    it('when a role lacks the permission to read a page then it says so without offering Retry', async () => {
+      const token = await api.adminToken();
+      // Reads rules only: Dashboards and Things are refused (403).
+      const reader = await userWithAbilities(api, token, [31]);
+      const page = await signedInTab(browser, `${api.url}/console/dashboards`, reader, problems);
+      await page.getByRole('alert').filter({ hasText: 'lacks the permission to read dashboard' }).waitFor();
+      assert.equal(await page.getByRole('button', { name: 'Retry', exact: true }).count(), 0);
+      await assertAccessible(page, 'Dashboards refused');
+      await page.screenshot({ path: `/tmp/shots/${store.name}-dashboards-refused.png` });
+      await page.goto(`${api.url}/console/things`);
+      await page.getByRole('alert').filter({ hasText: 'lacks the permission to read thing' }).waitFor();
+      assert.equal(await page.getByRole('button', { name: 'Retry', exact: true }).count(), 0);
+      await page.context().close();
+    });
+
+    it('when a load fails with a server error then Retry reads it again', async () => {
+      const page = await signedIn('/console/key-pairs');
+      await page.getByRole('heading', { level: 1, name: 'Key pairs', exact: true }).waitFor();
+      let refused = 0;
+      await page.route('**/api/v3/things?**', (route) => {
+        if (refused++ > 0) return route.continue();
+        return route.fulfill({ status: 500, contentType: 'application/json', body: '{"message":"Something broke"}' });
+      });
+      await page.getByRole('link', { name: 'Things', exact: true }).click();
+      await page.getByRole('alert').filter({ hasText: 'Something broke' }).waitFor();
+      await page.getByRole('button', { name: 'Retry', exact: true }).click();
+      await page.getByRole('link', { name: 'Pump 1', exact: true }).waitFor();
+      assert.equal(await page.getByRole('button', { name: 'Retry', exact: true }).count(), 0);
       await page.context().close();
     });
   });

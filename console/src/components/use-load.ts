@@ -24,6 +24,12 @@ const SOON = 1000;
 const unreachable = (failure: unknown): boolean =>
   failure instanceof TypeError || (failure instanceof ApiFailure && [502, 503, 504].includes(failure.status));
 
+/** The messages of loads the API refused for want of a permission (403), which trying again cannot change. */
+const refusals = new Set<string>();
+
+/** Whether `message` is a load's permission refusal (403): `Retry` is not offered for it. */
+export const isRefusal = (message: string): boolean => refusals.has(message);
+
 /**
  * Runs `load` whenever a dependency changes, keeping only the latest answer. While the server cannot
  * be reached it tries again by itself (1 s, doubling up to 30 s, as the realtime connection does), so
@@ -47,6 +53,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
       },
       (failure) => {
         if (!current) return;
+        if (failure instanceof ApiFailure && failure.status === 403) refusals.add(failure.message);
         if (!unreachable(failure)) return setError(messageOf(failure));
         setError(UNREACHABLE);
         retry = setTimeout(() => setRound((r) => r + 1), wait.current);
