@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
-import { createThing, userWithAbilities } from '../support/fixtures.ts';
+import { childOrganisation, createThing, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -82,6 +82,32 @@ for (const store of STORES) {
       await page.getByRole('button', { name: 'Retry', exact: true }).click();
       await page.getByRole('link', { name: 'Pump 1', exact: true }).waitFor();
       assert.equal(await page.getByRole('button', { name: 'Retry', exact: true }).count(), 0);
+      await page.context().close();
+    });
+
+    it('when an organisation has no things then Things shows the empty state alone, without table or pager', async () => {
+      const child = await childOrganisation(api, await api.adminToken());
+      const page = await signedInTab(browser, `${api.url}/console/things`, child, problems);
+      await page.getByRole('heading', { name: 'No things yet', exact: true }).waitFor();
+      await page.getByRole('button', { name: 'New thing', exact: true }).waitFor();
+      assert.equal(await page.getByRole('table').count(), 0);
+      assert.equal(await page.getByText(/^Page \d+ of/).count(), 0);
+      assert.equal(await page.getByLabel('Search things', { exact: true }).count(), 0);
+      await assertAccessible(page, 'the empty Things page');
+      await page.screenshot({ path: `/tmp/shots/${store.name}-things-empty.png` });
+      await page.context().close();
+    });
+
+    it('when a search matches no thing then Things says so, without table or pager', async () => {
+      const page = await signedIn('/console/things');
+      await page.getByRole('link', { name: 'Pump 1', exact: true }).waitFor();
+      await page.getByLabel('Search things', { exact: true }).fill('nothing-is-called-this');
+      await page.getByText('No thing matches the search and filters.', { exact: true }).waitFor();
+      assert.equal(await page.getByRole('table').count(), 0);
+      assert.equal(await page.getByText(/^Page \d+ of/).count(), 0);
+      assert.equal(await page.getByRole('heading', { name: 'No things yet', exact: true }).count(), 0);
+      await assertAccessible(page, 'Things matching nothing');
+      await page.screenshot({ path: `/tmp/shots/${store.name}-things-no-match.png` });
       await page.context().close();
     });
   });

@@ -141,7 +141,10 @@ export function ThingsPage() {
   const mayCreate = useAllows('thing', 'create');
   const mayConnect = useAllows('key_pair', 'create');
   const [panel, setPanel] = useState<'new' | 'import' | undefined>();
+  // No things at all: the empty state alone. None that the search or filters match: said plainly, with no
+  // table or pager of nothing.
   const noThings = list.data?.total_count === 0 && keywords === '' && template === '' && group === '';
+  const noMatch = list.data?.total_count === 0 && !noThings;
   const offers = mayCreate && panel === undefined && (
     <>
       <button type="button" onClick={() => setPanel('new')}>
@@ -191,55 +194,62 @@ export function ThingsPage() {
           device shows how); things can also be made here one by one, or imported from a CSV or JSON file.
         </EmptyState>
       )}
-      <div class="filters">
-        <Field label="Search things" hint="keywords in the name, key, description or tags">
-          {(id, describedBy) => (
-            <input
-              id={id}
-              type="search"
-              aria-describedby={describedBy}
-              value={search}
-              onInput={(e) => setSearch(e.currentTarget.value)}
-            />
-          )}
-        </Field>
-        <Choice label="Template" value={template} onChange={setTemplate} options={options.data?.templates} />
-        <Choice label="Group" value={group} onChange={setGroup} options={options.data?.groups} />
-      </div>
+      {!noThings && (
+        <div class="filters">
+          <Field label="Search things" hint="keywords in the name, key, description or tags">
+            {(id, describedBy) => (
+              <input
+                id={id}
+                type="search"
+                aria-describedby={describedBy}
+                value={search}
+                onInput={(e) => setSearch(e.currentTarget.value)}
+              />
+            )}
+          </Field>
+          <Choice label="Template" value={template} onChange={setTemplate} options={options.data?.templates} />
+          <Choice label="Group" value={group} onChange={setGroup} options={options.data?.groups} />
+        </div>
+      )}
       <Failure message={list.error} retry={list.reload} />
       {Object.entries(refused).map(([topic, note]) => (
         <p key={topic} class="notice">
           {note}
         </p>
       ))}
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col" class="hide-narrow">
-              Key
-            </th>
-            <th scope="col">Status</th>
-            <th scope="col">Last event</th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.data?.things.length === 0 && !noThings && <EmptyRow columns={4}>No thing matches.</EmptyRow>}
-          {list.data?.things.map((thing) => (
-            <tr key={thing.thing_key}>
-              <td>
-                <Link to={`things/${segment(thing.thing_key)}`}>{thing.name}</Link>
-              </td>
-              <td class="hide-narrow">
-                <code>{thing.thing_key}</code>
-              </td>
-              <td class={thing.alive ? 'online' : 'offline'}>{thing.alive ? 'Online' : 'Offline'}</td>
-              <td>{thing.last_event ? showTime(thing.last_event.timestamp) : ''}</td>
+      {noMatch && <p role="status">No thing matches the search and filters.</p>}
+      {list.data && list.data.total_count > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col" class="hide-narrow">
+                Key
+              </th>
+              <th scope="col">Status</th>
+              <th scope="col">Last event</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
-      {list.data && <Pager page={page} per={PER} total={list.data.total_count} noun="things" onPage={setPage} />}
+          </thead>
+          <tbody>
+            {list.data.things.length === 0 && <EmptyRow columns={4}>No thing on this page.</EmptyRow>}
+            {list.data.things.map((thing) => (
+              <tr key={thing.thing_key}>
+                <td>
+                  <Link to={`things/${segment(thing.thing_key)}`}>{thing.name}</Link>
+                </td>
+                <td class="hide-narrow">
+                  <code>{thing.thing_key}</code>
+                </td>
+                <td class={thing.alive ? 'online' : 'offline'}>{thing.alive ? 'Online' : 'Offline'}</td>
+                <td>{thing.last_event ? showTime(thing.last_event.timestamp) : ''}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {list.data && list.data.total_count > 0 && (
+        <Pager page={page} per={PER} total={list.data.total_count} noun="things" onPage={setPage} />
+      )}
     </section>
   );
 }
