@@ -2,7 +2,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api } from './api/client.ts';
 import { useCaller } from './caller.ts';
 import { type ConnectionState, realtime } from './realtime.ts';
-import { Link, usePath } from './router.tsx';
+import { Link, navigate, usePath } from './router.tsx';
 import { GROUPS, HOME, SECTIONS } from './sections.tsx';
 import { currentSession, endSession, onSessionChange, type Session } from './session.ts';
 import { SignInPage } from './sign-in/sign-in-page.tsx';
@@ -48,6 +48,9 @@ function Shell({ session }: { session: Session }) {
     // The token is forgotten whatever the answer: a failed sign-out must not keep the user in.
     await api.DELETE('/api_sign_out', {}).catch(() => undefined);
     endSession();
+    // Whoever signs in next starts at the Overview, not on a page of this session's organisation (a
+    // thing of a child organisation the parent's admin cannot see). A session that expires keeps its page.
+    navigate('overview');
   };
   // A wall screen (a dashboard at `.../full`): the page alone, with whether it is live; still signed in.
   if (section && fullScreen)

@@ -20,7 +20,7 @@ import {
   screenshot,
   signedInTab,
 } from '../support/browser.ts';
-import { unique, userWithAbilities } from '../support/fixtures.ts';
+import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -294,6 +294,19 @@ for (const store of STORES) {
       await navigation.getByRole('link', { name: 'Settings', exact: true }).waitFor();
       assert.equal(await navigation.getByRole('link', { name: 'Organisations', exact: true }).count(), 0);
       await shot(page, 'in-child');
+
+      // Signing out leaves the child's pages: whoever signs in next starts at the Overview, not on a
+      // thing of the child that the parent's session cannot see.
+      const thing = await createThing(api, childToken, {});
+      await navigation.getByRole('link', { name: 'Things', exact: true }).click();
+      await page.getByRole('link', { name: thing.name, exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: thing.name, exact: true }).waitFor();
+      await button(page, 'Sign out').click();
+      await page.getByLabel('Email', { exact: true }).fill(ADMIN_EMAIL);
+      await page.getByLabel('Password', { exact: true }).fill(ADMIN_PASSWORD);
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Overview', exact: true }).waitFor();
+      assert.equal(new URL(page.url()).pathname, '/console/overview');
       await page.close();
     });
 
