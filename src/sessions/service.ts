@@ -259,13 +259,14 @@ export class SessionService {
       const childAdmin = target
         ? await findBuiltInRole(this.store.db, target.organisation_key, 'account_admin')
         : undefined;
-      if (
-        !own?.is_oem ||
-        role?.built_in !== 'account_admin' ||
-        target?.parent_organisation_key !== own.organisation_key ||
-        !childAdmin
-      ) {
+      if (!own?.is_oem || role?.built_in !== 'account_admin') {
         throw forbidden('you may only sign in to a child organisation of your OEM organisation as its account admin');
+      }
+      if (target?.parent_organisation_key !== own.organisation_key || !childAdmin) {
+        // The same words whether the key is unknown or another's: nothing is told of other organisations.
+        throw forbidden(
+          `none of your child organisations has the key "${organisationKey}" (give its key, as the organisations list shows it, not its name)`,
+        );
       }
       organisationKeyOfSession = target.organisation_key;
       roleKey = childAdmin.role_key;

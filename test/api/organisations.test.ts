@@ -174,6 +174,13 @@ describeOnStores('organisations, OEM access and tenant isolation', (ctx) => {
       body: { email: 'admin@example.com', password: 'correct horse battery', organisation_key: 'nosuchorgs' },
     });
     assert.equal(unknown.status, 403);
+    // The OEM admin is told what went wrong: a key none of its children has (a name, say).
+    assert.match(unknown.body.message, /none of your child organisations has the key "nosuchorgs"/);
+    assert.match(notAdmin.body.message, /only sign in to a child organisation of your OEM organisation/);
+    const own = await ctx.api.request('POST', '/api_sign_in', {
+      body: { email: 'admin@example.com', password: 'correct horse battery', organisation_key: other.organisationKey },
+    });
+    assert.equal(own.status, 200, 'a child of its own is still entered');
   });
 
   it('when the OEM admin signed in to a child is no longer an account admin then that session ends', async () => {
