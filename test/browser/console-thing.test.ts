@@ -333,10 +333,12 @@ for (const store of STORES) {
       const thing = await createThing(api, token, {
         name: 'Short-lived',
         thing_template_key: template.body.thing_template.thing_template_key,
+        tags: ['hall-b', 'pilot'],
       });
       await send({ thing_key: thing.thing_key, data: { temperature: 20 } });
       await openThing(thing.thing_key, 'Short-lived');
       const status = page.getByText(/ · (Online|Offline)/);
+      assert.match((await status.textContent()) ?? '', / · Tags: hall-b, pilot$/, 'its tags, as New thing took them');
       await until(
         async () => (await api.request('GET', `/api/v3/things/${thing.thing_key}`, { token })).body.thing.alive,
         (alive) => alive === false,

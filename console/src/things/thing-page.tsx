@@ -129,6 +129,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
       <p>
         <code>{t.thing_key}</code> · {t.thing_template_name} · {t.alive ? 'Online' : 'Offline'}
         {t.description ? ` · ${t.description}` : ''}
+        {t.tags_array.length > 0 ? ` · Tags: ${t.tags_array.join(', ')}` : ''}
       </p>
       <ThingActions
         thing={t}
