@@ -65,6 +65,13 @@ for (const store of STORES) {
         body: { email: ADMIN_EMAIL, password: 'not the password' },
       });
       await page.getByRole('alert').filter({ hasText: refused.body.message }).waitFor();
+      // The form stands in the middle of the page's width.
+      const form = await page.locator('main form').boundingBox();
+      const width = (await page.evaluate('innerWidth')) as number;
+      assert.ok(
+        form && Math.abs(form.x + form.width / 2 - width / 2) < 16,
+        `centred: ${JSON.stringify(form)} in ${width}`,
+      );
       await shot('sign-in-refused');
     });
 
