@@ -1,8 +1,8 @@
 /**
  * The device endpoint against MQTT 5 and MQTT over WebSocket, written from docs/devices.md ("MQTT", "The
  * device endpoint") and, where it is silent, from the MQTT 5 specification's rules for a server (its
- * sections and [MQTT-x.y.z-n] statements are named in the tests). What the endpoint does otherwise is
- * kept as a `todo` test saying how it differs.
+ * sections and [MQTT-x.y.z-n] statements are named in the tests). A difference found is kept as a
+ * `todo` test saying how the endpoint differs, until it is changed.
  * Packets are made and read with mqtt-packet on a raw socket or WebSocket, so that what a client library
  * would hide (reason codes, properties, packet sizes, what is in flight) is seen as sent.
  */
@@ -1507,7 +1507,7 @@ describeOnStores(
           assert.deepEqual(
             answersOf(wire, clientId).map((a) => a.context),
             texts.map(hashOf),
-            'answers in the order of their messages (docs/devices.md, "MQTT 5")',
+            'answers in the order of their messages (docs/devices.md, "MQTT")',
           );
         } finally {
           wire.end();
