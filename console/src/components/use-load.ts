@@ -7,6 +7,8 @@ export interface Loaded<T> {
   /** Sets the data in place (live updates). */
   set: (update: (data: T) => T) => void;
   reload: () => void;
+  /** `reload` for a `Failure`'s Retry; none for a permission refusal (403), which trying again cannot change. */
+  retry: (() => void) | undefined;
   /**
    * Reloads in a moment, however many times it is called meanwhile: a burst of live changes (a fleet
    * imported elsewhere) costs one request per second, not one per change.
@@ -24,12 +26,6 @@ const SOON = 1000;
 const unreachable = (failure: unknown): boolean =>
   failure instanceof TypeError || (failure instanceof ApiFailure && [502, 503, 504].includes(failure.status));
 
-/** The messages of loads the API refused for want of a permission (403), which trying again cannot change. */
-const refusals = new Set<string>();
-
-/** Whether `message` is a load's permission refusal (403): `Retry` is not offered for it. */
-export const isRefusal = (message: string): boolean => refusals.has(message);
-
 /**
  * Runs `load` whenever a dependency changes, keeping only the latest answer. While the server cannot
  * be reached it tries again by itself (1 s, doubling up to 30 s, as the realtime connection does), so
@@ -38,6 +34,7 @@ export const isRefusal = (message: string): boolean => refusals.has(message);
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   const [data, setData] = useState<T | undefined>();
   const [error, setError] = useState<string | undefined>();
+  const [refused, setRefused] = useState(false);
   const [round, setRound] = useState(0);
   const wait = useRef(1000);
   const soon = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
@@ -50,10 +47,11 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
         wait.current = 1000;
         setData(value);
         setError(undefined);
+        setRefused(false);
       },
       (failure) => {
         if (!current) return;
-        if (failure instanceof ApiFailure && failure.status === 403) refusals.add(failure.message);
+        setRefused(failure instanceof ApiFailure && failure.status === 403);
         if (!unreachable(failure)) return setError(messageOf(failure));
         setError(UNREACHABLE);
         retry = setTimeout(() => setRound((r) => r + 1), wait.current);
@@ -71,6 +69,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
     error,
     set: (update) => setData((old) => (old === undefined ? old : update(old))),
     reload: () => setRound((r) => r + 1),
+    retry: refused ? undefined : () => setRound((r) => r + 1),
     reloadSoon: () => {
       if (soon.current !== undefined) return;
       soon.current = setTimeout(() => {

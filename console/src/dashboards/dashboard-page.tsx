@@ -48,7 +48,7 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
     return (
       <section>
         <h1>Dashboard</h1>
-        <Failure message={loaded.error} retry={loaded.reload} />
+        <Failure message={loaded.error} retry={loaded.retry} />
         {!loaded.error && <p aria-busy="true">Loading…</p>}
       </section>
     );

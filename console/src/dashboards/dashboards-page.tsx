@@ -70,7 +70,7 @@ function DashboardList() {
       )}
       {form === 'new' && <NewDashboard onCancel={() => setForm(undefined)} />}
       {form === 'import' && <ImportDashboard onCancel={() => setForm(undefined)} />}
-      <Failure message={list.error} retry={list.reload} />
+      <Failure message={list.error} retry={list.retry} />
       {empty && !form && (
         <EmptyState
           title="No dashboards yet"

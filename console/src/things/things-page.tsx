@@ -211,7 +211,7 @@ export function ThingsPage() {
           <Choice label="Group" value={group} onChange={setGroup} options={options.data?.groups} />
         </div>
       )}
-      <Failure message={list.error} retry={list.reload} />
+      <Failure message={list.error} retry={list.retry} />
       {Object.entries(refused).map(([topic, note]) => (
         <p key={topic} class="notice">
           {note}
