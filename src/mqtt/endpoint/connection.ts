@@ -9,8 +9,9 @@ import { generate, type IConnectPacket, type IPublishPacket, type ISubscribePack
 import type { Ack } from '../signed-messages.ts';
 import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic, thingOfTopic } from '../topics.ts';
 import type { PacketIds } from './ack-packets.ts';
+import { AnswerOrder } from './answer-order.ts';
 import { type ConnectRefusal, connackAccepted, connackRefused, refusalBeforeLogin } from './connack.ts';
-import { AnswerOrder, type MessageSource } from './device-messages.ts';
+import type { MessageSource } from './device-messages.ts';
 import { instructionPacket } from './instructions-out.ts';
 import { Outbox } from './outbox.ts';
 import { DeviceParser, type PacketBounds, type PacketReader, PacketTooLargeError } from './packet-parser.ts';
