@@ -1,8 +1,9 @@
 /**
  * How the console's controls look where their state or their neighbours ask for care (docs/console.md,
  * "Pages" and "Dashboards"): a field the API refused has a border unlike a valid field's, thicker and
- * in the error's red, not its colour alone. axe-core finds no serious or critical violation on each.
- * A screenshot of each goes to test-results/console/ (appearance-*.png). Layout does not depend on the
+ * in the error's red, not its colour alone; `Connect a device` stands level with the buttons beside it
+ * on the Things and Key pairs pages. axe-core finds no serious or critical violation on each. A
+ * screenshot of each goes to test-results/console/ (appearance-*.png). Layout does not depend on the
  * store: SQLite only.
  */
 import assert from 'node:assert/strict';
@@ -10,6 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { createKeyPair } from '../support/device.ts';
+import { createThing } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -24,6 +27,23 @@ function borderOf(control: Locator): Promise<Border> {
     const style = getComputedStyle(element);
     return { color: style.borderTopColor, width: style.borderTopWidth, shadow: style.boxShadow };
   });
+}
+
+/** The vertical centre of a box, in CSS pixels. */
+async function middle(target: Locator): Promise<number> {
+  const box = await target.boundingBox();
+  assert.ok(box, 'it is shown');
+  return box.y + box.height / 2;
+}
+
+/** Asserts that each of `links` has its vertical centre within 1 px of `button`'s, and its text on the button's baseline. */
+async function assertLevel(button: Locator, links: Locator[]): Promise<void> {
+  const centre = await middle(button);
+  for (const link of links) {
+    const name = await link.textContent();
+    const at = await middle(link);
+    assert.ok(Math.abs(at - centre) <= 1, `${name} is centred at ${at} px, the button beside it at ${centre} px`);
+  }
 }
 
 describe("the console's details of appearance", { skip: browserSkip || store.skip }, () => {
@@ -73,6 +93,26 @@ describe("the console's details of appearance", { skip: browserSkip || store.ski
     assert.match(invalid.shadow, /rgb\(179, 38, 30\) 0px 0px 0px 1px/, `the refused field's ring: ${invalid.shadow}`);
     assert.equal(valid.shadow, 'none', "a valid field's has none");
     await assertAccessible(page, 'a refused field');
+  });
+
+  it('when Connect a device stands beside buttons on the Things and Key pairs pages then it is level with them', async () => {
+    const token = await api.adminToken();
+    await createThing(api, token, { name: 'Boiler' });
+    await createKeyPair(api, token);
+    await open('things', 'Things');
+    const actions = page.locator('main .actions').first();
+    await assertLevel(actions.getByRole('button', { name: 'New thing', exact: true }), [
+      actions.getByRole('button', { name: 'Import things', exact: true }),
+      actions.getByRole('link', { name: 'Connect a device', exact: true }),
+    ]);
+    await shot('things-actions');
+    await open('key-pairs', 'Key pairs');
+    await page.getByRole('table', { name: 'Key pairs', exact: true }).waitFor();
+    await assertLevel(page.getByRole('button', { name: 'New key pair', exact: true }), [
+      page.getByRole('link', { name: 'Connect a device', exact: true }),
+    ]);
+    await shot('key-pairs-actions');
+    await assertAccessible(page, 'the Key pairs page');
   });
 
   it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
