@@ -5,7 +5,6 @@
  * added up per slot by the store (events/fleet-rollups.ts); only the partial slots at the ends of the
  * range, and the slots a thing's rollups do not cover, are read event by event.
  */
-import { ApiError } from '../core/errors.ts';
 import { JsonText } from '../core/http/json-text.ts';
 import type { TimeFormatter } from '../core/time.ts';
 import { fleetRollups } from '../events/fleet-rollups.ts';
@@ -27,12 +26,14 @@ import {
   Stats,
   statsOfThing,
 } from './aggregation.ts';
-import { type QueriedThing, queriedThings } from './things.ts';
+import { checkOneChoice, namedThingKeys, type QueriedThing, queriedThings } from './things.ts';
 import type { TimeGrouping } from './time-buckets.ts';
 
 export interface FleetRequest {
   organisationKeys: string[];
   thingKeys?: string[] | undefined;
+  /** A shorthand for thingKeys: [thingKey]. */
+  thingKey?: string | undefined;
   groupKey?: string | undefined;
   thingTemplateKey?: string | undefined;
   grouping?: TimeGrouping | undefined;
@@ -48,17 +49,12 @@ const FAR = 8.64e15;
 
 /** The things chosen: by keys, a group's members, a template's things, or every thing the caller may read. */
 async function fleetThings(db: Executor, request: FleetRequest): Promise<QueriedThing[]> {
-  const given = (['thing_keys', 'group_key', 'thing_template_key'] as const).filter(
-    (name) =>
-      ({ thing_keys: request.thingKeys, group_key: request.groupKey, thing_template_key: request.thingTemplateKey })[
-        name
-      ] !== undefined,
-  );
-  if (given.length > 1) {
-    throw new ApiError(400, [
-      { code: 'invalid', param: given[1] as string, message: `only one of ${given.join(', ')} may be given` },
-    ]);
-  }
+  checkOneChoice({
+    thing_keys: request.thingKeys,
+    thing_key: request.thingKey,
+    group_key: request.groupKey,
+    thing_template_key: request.thingTemplateKey,
+  });
   const organisations = request.organisationKeys;
   if (request.groupKey !== undefined) {
     const group = await requireGroup(db, organisations, request.groupKey);
@@ -68,7 +64,8 @@ async function fleetThings(db: Executor, request: FleetRequest): Promise<Queried
     await requireTemplate(db, organisations, request.thingTemplateKey);
     return queriedThings(db, organisations, undefined, request.thingTemplateKey);
   }
-  return queriedThings(db, organisations, request.thingKeys && [...new Set(request.thingKeys)]);
+  const thingKeys = namedThingKeys(request.thingKeys, request.thingKey);
+  return queriedThings(db, organisations, thingKeys && [...new Set(thingKeys)]);
 }
 
 /**

@@ -53,6 +53,7 @@ export function queryRoutes(store: Store): AnyRoute[] {
           {
             organisationKeys: await visibleOrganisations(),
             thingKeys: params.thing_keys,
+            thingKey: params.thing_key,
             grouping: params.time_grouping,
             groupingValue: params.time_grouping_value ?? 1,
             idle: params.idle_time_required === true || params.idle_time_required === 1,
@@ -71,7 +72,7 @@ export function queryRoutes(store: Store): AnyRoute[] {
       tags,
       summary: 'Count, sum, min, max and avg of numeric metrics across many things, overall and per time bucket',
       description:
-        'The things of thing_keys, group_key or thing_template_key (one of them; none: every thing the caller can read). Answer: {"thing_count", "summary_result", "time_grouped_result" (with time_grouping)}, each bucket present, an empty one with count 0, sum 0 and null min, max and avg.',
+        'The things of thing_keys (or thing_key, one thing), group_key or thing_template_key (one of them; none: every thing the caller can read). Answer: {"thing_count", "summary_result", "time_grouped_result" (with time_grouping)}, each bucket present, an empty one with count 0, sum 0 and null min, max and avg.',
       access: permission('data', 'read'),
       params: FleetAggregatedDataParams,
       handler: async ({ params, time, visibleOrganisations }) =>
@@ -80,6 +81,7 @@ export function queryRoutes(store: Store): AnyRoute[] {
           {
             organisationKeys: await visibleOrganisations(),
             thingKeys: params.thing_keys,
+            thingKey: params.thing_key,
             groupKey: params.group_key,
             thingTemplateKey: params.thing_template_key,
             grouping: params.time_grouping,

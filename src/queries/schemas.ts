@@ -37,6 +37,8 @@ export const ThingDataParams = Type.Object({
 const ThingKeys = Type.Optional(
   Type.Array(Key(), { maxItems: 1000, description: 'default: every thing the caller can read' }),
 );
+/** One thing, as thing_data names it: a shorthand for thing_keys: [thing_key]. */
+const OneThingKey = Type.Optional(Key('one thing: the same as thing_keys [thing_key]; not with thing_keys'));
 
 /** What thing_aggregated_data and fleet_aggregated_data both take: the range, buckets and functions. */
 const aggregationParams = {
@@ -56,6 +58,7 @@ export const AggregatedDataParams = Type.Object({
   ...CommonParams,
   ...OemParams,
   thing_keys: ThingKeys,
+  thing_key: OneThingKey,
   idle_time_required: Type.Optional(
     Type.Unsafe<boolean | number>({
       type: ['boolean', 'integer'],
@@ -72,9 +75,10 @@ export const FleetAggregatedDataParams = Type.Object({
   thing_keys: Type.Optional(
     Type.Array(Key(), {
       maxItems: 1000,
-      description: 'these things (one of thing_keys, group_key, thing_template_key)',
+      description: 'these things (one of thing_keys, thing_key, group_key, thing_template_key)',
     }),
   ),
+  thing_key: OneThingKey,
   group_key: Type.Optional(Key("the group's things, a dynamic group's as its expression chooses now")),
   thing_template_key: Type.Optional(Key("the template's things")),
   ...aggregationParams,

@@ -1,5 +1,5 @@
 /** The things a query covers, with what their templates say about them. */
-import { notFound } from '../core/errors.ts';
+import { ApiError, notFound } from '../core/errors.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { QueryCache } from '../store/prepared.ts';
 import type { Executor } from '../store/store.ts';
@@ -16,6 +16,25 @@ export interface QueriedThing {
   retention_days: number | null;
   /** Days its organisation keeps rollups; null: for ever. */
   rollup_retention_days: number | null;
+}
+
+/**
+ * Of the ways a query chooses its things (`thing_keys`, `thing_key`, `group_key`, ...), at most one may
+ * be given: else a 400 naming the second, and in its message every one given.
+ */
+export function checkOneChoice(choices: Record<string, unknown>): void {
+  const given = Object.keys(choices).filter((name) => choices[name] !== undefined);
+  if (given.length > 1) {
+    throw new ApiError(400, [
+      { code: 'invalid', param: given[1] as string, message: `only one of ${given.join(', ')} may be given` },
+    ]);
+  }
+}
+
+/** The things named by `thing_keys`, or by `thing_key`, its shorthand for one thing; none: undefined. */
+export function namedThingKeys(thingKeys: string[] | undefined, thingKey: string | undefined): string[] | undefined {
+  checkOneChoice({ thing_keys: thingKeys, thing_key: thingKey });
+  return thingKey === undefined ? thingKeys : [thingKey];
 }
 
 /** Compiled once per number of organisations and things named (store/prepared.ts). */
