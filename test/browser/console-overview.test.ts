@@ -7,11 +7,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { browserSkip, launchBrowser, screenshot, signedInTab, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
+import { inkAtRightEdge } from './chart-canvas.ts';
 
 const FIGURES = ['Things', 'Online', 'Offline', 'Open alerts', 'Events in the last hour'] as const;
 
@@ -97,6 +98,37 @@ for (const store of STORES) {
       await screenshot(page, `overview-${store.name}`);
       await assertAccessible(page, 'the overview');
       await page.close();
+    });
+
+    it("when the hour's last minute stands on a labelled tick then the chart's last time label is drawn whole, inside the canvas", async () => {
+      // The minutes are the API's, moved to end at midnight (UTC): the last tick, at the chart's right
+      // edge, is the widest label of the axis, `12:00am` over the new day's date.
+      const end = Date.UTC(2026, 11, 1) / 1000;
+      const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, timezoneId: 'UTC' });
+      const page = await context.newPage();
+      problems.push(watchProblems(page));
+      await page.route('**/api/v3/fleet_summary', async (route) => {
+        const answered = await (await route.fetch()).json();
+        const minutes = answered.fleet_summary.events_per_minute as { minute: number; events: number }[];
+        answered.fleet_summary.events_per_minute = minutes.map((m, i) => ({
+          ...m,
+          minute: end - (minutes.length - 1 - i) * 60,
+        }));
+        await route.fulfill({ json: answered });
+      });
+      try {
+        await page.goto(`${api.url}/console/`);
+        await page.getByLabel('Email', { exact: true }).fill(ADMIN_EMAIL);
+        await page.getByLabel('Password', { exact: true }).fill(ADMIN_PASSWORD);
+        await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+        const canvas = page.locator('.chart canvas').first();
+        await canvas.waitFor();
+        const ink = await inkAtRightEdge(canvas);
+        await screenshot(page, `overview-midnight-${store.name}`);
+        assert.deepEqual(ink, { labels: true, edge: 0 }, 'time labels drawn, none reaching the canvas edge');
+      } finally {
+        await context.close();
+      }
     });
 
     it('when a device sends then the figures change without a reload, to what the API answers', async () => {

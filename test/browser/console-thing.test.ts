@@ -14,6 +14,7 @@ import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
+import { inkAtRightEdge } from './chart-canvas.ts';
 
 const run = promisify(execFile);
 
@@ -321,6 +322,35 @@ for (const store of STORES) {
       await chart.getByText('6 points · temperature', { exact: true }).waitFor();
       // Latest values still lists every metric the thing sent.
       await page.getByRole('region', { name: 'Latest values', exact: true }).getByText('40', { exact: true }).waitFor();
+    });
+
+    it("when the range ends on a labelled tick then the chart's last time label is drawn whole, inside the canvas", async () => {
+      // The browser's clock stands at the last midnight (UTC): the range ends on the tick labelled
+      // `12:00am` over the new day's date, the widest of the axis, at the plot's right edge.
+      const midnight = Math.floor(Date.now() / 86_400_000) * 86_400_000;
+      const thingKey = unique('midnight');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Night boiler' })).status, 200);
+      const events = Array.from({ length: 5 }, (_, i) => ({
+        thing_key: thingKey,
+        timestamp: midnight - (5 - i) * 600_000,
+        data: { temperature: 60 + i },
+      }));
+      await send({ events });
+      const other = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'UTC' });
+      const night = await other.newPage();
+      problems.push(...watchProblems(night));
+      try {
+        await night.clock.install({ time: midnight });
+        await night.goto(`${api.url}/console/things/${thingKey}`);
+        await signIn(night);
+        const chart = night.getByRole('region', { name: 'Telemetry', exact: true });
+        await chart.getByText('5 points · temperature', { exact: true }).waitFor();
+        const ink = await inkAtRightEdge(chart.locator('.chart canvas').first());
+        await screenshot(night, `${store.name}-thing-midnight`);
+        assert.deepEqual(ink, { labels: true, edge: 0 }, 'time labels drawn, none reaching the canvas edge');
+      } finally {
+        await other.close();
+      }
     });
 
     it('when a thing goes offline while its page is open then the page says Offline', async () => {

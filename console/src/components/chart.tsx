@@ -21,6 +21,24 @@ const COLOURS = ['#1f5fbf', '#c2410c', '#15803d', '#7e22ce', '#b91c1c', '#0e7490
 /** Points a series may have in view and still be drawn with a dot at each. */
 const DOTTED_POINTS = 60;
 
+/** The width a canvas text takes in CSS pixels, in the font uPlot gave an axis (its CSS font, scaled to the screen). */
+function textWidth(plot: uPlot, axis: number, text: string): number {
+  const font = plot.axes[axis]?.font as unknown as [string] | undefined;
+  if (font) plot.ctx.font = font[0];
+  return plot.ctx.measureText(text).width / uPlot.pxRatio;
+}
+
+/** The widest line of an axis' labels (a time label may have two: `12:00am` over the new day's date). */
+const widestLabel = (plot: uPlot, axis: number, labels: string[] | null): number =>
+  Math.max(
+    0,
+    ...(labels ?? []).flatMap((label) =>
+      String(label)
+        .split('\n')
+        .map((line) => textWidth(plot, axis, line)),
+    ),
+  );
+
 function fewPoints(plot: uPlot, series: number, first: number, last: number): boolean {
   const ys = plot.data[series] ?? [];
   let seen = 0;
@@ -65,10 +83,21 @@ export function Chart(props: {
       for (let i = ys.length - 1; i >= 0; i--) if (ys[i] != null) return ys[i] as number;
       return null;
     };
+    // The time labels are centred on their ticks, and the last tick may stand at the plot's right edge:
+    // without an axis on the right, the plot leaves room there for half the widest time label (uPlot
+    // leaves 25 pixels, which cut `12:00am`), measured each time the axis is laid out.
+    let halfTimeLabel = 0;
     plot = new uPlot(
       {
         width: element.clientWidth || 800,
         height: height.current,
+        padding: [
+          null,
+          (_plot: uPlot, _side: number, sides: boolean[]) =>
+            sides[1] ? 0 : Math.max(25, Math.ceil(halfTimeLabel) + 2),
+          null,
+          null,
+        ],
         series: [
           {},
           ...columns.metrics.map((label) => ({
@@ -86,7 +115,12 @@ export function Chart(props: {
         // A short plot (a small dashboard widget) keeps labels on its y axis: uPlot's 30 pixels between
         // them leave one label, or none, on a plot under 100 pixels high; taller plots are as uPlot draws them.
         axes: [
-          {},
+          {
+            size: (shown: uPlot, labels: string[] | null, axis: number) => {
+              if (labels) halfTimeLabel = widestLabel(shown, axis, labels) / 2;
+              return 50;
+            },
+          },
           { space: (_plot: uPlot, _axis: number, _min: number, _max: number, high: number) => (high < 100 ? 18 : 30) },
         ],
         scales: { x: { time: true } },
