@@ -745,7 +745,7 @@ async function buildHttpApp(
     ...ruleRoutes(store),
     ...actionRoutes(store, box, config.publicBaseUrl),
     ...instructionRoutes(store, parts.instructions),
-    ...usageRoutes(store, parts.limiter, parts.limitedEvents),
+    ...usageRoutes(store, parts.limiter, parts.limitedEvents, config.eventsPerSecondPerOrganisation),
     ...demoRoutes(parts.demos),
     ...dashboardRoutes(store),
   ]);

@@ -3,7 +3,13 @@ import type { Store } from '../store/store.ts';
 import { FleetSummaryAnswer, FleetSummaryParams, UsageAnswer, UsageParams } from './schemas.ts';
 import { type ApiRateLimiter, fleetSummaryOf, type LimitedEventCounter, usageOf } from './service.ts';
 
-export function usageRoutes(store: Store, limiter: ApiRateLimiter, limited?: LimitedEventCounter): AnyRoute[] {
+/** `defaultEventsPerSecond`: the server's EVENTS_PER_SECOND_PER_ORGANISATION (0: none), which usage reports. */
+export function usageRoutes(
+  store: Store,
+  limiter: ApiRateLimiter,
+  limited?: LimitedEventCounter,
+  defaultEventsPerSecond = 0,
+): AnyRoute[] {
   return [
     defineRoute({
       method: 'GET',
@@ -12,12 +18,13 @@ export function usageRoutes(store: Store, limiter: ApiRateLimiter, limited?: Lim
       summary: "What the caller's organisation uses",
       description:
         'Things, events stored today and this month (by receipt, UTC), user API requests today (as the rate ' +
-        'limit counts them), events refused today past its events-a-second limits, and an estimate of the storage its things and events take.',
+        'limit counts them), events refused today past its events-a-second limits, an estimate of the storage its things and events take, ' +
+        'and the events-a-second limit it is under (its own, or the server default).',
       access: permission('thing', 'read'),
       params: UsageParams,
       response: UsageAnswer,
       handler: async ({ principal }) => ({
-        usage: await usageOf(store, limiter, principal.organisationKey, Date.now(), limited),
+        usage: await usageOf(store, limiter, principal.organisationKey, Date.now(), limited, defaultEventsPerSecond),
       }),
     }),
     defineRoute({

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { CommonParams } from '../core/http/schema.ts';
+import { CommonParams, StringEnum } from '../core/http/schema.ts';
 
 export const UsageParams = Type.Object({ ...CommonParams });
 
@@ -14,6 +14,14 @@ export const UsageAnswer = Type.Object({
         'events refused since midnight UTC (429) past the organisation’s or a key pair’s events-a-second limit (docs/operations.md)',
     }),
     storage_bytes: Type.Integer({ description: 'an estimate of the bytes the things and their events take' }),
+    events_per_second_limit: Type.Integer({
+      description:
+        'the events a second the organisation’s devices and users may send together (each instance counts its own), beyond which 429; 0: no limit',
+    }),
+    events_per_second_limit_source: StringEnum(['organisation', 'server_default'], {
+      description:
+        'organisation: its own events_per_second, set by its parent; server_default: it has none, and the server’s EVENTS_PER_SECOND_PER_ORGANISATION applies',
+    }),
   }),
 });
 

@@ -187,11 +187,16 @@ describeOnStores('usage', (ctx) => {
     assert.deepEqual(Object.keys(empty.body.usage).sort(), [
       'api_requests_today',
       'events_limited_today',
+      'events_per_second_limit',
+      'events_per_second_limit_source',
       'events_stored_this_month',
       'events_stored_today',
       'storage_bytes',
       'things',
     ]);
+    // No limit of its own, and none on the server (EVENTS_PER_SECOND_PER_ORGANISATION is 0 by default).
+    assert.equal(empty.body.usage.events_per_second_limit, 0);
+    assert.equal(empty.body.usage.events_per_second_limit_source, 'server_default');
     assert.equal(empty.body.usage.things, 0);
     assert.equal(empty.body.usage.events_stored_today, 0);
     assert.equal(empty.body.usage.storage_bytes, 0);
