@@ -32,9 +32,14 @@ export function isThingFieldName(path: readonly string[]): boolean {
   return rest.length === 0 && FIELD_SET.has(first);
 }
 
+/** In a rule condition, whether a name is `thing.<field>` rather than a metric path. */
+export function isThingFieldReference(path: readonly string[]): boolean {
+  return path[0] === THING_PREFIX;
+}
+
 /** In a rule condition `thing.<field>` is a thing field and every other name a metric path. */
 export function isRuleConditionName(path: readonly string[]): boolean {
-  if (path[0] === THING_PREFIX) return isThingFieldName(path.slice(1));
+  if (isThingFieldReference(path)) return isThingFieldName(path.slice(1));
   return path.length > 0;
 }
 

@@ -10,4 +10,12 @@ export const ValidateExpressionParams = Type.Object({
   }),
 });
 
-export const ValidExpression = Type.Object({ valid: Type.Literal(true) });
+export const ValidExpression = Type.Object({
+  valid: Type.Literal(true),
+  metrics: Type.Optional(
+    Type.Array(Type.String(), {
+      description:
+        'kind rule: the metric names the condition reads (its bare names, dotted paths as written), in order of first use',
+    }),
+  ),
+});

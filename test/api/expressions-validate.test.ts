@@ -13,9 +13,20 @@ describeOnStores('expressions validate', (ctx) => {
   it('when a rule condition or group expression is well formed then the answer is valid', async () => {
     const rule = await validate({ expression: "temperature > 80 and thing.name == 'boiler'", kind: 'rule' });
     assert.equal(rule.status, 200, rule.text);
-    assert.deepEqual(rule.body, { valid: true });
+    assert.deepEqual(rule.body, { valid: true, metrics: ['temperature'] });
     const group = await validate({ expression: "tags contains 'boiler'", kind: 'group' });
     assert.deepEqual(group.body, { valid: true });
+  });
+
+  it('when a rule condition is valid then the answer lists the metrics it reads, once each, nested paths dotted, thing fields left out', async () => {
+    const rule = await validate({
+      expression: "machine.status == 'on' and (temperature > 80 or temperature < 2) and thing.tags contains 'x'",
+      kind: 'rule',
+    });
+    assert.equal(rule.status, 200, rule.text);
+    assert.deepEqual(rule.body, { valid: true, metrics: ['machine.status', 'temperature'] });
+    const none = await validate({ expression: "thing.name == 'boiler'", kind: 'rule' });
+    assert.deepEqual(none.body, { valid: true, metrics: [] });
   });
 
   it('when the text is malformed then a 400 names the position, as a save would', async () => {

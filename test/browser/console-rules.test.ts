@@ -287,6 +287,44 @@ for (const store of STORES) {
       await page.getByRole('button', { name: 'Cancel', exact: true }).click();
     });
 
+    it('when a condition names a metric the chosen template lacks then the hint under it says which, with the metrics it has, and says it no more once the name is right', async () => {
+      const made = await api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: {
+          thing_template: {
+            name: 'Kiln template',
+            metrics: [
+              { name: 'temperature', data_type: 'number' },
+              { name: 'machine.status', data_type: 'string' },
+            ],
+          },
+        },
+      });
+      assert.equal(made.status, 200, made.text);
+      await openRules();
+      await page.getByRole('button', { name: 'New rule', exact: true }).click();
+      const hint = () =>
+        field('Condition').evaluate(
+          (input) =>
+            input.ownerDocument.getElementById(input.getAttribute('aria-describedby')?.split(' ')[0] ?? '')
+              ?.textContent ?? '',
+        );
+      await field('Condition').fill("temperatur > 80 and machine.status == 'on' and thing.name != ''");
+      await page.getByText('The condition is valid.', { exact: true }).waitFor();
+      assert.equal(await hint(), 'The condition is valid.', 'without a template nothing is said of metrics');
+      await field('Template').selectOption({ label: 'Kiln template' });
+      await page.getByText("has no metric 'temperatur'").waitFor();
+      assert.equal(
+        await hint(),
+        "The condition is valid, but the template Kiln template has no metric 'temperatur', so its things' events never meet it (its metrics: temperature, machine.status).",
+      );
+      await shot('condition-metric-missing');
+      await field('Condition').fill("temperature > 80 and machine.status == 'on'");
+      await page.getByText("has no metric 'temperatur'").waitFor({ state: 'detached' });
+      assert.equal(await hint(), 'The condition is valid.');
+      await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    });
+
     it('when the rule form has been used then the page reported no uncaught error and no refusal', () => {
       assert.deepEqual(problems, []);
     });

@@ -366,7 +366,7 @@ export interface paths {
         put?: never;
         /**
          * Check a rule condition or group expression
-         * @description Answers {"valid": true}, or a 400 whose message names the position of the first problem.
+         * @description Answers {"valid": true} (for a rule condition with the metrics it reads), or a 400 whose message names the position of the first problem.
          */
         post: operations["postExpressionsValidate"];
         delete?: never;
@@ -4493,6 +4493,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description kind rule: the metric names the condition reads (its bare names, dotted paths as written), in order of first use */
+                        metrics?: string[];
                         /** @enum {boolean} */
                         valid: true;
                     };

@@ -16,7 +16,11 @@ export interface ExpressionCheck {
   /** The API's message about the expression, or undefined while it is valid, empty or being checked. */
   message: string | undefined;
   valid: boolean;
+  /** A valid rule condition's metrics (dotted paths), in order of first use; else none. */
+  metrics: string[];
 }
+
+const unchecked: ExpressionCheck = { message: undefined, valid: false, metrics: [] };
 
 /**
  * Checks an expression through the API as it is typed (`POST /api/v3/expressions/validate`,
@@ -25,16 +29,16 @@ export interface ExpressionCheck {
  */
 export function useExpressionCheck(expression: string, kind: 'rule' | 'group'): ExpressionCheck {
   const settled = useDebounced(expression, 200);
-  const [state, setState] = useState<ExpressionCheck>({ message: undefined, valid: false });
+  const [state, setState] = useState<ExpressionCheck>(unchecked);
   useEffect(() => {
     if (settled.trim() === '') {
-      setState({ message: undefined, valid: false });
+      setState(unchecked);
       return;
     }
     let current = true;
     answerByField(api.POST('/api/v3/expressions/validate', { body: { expression: settled, kind } })).then(
-      () => current && setState({ message: undefined, valid: true }),
-      (failure) => current && setState({ message: aboutExpression(failure), valid: false }),
+      (answer) => current && setState({ message: undefined, valid: true, metrics: answer.metrics ?? [] }),
+      (failure) => current && setState({ ...unchecked, message: aboutExpression(failure) }),
     );
     return () => {
       current = false;

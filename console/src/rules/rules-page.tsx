@@ -13,6 +13,7 @@ import { GroupSelect, loadGroups } from '../components/group-select.tsx';
 import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
 import { type ThingChoice, ThingCombobox } from '../components/thing-combobox.tsx';
 import { useLoad } from '../components/use-load.ts';
+import { validConditionHint } from './condition-hint.ts';
 
 type Rule = paths['/api/v3/rules']['get']['responses'][200]['content']['application/json']['rules'][number];
 type Trigger = 'on_enter' | 'every_event' | 'no_data';
@@ -223,7 +224,10 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
         label="Condition"
         hint={
           check.valid
-            ? 'The condition is valid.'
+            ? validConditionHint(
+                check.metrics,
+                templates.data?.find((t) => t.thing_template_key === template),
+              )
             : conditionOptional
               ? "Optional for a no_data rule: when given, it is checked against the thing's last event"
               : "Metrics and thing.<field>, e.g. temperature > 80 and thing.name == 'boiler'"
