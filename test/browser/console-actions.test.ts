@@ -90,6 +90,8 @@ for (const store of STORES) {
       await field('Method').selectOption('PUT');
       await field('Headers').fill('{"X-Kiln": "1"}');
       await field('Body').fill('{"alert": "$THING$"}');
+      // An HTTP body takes $THING$ only, unlike an SMS body or an alert message: the hint says so.
+      assert.match(await descriptionOf(field('Body')), /\$THING\$ replaced by the thing key \(no other placeholders\)/);
       await page.getByRole('button', { name: 'Save', exact: true }).click();
       const refusal = await api.request('POST', '/api/v3/notification_actions', {
         token,
@@ -128,6 +130,7 @@ for (const store of STORES) {
       await field('Name').fill('Night shift');
       await field('Phone number').fill('+15550100');
       await field('Body').fill('Kiln too hot');
+      assert.match(await descriptionOf(field('Body')), /placeholders as in an alert message/);
       await save('New action');
       const stored = await storedActions();
       const properties = stored.find((a) => a.type === 'ThingUserDefinedPropertiesAction');

@@ -28,6 +28,15 @@ const HINTS: Partial<Record<FieldName, string>> = {
   query: 'a JSON object of text values',
 };
 
+/** What a body is for each kind that has one (docs/rules.md, "What each action does when its rule fires"). */
+const BODY_HINTS: Partial<Record<ActionType, string>> = {
+  CallHttpUrlAction:
+    'sent as written, with $THING$ replaced by the thing key (no other placeholders); empty: JSON of the rule, thing, event and alert; never sent with GET',
+  ThingUserDefinedPropertiesAction: 'JSON: {"user_defined_properties": {"mode": "eco"}}',
+  SMSNotificationAction:
+    'the message, with placeholders as in an alert message ({{temperature}}, {{thing.name}}); empty: the alert message',
+};
+
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /** The API's name of a field (`notification_action.url`), by which its refusal is said under it. */
@@ -149,11 +158,7 @@ export function ActionForm(props: {
         <Field
           key={`${type}-${field}`}
           label={LABELS[field]}
-          hint={
-            field === 'body' && type === 'ThingUserDefinedPropertiesAction'
-              ? 'JSON: {"user_defined_properties": {"mode": "eco"}}'
-              : HINTS[field]
-          }
+          hint={field === 'body' ? BODY_HINTS[type] : HINTS[field]}
           error={submit.of(P(field))}
         >
           {(id, describedBy, invalid) =>
