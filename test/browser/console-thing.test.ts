@@ -277,6 +277,43 @@ for (const store of STORES) {
       await shot('out-of-order');
     });
 
+    it('when the last 5 minutes are chosen then the chart asks for those 5 minutes, draws their events and follows live ones', async () => {
+      const thingKey = unique('quick');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Quick sensor' })).status, 200);
+      const now = Date.now();
+      // Every few seconds for 20 minutes: the last 5 minutes hold 3 of the 5 events.
+      const minutesAgo = [20, 10, 4, 2, 0.5];
+      const events = minutesAgo.map((ago, i) => ({
+        thing_key: thingKey,
+        timestamp: now - ago * 60_000,
+        data: { flow: 10 + i },
+      }));
+      await send({ events });
+      await openThing(thingKey, 'Quick sensor');
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await chart.getByText('5 points · flow', { exact: true }).waitFor();
+      const range = chart.getByLabel('Range', { exact: true });
+      assert.equal(await range.inputValue(), 'Last hour', 'the last hour is shown first');
+      assert.deepEqual((await range.locator('option').allTextContents()).slice(0, 3), [
+        'Last 5 minutes',
+        'Last 15 minutes',
+        'Last hour',
+      ]);
+      const asked = page.waitForRequest((request) => request.url().endsWith('/api/v3/query/thing_data'));
+      await range.selectOption('Last 5 minutes');
+      const body = JSON.parse((await asked).postData() ?? '{}');
+      assert.equal(body.to - body.from, 300, `the window asked for: ${JSON.stringify(body)}`);
+      assert.ok(Math.abs(body.to - Date.now() / 1000) < 30, 'ending now');
+      await chart.getByText('3 points · flow', { exact: true }).waitFor();
+      await legendAt('left', '12');
+      await legendAt('right', '14');
+      // A device sending every few seconds is followed live in the short range too.
+      await send({ thing_key: thingKey, data: { flow: 15.5 } });
+      await chart.getByText('4 points · flow', { exact: true }).waitFor();
+      await legendAt('right', '15.5');
+      await shot('last-5-minutes');
+    });
+
     it('when a live event carries a nested metric then its value is drawn', async () => {
       const thingKey = unique('press');
       assert.equal((await device.register({ thing_key: thingKey, name: 'Press' })).status, 200);

@@ -56,6 +56,11 @@ export function Chart(props: {
   height?: number;
   /** The time axis spans at least this range (epoch seconds), however few points there are. */
   span?: [number, number];
+  /**
+   * A live range: at each draw the span slides to end now, keeping its width, so that a range of the
+   * last 5 minutes still shows 5 minutes, not all since the page was opened.
+   */
+  slide?: boolean;
 }) {
   const box = useRef<HTMLDivElement>(null);
   const made = useRef<uPlot | undefined>(undefined);
@@ -69,6 +74,7 @@ export function Chart(props: {
     const element = box.current;
     if (!element) return;
     const span = props.span;
+    const slide = props.slide;
     // A metric keeps its colour whatever the range shows of the others: colours go by name order.
     const byName = [...columns.metrics].sort();
     // Declared before the plot, whose first cursor hook may run while it is made.
@@ -135,9 +141,11 @@ export function Chart(props: {
     // uPlot spreads a single point over years: the axis is set to the span and the points beyond it.
     const fit = () => {
       if (!span) return;
+      const now = Date.now() / 1000;
+      const [start, end] = slide ? [now - (span[1] - span[0]), Math.max(now, span[1])] : span;
       const last = columns.x.length - 1;
-      const from = Math.min(span[0], columns.x[0] ?? span[0]);
-      plot.setScale('x', { min: from, max: Math.max(span[1], columns.x[last] ?? span[1]) });
+      const from = Math.min(start, columns.x[0] ?? start);
+      plot.setScale('x', { min: from, max: Math.max(end, columns.x[last] ?? end) });
     };
     fit();
     showLatest();
@@ -163,7 +171,7 @@ export function Chart(props: {
       made.current = undefined;
     };
     // A new chart for a new set of metrics or new columns; values that change only redraw.
-  }, [shape, columns, props.span?.[0], props.span?.[1]]);
+  }, [shape, columns, props.span?.[0], props.span?.[1], props.slide]);
   useEffect(() => {
     const plot = made.current;
     const element = box.current;

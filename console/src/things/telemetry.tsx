@@ -1,6 +1,6 @@
 /**
  * A thing's `Telemetry` panel: the chart of a range (docs/console.md, "A thing"), read from
- * thing_data or thing_aggregated_data, with live events added to the last hour.
+ * thing_data or thing_aggregated_data, with live events added to the ranges of an hour or less.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api, messageOf } from '../api/client.ts';
@@ -9,15 +9,22 @@ import { Field } from '../components/field.tsx';
 import { countOf } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
 
-/** Ranges of the picker: raw events up to six hours, averages per bucket beyond. */
+/**
+ * Ranges of the picker: raw events up to six hours, averages per bucket beyond. The last 5 and 15
+ * minutes are a closer look at a device that sends every few seconds; they, and the last hour (shown
+ * first), follow live events.
+ */
 export const RANGES = [
-  { label: 'Last hour', seconds: 3600 },
+  { label: 'Last 5 minutes', seconds: 300, live: true },
+  { label: 'Last 15 minutes', seconds: 900, live: true },
+  { label: 'Last hour', seconds: 3600, live: true },
   { label: 'Last 6 hours', seconds: 6 * 3600 },
   { label: 'Last 24 hours', seconds: 86400, grouping: 'minute', every: 5 },
   { label: 'Last 7 days', seconds: 7 * 86400, grouping: 'hour', every: 1 },
   { label: 'Last 30 days', seconds: 30 * 86400, grouping: 'hour', every: 6 },
 ] as const;
 type Range = (typeof RANGES)[number];
+const FIRST_RANGE = RANGES[2];
 
 /**
  * Events of a raw range drawn one by one at most, read as one page of thing_data (its largest); a
@@ -67,7 +74,7 @@ export function Telemetry({
   declared: string[] | undefined;
   onUndeclared: (metrics: string[]) => void;
 }) {
-  const [range, setRange] = useState<Range>(RANGES[0]);
+  const [range, setRange] = useState<Range>(FIRST_RANGE);
   const [columns, setColumns] = useState<Columns | undefined>();
   const [grouped, setGrouped] = useState(false);
   const [error, setError] = useState<string | undefined>();
@@ -117,7 +124,7 @@ export function Telemetry({
       setCount(loaded.x.length);
     };
     const stop =
-      range === RANGES[0]
+      'live' in range
         ? realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
             if (message.type !== 'event') return;
             if (loaded) add(message);
@@ -154,7 +161,7 @@ export function Telemetry({
           <select
             id={id}
             value={range.label}
-            onChange={(e) => setRange(RANGES.find((r) => r.label === e.currentTarget.value) ?? RANGES[0])}
+            onChange={(e) => setRange(RANGES.find((r) => r.label === e.currentTarget.value) ?? FIRST_RANGE)}
           >
             {RANGES.map((r) => (
               <option key={r.label} value={r.label}>
@@ -169,7 +176,9 @@ export function Telemetry({
           {error}
         </p>
       )}
-      {columns && columns.metrics.length > 0 && <Chart columns={columns} handle={chart} span={span} />}
+      {columns && columns.metrics.length > 0 && (
+        <Chart columns={columns} handle={chart} span={span} slide={'live' in range} />
+      )}
       {columns && (
         <p class="chart-caption">
           {columns.metrics.length === 0
