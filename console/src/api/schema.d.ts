@@ -711,7 +711,7 @@ export interface paths {
         put?: never;
         /**
          * Count, sum, min, max and avg of numeric metrics across many things, overall and per time bucket
-         * @description The things of thing_keys, group_key or thing_template_key (one of them; none: every thing the caller can read). Answer: {"thing_count", "summary_result", "time_grouped_result" (with time_grouping)}, each bucket present, an empty one with count 0, sum 0 and null min, max and avg.
+         * @description The things of thing_keys (or thing_key, one thing), group_key or thing_template_key (one of them; none: every thing the caller can read). Answer: {"thing_count", "summary_result", "time_grouped_result" (with time_grouping)}, each bucket present, an empty one with count 0, sum 0 and null min, max and avg.
          */
         post: operations["postQueryFleetAggregatedData"];
         delete?: never;
@@ -1134,7 +1134,7 @@ export interface paths {
         };
         /**
          * What the caller's organisation uses
-         * @description Things, events stored today and this month (by receipt, UTC), user API requests today (as the rate limit counts them), events refused today past its events-a-second limits, and an estimate of the storage its things and events take.
+         * @description Things, events stored today and this month (by receipt, UTC), user API requests today (as the rate limit counts them), events refused today past its events-a-second limits, an estimate of the storage its things and events take, and the events-a-second limit it is under (its own, or the server default).
          */
         get: operations["getUsage"];
         put?: never;
@@ -1666,6 +1666,13 @@ export interface components {
             api_requests_today: number;
             /** @description events refused since midnight UTC (429) past the organisation’s or a key pair’s events-a-second limit (docs/operations.md) */
             events_limited_today: number;
+            /** @description the events a second the organisation’s devices and users may send together (each instance counts its own), beyond which 429; 0: no limit */
+            events_per_second_limit: number;
+            /**
+             * @description organisation: its own events_per_second, set by its parent; server_default: it has none, and the server’s EVENTS_PER_SECOND_PER_ORGANISATION applies
+             * @enum {string}
+             */
+            events_per_second_limit_source: "organisation" | "server_default";
             /** @description events received since the first of the month, UTC */
             events_stored_this_month: number;
             /** @description events received since midnight UTC */
@@ -7410,7 +7417,9 @@ export interface operations {
                      * @default false
                      */
                     pretty?: boolean;
-                    /** @description these things (one of thing_keys, group_key, thing_template_key) */
+                    /** @description one thing: the same as thing_keys [thing_key]; not with thing_keys */
+                    thing_key?: string;
+                    /** @description these things (one of thing_keys, thing_key, group_key, thing_template_key) */
                     thing_keys?: string[];
                     /** @description the template's things */
                     thing_template_key?: string;
@@ -7520,6 +7529,8 @@ export interface operations {
                      * @default false
                      */
                     pretty?: boolean;
+                    /** @description one thing: the same as thing_keys [thing_key]; not with thing_keys */
+                    thing_key?: string;
                     /** @description default: every thing the caller can read */
                     thing_keys?: string[];
                     /**
