@@ -788,25 +788,40 @@ for (const store of STORES) {
       assert.equal(created.status, 200, created.text);
       const key = created.body.dashboard.dashboard_key;
 
-      /** What of a widget's legend lies outside the widget, and whether the widget itself scrolls. */
-      const legendOf = (title: string) =>
-        region(title).evaluate((widget) => {
+      /**
+       * What of a widget's legend lies outside the widget, and whether the widget itself scrolls. Written
+       * as text: functions tsx compiles carry helpers (`__name`) the page lacks.
+       */
+      const legendOf = (
+        title: string,
+      ): Promise<{
+        labels: string[];
+        legendOutside: boolean;
+        cellsOutside: string[];
+        legendScrolls: boolean;
+        legendFocusable: boolean;
+        widgetScrolls: boolean;
+      }> =>
+        page.evaluate(`(() => {
+          const widget = [...document.querySelectorAll('section.widget')].find(
+            (section) => section.querySelector('h2')?.textContent === ${JSON.stringify(title)},
+          );
           const box = widget.getBoundingClientRect();
-          const legend = widget.querySelector('.u-legend') as any;
-          const outside = (element: any) => {
+          const legend = widget.querySelector('.u-legend');
+          const outside = (element) => {
             const r = element.getBoundingClientRect();
             return r.top < box.top || r.left < box.left || r.right > box.right + 0.5 || r.bottom > box.bottom + 0.5;
           };
-          const cells = [...widget.querySelectorAll('.u-legend th, .u-legend td')] as any[];
+          const cells = [...widget.querySelectorAll('.u-legend th, .u-legend td')];
           return {
-            labels: [...widget.querySelectorAll('.u-legend .u-label')].map((l: any) => l.textContent),
+            labels: [...widget.querySelectorAll('.u-legend .u-label')].map((l) => l.textContent),
             legendOutside: legend ? outside(legend) : true,
             cellsOutside: cells.filter(outside).map((c) => c.textContent),
             legendScrolls: legend ? legend.scrollHeight > legend.clientHeight + 1 : false,
             legendFocusable: legend?.tabIndex === 0,
             widgetScrolls: widget.scrollHeight > widget.clientHeight + 1 || widget.scrollWidth > widget.clientWidth + 1,
           };
-        });
+        })()`);
       const labels = ['Time', ...[1, 2, 3].map((n) => `Simulated machine ${n} temperature`)];
       /** Waits for the charts to settle (a chart is made again once its legend is measured), then checks them. */
       const assertLegendsFit = async (where: string) => {
