@@ -4,7 +4,8 @@
  * widget's edge, whatever the widget's size, on a wide screen or a phone. When even the smallest chart
  * and the whole legend cannot fit (many lines in a small widget), the legend leaves out its time's line
  * first, so that what room there is shows the series (their colours and names); when it still cannot
- * fit, it scrolls in a box of its own, a whole number of lines high, which the keyboard reaches.
+ * fit, it scrolls in a box of its own, a whole number of lines high, which the keyboard reaches; and
+ * when the smallest chart and one line of it are more than the widget's room, the widget scrolls.
  *
  * On a phone the widgets stack in one column and a widget's height is a minimum (style.css): there
  * the chart is fitted to the room the widget's height leaves, but never drawn below a readable height,
@@ -48,6 +49,8 @@ export function useChartFit(box: { current: HTMLElement | null }, name: string, 
     const widget = element.closest<HTMLElement>('.widget');
     const least = widget ? Number.parseFloat(getComputedStyle(widget).minHeight) : Number.NaN;
     const grows = !!widget && least > 0;
+    // The room the widget gives, not what an earlier fit made the box hold (below).
+    element.style.minHeight = '';
     const room = element.clientHeight - (grows ? Math.max(0, widget.offsetHeight - least) : 0);
     const width = element.clientWidth;
     const resized = room !== state.current.room || width !== state.current.width;
@@ -75,6 +78,11 @@ export function useChartFit(box: { current: HTMLElement | null }, name: string, 
       legend.style.overflowY = 'auto';
       legend.tabIndex = 0;
       legend.setAttribute('aria-label', `Legend of ${name}`);
+      // Even then the smallest chart and a line of legend may need more than the room (a widget being
+      // edited gives its controls a part of it): the box is made to hold them, so that the caption
+      // below follows them rather than lying over the legend, and the widget scrolls as a whole.
+      const holds = chart + legend.offsetHeight;
+      if (holds > room) element.style.minHeight = `${holds}px`;
     }
     // A legend that grew shrinks the chart at once; one that shrank leaves it until the next new chart.
     if ((fresh || resized || chart < current.current) && Math.abs(chart - current.current) >= 2) setHeight(chart);
