@@ -3,7 +3,8 @@
  * "Pages" and "Dashboards"): a field the API refused has a border unlike a valid field's, thicker and
  * in the error's red, not its colour alone; `Connect a device` stands level with the buttons beside it
  * on the Things and Key pairs pages; a time series being edited keeps its caption clear of its
- * legend. axe-core finds no serious or critical violation on each. A
+ * legend; a things table at half a dashboard's width breaks its things' names between words, never
+ * inside one, and fits the widget's width. axe-core finds no serious or critical violation on each. A
  * screenshot of each goes to test-results/console/ (appearance-*.png). Layout does not depend on the
  * store: SQLite only.
  */
@@ -114,6 +115,51 @@ function captionOverlap(page: Page, title: string): Promise<string[]> {
   })()`);
 }
 
+/**
+ * How the text of each element `selector` finds inside `within` (a selector too) is broken into lines
+ * as drawn: its characters grouped by the line box each lies on.
+ */
+function drawnLines(page: Page, within: string, selector: string): Promise<string[][]> {
+  return page.evaluate(`(() => {
+    const within = document.querySelector(${JSON.stringify(within)});
+    return [...within.querySelectorAll(${JSON.stringify(selector)})].map((element) => {
+      const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+      const lines = [];
+      let line = '';
+      let last = null;
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (let i = 0; i < node.length; i++) {
+          const range = document.createRange();
+          range.setStart(node, i);
+          range.setEnd(node, i + 1);
+          const rect = range.getClientRects()[0];
+          if (rect && last !== null && rect.top > last + 2) {
+            lines.push(line);
+            line = '';
+          }
+          if (rect) last = rect.top;
+          line += node.data[i];
+        }
+      }
+      lines.push(line);
+      return lines;
+    });
+  })()`);
+}
+
+/**
+ * Words cut in two by a line's end: lines ending in a letter or digit and followed by one. A line
+ * ending in `_` or `-` ends at a break point, not inside a word.
+ */
+function cutWords(lines: string[][]): string[] {
+  return lines.flatMap((parts) =>
+    parts.slice(1).flatMap((next, i) => {
+      const before = parts[i] ?? '';
+      return /[\p{L}\p{N}]$/u.test(before) && /^[\p{L}\p{N}]/u.test(next) ? [parts.join(' | ')] : [];
+    }),
+  );
+}
+
 describe("the console's details of appearance", { skip: browserSkip || store.skip }, () => {
   let api: TestServer;
   let browser: Browser;
@@ -199,6 +245,33 @@ describe("the console's details of appearance", { skip: browserSkip || store.ski
     assert.deepEqual(found, [], "the caption's box and what it meets");
     await assertAccessible(page, 'a dashboard being edited');
     await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+  });
+
+  it("when a things table is half a dashboard wide then its things' and metrics' names break between words, never inside one", async () => {
+    await open(`dashboards/${dashboardKey}`, 'Plant room');
+    const table = page.getByRole('table', { name: 'Machines', exact: true });
+    for (const name of NAMES) await table.getByRole('link', { name, exact: true }).waitFor();
+    await shot('things-widget');
+    const names = await drawnLines(page, '.widget-things tbody', 'td:first-child a');
+    assert.deepEqual(
+      names.map((parts) => parts.join('')),
+      NAMES,
+      'the table names every thing, whole',
+    );
+    assert.ok(
+      names.some((parts) => parts.length > 1),
+      `no name wraps at this width, which tells nothing: ${JSON.stringify(names)}`,
+    );
+    assert.deepEqual(cutWords(names), [], "things' names cut inside a word");
+    const headings = await drawnLines(page, '.widget-things thead', 'th');
+    assert.deepEqual(cutWords(headings), [], 'column headings cut inside a word');
+    // And the columns fit the widget's width: no heading runs past its edge.
+    const widget = await page.getByRole('region', { name: 'Machines', exact: true }).evaluate((element) => ({
+      scroll: element.scrollWidth,
+      client: element.clientWidth,
+    }));
+    assert.ok(widget.scroll <= widget.client, `the table is ${widget.scroll} px wide in ${widget.client} px`);
+    await assertAccessible(page, 'a things table at half width');
   });
 
   it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {

@@ -8,6 +8,7 @@ import { answer, api } from '../api/client.ts';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { Failure } from '../components/failure.tsx';
+import { BreakableName } from '../components/name-breaks.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { countOf, showTime, showValue } from '../format.ts';
 import { realtime } from '../realtime.ts';
@@ -371,7 +372,7 @@ function ThingsWidget({ widget, chosen }: WidgetProps) {
             <th scope="col">Last event</th>
             {metrics.map((m) => (
               <th key={m} scope="col">
-                {m}
+                <BreakableName name={m} />
               </th>
             ))}
           </tr>
@@ -380,7 +381,9 @@ function ThingsWidget({ widget, chosen }: WidgetProps) {
           {things.map((t) => (
             <tr key={t.thing_key}>
               <td>
-                <Link to={`things/${segment(t.thing_key)}`}>{t.name}</Link>
+                <Link to={`things/${segment(t.thing_key)}`}>
+                  <BreakableName name={t.name} />
+                </Link>
               </td>
               <td class={t.alive ? 'online' : 'offline'}>{t.alive ? 'Online' : 'Offline'}</td>
               <td>{t.last_event ? showTime(t.last_event.timestamp) : ''}</td>
