@@ -1,4 +1,5 @@
 import type { ListQuery } from '../core/list-query.ts';
+import { engineOfDb } from '../store/dialect.ts';
 import { inOrganisations } from '../store/filters.ts';
 import { fetchPage } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
@@ -41,6 +42,32 @@ export function findDashboard(
     .where('dashboard_key', '=', key)
     .where(inOrganisations(organisationKeys))
     .executeTakeFirst();
+}
+
+/**
+ * Holds, to the end of the transaction, the organisation's turn at choosing a dashboard's name, so
+ * that two imports at once on PostgreSQL do not both take the same free name (SQLite writes one
+ * transaction at a time). Of the organisation's other writes, it holds up only a change of its own row.
+ */
+export async function lockNames(db: Executor, organisationKey: string): Promise<void> {
+  if (engineOfDb(db) !== 'postgres') return;
+  await db
+    .selectFrom('organisations')
+    .select('organisation_key')
+    .where('organisation_key', '=', organisationKey)
+    .forNoKeyUpdate()
+    .execute();
+}
+
+/** The names of an organisation's dashboards that start with `prefix` (counted in characters). */
+export async function namesStartingWith(db: Executor, organisationKey: string, prefix: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('dashboards')
+    .select('name')
+    .where('organisation_key', '=', organisationKey)
+    .where((eb) => eb(eb.fn('substr', ['name', eb.val(1), eb.val([...prefix].length)]), '=', prefix))
+    .execute();
+  return rows.map((r) => r.name);
 }
 
 export async function insertDashboard(db: Executor, row: DashboardRow): Promise<void> {

@@ -9,10 +9,18 @@ import {
   DashboardKeyParams,
   DashboardList,
   DashboardOne,
+  ImportDashboardParams,
   ListDashboardsParams,
   UpdateDashboardParams,
 } from './schemas.ts';
-import { createDashboard, deleteDashboard, listDashboards, requireDashboard, updateDashboard } from './service.ts';
+import {
+  createDashboard,
+  deleteDashboard,
+  importDashboard,
+  listDashboards,
+  requireDashboard,
+  updateDashboard,
+} from './service.ts';
 
 const tags = ['Dashboards'];
 
@@ -64,6 +72,21 @@ export function dashboardRoutes(store: Store): AnyRoute[] {
       response: DashboardOne,
       handler: async ({ params, principal, time, targetOrganisation }) => {
         const row = await createDashboard(store, actorOf(principal), await targetOrganisation(), params.dashboard);
+        return { dashboard: presentDashboard(row, time) };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/v3/dashboards/import',
+      tags,
+      summary: 'Import a dashboard',
+      description:
+        'Creates a dashboard from an exported one (the Dashboard object as answered, in {"dashboard": ...}), with new keys for it and its widgets. When a dashboard of the organisation already has its name, the copy is named "<name> (2)", "(3)", ..., the first no dashboard has.',
+      access: permission('dashboard', 'create'),
+      params: ImportDashboardParams,
+      response: DashboardOne,
+      handler: async ({ params, principal, time, targetOrganisation }) => {
+        const row = await importDashboard(store, actorOf(principal), await targetOrganisation(), params.dashboard);
         return { dashboard: presentDashboard(row, time) };
       },
     }),

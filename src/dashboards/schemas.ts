@@ -114,6 +114,17 @@ export const DashboardInput = Type.Object(
   { additionalProperties: false },
 );
 
+/** A dashboard as Export writes it (the Dashboard object): its keys and times are read and not kept. */
+export const ExportedDashboard = Type.Object(
+  {
+    ...DashboardInput.properties,
+    dashboard_key: Type.Optional(Type.String({ description: 'the exported dashboard’s; the copy gets a new one' })),
+    created_at: Type.Optional(Type.Union([Type.Integer(), Type.String()], { description: 'not kept' })),
+    updated_at: Type.Optional(Type.Union([Type.Integer(), Type.String()], { description: 'not kept' })),
+  },
+  { additionalProperties: false },
+);
+
 export const DashboardChanges = Type.Object(
   {
     name: Type.Optional(fields.name),
@@ -137,6 +148,11 @@ export const CreateDashboardParams = Type.Object({
   ...CommonParams,
   ...ChildOrganisationParams,
   dashboard: DashboardInput,
+});
+export const ImportDashboardParams = Type.Object({
+  ...CommonParams,
+  ...ChildOrganisationParams,
+  dashboard: ExportedDashboard,
 });
 export const UpdateDashboardParams = Type.Object({
   ...CommonParams,

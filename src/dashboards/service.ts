@@ -97,10 +97,64 @@ function checkSize(row: DashboardRow): void {
   }
 }
 
-export async function createDashboard(store: Store, actor: Actor, organisationKey: string, input: DashboardInput) {
+/** The longest name a dashboard may have (schemas.ts). */
+export const MAX_DASHBOARD_NAME = 200;
+
+/**
+ * `name`, or if a dashboard of the organisation has it, the first of `Name (2)`, `Name (3)`, ... that
+ * none has; a name already ending in ` (n)` counts on from its stem (`Name (2)` gives `Name (3)`).
+ */
+async function distinctName(db: Executor, organisationKey: string, name: string): Promise<string> {
+  const stem = /^(.*\S) \([1-9][0-9]{0,8}\)$/.exec(name)?.[1] ?? name;
+  // Lengths in characters, as the schema and the store count them. A long stem is shortened so that
+  // the number still fits: every name tried starts with that prefix.
+  const characters = [...stem];
+  const prefix = characters.slice(0, MAX_DASHBOARD_NAME - ' (999999999)'.length).join('');
+  await dashboards.lockNames(db, organisationKey);
+  const taken = new Set(await dashboards.namesStartingWith(db, organisationKey, prefix));
+  if (!taken.has(name)) return name;
+  for (let n = 2; ; n++) {
+    const suffix = ` (${n})`;
+    const candidate = `${characters.length + suffix.length > MAX_DASHBOARD_NAME ? prefix : stem}${suffix}`;
+    if (!taken.has(candidate)) return candidate;
+  }
+}
+
+/** Widgets of an exported dashboard without their keys: an imported copy's widgets get new ones. */
+const withoutWidgetKeys = (widgets: readonly Record<string, unknown>[]) =>
+  widgets.map((widget) => {
+    if (widget === null || typeof widget !== 'object' || Array.isArray(widget)) return widget;
+    const { widget_key: _, ...rest } = widget;
+    return rest;
+  });
+
+/**
+ * A dashboard from another's export (the API's Dashboard object): created anew, with new keys for it
+ * and its widgets, under a name none of the organisation's dashboards has (`Name (2)`), so that a list
+ * tells the copy from the dashboard it was exported from.
+ */
+export function importDashboard(store: Store, actor: Actor, organisationKey: string, exported: DashboardInput) {
+  const input: DashboardInput = {
+    name: exported.name,
+    description: exported.description,
+    time_range: exported.time_range,
+    variables: exported.variables,
+    widgets: exported.widgets && withoutWidgetKeys(exported.widgets),
+  };
+  return createDashboard(store, actor, organisationKey, input, { distinctName: true });
+}
+
+export async function createDashboard(
+  store: Store,
+  actor: Actor,
+  organisationKey: string,
+  input: DashboardInput,
+  options: { distinctName?: boolean } = {},
+) {
   checkTimeRange(input.time_range);
   return store.transaction(async (tx) => {
     const now = Date.now();
+    const name = options.distinctName ? await distinctName(tx, organisationKey, input.name) : input.name;
     const columns = await checkedColumns(tx, organisationKey, input.variables ?? [], input.widgets ?? [], {
       variables: true,
       widgets: true,
@@ -108,7 +162,7 @@ export async function createDashboard(store: Store, actor: Actor, organisationKe
     const row: DashboardRow = {
       dashboard_key: newKey(),
       organisation_key: organisationKey,
-      name: input.name,
+      name,
       description: input.description ?? null,
       time_range: JSON.stringify(input.time_range ?? DEFAULT_TIME_RANGE),
       ...columns,
