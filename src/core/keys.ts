@@ -3,6 +3,7 @@
  * make a repeat practically impossible, and the stores' unique constraints catch one anyway.
  */
 import { randomBytes } from 'node:crypto';
+import { namedPattern } from './http/pattern-messages.ts';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 // 252 is the largest multiple of 36 below 256: rejecting bytes above it keeps every character equally likely.
@@ -22,5 +23,8 @@ export function newKey(length = 10): string {
 /** Random lowercase letters and digits, e.g. for key pair access keys and license keys. */
 export const newSecretKey = (length = 40): string => newKey(length);
 
+/** What a refused client key is told. */
+export const CLIENT_KEY_RULE = 'must be 1-64 characters of A-Za-z0-9._-';
+
 /** A key a client may choose for a thing: 1-64 characters of A-Za-z0-9._- */
-export const CLIENT_KEY_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
+export const CLIENT_KEY_PATTERN = namedPattern('^[A-Za-z0-9._-]{1,64}$', CLIENT_KEY_RULE);

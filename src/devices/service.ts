@@ -4,7 +4,7 @@
 import { type DeviceAlert, receiveDeviceAlert } from '../alerts/service.ts';
 import { actorOf } from '../audit/recorder.ts';
 import { ApiError, invalidParam, requiredParam } from '../core/errors.ts';
-import { CLIENT_KEY_PATTERN } from '../core/keys.ts';
+import { CLIENT_KEY_PATTERN, CLIENT_KEY_RULE } from '../core/keys.ts';
 import { requirePermission } from '../core/permissions.ts';
 import type { Principal } from '../core/principal.ts';
 import type { EventIngest, IncomingEvent } from '../events/ingest.ts';
@@ -79,7 +79,7 @@ export class DeviceService {
     if (existing) return this.updateRegistered(principal, key, changes, existing);
     // The keys a client may choose through the REST API: a thing's key is part of its instruction topic,
     // where `/`, `+` or `#` would change what the topic means.
-    if (!CLIENT_KEY.test(key)) throw invalidParam('thing_key', 'must be 1-64 characters of A-Za-z0-9._-');
+    if (!CLIENT_KEY.test(key)) throw invalidParam('thing_key', CLIENT_KEY_RULE);
     requirePermission(principal, 'thing', 'create');
     const template = await findDefaultTemplate(this.store.db, principal.organisationKey);
     if (!template) throw new ApiError(500, [{ code: 'internal', message: 'the organisation has no Default template' }]);

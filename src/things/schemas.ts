@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { ListResponse, type ListSpec, listParams, OneResponse } from '../core/http/list.ts';
+import { namedPattern } from '../core/http/pattern-messages.ts';
 import { ChildOrganisationParams, CommonParams, Key, OemParams, TagsInput } from '../core/http/schema.ts';
 import { CLIENT_KEY_PATTERN } from '../core/keys.ts';
 
@@ -30,7 +31,7 @@ export const Thing = Type.Object({
 
 const Coordinates = Type.Unsafe<(number | string)[] | null>({
   type: ['array', 'null'],
-  items: { type: ['number', 'string'], pattern: '^-?\\d+(\\.\\d+)?$' },
+  items: { type: ['number', 'string'], pattern: namedPattern('^-?\\d+(\\.\\d+)?$', 'must be a number (12.5, -3)') },
   minItems: 2,
   maxItems: 2,
   description: '[latitude, longitude] as numbers or numeric text',

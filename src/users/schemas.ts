@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { ListResponse, type ListSpec, listParams, OneResponse } from '../core/http/list.ts';
+import { namedPattern } from '../core/http/pattern-messages.ts';
 import { ChildOrganisationParams, CommonParams, Key, OemParams } from '../core/http/schema.ts';
 
 export const User = Type.Object({
@@ -12,7 +13,11 @@ export const User = Type.Object({
   updated_at: Type.Union([Type.Integer(), Type.String()]),
 });
 
-const Email = Type.String({ minLength: 3, maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+$' });
+const Email = Type.String({
+  minLength: 3,
+  maxLength: 254,
+  pattern: namedPattern('^[^\\s@]+@[^\\s@]+$', 'must be an e-mail address, such as ops@example.com'),
+});
 const Password = Type.String({ minLength: 8, maxLength: 256, description: 'never returned' });
 const UserName = Type.String({ maxLength: 200 });
 const TimeZone = Type.String({ minLength: 1, maxLength: 100, description: 'IANA or Rails-style name' });

@@ -8,6 +8,7 @@ import type { TObject } from '@sinclair/typebox';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { DECIMAL_EXAMPLES, readDecimal } from '../decimal.ts';
 import { ApiError, type ErrorItem } from '../errors.ts';
+import { patternMessage } from './pattern-messages.ts';
 
 /** The keyword `refusingBooleans` adds: a JSON true or false is refused where a number (or null) is declared. */
 const NOT_BOOLEAN = 'notBoolean';
@@ -306,6 +307,12 @@ function toErrorItem(error: ErrorObject): ErrorItem {
       };
     case 'anyOf':
       return { code: 'invalid', param: base, message: 'has a value of the wrong type or outside its allowed set' };
+    case 'pattern':
+      return {
+        code: 'invalid',
+        param: base,
+        message: patternMessage(String(error.params.pattern)) ?? error.message ?? 'is invalid',
+      };
     case NOT_BOOLEAN:
       return { code: 'invalid', param: base, message: 'must be a number, not true or false' };
     case DECIMAL_NUMBER:
