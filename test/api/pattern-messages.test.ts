@@ -13,18 +13,17 @@ describeOnStores('refusals of a value of the wrong form', (ctx) => {
     return answer.body.errors.find((e: { param: string }) => e.param === param);
   };
 
-  it('when a thing key holds other characters then it is told which characters a key takes, as a device registering it is', async () => {
+  /** Creates a thing of the Default template with `fields`, as the admin. */
+  const createThing = async (fields: object) => {
     const token = await ctx.api.adminToken();
-    const made = await ctx.api.request('POST', '/api/v3/things', {
+    return ctx.api.request('POST', '/api/v3/things', {
       token,
-      body: {
-        thing: {
-          name: 'Boiler',
-          thing_key: 'not a key!',
-          thing_template_key: await defaultTemplateKey(ctx.api, token),
-        },
-      },
+      body: { thing: { name: 'Boiler', thing_template_key: await defaultTemplateKey(ctx.api, token), ...fields } },
     });
+  };
+
+  it('when a thing key holds other characters then it is told which characters a key takes', async () => {
+    const made = await createThing({ thing_key: 'not a key!' });
     assert.deepEqual(itemOf(made, 'thing.thing_key'), {
       code: 'invalid',
       param: 'thing.thing_key',
@@ -34,17 +33,7 @@ describeOnStores('refusals of a value of the wrong form', (ctx) => {
   });
 
   it('when a coordinate is text that is not a number then it is told so', async () => {
-    const token = await ctx.api.adminToken();
-    const made = await ctx.api.request('POST', '/api/v3/things', {
-      token,
-      body: {
-        thing: {
-          name: 'Boiler',
-          coordinates: ['north', 3],
-          thing_template_key: await defaultTemplateKey(ctx.api, token),
-        },
-      },
-    });
+    const made = await createThing({ coordinates: ['north', 3] });
     assert.equal(itemOf(made, 'thing.coordinates.0')?.message, 'must be a number (12.5, -3)');
   });
 
