@@ -27,8 +27,8 @@ type Border = { color: string; width: string; shadow: string };
 
 function borderOf(control: Locator): Promise<Border> {
   return control.evaluate((element) => {
-    const style = getComputedStyle(element);
-    return { color: style.borderTopColor, width: style.borderTopWidth, shadow: style.boxShadow };
+    const style = element.ownerDocument.defaultView?.getComputedStyle(element);
+    return { color: style?.borderTopColor ?? '', width: style?.borderTopWidth ?? '', shadow: style?.boxShadow ?? '' };
   });
 }
 
