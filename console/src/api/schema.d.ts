@@ -313,6 +313,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v3/dashboards/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a dashboard
+         * @description Creates a dashboard from an exported one (the Dashboard object as answered, in {"dashboard": ...}), with new keys for it and its widgets. When a dashboard of the organisation already has its name, the copy is named "<name> (2)", "(3)", ..., the first no dashboard has.
+         */
+        post: operations["postDashboardsImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v3/demo": {
         parameters: {
             query?: never;
@@ -4117,6 +4137,127 @@ export interface operations {
             };
             /** @description no such resource in the organisations the caller can see */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the organisation's API rate limit is reached for this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the minute ends */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDashboardsImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "dashboard": {
+                 *         "name": "Boiler room"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description create the resource in this child organisation */
+                    child_organisation_key?: string;
+                    dashboard: {
+                        /** @description not kept */
+                        created_at?: number | string;
+                        /** @description the exported dashboard’s; the copy gets a new one */
+                        dashboard_key?: string;
+                        description?: string | null;
+                        name: string;
+                        /** @description the time range the widgets share: {"last": "1h"} or {"from", "to"} in epoch seconds */
+                        time_range?: {
+                            /** @description the last n minutes, hours or days: 15m, 1h, 7d */
+                            last: string;
+                        } | {
+                            /** @description epoch seconds */
+                            from: number;
+                            /** @description epoch seconds, not before from */
+                            to: number;
+                        };
+                        /** @description not kept */
+                        updated_at?: number | string;
+                        variables?: {
+                            /** @description a letter or _, then letters, digits or _ */
+                            name: string;
+                            /** @description the template of the things the variable chooses from */
+                            thing_template_key: string;
+                        }[];
+                        /** @description at most 50; the whole dashboard at most 256 KiB of JSON */
+                        widgets?: Record<string, never>[];
+                    };
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
+                    /**
+                     * @description indent the JSON answer with two spaces
+                     * @default false
+                     */
+                    pretty?: boolean;
+                    /**
+                     * @description synonym of timestamp_format
+                     * @enum {string}
+                     */
+                    time_format?: "int" | "str";
+                    /** @description IANA (Asia/Kolkata) or Rails-style (Mumbai) zone name; default the user zone */
+                    time_zone?: string;
+                    /**
+                     * @description int = epoch seconds (default); str = yyyy/mm/dd hh:mm:ss in the time zone
+                     * @enum {string}
+                     */
+                    timestamp_format?: "int" | "str";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        dashboard: components["schemas"]["Dashboard"];
+                    };
+                };
+            };
+            /** @description a parameter is missing, malformed or outside its allowed values */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid X-Auth-Token (or device signature) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the role lacks this operation's permission */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
