@@ -4,7 +4,8 @@
  * in the error's red, not its colour alone; `Connect a device` stands level with the buttons beside it
  * on the Things and Key pairs pages; a time series being edited keeps its caption clear of its
  * legend; a things table at half a dashboard's width breaks its things' names between words, never
- * inside one, and fits the widget's width. axe-core finds no serious or critical violation on each. A
+ * inside one, and fits the widget's width; and a dashboard legend that scrolls shows that it does.
+ * axe-core finds no serious or critical violation on each. A
  * screenshot of each goes to test-results/console/ (appearance-*.png). Layout does not depend on the
  * store: SQLite only.
  */
@@ -59,7 +60,8 @@ const NAMES = [
 
 /**
  * A dashboard `Plant room` of four things of a template `Plant` with a few minutes of readings each:
- * a time series of two metrics, and a things table with the same two as columns, each half its width.
+ * a time series of two metrics and a things table with the same two as columns, each half its width,
+ * and below them a time series as short as it can be.
  */
 async function plantRoom(api: TestServer): Promise<string> {
   const token = await api.adminToken();
@@ -86,6 +88,14 @@ async function plantRoom(api: TestServer): Promise<string> {
       widgets: [
         { type: 'timeseries', title: 'Temperatures', source, metrics: METRICS.slice(0, 2), layout: layout(0) },
         { type: 'things', title: 'Machines', source, metrics: METRICS.slice(0, 2), layout: layout(6) },
+        // As short as the grid lets a time series be: eight lines of legend do not fit, and scroll.
+        {
+          type: 'timeseries',
+          title: 'Small chart',
+          source,
+          metrics: METRICS.slice(0, 2),
+          layout: { x: 0, y: 4, w: 6, h: 3 },
+        },
       ],
     },
   });
@@ -228,6 +238,36 @@ describe("the console's details of appearance", { skip: browserSkip || store.ski
     }));
     assert.ok(widget.scroll <= widget.client, `the table is ${widget.scroll} px wide in ${widget.client} px`);
     await assertAccessible(page, 'a things table at half width');
+  });
+
+  it('when a legend has more lines than its box then it shows that it scrolls: a shadow at the edge and a scrollbar', async () => {
+    await open(`dashboards/${dashboardKey}`, 'Plant room');
+    for (const title of ['Temperatures', 'Small chart'])
+      await page.getByRole('region', { name: title, exact: true }).locator('canvas').first().waitFor();
+    const legend = page.getByRole('region', { name: 'Small chart', exact: true }).locator('.u-legend');
+    // The legend is boxed once it is measured, over a frame or two: waited for.
+    await page.getByRole('table', { name: 'Legend of Small chart', exact: true }).waitFor();
+    const look = (target: Locator) =>
+      target.evaluate((element) => {
+        const style = element.ownerDocument.defaultView?.getComputedStyle(element);
+        return {
+          scrolls: element.scrollHeight > element.clientHeight + 1,
+          gradients: (style?.backgroundImage.match(/gradient\(/g) ?? []).length,
+          scrollbar: style?.scrollbarWidth ?? '',
+          thumb: style?.scrollbarColor ?? '',
+        };
+      });
+    const small = await look(legend);
+    await shot('legend-scrolls');
+    assert.equal(small.scrolls, true, "the small chart's legend scrolls");
+    assert.equal(small.gradients, 4, 'a shadow and its cover at each edge');
+    assert.equal(small.scrollbar, 'thin', 'a thin scrollbar, drawn');
+    assert.match(small.thumb, /^rgb\(140, 153, 173\)/, 'in a colour that stands out');
+    await legend.evaluate((element) => {
+      element.scrollTop = element.scrollHeight;
+    });
+    await shot('legend-scrolled');
+    await assertAccessible(page, 'a legend that scrolls');
   });
 
   it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {

@@ -28,6 +28,8 @@ const MIN_GROWING_CHART = 240;
 const UNMEASURED = 176;
 /** The class of a legend without its time's line (style.css), in a widget too small for it all. */
 const WITHOUT_TIME = 'legend-without-time';
+/** The class of a legend that scrolls in its own box (style.css, which shows that it does). */
+const SCROLLS = 'legend-scrolls';
 
 export function useChartFit(box: { current: HTMLElement | null }, name: string, drawn: unknown): number {
   const [height, setHeight] = useState(UNMEASURED);
@@ -57,7 +59,7 @@ export function useChartFit(box: { current: HTMLElement | null }, name: string, 
     state.current = { room, width, legend };
     if (!legend) return;
     // Measured whole: the time's line and the scroll box of an earlier fit are undone first.
-    legend.classList.remove(WITHOUT_TIME);
+    legend.classList.remove(WITHOUT_TIME, SCROLLS);
     legend.style.maxHeight = '';
     legend.style.overflowY = '';
     legend.removeAttribute('tabindex');
@@ -76,6 +78,7 @@ export function useChartFit(box: { current: HTMLElement | null }, name: string, 
       const line = shown?.getBoundingClientRect().height || 20;
       legend.style.maxHeight = `${Math.max(line, Math.floor((room - MIN_CHART) / line) * line)}px`;
       legend.style.overflowY = 'auto';
+      legend.classList.add(SCROLLS);
       legend.tabIndex = 0;
       legend.setAttribute('aria-label', `Legend of ${name}`);
       // Even then the smallest chart and a line of legend may need more than the room (a widget being
