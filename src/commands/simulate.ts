@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { request } from 'undici';
 import { ConfigError, loadConfig } from '../core/config.ts';
 import type { KeyPair } from '../simulator/device-link.ts';
+import { SIMULATED_METRICS } from '../simulator/readings.ts';
 import { Simulation, type SimulationCounts } from '../simulator/simulation.ts';
 
 export interface SimulateOptions {
@@ -21,14 +22,6 @@ export interface SimulateOptions {
   accessKey?: string;
   secretKey?: string;
 }
-
-/** The metrics a simulated machine sends, declared when the simulator makes its template. */
-const SIMULATED_METRICS = [
-  { name: 'temperature', data_type: 'number', unit: '°C' },
-  { name: 'humidity', data_type: 'number', unit: '%' },
-  { name: 'parts', data_type: 'number', unit: 'parts' },
-  { name: 'state', data_type: 'string' },
-];
 
 export function addSimulateCommand(program: Command): void {
   program

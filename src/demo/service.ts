@@ -5,13 +5,17 @@
  * the server.
  */
 import { type Actor, SYSTEM_ACTOR } from '../audit/recorder.ts';
-import { conflict } from '../core/errors.ts';
+import { ApiError, conflict } from '../core/errors.ts';
+import { grants } from '../core/permissions.ts';
 import type { Principal } from '../core/principal.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import { createKeyPair, deleteKeyPair } from '../keypairs/service.ts';
 import type { DeviceLink, KeyPair } from '../simulator/device-link.ts';
+import { SIMULATED_METRICS } from '../simulator/readings.ts';
 import { Simulation } from '../simulator/simulation.ts';
 import type { Store } from '../store/store.ts';
+import { createTemplate, findTemplateNamed } from '../templates/service.ts';
+import { createThing } from '../things/service.ts';
 
 /**
  * The demo's thing keys, `demo-<organisation key>-N`: thing keys are unique across the server, so each
@@ -19,6 +23,10 @@ import type { Store } from '../store/store.ts';
  */
 export const demoPrefix = (organisationKey: string): string => `demo-${organisationKey}`;
 const DESCRIPTION = 'Simulated by the demo: not a real device';
+/** The demo machines' template: their metrics with units (°C, %), so charts and rules show them. */
+export const DEMO_TEMPLATE = 'Demo machine';
+
+const isConflict = (error: unknown) => error instanceof ApiError && error.status === 409;
 
 interface RunningDemo {
   simulation: Simulation;
@@ -78,6 +86,7 @@ export class DemoService {
       principal,
     );
     const keys = { accessKey: row.access_key, secretKey };
+    await this.makeThings(principal, actor, input.devices);
     const simulation = new Simulation({
       devices: input.devices,
       rate: input.rate,
@@ -87,6 +96,8 @@ export class DemoService {
       keys,
       prefix: demoPrefix(organisationKey),
       description: DESCRIPTION,
+      // Over HTTP in process no instruction reaches them: the console must not offer to send one.
+      register: { bi_directional: false },
       connect: async () => this.connect(keys),
     });
     const demo = { simulation, keyPairKey: row.key_pair_key, startedAt: Date.now(), rate: input.rate };
@@ -98,6 +109,48 @@ export class DemoService {
       throw error;
     }
     return this.status(organisationKey);
+  }
+
+  /**
+   * The demo's things, made before they register (a register cannot choose a template) in the demo
+   * template; a thing made by an earlier demo is kept as it is. Without a template of that name and
+   * without the permission to make one, they register into the Default template, as devices do.
+   */
+  private async makeThings(principal: Principal, actor: Actor, devices: number): Promise<void> {
+    const organisationKey = principal.organisationKey;
+    const templateKey = await this.demoTemplate(principal, actor);
+    if (templateKey === undefined) return;
+    for (let index = 1; index <= devices; index++) {
+      await createThing(this.store, actor, organisationKey, {
+        thing_key: `${demoPrefix(organisationKey)}-${index}`,
+        name: `Simulated machine ${index}`,
+        description: DESCRIPTION,
+        thing_template_key: templateKey,
+        bi_directional: false,
+      }).catch((error: unknown) => {
+        if (!isConflict(error)) throw error;
+      });
+    }
+  }
+
+  /** The key of the organisation's demo template, made when missing and the caller may make templates. */
+  private async demoTemplate(principal: Principal, actor: Actor): Promise<string | undefined> {
+    const organisationKey = principal.organisationKey;
+    const found = await findTemplateNamed(this.store.db, organisationKey, DEMO_TEMPLATE);
+    if (found) return found.thing_template_key;
+    if (!grants(principal.abilities, 'thing_template', 'create')) return undefined;
+    try {
+      const made = await createTemplate(this.store, actor, organisationKey, {
+        name: DEMO_TEMPLATE,
+        description: DESCRIPTION,
+        metrics: SIMULATED_METRICS.map((metric) => ({ ...metric })),
+      });
+      return made.thing_template_key;
+    } catch (error) {
+      // Made at the same moment by another instance's demo start.
+      if (!isConflict(error)) throw error;
+      return (await findTemplateNamed(this.store.db, organisationKey, DEMO_TEMPLATE))?.thing_template_key;
+    }
   }
 
   async stop(organisationKey: string, actor: Actor): Promise<DemoStatus> {

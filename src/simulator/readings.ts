@@ -4,6 +4,14 @@
  * along a small circle. Each machine has its own phase, so a fleet's lines do not overlap.
  */
 
+/** The metrics a simulated machine sends, with their units: its template's, when one is made for it. */
+export const SIMULATED_METRICS = [
+  { name: 'temperature', data_type: 'number', unit: '°C' },
+  { name: 'humidity', data_type: 'number', unit: '%' },
+  { name: 'parts', data_type: 'number', unit: 'parts' },
+  { name: 'state', data_type: 'string' },
+] as const;
+
 export interface Reading {
   data: { temperature: number; parts: number; state: string; humidity: number };
   waypoint: [number, number];

@@ -43,6 +43,16 @@ export function findTemplate(
     .executeTakeFirst();
 }
 
+/** The template of an organisation with this name (names are unique in an organisation), or undefined. */
+export function findTemplateNamed(db: Executor, organisationKey: string, name: string) {
+  return db
+    .selectFrom('thing_templates')
+    .selectAll()
+    .where('organisation_key', '=', organisationKey)
+    .where('name', '=', name)
+    .executeTakeFirst();
+}
+
 export function findDefaultTemplate(db: Executor, organisationKey: string): Promise<ThingTemplateRow | undefined> {
   return db
     .selectFrom('thing_templates')

@@ -131,6 +131,11 @@ export function findTemplate(
   return templates.findTemplate(db, organisationKeys, key);
 }
 
+/** The organisation's template of this name, or undefined. */
+export function findTemplateNamed(db: Executor, organisationKey: string, name: string) {
+  return templates.findTemplateNamed(db, organisationKey, name);
+}
+
 /** The organisation's Default template, which auto-registered things get. */
 export function findDefaultTemplate(db: Executor, organisationKey: string): Promise<ThingTemplateRow | undefined> {
   return templates.findDefaultTemplate(db, organisationKey);

@@ -32,6 +32,21 @@ describeOnStores('the demo of simulated machines', (ctx) => {
     assert.equal(thing.body.thing.name, 'Simulated machine 2');
     assert.match(thing.body.thing.description, /not a real device/);
     assert.equal(typeof thing.body.thing.last_event.data.temperature, 'number');
+    // Its template gives the readings their units; over HTTP in process it takes no instructions.
+    assert.equal(thing.body.thing.thing_template_name, 'Demo machine');
+    assert.equal(thing.body.thing.bi_directional, false);
+    const template = await ctx.api.request('GET', `/api/v3/thing_templates/${thing.body.thing.thing_template_key}`, {
+      token,
+    });
+    assert.deepEqual(
+      template.body.thing_template.metrics.map((m: { name: string; unit?: string }) => [m.name, m.unit || null]),
+      [
+        ['temperature', '°C'],
+        ['humidity', '%'],
+        ['parts', 'parts'],
+        ['state', null],
+      ],
+    );
 
     const again = await ctx.api.request('POST', '/api/v3/demo', { token, body: {} });
     assert.equal(again.status, 409, again.text);
@@ -86,6 +101,30 @@ describeOnStores('the demo of simulated machines', (ctx) => {
     const tooMany = await ctx.api.request('POST', '/api/v3/demo', { token: admin, body: { demo: { devices: 21 } } });
     assert.equal(tooMany.status, 400, tooMany.text);
     assert.match(tooMany.body.errors[0].param ?? tooMany.text, /devices/);
+  });
+
+  it('when a role may start the demo but not make templates then its things register into the Default template', async () => {
+    // An organisation of its own: none of the demo's templates made by the tests above.
+    const admin = (await childOrganisation(ctx.api, await ctx.api.adminToken())).token;
+    // What the Agent role holds (things, alert and data creation) and key pairs, but no templates.
+    const user = await userWithAbilities(ctx.api, admin, [15, 92, 122, 135]);
+    const started = await ctx.api.request('POST', '/api/v3/demo', {
+      token: user.token,
+      body: { demo: { devices: 1, rate: 5 } },
+    });
+    assert.equal(started.status, 200, started.text);
+    try {
+      const key = started.body.demo.thing_keys[0] as string;
+      await eventually(async () => {
+        const thing = await ctx.api.request('GET', `/api/v3/things/${key}`, { token: admin });
+        return thing.status === 200 && thing.body.thing.last_event !== null;
+      }, 'the thing with a reading');
+      const thing = await ctx.api.request('GET', `/api/v3/things/${key}`, { token: admin });
+      assert.equal(thing.body.thing.thing_template_name, 'Default');
+      assert.equal(thing.body.thing.bi_directional, false);
+    } finally {
+      await ctx.api.request('DELETE', '/api/v3/demo', { token: user.token });
+    }
   });
 
   it('when a role may create things but not grant the Agent role then starting the demo is refused', async () => {
