@@ -61,7 +61,7 @@ async function simulate(options: SimulateOptions): Promise<void> {
   // Where MQTT devices connect is settled before a key pair is made, so a server without a listener
   // leaves no unused key pair behind.
   const mqttUrl = transport === 'mqtt' ? (options.mqttUrl ?? (await mqttUrlOf(httpUrl, api))) : '';
-  const keys = await keyPairOf(options, api);
+  const { keys, made } = await keyPairOf(options, api);
   const register: Record<string, unknown> = {};
   if (options.template) {
     if (!api) throw new ConfigError('--template needs --token (or THINGBASE_TOKEN) to find or make the template');
@@ -113,6 +113,17 @@ async function simulate(options: SimulateOptions): Promise<void> {
   await simulation.stop();
   if (terminal) process.stdout.write('\n');
   process.stdout.write(`Stopped. ${progressLine(simulation.counts)}\n`);
+  // A key pair it made goes with it, as the demo's does: runs would otherwise leave one each.
+  if (made && api) {
+    const deleted = await api.call('DELETE', `/api/v3/key_pairs/${made.keyPairKey}`).then(
+      () => true,
+      (error: Error) => {
+        process.stdout.write(`Could not delete the key pair ${made.name}: ${error.message}\n`);
+        return false;
+      },
+    );
+    if (deleted) process.stdout.write(`Deleted the key pair ${made.name}.\n`);
+  }
 }
 
 export function progressLine(counts: SimulationCounts): string {
@@ -140,12 +151,13 @@ class Api {
   ) {}
 
   /** The answer's body; a status in `accepted` gives undefined, any other refusal throws its message. */
-  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, accepted: number[] = []): Promise<T> {
+  async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, accepted: number[] = []): Promise<T> {
     let answer: Awaited<ReturnType<typeof request>>;
     try {
       answer = await request(`${this.url}${path}`, {
         method,
-        headers: { 'x-auth-token': this.token, 'content-type': 'application/json' },
+        // A content type without a body (a DELETE) would be a 400: an empty JSON body.
+        headers: { 'x-auth-token': this.token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
     } catch (error) {
@@ -166,24 +178,29 @@ class Api {
   }
 }
 
-async function keyPairOf(options: SimulateOptions, api: Api | undefined): Promise<KeyPair> {
+/** The key pair to sign with, and the one it made (name and key) when none was given. */
+async function keyPairOf(
+  options: SimulateOptions,
+  api: Api | undefined,
+): Promise<{ keys: KeyPair; made?: { name: string; keyPairKey: string } }> {
   if (options.accessKey || options.secretKey) {
     if (!options.accessKey || !options.secretKey) throw new ConfigError('give both --access-key and --secret-key');
-    return { accessKey: options.accessKey, secretKey: options.secretKey };
+    return { keys: { accessKey: options.accessKey, secretKey: options.secretKey } };
   }
   if (!api)
     throw new ConfigError(
       'a key pair is needed: --access-key and --secret-key, or --token (or THINGBASE_TOKEN) to make one',
     );
-  const made = await api.call<{ key_pair: { name: string; access_key: string; secret_key: string } }>(
-    'POST',
-    '/api/v3/key_pairs',
-    {
-      key_pair: { name: `Simulator ${new Date().toISOString()}` },
-    },
-  );
+  const made = await api.call<{
+    key_pair: { name: string; key_pair_key: string; access_key: string; secret_key: string };
+  }>('POST', '/api/v3/key_pairs', {
+    key_pair: { name: `Simulator ${new Date().toISOString()}` },
+  });
   process.stdout.write(`Made the key pair ${made.key_pair.name} (access key ${made.key_pair.access_key}).\n`);
-  return { accessKey: made.key_pair.access_key, secretKey: made.key_pair.secret_key };
+  return {
+    keys: { accessKey: made.key_pair.access_key, secretKey: made.key_pair.secret_key },
+    made: { name: made.key_pair.name, keyPairKey: made.key_pair.key_pair_key },
+  };
 }
 
 async function templateOf(api: Api, name: string): Promise<string> {

@@ -112,6 +112,15 @@ describeOnStores(
       const { code, output } = await run.stop();
       assert.equal(code, 0, output);
       assert.match(output, /over HTTP/);
+      // The key pair it made goes with it: runs do not leave one each.
+      const name = /Made the key pair (Simulator \S+) \(/.exec(output)?.[1];
+      assert.ok(name, output);
+      assert.match(output, new RegExp(`Deleted the key pair ${name.replace(/[.]/g, '\\.')}\\.`));
+      const pairs = await ctx.api.request('GET', '/api/v3/key_pairs', { token, query: { per: 1000 } });
+      assert.deepEqual(
+        (pairs.body.key_pairs as { name: string }[]).filter((pair) => pair.name === name),
+        [],
+      );
 
       const bad = simulate(['--devices', '0x10'], token);
       const refused = await bad.exited;
