@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { assertAccessible } from '../support/axe.ts';
 import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
@@ -103,6 +104,34 @@ for (const store of STORES) {
       await page.mouse.move(0, 0);
     }
 
+    /** Sends a thing `count` events a minute apart, the last a minute ago, the `i`th with `data(i)`. */
+    async function sendMinutely(thingKey: string, count: number, data: (i: number) => object) {
+      const now = Date.now();
+      const events = Array.from({ length: count }, (_, i) => ({
+        thing_key: thingKey,
+        timestamp: now - (count - i) * 60_000,
+        data: data(i),
+      }));
+      await send({ events });
+    }
+
+    /** A thing named `name` of a new template `template` (made unique) declaring `metrics`. */
+    async function thingOfTemplate(name: string, template: string, metrics: object[]) {
+      const token = await api.adminToken();
+      const made = await api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name: unique(template), metrics } },
+      });
+      assert.equal(made.status, 200, made.text);
+      return createThing(api, token, { name, thing_template_key: made.body.thing_template.thing_template_key });
+    }
+
+    /** The chart's y scales as it says it drew them: each one's metrics, axis and the values it spans. */
+    async function scalesOf(chart: ReturnType<Page['getByRole']>) {
+      const described = await chart.locator('.chart').getAttribute('data-scales');
+      return JSON.parse(described ?? '[]') as { metrics: string[]; axis: string; min: number; max: number }[];
+    }
+
     /** The value the chart's legend gives for its first metric with the cursor away from the plot. */
     async function legendAway(expected: string) {
       const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
@@ -185,24 +214,10 @@ for (const store of STORES) {
     });
 
     it("when the thing's template gives a metric a unit then Latest values shows it beside the value", async () => {
-      const token = await api.adminToken();
-      const template = await api.request('POST', '/api/v3/thing_templates', {
-        token,
-        body: {
-          thing_template: {
-            name: unique('Kilns'),
-            metrics: [
-              { name: 'temperature', data_type: 'number', unit: '°C' },
-              { name: 'door', data_type: 'string' },
-            ],
-          },
-        },
-      });
-      assert.equal(template.status, 200, template.text);
-      const thing = await createThing(api, token, {
-        name: 'Kiln with units',
-        thing_template_key: template.body.thing_template.thing_template_key,
-      });
+      const thing = await thingOfTemplate('Kiln with units', 'Kilns', [
+        { name: 'temperature', data_type: 'number', unit: '°C' },
+        { name: 'door', data_type: 'string' },
+      ]);
       await send({ thing_key: thing.thing_key, data: { temperature: 812.5, door: 'shut' } });
       await openThing(thing.thing_key, 'Kiln with units');
       const latest = page.getByRole('region', { name: 'Latest values', exact: true });
@@ -257,12 +272,7 @@ for (const store of STORES) {
       const thingKey = unique('order');
       assert.equal((await device.register({ thing_key: thingKey, name: 'Flow meter' })).status, 200);
       const now = Date.now();
-      const events = Array.from({ length: 10 }, (_, i) => ({
-        thing_key: thingKey,
-        timestamp: now - (10 - i) * 60_000,
-        data: { flow: i },
-      }));
-      await send({ events });
+      await sendMinutely(thingKey, 10, (i) => ({ flow: i }));
       await openThing(thingKey, 'Flow meter');
       const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
       await chart.getByText('10 points · flow', { exact: true }).waitFor();
@@ -314,16 +324,78 @@ for (const store of STORES) {
       await shot('last-5-minutes');
     });
 
+    it('when metrics have different units then each unit has a scale and an axis of its own, and a third is drawn without one', async () => {
+      const thing = await thingOfTemplate('Autoclave', 'Autoclaves', [
+        { name: 'temperature', data_type: 'number', unit: '°C' },
+        { name: 'pressure', data_type: 'number', unit: 'hPa' },
+        { name: 'door_open', data_type: 'number' },
+      ]);
+      await sendMinutely(thing.thing_key, 8, (i) => ({
+        temperature: 20 + i * 10,
+        pressure: 1000 + i * 2.25,
+        door_open: i % 2,
+      }));
+      await openThing(thing.thing_key, 'Autoclave');
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await chart.getByText('8 points · temperature, pressure, door_open', { exact: true }).waitFor();
+      // The template's order: temperature on the left axis, pressure on the right, door_open (0 or 1)
+      // on a third scale, with no axis, which the note under the chart names.
+      const scales = await scalesOf(chart);
+      assert.deepEqual(
+        scales.map((scale) => [scale.metrics, scale.axis]),
+        [
+          [['temperature'], 'left'],
+          [['pressure'], 'right'],
+          [['door_open'], 'none'],
+        ],
+      );
+      const [temperature, pressure, door] = scales;
+      assert.ok(temperature && pressure && door);
+      // Each scale spans its own values, not the others': no line is flattened by another's.
+      assert.ok(temperature.min <= 20 && temperature.max >= 90 && temperature.max < 200, JSON.stringify(temperature));
+      assert.ok(pressure.min >= 900 && pressure.min <= 1000 && pressure.max >= 1015.75, JSON.stringify(pressure));
+      assert.ok(door.min <= 0 && door.max >= 1 && door.max < 10, JSON.stringify(door));
+      await chart
+        .getByText('door_open is drawn to a scale of its own, with no axis: the legend gives its values.', {
+          exact: true,
+        })
+        .waitFor();
+      await shot('units');
+    });
+
+    it('when metrics without units have unlike values then the unlike one has an axis of its own and alike ones share one', async () => {
+      const thingKey = unique('boiler');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Boiler without units' })).status, 200);
+      await sendMinutely(thingKey, 6, (i) => ({
+        temperature: 60 + i * 4,
+        humidity: 30 + i * 6,
+        pressure: (140 + i * 4) / 100,
+      }));
+      await openThing(thingKey, 'Boiler without units');
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await chart.getByText(/^6 points · /).waitFor();
+      const scales = await scalesOf(chart);
+      assert.deepEqual(
+        scales.map((scale) => [scale.metrics, scale.axis]),
+        [
+          [['humidity', 'temperature'], 'left'],
+          [['pressure'], 'right'],
+        ],
+      );
+      const pressure = scales[1];
+      assert.ok(
+        pressure && pressure.min >= 0 && pressure.max < 5,
+        `pressure is not drawn flat: ${JSON.stringify(pressure)}`,
+      );
+      assert.equal(await chart.locator('.chart-note').count(), 0, 'no line without an axis');
+      await shot('no-units');
+      await assertAccessible(page, "a thing's page with two axes");
+    });
+
     it('when a live event carries a nested metric then its value is drawn', async () => {
       const thingKey = unique('press');
       assert.equal((await device.register({ thing_key: thingKey, name: 'Press' })).status, 200);
-      const now = Date.now();
-      const events = Array.from({ length: 5 }, (_, i) => ({
-        thing_key: thingKey,
-        timestamp: now - (5 - i) * 60_000,
-        data: { machine: { temp: 50 + i } },
-      }));
-      await send({ events });
+      await sendMinutely(thingKey, 5, (i) => ({ machine: { temp: 50 + i } }));
       await openThing(thingKey, 'Press');
       const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
       await chart.getByText('5 points · machine.temp', { exact: true }).waitFor();
@@ -333,23 +405,8 @@ for (const store of STORES) {
     });
 
     it('when a thing sends a metric its template does not declare then the chart leaves it out, live and after a reload', async () => {
-      const token = await api.adminToken();
-      const template = await api.request('POST', '/api/v3/thing_templates', {
-        token,
-        body: { thing_template: { name: unique('Boilers'), metrics: [{ name: 'temperature', data_type: 'number' }] } },
-      });
-      assert.equal(template.status, 200, template.text);
-      const thing = await createThing(api, token, {
-        name: 'Declared boiler',
-        thing_template_key: template.body.thing_template.thing_template_key,
-      });
-      const now = Date.now();
-      const events = Array.from({ length: 5 }, (_, i) => ({
-        thing_key: thing.thing_key,
-        timestamp: now - (5 - i) * 60_000,
-        data: { temperature: 60 + i, humidity: 30 + i },
-      }));
-      await send({ events });
+      const thing = await thingOfTemplate('Declared boiler', 'Boilers', [{ name: 'temperature', data_type: 'number' }]);
+      await sendMinutely(thing.thing_key, 5, (i) => ({ temperature: 60 + i, humidity: 30 + i }));
       await openThing(thing.thing_key, 'Declared boiler');
       const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
       await chart.getByText('5 points · temperature', { exact: true }).waitFor();

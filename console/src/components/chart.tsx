@@ -3,7 +3,7 @@
  * `draw` after changing them; drawing is put off to the next animation frame, so 50 events a second
  * cost one redraw a frame at most.
  */
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useMemo, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { showValue } from '../format.ts';
@@ -39,6 +39,92 @@ const widestLabel = (plot: uPlot, axis: number, labels: string[] | null): number
     ),
   );
 
+/**
+ * A y scale and the metrics drawn on it (their indexes in the columns), with the unit they share or,
+ * for metrics without one, the extent of their values and the narrowest member's size.
+ */
+interface Scale {
+  unit?: string;
+  metrics: number[];
+  lo: number;
+  hi: number;
+  size: number;
+}
+
+/**
+ * How many times a metric's own size (the larger of its spread and its distance from 0) the range it
+ * shares may be: beyond that its line is too flat to read, and it takes a scale of its own.
+ */
+const FLAT = 5;
+
+/**
+ * The metrics' y scales (docs/console.md, "A thing"), the most crowded first (on a tie, the one whose
+ * first metric comes first in the columns: the template's order). Metrics of one unit share
+ * a scale, whatever their values, so that they can be compared; metrics of no unit share one while
+ * their values are alike, so that a status of 0 and 1 or a pressure of 1000 is not drawn flat beside a
+ * temperature of 20 to 90. The first scale has the left axis and the second the right one, each labelled
+ * with its unit (or its metrics' names); any further scale fills the plot's height without an axis,
+ * which reads better than a third axis squeezing the plot or a line flattened against others, and its
+ * metrics' values are read in the legend, as the note under the chart says.
+ */
+function scalesOf(columns: Columns, units: Record<string, string>): Scale[] {
+  const scales: Scale[] = [];
+  const order = columns.metrics.map((_, i) => i).sort((a, b) => compare(columns.metrics[a], columns.metrics[b]));
+  for (const i of order) {
+    const unit = units[columns.metrics[i] as string] || undefined;
+    let lo = Number.POSITIVE_INFINITY;
+    let hi = Number.NEGATIVE_INFINITY;
+    for (const y of columns.ys[i] ?? []) {
+      if (y == null) continue;
+      if (y < lo) lo = y;
+      if (y > hi) hi = y;
+    }
+    const size = Math.max(hi - lo, Math.abs(lo), Math.abs(hi)) || 1;
+    const shared = scales.find((scale) =>
+      unit !== undefined
+        ? scale.unit === unit
+        : scale.unit === undefined &&
+          (lo > hi ||
+            scale.lo > scale.hi ||
+            Math.max(hi, scale.hi) - Math.min(lo, scale.lo) <= FLAT * Math.min(size, scale.size)),
+    );
+    if (!shared) {
+      scales.push({ unit, metrics: [i], lo, hi, size: lo > hi ? Number.POSITIVE_INFINITY : size });
+      continue;
+    }
+    shared.metrics.push(i);
+    if (lo > hi) continue;
+    shared.lo = Math.min(shared.lo, lo);
+    shared.hi = Math.max(shared.hi, hi);
+    shared.size = Math.min(shared.size, size);
+  }
+  return scales.sort((a, b) => b.metrics.length - a.metrics.length || (a.metrics[0] ?? 0) - (b.metrics[0] ?? 0));
+}
+
+const compare = (a = '', b = '') => (a < b ? -1 : a > b ? 1 : 0);
+
+/** What an axis says it measures: its unit, else its metrics' names (shortened past 40 characters). */
+function labelOf(scale: Scale, metrics: string[]): string {
+  if (scale.unit) return scale.unit;
+  const names = scale.metrics.map((i) => metrics[i]).join(', ');
+  return names.length > 40 ? `${names.slice(0, 39)}…` : names;
+}
+
+/** The metrics' names, as a sentence lists them. */
+function listOf(names: string[]): string {
+  return names.length < 2 ? (names[0] ?? '') : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+}
+
+/** Keys of the scales, the first being uPlot's own `y`, so that a chart of one scale is as uPlot draws it. */
+const scaleKey = (index: number) => (index === 0 ? 'y' : `y${index}`);
+
+/** Labels on a y axis: uPlot's 30 pixels between them, 18 on a plot under 100 pixels high (below). */
+const ySpace = (_plot: uPlot, _axis: number, _min: number, _max: number, high: number) => (high < 100 ? 18 : 30);
+
+/** A y axis as wide as its widest label needs (uPlot's 50 pixels cut `1,013.25`), its ticks and gap included. */
+const ySize = (plot: uPlot, labels: string[] | null, axis: number) =>
+  Math.max(50, Math.ceil(widestLabel(plot, axis, labels) + 10 + 5 + 2));
+
 function fewPoints(plot: uPlot, series: number, first: number, last: number): boolean {
   const ys = plot.data[series] ?? [];
   let seen = 0;
@@ -61,6 +147,11 @@ export function Chart(props: {
    * last 5 minutes still shows 5 minutes, not all since the page was opened.
    */
   slide?: boolean;
+  /**
+   * Each metric's unit, where it has one (a thing's template's): given, metrics of different units, or
+   * of no unit and unlike values, are drawn on scales of their own (`scalesOf`); without it, on one.
+   */
+  units?: Record<string, string>;
 }) {
   const box = useRef<HTMLDivElement>(null);
   const made = useRef<uPlot | undefined>(undefined);
@@ -70,6 +161,15 @@ export function Chart(props: {
   height.current = props.height ?? 320;
   const { columns } = props;
   const shape = columns.metrics.join('\u0000');
+  const unitsKey = props.units && JSON.stringify(props.units);
+  // The scales are chosen by the values the chart is made with; later ones stretch them, not move them.
+  const scales = useMemo(
+    () =>
+      props.units
+        ? scalesOf(columns, props.units)
+        : [{ metrics: columns.metrics.map((_, i) => i), lo: 0, hi: 0, size: 0 }],
+    [shape, columns, unitsKey],
+  );
   useEffect(() => {
     const element = box.current;
     if (!element) return;
@@ -77,6 +177,17 @@ export function Chart(props: {
     const slide = props.slide;
     // A metric keeps its colour whatever the range shows of the others: colours go by name order.
     const byName = [...columns.metrics].sort();
+    // The scales as drawn, for tests (uPlot draws its axes on the canvas): each with its metrics, its
+    // axis (left, right or none) and the values it spans.
+    const describeScales = (drawn: uPlot) => {
+      const described = scales.map((scale, i) => ({
+        metrics: scale.metrics.map((m) => columns.metrics[m]),
+        axis: ['left', 'right'][i] ?? 'none',
+        min: drawn.scales[scaleKey(i)]?.min,
+        max: drawn.scales[scaleKey(i)]?.max,
+      }));
+      element.dataset.scales = JSON.stringify(described);
+    };
     // Declared before the plot, whose first cursor hook may run while it is made.
     let plot: uPlot | undefined;
     const showLatest = () => {
@@ -106,8 +217,9 @@ export function Chart(props: {
         ],
         series: [
           {},
-          ...columns.metrics.map((label) => ({
+          ...columns.metrics.map((label, i) => ({
             label,
+            scale: scaleKey(scales.findIndex((scale) => scale.metrics.includes(i))),
             stroke: COLOURS[byName.indexOf(label) % COLOURS.length],
             width: 1.5,
             spanGaps: true,
@@ -127,11 +239,18 @@ export function Chart(props: {
               return 50;
             },
           },
-          { space: (_plot: uPlot, _axis: number, _min: number, _max: number, high: number) => (high < 100 ? 18 : 30) },
+          ...scales.slice(0, 2).map((scale, i) => ({
+            scale: scaleKey(i),
+            space: ySpace,
+            size: ySize,
+            // A chart of one scale is labelled only with a unit; one of two names what each axis measures.
+            ...(scale.unit || scales.length > 1 ? { label: labelOf(scale, columns.metrics) } : {}),
+            ...(i === 1 ? { side: 1, grid: { show: false } } : {}),
+          })),
         ],
         scales: { x: { time: true } },
         // Away from the cursor the legend shows the latest point, rather than blanks.
-        hooks: { setCursor: [() => showLatest()] },
+        hooks: { setCursor: [() => showLatest()], draw: [(drawn: uPlot) => describeScales(drawn)] },
       },
       [columns.x, ...columns.ys] as uPlot.AlignedData,
       element,
@@ -171,7 +290,7 @@ export function Chart(props: {
       made.current = undefined;
     };
     // A new chart for a new set of metrics or new columns; values that change only redraw.
-  }, [shape, columns, props.span?.[0], props.span?.[1], props.slide]);
+  }, [scales, props.span?.[0], props.span?.[1], props.slide]);
   useEffect(() => {
     const plot = made.current;
     const element = box.current;
@@ -179,5 +298,17 @@ export function Chart(props: {
       plot.setSize({ width: element.clientWidth, height: height.current });
     }
   }, [props.height]);
-  return <div ref={box} class="chart" />;
+  const unaxed = scales.slice(2).flatMap((scale) => scale.metrics.map((i) => columns.metrics[i] as string));
+  return (
+    <>
+      <div ref={box} class="chart" />
+      {unaxed.length > 0 && (
+        // Styled as the caption under a chart (style.css's .chart-caption), which tests find as the only one.
+        <p class="chart-note" style={{ color: '#5b6473', fontSize: '0.9em' }}>
+          {listOf(unaxed)} {unaxed.length > 1 ? 'are' : 'is'} drawn to a scale of {unaxed.length > 1 ? 'their' : 'its'}{' '}
+          own, with no axis: the legend gives {unaxed.length > 1 ? 'their' : 'its'} values.
+        </p>
+      )}
+    </>
+  );
 }

@@ -67,9 +67,12 @@ function valuesOf(data: unknown, prefix = '', into: Record<string, unknown> = {}
 export function Telemetry({
   thingKey,
   declared,
+  units = {},
   onUndeclared,
 }: {
   thingKey: string;
+  /** The template's metrics' units, where they have one: metrics of different units get scales of their own. */
+  units?: Record<string, string>;
   /** The template's metrics; undefined while the template is being read (the history does not wait for it). */
   declared: string[] | undefined;
   onUndeclared: (metrics: string[]) => void;
@@ -177,7 +180,7 @@ export function Telemetry({
         </p>
       )}
       {columns && columns.metrics.length > 0 && (
-        <Chart columns={columns} handle={chart} span={span} slide={'live' in range} />
+        <Chart columns={columns} handle={chart} span={span} slide={'live' in range} units={units} />
       )}
       {columns && (
         <p class="chart-caption">

@@ -161,6 +161,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
         key={`${t.thing_key}:${deletions}`}
         thingKey={t.thing_key}
         declared={declared}
+        units={units}
         onUndeclared={askTemplateAgain}
       />
       <ThingAlerts thingKey={t.thing_key} />
