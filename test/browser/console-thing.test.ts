@@ -389,6 +389,19 @@ for (const store of STORES) {
       );
       assert.equal(await chart.locator('.chart-note').count(), 0, 'no line without an axis');
       await shot('no-units');
+      // On a phone the two axes leave the plot most of the chart's width, not a third of it.
+      await page.setViewportSize({ width: 390, height: 900 });
+      try {
+        const plotShare = () =>
+          chart.locator('.chart').evaluate((box) => {
+            const plot = box.querySelector('.u-over')?.getBoundingClientRect().width ?? 0;
+            return Math.round((plot / box.getBoundingClientRect().width) * 100);
+          });
+        await until(plotShare, (share) => share >= 55, "the plot's share of a phone's chart, in percent");
+        await shot('no-units-phone');
+      } finally {
+        await page.setViewportSize({ width: 1280, height: 900 });
+      }
       await assertAccessible(page, "a thing's page with two axes");
     });
 

@@ -121,9 +121,16 @@ const scaleKey = (index: number) => (index === 0 ? 'y' : `y${index}`);
 /** Labels on a y axis: uPlot's 30 pixels between them, 18 on a plot under 100 pixels high (below). */
 const ySpace = (_plot: uPlot, _axis: number, _min: number, _max: number, high: number) => (high < 100 ? 18 : 30);
 
-/** A y axis as wide as its widest label needs (uPlot's 50 pixels cut `1,013.25`), its ticks and gap included. */
-const ySize = (plot: uPlot, labels: string[] | null, axis: number) =>
-  Math.max(50, Math.ceil(widestLabel(plot, axis, labels) + 10 + 5 + 2));
+/**
+ * A y axis as wide as its widest label needs (uPlot's 50 pixels cut `1,013.25`), its ticks and gap
+ * included; 50 pixels at least on a chart of one axis, as uPlot draws it, while a chart of two gives
+ * its plot what short labels leave (a phone's plot would otherwise be a third of the chart).
+ */
+const ySize = (least: number) => (plot: uPlot, labels: string[] | null, axis: number) =>
+  Math.max(least, Math.ceil(widestLabel(plot, axis, labels) + 10 + 5 + 2));
+
+/** The room for an axis' own label (its unit or names) across the axis: the bold 12-pixel text and a gap. */
+const Y_LABEL = 20;
 
 function fewPoints(plot: uPlot, series: number, first: number, last: number): boolean {
   const ys = plot.data[series] ?? [];
@@ -242,9 +249,9 @@ export function Chart(props: {
           ...scales.slice(0, 2).map((scale, i) => ({
             scale: scaleKey(i),
             space: ySpace,
-            size: ySize,
+            size: ySize(scales.length > 1 ? 30 : 50),
             // A chart of one scale is labelled only with a unit; one of two names what each axis measures.
-            ...(scale.unit || scales.length > 1 ? { label: labelOf(scale, columns.metrics) } : {}),
+            ...(scale.unit || scales.length > 1 ? { label: labelOf(scale, columns.metrics), labelSize: Y_LABEL } : {}),
             ...(i === 1 ? { side: 1, grid: { show: false } } : {}),
           })),
         ],
