@@ -193,7 +193,8 @@ export function Chart(props: {
         min: drawn.scales[scaleKey(i)]?.min,
         max: drawn.scales[scaleKey(i)]?.max,
       }));
-      element.dataset.scales = JSON.stringify(described);
+      const text = JSON.stringify(described);
+      if (element.dataset.scales !== text) element.dataset.scales = text;
     };
     // Declared before the plot, whose first cursor hook may run while it is made.
     let plot: uPlot | undefined;
