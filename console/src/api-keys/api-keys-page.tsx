@@ -6,7 +6,7 @@ import { ConfirmButton } from '../components/confirm.tsx';
 import { Copyable } from '../components/copyable.tsx';
 import { DataTable } from '../components/data-table.tsx';
 import { Failure } from '../components/failure.tsx';
-import { Field, InputField } from '../components/field.tsx';
+import { Field, TextField } from '../components/field.tsx';
 import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { FormActions } from '../components/form-actions.tsx';
 import { useLoad } from '../components/use-load.ts';
@@ -136,7 +136,7 @@ function NewApiKey(props: {
   return (
     <form class="panel" aria-label="New API key" onSubmit={submit}>
       <h2>New API key</h2>
-      <InputField label="Name" required value={name} onInput={setName} error={action.of('api_key.name')} />
+      <TextField label="Name" required value={name} onInput={setName} error={action.of('api_key.name')} />
       <Field label="Role" hint="what the key may do; by default your own role" error={action.of('api_key.role_key')}>
         {(id, describedBy, invalid) => (
           <RoleSelect
@@ -150,7 +150,7 @@ function NewApiKey(props: {
           />
         )}
       </Field>
-      <InputField
+      <TextField
         label="Expires"
         type="datetime-local"
         hint="in your time zone; empty: never"

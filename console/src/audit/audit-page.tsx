@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import { Failure } from '../components/failure.tsx';
-import { Field } from '../components/field.tsx';
+import { SearchField } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useDebounced, useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
@@ -29,20 +29,15 @@ export function AuditPage() {
     <section>
       <h1>Audit trail</h1>
       <div class="filters">
-        <Field label="Search the audit trail" hint="keywords in the action, entity type, name or key">
-          {(id, describedBy) => (
-            <input
-              id={id}
-              type="search"
-              aria-describedby={describedBy}
-              value={search}
-              onInput={(e) => {
-                setSearch(e.currentTarget.value);
-                setPage(1);
-              }}
-            />
-          )}
-        </Field>
+        <SearchField
+          label="Search the audit trail"
+          hint="keywords in the action, entity type, name or key"
+          value={search}
+          onInput={(value) => {
+            setSearch(value);
+            setPage(1);
+          }}
+        />
       </div>
       <Failure message={list.error} />
       {list.data && (

@@ -28,32 +28,58 @@ export function Field(props: {
   );
 }
 
-/** A labelled text input (or number, date...) with its hint or the API's message: the common case of Field. */
-export function InputField(props: {
+/**
+ * A labelled text control with its hint or the API's message: the common case of Field. One line (an
+ * input of `type`: text, a number, a date...), or several where `rows` is given (a textarea).
+ */
+export function TextField(props: {
   label: string;
   value: string;
   onInput: (value: string) => void;
-  type?: 'text' | 'number' | 'datetime-local';
+  type?: 'text' | 'number' | 'datetime-local' | 'password' | 'search' | 'color';
+  rows?: number;
   hint?: ComponentChildren;
   error?: string | undefined;
   required?: boolean;
   min?: number;
+  /** A number's step: `any` takes decimals. */
+  step?: 'any';
+  autoComplete?: string;
 }) {
   return (
     <Field label={props.label} hint={props.hint} error={props.error}>
-      {(id, describedBy, invalid) => (
-        <input
-          id={id}
-          // Preact types each input type's attributes apart; these three take the same ones.
-          type={(props.type ?? 'text') as 'text'}
-          required={props.required}
-          min={props.min}
-          aria-describedby={describedBy}
-          aria-invalid={invalid}
-          value={props.value}
-          onInput={(e) => props.onInput(e.currentTarget.value)}
-        />
-      )}
+      {(id, describedBy, invalid) => {
+        const shared = {
+          id,
+          required: props.required,
+          'aria-describedby': describedBy,
+          'aria-invalid': invalid,
+          value: props.value,
+          onInput: (e: Event) => props.onInput((e.currentTarget as HTMLInputElement | HTMLTextAreaElement).value),
+        };
+        return props.rows === undefined ? (
+          <input
+            {...shared}
+            // Preact types each input type's attributes apart; these take the same ones.
+            type={(props.type ?? 'text') as 'text'}
+            min={props.min}
+            step={props.step}
+            autocomplete={props.autoComplete}
+          />
+        ) : (
+          <textarea {...shared} rows={props.rows} />
+        );
+      }}
     </Field>
   );
+}
+
+/** A labelled search of a list, with a hint of what it searches: it searches as it is typed. */
+export function SearchField(props: {
+  label: string;
+  hint: ComponentChildren;
+  value: string;
+  onInput: (value: string) => void;
+}) {
+  return <TextField type="search" {...props} />;
 }

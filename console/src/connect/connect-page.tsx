@@ -3,7 +3,7 @@ import { answer, api, messageOf } from '../api/client.ts';
 import { useAllows } from '../caller.ts';
 import { Copyable } from '../components/copyable.tsx';
 import { Failure } from '../components/failure.tsx';
-import { Field } from '../components/field.tsx';
+import { Field, TextField } from '../components/field.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { showTime, showValue } from '../format.ts';
 import { realtime } from '../realtime.ts';
@@ -38,16 +38,12 @@ export function ConnectPage() {
         <>
           <section class="panel" aria-labelledby="connect-send">
             <h2 id="connect-send">2. Send a first event</h2>
-            <Field label="Thing key" hint="the thing the commands register and send for">
-              {(id, describedBy) => (
-                <input
-                  id={id}
-                  aria-describedby={describedBy}
-                  value={thingKey}
-                  onInput={(e) => setThingKey(e.currentTarget.value.trim())}
-                />
-              )}
-            </Field>
+            <TextField
+              label="Thing key"
+              hint="the thing the commands register and send for"
+              value={thingKey}
+              onInput={(key) => setThingKey(key.trim())}
+            />
             {thingKey && <Commands keys={keys} thingKey={thingKey} />}
           </section>
           {thingKey && <FirstEvent thingKey={thingKey} />}
@@ -110,28 +106,20 @@ function KeyPairStep({ keys, onKeys }: { keys: GuideKeys | undefined; onKeys: (k
         }}
       >
         <p>{mayCreate ? 'Or use a key pair you have:' : 'Use a key pair you have:'}</p>
-        <Field label="Access key">
-          {(id) => (
-            <input
-              id={id}
-              required
-              value={own.accessKey}
-              onInput={(e) => setOwn({ ...own, accessKey: e.currentTarget.value })}
-            />
-          )}
-        </Field>
-        <Field label="Secret key">
-          {(id) => (
-            <input
-              id={id}
-              required
-              type="password"
-              autoComplete="off"
-              value={own.secretKey}
-              onInput={(e) => setOwn({ ...own, secretKey: e.currentTarget.value })}
-            />
-          )}
-        </Field>
+        <TextField
+          label="Access key"
+          required
+          value={own.accessKey}
+          onInput={(accessKey) => setOwn({ ...own, accessKey })}
+        />
+        <TextField
+          label="Secret key"
+          required
+          type="password"
+          autoComplete="off"
+          value={own.secretKey}
+          onInput={(secretKey) => setOwn({ ...own, secretKey })}
+        />
         <button type="submit" class="secondary">
           Use these keys
         </button>

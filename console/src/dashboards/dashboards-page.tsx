@@ -5,7 +5,7 @@ import { ConfirmButton } from '../components/confirm.tsx';
 import { DataTable } from '../components/data-table.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
-import { Field } from '../components/field.tsx';
+import { Field, SearchField, TextField } from '../components/field.tsx';
 import { FormActions } from '../components/form-actions.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useAction } from '../components/use-action.ts';
@@ -91,17 +91,12 @@ function DashboardList() {
       )}
       {list.data && !empty && (
         <>
-          <Field label="Search dashboards" hint="keywords in the name, key or description">
-            {(id, describedBy) => (
-              <input
-                id={id}
-                type="search"
-                aria-describedby={describedBy}
-                value={search}
-                onInput={(e) => setSearch(e.currentTarget.value)}
-              />
-            )}
-          </Field>
+          <SearchField
+            label="Search dashboards"
+            hint="keywords in the name, key or description"
+            value={search}
+            onInput={setSearch}
+          />
           <DataTable<Dashboard>
             label="Dashboards"
             rows={list.data.dashboards}
@@ -162,9 +157,7 @@ function NewDashboard(props: { onCancel: () => void }) {
       }}
     >
       <h2>New dashboard</h2>
-      <Field label="Name">
-        {(id) => <input id={id} required value={name} onInput={(e) => setName(e.currentTarget.value)} />}
-      </Field>
+      <TextField label="Name" required value={name} onInput={setName} />
       <FormActions action={action} submit="Create" onCancel={props.onCancel} />
     </form>
   );

@@ -5,7 +5,7 @@
  */
 import { useState } from 'preact/hooks';
 import { Failure } from '../components/failure.tsx';
-import { InputField } from '../components/field.tsx';
+import { TextField } from '../components/field.tsx';
 import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
 import { useLoad } from '../components/use-load.ts';
 import type { Dashboard } from './model.ts';
@@ -47,7 +47,7 @@ export function VariablesEditor(props: { variables: Variable[]; onChange: (varia
       )}
       <Failure message={templates.error} />
       <div class="filters">
-        <InputField
+        <TextField
           label="Variable name"
           hint="a letter or _, then letters, digits or _"
           value={name}

@@ -4,7 +4,7 @@
  * alert statuses an alerts widget lists.
  */
 import { useId } from 'preact/hooks';
-import { Field } from '../components/field.tsx';
+import { TextField } from '../components/field.tsx';
 import { ALERT_STATUSES, MAX_THRESHOLDS, type Problems, thresholdColourFor, type WidgetDraft } from './widget-draft.ts';
 
 const STATUS_NAMES: Record<string, string> = { open: 'Open', acknowledged: 'Acknowledged', cleared: 'Cleared' };
@@ -24,31 +24,21 @@ export function ThresholdsField(props: {
       <p class="hint">The value is shown in the colour of the highest threshold at or below it.</p>
       {thresholds.map((threshold, i) => (
         <fieldset key={i} class="threshold" aria-label={`Threshold ${i + 1}`}>
-          <Field label="From" error={problems[`thresholds.${i}.from`]}>
-            {(id, describedBy) => (
-              <input
-                id={id}
-                type="number"
-                step="any"
-                aria-describedby={describedBy}
-                aria-invalid={problems[`thresholds.${i}.from`] ? true : undefined}
-                value={threshold.from}
-                onInput={(e) => set(i, { from: e.currentTarget.value })}
-              />
-            )}
-          </Field>
-          <Field label="Colour" error={problems[`thresholds.${i}.color`]}>
-            {(id, describedBy) => (
-              <input
-                id={id}
-                type="color"
-                aria-describedby={describedBy}
-                aria-invalid={problems[`thresholds.${i}.color`] ? true : undefined}
-                value={threshold.color}
-                onInput={(e) => set(i, { color: e.currentTarget.value })}
-              />
-            )}
-          </Field>
+          <TextField
+            label="From"
+            type="number"
+            step="any"
+            value={threshold.from}
+            onInput={(from) => set(i, { from })}
+            error={problems[`thresholds.${i}.from`]}
+          />
+          <TextField
+            label="Colour"
+            type="color"
+            value={threshold.color}
+            onInput={(color) => set(i, { color })}
+            error={problems[`thresholds.${i}.color`]}
+          />
           <button
             type="button"
             class="secondary"

@@ -5,7 +5,7 @@
  */
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { Failure } from '../components/failure.tsx';
-import { Field } from '../components/field.tsx';
+import { Field, TextField } from '../components/field.tsx';
 import { loadGroups } from '../components/group-select.tsx';
 import { loadTemplates } from '../components/template-select.tsx';
 import { useLoad } from '../components/use-load.ts';
@@ -102,18 +102,15 @@ export function WidgetForm(props: {
     hint?: string,
     kind: 'text' | 'number' = 'text',
   ) => (
-    <Field label={label} hint={hint} error={problems[field]}>
-      {(id, describedBy) => (
-        <input
-          id={id}
-          {...(kind === 'number' ? { type: 'number' as const, step: 'any' } : { type: 'text' as const })}
-          aria-describedby={describedBy}
-          aria-invalid={problems[field] ? true : undefined}
-          value={draft[field]}
-          onInput={(e) => update({ [field]: e.currentTarget.value })}
-        />
-      )}
-    </Field>
+    <TextField
+      label={label}
+      hint={hint}
+      type={kind}
+      {...(kind === 'number' ? { step: 'any' as const } : {})}
+      value={draft[field]}
+      onInput={(value) => update({ [field]: value })}
+      error={problems[field]}
+    />
   );
   const editing = props.widget !== undefined;
   const sourceOptions = draft.sourceKind === 'thing_keys' ? [] : (sources.data?.[draft.sourceKind] ?? []);
@@ -234,18 +231,14 @@ export function WidgetForm(props: {
         <StatusesField status={draft.status} problem={problems.status} onChange={(status) => update({ status })} />
       )}
       {type === 'text' && (
-        <Field label="Text" hint="Markdown; HTML is shown as text" error={problems.text}>
-          {(id, describedBy) => (
-            <textarea
-              id={id}
-              aria-describedby={describedBy}
-              aria-invalid={problems.text ? true : undefined}
-              rows={5}
-              value={draft.text}
-              onInput={(e) => update({ text: e.currentTarget.value })}
-            />
-          )}
-        </Field>
+        <TextField
+          label="Text"
+          hint="Markdown; HTML is shown as text"
+          rows={5}
+          value={draft.text}
+          onInput={(text) => update({ text })}
+          error={problems.text}
+        />
       )}
       <div class="actions">
         <button type="submit">{editing ? 'Apply' : 'Add'}</button>

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { Failure } from '../components/failure.tsx';
-import { Field, InputField } from '../components/field.tsx';
+import { TextField } from '../components/field.tsx';
 import { answerByField, useFieldSubmit } from '../components/field-errors.ts';
 import { FormButtons } from '../components/form-buttons.tsx';
 
@@ -63,54 +63,40 @@ export function GatewayForm({ gateway, onDone }: { gateway: Gateway | undefined;
   return (
     <form onSubmit={submit.onSubmit} class="panel" aria-label={title}>
       <h2>{title}</h2>
-      <InputField label="Name" required value={name} onInput={setName} error={submit.of('gateway.name')} />
-      <InputField
+      <TextField label="Name" required value={name} onInput={setName} error={submit.of('gateway.name')} />
+      <TextField
         label="Gateway type"
         hint="such as modbus; optional"
         value={type}
         onInput={setType}
         error={submit.of('gateway.gateway_type')}
       />
-      <InputField
+      <TextField
         label="Gateway version"
         value={version}
         onInput={setVersion}
         error={submit.of('gateway.gateway_version')}
       />
-      <InputField
-        label="Tags"
-        hint="comma-separated"
-        value={tags}
-        onInput={setTags}
-        error={submit.of('gateway.tags')}
-      />
+      <TextField label="Tags" hint="comma-separated" value={tags} onInput={setTags} error={submit.of('gateway.tags')} />
       <fieldset>
         <legend>Adapters</legend>
         {adapters.length === 0 && <p>No adapters.</p>}
         {adapters.map((adapter, i) => (
           <fieldset class="adapter" key={adapter.adapter_pid ?? `new-${i}`} aria-label={`Adapter ${i + 1}`}>
-            <InputField
+            <TextField
               label="Adapter type"
               value={adapter.type ?? ''}
               onInput={(v) => change(i, { type: v })}
               error={submit.of(adapterParam(i, 'type'))}
             />
-            <Field
+            <TextField
               label="Configuration"
               hint="JSON, such as {&quot;host&quot;: &quot;10.0.0.5&quot;}"
+              rows={2}
+              value={adapter.configuration ?? '{}'}
+              onInput={(configuration) => change(i, { configuration })}
               error={submit.of(adapterParam(i, 'configuration'))}
-            >
-              {(id, describedBy, invalid) => (
-                <textarea
-                  id={id}
-                  rows={2}
-                  aria-describedby={describedBy}
-                  aria-invalid={invalid}
-                  value={adapter.configuration ?? '{}'}
-                  onInput={(e) => change(i, { configuration: e.currentTarget.value })}
-                />
-              )}
-            </Field>
+            />
             <label>
               <input
                 type="checkbox"

@@ -2,7 +2,7 @@ import { useEffect, useId, useState } from 'preact/hooks';
 import { api } from '../api/client.ts';
 import { useExpressionCheck } from '../components/expression-check.ts';
 import { Failure } from '../components/failure.tsx';
-import { Field, InputField } from '../components/field.tsx';
+import { TextField } from '../components/field.tsx';
 import { answerByField, useFieldSubmit } from '../components/field-errors.ts';
 import { FormButtons } from '../components/form-buttons.tsx';
 import type { Group } from '../components/group-select.tsx';
@@ -76,8 +76,8 @@ export function GroupForm({ group, onDone }: { group: Group | undefined; onDone:
   return (
     <form onSubmit={submit.onSubmit} class="panel" aria-label={title}>
       <h2>{title}</h2>
-      <InputField label="Name" required value={name} onInput={setName} error={submit.of('group.name')} />
-      <InputField
+      <TextField label="Name" required value={name} onInput={setName} error={submit.of('group.name')} />
+      <TextField
         label="Description"
         value={description}
         onInput={setDescription}
@@ -94,24 +94,16 @@ export function GroupForm({ group, onDone }: { group: Group | undefined; onDone:
         </label>
       </div>
       {type === DYNAMIC && (
-        <Field
+        <TextField
           label="Expression"
           hint={
             check.valid ? 'The expression is valid.' : "Thing fields, e.g. tags contains 'hall-a' or name == 'Boiler 1'"
           }
+          required
+          value={expression}
+          onInput={setExpression}
           error={expressionError}
-        >
-          {(id, describedBy, invalid) => (
-            <input
-              id={id}
-              required
-              aria-describedby={describedBy}
-              aria-invalid={invalid}
-              value={expression}
-              onInput={(e) => setExpression(e.currentTarget.value)}
-            />
-          )}
-        </Field>
+        />
       )}
       {type === STATIC && (
         <section aria-label="Members">

@@ -6,7 +6,7 @@ import { ConfirmButton } from '../components/confirm.tsx';
 import { Copyable } from '../components/copyable.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
-import { Field, InputField } from '../components/field.tsx';
+import { Field, TextField } from '../components/field.tsx';
 import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { FormActions } from '../components/form-actions.tsx';
 import { useLoad } from '../components/use-load.ts';
@@ -73,7 +73,7 @@ export function KeyPairsPage() {
       )}
       {open && (
         <form onSubmit={create} aria-label="New key pair" class="panel">
-          <InputField label="Name" required value={name} onInput={setName} error={action.of('key_pair.name')} />
+          <TextField label="Name" required value={name} onInput={setName} error={action.of('key_pair.name')} />
           {mayReadRoles && (
             <Field label="Role" hint="What devices signing with it may do" error={action.of('key_pair.role_key')}>
               {(id, describedBy, invalid) => (

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api/client.ts';
-import { InputField } from '../components/field.tsx';
+import { TextField } from '../components/field.tsx';
 import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { FormActions } from '../components/form-actions.tsx';
 
@@ -50,7 +50,7 @@ export function EventsLimit(props: {
   };
   return (
     <form class="inline-form" aria-label={`Events a second of ${props.name}`} onSubmit={submit}>
-      <InputField
+      <TextField
         label="Events a second"
         type="number"
         min={0}

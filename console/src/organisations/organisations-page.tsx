@@ -5,7 +5,7 @@ import { ConfirmButton } from '../components/confirm.tsx';
 import { DataTable } from '../components/data-table.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
-import { InputField } from '../components/field.tsx';
+import { TextField } from '../components/field.tsx';
 import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { FormActions } from '../components/form-actions.tsx';
 import { useLoad } from '../components/use-load.ts';
@@ -115,7 +115,7 @@ function NewOrganisation(props: { onCancel: () => void; onCreated: () => void })
   return (
     <form class="panel" aria-label="New organisation" onSubmit={submit}>
       <h2>New organisation</h2>
-      <InputField label="Name" required value={name} onInput={setName} error={action.of('organisation.name')} />
+      <TextField label="Name" required value={name} onInput={setName} error={action.of('organisation.name')} />
       <label class="check">
         <input type="checkbox" checked={oem} onChange={(e) => setOem(e.currentTarget.checked)} /> OEM organisation (may
         have children of its own)

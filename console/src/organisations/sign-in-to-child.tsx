@@ -1,6 +1,6 @@
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
-import { Field } from '../components/field.tsx';
+import { TextField } from '../components/field.tsx';
 import { FormActions } from '../components/form-actions.tsx';
 import { useAction } from '../components/use-action.ts';
 import { realtime } from '../realtime.ts';
@@ -55,18 +55,14 @@ export function SignInToChild({ organisation }: { organisation: { name: string |
           <form onSubmit={submit}>
             <h2 id={titleId}>Sign in to {name}</h2>
             <p>As its account admin, with your own password. Your session here ends.</p>
-            <Field label="Password">
-              {(id) => (
-                <input
-                  id={id}
-                  type="password"
-                  autocomplete="current-password"
-                  required
-                  value={password}
-                  onInput={(e) => setPassword(e.currentTarget.value)}
-                />
-              )}
-            </Field>
+            <TextField
+              label="Password"
+              type="password"
+              autoComplete="current-password"
+              required
+              value={password}
+              onInput={setPassword}
+            />
             <FormActions action={action} submit="Sign in" onCancel={() => setOpen(false)} />
           </form>
         )}

@@ -4,7 +4,7 @@ import { useAllows } from '../caller.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { DataTable } from '../components/data-table.tsx';
 import { Failure } from '../components/failure.tsx';
-import { InputField } from '../components/field.tsx';
+import { TextField } from '../components/field.tsx';
 import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { FormActions } from '../components/form-actions.tsx';
 import { ScrollBox } from '../components/scroll-box.tsx';
@@ -132,7 +132,7 @@ function RoleForm(props: { role: Role | undefined; onCancel: () => void; onSaved
   return (
     <form class="panel" aria-label={title} onSubmit={submit}>
       <h2>{title}</h2>
-      <InputField label="Name" required value={name} onInput={setName} error={action.of('role.name')} />
+      <TextField label="Name" required value={name} onInput={setName} error={action.of('role.name')} />
       <fieldset class="abilities">
         <legend>Abilities</legend>
         <ScrollBox label="Abilities by class">

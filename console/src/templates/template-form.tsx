@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api/client.ts';
 import { Failure } from '../components/failure.tsx';
-import { Field, InputField } from '../components/field.tsx';
+import { Field, TextField } from '../components/field.tsx';
 import { answerByField, useFieldSubmit } from '../components/field-errors.ts';
 import { FormButtons } from '../components/form-buttons.tsx';
 import type { Template } from '../components/template-select.tsx';
@@ -72,20 +72,15 @@ export function TemplateForm({
   return (
     <form onSubmit={submit.onSubmit} class="panel" aria-label={title}>
       <h2>{title}</h2>
-      <InputField label="Name" required value={name} onInput={setName} error={submit.of('thing_template.name')} />
-      <Field label="Description" error={submit.of('thing_template.description')}>
-        {(id, describedBy, invalid) => (
-          <textarea
-            id={id}
-            rows={2}
-            aria-describedby={describedBy}
-            aria-invalid={invalid}
-            value={description}
-            onInput={(e) => setDescription(e.currentTarget.value)}
-          />
-        )}
-      </Field>
-      <InputField
+      <TextField label="Name" required value={name} onInput={setName} error={submit.of('thing_template.name')} />
+      <TextField
+        label="Description"
+        rows={2}
+        value={description}
+        onInput={setDescription}
+        error={submit.of('thing_template.description')}
+      />
+      <TextField
         label="Heartbeat interval"
         hint="seconds; a thing is online while heard from within twice this"
         type="number"
@@ -94,7 +89,7 @@ export function TemplateForm({
         onInput={setHeartbeat}
         error={submit.of('thing_template.heartbeat_interval')}
       />
-      <InputField
+      <TextField
         label="Idle timeout"
         hint="seconds without events counted as idle time"
         type="number"
@@ -103,7 +98,7 @@ export function TemplateForm({
         onInput={setIdle}
         error={submit.of('thing_template.idle_timeout')}
       />
-      <InputField
+      <TextField
         label="Retention (days)"
         hint="empty: the organisation's retention; set by an account admin only"
         type="number"
@@ -118,18 +113,13 @@ export function TemplateForm({
         {metrics.map((metric, i) => (
           // Rows are edited in place and removed by position, so the position is their identity.
           <fieldset class="metric" key={i} aria-label={`Metric ${i + 1}`}>
-            <Field label="Metric name" error={submit.of(metricParam(i, 'name'))}>
-              {(id, describedBy, invalid) => (
-                <input
-                  id={id}
-                  required
-                  aria-describedby={describedBy}
-                  aria-invalid={invalid}
-                  value={metric.name}
-                  onInput={(e) => changeMetric(i, { name: e.currentTarget.value })}
-                />
-              )}
-            </Field>
+            <TextField
+              label="Metric name"
+              required
+              value={metric.name}
+              onInput={(name) => changeMetric(i, { name })}
+              error={submit.of(metricParam(i, 'name'))}
+            />
             <Field label="Data type" error={submit.of(metricParam(i, 'data_type'))}>
               {(id, describedBy, invalid) => (
                 <select
@@ -147,17 +137,12 @@ export function TemplateForm({
                 </select>
               )}
             </Field>
-            <Field label="Unit" error={submit.of(metricParam(i, 'unit'))}>
-              {(id, describedBy, invalid) => (
-                <input
-                  id={id}
-                  aria-describedby={describedBy}
-                  aria-invalid={invalid}
-                  value={metric.unit ?? ''}
-                  onInput={(e) => changeMetric(i, { unit: e.currentTarget.value })}
-                />
-              )}
-            </Field>
+            <TextField
+              label="Unit"
+              value={metric.unit ?? ''}
+              onInput={(unit) => changeMetric(i, { unit })}
+              error={submit.of(metricParam(i, 'unit'))}
+            />
             <button
               type="button"
               class="secondary"

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
-import { InputField } from '../components/field.tsx';
+import { TextField } from '../components/field.tsx';
 import { countOf, showTime } from '../format.ts';
 import type { Thing } from './thing-form.tsx';
 
@@ -35,8 +35,8 @@ export function DeleteEvents({
     <section class="panel" aria-label="Delete events">
       <h2>Delete events</h2>
       <p class="muted">Times are in your time zone ({Intl.DateTimeFormat().resolvedOptions().timeZone}).</p>
-      <InputField label="From" type="datetime-local" value={from} onInput={setFrom} />
-      <InputField label="To" type="datetime-local" value={to} onInput={setTo} />
+      <TextField label="From" type="datetime-local" value={from} onInput={setFrom} />
+      <TextField label="To" type="datetime-local" value={to} onInput={setTo} />
       {deleted !== undefined && <p role="status">{countOf(deleted, 'event')} deleted.</p>}
       <div class="actions">
         {ready ? (

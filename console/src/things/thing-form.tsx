@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { Failure } from '../components/failure.tsx';
-import { InputField } from '../components/field.tsx';
+import { TextField } from '../components/field.tsx';
 import { answerByField, useFieldSubmit } from '../components/field-errors.ts';
 import { FormButtons } from '../components/form-buttons.tsx';
 import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
@@ -63,9 +63,9 @@ export function ThingForm({
   return (
     <form onSubmit={submit.onSubmit} class="panel" aria-label={title}>
       <h2>{title}</h2>
-      <InputField label="Name" required value={name} onInput={setName} error={submit.of('thing.name')} />
+      <TextField label="Name" required value={name} onInput={setName} error={submit.of('thing.name')} />
       {!thing && (
-        <InputField
+        <TextField
           label="Key"
           hint="optional: made by the server when empty; it cannot change later"
           value={key}
@@ -80,13 +80,13 @@ export function ThingForm({
         error={templates.error ?? submit.of('thing.thing_template_key')}
         required
       />
-      <InputField
+      <TextField
         label="Description"
         value={description}
         onInput={setDescription}
         error={submit.of('thing.description')}
       />
-      <InputField label="Tags" hint="comma-separated" value={tags} onInput={setTags} error={submit.of('thing.tags')} />
+      <TextField label="Tags" hint="comma-separated" value={tags} onInput={setTags} error={submit.of('thing.tags')} />
       <label class="check">
         <input type="checkbox" checked={biDirectional} onChange={(e) => setBiDirectional(e.currentTarget.checked)} />{' '}
         Bi-directional

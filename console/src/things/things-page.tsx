@@ -5,7 +5,7 @@ import { useAllows } from '../caller.ts';
 import { EmptyRow } from '../components/data-table.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
-import { Field } from '../components/field.tsx';
+import { Field, SearchField } from '../components/field.tsx';
 import { loadGroups } from '../components/group-select.tsx';
 import { Pager } from '../components/pager.tsx';
 import { loadTemplates } from '../components/template-select.tsx';
@@ -196,17 +196,12 @@ export function ThingsPage() {
       )}
       {!noThings && (
         <div class="filters">
-          <Field label="Search things" hint="keywords in the name, key, description or tags">
-            {(id, describedBy) => (
-              <input
-                id={id}
-                type="search"
-                aria-describedby={describedBy}
-                value={search}
-                onInput={(e) => setSearch(e.currentTarget.value)}
-              />
-            )}
-          </Field>
+          <SearchField
+            label="Search things"
+            hint="keywords in the name, key, description or tags"
+            value={search}
+            onInput={setSearch}
+          />
           <Choice label="Template" value={template} onChange={setTemplate} options={options.data?.templates} />
           <Choice label="Group" value={group} onChange={setGroup} options={options.data?.groups} />
         </div>
