@@ -4,6 +4,7 @@
  * work on the store; `import things` and `export events` on a running server (commands/).
  * Every command is configured by the same environment variables as the server.
  */
+import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import type { Server } from './app.ts';
@@ -12,6 +13,7 @@ import { addOperationsCommands } from './commands/commands.ts';
 import { addCopyStoreCommand } from './commands/copy-store.ts';
 import { addSimulateCommand } from './commands/simulate.ts';
 import { type Config, loadConfig } from './core/config.ts';
+import { chooseLogFormat } from './core/log-format.ts';
 import { rotateSecretKey } from './keypairs/secret-key.ts';
 import { openConfiguredStore, redactUrl } from './startup.ts';
 import type { Store } from './store/store.ts';
@@ -195,35 +197,75 @@ async function serve(): Promise<void> {
     await server.close().catch(() => {});
     throw error;
   }
-  print(startMessage(server, address));
+  // Off a terminal the log is JSON lines (docs/configuration.md, LOG_FORMAT): the message is one more,
+  // written whatever LOG_LEVEL says, as the lines on a terminal are.
+  const items = startItems(server, address);
+  if (chooseLogFormat(server.config.logFormat, process.stdout.isTTY === true) === 'json') {
+    process.stdout.write(`${startLogLine(items, address)}\n`);
+  } else print(startMessage(items, address));
+}
+
+/** The start message as a JSON log line at level info, in the form of the server's other lines. */
+export function startLogLine(items: StartItem[], address: string, now = Date.now()): string {
+  const fields: Record<string, string> = {};
+  for (const { field, text } of items) fields[field] = fields[field] ? `${fields[field]}; ${text}` : text;
+  return JSON.stringify({
+    level: 30,
+    time: now,
+    pid: process.pid,
+    hostname: hostname(),
+    ...fields,
+    msg: listeningLine(address),
+  });
+}
+
+/** One thing the start message says: its label on a terminal, its field in a JSON log line. */
+export interface StartItem {
+  label: string;
+  field: string;
+  text: string;
+}
+
+const listeningLine = (address: string) => `Thingbase ${VERSION} is listening on ${address}`;
+
+/** The start message as lines: each item under its label, and last where it listens. */
+export function startMessage(items: StartItem[], address: string): string[] {
+  return [...items.map((item) => `${`${item.label}:`.padEnd(11)}${item.text}`), listeningLine(address)];
 }
 
 /**
  * What a person starting the server needs, the console first (docs/configuration.md, "Starting"); the
- * last line says where it listens, which scripts wait for.
+ * message ends with where it listens, which scripts wait for.
  */
-export function startMessage(
+export function startItems(
   server: Pick<Server, 'config' | 'bootstrap' | 'mqttPort' | 'mqttsPort'>,
   address: string,
-): string[] {
+): StartItem[] {
   const { config, bootstrap } = server;
   // PORT=0 lets the system choose the port: name the one it chose.
   const url = new URL(config.publicBaseUrl);
   if (url.port === '0') url.port = new URL(address).port;
   const base = url.href.replace(/\/+$/, '');
-  const lines = [`Console:   ${base}/`, `API docs:  ${base}/docs`];
+  const items: StartItem[] = [
+    { label: 'Console', field: 'console', text: `${base}/` },
+    { label: 'API docs', field: 'api_docs', text: `${base}/docs` },
+  ];
   const ports = [
     server.mqttPort !== undefined ? `port ${server.mqttPort}` : undefined,
     server.mqttsPort !== undefined ? `MQTTS (TLS) on port ${server.mqttsPort}` : undefined,
   ].filter((part) => part !== undefined);
-  if (ports.length > 0) lines.push(`MQTT:      ${ports.join(', ')}, for devices`);
-  if (config.mqttUrl) lines.push(`MQTT:      devices through the broker at ${redactUrl(config.mqttUrl)}`);
+  const mqtt = [
+    ports.length > 0 ? `${ports.join(', ')}, for devices` : undefined,
+    config.mqttUrl ? `devices through the broker at ${redactUrl(config.mqttUrl)}` : undefined,
+  ];
+  for (const text of mqtt) if (text) items.push({ label: 'MQTT', field: 'mqtt', text });
   if (bootstrap) {
-    lines.push(`Admin:     ${bootstrap.email} (the account admin of the first organisation, just created)`);
-    if (bootstrap.generatedPassword) lines.push(`Password:  ${bootstrap.generatedPassword} (shown only this once)`);
+    const admin = `${bootstrap.email} (the account admin of the first organisation, just created)`;
+    items.push({ label: 'Admin', field: 'admin', text: admin });
+    const password = bootstrap.generatedPassword;
+    if (password) items.push({ label: 'Password', field: 'password', text: `${password} (shown only this once)` });
   }
-  lines.push(`Thingbase ${VERSION} is listening on ${address}`);
-  return lines;
+  return items;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

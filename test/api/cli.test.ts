@@ -5,7 +5,7 @@ import { after, describe, it } from 'node:test';
 import { openStore } from '../../src/store/store.ts';
 import { Device, type KeyPair } from '../support/device.ts';
 import { call } from '../support/http.ts';
-import { type CliResult, runCli, serveProcess, stopProcess } from '../support/process.ts';
+import { type CliResult, runCli, serveProcess, startPassword, stopProcess } from '../support/process.ts';
 import { STORES } from '../support/stores.ts';
 
 const lastLine = (text: string) => text.trimEnd().split('\n').at(-1) ?? '';
@@ -140,7 +140,7 @@ for (const store of STORES) {
       const env = freshEnv();
       // Key pairs sealed under the key generated on the first start.
       const first = await serve(env);
-      const password = /Password: +(\S+) \(shown only this once\)/.exec(first.output())?.[1] as string;
+      const password = startPassword(first.output()) as string;
       const token = (await signIn(first.url, 'admin@localhost', password)).body.auth_token as string;
       const created = await call(first.url, 'POST', '/api/v3/key_pairs', {
         token,

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { call } from '../support/http.ts';
 import { freePort } from '../support/ports.ts';
-import { cli, runCli, serveProcess, stopProcess } from '../support/process.ts';
+import { cli, runCli, serveProcess, startField, startPassword, stopProcess } from '../support/process.ts';
 import { STORES } from '../support/stores.ts';
 
 /** Runs `thingbase serve` and lets the rest of its start-up message arrive. */
@@ -45,11 +45,11 @@ describe('first start of thingbase serve', () => {
   it('when the store is empty then an admin is made and its password printed once, and it can sign in', async () => {
     const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-first-')), 'data', 'thingbase.db')}`;
     const first = await serve({ DATABASE_URL: databaseUrl });
-    const password = /Password: +(\S+) \(shown only this once\)/.exec(first.output)?.[1];
+    const password = startPassword(first.output);
     assert.ok(password, first.output);
-    assert.match(first.output, /admin@localhost/);
+    assert.match(startField(first.output, 'admin') ?? '', /^admin@localhost /);
     // With PORT=0 the message names the port the system chose, not port 0.
-    const docs = /API docs: +(\S+)\/docs/.exec(first.output)?.[1];
+    const docs = startField(first.output, 'api_docs')?.replace(/\/docs$/, '');
     assert.equal(docs && new URL(docs).port, new URL(first.url).port, first.output);
     assert.doesNotMatch(first.output, /:0\//);
     const session = await call(first.url, 'POST', '/api_sign_in', { body: { email: 'admin@localhost', password } });
@@ -114,6 +114,9 @@ describe('first start of thingbase serve', () => {
     const plain = await serve({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' });
     await stop(plain.child);
     assert.match(plain.output, /^\{"level":30,/m, plain.output);
+    // The start message too is a JSON line, not lines of text among them.
+    assert.doesNotMatch(plain.output, /^(Console|API docs|Thingbase \S+ is listening)/m, plain.output);
+    assert.match(startField(plain.output, 'console') ?? '', /^http:\/\/127\.0\.0\.1:\d+\/$/, plain.output);
     const pretty = await serve({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' });
     await stop(pretty.child);
     assert.doesNotMatch(pretty.output, /^\{"level"/m, pretty.output);
@@ -196,7 +199,7 @@ for (const store of STORES) {
 
       const next = await serve(storeEnv(settings));
       try {
-        const password = /Password: +(\S+) \(shown only this once\)/.exec(next.output)?.[1];
+        const password = startPassword(next.output);
         assert.ok(password, `the start after the failed one makes the admin and prints its password:\n${next.output}`);
         const session = await call(next.url, 'POST', '/api_sign_in', { body: { email: 'admin@localhost', password } });
         assert.equal(session.status, 200, session.text);

@@ -46,7 +46,8 @@ export async function serveProcess(
   return new Promise((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /listening on (https?:\/\/\S+)/.exec(output);
+      // A line of its own on a terminal, a JSON log line's message elsewhere (docs/configuration.md).
+      const match = /listening on (https?:\/\/[^\s"]+)/.exec(output);
       if (match) {
         child.stdout?.off('data', onData);
         child.stdout?.on('data', (more: Buffer) => {
@@ -102,3 +103,19 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
     }),
   );
 }
+
+/**
+ * What a server's start message says under `field` (`console`, `api_docs`, `mqtt`, `admin`,
+ * `password`): off a terminal, as the servers of tests run, a member of the JSON log line that says
+ * where it listens (docs/configuration.md, "Starting").
+ */
+export function startField(output: string, field: string): string | undefined {
+  const line = output.split('\n').find((l) => l.startsWith('{') && l.includes(' is listening on '));
+  if (line === undefined) return undefined;
+  const value = (JSON.parse(line) as Record<string, unknown>)[field];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The password a first start made, from its start message. */
+export const startPassword = (output: string): string | undefined =>
+  /^(\S+) \(shown only this once\)$/.exec(startField(output, 'password') ?? '')?.[1];
