@@ -14,7 +14,7 @@ import { showTime } from '../format.ts';
 import { currentQuery, keepQuery, Link, navigate, readSegment, segment } from '../router.tsx';
 import type { SectionProps } from '../sections.tsx';
 import { DashboardPage } from './dashboard-page.tsx';
-import { type Dashboard, writable } from './model.ts';
+import type { Dashboard } from './model.ts';
 
 const PER = 50;
 
@@ -165,7 +165,8 @@ function NewDashboard(props: { onCancel: () => void }) {
 
 /**
  * A dashboard from a file that `Export` wrote (the API's `dashboard` object, or `{"dashboard": ...}`):
- * created anew, so the dashboard and its widgets get new keys.
+ * created anew by the API's import, so the dashboard and its widgets get new keys, and a name the
+ * organisation has already is numbered (docs/api.md, "Dashboards").
  */
 function ImportDashboard(props: { onCancel: () => void }) {
   const [file, setFile] = useState<File | undefined>();
@@ -188,12 +189,21 @@ function ImportDashboard(props: { onCancel: () => void }) {
           const dashboard = object && typeof object === 'object' && object.dashboard ? object.dashboard : object;
           if (!dashboard || typeof dashboard !== 'object' || !Array.isArray(dashboard.widgets ?? []))
             throw new Error(`${file.name} holds no dashboard.`);
-          await createAndOpen(writable({ ...dashboard, widgets: dashboard.widgets ?? [] }, false));
+          // The import answer names the copy apart when the organisation has a dashboard of its name.
+          const made = await answer(
+            api.POST('/api/v3/dashboards/import', {
+              body: { dashboard: { ...dashboard, widgets: dashboard.widgets ?? [] } } as never,
+            }),
+          );
+          navigate(`dashboards/${segment(made.dashboard.dashboard_key)}`);
         });
       }}
     >
       <h2>Import dashboard</h2>
-      <Field label="File" hint="a dashboard's exported JSON file; it is created anew, with new keys">
+      <Field
+        label="File"
+        hint="a dashboard's exported JSON file; it is created anew, with new keys, and named Name (2) when the name is taken"
+      >
         {(id, describedBy) => (
           <input
             id={id}
