@@ -48,6 +48,8 @@ export interface DemoStatus {
 
 export class DemoService {
   private readonly running = new Map<string, RunningDemo>();
+  /** Organisations whose demo is starting (its key pair and things being made). */
+  private readonly starting = new Set<string>();
 
   /** `connect` reaches this server's device routes with a key pair's credentials. */
   constructor(
@@ -75,7 +77,24 @@ export class DemoService {
 
   async start(principal: Principal, actor: Actor, input: { devices: number; rate: number }): Promise<DemoStatus> {
     const organisationKey = principal.organisationKey;
-    if (this.running.has(organisationKey)) throw conflict('demo', 'the demo is already running: stop it first');
+    // A start under way counts as running: a second start meanwhile would make a second key pair and
+    // simulation, and the first would be left running with nothing to stop it.
+    if (this.running.has(organisationKey) || this.starting.has(organisationKey))
+      throw conflict('demo', 'the demo is already running: stop it first');
+    this.starting.add(organisationKey);
+    try {
+      return await this.startDemo(principal, actor, input);
+    } finally {
+      this.starting.delete(organisationKey);
+    }
+  }
+
+  private async startDemo(
+    principal: Principal,
+    actor: Actor,
+    input: { devices: number; rate: number },
+  ): Promise<DemoStatus> {
+    const organisationKey = principal.organisationKey;
     // The machines sign with a key pair of their own (the Agent role), which the caller must be able to grant.
     const { row, secretKey } = await createKeyPair(
       this.store,
@@ -86,7 +105,13 @@ export class DemoService {
       principal,
     );
     const keys = { accessKey: row.access_key, secretKey };
-    await this.makeThings(principal, actor, input.devices);
+    try {
+      await this.makeThings(principal, actor, input.devices);
+    } catch (error) {
+      // Nothing runs yet to stop: the key pair goes here.
+      await deleteKeyPair(this.store, actor, [organisationKey], row.key_pair_key).catch(() => undefined);
+      throw error;
+    }
     const simulation = new Simulation({
       devices: input.devices,
       rate: input.rate,

@@ -69,6 +69,22 @@ describeOnStores('the demo of simulated machines', (ctx) => {
     assert.deepEqual(actions, ['create', 'delete']);
   });
 
+  it('when two starts come at once then one starts the demo and the other is a 409, with one key pair made', async () => {
+    const token = await ctx.api.adminToken();
+    const starts = await Promise.all(
+      [1, 2].map(() => ctx.api.request('POST', '/api/v3/demo', { token, body: { demo: { devices: 1 } } })),
+    );
+    try {
+      assert.deepEqual(starts.map((s) => s.status).sort(), [200, 409], starts.map((s) => s.text).join('\n'));
+      const pairs = await ctx.api.request('GET', '/api/v3/key_pairs', { token, query: { search: 'Demo' } });
+      assert.equal(pairs.body.key_pairs.length, 1, 'one key pair, of the demo that runs');
+    } finally {
+      assert.equal((await ctx.api.request('DELETE', '/api/v3/demo', { token })).status, 200);
+    }
+    const after = await ctx.api.request('GET', '/api/v3/key_pairs', { token, query: { search: 'Demo' } });
+    assert.equal(after.body.key_pairs.length, 0, 'none left behind');
+  });
+
   it('when two organisations run the demo then each has things of its own', async () => {
     const admin = await ctx.api.adminToken();
     const child = await childOrganisation(ctx.api, admin);
