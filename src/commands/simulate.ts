@@ -62,67 +62,71 @@ async function simulate(options: SimulateOptions): Promise<void> {
   // leaves no unused key pair behind.
   const mqttUrl = transport === 'mqtt' ? (options.mqttUrl ?? (await mqttUrlOf(httpUrl, api))) : '';
   const { keys, made } = await keyPairOf(options, api);
-  const register: Record<string, unknown> = {};
-  if (options.template) {
-    if (!api) throw new ConfigError('--template needs --token (or THINGBASE_TOKEN) to find or make the template');
-    const templateKey = await templateOf(api, options.template);
-    // A register cannot choose a template: the things are made in it first (an existing one is kept).
-    for (let index = 1; index <= devices; index++) {
-      await api.call(
-        'POST',
-        '/api/v3/things',
-        {
-          thing: {
-            thing_key: `${options.prefix}-${index}`,
-            name: `Simulated machine ${index}`,
-            thing_template_key: templateKey,
-            bi_directional: true,
+  try {
+    const register: Record<string, unknown> = {};
+    if (options.template) {
+      if (!api) throw new ConfigError('--template needs --token (or THINGBASE_TOKEN) to find or make the template');
+      const templateKey = await templateOf(api, options.template);
+      // A register cannot choose a template: the things are made in it first (an existing one is kept).
+      for (let index = 1; index <= devices; index++) {
+        await api.call(
+          'POST',
+          '/api/v3/things',
+          {
+            thing: {
+              thing_key: `${options.prefix}-${index}`,
+              name: `Simulated machine ${index}`,
+              thing_template_key: templateKey,
+              bi_directional: true,
+            },
           },
-        },
-        [409],
-      );
+          [409],
+        );
+      }
     }
-  }
-  const simulation = new Simulation({
-    devices,
-    rate,
-    transport,
-    httpUrl,
-    mqttUrl,
-    keys,
-    prefix: options.prefix,
-    register,
-  });
-  const terminal = process.stdout.isTTY === true;
-  process.stdout.write(
-    `Simulating ${devices} machine(s) over ${transport.toUpperCase()}, ${rate} reading(s) a second each, as ${options.prefix}-1 ... ${options.prefix}-${devices}. Ctrl-C stops.\n`,
-  );
-  await simulation.start();
-  const show = () => {
-    const line = progressLine(simulation.counts);
-    if (terminal) process.stdout.write(`\r${line}\u001b[K`);
-    else process.stdout.write(`${line}\n`);
-  };
-  const progress = setInterval(show, terminal ? 500 : 10_000);
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
-  clearInterval(progress);
-  await simulation.stop();
-  if (terminal) process.stdout.write('\n');
-  process.stdout.write(`Stopped. ${progressLine(simulation.counts)}\n`);
-  // A key pair it made goes with it, as the demo's does: runs would otherwise leave one each.
-  if (made && api) {
-    const deleted = await api.call('DELETE', `/api/v3/key_pairs/${made.keyPairKey}`).then(
-      () => true,
-      (error: Error) => {
-        process.stdout.write(`Could not delete the key pair ${made.name}: ${error.message}\n`);
-        return false;
-      },
+    const simulation = new Simulation({
+      devices,
+      rate,
+      transport,
+      httpUrl,
+      mqttUrl,
+      keys,
+      prefix: options.prefix,
+      register,
+    });
+    const terminal = process.stdout.isTTY === true;
+    process.stdout.write(
+      `Simulating ${devices} machine(s) over ${transport.toUpperCase()}, ${rate} reading(s) a second each, as ${options.prefix}-1 ... ${options.prefix}-${devices}. Ctrl-C stops.\n`,
     );
-    if (deleted) process.stdout.write(`Deleted the key pair ${made.name}.\n`);
+    await simulation.start();
+    const show = () => {
+      const line = progressLine(simulation.counts);
+      if (terminal) process.stdout.write(`\r${line}\u001b[K`);
+      else process.stdout.write(`${line}\n`);
+    };
+    const progress = setInterval(show, terminal ? 500 : 10_000);
+    await new Promise<void>((resolve) => {
+      const stop = () => resolve();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+    clearInterval(progress);
+    await simulation.stop();
+    if (terminal) process.stdout.write('\n');
+    process.stdout.write(`Stopped. ${progressLine(simulation.counts)}\n`);
+  } finally {
+    // A key pair it made goes with it, as the demo's does, however the run ends: runs would otherwise
+    // leave one each.
+    if (made && api) {
+      const deleted = await api.call('DELETE', `/api/v3/key_pairs/${made.keyPairKey}`).then(
+        () => true,
+        (error: Error) => {
+          process.stdout.write(`Could not delete the key pair ${made.name}: ${error.message}\n`);
+          return false;
+        },
+      );
+      if (deleted) process.stdout.write(`Deleted the key pair ${made.name}.\n`);
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { after, it } from 'node:test';
+import { userWithAbilities } from '../support/fixtures.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { cli } from '../support/process.ts';
@@ -146,6 +147,23 @@ describeOnStores('thingbase simulate against a server without an MQTT listener',
       (keyPairs.body.key_pairs as { name: string }[]).filter((pair) => pair.name.startsWith('Simulator ')),
       [],
       'no key pair was made for a simulation that could not start',
+    );
+  });
+
+  it('when the simulation fails after making its key pair then the key pair is deleted all the same', async () => {
+    const admin = await ctx.api.adminToken();
+    // May make key pairs and things, and read templates, but not make the template it is asked for.
+    const user = await userWithAbilities(ctx.api, admin, [15, 21, 92, 122, 135]);
+    const run = simulate(['--devices', '1', '--http', '--prefix', 'refused', '--template', 'Never made'], user.token);
+    assert.equal(await run.exited, 1, run.output());
+    const name = /Made the key pair (Simulator \S+) \(/.exec(run.output())?.[1];
+    assert.ok(name, run.output());
+    assert.match(run.output(), /the server answered 403/);
+    assert.ok(run.output().includes(`Deleted the key pair ${name}.`), run.output());
+    const pairs = await ctx.api.request('GET', '/api/v3/key_pairs', { token: admin, query: { per: 1000 } });
+    assert.deepEqual(
+      (pairs.body.key_pairs as { name: string }[]).filter((pair) => pair.name === name),
+      [],
     );
   });
 
