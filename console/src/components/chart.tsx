@@ -98,7 +98,9 @@ function scalesOf(columns: Columns, units: Record<string, string>): Scale[] {
     shared.hi = Math.max(shared.hi, hi);
     shared.size = Math.min(shared.size, size);
   }
-  return scales.sort((a, b) => b.metrics.length - a.metrics.length || (a.metrics[0] ?? 0) - (b.metrics[0] ?? 0));
+  // Metrics were taken in name order: a scale's place in the columns is its earliest column.
+  const first = (scale: Scale) => Math.min(...scale.metrics);
+  return scales.sort((a, b) => b.metrics.length - a.metrics.length || first(a) - first(b));
 }
 
 const compare = (a = '', b = '') => (a < b ? -1 : a > b ? 1 : 0);
