@@ -363,6 +363,28 @@ for (const store of STORES) {
       await shot('units');
     });
 
+    it("when two units have as many metrics then the left axis is the unit of the template's first metric", async () => {
+      // By name air (°C) comes first; in the template zeta (%) does, and the template's order decides.
+      const thing = await thingOfTemplate('Dryer', 'Dryers', [
+        { name: 'zeta', data_type: 'number', unit: '%' },
+        { name: 'air', data_type: 'number', unit: '°C' },
+        { name: 'beta', data_type: 'number', unit: '%' },
+        { name: 'temp', data_type: 'number', unit: '°C' },
+      ]);
+      await sendMinutely(thing.thing_key, 4, (i) => ({ zeta: 10 + i, air: 60 + i, beta: 20 + i, temp: 70 + i }));
+      await openThing(thing.thing_key, 'Dryer');
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await chart.getByText('4 points · zeta, air, beta, temp', { exact: true }).waitFor();
+      const scales = await scalesOf(chart);
+      assert.deepEqual(
+        scales.map((scale) => [[...scale.metrics].sort(), scale.axis]),
+        [
+          [['beta', 'zeta'], 'left'],
+          [['air', 'temp'], 'right'],
+        ],
+      );
+    });
+
     it('when metrics without units have unlike values then the unlike one has an axis of its own and alike ones share one', async () => {
       const thingKey = unique('boiler');
       assert.equal((await device.register({ thing_key: thingKey, name: 'Boiler without units' })).status, 200);
