@@ -175,6 +175,17 @@ const publishOf = (
   ...(properties ? { properties } : {}),
 });
 
+/** `count` signed events of `clientId`'s thing `thingKey` as MQTT 5 QoS 1 PUBLISHes, ids 1 up, in one buffer. */
+const signedEventBurst = (pair: KeyPair, clientId: string, thingKey: string, count: number) =>
+  Buffer.concat(
+    Array.from({ length: count }, (_, i) =>
+      mqttPacket.generate(
+        publishOf(deviceTopic(clientId, 'event'), signedEnvelope(pair, { thing_key: thingKey, data: { i } }), 1, i + 1),
+        { protocolVersion: 5 },
+      ),
+    ),
+  );
+
 async function waitFor(wire: Wire, match: (packet: Packet) => boolean, what: string, ms = 10_000): Promise<Packet> {
   await eventually(() => wire.received.some(match), what, ms);
   return wire.received.find(match) as Packet;
@@ -479,21 +490,7 @@ describeOnStores(
       const wire = await tcp(5);
       const receiveMaximum = Number((await signIn(wire, clientId, pair)).properties?.receiveMaximum);
       await subscribe(wire, 1, [{ topic: ackTopic(clientId), qos: 0 }]);
-      wire.write(
-        Buffer.concat(
-          Array.from({ length: receiveMaximum }, (_, i) =>
-            mqttPacket.generate(
-              publishOf(
-                deviceTopic(clientId, 'event'),
-                signedEnvelope(pair, { thing_key: key, data: { i } }),
-                1,
-                i + 1,
-              ),
-              { protocolVersion: 5 },
-            ),
-          ),
-        ),
-      );
+      wire.write(signedEventBurst(pair, clientId, key, receiveMaximum));
       await eventually(() => answersOf(wire, clientId).length === receiveMaximum, 'every answer', 30_000);
       const codes = answersOf(wire, clientId).map((a) => a.http_code);
       assert.equal(codes.filter((code) => code === 200).length, receiveMaximum, JSON.stringify(codes));
@@ -508,21 +505,7 @@ describeOnStores(
       const receiveMaximum = Number((await signIn(wire, clientId, pair)).properties?.receiveMaximum);
       await subscribe(wire, 1, [{ topic: ackTopic(clientId), qos: 0 }]);
       const count = receiveMaximum * 3;
-      wire.write(
-        Buffer.concat(
-          Array.from({ length: count }, (_, i) =>
-            mqttPacket.generate(
-              publishOf(
-                deviceTopic(clientId, 'event'),
-                signedEnvelope(pair, { thing_key: key, data: { i } }),
-                1,
-                i + 1,
-              ),
-              { protocolVersion: 5 },
-            ),
-          ),
-        ),
-      );
+      wire.write(signedEventBurst(pair, clientId, key, count));
       const pubacks = () => wire.received.filter((p) => p.cmd === 'puback');
       await eventually(
         () => pubacks().length === count && answersOf(wire, clientId).length === count,

@@ -24,6 +24,7 @@ import { createKeyPair, Device } from '../support/device.ts';
 import { postCreated } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
+import { cutWords, drawnLines } from './drawn-text.ts';
 
 /** The viewport signedInTab opens. */
 const WIDE = { width: 1280, height: 860 };
@@ -68,38 +69,6 @@ function shownLegendLines(page: Page, title: string): Promise<{ label: string; m
 }
 
 /**
- * How the text of each element `selector` finds inside `within` (a selector too) is broken into lines
- * as drawn: its characters grouped by the line box each lies on.
- */
-function drawnLines(page: Page, within: string, selector: string): Promise<string[][]> {
-  return page.evaluate(`(() => {
-    const within = document.querySelector(${JSON.stringify(within)});
-    return [...within.querySelectorAll(${JSON.stringify(selector)})].map((element) => {
-      const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
-      const lines = [];
-      let line = '';
-      let last = null;
-      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-        for (let i = 0; i < node.length; i++) {
-          const range = document.createRange();
-          range.setStart(node, i);
-          range.setEnd(node, i + 1);
-          const rect = range.getClientRects()[0];
-          if (rect && last !== null && rect.top > last + 2) {
-            lines.push(line);
-            line = '';
-          }
-          if (rect) last = rect.top;
-          line += node.data[i];
-        }
-      }
-      lines.push(line);
-      return lines;
-    });
-  })()`);
-}
-
-/**
  * Each line of the legend of a thing's Telemetry chart but the time: its name, whether its colour's
  * marker and its value are level with the name's first line, and whether it lies within the panel.
  */
@@ -126,16 +95,6 @@ function telemetryLegend(
       };
     });
   })()`);
-}
-
-/** Words cut in two by a line's end: lines ending in a letter or digit and followed by one. */
-function cutWords(lines: string[][]): string[] {
-  return lines.flatMap((parts) =>
-    parts.slice(1).flatMap((next, i) => {
-      const before = parts[i] ?? '';
-      return /[\p{L}\p{N}]$/u.test(before) && /^[\p{L}\p{N}]/u.test(next) ? [parts.join(' | ')] : [];
-    }),
-  );
 }
 
 /** The page does not scroll sideways: the document is no wider than the viewport. */
