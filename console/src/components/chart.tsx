@@ -7,6 +7,7 @@ import { useEffect, useMemo, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { showValue } from '../format.ts';
+import { labelOf, listOf, scalesOf } from './chart-scales.ts';
 import { breakAtWords } from './name-breaks.tsx';
 
 /** x (epoch seconds) first, then one column per metric, null where an event lacks it. */
@@ -38,84 +39,6 @@ const widestLabel = (plot: uPlot, axis: number, labels: string[] | null): number
         .map((line) => textWidth(plot, axis, line)),
     ),
   );
-
-/**
- * A y scale and the metrics drawn on it (their indexes in the columns), with the unit they share or,
- * for metrics without one, the extent of their values and the narrowest member's size.
- */
-interface Scale {
-  unit?: string;
-  metrics: number[];
-  lo: number;
-  hi: number;
-  size: number;
-}
-
-/**
- * How many times a metric's own size (the larger of its spread and its distance from 0) the range it
- * shares may be: beyond that its line is too flat to read, and it takes a scale of its own.
- */
-const FLAT = 5;
-
-/**
- * The metrics' y scales (docs/console.md, "A thing"), the most crowded first (on a tie, the one whose
- * first metric comes first in the columns: the template's order). Metrics of one unit share
- * a scale, whatever their values, so that they can be compared; metrics of no unit share one while
- * their values are alike, so that a status of 0 and 1 or a pressure of 1000 is not drawn flat beside a
- * temperature of 20 to 90. The first scale has the left axis and the second the right one, each labelled
- * with its unit (or its metrics' names); any further scale fills the plot's height without an axis,
- * which reads better than a third axis squeezing the plot or a line flattened against others, and its
- * metrics' values are read in the legend, as the note under the chart says.
- */
-function scalesOf(columns: Columns, units: Record<string, string>): Scale[] {
-  const scales: Scale[] = [];
-  const order = columns.metrics.map((_, i) => i).sort((a, b) => compare(columns.metrics[a], columns.metrics[b]));
-  for (const i of order) {
-    const unit = units[columns.metrics[i] as string] || undefined;
-    let lo = Number.POSITIVE_INFINITY;
-    let hi = Number.NEGATIVE_INFINITY;
-    for (const y of columns.ys[i] ?? []) {
-      if (y == null) continue;
-      if (y < lo) lo = y;
-      if (y > hi) hi = y;
-    }
-    const size = Math.max(hi - lo, Math.abs(lo), Math.abs(hi)) || 1;
-    const shared = scales.find((scale) =>
-      unit !== undefined
-        ? scale.unit === unit
-        : scale.unit === undefined &&
-          (lo > hi ||
-            scale.lo > scale.hi ||
-            Math.max(hi, scale.hi) - Math.min(lo, scale.lo) <= FLAT * Math.min(size, scale.size)),
-    );
-    if (!shared) {
-      scales.push({ unit, metrics: [i], lo, hi, size: lo > hi ? Number.POSITIVE_INFINITY : size });
-      continue;
-    }
-    shared.metrics.push(i);
-    if (lo > hi) continue;
-    shared.lo = Math.min(shared.lo, lo);
-    shared.hi = Math.max(shared.hi, hi);
-    shared.size = Math.min(shared.size, size);
-  }
-  // Metrics were taken in name order: a scale's place in the columns is its earliest column.
-  const first = (scale: Scale) => Math.min(...scale.metrics);
-  return scales.sort((a, b) => b.metrics.length - a.metrics.length || first(a) - first(b));
-}
-
-const compare = (a = '', b = '') => (a < b ? -1 : a > b ? 1 : 0);
-
-/** What an axis says it measures: its unit, else its metrics' names (shortened past 40 characters). */
-function labelOf(scale: Scale, metrics: string[]): string {
-  if (scale.unit) return scale.unit;
-  const names = scale.metrics.map((i) => metrics[i]).join(', ');
-  return names.length > 40 ? `${names.slice(0, 39)}…` : names;
-}
-
-/** The metrics' names, as a sentence lists them. */
-function listOf(names: string[]): string {
-  return names.length < 2 ? (names[0] ?? '') : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
-}
 
 /** Keys of the scales, the first being uPlot's own `y`, so that a chart of one scale is as uPlot draws it. */
 const scaleKey = (index: number) => (index === 0 ? 'y' : `y${index}`);
