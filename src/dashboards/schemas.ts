@@ -1,7 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import { ListResponse, type ListSpec, listParams, OneResponse } from '../core/http/list.ts';
 import { ChildOrganisationParams, CommonParams, Key, Nullable, OemParams, StringEnum } from '../core/http/schema.ts';
-import { AGGREGATES, ALERT_STATUSES, MAX_SOURCE_THINGS, MAX_WIDGETS, WIDGET_TYPES } from './widgets.ts';
+import {
+  AGGREGATES,
+  ALERT_STATUSES,
+  MAX_DASHBOARD_NAME,
+  MAX_SOURCE_THINGS,
+  MAX_WIDGETS,
+  WIDGET_TYPES,
+} from './widgets.ts';
 
 const LastRange = Type.Object(
   {
@@ -96,7 +103,7 @@ const WidgetsInput = Type.Array(
 );
 
 const fields = {
-  name: Type.String({ minLength: 1, maxLength: 200 }),
+  name: Type.String({ minLength: 1, maxLength: MAX_DASHBOARD_NAME }),
   description: Nullable(Type.String({ maxLength: 2000 })),
   time_range: TimeRange,
   variables: Type.Array(Variable, { maxItems: 20 }),

@@ -15,7 +15,7 @@ import { findTemplate } from '../templates/service.ts';
 import { findThingsOfOrganisation } from '../things/service.ts';
 import { presentDashboard, type TimeRange } from './presenter.ts';
 import * as dashboards from './repository.ts';
-import { checkVariables, DashboardChecker, type Reference, type Variable } from './widgets.ts';
+import { checkVariables, DashboardChecker, MAX_DASHBOARD_NAME, type Reference, type Variable } from './widgets.ts';
 
 /** The most JSON text a dashboard may take. */
 export const MAX_DASHBOARD_BYTES = 256 * 1024;
@@ -96,9 +96,6 @@ function checkSize(row: DashboardRow): void {
     ]);
   }
 }
-
-/** The longest name a dashboard may have (schemas.ts). */
-export const MAX_DASHBOARD_NAME = 200;
 
 /**
  * `name`, or if a dashboard of the organisation has it, the first of `Name (2)`, `Name (3)`, ... that

@@ -12,6 +12,8 @@ export const AGGREGATES = ['avg', 'min', 'max', 'sum', 'count'] as const;
 export const ALERT_STATUSES = ['open', 'acknowledged', 'cleared'] as const;
 
 export const MAX_WIDGETS = 50;
+/** The longest name a dashboard may have. */
+export const MAX_DASHBOARD_NAME = 200;
 export const GRID_COLUMNS = 12;
 export const MAX_SOURCE_THINGS = 100;
 export const MAX_TEXT_BYTES = 8 * 1024;
