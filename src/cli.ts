@@ -206,12 +206,12 @@ async function serve(): Promise<void> {
 }
 
 /** The start message as a JSON log line at level info, in the form of the server's other lines. */
-export function startLogLine(items: StartItem[], address: string, now = Date.now()): string {
+function startLogLine(items: StartItem[], address: string): string {
   const fields: Record<string, string> = {};
   for (const { field, text } of items) fields[field] = fields[field] ? `${fields[field]}; ${text}` : text;
   return JSON.stringify({
     level: 30,
-    time: now,
+    time: Date.now(),
     pid: process.pid,
     hostname: hostname(),
     ...fields,

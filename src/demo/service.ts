@@ -24,7 +24,7 @@ import { createThing } from '../things/service.ts';
 export const demoPrefix = (organisationKey: string): string => `demo-${organisationKey}`;
 const DESCRIPTION = 'Simulated by the demo: not a real device';
 /** The demo machines' template: their metrics with units (°C, %), so charts and rules show them. */
-export const DEMO_TEMPLATE = 'Demo machine';
+const DEMO_TEMPLATE = 'Demo machine';
 
 const isConflict = (error: unknown) => error instanceof ApiError && error.status === 409;
 

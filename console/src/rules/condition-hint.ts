@@ -14,7 +14,7 @@ const isKnown = (metric: string, names: string[]) =>
   names.some((name) => name === metric || metric.startsWith(`${name}.`) || name.startsWith(`${metric}.`));
 
 /** The condition's metrics that `template` does not have, in the condition's order. */
-export function metricsMissing(metrics: string[], template: Template | undefined): string[] {
+function metricsMissing(metrics: string[], template: Template | undefined): string[] {
   if (!template) return [];
   const names = template.metrics.map((m) => m.name);
   return metrics.filter((metric) => !isKnown(metric, names));
