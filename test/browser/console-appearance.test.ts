@@ -33,6 +33,42 @@ function borderOf(control: Locator): Promise<Border> {
   });
 }
 
+/**
+ * For each text field, select and text area of the page's main part: the contrast of its border with
+ * the background drawn behind it (`inside`) and behind its parent (`around`), as WCAG computes
+ * contrast. Written as text: functions tsx compiles carry helpers (`__name`) the page lacks.
+ */
+const FIELD_BORDER_CONTRASTS = `(() => {
+  const channels = (color) => (color.match(/[\\d.]+/g) || []).map(Number);
+  const luminance = (color) => {
+    const [r, g, b] = channels(color).slice(0, 3).map((c) => {
+      const v = c / 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const ratio = (a, b) => {
+    const [x, y] = [luminance(a), luminance(b)].sort((m, n) => n - m);
+    return (x + 0.05) / (y + 0.05);
+  };
+  const backgroundOf = (element) => {
+    for (let at = element; at; at = at.parentElement) {
+      const color = getComputedStyle(at).backgroundColor;
+      if ((channels(color)[3] ?? 1) > 0) return color;
+    }
+    return 'rgb(255, 255, 255)';
+  };
+  const fields = document.querySelectorAll('main input:not([type="checkbox"]):not([type="radio"]), main select, main textarea');
+  return [...fields].map((element) => {
+    const border = getComputedStyle(element).borderTopColor;
+    return {
+      name: element.labels?.[0]?.textContent ?? element.id,
+      inside: ratio(border, backgroundOf(element)),
+      around: ratio(border, backgroundOf(element.parentElement)),
+    };
+  });
+})()`;
+
 /** The vertical centre of a box, in CSS pixels. */
 async function middle(target: Locator): Promise<number> {
   const box = await target.boundingBox();
@@ -175,6 +211,22 @@ describe("the console's details of appearance", { skip: browserSkip || store.ski
     assert.match(invalid.shadow, /rgb\(179, 38, 30\) 0px 0px 0px 1px/, `the refused field's ring: ${invalid.shadow}`);
     assert.equal(valid.shadow, 'none', "a valid field's has none");
     await assertAccessible(page, 'a refused field');
+  });
+
+  it("when a field is valid then its border stands out 3:1 from the field's inside and from what is around it", async () => {
+    await open('things', 'Things');
+    await page.getByRole('button', { name: 'New thing', exact: true }).click();
+    await page.getByRole('form', { name: 'New thing', exact: true }).waitFor();
+    const contrasts = (await page.evaluate(FIELD_BORDER_CONTRASTS)) as {
+      name: string;
+      inside: number;
+      around: number;
+    }[];
+    assert.ok(contrasts.length >= 3, `the page's fields: ${JSON.stringify(contrasts)}`);
+    for (const field of contrasts) {
+      assert.ok(field.inside >= 3 && field.around >= 3, `a field's border contrast: ${JSON.stringify(field)}`);
+    }
+    await shot('valid-fields');
   });
 
   it('when Connect a device stands beside buttons on the Things and Key pairs pages then it is level with them', async () => {

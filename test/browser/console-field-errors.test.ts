@@ -295,6 +295,34 @@ for (const store of STORES) {
       await screenshot(page, `${store.name}-field-errors-events-limit`);
     });
 
+    it("when the connect page's key pair is refused then its name is said under it, marked invalid", async () => {
+      const page = await open('connect', 'Connect a device');
+      const form = page.getByRole('form', { name: 'Create a key pair', exact: true });
+      await form.getByLabel('Name', { exact: true }).fill(LONG_NAME);
+      await expectSaid(form, 'Create key pair', [[form.getByLabel('Name', { exact: true }), TOO_LONG]]);
+    });
+
+    it('when an instruction is refused then its definition that is not JSON, then its name, is said under its field', async () => {
+      const template = await defaultTemplateKey(api, token);
+      const made = await api.request('POST', '/api/v3/things', {
+        token,
+        body: { thing: { name: 'Valve 3', thing_key: 'valve-3', thing_template_key: template, bi_directional: true } },
+      });
+      assert.equal(made.status, 200, made.text);
+      const page = await open('things/valve-3', 'Valve 3');
+      await page.getByRole('button', { name: 'Send instruction', exact: true }).click();
+      const form = page.getByRole('form', { name: 'Send instruction', exact: true });
+      const name = form.getByLabel('Instruction name', { exact: true });
+      const definition = form.getByLabel('Definition', { exact: true });
+      await name.fill(LONG_NAME);
+      await definition.fill('{"valve": open}');
+      // Refused by the form itself, before anything is sent.
+      await expectSaid(form, 'Send', [[definition, 'The definition must be JSON, such as {"valve": "open"}.']], false);
+      await definition.fill('{"valve": "open"}');
+      await expectSaid(form, 'Send', [[name, TOO_LONG]]);
+      assert.equal(await definition.getAttribute('aria-invalid'), null);
+    });
+
     it('when the forms have been refused then the page reported no uncaught error and no refused script', () => {
       assert.deepEqual(admin.problems, []);
     });

@@ -1,9 +1,11 @@
 import { useEffect, useState } from 'preact/hooks';
-import { answer, api, messageOf } from '../api/client.ts';
+import { answer, api } from '../api/client.ts';
 import { useAllows } from '../caller.ts';
 import { Copyable } from '../components/copyable.tsx';
 import { Failure } from '../components/failure.tsx';
-import { Field, TextField } from '../components/field.tsx';
+import { TextField } from '../components/field.tsx';
+import { answerByField, useFieldAction } from '../components/field-errors.ts';
+import { FormActions } from '../components/form-actions.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { showTime, showValue } from '../format.ts';
 import { realtime } from '../realtime.ts';
@@ -56,17 +58,14 @@ export function ConnectPage() {
 function KeyPairStep({ keys, onKeys }: { keys: GuideKeys | undefined; onKeys: (keys: GuideKeys) => void }) {
   const mayCreate = useAllows('key_pair', 'create');
   const [name, setName] = useState('My first device');
-  const [error, setError] = useState<string | undefined>();
+  const action = useFieldAction(['key_pair.name']);
   const [own, setOwn] = useState({ accessKey: '', secretKey: '' });
   const create = async (event: Event) => {
     event.preventDefault();
-    try {
-      const made = await answer(api.POST('/api/v3/key_pairs', { body: { key_pair: { name } } }));
+    await action.run(async () => {
+      const made = await answerByField(api.POST('/api/v3/key_pairs', { body: { key_pair: { name } } }));
       onKeys({ accessKey: made.key_pair.access_key, secretKey: made.key_pair.secret_key ?? '' });
-      setError(undefined);
-    } catch (failure) {
-      setError(messageOf(failure));
-    }
+    });
   };
   if (keys) {
     return (
@@ -84,18 +83,8 @@ function KeyPairStep({ keys, onKeys }: { keys: GuideKeys | undefined; onKeys: (k
       <h2 id="connect-keys">1. Key pair</h2>
       {mayCreate && (
         <form onSubmit={create} aria-label="Create a key pair">
-          <Field label="Name" error={error}>
-            {(id, describedBy) => (
-              <input
-                id={id}
-                aria-describedby={describedBy}
-                required
-                value={name}
-                onInput={(e) => setName(e.currentTarget.value)}
-              />
-            )}
-          </Field>
-          <button type="submit">Create key pair</button>
+          <TextField label="Name" required value={name} onInput={setName} error={action.of('key_pair.name')} />
+          <FormActions action={action} submit="Create key pair" />
         </form>
       )}
       <form

@@ -1,8 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
-import { answer, api, messageOf } from '../api/client.ts';
+import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { useAllows } from '../caller.ts';
-import { Field } from '../components/field.tsx';
+import { TextField } from '../components/field.tsx';
+import { answerByField, fieldRefusal, useFieldAction } from '../components/field-errors.ts';
+import { FormActions } from '../components/form-actions.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
 import { realtime } from '../realtime.ts';
@@ -27,7 +29,7 @@ export function Instructions({ thingKey }: { thingKey: string }) {
   const [open, setOpen] = useState(false);
   const [name, setName] = useState('');
   const [definition, setDefinition] = useState('{}');
-  const [error, setError] = useState<string | undefined>();
+  const action = useFieldAction(['instruction.name', 'instruction.definition']);
   useEffect(
     () =>
       realtime.subscribe('instructions', { thing_keys: [thingKey] }, (message) => {
@@ -39,27 +41,24 @@ export function Instructions({ thingKey }: { thingKey: string }) {
   );
   const send = async (event: Event) => {
     event.preventDefault();
-    let parsed: Record<string, unknown>;
-    try {
-      parsed = JSON.parse(definition) as Record<string, unknown>;
-    } catch {
-      setError('The definition must be JSON, such as {"valve": "open"}.');
-      return;
-    }
-    try {
-      await answer(
+    const done = await action.run(async () => {
+      let parsed: Record<string, unknown>;
+      try {
+        parsed = JSON.parse(definition) as Record<string, unknown>;
+      } catch {
+        throw fieldRefusal('instruction.definition', 'The definition must be JSON, such as {"valve": "open"}.');
+      }
+      await answerByField(
         api.POST('/api/v3/things/{thing_key}/instructions', {
           params: { path: { thing_key: thingKey } },
           body: { instruction: { name, definition: parsed } },
         }),
       );
-      setError(undefined);
-      setOpen(false);
-      setName('');
-      list.reload();
-    } catch (failure) {
-      setError(messageOf(failure));
-    }
+    });
+    if (!done) return;
+    setOpen(false);
+    setName('');
+    list.reload();
   };
   return (
     <section class="panel" aria-labelledby="thing-instructions">
@@ -76,21 +75,22 @@ export function Instructions({ thingKey }: { thingKey: string }) {
       )}
       {open && (
         <form onSubmit={send} aria-label="Send instruction">
-          <Field label="Instruction name">
-            {(id) => <input id={id} required value={name} onInput={(e) => setName(e.currentTarget.value)} />}
-          </Field>
-          <Field label="Definition" hint="JSON the device receives" error={error}>
-            {(id, describedBy) => (
-              <textarea
-                id={id}
-                aria-describedby={describedBy}
-                rows={4}
-                value={definition}
-                onInput={(e) => setDefinition(e.currentTarget.value)}
-              />
-            )}
-          </Field>
-          <button type="submit">Send</button>
+          <TextField
+            label="Instruction name"
+            required
+            value={name}
+            onInput={setName}
+            error={action.of('instruction.name')}
+          />
+          <TextField
+            label="Definition"
+            hint="JSON the device receives"
+            rows={4}
+            value={definition}
+            onInput={setDefinition}
+            error={action.of('instruction.definition')}
+          />
+          <FormActions action={action} submit="Send" />
         </form>
       )}
       {list.data && list.data.length > 0 && (
