@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { ListResponse, type ListSpec, listParams, OneResponse } from '../core/http/list.ts';
+import { namedPattern } from '../core/http/pattern-messages.ts';
 import { ChildOrganisationParams, CommonParams, Key, Nullable, OemParams, StringEnum } from '../core/http/schema.ts';
 import {
   AGGREGATES,
@@ -13,7 +14,10 @@ import {
 const LastRange = Type.Object(
   {
     last: Type.String({
-      pattern: '^[1-9][0-9]{0,5}[mhd]$',
+      pattern: namedPattern(
+        '^[1-9][0-9]{0,5}[mhd]$',
+        'must be like 15m, 24h or 7d: 1 to 999999 minutes (m), hours (h) or days (d)',
+      ),
       description: 'the last n minutes, hours or days: 15m, 1h, 7d',
     }),
   },

@@ -3,6 +3,9 @@ import { it } from 'node:test';
 import { childOrganisation, createThing, defaultTemplateKey, unique, userWithAbilities } from '../support/fixtures.ts';
 import { describeOnStores } from '../support/suites.ts';
 
+/** What a refused `time_range.last` is told (docs/api.md, "Dashboards"). */
+const TIME_RANGE_LAST_RULE = 'must be like 15m, 24h or 7d: 1 to 999999 minutes (m), hours (h) or days (d)';
+
 const layout = (x = 0, y = 0, w = 4, h = 3) => ({ x, y, w, h });
 
 describeOnStores('dashboards', (ctx) => {
@@ -278,13 +281,28 @@ describeOnStores('dashboards', (ctx) => {
     });
     assert.deepEqual([twice.status, twice.body.errors[0].param], [400, 'dashboard.widgets[1].widget_key']);
     const range = await create(token, { name: 'bad', time_range: { last: '1w' } });
-    assert.deepEqual([range.status, range.body.errors[0].param], [400, 'dashboard.time_range']);
+    assert.deepEqual([range.status, range.body.errors[0].param], [400, 'dashboard.time_range.last']);
+    const mixed = await create(token, { name: 'bad', time_range: { last: '1h', from: 10 } });
+    assert.deepEqual([mixed.status, mixed.body.errors[0].param], [400, 'dashboard.time_range']);
     const reversed = await create(token, { name: 'bad', time_range: { from: 20, to: 10 } });
     assert.deepEqual([reversed.status, reversed.body.errors[0].param], [400, 'dashboard.time_range.from']);
     const listed = await ctx.api.request('GET', '/api/v3/dashboards', { token, query: { search: 'bad', per: 1000 } });
     // By name exactly: another test's dashboard may hold "bad" by chance (a random key, say).
     const stored = listed.body.dashboards.filter((d: { name: string }) => d.name === 'bad');
     assert.equal(stored.length, 0, 'no refused dashboard was stored');
+  });
+
+  it('when time_range.last is not of its form then the 400 says what the form is', async () => {
+    const token = await ctx.api.adminToken();
+    for (const last of ['5 minutes', 'abc', '0m', '15', '1234567h', 7]) {
+      const refused = await create(token, { name: 'bad', time_range: { last } });
+      assert.equal(refused.status, 400, `${last}: ${refused.text}`);
+      assert.deepEqual(
+        refused.body.errors,
+        [{ code: 'invalid', param: 'dashboard.time_range.last', message: TIME_RANGE_LAST_RULE }],
+        String(last),
+      );
+    }
   });
 
   it('when a dashboard has more than 50 widgets or over 256 KiB of JSON then it is a 400 naming widgets', async () => {

@@ -272,13 +272,11 @@ function joinParam(base: string, child: string): string {
 }
 
 function toErrorItems(errors: ErrorObject[]): ErrorItem[] {
-  // A failed union reports every branch; keep one "invalid" for the union itself.
-  const unionPaths = errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath);
+  const hidden = hiddenUnionErrors(errors);
   const items: ErrorItem[] = [];
   const seen = new Set<string>();
   for (const error of errors) {
-    const inUnion = unionPaths.some((p) => error.instancePath.startsWith(p));
-    if (inUnion && error.keyword !== 'anyOf') continue;
+    if (hidden.has(error)) continue;
     const item = toErrorItem(error);
     const id = `${item.code}:${item.param}`;
     if (seen.has(id)) continue;
@@ -286,6 +284,31 @@ function toErrorItems(errors: ErrorObject[]): ErrorItem[] {
     items.push(item);
   }
   return items;
+}
+
+/**
+ * The errors a failed union (`anyOf`) stands for. Where the value has the shape of one branch alone
+ * (that branch's errors all lie inside the value, as for `time_range` `{"last": "5 minutes"}`), that
+ * branch's errors are told, so that a pattern's words reach the caller; otherwise one "invalid" for
+ * the union itself.
+ */
+function hiddenUnionErrors(errors: ErrorObject[]): Set<ErrorObject> {
+  const hidden = new Set<ErrorObject>();
+  for (const union of errors.filter((e) => e.keyword === 'anyOf')) {
+    const branches = new Map<string, ErrorObject[]>();
+    for (const error of errors) {
+      const branch = /^\/(\d+)\//.exec(error.schemaPath.slice(union.schemaPath.length))?.[1];
+      if (!error.schemaPath.startsWith(union.schemaPath) || branch === undefined) continue;
+      branches.set(branch, [...(branches.get(branch) ?? []), error]);
+    }
+    const fitting = [...branches.values()].filter((branch) =>
+      branch.every((e) => e.instancePath.startsWith(`${union.instancePath}/`)),
+    );
+    const told = fitting.length === 1 ? (fitting[0] ?? []) : [];
+    if (told.length > 0) hidden.add(union);
+    for (const branch of branches.values()) for (const error of branch) if (!told.includes(error)) hidden.add(error);
+  }
+  return hidden;
 }
 
 function toErrorItem(error: ErrorObject): ErrorItem {
