@@ -2,10 +2,13 @@ import { actorOf } from '../audit/recorder.ts';
 import { listAnswer, toListQuery } from '../core/http/list.ts';
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import { EmptyObject } from '../core/http/schema.ts';
+import { grants } from '../core/permissions.ts';
+import type { Principal } from '../core/principal.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import type { TimeFormatter } from '../core/time.ts';
 import type { Store } from '../store/store.ts';
 import type { NotificationAction } from '../store/tables.ts';
+import { redactedAction } from './credentials.ts';
 import { type AnswerKind, presentAction } from './presenter.ts';
 import { ActionList, ActionOne, actionSchemas, DELIVERY_LIST, DeliveryList, ListDeliveriesParams } from './schemas.ts';
 import {
@@ -33,6 +36,12 @@ function versionRoutes(store: Store, box: SecretBox, publicBaseUrl: string, vers
   const base = `/api/${version}/notification_actions`;
   const present = (row: NotificationAction, time: TimeFormatter, answer: AnswerKind = 'read') =>
     presentAction(row, version, time, publicBaseUrl, answer);
+  /**
+   * A read's answer: whole to a caller who may change the action (and so must see what it edits),
+   * else with its credentials redacted as audit trails show them (docs/rules.md, "Credentials").
+   */
+  const presentRead = (row: NotificationAction, time: TimeFormatter, principal: Principal) =>
+    present(grants(principal.abilities, 'notification_action', 'update') ? row : redactedAction(row), time);
   return [
     defineRoute({
       method: 'GET',
@@ -43,7 +52,7 @@ function versionRoutes(store: Store, box: SecretBox, publicBaseUrl: string, vers
       access: permission('notification_action', 'read'),
       params: schemas.ListParams,
       response: ActionList,
-      handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
+      handler: async ({ params, principal, time, pageEcho, visibleOrganisations }) => {
         const { total, rows } = await listActionsOfRule(
           store.db,
           box,
@@ -57,7 +66,7 @@ function versionRoutes(store: Store, box: SecretBox, publicBaseUrl: string, vers
           'notification_actions',
           total,
           pageEcho,
-          rows.map((r) => present(r, time)),
+          rows.map((r) => presentRead(r, time, principal)),
         );
       },
     }),
@@ -69,7 +78,7 @@ function versionRoutes(store: Store, box: SecretBox, publicBaseUrl: string, vers
       access: permission('notification_action', 'read'),
       params: schemas.KeyParams,
       response: ActionOne,
-      handler: async ({ params, time, visibleOrganisations }) => {
+      handler: async ({ params, principal, time, visibleOrganisations }) => {
         const row = await requireAction(
           store.db,
           box,
@@ -77,7 +86,7 @@ function versionRoutes(store: Store, box: SecretBox, publicBaseUrl: string, vers
           version,
           params.notification_action_key,
         );
-        return { notification_action: present(row, time) };
+        return { notification_action: presentRead(row, time, principal) };
       },
     }),
     defineRoute({

@@ -347,6 +347,47 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
     assert.equal((await ctx.api.request('DELETE', `/api/v2/notification_actions/${key}`, { token })).status, 404);
   });
 
+  it("when a role may read actions but not change them then an action's credentials are redacted in its answers", async () => {
+    const token = await ctx.api.adminToken();
+    const ruleKey = await rule();
+    const created = await create('v3', {
+      type: 'CallHttpUrlAction',
+      rule_key: ruleKey,
+      method: 'POST',
+      url: 'https://hooks:s3cret-pw@example.com/in?api_key=s3cret-q&site=north',
+      headers: { Authorization: 'Bearer s3cret-h', 'X-Site': 'north' },
+      query: { token: 's3cret-t', site: 'north' },
+    });
+    assert.equal(created.status, 200, created.text);
+    const key = created.body.notification_action.notification_action_key;
+    const reader = await userWithAbilities(ctx.api, token, [111, 31]);
+    const editor = await userWithAbilities(ctx.api, token, [111, 113, 31]);
+    for (const version of ['v2', 'v3']) {
+      const one = await ctx.api.request('GET', `/api/${version}/notification_actions/${key}`, { token: reader.token });
+      assert.equal(one.status, 200, one.text);
+      const list = await ctx.api.request('GET', `/api/${version}/notification_actions`, {
+        token: reader.token,
+        query: { rule_key: ruleKey },
+      });
+      assert.equal(list.status, 200, list.text);
+      for (const answer of [one.text, list.text]) assert.doesNotMatch(answer, /s3cret/, `${version}: ${answer}`);
+      const shown = one.body.notification_action;
+      assert.equal(shown.url, 'https://hooks:***@example.com/in?api_key=[redacted]&site=north');
+      assert.deepEqual(shown.headers, { Authorization: '[redacted]', 'X-Site': 'north' });
+      // Whoever may change the action sees what it edits.
+      const whole = await ctx.api.request('GET', `/api/${version}/notification_actions/${key}`, {
+        token: editor.token,
+      });
+      assert.equal(whole.body.notification_action.headers.Authorization, 'Bearer s3cret-h');
+    }
+    assert.equal(
+      (await ctx.api.request('GET', `/api/v3/notification_actions/${key}`, { token: reader.token })).body
+        .notification_action.query.site,
+      'north',
+      'what carries no credential is shown',
+    );
+  });
+
   it('when an OEM admin moves an action to a rule of a child organisation then it belongs to the child', async () => {
     const token = await ctx.api.adminToken();
     const child = await childOrganisation(ctx.api, token, { isOem: false });
