@@ -2,7 +2,8 @@
  * Notification actions' credentials (docs/rules.md, "Notification actions"): an HTTP kind's `url`,
  * `headers` and `query` are kept sealed together under the server's secret key, as key pairs' secret
  * keys are, and their own columns keep them with the values that carry credentials redacted, which is
- * also how audit trails show them. Only answers to the action's readers and its deliveries open them.
+ * also how audit trails show them and how reads show them to a role that may not update actions.
+ * Only answers to those who may update the action, and its deliveries, open them.
  */
 import type { SecretBox } from '../core/secret-box.ts';
 import { namesSecret, redactSecretParams, redactUrl } from '../core/urls.ts';
