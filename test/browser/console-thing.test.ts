@@ -16,20 +16,9 @@ import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 import { inkAtRightEdge } from './chart-canvas.ts';
+import { until } from './until.ts';
 
 const run = promisify(execFile);
-
-/** Polls `read` until `check` holds, failing with the last value after `ms`. */
-async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let value = await read();
-  while (!check(value)) {
-    if (Date.now() > deadline) assert.fail(`${what}: still ${JSON.stringify(value)}`);
-    await new Promise((done) => setTimeout(done, 50));
-    value = await read();
-  }
-  return value;
-}
 
 for (const store of STORES) {
   describe(`a thing's page in a browser [${store.name}]`, { skip: browserSkip || store.skip }, () => {

@@ -7,7 +7,7 @@ import { useEffect, useMemo, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { showValue } from '../format.ts';
-import { labelOf, listOf, scalesOf } from './chart-scales.ts';
+import { labelOf, listOf, type Scale, scalesOf } from './chart-scales.ts';
 import { breakAtWords } from './name-breaks.tsx';
 
 /** x (epoch seconds) first, then one column per metric, null where an event lacks it. */
@@ -109,12 +109,15 @@ export function Chart(props: {
     const slide = props.slide;
     // A metric keeps its colour whatever the range shows of the others: colours go by name order.
     const byName = [...columns.metrics].sort();
+    // A chart of one scale is labelled only with a unit; one of two names what each axis measures.
+    const axisLabel = (scale: Scale) => (scale.unit || scales.length > 1 ? labelOf(scale, columns.metrics) : undefined);
     // The scales as drawn, for tests (uPlot draws its axes on the canvas): each with its metrics, its
-    // axis (left, right or none) and the values it spans.
+    // axis (left, right or none) and label, and the values it spans.
     const describeScales = (drawn: uPlot) => {
       const described = scales.map((scale, i) => ({
         metrics: scale.metrics.map((m) => columns.metrics[m]),
         axis: ['left', 'right'][i] ?? 'none',
+        label: i < 2 ? axisLabel(scale) : undefined,
         min: drawn.scales[scaleKey(i)]?.min,
         max: drawn.scales[scaleKey(i)]?.max,
       }));
@@ -176,8 +179,7 @@ export function Chart(props: {
             scale: scaleKey(i),
             space: ySpace,
             size: ySize(scales.length > 1 ? 30 : 50),
-            // A chart of one scale is labelled only with a unit; one of two names what each axis measures.
-            ...(scale.unit || scales.length > 1 ? { label: labelOf(scale, columns.metrics), labelSize: Y_LABEL } : {}),
+            ...(axisLabel(scale) ? { label: axisLabel(scale), labelSize: Y_LABEL } : {}),
             ...(i === 1 ? { side: 1, grid: { show: false } } : {}),
           })),
         ],

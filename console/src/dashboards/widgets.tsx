@@ -84,6 +84,29 @@ function toColumns(labels: string[], rows: Map<number, (number | null)[]>): Colu
 
 const asNumber = (value: unknown): number | null => (typeof value === 'number' ? value : null);
 
+/** The template a thing of a source is of: the API answers it with the thing, beyond what widgets show. */
+const templateOf = (thing: Thing): string | undefined => (thing as { thing_template_key?: string }).thing_template_key;
+
+/**
+ * Each metric's unit as the templates give it (the first that does), read as the thing page reads its
+ * template's (docs/console.md, "A thing"); a template the role may not read gives none.
+ */
+async function unitsOf(templateKeys: (string | undefined)[]): Promise<Map<string, Record<string, string>>> {
+  const keys = [...new Set(templateKeys.filter((key): key is string => !!key))];
+  const read = await Promise.all(
+    keys.map((thing_template_key) =>
+      answer(
+        api.GET('/api/v3/thing_templates/{thing_template_key}', { params: { path: { thing_template_key } } }),
+      ).then(
+        ({ thing_template }) =>
+          Object.fromEntries(thing_template.metrics.filter((m) => m.unit).map((m) => [m.name, m.unit as string])),
+        () => ({}) as Record<string, string>,
+      ),
+    ),
+  );
+  return new Map(keys.map((key, i) => [key, read[i] ?? {}]));
+}
+
 /** A line per thing and metric (raw events up to 6 hours, averages per bucket beyond), or per metric across the things. */
 function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
   const source = useSource(widget, chosen);
@@ -91,6 +114,8 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
   const things = source.data?.things ?? [];
   const keys = things.map((t) => t.thing_key).join(',');
   const [columns, setColumns] = useState<Columns | undefined>();
+  // Each line's unit (by its label), so that metrics of different units are drawn on scales of their own.
+  const [units, setUnits] = useState<Record<string, string>>({});
   const [error, setError] = useState<string | undefined>();
   const [round, setRound] = useState(0);
   const chart = useRef<ChartHandle | undefined>(undefined);
@@ -104,6 +129,10 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
     if (!source.data) return;
     let current = true;
     const [from, to] = range;
+    // A count has no unit; other aggregates keep their metric's (the source's template's, else its things').
+    const templates =
+      aggregate && widget.source?.thing_template_key ? [widget.source.thing_template_key] : things.map(templateOf);
+    const measured = unitsOf(aggregate === 'count' ? [] : templates);
     const load = async (): Promise<Columns> => {
       if (aggregate) {
         const scope = widget.source?.group_key
@@ -164,9 +193,17 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
       }
       return toColumns(labels, rows);
     };
-    load().then(
-      (loaded) => {
+    Promise.all([load(), measured]).then(
+      ([loaded, byTemplate]) => {
         if (!current) return;
+        const unitOf = (template: string | undefined, metric: string) =>
+          template === undefined ? undefined : byTemplate.get(template)?.[metric];
+        const lines = aggregate
+          ? metrics.map((m, i) => [loaded.metrics[i], templates.map((t) => unitOf(t, m)).find(Boolean)])
+          : things.flatMap((t, n) =>
+              metrics.map((m, i) => [loaded.metrics[n * metrics.length + i], unitOf(templateOf(t), m)]),
+            );
+        setUnits(Object.fromEntries(lines.filter((line): line is [string, string] => !!line[0] && !!line[1])));
         setError(undefined);
         setColumns(loaded);
       },
@@ -214,7 +251,7 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
       <Failure message={source.error ?? error} />
       <Missing keys={source.data?.missing ?? []} />
       <div class="timeseries-plot" ref={plot}>
-        {columns && <Chart columns={columns} handle={chart} height={height} span={range} />}
+        {columns && <Chart columns={columns} handle={chart} height={height} span={range} units={units} />}
       </div>
       {columns && (
         <p class="chart-caption" ref={caption}>

@@ -1,0 +1,129 @@
+/**
+ * The console's charts as a dashboard and a thing's page draw them (docs/console.md, "A thing" and
+ * "Dashboards"), a behaviour a test, on a dashboard of a boiler whose template gives its metrics units.
+ * Screenshots go to test-results/console/ (charts-*.png). Drawing does not depend on the store: SQLite
+ * only.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { assertAccessible } from '../support/axe.ts';
+import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { createKeyPair, Device } from '../support/device.ts';
+import { createThing, postCreated } from '../support/fixtures.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
+import { STORES } from '../support/stores.ts';
+import { until } from './until.ts';
+
+const store = STORES.find((s) => s.name === 'sqlite');
+if (!store) throw new Error('no SQLite store case');
+
+/** A y scale as a chart says it drew it (components/chart.tsx's data-scales). */
+type DrawnScale = { metrics: string[]; axis: string; label?: string; min: number; max: number };
+
+describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
+  let api: TestServer;
+  let browser: Browser;
+  let page: Page;
+  const problems: string[][] = [];
+  let dashboardKey: string;
+  const shot = (name: string) => screenshot(page, `charts-${name}`);
+  const region = (name: string) => page.getByRole('region', { name, exact: true });
+
+  before(async () => {
+    [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
+    const token = await api.adminToken();
+    const { thing_template: template } = await postCreated(api, token, '/api/v3/thing_templates', {
+      thing_template: {
+        name: 'Boilers',
+        metrics: [
+          { name: 'temperature', data_type: 'number', unit: '°C' },
+          { name: 'pressure', data_type: 'number', unit: 'bar' },
+        ],
+      },
+    });
+    const device = new Device(api.url, await createKeyPair(api, token));
+    const boiler = await createThing(api, token, {
+      name: 'Boiler',
+      thing_template_key: template.thing_template_key,
+    });
+    const pump = await createThing(api, token, { name: 'Circulation pump of the primary circuit' });
+    // A reading a minute for five minutes, the last one a minute ago, its pressure with float noise.
+    const now = Date.now();
+    for (let i = 5; i >= 1; i--) {
+      const data = { temperature: 20 + i / 10, pressure: i === 1 ? 1.5999999999999999 : 1.5 + i / 100 };
+      const sent = await device.event({ thing_key: boiler.thing_key, timestamp: now - i * 60_000, data });
+      assert.equal(sent.status, 200, sent.text);
+    }
+    const pumped = await device.event({ thing_key: pump.thing_key, timestamp: now - 90_000, data: { speed: 1450 } });
+    assert.equal(pumped.status, 200, pumped.text);
+    const source = { thing_keys: [boiler.thing_key] };
+    const metrics = ['temperature', 'pressure'];
+    const { dashboard } = await postCreated(api, token, '/api/v3/dashboards', {
+      dashboard: {
+        name: 'Boiler room',
+        time_range: { last: '15m' },
+        widgets: [
+          { type: 'timeseries', title: 'Boiler', source, metrics, layout: { x: 0, y: 0, w: 6, h: 4 } },
+          {
+            type: 'things',
+            title: 'Machines',
+            source: { thing_keys: [boiler.thing_key, pump.thing_key] },
+            metrics: ['temperature', 'speed'],
+            layout: { x: 6, y: 0, w: 6, h: 4 },
+          },
+          // Shorter than the editor lets a time series be, as the API and an import allow.
+          { type: 'timeseries', title: 'Two rows', source, metrics, layout: { x: 0, y: 4, w: 6, h: 2 } },
+          { type: 'timeseries', title: 'One row', source, metrics, layout: { x: 6, y: 4, w: 6, h: 1 } },
+        ],
+      },
+    });
+    dashboardKey = dashboard.dashboard_key;
+    page = await signedInTab(
+      browser,
+      `${api.url}/console/dashboards/${dashboardKey}`,
+      { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
+      problems,
+    );
+    await page.getByRole('heading', { level: 1, name: 'Boiler room', exact: true }).waitFor();
+  });
+  after(async () => {
+    await browser?.close();
+    await api?.close();
+  });
+
+  /** The y scales the chart in `widget` says it drew, once it has drawn some. */
+  async function scalesIn(widget: string): Promise<DrawnScale[]> {
+    const chart = region(widget).locator('.chart');
+    await chart.locator('canvas').first().waitFor();
+    return until(
+      async () => JSON.parse((await chart.getAttribute('data-scales')) ?? '[]') as DrawnScale[],
+      (scales) => scales.length > 0,
+      `${widget}'s scales`,
+    );
+  }
+
+  it('when a time series draws metrics of two units then each has a y axis of its own, labelled with its unit', async () => {
+    const scales = await until(
+      () => scalesIn('Boiler'),
+      (drawn) => drawn.length === 2,
+      'a scale for each unit',
+    );
+    assert.deepEqual(
+      scales.map((scale) => [scale.metrics, scale.axis, scale.label]),
+      [
+        [['Boiler temperature'], 'left', '°C'],
+        [['Boiler pressure'], 'right', 'bar'],
+      ],
+    );
+    const [temperature, pressure] = scales;
+    assert.ok(temperature && temperature.min >= 10 && temperature.max <= 30, JSON.stringify(temperature));
+    assert.ok(pressure && pressure.min >= 0 && pressure.max <= 3, `pressure is not flat: ${JSON.stringify(pressure)}`);
+    await shot('units');
+    await assertAccessible(page, 'a time series of two units');
+  });
+
+  it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
+    assert.deepEqual(problems.flat(), []);
+  });
+});
