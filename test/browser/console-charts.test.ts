@@ -123,6 +123,18 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
     await assertAccessible(page, 'a time series of two units');
   });
 
+  it('when a value carries float noise then the legend shows it readably', async () => {
+    await page.mouse.move(0, 0);
+    const values = region('Boiler').locator('.u-legend .u-series .u-value');
+    const shown = await until(
+      async () => (await values.allTextContents()).slice(1),
+      (texts) => texts.length === 2 && texts[1] !== '',
+      'the legend',
+    );
+    assert.deepEqual(shown, ['20.1', '1.6']);
+    await shot('legend');
+  });
+
   it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {
     assert.deepEqual(problems.flat(), []);
   });

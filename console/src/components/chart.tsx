@@ -6,7 +6,6 @@
 import { useEffect, useMemo, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { showValue } from '../format.ts';
 import { labelOf, listOf, type Scale, scalesOf } from './chart-scales.ts';
 import { breakAtWords } from './name-breaks.tsx';
 
@@ -39,6 +38,22 @@ const widestLabel = (plot: uPlot, axis: number, labels: string[] | null): number
         .map((line) => textWidth(plot, axis, line)),
     ),
   );
+
+/**
+ * A legend's value, readably: at most 6 significant digits, so that the float noise of an answer
+ * (1.5999999999999999) reads 1.6, but never fewer than a number's whole digits (1234567.8 reads
+ * 1234568), so that a whole number keeps every digit; with the decimal sign of the user's locale, and
+ * no grouping, as a value is written elsewhere in the console.
+ */
+const legendNumber = new Intl.NumberFormat(undefined, {
+  useGrouping: false,
+  maximumSignificantDigits: 6,
+  maximumFractionDigits: 0,
+  roundingPriority: 'morePrecision',
+});
+
+/** A value in the legend: blank where a line has none. */
+const showLegendValue = (value: number | null): string => (value == null ? '' : legendNumber.format(value));
 
 /** Keys of the scales, the first being uPlot's own `y`, so that a chart of one scale is as uPlot draws it. */
 const scaleKey = (index: number) => (index === 0 ? 'y' : `y${index}`);
@@ -161,9 +176,9 @@ export function Chart(props: {
             spanGaps: true,
             // Dots where a line has few points (a lone one draws no line), none where it is dense.
             points: { size: 5, show: fewPoints },
-            // The legend shows values as the API gives them (docs/console.md), not rounded.
+            // The legend shows values readably (docs/console.md), not with an answer's float noise.
             value: (shown: uPlot, value: number | null, series: number) =>
-              showValue(value ?? (shown.cursor.idx == null ? latestOf(series) : null)),
+              showLegendValue(value ?? (shown.cursor.idx == null ? latestOf(series) : null)),
           })),
         ],
         // A short plot (a small dashboard widget) keeps labels on its y axis: uPlot's 30 pixels between
