@@ -27,6 +27,7 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
   let page: Page;
   const problems: string[][] = [];
   let dashboardKey: string;
+  let boilerKey: string;
   const shot = (name: string) => screenshot(page, `charts-${name}`);
   const region = (name: string) => page.getByRole('region', { name, exact: true });
 
@@ -47,6 +48,7 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
       name: 'Boiler',
       thing_template_key: template.thing_template_key,
     });
+    boilerKey = boiler.thing_key;
     const pump = await createThing(api, token, { name: 'Circulation pump of the primary circuit' });
     // A reading a minute for five minutes, the last one a minute ago, its pressure with float noise.
     const now = Date.now();
@@ -103,6 +105,12 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
     );
   }
 
+  /** The time axis' end (epoch seconds) the chart of `chart` says it drew. */
+  async function xEnd(chart: ReturnType<Page['locator']>): Promise<number> {
+    const span = await chart.getAttribute('data-x');
+    return (JSON.parse(span ?? '{}') as { max?: number }).max ?? Number.NaN;
+  }
+
   it('when a time series draws metrics of two units then each has a y axis of its own, labelled with its unit', async () => {
     const scales = await until(
       () => scalesIn('Boiler'),
@@ -133,6 +141,41 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
     );
     assert.deepEqual(shown, ['20.1', '1.6']);
     await shot('legend');
+  });
+
+  it('when a live range sees no event then its time axis still slides with the clock', async () => {
+    const chart = region('Boiler').locator('.chart');
+    const first = await until(
+      () => xEnd(chart),
+      (end) => Number.isFinite(end),
+      'the time axis drawn',
+    );
+    const later = await until(
+      () => xEnd(chart),
+      (end) => end > first + 3,
+      'the time axis moved on',
+      15_000,
+    );
+    assert.ok(later - first < 30, `moved by ${later - first} s`);
+    // The thing's own page, at its last 5 minutes, slides as well.
+    await page.goto(`${api.url}/console/things/${boilerKey}`);
+    const telemetry = region('Telemetry');
+    await telemetry.getByLabel('Range', { exact: true }).selectOption('Last 5 minutes');
+    await telemetry.getByText(/^4 points/).waitFor();
+    const thingChart = telemetry.locator('.chart');
+    const start = await until(
+      () => xEnd(thingChart),
+      (end) => Number.isFinite(end),
+      'the time axis drawn',
+    );
+    await until(
+      () => xEnd(thingChart),
+      (end) => end > start + 3,
+      "the thing's time axis moved on",
+      15_000,
+    );
+    await page.goto(`${api.url}/console/dashboards/${dashboardKey}`);
+    await page.getByRole('heading', { level: 1, name: 'Boiler room', exact: true }).waitFor();
   });
 
   it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {

@@ -138,6 +138,9 @@ export function Chart(props: {
       }));
       const text = JSON.stringify(described);
       if (element.dataset.scales !== text) element.dataset.scales = text;
+      // And the time axis' span, which a live range slides.
+      const time = JSON.stringify({ min: drawn.scales.x?.min, max: drawn.scales.x?.max });
+      if (element.dataset.x !== time) element.dataset.x = time;
     };
     // Declared before the plot, whose first cursor hook may run while it is made.
     let plot: uPlot | undefined;
@@ -207,17 +210,21 @@ export function Chart(props: {
     );
     // Long names (`burner_modulation`) wrap at their words on a narrow legend, not inside one.
     for (const label of element.querySelectorAll('.u-legend .u-label')) breakAtWords(label);
-    // uPlot spreads a single point over years: the axis is set to the span and the points beyond it.
+    // uPlot spreads a single point over years: the axis is set to the span and the points beyond it; a
+    // live range keeps its width, the points before its start left out.
     const fit = () => {
       if (!span) return;
       const now = Date.now() / 1000;
       const [start, end] = slide ? [now - (span[1] - span[0]), Math.max(now, span[1])] : span;
       const last = columns.x.length - 1;
-      const from = Math.min(start, columns.x[0] ?? start);
+      const from = slide ? start : Math.min(start, columns.x[0] ?? start);
       plot.setScale('x', { min: from, max: Math.max(end, columns.x[last] ?? end) });
     };
     fit();
     showLatest();
+    // A live range slides with the clock too, when no event comes: a step of a 200th of its width (a
+    // pixel or two), every 5 seconds at least, so the last 5 minutes move every 5 seconds, the hour every 18.
+    const tick = span && slide ? setInterval(fit, Math.max(5, (span[1] - span[0]) / 200) * 1000) : undefined;
     let frame = 0;
     props.handle.current = {
       draw: () => {
@@ -234,6 +241,7 @@ export function Chart(props: {
     resize.observe(element);
     made.current = plot;
     return () => {
+      clearInterval(tick);
       cancelAnimationFrame(frame);
       resize.disconnect();
       plot.destroy();

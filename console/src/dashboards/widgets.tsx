@@ -246,12 +246,16 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
       stop();
     };
   }, [keys, metrics.join(','), aggregate, range[0]]);
+  // A rolling range (`last`) ends now, as the page reads it again every minute: its chart slides with the clock.
+  const rolling = Math.abs(range[1] - Date.now() / 1000) < 120;
   return (
     <div class="timeseries">
       <Failure message={source.error ?? error} />
       <Missing keys={source.data?.missing ?? []} />
       <div class="timeseries-plot" ref={plot}>
-        {columns && <Chart columns={columns} handle={chart} height={height} span={range} units={units} />}
+        {columns && (
+          <Chart columns={columns} handle={chart} height={height} span={range} slide={rolling} units={units} />
+        )}
       </div>
       {columns && (
         <p class="chart-caption" ref={caption}>
