@@ -229,6 +229,35 @@ describe("the console's details of appearance", { skip: browserSkip || store.ski
     await shot('valid-fields');
   });
 
+  it("when a list's rows offer actions then every page draws them alike: outlined, and Delete in red", async () => {
+    const token = await api.adminToken();
+    await postCreated(api, token, '/api/v3/rules', { rule: { name: 'Kiln too hot', condition: 'temperature > 100' } });
+    await postCreated(api, token, '/api/v3/groups', { group: { name: 'Kilns', group_type: 1 } });
+    const looks = new Map<string, string>();
+    for (const [path, heading] of [
+      ['templates', 'Templates'],
+      ['groups', 'Groups'],
+      ['rules', 'Rules'],
+    ] as const) {
+      await open(path, heading);
+      const buttons = page.locator('main td button');
+      await buttons.first().waitFor();
+      for (const button of await buttons.all()) {
+        const name = (await button.textContent())?.trim() ?? '';
+        const look = await button.evaluate((element) => {
+          const style = getComputedStyle(element);
+          return `${style.backgroundColor} ${style.color} ${style.borderTopColor}`;
+        });
+        const kind = name === 'Delete' ? 'Delete' : 'other';
+        const first = looks.get(kind);
+        if (first === undefined) looks.set(kind, look);
+        else assert.equal(look, first, `${name} on ${heading} is drawn as the other row actions of its kind`);
+      }
+      if (path === 'rules') await shot('rules-row-actions');
+    }
+    assert.notEqual(looks.get('Delete'), looks.get('other'), 'Delete stands apart');
+  });
+
   it('when Connect a device stands beside buttons on the Things and Key pairs pages then it is level with them', async () => {
     const token = await api.adminToken();
     await createThing(api, token, { name: 'Boiler' });

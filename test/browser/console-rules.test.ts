@@ -235,7 +235,7 @@ for (const store of STORES) {
       assert.deepEqual(edited.thing_keys, []);
       await openRules();
       await page.getByRole('button', { name: 'Delete G kiln too hot', exact: true }).click();
-      const dialog = page.getByRole('dialog', { name: 'Delete the rule G kiln too hot?', exact: true });
+      const dialog = page.getByRole('dialog', { name: 'Delete G kiln too hot?', exact: true });
       await dialog.waitFor();
       await shot('delete');
       await dialog.getByRole('button', { name: 'Delete', exact: true }).click();

@@ -3,7 +3,7 @@ import { ActionDeliveries } from '../actions/action-deliveries.tsx';
 import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
 import { useAllows } from '../caller.ts';
-import { ConfirmButton } from '../components/confirm.tsx';
+import { EditDelete } from '../components/edit-delete.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { useExpressionCheck } from '../components/expression-check.ts';
 import { Failure } from '../components/failure.tsx';
@@ -92,39 +92,32 @@ export function RulesPage() {
                       : [ALERT_TYPES[rule.alert_type], rule.alert_message].filter(Boolean).join(': ')}
                   </td>
                   <td data-label="Enabled">{rule.enabled ? 'Yes' : 'No'}</td>
-                  <td>
-                    {mayUpdate && (
-                      <button type="button" onClick={() => setEditing(rule)} aria-label={`Edit ${rule.name}`}>
-                        Edit
-                      </button>
-                    )}{' '}
-                    {mayDelete && (
-                      <>
-                        <ConfirmButton
-                          label="Delete"
-                          accessibleName={`Delete ${rule.name}`}
-                          title={`Delete the rule ${rule.name}?`}
-                          question={
-                            <p>Its notification actions go with it. Its alerts stay, and so does the audit trail.</p>
-                          }
-                          onConfirm={async () => {
-                            await answer(
-                              api.DELETE('/api/v3/rules/{rule_key}', { params: { path: { rule_key: rule.rule_key } } }),
-                            );
-                            if (editing !== 'new' && editing?.rule_key === rule.rule_key) setEditing(undefined);
-                            list.reload();
-                          }}
-                        />{' '}
-                      </>
-                    )}
+                  <td class="row-actions">
                     <button
                       type="button"
+                      class="secondary"
                       aria-expanded={shown === rule.rule_key}
                       aria-label={`Notifications of ${rule.name}`}
                       onClick={() => setShown(shown === rule.rule_key ? undefined : rule.rule_key)}
                     >
                       Notifications
                     </button>
+                    <EditDelete
+                      name={rule.name}
+                      mayUpdate={mayUpdate}
+                      mayDelete={mayDelete}
+                      onEdit={() => setEditing(rule)}
+                      question={
+                        <p>Its notification actions go with it. Its alerts stay, and so does the audit trail.</p>
+                      }
+                      onDelete={async () => {
+                        await answer(
+                          api.DELETE('/api/v3/rules/{rule_key}', { params: { path: { rule_key: rule.rule_key } } }),
+                        );
+                        if (editing !== 'new' && editing?.rule_key === rule.rule_key) setEditing(undefined);
+                        list.reload();
+                      }}
+                    />
                   </td>
                 </tr>
                 {shown === rule.rule_key && (
