@@ -745,7 +745,10 @@ async function buildHttpApp(
     ...ruleRoutes(store),
     ...actionRoutes(store, box, config.publicBaseUrl),
     ...instructionRoutes(store, parts.instructions),
-    ...usageRoutes(store, parts.limiter, parts.limitedEvents, config.eventsPerSecondPerOrganisation),
+    ...usageRoutes(store, parts.limiter, parts.limitedEvents, {
+      perOrganisation: config.eventsPerSecondPerOrganisation,
+      perKeyPair: config.eventsPerSecondPerKeyPair,
+    }),
     ...demoRoutes(parts.demos),
     ...dashboardRoutes(store),
   ]);

@@ -1,14 +1,18 @@
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
+import type { EventLimitSettings } from '../events/event-limits.ts';
 import type { Store } from '../store/store.ts';
 import { FleetSummaryAnswer, FleetSummaryParams, UsageAnswer, UsageParams } from './schemas.ts';
 import { type ApiRateLimiter, fleetSummaryOf, type LimitedEventCounter, usageOf } from './service.ts';
 
-/** `defaultEventsPerSecond`: the server's EVENTS_PER_SECOND_PER_ORGANISATION (0: none), which usage reports. */
+/**
+ * `eventLimits`: the server's EVENTS_PER_SECOND_PER_ORGANISATION and EVENTS_PER_SECOND_PER_KEY_PAIR
+ * (0: none), which usage reports.
+ */
 export function usageRoutes(
   store: Store,
   limiter: ApiRateLimiter,
   limited?: LimitedEventCounter,
-  defaultEventsPerSecond = 0,
+  eventLimits: EventLimitSettings = { perOrganisation: 0, perKeyPair: 0 },
 ): AnyRoute[] {
   return [
     defineRoute({
@@ -19,12 +23,12 @@ export function usageRoutes(
       description:
         'Things, events stored today and this month (by receipt, UTC), user API requests today (as the rate ' +
         'limit counts them), events refused today past its events-a-second limits, an estimate of the storage its things and events take, ' +
-        'and the events-a-second limit it is under (its own, or the server default).',
+        'and the events-a-second limits it is under (its own, or the server default, and each key pair’s).',
       access: permission('thing', 'read'),
       params: UsageParams,
       response: UsageAnswer,
       handler: async ({ principal }) => ({
-        usage: await usageOf(store, limiter, principal.organisationKey, Date.now(), limited, defaultEventsPerSecond),
+        usage: await usageOf(store, limiter, principal.organisationKey, Date.now(), limited, eventLimits),
       }),
     }),
     defineRoute({

@@ -22,6 +22,10 @@ export const UsageAnswer = Type.Object({
       description:
         'organisation: its own events_per_second, set by its parent; server_default: it has none, and the server’s EVENTS_PER_SECOND_PER_ORGANISATION applies',
     }),
+    events_per_second_per_key_pair_limit: Type.Integer({
+      description:
+        'the events a second each of its key pairs may send (each instance counts its own), beyond which 429, the server’s EVENTS_PER_SECOND_PER_KEY_PAIR; 0: no limit',
+    }),
   }),
 });
 

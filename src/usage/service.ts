@@ -5,6 +5,7 @@
  */
 import { ApiError } from '../core/errors.ts';
 import { LATE, waitAtMost } from '../core/wait.ts';
+import type { EventLimitSettings } from '../events/event-limits.ts';
 import type { IngestBatch } from '../events/writer.ts';
 import { findOrganisation } from '../organisations/service.ts';
 import {
@@ -382,19 +383,28 @@ export class LimitedEventCounter {
 }
 
 /**
- * The events-a-second limit an organisation's devices and users are under (events/event-limits.ts): its
- * own `events_per_second`, set by its parent, or else the server's EVENTS_PER_SECOND_PER_ORGANISATION;
- * 0 is no limit.
+ * The events-a-second limits an organisation's devices and users are under (events/event-limits.ts): its
+ * own `events_per_second`, set by its parent, or else the server's EVENTS_PER_SECOND_PER_ORGANISATION,
+ * and each of its key pairs' EVENTS_PER_SECOND_PER_KEY_PAIR; 0 is no limit.
  */
-export async function eventsLimitOf(
+async function eventsLimitsOf(
   db: Executor,
   organisationKey: string,
-  serverDefault: number,
-): Promise<{ events_per_second_limit: number; events_per_second_limit_source: 'organisation' | 'server_default' }> {
+  server: EventLimitSettings,
+): Promise<{
+  events_per_second_limit: number;
+  events_per_second_limit_source: 'organisation' | 'server_default';
+  events_per_second_per_key_pair_limit: number;
+}> {
   const own = (await findOrganisation(db, organisationKey))?.events_per_second ?? null;
+  const perKeyPair = { events_per_second_per_key_pair_limit: server.perKeyPair };
   return own === null
-    ? { events_per_second_limit: serverDefault, events_per_second_limit_source: 'server_default' }
-    : { events_per_second_limit: own, events_per_second_limit_source: 'organisation' };
+    ? {
+        events_per_second_limit: server.perOrganisation,
+        events_per_second_limit_source: 'server_default',
+        ...perKeyPair,
+      }
+    : { events_per_second_limit: own, events_per_second_limit_source: 'organisation', ...perKeyPair };
 }
 
 /** What an organisation uses (docs/api.md, "Rate limits and usage"); days and months are UTC. */
@@ -404,8 +414,8 @@ export async function usageOf(
   organisationKey: string,
   now = Date.now(),
   limited?: LimitedEventCounter,
-  /** The server's EVENTS_PER_SECOND_PER_ORGANISATION (0: none), for an organisation without its own. */
-  defaultEventsPerSecond = 0,
+  /** The server's EVENTS_PER_SECOND_PER_ORGANISATION, for an organisation without its own, and _PER_KEY_PAIR (0: none). */
+  eventLimits: EventLimitSettings = { perOrganisation: 0, perKeyPair: 0 },
 ) {
   // Together, each waiting at most the statement timeout: a database that hangs is a 503 in that time.
   await Promise.all([limiter.flush(organisationKey), limited?.flushWithin()]);
@@ -420,6 +430,6 @@ export async function usageOf(
     api_requests_today: await usage.requestsSince(store.db, organisationKey, today),
     events_limited_today: await usage.eventsSince(store.db, organisationKey, today, 'event_limit_days'),
     storage_bytes: eventBytes + things * THING_BYTES,
-    ...(await eventsLimitOf(store.db, organisationKey, defaultEventsPerSecond)),
+    ...(await eventsLimitsOf(store.db, organisationKey, eventLimits)),
   };
 }

@@ -189,6 +189,7 @@ describeOnStores('usage', (ctx) => {
       'events_limited_today',
       'events_per_second_limit',
       'events_per_second_limit_source',
+      'events_per_second_per_key_pair_limit',
       'events_stored_this_month',
       'events_stored_today',
       'storage_bytes',
@@ -197,6 +198,11 @@ describeOnStores('usage', (ctx) => {
     // No limit of its own, and none on the server (EVENTS_PER_SECOND_PER_ORGANISATION is 0 by default).
     assert.equal(empty.body.usage.events_per_second_limit, 0);
     assert.equal(empty.body.usage.events_per_second_limit_source, 'server_default');
+    assert.equal(
+      empty.body.usage.events_per_second_per_key_pair_limit,
+      0,
+      'EVENTS_PER_SECOND_PER_KEY_PAIR is 0 by default',
+    );
     assert.equal(empty.body.usage.things, 0);
     assert.equal(empty.body.usage.events_stored_today, 0);
     assert.equal(empty.body.usage.storage_bytes, 0);

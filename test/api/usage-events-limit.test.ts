@@ -4,10 +4,12 @@ import { childOrganisation } from '../support/fixtures.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 const SERVER_DEFAULT = 50;
+const PER_KEY_PAIR = 30;
 
 /**
- * Usage says the events-a-second limit an organisation is under, and whether it is its own or the
- * server's EVENTS_PER_SECOND_PER_ORGANISATION (docs/api.md, "Rate limits and usage").
+ * Usage says the events-a-second limit an organisation is under, whether it is its own or the
+ * server's EVENTS_PER_SECOND_PER_ORGANISATION, and the server's EVENTS_PER_SECOND_PER_KEY_PAIR
+ * (docs/api.md, "Rate limits and usage").
  */
 describeOnStores(
   'the events limit in usage',
@@ -16,6 +18,11 @@ describeOnStores(
       const response = await ctx.api.request('GET', '/api/v3/usage', { token });
       assert.equal(response.status, 200, response.text);
       const { events_per_second_limit: limit, events_per_second_limit_source: source } = response.body.usage;
+      assert.equal(
+        response.body.usage.events_per_second_per_key_pair_limit,
+        PER_KEY_PAIR,
+        'the same for every organisation',
+      );
       return { limit, source };
     };
 
@@ -44,5 +51,10 @@ describeOnStores(
       assert.deepEqual(await usageOf(child.token), { limit: SERVER_DEFAULT, source: 'server_default' });
     });
   },
-  { env: { EVENTS_PER_SECOND_PER_ORGANISATION: String(SERVER_DEFAULT) } },
+  {
+    env: {
+      EVENTS_PER_SECOND_PER_ORGANISATION: String(SERVER_DEFAULT),
+      EVENTS_PER_SECOND_PER_KEY_PAIR: String(PER_KEY_PAIR),
+    },
+  },
 );

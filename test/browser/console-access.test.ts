@@ -24,6 +24,9 @@ import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
+/** The server's EVENTS_PER_SECOND_PER_KEY_PAIR, which Settings shows. */
+const PER_KEY_PAIR = 40;
+
 for (const store of STORES) {
   describe(`the console's access pages in a browser [${store.name}]`, { skip: browserSkip || store.skip }, () => {
     let api: TestServer;
@@ -33,7 +36,11 @@ for (const store of STORES) {
     const shot = (page: Page, name: string) => screenshot(page, `access-${store.name}-${name}`);
 
     before(async () => {
-      [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
+      [api, browser] = await Promise.all([
+        // A key pair's limit, which the Settings page shows beside the organisation's.
+        startServer(store, { env: { EVENTS_PER_SECOND_PER_KEY_PAIR: String(PER_KEY_PAIR) } }),
+        launchBrowser(),
+      ]);
       token = await api.adminToken();
     });
     after(async () => {
@@ -329,9 +336,13 @@ for (const store of STORES) {
         .filter({ hasText: /^\d+$/ })
         .waitFor();
       await page.getByRole('figure', { name: 'Storage', exact: true }).filter({ hasText: /\d/ }).waitFor();
-      // Without a limit of its own the API gives no number: said in words, not as a figure.
+      // Limits are said in words below the figures: none of its own, and the server sets none per
+      // organisation, but one per key pair.
       await page
-        .getByText("Events limit: no limit of its own: the server's limits apply, if its operator set any.", {
+        .getByText('Events limit: none: no limit of its own, and the server sets none.', { exact: true })
+        .waitFor();
+      await page
+        .getByText(`Events limit per key pair: ${PER_KEY_PAIR} events a second each, set by the server.`, {
           exact: true,
         })
         .waitFor();
@@ -402,6 +413,11 @@ for (const store of STORES) {
       const figure = (figureName: string) => page.getByRole('figure', { name: figureName, exact: true });
       await page
         .getByText('Events limit: 120 events a second, set by its parent organisation.', { exact: true })
+        .waitFor();
+      await page
+        .getByText(`Events limit per key pair: ${PER_KEY_PAIR} events a second each, set by the server.`, {
+          exact: true,
+        })
         .waitFor();
       await figure('Events refused by a limit today').filter({ hasText: /^0$/ }).waitFor();
       await shot(page, 'child-events-limit');

@@ -1154,7 +1154,7 @@ export interface paths {
         };
         /**
          * What the caller's organisation uses
-         * @description Things, events stored today and this month (by receipt, UTC), user API requests today (as the rate limit counts them), events refused today past its events-a-second limits, an estimate of the storage its things and events take, and the events-a-second limit it is under (its own, or the server default).
+         * @description Things, events stored today and this month (by receipt, UTC), user API requests today (as the rate limit counts them), events refused today past its events-a-second limits, an estimate of the storage its things and events take, and the events-a-second limits it is under (its own, or the server default, and each key pair’s).
          */
         get: operations["getUsage"];
         put?: never;
@@ -1693,6 +1693,8 @@ export interface components {
              * @enum {string}
              */
             events_per_second_limit_source: "organisation" | "server_default";
+            /** @description the events a second each of its key pairs may send (each instance counts its own), beyond which 429, the server’s EVENTS_PER_SECOND_PER_KEY_PAIR; 0: no limit */
+            events_per_second_per_key_pair_limit: number;
             /** @description events received since the first of the month, UTC */
             events_stored_this_month: number;
             /** @description events received since midnight UTC */

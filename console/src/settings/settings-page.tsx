@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
+import type { paths } from '../api/schema';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { answerByField, useFieldAction } from '../components/field-errors.ts';
@@ -69,29 +70,40 @@ export function SettingsPage() {
             ]}
           />
         )}
-        {/* The organisation is read by its account admins only: others are not shown its limit. */}
-        {organisation.data && <EventsLimit perSecond={organisation.data.events_per_second} />}
+        {usage.data && <EventsLimits usage={usage.data} />}
         <p class="hint">Days are UTC; events count when they are received. Storage is an estimate.</p>
       </section>
     </section>
   );
 }
 
+type Usage = paths['/api/v3/usage']['get']['responses'][200]['content']['application/json']['usage'];
+
 /**
- * The organisation's limit of events a second (`events_per_second`, set by its parent; docs/operations.md,
- * "Admission of events"), in words rather than as a figure: without one of its own the server's setting
- * (EVENTS_PER_SECOND_PER_ORGANISATION) applies, which the API does not give, so there is no number to show.
+ * The limits of events a second the organisation's devices and users are under (GET /api/v3/usage;
+ * docs/operations.md, "Admission of events"), in words rather than as figures: the organisation's own
+ * `events_per_second`, set by its parent, or else the server's EVENTS_PER_SECOND_PER_ORGANISATION, and
+ * each key pair's EVENTS_PER_SECOND_PER_KEY_PAIR.
  */
-function EventsLimit({ perSecond }: { perSecond: number | null }) {
+function EventsLimits({ usage }: { usage: Usage }) {
+  const perSecond = usage.events_per_second_limit;
+  const own = usage.events_per_second_limit_source === 'organisation';
+  const perKeyPair = usage.events_per_second_per_key_pair_limit;
   return (
-    <p>
-      <strong>Events limit:</strong>{' '}
-      {perSecond === null
-        ? "no limit of its own: the server's limits apply, if its operator set any."
-        : perSecond === 0
-          ? 'none: its parent organisation lifted the limit.'
-          : `${countOf(perSecond, 'event')} a second, set by its parent organisation.`}
-    </p>
+    <>
+      <p>
+        <strong>Events limit:</strong>{' '}
+        {perSecond === 0
+          ? own
+            ? 'none: its parent organisation lifted the limit.'
+            : 'none: no limit of its own, and the server sets none.'
+          : `${countOf(perSecond, 'event')} a second, ${own ? 'set by its parent organisation' : "the server's default"}.`}
+      </p>
+      <p>
+        <strong>Events limit per key pair:</strong>{' '}
+        {perKeyPair === 0 ? 'none.' : `${countOf(perKeyPair, 'event')} a second each, set by the server.`}
+      </p>
+    </>
   );
 }
 
