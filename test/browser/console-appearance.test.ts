@@ -231,13 +231,20 @@ describe("the console's details of appearance", { skip: browserSkip || store.ski
 
   it("when a list's rows offer actions then every page draws them alike: outlined, and Delete in red", async () => {
     const token = await api.adminToken();
-    await postCreated(api, token, '/api/v3/rules', { rule: { name: 'Kiln too hot', condition: 'temperature > 100' } });
+    await postCreated(api, token, '/api/v3/rules', {
+      rule: { name: 'Kiln too hot', condition: 'temperature > 100', alert_type: 2, trigger: 'every_event' },
+    });
     await postCreated(api, token, '/api/v3/groups', { group: { name: 'Kilns', group_type: 1 } });
+    const kiln = new Device(api.url, await createKeyPair(api, token));
+    assert.equal((await kiln.register({ thing_key: 'kiln-1', name: 'Kiln 1' })).status, 200);
+    assert.equal((await kiln.event({ thing_key: 'kiln-1', data: { temperature: 120 } })).status, 200);
     const looks = new Map<string, string>();
     for (const [path, heading] of [
       ['templates', 'Templates'],
       ['groups', 'Groups'],
       ['rules', 'Rules'],
+      ['alerts', 'Alerts'],
+      ['key-pairs', 'Key pairs'],
     ] as const) {
       await open(path, heading);
       const buttons = page.locator('main td button');
@@ -253,7 +260,7 @@ describe("the console's details of appearance", { skip: browserSkip || store.ski
         if (first === undefined) looks.set(kind, look);
         else assert.equal(look, first, `${name} on ${heading} is drawn as the other row actions of its kind`);
       }
-      if (path === 'rules') await shot('rules-row-actions');
+      if (path === 'rules' || path === 'alerts') await shot(`${path}-row-actions`);
     }
     assert.notEqual(looks.get('Delete'), looks.get('other'), 'Delete stands apart');
   });

@@ -151,12 +151,12 @@ export function AlertsPage() {
                 ? (alert) => (
                     <>
                       {alert.status === 'open' && (
-                        <button type="button" onClick={() => act(alert, 'acknowledge')}>
+                        <button type="button" class="secondary" onClick={() => act(alert, 'acknowledge')}>
                           Acknowledge
                         </button>
                       )}{' '}
                       {alert.status !== 'cleared' && (
-                        <button type="button" onClick={() => act(alert, 'clear')}>
+                        <button type="button" class="secondary" onClick={() => act(alert, 'clear')}>
                           Clear
                         </button>
                       )}
