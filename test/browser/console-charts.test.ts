@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { browserSkip, drawnChart, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, postCreated } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
@@ -105,6 +105,28 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
     );
   }
 
+  /**
+   * Whether the time series titled `title` scrolls, whether its chart lies inside it, and the chart's and
+   * legend's heights. Written as text: functions tsx compiles carry helpers (`__name`) the page lacks.
+   */
+  function shortWidget(
+    title: string,
+  ): Promise<{ scrolls: boolean; canvasInside: boolean; canvas: number; legend: number }> {
+    return page.evaluate(`(() => {
+      const section = [...document.querySelectorAll('section.widget')].find(
+        (widget) => widget.querySelector('h2')?.textContent === ${JSON.stringify(title)},
+      );
+      const box = section.getBoundingClientRect();
+      const canvas = section.querySelector('.u-wrap canvas')?.getBoundingClientRect();
+      return {
+        scrolls: section.scrollHeight > section.clientHeight + 1,
+        canvasInside: !!canvas && canvas.top >= box.top && canvas.bottom <= box.bottom + 0.5,
+        canvas: canvas?.height ?? 0,
+        legend: section.querySelector('.u-legend')?.offsetHeight ?? 0,
+      };
+    })()`);
+  }
+
   /** The time axis' end (epoch seconds) the chart of `chart` says it drew. */
   async function xEnd(chart: ReturnType<Page['locator']>): Promise<number> {
     const span = await chart.getAttribute('data-x');
@@ -176,6 +198,35 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
     );
     await page.goto(`${api.url}/console/dashboards/${dashboardKey}`);
     await page.getByRole('heading', { level: 1, name: 'Boiler room', exact: true }).waitFor();
+  });
+
+  it('when a time series is one or two rows high then it draws its lines within the widget, without scrolling', async () => {
+    try {
+      for (const title of ['Two rows', 'One row']) {
+        const widget = region(title);
+        await widget.locator('canvas').first().waitFor();
+        const drawn = await until(
+          () => shortWidget(title),
+          (seen) => !seen.scrolls && seen.canvasInside,
+          `${title} drawn within its widget`,
+        );
+        assert.ok(drawn.canvas >= 12, `${title}: a chart ${drawn.canvas} px high`);
+      }
+      // Two rows keep a y axis with its labels and a line of legend giving the values.
+      const two = await until(
+        () => drawnChart(page, 'Two rows'),
+        (seen) => seen.yLabels >= 2 && seen.legendInside,
+        'Two rows keeps its y labels and legend',
+      );
+      assert.equal(two.legendScrolls, false, JSON.stringify(two));
+      const values = region('Two rows').locator('.u-legend .u-series:not(:first-child) .u-value');
+      assert.deepEqual(await values.allTextContents(), ['20.1', '1.6']);
+      // One row is the lines alone: no axis or legend takes its little room.
+      assert.equal(await region('One row').locator('.u-legend').count(), 0, 'no legend in one row');
+    } finally {
+      await shot('short');
+    }
+    await assertAccessible(page, 'short time series');
   });
 
   it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {

@@ -99,6 +99,11 @@ export function Chart(props: {
    * of no unit and unlike values, are drawn on scales of their own (`scalesOf`); without it, on one.
    */
   units?: Record<string, string>;
+  /**
+   * What a chart too short for all of it leaves out (a dashboard's time series under 3 rows,
+   * docs/console.md): `time`, its time axis (the range is said above it); `axes`, its axes and legend too.
+   */
+  leaveOut?: 'time' | 'axes';
 }) {
   const box = useRef<HTMLDivElement>(null);
   const made = useRef<uPlot | undefined>(undefined);
@@ -122,6 +127,7 @@ export function Chart(props: {
     if (!element) return;
     const span = props.span;
     const slide = props.slide;
+    const leaveOut = props.leaveOut;
     // A metric keeps its colour whatever the range shows of the others: colours go by name order.
     const byName = [...columns.metrics].sort();
     // A chart of one scale is labelled only with a unit; one of two names what each axis measures.
@@ -156,7 +162,7 @@ export function Chart(props: {
     };
     // The time labels are centred on their ticks, and the last tick may stand at the plot's right edge:
     // without an axis on the right, the plot leaves room there for half the widest time label (uPlot
-    // leaves 25 pixels, which cut `12:00am`), measured each time the axis is laid out.
+    // leaves 25 pixels, which cut `12:00am`), measured each time the axis is laid out; none without them.
     let halfTimeLabel = 0;
     plot = new uPlot(
       {
@@ -165,7 +171,7 @@ export function Chart(props: {
         padding: [
           null,
           (_plot: uPlot, _side: number, sides: boolean[]) =>
-            sides[1] ? 0 : Math.max(25, Math.ceil(halfTimeLabel) + 2),
+            sides[1] || leaveOut ? 0 : Math.max(25, Math.ceil(halfTimeLabel) + 2),
           null,
           null,
         ],
@@ -186,8 +192,10 @@ export function Chart(props: {
         ],
         // A short plot (a small dashboard widget) keeps labels on its y axis: uPlot's 30 pixels between
         // them leave one label, or none, on a plot under 100 pixels high; taller plots are as uPlot draws them.
+        legend: { show: leaveOut !== 'axes' },
         axes: [
           {
+            show: !leaveOut,
             size: (shown: uPlot, labels: string[] | null, axis: number) => {
               if (labels) halfTimeLabel = widestLabel(shown, axis, labels) / 2;
               return 50;
@@ -195,6 +203,7 @@ export function Chart(props: {
           },
           ...scales.slice(0, 2).map((scale, i) => ({
             scale: scaleKey(i),
+            show: leaveOut !== 'axes',
             space: ySpace,
             size: ySize(scales.length > 1 ? 30 : 50),
             ...(axisLabel(scale) ? { label: axisLabel(scale), labelSize: Y_LABEL } : {}),
@@ -248,7 +257,7 @@ export function Chart(props: {
       made.current = undefined;
     };
     // A new chart for a new set of metrics or new columns; values that change only redraw.
-  }, [scales, props.span?.[0], props.span?.[1], props.slide]);
+  }, [scales, props.span?.[0], props.span?.[1], props.slide, props.leaveOut]);
   useEffect(() => {
     const plot = made.current;
     const element = box.current;
@@ -260,7 +269,7 @@ export function Chart(props: {
   return (
     <>
       <div ref={box} class="chart" />
-      {unaxed.length > 0 && (
+      {unaxed.length > 0 && !props.leaveOut && (
         // Styled as the caption under a chart (style.css's .chart-caption), which tests find as the only one.
         <p class="chart-note" style={{ color: '#5b6473', fontSize: '0.9em' }}>
           {listOf(unaxed)} {unaxed.length > 1 ? 'are' : 'is'} drawn to a scale of {unaxed.length > 1 ? 'their' : 'its'}{' '}

@@ -11,6 +11,12 @@
  * the chart is fitted to the room the widget's height leaves, but never drawn below a readable height,
  * axes and all, and the legend is never scrolled: the widget grows to hold both.
  *
+ * A widget under 3 rows (which the editor does not make, but the API and an import may) is too short
+ * for that: there the chart leaves out its time axis (the dashboard's `Time range` says what it spans)
+ * and caption, and its legend the time's line, so that 2 rows hold a plot with its y axes and a line
+ * of legend (its series' values); and 1 row, whose title leaves room for no line of text, draws its
+ * lines alone, without axes or legend, over the whole room. A widget that grows (on a phone) is drawn whole whatever its rows.
+ *
  * The chart (components/chart.tsx) is resized to a new height, not made again. A legend whose values
  * change is measured again but only shrinks the chart, so a reading that wraps a line now and then
  * never resizes the chart back and forth.
@@ -24,6 +30,10 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 const MIN_CHART = 120;
 /** The smallest chart drawn in a widget that grows (on a phone), in pixels: a plot of about 170 and its axes. */
 const MIN_GROWING_CHART = 240;
+/** The smallest chart drawn without its time axis (a widget of 2 rows): a plot with two y labels or more. */
+const MIN_SHORT_CHART = 48;
+/** What a chart leaves out in a widget of `rows` rows that does not grow (above). */
+const leaveOutOf = (rows: number): 'time' | 'axes' | undefined => (rows < 2 ? 'axes' : rows < 3 ? 'time' : undefined);
 /** The chart's height before the box is measured. */
 const UNMEASURED = 176;
 /** The class of a legend without its time's line (style.css), in a widget too small for it all. */
@@ -31,8 +41,15 @@ const WITHOUT_TIME = 'legend-without-time';
 /** The class of a legend that scrolls in its own box (style.css, which shows that it does). */
 const SCROLLS = 'legend-scrolls';
 
-export function useChartFit(box: { current: HTMLElement | null }, name: string, drawn: unknown): number {
+export function useChartFit(
+  box: { current: HTMLElement | null },
+  name: string,
+  drawn: unknown,
+  rows: number,
+): { height: number; leaveOut: 'time' | 'axes' | undefined } {
   const [height, setHeight] = useState(UNMEASURED);
+  // Taken as not growing until measured: most widgets do not.
+  const [leaveOut, setLeaveOut] = useState(() => leaveOutOf(rows));
   const current = useRef(height);
   current.current = height;
   const state = useRef<{ room: number; width: number; legend: HTMLElement | null }>({
@@ -57,6 +74,13 @@ export function useChartFit(box: { current: HTMLElement | null }, name: string, 
     const width = element.clientWidth;
     const resized = room !== state.current.room || width !== state.current.width;
     state.current = { room, width, legend };
+    const short = grows ? undefined : leaveOutOf(rows);
+    setLeaveOut(short);
+    // Lines alone take the whole room.
+    if (short === 'axes') {
+      setHeight(Math.max(1, Math.floor(room)));
+      return;
+    }
     if (!legend) return;
     // Measured whole: the time's line and the scroll box of an earlier fit are undone first.
     legend.classList.remove(WITHOUT_TIME, SCROLLS);
@@ -64,19 +88,22 @@ export function useChartFit(box: { current: HTMLElement | null }, name: string, 
     legend.style.overflowY = '';
     legend.removeAttribute('tabindex');
     legend.removeAttribute('aria-label');
+    // Without a time axis the plot needs every pixel: the time's line is left out from the start.
+    if (short) legend.classList.add(WITHOUT_TIME);
+    const smallest = short ? MIN_SHORT_CHART : MIN_CHART;
     let chart = Math.floor(room - legend.scrollHeight);
     if (grows) chart = Math.max(chart, MIN_GROWING_CHART);
-    else if (chart < MIN_CHART) {
+    else if (chart < smallest) {
       // Too small for the whole legend: its lines go to the series, which tell the lines apart, and
       // the time (the x axis's labels give it) makes way for them.
       legend.classList.add(WITHOUT_TIME);
       chart = Math.floor(room - legend.scrollHeight);
     }
-    if (!grows && chart < MIN_CHART) {
-      chart = MIN_CHART;
+    if (!grows && chart < smallest) {
+      chart = smallest;
       const shown = [...legend.querySelectorAll('tr')].find((row) => row.offsetHeight > 0);
       const line = shown?.getBoundingClientRect().height || 20;
-      legend.style.maxHeight = `${Math.max(line, Math.floor((room - MIN_CHART) / line) * line)}px`;
+      legend.style.maxHeight = `${Math.max(line, Math.floor((room - smallest) / line) * line)}px`;
       legend.style.overflowY = 'auto';
       legend.classList.add(SCROLLS);
       legend.tabIndex = 0;
@@ -118,6 +145,6 @@ export function useChartFit(box: { current: HTMLElement | null }, name: string, 
     const observer = new ResizeObserver(fitSoon);
     observer.observe(legend);
     return () => observer.disconnect();
-  }, [height, drawn]);
-  return height;
+  }, [height, drawn, leaveOut]);
+  return { height, leaveOut };
 }

@@ -123,7 +123,7 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
   const caption = useRef<HTMLParagraphElement>(null);
   // The chart takes what the widget leaves once its legend is drawn whole (use-chart-fit.ts).
   const plot = useRef<HTMLDivElement>(null);
-  const height = useChartFit(plot, widget.title, columns);
+  const { height, leaveOut } = useChartFit(plot, widget.title, columns, widget.layout.h);
   const aggregate = widget.aggregate;
   useEffect(() => {
     if (!source.data) return;
@@ -249,15 +249,24 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
   // A rolling range (`last`) ends now, as the page reads it again every minute: its chart slides with the clock.
   const rolling = Math.abs(range[1] - Date.now() / 1000) < 120;
   return (
-    <div class="timeseries">
+    // A widget too short for a chart's least height (style.css) takes what it has, and no caption.
+    <div class="timeseries" style={leaveOut ? { minHeight: 0 } : undefined}>
       <Failure message={source.error ?? error} />
       <Missing keys={source.data?.missing ?? []} />
       <div class="timeseries-plot" ref={plot}>
         {columns && (
-          <Chart columns={columns} handle={chart} height={height} span={range} slide={rolling} units={units} />
+          <Chart
+            columns={columns}
+            handle={chart}
+            height={height}
+            span={range}
+            slide={rolling}
+            units={units}
+            leaveOut={leaveOut}
+          />
         )}
       </div>
-      {columns && (
+      {columns && !leaveOut && (
         <p class="chart-caption" ref={caption}>
           {pointsCaption(columns.x.length, aggregate)}
         </p>
