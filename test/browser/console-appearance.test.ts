@@ -265,6 +265,17 @@ describe("the console's details of appearance", { skip: browserSkip || store.ski
     assert.notEqual(looks.get('Delete'), looks.get('other'), 'Delete stands apart');
   });
 
+  it('when the audit trail lists changes then each generated key is drawn whole on one line', async () => {
+    await open('audit-trail', 'Audit trail');
+    await page.locator('main td[data-label="Key"] code').first().waitFor();
+    const keys = (await drawnLines(page, 'main table', 'td[data-label="Key"] code')).filter(
+      (lines) => lines.join('').length <= 16,
+    );
+    assert.ok(keys.length >= 5, `the page lists changes: ${keys.length}`);
+    for (const lines of keys) assert.equal(lines.length, 1, `the key ${lines.join('')} is drawn ${lines.join(' | ')}`);
+    await shot('audit-trail-keys');
+  });
+
   it('when Connect a device stands beside buttons on the Things and Key pairs pages then it is level with them', async () => {
     const token = await api.adminToken();
     await createThing(api, token, { name: 'Boiler' });

@@ -10,6 +10,9 @@ import { currentQuery, keepQuery } from '../router.tsx';
 const PER = 50;
 
 /** Who changed what, newest first (the audit trails written with every change). */
+/** Keys up to this long are never broken across lines (the server generates keys of 10 characters). */
+const SHORT_KEY = 16;
+
 export function AuditPage() {
   // The search and page live in the query string, so that Back (or a link) finds them again.
   const [search, setSearch] = useState(() => currentQuery().get('search') ?? '');
@@ -62,7 +65,8 @@ export function AuditPage() {
                 <td data-label="Action">{trail.action_taken}</td>
                 <td data-label="Entity">{trail.entity_type}</td>
                 <td data-label="Name">{trail.entity_name ?? ''}</td>
-                <td data-label="Key">
+                {/* A generated key (10 characters) is read and copied whole; a long key of the user's may break. */}
+                <td data-label="Key" class={trail.entity_key.length <= SHORT_KEY ? 'key' : undefined}>
                   <code>{trail.entity_key}</code>
                 </td>
               </tr>
