@@ -57,7 +57,12 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
       const sent = await device.event({ thing_key: boiler.thing_key, timestamp: now - i * 60_000, data });
       assert.equal(sent.status, 200, sent.text);
     }
-    const pumped = await device.event({ thing_key: pump.thing_key, timestamp: now - 90_000, data: { speed: 1450 } });
+    // The pump last sent two days ago: its date, not only its time, is to keep to one line.
+    const pumped = await device.event({
+      thing_key: pump.thing_key,
+      timestamp: now - 2 * 86_400_000,
+      data: { speed: 1450 },
+    });
     assert.equal(pumped.status, 200, pumped.text);
     const source = { thing_keys: [boiler.thing_key] };
     const metrics = ['temperature', 'pressure'];
@@ -227,6 +232,31 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
       await shot('short');
     }
     await assertAccessible(page, 'short time series');
+  });
+
+  it("when a things table is half the dashboard's width then each last event's date keeps to one line", async () => {
+    await region('Machines').getByRole('cell', { name: '1450', exact: true }).waitFor();
+    await shot('things');
+    // The lines of text each date cell takes: the rows its text's boxes start on.
+    const lines =
+      (await page.evaluate(`[...document.querySelectorAll('section.widget-things table tbody tr')].map((row) => {
+      const cell = row.querySelectorAll('td')[2];
+      const range = document.createRange();
+      range.selectNodeContents(cell);
+      const tops = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)));
+      return { text: cell.textContent, lines: tops.size };
+    })`)) as { text: string; lines: number }[];
+    assert.equal(lines.length, 2, 'both things listed');
+    for (const row of lines) assert.equal(row.lines, 1, `${row.text} takes ${row.lines} lines`);
+    // Today's event by its time alone, the pump's of two days ago with its day; the whole date as its title.
+    assert.doesNotMatch(lines[0]?.text ?? '', /\d{4}/, 'no year for today');
+    const pumpTime = region('Machines')
+      .getByRole('row', { name: /Circulation pump/ })
+      .locator('time');
+    assert.match((await pumpTime.getAttribute('title')) ?? '', /\d{4}/, 'the whole date as its title');
+    const scrolls = await region('Machines').evaluate((section) => section.scrollWidth > section.clientWidth + 1);
+    assert.equal(scrolls, false, 'the table fits its widget');
+    await assertAccessible(page, 'a things table at half width');
   });
 
   it('then no page reported a Content-Security-Policy refusal or an uncaught error', () => {

@@ -407,6 +407,36 @@ function useLiveThings(widget: Widget, chosen: Record<string, string>) {
   return { source, things };
 }
 
+const clock = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
+const dayAndClock = new Intl.DateTimeFormat(undefined, {
+  month: 'short',
+  day: 'numeric',
+  hour: 'numeric',
+  minute: '2-digit',
+});
+const shortDateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'short' });
+
+/**
+ * A last event's time as short as says it, in the browser's zone and language, to keep to one line in
+ * a narrow table: today's by its time (`6:25:00 PM`), this year's by day and minute (`Nov 29, 6:25 PM`),
+ * older ones by short date and minute (`11/29/25, 6:25 PM`).
+ */
+function showShortTime(seconds: number, now = new Date()): string {
+  const at = new Date(seconds * 1000);
+  if (at.toDateString() === now.toDateString()) return clock.format(at);
+  return (at.getFullYear() === now.getFullYear() ? dayAndClock : shortDateTime).format(at);
+}
+
+/** When a thing last sent: a short time on one line, the whole date and time as its machine-readable value and title. */
+function LastEvent({ seconds }: { seconds: number | string | null | undefined }) {
+  if (typeof seconds !== 'number') return <>{showTime(seconds)}</>;
+  return (
+    <time dateTime={new Date(seconds * 1000).toISOString()} title={showTime(seconds)}>
+      {showShortTime(seconds)}
+    </time>
+  );
+}
+
 function ThingsWidget({ widget, chosen }: WidgetProps) {
   const { source, things } = useLiveThings(widget, chosen);
   const metrics = widget.metrics ?? [];
@@ -436,7 +466,7 @@ function ThingsWidget({ widget, chosen }: WidgetProps) {
                 </Link>
               </td>
               <td class={t.alive ? 'online' : 'offline'}>{t.alive ? 'Online' : 'Offline'}</td>
-              <td>{t.last_event ? showTime(t.last_event.timestamp) : ''}</td>
+              <td style={{ whiteSpace: 'nowrap' }}>{t.last_event && <LastEvent seconds={t.last_event.timestamp} />}</td>
               {metrics.map((m) => (
                 <td key={m}>{showValue(t.last_event ? pick(t.last_event.data, m) : undefined)}</td>
               ))}
