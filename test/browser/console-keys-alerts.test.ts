@@ -88,6 +88,14 @@ for (const store of STORES) {
       const listed = await api.request('GET', '/api/v3/key_pairs', { token, query: { per: 1000 } });
       const pair = listed.body.key_pairs.find((p: { name: string }) => p.name === 'Meters line');
       assert.equal(pair.role_key, meters.role_key);
+      // The list says what each pair's devices may do: its role, by name.
+      const row = page.getByRole('row').filter({ hasText: 'Meters line' });
+      assert.equal(await row.getByRole('cell', { name: meters.name, exact: true }).count(), 1);
+      assert.equal(
+        await page.getByRole('columnheader', { name: 'Role', exact: true }).count(),
+        1,
+        'the list has a Role column',
+      );
       await page.getByRole('button', { name: 'Delete Meters line', exact: true }).click();
       const dialog = page.getByRole('dialog', { name: 'Delete the key pair Meters line?', exact: true });
       await dialog.waitFor();

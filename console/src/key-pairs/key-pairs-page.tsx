@@ -32,6 +32,7 @@ export function KeyPairsPage() {
   const mayConnect = useAllows('key_pair', 'create');
   const mayReadRoles = useAllows('role', 'read');
   const roles = useRoles(mayReadRoles);
+  const roleName = new Map(roles.data?.map((r) => [r.role_key, r.name]));
   const [open, setOpen] = useState(false);
   const [name, setName] = useState('');
   // '' leaves the role to the server: the organisation's Agent role, made for devices.
@@ -105,6 +106,7 @@ export function KeyPairsPage() {
             <tr>
               <th scope="col">Name</th>
               <th scope="col">Access key</th>
+              {mayReadRoles && <th scope="col">Role</th>}
               <th scope="col">Created</th>
               {mayDelete && <th scope="col">Actions</th>}
             </tr>
@@ -116,6 +118,7 @@ export function KeyPairsPage() {
                 <td data-label="Access key">
                   <code>{pair.access_key}</code>
                 </td>
+                {mayReadRoles && <td data-label="Role">{roleName.get(pair.role_key) ?? pair.role_key}</td>}
                 <td data-label="Created">{showTime(pair.created_at)}</td>
                 {mayDelete && (
                   <td>
