@@ -45,9 +45,7 @@ export async function openConfiguredStore(
 
 function storeUnavailable(config: Config, error: StoreUnavailableError): ConfigError {
   const url = config.databaseUrl;
-  const password = passwordOf(url);
-  let reason = error.cause.message || String((error.cause as NodeJS.ErrnoException).code ?? error.cause);
-  if (password) reason = reason.split(password).join('***');
+  const reason = reasonOf(url, error.cause);
   if (engineOf(url) === 'sqlite') {
     return new ConfigError(
       `cannot open the SQLite database ${sqlitePath(url)} (${reason}): set DATABASE_URL to sqlite:<path> of a file this process can create and write`,
@@ -58,8 +56,23 @@ function storeUnavailable(config: Config, error: StoreUnavailableError): ConfigE
       `cannot create or use the PostgreSQL schema ${config.databaseSchema} (${reason}): set DATABASE_SCHEMA to a schema the user of DATABASE_URL may create or use`,
     );
   }
+  return databaseUnreachable(url, error.cause, 'DATABASE_URL');
+}
+
+/** Why a connection failed, without the password of `url`. */
+function reasonOf(url: string, cause: Error): string {
+  const password = passwordOf(url);
+  const reason = cause.message || String((cause as NodeJS.ErrnoException).code ?? cause);
+  return password ? reason.split(password).join('***') : reason;
+}
+
+/**
+ * A PostgreSQL database at `url` that did not answer, in the words every command says it with, naming
+ * the `setting` that gave the address (DATABASE_URL, or copy-store's --to); its password is not said.
+ */
+export function databaseUnreachable(url: string, cause: Error, setting: string): ConfigError {
   return new ConfigError(
-    `cannot reach the database at ${redactUrl(url)} (${reason}): check DATABASE_URL (postgres://user:password@host:port/database) and that the database runs`,
+    `cannot reach the database at ${redactUrl(url)} (${reasonOf(url, cause)}): check ${setting} (postgres://user:password@host:port/database) and that the database runs`,
   );
 }
 

@@ -16,7 +16,7 @@ import { CompiledQuery } from 'kysely';
 import { type Config, ConfigError, loadConfig } from '../core/config.ts';
 import { redactUrl } from '../core/urls.ts';
 import { partitionOf } from '../events/partitions.ts';
-import { openConfiguredStore } from '../startup.ts';
+import { databaseUnreachable, openConfiguredStore } from '../startup.ts';
 import { arrayLiteral, engineOf, sqlitePath } from '../store/dialect.ts';
 import { MIGRATIONS } from '../store/migrations/index.ts';
 import { pgDriver } from '../store/pg-driver.ts';
@@ -201,9 +201,7 @@ async function refuseFilledTarget(to: string, schema: string | undefined): Promi
   try {
     await client.connect();
   } catch (error) {
-    throw new ConfigError(
-      `copy-store: cannot reach the database at ${redactUrl(to)} (${(error as Error).message}): check --to`,
-    );
+    throw new ConfigError(`copy-store: ${databaseUnreachable(to, error as Error, '--to').message}`);
   }
   try {
     const { rows } = await client.query<{ organisations: string | null; users: string | null }>(

@@ -17,21 +17,25 @@ export interface Remote {
   token: string;
 }
 
+/** How a command that talks to a running server is given its token, in the words each uses. */
+export const TOKEN_OPTION = '--token <API key or session token> (or THINGBASE_TOKEN)';
+
 /** The server and token a command talks to, from its options or the environment. */
 export function remoteOf(
   options: { url?: string | undefined; token?: string | undefined },
   defaultUrl: string,
 ): Remote {
   const token = options.token || process.env.THINGBASE_TOKEN;
-  if (!token) throw new ConfigError('a token is needed: --token <API key or session token>, or THINGBASE_TOKEN');
+  if (!token) throw new ConfigError(`a token is needed: ${TOKEN_OPTION}`);
   return { url: (options.url || defaultUrl).replace(/\/+$/, ''), token };
 }
 
 /**
- * A request to the server; one that finds no server there says which address was tried and how to
- * give another, rather than the socket's bare `connect ECONNREFUSED 127.0.0.1:3000`.
+ * A request to the server at `url`; one that finds no server there says which address was tried and
+ * how to give another, rather than the socket's bare `connect ECONNREFUSED 127.0.0.1:3000`. Every
+ * command that talks to a running server (`import things`, `export events`, `simulate`) says it so.
  */
-async function ask(remote: Remote, run: () => ReturnType<typeof request>): ReturnType<typeof request> {
+export async function ask(url: string, run: () => ReturnType<typeof request>): ReturnType<typeof request> {
   try {
     return await run();
   } catch (error) {
@@ -44,7 +48,7 @@ async function ask(remote: Remote, run: () => ReturnType<typeof request>): Retur
       throw error;
     }
     throw new ConfigError(
-      `cannot reach the server at ${remote.url} (${code}): give its address with --url, or set PUBLIC_BASE_URL (or HOST and PORT) as the server has them`,
+      `cannot reach the server at ${url} (${code}): give its address with --url, or set PUBLIC_BASE_URL (or HOST and PORT) as the server has them`,
     );
   }
 }
@@ -63,14 +67,18 @@ function counter(onBytes: (total: number, chunk: Buffer) => void): Transform {
 
 /** The error body of an answer as one line: its status and message. */
 async function refusal(status: number, body: { text(): Promise<string> }): Promise<Error> {
-  const text = await body.text();
+  return new Error(refusalLine(status, await body.text()));
+}
+
+/** What a refusal says, as every command that talks to a running server says it: its status and message. */
+export function refusalLine(status: number, text: string): string {
   let message = text;
   try {
     message = (JSON.parse(text) as { message: string }).message;
   } catch {
     // not the API's error body: its text as it is
   }
-  return new Error(`the server answered ${status}: ${message}`);
+  return `the server answered ${status}: ${message}`;
 }
 
 export interface ImportOptions {
@@ -98,7 +106,7 @@ export async function importThings(remote: Remote, file: string, options: Import
     atomic: String(options.atomic),
   });
   const body = createReadStream(file).pipe(counter((sent) => progress.update(sent, `${sent} of ${size} bytes sent`)));
-  const response = await ask(remote, () =>
+  const response = await ask(remote.url, () =>
     request(`${remote.url}/api/v3/things/import?${query}`, {
       method: 'POST',
       headers: { 'x-auth-token': remote.token, 'content-type': 'text/csv', 'content-length': String(size) },
@@ -143,7 +151,7 @@ export async function exportEvents(remote: Remote, options: ExportOptions): Prom
   const query = new URLSearchParams({ format: options.format });
   if (options.from !== undefined) query.set('from', options.from);
   if (options.to !== undefined) query.set('to', options.to);
-  const response = await ask(remote, () =>
+  const response = await ask(remote.url, () =>
     request(`${remote.url}/api/v3/things/${encodeURIComponent(options.thing)}/events/export?${query}`, {
       headers: { 'x-auth-token': remote.token },
     }),

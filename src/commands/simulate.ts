@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from '../core/config.ts';
 import type { KeyPair } from '../simulator/device-link.ts';
 import { SIMULATED_METRICS } from '../simulator/readings.ts';
 import { Simulation, type SimulationCounts } from '../simulator/simulation.ts';
+import { ask, refusalLine, TOKEN_OPTION } from './remote.ts';
 
 export interface SimulateOptions {
   devices: string;
@@ -65,7 +66,7 @@ async function simulate(options: SimulateOptions): Promise<void> {
   try {
     const register: Record<string, unknown> = {};
     if (options.template) {
-      if (!api) throw new ConfigError('--template needs --token (or THINGBASE_TOKEN) to find or make the template');
+      if (!api) throw new ConfigError(`--template needs ${TOKEN_OPTION} to find or make the template`);
       const templateKey = await templateOf(api, options.template);
       // A register cannot choose a template: the things are made in it first (an existing one is kept).
       for (let index = 1; index <= devices; index++) {
@@ -156,29 +157,19 @@ class Api {
 
   /** The answer's body; a status in `accepted` gives undefined, any other refusal throws its message. */
   async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, accepted: number[] = []): Promise<T> {
-    let answer: Awaited<ReturnType<typeof request>>;
-    try {
-      answer = await request(`${this.url}${path}`, {
+    const answer = await ask(this.url, () =>
+      request(`${this.url}${path}`, {
         method,
         // A content type without a body (a DELETE) would be a 400: an empty JSON body.
         headers: { 'x-auth-token': this.token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-    } catch (error) {
-      throw new ConfigError(
-        `cannot reach the server at ${this.url} (${(error as NodeJS.ErrnoException).code ?? error}): give its address with --url`,
-      );
-    }
+      }),
+    );
     const text = await answer.body.text();
     if (answer.statusCode === 200) return JSON.parse(text) as T;
     if (accepted.includes(answer.statusCode)) return undefined as T;
-    let message = text;
-    try {
-      message = (JSON.parse(text) as { message: string }).message;
-    } catch {
-      // not the API's error body
-    }
-    throw new ConfigError(`${method} ${path}: the server answered ${answer.statusCode}: ${message}`);
+    // Which of its requests was refused: simulate makes several.
+    throw new ConfigError(`${method} ${path}: ${refusalLine(answer.statusCode, text)}`);
   }
 }
 
@@ -192,9 +183,7 @@ async function keyPairOf(
     return { keys: { accessKey: options.accessKey, secretKey: options.secretKey } };
   }
   if (!api)
-    throw new ConfigError(
-      'a key pair is needed: --access-key and --secret-key, or --token (or THINGBASE_TOKEN) to make one',
-    );
+    throw new ConfigError(`a key pair is needed: --access-key and --secret-key, or ${TOKEN_OPTION} to make one`);
   const made = await api.call<{
     key_pair: { name: string; key_pair_key: string; access_key: string; secret_key: string };
   }>('POST', '/api/v3/key_pairs', {

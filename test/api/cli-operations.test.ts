@@ -38,7 +38,7 @@ function runOnTerminal(args: string[], env: Record<string, string>): Promise<str
 }
 
 describe('thingbase operations commands without a server', () => {
-  it('when no server answers at the address then import and export name it and say how to give another', async () => {
+  it('when no server answers at the address then import, export and simulate name it and say how to give another', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'thingbase-remote-'));
     const csv = join(dir, 'things.csv');
     writeFileSync(csv, 'thing_key,name\nk1,One\n');
@@ -51,15 +51,34 @@ describe('thingbase operations commands without a server', () => {
     for (const args of [
       ['import', 'things', csv],
       ['export', 'events', '--thing', 'k1'],
+      ['simulate', '--http'],
     ]) {
       const result = await runCli(args, env);
       assert.equal(result.code, 1, result.stderr);
       assert.match(
         result.stderr,
         new RegExp(
-          `cannot reach the server at http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\): give its address with --url, or set PUBLIC_BASE_URL`,
+          `^cannot reach the server at http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\): give its address with --url, or set PUBLIC_BASE_URL \\(or HOST and PORT\\) as the server has them$`,
+          'm',
         ),
+        args.join(' '),
       );
+    }
+  });
+
+  it('when a command that talks to a server has no token then each says how to give one in the same words', async () => {
+    const token = '--token <API key or session token> (or THINGBASE_TOKEN)';
+    for (const [args, said] of [
+      [['import', 'things', 'things.csv'], `a token is needed: ${token}`],
+      [['export', 'events', '--thing', 'k1'], `a token is needed: ${token}`],
+      [['simulate', '--http'], `a key pair is needed: --access-key and --secret-key, or ${token} to make one`],
+      [
+        ['simulate', '--http', '--access-key', 'a', '--secret-key', 's', '--template', 'T'],
+        `--template needs ${token} to find or make the template`,
+      ],
+    ] as const) {
+      const result = await runCli([...args], { THINGBASE_TOKEN: '' });
+      assert.deepEqual([result.code, result.stderr], [1, `${said}\n`], args.join(' '));
     }
   });
 });

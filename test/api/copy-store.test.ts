@@ -382,6 +382,23 @@ describe('thingbase copy-store, from SQLite to PostgreSQL', { skip: postgresCase
     );
   });
 
+  it('when the PostgreSQL database cannot be reached then it says so in the words a server start does, naming --to', async () => {
+    const source = fresh(sqliteCase);
+    succeeded(await runCli(['migrate'], storeEnv(source)));
+    const refused = await runCli([
+      'copy-store',
+      '--from',
+      source.databaseUrl,
+      '--to',
+      'postgres://thingbase:hidden@127.0.0.1:1/none',
+    ]);
+    assert.equal(refused.code, 1, refused.stdout);
+    assert.match(
+      refused.stderr,
+      /^copy-store: cannot reach the database at postgres:\/\/thingbase:\*\*\*@127\.0\.0\.1:1\/none \([^)]*ECONNREFUSED[^)]*\): check --to \(postgres:\/\/user:password@host:port\/database\) and that the database runs\n$/,
+    );
+  });
+
   it('when the SQLite store is not at the latest migration then it is refused until thingbase migrate runs on it', async () => {
     const source = fresh(sqliteCase);
     const previous = Object.keys(MIGRATIONS).sort().at(-2) as string;
