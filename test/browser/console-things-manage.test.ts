@@ -126,18 +126,27 @@ for (const store of STORES) {
       page.on('request', (request) => urls.push(request.url()));
       await button('Export').click();
       const region = page.getByRole('region', { name: 'Export', exact: true });
-      for (const [format, lines] of [
-        ['NDJSON', 3],
-        ['CSV', 4],
-      ] as const) {
+      /** The file `format` downloads, with the times `Times` says. */
+      const exported = async (format: string) => {
         const download = page.waitForEvent('download');
         await region.getByRole('button', { name: format, exact: true }).click();
         const file = await download;
         assert.match(file.url(), /^blob:/);
-        const text = await readFile(await file.path(), 'utf8');
+        return readFile(await file.path(), 'utf8');
+      };
+      // By default, times as the console shows them: the date and time in the browser's time zone.
+      const first = (await localMinute(page, start)).replaceAll('-', '/').replace('T', ' ');
+      for (const [format, lines] of [
+        ['NDJSON', 3],
+        ['CSV', 4],
+      ] as const) {
+        const text = await exported(format);
         assert.equal(text.trim().split('\n').length, lines, `${format}: ${text}`);
-        if (format === 'CSV') assert.match(text, /^timestamp,temperature\r\n/);
+        if (format === 'CSV') assert.match(text, new RegExp(`^timestamp,temperature\r\n${first}:00,20\r\n`));
+        else assert.equal(JSON.parse(text.split('\n')[0] ?? '').timestamp, `${first}:00`);
       }
+      await region.getByLabel('Times', { exact: true }).selectOption({ label: 'Epoch seconds' });
+      assert.match(await exported('CSV'), new RegExp(`^timestamp,temperature\r\n${start / 1000},20\r\n`));
       assert.ok(urls.some((url) => url.includes('/events/export?format=csv')));
       assert.equal(urls.filter((url) => url.includes(token)).length, 0);
       await shot('export');

@@ -3,21 +3,28 @@ import { answer, api, messageOf } from '../api/client.ts';
 import { allows, useCaller } from '../caller.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { Failure } from '../components/failure.tsx';
+import { Field } from '../components/field.tsx';
 import { navigate } from '../router.tsx';
 import { DeleteEvents } from './delete-events.tsx';
 import { type Thing, ThingForm } from './thing-form.tsx';
 
 type Format = 'ndjson' | 'csv';
+/** How an export writes its times: `yyyy/mm/dd hh:mm:ss` in the browser's time zone, or epoch seconds. */
+type Timestamps = 'str' | 'int';
+
+/** The browser's time zone, in which the console shows every time. */
+const BROWSER_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
 /**
  * Downloads the thing's events (`GET /api/v3/things/:thing_key/events/export`, docs/api.md, "Exporting
  * events"): fetched with the token in its header, as every call is, and saved from a blob, so that no
  * URL ever carries the token.
  */
-async function exportEvents(thingKey: string, format: Format): Promise<void> {
+async function exportEvents(thingKey: string, format: Format, timestamps: Timestamps): Promise<void> {
+  const time = timestamps === 'str' ? { timestamp_format: 'str' as const, time_zone: BROWSER_ZONE } : {};
   const blob = await answer(
     api.GET('/api/v3/things/{thing_key}/events/export', {
-      params: { path: { thing_key: thingKey }, query: { format } },
+      params: { path: { thing_key: thingKey }, query: { format, ...time } },
       parseAs: 'blob',
     }),
   );
@@ -42,11 +49,12 @@ export function ThingActions({
   const caller = useCaller();
   const [panel, setPanel] = useState<'edit' | 'export' | 'delete-events' | undefined>();
   const [exportError, setExportError] = useState<string | undefined>();
+  const [timestamps, setTimestamps] = useState<Timestamps>('str');
   const toggle = (next: typeof panel) => setPanel(panel === next ? undefined : next);
   const download = async (format: Format) => {
     setExportError(undefined);
     try {
-      await exportEvents(thing.thing_key, format);
+      await exportEvents(thing.thing_key, format, timestamps);
     } catch (failure) {
       setExportError(messageOf(failure));
     }
@@ -106,6 +114,14 @@ export function ThingActions({
         <section class="panel" aria-label="Export">
           <h2>Export</h2>
           <p>Every event of the thing, oldest first, as a file.</p>
+          <Field label="Times">
+            {(id) => (
+              <select id={id} value={timestamps} onChange={(e) => setTimestamps(e.currentTarget.value as Timestamps)}>
+                <option value="str">Date and time ({BROWSER_ZONE})</option>
+                <option value="int">Epoch seconds</option>
+              </select>
+            )}
+          </Field>
           <div class="actions">
             <button type="button" onClick={() => download('ndjson')}>
               NDJSON
