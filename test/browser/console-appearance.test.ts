@@ -252,8 +252,8 @@ describe("the console's details of appearance", { skip: browserSkip || store.ski
       for (const button of await buttons.all()) {
         const name = (await button.textContent())?.trim() ?? '';
         const look = await button.evaluate((element) => {
-          const style = getComputedStyle(element);
-          return `${style.backgroundColor} ${style.color} ${style.borderTopColor}`;
+          const style = element.ownerDocument.defaultView?.getComputedStyle(element);
+          return `${style?.backgroundColor} ${style?.color} ${style?.borderTopColor}`;
         });
         const kind = name === 'Delete' ? 'Delete' : 'other';
         const first = looks.get(kind);
