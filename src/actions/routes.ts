@@ -38,7 +38,7 @@ function versionRoutes(store: Store, box: SecretBox, publicBaseUrl: string, vers
     presentAction(row, version, time, publicBaseUrl, answer);
   /**
    * A read's answer: whole to a caller who may change the action (and so must see what it edits),
-   * else with its credentials redacted as audit trails show them (docs/rules.md, "Credentials").
+   * else with its credentials redacted as audit trails show them (docs/rules.md, "Notification actions").
    */
   const presentRead = (row: NotificationAction, time: TimeFormatter, principal: Principal) =>
     present(grants(principal.abilities, 'notification_action', 'update') ? row : redactedAction(row), time);

@@ -1,5 +1,5 @@
 /**
- * The console's charts as a dashboard and a thing's page draw them (docs/console.md, "A thing" and
+ * The console's charts as a dashboard and a thing's page draw them (docs/console.md, "Pages" and
  * "Dashboards"), a behaviour a test, on a dashboard of a boiler whose template gives its metrics units.
  * Screenshots go to test-results/console/ (charts-*.png). Drawing does not depend on the store: SQLite
  * only.
