@@ -12,6 +12,32 @@ import type { NotificationAction, NotificationActionRow } from '../store/tables.
 /** Header names whose values are credentials. */
 const CREDENTIAL_HEADER = /auth|cookie|token|secret|key|passw|signature|credential|session/i;
 
+/**
+ * Query parameter names whose values are credentials: those that name a secret anywhere (a token, a
+ * password, an API key) and the signatures and keys webhooks take (`key=`, `sig=`, `X-Amz-Signature`).
+ */
+const credentialParam = (name: string): boolean => namesSecret(name) || /key|sig|auth|session/i.test(name);
+
+/**
+ * A path segment that is a credential rather than a name: webhooks carry their secret in the path
+ * (`/services/T0/B0/<24 letters and digits>`, `/api/webhooks/<id>/<68 characters>`). Letters and digits
+ * mixed over 16 characters, or any segment of 32 or more; `/maintenance/$THING$` stays readable.
+ */
+const secretSegment = (segment: string): boolean =>
+  (segment.length >= 16 && /\d/.test(segment) && /[a-z]/i.test(segment)) || segment.length >= 32;
+
+/** The URL with the path segments that look like credentials redacted. */
+function redactSecretPath(url: string): string {
+  const scheme = url.indexOf('//');
+  if (scheme < 0) return url;
+  const path = url.indexOf('/', scheme + 2);
+  if (path < 0) return url;
+  const query = url.slice(path).search(/[?#]/);
+  const end = query < 0 ? url.length : path + query;
+  const segments = url.slice(path, end).split('/');
+  return `${url.slice(0, path)}${segments.map((s) => (secretSegment(s) ? '[redacted]' : s)).join('/')}${url.slice(end)}`;
+}
+
 type Credentials = Pick<NotificationAction, 'url' | 'headers' | 'query'>;
 
 /** A JSON object's text with the values of the members `secret` names redacted. */
@@ -29,13 +55,16 @@ function redactedMembers(text: string | null, secret: (name: string) => boolean)
   );
 }
 
-/** The action with the values of its credentials redacted: in headers, in query, in the URL's query and password. */
+/**
+ * The action with the values of its credentials redacted: in headers, in query, in the URL's path,
+ * query and password. Its `body`, a message template, is kept.
+ */
 export function redactedAction<T extends NotificationAction>(action: T): T {
   return {
     ...action,
-    url: action.url === null ? null : redactUrl(redactSecretParams(action.url)),
+    url: action.url === null ? null : redactUrl(redactSecretPath(redactSecretParams(action.url, credentialParam))),
     headers: redactedMembers(action.headers, (name) => CREDENTIAL_HEADER.test(name)),
-    query: redactedMembers(action.query, namesSecret),
+    query: redactedMembers(action.query, credentialParam),
   };
 }
 

@@ -22,7 +22,7 @@ export function redactUrl(url: string): string {
  * `token[]=` are read as the token too) is never written, nor a value that holds such a name (a
  * `user` object with its `password`).
  */
-export function redactSecretParams(url: string): string {
+export function redactSecretParams(url: string, secret: (name: string) => boolean = namesSecret): string {
   const at = url.indexOf('?');
   if (at < 0) return url;
   const pairs = url.slice(at + 1).split('&');
@@ -31,7 +31,7 @@ export function redactSecretParams(url: string): string {
     const eq = pair.indexOf('=');
     const name = eq < 0 ? pair : pair.slice(0, eq);
     const value = eq < 0 ? '' : pair.slice(eq + 1);
-    if (SECRET_NAME.test(percentDecoded(name)) || SECRET_NAME.test(percentDecoded(value))) {
+    if (secret(percentDecoded(name)) || secret(percentDecoded(value))) {
       pairs[i] = `${name}=[redacted]`;
     }
   }

@@ -354,9 +354,10 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       type: 'CallHttpUrlAction',
       rule_key: ruleKey,
       method: 'POST',
-      url: 'https://hooks:s3cret-pw@example.com/in?api_key=s3cret-q&site=north',
+      // A webhook's secret in its path (as Slack's and Discord's are) and in a signature parameter.
+      url: 'https://hooks:s3cret-pw@example.com/services/T0001/B0002/s3cretW3bhookPath0123456?sig=s3cret-q&site=north',
       headers: { Authorization: 'Bearer s3cret-h', 'X-Site': 'north' },
-      query: { token: 's3cret-t', site: 'north' },
+      query: { token: 's3cret-t', key: 's3cret-k', site: 'north' },
     });
     assert.equal(created.status, 200, created.text);
     const key = created.body.notification_action.notification_action_key;
@@ -372,7 +373,10 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       assert.equal(list.status, 200, list.text);
       for (const answer of [one.text, list.text]) assert.doesNotMatch(answer, /s3cret/, `${version}: ${answer}`);
       const shown = one.body.notification_action;
-      assert.equal(shown.url, 'https://hooks:***@example.com/in?api_key=[redacted]&site=north');
+      assert.equal(
+        shown.url,
+        'https://hooks:***@example.com/services/T0001/B0002/[redacted]?sig=[redacted]&site=north',
+      );
       assert.deepEqual(shown.headers, { Authorization: '[redacted]', 'X-Site': 'north' });
       // Whoever may change the action sees what it edits.
       const whole = await ctx.api.request('GET', `/api/${version}/notification_actions/${key}`, {
@@ -386,6 +390,11 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       'north',
       'what carries no credential is shown',
     );
+    // Audit trails show it the same way, to whoever may read them.
+    const audit = await ctx.api.request('GET', '/api/v3/audit_trails', { token, query: { entity_key: key } });
+    assert.equal(audit.status, 200, audit.text);
+    assert.equal(audit.body.total_count, 1);
+    assert.doesNotMatch(audit.text, /s3cret/);
   });
 
   it('when an OEM admin moves an action to a rule of a child organisation then it belongs to the child', async () => {
