@@ -152,6 +152,26 @@ for (const store of STORES) {
       await shot('export');
     });
 
+    it('when the browser does not know its own time zone then Export writes the times in UTC', async () => {
+      const lost = await openConsole(browser, api.url, 'things/boiler-1', 'Boiler 1 (east)', undefined, {
+        timezoneId: 'Etc/Unknown',
+      });
+      try {
+        await lost.page.getByRole('button', { name: 'Export', exact: true }).click();
+        const region = lost.page.getByRole('region', { name: 'Export', exact: true });
+        const times = region.getByLabel('Times', { exact: true });
+        assert.equal(await times.locator('option:checked').textContent(), 'Date and time (UTC)');
+        const download = lost.page.waitForEvent('download');
+        await region.getByRole('button', { name: 'CSV', exact: true }).click();
+        const text = await readFile(await (await download).path(), 'utf8');
+        const utc = new Date(start).toISOString().slice(0, 19).replaceAll('-', '/').replace('T', ' ');
+        assert.match(text, new RegExp(`^timestamp,temperature\r\n${utc},20\r\n`));
+        assert.deepEqual(lost.problems, []);
+      } finally {
+        await lost.close();
+      }
+    });
+
     it('when Delete events is given a range then a dialog names the thing and the range, and only the events in it go', async () => {
       // The middle event, one hour after the first, in the browser's own time zone.
       const local = await localMinute(page, start + 60 * minute);

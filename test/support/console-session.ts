@@ -3,7 +3,7 @@
  * a deep link and signed in there, with the page's problems (CSP refusals, uncaught errors) watched.
  */
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
 import { screenshot, watchProblems } from './browser.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, type TestServer } from './server.ts';
 
@@ -26,8 +26,10 @@ export async function openConsole(
   path: string,
   heading: string,
   user: { email: string; password: string } = { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
+  /** The browser's settings beside its size: its time zone, say. */
+  options: BrowserContextOptions = {},
 ): Promise<ConsolePage> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, ...options });
   const page = await context.newPage();
   const problems = watchProblems(page);
   await page.goto(`${baseUrl}/console/${path}`);

@@ -12,8 +12,12 @@ type Format = 'ndjson' | 'csv';
 /** How an export writes its times: `yyyy/mm/dd hh:mm:ss` in the browser's time zone, or epoch seconds. */
 type Timestamps = 'str' | 'int';
 
-/** The browser's time zone, in which the console shows every time. */
-const BROWSER_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
+/**
+ * The browser's time zone, in which the console shows every time; UTC when the browser does not know
+ * its own (`Etc/Unknown`, which the server refuses, as it refuses any name it does not know).
+ */
+const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+const BROWSER_ZONE = zone && zone !== 'Etc/Unknown' ? zone : 'UTC';
 
 /**
  * Downloads the thing's events (`GET /api/v3/things/:thing_key/events/export`, docs/api.md, "Exporting
