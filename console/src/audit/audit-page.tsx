@@ -9,10 +9,10 @@ import { currentQuery, keepQuery } from '../router.tsx';
 
 const PER = 50;
 
-/** Who changed what, newest first (the audit trails written with every change). */
 /** Keys up to this long are never broken across lines (the server generates keys of 10 characters). */
 const SHORT_KEY = 16;
 
+/** Who changed what, newest first (the audit trails written with every change). */
 export function AuditPage() {
   // The search and page live in the query string, so that Back (or a link) finds them again.
   const [search, setSearch] = useState(() => currentQuery().get('search') ?? '');
