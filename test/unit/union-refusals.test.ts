@@ -30,12 +30,60 @@ describe('refusals of a field of two forms (docs/api.md, "Errors")', () => {
     ]);
   });
 
-  it('when the value has the shape of neither form, or of both, then the field is told it is of the wrong type', () => {
-    const wrongType = [
+  it('when the value is of one form’s type but fails at the field itself then that form’s error is told', () => {
+    assert.deepEqual(refusal('x'.repeat(11)), [
+      { code: 'invalid', param: 'gateway.tags', message: 'must NOT have more than 10 characters' },
+    ]);
+    assert.deepEqual(refusal(['a', 'b', 'c']), [
+      { code: 'invalid', param: 'gateway.tags', message: 'must NOT have more than 2 items' },
+    ]);
+  });
+
+  it('when the value has the shape of neither form then the field is told it is of the wrong type', () => {
+    assert.deepEqual(refusal({ a: 1 }), [
       { code: 'invalid', param: 'gateway.tags', message: 'has a value of the wrong type or outside its allowed set' },
-    ];
-    assert.deepEqual(refusal({ a: 1 }), wrongType);
-    assert.deepEqual(refusal('x'.repeat(11)), wrongType, 'text too long fails at the field itself');
-    assert.deepEqual(refusal(['a', 'b', 'c']), wrongType, 'too many items fails at the field itself');
+    ]);
+  });
+
+  it('when the value has the shape of both forms then the field is told it is of the wrong type', () => {
+    const either = compileParams(
+      Type.Object({
+        range: Type.Union([
+          Type.Object({ last: Type.String({ pattern: '^[0-9]+m$' }) }),
+          Type.Object({ last: Type.String({ maxLength: 2 }) }),
+        ]),
+      }),
+    );
+    assert.throws(
+      () => either({ range: { last: 'abc' } }),
+      (error: unknown) =>
+        error instanceof ApiError &&
+        error.errors.length === 1 &&
+        error.errors[0]?.param === 'range' &&
+        error.errors[0]?.message === 'has a value of the wrong type or outside its allowed set',
+    );
+  });
+
+  it('when the field of two forms is in every item of a list then each item is told its own error', () => {
+    const list = compileParams(
+      Type.Object({
+        list: Type.Array(
+          Type.Object({
+            tags: Type.Union([Type.String({ maxLength: 10 }), Type.Array(Type.String({ maxLength: 3 }))]),
+          }),
+        ),
+      }),
+    );
+    assert.throws(
+      () => list({ list: [{ tags: ['abcd'] }, { tags: ['efgh'] }] }),
+      (error: unknown) => {
+        assert.ok(error instanceof ApiError);
+        assert.deepEqual(error.errors, [
+          { code: 'invalid', param: 'list.0.tags.0', message: 'must NOT have more than 3 characters' },
+          { code: 'invalid', param: 'list.1.tags.0', message: 'must NOT have more than 3 characters' },
+        ]);
+        return true;
+      },
+    );
   });
 });

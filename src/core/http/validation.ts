@@ -287,23 +287,30 @@ function toErrorItems(errors: ErrorObject[]): ErrorItem[] {
 }
 
 /**
- * The errors a failed union (`anyOf`) stands for. Where the value has the shape of one branch alone
- * (that branch's errors all lie inside the value, as for `time_range` `{"last": "5 minutes"}`), that
- * branch's errors are told, so that a pattern's words reach the caller; otherwise one "invalid" for
- * the union itself.
+ * The errors a failed union (`anyOf`) stands for. Where the value has the shape of one branch alone,
+ * that branch's errors are told, so that a pattern's or a length's words reach the caller; otherwise
+ * one "invalid" for the union itself. A branch has the value's shape when the value is of its type
+ * (text too long is told its length, not "the wrong type"); of several such, the one whose errors all
+ * lie inside the value (`time_range` `{"last": "5 minutes"}` is the `last` form, whose pattern failed,
+ * not the `from`/`to` form, which misses both).
  */
 function hiddenUnionErrors(errors: ErrorObject[]): Set<ErrorObject> {
   const hidden = new Set<ErrorObject>();
   for (const union of errors.filter((e) => e.keyword === 'anyOf')) {
+    const at = union.instancePath;
+    const inside = (e: ErrorObject) => e.instancePath.startsWith(`${at}/`);
     const branches = new Map<string, ErrorObject[]>();
     for (const error of errors) {
       const branch = /^\/(\d+)\//.exec(error.schemaPath.slice(union.schemaPath.length))?.[1];
+      // The same schema checks every item of an array: only this union's value's errors are its own.
       if (!error.schemaPath.startsWith(union.schemaPath) || branch === undefined) continue;
+      if (error.instancePath !== at && !inside(error)) continue;
       branches.set(branch, [...(branches.get(branch) ?? []), error]);
     }
-    const fitting = [...branches.values()].filter((branch) =>
-      branch.every((e) => e.instancePath.startsWith(`${union.instancePath}/`)),
+    let fitting = [...branches.values()].filter(
+      (branch) => !branch.some((e) => e.keyword === 'type' && e.instancePath === at),
     );
+    if (fitting.length > 1) fitting = fitting.filter((branch) => branch.every(inside));
     const told = fitting.length === 1 ? (fitting[0] ?? []) : [];
     if (told.length > 0) hidden.add(union);
     for (const branch of branches.values()) for (const error of branch) if (!told.includes(error)) hidden.add(error);
