@@ -5,10 +5,11 @@
  * only.
  */
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { browserSkip, drawnChart, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { browserSkip, drawnChart, launchBrowser, SCREENSHOTS, screenshot, signedInTab } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, postCreated } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
@@ -28,12 +29,14 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
   const problems: string[][] = [];
   let dashboardKey: string;
   let boilerKey: string;
+  let adminToken: string;
   const shot = (name: string) => screenshot(page, `charts-${name}`);
   const region = (name: string) => page.getByRole('region', { name, exact: true });
 
   before(async () => {
     [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
     const token = await api.adminToken();
+    adminToken = token;
     const { thing_template: template } = await postCreated(api, token, '/api/v3/thing_templates', {
       thing_template: {
         name: 'Boilers',
@@ -132,10 +135,55 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
     })()`);
   }
 
+  /** The time axis' span (epoch seconds) the chart of `chart` says it drew. */
+  async function xSpan(chart: ReturnType<Page['locator']>): Promise<{ min: number; max: number }> {
+    const span = JSON.parse((await chart.getAttribute('data-x')) ?? '{}') as { min?: number; max?: number };
+    return { min: span.min ?? Number.NaN, max: span.max ?? Number.NaN };
+  }
+
   /** The time axis' end (epoch seconds) the chart of `chart` says it drew. */
-  async function xEnd(chart: ReturnType<Page['locator']>): Promise<number> {
-    const span = await chart.getAttribute('data-x');
-    return (JSON.parse(span ?? '{}') as { max?: number }).max ?? Number.NaN;
+  const xEnd = async (chart: ReturnType<Page['locator']>): Promise<number> => (await xSpan(chart)).max;
+
+  /**
+   * Marks the canvas of `chart`, so that `stillMarked` tells whether the chart is still the one it was: a
+   * dashboard's rolling range is read again every minute, which draws its time series anew.
+   */
+  const mark = (chart: ReturnType<Page['locator']>) =>
+    chart
+      .locator('canvas')
+      .first()
+      .evaluate((canvas) => {
+        canvas.dataset.marked = 'yes';
+      });
+  const stillMarked = async (chart: ReturnType<Page['locator']>) =>
+    (await chart.locator('canvas[data-marked]').count()) > 0;
+
+  /**
+   * Waits for the time axis of `chart` to move on by itself: with no event coming, only the chart's own
+   * timer moves it, unless the chart is drawn anew meanwhile, in which case it watches the new one (the
+   * next is a minute away).
+   */
+  async function assertSlides(chart: ReturnType<Page['locator']>, what: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      await chart.locator('canvas').first().waitFor();
+      await mark(chart);
+      const first = await until(
+        () => xEnd(chart),
+        (end) => Number.isFinite(end),
+        `${what}: the time axis drawn`,
+      );
+      const later = await until(
+        () => xEnd(chart),
+        (end) => end > first + 3,
+        `${what}: the time axis moved on`,
+        15_000,
+      );
+      if (await stillMarked(chart)) {
+        assert.ok(later - first < 30, `${what}: moved by ${later - first} s`);
+        return;
+      }
+      assert.ok(attempt < 2, `${what}: the chart was drawn anew twice while watched`);
+    }
   }
 
   it('when a time series draws metrics of two units then each has a y axis of its own, labelled with its unit', async () => {
@@ -171,38 +219,59 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
   });
 
   it('when a live range sees no event then its time axis still slides with the clock', async () => {
-    const chart = region('Boiler').locator('.chart');
-    const first = await until(
-      () => xEnd(chart),
-      (end) => Number.isFinite(end),
-      'the time axis drawn',
-    );
-    const later = await until(
-      () => xEnd(chart),
-      (end) => end > first + 3,
-      'the time axis moved on',
-      15_000,
-    );
-    assert.ok(later - first < 30, `moved by ${later - first} s`);
+    await assertSlides(region('Boiler').locator('.chart'), 'the dashboard');
     // The thing's own page, at its last 5 minutes, slides as well.
     await page.goto(`${api.url}/console/things/${boilerKey}`);
     const telemetry = region('Telemetry');
     await telemetry.getByLabel('Range', { exact: true }).selectOption('Last 5 minutes');
     await telemetry.getByText(/^4 points/).waitFor();
-    const thingChart = telemetry.locator('.chart');
-    const start = await until(
-      () => xEnd(thingChart),
-      (end) => Number.isFinite(end),
-      'the time axis drawn',
-    );
-    await until(
-      () => xEnd(thingChart),
-      (end) => end > start + 3,
-      "the thing's time axis moved on",
-      15_000,
-    );
+    await assertSlides(telemetry.locator('.chart'), "the thing's page");
     await page.goto(`${api.url}/console/dashboards/${dashboardKey}`);
     await page.getByRole('heading', { level: 1, name: 'Boiler room', exact: true }).waitFor();
+  });
+
+  it('when the user drag-zooms into a live chart then the zoom stays as the clock moves on, until a double-click', async () => {
+    const chart = region('Boiler').locator('.chart');
+    const plot = chart.locator('.u-over');
+    await plot.waitFor();
+    const whole = await until(
+      () => xSpan(chart),
+      (span) => Number.isFinite(span.min),
+      'the time axis drawn',
+    );
+    const box = await plot.boundingBox();
+    assert.ok(box, 'the plot is drawn');
+    // A drag across the middle of the plot, from 30% to 70% of its width.
+    const y = box.y + box.height / 2;
+    await page.mouse.move(box.x + box.width * 0.3, y);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.5, y, { steps: 5 });
+    await page.mouse.move(box.x + box.width * 0.7, y, { steps: 5 });
+    await page.mouse.up();
+    const zoomed = await until(
+      () => xSpan(chart),
+      (span) => span.max - span.min < (whole.max - whole.min) * 0.6,
+      'the zoomed range',
+    );
+    await page.mouse.move(0, 0);
+    // Past one step of the live range's slide (5 seconds for its 15 minutes).
+    await new Promise((done) => setTimeout(done, 6500));
+    assert.deepEqual(await xSpan(chart), zoomed, 'the zoom is kept');
+    await shot('zoomed');
+    // A double-click gives back the live range, which slides again.
+    await page.mouse.dblclick(box.x + box.width / 2, y);
+    const live = await until(
+      () => xSpan(chart),
+      (span) => Math.abs(span.max - span.min - 900) < 2 && Math.abs(span.max - Date.now() / 1000) < 10,
+      'the last 15 minutes again',
+    );
+    await page.mouse.move(0, 0);
+    await until(
+      () => xEnd(chart),
+      (end) => end > live.max + 3,
+      'the time axis moving on again',
+      15_000,
+    );
   });
 
   it('when a time series is one or two rows high then it draws its lines within the widget, without scrolling', async () => {
@@ -232,6 +301,87 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
       await shot('short');
     }
     await assertAccessible(page, 'short time series');
+  });
+
+  it('when a time series is one row high then its chart names its metrics and their latest values', async () => {
+    const summary = region('One row').getByRole('img');
+    const label = await until(
+      async () => ((await summary.count()) === 1 ? await summary.getAttribute('aria-label') : null),
+      (text) => !!text,
+      "the one row's summary",
+    );
+    assert.match(label ?? '', /Boiler temperature[^,;]*20\.1 °C/);
+    assert.match(label ?? '', /Boiler pressure[^,;]*1\.6 bar/);
+    await region('One row').screenshot({ path: join(SCREENSHOTS, 'charts-one-row.png') });
+    await assertAccessible(page, 'a time series of one row');
+  });
+
+  it('when the time range changes then the time series do not read their templates again', async () => {
+    const reads: string[] = [];
+    const count = (request: { url(): string }) => {
+      if (request.url().includes('/api/v3/thing_templates')) reads.push(request.url());
+    };
+    const chart = region('Boiler').locator('.chart');
+    const range = page.getByLabel('Time range', { exact: true });
+    page.on('request', count);
+    try {
+      for (const [choice, seconds] of [
+        ['Last hour', 3600],
+        ['Last 15 minutes', 900],
+      ] as const) {
+        await range.selectOption(choice);
+        await until(
+          () => xSpan(chart),
+          (span) => Math.abs(span.max - span.min - seconds) < 2,
+          `${choice} drawn`,
+        );
+        assert.equal((await scalesIn('Boiler')).length, 2, 'a scale for each unit');
+      }
+      // Time for a late read to show.
+      await new Promise((done) => setTimeout(done, 500));
+    } finally {
+      page.off('request', count);
+    }
+    assert.deepEqual(reads, []);
+  });
+
+  it('when a dashboard has a fixed range that ended a minute ago then its time series does not slide', async () => {
+    const to = Math.floor(Date.now() / 1000) - 60;
+    const { dashboard } = await postCreated(api, adminToken, '/api/v3/dashboards', {
+      dashboard: {
+        name: 'Boiler room earlier',
+        time_range: { from: to - 15 * 60, to },
+        widgets: [
+          {
+            type: 'timeseries',
+            title: 'Earlier',
+            source: { thing_keys: [boilerKey] },
+            metrics: ['temperature'],
+            layout: { x: 0, y: 0, w: 6, h: 4 },
+          },
+        ],
+      },
+    });
+    try {
+      await page.goto(`${api.url}/console/dashboards/${dashboard.dashboard_key}`);
+      const chart = region('Earlier').locator('.chart');
+      await chart.locator('canvas').first().waitFor();
+      const drawn = await until(
+        () => xSpan(chart),
+        (span) => Number.isFinite(span.max),
+        'the time axis drawn',
+      );
+      assert.equal(drawn.max, to, 'the axis ends where the range does');
+      await mark(chart);
+      // Past one step of a slide (5 seconds for 15 minutes).
+      await new Promise((done) => setTimeout(done, 6500));
+      assert.deepEqual(await xSpan(chart), drawn, 'the axis stays');
+      assert.ok(await stillMarked(chart), 'the same chart');
+      await shot('fixed');
+    } finally {
+      await page.goto(`${api.url}/console/dashboards/${dashboardKey}`);
+      await page.getByRole('heading', { level: 1, name: 'Boiler room', exact: true }).waitFor();
+    }
   });
 
   it("when a things table is half the dashboard's width then each last event's date keeps to one line", async () => {

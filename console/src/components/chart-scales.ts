@@ -1,8 +1,15 @@
 /**
- * Which metrics of a chart share a y scale, and what its axis is labelled (docs/console.md, "A thing"):
- * pure choices over the chart's columns, apart from how components/chart.tsx draws them with uPlot.
+ * Which metrics of a chart share a y scale, what its axis is labelled and how its legend writes a value
+ * (docs/console.md, "Pages"): pure choices over the chart's columns, apart from how
+ * components/chart.tsx draws them with uPlot.
  */
-import type { Columns } from './chart.tsx';
+
+/** x (epoch seconds) first, then one column per metric, null where an event lacks it. */
+export interface Columns {
+  metrics: string[];
+  x: number[];
+  ys: (number | null)[][];
+}
 
 /**
  * A y scale and the metrics drawn on it (their indexes in the columns), with the unit they share or,
@@ -23,7 +30,7 @@ export interface Scale {
 const FLAT = 5;
 
 /**
- * The metrics' y scales (docs/console.md, "A thing"), the most crowded first (on a tie, the one whose
+ * The metrics' y scales (docs/console.md, "Pages"), the most crowded first (on a tie, the one whose
  * first metric comes first in the columns: the template's order). Metrics of one unit share
  * a scale, whatever their values, so that they can be compared; metrics of no unit share one while
  * their values are alike, so that a status of 0 and 1 or a pressure of 1000 is not drawn flat beside a
@@ -80,4 +87,27 @@ export function labelOf(scale: Scale, metrics: string[]): string {
 /** The metrics' names, as a sentence lists them. */
 export function listOf(names: string[]): string {
   return names.length < 2 ? (names[0] ?? '') : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+}
+
+/**
+ * A legend's value, readably: at most 6 significant digits, so that the float noise of an answer
+ * (1.5999999999999999) reads 1.6, but never fewer than a number's whole digits (1234567.8 reads
+ * 1234568), so that a whole number keeps every digit; with the decimal sign of the user's locale (the
+ * formats `make` gives), and no grouping, as a value is written elsewhere in the console. An engine
+ * that ignores `roundingPriority` (Firefox before 116) would cut a value of 7 or more whole digits to 6
+ * (1234570): there such a value is written whole, rounded to its units.
+ */
+export function legendNumber(
+  make: (options: Intl.NumberFormatOptions) => Intl.NumberFormat = (options) =>
+    new Intl.NumberFormat(undefined, options),
+): (value: number) => string {
+  const readable = make({
+    useGrouping: false,
+    maximumSignificantDigits: 6,
+    maximumFractionDigits: 0,
+    roundingPriority: 'morePrecision',
+  });
+  if (readable.resolvedOptions().roundingPriority === 'morePrecision') return (value) => readable.format(value);
+  const whole = make({ useGrouping: false, maximumFractionDigits: 0 });
+  return (value) => (Math.abs(value) >= 1e6 ? whole : readable).format(value);
 }

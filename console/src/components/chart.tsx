@@ -6,15 +6,10 @@
 import { useEffect, useMemo, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { labelOf, listOf, type Scale, scalesOf } from './chart-scales.ts';
+import { type Columns, labelOf, legendNumber, listOf, type Scale, scalesOf } from './chart-scales.ts';
 import { breakAtWords } from './name-breaks.tsx';
 
-/** x (epoch seconds) first, then one column per metric, null where an event lacks it. */
-export interface Columns {
-  metrics: string[];
-  x: number[];
-  ys: (number | null)[][];
-}
+export type { Columns };
 
 const COLOURS = ['#1f5fbf', '#c2410c', '#15803d', '#7e22ce', '#b91c1c', '#0e7490', '#a16207', '#4d7c0f'];
 
@@ -39,21 +34,11 @@ const widestLabel = (plot: uPlot, axis: number, labels: string[] | null): number
     ),
   );
 
-/**
- * A legend's value, readably: at most 6 significant digits, so that the float noise of an answer
- * (1.5999999999999999) reads 1.6, but never fewer than a number's whole digits (1234567.8 reads
- * 1234568), so that a whole number keeps every digit; with the decimal sign of the user's locale, and
- * no grouping, as a value is written elsewhere in the console.
- */
-const legendNumber = new Intl.NumberFormat(undefined, {
-  useGrouping: false,
-  maximumSignificantDigits: 6,
-  maximumFractionDigits: 0,
-  roundingPriority: 'morePrecision',
-});
+/** A legend's value, readably (`legendNumber`). */
+const showLegendNumber = legendNumber();
 
 /** A value in the legend: blank where a line has none. */
-const showLegendValue = (value: number | null): string => (value == null ? '' : legendNumber.format(value));
+const showLegendValue = (value: number | null): string => (value == null ? '' : showLegendNumber(value));
 
 /** Keys of the scales, the first being uPlot's own `y`, so that a chart of one scale is as uPlot draws it. */
 const scaleKey = (index: number) => (index === 0 ? 'y' : `y${index}`);
@@ -107,6 +92,10 @@ export function Chart(props: {
 }) {
   const box = useRef<HTMLDivElement>(null);
   const made = useRef<uPlot | undefined>(undefined);
+  // The time range the user dragged the chart to, kept as the clock moves on and when the chart is made
+  // again for the same span's width (a dashboard reads its rolling range every minute), until a
+  // double-click gives back the whole span.
+  const zoom = useRef<{ width: number; slide: boolean; min: number; max: number } | undefined>(undefined);
   // Read when the chart is made and when its box resizes: a new height resizes the chart (below)
   // rather than making a new one, which would leave its box blank for a frame.
   const height = useRef(0);
@@ -128,6 +117,9 @@ export function Chart(props: {
     const span = props.span;
     const slide = props.slide;
     const leaveOut = props.leaveOut;
+    const units = props.units ?? {};
+    const width = span ? span[1] - span[0] : 0;
+    if (zoom.current && (zoom.current.width !== width || zoom.current.slide !== !!slide)) zoom.current = undefined;
     // A metric keeps its colour whatever the range shows of the others: colours go by name order.
     const byName = [...columns.metrics].sort();
     // A chart of one scale is labelled only with a unit; one of two names what each axis measures.
@@ -211,8 +203,21 @@ export function Chart(props: {
           })),
         ],
         scales: { x: { time: true } },
-        // Away from the cursor the legend shows the latest point, rather than blanks.
-        hooks: { setCursor: [() => showLatest()], draw: [(drawn: uPlot) => describeScales(drawn)] },
+        // Away from the cursor the legend shows the latest point, rather than blanks. A drag over the
+        // plot selects the time range uPlot then zooms to: it is kept (`zoom`).
+        hooks: {
+          setCursor: [() => showLatest()],
+          draw: [(drawn: uPlot) => describeScales(drawn)],
+          setSelect: [
+            (selected: uPlot) => {
+              const { left, width: wide } = selected.select;
+              if (wide <= 0) return;
+              const min = selected.posToVal(left, 'x');
+              const max = selected.posToVal(left + wide, 'x');
+              if (max > min) zoom.current = { width, slide: !!slide, min, max };
+            },
+          ],
+        },
       },
       [columns.x, ...columns.ys] as uPlot.AlignedData,
       element,
@@ -222,6 +227,10 @@ export function Chart(props: {
     // uPlot spreads a single point over years: the axis is set to the span and the points beyond it; a
     // live range keeps its width, the points before its start left out.
     const fit = () => {
+      if (zoom.current) {
+        plot.setScale('x', { min: zoom.current.min, max: zoom.current.max });
+        return;
+      }
       if (!span) return;
       const now = Date.now() / 1000;
       const [start, end] = slide ? [now - (span[1] - span[0]), Math.max(now, span[1])] : span;
@@ -231,9 +240,30 @@ export function Chart(props: {
     };
     fit();
     showLatest();
+    // uPlot's double-click fits the axis to the points; the chart's span is given back instead.
+    const unzoom = () => {
+      zoom.current = undefined;
+      fit();
+    };
+    plot.over.addEventListener('dblclick', unzoom);
+    // Drawn without axes or legend (a dashboard's time series of one row), the chart is summed up for
+    // assistive technology as an image naming each line and its latest value.
+    const summarise = () => {
+      if (leaveOut !== 'axes') return;
+      const latest = columns.metrics.map((metric, i) => {
+        const value = latestOf(i + 1);
+        const unit = units[metric];
+        return value == null ? `${metric}, no value` : `${metric} ${showLegendValue(value)}${unit ? ` ${unit}` : ''}`;
+      });
+      element.setAttribute('role', 'img');
+      element.setAttribute('aria-label', `Latest values: ${latest.join('; ')}`);
+    };
+    summarise();
     // A live range slides with the clock too, when no event comes: a step of a 200th of its width (a
-    // pixel or two), every 5 seconds at least, so the last 5 minutes move every 5 seconds, the hour every 18.
-    const tick = span && slide ? setInterval(fit, Math.max(5, (span[1] - span[0]) / 200) * 1000) : undefined;
+    // pixel or two), every 5 seconds at least, so the last 5 minutes move every 5 seconds, the hour every
+    // 18; not while the user has zoomed in.
+    const slideOn = () => zoom.current || fit();
+    const tick = span && slide ? setInterval(slideOn, Math.max(5, (span[1] - span[0]) / 200) * 1000) : undefined;
     let frame = 0;
     props.handle.current = {
       draw: () => {
@@ -243,6 +273,7 @@ export function Chart(props: {
           plot.setData([columns.x, ...columns.ys] as uPlot.AlignedData);
           fit();
           showLatest();
+          summarise();
         });
       },
     };
@@ -251,6 +282,9 @@ export function Chart(props: {
     made.current = plot;
     return () => {
       clearInterval(tick);
+      plot.over.removeEventListener('dblclick', unzoom);
+      element.removeAttribute('role');
+      element.removeAttribute('aria-label');
       cancelAnimationFrame(frame);
       resize.disconnect();
       plot.destroy();

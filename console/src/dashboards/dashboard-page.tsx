@@ -145,6 +145,7 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
             widget={widget}
             order={readingOrder.indexOf(widget)}
             range={range}
+            rolling={'last' in timeRange}
             chosen={chosen}
             focused={focus?.target === widget.widget_key ? focus : undefined}
             editing={
@@ -172,6 +173,7 @@ function WidgetRegion(props: {
   /** Its place in reading order, where the widgets stack in one column (style.css). */
   order: number;
   range: [number, number];
+  rolling: boolean;
   chosen: Record<string, string>;
   /** Asks for the focus (after its form closes). */
   focused: FocusRequest;
@@ -219,7 +221,7 @@ function WidgetRegion(props: {
       {props.editing && <WidgetActions edit={props.editing.edit} remove={props.editing.remove} />}
       {props.editing && <LayoutControls widget={widget} change={props.editing.change} />}
       {Body ? (
-        <Body widget={widget} range={props.range} chosen={props.chosen} />
+        <Body widget={widget} range={props.range} rolling={props.rolling} chosen={props.chosen} />
       ) : (
         <p class="notice">This console cannot draw widgets of type {widget.type}.</p>
       )}

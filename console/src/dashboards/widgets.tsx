@@ -4,7 +4,7 @@
  */
 import type { ComponentType } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { answer, api } from '../api/client.ts';
+import { ApiFailure, answer, api } from '../api/client.ts';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { Failure } from '../components/failure.tsx';
@@ -13,6 +13,7 @@ import { useLoad } from '../components/use-load.ts';
 import { countOf, showTime, showValue } from '../format.ts';
 import { realtime } from '../realtime.ts';
 import { Link, segment } from '../router.tsx';
+import { onSessionChange } from '../session.ts';
 import { Markdown } from './markdown.tsx';
 import { type Resolved, resolveKey, resolveSource, type Thing, type Widget } from './model.ts';
 import { useChartFit } from './use-chart-fit.ts';
@@ -22,6 +23,8 @@ export interface WidgetProps {
   widget: Widget;
   /** The shared time range, epoch seconds. */
   range: [number, number];
+  /** Whether that range is rolling (the last so long, read again every minute) rather than fixed. */
+  rolling: boolean;
   /** The thing chosen for each variable. */
   chosen: Record<string, string>;
 }
@@ -88,27 +91,48 @@ const asNumber = (value: unknown): number | null => (typeof value === 'number' ?
 const templateOf = (thing: Thing): string | undefined => (thing as { thing_template_key?: string }).thing_template_key;
 
 /**
+ * Templates' units by key, as read: kept for the session (at most this many templates), as a rolling
+ * range draws each time series anew every minute.
+ */
+const UNITS_KEPT = 100;
+const unitsByTemplate = new Map<string, Promise<Record<string, string>>>();
+onSessionChange(() => unitsByTemplate.clear());
+
+/**
+ * A template's metrics' units, read once: a template the role may not read (or one gone) gives none; a
+ * read that failed otherwise is tried again next time.
+ */
+function templateUnits(thing_template_key: string): Promise<Record<string, string>> {
+  const kept = unitsByTemplate.get(thing_template_key);
+  if (kept) return kept;
+  const read = answer(
+    api.GET('/api/v3/thing_templates/{thing_template_key}', { params: { path: { thing_template_key } } }),
+  ).then(
+    ({ thing_template }) =>
+      Object.fromEntries(thing_template.metrics.filter((m) => m.unit).map((m) => [m.name, m.unit as string])),
+    (failure) => {
+      if (!(failure instanceof ApiFailure && (failure.status === 403 || failure.status === 404)))
+        unitsByTemplate.delete(thing_template_key);
+      return {} as Record<string, string>;
+    },
+  );
+  if (unitsByTemplate.size >= UNITS_KEPT) unitsByTemplate.delete(unitsByTemplate.keys().next().value as string);
+  unitsByTemplate.set(thing_template_key, read);
+  return read;
+}
+
+/**
  * Each metric's unit as the templates give it (the first that does), read as the thing page reads its
- * template's (docs/console.md, "A thing"); a template the role may not read gives none.
+ * template's (docs/console.md, "Pages"); a template the role may not read gives none.
  */
 async function unitsOf(templateKeys: (string | undefined)[]): Promise<Map<string, Record<string, string>>> {
   const keys = [...new Set(templateKeys.filter((key): key is string => !!key))];
-  const read = await Promise.all(
-    keys.map((thing_template_key) =>
-      answer(
-        api.GET('/api/v3/thing_templates/{thing_template_key}', { params: { path: { thing_template_key } } }),
-      ).then(
-        ({ thing_template }) =>
-          Object.fromEntries(thing_template.metrics.filter((m) => m.unit).map((m) => [m.name, m.unit as string])),
-        () => ({}) as Record<string, string>,
-      ),
-    ),
-  );
+  const read = await Promise.all(keys.map(templateUnits));
   return new Map(keys.map((key, i) => [key, read[i] ?? {}]));
 }
 
 /** A line per thing and metric (raw events up to 6 hours, averages per bucket beyond), or per metric across the things. */
-function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
+function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
   const source = useSource(widget, chosen);
   const metrics = widget.metrics ?? [];
   const things = source.data?.things ?? [];
@@ -246,8 +270,8 @@ function TimeseriesWidget({ widget, range, chosen }: WidgetProps) {
       stop();
     };
   }, [keys, metrics.join(','), aggregate, range[0]]);
-  // A rolling range (`last`) ends now, as the page reads it again every minute: its chart slides with the clock.
-  const rolling = Math.abs(range[1] - Date.now() / 1000) < 120;
+  // A rolling range (`last`) ends now, as the page reads it again every minute: its chart slides with
+  // the clock. A fixed one stays where it is, however near now it ends.
   return (
     // A widget too short for a chart's least height (style.css) takes what it has, and no caption.
     <div class="timeseries" style={leaveOut ? { minHeight: 0 } : undefined}>
