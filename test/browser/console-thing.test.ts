@@ -500,7 +500,7 @@ for (const store of STORES) {
       );
     });
 
-    it('when a role may read things only then the thing page shows the API messages and offers no Send instruction', async () => {
+    it('when a role may read things only then the thing page says plainly what it may not read, asks nothing it would be refused, and offers no Send instruction', async () => {
       const token = await api.adminToken();
       const thingKey = unique('valve');
       assert.equal((await device.register({ thing_key: thingKey, name: 'Valve', bi_directional: true })).status, 200);
@@ -514,12 +514,29 @@ for (const store of STORES) {
         await limited.goto(`${api.url}/console/things/${thingKey}`);
         const asked = limited.waitForResponse((r) => r.url().endsWith('/api/v3/caller'));
         const posted = postsTo(limited, '/instructions');
+        const read: string[] = [];
+        limited.on('response', (r) => {
+          if (/\/api\/v3\/(alerts|things\/[^/]+\/instructions|query\/thing_data)/.test(r.url())) read.push(r.url());
+        });
         await signIn(limited, user.email, user.password);
         await limited.getByRole('heading', { level: 1, name: 'Valve', exact: true }).waitFor();
-        const instructions = limited.getByRole('region', { name: 'Instructions', exact: true });
-        await instructions.getByRole('alert').filter({ hasText: refused.body.message }).waitFor();
-        await limited.getByRole('alert').filter({ hasText: 'Live telemetry is unavailable' }).waitFor();
+        for (const [panel, said] of [
+          ['Telemetry', "Your role may not read this thing's events."],
+          ['Alerts', 'Your role may not read alerts.'],
+          ['Instructions', 'Your role may not read instructions.'],
+        ] as const) {
+          const region = limited.getByRole('region', { name: panel, exact: true });
+          await region.getByText(said, { exact: true }).waitFor();
+          assert.equal(await region.getByRole('alert').count(), 0, `${panel}: said plainly, not as an alert`);
+        }
         assert.equal((await asked).status(), 200);
+        // The latest values are read at once, before the role is known; nothing after is asked in vain.
+        assert.ok(
+          read.every((url) => url.includes('/query/thing_data')),
+          `only the latest values were asked: ${read.join(', ')}`,
+        );
+        assert.equal(await limited.getByText('Live telemetry is unavailable', { exact: false }).count(), 0);
+        assert.equal(await limited.getByText(refused.body.message, { exact: false }).count(), 0);
         assert.deepEqual(posted, [], 'what the role may do is asked, not probed');
         assert.equal(await limited.getByRole('button', { name: 'Send instruction' }).count(), 0);
         await screenshot(limited, `${store.name}-thing-few-permissions`);

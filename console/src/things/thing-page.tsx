@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
-import { useAllows } from '../caller.ts';
+import { allows, useAllows, useCaller } from '../caller.ts';
 import { lazy } from '../components/lazy.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { realtime } from '../realtime.ts';
@@ -30,6 +30,10 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
   const [latest, setLatest] = useState<Latest>({});
   // Connect a device makes a key pair first: offered, as on Things, to a role that may make one.
   const mayConnect = useAllows('key_pair', 'create');
+  // What the role may not read is said once, plainly, in place of its panel; the panels wait for the
+  // role to be known (read once per session, mostly before the thing), so that none asks in vain.
+  const caller = useCaller();
+  const mayNot = (cls: string) => !allows(caller, cls, 'read');
   const [liveRefused, setLiveRefused] = useState<string | undefined>();
   // Counts the deletions of events made here: the latest values and the chart are read again after each.
   const [deletions, setDeletions] = useState(0);
@@ -139,7 +143,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
           thing.reload();
         }}
       />
-      {liveRefused && (
+      {liveRefused && caller !== undefined && !mayNot('data') && (
         <p role="alert" class="error">
           Live telemetry is unavailable: {liveRefused}
         </p>
@@ -157,15 +161,39 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
           )
         }
       />
-      <Telemetry
-        key={`${t.thing_key}:${deletions}`}
-        thingKey={t.thing_key}
-        declared={declared}
-        units={units}
-        onUndeclared={askTemplateAgain}
-      />
-      <ThingAlerts thingKey={t.thing_key} />
-      {t.bi_directional && <Instructions thingKey={t.thing_key} />}
+      {caller === undefined ? null : mayNot('data') ? (
+        <NotReadable heading="Telemetry">Your role may not read this thing's events.</NotReadable>
+      ) : (
+        <Telemetry
+          key={`${t.thing_key}:${deletions}`}
+          thingKey={t.thing_key}
+          declared={declared}
+          units={units}
+          onUndeclared={askTemplateAgain}
+        />
+      )}
+      {caller === undefined ? null : mayNot('alert') ? (
+        <NotReadable heading="Alerts">Your role may not read alerts.</NotReadable>
+      ) : (
+        <ThingAlerts thingKey={t.thing_key} />
+      )}
+      {t.bi_directional &&
+        caller !== undefined &&
+        (mayNot('instruction') ? (
+          <NotReadable heading="Instructions">Your role may not read instructions.</NotReadable>
+        ) : (
+          <Instructions thingKey={t.thing_key} />
+        ))}
+    </section>
+  );
+}
+
+/** A panel the caller's role may not read: its heading, and that in plain words instead of a refusal. */
+function NotReadable({ heading, children }: { heading: string; children: string }) {
+  return (
+    <section class="panel" aria-label={heading}>
+      <h2>{heading}</h2>
+      <p class="muted">{children}</p>
     </section>
   );
 }
