@@ -144,6 +144,19 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
   /** The time axis' end (epoch seconds) the chart of `chart` says it drew. */
   const xEnd = async (chart: ReturnType<Page['locator']>): Promise<number> => (await xSpan(chart)).max;
 
+  /** Drags the mouse across the middle of the plot of `chart`, from 30% to 70% of its width. */
+  async function dragAcross(tab: Page, chart: ReturnType<Page['locator']>) {
+    const box = await chart.locator('.u-over').boundingBox();
+    assert.ok(box, 'the plot is drawn');
+    const y = box.y + box.height / 2;
+    await tab.mouse.move(box.x + box.width * 0.3, y);
+    await tab.mouse.down();
+    await tab.mouse.move(box.x + box.width * 0.5, y, { steps: 5 });
+    await tab.mouse.move(box.x + box.width * 0.7, y, { steps: 5 });
+    await tab.mouse.up();
+    return { box, y };
+  }
+
   /**
    * Marks the canvas of `chart`, so that `stillMarked` tells whether the chart is still the one it was: a
    * dashboard's rolling range is read again every minute, which draws its time series anew.
@@ -239,15 +252,7 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
       (span) => Number.isFinite(span.min),
       'the time axis drawn',
     );
-    const box = await plot.boundingBox();
-    assert.ok(box, 'the plot is drawn');
-    // A drag across the middle of the plot, from 30% to 70% of its width.
-    const y = box.y + box.height / 2;
-    await page.mouse.move(box.x + box.width * 0.3, y);
-    await page.mouse.down();
-    await page.mouse.move(box.x + box.width * 0.5, y, { steps: 5 });
-    await page.mouse.move(box.x + box.width * 0.7, y, { steps: 5 });
-    await page.mouse.up();
+    const { box, y } = await dragAcross(page, chart);
     const zoomed = await until(
       () => xSpan(chart),
       (span) => span.max - span.min < (whole.max - whole.min) * 0.6,
@@ -272,6 +277,50 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
       'the time axis moving on again',
       15_000,
     );
+  });
+
+  it('when a dashboard reads its rolling range again then a chart the user zoomed into keeps its zoom', async () => {
+    // A tab of its own whose clock the test moves on by a minute.
+    const tab = await signedInTab(
+      browser,
+      `${api.url}/console/dashboards/${dashboardKey}`,
+      { email: ADMIN_EMAIL, password: ADMIN_PASSWORD },
+      problems,
+    );
+    try {
+      await tab.getByRole('heading', { level: 1, name: 'Boiler room', exact: true }).waitFor();
+      await tab.clock.install();
+      await tab.reload();
+      const chart = tab.getByRole('region', { name: 'Boiler', exact: true }).locator('.chart');
+      await chart.locator('.u-over').waitFor();
+      await until(
+        () => xSpan(chart),
+        (span) => Math.abs(span.max - span.min - 900) < 2,
+        'the last 15 minutes drawn',
+      );
+      await dragAcross(tab, chart);
+      const zoomed = await until(
+        () => xSpan(chart),
+        (span) => span.max - span.min < 600,
+        'the zoomed range',
+      );
+      await tab.mouse.move(0, 0);
+      await mark(chart);
+      await tab.clock.runFor(61_000);
+      await until(
+        async () => !(await stillMarked(chart)) && (await chart.locator('canvas').count()) > 0,
+        (redrawn) => redrawn,
+        'the chart drawn anew for the range read again',
+      );
+      await until(
+        () => xSpan(chart),
+        (span) => Number.isFinite(span.max),
+        'the new chart drawn',
+      );
+      assert.deepEqual(await xSpan(chart), zoomed, 'the zoom is kept');
+    } finally {
+      await tab.context().close();
+    }
   });
 
   it('when a time series is one or two rows high then it draws its lines within the widget, without scrolling', async () => {
