@@ -69,6 +69,32 @@ for (const store of STORES) {
       await page.context().close();
     });
 
+    it('when a role may read things only then the Overview and Settings say plainly what it may not read, and offer nothing it may not do', async () => {
+      const child = await childOrganisation(api, await api.adminToken());
+      // Reads things only, in an organisation without things yet.
+      const watcher = await userWithAbilities(api, child.token, [11]);
+      const page = await signedInTab(browser, `${api.url}/console/overview`, watcher, problems);
+      await page.getByRole('heading', { name: 'No things yet', exact: true }).waitFor();
+      await page.getByText('They show here once someone whose role may add things connects the first.').waitFor();
+      assert.equal(await page.getByRole('link', { name: 'Connect a device', exact: true }).count(), 0);
+      assert.equal(await page.getByRole('button', { name: 'Start a demo', exact: true }).count(), 0);
+      const alerts = page.getByRole('region', { name: 'Open alerts', exact: true });
+      await alerts.getByText('Your role may not read alerts.', { exact: true }).waitFor();
+      assert.equal(await page.getByRole('alert').count(), 0, 'nothing is said as a failure');
+      await assertAccessible(page, 'the Overview of a role that reads things only');
+      await screenshot(page, `${store.name}-overview-reads-things-only`);
+      await page.goto(`${api.url}/console/settings`);
+      const retention = page.getByRole('region', { name: 'Retention', exact: true });
+      await retention
+        .getByText('Only an account admin sees and sets how long events are kept.', { exact: true })
+        .waitFor();
+      await page.getByRole('heading', { name: 'Usage', exact: true }).waitFor();
+      assert.equal(await page.getByRole('alert').count(), 0, 'nothing is said as a failure');
+      assert.equal(await page.getByRole('button', { name: 'Save', exact: true }).count(), 0);
+      await screenshot(page, `${store.name}-settings-reads-things-only`);
+      await page.context().close();
+    });
+
     it('when a load fails with a server error then Retry reads it again', async () => {
       const page = await signedIn('/console/key-pairs');
       await page.getByRole('heading', { level: 1, name: 'Key pairs', exact: true }).waitFor();

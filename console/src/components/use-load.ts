@@ -9,6 +9,8 @@ export interface Loaded<T> {
   reload: () => void;
   /** `reload` for a `Failure`'s Retry; none for a permission refusal (403), which trying again cannot change. */
   retry: (() => void) | undefined;
+  /** The role may not read it (403): a page says so plainly rather than as a failure. */
+  refused: boolean;
   /**
    * Reloads in a moment, however many times it is called meanwhile: a burst of live changes (a fleet
    * imported elsewhere) costs one request per second, not one per change.
@@ -70,6 +72,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
     set: (update) => setData((old) => (old === undefined ? old : update(old))),
     reload: () => setRound((r) => r + 1),
     retry: refused ? undefined : () => setRound((r) => r + 1),
+    refused,
     reloadSoon: () => {
       if (soon.current !== undefined) return;
       soon.current = setTimeout(() => {

@@ -66,10 +66,19 @@ export function FirstSteps({ hasThings, onChange }: { hasThings: boolean; onChan
           </>
         }
       >
-        A thing is a device or machine that sends readings. Connect your first device, or start a demo: five simulated
-        machines, run by the server, that send made-up readings until you stop them.
+        A thing is a device or machine that sends readings. {nextStep(mayConnect, mayStart)}
       </EmptyState>
       <Failure message={error} />
     </>
   );
+}
+
+const DEMO = 'five simulated machines, run by the server, that send made-up readings until you stop them.';
+
+/** What the caller may do first, in words that offer only what its role allows. */
+function nextStep(mayConnect: boolean, mayStart: boolean): string {
+  if (mayConnect && mayStart) return `Connect your first device, or start a demo: ${DEMO}`;
+  if (mayConnect) return 'Connect your first device.';
+  if (mayStart) return `Start a demo: ${DEMO}`;
+  return 'They show here once someone whose role may add things connects the first.';
 }

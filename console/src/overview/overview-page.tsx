@@ -85,7 +85,7 @@ export function OverviewPage() {
       )}
       <section aria-labelledby="recent-alerts">
         <h2 id="recent-alerts">Open alerts</h2>
-        <Failure message={alerts.error} />
+        {alerts.refused ? <p class="muted">Your role may not read alerts.</p> : <Failure message={alerts.error} />}
         {alerts.data &&
           (alerts.data.alerts.length === 0 ? (
             <EmptyState title="No open alerts">

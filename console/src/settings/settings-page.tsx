@@ -42,7 +42,11 @@ export function SettingsPage() {
       <h1>Settings</h1>
       <section aria-labelledby="settings-retention" class="panel">
         <h2 id="settings-retention">Retention</h2>
-        <Failure message={organisation.error} />
+        {organisation.refused ? (
+          <p class="muted">Only an account admin sees and sets how long events are kept.</p>
+        ) : (
+          <Failure message={organisation.error} />
+        )}
         {organisation.data && (
           <RetentionForm
             organisationKey={organisationKey}
