@@ -15,8 +15,8 @@ const THIS_FILE = 'test/unit/repository-documents.test.ts';
 /** Documents outside the repository that earlier comments cited; this file names them to look for them. */
 const FOREIGN_DOCUMENTS = ['CONTRACT', 'DEVICES.md'];
 
-const SOURCE_FOLDERS = ['src', 'test', 'bench', 'scripts'];
-const TEXT_FILE = /\.(ts|mts|mjs|js|json|md)$/;
+const SOURCE_FOLDERS = ['src', 'console/src', 'test', 'bench', 'scripts'];
+const TEXT_FILE = /\.(ts|tsx|mts|mjs|js|json|md|css)$/;
 
 function filesUnder(folder: string): string[] {
   const absolute = join(root, folder);

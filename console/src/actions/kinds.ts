@@ -22,7 +22,7 @@ export type FieldName =
 
 /**
  * Every kind the API has (typed against its schema, so a new kind does not compile until it is here),
- * with its fields (docs/rules.md, "Fields per kind").
+ * with its fields (docs/rules.md, "Notification actions").
  */
 export const KINDS: Record<ActionType, { label: string; fields: FieldName[] }> = {
   EmailNotificationAction: { label: 'E-mail', fields: ['to', 'cc', 'bcc', 'subject'] },

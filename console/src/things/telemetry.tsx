@@ -1,5 +1,5 @@
 /**
- * A thing's `Telemetry` panel: the chart of a range (docs/console.md, "A thing"), read from
+ * A thing's `Telemetry` panel: the chart of a range (docs/console.md, "Pages"), read from
  * thing_data or thing_aggregated_data, with live events added to the ranges of an hour or less.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';

@@ -103,7 +103,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
     [templateKey],
   );
   // A live event with a metric the template did not declare: the Default template learns metrics from
-  // events (docs/devices.md, "Discovery"), so it is read again, once for each such metric.
+  // events (docs/devices.md, "HTTP"), so it is read again, once for each such metric.
   const asked = useRef(new Set<string>());
   const askTemplateAgain = (metrics: string[]) => {
     const fresh = metrics.filter((metric) => !asked.current.has(metric));
