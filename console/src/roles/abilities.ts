@@ -30,3 +30,19 @@ export const OPERATIONS = [
 ] as const;
 
 export const ability = (cls: number, operation: number): number => cls * 10 + operation;
+
+/** The `all` class and operation's numbers. */
+const ALL_CLASS = 99;
+const ALL_OPERATION = 5;
+
+/**
+ * Whether abilities `held` grant ability `wanted`, directly or through an `all` (as the API decides
+ * who may hand it out: docs/api.md, "Permissions").
+ */
+export function holds(held: readonly number[], wanted: number): boolean {
+  const c = Math.floor(wanted / 10);
+  const o = wanted % 10;
+  return [wanted, ability(c, ALL_OPERATION), ability(ALL_CLASS, o), ability(ALL_CLASS, ALL_OPERATION)].some((a) =>
+    held.includes(a),
+  );
+}

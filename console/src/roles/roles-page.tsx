@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
-import { useAllows } from '../caller.ts';
+import { useAllows, useCaller } from '../caller.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { DataTable } from '../components/data-table.tsx';
 import { Failure } from '../components/failure.tsx';
@@ -8,7 +8,7 @@ import { TextField } from '../components/field.tsx';
 import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { FormActions } from '../components/form-actions.tsx';
 import { ScrollBox } from '../components/scroll-box.tsx';
-import { ability, CLASSES, OPERATIONS } from './abilities.ts';
+import { ability, CLASSES, holds, OPERATIONS } from './abilities.ts';
 import { type Role, useRoles } from './use-roles.ts';
 
 /**
@@ -105,7 +105,12 @@ export function RolesPage() {
 function RoleForm(props: { role: Role | undefined; onCancel: () => void; onSaved: () => void }) {
   const [name, setName] = useState(props.role?.name ?? '');
   const [abilities, setAbilities] = useState(() => new Set(props.role?.abilities ?? []));
-  // Abilities the caller may not grant (`role.abilities`) are said next to Save.
+  // Nobody hands out abilities they lack: those are offered greyed out (an account admin may grant all).
+  // One the role already has stays enabled, so that it can be taken away; what the API still refuses
+  // (`role.abilities`) is said next to Save.
+  const caller = useCaller();
+  const mayGrant = (n: number) => caller === undefined || caller.account_admin || holds(caller.abilities, n);
+  const withheld = CLASSES.some(([, c]) => OPERATIONS.some(([, o]) => !mayGrant(ability(c, o))));
   const action = useFieldAction(['role.name']);
   const toggle = (n: number, on: boolean) => {
     const next = new Set(abilities);
@@ -157,6 +162,7 @@ function RoleForm(props: { role: Role | undefined; onCancel: () => void; onSaved
                         type="checkbox"
                         aria-label={`${cls} ${operation}`}
                         checked={abilities.has(ability(c, o))}
+                        disabled={!mayGrant(ability(c, o)) && !abilities.has(ability(c, o))}
                         onChange={(e) => toggle(ability(c, o), e.currentTarget.checked)}
                       />
                     </td>
@@ -166,6 +172,7 @@ function RoleForm(props: { role: Role | undefined; onCancel: () => void; onSaved
             </tbody>
           </table>
         </ScrollBox>
+        {withheld && <p class="hint">Greyed out: abilities your own role lacks, which you cannot grant.</p>}
       </fieldset>
       <FormActions action={action} submit="Save" onCancel={props.onCancel} />
     </form>
