@@ -145,7 +145,7 @@ for (const store of STORES) {
       await roleField.selectOption({ label: 'Agent' });
       assert.match(
         await description(page, 'Role'),
-        /^Agent is the role of devices' key pairs \(.*alert create.*\), not of people\. Without alert read, the Overview shows refusals\.$/,
+        /^Agent is the role of devices' key pairs \(.*alert create.*\), not of people\. Without alert read, the Overview cannot show the open alerts\.$/,
       );
       await roleField.selectOption({ label: 'Operators' });
       assert.equal(await description(page, 'Role'), 'Operators may: thing read, alert read, alert update.');

@@ -10,7 +10,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import { browserSkip, descriptionOf, launchBrowser, screenshot } from '../support/browser.ts';
 import { type ConsolePage, openConsole } from '../support/console-session.ts';
-import { childOrganisation, defaultTemplateKey, userWithAbilities } from '../support/fixtures.ts';
+import { childOrganisation, createRole, defaultTemplateKey, userWithAbilities } from '../support/fixtures.ts';
 import { startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -189,6 +189,28 @@ for (const store of STORES) {
         await box('role read').check();
         await their.getByRole('button', { name: 'Save', exact: true }).click();
         await limited.page.getByRole('cell', { name: 'Role readers', exact: true }).waitFor();
+        assert.deepEqual(limited.problems, []);
+      } finally {
+        await limited.close();
+      }
+    });
+
+    it('when a user may make users then New user offers greyed out the roles granting more than its own', async () => {
+      const readers = await createRole(api, token, [61]);
+      const hiring = await userWithAbilities(api, token, [61, 71, 72]);
+      const limited = await openConsole(browser, api.url, 'users', 'Users', hiring);
+      try {
+        await limited.page.getByRole('button', { name: 'New user', exact: true }).click();
+        const role = limited.page
+          .getByRole('form', { name: 'New user', exact: true })
+          .getByLabel('Role', { exact: true });
+        const option = (name: string) => role.locator('option', { hasText: name });
+        assert.ok(await option('Account Admin').isDisabled(), "Account Admin is only an account admin's to give");
+        assert.equal(await option('Account Admin').textContent(), 'Account Admin (more than your role may give)');
+        assert.ok(await option('Agent').isDisabled(), 'Agent grants things the user lacks');
+        assert.ok(await option(readers.name).isEnabled(), "a role within the user's own is offered");
+        assert.equal(await option(readers.name).textContent(), readers.name);
+        await screenshot(limited.page, `${store.name}-field-errors-roles-beyond`);
         assert.deepEqual(limited.problems, []);
       } finally {
         await limited.close();

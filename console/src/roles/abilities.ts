@@ -46,3 +46,15 @@ export function holds(held: readonly number[], wanted: number): boolean {
     held.includes(a),
   );
 }
+
+/**
+ * Whether `caller` may give `role` to a user, key pair or API key: an account admin any role, anyone
+ * else a role within their own abilities and never `Account Admin` (docs/api.md, "Permissions").
+ */
+export function mayGive(
+  caller: { account_admin: boolean; abilities: number[] } | undefined,
+  role: { account_admin: boolean; abilities: number[] },
+): boolean {
+  if (caller === undefined || caller.account_admin) return true;
+  return !role.account_admin && role.abilities.every((a) => holds(caller.abilities, a));
+}

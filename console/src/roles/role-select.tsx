@@ -1,4 +1,6 @@
 import type { ComponentChildren } from 'preact';
+import { useCaller } from '../caller.ts';
+import { mayGive } from './abilities.ts';
 import type { Role } from './use-roles.ts';
 
 /** A list of the organisation's roles by name; `first` adds a choice before them (`My own role`). */
@@ -25,11 +27,27 @@ export function RoleSelect(props: {
       onChange={(e) => props.onChange(e.currentTarget.value, e.currentTarget)}
     >
       {props.first}
-      {props.roles.map((r) => (
-        <option key={r.role_key} value={r.role_key}>
-          {r.name}
-        </option>
-      ))}
+      <RoleOptions roles={props.roles} value={props.value} />
     </select>
+  );
+}
+
+/**
+ * The roles as a select's options, those granting more than the caller's own role may give greyed
+ * out and saying so (the API would refuse them); the one chosen now stays as it is.
+ */
+export function RoleOptions({ roles, value }: { roles: Role[]; value: string }) {
+  const caller = useCaller();
+  return (
+    <>
+      {roles.map((r) => {
+        const beyond = r.role_key !== value && !mayGive(caller, r);
+        return (
+          <option key={r.role_key} value={r.role_key} disabled={beyond}>
+            {beyond ? `${r.name} (more than your role may give)` : r.name}
+          </option>
+        );
+      })}
+    </>
   );
 }

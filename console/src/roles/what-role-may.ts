@@ -12,8 +12,8 @@ const grants = (role: Role, cls: string, operation: string): boolean =>
 
 /** What the Overview, the page a person sees first, reads: its figures and its open alerts. */
 const OVERVIEW_NEEDS = [
-  ['thing', 'read'],
-  ['alert', 'read'],
+  ['thing', 'read', 'the fleet'],
+  ['alert', 'read', 'the open alerts'],
 ] as const;
 
 /**
@@ -25,7 +25,9 @@ export function whatRoleMay(role: Role): string {
   const may = role.permissions.map((p) => `${p.class} ${p.operation}`).join(', ') || 'nothing';
   const lacks = OVERVIEW_NEEDS.filter(([cls, operation]) => !grants(role, cls, operation));
   const overview =
-    lacks.length === 0 ? '' : ` Without ${lacks.map((l) => l.join(' ')).join(' and ')}, the Overview shows refusals.`;
+    lacks.length === 0
+      ? ''
+      : ` Without ${lacks.map(([cls, operation]) => `${cls} ${operation}`).join(' and ')}, the Overview cannot show ${lacks.map(([, , what]) => what).join(' or ')}.`;
   if (isDeviceRole(role)) return `${role.name} is the role of devices' key pairs (${may}), not of people.${overview}`;
   return `${role.name} may: ${may}.${overview}`;
 }

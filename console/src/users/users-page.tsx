@@ -12,7 +12,7 @@ import { Pager } from '../components/pager.tsx';
 import { useAction } from '../components/use-action.ts';
 import { useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
-import { RoleSelect } from '../roles/role-select.tsx';
+import { RoleOptions, RoleSelect } from '../roles/role-select.tsx';
 import { type Role, useRoles } from '../roles/use-roles.ts';
 import { whatRoleMay } from '../roles/what-role-may.ts';
 
@@ -244,11 +244,7 @@ function NewUser(props: { roles: Role[]; onDone: () => void; onCreated: (email: 
             <option value="" disabled>
               Choose a role
             </option>
-            {props.roles.map((r) => (
-              <option key={r.role_key} value={r.role_key}>
-                {r.name}
-              </option>
-            ))}
+            <RoleOptions roles={props.roles} value={roleKey} />
           </select>
         )}
       </Field>
