@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
-import { createThing } from '../support/fixtures.ts';
+import { openConsole } from '../support/console-session.ts';
+import { createThing, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 
@@ -323,6 +324,38 @@ for (const store of STORES) {
       await page.getByText("has no metric 'temperatur'").waitFor({ state: 'detached' });
       assert.equal(await hint(), 'The condition is valid.');
       await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    });
+
+    it('when a role may read rules but not change them then it is offered Notifications only if it may read actions', async () => {
+      const created = await api.request('POST', '/api/v3/rules', {
+        token,
+        body: { rule: { name: 'Seen by readers', condition: 'temperature > 1' } },
+      });
+      assert.equal(created.status, 200, created.text);
+      for (const [abilities, notifications] of [
+        [[31], 0],
+        [[31, 111], 1],
+      ] as const) {
+        const reader = await userWithAbilities(api, token, [...abilities]);
+        const their = await openConsole(browser, api.url, 'rules', 'Rules', reader);
+        try {
+          await their.page.getByRole('cell', { name: 'Seen by readers', exact: true }).waitFor();
+          const row = their.page.getByRole('row').filter({ hasText: 'Seen by readers' });
+          assert.equal(
+            await row.getByRole('button', { name: 'Notifications of Seen by readers', exact: true }).count(),
+            notifications,
+          );
+          assert.equal(await row.getByRole('button', { name: 'Edit Seen by readers', exact: true }).count(), 0);
+          assert.equal(
+            await their.page.getByRole('columnheader', { name: 'Actions', exact: true }).count(),
+            notifications,
+            'an Actions column only with an action in it',
+          );
+          assert.deepEqual(their.problems, []);
+        } finally {
+          await their.close();
+        }
+      }
     });
 
     it('when the rule form has been used then the page reported no uncaught error and no refusal', () => {

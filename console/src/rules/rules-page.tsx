@@ -39,6 +39,9 @@ export function RulesPage() {
   const mayCreate = useAllows('rule', 'create');
   const mayUpdate = useAllows('rule', 'update');
   const mayDelete = useAllows('rule', 'delete');
+  // A rule's notification actions, and their deliveries, are offered to a role that may read them.
+  const mayReadActions = useAllows('notification_action', 'read');
+  const withActions = mayUpdate || mayDelete || mayReadActions;
   const newRule = mayCreate && editing === undefined && (
     <button type="button" onClick={() => setEditing('new')}>
       New rule
@@ -75,7 +78,7 @@ export function RulesPage() {
               <th scope="col">Condition</th>
               <th scope="col">Alert</th>
               <th scope="col">Enabled</th>
-              <th scope="col">Actions</th>
+              {withActions && <th scope="col">Actions</th>}
             </tr>
           </thead>
           <tbody>
@@ -92,33 +95,37 @@ export function RulesPage() {
                       : [ALERT_TYPES[rule.alert_type], rule.alert_message].filter(Boolean).join(': ')}
                   </td>
                   <td data-label="Enabled">{rule.enabled ? 'Yes' : 'No'}</td>
-                  <td class="row-actions">
-                    <button
-                      type="button"
-                      class="secondary"
-                      aria-expanded={shown === rule.rule_key}
-                      aria-label={`Notifications of ${rule.name}`}
-                      onClick={() => setShown(shown === rule.rule_key ? undefined : rule.rule_key)}
-                    >
-                      Notifications
-                    </button>
-                    <EditDelete
-                      name={rule.name}
-                      mayUpdate={mayUpdate}
-                      mayDelete={mayDelete}
-                      onEdit={() => setEditing(rule)}
-                      question={
-                        <p>Its notification actions go with it. Its alerts stay, and so does the audit trail.</p>
-                      }
-                      onDelete={async () => {
-                        await answer(
-                          api.DELETE('/api/v3/rules/{rule_key}', { params: { path: { rule_key: rule.rule_key } } }),
-                        );
-                        if (editing !== 'new' && editing?.rule_key === rule.rule_key) setEditing(undefined);
-                        list.reload();
-                      }}
-                    />
-                  </td>
+                  {withActions && (
+                    <td class="row-actions">
+                      {mayReadActions && (
+                        <button
+                          type="button"
+                          class="secondary"
+                          aria-expanded={shown === rule.rule_key}
+                          aria-label={`Notifications of ${rule.name}`}
+                          onClick={() => setShown(shown === rule.rule_key ? undefined : rule.rule_key)}
+                        >
+                          Notifications
+                        </button>
+                      )}
+                      <EditDelete
+                        name={rule.name}
+                        mayUpdate={mayUpdate}
+                        mayDelete={mayDelete}
+                        onEdit={() => setEditing(rule)}
+                        question={
+                          <p>Its notification actions go with it. Its alerts stay, and so does the audit trail.</p>
+                        }
+                        onDelete={async () => {
+                          await answer(
+                            api.DELETE('/api/v3/rules/{rule_key}', { params: { path: { rule_key: rule.rule_key } } }),
+                          );
+                          if (editing !== 'new' && editing?.rule_key === rule.rule_key) setEditing(undefined);
+                          list.reload();
+                        }}
+                      />
+                    </td>
+                  )}
                 </tr>
                 {shown === rule.rule_key && (
                   <tr key={`${rule.rule_key}-actions`}>

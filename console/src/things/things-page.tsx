@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
-import { useAllows } from '../caller.ts';
+import { allows, useAllows, useCaller } from '../caller.ts';
 import { EmptyRow } from '../components/data-table.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
@@ -44,6 +44,8 @@ export function ThingsPage() {
   const [group, setGroup] = useState(opened.get('group') ?? '');
   const [page, setPage] = useState(() => Math.max(1, Number.parseInt(opened.get('page') ?? '', 10) || 1));
   const [refused, setRefused] = useState<Record<string, string>>({});
+  const caller = useCaller();
+  const mayReadData = caller === undefined || allows(caller, 'data', 'read');
   const keywords = useDebounced(search.trim(), 250);
   // A new search or filter starts at its first page; the page the URL named holds for the ones it named.
   const filters = JSON.stringify([keywords, template, group]);
@@ -207,11 +209,18 @@ export function ThingsPage() {
         </div>
       )}
       <Failure message={list.error} retry={list.retry} />
-      {Object.entries(refused).map(([topic, note]) => (
-        <p key={topic} class="notice">
-          {note}
-        </p>
-      ))}
+      {Object.entries(refused).map(([topic, note]) =>
+        // A role that may not read events is told so plainly: nothing failed.
+        topic === 'events' && !mayReadData ? (
+          <p key={topic} class="muted">
+            Last event is as the page was read: your role may not follow events as they arrive.
+          </p>
+        ) : (
+          <p key={topic} class="notice">
+            {note}
+          </p>
+        ),
+      )}
       {noMatch && <p role="status">No thing matches the search and filters.</p>}
       {list.data && list.data.total_count > 0 && (
         <table>
