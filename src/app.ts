@@ -853,8 +853,8 @@ async function startMqtt(
           `${listener} ${port} is taken: set ${listener} to a free port, or to 0 to run without that listener of the embedded MQTT broker`,
         );
       }
-      process.stdout.write(
-        `${listener} ${port} is taken (another broker?): running without that listener of the embedded MQTT broker; set ${listener} or MQTT_URL to choose.\n`,
+      app.log.warn(
+        `${listener} ${port} is taken (another broker?): running without that listener of the embedded MQTT broker; set ${listener} or MQTT_URL to choose.`,
       );
       ports[listener] = null;
     }

@@ -17,9 +17,11 @@ import { createPrivateFile, engineOf, sqlitePath } from '../store/dialect.ts';
  */
 export async function backupStore(config: Config, file: string): Promise<{ pages: number; file: string }> {
   if (engineOf(config.databaseUrl) !== 'sqlite') {
+    // The store is one schema of the database when DATABASE_SCHEMA names it: that schema is what to dump.
+    const schema = config.databaseSchema === undefined ? '' : ` --schema=${config.databaseSchema}`;
     throw new ConfigError(
       'backup copies SQLite stores only; DATABASE_URL names a PostgreSQL database: back it up with pg_dump ' +
-        '(for example pg_dump --format=custom --file=thingbase.dump "$DATABASE_URL")',
+        `(for example pg_dump --format=custom${schema} --file=thingbase.dump "$DATABASE_URL")`,
     );
   }
   const target = resolve(file);

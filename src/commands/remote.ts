@@ -147,6 +147,9 @@ const LAST_TIME = /(?:^|\n)(?:\{"timestamp":)?(\d{9,11})[,}][^\n]*\n$/;
  * Streams GET /api/v3/things/:thing_key/events/export to a file (or standard output), with progress
  * by the time of the events received when the range is bounded. Answers the events written.
  */
+/** `1 line`, `2 lines`. */
+const countOf = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 export async function exportEvents(remote: Remote, options: ExportOptions): Promise<number> {
   const query = new URLSearchParams({ format: options.format });
   if (options.from !== undefined) query.set('from', options.from);
@@ -169,11 +172,11 @@ export async function exportEvents(remote: Remote, options: ExportOptions): Prom
     for (const byte of chunk) if (byte === 10) lines++;
     const at = known ? LAST_TIME.exec(chunk.toString('utf8')) : null;
     if (at) position = Number(at[1]) - from;
-    progress.update(position, `${bytes} bytes, ${lines} lines`);
+    progress.update(position, `${countOf(bytes, 'byte')}, ${countOf(lines, 'line')}`);
   });
   const out: Writable = options.output === undefined ? process.stdout : createWriteStream(options.output);
   await pipeline(response.body, count, out);
   const events = options.format === 'csv' ? Math.max(0, lines - 1) : lines;
-  progress.stop(`${events} events${options.output === undefined ? '' : ` written to ${options.output}`}`);
+  progress.stop(`${countOf(events, 'event')}${options.output === undefined ? '' : ` written to ${options.output}`}`);
   return events;
 }

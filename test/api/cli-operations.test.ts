@@ -201,6 +201,26 @@ for (const store of STORES) {
         ]),
       );
       assert.match(csv.stderr, /export: 3 events written to /);
+      const one = succeeded(
+        await runCli([
+          'export',
+          'events',
+          '--thing',
+          'exported',
+          '--from',
+          String(start),
+          '--to',
+          String(start),
+          '--output',
+          join(folder, 'one.ndjson'),
+          '--url',
+          url,
+          '--token',
+          token,
+        ]),
+      );
+      assert.match(one.stderr, /export: 1 event written to /);
+      assert.doesNotMatch(one.stderr, /\b1 (events|lines|bytes)\b/, 'one of anything is said in the singular');
       assert.deepEqual(readFileSync(csvFile, 'utf8').trimEnd().split('\r\n'), [
         'timestamp,temperature',
         `${start + 60},21`,
@@ -260,6 +280,8 @@ for (const store of STORES) {
         const result = await runCli(['backup', join(folder, 'copy.db')], env);
         assert.notEqual(result.code, 0);
         assert.match(result.stderr, /pg_dump/);
+        // The store is one schema here: the example dumps that schema.
+        assert.match(result.stderr, new RegExp(`pg_dump --format=custom --schema=${settings.databaseSchema} `));
       });
     } else {
       it('when backup copies the store while the server writes then a server started on the copy answers from it', async () => {

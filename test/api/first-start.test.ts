@@ -169,6 +169,31 @@ describe('first start of thingbase serve', () => {
     }
   });
 
+  it('when the default MQTT port is taken then the server runs without that listener and says so in a JSON log line', async () => {
+    // 1883 is held here unless another broker already holds it: taken either way.
+    const holder = createServer();
+    const held = await new Promise<boolean>((resolve) => {
+      holder.once('error', () => resolve(false));
+      holder.listen(1883, '0.0.0.0', () => resolve(true));
+    });
+    try {
+      const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'thingbase-json-')), 'thingbase.db')}`;
+      const { child, output } = await serve({ DATABASE_URL: databaseUrl, MQTT_PORT: '', LOG_LEVEL: 'info' });
+      await stop(child);
+      const lines = output.split('\n').filter((line) => line.trim() !== '');
+      const messages = lines.map((line) => {
+        assert.doesNotThrow(() => JSON.parse(line), `a line of plain text among the JSON log: ${line}`);
+        return String(JSON.parse(line).msg ?? '');
+      });
+      assert.ok(
+        messages.some((m) => /^MQTT_PORT 1883 is taken \(another broker\?\): running without that listener/.test(m)),
+        output,
+      );
+    } finally {
+      if (held) await new Promise((resolve) => holder.close(resolve));
+    }
+  });
+
   it('when the configuration is wrong then it exits with a clear message', async () => {
     await assert.rejects(
       serve({ DATABASE_URL: 'mysql://nope' }),
