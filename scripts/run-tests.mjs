@@ -12,7 +12,7 @@
 // every test file, and every server process the tests start, a second of CPU more.
 // A test file may still be run from source on its own: `node --import tsx --test test/api/x.test.ts`.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -41,8 +41,12 @@ if (build.status !== 0) {
 // The compiled server reads its version from the package.json above its src/ folder.
 mkdirSync('.build', { recursive: true });
 copyFileSync('package.json', '.build/package.json');
-// The built console sits beside src/ as well (src/core/config.ts, CONSOLE_DIR's default).
-if (!existsSync('.build/console')) symlinkSync('../console', '.build/console');
+// The built console sits beside src/ as well (src/core/config.ts, CONSOLE_DIR's default). The build may
+// have put console modules that unit tests import in .build/console, so only its dist is linked there.
+mkdirSync('.build/console', { recursive: true });
+if (!isLink('.build/console/dist') && !existsSync('.build/console/dist')) {
+  symlinkSync('../../console/dist', '.build/console/dist');
+}
 const compiled = (file) => join('.build', file.replace(/\.ts$/, '.js'));
 
 const concurrency = Number(process.env.TEST_CONCURRENCY) || availableParallelism() + 1;
@@ -52,3 +56,12 @@ const result = spawnSync(
   { stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);
+
+/** Whether `path` is a symbolic link, even one whose target is missing (a console not built yet). */
+function isLink(path) {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
