@@ -1,7 +1,7 @@
 import { Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
-import { useAllows } from '../caller.ts';
+import { allows, useAllows, useCaller } from '../caller.ts';
 import { EditDelete } from '../components/edit-delete.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
@@ -17,9 +17,15 @@ import { type Action, type ActionType, destination, KINDS, nameAction } from './
  * actions of the rule chosen in `Rule` (kept in the query string), each with its delivery attempts.
  */
 export function NotificationActionsPage() {
+  // The rules are read once the role is known, and only by a role that may read them (docs/console.md, "Pages").
+  const caller = useCaller();
+  const mayReadRules = caller === undefined ? undefined : allows(caller, 'rule', 'read');
   const rules = useLoad(
-    () => answer(api.GET('/api/v3/rules', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } })),
-    [],
+    async () =>
+      mayReadRules
+        ? answer(api.GET('/api/v3/rules', { params: { query: { per: 1000, order_by: 'name', order: 'asc' } } }))
+        : undefined,
+    [mayReadRules],
   );
   const [chosen, setChosen] = useState(() => currentQuery().get('rule') ?? '');
   const ruleKey = chosen || rules.data?.rules[0]?.rule_key || '';
@@ -46,6 +52,9 @@ export function NotificationActionsPage() {
     <section>
       <h1>Notification actions</h1>
       <Failure message={rules.error} />
+      {mayReadRules === false && (
+        <p class="muted">Actions are listed rule by rule, and your role may not read rules.</p>
+      )}
       {rules.data?.rules.length === 0 && (
         <EmptyState title="No rules yet" action={<Link to="rules">Go to Rules</Link>}>
           A notification action is carried out when its rule fires: make a rule first.

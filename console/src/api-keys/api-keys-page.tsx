@@ -23,7 +23,8 @@ export function ApiKeysPage() {
       answer(api.GET('/api/v3/api_keys', { params: { query: { per: 1000, order_by: 'created_at', order: 'desc' } } })),
     [],
   );
-  const roles = useRoles();
+  // A key takes its maker's own role unless another is chosen: the others are read by a role that may.
+  const roles = useRoles(useAllows('role', 'read'));
   const mayCreate = useAllows('api_key', 'create');
   const mayDelete = useAllows('api_key', 'delete');
   const [creating, setCreating] = useState(false);

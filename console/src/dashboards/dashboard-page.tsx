@@ -1,6 +1,6 @@
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
-import { useAllows } from '../caller.ts';
+import { allows, type Caller, useAllows, useCaller } from '../caller.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { useLoad } from '../components/use-load.ts';
@@ -27,6 +27,7 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
     [dashboardKey],
   );
   const mayUpdate = useAllows('dashboard', 'update');
+  const caller = useCaller();
   const [draft, setDraft] = useState<Dashboard | undefined>();
   const [last, setLast] = useState<string | undefined>();
   const [chosen, setChosen] = useState<Record<string, string>>({});
@@ -84,14 +85,16 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
             </select>
           )}
         </Field>
-        {shown.variables.map((variable) => (
-          <VariableChoice
-            key={variable.name}
-            variable={variable}
-            value={chosen[variable.name]}
-            onChange={(thingKey) => setChosen((c) => ({ ...c, [variable.name]: thingKey }))}
-          />
-        ))}
+        {/* A variable chooses among things: nothing to choose from for a role that may not read them. */}
+        {allows(caller, 'thing', 'read') &&
+          shown.variables.map((variable) => (
+            <VariableChoice
+              key={variable.name}
+              variable={variable}
+              value={chosen[variable.name]}
+              onChange={(thingKey) => setChosen((c) => ({ ...c, [variable.name]: thingKey }))}
+            />
+          ))}
         <div class="actions">
           {fullScreen ? (
             <Link to={path}>Leave full screen</Link>
@@ -147,6 +150,7 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
             range={range}
             rolling={'last' in timeRange}
             chosen={chosen}
+            caller={caller}
             focused={focus?.target === widget.widget_key ? focus : undefined}
             editing={
               draft
@@ -175,6 +179,8 @@ function WidgetRegion(props: {
   range: [number, number];
   rolling: boolean;
   chosen: Record<string, string>;
+  /** The signed-in role; the widget's content waits for it, so that none asks what it may not read. */
+  caller: Caller | undefined;
   /** Asks for the focus (after its form closes). */
   focused: FocusRequest;
   editing: { change: (widget: Widget) => void; edit: () => void; remove: () => void } | undefined;
@@ -220,7 +226,9 @@ function WidgetRegion(props: {
       </h2>
       {props.editing && <WidgetActions edit={props.editing.edit} remove={props.editing.remove} />}
       {props.editing && <LayoutControls widget={widget} change={props.editing.change} />}
-      {Body ? (
+      {props.caller === undefined ? null : notReadable(widget.type, props.caller) ? (
+        <p class="muted">{notReadable(widget.type, props.caller)}</p>
+      ) : Body ? (
         <Body widget={widget} range={props.range} rolling={props.rolling} chosen={props.chosen} />
       ) : (
         <p class="notice">This console cannot draw widgets of type {widget.type}.</p>
@@ -229,6 +237,19 @@ function WidgetRegion(props: {
       {props.editing && <span class="widget-resize" aria-hidden="true" onPointerDown={drag('resize')} />}
     </section>
   );
+}
+
+/**
+ * What the role may not read of what a widget of this type draws, said in place of the widget
+ * (docs/console.md, "Pages"): every widget but text reads things, a chart their events, and the
+ * alerts widget alerts.
+ */
+function notReadable(type: Widget['type'], caller: Caller): string | undefined {
+  if (type === 'text') return undefined;
+  if (!allows(caller, 'thing', 'read')) return 'Your role may not read things.';
+  if (type === 'timeseries' && !allows(caller, 'data', 'read')) return "Your role may not read things' events.";
+  if (type === 'alerts' && !allows(caller, 'alert', 'read')) return 'Your role may not read alerts.';
+  return undefined;
 }
 
 /** A variable's control: named after it, choosing one thing of its template. */

@@ -4,6 +4,7 @@
  * from. The API checks the names when the dashboard is saved and names the field it refuses.
  */
 import { useState } from 'preact/hooks';
+import { allows, useCaller } from '../caller.ts';
 import { Failure } from '../components/failure.tsx';
 import { TextField } from '../components/field.tsx';
 import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
@@ -13,7 +14,10 @@ import type { Dashboard } from './model.ts';
 type Variable = Dashboard['variables'][number];
 
 export function VariablesEditor(props: { variables: Variable[]; onChange: (variables: Variable[]) => void }) {
-  const templates = useLoad(loadTemplates, []);
+  // A variable is of a template chosen from the list: offered, and the list asked for, as the role may read it.
+  const caller = useCaller();
+  const mayRead = allows(caller, 'thing_template', 'read');
+  const templates = useLoad(async () => (mayRead ? loadTemplates() : undefined), [mayRead]);
   const [name, setName] = useState('');
   const [template, setTemplate] = useState('');
   const chosenTemplate = template || templates.data?.[0]?.thing_template_key || '';
@@ -46,20 +50,23 @@ export function VariablesEditor(props: { variables: Variable[]; onChange: (varia
         </ul>
       )}
       <Failure message={templates.error} />
-      <div class="filters">
-        <TextField
-          label="Variable name"
-          hint="a letter or _, then letters, digits or _"
-          value={name}
-          onInput={setName}
-        />
-        <TemplateSelect templates={templates.data} value={chosenTemplate} onChange={setTemplate} />
-        <div class="actions">
-          <button type="submit" disabled={name.trim() === '' || chosenTemplate === ''}>
-            Add variable
-          </button>
+      {caller !== undefined && !mayRead && <p class="muted">Your role may not read templates to add a variable.</p>}
+      {mayRead && (
+        <div class="filters">
+          <TextField
+            label="Variable name"
+            hint="a letter or _, then letters, digits or _"
+            value={name}
+            onInput={setName}
+          />
+          <TemplateSelect templates={templates.data} value={chosenTemplate} onChange={setTemplate} />
+          <div class="actions">
+            <button type="submit" disabled={name.trim() === '' || chosenTemplate === ''}>
+              Add variable
+            </button>
+          </div>
         </div>
-      </div>
+      )}
     </form>
   );
 }

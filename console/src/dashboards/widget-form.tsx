@@ -4,6 +4,7 @@
  * invalid, its problem is its description, and the first such field takes the focus.
  */
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { allows, useCaller } from '../caller.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field, TextField } from '../components/field.tsx';
 import { loadGroups } from '../components/group-select.tsx';
@@ -40,8 +41,11 @@ const AGGREGATES: [string, string][] = [
 ];
 
 /** The organisation's groups and templates by name, to choose a widget's source from (the first 1,000 of each). */
-async function loadSources(): Promise<Record<'group_key' | 'thing_template_key', { key: string; name: string }[]>> {
-  const [groups, templates] = await Promise.all([loadGroups(), loadTemplates()]);
+async function loadSources(
+  withGroups: boolean,
+  withTemplates: boolean,
+): Promise<Record<'group_key' | 'thing_template_key', { key: string; name: string }[]>> {
+  const [groups, templates] = await Promise.all([withGroups ? loadGroups() : [], withTemplates ? loadTemplates() : []]);
   return {
     group_key: groups.map((g) => ({ key: g.group_key, name: g.name })),
     thing_template_key: templates.map((t) => ({ key: t.thing_template_key, name: t.name })),
@@ -75,7 +79,18 @@ export function WidgetForm(props: {
     const marked = root?.querySelector<HTMLElement>('[aria-invalid="true"]');
     (marked ?? (checks === 0 ? root?.querySelector<HTMLElement>('select, input') : undefined))?.focus();
   }, [checks]);
-  const sources = useLoad(loadSources, []);
+  // A group or template is offered as a source to a role that may read them, and only their lists are
+  // asked for; a widget edited keeps its own source (docs/console.md, "Pages").
+  const caller = useCaller();
+  const readable: Record<SourceKind, boolean> = {
+    thing_keys: true,
+    group_key: allows(caller, 'group', 'read'),
+    thing_template_key: allows(caller, 'thing_template', 'read'),
+  };
+  const sources = useLoad(
+    async () => (caller === undefined ? undefined : loadSources(readable.group_key, readable.thing_template_key)),
+    [caller === undefined, readable.group_key, readable.thing_template_key],
+  );
   const { type } = draft;
   /** Changes fields, dropping the problems of those changed (`thresholds` drops every threshold's). */
   const update = (changes: Partial<WidgetDraft>) => {
@@ -139,7 +154,7 @@ export function WidgetForm(props: {
                 value={draft.sourceKind}
                 onChange={(e) => update({ sourceKind: e.currentTarget.value as SourceKind, sourceKey: '', things: [] })}
               >
-                {SOURCE_KINDS.map((s) => (
+                {SOURCE_KINDS.filter((s) => readable[s.kind] || s.kind === draft.sourceKind).map((s) => (
                   <option key={s.kind} value={s.kind}>
                     {s.label}
                   </option>
@@ -155,6 +170,11 @@ export function WidgetForm(props: {
               error={problems.things}
               onChange={(things) => update({ things })}
             />
+          ) : caller !== undefined && !readable[draft.sourceKind] ? (
+            <p class="muted">
+              Your role may not read {draft.sourceKind === 'group_key' ? 'groups' : 'templates'}: the widget keeps its
+              own.
+            </p>
           ) : (
             <Field
               label={draft.sourceKind === 'group_key' ? 'Group' : 'Template'}

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
+import { useAllows } from '../caller.ts';
 import { Failure } from '../components/failure.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useLoad } from '../components/use-load.ts';
@@ -34,6 +35,8 @@ export function useMemberCounts(groups: { group_key: string }[] | undefined) {
 export function GroupMembers({ groupKey, name }: { groupKey: string; name: string }) {
   const [page, setPage] = useState(1);
   const members = useLoad(() => loadMembers(groupKey, page, PER), [groupKey, page]);
+  // Group read lists the members; their pages are for a role that may read things.
+  const mayOpen = useAllows('thing', 'read');
   return (
     <section aria-label={`Members of ${name}`}>
       <Failure message={members.error} />
@@ -43,7 +46,12 @@ export function GroupMembers({ groupKey, name }: { groupKey: string; name: strin
           <ul class="members">
             {members.data.things.map((thing) => (
               <li key={thing.thing_key}>
-                <Link to={`things/${segment(thing.thing_key)}`}>{thing.name}</Link> <code>{thing.thing_key}</code>
+                {mayOpen ? (
+                  <Link to={`things/${segment(thing.thing_key)}`}>{thing.name}</Link>
+                ) : (
+                  <span>{thing.name}</span>
+                )}{' '}
+                <code>{thing.thing_key}</code>
               </li>
             ))}
           </ul>

@@ -2,7 +2,7 @@ import { useId, useState } from 'preact/hooks';
 import { ActionDeliveries } from '../actions/action-deliveries.tsx';
 import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
-import { useAllows } from '../caller.ts';
+import { allows, useAllows, useCaller } from '../caller.ts';
 import { EditDelete } from '../components/edit-delete.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { useExpressionCheck } from '../components/expression-check.ts';
@@ -166,8 +166,16 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
   const conditionError = check.message ?? refusal.fields['rule.condition'];
   // A no_data rule's condition is optional (docs/rules.md); once given, the API cannot remove it.
   const conditionOptional = rule?.trigger === 'no_data' && rule.condition === '';
-  const templates = useLoad(loadTemplates, []);
-  const groups = useLoad(loadGroups, []);
+  // Templates, groups and things are offered to choose from as the role may read them, and only those
+  // lists are asked for once the role is known; what the rule already watches is kept (docs/console.md, "Pages").
+  const caller = useCaller();
+  const mayRead = (cls: string) => caller !== undefined && allows(caller, cls, 'read');
+  const unreadable = (cls: string) => caller !== undefined && !allows(caller, cls, 'read');
+  const templates = useLoad(
+    async () => (mayRead('thing_template') ? loadTemplates() : undefined),
+    [mayRead('thing_template')],
+  );
+  const groups = useLoad(async () => (mayRead('group') ? loadGroups() : undefined), [mayRead('group')]);
   const autoClearHint = useId();
   const save = async (event: Event) => {
     event.preventDefault();
@@ -265,13 +273,29 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
         <p class="hint">
           The things of the template, the group's members and the things listed; every thing when none.
         </p>
-        <TemplateSelect templates={templates.data} value={template} onChange={setTemplate} none="None" />
-        <GroupSelect groups={groups.data} value={group} onChange={setGroup} none="None" />
-        <ThingCombobox
-          label="Add thing"
-          exclude={new Set(things.map((t) => t.thing_key))}
-          onChoose={(thing) => setThings((list) => [...list, thing])}
-        />
+        {unreadable('thing_template') ? (
+          <p class="muted">
+            Your role may not read templates{rule?.thing_template_key ? ': the rule keeps its own.' : ' to choose one.'}
+          </p>
+        ) : (
+          <TemplateSelect templates={templates.data} value={template} onChange={setTemplate} none="None" />
+        )}
+        {unreadable('group') ? (
+          <p class="muted">
+            Your role may not read groups{rule?.group_key ? ': the rule keeps its own.' : ' to choose one.'}
+          </p>
+        ) : (
+          <GroupSelect groups={groups.data} value={group} onChange={setGroup} none="None" />
+        )}
+        {unreadable('thing') ? (
+          <p class="muted">Your role may not read things to add one.</p>
+        ) : (
+          <ThingCombobox
+            label="Add thing"
+            exclude={new Set(things.map((t) => t.thing_key))}
+            onChoose={(thing) => setThings((list) => [...list, thing])}
+          />
+        )}
         {things.length > 0 && (
           <ul class="members" aria-label="Things listed">
             {things.map((thing) => (

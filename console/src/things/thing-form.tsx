@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api/client.ts';
 import type { paths } from '../api/schema';
+import { allows, useCaller } from '../caller.ts';
 import { Failure } from '../components/failure.tsx';
 import { TextField } from '../components/field.tsx';
 import { answerByField, useFieldSubmit } from '../components/field-errors.ts';
@@ -11,7 +12,7 @@ import { useLoad } from '../components/use-load.ts';
 /** The fields of a thing its forms and actions use. */
 export type Thing = Pick<
   paths['/api/v3/things/{thing_key}']['get']['responses'][200]['content']['application/json']['thing'],
-  'thing_key' | 'name' | 'description' | 'tags' | 'thing_template_key' | 'bi_directional'
+  'thing_key' | 'name' | 'description' | 'tags' | 'thing_template_key' | 'thing_template_name' | 'bi_directional'
 >;
 
 /** The fields whose refusal the API names (`thing.name`), each said under its field. */
@@ -34,14 +35,25 @@ export function ThingForm({
   const [description, setDescription] = useState(thing?.description ?? '');
   const [tags, setTags] = useState(thing?.tags ?? '');
   const [biDirectional, setBiDirectional] = useState(thing?.bi_directional ?? false);
+  // A role that may not read templates keeps the thing's (Things offers it no New thing): nothing to choose.
+  const caller = useCaller();
+  const keepsTemplate = caller !== undefined && !allows(caller, 'thing_template', 'read');
   const templates = useLoad(async () => {
+    if (caller === undefined) return undefined;
+    if (keepsTemplate) return [];
     const list = await loadTemplates();
     // A new thing starts with the Default template, which devices' own registrations use.
     if (!thing) setTemplate((t) => t || (list.find((x) => x.name === 'Default') ?? list[0])?.thing_template_key || '');
     return list;
-  }, []);
+  }, [caller === undefined, keepsTemplate]);
   const submit = useFieldSubmit(FIELDS, async () => {
-    const fields = { name, description, tags, thing_template_key: template, bi_directional: biDirectional };
+    const fields = {
+      name,
+      description,
+      tags,
+      ...(keepsTemplate ? {} : { thing_template_key: template }),
+      bi_directional: biDirectional,
+    };
     if (thing) {
       await answerByField(
         api.PUT('/api/v3/things/{thing_key}', {
@@ -53,7 +65,9 @@ export function ThingForm({
     } else {
       const created = await answerByField(
         api.POST('/api/v3/things', {
-          body: { thing: { ...fields, ...(key.trim() ? { thing_key: key.trim() } : {}) } },
+          body: {
+            thing: { ...fields, thing_template_key: template, ...(key.trim() ? { thing_key: key.trim() } : {}) },
+          },
         }),
       );
       onDone(created.thing.thing_key);
@@ -73,13 +87,17 @@ export function ThingForm({
           error={submit.of('thing.thing_key')}
         />
       )}
-      <TemplateSelect
-        templates={templates.data}
-        value={template}
-        onChange={setTemplate}
-        error={templates.error ?? submit.of('thing.thing_template_key')}
-        required
-      />
+      {keepsTemplate ? (
+        <p class="muted">Your role may not read templates: the thing keeps {thing?.thing_template_name}.</p>
+      ) : (
+        <TemplateSelect
+          templates={templates.data}
+          value={template}
+          onChange={setTemplate}
+          error={templates.error ?? submit.of('thing.thing_template_key')}
+          required
+        />
+      )}
       <TextField
         label="Description"
         value={description}

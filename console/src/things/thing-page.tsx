@@ -88,19 +88,23 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
   }, [name]);
   // The template's metrics, which the chart draws when it declares any; a role that may not read
   // templates gets every numeric value instead.
+  // It is asked once the role is known, and not of a role that may not read it.
   const templateKey = thing.data?.thing_template_key;
+  const templateReadable = caller === undefined ? undefined : !mayNot('thing_template');
   const template = useLoad(
     async () =>
-      templateKey === undefined
+      templateKey === undefined || templateReadable === undefined
         ? undefined
-        : (
-            await answer(
-              api.GET('/api/v3/thing_templates/{thing_template_key}', {
-                params: { path: { thing_template_key: templateKey } },
-              }),
-            )
-          ).thing_template.metrics,
-    [templateKey],
+        : !templateReadable
+          ? []
+          : (
+              await answer(
+                api.GET('/api/v3/thing_templates/{thing_template_key}', {
+                  params: { path: { thing_template_key: templateKey } },
+                }),
+              )
+            ).thing_template.metrics,
+    [templateKey, templateReadable],
   );
   // A live event with a metric the template did not declare: the Default template learns metrics from
   // events (docs/devices.md, "HTTP"), so it is read again, once for each such metric.

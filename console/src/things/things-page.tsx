@@ -78,7 +78,15 @@ export function ThingsPage() {
       ),
     [page, keywords, template, group],
   );
-  const options = useLoad(loadFilterOptions, []);
+  // Filtering by template or group is offered to a role that may read them, and only their lists are read.
+  const mayFilterBy = {
+    templates: allows(caller, 'thing_template', 'read'),
+    groups: allows(caller, 'group', 'read'),
+  };
+  const options = useLoad(
+    () => loadFilterOptions(mayFilterBy.templates, mayFilterBy.groups),
+    [mayFilterBy.templates, mayFilterBy.groups],
+  );
   const keys = list.data?.things.map((t) => t.thing_key).join(',') ?? '';
 
   // Changes missed while the connection was down are not replayed (docs/realtime.md): read them.
@@ -149,9 +157,12 @@ export function ThingsPage() {
   const noMatch = list.data?.total_count === 0 && !noThings;
   const offers = mayCreate && panel === undefined && (
     <>
-      <button type="button" onClick={() => setPanel('new')}>
-        New thing
-      </button>
+      {/* A new thing needs a template chosen; an import gives its rows the Default one (docs/api.md, "Things"). */}
+      {mayFilterBy.templates && (
+        <button type="button" onClick={() => setPanel('new')}>
+          New thing
+        </button>
+      )}
       <button type="button" class="secondary" onClick={() => setPanel('import')}>
         Import things
       </button>
@@ -204,8 +215,12 @@ export function ThingsPage() {
             value={search}
             onInput={setSearch}
           />
-          <Choice label="Template" value={template} onChange={setTemplate} options={options.data?.templates} />
-          <Choice label="Group" value={group} onChange={setGroup} options={options.data?.groups} />
+          {mayFilterBy.templates && (
+            <Choice label="Template" value={template} onChange={setTemplate} options={options.data?.templates} />
+          )}
+          {mayFilterBy.groups && (
+            <Choice label="Group" value={group} onChange={setGroup} options={options.data?.groups} />
+          )}
         </div>
       )}
       <Failure message={list.error} retry={list.retry} />
@@ -275,8 +290,11 @@ function Choice(props: { label: string; value: string; onChange: (v: string) => 
   );
 }
 
-async function loadFilterOptions(): Promise<{ templates: Options; groups: Options }> {
-  const [templates, groups] = await Promise.all([loadTemplates(), loadGroups()]);
+async function loadFilterOptions(
+  withTemplates: boolean,
+  withGroups: boolean,
+): Promise<{ templates: Options; groups: Options }> {
+  const [templates, groups] = await Promise.all([withTemplates ? loadTemplates() : [], withGroups ? loadGroups() : []]);
   return {
     templates: templates.map((t) => ({ key: t.thing_template_key, name: t.name })),
     groups: groups.map((g) => ({ key: g.group_key, name: g.name })),

@@ -29,8 +29,11 @@ export function UsersPage() {
     () => answer(api.GET('/api/v3/users', { params: { query: { page, per: PER, order_by: 'email', order: 'asc' } } })),
     [page],
   );
-  const roles = useRoles();
-  const mayCreate = useAllows('user', 'create');
+  // A user is given a role chosen from the roles: that is offered to a role that may read them, and
+  // only it asks for them (docs/console.md, "Pages").
+  const mayReadRoles = useAllows('role', 'read');
+  const roles = useRoles(mayReadRoles);
+  const mayCreate = useAllows('user', 'create') && mayReadRoles;
   const mayUpdate = useAllows('user', 'update');
   const mayDelete = useAllows('user', 'delete');
   const [creating, setCreating] = useState(false);
@@ -70,7 +73,7 @@ export function UsersPage() {
             {
               header: 'Role',
               cell: (u) =>
-                mayUpdate && roles.data ? (
+                mayUpdate && mayReadRoles && roles.data ? (
                   <RoleChoice
                     user={u}
                     roles={roles.data}
