@@ -1,6 +1,6 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api } from './api/client.ts';
-import { useCaller } from './caller.ts';
+import { type Caller, useCaller } from './caller.ts';
 import { type ConnectionState, realtime } from './realtime.ts';
 import { Link, navigate, usePath } from './router.tsx';
 import { GROUPS, HOME, SECTIONS } from './sections.tsx';
@@ -26,7 +26,11 @@ export function App() {
 
 function Shell({ session }: { session: Session }) {
   const path = usePath();
-  const [sectionPath = HOME, ...rest] = (path || HOME).split('/');
+  const caller = useCaller();
+  // `/console/` shows the Overview, or to a role that may not read it the first page it may read
+  // (docs/console.md, "Navigation"); it waits for the role to be known, so that nothing asks in vain.
+  const home = homeOf(caller);
+  const [sectionPath = home, ...rest] = (path || home).split('/');
   const section = SECTIONS.find((s) => s.path === sectionPath);
   // The navigation on a narrow screen: closed until the Menu button opens it, closed again once a page is chosen.
   const [menuOpen, setMenuOpen] = useState(false);
@@ -125,10 +129,21 @@ function Shell({ session }: { session: Session }) {
         onEscape={closeMenu}
       />
       <main id={MAIN_ID} tabIndex={-1}>
-        {section ? <section.page key={section.path} rest={rest[0] || undefined} /> : <NotFoundPage />}
+        {!path && caller === undefined ? null : section ? (
+          <section.page key={section.path} rest={rest[0] || undefined} />
+        ) : (
+          <NotFoundPage />
+        )}
       </main>
     </div>
   );
+}
+
+/** The section `/console/` shows: the Overview, else the first listed that the role may read. */
+function homeOf(caller: Caller | undefined): string {
+  if (caller === undefined) return HOME;
+  const readable = SECTIONS.filter((s) => !s.unlisted && s.readable(caller));
+  return readable.some((s) => s.path === HOME) ? HOME : (readable[0]?.path ?? HOME);
 }
 
 const MAIN_ID = 'main';

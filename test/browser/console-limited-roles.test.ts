@@ -240,4 +240,45 @@ describe(`the console as roles with few permissions see it [${store.name}]`, {
     assert.deepEqual(refused, [], 'nothing is asked that the role would be refused');
     await page.context().close();
   });
+
+  it('when a role may not read the Overview then /console/ opens the first page it may read, asking nothing it would be refused', async () => {
+    const { page, refused } = await openAs([101], '/console/');
+    await page.getByRole('heading', { level: 1, name: 'Audit trail', exact: true }).waitFor();
+    await page.waitForLoadState('networkidle');
+    assert.equal(await page.getByRole('alert').count(), 0, 'nothing is said as a failure');
+    assert.equal(await page.getByRole('heading', { level: 1, name: 'Overview', exact: true }).count(), 0);
+    assert.deepEqual(refused, [], 'nothing is asked that the role would be refused');
+    await page.context().close();
+  });
+
+  it('when a role may edit dashboards but not read things then a widget keeps its things, offers none to find, and asks nothing', async () => {
+    const token = await api.adminToken();
+    const thing = await createThing(api, token, { name: 'Kiln' });
+    const { dashboard } = await postCreated(api, token, '/api/v3/dashboards', {
+      dashboard: {
+        name: 'Kilns',
+        widgets: [
+          {
+            type: 'value',
+            title: 'Heat',
+            layout: { x: 0, y: 0, w: 4, h: 2 },
+            thing_key: thing.thing_key,
+            metric: 'temperature',
+          },
+        ],
+      },
+    });
+    const { page, refused } = await openAs([155], `/console/dashboards/${dashboard.dashboard_key}`);
+    await page.getByRole('heading', { level: 1, name: 'Kilns', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Edit', exact: true }).click();
+    await page.getByRole('button', { name: 'Edit widget', exact: true }).click();
+    const form = page.getByRole('form', { name: 'Edit widget 1, “Heat”', exact: true });
+    await form.getByText('Your role may not read things to find one.', { exact: true }).waitFor();
+    await form.getByText(thing.thing_key, { exact: true }).waitFor();
+    assert.equal(await form.getByLabel('Find thing', { exact: true }).count(), 0);
+    await page.waitForLoadState('networkidle');
+    assert.equal(await form.getByText('not yours to read', { exact: false }).count(), 0);
+    assert.deepEqual(refused, [], 'nothing is asked that the role would be refused');
+    await page.context().close();
+  });
 });

@@ -4,6 +4,7 @@
  * `single` keeps one choice (a value's or a gauge's thing); otherwise each choice is added to a list.
  */
 import { answer, api } from '../api/client.ts';
+import { allows, useCaller } from '../caller.ts';
 import { type ThingChoice, ThingCombobox } from '../components/thing-combobox.tsx';
 import { useLoad } from '../components/use-load.ts';
 
@@ -33,7 +34,14 @@ export function ThingPicker(props: {
   const keys = new Set(chosen.map((t) => t.thing_key));
   const add = (thing: ThingChoice) => props.onChange(single ? [thing] : [...chosen, thing]);
   const nameless = chosen.filter((t) => !t.name && !t.thing_key.startsWith('$')).map((t) => t.thing_key);
-  const names = useLoad(() => namesOf(nameless), [nameless.join(',')]);
+  // Things are found, and named, for a role that may read them; another keeps the keys chosen
+  // (docs/console.md, "Pages").
+  const caller = useCaller();
+  const mayRead = allows(caller, 'thing', 'read');
+  const names = useLoad(
+    async () => (mayRead ? namesOf(nameless) : ({} as Record<string, string | null>)),
+    [nameless.join(','), mayRead],
+  );
   const nameOf = (thing: ThingChoice): string | null | undefined => thing.name || names.data?.[thing.thing_key];
   return (
     <fieldset class="thing-picker">
@@ -59,7 +67,14 @@ export function ThingPicker(props: {
           ))}
         </ul>
       )}
-      <ThingCombobox label={single ? 'Find thing' : 'Add thing'} exclude={keys} error={props.error} onChoose={add} />
+      {caller !== undefined && !mayRead ? (
+        <>
+          <p class="muted">Your role may not read things to {single ? 'find one' : 'add one'}.</p>
+          {props.error && <p class="error">{props.error}</p>}
+        </>
+      ) : (
+        <ThingCombobox label={single ? 'Find thing' : 'Add thing'} exclude={keys} error={props.error} onChoose={add} />
+      )}
       {props.variables.length > 0 && (
         <div class="actions">
           {props.variables.map((name) => (
