@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, defaultTemplateKey, postCreated, unique, userWithAbilities } from '../support/fixtures.ts';
 import { startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
@@ -278,6 +279,26 @@ describe(`the console as roles with few permissions see it [${store.name}]`, {
     assert.equal(await form.getByLabel('Find thing', { exact: true }).count(), 0);
     await page.waitForLoadState('networkidle');
     assert.equal(await form.getByText('not yours to read', { exact: false }).count(), 0);
+    assert.deepEqual(refused, [], 'nothing is asked that the role would be refused');
+    await page.context().close();
+  });
+
+  it('when a role may read alerts but not things then the alerts name their things without links to pages it may not read', async () => {
+    const token = await api.adminToken();
+    const device = new Device(api.url, await createKeyPair(api, token));
+    const thingKey = unique('oven');
+    assert.equal((await device.register({ thing_key: thingKey, name: 'Oven' })).status, 200);
+    await postCreated(api, token, '/api/v3/rules', {
+      rule: { name: unique('hot'), condition: 'temperature > 80', thing_keys: [thingKey], alert_type: 2 },
+    });
+    assert.equal(
+      (await device.event({ events: [{ thing_key: thingKey, timestamp: Date.now(), data: { temperature: 90 } }] }))
+        .status,
+      200,
+    );
+    const { page, refused } = await openAs([91], '/console/alerts');
+    await page.getByRole('cell', { name: 'Oven', exact: true }).waitFor();
+    assert.equal(await page.getByRole('link', { name: 'Oven', exact: true }).count(), 0);
     assert.deepEqual(refused, [], 'nothing is asked that the role would be refused');
     await page.context().close();
   });

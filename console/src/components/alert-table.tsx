@@ -1,12 +1,13 @@
 import type { ComponentChildren } from 'preact';
 import type { paths } from '../api/schema';
+import { useAllows } from '../caller.ts';
 import { showTime } from '../format.ts';
 import { Link, segment } from '../router.tsx';
 
 export type Alert = paths['/api/v3/alerts']['get']['responses'][200]['content']['application/json']['alerts'][number];
 
 /**
- * Alerts as rows: time, type, thing (a link to its page), message (text, never HTML) and status, with
+ * Alerts as rows: time, type, thing (a link to its page, for a role that may read things), message (text, never HTML) and status, with
  * who acknowledged and cleared the alert, when, and the comment given; `actions` adds a cell per alert.
  * On a phone each alert is a card (style.css, `table.cards`).
  */
@@ -15,6 +16,7 @@ export function AlertTable(props: {
   showThing?: boolean;
   actions?: (alert: Alert) => ComponentChildren;
 }) {
+  const mayOpenThings = useAllows('thing', 'read');
   return (
     <table class="cards">
       <thead>
@@ -34,10 +36,10 @@ export function AlertTable(props: {
             <td data-label="Type">{alert.alert_type_string}</td>
             {props.showThing && (
               <td data-label="Thing">
-                {alert.thing_key ? (
+                {alert.thing_key && mayOpenThings ? (
                   <Link to={`things/${segment(alert.thing_key)}`}>{alert.thing_name ?? alert.thing_key}</Link>
                 ) : (
-                  (alert.thing_name ?? '')
+                  (alert.thing_name ?? alert.thing_key ?? '')
                 )}
               </td>
             )}
