@@ -302,4 +302,22 @@ describe(`the console as roles with few permissions see it [${store.name}]`, {
     assert.deepEqual(refused, [], 'nothing is asked that the role would be refused');
     await page.context().close();
   });
+
+  it('when a role may read things only then the Overview and Settings say what it may not read without asking for it', async () => {
+    const { page, refused } = await openAs([11], '/console/overview');
+    await page
+      .getByRole('region', { name: 'Open alerts', exact: true })
+      .getByText('Your role may not read alerts.', { exact: true })
+      .waitFor();
+    await page.waitForLoadState('networkidle');
+    assert.deepEqual(refused, [], 'nothing is asked that the role would be refused');
+    await page.goto(`${api.url}/console/settings`);
+    await page
+      .getByRole('region', { name: 'Retention', exact: true })
+      .getByText('Only an account admin sees and sets how long events are kept.', { exact: true })
+      .waitFor();
+    await page.waitForLoadState('networkidle');
+    assert.deepEqual(refused, [], 'nothing is asked that the role would be refused');
+    await page.context().close();
+  });
 });

@@ -1,5 +1,6 @@
 import { useEffect } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
+import { allows, useCaller } from '../caller.ts';
 import { AlertTable } from '../components/alert-table.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
@@ -24,15 +25,21 @@ const SLIDE_MS = 60_000;
  */
 export function OverviewPage() {
   const summary = useLoad(async () => (await answer(api.GET('/api/v3/fleet_summary', {}))).fleet_summary, []);
+  // The open alerts are asked for once the role is known, and only by a role that may read them.
+  const caller = useCaller();
+  const mayReadAlerts = caller === undefined ? undefined : allows(caller, 'alert', 'read');
   const alerts = useLoad(
-    () =>
-      answer(
-        api.GET('/api/v3/alerts', {
-          params: { query: { status: ['open'], per: RECENT_ALERTS, order_by: 'timestamp', order: 'desc' } },
-        }),
-      ),
-    [],
+    async () =>
+      mayReadAlerts
+        ? answer(
+            api.GET('/api/v3/alerts', {
+              params: { query: { status: ['open'], per: RECENT_ALERTS, order_by: 'timestamp', order: 'desc' } },
+            }),
+          )
+        : undefined,
+    [mayReadAlerts],
   );
+  const alertsUnread = alerts.refused || mayReadAlerts === false;
   // Subscribed once the figures are shown: a `things` subscription has the server read every thing of
   // the organisation first, which would hold up the first figures of a large fleet. What changed in
   // between is caught by reading the figures again a second after subscribing.
@@ -44,7 +51,7 @@ export function OverviewPage() {
     const ends = [
       realtime.subscribe('things', {}, readSummary),
       realtime.subscribe('events', {}, readSummary),
-      realtime.subscribe('alerts', {}, readAlerts),
+      ...(mayReadAlerts ? [realtime.subscribe('alerts', {}, readAlerts)] : []),
       realtime.onResume(() => {
         summary.reload();
         alerts.reload();
@@ -57,7 +64,7 @@ export function OverviewPage() {
       clearInterval(slide);
       for (const end of ends) end();
     };
-  }, [shown]);
+  }, [shown, mayReadAlerts]);
   const fleet = summary.data;
   const count = (n: number | undefined) => (n === undefined ? undefined : String(n));
   return (
@@ -71,7 +78,7 @@ export function OverviewPage() {
             { name: 'Things', value: count(fleet?.things) },
             { name: 'Online', value: count(fleet?.online) },
             { name: 'Offline', value: count(fleet?.offline) },
-            { name: 'Open alerts', value: alerts.error ? '–' : count(alerts.data?.total_count) },
+            { name: 'Open alerts', value: alerts.error || alertsUnread ? '–' : count(alerts.data?.total_count) },
             { name: 'Events in the last hour', value: count(fleet?.events_last_hour) },
           ]}
         />
@@ -85,7 +92,7 @@ export function OverviewPage() {
       )}
       <section aria-labelledby="recent-alerts">
         <h2 id="recent-alerts">Open alerts</h2>
-        {alerts.refused ? <p class="muted">Your role may not read alerts.</p> : <Failure message={alerts.error} />}
+        {alertsUnread ? <p class="muted">Your role may not read alerts.</p> : <Failure message={alerts.error} />}
         {alerts.data &&
           (alerts.data.alerts.length === 0 ? (
             <EmptyState title="No open alerts">

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
+import { useCaller } from '../caller.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { answerByField, useFieldAction } from '../components/field-errors.ts';
@@ -26,23 +27,27 @@ function showBytes(bytes: number): string {
 export function SettingsPage() {
   const organisationKey = currentSession()?.organisationKey ?? '';
   const usage = useLoad(async () => (await answer(api.GET('/api/v3/usage', {}))).usage, []);
+  // The retention is read once the role is known, and only by an account admin, whose it is.
+  const admin = useCaller()?.account_admin;
   const organisation = useLoad(
     async () =>
-      (
-        await answer(
-          api.GET('/api/v3/organisations/{organisation_key}', {
-            params: { path: { organisation_key: organisationKey } },
-          }),
-        )
-      ).organisation,
-    [organisationKey],
+      admin
+        ? (
+            await answer(
+              api.GET('/api/v3/organisations/{organisation_key}', {
+                params: { path: { organisation_key: organisationKey } },
+              }),
+            )
+          ).organisation
+        : undefined,
+    [organisationKey, admin],
   );
   return (
     <section>
       <h1>Settings</h1>
       <section aria-labelledby="settings-retention" class="panel">
         <h2 id="settings-retention">Retention</h2>
-        {organisation.refused ? (
+        {organisation.refused || admin === false ? (
           <p class="muted">Only an account admin sees and sets how long events are kept.</p>
         ) : (
           <Failure message={organisation.error} />
