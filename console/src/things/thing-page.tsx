@@ -37,10 +37,23 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
   const [liveRefused, setLiveRefused] = useState<string | undefined>();
   // Counts the deletions of events made here: the latest values and the chart are read again after each.
   const [deletions, setDeletions] = useState(0);
+  // Whether the role may read the thing's events: undefined until it is known, so that they are not
+  // asked for in vain; a role that may not sees the last event alone.
+  const dataReadable = caller === undefined ? undefined : !mayNot('data');
   useEffect(() => {
-    let current = true;
     setLatest({});
     setLiveRefused(undefined);
+    // Online and Offline follow the thing's alive flips, as on the Things table (docs/realtime.md).
+    const stopThings = realtime.subscribe('things', { thing_keys: [thingKey] }, (message) => {
+      if (message.type !== 'thing') return;
+      if (message.change === 'alive') thing.set((t) => ({ ...t, alive: message.alive as boolean }));
+      else thing.reload();
+    });
+    return () => stopThings();
+  }, [thingKey, deletions]);
+  useEffect(() => {
+    if (!dataReadable) return;
+    let current = true;
     // Latest values: the thing's last event, its events of the last hour, then live ones (docs/console.md).
     const to = Math.floor(Date.now() / 1000);
     answer(
@@ -53,7 +66,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
         const events = (answered as unknown as EventsAnswer)[thingKey]?.event_data ?? [];
         setLatest((shown) => events.reduce((l, e) => mergeLatest(l, e.timestamp, e.data), shown));
       },
-      // A role that may not read data sees the last event alone; the Telemetry panel shows the API's message.
+      // A role changed meanwhile: the Telemetry panel shows the API's message.
       () => undefined,
     );
     const stopEvents = realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
@@ -62,18 +75,11 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
       thing.set((t) => ({ ...t, alive: true }));
       setLatest((shown) => mergeLatest(shown, message.timestamp, message.data));
     });
-    // Online and Offline follow the thing's alive flips, as on the Things table (docs/realtime.md).
-    const stopThings = realtime.subscribe('things', { thing_keys: [thingKey] }, (message) => {
-      if (message.type !== 'thing') return;
-      if (message.change === 'alive') thing.set((t) => ({ ...t, alive: message.alive as boolean }));
-      else thing.reload();
-    });
     return () => {
       current = false;
       stopEvents();
-      stopThings();
     };
-  }, [thingKey, deletions]);
+  }, [thingKey, deletions, dataReadable]);
   const lastEvent = thing.data?.last_event;
   useEffect(() => {
     if (lastEvent) setLatest((shown) => mergeLatest(shown, lastEvent.timestamp, lastEvent.data));
