@@ -52,9 +52,10 @@ function Shell({ session }: { session: Session }) {
     // The token is forgotten whatever the answer: a failed sign-out must not keep the user in.
     await api.DELETE('/api_sign_out', {}).catch(() => undefined);
     endSession();
-    // Whoever signs in next starts at the Overview, not on a page of this session's organisation (a
-    // thing of a child organisation the parent's admin cannot see). A session that expires keeps its page.
-    navigate('overview');
+    // Whoever signs in next starts at `/console/` (the Overview, or the first page their role may read),
+    // not on a page of this session's organisation (a thing of a child organisation the parent's admin
+    // cannot see). A session that expires keeps its page.
+    navigate('');
   };
   // A wall screen (a dashboard at `.../full`): the page alone, with whether it is live; still signed in.
   if (section && fullScreen)

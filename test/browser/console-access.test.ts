@@ -302,8 +302,8 @@ for (const store of STORES) {
       assert.equal(await navigation.getByRole('link', { name: 'Organisations', exact: true }).count(), 0);
       await shot(page, 'in-child');
 
-      // Signing out leaves the child's pages: whoever signs in next starts at the Overview, not on a
-      // thing of the child that the parent's session cannot see.
+      // Signing out leaves the child's pages: whoever signs in next starts at /console/ (the Overview
+      // for the admin), not on a thing of the child that the parent's session cannot see.
       const thing = await createThing(api, childToken, {});
       await navigation.getByRole('link', { name: 'Things', exact: true }).click();
       await page.getByRole('link', { name: thing.name, exact: true }).click();
@@ -313,7 +313,7 @@ for (const store of STORES) {
       await page.getByLabel('Password', { exact: true }).fill(ADMIN_PASSWORD);
       await page.getByRole('button', { name: 'Sign in', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Overview', exact: true }).waitFor();
-      assert.equal(new URL(page.url()).pathname, '/console/overview');
+      assert.equal(new URL(page.url()).pathname, '/console/');
       await page.close();
     });
 

@@ -316,4 +316,19 @@ describe(`the console as roles with few permissions see it [${store.name}]`, {
     assert.deepEqual(refused, [], 'nothing is asked that the role would be refused');
     await page.context().close();
   });
+
+  it('when a user signs out then whoever signs in next starts at the first page their role may read', async () => {
+    const { page, refused } = await openAs([11], '/console/things');
+    await page.getByRole('heading', { level: 1, name: 'Things', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+    const next = await userWithAbilities(api, await api.adminToken(), [101]);
+    await page.getByLabel('Email', { exact: true }).fill(next.email);
+    await page.getByLabel('Password', { exact: true }).fill(next.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Audit trail', exact: true }).waitFor();
+    await page.waitForLoadState('networkidle');
+    assert.equal(await page.getByRole('alert').count(), 0, 'nothing is said as a failure');
+    assert.deepEqual(refused, [], 'nothing is asked that the role would be refused');
+    await page.context().close();
+  });
 });
