@@ -13,14 +13,21 @@ export type Caller = paths['/api/v3/caller']['get']['responses'][200]['content']
 export type Operation = 'read' | 'create' | 'update' | 'delete';
 
 let pending: Promise<Caller> | undefined;
+/** The caller once read: a component mounted after that knows it from its first render. */
+let known: Caller | undefined;
 onSessionChange(() => {
   pending = undefined;
+  known = undefined;
 });
 
 /** The caller, read once per session (again after a failed read). */
 export function loadCaller(): Promise<Caller> {
   if (!pending) {
-    pending = answer(api.GET('/api/v3/caller', {})).then((a) => a.caller);
+    const asked = answer(api.GET('/api/v3/caller', {})).then((a) => {
+      if (pending === asked) known = a.caller;
+      return a.caller;
+    });
+    pending = asked;
     pending.catch(() => {
       pending = undefined;
     });
@@ -33,7 +40,7 @@ export const allows = (caller: Caller | undefined, cls: string, operation: Opera
 
 /** The caller, or undefined until it is known (offer nothing meanwhile). */
 export function useCaller(): Caller | undefined {
-  const [caller, setCaller] = useState<Caller | undefined>();
+  const [caller, setCaller] = useState<Caller | undefined>(() => known);
   useEffect(() => {
     let current = true;
     loadCaller().then(
