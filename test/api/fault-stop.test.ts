@@ -29,8 +29,11 @@ describe('a stop while the database hangs [postgres]', { skip: postgres?.skip ??
     for (const settings of made) await postgres?.dispose(settings);
   });
 
-  /** A server on a fresh schema through the proxy, which made a request of each kind (so that it has counts to flush). */
-  async function busyServer(): Promise<ServerProcess> {
+  /**
+   * A server on a fresh schema through the proxy, which made a request of each kind (so that it has
+   * counts to flush); a statement waits at most `statementTimeoutMs` for the database.
+   */
+  async function busyServer(statementTimeoutMs = 1000): Promise<ServerProcess> {
     proxy.resume();
     const settings = (postgres as NonNullable<typeof postgres>).fresh();
     made.push(settings);
@@ -42,7 +45,7 @@ describe('a stop while the database hangs [postgres]', { skip: postgres?.skip ??
       serveProcess({
         ...ADMIN,
         ...storeEnv({ ...settings, databaseUrl: url.toString() }),
-        DATABASE_STATEMENT_TIMEOUT_MS: '1000',
+        DATABASE_STATEMENT_TIMEOUT_MS: String(statementTimeoutMs),
       }),
     );
     const signIn = await call(server.url, 'POST', '/api_sign_in', {
@@ -86,7 +89,9 @@ describe('a stop while the database hangs [postgres]', { skip: postgres?.skip ??
   it('when a second SIGTERM comes during a stop that waits for the database then the process exits at once', {
     timeout: 120_000,
   }, async () => {
-    const server = await busyServer();
+    // Statements that wait 20 s: the stop is still waiting when the second signal comes (with 1 s, as
+    // above, the stop may end on its own by then).
+    const server = await busyServer(20_000);
     try {
       proxy.pause();
       await sleep(1500);
