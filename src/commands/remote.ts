@@ -143,13 +143,13 @@ export interface ExportOptions {
 /** The time (epoch seconds) of the last whole line of an export chunk, NDJSON or CSV, if it has one. */
 const LAST_TIME = /(?:^|\n)(?:\{"timestamp":)?(\d{9,11})[,}][^\n]*\n$/;
 
+/** `1 line`, `2 lines`. */
+const countOf = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 /**
  * Streams GET /api/v3/things/:thing_key/events/export to a file (or standard output), with progress
  * by the time of the events received when the range is bounded. Answers the events written.
  */
-/** `1 line`, `2 lines`. */
-const countOf = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
-
 export async function exportEvents(remote: Remote, options: ExportOptions): Promise<number> {
   const query = new URLSearchParams({ format: options.format });
   if (options.from !== undefined) query.set('from', options.from);

@@ -95,6 +95,24 @@ for (const store of STORES) {
     const running: ChildProcess[] = [];
     let url: string;
     let token: string;
+    /** `export events` of the thing `exported` from `from` to `to` (epoch seconds) into `output`, with `more` options. */
+    const exportArgs = (from: number, to: number, output: string, ...more: string[]) => [
+      'export',
+      'events',
+      '--thing',
+      'exported',
+      '--from',
+      String(from),
+      '--to',
+      String(to),
+      ...more,
+      '--output',
+      output,
+      '--url',
+      url,
+      '--token',
+      token,
+    ];
     let pair: KeyPair;
 
     before(async () => {
@@ -180,45 +198,9 @@ for (const store of STORES) {
       }));
       assert.equal((await device.event({ events })).status, 200);
       const csvFile = join(folder, 'events.csv');
-      const csv = succeeded(
-        await runCli([
-          'export',
-          'events',
-          '--thing',
-          'exported',
-          '--from',
-          String(start + 60),
-          '--to',
-          String(start + 3 * 60),
-          '--format',
-          'csv',
-          '--output',
-          csvFile,
-          '--url',
-          url,
-          '--token',
-          token,
-        ]),
-      );
+      const csv = succeeded(await runCli(exportArgs(start + 60, start + 3 * 60, csvFile, '--format', 'csv')));
       assert.match(csv.stderr, /export: 3 events written to /);
-      const one = succeeded(
-        await runCli([
-          'export',
-          'events',
-          '--thing',
-          'exported',
-          '--from',
-          String(start),
-          '--to',
-          String(start),
-          '--output',
-          join(folder, 'one.ndjson'),
-          '--url',
-          url,
-          '--token',
-          token,
-        ]),
-      );
+      const one = succeeded(await runCli(exportArgs(start, start, join(folder, 'one.ndjson'))));
       assert.match(one.stderr, /export: 1 event written to /);
       assert.doesNotMatch(one.stderr, /\b1 (events|lines|bytes)\b/, 'one of anything is said in the singular');
       assert.deepEqual(readFileSync(csvFile, 'utf8').trimEnd().split('\r\n'), [
@@ -253,25 +235,7 @@ for (const store of STORES) {
       const imported = await runOnTerminal(['import', 'things', file, '--url', url, '--token', token], {});
       assert.match(imported, /import \[[█░]+\] 100% \| created 1, updated 0, failed 0/);
       const start = Date.UTC(2026, 0, 1) / 1000;
-      const exported = await runOnTerminal(
-        [
-          'export',
-          'events',
-          '--thing',
-          'exported',
-          '--from',
-          String(start),
-          '--to',
-          String(start + 4 * 60),
-          '--output',
-          join(folder, 'terminal.ndjson'),
-          '--url',
-          url,
-          '--token',
-          token,
-        ],
-        {},
-      );
+      const exported = await runOnTerminal(exportArgs(start, start + 4 * 60, join(folder, 'terminal.ndjson')), {});
       assert.match(exported, /export \[[█░]+\] 100% \| 5 events written to /);
     });
 
