@@ -38,6 +38,13 @@ export function loadCaller(): Promise<Caller> {
 export const allows = (caller: Caller | undefined, cls: string, operation: Operation): boolean =>
   caller?.allowed[cls]?.includes(operation) ?? false;
 
+/**
+ * Whether the caller's role may read `cls`: undefined until the role is known, so that a page neither
+ * asks for what the role may not read nor says it may not before it knows (docs/console.md, "Pages").
+ */
+export const mayRead = (caller: Caller | undefined, cls: string): boolean | undefined =>
+  caller === undefined ? undefined : allows(caller, cls, 'read');
+
 /** The caller, or undefined until it is known (offer nothing meanwhile). */
 export function useCaller(): Caller | undefined {
   const [caller, setCaller] = useState<Caller | undefined>(() => known);
@@ -57,4 +64,9 @@ export function useCaller(): Caller | undefined {
 /** Whether the caller's role grants `operation` on `cls`; false until known. */
 export function useAllows(cls: string, operation: Operation): boolean {
   return allows(useCaller(), cls, operation);
+}
+
+/** `mayRead` of the signed-in caller: undefined until its role is known. */
+export function useMayRead(cls: string): boolean | undefined {
+  return mayRead(useCaller(), cls);
 }

@@ -16,6 +16,26 @@ export function showTime(seconds: number | string | null | undefined): string {
   return dateTime.format(new Date(seconds * 1000));
 }
 
+const clock = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
+const dayAndClock = new Intl.DateTimeFormat(undefined, {
+  month: 'short',
+  day: 'numeric',
+  hour: 'numeric',
+  minute: '2-digit',
+});
+const shortDateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'short' });
+
+/**
+ * Epoch seconds as short as says them, in the browser's zone and language, to keep to one line in a
+ * narrow table: today's by its time (`6:25:00 PM`), this year's by day and minute (`Nov 29, 6:25 PM`),
+ * older ones by short date and minute (`11/29/25, 6:25 PM`).
+ */
+export function showShortTime(seconds: number, now = new Date()): string {
+  const at = new Date(seconds * 1000);
+  if (at.toDateString() === now.toDateString()) return clock.format(at);
+  return (at.getFullYear() === now.getFullYear() ? dayAndClock : shortDateTime).format(at);
+}
+
 /** An organisation's limit of events a second in words: its own, none, or the server's. */
 export const showEventsLimit = (perSecond: number | null | undefined): string =>
   perSecond === null || perSecond === undefined ? "the server's" : perSecond === 0 ? 'none' : `${perSecond} a second`;

@@ -1,7 +1,7 @@
 import { Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
-import { allows, useAllows, useCaller } from '../caller.ts';
+import { useAllows, useMayRead } from '../caller.ts';
 import { EditDelete } from '../components/edit-delete.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
@@ -18,8 +18,7 @@ import { type Action, type ActionType, destination, KINDS, nameAction } from './
  */
 export function NotificationActionsPage() {
   // The rules are read once the role is known, and only by a role that may read them (docs/console.md, "Pages").
-  const caller = useCaller();
-  const mayReadRules = caller === undefined ? undefined : allows(caller, 'rule', 'read');
+  const mayReadRules = useMayRead('rule');
   const rules = useLoad(
     async () =>
       mayReadRules

@@ -11,6 +11,10 @@ export interface Columns {
   ys: (number | null)[][];
 }
 
+/** A template's metrics' units by name, as `scalesOf` takes them: a metric without one is left out. */
+export const unitsOfMetrics = (metrics: { name: string; unit?: string | null }[]): Record<string, string> =>
+  Object.fromEntries(metrics.flatMap((m) => (m.unit ? [[m.name, m.unit]] : [])));
+
 /**
  * A y scale and the metrics drawn on it (their indexes in the columns), with the unit they share or,
  * for metrics without one, the extent of their values and the narrowest member's size.

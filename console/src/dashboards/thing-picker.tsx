@@ -4,7 +4,7 @@
  * `single` keeps one choice (a value's or a gauge's thing); otherwise each choice is added to a list.
  */
 import { answer, api } from '../api/client.ts';
-import { allows, useCaller } from '../caller.ts';
+import { useMayRead } from '../caller.ts';
 import { type ThingChoice, ThingCombobox } from '../components/thing-combobox.tsx';
 import { useLoad } from '../components/use-load.ts';
 
@@ -36,11 +36,10 @@ export function ThingPicker(props: {
   const nameless = chosen.filter((t) => !t.name && !t.thing_key.startsWith('$')).map((t) => t.thing_key);
   // Things are found, and named, for a role that may read them; another keeps the keys chosen
   // (docs/console.md, "Pages").
-  const caller = useCaller();
-  const mayRead = allows(caller, 'thing', 'read');
+  const thingsReadable = useMayRead('thing');
   const names = useLoad(
-    async () => (mayRead ? namesOf(nameless) : ({} as Record<string, string | null>)),
-    [nameless.join(','), mayRead],
+    async () => (thingsReadable ? namesOf(nameless) : ({} as Record<string, string | null>)),
+    [nameless.join(','), thingsReadable],
   );
   const nameOf = (thing: ThingChoice): string | null | undefined => thing.name || names.data?.[thing.thing_key];
   return (
@@ -67,7 +66,7 @@ export function ThingPicker(props: {
           ))}
         </ul>
       )}
-      {caller !== undefined && !mayRead ? (
+      {thingsReadable === false ? (
         <>
           <p class="muted">Your role may not read things to {single ? 'find one' : 'add one'}.</p>
           {props.error && <p class="error">{props.error}</p>}

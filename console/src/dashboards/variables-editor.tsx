@@ -4,7 +4,7 @@
  * from. The API checks the names when the dashboard is saved and names the field it refuses.
  */
 import { useState } from 'preact/hooks';
-import { allows, useCaller } from '../caller.ts';
+import { useMayRead } from '../caller.ts';
 import { Failure } from '../components/failure.tsx';
 import { TextField } from '../components/field.tsx';
 import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
@@ -15,9 +15,8 @@ type Variable = Dashboard['variables'][number];
 
 export function VariablesEditor(props: { variables: Variable[]; onChange: (variables: Variable[]) => void }) {
   // A variable is of a template chosen from the list: offered, and the list asked for, as the role may read it.
-  const caller = useCaller();
-  const mayRead = allows(caller, 'thing_template', 'read');
-  const templates = useLoad(async () => (mayRead ? loadTemplates() : undefined), [mayRead]);
+  const templatesReadable = useMayRead('thing_template');
+  const templates = useLoad(async () => (templatesReadable ? loadTemplates() : undefined), [templatesReadable]);
   const [name, setName] = useState('');
   const [template, setTemplate] = useState('');
   const chosenTemplate = template || templates.data?.[0]?.thing_template_key || '';
@@ -50,8 +49,8 @@ export function VariablesEditor(props: { variables: Variable[]; onChange: (varia
         </ul>
       )}
       <Failure message={templates.error} />
-      {caller !== undefined && !mayRead && <p class="muted">Your role may not read templates to add a variable.</p>}
-      {mayRead && (
+      {templatesReadable === false && <p class="muted">Your role may not read templates to add a variable.</p>}
+      {templatesReadable && (
         <div class="filters">
           <TextField
             label="Variable name"

@@ -7,10 +7,11 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, answer, api } from '../api/client.ts';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
+import { unitsOfMetrics } from '../components/chart-scales.ts';
 import { Failure } from '../components/failure.tsx';
 import { BreakableName } from '../components/name-breaks.tsx';
 import { useLoad } from '../components/use-load.ts';
-import { countOf, showTime, showValue } from '../format.ts';
+import { countOf, showShortTime, showTime, showValue } from '../format.ts';
 import { realtime } from '../realtime.ts';
 import { Link, segment } from '../router.tsx';
 import { onSessionChange } from '../session.ts';
@@ -108,8 +109,7 @@ function templateUnits(thing_template_key: string): Promise<Record<string, strin
   const read = answer(
     api.GET('/api/v3/thing_templates/{thing_template_key}', { params: { path: { thing_template_key } } }),
   ).then(
-    ({ thing_template }) =>
-      Object.fromEntries(thing_template.metrics.filter((m) => m.unit).map((m) => [m.name, m.unit as string])),
+    ({ thing_template }) => unitsOfMetrics(thing_template.metrics),
     (failure) => {
       if (!(failure instanceof ApiFailure && (failure.status === 403 || failure.status === 404)))
         unitsByTemplate.delete(thing_template_key);
@@ -125,7 +125,7 @@ function templateUnits(thing_template_key: string): Promise<Record<string, strin
  * Each metric's unit as the templates give it (the first that does), read as the thing page reads its
  * template's (docs/console.md, "Pages"); a template the role may not read gives none.
  */
-async function unitsOf(templateKeys: (string | undefined)[]): Promise<Map<string, Record<string, string>>> {
+async function unitsOfTemplates(templateKeys: (string | undefined)[]): Promise<Map<string, Record<string, string>>> {
   const keys = [...new Set(templateKeys.filter((key): key is string => !!key))];
   const read = await Promise.all(keys.map(templateUnits));
   return new Map(keys.map((key, i) => [key, read[i] ?? {}]));
@@ -156,7 +156,7 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
     // A count has no unit; other aggregates keep their metric's (the source's template's, else its things').
     const templates =
       aggregate && widget.source?.thing_template_key ? [widget.source.thing_template_key] : things.map(templateOf);
-    const measured = unitsOf(aggregate === 'count' ? [] : templates);
+    const measured = unitsOfTemplates(aggregate === 'count' ? [] : templates);
     const load = async (): Promise<Columns> => {
       if (aggregate) {
         const scope = widget.source?.group_key
@@ -429,26 +429,6 @@ function useLiveThings(widget: Widget, chosen: Record<string, string>) {
     };
   }, [source.data]);
   return { source, things };
-}
-
-const clock = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
-const dayAndClock = new Intl.DateTimeFormat(undefined, {
-  month: 'short',
-  day: 'numeric',
-  hour: 'numeric',
-  minute: '2-digit',
-});
-const shortDateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'short' });
-
-/**
- * A last event's time as short as says it, in the browser's zone and language, to keep to one line in
- * a narrow table: today's by its time (`6:25:00 PM`), this year's by day and minute (`Nov 29, 6:25 PM`),
- * older ones by short date and minute (`11/29/25, 6:25 PM`).
- */
-function showShortTime(seconds: number, now = new Date()): string {
-  const at = new Date(seconds * 1000);
-  if (at.toDateString() === now.toDateString()) return clock.format(at);
-  return (at.getFullYear() === now.getFullYear() ? dayAndClock : shortDateTime).format(at);
 }
 
 /** When a thing last sent: a short time on one line, the whole date and time as its machine-readable value and title. */

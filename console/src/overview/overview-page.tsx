@@ -1,6 +1,6 @@
 import { useEffect } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
-import { allows, useCaller } from '../caller.ts';
+import { useMayRead } from '../caller.ts';
 import { AlertTable } from '../components/alert-table.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
@@ -26,8 +26,7 @@ const SLIDE_MS = 60_000;
 export function OverviewPage() {
   const summary = useLoad(async () => (await answer(api.GET('/api/v3/fleet_summary', {}))).fleet_summary, []);
   // The open alerts are asked for once the role is known, and only by a role that may read them.
-  const caller = useCaller();
-  const mayReadAlerts = caller === undefined ? undefined : allows(caller, 'alert', 'read');
+  const mayReadAlerts = useMayRead('alert');
   const alerts = useLoad(
     async () =>
       mayReadAlerts

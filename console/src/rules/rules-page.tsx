@@ -2,7 +2,7 @@ import { useId, useState } from 'preact/hooks';
 import { ActionDeliveries } from '../actions/action-deliveries.tsx';
 import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
-import { allows, useAllows, useCaller } from '../caller.ts';
+import { mayRead, useAllows, useCaller } from '../caller.ts';
 import { EditDelete } from '../components/edit-delete.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { useExpressionCheck } from '../components/expression-check.ts';
@@ -169,13 +169,10 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
   // Templates, groups and things are offered to choose from as the role may read them, and only those
   // lists are asked for once the role is known; what the rule already watches is kept (docs/console.md, "Pages").
   const caller = useCaller();
-  const mayRead = (cls: string) => caller !== undefined && allows(caller, cls, 'read');
-  const unreadable = (cls: string) => caller !== undefined && !allows(caller, cls, 'read');
-  const templates = useLoad(
-    async () => (mayRead('thing_template') ? loadTemplates() : undefined),
-    [mayRead('thing_template')],
-  );
-  const groups = useLoad(async () => (mayRead('group') ? loadGroups() : undefined), [mayRead('group')]);
+  const readable = { templates: mayRead(caller, 'thing_template'), groups: mayRead(caller, 'group') };
+  const unreadable = (cls: string) => mayRead(caller, cls) === false;
+  const templates = useLoad(async () => (readable.templates ? loadTemplates() : undefined), [readable.templates]);
+  const groups = useLoad(async () => (readable.groups ? loadGroups() : undefined), [readable.groups]);
   const autoClearHint = useId();
   const save = async (event: Event) => {
     event.preventDefault();

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api/client.ts';
 import type { paths } from '../api/schema';
-import { allows, useCaller } from '../caller.ts';
+import { useMayRead } from '../caller.ts';
 import { Failure } from '../components/failure.tsx';
 import { TextField } from '../components/field.tsx';
 import { answerByField, useFieldSubmit } from '../components/field-errors.ts';
@@ -36,16 +36,16 @@ export function ThingForm({
   const [tags, setTags] = useState(thing?.tags ?? '');
   const [biDirectional, setBiDirectional] = useState(thing?.bi_directional ?? false);
   // A role that may not read templates keeps the thing's (Things offers it no New thing): nothing to choose.
-  const caller = useCaller();
-  const keepsTemplate = caller !== undefined && !allows(caller, 'thing_template', 'read');
+  const templatesReadable = useMayRead('thing_template');
+  const keepsTemplate = templatesReadable === false;
   const templates = useLoad(async () => {
-    if (caller === undefined) return undefined;
+    if (templatesReadable === undefined) return undefined;
     if (keepsTemplate) return [];
     const list = await loadTemplates();
     // A new thing starts with the Default template, which devices' own registrations use.
     if (!thing) setTemplate((t) => t || (list.find((x) => x.name === 'Default') ?? list[0])?.thing_template_key || '');
     return list;
-  }, [caller === undefined, keepsTemplate]);
+  }, [templatesReadable]);
   const submit = useFieldSubmit(FIELDS, async () => {
     const fields = {
       name,

@@ -1,6 +1,8 @@
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
-import { allows, useAllows, useCaller } from '../caller.ts';
+import { mayRead, useAllows, useCaller } from '../caller.ts';
+import { unitsOfMetrics } from '../components/chart-scales.ts';
 import { lazy } from '../components/lazy.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { realtime } from '../realtime.ts';
@@ -33,13 +35,12 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
   // What the role may not read is said once, plainly, in place of its panel; the panels wait for the
   // role to be known (read once per session, mostly before the thing), so that none asks in vain.
   const caller = useCaller();
-  const mayNot = (cls: string) => !allows(caller, cls, 'read');
   const [liveRefused, setLiveRefused] = useState<string | undefined>();
   // Counts the deletions of events made here: the latest values and the chart are read again after each.
   const [deletions, setDeletions] = useState(0);
-  // Whether the role may read the thing's events: undefined until it is known, so that they are not
-  // asked for in vain; a role that may not sees the last event alone.
-  const dataReadable = caller === undefined ? undefined : !mayNot('data');
+  // Whether the role may read the thing's events (undefined until it is known); a role that may not sees
+  // the last event alone.
+  const dataReadable = mayRead(caller, 'data');
   useEffect(() => {
     setLatest({});
     setLiveRefused(undefined);
@@ -96,22 +97,14 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
   // templates gets every numeric value instead.
   // It is asked once the role is known, and not of a role that may not read it.
   const templateKey = thing.data?.thing_template_key;
-  const templateReadable = caller === undefined ? undefined : !mayNot('thing_template');
-  const template = useLoad(
-    async () =>
-      templateKey === undefined || templateReadable === undefined
-        ? undefined
-        : !templateReadable
-          ? []
-          : (
-              await answer(
-                api.GET('/api/v3/thing_templates/{thing_template_key}', {
-                  params: { path: { thing_template_key: templateKey } },
-                }),
-              )
-            ).thing_template.metrics,
-    [templateKey, templateReadable],
-  );
+  const templateReadable = mayRead(caller, 'thing_template');
+  const template = useLoad(async () => {
+    if (templateKey === undefined || templateReadable === undefined) return undefined;
+    if (!templateReadable) return [];
+    const path = { thing_template_key: templateKey };
+    return (await answer(api.GET('/api/v3/thing_templates/{thing_template_key}', { params: { path } }))).thing_template
+      .metrics;
+  }, [templateKey, templateReadable]);
   // A live event with a metric the template did not declare: the Default template learns metrics from
   // events (docs/devices.md, "HTTP"), so it is read again, once for each such metric.
   const asked = useRef(new Set<string>());
@@ -136,7 +129,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
   const t = thing.data;
   // Undefined while the template is read; a role that may not read it gets every numeric value.
   const declared = template.data?.map((m) => m.name) ?? (template.error === undefined ? undefined : []);
-  const units = Object.fromEntries((template.data ?? []).filter((m) => m.unit).map((m) => [m.name, m.unit as string]));
+  const units = unitsOfMetrics(template.data ?? []);
   return (
     <section>
       <h1>{t.name}</h1>
@@ -153,7 +146,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
           thing.reload();
         }}
       />
-      {liveRefused && caller !== undefined && !mayNot('data') && (
+      {liveRefused && dataReadable && (
         <p role="alert" class="error">
           Live telemetry is unavailable: {liveRefused}
         </p>
@@ -171,9 +164,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
           )
         }
       />
-      {caller === undefined ? null : mayNot('data') ? (
-        <NotReadable heading="Telemetry">Your role may not read this thing's events.</NotReadable>
-      ) : (
+      <IfReadable may={dataReadable} heading="Telemetry" otherwise="Your role may not read this thing's events.">
         <Telemetry
           key={`${t.thing_key}:${deletions}`}
           thingKey={t.thing_key}
@@ -181,29 +172,39 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
           units={units}
           onUndeclared={askTemplateAgain}
         />
-      )}
-      {caller === undefined ? null : mayNot('alert') ? (
-        <NotReadable heading="Alerts">Your role may not read alerts.</NotReadable>
-      ) : (
+      </IfReadable>
+      <IfReadable may={mayRead(caller, 'alert')} heading="Alerts" otherwise="Your role may not read alerts.">
         <ThingAlerts thingKey={t.thing_key} />
-      )}
-      {t.bi_directional &&
-        caller !== undefined &&
-        (mayNot('instruction') ? (
-          <NotReadable heading="Instructions">Your role may not read instructions.</NotReadable>
-        ) : (
+      </IfReadable>
+      {t.bi_directional && (
+        <IfReadable
+          may={mayRead(caller, 'instruction')}
+          heading="Instructions"
+          otherwise="Your role may not read instructions."
+        >
           <Instructions thingKey={t.thing_key} />
-        ))}
+        </IfReadable>
+      )}
     </section>
   );
 }
 
-/** A panel the caller's role may not read: its heading, and that in plain words instead of a refusal. */
-function NotReadable({ heading, children }: { heading: string; children: string }) {
+/**
+ * A panel as the role may read it (`mayRead`): nothing until the role is known, then the panel, or in
+ * its place its heading and, in plain words rather than as a refusal, that the role may not read it.
+ */
+function IfReadable(props: {
+  may: boolean | undefined;
+  heading: string;
+  otherwise: string;
+  children: ComponentChildren;
+}) {
+  if (props.may === undefined) return null;
+  if (props.may) return <>{props.children}</>;
   return (
-    <section class="panel" aria-label={heading}>
-      <h2>{heading}</h2>
-      <p class="muted">{children}</p>
+    <section class="panel" aria-label={props.heading}>
+      <h2>{props.heading}</h2>
+      <p class="muted">{props.otherwise}</p>
     </section>
   );
 }

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import type { paths } from '../api/schema';
-import { allows, useAllows, useCaller } from '../caller.ts';
+import { allows, mayRead, useAllows, useCaller } from '../caller.ts';
 import { EmptyRow } from '../components/data-table.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
@@ -45,7 +45,7 @@ export function ThingsPage() {
   const [page, setPage] = useState(() => Math.max(1, Number.parseInt(opened.get('page') ?? '', 10) || 1));
   const [refused, setRefused] = useState<Record<string, string>>({});
   const caller = useCaller();
-  const mayReadData = caller === undefined || allows(caller, 'data', 'read');
+  const mayReadData = mayRead(caller, 'data') !== false;
   const keywords = useDebounced(search.trim(), 250);
   // A new search or filter starts at its first page; the page the URL named holds for the ones it named.
   const filters = JSON.stringify([keywords, template, group]);
