@@ -164,11 +164,12 @@ describe('the console at its smallest sizes', { skip: browserSkip || store.skip 
     for (const title of [SMALL, LARGE])
       await page.getByRole('region', { name: title, exact: true }).locator('canvas').first().waitFor();
     const series = CHARTED.map((metric) => `${THING.name} ${metric}`);
-    // The charts are resized once their legends are measured: waited for.
+    // The charts are resized once their legends are measured: waited for, up to 15 s (a loaded machine
+    // running other browser tests beside this one may take several).
     let small = await drawnChart(page, SMALL);
     let shown = await shownLegendLines(page, SMALL);
     let large = await shownLegendLines(page, LARGE);
-    for (const deadline = Date.now() + 5000; Date.now() < deadline; await page.waitForTimeout(100)) {
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline; await page.waitForTimeout(100)) {
       small = await drawnChart(page, SMALL);
       shown = await shownLegendLines(page, SMALL);
       large = await shownLegendLines(page, LARGE);
