@@ -89,36 +89,43 @@ export function ThingsPage() {
   );
   const keys = list.data?.things.map((t) => t.thing_key).join(',') ?? '';
 
-  // Changes missed while the connection was down are not replayed (docs/realtime.md): read them.
-  useEffect(() => realtime.onResume(list.reload), []);
+  /** Notes a subscription refused (or ended) by the server, and forgets it once one is accepted. */
+  const follow = (topic: string, message: Message) => {
+    if (message.type !== 'error' && message.type !== 'subscribed') return;
+    const note = message.type === 'error' ? `${UNFOLLOWED[topic]}: ${String(message.message)}` : undefined;
+    setRefused(({ [topic]: _, ...others }) => (note ? { ...others, [topic]: note } : others));
+  };
+
+  useEffect(
+    () =>
+      realtime.subscribe('things', {}, (message) => {
+        follow('things', message);
+        // A change made between the list's read and the subscription's acceptance, or while the
+        // connection was down, is not replayed (docs/realtime.md): the list is read again once the
+        // subscription is accepted, on opening the page as after a lost connection.
+        if (message.type === 'subscribed') return list.reloadSoon();
+        if (message.type !== 'thing') return;
+        // A new, deleted or changed thing (its name, tags, template) may change which things the page
+        // shows: the page is read again, once for a whole burst of changes.
+        if (message.change !== 'alive') return list.reloadSoon();
+        const lastEvent = message.last_event as Thing['last_event'];
+        list.set((data) => ({
+          ...data,
+          things: data.things.map((t) =>
+            t.thing_key === message.thing_key
+              ? {
+                  ...t,
+                  alive: message.alive as boolean,
+                  last_event: lastEvent && notOlder(lastEvent.timestamp, t.last_event) ? lastEvent : t.last_event,
+                }
+              : t,
+          ),
+        }));
+      }),
+    [],
+  );
 
   useEffect(() => {
-    /** Notes a subscription refused (or ended) by the server, and forgets it once one is accepted. */
-    const follow = (topic: string, message: Message) => {
-      if (message.type !== 'error' && message.type !== 'subscribed') return;
-      const note = message.type === 'error' ? `${UNFOLLOWED[topic]}: ${String(message.message)}` : undefined;
-      setRefused(({ [topic]: _, ...others }) => (note ? { ...others, [topic]: note } : others));
-    };
-    const stopThings = realtime.subscribe('things', {}, (message) => {
-      follow('things', message);
-      if (message.type !== 'thing') return;
-      // A new, deleted or changed thing (its name, tags, template) may change which things the page
-      // shows: the page is read again, once for a whole burst of changes.
-      if (message.change !== 'alive') return list.reloadSoon();
-      const lastEvent = message.last_event as Thing['last_event'];
-      list.set((data) => ({
-        ...data,
-        things: data.things.map((t) =>
-          t.thing_key === message.thing_key
-            ? {
-                ...t,
-                alive: message.alive as boolean,
-                last_event: lastEvent && notOlder(lastEvent.timestamp, t.last_event) ? lastEvent : t.last_event,
-              }
-            : t,
-        ),
-      }));
-    });
     const stopEvents =
       keys === ''
         ? undefined
@@ -142,10 +149,7 @@ export function ThingsPage() {
               ),
             }));
           });
-    return () => {
-      stopThings();
-      stopEvents?.();
-    };
+    return () => stopEvents?.();
   }, [keys]);
 
   const mayCreate = useAllows('thing', 'create');
