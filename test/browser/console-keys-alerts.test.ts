@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, WebSocketRoute } from 'playwright-core';
 import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createRole, unique, userWithAbilities } from '../support/fixtures.ts';
@@ -240,6 +240,33 @@ for (const store of STORES) {
           .getByRole('cell', { name: /^acknowledged( |$)/ })
           .waitFor(WAIT);
         await screenshot(page, `${store.name}-alerts-page-2-live`);
+      });
+
+      it('when an alert is acknowledged while the realtime connection is down then the Alerts page shows it once the connection is back', async () => {
+        const tab = await open(`${api.url}/console/alerts`);
+        const route = { socket: undefined as WebSocketRoute | undefined, allow: true };
+        await tab.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
+          if (!route.allow) return socket.close({ code: 1011, reason: 'down' });
+          socket.connectToServer();
+          route.socket = socket;
+        });
+        await tab.reload();
+        const alert = alerts[57]!;
+        await row(tab, alert.message).getByRole('cell', { name: 'open', exact: true }).waitFor(WAIT);
+        await tab.getByRole('status').filter({ hasText: 'Live' }).waitFor(WAIT);
+        route.allow = false;
+        await route.socket?.close({ code: 1012, reason: 'restarting' });
+        await tab.getByRole('status').filter({ hasText: 'Connection lost' }).waitFor(WAIT);
+        assert.equal(
+          (await api.request('POST', `/api/v3/alerts/${alert.alert_key}/acknowledge`, { token, body: {} })).status,
+          200,
+        );
+        route.allow = true;
+        await tab.getByRole('status').filter({ hasText: 'Live' }).waitFor({ timeout: 30_000 });
+        await row(tab, alert.message)
+          .getByRole('cell', { name: /^acknowledged( |$)/ })
+          .waitFor(WAIT);
+        await tab.context().close();
       });
 
       it('when a role may read alerts but not change them then no Acknowledge, Clear or Comment is offered', async () => {

@@ -77,19 +77,26 @@ export function AlertsPage() {
   };
   // Live changes touch only what this page shows: an alert listed here changes in place; a new one
   // counts in the total and, on the first page, takes its place by time. An alert that leaves or joins
-  // the filtered status changes which alerts the pages hold: the page is read again.
+  // the filtered status changes which alerts the pages hold: the page is read again. So does the
+  // subscription's acceptance, on opening as after a lost connection: what happened before it is not
+  // replayed (docs/realtime.md). One subscription serves every filter and page, read as last shown.
+  const view = useRef({ page, status });
+  view.current = { page, status };
   useEffect(
     () =>
       realtime.subscribe('alerts', {}, (message) => {
+        if (message.type === 'subscribed') return list.reloadSoon();
         const data = shownData.current;
         if (message.type !== 'alert' || !data) return;
         const alert = message.alert as Alert;
+        const { page, status } = view.current;
+        const listed = status === '' || alert.status === status;
         const shown = data.alerts.some((a) => a.alert_key === alert.alert_key);
-        if (shown && listed(alert)) {
+        if (shown && listed) {
           list.set((old) => ({ ...old, alerts: old.alerts.map((a) => (a.alert_key === alert.alert_key ? alert : a)) }));
-        } else if (shown || (message.change === 'updated' && status !== '' && listed(alert))) {
+        } else if (shown || (message.change === 'updated' && status !== '' && listed)) {
           list.reload();
-        } else if (message.change === 'created' && listed(alert)) {
+        } else if (message.change === 'created' && listed) {
           list.set((old) => ({
             ...old,
             total_count: old.total_count + 1,
@@ -97,7 +104,7 @@ export function AlertsPage() {
           }));
         }
       }),
-    [page, status],
+    [],
   );
   const shown = list.data?.alerts ?? [];
   return (

@@ -4,7 +4,10 @@ import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { realtime } from '../realtime.ts';
 
-/** A thing's latest alerts, new and changed ones coming in live. */
+/**
+ * A thing's latest alerts, new and changed ones coming in live; read again once the subscription is
+ * accepted (on opening as after a lost connection), as what happened before is not replayed.
+ */
 export function ThingAlerts({ thingKey }: { thingKey: string }) {
   const alerts = useLoad(
     async () =>
@@ -14,6 +17,7 @@ export function ThingAlerts({ thingKey }: { thingKey: string }) {
   useEffect(
     () =>
       realtime.subscribe('alerts', { thing_keys: [thingKey] }, (message) => {
+        if (message.type === 'subscribed') return alerts.reloadSoon();
         if (message.type !== 'alert') return;
         const alert = message.alert as Alert;
         alerts.set((list) => [alert, ...list.filter((a) => a.alert_key !== alert.alert_key)].slice(0, 20));

@@ -45,7 +45,10 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
     setLatest({});
     setLiveRefused(undefined);
     // Online and Offline follow the thing's alive flips, as on the Things table (docs/realtime.md).
+    // What changed before the subscription was accepted (on opening, after a lost connection) is not
+    // replayed: the thing is read again.
     const stopThings = realtime.subscribe('things', { thing_keys: [thingKey] }, (message) => {
+      if (message.type === 'subscribed') return thing.reloadSoon();
       if (message.type !== 'thing') return;
       if (message.change === 'alive') thing.set((t) => ({ ...t, alive: message.alive as boolean }));
       else thing.reload();
