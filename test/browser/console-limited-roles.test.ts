@@ -136,6 +136,25 @@ describe(`the console as roles with few permissions see it [${store.name}]`, {
     await other.page.context().close();
   });
 
+  it('when a role that may not read groups or templates opens Things with an address naming one then the list is not narrowed by it', async () => {
+    const token = await api.adminToken();
+    const name = unique('Lathe');
+    const inside = await createThing(api, token, { name: `${name} inside` });
+    await createThing(api, token, { name: `${name} outside` });
+    const { group } = await postCreated(api, token, '/api/v3/groups', {
+      group: { name: unique('bay'), group_type: 1, thing_keys: [inside.thing_key] },
+    });
+    const templateKey = await defaultTemplateKey(api, token);
+    const query = new URLSearchParams({ search: name, group: group.group_key, template: `${templateKey}-other` });
+    const { page, refused } = await openAs([11], `/console/things?${query}`);
+    await page.getByText('Page 1 of 1 · 2 things', { exact: true }).waitFor();
+    const address = new URL(page.url()).searchParams;
+    assert.equal(address.get('group'), null, 'the address no longer names the group');
+    assert.equal(address.get('template'), null, 'nor the template');
+    assert.deepEqual(refused, []);
+    await page.context().close();
+  });
+
   it('when a role may make and change things but not read templates then it is offered Import, not New thing, and Edit keeps the template', async () => {
     const token = await api.adminToken();
     const thing = await createThing(api, token, { name: 'Chiller' });

@@ -40,11 +40,18 @@ const notOlder = (timestamp: unknown, shown: Thing['last_event']): boolean =>
 export function ThingsPage() {
   const [opened] = useState(currentQuery);
   const [search, setSearch] = useState(opened.get('search') ?? '');
-  const [template, setTemplate] = useState(opened.get('template') ?? '');
-  const [group, setGroup] = useState(opened.get('group') ?? '');
+  const caller = useCaller();
+  // A filter the role may not choose (it may not read templates or groups) is not applied either: an
+  // address naming one would otherwise narrow the list with nothing on the page saying so.
+  const filterable = (cls: string, value: string | null) => (mayRead(caller, cls) === false ? '' : (value ?? ''));
+  const [template, setTemplate] = useState(() => filterable('thing_template', opened.get('template')));
+  const [group, setGroup] = useState(() => filterable('group', opened.get('group')));
+  useEffect(() => {
+    setTemplate((chosen) => filterable('thing_template', chosen));
+    setGroup((chosen) => filterable('group', chosen));
+  }, [caller]);
   const [page, setPage] = useState(() => Math.max(1, Number.parseInt(opened.get('page') ?? '', 10) || 1));
   const [refused, setRefused] = useState<Record<string, string>>({});
-  const caller = useCaller();
   const mayReadData = mayRead(caller, 'data') !== false;
   const keywords = useDebounced(search.trim(), 250);
   // A new search or filter starts at its first page; the page the URL named holds for the ones it named.
