@@ -101,6 +101,14 @@ describe(`the console as roles with few permissions see it [${store.name}]`, {
     await screenshot(other.page, `${store.name}-dashboard-reads-things-not-data`);
     await page.context().close();
     await other.page.context().close();
+
+    // Things and their events but not templates: the chart is drawn without asking for units.
+    const third = await openAs([151, 11, 121], `/console/dashboards/${dashboard.dashboard_key}`);
+    const chart = third.page.getByRole('region', { name: 'Temperatures', exact: true });
+    await chart.getByText(/^\d+ points?$/).waitFor();
+    await third.page.waitForLoadState('networkidle');
+    assert.deepEqual(third.refused, [], 'nothing is asked that the role would be refused');
+    await third.page.context().close();
   });
 
   it('when a role may read notification actions but not rules then the page says so plainly and asks nothing', async () => {

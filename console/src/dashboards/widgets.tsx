@@ -5,6 +5,7 @@
 import type { ComponentType } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, answer, api } from '../api/client.ts';
+import { useMayRead } from '../caller.ts';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { unitsOfMetrics } from '../components/chart-scales.ts';
@@ -149,14 +150,16 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
   const plot = useRef<HTMLDivElement>(null);
   const { height, leaveOut } = useChartFit(plot, widget.title, columns, widget.layout.h);
   const aggregate = widget.aggregate;
+  const mayReadTemplates = useMayRead('thing_template');
   useEffect(() => {
     if (!source.data) return;
     let current = true;
     const [from, to] = range;
     // A count has no unit; other aggregates keep their metric's (the source's template's, else its things').
+    // A role that may not read templates is not asked for them: its lines share one scale.
     const templates =
       aggregate && widget.source?.thing_template_key ? [widget.source.thing_template_key] : things.map(templateOf);
-    const measured = unitsOfTemplates(aggregate === 'count' ? [] : templates);
+    const measured = unitsOfTemplates(aggregate === 'count' || mayReadTemplates === false ? [] : templates);
     const load = async (): Promise<Columns> => {
       if (aggregate) {
         const scope = widget.source?.group_key
