@@ -572,6 +572,47 @@ for (const store of STORES) {
       assert.equal(await page.getByRole('alert').count(), 0);
     });
 
+    it('when a thing comes online before the things widget is subscribed then the widget shows it', async (t) => {
+      const late = await createThing(api, token, { name: 'Late starter' });
+      const response = await api.request('POST', '/api/v3/dashboards', {
+        token,
+        body: {
+          dashboard: {
+            name: 'Late',
+            widgets: [
+              {
+                type: 'things',
+                title: 'Starters',
+                source: { thing_keys: [late.thing_key] },
+                layout: { x: 0, y: 0, w: 8, h: 3 },
+              },
+            ],
+          },
+        },
+      });
+      assert.equal(response.status, 200, response.text);
+      // The widget's subscriptions reach the server only once the test lets them.
+      const held: (() => void)[] = [];
+      await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
+        const server = socket.connectToServer();
+        socket.onMessage((message) => {
+          if (JSON.parse(String(message)).type === 'subscribe') held.push(() => server.send(message));
+          else server.send(message);
+        });
+      });
+      t.after(() => page.unrouteAll());
+      await page.goto(`${api.url}/console/dashboards/${response.body.dashboard.dashboard_key}`);
+      const row = region('Starters').getByRole('row').filter({ hasText: 'Late starter' });
+      await row.getByRole('cell', { name: 'Offline', exact: true }).waitFor();
+      for (let waited = 0; held.length < 2; waited += 50) {
+        assert.ok(waited < 15_000, 'the widget subscribes to its things and their events');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal((await device.event({ thing_key: late.thing_key, data: { temp: 20 } })).status, 200);
+      for (const send of held) send();
+      await row.getByRole('cell', { name: 'Online', exact: true }).waitFor();
+    });
+
     it('when a variable is added in the editor then a widget may name it, its control chooses the thing, and a bad name is refused naming the field', async () => {
       const created = await api.request('POST', '/api/v3/dashboards', {
         token,

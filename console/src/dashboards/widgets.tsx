@@ -403,8 +403,11 @@ function useLiveThings(widget: Widget, chosen: Record<string, string>) {
   const source = useSource(widget, chosen);
   const [things, update, reset] = useFrameState<Thing[]>([]);
   const keys = source.data?.things.map((t) => t.thing_key).join(',') ?? '';
+  useEffect(() => reset(source.data?.things ?? []), [source.data]);
+  // Subscribed for the things' keys, not for each read of them: a read that finds the same things keeps
+  // the subscriptions, and the read the `things` subscription's acceptance asks for (what changed before
+  // it is not replayed, docs/realtime.md) ends there.
   useEffect(() => {
-    reset(source.data?.things ?? []);
     if (keys === '') return;
     const names = keys.split(',');
     const stopEvents = realtime.subscribe('events', { thing_keys: names }, (message) => {
@@ -420,6 +423,7 @@ function useLiveThings(widget: Widget, chosen: Record<string, string>) {
       );
     });
     const stopThings = realtime.subscribe('things', { thing_keys: names }, (message) => {
+      if (message.type === 'subscribed') return source.reloadSoon();
       if (message.type !== 'thing') return;
       if (message.change !== 'alive') return source.reloadSoon();
       update((shown) =>
@@ -430,7 +434,7 @@ function useLiveThings(widget: Widget, chosen: Record<string, string>) {
       stopEvents();
       stopThings();
     };
-  }, [source.data]);
+  }, [keys]);
   return { source, things };
 }
 
