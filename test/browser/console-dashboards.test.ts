@@ -19,6 +19,7 @@ import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, defaultTemplateKey } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
+import { until } from './until.ts';
 
 const XSS_TITLE = '<img src=x onerror=alert(1)>';
 const XSS_TEXT = [
@@ -604,10 +605,12 @@ for (const store of STORES) {
       await page.goto(`${api.url}/console/dashboards/${response.body.dashboard.dashboard_key}`);
       const row = region('Starters').getByRole('row').filter({ hasText: 'Late starter' });
       await row.getByRole('cell', { name: 'Offline', exact: true }).waitFor();
-      for (let waited = 0; held.length < 2; waited += 50) {
-        assert.ok(waited < 15_000, 'the widget subscribes to its things and their events');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await until(
+        async () => held.length,
+        (n) => n >= 2,
+        'the widget subscribes to its things and their events',
+        15_000,
+      );
       assert.equal((await device.event({ thing_key: late.thing_key, data: { temp: 20 } })).status, 200);
       for (const send of held) send();
       await row.getByRole('cell', { name: 'Online', exact: true }).waitFor();

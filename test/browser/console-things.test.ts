@@ -12,6 +12,7 @@ import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
+import { until } from './until.ts';
 
 for (const store of STORES) {
   describe(`the things table in a browser [${store.name}]`, { skip: browserSkip || store.skip }, () => {
@@ -122,10 +123,12 @@ for (const store of STORES) {
       await page.getByText('Page 1 of 1 · 1 thing', { exact: true }).waitFor();
       await live().waitFor();
       await createThing(api, token, { name: `${fleet} second` });
-      for (let waited = 0; held.length === 0; waited += 50) {
-        assert.ok(waited < 15_000, 'the page subscribes to things');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await until(
+        async () => held.length,
+        (n) => n > 0,
+        'the page subscribes to things',
+        15_000,
+      );
       for (const message of held) message.send();
       await page.getByText('Page 1 of 1 · 2 things', { exact: true }).waitFor();
     });
