@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, WebSocketRoute } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
 import { userWithAbilities } from '../support/fixtures.ts';
@@ -107,6 +107,31 @@ for (const store of STORES) {
       await screenshot(page, `${store.name}-first-run-first-event`);
       await page.getByRole('link', { name: 'Open my-first-device', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'my-first-device', exact: true }).waitFor();
+      await page.context().close();
+    });
+
+    it('when the first event is sent while the realtime connection is lost then it is announced once the connection is back', async () => {
+      const page = await signedIn('/console/connect');
+      const route = { socket: undefined as WebSocketRoute | undefined, allow: true };
+      await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
+        if (!route.allow) return socket.close({ code: 1011, reason: 'down' });
+        socket.connectToServer();
+        route.socket = socket;
+      });
+      await page.getByRole('button', { name: 'Create key pair', exact: true }).click();
+      await page.getByLabel('Thing key', { exact: true }).fill('cellar-sensor');
+      const curl = page.getByRole('figure', { name: 'With curl (HTTP)' }).locator('pre');
+      await curl.filter({ hasText: 'cellar-sensor' }).waitFor();
+      const status = page.getByRole('status').filter({ hasText: 'cellar-sensor' });
+      await status.filter({ hasText: 'Waiting for the first event' }).waitFor();
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      route.allow = false;
+      await route.socket?.close({ code: 1012, reason: 'restarting' });
+      await page.getByRole('status').filter({ hasText: 'Connection lost' }).waitFor();
+      await run('/bin/sh', ['-c', (await curl.textContent()) ?? '']);
+      route.allow = true;
+      await status.filter({ hasText: 'First event received from cellar-sensor' }).waitFor({ timeout: 30_000 });
+      assert.match((await status.textContent()) ?? '', /temperature 21\.5/);
       await page.context().close();
     });
 

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
-import { useAllows } from '../caller.ts';
+import { useAllows, useMayRead } from '../caller.ts';
 import { Copyable } from '../components/copyable.tsx';
 import { Failure } from '../components/failure.tsx';
 import { TextField } from '../components/field.tsx';
@@ -142,20 +142,50 @@ function Commands({ keys, thingKey }: { keys: GuideKeys; thingKey: string }) {
   );
 }
 
-/** Waits, live, for the thing's first event, and says when it arrives. */
+/** How much earlier than the page began waiting a device's clock may stamp its first event. */
+const CLOCK_SLACK_S = 300;
+
+/**
+ * Waits, live, for the thing's first event, and says when it arrives. An event sent while the
+ * connection was lost is not replayed (docs/realtime.md): once the subscription is accepted again,
+ * the thing's last event is read, and taken if it was stamped after the page began waiting.
+ */
 function FirstEvent({ thingKey }: { thingKey: string }) {
   const [first, setFirst] = useState<{ timestamp: number; data: Record<string, unknown> } | undefined>();
   const [refused, setRefused] = useState<string | undefined>();
+  const mayReadThings = useMayRead('thing');
   useEffect(() => {
     setFirst(undefined);
+    let current = true;
+    let accepted = false;
+    const since = Date.now() / 1000 - CLOCK_SLACK_S;
+    const readMissed = async () => {
+      const { thing } = await answer(
+        api.GET('/api/v3/things/{thing_key}', { params: { path: { thing_key: thingKey } } }),
+      );
+      const last = thing.last_event;
+      if (!current || typeof last?.timestamp !== 'number' || last.timestamp < since) return;
+      const data = (last.data ?? {}) as Record<string, unknown>;
+      setFirst((shown) => shown ?? { timestamp: last.timestamp as number, data });
+    };
     // Not filtered by thing: a filter naming a thing that does not exist yet is refused.
-    return realtime.subscribe('events', {}, (message) => {
+    const stop = realtime.subscribe('events', {}, (message) => {
       if (message.type === 'error') return setRefused(String(message.message ?? message.code));
+      if (message.type === 'subscribed') {
+        // A thing not made yet (404) has sent nothing: it is still waited for.
+        if (accepted && mayReadThings !== false) readMissed().catch(() => undefined);
+        accepted = true;
+        return;
+      }
       if (message.type !== 'event' || message.thing_key !== thingKey) return;
       setFirst(
         (shown) => shown ?? { timestamp: message.timestamp as number, data: message.data as Record<string, unknown> },
       );
     });
+    return () => {
+      current = false;
+      stop();
+    };
   }, [thingKey]);
   return (
     <section class="panel" aria-labelledby="connect-wait">
