@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, WebSocketRoute } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
@@ -311,6 +311,31 @@ for (const store of STORES) {
       await chart.getByText('4 points · flow', { exact: true }).waitFor();
       await legendAt('right', '15.5');
       await shot('last-5-minutes');
+    });
+
+    it('when events are sent while the realtime connection is lost then the chart holds them once it is back', async (t) => {
+      const thingKey = unique('gap');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Gap sensor' })).status, 200);
+      await send({ thing_key: thingKey, timestamp: Date.now() - 120_000, data: { level: 1 } });
+      const route = { socket: undefined as WebSocketRoute | undefined, allow: true };
+      await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
+        if (!route.allow) return socket.close({ code: 1011, reason: 'down' });
+        socket.connectToServer();
+        route.socket = socket;
+      });
+      t.after(() => page.unrouteAll());
+      await openThing(thingKey, 'Gap sensor');
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await chart.getByText('1 point · level', { exact: true }).waitFor();
+      route.allow = false;
+      await route.socket?.close({ code: 1012, reason: 'restarting' });
+      await page.getByRole('status').filter({ hasText: 'Connection lost' }).waitFor();
+      await send({ thing_key: thingKey, timestamp: Date.now() - 60_000, data: { level: 2 } });
+      await send({ thing_key: thingKey, data: { level: 3 } });
+      route.allow = true;
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor({ timeout: 30_000 });
+      await chart.getByText('3 points · level', { exact: true }).waitFor();
+      await legendAway('3');
     });
 
     it('when metrics have different units then each unit has a scale and an axis of its own, and a third is drawn without one', async () => {

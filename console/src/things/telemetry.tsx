@@ -102,8 +102,11 @@ export function Telemetry({
     let current = true;
     // Live events are taken from before the history is read, so that none falls between the two; those
     // that arrive first are added once it is there, unless the history already holds their second.
+    // What the subscription missed (sent before the server accepted it, or while the connection was
+    // lost: nothing is replayed, docs/realtime.md) is read with the history again once it is accepted
+    // after the history came, the chart kept meanwhile.
     let loaded: Columns | Averages | undefined;
-    const early: Message[] = [];
+    let early: Message[] | undefined = [];
     const add = (message: Message) => {
       if (!loaded) return;
       const all = valuesOf(message.data);
@@ -126,31 +129,50 @@ export function Telemetry({
       else chart.current?.draw();
       setCount(loaded.x.length);
     };
+    const readHistory = () => {
+      early ??= [];
+      loadColumns(thingKey, range).then(
+        (history) => {
+          if (!current) return;
+          const now = Date.now() / 1000;
+          setSpan([now - range.seconds, now]);
+          setColumns(history.columns);
+          setGrouped(history.grouped);
+          setCount(history.columns.x.length);
+          setError(undefined);
+          loaded = history.columns;
+          // Averages per minute hold the events of the minutes read: only later ones are added.
+          const last = history.grouped
+            ? history.readUntil
+            : (loaded.x[loaded.x.length - 1] ?? Number.NEGATIVE_INFINITY);
+          const arrived = early ?? [];
+          early = undefined;
+          for (const message of arrived) if ((message.timestamp as number) > last) add(message);
+        },
+        (failure) => {
+          if (!current) return;
+          setError(messageOf(failure));
+          // The chart shown (if any) goes on taking live events.
+          const arrived = early ?? [];
+          early = undefined;
+          for (const message of arrived) add(message);
+        },
+      );
+    };
     const stop =
       'live' in range
         ? realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
+            if (message.type === 'subscribed') {
+              if (loaded && early === undefined) readHistory();
+              return;
+            }
             if (message.type !== 'event') return;
-            if (loaded) add(message);
-            else early.push(message);
+            if (early) early.push(message);
+            else add(message);
           })
         : undefined;
     setColumns(undefined);
-    loadColumns(thingKey, range).then(
-      (history) => {
-        if (!current) return;
-        const now = Date.now() / 1000;
-        setSpan([now - range.seconds, now]);
-        setColumns(history.columns);
-        setGrouped(history.grouped);
-        setCount(history.columns.x.length);
-        setError(undefined);
-        loaded = history.columns;
-        // Averages per minute hold the events of the minutes read: only later ones are added.
-        const last = history.grouped ? history.readUntil : (loaded.x[loaded.x.length - 1] ?? Number.NEGATIVE_INFINITY);
-        for (const message of early) if ((message.timestamp as number) > last) add(message);
-      },
-      (failure) => current && setError(messageOf(failure)),
-    );
+    readHistory();
     return () => {
       current = false;
       stop?.();
