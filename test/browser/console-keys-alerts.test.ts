@@ -244,6 +244,8 @@ for (const store of STORES) {
 
       it('when an alert is acknowledged while the realtime connection is down then the Alerts page shows it once the connection is back', async () => {
         const tab = await open(`${api.url}/console/alerts`);
+        // Signed in before the reload that puts the realtime connection through the route.
+        await tab.getByText(/^Page 1 of 2 · /).waitFor(WAIT);
         const route = { socket: undefined as WebSocketRoute | undefined, allow: true };
         await tab.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
           if (!route.allow) return socket.close({ code: 1011, reason: 'down' });
