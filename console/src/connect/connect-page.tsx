@@ -168,12 +168,17 @@ function FirstEvent({ thingKey }: { thingKey: string }) {
       const data = (last.data ?? {}) as Record<string, unknown>;
       setFirst((shown) => shown ?? { timestamp: last.timestamp as number, data });
     };
+    // A connection lost before the subscription was first accepted counts as lost all the same.
+    let lost = false;
+    const stopResume = realtime.onResume(() => {
+      lost = true;
+    });
     // Not filtered by thing: a filter naming a thing that does not exist yet is refused.
     const stop = realtime.subscribe('events', {}, (message) => {
       if (message.type === 'error') return setRefused(String(message.message ?? message.code));
       if (message.type === 'subscribed') {
         // A thing not made yet (404) has sent nothing: it is still waited for.
-        if (accepted && mayReadThings !== false) readMissed().catch(() => undefined);
+        if ((accepted || lost) && mayReadThings !== false) readMissed().catch(() => undefined);
         accepted = true;
         return;
       }
@@ -185,6 +190,7 @@ function FirstEvent({ thingKey }: { thingKey: string }) {
     return () => {
       current = false;
       stop();
+      stopResume();
     };
   }, [thingKey]);
   return (
