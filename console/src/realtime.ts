@@ -3,8 +3,10 @@
  * first message (browsers cannot set headers on an upgrade, and the token stays out of the URL), then
  * holds every subscription the open pages ask for. A lost connection is opened again with growing
  * waits (1 s doubling to 30 s) and its subscriptions sent again; the state is shown to the user.
- * Nothing missed meanwhile is replayed (docs/realtime.md), so pages read again what they show when it
- * is back (`onResume`). A subscription the server refuses gets the `error` message in its handler.
+ * Nothing missed meanwhile is replayed (docs/realtime.md), so a page reads again what it shows each
+ * time its subscription is accepted (`onAccepted`: on subscribing, as something may change between the
+ * page's read and the acceptance, and after a lost connection), or when the connection is back
+ * (`onResume`). A subscription the server refuses gets the `error` message in its handler.
  */
 import { currentSession, endSession } from './session.ts';
 
@@ -16,6 +18,7 @@ interface Subscription {
   topic: string;
   filters: Record<string, unknown>;
   handler: Handler;
+  onAccepted: (() => void) | undefined;
 }
 
 class Realtime {
@@ -30,10 +33,13 @@ class Realtime {
   /** idle until a page subscribes: pages without live updates open no connection. */
   state: ConnectionState = 'idle';
 
-  /** Subscribes to a topic with filters; answers the function that ends the subscription. */
-  subscribe(topic: string, filters: Record<string, unknown>, handler: Handler): () => void {
+  /**
+   * Subscribes to a topic with filters; answers the function that ends the subscription. `onAccepted`
+   * is called each time the server accepts it (after the `subscribed` message reaches the handler).
+   */
+  subscribe(topic: string, filters: Record<string, unknown>, handler: Handler, onAccepted?: () => void): () => void {
     const id = `s${++this.next}`;
-    this.subscriptions.set(id, { topic, filters, handler });
+    this.subscriptions.set(id, { topic, filters, handler, onAccepted });
     if (this.authenticated) this.send({ type: 'subscribe', id, topic, ...filters });
     else this.connect();
     return () => {
@@ -107,7 +113,9 @@ class Realtime {
         if (resumed) for (const listener of this.resumeListeners) listener();
         return;
       }
-      if (message.id) this.subscriptions.get(message.id)?.handler(message);
+      const subscription = message.id === undefined ? undefined : this.subscriptions.get(message.id);
+      subscription?.handler(message);
+      if (message.type === 'subscribed') subscription?.onAccepted?.();
     };
     socket.onclose = (event) => {
       if (this.socket !== socket) return;

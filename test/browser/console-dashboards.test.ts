@@ -12,11 +12,20 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Locator, Page, WebSocketRoute } from 'playwright-core';
+import type { Browser, Locator, Page, WebSocket } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { browserSkip, drawnChart, launchBrowser, SCREENSHOTS, screenshot, watchProblems } from '../support/browser.ts';
+import {
+  browserSkip,
+  drawnChart,
+  holdSubscriptions,
+  launchBrowser,
+  routeRealtime,
+  SCREENSHOTS,
+  screenshot,
+  watchProblems,
+} from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
-import { createThing, defaultTemplateKey } from '../support/fixtures.ts';
+import { createThing, defaultTemplateKey, postCreated } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 import { until } from './until.ts';
@@ -385,7 +394,7 @@ for (const store of STORES) {
       assert.equal((await stored(dashboardKey)).widgets.length, 8);
     });
 
-    it('when Full screen is followed then the dashboard shows without the navigation and stays live', async () => {
+    it('when Full screen is followed then the dashboard shows without the navigation and stays live', async (t) => {
       await page.getByRole('link', { name: 'Full screen', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Line 3', exact: true }).waitFor();
       assert.equal(new URL(page.url()).pathname, `/console/dashboards/${dashboardKey}/full`);
@@ -398,11 +407,7 @@ for (const store of STORES) {
       await shot('full-screen');
       // A server restarting closes the realtime connection with 1012: the wall screen connects again
       // by itself and stays live.
-      const sockets: WebSocketRoute[] = [];
-      await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
-        socket.connectToServer();
-        sockets.push(socket);
-      });
+      const { sockets } = await routeRealtime(t, page);
       await page.reload();
       await page.getByRole('heading', { level: 1, name: 'Line 3', exact: true }).waitFor();
       assert.equal(await page.getByRole('navigation').count(), 0);
@@ -413,7 +418,6 @@ for (const store of STORES) {
       await region('Boiler temperature').locator('output').filter({ hasText: '43.5' }).waitFor();
       await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
       assert.ok(sockets.length >= 2, 'a new connection');
-      await page.unrouteAll();
       // The boiler's last value as the tests after this one expect it.
       assert.equal((await device.event({ thing_key: boiler.thing_key, data: { temp: 42.5 } })).status, 200);
       await region('Boiler temperature').locator('output').filter({ hasText: '42.5' }).waitFor();
@@ -575,34 +579,22 @@ for (const store of STORES) {
 
     it('when a thing comes online before the things widget is subscribed then the widget shows it', async (t) => {
       const late = await createThing(api, token, { name: 'Late starter' });
-      const response = await api.request('POST', '/api/v3/dashboards', {
-        token,
-        body: {
-          dashboard: {
-            name: 'Late',
-            widgets: [
-              {
-                type: 'things',
-                title: 'Starters',
-                source: { thing_keys: [late.thing_key] },
-                layout: { x: 0, y: 0, w: 8, h: 3 },
-              },
-            ],
-          },
+      const { dashboard } = await postCreated(api, token, '/api/v3/dashboards', {
+        dashboard: {
+          name: 'Late',
+          widgets: [
+            {
+              type: 'things',
+              title: 'Starters',
+              source: { thing_keys: [late.thing_key] },
+              layout: { x: 0, y: 0, w: 8, h: 3 },
+            },
+          ],
         },
       });
-      assert.equal(response.status, 200, response.text);
       // The widget's subscriptions reach the server only once the test lets them.
-      const held: (() => void)[] = [];
-      await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
-        const server = socket.connectToServer();
-        socket.onMessage((message) => {
-          if (JSON.parse(String(message)).type === 'subscribe') held.push(() => server.send(message));
-          else server.send(message);
-        });
-      });
-      t.after(() => page.unrouteAll());
-      await page.goto(`${api.url}/console/dashboards/${response.body.dashboard.dashboard_key}`);
+      const held = await holdSubscriptions(t, page, () => true);
+      await page.goto(`${api.url}/console/dashboards/${dashboard.dashboard_key}`);
       const row = region('Starters').getByRole('row').filter({ hasText: 'Late starter' });
       await row.getByRole('cell', { name: 'Offline', exact: true }).waitFor();
       await until(
@@ -614,6 +606,120 @@ for (const store of STORES) {
       assert.equal((await device.event({ thing_key: late.thing_key, data: { temp: 20 } })).status, 200);
       for (const send of held) send();
       await row.getByRole('cell', { name: 'Online', exact: true }).waitFor();
+    });
+
+    it('when a thing sends and raises an alert before the widgets are subscribed then its value, chart and alerts widgets show them', async (t) => {
+      const late = await createThing(api, token, { name: 'Late sender' });
+      // A minute before: the chart's points are a second apart at least.
+      const sent = { thing_key: late.thing_key, timestamp: Date.now() - 60_000, data: { temp: 10 } };
+      assert.equal((await device.event(sent)).status, 200);
+      await postCreated(api, token, '/api/v3/rules', {
+        rule: {
+          name: 'Pressure high',
+          condition: 'pressure > 5',
+          alert_type: 2,
+          alert_message: 'Pressure high',
+          trigger: 'every_event',
+        },
+      });
+      const { dashboard } = await postCreated(api, token, '/api/v3/dashboards', {
+        dashboard: {
+          name: 'Late sender',
+          widgets: [
+            {
+              type: 'value',
+              title: 'Late value',
+              thing_key: late.thing_key,
+              metric: 'temp',
+              layout: { x: 0, y: 0, w: 3, h: 2 },
+            },
+            {
+              type: 'timeseries',
+              title: 'Late line',
+              source: { thing_keys: [late.thing_key] },
+              metrics: ['temp'],
+              layout: { x: 3, y: 0, w: 9, h: 4 },
+            },
+            {
+              type: 'alerts',
+              title: 'Late alerts',
+              source: { thing_keys: [late.thing_key] },
+              layout: { x: 0, y: 4, w: 12, h: 3 },
+            },
+          ],
+        },
+      });
+      // The widgets' subscriptions reach the server only once the test lets them.
+      const held = await holdSubscriptions(t, page, () => true);
+      await page.goto(`${api.url}/console/dashboards/${dashboard.dashboard_key}`);
+      await region('Late value').locator('output').filter({ hasText: /^10$/ }).waitFor();
+      const caption = region('Late line').locator('.chart-caption');
+      await caption.filter({ hasText: /^1 point$/ }).waitFor();
+      await region('Late alerts').getByText('No alerts.', { exact: true }).waitFor();
+      await until(
+        async () => held.length,
+        (n) => n >= 3,
+        'the value, the chart and the alerts widgets subscribe',
+        15_000,
+      );
+      assert.equal((await device.event({ thing_key: late.thing_key, data: { temp: 20, pressure: 9 } })).status, 200);
+      await until(
+        async () => (await api.request('GET', '/api/v3/alerts', { token })).body.alerts,
+        (alerts: { thing_key: string }[]) => alerts.some((a) => a.thing_key === late.thing_key),
+        'the rule raises its alert',
+        15_000,
+      );
+      for (const send of held) send();
+      await region('Late value').locator('output').filter({ hasText: /^20$/ }).waitFor();
+      await caption.filter({ hasText: /^2 points$/ }).waitFor();
+      await region('Late alerts').getByRole('cell', { name: 'Pressure high', exact: true }).waitFor();
+    });
+
+    it('when a time series took live points and is read again after a lost connection then its caption counts what the read brought', async (t) => {
+      const gap = await createThing(api, token, { name: 'Gap line' });
+      const minuteAgo = { thing_key: gap.thing_key, timestamp: Date.now() - 60_000, data: { temp: 1 } };
+      assert.equal((await device.event(minuteAgo)).status, 200);
+      const { dashboard } = await postCreated(api, token, '/api/v3/dashboards', {
+        dashboard: {
+          name: 'Gap line',
+          widgets: [
+            {
+              type: 'timeseries',
+              title: 'Gap temperatures',
+              source: { thing_keys: [gap.thing_key] },
+              metrics: ['temp'],
+              layout: { x: 0, y: 0, w: 12, h: 4 },
+            },
+          ],
+        },
+      });
+      const accepted: string[] = [];
+      const listen = (socket: WebSocket) =>
+        socket.on('framereceived', (frame) => {
+          if (String(frame.payload).includes('"type":"subscribed"')) accepted.push(String(frame.payload));
+        });
+      page.on('websocket', listen);
+      t.after(() => page.off('websocket', listen));
+      const route = await routeRealtime(t, page);
+      await page.goto(`${api.url}/console/dashboards/${dashboard.dashboard_key}`);
+      const caption = region('Gap temperatures').locator('.chart-caption');
+      await caption.filter({ hasText: /^1 point$/ }).waitFor();
+      await until(
+        async () => accepted.length,
+        (n) => n >= 1,
+        'the chart is subscribed',
+        15_000,
+      );
+      // Taken live, the caption counted in place.
+      const halfMinuteAgo = { thing_key: gap.thing_key, timestamp: Date.now() - 30_000, data: { temp: 2 } };
+      assert.equal((await device.event(halfMinuteAgo)).status, 200);
+      await caption.filter({ hasText: /^2 points$/ }).waitFor();
+      await route.drop();
+      await page.getByRole('status').filter({ hasText: 'Connection lost' }).waitFor();
+      assert.equal((await device.event({ thing_key: gap.thing_key, data: { temp: 3 } })).status, 200);
+      route.allow = true;
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor({ timeout: 30_000 });
+      await caption.filter({ hasText: /^3 points$/ }).waitFor();
     });
 
     it('when a variable is added in the editor then a widget may name it, its control chooses the thing, and a bad name is refused naming the field', async () => {

@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import type { Browser, Page, WebSocketRoute } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/browser.ts';
+import { browserSkip, launchBrowser, routeRealtime, screenshot, signedInTab } from '../support/browser.ts';
 import { userWithAbilities } from '../support/fixtures.ts';
 import { freePort } from '../support/ports.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
@@ -110,14 +110,9 @@ for (const store of STORES) {
       await page.context().close();
     });
 
-    it('when the first event is sent while the realtime connection is lost then it is announced once the connection is back', async () => {
+    it('when the first event is sent while the realtime connection is lost then it is announced once the connection is back', async (t) => {
       const page = await signedIn('/console/connect');
-      const route = { socket: undefined as WebSocketRoute | undefined, allow: true };
-      await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
-        if (!route.allow) return socket.close({ code: 1011, reason: 'down' });
-        socket.connectToServer();
-        route.socket = socket;
-      });
+      const route = await routeRealtime(t, page);
       await page.getByRole('button', { name: 'Create key pair', exact: true }).click();
       await page.getByLabel('Thing key', { exact: true }).fill('cellar-sensor');
       const curl = page.getByRole('figure', { name: 'With curl (HTTP)' }).locator('pre');
@@ -125,8 +120,7 @@ for (const store of STORES) {
       const status = page.getByRole('status').filter({ hasText: 'cellar-sensor' });
       await status.filter({ hasText: 'Waiting for the first event' }).waitFor();
       await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
-      route.allow = false;
-      await route.socket?.close({ code: 1012, reason: 'restarting' });
+      await route.drop();
       await page.getByRole('status').filter({ hasText: 'Connection lost' }).waitFor();
       await run('/bin/sh', ['-c', (await curl.textContent()) ?? '']);
       route.allow = true;

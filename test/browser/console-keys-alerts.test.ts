@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Page, WebSocketRoute } from 'playwright-core';
-import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
+import type { Browser, Page } from 'playwright-core';
+import { browserSkip, launchBrowser, routeRealtime, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createRole, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
@@ -242,22 +242,16 @@ for (const store of STORES) {
         await screenshot(page, `${store.name}-alerts-page-2-live`);
       });
 
-      it('when an alert is acknowledged while the realtime connection is down then the Alerts page shows it once the connection is back', async () => {
+      it('when an alert is acknowledged while the realtime connection is down then the Alerts page shows it once the connection is back', async (t) => {
         const tab = await open(`${api.url}/console/alerts`);
         // Signed in before the reload that puts the realtime connection through the route.
         await tab.getByText(/^Page 1 of 2 · /).waitFor(WAIT);
-        const route = { socket: undefined as WebSocketRoute | undefined, allow: true };
-        await tab.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
-          if (!route.allow) return socket.close({ code: 1011, reason: 'down' });
-          socket.connectToServer();
-          route.socket = socket;
-        });
+        const route = await routeRealtime(t, tab);
         await tab.reload();
         const alert = alerts[57]!;
         await row(tab, alert.message).getByRole('cell', { name: 'open', exact: true }).waitFor(WAIT);
         await tab.getByRole('status').filter({ hasText: 'Live' }).waitFor(WAIT);
-        route.allow = false;
-        await route.socket?.close({ code: 1012, reason: 'restarting' });
+        await route.drop();
         await tab.getByRole('status').filter({ hasText: 'Connection lost' }).waitFor(WAIT);
         assert.equal(
           (await api.request('POST', `/api/v3/alerts/${alert.alert_key}/acknowledge`, { token, body: {} })).status,

@@ -10,13 +10,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it, type TestContext } from 'node:test';
-import type { Browser, Page, WebSocketRoute } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import {
   assertHeaderLine,
   browserSkip,
   drawnChart,
   launchBrowser,
+  routeRealtime,
   screenshot,
   signedInTab,
 } from '../support/browser.ts';
@@ -231,13 +232,7 @@ describe('the console at its smallest sizes', { skip: browserSkip || store.skip 
   });
 
   it('when the realtime connection is lost at 320 px wide then the header stays one line of its usual height and screen readers still hear that the connection was lost', async (t: TestContext) => {
-    const route = { sockets: [] as WebSocketRoute[], allow: true };
-    await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
-      if (!route.allow) return socket.close({ code: 1011, reason: 'down' });
-      socket.connectToServer();
-      route.sockets.push(socket);
-    });
-    t.after(() => page.unrouteAll());
+    const route = await routeRealtime(t, page);
     await page.setViewportSize(NARROWEST);
     t.after(() => page.setViewportSize(WIDE));
     await page.goto(`${api.url}/console/things`);

@@ -8,9 +8,16 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import type { Browser, BrowserContext, Page, WebSocketRoute } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
-import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
+import {
+  browserSkip,
+  holdSubscriptions,
+  launchBrowser,
+  routeRealtime,
+  screenshot,
+  watchProblems,
+} from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
@@ -81,12 +88,16 @@ for (const store of STORES) {
     /** The value the chart's legend gives for its first metric with the cursor at the plot's left or right end. */
     async function legendAt(end: 'left' | 'right', expected: string) {
       const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
-      const box = await chart.locator('.u-over').boundingBox();
-      assert.ok(box);
-      await page.mouse.move(end === 'left' ? box.x + 1 : box.x + box.width - 1, box.y + box.height / 2);
       const value = chart.locator('.u-legend .u-series').nth(1).locator('.u-value');
+      // The cursor is put there again each time: a read of the range again (its subscription accepted
+      // after it) draws a new chart.
       await until(
-        async () => (await value.textContent()) ?? '',
+        async () => {
+          const box = await chart.locator('.u-over').boundingBox();
+          if (!box) return '';
+          await page.mouse.move(end === 'left' ? box.x + 1 : box.x + box.width - 1, box.y + box.height / 2);
+          return (await value.textContent()) ?? '';
+        },
         (text) => text === expected,
         `the legend at the ${end} end`,
       );
@@ -202,6 +213,32 @@ for (const store of STORES) {
       await shot('latest-values');
     });
 
+    it("when events are sent before the page's subscription is accepted then Latest values shows each metric's newest value", async (t) => {
+      const thingKey = unique('boiler');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Boiler late' })).status, 200);
+      const now = Date.now();
+      await send({ thing_key: thingKey, timestamp: now - 60_000, data: { temperature: 40.5 } });
+      // The page's events subscriptions (Latest values' and the chart's) reach the server only once the
+      // test lets them.
+      const held = await holdSubscriptions(t, page, (subscription) => subscription.topic === 'events');
+      await page.goto(`${api.url}/console/things/${thingKey}`);
+      await page.getByRole('heading', { level: 1, name: 'Boiler late', exact: true }).waitFor();
+      const latest = page.getByRole('region', { name: 'Latest values', exact: true });
+      await latest.getByText('40.5', { exact: true }).waitFor();
+      await until(
+        async () => held.length,
+        (n) => n >= 2,
+        'Latest values and the chart subscribe',
+        15_000,
+      );
+      // The last event lacks pressure: only the hour's events have it.
+      await send({ thing_key: thingKey, timestamp: now - 20_000, data: { pressure: 2.75 } });
+      await send({ thing_key: thingKey, timestamp: now - 10_000, data: { temperature: 43.25 } });
+      for (const release of held) release();
+      await latest.getByText('2.75', { exact: true }).waitFor();
+      await latest.getByText('43.25', { exact: true }).waitFor();
+    });
+
     it("when the thing's template gives a metric a unit then Latest values shows it beside the value", async () => {
       const thing = await thingOfTemplate('Kiln with units', 'Kilns', [
         { name: 'temperature', data_type: 'number', unit: '°C' },
@@ -219,7 +256,8 @@ for (const store of STORES) {
       assert.equal((await device.register({ thing_key: thingKey, name: 'Boiler late' })).status, 200);
       const now = Date.now();
       await send({ thing_key: thingKey, timestamp: now - 30_000, data: { temperature: 42.1 } });
-      await openThing(thingKey, 'Boiler late');
+      await page.goto(`${api.url}/console/things/${thingKey}`);
+      await page.getByRole('heading', { level: 1, name: 'Boiler late', exact: true }).waitFor();
       const latest = page.getByRole('region', { name: 'Latest values', exact: true });
       await latest.getByText('42.1', { exact: true }).waitFor();
       // Two hours late, then a new metric: once the second shows, the first has been handled.
@@ -276,6 +314,40 @@ for (const store of STORES) {
       await shot('out-of-order');
     });
 
+    it("when an event taken live during the chart's read has the second of the read's last event then the chart draws both", async (t) => {
+      const thingKey = unique('same');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Same second' })).status, 200);
+      const second = Math.floor(Date.now() / 1000) - 60;
+      await send({ thing_key: thingKey, timestamp: second * 1000, data: { flow: 1 } });
+      await openThing(thingKey, 'Same second');
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await chart.getByText('1 point · flow', { exact: true }).waitFor();
+      const accepted = () => frames.filter((f) => f.includes('"type":"subscribed"')).length;
+      const before = accepted();
+      // The new range's read of events is answered only once another event of that second is stored
+      // after it and has come live.
+      const reads = /\/api\/v3\/query\/thing_data$/;
+      await page.route(reads, async (route) => {
+        if (route.request().postDataJSON().per === 1) return route.continue();
+        const response = await route.fetch();
+        await until(
+          async () => accepted(),
+          (n) => n > before,
+          'the new range subscribed',
+        );
+        await send({ thing_key: thingKey, timestamp: second * 1000, data: { flow: 2 } });
+        await until(
+          async () => frames.some((f) => f.includes('"flow":2')),
+          (taken) => taken,
+          'the second event taken live',
+        );
+        await route.fulfill({ response });
+      });
+      t.after(() => page.unroute(reads));
+      await chart.getByLabel('Range', { exact: true }).selectOption('Last 15 minutes');
+      await chart.getByText('2 points · flow', { exact: true }).waitFor();
+    });
+
     it('when the last 5 minutes are chosen then the chart asks for those 5 minutes, draws their events and follows live ones', async () => {
       const thingKey = unique('quick');
       assert.equal((await device.register({ thing_key: thingKey, name: 'Quick sensor' })).status, 200);
@@ -317,18 +389,11 @@ for (const store of STORES) {
       const thingKey = unique('gap');
       assert.equal((await device.register({ thing_key: thingKey, name: 'Gap sensor' })).status, 200);
       await send({ thing_key: thingKey, timestamp: Date.now() - 120_000, data: { level: 1 } });
-      const route = { socket: undefined as WebSocketRoute | undefined, allow: true };
-      await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
-        if (!route.allow) return socket.close({ code: 1011, reason: 'down' });
-        socket.connectToServer();
-        route.socket = socket;
-      });
-      t.after(() => page.unrouteAll());
+      const route = await routeRealtime(t, page);
       await openThing(thingKey, 'Gap sensor');
       const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
       await chart.getByText('1 point · level', { exact: true }).waitFor();
-      route.allow = false;
-      await route.socket?.close({ code: 1012, reason: 'restarting' });
+      await route.drop();
       await page.getByRole('status').filter({ hasText: 'Connection lost' }).waitFor();
       await send({ thing_key: thingKey, timestamp: Date.now() - 60_000, data: { level: 2 } });
       await send({ thing_key: thingKey, data: { level: 3 } });

@@ -6,8 +6,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it, type TestContext } from 'node:test';
-import type { Browser, Page, Request, WebSocketRoute } from 'playwright-core';
-import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
+import type { Browser, Page, Request } from 'playwright-core';
+import {
+  browserSkip,
+  holdSubscriptions,
+  launchBrowser,
+  routeRealtime,
+  screenshot,
+  watchProblems,
+} from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
@@ -63,19 +70,9 @@ for (const store of STORES) {
       await page.getByText(new RegExp(`^Page 1 of \\d+ · ${count} ${count === 1 ? 'thing' : 'things'}$`)).waitFor();
     }
 
-    /**
-     * Routes the realtime WebSocket through the test, which can drop it and refuse new ones, until
-     * the end of the test.
-     */
-    async function routeRealtime(t: TestContext) {
-      const route = { sockets: [] as WebSocketRoute[], attempts: 0, allow: true };
-      await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
-        route.attempts++;
-        if (!route.allow) return socket.close({ code: 1011, reason: 'down' });
-        socket.connectToServer();
-        route.sockets.push(socket);
-      });
-      t.after(() => page.unrouteAll());
+    /** The page reloaded with its realtime connection routed through the test, until the end of the test. */
+    async function routedReload(t: TestContext) {
+      const route = await routeRealtime(t, page);
       // Only sockets opened from now on go through the route.
       await page.reload();
       return route;
@@ -109,16 +106,7 @@ for (const store of STORES) {
       const fleet = unique('late');
       await createThing(api, token, { name: `${fleet} first` });
       // The page's `things` subscription reaches the server only once the test lets it.
-      const held: { send: () => void }[] = [];
-      await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
-        const server = socket.connectToServer();
-        socket.onMessage((message) => {
-          const parsed = JSON.parse(String(message));
-          if (parsed.type === 'subscribe' && parsed.topic === 'things') held.push({ send: () => server.send(message) });
-          else server.send(message);
-        });
-      });
-      t.after(() => page.unrouteAll());
+      const held = await holdSubscriptions(t, page, (subscription) => subscription.topic === 'things');
       await page.goto(`${api.url}/console/things?search=${encodeURIComponent(fleet)}`);
       await page.getByText('Page 1 of 1 · 1 thing', { exact: true }).waitFor();
       await live().waitFor();
@@ -129,7 +117,7 @@ for (const store of STORES) {
         'the page subscribes to things',
         15_000,
       );
-      for (const message of held) message.send();
+      for (const send of held) send();
       await page.getByText('Page 1 of 1 · 2 things', { exact: true }).waitFor();
     });
 
@@ -170,12 +158,11 @@ for (const store of STORES) {
 
     it('when a thing comes online while the realtime connection is down then its row shows it once the connection is back', async (t) => {
       const thing = await createThing(api, token, { name: unique('Fan') });
-      const route = await routeRealtime(t);
+      const route = await routedReload(t);
       await showOnly(thing.thing_key, 1);
       await row(thing.thing_key).getByRole('cell', { name: 'Offline', exact: true }).waitFor();
       await live().waitFor();
-      route.allow = false;
-      await route.sockets.at(-1)?.close({ code: 1012, reason: 'restarting' });
+      await route.drop();
       await lost().waitFor();
       assert.equal((await device.event({ thing_key: thing.thing_key, data: { speed: 3 } })).status, 200);
       route.allow = true;
@@ -184,10 +171,9 @@ for (const store of STORES) {
     });
 
     it('when the connection drops and the user moves to a page without live updates then the header stops saying it reconnects', async (t) => {
-      const route = await routeRealtime(t);
+      const route = await routedReload(t);
       await live().waitFor();
-      route.allow = false;
-      await route.sockets.at(-1)?.close({ code: 1012, reason: 'restarting' });
+      await route.drop();
       await lost().waitFor();
       const attempts = route.attempts;
       await go('Users');

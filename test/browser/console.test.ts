@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, BrowserContext, Page, WebSocketRoute } from 'playwright-core';
-import { browserSkip, launchBrowser, screenshot, watchProblems } from '../support/browser.ts';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { browserSkip, launchBrowser, routeRealtime, screenshot, watchProblems } from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { freePort } from '../support/ports.ts';
@@ -333,12 +333,8 @@ for (const store of STORES) {
       await shot('audit-trail');
     });
 
-    it('when the realtime connection drops then the header says so, and it connects again by itself', async () => {
-      const sockets: WebSocketRoute[] = [];
-      await page.routeWebSocket(/\/api\/v3\/ws$/, (socket) => {
-        socket.connectToServer();
-        sockets.push(socket);
-      });
+    it('when the realtime connection drops then the header says so, and it connects again by itself', async (t) => {
+      const { sockets } = await routeRealtime(t, page);
       // A page with live updates opens the connection, through the route.
       await page.reload();
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Things', exact: true }).click();
@@ -348,7 +344,6 @@ for (const store of STORES) {
       await page.getByRole('status').filter({ hasText: 'Connection lost: reconnecting' }).waitFor();
       await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
       assert.equal(sockets.length, 2, 'a new connection');
-      await page.unrouteAll();
     });
 
     it('when the token stops working then the next call brings the sign-in page back', async () => {

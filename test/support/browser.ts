@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
+import { type Browser, chromium, type Locator, type Page, type WebSocketRoute } from 'playwright-core';
 import { loadConfig } from '../../src/core/config.ts';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -184,4 +184,80 @@ export async function assertHeaderLine(banner: Locator, state: Locator): Promise
     assert.ok(box, `${what} is shown`);
     assert.ok(box.y >= header.y && box.y + box.height <= header.y + header.height, `${what} is in the header`);
   }
+}
+
+const REALTIME = /\/api\/v3\/ws$/;
+
+/** A page's realtime WebSockets, routed through the test (routeRealtime). */
+export interface RealtimeRoute {
+  /** The connections let through, oldest first. */
+  sockets: WebSocketRoute[];
+  /** How many connections the page tried to open. */
+  attempts: number;
+  /** Whether a new connection is let through; one that is not is closed at once (1011). */
+  allow: boolean;
+  /** Refuses new connections and closes the last one as a server restarting does (1012). */
+  drop(): Promise<void>;
+}
+
+/** What the routing helpers need of a test: its end. */
+interface Ending {
+  after(fn: () => unknown): void;
+}
+
+/**
+ * Routes the page's realtime connections opened from now on through the test, which can drop them and
+ * refuse new ones, until the end of test `t`. (Playwright keeps a WebSocket route for the page's life,
+ * `unrouteAll` leaves it: at the test's end this one lets every connection through untouched.)
+ */
+export async function routeRealtime(t: Ending, page: Page): Promise<RealtimeRoute> {
+  let ended = false;
+  const route: RealtimeRoute = {
+    sockets: [],
+    attempts: 0,
+    allow: true,
+    async drop() {
+      route.allow = false;
+      await route.sockets.at(-1)?.close({ code: 1012, reason: 'restarting' });
+    },
+  };
+  t.after(() => {
+    ended = true;
+  });
+  await page.routeWebSocket(REALTIME, (socket) => {
+    if (ended) return socket.connectToServer();
+    route.attempts++;
+    if (!route.allow) return socket.close({ code: 1011, reason: 'down' });
+    socket.connectToServer();
+    route.sockets.push(socket);
+  });
+  return route;
+}
+
+/**
+ * Holds back the `subscribe` messages the page sends from now on that `hold` picks, until the test
+ * sends them on: answers the held ones' senders, in the order the page sent them. At the end of test
+ * `t` whatever is still held is sent, and nothing more is held.
+ */
+export async function holdSubscriptions(
+  t: Ending,
+  page: Page,
+  hold: (subscription: { topic?: string }) => boolean,
+): Promise<(() => void)[]> {
+  let ended = false;
+  const held: (() => void)[] = [];
+  t.after(() => {
+    ended = true;
+    for (const send of held.splice(0)) send();
+  });
+  await page.routeWebSocket(REALTIME, (socket) => {
+    const server = socket.connectToServer();
+    if (ended) return;
+    socket.onMessage((message) => {
+      const sent = JSON.parse(String(message));
+      if (!ended && sent.type === 'subscribe' && hold(sent)) held.push(() => server.send(message));
+      else server.send(message);
+    });
+  });
+  return held;
 }

@@ -21,6 +21,9 @@ const STATUSES = [
   { value: 'cleared', label: 'Cleared' },
 ];
 
+/** Whether the list filtered on `status` (`''`: all of them) holds `alert`. */
+const listedUnder = (status: string, alert: Alert) => status === '' || alert.status === status;
+
 /** Alerts in the list's order: newest `timestamp` (epoch seconds) first (docs/rules.md, Alerts). */
 const byTime = (alerts: Alert[]) => [...alerts].sort((a, b) => Number(b.timestamp) - Number(a.timestamp));
 
@@ -49,10 +52,10 @@ export function AlertsPage() {
       ),
     [page, status],
   );
-  // The page as last shown, for the live updates to tell which alerts it lists.
-  const shownData = useRef(list.data);
-  shownData.current = list.data;
-  const listed = (alert: Alert) => status === '' || alert.status === status;
+  // The page as last shown, for the live updates to tell which alerts it lists: one subscription serves
+  // every filter and page.
+  const view = useRef({ data: list.data, page, status });
+  view.current = { data: list.data, page, status };
   const act = async (alert: Alert, step: 'acknowledge' | 'clear') => {
     const body = comment.trim() ? { comment: comment.trim() } : {};
     const params = { path: { alert_key: alert.alert_key } };
@@ -65,7 +68,7 @@ export function AlertsPage() {
       setFailure(undefined);
       setComment('');
       // An alert that no longer has the status filtered on leaves the list: the page is read again.
-      if (!listed(answered.alert)) list.reload();
+      if (!listedUnder(status, answered.alert)) list.reload();
       else
         list.set((data) => ({
           ...data,
@@ -79,31 +82,35 @@ export function AlertsPage() {
   // counts in the total and, on the first page, takes its place by time. An alert that leaves or joins
   // the filtered status changes which alerts the pages hold: the page is read again. So does the
   // subscription's acceptance, on opening as after a lost connection: what happened before it is not
-  // replayed (docs/realtime.md). One subscription serves every filter and page, read as last shown.
-  const view = useRef({ page, status });
-  view.current = { page, status };
+  // replayed (docs/realtime.md).
   useEffect(
     () =>
-      realtime.subscribe('alerts', {}, (message) => {
-        if (message.type === 'subscribed') return list.reloadSoon();
-        const data = shownData.current;
-        if (message.type !== 'alert' || !data) return;
-        const alert = message.alert as Alert;
-        const { page, status } = view.current;
-        const listed = status === '' || alert.status === status;
-        const shown = data.alerts.some((a) => a.alert_key === alert.alert_key);
-        if (shown && listed) {
-          list.set((old) => ({ ...old, alerts: old.alerts.map((a) => (a.alert_key === alert.alert_key ? alert : a)) }));
-        } else if (shown || (message.change === 'updated' && status !== '' && listed)) {
-          list.reload();
-        } else if (message.change === 'created' && listed) {
-          list.set((old) => ({
-            ...old,
-            total_count: old.total_count + 1,
-            alerts: page === 1 ? byTime([alert, ...old.alerts]).slice(0, PER) : old.alerts,
-          }));
-        }
-      }),
+      realtime.subscribe(
+        'alerts',
+        {},
+        (message) => {
+          const { data, page, status } = view.current;
+          if (message.type !== 'alert' || !data) return;
+          const alert = message.alert as Alert;
+          const listed = listedUnder(status, alert);
+          const shown = data.alerts.some((a) => a.alert_key === alert.alert_key);
+          if (shown && listed) {
+            list.set((old) => ({
+              ...old,
+              alerts: old.alerts.map((a) => (a.alert_key === alert.alert_key ? alert : a)),
+            }));
+          } else if (shown || (message.change === 'updated' && status !== '' && listed)) {
+            list.reload();
+          } else if (message.change === 'created' && listed) {
+            list.set((old) => ({
+              ...old,
+              total_count: old.total_count + 1,
+              alerts: page === 1 ? byTime([alert, ...old.alerts]).slice(0, PER) : old.alerts,
+            }));
+          }
+        },
+        list.reloadSoon,
+      ),
     [],
   );
   const shown = list.data?.alerts ?? [];

@@ -157,7 +157,6 @@ function FirstEvent({ thingKey }: { thingKey: string }) {
   useEffect(() => {
     setFirst(undefined);
     let current = true;
-    let accepted = false;
     const since = Date.now() / 1000 - CLOCK_SLACK_S;
     const readMissed = async () => {
       const { thing } = await answer(
@@ -168,25 +167,28 @@ function FirstEvent({ thingKey }: { thingKey: string }) {
       const data = (last.data ?? {}) as Record<string, unknown>;
       setFirst((shown) => shown ?? { timestamp: last.timestamp as number, data });
     };
-    // A connection lost before the subscription was first accepted counts as lost all the same.
+    // Whether the connection was lost since the page began waiting (before or after the subscription
+    // was first accepted): its next acceptance reads what was missed.
     let lost = false;
     const stopResume = realtime.onResume(() => {
       lost = true;
     });
     // Not filtered by thing: a filter naming a thing that does not exist yet is refused.
-    const stop = realtime.subscribe('events', {}, (message) => {
-      if (message.type === 'error') return setRefused(String(message.message ?? message.code));
-      if (message.type === 'subscribed') {
+    const stop = realtime.subscribe(
+      'events',
+      {},
+      (message) => {
+        if (message.type === 'error') return setRefused(String(message.message ?? message.code));
+        if (message.type !== 'event' || message.thing_key !== thingKey) return;
+        setFirst(
+          (shown) => shown ?? { timestamp: message.timestamp as number, data: message.data as Record<string, unknown> },
+        );
+      },
+      () => {
         // A thing not made yet (404) has sent nothing: it is still waited for.
-        if ((accepted || lost) && mayReadThings !== false) readMissed().catch(() => undefined);
-        accepted = true;
-        return;
-      }
-      if (message.type !== 'event' || message.thing_key !== thingKey) return;
-      setFirst(
-        (shown) => shown ?? { timestamp: message.timestamp as number, data: message.data as Record<string, unknown> },
-      );
-    });
+        if (lost && mayReadThings !== false) readMissed().catch(() => undefined);
+      },
+    );
     return () => {
       current = false;
       stop();

@@ -3,7 +3,7 @@
  * and kept live through realtime push; live changes are drawn at most once per animation frame.
  */
 import type { ComponentType } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, answer, api } from '../api/client.ts';
 import { useMayRead } from '../caller.ts';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
@@ -11,9 +11,10 @@ import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { unitsOfMetrics } from '../components/chart-scales.ts';
 import { Failure } from '../components/failure.tsx';
 import { BreakableName } from '../components/name-breaks.tsx';
+import { holdsPoint } from '../components/points.ts';
 import { useLoad } from '../components/use-load.ts';
 import { countOf, showShortTime, showTime, showValue } from '../format.ts';
-import { realtime } from '../realtime.ts';
+import { type Message, realtime } from '../realtime.ts';
 import { Link, segment } from '../router.tsx';
 import { onSessionChange } from '../session.ts';
 import { Markdown } from './markdown.tsx';
@@ -56,7 +57,9 @@ function useSource(widget: Widget, chosen: Record<string, string>) {
     () => (source ? resolveSource(source, chosen) : Promise.resolve({ things: [], missing: [] })),
     [JSON.stringify(source), JSON.stringify(chosen)],
   );
-  useEffect(() => realtime.onResume(loaded.reload), []);
+  // reloadSoon: a things widget's `things` subscription reads its source again when it is accepted after
+  // the same lost connection; both come to one read.
+  useEffect(() => realtime.onResume(loaded.reloadSoon), []);
   return loaded;
 }
 
@@ -144,8 +147,33 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
   const [error, setError] = useState<string | undefined>();
   const [round, setRound] = useState(0);
   const chart = useRef<ChartHandle | undefined>(undefined);
-  // Live points are added without a render: the caption's count is written in place.
   const caption = useRef<HTMLParagraphElement>(null);
+  const start = useRef(range[0]);
+  start.current = range[0];
+  const end = useRef(range[1]);
+  end.current = range[1];
+  // The live events that came while the range is read; undefined when no read of a raw line is under way.
+  const arriving = useRef<Message[] | undefined>(undefined);
+  /** Whether a raw line's columns hold a live event's values for its thing at its time. */
+  const readHolds = (shown: Columns, message: Message): boolean => {
+    const t = keys.split(',').indexOf(String(message.thing_key));
+    return holdsPoint(shown, message.timestamp as number, (i) =>
+      Math.floor(i / metrics.length) === t
+        ? asNumber(pick(message.data, metrics[i % metrics.length] as string))
+        : undefined,
+    );
+  };
+  /** Adds a live event to a raw line's columns, unless it is not theirs to draw. */
+  const addEvent = (shown: Columns, message: Message): boolean => {
+    const t = keys.split(',').indexOf(String(message.thing_key));
+    if (t < 0 || typeof message.timestamp !== 'number' || message.timestamp < start.current) return false;
+    shown.x.push(message.timestamp);
+    shown.ys.forEach((column, i) => {
+      const mine = Math.floor(i / metrics.length) === t;
+      column.push(mine ? asNumber(pick(message.data, metrics[i % metrics.length] as string)) : null);
+    });
+    return true;
+  };
   // The chart takes what the widget leaves once its legend is drawn whole (use-chart-fit.ts).
   const plot = useRef<HTMLDivElement>(null);
   const { height, leaveOut } = useChartFit(plot, widget.title, columns, widget.layout.h);
@@ -154,7 +182,10 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
   useEffect(() => {
     if (!source.data) return;
     let current = true;
-    const [from, to] = range;
+    // A rolling range is read up to the moment of reading: a read again on the subscription's acceptance
+    // comes after the range was set.
+    const from = range[0];
+    const to = rolling ? Math.max(range[1], Math.ceil(Date.now() / 1000)) : range[1];
     // A count has no unit; other aggregates keep their metric's (the source's template's, else its things').
     // A role that may not read templates is not asked for them: its lines share one scale.
     const templates =
@@ -190,7 +221,7 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
         row[index] = value;
         rows.set(time, row);
       };
-      if (to - from <= 6 * 3600) {
+      if (range[1] - range[0] <= 6 * 3600) {
         await Promise.all(
           things.map(async (thing, t) => {
             const answered = (await answer(
@@ -220,9 +251,19 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
       }
       return toColumns(labels, rows);
     };
+    arriving.current = aggregate ? undefined : [];
     Promise.all([load(), measured]).then(
       ([loaded, byTemplate]) => {
         if (!current) return;
+        // What came live during the read (which may have been answered from before it) joins the line
+        // from its last point on, unless the read holds it (components/points.ts).
+        const last = loaded.x.at(-1) ?? Number.NEGATIVE_INFINITY;
+        for (const message of arriving.current ?? []) {
+          const timestamp = message.timestamp as number;
+          if (timestamp < last || (timestamp === last && readHolds(loaded, message))) continue;
+          addEvent(loaded, message);
+        }
+        arriving.current = undefined;
         const unitOf = (template: string | undefined, metric: string) =>
           template === undefined ? undefined : byTemplate.get(template)?.[metric];
         const lines = aggregate
@@ -234,45 +275,61 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
         setError(undefined);
         setColumns(loaded);
       },
-      (failure) => current && setError(failure instanceof Error ? failure.message : String(failure)),
+      (failure) => {
+        if (!current) return;
+        arriving.current = undefined;
+        setError(failure instanceof Error ? failure.message : String(failure));
+      },
     );
     return () => {
       current = false;
     };
   }, [source.data, range[0], range[1], round]);
   // Live: a raw line takes each event as it comes (drawn once a frame); a fleet line is read again, at
-  // most every five seconds, as its buckets are the server's sums.
+  // most every five seconds, as its buckets are the server's sums. The source, and with it the range,
+  // is read again each time the subscription is accepted (on opening as after a lost connection, when
+  // it comes to one read with useSource's): what was sent before it is not replayed. The range's start
+  // is read through a ref: a rolling range moves every minute, which reads the range again but keeps
+  // the subscription.
   const live = useRef(columns);
   live.current = columns;
+  // Live points are added without a render: the caption's count is written in place, and so after
+  // each read (were it rendered, a read after live points would leave the count they wrote).
+  const showCount = () => {
+    if (caption.current && live.current) caption.current.textContent = pointsCaption(live.current.x.length, aggregate);
+  };
+  useLayoutEffect(showCount, [columns, leaveOut]);
   useEffect(() => {
     if (keys === '') return;
     let later: ReturnType<typeof setTimeout> | undefined;
-    const names = keys.split(',');
-    const stop = realtime.subscribe('events', { thing_keys: names, metrics }, (message) => {
-      if (message.type !== 'event') return;
-      if (aggregate) {
-        later ??= setTimeout(() => {
-          later = undefined;
-          setRound((r) => r + 1);
-        }, 5000);
-        return;
-      }
-      const shown = live.current;
-      const t = names.indexOf(String(message.thing_key));
-      if (!shown || t < 0 || typeof message.timestamp !== 'number' || message.timestamp < range[0]) return;
-      shown.x.push(message.timestamp);
-      shown.ys.forEach((column, i) => {
-        const mine = Math.floor(i / metrics.length) === t;
-        column.push(mine ? asNumber(pick(message.data, metrics[i % metrics.length] as string)) : null);
-      });
-      chart.current?.draw();
-      if (caption.current) caption.current.textContent = pointsCaption(shown.x.length, aggregate);
-    });
+    const stop = realtime.subscribe(
+      'events',
+      { thing_keys: keys.split(','), metrics },
+      (message) => {
+        if (message.type !== 'event') return;
+        if (aggregate) {
+          later ??= setTimeout(() => {
+            later = undefined;
+            setRound((r) => r + 1);
+          }, 5000);
+          return;
+        }
+        arriving.current?.push(message);
+        const shown = live.current;
+        if (!shown || !addEvent(shown, message)) return;
+        chart.current?.draw();
+        showCount();
+      },
+      () => {
+        // A range that ended before now gains nothing the subscription could have missed.
+        if (rolling || end.current >= Date.now() / 1000) source.reloadSoon();
+      },
+    );
     return () => {
       clearTimeout(later);
       stop();
     };
-  }, [keys, metrics.join(','), aggregate, range[0]]);
+  }, [keys, metrics.join(','), aggregate, rolling]);
   // A rolling range (`last`) ends now, as the page reads it again every minute: its chart slides with
   // the clock. A fixed one stays where it is, however near now it ends.
   return (
@@ -293,11 +350,7 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
           />
         )}
       </div>
-      {columns && !leaveOut && (
-        <p class="chart-caption" ref={caption}>
-          {pointsCaption(columns.x.length, aggregate)}
-        </p>
-      )}
+      {columns && !leaveOut && <p class="chart-caption" ref={caption} />}
     </div>
   );
 }
@@ -311,9 +364,8 @@ function useLatest(widget: Widget, chosen: Record<string, string>) {
   const metric = widget.metric ?? '';
   const [latest, update, reset] = useFrameState<{ value: unknown; timestamp: number } | undefined>(undefined);
   const [missing, setMissing] = useState(false);
-  // Events missed while the connection was down are not replayed: the latest value is read again.
-  const [round, setRound] = useState(0);
-  useEffect(() => realtime.onResume(() => setRound((r) => r + 1)), []);
+  // What is sent before the subscription is accepted, on opening as after a lost connection, is not
+  // replayed (docs/realtime.md): the latest value is read again each time it is accepted.
   useEffect(() => {
     let current = true;
     reset(undefined);
@@ -322,30 +374,47 @@ function useLatest(widget: Widget, chosen: Record<string, string>) {
       setMissing(true);
       return;
     }
-    answer(api.GET('/api/v3/things/{thing_key}', { params: { path: { thing_key: thingKey } } })).then(
-      ({ thing }) => {
-        const event = thing.last_event;
-        const value = event ? pick(event.data, metric) : undefined;
-        if (current && event && value !== undefined && typeof event.timestamp === 'number')
-          update((shown) =>
-            shown && shown.timestamp > (event.timestamp as number)
-              ? shown
-              : { value, timestamp: event.timestamp as number },
-          );
+    const read = () =>
+      answer(api.GET('/api/v3/things/{thing_key}', { params: { path: { thing_key: thingKey } } })).then(
+        ({ thing }) => {
+          if (!current) return;
+          setMissing(false);
+          const event = thing.last_event;
+          const value = event ? pick(event.data, metric) : undefined;
+          if (event && value !== undefined && typeof event.timestamp === 'number')
+            update((shown) =>
+              shown && shown.timestamp > (event.timestamp as number)
+                ? shown
+                : { value, timestamp: event.timestamp as number },
+            );
+        },
+        // Missing when refused (gone, not the role's to read, no such key); a server that cannot be
+        // reached or is busy leaves what is shown, read again once the subscription is accepted.
+        (failure) =>
+          current &&
+          failure instanceof ApiFailure &&
+          failure.status < 500 &&
+          failure.status !== 429 &&
+          setMissing(true),
+      );
+    read();
+    const stop = realtime.subscribe(
+      'events',
+      { thing_keys: [thingKey], metrics: [metric] },
+      (message) => {
+        if (message.type !== 'event' || typeof message.timestamp !== 'number') return;
+        const value = pick(message.data, metric);
+        const timestamp = message.timestamp;
+        if (value !== undefined)
+          update((shown) => (shown && shown.timestamp > timestamp ? shown : { value, timestamp }));
       },
-      () => current && setMissing(true),
+      read,
     );
-    const stop = realtime.subscribe('events', { thing_keys: [thingKey], metrics: [metric] }, (message) => {
-      if (message.type !== 'event' || typeof message.timestamp !== 'number') return;
-      const value = pick(message.data, metric);
-      const timestamp = message.timestamp;
-      if (value !== undefined) update((shown) => (shown && shown.timestamp > timestamp ? shown : { value, timestamp }));
-    });
     return () => {
       current = false;
       stop();
     };
-  }, [thingKey, metric, round]);
+  }, [thingKey, metric]);
   return { thingKey, latest, missing };
 }
 
@@ -422,14 +491,18 @@ function useLiveThings(widget: Widget, chosen: Record<string, string>) {
         ),
       );
     });
-    const stopThings = realtime.subscribe('things', { thing_keys: names }, (message) => {
-      if (message.type === 'subscribed') return source.reloadSoon();
-      if (message.type !== 'thing') return;
-      if (message.change !== 'alive') return source.reloadSoon();
-      update((shown) =>
-        shown.map((t) => (t.thing_key === message.thing_key ? { ...t, alive: message.alive as boolean } : t)),
-      );
-    });
+    const stopThings = realtime.subscribe(
+      'things',
+      { thing_keys: names },
+      (message) => {
+        if (message.type !== 'thing') return;
+        if (message.change !== 'alive') return source.reloadSoon();
+        update((shown) =>
+          shown.map((t) => (t.thing_key === message.thing_key ? { ...t, alive: message.alive as boolean } : t)),
+        );
+      },
+      source.reloadSoon,
+    );
     return () => {
       stopEvents();
       stopThings();
@@ -503,14 +576,12 @@ function AlertsWidget({ widget, chosen }: WidgetProps) {
     const mine = new Set(keys);
     return answered.alerts.filter((a) => a.thing_key && mine.has(a.thing_key)).slice(0, 20);
   }, [keys.join(','), status.join(',')]);
-  useEffect(() => {
-    const stopAlerts = realtime.subscribe('alerts', {}, (m) => m.type === 'alert' && alerts.reloadSoon());
-    const stopResume = realtime.onResume(alerts.reload);
-    return () => {
-      stopAlerts();
-      stopResume();
-    };
-  }, []);
+  // Read again on each acceptance of the subscription (on opening as after a lost connection): what
+  // changed before it is not replayed.
+  useEffect(
+    () => realtime.subscribe('alerts', {}, (m) => m.type === 'alert' && alerts.reloadSoon(), alerts.reloadSoon),
+    [],
+  );
   return (
     <>
       <Failure message={source.error ?? alerts.error} />

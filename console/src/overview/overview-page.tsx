@@ -40,29 +40,23 @@ export function OverviewPage() {
   );
   const alertsUnread = alerts.refused || mayReadAlerts === false;
   // Subscribed once the figures are shown: a `things` subscription has the server read every thing of
-  // the organisation first, which would hold up the first figures of a large fleet. What changed in
-  // between is caught by reading the figures again a second after subscribing.
+  // the organisation first, which would hold up the first figures of a large fleet. Every message of
+  // these subscriptions reads the figures again, at most once a second: their acceptance too (on
+  // subscribing as after a lost connection), which catches what changed before it.
   const shown = summary.data !== undefined;
   useEffect(() => {
     if (!shown) return;
     const readSummary = () => summary.reloadSoon();
-    const readAlerts = () => alerts.reloadSoon();
-    const ends = [
-      realtime.subscribe('things', {}, readSummary),
-      realtime.subscribe('events', {}, readSummary),
-      ...(mayReadAlerts ? [realtime.subscribe('alerts', {}, readAlerts)] : []),
-      realtime.onResume(() => {
-        summary.reload();
-        alerts.reload();
-      }),
-    ];
-    readSummary();
-    alerts.reloadSoon();
+    const ends = [realtime.subscribe('things', {}, readSummary), realtime.subscribe('events', {}, readSummary)];
     const slide = setInterval(readSummary, SLIDE_MS);
     return () => {
       clearInterval(slide);
       for (const end of ends) end();
     };
+  }, [shown]);
+  // Apart: the role becoming known does not renew the costly `things` subscription.
+  useEffect(() => {
+    if (shown && mayReadAlerts) return realtime.subscribe('alerts', {}, () => alerts.reloadSoon());
   }, [shown, mayReadAlerts]);
   const fleet = summary.data;
   const count = (n: number | undefined) => (n === undefined ? undefined : String(n));

@@ -32,14 +32,18 @@ export function Instructions({ thingKey }: { thingKey: string }) {
   const action = useFieldAction(['instruction.name', 'instruction.definition']);
   useEffect(
     () =>
-      realtime.subscribe('instructions', { thing_keys: [thingKey] }, (message) => {
-        // What happened before the subscription was accepted (on opening, after a lost connection) is
-        // not replayed: the list is read again.
-        if (message.type === 'subscribed') return list.reloadSoon();
-        if (message.type !== 'instruction') return;
-        const instruction = message.instruction as Instruction;
-        list.set((items) => [instruction, ...items.filter((i) => i.instruction_key !== instruction.instruction_key)]);
-      }),
+      // What happened before the subscription was accepted (on opening, after a lost connection) is not
+      // replayed: the list is read again on each acceptance.
+      realtime.subscribe(
+        'instructions',
+        { thing_keys: [thingKey] },
+        (message) => {
+          if (message.type !== 'instruction') return;
+          const instruction = message.instruction as Instruction;
+          list.set((items) => [instruction, ...items.filter((i) => i.instruction_key !== instruction.instruction_key)]);
+        },
+        list.reloadSoon,
+      ),
     [thingKey],
   );
   const send = async (event: Event) => {

@@ -6,6 +6,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { answer, api, messageOf } from '../api/client.ts';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { Field } from '../components/field.tsx';
+import { holdsPoint } from '../components/points.ts';
 import { countOf } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
 
@@ -106,7 +107,8 @@ export function Telemetry({
     // lost: nothing is replayed, docs/realtime.md) is read with the history again once it is accepted
     // after the history came, the chart kept meanwhile.
     let loaded: Columns | Averages | undefined;
-    let early: Message[] | undefined = [];
+    // The live events that came while the history is read; undefined when no read is under way.
+    let early: Message[] | undefined;
     const add = (message: Message) => {
       if (!loaded) return;
       const all = valuesOf(message.data);
@@ -129,8 +131,32 @@ export function Telemetry({
       else chart.current?.draw();
       setCount(loaded.x.length);
     };
+    /**
+     * Adds the live events that came during the read, those from `after` on (epoch seconds). Those of
+     * the second `after` itself may be in the read too: averages cannot tell, and an event stored after
+     * the read's query, in the rest of that second, is far likelier than one stored in the few
+     * milliseconds before it; events drawn one by one can, and are added unless the read holds them.
+     */
+    const addEarly = (after: number) => {
+      const arrived = early ?? [];
+      early = undefined;
+      for (const message of arrived) {
+        const timestamp = message.timestamp as number;
+        if (timestamp < after) continue;
+        if (timestamp === after && loaded && !('sums' in loaded)) {
+          const values = valuesOf(message.data);
+          const read = loaded;
+          const readValue = (column: number) => {
+            const value = values[read.metrics[column] as string];
+            return typeof value === 'number' ? value : null;
+          };
+          if (holdsPoint(read, timestamp, readValue)) continue;
+        }
+        add(message);
+      }
+    };
     const readHistory = () => {
-      early ??= [];
+      early = [];
       loadColumns(thingKey, range).then(
         (history) => {
           if (!current) return;
@@ -142,34 +168,31 @@ export function Telemetry({
           setError(undefined);
           loaded = history.columns;
           // Averages per minute hold the events of the minutes read: only later ones are added.
-          const last = history.grouped
-            ? history.readUntil
-            : (loaded.x[loaded.x.length - 1] ?? Number.NEGATIVE_INFINITY);
-          const arrived = early ?? [];
-          early = undefined;
-          for (const message of arrived) if ((message.timestamp as number) > last) add(message);
+          addEarly(history.grouped ? history.readUntil : (loaded.x[loaded.x.length - 1] ?? Number.NEGATIVE_INFINITY));
         },
         (failure) => {
           if (!current) return;
           setError(messageOf(failure));
           // The chart shown (if any) goes on taking live events.
-          const arrived = early ?? [];
-          early = undefined;
-          for (const message of arrived) add(message);
+          addEarly(Number.NEGATIVE_INFINITY);
         },
       );
     };
     const stop =
       'live' in range
-        ? realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
-            if (message.type === 'subscribed') {
+        ? realtime.subscribe(
+            'events',
+            { thing_keys: [thingKey] },
+            (message) => {
+              if (message.type !== 'event') return;
+              if (early) early.push(message);
+              else add(message);
+            },
+            // Accepted after the history came (and no read under way): what it missed is read.
+            () => {
               if (loaded && early === undefined) readHistory();
-              return;
-            }
-            if (message.type !== 'event') return;
-            if (early) early.push(message);
-            else add(message);
-          })
+            },
+          )
         : undefined;
     setColumns(undefined);
     readHistory();

@@ -16,12 +16,16 @@ export function ThingAlerts({ thingKey }: { thingKey: string }) {
   );
   useEffect(
     () =>
-      realtime.subscribe('alerts', { thing_keys: [thingKey] }, (message) => {
-        if (message.type === 'subscribed') return alerts.reloadSoon();
-        if (message.type !== 'alert') return;
-        const alert = message.alert as Alert;
-        alerts.set((list) => [alert, ...list.filter((a) => a.alert_key !== alert.alert_key)].slice(0, 20));
-      }),
+      realtime.subscribe(
+        'alerts',
+        { thing_keys: [thingKey] },
+        (message) => {
+          if (message.type !== 'alert') return;
+          const alert = message.alert as Alert;
+          alerts.set((list) => [alert, ...list.filter((a) => a.alert_key !== alert.alert_key)].slice(0, 20));
+        },
+        alerts.reloadSoon,
+      ),
     [thingKey],
   );
   return (

@@ -47,38 +47,52 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
     // Online and Offline follow the thing's alive flips, as on the Things table (docs/realtime.md).
     // What changed before the subscription was accepted (on opening, after a lost connection) is not
     // replayed: the thing is read again.
-    const stopThings = realtime.subscribe('things', { thing_keys: [thingKey] }, (message) => {
-      if (message.type === 'subscribed') return thing.reloadSoon();
-      if (message.type !== 'thing') return;
-      if (message.change === 'alive') thing.set((t) => ({ ...t, alive: message.alive as boolean }));
-      else thing.reload();
-    });
+    const stopThings = realtime.subscribe(
+      'things',
+      { thing_keys: [thingKey] },
+      (message) => {
+        if (message.type !== 'thing') return;
+        if (message.change === 'alive') thing.set((t) => ({ ...t, alive: message.alive as boolean }));
+        else thing.reload();
+      },
+      thing.reloadSoon,
+    );
     return () => stopThings();
   }, [thingKey, deletions]);
   useEffect(() => {
     if (!dataReadable) return;
     let current = true;
     // Latest values: the thing's last event, its events of the last hour, then live ones (docs/console.md).
-    const to = Math.floor(Date.now() / 1000);
-    answer(
-      api.POST('/api/v3/query/thing_data', {
-        body: { thing_key: thingKey, from: to - 3600, to, per: LATEST_EVENTS, order: 'desc' },
-      }),
-    ).then(
-      (answered) => {
-        if (!current) return;
-        const events = (answered as unknown as EventsAnswer)[thingKey]?.event_data ?? [];
-        setLatest((shown) => events.reduce((l, e) => mergeLatest(l, e.timestamp, e.data), shown));
+    // The hour is read again each time the subscription is accepted: a metric that only events sent
+    // before it (or while the connection was lost) carried would stay old.
+    const readRecent = () => {
+      const to = Math.floor(Date.now() / 1000);
+      answer(
+        api.POST('/api/v3/query/thing_data', {
+          body: { thing_key: thingKey, from: to - 3600, to, per: LATEST_EVENTS, order: 'desc' },
+        }),
+      ).then(
+        (answered) => {
+          if (!current) return;
+          const events = (answered as unknown as EventsAnswer)[thingKey]?.event_data ?? [];
+          setLatest((shown) => events.reduce((l, e) => mergeLatest(l, e.timestamp, e.data), shown));
+        },
+        // A role changed meanwhile: the Telemetry panel shows the API's message.
+        () => undefined,
+      );
+    };
+    readRecent();
+    const stopEvents = realtime.subscribe(
+      'events',
+      { thing_keys: [thingKey] },
+      (message) => {
+        if (message.type === 'error') return setLiveRefused(String(message.message ?? message.code));
+        if (message.type !== 'event') return;
+        thing.set((t) => ({ ...t, alive: true }));
+        setLatest((shown) => mergeLatest(shown, message.timestamp, message.data));
       },
-      // A role changed meanwhile: the Telemetry panel shows the API's message.
-      () => undefined,
+      readRecent,
     );
-    const stopEvents = realtime.subscribe('events', { thing_keys: [thingKey] }, (message) => {
-      if (message.type === 'error') return setLiveRefused(String(message.message ?? message.code));
-      if (message.type !== 'event') return;
-      thing.set((t) => ({ ...t, alive: true }));
-      setLatest((shown) => mergeLatest(shown, message.timestamp, message.data));
-    });
     return () => {
       current = false;
       stopEvents();

@@ -40,16 +40,14 @@ const notOlder = (timestamp: unknown, shown: Thing['last_event']): boolean =>
 export function ThingsPage() {
   const [opened] = useState(currentQuery);
   const [search, setSearch] = useState(opened.get('search') ?? '');
+  const [chosenTemplate, setTemplate] = useState(opened.get('template') ?? '');
+  const [chosenGroup, setGroup] = useState(opened.get('group') ?? '');
   const caller = useCaller();
-  // A filter the role may not choose (it may not read templates or groups) is not applied either: an
-  // address naming one would otherwise narrow the list with nothing on the page saying so.
-  const filterable = (cls: string, value: string | null) => (mayRead(caller, cls) === false ? '' : (value ?? ''));
-  const [template, setTemplate] = useState(() => filterable('thing_template', opened.get('template')));
-  const [group, setGroup] = useState(() => filterable('group', opened.get('group')));
-  useEffect(() => {
-    setTemplate((chosen) => filterable('thing_template', chosen));
-    setGroup((chosen) => filterable('group', chosen));
-  }, [caller]);
+  // A filter the role may not choose (it may not read templates or groups) is not applied, nor kept in
+  // the address, either: an address naming one would otherwise narrow the list with nothing on the
+  // page saying so.
+  const template = mayRead(caller, 'thing_template') === false ? '' : chosenTemplate;
+  const group = mayRead(caller, 'group') === false ? '' : chosenGroup;
   const [page, setPage] = useState(() => Math.max(1, Number.parseInt(opened.get('page') ?? '', 10) || 1));
   const [refused, setRefused] = useState<Record<string, string>>({});
   const mayReadData = mayRead(caller, 'data') !== false;
@@ -105,30 +103,33 @@ export function ThingsPage() {
 
   useEffect(
     () =>
-      realtime.subscribe('things', {}, (message) => {
-        follow('things', message);
-        // A change made between the list's read and the subscription's acceptance, or while the
-        // connection was down, is not replayed (docs/realtime.md): the list is read again once the
-        // subscription is accepted, on opening the page as after a lost connection.
-        if (message.type === 'subscribed') return list.reloadSoon();
-        if (message.type !== 'thing') return;
-        // A new, deleted or changed thing (its name, tags, template) may change which things the page
-        // shows: the page is read again, once for a whole burst of changes.
-        if (message.change !== 'alive') return list.reloadSoon();
-        const lastEvent = message.last_event as Thing['last_event'];
-        list.set((data) => ({
-          ...data,
-          things: data.things.map((t) =>
-            t.thing_key === message.thing_key
-              ? {
-                  ...t,
-                  alive: message.alive as boolean,
-                  last_event: lastEvent && notOlder(lastEvent.timestamp, t.last_event) ? lastEvent : t.last_event,
-                }
-              : t,
-          ),
-        }));
-      }),
+      // A change made between the list's read and the subscription's acceptance, or while the connection
+      // was down, is not replayed (docs/realtime.md): the list is read again on each acceptance.
+      realtime.subscribe(
+        'things',
+        {},
+        (message) => {
+          follow('things', message);
+          if (message.type !== 'thing') return;
+          // A new, deleted or changed thing (its name, tags, template) may change which things the page
+          // shows: the page is read again, once for a whole burst of changes.
+          if (message.change !== 'alive') return list.reloadSoon();
+          const lastEvent = message.last_event as Thing['last_event'];
+          list.set((data) => ({
+            ...data,
+            things: data.things.map((t) =>
+              t.thing_key === message.thing_key
+                ? {
+                    ...t,
+                    alive: message.alive as boolean,
+                    last_event: lastEvent && notOlder(lastEvent.timestamp, t.last_event) ? lastEvent : t.last_event,
+                  }
+                : t,
+            ),
+          }));
+        },
+        list.reloadSoon,
+      ),
     [],
   );
 
