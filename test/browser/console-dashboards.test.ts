@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser, Locator, Page, WebSocket } from 'playwright-core';
+import type { Browser, Locator, Page, Route, WebSocket } from 'playwright-core';
 import { assertAccessible } from '../support/axe.ts';
 import {
   browserSkip,
@@ -598,13 +598,13 @@ for (const store of STORES) {
       const row = region('Starters').getByRole('row').filter({ hasText: 'Late starter' });
       await row.getByRole('cell', { name: 'Offline', exact: true }).waitFor();
       await until(
-        async () => held.length,
+        async () => held.count,
         (n) => n >= 2,
         'the widget subscribes to its things and their events',
         15_000,
       );
       assert.equal((await device.event({ thing_key: late.thing_key, data: { temp: 20 } })).status, 200);
-      for (const send of held) send();
+      held.release();
       await row.getByRole('cell', { name: 'Online', exact: true }).waitFor();
     });
 
@@ -657,7 +657,7 @@ for (const store of STORES) {
       await caption.filter({ hasText: /^1 point$/ }).waitFor();
       await region('Late alerts').getByText('No alerts.', { exact: true }).waitFor();
       await until(
-        async () => held.length,
+        async () => held.count,
         (n) => n >= 3,
         'the value, the chart and the alerts widgets subscribe',
         15_000,
@@ -669,7 +669,7 @@ for (const store of STORES) {
         'the rule raises its alert',
         15_000,
       );
-      for (const send of held) send();
+      held.release();
       await region('Late value').locator('output').filter({ hasText: /^20$/ }).waitFor();
       await caption.filter({ hasText: /^2 points$/ }).waitFor();
       await region('Late alerts').getByRole('cell', { name: 'Pressure high', exact: true }).waitFor();
@@ -720,6 +720,58 @@ for (const store of STORES) {
       route.allow = true;
       await page.getByRole('status').filter({ hasText: 'Live' }).waitFor({ timeout: 30_000 });
       await caption.filter({ hasText: /^3 points$/ }).waitFor();
+    });
+
+    it("when a widget's first read of its thing finds the server restarting then it shows the failure, then the thing once read again, never Missing", async (t) => {
+      const flaky = await createThing(api, token, { name: 'Flaky reader' });
+      const sent = { thing_key: flaky.thing_key, timestamp: Date.now() - 60_000, data: { temp: 64.5 } };
+      assert.equal((await device.event(sent)).status, 200);
+      const { dashboard } = await postCreated(api, token, '/api/v3/dashboards', {
+        dashboard: {
+          name: 'Flaky',
+          widgets: [
+            {
+              type: 'value',
+              title: 'Flaky value',
+              thing_key: flaky.thing_key,
+              metric: 'temp',
+              layout: { x: 0, y: 0, w: 4, h: 2 },
+            },
+            {
+              type: 'things',
+              title: 'Flaky things',
+              source: { thing_keys: [flaky.thing_key] },
+              layout: { x: 4, y: 0, w: 8, h: 3 },
+            },
+          ],
+        },
+      });
+      // The first two reads of the thing (the value's and the table's source) are answered as a proxy
+      // does while the server restarts; the value's subscription is held until the test lets it.
+      const thingPath = `/api/v3/things/${flaky.thing_key}`;
+      let refused = 0;
+      const restarting = async (route: Route) => {
+        if (refused >= 2) return route.continue();
+        refused++;
+        await route.fulfill({ status: 503, contentType: 'text/html', body: '<h1>Service Unavailable</h1>' });
+      };
+      await page.route((url) => url.pathname === thingPath, restarting);
+      t.after(() => page.unroute((url) => url.pathname === thingPath, restarting));
+      const held = await holdSubscriptions(t, page, (subscription) => subscription.topic === 'events');
+      await page.goto(`${api.url}/console/dashboards/${dashboard.dashboard_key}`);
+      const value = region('Flaky value');
+      await value.getByRole('alert').filter({ hasText: 'The server cannot be reached' }).waitFor();
+      await value.getByRole('button', { name: 'Retry', exact: true }).waitFor();
+      await shot('value-unreachable');
+      // The table's source is read again by itself.
+      await region('Flaky things').getByRole('link', { name: 'Flaky reader', exact: true }).waitFor();
+      held.release();
+      await value
+        .locator('output')
+        .filter({ hasText: /^64.5$/ })
+        .waitFor();
+      assert.equal(await value.getByRole('alert').count(), 0);
+      assert.equal(await page.getByText(/^Missing/).count(), 0);
     });
 
     it('when a variable is added in the editor then a widget may name it, its control chooses the thing, and a bad name is refused naming the field', async () => {

@@ -226,7 +226,7 @@ for (const store of STORES) {
       const latest = page.getByRole('region', { name: 'Latest values', exact: true });
       await latest.getByText('40.5', { exact: true }).waitFor();
       await until(
-        async () => held.length,
+        async () => held.count,
         (n) => n >= 2,
         'Latest values and the chart subscribe',
         15_000,
@@ -234,7 +234,7 @@ for (const store of STORES) {
       // The last event lacks pressure: only the hour's events have it.
       await send({ thing_key: thingKey, timestamp: now - 20_000, data: { pressure: 2.75 } });
       await send({ thing_key: thingKey, timestamp: now - 10_000, data: { temperature: 43.25 } });
-      for (const release of held) release();
+      held.release();
       await latest.getByText('2.75', { exact: true }).waitFor();
       await latest.getByText('43.25', { exact: true }).waitFor();
     });

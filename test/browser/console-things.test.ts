@@ -112,12 +112,12 @@ for (const store of STORES) {
       await live().waitFor();
       await createThing(api, token, { name: `${fleet} second` });
       await until(
-        async () => held.length,
+        async () => held.count,
         (n) => n > 0,
         'the page subscribes to things',
         15_000,
       );
-      for (const send of held) send();
+      held.release();
       await page.getByText('Page 1 of 1 · 2 things', { exact: true }).waitFor();
     });
 

@@ -234,30 +234,43 @@ export async function routeRealtime(t: Ending, page: Page): Promise<RealtimeRout
   return route;
 }
 
+/** Subscriptions held back by holdSubscriptions. */
+export interface HeldSubscriptions {
+  /** How many are held. */
+  readonly count: number;
+  /** Sends the held ones on, in the order the page sent them, and holds no more. */
+  release(): void;
+}
+
 /**
  * Holds back the `subscribe` messages the page sends from now on that `hold` picks, until the test
- * sends them on: answers the held ones' senders, in the order the page sent them. At the end of test
- * `t` whatever is still held is sent, and nothing more is held.
+ * releases them, or its end does.
  */
 export async function holdSubscriptions(
   t: Ending,
   page: Page,
   hold: (subscription: { topic?: string }) => boolean,
-): Promise<(() => void)[]> {
-  let ended = false;
+): Promise<HeldSubscriptions> {
+  let holding = true;
   const held: (() => void)[] = [];
-  t.after(() => {
-    ended = true;
+  const release = () => {
+    holding = false;
     for (const send of held.splice(0)) send();
-  });
+  };
+  t.after(release);
   await page.routeWebSocket(REALTIME, (socket) => {
     const server = socket.connectToServer();
-    if (ended) return;
+    if (!holding) return;
     socket.onMessage((message) => {
       const sent = JSON.parse(String(message));
-      if (!ended && sent.type === 'subscribe' && hold(sent)) held.push(() => server.send(message));
+      if (holding && sent.type === 'subscribe' && hold(sent)) held.push(() => server.send(message));
       else server.send(message);
     });
   });
-  return held;
+  return {
+    get count() {
+      return held.length;
+    },
+    release,
+  };
 }

@@ -25,7 +25,7 @@ const SOON = 1000;
  * Whether the request never got an answer from the API: fetch fails with a TypeError when the
  * connection is refused or lost, and a proxy answers 502 to 504 while the server is down.
  */
-const unreachable = (failure: unknown): boolean =>
+export const unreachable = (failure: unknown): boolean =>
   failure instanceof TypeError || (failure instanceof ApiFailure && [502, 503, 504].includes(failure.status));
 
 /**

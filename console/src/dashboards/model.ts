@@ -2,7 +2,7 @@
  * Dashboards as the API keeps them (docs/api.md, "Dashboards"), and what the console works out of
  * them: the things a widget's source names, the time range its widgets share.
  */
-import { answer, api } from '../api/client.ts';
+import { ApiFailure, answer, api } from '../api/client.ts';
 import type { components, paths } from '../api/schema';
 
 export type Dashboard = components['schemas']['Dashboard'];
@@ -73,7 +73,7 @@ export async function resolveSource(source: Source, chosen: Record<string, strin
       keys.map((thing_key) =>
         answer(api.GET('/api/v3/things/{thing_key}', { params: { path: { thing_key } } })).then(
           (a) => a.thing,
-          () => undefined,
+          (failure) => refusedOrThrow(failure),
         ),
       ),
     );
@@ -93,9 +93,20 @@ export async function resolveSource(source: Source, chosen: Record<string, strin
       }),
     );
     return { things: list.things, missing: [] };
-  } catch {
+  } catch (failure) {
+    refusedOrThrow(failure);
     return { things: [], missing: [Object.values(filter)[0] as string] };
   }
+}
+
+/**
+ * A refusal (not found, not the viewer's to read, a bad key: 4xx but 429) makes a source's part
+ * missing; any other failure is the source's, so that it is tried again (useLoad) rather than shown
+ * as missing with nothing left to follow.
+ */
+function refusedOrThrow(failure: unknown): undefined {
+  if (failure instanceof ApiFailure && failure.status < 500 && failure.status !== 429) return undefined;
+  throw failure;
 }
 
 /** The dashboard's fields an update or a create sends: everything but its keys and times. */

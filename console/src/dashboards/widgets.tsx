@@ -4,21 +4,21 @@
  */
 import type { ComponentType } from 'preact';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { ApiFailure, answer, api } from '../api/client.ts';
+import { ApiFailure, answer, api, messageOf } from '../api/client.ts';
 import { useMayRead } from '../caller.ts';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { unitsOfMetrics } from '../components/chart-scales.ts';
 import { Failure } from '../components/failure.tsx';
 import { BreakableName } from '../components/name-breaks.tsx';
-import { holdsPoint } from '../components/points.ts';
-import { useLoad } from '../components/use-load.ts';
+import { unreachable, useLoad } from '../components/use-load.ts';
 import { countOf, showShortTime, showTime, showValue } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
 import { Link, segment } from '../router.tsx';
 import { onSessionChange } from '../session.ts';
 import { Markdown } from './markdown.tsx';
 import { type Resolved, resolveKey, resolveSource, type Thing, type Widget } from './model.ts';
+import { addToLines, asNumber, joinArrived, type Lines, pick } from './raw-lines.ts';
 import { useChartFit } from './use-chart-fit.ts';
 import { useFrameState } from './use-frame-state.ts';
 
@@ -30,16 +30,6 @@ export interface WidgetProps {
   rolling: boolean;
   /** The thing chosen for each variable. */
   chosen: Record<string, string>;
-}
-
-/** The value at a metric's path (`machine.status` reads nested data, as the API does). */
-export function pick(data: unknown, metric: string): unknown {
-  let value: unknown = data;
-  for (const part of metric.split('.')) {
-    if (!value || typeof value !== 'object') return undefined;
-    value = (value as Record<string, unknown>)[part];
-  }
-  return value;
 }
 
 /** The colour of the highest threshold at or below `value`. */
@@ -89,8 +79,6 @@ function toColumns(labels: string[], rows: Map<number, (number | null)[]>): Colu
     ys: labels.map((_, i) => x.map((t) => rows.get(t)?.[i] ?? null)),
   };
 }
-
-const asNumber = (value: unknown): number | null => (typeof value === 'number' ? value : null);
 
 /** The template a thing of a source is of: the API answers it with the thing, beyond what widgets show. */
 const templateOf = (thing: Thing): string | undefined => (thing as { thing_template_key?: string }).thing_template_key;
@@ -148,32 +136,22 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
   const [round, setRound] = useState(0);
   const chart = useRef<ChartHandle | undefined>(undefined);
   const caption = useRef<HTMLParagraphElement>(null);
+  // The range as it is now, for the subscription's handlers, which a range that slides keeps.
   const start = useRef(range[0]);
   start.current = range[0];
   const end = useRef(range[1]);
   end.current = range[1];
+  const rollingNow = useRef(rolling);
+  rollingNow.current = rolling;
   // The live events that came while the range is read; undefined when no read of a raw line is under way.
   const arriving = useRef<Message[] | undefined>(undefined);
-  /** Whether a raw line's columns hold a live event's values for its thing at its time. */
-  const readHolds = (shown: Columns, message: Message): boolean => {
-    const t = keys.split(',').indexOf(String(message.thing_key));
-    return holdsPoint(shown, message.timestamp as number, (i) =>
-      Math.floor(i / metrics.length) === t
-        ? asNumber(pick(message.data, metrics[i % metrics.length] as string))
-        : undefined,
-    );
-  };
-  /** Adds a live event to a raw line's columns, unless it is not theirs to draw. */
-  const addEvent = (shown: Columns, message: Message): boolean => {
-    const t = keys.split(',').indexOf(String(message.thing_key));
-    if (t < 0 || typeof message.timestamp !== 'number' || message.timestamp < start.current) return false;
-    shown.x.push(message.timestamp);
-    shown.ys.forEach((column, i) => {
-      const mine = Math.floor(i / metrics.length) === t;
-      column.push(mine ? asNumber(pick(message.data, metrics[i % metrics.length] as string)) : null);
-    });
-    return true;
-  };
+  /** The raw lines' layout and range as they are now (raw-lines.ts). */
+  const rawLines = (): Lines => ({
+    things: keys.split(','),
+    metrics,
+    from: start.current,
+    to: rollingNow.current ? undefined : end.current,
+  });
   // The chart takes what the widget leaves once its legend is drawn whole (use-chart-fit.ts).
   const plot = useRef<HTMLDivElement>(null);
   const { height, leaveOut } = useChartFit(plot, widget.title, columns, widget.layout.h);
@@ -255,14 +233,8 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
     Promise.all([load(), measured]).then(
       ([loaded, byTemplate]) => {
         if (!current) return;
-        // What came live during the read (which may have been answered from before it) joins the line
-        // from its last point on, unless the read holds it (components/points.ts).
-        const last = loaded.x.at(-1) ?? Number.NEGATIVE_INFINITY;
-        for (const message of arriving.current ?? []) {
-          const timestamp = message.timestamp as number;
-          if (timestamp < last || (timestamp === last && readHolds(loaded, message))) continue;
-          addEvent(loaded, message);
-        }
+        // What came live during the read joins it (the read may have been answered from before it).
+        joinArrived(loaded, rawLines(), arriving.current ?? []);
         arriving.current = undefined;
         const unitOf = (template: string | undefined, metric: string) =>
           template === undefined ? undefined : byTemplate.get(template)?.[metric];
@@ -284,13 +256,13 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
     return () => {
       current = false;
     };
-  }, [source.data, range[0], range[1], round]);
+  }, [source.data, range[0], range[1], round, metrics.join(','), aggregate]);
   // Live: a raw line takes each event as it comes (drawn once a frame); a fleet line is read again, at
   // most every five seconds, as its buckets are the server's sums. The source, and with it the range,
   // is read again each time the subscription is accepted (on opening as after a lost connection, when
-  // it comes to one read with useSource's): what was sent before it is not replayed. The range's start
-  // is read through a ref: a rolling range moves every minute, which reads the range again but keeps
-  // the subscription.
+  // it comes to one read with useSource's): what was sent before it is not replayed. The range is read
+  // through refs: a rolling range moves every minute, which reads the range again but keeps the
+  // subscription.
   const live = useRef(columns);
   live.current = columns;
   // Live points are added without a render: the caption's count is written in place, and so after
@@ -316,20 +288,20 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
         }
         arriving.current?.push(message);
         const shown = live.current;
-        if (!shown || !addEvent(shown, message)) return;
+        if (!shown || !addToLines(shown, rawLines(), message)) return;
         chart.current?.draw();
         showCount();
       },
       () => {
         // A range that ended before now gains nothing the subscription could have missed.
-        if (rolling || end.current >= Date.now() / 1000) source.reloadSoon();
+        if (rollingNow.current || end.current >= Date.now() / 1000) source.reloadSoon();
       },
     );
     return () => {
       clearTimeout(later);
       stop();
     };
-  }, [keys, metrics.join(','), aggregate, rolling]);
+  }, [keys, metrics.join(','), aggregate]);
   // A rolling range (`last`) ends now, as the page reads it again every minute: its chart slides with
   // the clock. A fixed one stays where it is, however near now it ends.
   return (
@@ -364,12 +336,16 @@ function useLatest(widget: Widget, chosen: Record<string, string>) {
   const metric = widget.metric ?? '';
   const [latest, update, reset] = useFrameState<{ value: unknown; timestamp: number } | undefined>(undefined);
   const [missing, setMissing] = useState(false);
+  const [error, setError] = useState<string | undefined>();
+  // Retry: the widget is made again, its subscription with it.
+  const [round, setRound] = useState(0);
   // What is sent before the subscription is accepted, on opening as after a lost connection, is not
   // replayed (docs/realtime.md): the latest value is read again each time it is accepted.
   useEffect(() => {
     let current = true;
     reset(undefined);
     setMissing(false);
+    setError(undefined);
     if (thingKey === '') {
       setMissing(true);
       return;
@@ -379,6 +355,7 @@ function useLatest(widget: Widget, chosen: Record<string, string>) {
         ({ thing }) => {
           if (!current) return;
           setMissing(false);
+          setError(undefined);
           const event = thing.last_event;
           const value = event ? pick(event.data, metric) : undefined;
           if (event && value !== undefined && typeof event.timestamp === 'number')
@@ -388,14 +365,13 @@ function useLatest(widget: Widget, chosen: Record<string, string>) {
                 : { value, timestamp: event.timestamp as number },
             );
         },
-        // Missing when refused (gone, not the role's to read, no such key); a server that cannot be
-        // reached or is busy leaves what is shown, read again once the subscription is accepted.
-        (failure) =>
-          current &&
-          failure instanceof ApiFailure &&
-          failure.status < 500 &&
-          failure.status !== 429 &&
-          setMissing(true),
+        // Missing when refused (gone, not the role's to read, no such key); otherwise what is shown
+        // stays, with the failure and Retry, and is read again once the subscription is accepted.
+        (failure) => {
+          if (!current) return;
+          if (failure instanceof ApiFailure && failure.status < 500 && failure.status !== 429) setMissing(true);
+          else setError(unreachable(failure) ? 'The server cannot be reached.' : messageOf(failure));
+        },
       );
     read();
     const stop = realtime.subscribe(
@@ -405,8 +381,9 @@ function useLatest(widget: Widget, chosen: Record<string, string>) {
         if (message.type !== 'event' || typeof message.timestamp !== 'number') return;
         const value = pick(message.data, metric);
         const timestamp = message.timestamp;
-        if (value !== undefined)
-          update((shown) => (shown && shown.timestamp > timestamp ? shown : { value, timestamp }));
+        if (value === undefined) return;
+        setMissing(false);
+        update((shown) => (shown && shown.timestamp > timestamp ? shown : { value, timestamp }));
       },
       read,
     );
@@ -414,14 +391,15 @@ function useLatest(widget: Widget, chosen: Record<string, string>) {
       current = false;
       stop();
     };
-  }, [thingKey, metric]);
-  return { thingKey, latest, missing };
+  }, [thingKey, metric, round]);
+  return { thingKey, latest, missing, error, retry: () => setRound((r) => r + 1) };
 }
 
 function ValueWidget({ widget, chosen }: WidgetProps) {
-  const { thingKey, latest, missing } = useLatest(widget, chosen);
+  const { thingKey, latest, missing, error, retry } = useLatest(widget, chosen);
   if (missing) return <Missing keys={[thingKey || `$${widget.thing_key?.slice(1) ?? ''}`]} />;
   const colour = thresholdColour(widget.thresholds, latest?.value);
+  if (error && !latest) return <Failure message={error} retry={retry} />;
   return (
     <p class="dashboard-value">
       <output class="value-figure" style={colour ? { color: colour } : undefined}>
@@ -434,8 +412,9 @@ function ValueWidget({ widget, chosen }: WidgetProps) {
 }
 
 function GaugeWidget({ widget, chosen }: WidgetProps) {
-  const { thingKey, latest, missing } = useLatest(widget, chosen);
+  const { thingKey, latest, missing, error, retry } = useLatest(widget, chosen);
   if (missing) return <Missing keys={[thingKey || String(widget.thing_key)]} />;
+  if (error && !latest) return <Failure message={error} retry={retry} />;
   const min = widget.min ?? 0;
   const max = widget.max ?? 100;
   const value = typeof latest?.value === 'number' ? latest.value : undefined;
