@@ -99,17 +99,48 @@ export function Telemetry({
     if (seenKey.current !== undefined && seenKey.current !== declaredKey) setTemplateChanges((n) => n + 1);
     seenKey.current = declaredKey;
   }, [declaredKey]);
+  // The chart's data and the live events' way to it, shared by the range's reads (an effect for each
+  // range) and the thing's subscription (one while a live range is shown, whichever: a new range does
+  // not renew it, so it is not accepted again, which would read the range a second time).
+  const shared = useRef<{
+    /** The columns drawn, once read. */
+    loaded: Columns | Averages | undefined;
+    /** The live events that came while the range is read; undefined when no read is under way. */
+    early: Message[] | undefined;
+    add: ((message: Message) => void) | undefined;
+    readHistory: (() => void) | undefined;
+  }>({ loaded: undefined, early: undefined, add: undefined, readHistory: undefined });
+  const live = 'live' in range;
+  useEffect(() => {
+    if (!live) return;
+    // Live events are taken from before the history is read, so that none falls between the two; those
+    // that arrive first are added once it is there, unless the history already holds them. What the
+    // subscription missed (sent before the server accepted it, or while the connection was lost:
+    // nothing is replayed, docs/realtime.md) is read with the history again once it is accepted after
+    // the history came, the chart kept meanwhile.
+    return realtime.subscribe(
+      'events',
+      { thing_keys: [thingKey] },
+      (message) => {
+        if (message.type !== 'event') return;
+        const { early, add } = shared.current;
+        if (early) early.push(message);
+        else add?.(message);
+      },
+      // Accepted after the history came (and no read under way): what it missed is read.
+      () => {
+        const { loaded, early, readHistory } = shared.current;
+        if (loaded && early === undefined) readHistory?.();
+      },
+    );
+  }, [thingKey, live]);
   useEffect(() => {
     let current = true;
-    // Live events are taken from before the history is read, so that none falls between the two; those
-    // that arrive first are added once it is there, unless the history already holds their second.
-    // What the subscription missed (sent before the server accepted it, or while the connection was
-    // lost: nothing is replayed, docs/realtime.md) is read with the history again once it is accepted
-    // after the history came, the chart kept meanwhile.
-    let loaded: Columns | Averages | undefined;
-    // The live events that came while the history is read; undefined when no read is under way.
-    let early: Message[] | undefined;
+    const state = shared.current;
+    state.loaded = undefined;
+    state.early = undefined;
     const add = (message: Message) => {
+      let loaded = state.loaded;
       if (!loaded) return;
       const all = valuesOf(message.data);
       const declared = declaredNow.current;
@@ -124,7 +155,10 @@ export function Telemetry({
       const known = loaded.metrics;
       const fresh = Object.keys(values).filter((m) => typeof values[m] === 'number' && !known.includes(m));
       // A metric not seen before: a new chart with a column for it.
-      if (fresh.length > 0) loaded = withMetrics(loaded, fresh);
+      if (fresh.length > 0) {
+        loaded = withMetrics(loaded, fresh);
+        state.loaded = loaded;
+      }
       if ('sums' in loaded) addToBucket(loaded, timestamp, values, range.seconds);
       else insertEvent(loaded, timestamp, values, range.seconds);
       if (fresh.length > 0) setColumns(loaded);
@@ -138,14 +172,14 @@ export function Telemetry({
      * milliseconds before it; events drawn one by one can, and are added unless the read holds them.
      */
     const addEarly = (after: number) => {
-      const arrived = early ?? [];
-      early = undefined;
+      const arrived = state.early ?? [];
+      state.early = undefined;
       for (const message of arrived) {
         const timestamp = message.timestamp as number;
         if (timestamp < after) continue;
-        if (timestamp === after && loaded && !('sums' in loaded)) {
+        const read = state.loaded;
+        if (timestamp === after && read && !('sums' in read)) {
           const values = valuesOf(message.data);
-          const read = loaded;
           const readValue = (column: number) => {
             const value = values[read.metrics[column] as string];
             return typeof value === 'number' ? value : null;
@@ -156,7 +190,7 @@ export function Telemetry({
       }
     };
     const readHistory = () => {
-      early = [];
+      state.early = [];
       loadColumns(thingKey, range).then(
         (history) => {
           if (!current) return;
@@ -166,7 +200,8 @@ export function Telemetry({
           setGrouped(history.grouped);
           setCount(history.columns.x.length);
           setError(undefined);
-          loaded = history.columns;
+          const loaded = history.columns;
+          state.loaded = loaded;
           // Averages per minute hold the events of the minutes read: only later ones are added.
           addEarly(history.grouped ? history.readUntil : (loaded.x[loaded.x.length - 1] ?? Number.NEGATIVE_INFINITY));
         },
@@ -178,27 +213,16 @@ export function Telemetry({
         },
       );
     };
-    const stop =
-      'live' in range
-        ? realtime.subscribe(
-            'events',
-            { thing_keys: [thingKey] },
-            (message) => {
-              if (message.type !== 'event') return;
-              if (early) early.push(message);
-              else add(message);
-            },
-            // Accepted after the history came (and no read under way): what it missed is read.
-            () => {
-              if (loaded && early === undefined) readHistory();
-            },
-          )
-        : undefined;
+    state.add = add;
+    state.readHistory = readHistory;
     setColumns(undefined);
     readHistory();
     return () => {
       current = false;
-      stop?.();
+      state.add = undefined;
+      state.readHistory = undefined;
+      state.loaded = undefined;
+      state.early = undefined;
     };
   }, [thingKey, range, templateChanges]);
   return (
