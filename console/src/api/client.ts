@@ -51,3 +51,10 @@ export async function answer<T>(call: Promise<Result<T>>): Promise<T> {
 }
 
 export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Whether the API refused the request for what it asked (a 4xx but 429: not found, not the caller's to
+ * read, a bad key), as opposed to a server that failed, is busy or cannot be reached.
+ */
+export const isRefusal = (failure: unknown): boolean =>
+  failure instanceof ApiFailure && failure.status < 500 && failure.status !== 429;

@@ -2,7 +2,7 @@
  * Dashboards as the API keeps them (docs/api.md, "Dashboards"), and what the console works out of
  * them: the things a widget's source names, the time range its widgets share.
  */
-import { ApiFailure, answer, api } from '../api/client.ts';
+import { answer, api, isRefusal } from '../api/client.ts';
 import type { components, paths } from '../api/schema';
 
 export type Dashboard = components['schemas']['Dashboard'];
@@ -105,7 +105,7 @@ export async function resolveSource(source: Source, chosen: Record<string, strin
  * as missing with nothing left to follow.
  */
 function refusedOrThrow(failure: unknown): undefined {
-  if (failure instanceof ApiFailure && failure.status < 500 && failure.status !== 429) return undefined;
+  if (isRefusal(failure)) return undefined;
   throw failure;
 }
 

@@ -3,8 +3,8 @@
  * and kept live through realtime push; live changes are drawn at most once per animation frame.
  */
 import type { ComponentType } from 'preact';
-import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { ApiFailure, answer, api, messageOf } from '../api/client.ts';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { ApiFailure, answer, api, isRefusal, messageOf } from '../api/client.ts';
 import { useMayRead } from '../caller.ts';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
@@ -129,6 +129,7 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
   const metrics = widget.metrics ?? [];
   const things = source.data?.things ?? [];
   const keys = things.map((t) => t.thing_key).join(',');
+  const thingKeys = useMemo(() => (keys === '' ? [] : keys.split(',')), [keys]);
   const [columns, setColumns] = useState<Columns | undefined>();
   // Each line's unit (by its label), so that metrics of different units are drawn on scales of their own.
   const [units, setUnits] = useState<Record<string, string>>({});
@@ -147,7 +148,7 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
   const arriving = useRef<Message[] | undefined>(undefined);
   /** The raw lines' layout and range as they are now (raw-lines.ts). */
   const rawLines = (): Lines => ({
-    things: keys.split(','),
+    things: thingKeys,
     metrics,
     from: start.current,
     to: rollingNow.current ? undefined : end.current,
@@ -175,7 +176,7 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
           ? { group_key: widget.source.group_key }
           : widget.source?.thing_template_key
             ? { thing_template_key: widget.source.thing_template_key }
-            : { thing_keys: keys === '' ? [] : keys.split(',') };
+            : { thing_keys: thingKeys };
         const answered = (await answer(
           api.POST('/api/v3/query/fleet_aggregated_data', {
             body: { ...scope, from, to, metrics, functions: [aggregate], ...buckets(range) } as never,
@@ -217,7 +218,7 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
       } else if (things.length > 0) {
         const answered = (await answer(
           api.POST('/api/v3/query/thing_aggregated_data', {
-            body: { thing_keys: keys.split(','), from, to, metrics, functions: ['avg'], ...buckets(range) } as never,
+            body: { thing_keys: thingKeys, from, to, metrics, functions: ['avg'], ...buckets(range) } as never,
           }),
         )) as unknown as {
           time_grouped_result: Record<string, Record<string, Record<string, { avg: number | null }>>>;
@@ -276,7 +277,7 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
     let later: ReturnType<typeof setTimeout> | undefined;
     const stop = realtime.subscribe(
       'events',
-      { thing_keys: keys.split(','), metrics },
+      { thing_keys: thingKeys, metrics },
       (message) => {
         if (message.type !== 'event') return;
         if (aggregate) {
@@ -369,7 +370,7 @@ function useLatest(widget: Widget, chosen: Record<string, string>) {
         // stays, with the failure and Retry, and is read again once the subscription is accepted.
         (failure) => {
           if (!current) return;
-          if (failure instanceof ApiFailure && failure.status < 500 && failure.status !== 429) setMissing(true);
+          if (isRefusal(failure)) setMissing(true);
           else setError(unreachable(failure) ? 'The server cannot be reached.' : messageOf(failure));
         },
       );
