@@ -722,6 +722,35 @@ for (const store of STORES) {
       await caption.filter({ hasText: /^3 points$/ }).waitFor();
     });
 
+    it('when a thing sent twice in one second then its time series reads both points', async () => {
+      const twice = await createThing(api, token, { name: 'Twice a second' });
+      const second = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+      for (const temp of [5, 6])
+        assert.equal(
+          (await device.event({ thing_key: twice.thing_key, timestamp: second, data: { temp } })).status,
+          200,
+        );
+      const { dashboard } = await postCreated(api, token, '/api/v3/dashboards', {
+        dashboard: {
+          name: 'Twice a second',
+          widgets: [
+            {
+              type: 'timeseries',
+              title: 'Twice temperatures',
+              source: { thing_keys: [twice.thing_key] },
+              metrics: ['temp'],
+              layout: { x: 0, y: 0, w: 12, h: 4 },
+            },
+          ],
+        },
+      });
+      await page.goto(`${api.url}/console/dashboards/${dashboard.dashboard_key}`);
+      await region('Twice temperatures')
+        .locator('.chart-caption')
+        .filter({ hasText: /^2 points$/ })
+        .waitFor();
+    });
+
     it("when a widget's first read of its thing finds the server restarting then it shows the failure, then the thing once read again, never Missing", async (t) => {
       const flaky = await createThing(api, token, { name: 'Flaky reader' });
       const sent = { thing_key: flaky.thing_key, timestamp: Date.now() - 60_000, data: { temp: 64.5 } };

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Columns } from '../../console/src/components/chart-scales.ts';
-import { addToLines, joinArrived, type Lines, pick } from '../../console/src/dashboards/raw-lines.ts';
+import { addToLines, joinArrived, type Lines, pick, rawColumns } from '../../console/src/dashboards/raw-lines.ts';
 
 const lines: Lines = { things: ['a', 'b'], metrics: ['flow', 'm.level'], from: 100, to: undefined };
 
@@ -84,6 +84,32 @@ describe('raw lines', () => {
     assert.deepEqual(rowsOf(columns), [
       [140, 4, null, null, null],
       [140, 5, null, null, null],
+    ]);
+  });
+
+  it('when things are read then their events of one second share a row and a thing sending twice a second keeps both', () => {
+    const columns = rawColumns(
+      lines,
+      ['a flow', 'a m.level', 'b flow', 'b m.level'],
+      [
+        [
+          { timestamp: 110, data: { flow: 1, m: { level: 2 } } },
+          { timestamp: 110, data: { flow: 3 } },
+          { timestamp: 120, data: { other: 1 } },
+          { timestamp: 130, data: { m: { level: 6 } } },
+        ],
+        [
+          { timestamp: 100, data: { flow: 7 } },
+          { timestamp: 110, data: { flow: 8, m: { level: 9 } } },
+        ],
+      ],
+    );
+    assert.deepEqual(columns.metrics, ['a flow', 'a m.level', 'b flow', 'b m.level']);
+    assert.deepEqual(rowsOf(columns), [
+      [100, null, null, 7, null],
+      [110, 1, 2, 8, 9],
+      [110, 3, null, null, null],
+      [130, null, 6, null, null],
     ]);
   });
 });

@@ -82,3 +82,44 @@ function lastPointOf(columns: Columns, lines: Lines, thingKey: string): number {
   for (let i = columns.x.length - 1; i >= 0; i--) if (mine.some((ys) => ys[i] != null)) return columns.x[i] as number;
   return Number.NEGATIVE_INFINITY;
 }
+
+/** An event as a thing's read answers it. */
+export interface ReadEvent {
+  timestamp: number;
+  data: unknown;
+}
+
+/**
+ * The raw lines' columns from each thing's events as read, in `lines.things`' order, each in time
+ * order. Things' events of one second share a row; a thing's second event of a second (events carry
+ * whole seconds) has a row of its own at that time, so that a thing sending twice a second keeps every
+ * point. An event without a number for any metric draws nothing.
+ */
+export function rawColumns(lines: Pick<Lines, 'things' | 'metrics'>, labels: string[], reads: ReadEvent[][]): Columns {
+  const width = lines.metrics.length;
+  const rowsAt = new Map<number, (number | null)[][]>();
+  reads.forEach((events, thing) => {
+    let second = Number.NaN;
+    let nth = 0;
+    for (const event of events) {
+      const values = lines.metrics.map((m) => asNumber(pick(event.data, m)));
+      if (values.every((v) => v === null)) continue;
+      nth = event.timestamp === second ? nth + 1 : 0;
+      second = event.timestamp;
+      let rows = rowsAt.get(second);
+      if (!rows) {
+        rows = [];
+        rowsAt.set(second, rows);
+      }
+      while (rows.length <= nth) rows.push(labels.map(() => null));
+      (rows[nth] as (number | null)[]).splice(thing * width, width, ...values);
+    }
+  });
+  const times = [...rowsAt.keys()].sort((a, b) => a - b);
+  const rows = times.flatMap((t) => rowsAt.get(t) as (number | null)[][]);
+  return {
+    metrics: labels,
+    x: times.flatMap((t) => (rowsAt.get(t) as unknown[]).map(() => t)),
+    ys: labels.map((_, i) => rows.map((row) => row[i] ?? null)),
+  };
+}

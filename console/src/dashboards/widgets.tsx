@@ -18,7 +18,7 @@ import { Link, segment } from '../router.tsx';
 import { onSessionChange } from '../session.ts';
 import { Markdown } from './markdown.tsx';
 import { type Resolved, resolveKey, resolveSource, type Thing, type Widget } from './model.ts';
-import { addToLines, asNumber, joinArrived, type Lines, pick } from './raw-lines.ts';
+import { addToLines, asNumber, joinArrived, type Lines, pick, type ReadEvent, rawColumns } from './raw-lines.ts';
 import { useChartFit } from './use-chart-fit.ts';
 import { useFrameState } from './use-frame-state.ts';
 
@@ -194,28 +194,21 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
         );
       }
       const labels = things.flatMap((t) => metrics.map((m) => `${t.name} ${m}`));
-      const rows = new Map<number, (number | null)[]>();
-      const put = (time: number, index: number, value: number | null) => {
-        const row = rows.get(time) ?? labels.map(() => null);
-        row[index] = value;
-        rows.set(time, row);
-      };
       if (range[1] - range[0] <= 6 * 3600) {
-        await Promise.all(
-          things.map(async (thing, t) => {
+        const reads = await Promise.all(
+          things.map(async (thing) => {
             const answered = (await answer(
               api.POST('/api/v3/query/thing_data', {
                 body: { thing_key: thing.thing_key, from, to, per: 10_000, order: 'asc', metrics } as never,
               }),
-            )) as unknown as Record<string, { event_data: { timestamp: number; data: unknown }[] }>;
-            for (const event of answered[thing.thing_key]?.event_data ?? [])
-              metrics.forEach((m, i) => {
-                const value = asNumber(pick(event.data, m));
-                if (value !== null) put(event.timestamp, t * metrics.length + i, value);
-              });
+            )) as unknown as Record<string, { event_data: ReadEvent[] }>;
+            return answered[thing.thing_key]?.event_data ?? [];
           }),
         );
-      } else if (things.length > 0) {
+        return rawColumns({ things: thingKeys, metrics }, labels, reads);
+      }
+      const rows = new Map<number, (number | null)[]>();
+      if (things.length > 0) {
         const answered = (await answer(
           api.POST('/api/v3/query/thing_aggregated_data', {
             body: { thing_keys: thingKeys, from, to, metrics, functions: ['avg'], ...buckets(range) } as never,
@@ -224,9 +217,10 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
           time_grouped_result: Record<string, Record<string, Record<string, { avg: number | null }>>>;
         };
         for (const [start, bucket] of Object.entries(answered.time_grouped_result ?? {}))
-          for (const [t, thing] of things.entries())
-            for (const [i, m] of metrics.entries())
-              put(Number(start), t * metrics.length + i, bucket[thing.thing_key]?.[m]?.avg ?? null);
+          rows.set(
+            Number(start),
+            things.flatMap((thing) => metrics.map((m) => bucket[thing.thing_key]?.[m]?.avg ?? null)),
+          );
       }
       return toColumns(labels, rows);
     };
