@@ -123,9 +123,10 @@ function versionRoutes(store: Store, box: SecretBox, publicBaseUrl: string, vers
           box,
           actorOf(principal),
           await visibleOrganisations(),
+          principal.organisationKey,
           version,
           params.notification_action_key,
-          params.notification_action as Parameters<typeof updateAction>[6],
+          params.notification_action as Parameters<typeof updateAction>[7],
         );
         return { notification_action: present(row, time, 'update') };
       },

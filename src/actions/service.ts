@@ -260,11 +260,16 @@ export async function listDeliveriesOfAction(db: Executor, organisationKeys: str
   return listDeliveryAttempts(db, action.notification_action_key, list);
 }
 
+/**
+ * Updates an action; `ownOrganisation` is the caller's own (the first of `organisationKeys`' parent and
+ * children), one side of any move between organisations.
+ */
 export async function updateAction(
   store: Store,
   box: SecretBox,
   actor: Actor,
   organisationKeys: string[],
+  ownOrganisation: string,
   version: ApiVersion,
   key: string,
   input: ActionInput,
@@ -278,7 +283,11 @@ export async function updateAction(
       ]);
     }
     checkFields(type, input, false);
-    const rule = input.rule_key === undefined ? undefined : await requireRuleOf(tx, organisationKeys, input.rule_key);
+    // An action moves between the caller's own organisation and one of its children, either way, never
+    // from one child to another: that would hand one child's credentials and deliveries to its sibling.
+    const moveTo =
+      before.organisation_key === ownOrganisation ? organisationKeys : [before.organisation_key, ownOrganisation];
+    const rule = input.rule_key === undefined ? undefined : await requireRuleOf(tx, moveTo, input.rule_key);
     const ruleKey = rule ? rule.rule_key : before.rule_key;
     // Moved to a rule of another organisation (one the caller also sees: an OEM parent and its child):
     // the action belongs to its rule's organisation from now on. The change is recorded there, and the

@@ -436,6 +436,46 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
     assert.deepEqual(await trail(child.token), ['update']);
   });
 
+  it("when an OEM admin moves a child's action to a rule of another child then it is refused and stays the child's", async () => {
+    const token = await ctx.api.adminToken();
+    const first = await childOrganisation(ctx.api, token, { isOem: false });
+    const second = await childOrganisation(ctx.api, token, { isOem: false });
+    const firstRule = await rule(first.token);
+    const secondRule = await rule(second.token);
+    const parentRule = await rule();
+    const created = await create(
+      'v3',
+      {
+        type: 'CallHttpUrlAction',
+        rule_key: firstRule,
+        url: 'https://example.com/in',
+        method: 'POST',
+      },
+      first.token,
+    );
+    assert.equal(created.status, 200, created.text);
+    const key = created.body.notification_action.notification_action_key;
+    const move = (ruleKey: string) =>
+      ctx.api.request('PUT', `/api/v3/notification_actions/${key}`, {
+        token,
+        body: { is_oem: true, notification_action: { type: 'CallHttpUrlAction', rule_key: ruleKey } },
+      });
+    const refused = await move(secondRule);
+    assert.equal(refused.status, 404, refused.text);
+    assert.equal(refused.body.errors[0].param, 'rule_key');
+    const seen = await ctx.api.request('GET', `/api/v3/notification_actions/${key}`, { token: first.token });
+    assert.equal(seen.status, 200, seen.text);
+    assert.equal(seen.body.notification_action.rule_key, firstRule);
+    assert.equal(
+      (await ctx.api.request('GET', `/api/v3/notification_actions/${key}`, { token: second.token })).status,
+      404,
+    );
+    // To the parent's own rule it may move: the parent sees the child's action already.
+    const up = await move(parentRule);
+    assert.equal(up.status, 200, up.text);
+    assert.equal(up.body.notification_action.rule_key, parentRule);
+  });
+
   it('when another organisation or a role without the permission asks then it is refused', async () => {
     const token = await ctx.api.adminToken();
     const ruleKey = await rule();
