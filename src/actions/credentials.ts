@@ -6,25 +6,52 @@
  * Only answers to those who may update the action, and its deliveries, open them.
  */
 import type { SecretBox } from '../core/secret-box.ts';
-import { namesSecret, redactSecretParams, redactUrl } from '../core/urls.ts';
+import { namesSecret, redactSecretParams } from '../core/urls.ts';
 import type { NotificationAction, NotificationActionRow } from '../store/tables.ts';
 
-/** Header names whose values are credentials. */
-const CREDENTIAL_HEADER = /auth|cookie|token|secret|key|passw|signature|credential|session/i;
+/**
+ * Headers that describe the request rather than authorise it: every other header's value is taken for
+ * a credential (webhooks name theirs freely: `X-Api-Pass`, `X-Webhook-Hmac`, `Bearer`).
+ */
+const DESCRIPTIVE_HEADER =
+  /^(accept|accept-charset|accept-encoding|accept-language|cache-control|content-type|content-encoding|content-language|prefer|user-agent)$/i;
 
 /**
  * Query parameter names whose values are credentials: those that name a secret anywhere (a token, a
- * password, an API key) and the signatures and keys webhooks take (`key=`, `sig=`, `X-Amz-Signature`).
+ * password, an API key) and the signatures, hashes and keys webhooks take (`key=`, `sig=`, `pwd=`,
+ * `hmac=`, `X-Amz-Signature`).
  */
-const credentialParam = (name: string): boolean => namesSecret(name) || /key|sig|auth|session/i.test(name);
+const CREDENTIAL_PARAM = /key|sig|auth|session|pass|pwd|hash|hmac|jwt|bearer|nonce|otp|private/i;
+const credentialParam = (name: string): boolean => namesSecret(name) || CREDENTIAL_PARAM.test(name);
 
 /**
- * A path segment that is a credential rather than a name: webhooks carry their secret in the path
- * (`/services/T0/B0/<24 letters and digits>`, `/api/webhooks/<id>/<68 characters>`). Letters and digits
- * mixed over 16 characters, or any segment of 32 or more; `/maintenance/$THING$` stays readable.
+ * A path segment or value that is a credential rather than a name: webhooks carry their secret in the
+ * path (`/services/T0/B0/<24 letters and digits>`, `/api/webhooks/<id>/<68 characters>`) or in a
+ * parameter of any name. Letters and digits mixed over 16 characters, or any text of 32 or more;
+ * `/maintenance/$THING$` stays readable.
  */
 const secretSegment = (segment: string): boolean =>
   (segment.length >= 16 && /\d/.test(segment) && /[a-z]/i.test(segment)) || segment.length >= 32;
+
+/** Whether a query parameter's name or value (either is asked) is a credential. */
+const secretParam = (text: string): boolean => credentialParam(text) || secretSegment(text);
+
+/** Whether a member of `query` is a credential, by its name or its value. */
+const secretQueryMember = (name: string, value: unknown): boolean =>
+  credentialParam(name) || (typeof value === 'string' && secretSegment(value));
+
+/** Whether a member of `headers` is a credential: any but the descriptive headers. */
+const secretHeader = (name: string): boolean => !DESCRIPTIVE_HEADER.test(name);
+
+type SecretMember = (name: string, value: unknown) => boolean;
+
+/** An object with the values of the members `secret` finds redacted; anything else as it is. */
+function redactedObject(value: unknown, secret: SecretMember): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([name, member]) => [name, secret(name, member) ? '[redacted]' : member]),
+  );
+}
 
 /** The URL with the path segments that look like credentials redacted. */
 function redactSecretPath(url: string): string {
@@ -40,8 +67,8 @@ function redactSecretPath(url: string): string {
 
 type Credentials = Pick<NotificationAction, 'url' | 'headers' | 'query'>;
 
-/** A JSON object's text with the values of the members `secret` names redacted. */
-function redactedMembers(text: string | null, secret: (name: string) => boolean): string | null {
+/** A JSON object's text with the values of the members `secret` finds redacted. */
+function redactedMembers(text: string | null, secret: SecretMember): string | null {
   if (text === null) return null;
   let object: unknown;
   try {
@@ -50,21 +77,46 @@ function redactedMembers(text: string | null, secret: (name: string) => boolean)
     return text;
   }
   if (object === null || typeof object !== 'object') return text;
-  return JSON.stringify(
-    Object.fromEntries(Object.entries(object).map(([name, value]) => [name, secret(name) ? '[redacted]' : value])),
-  );
+  return JSON.stringify(redactedObject(object, secret));
 }
 
 /**
- * The action with the values of its credentials redacted: in headers, in query, in the URL's path,
- * query and password. Its `body`, a message template, is kept.
+ * The URL with its credentials redacted: the user name and password (`https://<token>@host`), the path
+ * segments that look like secrets, and the query's and fragment's parameters whose name or value is one.
+ */
+function redactedUrl(url: string): string {
+  const hash = url.indexOf('#');
+  const fragment = hash < 0 ? '' : `#${redactSecretParams(`?${url.slice(hash + 1)}`, secretParam).slice(1)}`;
+  const redacted = redactSecretPath(redactSecretParams(hash < 0 ? url : url.slice(0, hash), secretParam));
+  return redacted.replace(/^([a-z][a-z\d+.-]*:\/\/)[^/?#]*@/i, '$1[redacted]@') + fragment;
+}
+
+/**
+ * The action with the values of its credentials redacted: every header but the descriptive ones, the
+ * query's parameters and the URL's parts that carry them. Its `body`, a message template, is kept.
  */
 export function redactedAction<T extends NotificationAction>(action: T): T {
   return {
     ...action,
-    url: action.url === null ? null : redactUrl(redactSecretPath(redactSecretParams(action.url, credentialParam))),
-    headers: redactedMembers(action.headers, (name) => CREDENTIAL_HEADER.test(name)),
-    query: redactedMembers(action.query, credentialParam),
+    url: action.url === null ? null : redactedUrl(action.url),
+    headers: redactedMembers(action.headers, secretHeader),
+    query: redactedMembers(action.query, secretQueryMember),
+  };
+}
+
+/**
+ * An action as an audit trail's snapshot presents it (`headers` and `query` objects), redacted as
+ * `redactedAction` does: snapshots written before a credential's kind was known to be one are shown
+ * redacted all the same.
+ */
+export function redactedSnapshot(contents: unknown): unknown {
+  if (contents === null || typeof contents !== 'object') return contents;
+  const action = contents as Record<string, unknown>;
+  return {
+    ...action,
+    ...(typeof action.url === 'string' ? { url: redactedUrl(action.url) } : {}),
+    ...('headers' in action ? { headers: redactedObject(action.headers, secretHeader) } : {}),
+    ...('query' in action ? { query: redactedObject(action.query, secretQueryMember) } : {}),
   };
 }
 

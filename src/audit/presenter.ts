@@ -1,3 +1,4 @@
+import { redactedSnapshot } from '../actions/credentials.ts';
 import { presentStoredTimestamps, type TimeFormatter } from '../core/time.ts';
 import type { AuditTrailRow } from '../store/tables.ts';
 
@@ -24,6 +25,9 @@ export function presentAuditTrail(row: AuditTrailRow, time: TimeFormatter) {
 function presentContents(entityType: string, text: string, time: TimeFormatter): unknown {
   const stored = JSON.parse(text) as Record<string, unknown>;
   const contents = presentStoredTimestamps(stored, time) as Record<string, unknown>;
+  // A notification action's credentials, redacted when it was recorded, are redacted again as they are
+  // now known (docs/rules.md, "Notification actions").
+  if (entityType === 'NotificationAction') return redactedSnapshot(contents);
   if (entityType !== 'Alert' || stored.data === null || typeof stored.data !== 'object') return contents;
   return { ...contents, data: presentStoredTimestamps(stored.data, time) };
 }

@@ -74,8 +74,8 @@ for (const storeCase of STORES) {
       const [sealed, mail] = rows;
       assert.ok(sealed && mail);
       assert.doesNotMatch(JSON.stringify(sealed), /legacy-(password|query|header|token)/);
-      assert.equal(sealed.url, 'https://hooks:***@example.com/in?api_key=[redacted]&site=north');
-      assert.deepEqual(JSON.parse(String(sealed.headers)), { Authorization: '[redacted]', 'X-Site': 'north' });
+      assert.equal(sealed.url, 'https://[redacted]@example.com/in?api_key=[redacted]&site=north');
+      assert.deepEqual(JSON.parse(String(sealed.headers)), { Authorization: '[redacted]', 'X-Site': '[redacted]' });
       assert.match(String(sealed.secrets_sealed), /^v1:/);
       assert.equal(mail.secrets_sealed, null, 'a kind without credentials has nothing to seal');
       assert.equal(mail.recipient, 'ops@example.com');

@@ -307,7 +307,7 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       'X-Key': '[redacted]',
       Authorization: '[redacted]',
       'X-Webhook-Signature': '[redacted]',
-      'X-Site': 'north',
+      'X-Site': '[redacted]',
     });
     // So do those in the address and its query parameters.
     const inAddress = await put({
@@ -327,7 +327,7 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       .where('notification_action_key', '=', key)
       .executeTakeFirstOrThrow();
     assert.doesNotMatch(JSON.stringify(stored), /s3cret/);
-    assert.equal(stored.url, 'https://hooks:***@example.com/c?api_key=[redacted]&site=north');
+    assert.equal(stored.url, 'https://[redacted]@example.com/c?api_key=[redacted]&site=north');
     assert.match(String(stored.secrets_sealed), /^v1:/);
     const read = await ctx.api.request('GET', `/api/v3/notification_actions/${key}`, { token });
     assert.deepEqual(read.body.notification_action.query, { token: 's3cret-t', site: 'north' });
@@ -338,7 +338,7 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
     });
     assert.doesNotMatch(audited.text, /s3cret/);
     const last = audited.body.audit_trails[0].new_entity_contents;
-    assert.equal(last.url, 'https://hooks:***@example.com/c?api_key=[redacted]&site=north');
+    assert.equal(last.url, 'https://[redacted]@example.com/c?api_key=[redacted]&site=north');
     assert.deepEqual(last.query, { token: '[redacted]', site: 'north' });
     const deleted = await ctx.api.request('DELETE', `/api/v3/notification_actions/${key}`, { token });
     assert.equal(deleted.status, 200);
@@ -375,9 +375,9 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       const shown = one.body.notification_action;
       assert.equal(
         shown.url,
-        'https://hooks:***@example.com/services/T0001/B0002/[redacted]?sig=[redacted]&site=north',
+        'https://[redacted]@example.com/services/T0001/B0002/[redacted]?sig=[redacted]&site=north',
       );
-      assert.deepEqual(shown.headers, { Authorization: '[redacted]', 'X-Site': 'north' });
+      assert.deepEqual(shown.headers, { Authorization: '[redacted]', 'X-Site': '[redacted]' });
       // Whoever may change the action sees what it edits.
       const whole = await ctx.api.request('GET', `/api/${version}/notification_actions/${key}`, {
         token: editor.token,
@@ -395,6 +395,44 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
     assert.equal(audit.status, 200, audit.text);
     assert.equal(audit.body.total_count, 1);
     assert.doesNotMatch(audit.text, /s3cret/);
+  });
+
+  it('when credentials have names of their own, sit in the user name or the fragment, or look like secrets then readers see them redacted', async () => {
+    const token = await ctx.api.adminToken();
+    const created = await create('v3', {
+      type: 'CallHttpUrlAction',
+      rule_key: await rule(),
+      method: 'POST',
+      url: 'https://s3cret-user@example.com/in?pwd=s3cret-p&hash=s3cret-h&site=north#access_token=s3cret-f',
+      headers: {
+        'X-Api-Pass': 's3cret-1',
+        Bearer: 's3cret-2',
+        'X-Webhook-Hmac': 's3cret-3',
+        'Content-Type': 'text/plain',
+      },
+      query: { pwd: 's3cret-4', hmac: 's3cret-5', ref: 'S3cretLooking0123456789', region: 'north' },
+    });
+    assert.equal(created.status, 200, created.text);
+    const key = created.body.notification_action.notification_action_key;
+    const reader = await userWithAbilities(ctx.api, token, [111, 31]);
+    const auditor = await userWithAbilities(ctx.api, token, [101]);
+    const one = await ctx.api.request('GET', `/api/v3/notification_actions/${key}`, { token: reader.token });
+    assert.equal(one.status, 200, one.text);
+    assert.doesNotMatch(one.text, /s3cret/i);
+    const shown = one.body.notification_action;
+    assert.equal(
+      shown.url,
+      'https://[redacted]@example.com/in?pwd=[redacted]&hash=[redacted]&site=north#access_token=[redacted]',
+    );
+    assert.equal(shown.headers['Content-Type'], 'text/plain', 'a header that describes the request is shown');
+    assert.equal(shown.query.region, 'north', 'what carries no credential is shown');
+    const audit = await ctx.api.request('GET', '/api/v3/audit_trails', {
+      token: auditor.token,
+      query: { entity_key: key },
+    });
+    assert.equal(audit.status, 200, audit.text);
+    assert.equal(audit.body.total_count, 1);
+    assert.doesNotMatch(audit.text, /s3cret/i);
   });
 
   it('when an OEM admin moves an action to a rule of a child organisation then it belongs to the child', async () => {
