@@ -783,9 +783,9 @@ const inboundLimits = (messages: number, maxWaitMs: number, fairWhileBehind: boo
 
 /**
  * MQTT for devices (docs/configuration.md, "MQTT"): an external broker with MQTT_URL; else the embedded
- * broker on MQTT_PORT (0 = off). When MQTT_PORT was not set and its default port is taken (another
- * broker runs there), the server runs without the embedded broker and says so; when it was set, that is
- * an error.
+ * device endpoint, on MQTT_PORT (0 = off) and MQTTS_PORT, and over WebSocket at /mqtt on the HTTP
+ * port. When MQTT_PORT was not set and its default port is taken (another broker runs there), the
+ * server runs without that listener and says so; when it was set, that is an error.
  */
 async function startMqtt(
   config: Config,
@@ -812,13 +812,13 @@ async function startMqtt(
     });
   }
   // Each listener (MQTT_PORT's, and MQTTS_PORT's with TLS) is off at 0, and left off when its
-  // default port is taken; the broker runs while it has one.
+  // default port is taken; the endpoint runs all the same, for MQTT over WebSocket at /mqtt.
   const ports = {
     MQTT_PORT: config.mqttPort === 0 ? null : config.mqttPort,
     MQTTS_PORT: tls && config.mqttsPort !== 0 ? config.mqttsPort : null,
   };
   const explicit = { MQTT_PORT: config.mqttPortExplicit, MQTTS_PORT: config.mqttsPortExplicit };
-  while (ports.MQTT_PORT !== null || ports.MQTTS_PORT !== null) {
+  for (;;) {
     try {
       return await startDeviceEndpoint({
         port: ports.MQTT_PORT,
@@ -859,5 +859,4 @@ async function startMqtt(
       ports[listener] = null;
     }
   }
-  return undefined;
 }

@@ -257,6 +257,10 @@ export function startItems(
   const mqtt = [
     ports.length > 0 ? `${ports.join(', ')}, for devices` : undefined,
     config.mqttUrl ? `devices through the broker at ${redactUrl(config.mqttUrl)}` : undefined,
+    // Without a listener of its own, the device endpoint is reached over WebSocket only.
+    ports.length === 0 && !config.mqttUrl
+      ? `${base.replace(/^http/, 'ws')}/mqtt (over WebSocket), for devices`
+      : undefined,
   ];
   for (const text of mqtt) if (text) items.push({ label: 'MQTT', field: 'mqtt', text });
   if (bootstrap) {

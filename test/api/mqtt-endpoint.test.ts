@@ -215,10 +215,28 @@ describeOnStores(
       assert.equal(await closed, 1009, 'message too big');
     });
 
+    it('when the server runs no MQTT listener of its own then devices are served over WebSocket, and the start message names its address', async () => {
+      const server = await serveProcess({ ...storeEnv(ctx.api.storeSettings), MQTT_PORT: '0', LOG_FORMAT: 'json' });
+      try {
+        const url = `${server.url.replace(/^http/, 'ws')}/mqtt`;
+        assert.match(server.output(), new RegExp(`"mqtt":"${url} \\(over WebSocket\\), for devices"`), server.output());
+        const device = await MqttDevice.connect(url, await keyPair(), { protocolVersion: 5 });
+        try {
+          const key = unique('wsonly');
+          assert.equal((await device.send('register', { thing_key: key })).http_code, 200);
+          assert.equal((await device.send('event', { thing_key: key, data: { v: 1 } })).http_code, 200);
+          assert.equal(await storedEventCount(ctx.api, key), 1);
+        } finally {
+          await device.close();
+        }
+      } finally {
+        await stopProcess(server.child);
+      }
+    });
+
     it('when a WebSocket sends a message of over 128 KiB then that is logged at debug with its code and no stack, never as an error', async () => {
       const server = await serveProcess({
         ...storeEnv(ctx.api.storeSettings),
-        // MQTT over WebSocket needs the device endpoint, which runs with the MQTT listener.
         MQTT_PORT: String(await freePort()),
         LOG_LEVEL: 'debug',
         LOG_FORMAT: 'json',

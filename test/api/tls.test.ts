@@ -264,7 +264,7 @@ describe('TLS listeners of the embedded MQTT broker', () => {
     );
   });
 
-  it('when a default port is taken then the broker runs without that listener, and without any when both are', async () => {
+  it('when a default port is taken then the broker runs without that listener, and over WebSocket only when both are', async () => {
     const plainOnly = await createServer({
       ...config({ MQTT_PORT: String(await freePort()) }),
       mqttsPort: taken,
@@ -285,7 +285,9 @@ describe('TLS listeners of the embedded MQTT broker', () => {
     }
     const neither = await createServer({ ...config({}), mqttPort: taken, mqttsPort: taken });
     try {
-      assert.equal(neither.deviceEndpoint, undefined);
+      assert.equal(neither.mqttPort, undefined);
+      assert.equal(neither.mqttsPort, undefined);
+      assert.ok(neither.deviceEndpoint, 'the endpoint serves MQTT over WebSocket');
     } finally {
       await neither.close();
     }
