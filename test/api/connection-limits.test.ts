@@ -109,6 +109,24 @@ describe('connection limits', () => {
     assert.deepEqual(await Promise.all([closedBy(web), closedBy(device)]), [true, true]);
   });
 
+  it('when a device sends its CONNECT a byte at a time then it is closed after CONNECT_TIMEOUT all the same', async () => {
+    const device = await hold(mqttPort);
+    // A CONNECT's first bytes, one every 300 ms: each puts the socket's idle timeout off.
+    const bytes = Buffer.from([0x10, 0x40, 0x00, 0x04, 0x4d, 0x51, 0x54, 0x54, 0x04, 0xc2, 0x00, 0x3c, 0x00, 0x20]);
+    let sent = 0;
+    const timer = setInterval(() => {
+      if (sent < bytes.length && !device.isClosed()) device.socket.write(bytes.subarray(sent, ++sent));
+    }, 300);
+    try {
+      const closed = await Promise.race([device.closed.then(() => true), wait(4000).then(() => false)]);
+      assert.equal(closed, true, 'closed within CONNECT_TIMEOUT (2 s) and a little');
+      assert.ok(sent < bytes.length, 'while its bytes still came');
+    } finally {
+      clearInterval(timer);
+      device.socket.destroy();
+    }
+  });
+
   it('when a connection has sent a request then it is kept open past CONNECT_TIMEOUT for the next one', async () => {
     const socket = connect({ port: httpPort, host: '127.0.0.1' });
     await once(socket, 'connect');

@@ -537,6 +537,174 @@ describeOnStores(
       }
     });
 
+    it('when a device sends bytes but no whole packet past one and a half times its keep-alive then its connection is closed', async () => {
+      const pair = await keyPair();
+      const trickling = await rawConnection();
+      trickling.socket.write(connectPacket(unique('trickle'), pair, 1));
+      await eventually(() => trickling.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+      const publish = mqttPacket.generate({
+        cmd: 'publish',
+        topic: 'Altizon/Datonis/trickle/event',
+        payload: Buffer.alloc(64),
+        qos: 0,
+        retain: false,
+        dup: false,
+      });
+      let sent = 0;
+      // A byte every 300 ms: the socket is never idle, and no packet ends.
+      const timer = setInterval(() => {
+        if (sent < publish.length) trickling.socket.write(publish.subarray(sent, ++sent));
+      }, 300);
+      try {
+        assert.equal(await closedWithin(trickling, 4000), true, 'closed after 1.5 s and a byte');
+        assert.ok(sent < publish.length, 'while its bytes still came');
+      } finally {
+        clearInterval(timer);
+        trickling.socket.destroy();
+      }
+    });
+
+    it('when a signed-in device sends a packet MQTT calls malformed or a protocol error then that connection alone is closed', async () => {
+      const pair = await keyPair();
+      const bystander = await MqttDevice.connect(brokerUrl(), pair);
+      /** A PUBLISH with these topic bytes, as any client could write it. */
+      const publish = (topic: Buffer, version: number, qos = 0, messageId = 1) => {
+        const rest = Buffer.concat([
+          Buffer.from([topic.length >> 8, topic.length & 0xff]),
+          topic,
+          qos > 0 ? Buffer.from([messageId >> 8, messageId & 0xff]) : Buffer.alloc(0),
+          version === 5 ? Buffer.from([0]) : Buffer.alloc(0),
+          Buffer.from('{}'),
+        ]);
+        return Buffer.concat([Buffer.from([0x30 | (qos << 1), rest.length]), rest]);
+      };
+      const subscribe = (filter: string, messageId: number) => {
+        const topic = Buffer.from(filter);
+        const rest = Buffer.concat([
+          Buffer.from([messageId >> 8, messageId & 0xff, topic.length >> 8, topic.length & 0xff]),
+          topic,
+          Buffer.from([1]),
+        ]);
+        return Buffer.concat([Buffer.from([0x82, rest.length]), rest]);
+      };
+      const own = (clientId: string) => `Altizon/Datonis/${clientId}/event`;
+      const cases: [string, (clientId: string, version: number) => Buffer][] = [
+        ['a topic holding U+0000', (c, v) => publish(Buffer.from(`${own(c)}\0`), v)],
+        [
+          'a topic of ill-formed UTF-8',
+          (c, v) => publish(Buffer.concat([Buffer.from(own(c)), Buffer.from([0xff])]), v),
+        ],
+        ['a topic name with a wildcard', (c, v) => publish(Buffer.from(`Altizon/Datonis/${c}/#`), v)],
+        ['a QoS 1 PUBLISH of packet id 0', (c, v) => publish(Buffer.from(own(c)), v, 1, 0)],
+        ['a SUBSCRIBE of packet id 0', (c) => subscribe(`Altizon/Datonis/${c}/httpAck`, 0)],
+        ['a filter with # before its last level', () => subscribe('Altizon/#/x', 2)],
+        ['a filter with + inside a level', (c) => subscribe(`Altizon/Datonis/${c}+/httpAck`, 3)],
+        ['a PINGREQ with a byte after its header', () => Buffer.from([0xc0, 1, 0])],
+      ];
+      try {
+        const closed = await Promise.all(
+          cases.flatMap(([what, bytes]) =>
+            ([4, 5] as const).map(async (version) => {
+              const clientId = unique('bad');
+              const connection = await rawConnection(version);
+              connection.socket.write(connectPacket(clientId, pair, 60, { protocolVersion: version }));
+              await eventually(() => connection.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+              connection.socket.write(bytes(clientId, version));
+              const gone = await closedWithin(connection, 5000);
+              connection.socket.destroy();
+              return gone ? undefined : `${what} over ${version === 5 ? 'MQTT 5' : 'MQTT 3.1.1'}`;
+            }),
+          ),
+        );
+        assert.deepEqual(
+          closed.filter((left) => left !== undefined),
+          [],
+          'connections left open',
+        );
+        const key = unique('by');
+        assert.equal((await bystander.send('register', { thing_key: key })).http_code, 200);
+      } finally {
+        await bystander.close();
+      }
+    });
+
+    it('when a client id holds /, + or # then its CONNECT is refused as an identifier rejected', async () => {
+      const pair = await keyPair();
+      for (const clientId of ['gw/1', 'dev+1', 'dev#']) {
+        for (const version of [4, 5] as const) {
+          const connection = await rawConnection(version);
+          connection.socket.write(connectPacket(clientId, pair, 60, { protocolVersion: version }));
+          await eventually(() => connection.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+          const connack = connection.received.find((p) => p.cmd === 'connack');
+          assert.equal(version === 5 ? connack?.reasonCode : connack?.returnCode, version === 5 ? 0x85 : 2, clientId);
+          assert.equal(await closedWithin(connection, 5000), true);
+        }
+      }
+    });
+
+    it('when an MQTT 5 device sends an empty client id then it is given one no device has, not one a device chose', async () => {
+      const pair = await keyPair();
+      const assignedTo = async () => {
+        const connection = await rawConnection(5);
+        connection.socket.write(connectPacket('', pair, 60, { protocolVersion: 5 }));
+        await eventually(() => connection.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+        const connack = connection.received.find((p) => p.cmd === 'connack') as {
+          properties?: { assignedClientIdentifier?: string };
+        };
+        return { connection, id: connack.properties?.assignedClientIdentifier ?? '' };
+      };
+      const first = await assignedTo();
+      // Were ids numbered by connection, the connection after the next would be given this one.
+      const numbered = /^tb([0-9a-z]+)$/.exec(first.id);
+      const chosenId = numbered ? `tb${(Number.parseInt(numbered[1] as string, 36) + 2).toString(36)}` : unique('tb');
+      const chooser = await rawConnection(5);
+      chooser.socket.write(connectPacket(chosenId, pair, 60, { protocolVersion: 5 }));
+      await eventually(() => chooser.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+      const second = await assignedTo();
+      try {
+        assert.ok(first.id !== '' && second.id !== '' && first.id !== second.id, `${first.id}, ${second.id}`);
+        assert.notEqual(second.id, chosenId);
+        assert.equal(await closedWithin(chooser, 300), false, 'the device that chose its id keeps its connection');
+      } finally {
+        for (const connection of [first.connection, second.connection, chooser]) connection.socket.destroy();
+      }
+    });
+
+    it('when an MQTT 5 device sends PUBREC of a packet id the server never sent then the PUBREL says the id is not found', async () => {
+      const pair = await keyPair();
+      const device = await rawConnection(5);
+      try {
+        device.socket.write(connectPacket(unique('pubrec'), pair, 60, { protocolVersion: 5 }));
+        await eventually(() => device.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+        device.socket.write(mqttPacket.generate({ cmd: 'pubrec', messageId: 4242 }, { protocolVersion: 5 }));
+        await eventually(() => device.received.some((p) => p.cmd === 'pubrel'), 'the PUBREL');
+        const pubrel = device.received.find((p) => p.cmd === 'pubrel');
+        assert.equal(pubrel?.messageId, 4242);
+        assert.equal(pubrel?.reasonCode, 0x92);
+      } finally {
+        device.socket.destroy();
+      }
+    });
+
+    it('when an MQTT 5 device sets a Maximum Packet Size shorter than a refusal with its reason then the CONNACK leaves the reason out', async () => {
+      const pair = await keyPair();
+      const device = await rawConnection(5);
+      device.socket.write(
+        connectPacket(unique('small'), { ...pair, secret_key: 'wrong' }, 60, {
+          protocolVersion: 5,
+          properties: { maximumPacketSize: 16 },
+        }),
+      );
+      const bytes: Buffer[] = [];
+      device.socket.on('data', (chunk: Buffer) => bytes.push(chunk));
+      await eventually(() => device.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+      const connack = device.received.find((p) => p.cmd === 'connack') as { reasonCode?: number; properties?: object };
+      assert.equal(connack.reasonCode, 0x86);
+      assert.equal(connack.properties, undefined);
+      assert.ok(Buffer.concat(bytes).length <= 16);
+      device.socket.destroy();
+    });
+
     it('when a PINGREQ comes alone, split in two reads, or as bytes that end a packet begun before then each is read as what it is', async () => {
       const pair = await keyPair();
       const device = await rawConnection();
@@ -865,6 +1033,33 @@ describeOnStores(
         puback(publishes()[1]?.messageId, 0);
         await eventually(async () => (await thing.status(taken.instruction_key)) === 'delivered', 'delivered');
         assert.equal(await thing.status(refused.instruction_key), 'pending');
+      } finally {
+        device.socket.destroy();
+      }
+    });
+
+    it('when a device answers a QoS 2 instruction with a PUBACK then it is not delivered; its PUBREC and PUBCOMP deliver it', async () => {
+      const pair = await keyPair();
+      const thing = await instructedThing(pair);
+      const device = await rawConnection();
+      try {
+        device.socket.write(connectPacket(unique('qos2'), pair));
+        device.socket.write(
+          mqttPacket.generate({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: thing.topic, qos: 2 }] }),
+        );
+        await eventually(() => device.received.some((p) => p.cmd === 'suback'), 'the SUBACK');
+        const instruction = await thing.send();
+        await eventually(() => device.received.some((p) => p.cmd === 'publish'), 'the instruction');
+        const messageId = device.received.find((p) => p.cmd === 'publish')?.messageId;
+        device.socket.write(mqttPacket.generate({ cmd: 'puback', messageId }));
+        // A ping after it: once answered, the PUBACK was read.
+        device.socket.write(mqttPacket.generate({ cmd: 'pingreq' }));
+        await eventually(() => device.received.some((p) => p.cmd === 'pingresp'), 'the PINGRESP');
+        assert.equal(await thing.status(instruction.instruction_key), 'pending');
+        device.socket.write(mqttPacket.generate({ cmd: 'pubrec', messageId }));
+        await eventually(() => device.received.some((p) => p.cmd === 'pubrel'), 'its PUBREL');
+        device.socket.write(mqttPacket.generate({ cmd: 'pubcomp', messageId }));
+        await eventually(async () => (await thing.status(instruction.instruction_key)) === 'delivered', 'delivered');
       } finally {
         device.socket.destroy();
       }

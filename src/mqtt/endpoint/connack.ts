@@ -5,10 +5,12 @@
  * or the Python SDK waits forever.
  */
 import { generate, type IConnackPacket } from 'mqtt-packet';
+import { clientIdIsUnfit } from './packet-checks.ts';
 
 /** Why a CONNECT is refused. */
 export type ConnectRefusal =
   | 'identifier'
+  | 'identifierCharacters'
   | 'credentials'
   | 'unavailable'
   | 'busy'
@@ -27,6 +29,7 @@ const V3_CODES: Record<ConnectRefusal, number> = {
   protocolError: 2,
   retain: 2,
   identifier: 2,
+  identifierCharacters: 2,
   unavailable: 3,
   busy: 3,
   credentials: 5,
@@ -41,6 +44,7 @@ const V5_CODES: Record<ConnectRefusal, number> = {
   protocolError: 0x82,
   retain: 0x9a,
   identifier: 0x85,
+  identifierCharacters: 0x85,
   credentials: 0x86,
   unavailable: 0x88,
   busy: 0x89,
@@ -52,6 +56,7 @@ const REASONS: Record<ConnectRefusal, string> = {
   protocolError: 'a Receive Maximum or Maximum Packet Size of 0 is a protocol error',
   retain: 'the server keeps no retained messages, and a will may not be one',
   identifier: 'the client id is longer than the server takes',
+  identifierCharacters: 'a client id names MQTT topics: it may not hold /, +, # or U+0000',
   credentials: 'bad user name or password',
   unavailable: 'the server is stopping',
   busy: 'the server holds as many device connections as it may',
@@ -72,8 +77,8 @@ export interface ServerLimits {
 }
 
 /**
- * The refusal a CONNECT earns before its credentials are looked up, or undefined: a client id too long,
- * an empty one with a session to keep over MQTT 3.1.1 (whose session could never be resumed), no user
+ * The refusal a CONNECT earns before its credentials are looked up, or undefined: a client id too long
+ * or holding what its topics may not (`/`, `+`, `#`, U+0000, ill-formed UTF-8), an empty one with a session to keep over MQTT 3.1.1 (whose session could never be resumed), no user
  * name or password (there are no anonymous devices), an MQTT 5 authentication method (there is no
  * enhanced authentication), an MQTT 5 Receive Maximum or Maximum Packet Size of 0 (MQTT 5 §3.1.2.11
  * calls either a protocol error), or an MQTT 5 will to be retained (its CONNACK says retained messages
@@ -100,6 +105,9 @@ export function refusalBeforeLogin(connect: {
   if (properties?.authenticationMethod !== undefined) return 'authentication';
   if (connect.protocolVersion === 5 && connect.will?.retain === true) return 'retain';
   if (connect.clientId.length > MAX_CLIENT_ID_LENGTH) return 'identifier';
+  // The device's topics hold its client id (Altizon/Datonis/<cid>/event): a level more, a wildcard or
+  // ill-formed text would make them no device topic, or no topic MQTT allows.
+  if (clientIdIsUnfit(connect.clientId)) return 'identifierCharacters';
   if (connect.clientId === '' && connect.clean === false && connect.protocolVersion !== 5) return 'identifier';
   if (!connect.username || !connect.password) return 'credentials';
   return undefined;
@@ -134,10 +142,13 @@ export function connackAccepted(version: number, limits: ServerLimits, accepted:
   return generate({ cmd: 'connack', sessionPresent: present, reasonCode: 0, properties }, { protocolVersion: 5 });
 }
 
-/** The CONNACK refusing a device. */
-export function connackRefused(version: number, refusal: ConnectRefusal): Buffer {
+/**
+ * The CONNACK refusing a device: over MQTT 5 with a Reason String, unless that would make it longer
+ * than the device's Maximum Packet Size (`clientMaxBytes`), as MQTT 5 §3.2.2.3.9 asks.
+ */
+export function connackRefused(version: number, refusal: ConnectRefusal, clientMaxBytes?: number): Buffer {
   if (version !== 5) return Buffer.from([0x20, 2, 0, V3_CODES[refusal]]);
-  return generate(
+  const told = generate(
     {
       cmd: 'connack',
       sessionPresent: false,
@@ -146,4 +157,6 @@ export function connackRefused(version: number, refusal: ConnectRefusal): Buffer
     },
     { protocolVersion: 5 },
   );
+  if (clientMaxBytes === undefined || told.length <= clientMaxBytes) return told;
+  return generate({ cmd: 'connack', sessionPresent: false, reasonCode: V5_CODES[refusal] }, { protocolVersion: 5 });
 }

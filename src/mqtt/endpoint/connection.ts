@@ -5,6 +5,7 @@
  * QoS 2, and its keep-alive. Anything the protocol does not allow where it arrives (a packet before
  * CONNECT, a second CONNECT, a malformed packet) closes this connection and no other.
  */
+import { randomBytes } from 'node:crypto';
 import { generate, type IConnectPacket, type IPublishPacket, type ISubscribePacket, type Packet } from 'mqtt-packet';
 import type { Ack } from '../signed-messages.ts';
 import { ackTopic, type DeviceTopic, maySubscribe, parseDeviceTopic, thingOfTopic } from '../topics.ts';
@@ -14,6 +15,7 @@ import { type ConnectRefusal, connackAccepted, connackRefused, refusalBeforeLogi
 import type { MessageSource } from './device-messages.ts';
 import { instructionPacket } from './instructions-out.ts';
 import { Outbox } from './outbox.ts';
+import { filterIsMalformed, topicNameFault } from './packet-checks.ts';
 import { DeviceParser, type PacketBounds, type PacketReader, PacketTooLargeError } from './packet-parser.ts';
 import type { OutgoingMessage, Session } from './sessions.ts';
 import { TopicAliases } from './topic-aliases.ts';
@@ -160,9 +162,20 @@ export class DeviceConnection implements MessageSource, PacketReader {
   private pausedForHold = false;
   /** Reads have been paused while its login is checked. */
   private pausedForLogin = false;
-  /** How long the device may stay silent (its keep-alive and a half, ms; 0: for ever), and when it last spoke. */
+  /**
+   * How long the device may stay silent (its keep-alive and a half, ms; 0: for ever), and when it last
+   * sent a whole packet: bytes of a packet it never ends do not keep it alive.
+   */
   private silenceMs = 0;
   private lastReadAt = 0;
+  /** Whether the chunk being read ended a packet. */
+  private packetRead = false;
+  /**
+   * Until its CONNECT has come whole: the time it has for it, counted from the connection's start. The
+   * socket's own timeout is put off by any byte, and a CONNECT sent a byte at a time would hold the
+   * connection for ever.
+   */
+  private connectDeadline: NodeJS.Timeout | undefined;
   /** Once the server closes the connection, the time its device has to close its side. */
   private grace: NodeJS.Timeout | undefined;
   /** Closed for another connection of its client id (a take-over), which a delayed will does not outlive. */
@@ -177,19 +190,33 @@ export class DeviceConnection implements MessageSource, PacketReader {
     // for all of them (the parser's bounds, the error listener) is shared (packet-parser.ts).
     this.parser = new DeviceParser(this, host.packetBounds);
     socket.setTimeout(host.limits.connectTimeoutMs);
+    if (host.limits.connectTimeoutMs > 0) {
+      this.connectDeadline = setTimeout(() => {
+        if (this.state === 'new') this.destroy();
+      }, host.limits.connectTimeoutMs);
+      this.connectDeadline.unref();
+    }
     socket.on('timeout', () => this.onTimeout());
     socket.on('data', (chunk: Buffer) => {
       if (this.state === 'closed') return;
-      this.lastReadAt = performance.now();
+      const now = performance.now();
+      // A device that sends bytes but no whole packet puts the socket's timeout off: silent as long as
+      // it may be, it is gone all the same.
+      if (this.state === 'open' && this.silenceMs > 0 && now - this.lastReadAt > this.silenceMs) {
+        return this.destroy(ReasonCode.keepAliveTimeout);
+      }
       // A PINGREQ read alone, between packets, is answered without the parser: it is what an idle
       // fleet sends most (every device once a keep-alive), and the parser would make it a packet
       // object and an event. Bytes of a packet begun before go through the parser, whatever they are.
       if (this.state === 'open' && isPingreq(chunk) && !this.parser.holdsPartialPacket()) {
+        this.lastReadAt = now;
         this.outbox?.packet(PINGRESP);
         return;
       }
       const duringLogin = this.state === 'login';
+      this.packetRead = false;
       this.parser.parse(chunk);
+      if (this.packetRead) this.lastReadAt = now;
       // Bytes that come while its login is checked (a lookup of the store, which may be slow): nothing
       // more is read until it is done, and what the device sends meanwhile waits in TCP's buffers, not
       // in the connection's memory (`waiting`). Most devices send nothing before the CONNACK, and
@@ -223,6 +250,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
 
   /** A packet read (packet-parser.ts). One the endpoint cannot answer ends its own connection, never the server. */
   parsed(packet: Packet): void {
+    this.packetRead = true;
     try {
       this.onPacket(packet);
     } catch {
@@ -398,6 +426,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
   private onClose(): void {
     this.state = 'closed';
     clearTimeout(this.grace);
+    clearTimeout(this.connectDeadline);
     // Answers not yet written go to a session that outlives the connection (answer), else nowhere.
     const unwritten = this.outbox?.discard();
     if (unwritten) for (const ack of unwritten) this.answer(ack);
@@ -425,6 +454,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
       if (packet.cmd !== 'connect') return this.destroy();
       return this.connect(packet);
     }
+    // A packet id of 0 is none (MQTT 3.1.1 §2.3.1, MQTT 5 §2.2.1).
+    if ((packet as { messageId?: number }).messageId === 0) return this.destroy(ReasonCode.protocolError);
     switch (packet.cmd) {
       case 'publish':
         return this.publish(packet);
@@ -439,22 +470,33 @@ export class DeviceConnection implements MessageSource, PacketReader {
       }
       case 'puback':
         // MQTT 5: a PUBACK of 0x80 or more refuses the message; an instruction refused stays pending.
-        return this.acknowledged(packet.messageId as number, (packet.reasonCode ?? 0) < 0x80);
+        return this.acknowledged(packet.messageId as number, (packet.reasonCode ?? 0) < 0x80, 1);
       case 'pubcomp':
-        return this.acknowledged(packet.messageId as number);
+        return this.acknowledged(packet.messageId as number, true, 2);
       case 'pubrec':
         // MQTT 5: a PUBREC refusing the message ends its flow (no PUBREL, no PUBCOMP).
         // The instruction was not taken: it stays pending, not delivered.
         if ((packet.reasonCode ?? 0) >= 0x80) return this.acknowledged(packet.messageId as number, false);
-        // An instruction received: released at once (the device then answers PUBCOMP).
-        this.session?.release(packet.messageId as number);
-        return this.outbox?.packet(confirmation(0x62, packet.messageId as number));
+        // An instruction received: released at once (the device then answers PUBCOMP). MQTT 5 §3.6.2.1
+        // says of an id the server sent nothing under: "Packet Identifier not found".
+        if (this.session?.release(packet.messageId as number) || this.version !== 5) {
+          return this.outbox?.packet(confirmation(0x62, packet.messageId as number));
+        }
+        return this.outbox?.packet(
+          generateFor(5, {
+            cmd: 'pubrel',
+            messageId: packet.messageId as number,
+            reasonCode: ReasonCode.packetIdentifierNotFound,
+          }),
+        );
       case 'subscribe':
         // MQTT requires at least one topic filter in each (its parser lets an empty one through).
         if (packet.subscriptions.length === 0) return this.destroy(ReasonCode.protocolError);
+        if (packet.subscriptions.some((s) => filterIsMalformed(s.topic))) return this.destroy(ReasonCode.malformed);
         return this.subscribe(packet);
       case 'unsubscribe':
         if (packet.unsubscriptions.length === 0) return this.destroy(ReasonCode.protocolError);
+        if (packet.unsubscriptions.some(filterIsMalformed)) return this.destroy(ReasonCode.malformed);
         for (const topic of packet.unsubscriptions) {
           if (!this.session) break;
           if (topic === this.ackTopic) this.session.ackQos = -1;
@@ -470,6 +512,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
             : confirmation(0xb0, packet.messageId as number),
         );
       case 'pingreq':
+        // A PINGREQ has no more than its fixed header.
+        if (packet.length) return this.destroy(ReasonCode.malformed);
         return this.outbox?.packet(PINGRESP);
       case 'disconnect':
         // MQTT 5 §3.14.2.2.2: a session that was to end with its connection (an expiry of 0 in the
@@ -490,7 +534,10 @@ export class DeviceConnection implements MessageSource, PacketReader {
   }
 
   private connect(packet: IConnectPacket) {
+    clearTimeout(this.connectDeadline);
+    this.connectDeadline = undefined;
     this.version = packet.protocolVersion ?? 4;
+    if (this.version === 5) this.clientMaxPacketBytes = packet.properties?.maximumPacketSize;
     const early = refusalBeforeLogin({ ...packet, protocolVersion: this.version }) ?? this.host.admission();
     if (early) return this.refuse(early);
     this.state = 'login';
@@ -513,14 +560,14 @@ export class DeviceConnection implements MessageSource, PacketReader {
   }
 
   private open(packet: IConnectPacket, accessKey: string, secretKey: string) {
-    // An empty client id (allowed with a clean session) is given one.
-    const assigned = packet.clientId === '' ? `tb${this.id.toString(36)}` : undefined;
+    // An empty client id (allowed with a clean session) is given one no device has: a device may choose
+    // any id, and one it chose that the server then gave another would be taken over.
+    const assigned = packet.clientId === '' ? `tb-${randomBytes(12).toString('base64url')}` : undefined;
     this.clientId = assigned ?? packet.clientId;
     this.ackTopic = ackTopic(this.clientId);
     this.accessKey = accessKey;
     this.secretKey = secretKey;
     this.will = packet.will;
-    if (this.version === 5) this.clientMaxPacketBytes = packet.properties?.maximumPacketSize;
     this.state = 'open';
     this.parser.opened();
     this.socket.allowMessages?.(this.host.packetBounds.maxPacketBytes);
@@ -562,7 +609,7 @@ export class DeviceConnection implements MessageSource, PacketReader {
 
   private refuse(refusal: ConnectRefusal) {
     this.state = 'closed';
-    this.socket.end(connackRefused(this.version, refusal));
+    this.socket.end(connackRefused(this.version, refusal, this.clientMaxPacketBytes));
     // Read again (what comes is dropped): a paused socket would never read the device's end, and stay.
     if (this.pausedForLogin) this.socket.resume?.();
   }
@@ -577,6 +624,11 @@ export class DeviceConnection implements MessageSource, PacketReader {
         return this.destroy(resolved.refused === 'invalid' ? ReasonCode.topicAliasInvalid : ReasonCode.protocolError);
       }
       name = resolved;
+    }
+    // The topic it published to last was read whole before (topicOf).
+    if (name !== this.lastTopic?.name) {
+      const fault = topicNameFault(name);
+      if (fault) return this.destroy(fault === 'wildcard' ? ReasonCode.protocolError : ReasonCode.malformed);
     }
     const id = packet.messageId as number;
     const topic = this.topicOf(name);
@@ -632,9 +684,11 @@ export class DeviceConnection implements MessageSource, PacketReader {
 
   /**
    * The device has one of the server's QoS 1 or 2 messages, or refused it (MQTT 5): room for the next,
-   * and, when it took it, an instruction delivered.
+   * and, when it took it, an instruction delivered. A QoS 2 instruction is delivered by its PUBCOMP
+   * (`qos` 2) only: a PUBACK of one is none of its handshake, and leaves it in flight.
    */
-  private acknowledged(messageId: number, taken = true): void {
+  private acknowledged(messageId: number, taken = true, qos?: 1 | 2): void {
+    if (qos === 1 && this.session?.inFlight.get(messageId)?.qos === 2) return;
     this.outbox?.acknowledged();
     const alertKey = this.session?.acknowledged(messageId)?.alertKey;
     if (alertKey !== undefined && taken) this.host.delivered(alertKey);
