@@ -6,7 +6,15 @@
  * of the sums and named, so that the caller counts that thing's events of the slot instead.
  */
 import { sql } from 'kysely';
-import { engineOfDb, inNumberList, jsonArrayNumber, jsonHasMember, jsonOf, keptApart } from '../store/dialect.ts';
+import {
+  engineOfDb,
+  inNumberList,
+  isOutOfRange,
+  jsonArrayNumber,
+  jsonHasMember,
+  jsonOf,
+  keptApart,
+} from '../store/dialect.ts';
 import type { Executor } from '../store/store.ts';
 import type { MetricStats } from './slot-stats.ts';
 
@@ -32,7 +40,12 @@ export async function fleetRollups(
   if (thingIds.length === 0) return [];
   const bySlot = new Map<number, FleetSlot>();
   for (let first = 0; first === 0 || first < metrics.length; first += METRICS_PER_STATEMENT) {
-    const rows = await sumSlots(db, thingIds, metrics, metrics.slice(first, first + METRICS_PER_STATEMENT), from, to);
+    const summed = metrics.slice(first, first + METRICS_PER_STATEMENT);
+    // Sums of doubles past the largest fail on PostgreSQL: summed again exactly, as they rarely are.
+    const rows = await sumSlots(db, thingIds, metrics, summed, from, to).catch((error: unknown) => {
+      if (!isOutOfRange(error)) throw error;
+      return sumSlots(db, thingIds, metrics, summed, from, to, true);
+    });
     for (const row of rows) {
       const known = bySlot.get(row.slot);
       if (known) known.stats.push(...row.stats);
@@ -44,7 +57,9 @@ export async function fleetRollups(
 
 /**
  * One statement: `summed` of the metrics added up per slot over the rows that have every one of
- * `metrics`. Whether a row has them is worked out once per row, in the subquery kept apart.
+ * `metrics`. Whether a row has them is worked out once per row, in the subquery kept apart. A slot's
+ * sum past the largest double (stored null, events/slot-stats.ts) makes the metric's sum null; `exact`
+ * sums PostgreSQL's as numerics.
  */
 async function sumSlots(
   db: Executor,
@@ -53,6 +68,7 @@ async function sumSlots(
   summed: readonly string[],
   from: number,
   to: number,
+  exact = false,
 ): Promise<FleetSlot[]> {
   const engine = engineOfDb(db);
   const covered =
@@ -65,7 +81,8 @@ async function sumSlots(
   const counted = (value: ReturnType<typeof jsonArrayNumber>) => sql`case when r.covered then ${value} end`;
   const columns = summed.flatMap((m, i) => [
     sql`sum(${counted(jsonArrayNumber(engine, 'r.j', m, 0))}) as ${sql.ref(`c${i}`)}`,
-    sql`sum(${counted(jsonArrayNumber(engine, 'r.j', m, 1))}) as ${sql.ref(`s${i}`)}`,
+    sql`sum(${counted(jsonArrayNumber(engine, 'r.j', m, 1, exact))}) as ${sql.ref(`s${i}`)}`,
+    sql`count(${counted(jsonArrayNumber(engine, 'r.j', m, 0))}) - count(${counted(jsonArrayNumber(engine, 'r.j', m, 1))}) as ${sql.ref(`o${i}`)}`,
     sql`min(${counted(jsonArrayNumber(engine, 'r.j', m, 2))}) as ${sql.ref(`n${i}`)}`,
     sql`max(${counted(jsonArrayNumber(engine, 'r.j', m, 3))}) as ${sql.ref(`x${i}`)}`,
   ]);
@@ -93,7 +110,8 @@ async function sumSlots(
     stats: summed.map(
       (_, i): MetricStats => [
         number(row[`c${i}`]) ?? 0,
-        number(row[`s${i}`]) ?? 0,
+        // A numeric past the largest double reads as Infinity, answered null as an overflowed slot is.
+        Number(row[`o${i}`] ?? 0) > 0 ? null : (number(row[`s${i}`]) ?? 0),
         number(row[`n${i}`]),
         number(row[`x${i}`]),
       ],

@@ -73,7 +73,8 @@ export class SlotCounter {
       if (typeof value !== 'number' || !Number.isFinite(value)) continue;
       const s = stats[metrics.names[i] as string] as MetricStats;
       s[0] += 1;
-      s[1] += value;
+      // Counted in memory from 0: past the largest double it is Infinity, written null.
+      s[1] = (s[1] as number) + value;
       if (s[2] === null || value < s[2]) s[2] = value;
       if (s[3] === null || value > s[3]) s[3] = value;
     }

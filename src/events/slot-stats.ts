@@ -3,8 +3,12 @@
  * so that the SQLite store can merge stored stats in SQL with the same code (store/dialect.ts).
  */
 
-/** count, sum, min, max of a metric's finite numeric values (min and max null when count is 0). */
-export type MetricStats = [count: number, sum: number, min: number | null, max: number | null];
+/**
+ * count, sum, min, max of a metric's finite numeric values (min and max null when count is 0). A sum
+ * past the largest double (JSON has no Infinity: it is written null) stays null through every merge,
+ * and is answered null, as a sum of the events themselves past it is.
+ */
+export type MetricStats = [count: number, sum: number | null, min: number | null, max: number | null];
 
 /** By metric name; a null prototype, since names come from users. */
 export type SlotStats = Record<string, MetricStats>;
@@ -15,7 +19,7 @@ export const emptyStats = (): SlotStats => Object.create(null) as SlotStats;
 function combineStats(a: MetricStats, b: MetricStats): MetricStats {
   return [
     a[0] + b[0],
-    a[1] + b[1],
+    a[1] === null || b[1] === null ? null : a[1] + b[1],
     a[2] === null ? b[2] : b[2] === null ? a[2] : Math.min(a[2], b[2]),
     a[3] === null ? b[3] : b[3] === null ? a[3] : Math.max(a[3], b[3]),
   ];

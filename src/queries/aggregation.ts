@@ -67,11 +67,14 @@ export class Stats {
       this.merge(cell, count, from.sum[fromCell] as number, from.min[fromCell] as number, from.max[fromCell] as number);
   }
 
-  /** A slot's counts (events/rollups.ts) added at once. */
-  merge(cell: number, count: number, sum: number, min: number | null, max: number | null): void {
+  /**
+   * A slot's counts (events/rollups.ts) added at once; a sum of null is one past the largest double,
+   * which makes this one no number (answered null) for good.
+   */
+  merge(cell: number, count: number, sum: number | null, min: number | null, max: number | null): void {
     if (count === 0) return;
     this.count[cell] = (this.count[cell] as number) + count;
-    this.sum[cell] = (this.sum[cell] as number) + sum;
+    this.sum[cell] = (this.sum[cell] as number) + (sum ?? Number.NaN);
     if (min !== null && !(min >= (this.min[cell] as number))) this.min[cell] = min;
     if (max !== null && !(max <= (this.max[cell] as number))) this.max[cell] = max;
   }

@@ -323,17 +323,25 @@ export function jsonHasMember(engine: Engine, json: string, member: string): Raw
     : sql`((${sql.ref(json)} -> cast(${member} as text)) is not null)`;
 }
 
-/** The number at `index` of the array that is a member of a JSON object (`jsonOf`); NULL when absent or null. */
+/**
+ * The number at `index` of the array that is a member of a JSON object (`jsonOf`); NULL when absent or
+ * null. On PostgreSQL a double, or with `exact` a numeric, whose sums do not overflow as doubles' do
+ * (an error there, where SQLite's sum is Infinity).
+ */
 export function jsonArrayNumber(
   engine: Engine,
   json: string,
   member: string,
   index: number,
+  exact = false,
 ): RawBuilder<number | null> {
-  return engine === 'sqlite'
-    ? sql`json_extract(${sql.ref(json)}, ${`$.${JSON.stringify(member)}[${index}]`})`
-    : sql`cast(${sql.ref(json)} -> cast(${member} as text) ->> ${sql.lit(index)} as double precision)`;
+  if (engine === 'sqlite') return sql`json_extract(${sql.ref(json)}, ${`$.${JSON.stringify(member)}[${index}]`})`;
+  const type = exact ? sql`numeric` : sql`double precision`;
+  return sql`cast(${sql.ref(json)} -> cast(${member} as text) ->> ${sql.lit(index)} as ${type})`;
 }
+
+/** Whether a PostgreSQL error is a number out of its type's range (a sum of doubles past the largest). */
+export const isOutOfRange = (error: unknown): boolean => (error as { code?: unknown })?.code === '22003';
 
 /** Whether a bigint column holds one of these numbers, however many: one parameter on either engine. */
 export function inNumberList(engine: Engine, column: string, values: readonly number[]): RawBuilder<boolean> {

@@ -214,6 +214,58 @@ describeOnStores('fleet aggregation', (ctx) => {
     );
   });
 
+  it('when sums pass the largest double, within a slot, across writes or across things, then they are null from rollups as from events', async () => {
+    const admin = await ctx.api.adminToken();
+    const big = 1e308;
+    // One thing's slot past it within one write, then brought back under it by a later write: a sum of
+    // the events in their order is past it (null) whatever follows.
+    const { templateKey, thingKeys } = await fleet([
+      [
+        { timestamp: BASE + MINUTE, data: { n: big, m: 1 } },
+        { timestamp: BASE + 2 * MINUTE, data: { n: big, m: 1 } },
+      ],
+      // Two things whose slots are each under it, and together past it.
+      [{ timestamp: BASE + MINUTE, data: { n: 1.5e308, m: 1 } }],
+      [{ timestamp: BASE + MINUTE, data: { n: 1.5e308, m: 1 } }],
+    ]);
+    const later = await ctx.api.request('POST', `/api/v3/things/${thingKeys[0]}/events`, {
+      token: admin,
+      body: { events: [{ timestamp: BASE + 3 * MINUTE, data: { n: -big, m: 1 } }] },
+    });
+    assert.equal(later.status, 200, later.text);
+    // The whole slot (read from rollups), and its minutes (read event by event).
+    const slot = { from: utc(BASE), to: utc(BASE + 15 * MINUTE - 1000), time_zone: 'UTC', metrics: ['n'] };
+    const minutes = { ...slot, time_grouping: 'minute', time_grouping_value: 5 };
+    for (const range of [slot, minutes]) {
+      const one = await query('thing_aggregated_data', { thing_keys: [thingKeys[0]], ...range });
+      assert.equal(one.status, 200, one.text);
+      const n = one.body.summary_result.n;
+      assert.deepEqual(
+        { count: n.count, sum: n.sum, avg: n.avg, min: n.min, max: n.max },
+        {
+          count: 3,
+          sum: null,
+          avg: null,
+          min: -big,
+          max: big,
+        },
+      );
+      const two = await query('fleet_aggregated_data', { thing_keys: thingKeys.slice(1), ...range });
+      assert.equal(two.status, 200, two.text);
+      assert.equal(two.body.summary_result.n.count, 2);
+      assert.equal(two.body.summary_result.n.sum, null, JSON.stringify(range));
+      const all = await query('fleet_aggregated_data', {
+        thing_template_key: templateKey,
+        ...range,
+        metrics: ['n', 'm'],
+      });
+      assert.equal(all.status, 200, all.text);
+      assert.equal(all.body.summary_result.n.count, 5);
+      assert.equal(all.body.summary_result.n.sum, null, JSON.stringify(range));
+      assert.equal(all.body.summary_result.m.sum, 5, 'the other metric is summed');
+    }
+  });
+
   it('when buckets are not whole slots, or metrics are ones the rollups do not count, then the answer is still the sum of the things', async () => {
     const withExtra = (thing: number) =>
       eventsOf(thing, 2).map((e, i) => ({ ...e, data: { ...e.data, extra: i % 3 === 0 ? thing : undefined } }));
