@@ -26,7 +26,7 @@ export interface FleetSlot {
   uncovered: number[];
 }
 
-/** Metrics summed by one statement: four result columns each, well within SQLite's 2,000. */
+/** Metrics summed by one statement: five result columns each, well within SQLite's 2,000. */
 const METRICS_PER_STATEMENT = 100;
 
 /** The rollups of these things whose slot starts in [from, to), added up per slot, oldest first. */
