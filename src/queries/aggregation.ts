@@ -320,6 +320,24 @@ export async function statsOfThing(db: Executor, thing: QueriedThing, request: T
 }
 
 /**
+ * The most cells (a thing's, or the fleet's, numbers of one metric over the whole range or in one
+ * bucket) an aggregation answers: about a hundred bytes of JSON each, written on the server's thread.
+ * Past it, an answer of hundreds of megabytes would hold the thread for seconds and its memory, or
+ * fail past the longest string the runtime makes (docs/api.md, "Data queries").
+ */
+export const MAX_ANSWER_CELLS = 250_000;
+
+/** Refuses an answer of more cells than MAX_ANSWER_CELLS, before anything is read. */
+export function checkAnswerCells(things: number, metrics: number, buckets: TimeBuckets | undefined): void {
+  const cells = things * metrics * ((buckets?.length ?? 0) + 1);
+  if (cells <= MAX_ANSWER_CELLS) return;
+  throw invalidParam(
+    buckets ? 'time_grouping' : 'metrics',
+    `would answer ${cells} cells (${things === 1 ? '' : `${things} things, `}${metrics} metrics${buckets ? `, ${buckets.length} buckets` : ''}); at most ${MAX_ANSWER_CELLS} are: ask for fewer things or metrics, or narrow from/to or group coarser`,
+  );
+}
+
+/**
  * The answer, written as JSON text as it is computed: a month of 15-minute buckets is close to a
  * megabyte of JSON, and building it as nested objects first cost more than all the rest.
  */
@@ -337,6 +355,7 @@ export async function aggregatedData(
   const metrics = [...new Set(request.metrics ?? discovered)];
   const metricNames = metrics.map((metric) => JSON.stringify(metric));
   const idle = request.idle;
+  checkAnswerCells(things.length, metrics.length, buckets);
 
   const cellJson = cellWriter(functions);
   /** Buckets sharing a key as one cell: their counts merged, their idle and total minutes added up. */

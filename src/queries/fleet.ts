@@ -21,6 +21,7 @@ import {
   addEventsOfThing,
   aggregationRange,
   cellWriter,
+  checkAnswerCells,
   keyedBuckets,
   rollupPlan,
   Stats,
@@ -115,6 +116,8 @@ export async function fleetAggregatedData(db: Executor, request: FleetRequest, t
   const discovered = new Set<string>();
   for (const thing of things) for (const m of thing.metrics) if (m.data_type === 'number') discovered.add(m.name);
   const metrics = [...new Set(request.metrics ?? discovered)];
+  // The fleet answers one thing's worth of cells.
+  checkAnswerCells(1, metrics.length, buckets);
   const overall = metrics.map(() => new Stats(1, false));
   const bucketed = buckets ? metrics.map(() => new Stats(buckets.length, false)) : [];
   const target = { metrics, buckets, overall, bucketed };

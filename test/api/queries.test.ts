@@ -664,6 +664,20 @@ describeOnStores('data queries', (ctx) => {
     assert.equal((await query('thing_aggregated_data', { functions: ['median'] })).status, 400);
   });
 
+  it('when an aggregation would answer more cells than it may then it is a 400 naming the limit, asked before anything is read', async () => {
+    const key = await thingWithEvents([{ timestamp: Date.now() - 10 * MINUTE, data: { rpm: 7 } }]);
+    const metrics = Array.from({ length: 500 }, (_, i) => `m${i}`);
+    const bounds = { from: 0, to: 9999 * 60 - 1, time_grouping: 'minute', time_zone: 'UTC' };
+    for (const path of ['thing_aggregated_data', 'fleet_aggregated_data']) {
+      const refused = await query(path, { thing_keys: [key], metrics, ...bounds });
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal(refused.body.errors[0].param, 'time_grouping');
+      assert.match(refused.body.errors[0].message, /at most 250000 are/);
+      const fewer = await query(path, { thing_keys: [key], metrics: metrics.slice(0, 20), ...bounds });
+      assert.equal(fewer.status, 200, fewer.text);
+    }
+  });
+
   it('when grouping or idle time is asked without from or to then the period ends now and spans its default', async () => {
     const now = Date.now();
     const key = await thingWithEvents([{ timestamp: now - 10 * MINUTE, data: { rpm: 7 } }]);
