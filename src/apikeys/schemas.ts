@@ -19,7 +19,14 @@ export const ApiKeyInput = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 200 }),
     role_key: Type.Optional(Key()),
     expires_at: Type.Optional(
-      Nullable(Type.Integer({ minimum: 1, description: 'epoch seconds, in the future; none: it does not expire' })),
+      Nullable(
+        // The last instant a date can name (year 275760): past it no answer could show it.
+        Type.Integer({
+          minimum: 1,
+          maximum: 8_640_000_000_000,
+          description: 'epoch seconds, in the future; none: it does not expire',
+        }),
+      ),
     ),
   },
   { additionalProperties: false },

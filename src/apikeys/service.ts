@@ -77,7 +77,7 @@ export function listApiKeys(db: Executor, organisationKeys: string[], list: List
 
 export async function requireApiKey(db: Executor, organisationKeys: string[], key: string): Promise<ApiKeyRow> {
   const row = await apiKeys.findApiKey(db, organisationKeys, key);
-  if (!row) throw notFound('API key');
+  if (!row) throw notFound('API key', 'api_key_key');
   return row;
 }
 

@@ -111,17 +111,27 @@ describeOnStores('API keys', (ctx) => {
 
   it('when the input is wrong then it is a 400; a key of another organisation or none is a 404', async () => {
     const token = await ctx.api.adminToken();
-    for (const bad of [{}, { name: '' }, { name: 'past', expires_at: 1_000_000 }, { name: 'x', extra: 1 }]) {
+    for (const bad of [
+      {},
+      { name: '' },
+      { name: 'past', expires_at: 1_000_000 },
+      // Past the last instant a date can name: no answer could show it.
+      { name: 'far', expires_at: 8_640_000_000_001 },
+      { name: 'x', extra: 1 },
+    ]) {
       const refused = await createKey(token, bad);
       assert.equal(refused.status, 400, JSON.stringify(bad));
       assert.equal(refused.body.success, false);
     }
+    assert.equal((await createKey(token, { name: 'last', expires_at: 8_640_000_000_000 })).status, 200);
     assert.equal((await createKey(token, { name: 'r', role_key: 'no-such-role' })).status, 400);
     const child = await childOrganisation(ctx.api, token);
     const theirs = (await createKey(child.token, { name: 'theirs' })).body.api_key;
     assert.equal((await ctx.api.request('GET', `/api/v3/api_keys/${theirs.api_key_key}`, { token })).status, 404);
     assert.equal((await ctx.api.request('DELETE', `/api/v3/api_keys/${theirs.api_key_key}`, { token })).status, 404);
-    assert.equal((await ctx.api.request('GET', '/api/v3/api_keys/no-such-key', { token })).status, 404);
+    const none = await ctx.api.request('GET', '/api/v3/api_keys/no-such-key', { token });
+    assert.equal(none.status, 404);
+    assert.equal(none.body.errors[0].param, 'api_key_key', 'named as every resource names its key');
   });
 
   it('when a key expires or is deleted then its token is refused at once, and its sockets closed', async () => {
