@@ -15,7 +15,12 @@ export function pickMetrics(
   metrics: readonly string[],
   locate?: MetricLocator,
 ): Record<string, unknown> {
-  const picked: Record<string, unknown> = {};
+  // Objects without a prototype: a name is the user's (an event's own `__proto__` member is a member,
+  // kept as one), and a path through `__proto__` never reaches Object.prototype.
+  const picked: Record<string, unknown> = Object.create(null);
+  // The objects made here; one of the event's, picked whole by an earlier name, is copied before a
+  // later name adds to it, so the event's data is never changed.
+  const made = new Set<object>([picked]);
   for (const name of metrics) {
     const path = locate ? locate(data, name) : pathOf(name);
     if (path === undefined) continue;
@@ -23,7 +28,13 @@ export function pickMetrics(
     if (value === undefined) continue;
     let target = picked;
     for (const segment of path.slice(0, -1)) {
-      if (target[segment] === null || typeof target[segment] !== 'object') target[segment] = {};
+      const next = Object.hasOwn(target, segment) ? target[segment] : undefined;
+      if (next === null || typeof next !== 'object' || !made.has(next)) {
+        const own: Record<string, unknown> = Array.isArray(next) ? (next.slice() as never) : Object.create(null);
+        if (next !== null && typeof next === 'object' && !Array.isArray(next)) Object.assign(own, next);
+        made.add(own);
+        target[segment] = own;
+      }
       target = target[segment] as Record<string, unknown>;
     }
     target[path[path.length - 1] as string] = value;

@@ -263,6 +263,31 @@ describeOnStores('realtime push', (ctx) => {
     client.close();
   });
 
+  it('when a metrics filter names __proto__ and an event has a member of that name then it is that member, and nothing else changes', async () => {
+    const token = await ctx.api.adminToken();
+    const { device, thingKey } = await newDevice();
+    const client = await SocketClient.open(ctx.api.url, token);
+    await client.subscribe('p', 'events', { thing_keys: [thingKey], metrics: ['__proto__.polluted', 'temp'] });
+    // JSON's own member, as a device sends it (an object literal would set the prototype instead).
+    const data = JSON.parse('{"__proto__":{"polluted":"yes"},"temp":1}');
+    const sent = await device.event({ thing_key: thingKey, timestamp: 1_700_000_000_000, data });
+    assert.equal(sent.status, 200, sent.text);
+    const seen = await client.next((m) => m.type === 'event' && m.id === 'p');
+    assert.equal(JSON.stringify(seen.data), '{"__proto__":{"polluted":"yes"},"temp":1}');
+    assert.equal(({} as Record<string, unknown>).polluted, undefined, 'Object.prototype is untouched');
+    const read = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+      token,
+      body: { thing_key: thingKey, metrics: ['__proto__.polluted'] },
+    });
+    assert.equal(read.status, 200, read.text);
+    assert.match(read.text, /"data":\{"__proto__":\{"polluted":"yes"\}\}/);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined, 'Object.prototype is untouched');
+    const next = await device.event({ thing_key: thingKey, timestamp: 1_700_000_001_000, data: { temp: 2 } });
+    assert.equal(next.status, 200, next.text);
+    assert.deepEqual((await client.next((m) => m.type === 'event' && m.id === 'p')).data, { temp: 2 });
+    client.close();
+  });
+
   it('when events are filtered by a dotted metric then only that nested value arrives, nesting kept, over WebSocket and SSE', async () => {
     const token = await ctx.api.adminToken();
     const { device, thingKey } = await newDevice();
