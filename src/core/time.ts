@@ -153,13 +153,17 @@ export function presentStoredTimestamps(value: unknown, time: TimeFormatter): un
 function restamp(value: unknown, time: TimeFormatter): unknown {
   if (Array.isArray(value)) return value.map((v) => restamp(v, time));
   if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, member] of Object.entries(value)) {
-    if (TIMESTAMP_MEMBERS.has(key) && typeof member === 'number') out[key] = time(member * 1000);
-    else if (OPAQUE_MEMBERS.has(key)) out[key] = member;
-    else out[key] = restamp(member, time);
-  }
-  return out;
+  // Members defined, not assigned: a member named `__proto__` (event data holds any name) stays one.
+  return Object.fromEntries(
+    Object.entries(value).map(([key, member]) => [
+      key,
+      TIMESTAMP_MEMBERS.has(key) && typeof member === 'number'
+        ? time(member * 1000)
+        : OPAQUE_MEMBERS.has(key)
+          ? member
+          : restamp(member, time),
+    ]),
+  );
 }
 
 /** The formatter used to store entity snapshots. */

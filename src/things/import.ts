@@ -73,7 +73,8 @@ export function csvRows(text: string): Record<string, unknown>[] {
   }
   return records.map((record) => {
     const row: Record<string, unknown> = {};
-    const properties: Record<string, string> = {};
+    // Without a prototype: a column `user_defined_properties.__proto__` is a property the schema refuses.
+    const properties: Record<string, string> = Object.create(null);
     for (const [column, value] of Object.entries(record)) {
       if (value === '') continue;
       if (column.startsWith(PROPERTY_PREFIX)) properties[column.slice(PROPERTY_PREFIX.length)] = value;

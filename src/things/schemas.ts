@@ -41,7 +41,15 @@ const Coordinates = Type.Unsafe<(number | string)[] | null>({
 export const PropertyValues = Type.Record(
   Type.String({ minLength: 1, maxLength: 200 }),
   Type.Unsafe<string | number | boolean | null>({ type: ['string', 'number', 'boolean', 'null'], maxLength: 10_000 }),
-  { description: 'name to value; values are kept as text; null removes a property' },
+  {
+    description: 'name to value; values are kept as text; null removes a property',
+    // `__proto__` names no property a JSON object can be given in JavaScript: refused, not dropped.
+    propertyNames: {
+      minLength: 1,
+      maxLength: 200,
+      pattern: namedPattern('^(?!__proto__$)', 'may not name a property __proto__'),
+    },
+  },
 );
 
 const fields = {

@@ -66,6 +66,51 @@ describeOnStores('things import', (ctx) => {
     assert.equal((await auditOf(ctx.api, token, c)).length, 1);
   });
 
+  it('when a property is named __proto__ or nothing then it is refused wherever properties are given, and nothing is kept', async () => {
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, {});
+    // JSON's own member, as a client sends it (an object literal would set the prototype instead).
+    const named = (name: string) => JSON.parse(`{"${name}":"x","site":"north"}`);
+    const refusals = [
+      await ctx.api.request('POST', '/api/v3/things', {
+        token,
+        body: {
+          thing: {
+            name: 'p',
+            thing_template_key: await defaultTemplateKey(ctx.api, token),
+            user_defined_properties: named('__proto__'),
+          },
+        },
+      }),
+      await ctx.api.request('PUT', `/api/v3/things/${thing.thing_key}/set_user_defined_properties`, {
+        token,
+        body: { user_defined_properties: named('__proto__') },
+      }),
+      await ctx.api.request('PUT', `/api/v1/sensors/${thing.thing_key}/set_traits`, {
+        token,
+        body: { traits: named('__proto__') },
+      }),
+      await ctx.api.request('PUT', `/api/v3/things/${thing.thing_key}/set_user_defined_properties`, {
+        token,
+        body: { user_defined_properties: named('') },
+      }),
+    ];
+    for (const refused of refusals) {
+      assert.equal(refused.status, 400, refused.text);
+      assert.match(refused.body.errors[0].param, /user_defined_properties|traits/);
+    }
+    assert.match(refusals[1]?.body.errors[0].message, /may not name a property __proto__/);
+    assert.deepEqual((await getThing(ctx.api, token, thing.thing_key)).body.thing.user_defined_properties, {});
+    for (const column of ['user_defined_properties.__proto__', 'user_defined_properties.']) {
+      const key = unique('csv-proto');
+      const imported = await importCsv(ctx.api, token, `thing_key,name,${column}\n${key},P,x\n`, { atomic: true });
+      assert.equal(imported.status, 200, imported.text);
+      assert.equal(imported.body.created, 0);
+      assert.equal(imported.body.failed[0]?.errors[0]?.param, 'user_defined_properties', imported.text);
+      assert.equal((await getThing(ctx.api, token, key)).status, 404, column);
+    }
+  });
+
   it('when rows fail then each is answered by its number with its errors, and the others are written', async () => {
     const token = await ctx.api.adminToken();
     const taken = await createThing(ctx.api, token, {});

@@ -4,6 +4,7 @@ import { DateTime, IANAZone } from 'luxon';
 import {
   formatOptional,
   parseDateTime,
+  presentStoredTimestamps,
   resolveTimeZone,
   STR_TIMESTAMP_PATTERN,
   timeFormatter,
@@ -198,5 +199,13 @@ describe('parseDateTime', () => {
         assert.equal(parseDateTime(time(ms), zone), ms, `${zone} ${time(ms)}`);
       }
     }
+  });
+
+  it('when a stored snapshot holds a member named __proto__ then it is presented as a member, its times too', () => {
+    const stored = JSON.parse('{"timestamp":1,"thing":{"__proto__":{"timestamp":2}}}');
+    const time = timeFormatter('str', 'UTC');
+    const shown = presentStoredTimestamps(stored, time);
+    const [one, two] = [JSON.stringify(time(1000)), JSON.stringify(time(2000))];
+    assert.equal(JSON.stringify(shown), `{"timestamp":${one},"thing":{"__proto__":{"timestamp":${two}}}}`);
   });
 });
