@@ -63,6 +63,8 @@ export interface Claim {
   /** When the claim lapses and the deliveries return to the queue. */
   claimedUntil: number;
   limit: number;
+  /** Actions whose deliveries are not claimed now (as many of theirs are under way as may be). */
+  exceptActions?: readonly string[];
 }
 
 /**
@@ -77,6 +79,9 @@ export async function claimDueDeliveries(db: Executor, claim: Claim): Promise<De
     .where('status', '=', 'pending')
     .where('next_attempt_at', '<=', claim.now)
     .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', claim.now)]))
+    .$if((claim.exceptActions?.length ?? 0) > 0, (q) =>
+      q.where('notification_action_key', 'not in', claim.exceptActions as string[]),
+    )
     .orderBy('next_attempt_at')
     .limit(claim.limit)
     .$call(lockRows(engineOfDb(db), { skipLocked: true }))

@@ -24,8 +24,13 @@ const POLL_MS = 500;
 const MAX_FAILED_POLL_MS = 30_000;
 /** The first wait before recording an attempt again when the store failed to (ms); it doubles. */
 const RECORD_RETRY_MS = 200;
-const BATCH = 20;
-const CONCURRENCY = 4;
+/** Deliveries an instance carries out at once. */
+const CONCURRENCY = 8;
+/**
+ * Of them, at most this many of one action: the deliveries of an action whose peer hangs (a rule firing
+ * for many things) hold no more lanes than this, and the others' go on.
+ */
+const PER_ACTION = 2;
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
 
 export class DeliveryWorker {
@@ -33,6 +38,8 @@ export class DeliveryWorker {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
+  /** Wakes a run waiting for its lanes: something was queued. */
+  private nudge: (() => void) | undefined;
   private stopped = false;
   /** Runs failed in a row (the store down): the next waits longer. */
   private failedRuns = 0;
@@ -59,8 +66,10 @@ export class DeliveryWorker {
   /** Looks for due deliveries now (something was just queued). */
   wake(): void {
     if (this.stopped) return;
-    if (this.running) this.again = true;
-    else this.schedule(0);
+    if (this.running) {
+      this.again = true;
+      this.nudge?.();
+    } else this.schedule(0);
   }
 
   async stop(): Promise<void> {
@@ -96,33 +105,73 @@ export class DeliveryWorker {
   }
 
   /**
-   * Claims and carries out due deliveries until none is due. A lane that fails (the store down) ends
-   * the run only once every other lane is done, so nothing of the run outlives it (or a stop).
+   * Claims and carries out due deliveries until none is due, up to CONCURRENCY at once (PER_ACTION of
+   * one action): each lane that ends takes the next due, and what is queued or comes due meanwhile
+   * starts as soon as a lane is free, not after those before it. A failure (the store down) stops the
+   * claims and ends the run once every lane is done, so nothing of the run outlives it (or a stop).
    */
   async runOnce(): Promise<void> {
+    const lanes = new Set<Promise<void>>();
+    const ofAction = new Map<string, number>();
+    let failure: { error: unknown } | undefined;
+    /** Ends the wait for the lanes. */
+    let signal: (() => void) | undefined;
     for (;;) {
-      const { rows: claimed, claimedUntil } = await this.claim();
-      if (claimed.length === 0) return;
-      const queue = [...claimed];
-      const lanes = await Promise.allSettled(
-        Array.from({ length: Math.min(CONCURRENCY, queue.length) }, async () => {
-          for (let row = queue.shift(); row; row = queue.shift()) await this.deliver(row, claimedUntil);
-        }),
-      );
-      const failed = lanes.find((lane) => lane.status === 'rejected');
-      if (failed) throw failed.reason;
-      if (this.stopped || claimed.length < BATCH) return;
+      if (!this.stopped && failure === undefined && lanes.size < CONCURRENCY) {
+        const busy = [...ofAction].filter(([, count]) => count >= PER_ACTION).map(([key]) => key);
+        let claimed: { row: DeliveryRow; claimedUntil: number } | undefined;
+        try {
+          claimed = await this.claim(busy);
+        } catch (error) {
+          failure = { error };
+        }
+        if (claimed) {
+          const { row, claimedUntil } = claimed;
+          const key = row.notification_action_key;
+          ofAction.set(key, (ofAction.get(key) ?? 0) + 1);
+          const lane: Promise<void> = this.deliver(row, claimedUntil)
+            .catch((error: unknown) => {
+              failure ??= { error };
+            })
+            .finally(() => {
+              lanes.delete(lane);
+              const left = (ofAction.get(key) ?? 1) - 1;
+              if (left > 0) ofAction.set(key, left);
+              else ofAction.delete(key);
+              signal?.();
+            });
+          lanes.add(lane);
+          continue;
+        }
+      }
+      if (lanes.size === 0) break;
+      // Until a lane ends, something is queued, or a retry may have come due.
+      await new Promise<void>((resolve) => {
+        const poll = setTimeout(resolve, POLL_MS);
+        signal = () => {
+          clearTimeout(poll);
+          resolve();
+        };
+        this.nudge = signal;
+      });
+      signal = undefined;
+      this.nudge = undefined;
     }
+    if (failure) throw failure.error;
   }
 
-  private async claim(): Promise<{ rows: DeliveryRow[]; claimedUntil: number }> {
+  /**
+   * Claims the next due delivery, of an action not in `busy`, for as long as one attempt may take from
+   * now: each is claimed as its attempt starts, so a claim never lapses while its delivery waits for a
+   * lane or is carried out (another instance would then send it again).
+   */
+  private async claim(busy: readonly string[]): Promise<{ row: DeliveryRow; claimedUntil: number } | undefined> {
     const now = Date.now();
-    // Longer than one attempt can take, so a live claim never lapses mid-attempt.
     const claimedUntil = now + this.config.deliveryTimeoutMs * 3 + 5000;
-    const rows = await this.store.transaction((tx) =>
-      claimDueDeliveries(tx, { instance: this.instance, now, claimedUntil, limit: BATCH }),
+    const [row] = await this.store.transaction((tx) =>
+      claimDueDeliveries(tx, { instance: this.instance, now, claimedUntil, limit: 1, exceptActions: busy }),
     );
-    return { rows, claimedUntil };
+    return row && { row, claimedUntil };
   }
 
   private async deliver(row: DeliveryRow, claimedUntil: number): Promise<void> {

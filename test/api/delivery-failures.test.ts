@@ -258,3 +258,110 @@ describeOnStores(
       }),
   },
 );
+
+// Peers for the next suite: one that never answers, and one that answers after a while.
+const held: { url: string; response: import('node:http').ServerResponse }[] = [];
+const hanging = createServer((request, response) => {
+  held.push({ url: request.url ?? '', response });
+});
+/** When each request of the slow peer came, and to which path, by its delivery (Idempotency-Key). */
+const slowArrivals = new Map<string, { at: number; url: string }>();
+const slow = createServer((request, response) => {
+  slowArrivals.set(String(request.headers['idempotency-key']), { at: Date.now(), url: request.url ?? '' });
+  request.resume();
+  setTimeout(() => response.writeHead(200).end('{}'), 1000);
+});
+const urlOf = (server: ReturnType<typeof createServer>) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+before(async () => {
+  for (const server of [hanging, slow]) {
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+  }
+});
+after(async () => {
+  for (const server of [hanging, slow]) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+describeOnStores(
+  'deliveries waiting for peers',
+  (ctx) => {
+    it("when one action's peer hangs then its deliveries hold two lanes at most, and another action's are delivered meanwhile", async () => {
+      const token = await ctx.api.adminToken();
+      const { thing, ruleKey } = await thingAndRule(ctx.api, token);
+      const path = `/${unique('stuck')}`;
+      const stuck = await addAction(ctx.api, token, ruleKey, {
+        type: 'CallHttpUrlAction',
+        method: 'POST',
+        url: `${urlOf(hanging)}${path}`,
+      });
+      const mine = () => held.filter((call) => call.url === path);
+      // Ten events: ten deliveries to the peer that hangs, more than the lanes an instance has.
+      for (let v = 2; v < 12; v++) await sendEvent(ctx.api, token, thing.thing_key, { v });
+      await eventually(() => mine().length >= 2, 'the hanging peer has its first calls');
+      await sleep(200);
+      assert.equal(mine().length, 2, 'no more than two of one action at once');
+      const other = await thingAndRule(ctx.api, token);
+      const healthy = await addAction(ctx.api, token, other.ruleKey, {
+        type: 'CallHttpUrlAction',
+        method: 'POST',
+        url: `${webhook.url}/healthy`,
+      });
+      await sendEvent(ctx.api, token, other.thing.thing_key, { v: 5 });
+      // Well within DELIVERY_TIMEOUT (5 s), which the hung calls wait out.
+      await eventually(
+        async () => (await attemptsOf(ctx.api, token, healthy)).length === 1,
+        'the healthy delivery',
+        3000,
+      );
+      assert.equal((await attemptsOf(ctx.api, token, stuck)).length, 0, 'the hung calls are still under way');
+      // Its deliveries are cancelled, not tried again against the next suite's.
+      const deleted = await ctx.api.request('DELETE', `/api/v3/notification_actions/${stuck}`, { token });
+      assert.equal(deleted.status, 200, deleted.text);
+      for (const call of mine()) call.response.destroy();
+    });
+
+    it('when deliveries wait for a lane then each is claimed as its attempt starts, for as long as one attempt may take', async () => {
+      const token = await ctx.api.adminToken();
+      const { thing, ruleKey } = await thingAndRule(ctx.api, token);
+      // Actions of their own, so that eight lanes work at once; 24 deliveries, three rounds of them.
+      const prefix = `/${unique('slow')}/`;
+      for (let i = 0; i < 8; i++) {
+        await addAction(ctx.api, token, ruleKey, {
+          type: 'CallHttpUrlAction',
+          method: 'POST',
+          url: `${urlOf(slow)}${prefix}${i}`,
+        });
+      }
+      const arrivals = () => [...slowArrivals].filter(([, call]) => call.url.startsWith(prefix));
+      const claims = new Map<string, number>();
+      const db = ctx.api.server.store.db;
+      for (let v = 2; v < 5; v++) await sendEvent(ctx.api, token, thing.thing_key, { v });
+      await eventually(
+        async () => {
+          // Each delivery's claim, read while its request is with the peer.
+          for (const [key] of arrivals()) {
+            if (claims.has(key)) continue;
+            const row = await db
+              .selectFrom('deliveries')
+              .select(['claimed_until', 'status'])
+              .where('delivery_key', '=', key)
+              .executeTakeFirst();
+            if (row?.claimed_until != null && row.status === 'pending') claims.set(key, Number(row.claimed_until));
+          }
+          return arrivals().length >= 24;
+        },
+        'every call',
+        20_000,
+      );
+      // An attempt may take three times DELIVERY_TIMEOUT and 5 s more: a claim shorter than that from
+      // the call's start could lapse under it, and another instance send the delivery again.
+      const least = Math.min(...[...claims].map(([key, until]) => until - (slowArrivals.get(key)?.at as number)));
+      assert.ok(claims.size >= 20, `claims read: ${claims.size}`);
+      assert.ok(least >= 3 * 5000 + 5000 - 1000, `a claim left ${least} ms at its call`);
+    });
+  },
+  { env: { ALLOW_PRIVATE_WEBHOOKS: 'true', DELIVERY_TIMEOUT: '5s' } },
+);
