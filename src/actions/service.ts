@@ -59,6 +59,29 @@ function checkFields(type: StoredType, input: ActionInput, creating: boolean): v
   }
 }
 
+/**
+ * One e-mail address, `ops@example.com`, or with a name, `Ops <ops@example.com>`: no line breaks (a
+ * header of their own: `a@x.io\r\nBcc: ...`), quotes, commas or semicolons, which mail libraries read
+ * as more addresses than the action names.
+ */
+const ADDRESS = /^(?:[^<>\r\n\0",;]*<[^\s<>@,;"]+@[^\s<>@,;"]+>|[^\s<>@,;"]+@[^\s<>@,;"]+)$/;
+
+/** Recipients, comma-separated: each an address (ADDRESS); empty entries (a trailing comma) are none. */
+function checkAddresses(field: 'to' | 'cc' | 'bcc', value: string): string {
+  for (const entry of value.split(',')) {
+    const address = entry.trim();
+    if (address !== '' && !ADDRESS.test(address)) {
+      throw invalidParam(
+        P(field),
+        `must be e-mail addresses separated by commas (ops@example.com, Ops <ops@example.com>): ${JSON.stringify(address.slice(0, 100))} is none`,
+      );
+    }
+  }
+  if (field === 'to' && value.trim().replaceAll(',', '').trim() === '')
+    throw invalidParam(P(field), 'names no address');
+  return value;
+}
+
 function checkUrl(url: string): string {
   let parsed: URL;
   try {
@@ -101,10 +124,14 @@ function storedPropertiesBody(version: ApiVersion, body: ActionInput['body']): s
 /** The columns the input sets, for a kind. */
 function columnsOf(version: ApiVersion, type: StoredType, input: ActionInput): Partial<NotificationAction> {
   const columns: Partial<NotificationAction> = {};
-  if (input.to !== undefined) columns.recipient = input.to;
-  if (input.cc !== undefined) columns.cc = input.cc;
-  if (input.bcc !== undefined) columns.bcc = input.bcc;
-  if (input.subject !== undefined) columns.subject = input.subject;
+  if (input.to !== undefined) columns.recipient = checkAddresses('to', input.to);
+  if (input.cc !== undefined) columns.cc = checkAddresses('cc', input.cc);
+  if (input.bcc !== undefined) columns.bcc = checkAddresses('bcc', input.bcc);
+  if (input.subject !== undefined) {
+    // A header: a line break in it would begin another.
+    if (input.subject !== null && /[\r\n]/.test(input.subject)) throw invalidParam(P('subject'), 'must be one line');
+    columns.subject = input.subject;
+  }
   if (input.url !== undefined) columns.url = checkUrl(input.url);
   if (input.method !== undefined) columns.method = checkMethod(input.method);
   if (input.headers !== undefined) columns.headers = textMap(input.headers, 'headers');

@@ -435,6 +435,32 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
     assert.doesNotMatch(audit.text, /s3cret/i);
   });
 
+  it('when e-mail recipients are no addresses, or hold a line break, then the action is refused; named addresses are taken', async () => {
+    const ruleKey = await rule();
+    const email = (fields: Record<string, unknown>) =>
+      create('v3', { type: 'EmailNotificationAction', rule_key: ruleKey, to: 'ops@example.com', ...fields });
+    for (const [field, value] of [
+      ['to', 'inj@x.io\r\nBcc: evil@x.io'],
+      ['to', 'not an address'],
+      ['to', 'a@x.io; b@x.io'],
+      ['cc', '"Doe" <doe@x.io>'],
+      ['bcc', 'x@y.io\nBcc: evil@x.io'],
+      ['subject', 'Hot\r\nBcc: evil@x.io'],
+    ] as const) {
+      const refused = await email({ [field]: value });
+      assert.equal(refused.status, 400, `${field} ${JSON.stringify(value)}: ${refused.text}`);
+      assert.equal(refused.body.errors[0].param, `notification_action.${field}`);
+    }
+    const taken = await email({ to: 'Ops <ops@example.com>, night@example.com,', cc: '', bcc: 'audit@example.com' });
+    assert.equal(taken.status, 200, taken.text);
+    const key = taken.body.notification_action.notification_action_key;
+    const changed = await ctx.api.request('PUT', `/api/v3/notification_actions/${key}`, {
+      token: await ctx.api.adminToken(),
+      body: { notification_action: { type: 'EmailNotificationAction', to: 'a@x.io\r\nBcc: evil@x.io' } },
+    });
+    assert.equal(changed.status, 400, changed.text);
+  });
+
   it('when an OEM admin moves an action to a rule of a child organisation then it belongs to the child', async () => {
     const token = await ctx.api.adminToken();
     const child = await childOrganisation(ctx.api, token, { isOem: false });
