@@ -68,6 +68,12 @@ export interface Connection {
   revoke(): void;
   /** Ends the connection because the server stops (the client connects again, to another instance). */
   shutdown(): void;
+  /**
+   * A connection of one subscription (an SSE stream) that ends with it: told the subscription's `error`
+   * (its role may no longer read the topic), it writes it and ends, rather than stay open with nothing
+   * to carry (and hold one of its user's connections).
+   */
+  ended?(error: string): void;
 }
 
 export interface Subscription {
@@ -666,11 +672,9 @@ export class RealtimeHub {
           : undefined;
       if (refusal === undefined) continue;
       this.unsubscribe(connection, s.id);
-      connection.outbox.push({
-        id: s.id,
-        type: 'error',
-        text: reply('error', s.id, { code: 'forbidden', message: refusal }),
-      });
+      const text = reply('error', s.id, { code: 'forbidden', message: refusal });
+      if (connection.ended) connection.ended(text);
+      else connection.outbox.push({ id: s.id, type: 'error', text });
     }
   }
 

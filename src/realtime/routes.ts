@@ -366,6 +366,13 @@ async function openStream(
       finish();
       raw.end();
     },
+    // Its one subscription ended (the role may no longer read the topic): so does the stream, told why.
+    ended: (error) => {
+      if (closed) return;
+      raw.write(sseEvent('error', topic, error));
+      finish();
+      raw.end();
+    },
   };
   let keepAlive: NodeJS.Timeout | undefined;
   const finish = () => {

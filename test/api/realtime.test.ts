@@ -627,6 +627,25 @@ describeOnStores('realtime push', (ctx) => {
     client.close();
   });
 
+  it('when a role loses the permission of a stream then the stream ends, told why, and gives back its connection', async () => {
+    const token = await ctx.api.adminToken();
+    const user = await userWithAbilities(ctx.api, token, [11, 91]);
+    const stream = await StreamClient.open(ctx.api.url, { topic: 'alerts' }, user.token);
+    assert.equal(stream.status, 200);
+    const changed = await ctx.api.request('PUT', `/api/v3/roles/${user.role.role_key}`, {
+      token,
+      body: { role: { abilities: [11] } },
+    });
+    assert.equal(changed.status, 200, changed.text);
+    const ended = await stream.next((m) => m.type === 'error');
+    assert.equal(ended.code, 'forbidden');
+    await Promise.race([stream.ended, sleep(5000).then(() => assert.fail('the stream stays open'))]);
+    // Its slot is given back: as many streams as a user may hold open again.
+    const again = await StreamClient.open(ctx.api.url, { topic: 'things' }, user.token);
+    assert.equal(again.status, 200);
+    again.close();
+  });
+
   it('when a stream is opened with a token parameter then its messages are SSE events named by type', async () => {
     const token = await ctx.api.adminToken();
     const { device, thingKey } = await newDevice();
