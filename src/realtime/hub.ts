@@ -674,7 +674,7 @@ export class RealtimeHub {
       this.unsubscribe(connection, s.id);
       const text = reply('error', s.id, { code: 'forbidden', message: refusal });
       if (connection.ended) connection.ended(text);
-      else connection.outbox.push({ id: s.id, type: 'error', text });
+      else connection.outbox.push({ id: s.id, type: 'error', text, reply: true });
     }
   }
 

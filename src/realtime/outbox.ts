@@ -33,7 +33,15 @@ export interface Outgoing {
   type: string;
   /** The message as JSON. */
   text: string;
+  /**
+   * An answer to the client's own message (`subscribed`, an `error`...), or a subscription's end:
+   * kept when the events around it are dropped, since the client cannot tell it lost one.
+   */
+  reply?: true;
 }
+
+/** Replies kept while their outbox drops events: a client that sends without reading loses them past it. */
+export const MAX_KEPT_REPLIES = 1000;
 
 /** Where messages go: a WebSocket or an SSE response. */
 export interface Transport {
@@ -97,6 +105,8 @@ export class Outbox {
   private head = 0;
   private bytes = 0;
   private readonly dropped = new Map<string, number>();
+  /** Replies that were the oldest waiting when events were dropped: sent first, in their order. */
+  private kept: Outgoing[] = [];
   /** Messages dropped in all, for diagnostics and tests. */
   droppedInAll = 0;
 
@@ -122,6 +132,10 @@ export class Outbox {
         this.length > 1)
     ) {
       const oldest = this.take();
+      if (oldest.reply && this.kept.length < MAX_KEPT_REPLIES) {
+        this.kept.push(oldest);
+        continue;
+      }
       this.dropped.set(oldest.id, (this.dropped.get(oldest.id) ?? 0) + 1);
       this.droppedInAll++;
     }
@@ -151,11 +165,12 @@ export class Outbox {
     this.head = 0;
     this.bytes = 0;
     this.dropped.clear();
+    this.kept = [];
   }
 
   /** The transport has room again: sending goes on soon. */
   wake(): void {
-    if (this.length > 0 || this.dropped.size > 0) this.schedule(this);
+    if (this.length > 0 || this.dropped.size > 0 || this.kept.length > 0) this.schedule(this);
   }
 
   /**
@@ -166,6 +181,12 @@ export class Outbox {
     this.transport.cork?.();
     let sent = 0;
     while (sent < limit && this.transport.writable()) {
+      // Older than anything still waiting: they go first.
+      if (this.kept.length > 0) {
+        this.transport.send(this.kept.shift() as Outgoing);
+        sent++;
+        continue;
+      }
       if (this.dropped.size > 0) {
         for (const [id, dropped] of this.dropped) {
           this.transport.send({ id, type: 'overflow', text: JSON.stringify({ type: 'overflow', id, dropped }) });
@@ -186,6 +207,6 @@ export class Outbox {
       this.waiting = this.waiting.slice(this.head);
       this.head = 0;
     }
-    return (this.length > 0 || this.dropped.size > 0) && this.transport.writable();
+    return (this.length > 0 || this.dropped.size > 0 || this.kept.length > 0) && this.transport.writable();
   }
 }

@@ -215,7 +215,7 @@ class SocketSession implements Connection {
   }
 
   private answer(text: string, type = 'reply'): void {
-    this.outbox.push({ id: '', type, text });
+    this.outbox.push({ id: '', type, text, reply: true });
   }
 
   private receive(data: RawData, isBinary: boolean): void {

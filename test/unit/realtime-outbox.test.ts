@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { redactSecretParams } from '../../src/core/urls.ts';
 import {
+  MAX_KEPT_REPLIES,
   MAX_WAITING,
   MAX_WAITING_BYTES,
   MAX_WAITING_BYTES_IN_ALL,
@@ -42,6 +43,41 @@ describe('realtime outbox', () => {
       t.sent.map((m) => JSON.parse(m.text).n),
       [0, 1, 2, 3, 4],
     );
+  });
+
+  it('when events are dropped then the replies among them are kept, sent first in their order, up to a bound', () => {
+    const t = transport();
+    const outbox = outboxOf(t);
+    t.state.open = false;
+    const reply = (n: number): Outgoing => ({ id: '', type: 'subscribed', text: `{"n":${n}}`, reply: true });
+    outbox.push(reply(0));
+    for (let n = 0; n < MAX_WAITING; n++) outbox.push(event('a', n));
+    outbox.push(reply(1));
+    for (let n = 0; n < MAX_WAITING; n++) outbox.push(event('a', n));
+    t.state.open = true;
+    outbox.pump();
+    assert.deepEqual(
+      t.sent.slice(0, 3).map((m) => [m.type, m.text]),
+      [
+        ['subscribed', '{"n":0}'],
+        ['subscribed', '{"n":1}'],
+        ['overflow', `{"type":"overflow","id":"a","dropped":${MAX_WAITING}}`],
+      ],
+    );
+    assert.equal(t.sent.length, 3 + MAX_WAITING);
+    // A client that sends and never reads: past the bound, replies are dropped too (counted under "").
+    t.state.open = false;
+    t.sent.length = 0;
+    // Events of a MiB: a few past the bytes an outbox holds drop the reply before them.
+    const big: Outgoing = { id: 'b', type: 'event', text: 'x'.repeat(1024 * 1024) };
+    for (let n = 0; n < MAX_KEPT_REPLIES + 5; n++) {
+      outbox.push(reply(n));
+      for (let e = 0; e <= MAX_WAITING_BYTES / big.text.length; e++) outbox.push(big);
+    }
+    t.state.open = true;
+    outbox.pump();
+    assert.equal(t.sent.filter((m) => m.type === 'subscribed').length, MAX_KEPT_REPLIES);
+    assert.ok(t.sent.some((m) => m.type === 'overflow' && m.id === ''));
   });
 
   it('when the transport stalls then messages wait, and go in order once it takes them again', () => {
