@@ -25,8 +25,13 @@ const LastRange = Type.Object(
 );
 const FixedRange = Type.Object(
   {
-    from: Type.Integer({ description: 'epoch seconds' }),
-    to: Type.Integer({ description: 'epoch seconds, not before from' }),
+    // The instants the queries read (a time series groups by time, which reads up to 8.6e12).
+    from: Type.Integer({ minimum: -8_640_000_000_000, maximum: 8_600_000_000_000, description: 'epoch seconds' }),
+    to: Type.Integer({
+      minimum: -8_640_000_000_000,
+      maximum: 8_600_000_000_000,
+      description: 'epoch seconds, not before from',
+    }),
   },
   { additionalProperties: false },
 );
@@ -98,10 +103,11 @@ export const Dashboard = Type.Object({
 
 /** Widgets are checked field by field by widgets.ts, which names the field of each mistake. */
 const WidgetsInput = Type.Array(
+  // No type here: widgets.ts refuses anything but an object as `dashboard.widgets[0]`, as it names the
+  // field of any other mistake.
   Type.Unsafe<Record<string, unknown>>({
-    type: 'object',
     description:
-      'a widget: {"widget_key"?, "type", "title", "layout": {x, y, w, h}} and the fields of its type (see the Dashboard schema)',
+      'a widget, an object: {"widget_key"?, "type", "title", "layout": {x, y, w, h}} and the fields of its type (see the Dashboard schema)',
   }),
   { description: `at most ${MAX_WIDGETS}; the whole dashboard at most 256 KiB of JSON` },
 );

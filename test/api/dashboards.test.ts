@@ -286,6 +286,14 @@ describeOnStores('dashboards', (ctx) => {
     assert.deepEqual([mixed.status, mixed.body.errors[0].param], [400, 'dashboard.time_range']);
     const reversed = await create(token, { name: 'bad', time_range: { from: 20, to: 10 } });
     assert.deepEqual([reversed.status, reversed.body.errors[0].param], [400, 'dashboard.time_range.from']);
+    // Past what the queries read, no widget could be drawn.
+    const far = await create(token, { name: 'bad', time_range: { from: 0, to: 9_007_199_254_740_991 } });
+    assert.equal(far.status, 400, far.text);
+    assert.match(far.body.errors.map((e: { param: string }) => e.param).join(), /dashboard\.time_range/);
+    for (const widget of [null, [], 'x']) {
+      const notObject = await create(token, { name: 'bad', widgets: [widget] });
+      assert.deepEqual([notObject.status, notObject.body.errors[0].param], [400, 'dashboard.widgets[0]']);
+    }
     const listed = await ctx.api.request('GET', '/api/v3/dashboards', { token, query: { search: 'bad', per: 1000 } });
     // By name exactly: another test's dashboard may hold "bad" by chance (a random key, say).
     const stored = listed.body.dashboards.filter((d: { name: string }) => d.name === 'bad');
