@@ -103,6 +103,11 @@ export function registerRealtimeRoutes(app: FastifyInstance, services: RealtimeS
       delete query.token;
       const principal = await services.authenticate(token);
       if (!principal || token === undefined) throw unauthorized();
+      // HEAD (which the GET route answers too) has no body, so no stream: the headers a stream would
+      // have, and the answer ends, rather than a stream nobody reads holding one of the user's connections.
+      if (request.method === 'HEAD') {
+        return answer.code(200).header('content-type', 'text/event-stream; charset=utf-8').send();
+      }
       await openStream(services, request, answer, principal, token, query);
     },
   });

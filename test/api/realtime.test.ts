@@ -646,6 +646,17 @@ describeOnStores('realtime push', (ctx) => {
     again.close();
   });
 
+  it("when a stream is asked with HEAD then the answer ends at once, with a stream's headers and no subscription", async () => {
+    const token = await ctx.api.adminToken();
+    const head = await Promise.race([
+      ctx.api.request('HEAD', '/api/v3/stream', { token, query: { topic: 'events' } }),
+      sleep(5000).then(() => assert.fail('HEAD is not answered')),
+    ]);
+    assert.equal(head.status, 200);
+    assert.match(String(head.headers['content-type']), /^text\/event-stream/);
+    assert.equal((await ctx.api.request('HEAD', '/api/v3/stream', { query: { topic: 'events' } })).status, 401);
+  });
+
   it('when a stream is opened with a token parameter then its messages are SSE events named by type', async () => {
     const token = await ctx.api.adminToken();
     const { device, thingKey } = await newDevice();
