@@ -21,11 +21,7 @@ export const MAX_NESTING_DEPTH = 64;
 export function parseExpression(source: string): Expression {
   if (typeof source !== 'string') throw new ExpressionSyntaxError('expected the expression as text', 0);
   if (source.length > MAX_EXPRESSION_LENGTH) {
-    throw new ExpressionSyntaxError(
-      'expression too long',
-      MAX_EXPRESSION_LENGTH,
-      `at most ${MAX_EXPRESSION_LENGTH} characters`,
-    );
+    throw new ExpressionSyntaxError('too long', MAX_EXPRESSION_LENGTH, `at most ${MAX_EXPRESSION_LENGTH} characters`);
   }
   return new Parser(tokenize(source)).parse();
 }
@@ -97,7 +93,7 @@ class Parser {
     this.depth++;
     if (this.depth > MAX_NESTING_DEPTH) {
       throw new ExpressionSyntaxError(
-        'expression nested too deeply',
+        'nested too deeply',
         token.position,
         `at most ${MAX_NESTING_DEPTH} levels of parentheses, lists and 'not'`,
       );

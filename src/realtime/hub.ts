@@ -194,7 +194,7 @@ export class RealtimeHub {
   ): Promise<Subscription> {
     if (connection.subscriptions.has(id)) throw invalidParam('id', `is already the id of a subscription (${id})`);
     if (connection.subscriptions.size >= MAX_SUBSCRIPTIONS) {
-      throw invalidParam('id', `a connection holds at most ${MAX_SUBSCRIPTIONS} subscriptions`);
+      throw invalidParam('id', `is one subscription too many: a connection holds at most ${MAX_SUBSCRIPTIONS}`);
     }
     const params = validateSubscribe(raw) as unknown as SubscribeValues;
     const { topic } = params;

@@ -295,9 +295,8 @@ class SocketSession implements Connection {
       await this.services.hub.subscribe(this, id, params, () => this.answer(reply('subscribed', id)));
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
-      const first = error.errors[0];
-      const detail = first?.param ? `${first.param} ${first.message}` : (first?.message ?? error.message);
-      this.error(id, first?.code ?? 'invalid', detail);
+      // As REST answers say it: `rule_key is required`, `group not found`.
+      this.error(id, error.errors[0]?.code ?? 'invalid', error.message);
     }
   }
 
