@@ -139,7 +139,10 @@ export class Senders {
       dispatcher: this.agent,
       signal: AbortSignal.timeout(this.config.deliveryTimeoutMs),
     });
-    await drain(response.body);
+    // The status is the peer's word: a 2xx accepts the delivery however its answer's body then comes
+    // (slowly, cut off), so the attempt is recorded at once and the delivery never sent again for it.
+    // The body is read on, as far as the timeout and MAX_RESPONSE_BYTES let, for the connection's reuse.
+    drain(response.body).catch(() => {});
     if (response.statusCode < 200 || response.statusCode >= 300) {
       throw new Error(`the peer answered ${response.statusCode}`);
     }

@@ -271,15 +271,25 @@ const slow = createServer((request, response) => {
   request.resume();
   setTimeout(() => response.writeHead(200).end('{}'), 1000);
 });
+/** Answers 200 at once, then its body a byte every half second, for longer than an attempt may take. */
+const trickling: string[] = [];
+const trickle = createServer((request, response) => {
+  trickling.push(request.url ?? '');
+  request.resume();
+  response.writeHead(200, { 'content-type': 'text/plain' });
+  response.write('.');
+  const timer = setInterval(() => response.write('.'), 500);
+  response.on('close', () => clearInterval(timer));
+});
 const urlOf = (server: ReturnType<typeof createServer>) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 before(async () => {
-  for (const server of [hanging, slow]) {
+  for (const server of [hanging, slow, trickle]) {
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
   }
 });
 after(async () => {
-  for (const server of [hanging, slow]) {
+  for (const server of [hanging, slow, trickle]) {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
@@ -321,6 +331,30 @@ describeOnStores(
       const deleted = await ctx.api.request('DELETE', `/api/v3/notification_actions/${stuck}`, { token });
       assert.equal(deleted.status, 200, deleted.text);
       for (const call of mine()) call.response.destroy();
+    });
+
+    it('when a peer answers 2xx at once and its body slowly then the delivery is delivered at once, and not sent again', async () => {
+      const token = await ctx.api.adminToken();
+      const { thing, ruleKey } = await thingAndRule(ctx.api, token);
+      const path = `/${unique('trickle')}`;
+      const action = await addAction(ctx.api, token, ruleKey, {
+        type: 'CallHttpUrlAction',
+        method: 'POST',
+        url: `${urlOf(trickle)}${path}`,
+      });
+      await sendEvent(ctx.api, token, thing.thing_key, { v: 5 });
+      // Well before DELIVERY_TIMEOUT (5 s), which the body's end would take longer than.
+      await eventually(
+        async () => (await attemptsOf(ctx.api, token, action)).some((a) => a.status === 'delivered'),
+        'delivered',
+        3000,
+      );
+      await sleep(5500);
+      assert.deepEqual(
+        (await attemptsOf(ctx.api, token, action)).map((a) => a.status),
+        ['delivered'],
+      );
+      assert.equal(trickling.filter((url) => url === path).length, 1, 'sent once');
     });
 
     it('when deliveries wait for a lane then each is claimed as its attempt starts, for as long as one attempt may take', async () => {
