@@ -166,17 +166,29 @@ export async function exportEvents(remote: Remote, options: ExportOptions): Prom
   const span = (readDecimal(options.to ?? '') ?? Number.NaN) - from;
   const known = span > 0;
   const progress = startProgress('export', known ? span : 0);
+  // Records: lines, but in CSV not those inside a quoted field (a metric's name or a text value may
+  // hold a line break; a quote inside one is written twice, which toggles twice).
+  const csv = options.format === 'csv';
   let lines = 0;
+  let quoted = false;
   let position = 0;
+  let written = 0;
+  const describe = () => `${countOf(written, 'byte')}, ${countOf(lines, 'line')}`;
   const count = counter((bytes, chunk) => {
-    for (const byte of chunk) if (byte === 10) lines++;
+    written = bytes;
+    for (const byte of chunk) {
+      if (csv && byte === 34) quoted = !quoted;
+      else if (byte === 10 && !quoted) lines++;
+    }
     const at = known ? LAST_TIME.exec(chunk.toString('utf8')) : null;
     if (at) position = Number(at[1]) - from;
-    progress.update(position, `${countOf(bytes, 'byte')}, ${countOf(lines, 'line')}`);
+    progress.update(position, describe());
   });
   const out: Writable = options.output === undefined ? process.stdout : createWriteStream(options.output);
   await pipeline(response.body, count, out);
-  const events = options.format === 'csv' ? Math.max(0, lines - 1) : lines;
+  // The bar may have drawn an earlier count last: the final one before it ends.
+  progress.update(position, describe());
+  const events = csv ? Math.max(0, lines - 1) : lines;
   progress.stop(`${countOf(events, 'event')}${options.output === undefined ? '' : ` written to ${options.output}`}`);
   return events;
 }

@@ -194,9 +194,14 @@ for (const store of STORES) {
       const events = Array.from({ length: 5 }, (_, i) => ({
         thing_key: 'exported',
         timestamp: (start + i * 60) * 1000,
-        data: { temperature: 20 + i },
+        // The last holds a text with a line break: one CSV record over two lines.
+        data: i === 4 ? { temperature: 20 + i, note: 'two\nlines' } : { temperature: 20 + i },
       }));
       assert.equal((await device.event({ events })).status, 200);
+      const broken = succeeded(
+        await runCli(exportArgs(start + 240, start + 240, join(folder, 'broken.csv'), '--format', 'csv')),
+      );
+      assert.match(broken.stderr, /export: 1 event written to /);
       const csvFile = join(folder, 'events.csv');
       const csv = succeeded(await runCli(exportArgs(start + 60, start + 3 * 60, csvFile, '--format', 'csv')));
       assert.match(csv.stderr, /export: 3 events written to /);
