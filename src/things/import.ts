@@ -7,7 +7,7 @@ import { parse } from 'csv-parse/sync';
 import { type Actor, type Change, recordChanges } from '../audit/recorder.ts';
 import { ApiError, conflict, type ErrorItem, invalidParam, unknownReference } from '../core/errors.ts';
 import { compileParams } from '../core/http/validation.ts';
-import { uniqueOr } from '../store/dialect.ts';
+import { isUniqueViolation, uniqueOr } from '../store/dialect.ts';
 import type { Store, Tx } from '../store/store.ts';
 import type { ThingTemplateRow } from '../store/tables.ts';
 import { findDefaultTemplate, findTemplate } from '../templates/service.ts';
@@ -123,12 +123,14 @@ export async function importThings(
   rows: unknown[],
   options: ImportOptions,
 ): Promise<ImportResult> {
-  const failed: ImportFailure[] = [];
+  const checkFailures: ImportFailure[] = [];
   const defaultTemplate = await findDefaultTemplate(store.db, organisationKey);
-  const checked = checkRows(rows, defaultTemplate?.thing_template_key, failed);
-  const creates: CheckedRow[] = [];
-  const updates: { row: CheckedRow; before: things.ThingWithTemplate }[] = [];
+  const checked = checkRows(rows, defaultTemplate?.thing_template_key, checkFailures);
+  // Run again when a key was taken meanwhile: everything it finds is its own.
   const answer = async (tx: Tx): Promise<ImportResult> => {
+    const failed = [...checkFailures];
+    const creates: CheckedRow[] = [];
+    const updates: { row: CheckedRow; before: things.ThingWithTemplate }[] = [];
     const templates = await templatesOf(tx, organisationKey, checked);
     const existing = new Map(
       (
@@ -161,9 +163,16 @@ export async function importThings(
     await write(tx, actor, organisationKey, creates, updates);
     return result;
   };
-  // A key another request takes while this one runs fails the whole transaction: nothing is written.
+  // A key another request takes while this one runs fails the whole transaction: nothing is written,
+  // and the import runs again, where the key is taken (a row error, or in upsert mode an update), as
+  // on SQLite, whose transactions run one at a time. Past a few rounds, the conflict is answered.
+  const again = (rounds: number): Promise<ImportResult> =>
+    store.transaction(answer).catch((error: unknown) => {
+      if (rounds <= 1 || !isUniqueViolation(error)) throw error;
+      return again(rounds - 1);
+    });
   return uniqueOr(
-    () => store.transaction(answer),
+    () => again(3),
     () => conflict('thing_key', 'a key of the import was taken by another request meanwhile; nothing was written'),
   );
 }

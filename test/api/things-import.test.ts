@@ -111,6 +111,30 @@ describeOnStores('things import', (ctx) => {
     }
   });
 
+  it('when upserts of one new key run at once then one creates it and the others update it, on either store', async () => {
+    const token = await ctx.api.adminToken();
+    const key = unique('race');
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        ctx.api.request('POST', '/api/v3/things/import', {
+          token,
+          query: { mode: 'upsert' },
+          body: { things: [{ thing_key: key, name: `Racer ${i}` }] },
+        }),
+      ),
+    );
+    for (const answer of answers) assert.equal(answer.status, 200, answer.text);
+    assert.equal(
+      answers.reduce((n, a) => n + a.body.created, 0),
+      1,
+    );
+    assert.equal(
+      answers.reduce((n, a) => n + a.body.updated, 0),
+      5,
+    );
+    assert.equal((await getThing(ctx.api, token, key)).status, 200);
+  });
+
   it('when rows fail then each is answered by its number with its errors, and the others are written', async () => {
     const token = await ctx.api.adminToken();
     const taken = await createThing(ctx.api, token, {});
