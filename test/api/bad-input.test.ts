@@ -151,6 +151,28 @@ describeOnStores(
       assert.equal(trail.status, 200, trail.text);
     });
 
+    it('when a JSON number past 2^53 is given where text is declared then it is a 400, not other digits', async () => {
+      const templateKey = (await ctx.api.request('GET', '/api/v3/thing_templates', { token })).body.thing_templates[0]
+        .thing_template_key;
+      // JSON's reading has made it 12345678901234567000: kept, it would be a key the client never sent.
+      const refused = await ctx.api.request('POST', '/api/v3/things', {
+        token,
+        rawBody: `{"thing":{"name":"n","thing_template_key":"${templateKey}","thing_key":12345678901234567890}}`,
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal(assertErrorShape(refused.body, 'thing').param, 'thing.thing_key');
+      assert.match(refused.body.errors[0].message, /not held exactly/);
+      // A number JSON holds exactly is its text, as before.
+      const key = Math.floor(Math.random() * 1e12);
+      const taken = await ctx.api.request('POST', '/api/v3/things', {
+        token,
+        body: { thing: { name: 'n', thing_template_key: templateKey, thing_key: key } },
+      });
+      assert.equal(taken.status, 200, taken.text);
+      assert.equal(taken.body.thing.thing_key, String(key));
+    });
+
     it('when numeric text is not decimal then it is a 400 naming the parameter, wherever text becomes a number', async () => {
       const template = await ctx.api.request('POST', '/api/v3/thing_templates', {
         token,

@@ -58,6 +58,28 @@ for (const [keyword, integer] of [
   });
 }
 
+/**
+ * The keyword `readingNumbersAsText` adds: a JSON number where text is declared is read as its text,
+ * as Ajv's coercion would, unless it is a whole number past 2^53 - 1, which JSON's reading has already
+ * changed (`12345678901234567890` is 12345678901234567000 by then): that is refused, not stored as
+ * digits the client did not send. The text then meets the schema's own checks (pattern, length).
+ */
+const EXACT_TEXT = 'exactText';
+ajv.addKeyword({
+  keyword: EXACT_TEXT,
+  before: 'const',
+  modifying: true,
+  errors: false,
+  validate: (_: unknown, data: unknown, _parent?: unknown, at?: DataPlace) => {
+    if (typeof data !== 'number') return true;
+    if (!Number.isFinite(data) || (Number.isInteger(data) && !Number.isSafeInteger(data)) || at === undefined) {
+      return false;
+    }
+    at.parentData[at.parentDataProperty] = String(data);
+    return true;
+  },
+});
+
 export type ParamValidator = (input: Record<string, unknown>) => Record<string, unknown>;
 
 type JsonSchema = { type?: unknown; properties?: Record<string, JsonSchema>; items?: JsonSchema; anyOf?: JsonSchema[] };
@@ -65,7 +87,7 @@ type JsonSchema = { type?: unknown; properties?: Record<string, JsonSchema>; ite
 /** Compiles a params schema once; the returned function coerces in place and throws ApiError 400. */
 export function compileParams(schema: TObject): ParamValidator {
   const validate: ValidateFunction = ajv.compile(
-    readingDecimalText(refusingBooleans(withNumberBounds(schema))) as TObject,
+    readingNumbersAsText(readingDecimalText(refusingBooleans(withNumberBounds(schema)))) as TObject,
   );
   const properties = (schema as JsonSchema).properties ?? {};
   const nullableNumbers = nullableNumberPaths(schema as JsonSchema, []);
@@ -227,6 +249,18 @@ function readingDecimalText(schema: unknown): unknown {
 }
 
 /**
+ * The schema with JSON numbers read as text where text is declared (and no number): each such schema
+ * also admits numbers, so that Ajv does not coerce them, and its EXACT_TEXT keyword reads them.
+ */
+function readingNumbersAsText(schema: unknown): unknown {
+  return eachSchema(schema, (node, types) => {
+    if (!types.includes('string') || types.some((t) => t === 'number' || t === 'integer')) return;
+    node.type = [...types, 'number'];
+    node[EXACT_TEXT] = true;
+  });
+}
+
+/**
  * A copy of a schema with `change` applied to each of its schemas (the whole and every subschema, the
  * innermost first), given the types each declares.
  */
@@ -347,6 +381,12 @@ function toErrorItem(error: ErrorObject): ErrorItem {
       return { code: 'invalid', param: base, message: 'must be a number, not true or false' };
     case DECIMAL_NUMBER:
       return { code: 'invalid', param: base, message: `must be a number in decimal notation (${DECIMAL_EXAMPLES})` };
+    case EXACT_TEXT:
+      return {
+        code: 'invalid',
+        param: base,
+        message: 'must be text: a whole number past 9007199254740991 is not held exactly in JSON (send it as text)',
+      };
     case DECIMAL_INTEGER:
       return { code: 'invalid', param: base, message: 'must be a whole number in decimal notation (12, -3, 1e3)' };
     default:
