@@ -113,10 +113,16 @@ export interface DeviceAlert {
 
 /**
  * A device's alert (docs/devices.md, "Alerts from devices"). One naming the `alert_key` of an existing
- * alert is an acknowledgement: it updates that alert's message, type and data (keeping `data.thing` and
- * `data.instruction`) and marks the instruction acknowledged. Any other needs a thing and raises a new
- * alert.
+ * alert is an acknowledgement: it updates that alert's message, type and data (keeping what the server
+ * put in its data: KEPT_MEMBERS) and marks the instruction acknowledged. Any other needs a thing and
+ * raises a new alert.
  */
+/**
+ * What the server put in an alert's data, which a device's acknowledgement keeps: the thing as it was,
+ * the instruction, and a rule's alert's rule and the event that fired it (docs/rules.md, "Alerts").
+ */
+const KEPT_MEMBERS = ['thing', 'instruction', 'rule_key', 'rule_name', 'event'] as const;
+
 export async function receiveDeviceAlert(store: Store, principal: Principal, input: DeviceAlert): Promise<AlertRow> {
   const organisations = [principal.organisationKey];
   const now = Date.now();
@@ -126,13 +132,11 @@ export async function receiveDeviceAlert(store: Store, principal: Principal, inp
     if (input.alert_key) {
       const existing = await alerts.findAlert(tx, organisations, input.alert_key);
       if (existing) {
-        const kept = JSON.parse(existing.data) as Record<string, unknown>;
-        const data = {
-          ...sent,
-          ...(kept.thing !== undefined ? { thing: kept.thing } : {}),
-          ...(kept.instruction !== undefined ? { instruction: kept.instruction } : {}),
-          alert_type_string: alertTypeName(input.alert_type),
-        };
+        const before = JSON.parse(existing.data) as Record<string, unknown>;
+        const kept = Object.fromEntries(
+          KEPT_MEMBERS.filter((name) => before[name] !== undefined).map((name) => [name, before[name]]),
+        );
+        const data = { ...sent, ...kept, alert_type_string: alertTypeName(input.alert_type) };
         const changes = {
           message: input.message,
           alert_type: input.alert_type,

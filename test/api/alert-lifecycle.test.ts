@@ -44,6 +44,25 @@ describeOnStores('alert lifecycle', (ctx) => {
     }
   });
 
+  it("when a device answers a rule's alert by its key then the rule's details in its data are kept", async () => {
+    const token = await ctx.api.adminToken();
+    const { alert, ruleKey } = await ruleAlert(token);
+    const device = new Device(ctx.api.url, await createKeyPair(ctx.api, token));
+    const answered = await device.post('/api/v3/alerts.json', {
+      alert: { alert_key: alert.alert_key, message: 'seen', alert_type: 0, data: { note: 'on it', rule_key: 'x' } },
+    });
+    assert.equal(answered.status, 200, answered.text);
+    const read = await ctx.api.request('GET', `/api/v3/alerts/${alert.alert_key}`, { token });
+    assert.equal(read.status, 200, read.text);
+    const { data } = read.body.alert;
+    assert.equal(data.note, 'on it', 'what the device sent');
+    assert.equal(data.rule_key, ruleKey, 'the rule, not what the device said it was');
+    assert.deepEqual(
+      [data.rule_name, data.event, data.thing],
+      [alert.data.rule_name, alert.data.event, alert.data.thing],
+    );
+  });
+
   it('when an alert is acknowledged then cleared then each step records who, when and the comment, and repeats are 409s', async () => {
     const token = await ctx.api.adminToken();
     const { alert } = await ruleAlert(token);
