@@ -3797,7 +3797,7 @@ export interface operations {
                             thing_template_key: string;
                         }[];
                         /** @description at most 50; the whole dashboard at most 256 KiB of JSON */
-                        widgets?: Record<string, never>[];
+                        widgets?: unknown[];
                     };
                     /** @description include or act on child organisations of an OEM organisation */
                     is_oem?: boolean;
@@ -3995,7 +3995,7 @@ export interface operations {
                             thing_template_key: string;
                         }[];
                         /** @description at most 50; the whole dashboard at most 256 KiB of JSON */
-                        widgets?: Record<string, never>[];
+                        widgets?: unknown[];
                     };
                     /** @description include or act on child organisations of an OEM organisation */
                     is_oem?: boolean;
@@ -4204,7 +4204,7 @@ export interface operations {
                             thing_template_key: string;
                         }[];
                         /** @description at most 50; the whole dashboard at most 256 KiB of JSON */
-                        widgets?: Record<string, never>[];
+                        widgets?: unknown[];
                     };
                     /** @description include or act on child organisations of an OEM organisation */
                     is_oem?: boolean;
