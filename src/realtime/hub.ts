@@ -132,9 +132,6 @@ export class RealtimeHub {
   private rechecking = false;
   private recheckAgain = false;
   private membersSoon: NodeJS.Timeout | undefined;
-  /** Organisations whose members are to be read before their next changes are told (readMembersFirst). */
-  private readonly membersFirstOf = new Set<string>();
-  private membersFirstWaiting = false;
   /**
    * The members of each group and template some subscription watches, one set for all the
    * subscriptions that watch it (however many connections ask for the same template), read once at
@@ -578,23 +575,13 @@ export class RealtimeHub {
     this.membersSoon.unref();
   }
 
-  /**
-   * Reads the member sets an organisation's changes may change, before the changes that come next are
-   * told. One read waits at a time: it runs after every change before it has committed, so the changes
-   * of things that come while it waits (an import's rows) are all in it.
-   */
+  /** Reads the member sets an organisation's changes may change, before the changes that come next are told. */
   private readMembersFirst(organisation: string | null): void {
     if (organisation === null) return;
-    if (![...this.memberSets.values()].some((set) => set.organisations.includes(organisation))) return;
-    this.membersFirstOf.add(organisation);
-    if (this.membersFirstWaiting) return;
-    this.membersFirstWaiting = true;
+    const sets = [...this.memberSets.values()].filter((set) => set.organisations.includes(organisation));
+    if (sets.length === 0) return;
     this.afterReads(async () => {
-      this.membersFirstWaiting = false;
-      const organisations = new Set(this.membersFirstOf);
-      this.membersFirstOf.clear();
-      for (const set of [...this.memberSets.values()]) {
-        if (!set.organisations.some((o) => organisations.has(o))) continue;
+      for (const set of sets) {
         try {
           replaceAll(set.members, await set.read());
         } catch {
