@@ -150,11 +150,6 @@ export class RealtimeHub {
     this.stopFollowing.push(
       feed.follow(['Event'], (change) => this.onEvents(change)),
       feed.follow(['Thing'], (change) => {
-        // A thing created or changed may join a group (a dynamic one by its expression): its members are
-        // read before this change and the next are told, in the feed's order, so that the group's
-        // subscribers get a new member's `created` and its first events. A thing deleted is told to
-        // those it was a member for, and leaves after.
-        if (change.action !== 'delete') this.readMembersFirst(change.organisationKey);
         this.onThing(change);
         this.membersChanged(change.organisationKey);
       }),
@@ -573,22 +568,6 @@ export class RealtimeHub {
       void this.refreshMembers();
     }, MEMBERS_AFTER_MS);
     this.membersSoon.unref();
-  }
-
-  /** Reads the member sets an organisation's changes may change, before the changes that come next are told. */
-  private readMembersFirst(organisation: string | null): void {
-    if (organisation === null) return;
-    const sets = [...this.memberSets.values()].filter((set) => set.organisations.includes(organisation));
-    if (sets.length === 0) return;
-    this.afterReads(async () => {
-      for (const set of sets) {
-        try {
-          replaceAll(set.members, await set.read());
-        } catch {
-          // Read again at the next change (membersChanged).
-        }
-      }
-    });
   }
 
   private async refreshMembers(): Promise<void> {
