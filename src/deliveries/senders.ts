@@ -142,7 +142,7 @@ export class Senders {
     // The status is the peer's word: a 2xx accepts the delivery however its answer's body then comes
     // (slowly, cut off), so the attempt is recorded at once and the delivery never sent again for it.
     // The body is read on, as far as the timeout and MAX_RESPONSE_BYTES let, for the connection's reuse.
-    drain(response.body).catch(() => {});
+    void drain(response.body);
     if (response.statusCode < 200 || response.statusCode >= 300) {
       throw new Error(`the peer answered ${response.statusCode}`);
     }
@@ -171,7 +171,7 @@ export class Senders {
       signal: AbortSignal.timeout(this.config.deliveryTimeoutMs),
     });
     // As an HTTP call's: the status accepts it, whatever the body then does.
-    drain(response.body).catch(() => {});
+    void drain(response.body);
     if (response.statusCode < 200 || response.statusCode >= 300) {
       throw new Error(`the SMS gateway answered ${response.statusCode}`);
     }
@@ -189,15 +189,22 @@ export function parseObject(text: string | null): Record<string, unknown> {
   }
 }
 
-/** Reads at most MAX_RESPONSE_BYTES of an answer, then stops reading it. */
+/**
+ * Reads at most MAX_RESPONSE_BYTES of an answer, then stops reading it. Never fails: it runs after the
+ * status has decided the attempt, and a body cut off or timed out changes nothing.
+ */
 async function drain(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<void> {
   let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > MAX_RESPONSE_BYTES) {
-      body.destroy();
-      return;
+  try {
+    for await (const chunk of body) {
+      size += chunk.length;
+      if (size > MAX_RESPONSE_BYTES) {
+        body.destroy();
+        return;
+      }
     }
+  } catch {
+    // The answer ended early or its attempt's time ran out.
   }
 }
 
