@@ -76,23 +76,27 @@ describeOnStores(
       );
     });
 
-    it('when an MQTT 5 device sets a Receive Maximum then no more of its answers are in flight than it takes, and the rest follow its acknowledgements', async () => {
+    /** An MQTT 5 device with this Receive Maximum, subscribed to its answers at QoS 1. */
+    async function answerSubscriber(receiveMaximum: number) {
       const pair = await keyPair();
       const clientId = unique('rm');
       const device = await rawConnection(5);
+      device.socket.write(connectPacket(clientId, pair, 60, { protocolVersion: 5, properties: { receiveMaximum } }));
+      const ackTopic = `Altizon/Datonis/${clientId}/httpAck`;
+      device.socket.write(
+        mqttPacket.generate(
+          { cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: ackTopic, qos: 1 }] },
+          { protocolVersion: 5 },
+        ),
+      );
+      const answers = () => device.received.filter((p) => p.cmd === 'publish' && p.topic === ackTopic);
+      await eventually(() => device.received.some((p) => p.cmd === 'suback'), 'the SUBACK');
+      return { pair, clientId, device, answers };
+    }
+
+    it('when an MQTT 5 device sets a Receive Maximum then no more of its answers are in flight than it takes, and the rest follow its acknowledgements', async () => {
+      const { pair, clientId, device, answers } = await answerSubscriber(2);
       try {
-        device.socket.write(
-          connectPacket(clientId, pair, 60, { protocolVersion: 5, properties: { receiveMaximum: 2 } }),
-        );
-        const ackTopic = `Altizon/Datonis/${clientId}/httpAck`;
-        device.socket.write(
-          mqttPacket.generate(
-            { cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: ackTopic, qos: 1 }] },
-            { protocolVersion: 5 },
-          ),
-        );
-        const answers = () => device.received.filter((p) => p.cmd === 'publish' && p.topic === ackTopic);
-        await eventually(() => device.received.some((p) => p.cmd === 'suback'), 'the SUBACK');
         const key = unique('rm');
         for (let i = 0; i < 5; i++) {
           const text = signedEnvelope(pair, { thing_key: key, timestamp: Date.now() + i });
@@ -118,6 +122,36 @@ describeOnStores(
           assert.equal(answer.qos, 1);
           assert.equal(JSON.parse(String(answer.payload)).http_code, 200);
         }
+      } finally {
+        device.socket.destroy();
+      }
+    });
+
+    it('when an MQTT 5 device acknowledges a packet id the server sent nothing under then no answer past its Receive Maximum is sent', async () => {
+      const { pair, clientId, device, answers } = await answerSubscriber(1);
+      try {
+        for (let i = 0; i < 2; i++) {
+          const text = signedEnvelope(pair, { thing_key: unique('rmx'), timestamp: Date.now() + i });
+          device.socket.write(
+            mqttPacket.generate(
+              { cmd: 'publish', topic: `Altizon/Datonis/${clientId}/register`, payload: text, qos: 0 },
+              { protocolVersion: 5 },
+            ),
+          );
+        }
+        await eventually(() => answers().length === 1, 'the first answer');
+        const sent = Number(answers()[0]?.messageId);
+        const unknown = sent === 0xffff ? 1 : sent + 1;
+        for (const cmd of ['puback', 'pubcomp'] as const) {
+          device.socket.write(mqttPacket.generate({ cmd, messageId: unknown }, { protocolVersion: 5 }));
+        }
+        // Packets are handled in order and what they make due leaves together: once the PINGRESP is
+        // here, an answer the acknowledgements above had let go would be too.
+        device.socket.write(mqttPacket.generate({ cmd: 'pingreq' }, { protocolVersion: 5 }));
+        await eventually(() => device.received.some((p) => p.cmd === 'pingresp'), 'the PINGRESP');
+        assert.equal(answers().length, 1, 'the second answer waits for the first one to be acknowledged');
+        device.socket.write(mqttPacket.generate({ cmd: 'puback', messageId: sent }, { protocolVersion: 5 }));
+        await eventually(() => answers().length === 2, 'the second answer');
       } finally {
         device.socket.destroy();
       }

@@ -688,7 +688,10 @@ export class DeviceConnection implements MessageSource, PacketReader {
    * (`qos` 2) only: a PUBACK of one is none of its handshake, and leaves it in flight.
    */
   private acknowledged(messageId: number, taken = true, qos?: 1 | 2): void {
-    if (qos === 1 && this.session?.inFlight.get(messageId)?.qos === 2) return;
+    const message = this.session?.inFlight.get(messageId);
+    if (qos === 1 && message?.qos === 2) return;
+    // An id the server has nothing in flight under makes no room: the device would be sent more than it takes.
+    if (message === undefined && !this.outbox?.answerAcknowledged(messageId)) return;
     this.outbox?.acknowledged();
     const alertKey = this.session?.acknowledged(messageId)?.alertKey;
     if (alertKey !== undefined && taken) this.host.delivered(alertKey);

@@ -7,7 +7,7 @@
  * write: the packets of many messages cost one system call.
  */
 import type { Ack } from '../signed-messages.ts';
-import { ackPacketBytes, ackPackets, type PacketIds, pubackPackets } from './ack-packets.ts';
+import { ackPacketBytes, ackPackets, nextPacketId, type PacketIds, pubackPackets } from './ack-packets.ts';
 
 /** How long a PUBACK waits for its message's answer to leave with it, ms. */
 export const PUBACK_HOLD_MS = 20;
@@ -101,6 +101,11 @@ export class Outbox {
    */
   private quota = Number.POSITIVE_INFINITY;
   private unacknowledged = 0;
+  /**
+   * Packet ids of QoS 1 answers sent and not yet acknowledged, counted against the Receive Maximum,
+   * for a session that keeps none (a kept session's are in its messages in flight). At most `quota`.
+   */
+  private answerIds: Set<number> | undefined;
   private waitingPublishes: Buffer[] | undefined;
 
   constructor(private readonly target: OutboxTarget) {}
@@ -134,6 +139,14 @@ export class Outbox {
   /** The PUBREL of a QoS 2 message released before: in flight until its PUBCOMP, whatever the room. */
   releaseAgain(bytes: Buffer): void {
     this.sendCounted(bytes);
+  }
+
+  /**
+   * Whether `messageId` is that of an answer in flight, counted and not kept by the session: it is
+   * acknowledged now. An id the server has nothing in flight under frees no room.
+   */
+  answerAcknowledged(messageId: number): boolean {
+    return this.answerIds?.delete(messageId) === true;
   }
 
   /** The device acknowledged a QoS 1 or 2 message (PUBACK, PUBCOMP, or a PUBREC refusing it): room for the next. */
@@ -229,13 +242,18 @@ export class Outbox {
   private ackBytes(acks: readonly Ack[], qos: 0 | 1): Buffer {
     const target = this.target;
     const tracked = qos === 1 && target.tracksAnswers === true && target.track !== undefined;
-    return ackPackets(
-      target.ids,
-      target.ackTopic,
-      acks,
-      qos,
-      target.version,
-      tracked ? (target as Tracker) : undefined,
-    );
+    let tracker: { track(payload: string): number } | undefined = tracked ? (target as Tracker) : undefined;
+    if (qos === 1 && !tracked && this.limited) tracker = this.answerTracker;
+    return ackPackets(target.ids, target.ackTopic, acks, qos, target.version, tracker);
   }
+
+  /** Gives a counted answer its packet id and remembers it until the device acknowledges it. */
+  private readonly answerTracker = {
+    track: (): number => {
+      const id = nextPacketId(this.target.ids);
+      this.answerIds ??= new Set();
+      this.answerIds.add(id);
+      return id;
+    },
+  };
 }
