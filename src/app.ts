@@ -27,6 +27,7 @@ import { limitConnections } from './core/http/connections.ts';
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './core/http/error-handler.ts';
 import { type RouteServices, registerRoutes } from './core/http/route.ts';
 import { onWebSocketError } from './core/http/websocket-errors.ts';
+import { checkWebSocketHandshakes } from './core/http/websocket-handshake.ts';
 import { chooseLogFormat, readableLogStream } from './core/log-format.ts';
 import { oncePerMinute } from './core/log-limit.ts';
 import type { SecretBox } from './core/secret-box.ts';
@@ -703,6 +704,7 @@ async function buildHttpApp(
     options: { maxPayload: MAX_WEBSOCKET_MESSAGE_BYTES },
     errorHandler: onWebSocketError,
   });
+  checkWebSocketHandshakes(app);
 
   // The process is alive and serving: answered at once, whatever the store does (its state is /readyz's).
   app.get('/healthz', { schema: { hide: true } }, async (_request, reply) =>

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createKeyPair, Device } from '../support/device.ts';
@@ -6,6 +8,27 @@ import { childOrganisation, createThing, unique, userWithAbilities } from '../su
 import { type Message, SocketClient, StreamClient } from '../support/realtime.ts';
 import { startServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
+
+/** An upgrade request written as is, and the answer read until the server closes or 2 s pass. */
+async function rawUpgrade(
+  base: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; head: string; body: string }> {
+  const url = new URL(base);
+  const socket = connect(Number(url.port), url.hostname);
+  const lines = [`GET ${path} HTTP/1.1`, `Host: ${url.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+  let text = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    text += chunk;
+  });
+  await Promise.race([once(socket, 'close'), sleep(2000)]);
+  socket.destroy();
+  const [head = '', body = ''] = text.split('\r\n\r\n');
+  return { status: Number(head.split(' ')[1]), head, body };
+}
 
 describeOnStores('realtime push', (ctx) => {
   /** A device of a new key pair and a thing of its own, registered. */
@@ -480,6 +503,29 @@ describeOnStores('realtime push', (ctx) => {
     const plain = await ctx.api.request('GET', '/api/v3/ws', { token: await ctx.api.adminToken() });
     assert.equal(plain.status, 426, 'not an upgrade');
     assert.equal(plain.body.success, false);
+  });
+
+  it('when an upgrade has a bad handshake header then it is a 400 in the error shape naming the header, at /api/v3/ws and /mqtt', async () => {
+    const good = { upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' };
+    const cases: [Record<string, string>, string][] = [
+      [{ ...good, 'sec-websocket-key': 'short', 'sec-websocket-version': '13' }, 'Sec-WebSocket-Key'],
+      [{ ...good, 'sec-websocket-version': '14' }, 'Sec-WebSocket-Version'],
+      [{ ...good, 'sec-websocket-version': '13', 'sec-websocket-protocol': 'mqtt, mqtt' }, 'Sec-WebSocket-Protocol'],
+    ];
+    for (const path of ['/api/v3/ws', '/mqtt']) {
+      for (const [headers, param] of cases) {
+        const answer = await rawUpgrade(ctx.api.url, path, headers);
+        assert.equal(answer.status, 400, `${path} ${param}: ${answer.head}`);
+        assert.match(answer.head, /content-type: application\/json/i);
+        const body = JSON.parse(answer.body);
+        assert.equal(body.success, false);
+        assert.deepEqual(
+          body.errors.map((e: { param: string }) => e.param),
+          [param],
+        );
+        if (param === 'Sec-WebSocket-Version') assert.match(answer.head, /sec-websocket-version: 13, 8/i);
+      }
+    }
   });
 
   it('when messages are malformed, of unknown type or ask what they may not then errors answer and the socket stays open', async () => {
