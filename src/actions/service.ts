@@ -66,19 +66,44 @@ function checkFields(type: StoredType, input: ActionInput, creating: boolean): v
  */
 const ADDRESS = /^(?:[^<>\r\n\0",;]*<[^\s<>@,;"]+@[^\s<>@,;"]+>|[^\s<>@,;"]+@[^\s<>@,;"]+)$/;
 
-/** Recipients, comma-separated: each an address (ADDRESS); empty entries (a trailing comma) are none. */
-function checkAddresses(field: 'to' | 'cc' | 'bcc', value: string): string {
+/** The first of comma-separated recipients that is no address (ADDRESS); empty entries (a trailing comma) are none. */
+function notAnAddress(value: string): string | undefined {
   for (const entry of value.split(',')) {
     const address = entry.trim();
-    if (address !== '' && !ADDRESS.test(address)) {
-      throw invalidParam(
-        P(field),
-        `must be e-mail addresses separated by commas (ops@example.com, Ops <ops@example.com>): ${JSON.stringify(address.slice(0, 100))} is none`,
-      );
-    }
+    if (address !== '' && !ADDRESS.test(address)) return address;
   }
-  if (field === 'to' && value.trim().replaceAll(',', '').trim() === '')
-    throw invalidParam(P(field), 'names no address');
+  return undefined;
+}
+
+/** Whether `value` names no recipient at all. */
+const namesNoAddress = (value: string): boolean => value.trim().replaceAll(',', '').trim() === '';
+
+/**
+ * Whether an e-mail action's stored recipients and subject can be sent as they are: actions stored
+ * before they were checked as they are now may hold what would become headers of their own.
+ */
+export function sendableEmail(action: {
+  recipient?: string | null;
+  cc?: string | null;
+  bcc?: string | null;
+  subject?: string | null;
+}): boolean {
+  const to = action.recipient ?? '';
+  if (namesNoAddress(to) || notAnAddress(to) !== undefined) return false;
+  if ([action.cc, action.bcc].some((value) => value && notAnAddress(value) !== undefined)) return false;
+  return !/[\r\n]/.test(action.subject ?? '');
+}
+
+/** Recipients, comma-separated: each an address (ADDRESS). */
+function checkAddresses(field: 'to' | 'cc' | 'bcc', value: string): string {
+  const wrong = notAnAddress(value);
+  if (wrong !== undefined) {
+    throw invalidParam(
+      P(field),
+      `must be e-mail addresses separated by commas (ops@example.com, Ops <ops@example.com>): ${JSON.stringify(wrong.slice(0, 100))} is none`,
+    );
+  }
+  if (field === 'to' && namesNoAddress(value)) throw invalidParam(P(field), 'names no address');
   return value;
 }
 

@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import type { Transporter } from 'nodemailer';
 import { Agent, request } from 'undici';
+import { sendableEmail } from '../actions/service.ts';
 import { renderAlertMessage } from '../alerts/message.ts';
 import { alertTypeName } from '../alerts/presenter.ts';
 import { SYSTEM_ACTOR } from '../audit/recorder.ts';
@@ -75,6 +76,9 @@ export class Senders {
   }
 
   private async email({ action, payload }: Delivery): Promise<void> {
+    if (!sendableEmail(action)) {
+      throw new UndeliverableError("the action's recipients are not e-mail addresses, or its subject is not one line");
+    }
     if (!this.config.smtpUrl) throw new Error('SMTP_URL is not set: e-mail cannot be sent');
     if (!this.mailer) {
       const url = new URL(this.config.smtpUrl);

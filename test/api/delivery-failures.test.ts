@@ -123,6 +123,30 @@ describeOnStores(
       for (const attempt of smsAttempts) assert.match(attempt.error ?? '', /SMS_URL is not set/);
     });
 
+    it('when an e-mail action stored before recipients were checked holds a line break then it fails at once, never sent nor tried again', async () => {
+      const token = await ctx.api.adminToken();
+      const { thing, ruleKey } = await thingAndRule(ctx.api, token);
+      const actionKey = await addAction(ctx.api, token, ruleKey, {
+        type: 'EmailNotificationAction',
+        to: 'ops@example.com',
+      });
+      await ctx.api.server.store.db
+        .updateTable('notification_actions')
+        .set({ recipient: 'ops@example.com\r\nBcc: someone@example.org' })
+        .where('notification_action_key', '=', actionKey)
+        .execute();
+      await sendEvent(ctx.api, token, thing.thing_key, { v: 5 });
+      await eventually(async () => (await attemptsOf(ctx.api, token, actionKey)).length >= 1, 'an attempt');
+      // Retried after 50 ms, then 100 ms, ...: a second attempt would have come by now.
+      await sleep(1500);
+      const attempts = await attemptsOf(ctx.api, token, actionKey);
+      assert.deepEqual(
+        attempts.map((a) => a.status),
+        ['failed'],
+      );
+      assert.match(attempts[0]?.error ?? '', /recipients are not e-mail addresses/);
+    });
+
     it('when a GET action fires then the peer gets no body, and a long answer is cut off and counts as delivered', async () => {
       const token = await ctx.api.adminToken();
       const { thing, ruleKey } = await thingAndRule(ctx.api, token);
