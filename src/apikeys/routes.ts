@@ -25,9 +25,9 @@ export function apiKeyRoutes(store: Store): AnyRoute[] {
       access: permission('api_key', 'read'),
       params: ListApiKeysParams,
       response: ApiKeyList,
-      handler: async ({ params, time, pageEcho, principal }) => {
+      handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
         const list = toListQuery(params, API_KEY_LIST);
-        const { total, rows } = await listApiKeys(store.db, [principal.organisationKey], list);
+        const { total, rows } = await listApiKeys(store.db, await visibleOrganisations(), list);
         return listAnswer(
           'api_keys',
           total,
@@ -44,8 +44,8 @@ export function apiKeyRoutes(store: Store): AnyRoute[] {
       access: permission('api_key', 'read'),
       params: ApiKeyKeyParams,
       response: ApiKeyOne,
-      handler: async ({ params, time, principal }) => ({
-        api_key: presentApiKey(await requireApiKey(store.db, [principal.organisationKey], params.api_key_key), time),
+      handler: async ({ params, time, visibleOrganisations }) => ({
+        api_key: presentApiKey(await requireApiKey(store.db, await visibleOrganisations(), params.api_key_key), time),
       }),
     }),
     defineRoute({
@@ -55,12 +55,20 @@ export function apiKeyRoutes(store: Store): AnyRoute[] {
       summary: 'Create an API key; its token is answered this once',
       description:
         "Send the token as X-Auth-Token. The key acts as its creator with its role (by default the creator's; " +
-        'one with a permission the creator lacks is a 403), until deleted or past expires_at.',
+        'one with a permission the creator lacks is a 403), until deleted or past expires_at. With is_oem, ' +
+        "child_organisation_key makes it in that child, with one of the child's roles (by default its account admin).",
       access: permission('api_key', 'create'),
       params: CreateApiKeyParams,
       response: ApiKeyOne,
-      handler: async ({ params, principal, time }) => {
-        const { row, token } = await createApiKey(store, actorOf(principal), principal, params.api_key);
+      handler: async ({ params, principal, time, targetOrganisation }) => {
+        const organisationKey = await targetOrganisation();
+        const { row, token } = await createApiKey(
+          store,
+          actorOf(principal),
+          principal,
+          params.api_key,
+          organisationKey,
+        );
         return { api_key: presentApiKey(row, time, token) };
       },
     }),
@@ -72,8 +80,8 @@ export function apiKeyRoutes(store: Store): AnyRoute[] {
       access: permission('api_key', 'delete'),
       unlimited: true,
       params: ApiKeyKeyParams,
-      handler: async ({ params, principal }) => {
-        await deleteApiKey(store, actorOf(principal), [principal.organisationKey], params.api_key_key);
+      handler: async ({ params, principal, visibleOrganisations }) => {
+        await deleteApiKey(store, actorOf(principal), await visibleOrganisations(), params.api_key_key);
         return {};
       },
     }),

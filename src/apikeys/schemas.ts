@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { ListResponse, type ListSpec, listParams, OneResponse } from '../core/http/list.ts';
-import { CommonParams, Key, Nullable } from '../core/http/schema.ts';
+import { ChildOrganisationParams, CommonParams, Key, Nullable, OemParams } from '../core/http/schema.ts';
 
 export const ApiKey = Type.Object({
   api_key_key: Type.String(),
@@ -38,9 +38,9 @@ export const API_KEY_LIST: ListSpec = {
   searchDescription: 'keywords matched against name',
 };
 
-export const ListApiKeysParams = Type.Object({ ...CommonParams, ...listParams(API_KEY_LIST) });
-export const ApiKeyKeyParams = Type.Object({ ...CommonParams, api_key_key: Key() });
-export const CreateApiKeyParams = Type.Object({ ...CommonParams, api_key: ApiKeyInput });
+export const ListApiKeysParams = Type.Object({ ...CommonParams, ...OemParams, ...listParams(API_KEY_LIST) });
+export const ApiKeyKeyParams = Type.Object({ ...CommonParams, ...OemParams, api_key_key: Key() });
+export const CreateApiKeyParams = Type.Object({ ...CommonParams, ...ChildOrganisationParams, api_key: ApiKeyInput });
 
 export const ApiKeyList = ListResponse('api_keys', ApiKey);
 export const ApiKeyOne = OneResponse('api_key', ApiKey);

@@ -5,12 +5,12 @@
  * on every instance, when deleted or past its `expires_at`.
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { forbidden, invalidParam, notFound, unknownReference } from '../core/errors.ts';
+import { forbidden, invalidParam, notFound, requiredParam, unknownReference } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import type { Principal } from '../core/principal.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { findRoleToAssign, grantedBy, requireGrantable } from '../roles/service.ts';
+import { findBuiltInRole, findRoleToAssign, grantedBy, requireGrantable } from '../roles/service.ts';
 import { hashToken, newToken } from '../sessions/tokens.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { ApiKeyRow } from '../store/tables.ts';
@@ -33,15 +33,22 @@ export async function createApiKey(
   actor: Actor,
   principal: Principal,
   input: ApiKeyInput,
+  /** The caller's organisation, or one of its children (`child_organisation_key`). */
+  organisationKey: string = principal.organisationKey,
 ): Promise<{ row: ApiKeyRow; token: string }> {
   const now = Date.now();
   const expiresAt = input.expires_at == null ? null : input.expires_at * 1000;
   if (expiresAt !== null && expiresAt <= now) throw invalidParam('api_key.expires_at', 'must be in the future');
   if (principal.userKey === null) throw forbidden('only users may make API keys');
-  const organisationKey = principal.organisationKey;
   const token = `${API_KEY_PREFIX}${newToken()}`;
   return store.transaction(async (tx) => {
-    const roleKey = input.role_key ?? principal.roleKey;
+    // In a child, the caller's role is none of the child's: its account admin's, as when signed in to it.
+    const roleKey =
+      input.role_key ??
+      (organisationKey === principal.organisationKey
+        ? principal.roleKey
+        : (await findBuiltInRole(tx, organisationKey, 'account_admin'))?.role_key);
+    if (roleKey === undefined) throw requiredParam('api_key.role_key');
     // Locked against a delete of the role under way (roles/service.ts, deleteRole).
     const role = await findRoleToAssign(tx, [organisationKey], roleKey);
     if (!role) throw unknownReference('api_key.role_key', roleKey);

@@ -4,10 +4,28 @@ import { invalidParam, requiredParam } from '../core/errors.ts';
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
 import { type Admission, type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import { CommonParams, EmptyObject, Key, OemParams } from '../core/http/schema.ts';
+import type { Principal } from '../core/principal.ts';
 import { readBound } from '../queries/thing-data.ts';
-import type { Store } from '../store/store.ts';
+import type { Executor, Store } from '../store/store.ts';
+import { findThing } from '../things/service.ts';
 import type { EventIngest } from './ingest.ts';
 import { deleteEventRange } from './service.ts';
+
+/**
+ * Who stores events of a thing an OEM parent names with is_oem: the caller acting in the thing's
+ * organisation, so that its events count against that organisation's limits as its own devices' do.
+ * A thing the caller cannot see is left to the ingest's 404.
+ */
+async function actingFor(
+  db: Executor,
+  principal: Principal,
+  organisations: string[],
+  thingKey: string,
+): Promise<Principal> {
+  const thing = await findThing(db, organisations, thingKey);
+  if (!thing || thing.organisation_key === principal.organisationKey) return principal;
+  return Object.freeze({ ...principal, organisationKey: thing.organisation_key, organisationIsOem: false });
+}
 
 const Bound = (description: string) =>
   Type.Unsafe<string | number>({
@@ -25,6 +43,7 @@ const DeleteEventsParams = Type.Object({
 
 const PostEventsParams = Type.Object({
   ...CommonParams,
+  ...OemParams,
   thing_key: Key(),
   events: Type.Array(
     Type.Object(
@@ -59,9 +78,11 @@ export function eventRoutes(store: Store, ingest: EventIngest, admission?: Admis
       admission,
       params: PostEventsParams,
       response: EmptyObject,
-      handler: async ({ principal, params }) => {
+      handler: async ({ principal, params, visibleOrganisations }) => {
         await ingest.ingest(
-          principal,
+          params.is_oem
+            ? await actingFor(store.db, principal, await visibleOrganisations(), params.thing_key)
+            : principal,
           params.events.map((e) => ({ ...e, thingKey: params.thing_key })),
           undefined,
           '',

@@ -58,9 +58,10 @@ export function roleRoutes(store: Store): AnyRoute[] {
       params: CreateRoleParams,
       response: RoleOne,
       handler: async ({ params, principal, time, targetOrganisation }) => {
-        if (params.is_oem && params.child_organisation_key === undefined) {
+        // Required whenever is_oem is given, false included, as the interface has it.
+        if (params.is_oem !== undefined && params.child_organisation_key === undefined) {
           throw new ApiError(400, [
-            { code: 'required', param: 'child_organisation_key', message: 'is required with is_oem' },
+            { code: 'required', param: 'child_organisation_key', message: 'is required when is_oem is given' },
           ]);
         }
         const row = await createRole(store, actorOf(principal), await targetOrganisation(), params.role, principal);

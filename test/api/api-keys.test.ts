@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { childOrganisation, createRole, userWithAbilities } from '../support/fixtures.ts';
+import { childOrganisation, createRole, createThing, userWithAbilities } from '../support/fixtures.ts';
 import { SocketClient } from '../support/realtime.ts';
 import { startServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
@@ -132,6 +132,68 @@ describeOnStores('API keys', (ctx) => {
     const none = await ctx.api.request('GET', '/api/v3/api_keys/no-such-key', { token });
     assert.equal(none.status, 404);
     assert.equal(none.body.errors[0].param, 'api_key_key', 'named as every resource names its key');
+  });
+
+  it('when an OEM parent makes a key with child_organisation_key then it acts in that child only; is_oem lists, reads and deletes it', async () => {
+    const token = await ctx.api.adminToken();
+    const child = await childOrganisation(ctx.api, token);
+    const created = await ctx.api.request('POST', '/api/v3/api_keys', {
+      token,
+      body: { is_oem: true, child_organisation_key: child.organisationKey, api_key: { name: 'customer key' } },
+    });
+    assert.equal(created.status, 200, created.text);
+    const key = created.body.api_key;
+    const caller = await ctx.api.request('GET', '/api/v3/caller', { token: key.token });
+    assert.equal(caller.status, 200, caller.text);
+    assert.equal(caller.body.organisation_key ?? caller.body.caller?.organisation_key, child.organisationKey);
+    const childRoles = await ctx.api.request('GET', '/api/v3/roles', { token: child.token, query: { per: 100 } });
+    assert.ok(
+      childRoles.body.roles.some((r: { role_key: string }) => r.role_key === key.role_key),
+      "one of the child's roles",
+    );
+    const parentThings = await ctx.api.request('GET', '/api/v3/things', { token, query: { per: 1 } });
+    const seen = await ctx.api.request('GET', '/api/v3/things', { token: key.token, query: { per: 1000 } });
+    assert.equal(seen.status, 200);
+    assert.ok(seen.body.total_count < parentThings.body.total_count || parentThings.body.total_count === 0);
+    const own = await ctx.api.request('GET', '/api/v3/api_keys', { token, query: { per: 1000 } });
+    assert.ok(!own.body.api_keys.some((k: { api_key_key: string }) => k.api_key_key === key.api_key_key));
+    const withChildren = await ctx.api.request('GET', '/api/v3/api_keys', {
+      token,
+      query: { per: 1000, is_oem: true },
+    });
+    assert.ok(withChildren.body.api_keys.some((k: { api_key_key: string }) => k.api_key_key === key.api_key_key));
+    const inChild = await ctx.api.request('GET', '/api/v3/api_keys', { token: child.token });
+    assert.deepEqual(
+      inChild.body.api_keys.map((k: { api_key_key: string }) => k.api_key_key),
+      [key.api_key_key],
+    );
+    const path = `/api/v3/api_keys/${key.api_key_key}`;
+    assert.equal((await ctx.api.request('GET', path, { token })).status, 404, 'without is_oem');
+    assert.equal((await ctx.api.request('GET', path, { token, query: { is_oem: true } })).status, 200);
+    assert.equal((await ctx.api.request('DELETE', path, { token, query: { is_oem: true } })).status, 200);
+    assert.equal((await ctx.api.request('GET', '/api/v3/caller', { token: key.token })).status, 401);
+  });
+
+  it('when a non-OEM organisation gives is_oem then it is a 403, on API keys, events and usage alike', async () => {
+    const token = await ctx.api.adminToken();
+    const child = await childOrganisation(ctx.api, token);
+    const thing = await createThing(ctx.api, child.token, { name: 'Theirs' });
+    const asked: [string, string, object][] = [
+      ['GET', '/api/v3/api_keys', { query: { is_oem: true } }],
+      ['POST', '/api/v3/api_keys', { body: { is_oem: true, api_key: { name: 'k' } } }],
+      ['GET', '/api/v3/usage', { query: { is_oem: 'true' } }],
+      ['GET', '/api/v3/fleet_summary', { query: { is_oem: 'true' } }],
+      [
+        'POST',
+        `/api/v3/things/${thing.thing_key}/events`,
+        { query: { is_oem: true }, body: { events: [{ data: { v: 1 } }] } },
+      ],
+    ];
+    for (const [method, path, options] of asked) {
+      const answer = await ctx.api.request(method, path, { token: child.token, ...options });
+      assert.equal(answer.status, 403, `${method} ${path}: ${answer.text}`);
+      assert.match(answer.body.message, /is_oem/);
+    }
   });
 
   it('when a key expires or is deleted then its token is refused at once, and its sockets closed', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { childOrganisation, createRole, unique, userWithAbilities } from '../support/fixtures.ts';
+import { childOrganisation, createRole, createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 describeOnStores('organisations, OEM access and tenant isolation', (ctx) => {
@@ -137,6 +137,42 @@ describeOnStores('organisations, OEM access and tenant isolation', (ctx) => {
       body: { is_oem: true, child_organisation_key: child.organisationKey, role: { name: 'x', abilities: [] } },
     });
     assert.equal(foreign.status, 403, 'a non-OEM organisation cannot use is_oem');
+  });
+
+  it('when a role is created with is_oem, true or false, and no child_organisation_key then it is a 400 naming it', async () => {
+    const adminToken = await ctx.api.adminToken();
+    for (const isOem of [true, false]) {
+      const answer = await ctx.api.request('POST', '/api/v3/roles', {
+        token: adminToken,
+        body: { is_oem: isOem, role: { name: unique('role'), abilities: [11] } },
+      });
+      assert.equal(answer.status, 400, answer.text);
+      assert.deepEqual(answer.body.errors[0], {
+        code: 'required',
+        param: 'child_organisation_key',
+        message: 'is required when is_oem is given',
+      });
+    }
+  });
+
+  it('when the OEM admin posts events to a child thing with is_oem then they are stored in the child; without it the thing is not found', async () => {
+    const adminToken = await ctx.api.adminToken();
+    const child = await childOrganisation(ctx.api, adminToken);
+    const thing = await createThing(ctx.api, child.token, { name: 'Child pump' });
+    const path = `/api/v3/things/${thing.thing_key}/events`;
+    const body = { events: [{ timestamp: 1_700_000_000_000, data: { v: 4 } }] };
+    assert.equal((await ctx.api.request('POST', path, { token: adminToken, body })).status, 404);
+    const sent = await ctx.api.request('POST', path, { token: adminToken, query: { is_oem: true }, body });
+    assert.equal(sent.status, 200, sent.text);
+    const data = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+      token: child.token,
+      body: { thing_key: thing.thing_key },
+    });
+    assert.equal(data.status, 200, data.text);
+    assert.deepEqual(
+      data.body[thing.thing_key].event_data.map((e: { data: unknown }) => e.data),
+      [{ v: 4 }],
+    );
   });
 
   it('when a non-OEM organisation uses is_oem or the organisations endpoints then it is a 403', async () => {

@@ -189,7 +189,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key; its token is answered this once
-         * @description Send the token as X-Auth-Token. The key acts as its creator with its role (by default the creator's; one with a permission the creator lacks is a 403), until deleted or past expires_at.
+         * @description Send the token as X-Auth-Token. The key acts as its creator with its role (by default the creator's; one with a permission the creator lacks is a 403), until deleted or past expires_at. With is_oem, child_organisation_key makes it in that child, with one of the child's roles (by default its account admin).
          */
         post: operations["postApiKeys"];
         delete?: never;
@@ -3029,6 +3029,8 @@ export interface operations {
     getApiKeys: {
         parameters: {
             query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
                 order?: "asc" | "desc";
                 /** @description field to sort on */
                 order_by?: "created_at" | "name";
@@ -3137,6 +3139,10 @@ export interface operations {
                         name: string;
                         role_key?: string;
                     };
+                    /** @description create the resource in this child organisation */
+                    child_organisation_key?: string;
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
                     /**
                      * @description indent the JSON answer with two spaces
                      * @default false
@@ -3212,6 +3218,8 @@ export interface operations {
     getApiKeysByApiKeyKey: {
         parameters: {
             query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
                 /** @description indent the JSON answer with two spaces */
                 pretty?: boolean;
                 /** @description synonym of timestamp_format */
@@ -3293,6 +3301,8 @@ export interface operations {
     deleteApiKeysByApiKeyKey: {
         parameters: {
             query?: {
+                /** @description include or act on child organisations of an OEM organisation */
+                is_oem?: boolean;
                 /** @description indent the JSON answer with two spaces */
                 pretty?: boolean;
                 /** @description synonym of timestamp_format */
@@ -9921,6 +9931,8 @@ export interface operations {
                         timestamp?: number | string;
                         waypoint?: unknown;
                     }[];
+                    /** @description include or act on child organisations of an OEM organisation */
+                    is_oem?: boolean;
                     /**
                      * @description indent the JSON answer with two spaces
                      * @default false

@@ -189,6 +189,12 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       ...(request.params as Record<string, unknown>),
     };
     const params = validate(raw) as CommonParamValues;
+    // is_oem from a non-OEM organisation is a 403 wherever it is given, not only where it means something.
+    const oem = params.is_oem ?? raw.is_oem;
+    const signedIn = spec.access.kind !== 'public' && spec.access.kind !== 'device';
+    if ((oem === true || oem === 'true') && signedIn && !principal.organisationIsOem) {
+      throw forbidden('is_oem is only for OEM organisations');
+    }
     const time = requestTimeFormatter(params, principal);
     let organisations: Promise<string[]> | undefined;
     const call: RouteCall<Record<string, unknown>> = {
