@@ -99,16 +99,32 @@ function checkTiming(row: RuleRow): void {
   }
 }
 
-/** Every key the rule names must be one the organisation has (a 400 naming the param otherwise). */
-async function checkReferences(db: Executor, organisationKey: string, row: RuleRow): Promise<void> {
+/**
+ * Every key the rule names must be one the organisation has (a 400 naming the param otherwise): on an
+ * update, those the request gives. A template, group or thing deleted since the rule named it leaves
+ * the rule's scope without it, and a change of something else (its description, say) goes through.
+ */
+async function checkReferences(
+  db: Executor,
+  organisationKey: string,
+  row: RuleRow,
+  given?: Partial<RuleInput>,
+): Promise<void> {
   const organisations = [organisationKey];
-  if (row.thing_template_key !== null && !(await findTemplate(db, organisations, row.thing_template_key))) {
+  const checks = (field: keyof RuleInput) => given === undefined || given[field] !== undefined;
+  if (
+    checks('thing_template_key') &&
+    row.thing_template_key !== null &&
+    !(await findTemplate(db, organisations, row.thing_template_key))
+  ) {
     throw unknownReference('rule.thing_template_key', row.thing_template_key);
   }
-  if (row.group_key !== null && !(await findGroup(db, organisations, row.group_key))) {
+  if (checks('group_key') && row.group_key !== null && !(await findGroup(db, organisations, row.group_key))) {
     throw unknownReference('rule.group_key', row.group_key);
   }
-  await requireKnownThings(db, organisations, JSON.parse(row.thing_keys) as string[], 'rule.thing_keys');
+  if (checks('thing_keys')) {
+    await requireKnownThings(db, organisations, JSON.parse(row.thing_keys) as string[], 'rule.thing_keys');
+  }
 }
 
 export async function createRule(store: Store, actor: Actor, organisationKey: string, input: RuleInput) {
@@ -189,7 +205,7 @@ export async function updateRule(
       updated_at: Date.now(),
     };
     checkTiming(after);
-    await checkReferences(tx, before.organisation_key, after);
+    await checkReferences(tx, before.organisation_key, after, changes);
     const { rule_key: _k, organisation_key: _o, created_at: _c, ...columns } = after;
     await rules.updateRule(tx, ruleKey, columns);
     // A changed condition, trigger, timing or scope starts from a clean state: the next matching event

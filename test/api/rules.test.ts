@@ -5,6 +5,7 @@ import {
   childOrganisation,
   createThing,
   defaultTemplateKey,
+  postCreated,
   unique,
   userWithAbilities,
 } from '../support/fixtures.ts';
@@ -125,6 +126,43 @@ describeOnStores('rules', (ctx) => {
     if (action.status === 200) {
       const actionKey = action.body.notification_action.notification_action_key;
       assert.equal((await ctx.api.request('GET', `/api/v3/notification_actions/${actionKey}`, { token })).status, 404);
+    }
+  });
+
+  it('when the group, template or thing a rule names is deleted then the rule can still be changed; naming the deleted one again is a 400', async () => {
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, { name: 'Gone soon' });
+    const group = await postCreated(ctx.api, token, '/api/v3/groups', {
+      group: { name: unique('group'), group_type: 1, thing_keys: [thing.thing_key] },
+    });
+    const template = await postCreated(ctx.api, token, '/api/v3/thing_templates', {
+      thing_template: { name: unique('template') },
+    });
+    const groupKey = group.group.group_key as string;
+    const templateKey = template.thing_template.thing_template_key as string;
+    const scopes = [{ group_key: groupKey }, { thing_template_key: templateKey }, { thing_keys: [thing.thing_key] }];
+    const ruleKeys: string[] = [];
+    for (const scope of scopes) {
+      const made = await create(scope);
+      assert.equal(made.status, 200, made.text);
+      ruleKeys.push(made.body.rule.rule_key);
+    }
+    for (const path of [
+      `/api/v3/groups/${groupKey}`,
+      `/api/v3/thing_templates/${templateKey}`,
+      `/api/v3/things/${thing.thing_key}`,
+    ]) {
+      assert.equal((await ctx.api.request('DELETE', path, { token })).status, 200, path);
+    }
+    for (const [i, ruleKey] of ruleKeys.entries()) {
+      const changed = await ctx.api.request('PUT', `/api/v3/rules/${ruleKey}`, {
+        token,
+        body: { rule: { description: 'still editable' } },
+      });
+      assert.equal(changed.status, 200, `${JSON.stringify(scopes[i])}: ${changed.text}`);
+      const again = await ctx.api.request('PUT', `/api/v3/rules/${ruleKey}`, { token, body: { rule: scopes[i] } });
+      assert.equal(again.status, 400, again.text);
+      assert.equal(again.body.errors[0].code, 'not_found');
     }
   });
 
