@@ -5,7 +5,7 @@ import { useAllows } from '../caller.ts';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
-import { Field } from '../components/field.tsx';
+import { Field, SelectField } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { realtime } from '../realtime.ts';
@@ -15,11 +15,11 @@ type StatusFilter = NonNullable<NonNullable<paths['/api/v3/alerts']['get']['para
 
 const PER = 50;
 const STATUSES = [
-  { value: '', label: 'All' },
-  { value: 'open', label: 'Open' },
-  { value: 'acknowledged', label: 'Acknowledged' },
-  { value: 'cleared', label: 'Cleared' },
-];
+  ['', 'All'],
+  ['open', 'Open'],
+  ['acknowledged', 'Acknowledged'],
+  ['cleared', 'Cleared'],
+] as const;
 
 /** Whether the list filtered on `status` (`''`: all of them) holds `alert`. */
 const listedUnder = (status: string, alert: Alert) => status === '' || alert.status === status;
@@ -33,7 +33,7 @@ export function AlertsPage() {
   // A status the list does not offer (`?status=all`, an old link) shows them all.
   const [status, setStatus] = useState(() => {
     const asked = currentQuery().get('status') ?? '';
-    return STATUSES.some((s) => s.value === asked) ? asked : '';
+    return STATUSES.some(([value]) => value === asked) ? asked : '';
   });
   // Acknowledge and Clear change the alert: offered to roles that may update alerts.
   const mayUpdate = useAllows('alert', 'update');
@@ -118,24 +118,15 @@ export function AlertsPage() {
     <section>
       <h1>Alerts</h1>
       <div class="filters">
-        <Field label="Status">
-          {(id) => (
-            <select
-              id={id}
-              value={status}
-              onChange={(e) => {
-                setStatus(e.currentTarget.value);
-                setPage(1);
-              }}
-            >
-              {STATUSES.map((s) => (
-                <option key={s.value} value={s.value}>
-                  {s.label}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <SelectField
+          label="Status"
+          value={status}
+          options={STATUSES}
+          onChange={(value) => {
+            setStatus(value);
+            setPage(1);
+          }}
+        />
         {mayUpdate && (
           <Field label="Comment" hint="optional: kept with the next Acknowledge or Clear">
             {(id, describedBy) => (

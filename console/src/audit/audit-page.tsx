@@ -1,32 +1,67 @@
 import { useEffect, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
 import { Failure } from '../components/failure.tsx';
-import { SearchField } from '../components/field.tsx';
+import { SearchField, SelectField } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useDebounced, useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
 import { currentQuery, keepQuery } from '../router.tsx';
+import { changedFields } from './changes.ts';
 
 const PER = 50;
 
 /** Keys up to this long are never broken across lines (the server generates keys of 10 characters). */
 const SHORT_KEY = 16;
 
+/** The kinds of entity the API audits, as its `entity_type` names them, with their names in words. */
+const ENTITY_TYPES = [
+  ['', 'All'],
+  ['Thing', 'Things'],
+  ['Event', 'Events'],
+  ['ThingTemplate', 'Templates'],
+  ['Group', 'Groups'],
+  ['Gateway', 'Gateways'],
+  ['Alert', 'Alerts'],
+  ['Rule', 'Rules'],
+  ['NotificationAction', 'Notification actions'],
+  ['Instruction', 'Instructions'],
+  ['Dashboard', 'Dashboards'],
+  ['KeyPair', 'Key pairs'],
+  ['ApiKey', 'API keys'],
+  ['User', 'Users'],
+  ['Role', 'Roles'],
+  ['Organisation', 'Organisations'],
+] as const;
+
 /** Who changed what, newest first (the audit trails written with every change). */
 export function AuditPage() {
-  // The search and page live in the query string, so that Back (or a link) finds them again.
+  // The filters and page live in the query string, so that Back (or a link) finds them again.
   const [search, setSearch] = useState(() => currentQuery().get('search') ?? '');
+  const [entityType, setEntityType] = useState(() => {
+    const asked = currentQuery().get('entity_type') ?? '';
+    return ENTITY_TYPES.some(([value]) => value === asked) ? asked : '';
+  });
   const [page, setPage] = useState(() => Math.max(1, Number(currentQuery().get('page')) || 1));
-  useEffect(() => keepQuery({ search, page: page > 1 ? String(page) : '' }), [search, page]);
+  useEffect(
+    () => keepQuery({ search, entity_type: entityType, page: page > 1 ? String(page) : '' }),
+    [search, entityType, page],
+  );
   const keywords = useDebounced(search.trim(), 250);
   const list = useLoad(
     () =>
       answer(
         api.GET('/api/v3/audit_trails', {
-          params: { query: { page, per: PER, ...(keywords ? { search: keywords } : {}) } },
+          params: {
+            query: {
+              page,
+              per: PER,
+              ...(keywords ? { search: keywords } : {}),
+              ...(entityType ? { entity_type: entityType } : {}),
+            },
+          },
         }),
       ),
-    [page, keywords],
+    [page, keywords, entityType],
   );
   return (
     <section>
@@ -38,6 +73,15 @@ export function AuditPage() {
           value={search}
           onInput={(value) => {
             setSearch(value);
+            setPage(1);
+          }}
+        />
+        <SelectField
+          label="Entity type"
+          value={entityType}
+          options={ENTITY_TYPES}
+          onChange={(value) => {
+            setEntityType(value);
             setPage(1);
           }}
         />
@@ -53,6 +97,7 @@ export function AuditPage() {
               <th scope="col">Entity</th>
               <th scope="col">Name</th>
               <th scope="col">Key</th>
+              <th scope="col">Changes</th>
             </tr>
           </thead>
           <tbody>
@@ -69,6 +114,9 @@ export function AuditPage() {
                 <td data-label="Key" class={trail.entity_key.length <= SHORT_KEY ? 'key' : undefined}>
                   <code>{trail.entity_key}</code>
                 </td>
+                <td data-label="Changes">
+                  <Changes before={trail.old_entity_contents} after={trail.new_entity_contents} />
+                </td>
               </tr>
             ))}
           </tbody>
@@ -76,5 +124,35 @@ export function AuditPage() {
       )}
       {list.data && <Pager page={page} per={PER} total={list.data.total_count} noun="changes" onPage={setPage} />}
     </section>
+  );
+}
+
+/** The fields a change touched, before and after, behind a disclosure: the list stays one line a change. */
+function Changes(props: { before: Record<string, unknown>; after: Record<string, unknown> }) {
+  const changes = changedFields(props.before, props.after, showTime);
+  if (changes.length === 0) return <span class="muted">none</span>;
+  return (
+    <details class="changes">
+      <summary>
+        {changes.length} {changes.length === 1 ? 'field' : 'fields'}
+      </summary>
+      <dl>
+        {changes.map((change) => (
+          <div key={change.field}>
+            <dt>{change.field}</dt>
+            {/* A value changed is shown struck through, then the new one; a create's or delete's values as they are. */}
+            <dd>
+              {change.before !== undefined && change.after !== undefined ? (
+                <>
+                  <del>{change.before}</del> → <ins>{change.after}</ins>
+                </>
+              ) : (
+                (change.after ?? change.before)
+              )}
+            </dd>
+          </div>
+        ))}
+      </dl>
+    </details>
   );
 }

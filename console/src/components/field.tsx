@@ -83,3 +83,25 @@ export function SearchField(props: {
 }) {
   return <TextField type="search" {...props} />;
 }
+
+/** A labelled choice of one of `options` (value and words), as the lists' filters offer. */
+export function SelectField(props: {
+  label: string;
+  value: string;
+  options: readonly (readonly [value: string, label: string])[];
+  onChange: (value: string) => void;
+}) {
+  return (
+    <Field label={props.label}>
+      {(id) => (
+        <select id={id} value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
+          {props.options.map(([value, label]) => (
+            <option key={value} value={value}>
+              {label}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}
