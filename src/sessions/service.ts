@@ -180,8 +180,8 @@ export class SessionService {
     const cached = this.principals.get(tokenHash, readAt);
     if (cached && cached.expiresAt > now && cached.lastUsedAt + idleMs > now) {
       if (now - cached.lastUsedAt > touchInterval) {
-        await sessions.touchSession(this.store.db, tokenHash, now);
         cached.lastUsedAt = now;
+        await touchQuietly(sessions.touchSession(this.store.db, tokenHash, now));
       }
       return cached.principal;
     }
@@ -199,7 +199,7 @@ export class SessionService {
     }
     let lastUsedAt = row.last_used_at;
     if (now - lastUsedAt > touchInterval) {
-      await sessions.touchSession(this.store.db, tokenHash, now);
+      await touchQuietly(sessions.touchSession(this.store.db, tokenHash, now));
       lastUsedAt = now;
     }
     const principal = userPrincipal(row, row.email);
@@ -217,7 +217,7 @@ export class SessionService {
     if (cached && cached.expiresAt > now) {
       if (now - cached.lastUsedAt > MAX_TOUCH_INTERVAL_MS) {
         cached.lastUsedAt = now;
-        await touchApiKey(this.store.db, tokenHash, now);
+        await touchQuietly(touchApiKey(this.store.db, tokenHash, now));
       }
       return cached.principal;
     }
@@ -229,7 +229,7 @@ export class SessionService {
     }
     let lastUsedAt = row.last_used_at ?? 0;
     if (now - lastUsedAt > MAX_TOUCH_INTERVAL_MS) {
-      await touchApiKey(this.store.db, tokenHash, now);
+      await touchQuietly(touchApiKey(this.store.db, tokenHash, now));
       lastUsedAt = now;
     }
     const principal = userPrincipal(withinMaker(row), `api key ${row.name}`);
@@ -296,6 +296,19 @@ export class SessionService {
         license: { license_key: organisation.license_key },
       },
     };
+  }
+}
+
+/**
+ * Waits for a record of a token's use, which may fail without failing the request: a store refusing
+ * writes (a full disk, docs/operations.md) still serves reads, and a session read again before its
+ * last use was recorded only lives as if it had been idle since the last record that worked.
+ */
+async function touchQuietly(touch: Promise<void>): Promise<void> {
+  try {
+    await touch;
+  } catch {
+    // The next touch interval tries again.
   }
 }
 

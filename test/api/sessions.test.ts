@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
 import { userWithAbilities } from '../support/fixtures.ts';
 import { startIdentityProvider } from '../support/identity-provider.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer } from '../support/server.ts';
@@ -252,4 +253,44 @@ describeOnStores(
     });
   },
   { env: { TOKEN_IDLE_TTL: '1', TOKEN_MAX_TTL: '2' } },
+);
+
+describeOnStores(
+  'sessions while the store refuses writes',
+  (ctx) => {
+    it('when recording a token use fails then the request is still answered, for sessions and API keys', async () => {
+      const token = await ctx.api.signIn();
+      const key = await ctx.api.request('POST', '/api/v3/api_keys', { token, body: { api_key: { name: 'reader' } } });
+      assert.equal(key.status, 200, key.text);
+      const db = ctx.api.server.store.db;
+      // What a full disk does to SQLite, or a read-only PostgreSQL: every change of these rows fails.
+      if (ctx.api.server.store.engine === 'sqlite') {
+        for (const table of ['sessions', 'api_keys']) {
+          await sql
+            .raw(`CREATE TRIGGER refuse_${table} BEFORE UPDATE ON ${table} BEGIN SELECT RAISE(ABORT, 'disk full'); END`)
+            .execute(db);
+        }
+      } else {
+        await sql
+          .raw(
+            `CREATE FUNCTION refuse_touch() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$ LANGUAGE plpgsql`,
+          )
+          .execute(db);
+        for (const table of ['sessions', 'api_keys']) {
+          await sql
+            .raw(
+              `CREATE TRIGGER refuse_${table} BEFORE UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION refuse_touch()`,
+            )
+            .execute(db);
+        }
+      }
+      // Past the touch interval (a tenth of TOKEN_IDLE_TTL): this use is recorded, or tried.
+      await sleep(2100);
+      for (const used of [token, key.body.api_key.token as string]) {
+        const answer = await ctx.api.request('GET', '/api/v3/roles', { token: used });
+        assert.equal(answer.status, 200, answer.text);
+      }
+    });
+  },
+  { env: { TOKEN_IDLE_TTL: '20' } },
 );
