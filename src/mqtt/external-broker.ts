@@ -246,13 +246,25 @@ export async function connectExternalBroker(options: {
     close: async () => {
       closing = true;
       clearTimeout(resendTimer);
-      // What is in flight is given a while to be taken; then the connection is closed whatever the
-      // broker does (mqtt.js's own end waits for it for ever).
+      const deadline = Date.now() + CLOSE_WAIT_MS;
+      const left = () => Math.max(1, deadline - Date.now());
+      if (client.connected) {
+        // No more messages for this instance: the broker gives the group's to the other instances
+        // (its UNSUBACK is not waited for: while a message is held nothing is read from the broker).
+        client.unsubscribe(subscriptions, (error) => {
+          if (error) log.warn(`MQTT broker ${redactUrl(options.url)}: unsubscribing failed: ${error.message}`);
+        });
+        // Messages being handled are stored, then answered: a stop that closed the connection first
+        // left them stored and unanswered, and their devices sent them again (stored twice).
+        await waitAtMost(intake.idle(), left());
+      }
+      // What is in flight is given the rest of the while to be taken; then the connection is closed
+      // whatever the broker does (mqtt.js's own end waits for it for ever).
       // While a message is held back nothing is read from the broker, its acknowledgements neither.
       if (client.connected && Object.keys(client.outgoing).length > 0 && !intake.figures().held) {
         await waitAtMost(
           new Promise((resolve) => client.once('outgoingEmpty', () => resolve(undefined))),
-          CLOSE_WAIT_MS,
+          left(),
         );
       }
       // A message still waiting for room is not handled: the broker forgets it with the connection.

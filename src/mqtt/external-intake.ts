@@ -38,8 +38,16 @@ export class ExternalIntake {
   private closed = false;
   /** The most messages ever handled at once (diagnostics and tests). */
   private highWater = 0;
+  /** Told when no message is being handled or held. */
+  private onIdle: (() => void)[] = [];
 
   constructor(private readonly limits: IntakeLimits) {}
+
+  /** Settles once no message is being handled or held (at once when none is). */
+  idle(): Promise<void> {
+    if (this.pending === 0 && this.held === undefined) return Promise.resolve();
+    return new Promise((resolve) => this.onIdle.push(resolve));
+  }
 
   /**
    * A message of `size` bytes arrived: `handOn` starts its handling (and lets the reader go on) now if
@@ -93,6 +101,11 @@ export class ExternalIntake {
         this.held = undefined;
         this.heldEndedAt = Date.now();
         this.start(held.size, held.handOn);
+      }
+      if (this.pending === 0 && this.held === undefined && this.onIdle.length > 0) {
+        const told = this.onIdle;
+        this.onIdle = [];
+        for (const tell of told) tell();
       }
     };
     handOn().then(ended, ended);

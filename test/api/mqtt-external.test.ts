@@ -243,14 +243,13 @@ describe('an instance behind an external broker while its store stands still', {
     if (!postgres) return;
     const target = new URL(MOSQUITTO_URL);
     proxy = await hangingProxy({ host: target.hostname, port: Number(target.port || 1883) });
-    server = await startServer(postgres, {
-      env: {
-        MQTT_URL: `mqtt://127.0.0.1:${proxy.port}`,
-        MQTT_SHARE_GROUP: `thingbase-test-${randomBytes(4).toString('hex')}`,
-        MQTT_MAX_PENDING: String(MAX_PENDING),
-        MQTT_KEEPALIVE: `${KEEPALIVE_S}s`,
-      },
-    });
+    server = await startServer(postgres, { env: serverEnv() });
+  });
+  const serverEnv = () => ({
+    MQTT_URL: `mqtt://127.0.0.1:${proxy.port}`,
+    MQTT_SHARE_GROUP: `thingbase-test-${randomBytes(4).toString('hex')}`,
+    MQTT_MAX_PENDING: String(MAX_PENDING),
+    MQTT_KEEPALIVE: `${KEEPALIVE_S}s`,
   });
   after(async () => {
     await server?.close();
@@ -414,6 +413,30 @@ describe('an instance behind an external broker while its store stands still', {
         await external().close();
         assert.equal(external().figures().held, false);
       });
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('when the server stops while messages are being stored then each is stored once and answered before the connection to the broker closes', {
+    timeout: 60_000,
+  }, async () => {
+    // The test before closed this server's broker: a server of its own.
+    await server.close();
+    server = await startServer(postgres as NonNullable<typeof postgres>, { env: serverEnv() });
+    const { device, publish, answeredAndStoredOnce } = await newDevice();
+    try {
+      const count = MAX_PENDING - 1;
+      let closed: Promise<void> | undefined;
+      await withStoreStill(async () => {
+        await publish(0, count);
+        await eventually(async () => (await pendingRows()) === count, 'the messages being stored');
+        closed = external().close();
+        // The store moves again within the stop's wait for the broker.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      });
+      await closed;
+      await answeredAndStoredOnce(count);
     } finally {
       await device.close();
     }

@@ -37,6 +37,22 @@ describe('intake of messages from the external broker', () => {
     assert.deepEqual(intake.figures(), { pending: 2, held: false, highWater: 2 });
   });
 
+  it('when messages are handled or held then idle settles once the last, held one included, has ended', async () => {
+    const intake = new ExternalIntake({ messages: 1, bytes: 1000 });
+    let idle = false;
+    await intake.idle();
+    const [first, second] = [handling(), handling()];
+    intake.offer(10, first.handOn);
+    intake.offer(10, second.handOn);
+    void intake.idle().then(() => {
+      idle = true;
+    });
+    await first.end();
+    assert.equal(idle, false, 'the held one is being handled now');
+    await second.end();
+    assert.equal(idle, true);
+  });
+
   it('when the bytes handled would pass their bound then the next is held, unless none is handled', async () => {
     const intake = new ExternalIntake({ messages: 10, bytes: 100 });
     const [small, large] = [handling(), handling()];
