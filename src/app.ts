@@ -15,6 +15,7 @@ import { auditRoutes } from './audit/routes.ts';
 import { type BootstrapResult, bootstrapFirstAdmin } from './bootstrap.ts';
 import { registerConsole } from './console/routes.ts';
 import { type Config, ConfigError } from './core/config.ts';
+import { sendAgainLater } from './core/errors.ts';
 import { limitHeapGrowth } from './core/heap.ts';
 import {
   BULK_BODY_LIMIT,
@@ -152,6 +153,22 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * Closes the HTTP server: no new connections, idle ones closed at once, and requests under way given
  * `graceMs` to finish before their connections are cut.
  */
+/**
+ * Once a stop has begun, a request read on a connection still open (pipelined, or kept alive) is
+ * answered 503 with Retry-After, and its connection closed (Fastify says `Connection: close`), so that
+ * the client sends it again, to another instance or after the restart.
+ */
+function answerStopping(app: FastifyInstance): void {
+  let stopping = false;
+  app.addHook('preClose', (done) => {
+    stopping = true;
+    done();
+  });
+  app.addHook('onRequest', async () => {
+    if (stopping) throw sendAgainLater('the server is stopping: send it again');
+  });
+}
+
 async function closeWithin(app: FastifyInstance, graceMs: number): Promise<void> {
   const timer = setTimeout(() => app.server.closeAllConnections(), graceMs);
   try {
@@ -609,7 +626,10 @@ async function buildHttpApp(
     // Refusals before any route runs answer the error body too (core/http/error-handler.ts).
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
+    // Requests that arrive during a stop are answered below, in the error body with Retry-After.
+    return503OnClosing: false,
   });
+  answerStopping(app);
   limitBodiesUnderWay(app);
   const closeAwaiting = limitConnections(app.server, {
     maxConnections: config.httpMaxConnections,
