@@ -32,10 +32,53 @@ export function readSegment(written: string): string {
   return /^(%2E){1,2}$/i.test(text) ? '.'.repeat(text.length / 3) : text;
 }
 
+/**
+ * What to ask before the page is left while it holds unsaved work (useLeaveGuard), and the address it
+ * has: Back, which the browser has already taken, is undone when the user stays.
+ */
+let guard: { question: string; url: string } | undefined;
+
+/** Whether the page may be left: always without a guard, else when the user says so. */
+function mayLeave(): boolean {
+  if (guard === undefined) return true;
+  if (!confirm(guard.question)) return false;
+  guard = undefined;
+  return true;
+}
+
+/**
+ * While `question` is given (the page holds unsaved work), leaving it asks first: a link of the
+ * console, Back and Forward (confirm), reloading or closing the tab (the browser's own question).
+ */
+export function useLeaveGuard(question: string | undefined): void {
+  useEffect(() => {
+    if (question === undefined) return;
+    const mine = { question, url: location.href };
+    guard = mine;
+    const onBeforeUnload = (event: BeforeUnloadEvent) => event.preventDefault();
+    addEventListener('beforeunload', onBeforeUnload);
+    return () => {
+      if (guard === mine) guard = undefined;
+      removeEventListener('beforeunload', onBeforeUnload);
+    };
+  }, [question]);
+}
+
 export function navigate(path: string): void {
+  if (!mayLeave()) return;
   history.pushState(null, '', BASE + path);
   for (const listener of listeners) listener();
 }
+
+// Back and Forward: the address has changed already; staying puts the page's own back.
+addEventListener('popstate', () => {
+  const url = guard?.url;
+  if (url !== undefined && !mayLeave()) {
+    history.pushState(null, '', url);
+    return;
+  }
+  for (const listener of listeners) listener();
+});
 
 /** The query string's parameters of the page shown. */
 export const currentQuery = (): URLSearchParams => new URLSearchParams(location.search);
@@ -55,10 +98,8 @@ export function usePath(): string {
   useEffect(() => {
     const update = () => setPath(currentPath());
     listeners.add(update);
-    addEventListener('popstate', update);
     return () => {
       listeners.delete(update);
-      removeEventListener('popstate', update);
     };
   }, []);
   return path;

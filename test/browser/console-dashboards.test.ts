@@ -52,6 +52,8 @@ for (const store of STORES) {
     let pump: { thing_key: string; name: string };
     let dashboardKey: string;
     const dialogs: string[] = [];
+    /** Whether the page's dialogs are accepted (a question to leave answered yes); else dismissed. */
+    let acceptDialogs = false;
     const shot = (name: string) => screenshot(page, `${store.name}-dashboards-${name}`);
     const region = (name: string) => page.getByRole('region', { name, exact: true });
 
@@ -70,7 +72,7 @@ for (const store of STORES) {
       problems = watchProblems(page);
       page.on('dialog', (dialog) => {
         dialogs.push(dialog.message());
-        dialog.dismiss();
+        void (acceptDialogs ? dialog.accept() : dialog.dismiss());
       });
       await page.goto(`${api.url}/console/dashboards`);
       await page.getByLabel('Email', { exact: true }).fill(ADMIN_EMAIL);
@@ -976,6 +978,53 @@ for (const store of STORES) {
           { from: 50, color: '#7e22ce' },
         ],
       });
+    });
+
+    it('when a widget is added and not saved then leaving the dashboard asks first: staying keeps the edit, leaving drops it', async () => {
+      await page.goto(`${api.url}/console/dashboards/${dashboardKey}`);
+      await page.getByRole('heading', { level: 1, name: 'Line 3', exact: true }).waitFor();
+      const widgets = (await stored(dashboardKey)).widgets.length;
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      await addWidget('text', 'Not saved yet', { fields: { Text: 'draft' } });
+      const asked = dialogs.length;
+      const questions = () => dialogs.slice(asked);
+      try {
+        const things = page.getByRole('navigation').getByRole('link', { name: 'Things', exact: true });
+        await things.click();
+        await until(
+          async () => questions().length,
+          (n) => n === 1,
+          'the question on following a link',
+        );
+        assert.match(questions()[0] ?? '', /not saved/);
+        await region('Not saved yet').waitFor();
+        assert.match(new URL(page.url()).pathname, /\/dashboards\//, 'still on the dashboard');
+        // Back asks too, and staying puts the dashboard's address back.
+        await page.evaluate('history.back()');
+        await until(
+          async () => questions().length,
+          (n) => n === 2,
+          'the question on Back',
+        );
+        await until(
+          async () => new URL(page.url()).pathname,
+          (path) => path.includes('/dashboards/'),
+          'the address',
+        );
+        await region('Not saved yet').waitFor();
+        acceptDialogs = true;
+        await things.click();
+        await page.getByRole('heading', { level: 1, name: 'Things', exact: true }).waitFor();
+      } finally {
+        acceptDialogs = false;
+      }
+      assert.equal((await stored(dashboardKey)).widgets.length, widgets, 'nothing saved');
+      // Saved work asks nothing.
+      await page.goto(`${api.url}/console/dashboards/${dashboardKey}`);
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      await page.getByRole('navigation').getByRole('link', { name: 'Things', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Things', exact: true }).waitFor();
+      assert.equal(questions().length, 3, 'an edit that changed nothing is left without a question');
     });
 
     it('when a time series of things with long names is drawn at the default size then its whole legend shows inside the widget, on a wide screen, on a phone and full screen', async () => {

@@ -4,7 +4,7 @@ import { allows, type Caller, useAllows, useCaller } from '../caller.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { useLoad } from '../components/use-load.ts';
-import { Link, segment } from '../router.tsx';
+import { Link, segment, useLeaveGuard } from '../router.tsx';
 import { DashboardEditing, type FocusRequest, type OpenForm } from './dashboard-editing.tsx';
 import { arrowStep, LayoutControls, leastHeight, place, WidgetActions } from './editor.tsx';
 import { type Dashboard, rangeSeconds, TIME_RANGES, type Widget } from './model.ts';
@@ -36,6 +36,9 @@ export function DashboardPage({ dashboardKey, fullScreen }: { dashboardKey: stri
   const [focus, setFocus] = useState<FocusRequest>();
   const shown = draft ?? loaded.data;
   const name = shown?.name;
+  // Edits not saved are not lost to a click elsewhere: leaving asks first.
+  const unsaved = draft !== undefined && (form !== undefined || JSON.stringify(draft) !== JSON.stringify(loaded.data));
+  useLeaveGuard(unsaved ? 'This dashboard has changes that are not saved. Leave it and lose them?' : undefined);
   useEffect(() => {
     if (name === undefined) return;
     document.title = `${name} · Thingbase`;
