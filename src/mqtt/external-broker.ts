@@ -262,10 +262,7 @@ export async function connectExternalBroker(options: {
       // whatever the broker does (mqtt.js's own end waits for it for ever).
       // While a message is held back nothing is read from the broker, its acknowledgements neither.
       if (client.connected && Object.keys(client.outgoing).length > 0 && !intake.figures().held) {
-        await waitAtMost(
-          new Promise((resolve) => client.once('outgoingEmpty', () => resolve(undefined))),
-          left(),
-        );
+        await waitAtMost(new Promise((resolve) => client.once('outgoingEmpty', () => resolve(undefined))), left());
       }
       // A message still waiting for room is not handled: the broker forgets it with the connection.
       intake.close();
