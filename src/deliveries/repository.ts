@@ -56,6 +56,16 @@ export async function releaseClaims(db: Executor): Promise<void> {
     .execute();
 }
 
+/** Gives back one delivery this instance claimed and did not attempt: due again at once, for anyone. */
+export async function releaseClaim(db: Executor, deliveryKey: string, instance: string): Promise<void> {
+  await db
+    .updateTable('deliveries')
+    .set({ claimed_by: null, claimed_until: null })
+    .where('delivery_key', '=', deliveryKey)
+    .where('claimed_by', '=', instance)
+    .execute();
+}
+
 export interface Claim {
   /** The claiming instance. */
   instance: string;

@@ -15,7 +15,7 @@ import { storeFaultOf, withStatementTimeout } from '../store/faults.ts';
 import type { Store } from '../store/store.ts';
 import type { DeliveryRow } from '../store/tables.ts';
 import { isUndeliverable } from './address-guard.ts';
-import { claimDueDeliveries, finishDelivery, releaseClaims } from './repository.ts';
+import { claimDueDeliveries, finishDelivery, releaseClaim, releaseClaims } from './repository.ts';
 import type { Delivery, Senders } from './senders.ts';
 import type { DeliveryPayload } from './service.ts';
 
@@ -31,6 +31,11 @@ const CONCURRENCY = 8;
  * for many things) hold no more lanes than this, and the others' go on.
  */
 const PER_ACTION = 2;
+/**
+ * And at most this many to one destination (an HTTP host, the SMTP server, the SMS gateway): many
+ * actions calling one hung host hold no more lanes than this, and the other destinations' go on.
+ */
+const PER_DESTINATION = 4;
 const MAX_BACKOFF_MS = 60 * 60 * 1000;
 
 export class DeliveryWorker {
@@ -106,19 +111,28 @@ export class DeliveryWorker {
 
   /**
    * Claims and carries out due deliveries until none is due, up to CONCURRENCY at once (PER_ACTION of
-   * one action): each lane that ends takes the next due, and what is queued or comes due meanwhile
+   * one action, PER_DESTINATION to one destination: a delivery found bound for a destination at its
+   * lanes gives its claim back, and its action is passed over until a lane of that destination ends): each lane that ends takes the next due, and what is queued or comes due meanwhile
    * starts as soon as a lane is free, not after those before it. A failure (the store down) stops the
    * claims and ends the run once every lane is done, so nothing of the run outlives it (or a stop).
    */
   async runOnce(): Promise<void> {
     const lanes = new Set<Promise<void>>();
     const ofAction = new Map<string, number>();
+    const ofDestination = new Map<string, number>();
+    /** Each action's destination, as its deliveries of this run found it. */
+    const destinationOf = new Map<string, string>();
     let failure: { error: unknown } | undefined;
     /** Ends the wait for the lanes. */
     let signal: (() => void) | undefined;
+    const fullDestination = (destination: string | undefined) =>
+      destination !== undefined && (ofDestination.get(destination) ?? 0) >= PER_DESTINATION;
     for (;;) {
       if (!this.stopped && failure === undefined && lanes.size < CONCURRENCY) {
         const busy = [...ofAction].filter(([, count]) => count >= PER_ACTION).map(([key]) => key);
+        for (const [action, destination] of destinationOf) {
+          if (fullDestination(destination) && !busy.includes(action)) busy.push(action);
+        }
         let claimed: { row: DeliveryRow; claimedUntil: number } | undefined;
         try {
           claimed = await this.claim(busy);
@@ -129,7 +143,17 @@ export class DeliveryWorker {
           const { row, claimedUntil } = claimed;
           const key = row.notification_action_key;
           ofAction.set(key, (ofAction.get(key) ?? 0) + 1);
-          const lane: Promise<void> = this.deliver(row, claimedUntil)
+          let counted: string | undefined;
+          /** Whether the delivery may go to `destination` now: else its claim is given back, unattempted. */
+          const admit = (destination: string | undefined) => {
+            if (destination === undefined) return true;
+            destinationOf.set(key, destination);
+            if (fullDestination(destination)) return false;
+            ofDestination.set(destination, (ofDestination.get(destination) ?? 0) + 1);
+            counted = destination;
+            return true;
+          };
+          const lane: Promise<void> = this.deliver(row, claimedUntil, admit)
             .catch((error: unknown) => {
               failure ??= { error };
             })
@@ -138,6 +162,7 @@ export class DeliveryWorker {
               const left = (ofAction.get(key) ?? 1) - 1;
               if (left > 0) ofAction.set(key, left);
               else ofAction.delete(key);
+              if (counted !== undefined) ofDestination.set(counted, (ofDestination.get(counted) ?? 1) - 1);
               signal?.();
             });
           lanes.add(lane);
@@ -174,11 +199,19 @@ export class DeliveryWorker {
     return row && { row, claimedUntil };
   }
 
-  private async deliver(row: DeliveryRow, claimedUntil: number): Promise<void> {
+  private async deliver(
+    row: DeliveryRow,
+    claimedUntil: number,
+    admit: (destination: string | undefined) => boolean,
+  ): Promise<void> {
     const action = await findAction(this.store.db, this.box, [row.organisation_key], row.notification_action_key);
     if (!action) {
       await this.finish(row, 'cancelled', undefined, 0);
       this.onFinished?.('unknown', 'cancelled');
+      return;
+    }
+    if (!admit(destinationOf(action))) {
+      await releaseClaim(this.store.db, row.delivery_key, this.instance);
       return;
     }
     const delivery: Delivery = {
@@ -251,6 +284,21 @@ export class DeliveryWorker {
             }),
       });
     });
+  }
+}
+
+/**
+ * Where an action's deliveries go, for PER_DESTINATION: an HTTP call's host, the SMTP server for e-mail,
+ * the SMS gateway; none for a change of the thing's own properties, which calls nobody.
+ */
+function destinationOf(action: { type: string; url: string | null }): string | undefined {
+  if (action.type === 'EmailNotificationAction') return 'smtp';
+  if (action.type === 'SMSNotificationAction') return 'sms';
+  if (action.type !== 'CallHttpUrlAction') return undefined;
+  try {
+    return `http ${new URL((action.url ?? '').replace(/\$(THING|SENSOR)\$/g, 'thing')).host}`;
+  } catch {
+    return undefined;
   }
 }
 

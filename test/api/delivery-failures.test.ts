@@ -357,6 +357,44 @@ describeOnStores(
       for (const call of mine()) call.response.destroy();
     });
 
+    it('when many actions call one host that hangs then they hold four lanes at most, and a call to another host goes meanwhile', async () => {
+      const token = await ctx.api.adminToken();
+      const { thing, ruleKey } = await thingAndRule(ctx.api, token);
+      const prefix = `/${unique('host')}/`;
+      const stuck: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        stuck.push(
+          await addAction(ctx.api, token, ruleKey, {
+            type: 'CallHttpUrlAction',
+            method: 'POST',
+            url: `${urlOf(hanging)}${prefix}${i}`,
+          }),
+        );
+      }
+      const mine = () => held.filter((call) => call.url.startsWith(prefix));
+      await sendEvent(ctx.api, token, thing.thing_key, { v: 5 });
+      await eventually(() => mine().length >= 4, 'the hanging host has its first calls');
+      await sleep(300);
+      assert.equal(mine().length, 4, 'no more than four calls to one host at once');
+      const other = await thingAndRule(ctx.api, token);
+      const healthy = await addAction(ctx.api, token, other.ruleKey, {
+        type: 'CallHttpUrlAction',
+        method: 'POST',
+        url: `${webhook.url}/another-host`,
+      });
+      await sendEvent(ctx.api, token, other.thing.thing_key, { v: 5 });
+      await eventually(
+        async () => (await attemptsOf(ctx.api, token, healthy)).length === 1,
+        'the delivery to another host',
+        3000,
+      );
+      for (const actionKey of stuck) {
+        const deleted = await ctx.api.request('DELETE', `/api/v3/notification_actions/${actionKey}`, { token });
+        assert.equal(deleted.status, 200, deleted.text);
+      }
+      for (const call of mine()) call.response.destroy();
+    });
+
     it('when a peer answers 2xx at once and its body slowly then the delivery is delivered at once, and not sent again', async () => {
       const token = await ctx.api.adminToken();
       const { thing, ruleKey } = await thingAndRule(ctx.api, token);
@@ -384,7 +422,7 @@ describeOnStores(
     it('when deliveries wait for a lane then each is claimed as its attempt starts, for as long as one attempt may take', async () => {
       const token = await ctx.api.adminToken();
       const { thing, ruleKey } = await thingAndRule(ctx.api, token);
-      // Actions of their own, so that eight lanes work at once; 24 deliveries, three rounds of them.
+      // Actions of their own, so that four lanes (as many as one host has) work at once; 24 deliveries.
       const prefix = `/${unique('slow')}/`;
       for (let i = 0; i < 8; i++) {
         await addAction(ctx.api, token, ruleKey, {
