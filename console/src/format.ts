@@ -42,3 +42,11 @@ export const showEventsLimit = (perSecond: number | null | undefined): string =>
 
 /** A count with its noun, singular for one: `1 point`, `2 points` (`many` for a plural not made with s). */
 export const countOf = (count: number, one: string, many = `${one}s`): string => `${count} ${count === 1 ? one : many}`;
+
+/** A span of whole seconds in the largest unit that divides it: `15 min`, `2 h`, `90 s`, `1 day`. */
+export function showDuration(seconds: number): string {
+  if (seconds > 0 && seconds % 86_400 === 0) return countOf(seconds / 86_400, 'day');
+  if (seconds > 0 && seconds % 3600 === 0) return `${seconds / 3600} h`;
+  if (seconds > 0 && seconds % 60 === 0) return `${seconds / 60} min`;
+  return `${seconds} s`;
+}

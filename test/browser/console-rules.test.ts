@@ -159,6 +159,9 @@ for (const store of STORES) {
         alert_message: 'silent',
       });
       await openRules();
+      // The list says when it fires, where another rule shows its condition.
+      const row = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'E silent', exact: true }) });
+      assert.equal(await row.locator('td[data-label="Condition"]').textContent(), 'Nothing sent for 10 min');
       await page.getByRole('button', { name: 'Edit E silent', exact: true }).click();
       assert.equal(await field('Condition').inputValue(), '');
       await field('Name').fill('E silent, renamed');

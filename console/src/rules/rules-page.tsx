@@ -13,6 +13,7 @@ import { GroupSelect, loadGroups } from '../components/group-select.tsx';
 import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
 import { type ThingChoice, ThingCombobox } from '../components/thing-combobox.tsx';
 import { useLoad } from '../components/use-load.ts';
+import { showDuration } from '../format.ts';
 import { validConditionHint } from './condition-hint.ts';
 
 type Rule = paths['/api/v3/rules']['get']['responses'][200]['content']['application/json']['rules'][number];
@@ -27,6 +28,16 @@ const TRIGGERS: [Trigger, string][] = [
   ['every_event', 'On every event it holds for'],
   ['no_data', 'When a thing sends nothing'],
 ];
+
+/**
+ * When a rule fires beside its condition, in the list (docs/rules.md, "Rule timing"): a silence, a
+ * condition that must hold a while, every event; nothing for the usual "when it turns true at once".
+ */
+function timingOf(rule: { trigger: string; for_seconds: number }): string | undefined {
+  if (rule.trigger === 'no_data') return `Nothing sent for ${showDuration(rule.for_seconds)}`;
+  if (rule.trigger === 'every_event') return 'On every event it holds for';
+  return rule.for_seconds > 0 ? `Held for ${showDuration(rule.for_seconds)}` : undefined;
+}
 
 /** Rules, a form to create or edit one, and each rule's notification actions with their deliveries. */
 export function RulesPage() {
@@ -87,7 +98,8 @@ export function RulesPage() {
                 <tr key={rule.rule_key}>
                   <td>{rule.name}</td>
                   <td data-label="Condition">
-                    <code>{rule.condition}</code>
+                    {rule.condition && <code>{rule.condition}</code>}
+                    {timingOf(rule) && <small class="rule-timing">{timingOf(rule)}</small>}
                   </td>
                   <td data-label="Alert">
                     {rule.alert_type === null
