@@ -765,7 +765,7 @@ async function buildHttpApp(
     ...queryRoutes(store),
     ...alertRoutes(store, parts.devices),
     ...ruleRoutes(store),
-    ...actionRoutes(store, box, config.publicBaseUrl),
+    ...actionRoutes(store, box, config.publicBaseUrl, config.allowPrivateWebhooks),
     ...instructionRoutes(store, parts.instructions),
     ...usageRoutes(store, parts.limiter, parts.limitedEvents, {
       perOrganisation: config.eventsPerSecondPerOrganisation,

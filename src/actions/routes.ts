@@ -16,6 +16,7 @@ import {
   deleteAction,
   listActionsOfRule,
   listDeliveriesOfAction,
+  refusePrivateUrl,
   requireAction,
   updateAction,
 } from './service.ts';
@@ -23,15 +24,27 @@ import type { ApiVersion } from './versions.ts';
 
 const tags = ['Notification actions'];
 
-export function actionRoutes(store: Store, box: SecretBox, publicBaseUrl: string): AnyRoute[] {
+export function actionRoutes(
+  store: Store,
+  box: SecretBox,
+  publicBaseUrl: string,
+  /** ALLOW_PRIVATE_WEBHOOKS: URLs naming private addresses are taken. */
+  allowPrivateWebhooks = false,
+): AnyRoute[] {
   return [
-    ...versionRoutes(store, box, publicBaseUrl, 'v3'),
-    ...versionRoutes(store, box, publicBaseUrl, 'v2'),
+    ...versionRoutes(store, box, publicBaseUrl, 'v3', allowPrivateWebhooks),
+    ...versionRoutes(store, box, publicBaseUrl, 'v2', allowPrivateWebhooks),
     deliveriesRoute(store),
   ];
 }
 
-function versionRoutes(store: Store, box: SecretBox, publicBaseUrl: string, version: ApiVersion): AnyRoute[] {
+function versionRoutes(
+  store: Store,
+  box: SecretBox,
+  publicBaseUrl: string,
+  version: ApiVersion,
+  allowPrivateWebhooks: boolean,
+): AnyRoute[] {
   const schemas = actionSchemas(version);
   const base = `/api/${version}/notification_actions`;
   const present = (row: NotificationAction, time: TimeFormatter, answer: AnswerKind = 'read') =>
@@ -98,6 +111,7 @@ function versionRoutes(store: Store, box: SecretBox, publicBaseUrl: string, vers
       params: schemas.CreateParams,
       response: ActionOne,
       handler: async ({ params, principal, time, visibleOrganisations }) => {
+        if (!allowPrivateWebhooks) refusePrivateUrl((params.notification_action as { url?: unknown }).url);
         const row = await createAction(
           store,
           box,
@@ -118,6 +132,7 @@ function versionRoutes(store: Store, box: SecretBox, publicBaseUrl: string, vers
       params: schemas.UpdateParams,
       response: ActionOne,
       handler: async ({ params, principal, time, visibleOrganisations }) => {
+        if (!allowPrivateWebhooks) refusePrivateUrl((params.notification_action as { url?: unknown }).url);
         const row = await updateAction(
           store,
           box,

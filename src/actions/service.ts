@@ -3,12 +3,14 @@
  * store serves both API versions; versions.ts maps their names. Each kind requires and allows its own
  * fields; a field of another kind is a 400 naming it.
  */
+import { isIP } from 'node:net';
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
 import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import { STORED_TIME } from '../core/time.ts';
+import { isPrivateAddress } from '../deliveries/address-guard.ts';
 import { listDeliveryAttempts } from '../deliveries/service.ts';
 import { findRule, onRuleDeleted } from '../rules/service.ts';
 import type { Executor, Store } from '../store/store.ts';
@@ -118,6 +120,28 @@ function checkUrl(url: string): string {
     throw invalidParam(P('url'), 'must be an http or https URL');
   }
   return url;
+}
+
+/**
+ * Refuses, when it is made, an HTTP action whose URL names a loopback or private address outright (an
+ * IP address of such a network, `localhost`): its deliveries would all be refused (docs/configuration.md,
+ * "Notification deliveries"). A name that resolves to one is refused at delivery, where the address is known.
+ */
+export function refusePrivateUrl(url: unknown): void {
+  if (typeof url !== 'string') return;
+  let host: string;
+  try {
+    host = new URL(url.replace(/\$(THING|SENSOR)\$/g, 'thing')).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return; // checkUrl says what is wrong with it.
+  }
+  const named = host.toLowerCase();
+  if (named === 'localhost' || named.endsWith('.localhost') || (isIP(host) !== 0 && isPrivateAddress(host))) {
+    throw invalidParam(
+      P('url'),
+      `names a loopback or private address (${host}), which deliveries do not call unless the server allows it (ALLOW_PRIVATE_WEBHOOKS)`,
+    );
+  }
 }
 
 function checkMethod(method: string): string {

@@ -435,6 +435,33 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
     assert.doesNotMatch(audit.text, /s3cret/i);
   });
 
+  it('when an HTTP action names a loopback or private address outright then it is refused when made or changed; a public one is taken', async () => {
+    const ruleKey = await rule();
+    const action = (url: string) => ({ type: 'CallHttpUrlAction', rule_key: ruleKey, method: 'POST', url });
+    for (const url of [
+      'http://127.0.0.1:9/hook',
+      'http://localhost:8080/$THING$',
+      'https://[::1]/x',
+      'http://10.1.2.3/x',
+      'http://192.168.0.7/x',
+      'http://[::ffff:169.254.169.254]/latest/meta-data',
+    ]) {
+      const refused = await create('v3', action(url));
+      assert.equal(refused.status, 400, `${url}: ${refused.text}`);
+      assert.equal(refused.body.errors[0].param, 'notification_action.url');
+      assert.match(refused.body.errors[0].message, /private address/);
+    }
+    const made = await create('v3', action('https://hooks.example.com/$THING$'));
+    assert.equal(made.status, 200, made.text);
+    const key = made.body.notification_action.notification_action_key;
+    const changed = await ctx.api.request('PUT', `/api/v3/notification_actions/${key}`, {
+      token: await ctx.api.adminToken(),
+      body: { notification_action: { type: 'CallHttpUrlAction', url: 'http://127.0.0.1/hook' } },
+    });
+    assert.equal(changed.status, 400, changed.text);
+    assert.equal(changed.body.errors[0].param, 'notification_action.url');
+  });
+
   it('when e-mail recipients are no addresses, or hold a line break, then the action is refused; named addresses are taken', async () => {
     const ruleKey = await rule();
     const email = (fields: Record<string, unknown>) =>
