@@ -164,8 +164,9 @@ function answerStopping(app: FastifyInstance): void {
     stopping = true;
     done();
   });
-  app.addHook('onRequest', async () => {
-    if (stopping) throw sendAgainLater('the server is stopping: send it again');
+  // A callback, not an async function: it runs for every request, and a promise each costs.
+  app.addHook('onRequest', (_request, _reply, done) => {
+    done(stopping ? sendAgainLater('the server is stopping: send it again') : undefined);
   });
 }
 
