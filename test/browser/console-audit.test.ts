@@ -1,7 +1,7 @@
 /**
- * The console's Audit trail page in a real browser against a real server (docs/console.md, "Audit
- * trail"): a change's fields before and after, shown on asking, and the list narrowed to one kind of
- * entity, kept in the address. Pages do not depend on the store here: SQLite only.
+ * The console's Audit trail page in a real browser against a real server (docs/console.md,
+ * "Pages", Audit trail): a change's fields before and after, shown on asking, and the list narrowed
+ * to one kind of entity, kept in the address. Pages do not depend on the store here: SQLite only.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

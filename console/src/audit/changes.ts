@@ -1,7 +1,7 @@
 /**
- * What a change did, read from an audit trail's contents before and after (docs/console.md, "Audit
- * trail"): the fields whose values differ, each with its value before and after as text. A create has
- * no before and a delete no after: every field of the other side is listed.
+ * What a change did, read from an audit trail's contents before and after (docs/console.md,
+ * "Pages", Audit trail): the fields whose values differ, each with its value before and after as
+ * text. A create has no before and a delete no after: every field of the other side is listed.
  */
 
 /** One field a change touched; `before`/`after` undefined where that side has no such field. */
