@@ -1025,6 +1025,8 @@ for (const store of STORES) {
       await page.getByRole('navigation').getByRole('link', { name: 'Things', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Things', exact: true }).waitFor();
       assert.equal(questions().length, 3, 'an edit that changed nothing is left without a question');
+      // These questions were asked for; the last test counts only ones nobody expected.
+      dialogs.splice(asked);
     });
 
     it('when a time series of things with long names is drawn at the default size then its whole legend shows inside the widget, on a wide screen, on a phone and full screen', async () => {
