@@ -140,8 +140,9 @@ for (const store of STORES) {
       const other = await createThing(api, token, { name: `${group} other` });
       await showOnly(group, 2);
       await live().waitFor();
-      assert.equal((await device.event({ thing_key: late.thing_key, data: { flow: 1 } })).status, 200);
       const lastEvent = row(late.thing_key).getByRole('cell').nth(3);
+      assert.equal(await lastEvent.textContent(), 'Never', 'a thing that has sent nothing says so');
+      assert.equal((await device.event({ thing_key: late.thing_key, data: { flow: 1 } })).status, 200);
       await row(late.thing_key).getByRole('cell', { name: 'Online', exact: true }).waitFor();
       await lastEvent.filter({ hasText: /\d/ }).waitFor();
       const shown = await lastEvent.textContent();

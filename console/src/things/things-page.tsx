@@ -272,7 +272,7 @@ export function ThingsPage() {
                   <code>{thing.thing_key}</code>
                 </td>
                 <td class={thing.alive ? 'online' : 'offline'}>{thing.alive ? 'Online' : 'Offline'}</td>
-                <td>{thing.last_event ? showTime(thing.last_event.timestamp) : ''}</td>
+                <td>{thing.last_event ? showTime(thing.last_event.timestamp) : <span class="muted">Never</span>}</td>
               </tr>
             ))}
           </tbody>
