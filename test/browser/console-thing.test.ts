@@ -341,6 +341,47 @@ for (const store of STORES) {
       await chart.getByText('2 points · flow', { exact: true }).waitFor();
     });
 
+    it("when the chart's subscription is accepted while the range is read then an event stored before the acceptance is drawn", async (t) => {
+      const thingKey = unique('between');
+      assert.equal((await device.register({ thing_key: thingKey, name: 'Between' })).status, 200);
+      await sendMinutely(thingKey, 3, (i) => ({ level: i }));
+      const held = await holdSubscriptions(t, page, (subscription) => subscription.topic === 'events');
+      // The chart's first read of the range is answered from before an event that is then stored, and
+      // only once the subscriptions, let through after that event, are accepted.
+      const reads = /\/api\/v3\/query\/thing_data$/;
+      let first = true;
+      let answered: Promise<void> | undefined;
+      await page.route(reads, async (route) => {
+        const asked = route.request().postDataJSON();
+        if (asked.per === 1 || asked.order !== 'asc' || !first) return route.continue();
+        first = false;
+        let done = () => {};
+        answered = new Promise((resolve) => {
+          done = resolve;
+        });
+        const response = await route.fetch();
+        await send({ thing_key: thingKey, data: { level: 9 } });
+        held.release();
+        await until(
+          async () => frames.filter((f) => f.includes('"type":"subscribed"')).length,
+          (n) => n >= 4,
+          'the subscriptions accepted',
+        );
+        // Time for the page to take the acceptance in before the read's answer.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await route.fulfill({ response });
+        done();
+      });
+      t.after(() => page.unroute(reads));
+      frames = [];
+      await page.goto(`${api.url}/console/things/${thingKey}`);
+      const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
+      await chart.getByText('4 points · level', { exact: true }).waitFor();
+      await legendAway('9');
+      assert.ok(answered, 'the read was held');
+      await answered;
+    });
+
     it('when another live range is chosen then the chart keeps its subscription and reads the range once', async () => {
       const thingKey = unique('steady');
       assert.equal((await device.register({ thing_key: thingKey, name: 'Steady sensor' })).status, 200);

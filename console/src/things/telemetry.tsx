@@ -34,6 +34,12 @@ const FIRST_RANGE = RANGES[2];
  */
 const MAX_POINTS = 10_000;
 
+/**
+ * How long a live range's read waits for its subscription to be accepted before it is made anyway (it
+ * is made again once the subscription is accepted).
+ */
+const SUBSCRIPTION_WAIT_MS = 2000;
+
 /** The buckets of a crowded raw range: a minute, the width live events are added to. */
 const MINUTE = 60;
 
@@ -107,35 +113,61 @@ export function Telemetry({
     loaded: Columns | Averages | undefined;
     /** The live events that came while the range is read; undefined when no read is under way. */
     early: Message[] | undefined;
+    /** Whether the subscription has been accepted (or refused) since it was asked for. */
+    answered: boolean;
+    /** Starts the range's read once the subscription is answered: set while a read waits for that. */
+    waiting: (() => void) | undefined;
     add: ((message: Message) => void) | undefined;
     readHistory: (() => void) | undefined;
-  }>({ loaded: undefined, early: undefined, add: undefined, readHistory: undefined });
+  }>({
+    loaded: undefined,
+    early: undefined,
+    answered: false,
+    waiting: undefined,
+    add: undefined,
+    readHistory: undefined,
+  });
   const live = 'live' in range;
   useEffect(() => {
     if (!live) return;
     // Live events are taken from before the history is read, so that none falls between the two; those
-    // that arrive first are added once it is there, unless the history already holds them. What the
-    // subscription missed (sent before the server accepted it, or while the connection was lost:
-    // nothing is replayed, docs/realtime.md) is read with the history again once it is accepted after
-    // the history came, the chart kept meanwhile.
+    // that arrive first are added once it is there, unless the history already holds them. The history
+    // of a live range is read once the subscription is accepted: what the server stored before that is
+    // in the read, what it stores after comes live. A read made before (the connection slow to come, or
+    // lost: nothing is replayed, docs/realtime.md) is made again when it is accepted, the chart kept
+    // meanwhile; one under way then is left for a new one, as it may have been answered from before
+    // an event the subscription never saw.
+    const state = shared.current;
+    state.answered = false;
+    const answered = () => {
+      state.answered = true;
+      const { waiting } = state;
+      state.waiting = undefined;
+      waiting?.();
+      return waiting !== undefined;
+    };
     return realtime.subscribe(
       'events',
       { thing_keys: [thingKey] },
       (message) => {
+        // Refused: the range is read all the same (the error is the read's to tell, if any).
+        if (message.type === 'error') answered();
         if (message.type !== 'event') return;
         const { early, add } = shared.current;
         if (early) early.push(message);
         else add?.(message);
       },
-      // Accepted after the history came (and no read under way): what it missed is read.
       () => {
+        if (answered()) return;
         const { loaded, early, readHistory } = shared.current;
-        if (loaded && early === undefined) readHistory?.();
+        if (loaded || early !== undefined) readHistory?.();
       },
     );
   }, [thingKey, live]);
   useEffect(() => {
     let current = true;
+    // Each read has a number: only the last one's answer is drawn.
+    let reads = 0;
     const state = shared.current;
     state.loaded = undefined;
     state.early = undefined;
@@ -191,9 +223,10 @@ export function Telemetry({
     };
     const readHistory = () => {
       state.early = [];
+      const read = ++reads;
       loadColumns(thingKey, range).then(
         (history) => {
-          if (!current) return;
+          if (!current || read !== reads) return;
           const now = Date.now() / 1000;
           setSpan([now - range.seconds, now]);
           setColumns(history.columns);
@@ -206,7 +239,7 @@ export function Telemetry({
           addEarly(history.grouped ? history.readUntil : (loaded.x[loaded.x.length - 1] ?? Number.NEGATIVE_INFINITY));
         },
         (failure) => {
-          if (!current) return;
+          if (!current || read !== reads) return;
           setError(messageOf(failure));
           // The chart shown (if any) goes on taking live events.
           addEarly(Number.NEGATIVE_INFINITY);
@@ -216,9 +249,22 @@ export function Telemetry({
     state.add = add;
     state.readHistory = readHistory;
     setColumns(undefined);
-    readHistory();
+    // A live range waits for its subscription's answer, unless the connection is down (it is read
+    // again when the connection is back) or slow to answer.
+    let slow: ReturnType<typeof setTimeout> | undefined;
+    if (!live || state.answered || realtime.state === 'reconnecting') readHistory();
+    else {
+      state.waiting = readHistory;
+      slow = setTimeout(() => {
+        if (state.waiting !== readHistory) return;
+        state.waiting = undefined;
+        readHistory();
+      }, SUBSCRIPTION_WAIT_MS);
+    }
     return () => {
       current = false;
+      clearTimeout(slow);
+      if (state.waiting === readHistory) state.waiting = undefined;
       state.add = undefined;
       state.readHistory = undefined;
       state.loaded = undefined;
