@@ -132,6 +132,9 @@ export class RealtimeHub {
   private rechecking = false;
   private recheckAgain = false;
   private membersSoon: NodeJS.Timeout | undefined;
+  /** Organisations whose members are to be read before their next changes are told (readMembersFirst). */
+  private readonly membersFirstOf = new Set<string>();
+  private membersFirstWaiting = false;
   /**
    * The members of each group and template some subscription watches, one set for all the
    * subscriptions that watch it (however many connections ask for the same template), read once at
@@ -150,6 +153,11 @@ export class RealtimeHub {
     this.stopFollowing.push(
       feed.follow(['Event'], (change) => this.onEvents(change)),
       feed.follow(['Thing'], (change) => {
+        // A thing created or changed may join a group (a dynamic one by its expression): its members are
+        // read before this change and the next are told, in the feed's order, so that the group's
+        // subscribers get a new member's `created` and its first events. A thing deleted is told to
+        // those it was a member for, and leaves after.
+        if (change.action !== 'delete') this.readMembersFirst(change.organisationKey);
         this.onThing(change);
         this.membersChanged(change.organisationKey);
       }),
@@ -568,6 +576,32 @@ export class RealtimeHub {
       void this.refreshMembers();
     }, MEMBERS_AFTER_MS);
     this.membersSoon.unref();
+  }
+
+  /**
+   * Reads the member sets an organisation's changes may change, before the changes that come next are
+   * told. One read waits at a time: it runs after every change before it has committed, so the changes
+   * of things that come while it waits (an import's rows) are all in it.
+   */
+  private readMembersFirst(organisation: string | null): void {
+    if (organisation === null) return;
+    if (![...this.memberSets.values()].some((set) => set.organisations.includes(organisation))) return;
+    this.membersFirstOf.add(organisation);
+    if (this.membersFirstWaiting) return;
+    this.membersFirstWaiting = true;
+    this.afterReads(async () => {
+      this.membersFirstWaiting = false;
+      const organisations = new Set(this.membersFirstOf);
+      this.membersFirstOf.clear();
+      for (const set of [...this.memberSets.values()]) {
+        if (!set.organisations.some((o) => organisations.has(o))) continue;
+        try {
+          replaceAll(set.members, await set.read());
+        } catch {
+          // Read again at the next change (membersChanged).
+        }
+      }
+    });
   }
 
   private async refreshMembers(): Promise<void> {

@@ -824,6 +824,30 @@ describeOnStores('realtime push', (ctx) => {
     return row.organisation_key;
   }
 
+  it("when a thing is created as a member of a dynamic group then the group's subscribers get its created message and first event", async () => {
+    const token = await ctx.api.adminToken();
+    const prefix = unique('grp');
+    const group = await ctx.api.request('POST', '/api/v3/groups', {
+      token,
+      body: { group: { name: unique('group'), group_type: 2, thing_expression: `thing_key contains '${prefix}'` } },
+    });
+    assert.equal(group.status, 200, group.text);
+    const groupKey = group.body.group.group_key as string;
+    const client = await SocketClient.open(ctx.api.url, token);
+    await client.subscribe('things', 'things', { group_key: groupKey });
+    await client.subscribe('events', 'events', { group_key: groupKey });
+    // Registered and sending at once, with no pause for the group's members to be read again.
+    const { device, thingKey } = await newDevice();
+    const member = `${prefix}-${thingKey}`;
+    assert.equal((await device.register({ thing_key: member, name: 'Member' })).status, 200);
+    assert.equal((await device.event({ thing_key: member, data: { n: 1 } })).status, 200);
+    const created = await client.next((m) => m.type === 'thing' && m.id === 'things');
+    assert.deepEqual([created.thing_key, created.change], [member, 'created']);
+    const first = await client.next((m) => m.type === 'event' && m.id === 'events');
+    assert.deepEqual([first.thing_key, first.data], [member, { n: 1 }]);
+    client.close();
+  });
+
   it('when things join a group or a template later then its subscriptions follow, for every topic', async () => {
     const token = await ctx.api.adminToken();
     const first = await newDevice();
