@@ -161,7 +161,7 @@ for (const store of STORES) {
       );
     });
 
-    it('when a thing has sent no event yet then Latest values leads to Connect a device, naming its key, and its first event replaces that', async () => {
+    it('when a thing has sent no event yet then Latest values leads to Connect a device, naming its key, and its first event replaces that and brings Export and Delete events', async () => {
       const token = await api.adminToken();
       const thing = await createThing(api, token, { name: 'Silent boiler', thing_key: unique('silent') });
       await openThing(thing.thing_key, 'Silent boiler');
@@ -170,10 +170,18 @@ for (const store of STORES) {
       await latest.getByText(thing.thing_key, { exact: true }).waitFor();
       const connect = latest.getByRole('link', { name: 'Connect a device', exact: true });
       assert.equal(await connect.getAttribute('href'), `/console/connect?thing=${thing.thing_key}`);
+      // Nothing to export or delete yet; the thing itself may be edited or deleted.
+      const offered = (name: string) => page.getByRole('button', { name, exact: true }).count();
+      assert.deepEqual(
+        [await offered('Edit'), await offered('Delete'), await offered('Export'), await offered('Delete events')],
+        [1, 1, 0, 0],
+      );
       await shot('no-event-yet');
       await send({ thing_key: thing.thing_key, data: { temperature: 19.5 } });
       await latest.getByText('19.5', { exact: true }).waitFor();
       assert.equal(await latest.getByRole('link', { name: 'Connect a device', exact: true }).count(), 0);
+      await page.getByRole('button', { name: 'Export', exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Delete events', exact: true }).waitFor();
     });
 
     it("when Connect a device is followed from a thing that has sent no event then its commands are for that thing's key", async () => {
@@ -623,6 +631,47 @@ for (const store of STORES) {
       } finally {
         await other.close();
       }
+    });
+
+    it("when a thing has more alerts than its panel shows then the panel says how many and links to them all, and the Alerts page lists that thing's alone, live", async () => {
+      const thingKey = unique('alarmed');
+      const otherKey = unique('quiet');
+      for (const [key, name] of [
+        [thingKey, 'Alarmed press'],
+        [otherKey, 'Quiet press'],
+      ])
+        assert.equal((await device.register({ thing_key: key, name })).status, 200);
+      const raise = async (key: string, message: string) => {
+        const raised = await device.post('/api/v3/alerts.json', { alert: { thing_key: key, message, alert_type: 1 } });
+        assert.equal(raised.status, 200, raised.text);
+      };
+      for (let i = 1; i <= 23; i++) await raise(thingKey, `Pressure high #${i}`);
+      await raise(otherKey, 'Quiet press door open');
+      await openThing(thingKey, 'Alarmed press');
+      const panel = page.getByRole('region', { name: 'Alerts', exact: true });
+      await panel.getByText('The latest 20 of 23 alerts.', { exact: false }).waitFor();
+      assert.equal(await panel.getByRole('row').count(), 21, 'a header and 20 alerts');
+      // The newest first: #23 is shown, #3 and older are left to the Alerts page.
+      await panel.getByText('Pressure high #23', { exact: true }).waitFor();
+      assert.equal(await panel.getByText('Pressure high #3', { exact: true }).count(), 0);
+      await shot('alerts-panel-full');
+      await panel.getByRole('link', { name: 'All alerts of this thing', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Alerts', exact: true }).waitFor();
+      assert.equal(new URL(page.url()).searchParams.get('thing'), thingKey);
+      await page.getByText('Pressure high #1', { exact: true }).waitFor();
+      await page.getByText(`Alerts of Alarmed press (${thingKey}).`, { exact: false }).waitFor();
+      assert.equal(await page.getByRole('table').getByRole('row').count(), 24, 'a header and 23 alerts');
+      assert.equal(await page.getByText('Quiet press door open', { exact: true }).count(), 0);
+      // Live: the other thing's new alert stays out, this thing's comes in.
+      await raise(otherKey, 'Quiet press door open again');
+      await raise(thingKey, 'Pressure high #24');
+      await page.getByText('Pressure high #24', { exact: true }).waitFor();
+      assert.equal(await page.getByText('Quiet press door open again', { exact: true }).count(), 0);
+      await shot('alerts-of-a-thing');
+      await assertAccessible(page, 'the Alerts page filtered on a thing');
+      await page.getByRole('button', { name: "Show every thing's alerts", exact: true }).click();
+      await page.getByText('Quiet press door open again', { exact: true }).waitFor();
+      assert.equal(new URL(page.url()).searchParams.get('thing'), null);
     });
 
     it('when a thing goes offline while its page is open then the page says Offline', async () => {

@@ -21,8 +21,12 @@ const STATUSES = [
   ['cleared', 'Cleared'],
 ] as const;
 
-/** Whether the list filtered on `status` (`''`: all of them) holds `alert`. */
-const listedUnder = (status: string, alert: Alert) => status === '' || alert.status === status;
+/**
+ * Whether the list filtered on `status` (`''`: all of them) and `thing` (a thing's key; `''`: every
+ * thing's) holds `alert`.
+ */
+const listedUnder = (status: string, thing: string, alert: Alert) =>
+  (status === '' || alert.status === status) && (thing === '' || alert.thing_key === thing);
 
 /** Alerts in the list's order: newest `timestamp` (epoch seconds) first (docs/rules.md, Alerts). */
 const byTime = (alerts: Alert[]) => [...alerts].sort((a, b) => Number(b.timestamp) - Number(a.timestamp));
@@ -35,27 +39,35 @@ export function AlertsPage() {
     const asked = currentQuery().get('status') ?? '';
     return STATUSES.some(([value]) => value === asked) ? asked : '';
   });
+  // One thing's alerts (`?thing=<key>`, a thing's page links there), or every thing's.
+  const [thing, setThing] = useState(() => currentQuery().get('thing') ?? '');
   // Acknowledge and Clear change the alert: offered to roles that may update alerts.
   const mayUpdate = useAllows('alert', 'update');
   const [page, setPage] = useState(() => Math.max(1, Number(currentQuery().get('page')) || 1));
   const [comment, setComment] = useState('');
   const [failure, setFailure] = useState<string | undefined>();
-  useEffect(() => keepQuery({ status, page: page > 1 ? String(page) : '' }), [status, page]);
+  useEffect(() => keepQuery({ status, thing, page: page > 1 ? String(page) : '' }), [status, thing, page]);
   const list = useLoad(
     () =>
       answer(
         api.GET('/api/v3/alerts', {
           params: {
-            query: { page, per: PER, order: 'desc', ...(status ? { status: [status as StatusFilter] } : {}) },
+            query: {
+              page,
+              per: PER,
+              order: 'desc',
+              ...(status ? { status: [status as StatusFilter] } : {}),
+              ...(thing ? { thing_key: thing } : {}),
+            },
           },
         }),
       ),
-    [page, status],
+    [page, status, thing],
   );
   // The page as last shown, for the live updates to tell which alerts it lists: one subscription serves
   // every filter and page.
-  const view = useRef({ data: list.data, page, status });
-  view.current = { data: list.data, page, status };
+  const view = useRef({ data: list.data, page, status, thing });
+  view.current = { data: list.data, page, status, thing };
   const act = async (alert: Alert, step: 'acknowledge' | 'clear') => {
     const body = comment.trim() ? { comment: comment.trim() } : {};
     const params = { path: { alert_key: alert.alert_key } };
@@ -68,7 +80,7 @@ export function AlertsPage() {
       setFailure(undefined);
       setComment('');
       // An alert that no longer has the status filtered on leaves the list: the page is read again.
-      if (!listedUnder(status, answered.alert)) list.reload();
+      if (!listedUnder(status, thing, answered.alert)) list.reload();
       else
         list.set((data) => ({
           ...data,
@@ -89,10 +101,10 @@ export function AlertsPage() {
         'alerts',
         {},
         (message) => {
-          const { data, page, status } = view.current;
+          const { data, page, status, thing } = view.current;
           if (message.type !== 'alert' || !data) return;
           const alert = message.alert as Alert;
-          const listed = listedUnder(status, alert);
+          const listed = listedUnder(status, thing, alert);
           const shown = data.alerts.some((a) => a.alert_key === alert.alert_key);
           if (shown && listed) {
             list.set((old) => ({
@@ -114,6 +126,8 @@ export function AlertsPage() {
     [],
   );
   const shown = list.data?.alerts ?? [];
+  // The filtered thing's name, as its alerts tell it.
+  const thingName = thing ? shown.find((alert) => alert.thing_key === thing)?.thing_name : undefined;
   return (
     <section>
       <h1>Alerts</h1>
@@ -140,13 +154,32 @@ export function AlertsPage() {
           </Field>
         )}
       </div>
+      {thing && (
+        <p class="filtered">
+          Alerts of {thingName ? <strong>{thingName}</strong> : 'the thing'} (<code>{thing}</code>).{' '}
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              setThing('');
+              setPage(1);
+            }}
+          >
+            Show every thing's alerts
+          </button>
+        </p>
+      )}
       <Failure message={list.error ?? failure} />
       {list.data &&
         (shown.length === 0 ? (
-          <EmptyState title="No alerts">
-            Alerts are raised by <Link to="rules">rules</Link> when a thing's events meet their condition, and by
-            devices themselves; they are listed here, live, to be acknowledged and cleared.
-          </EmptyState>
+          thing ? (
+            <p>No alerts of this thing{status ? ' with this status' : ''}.</p>
+          ) : (
+            <EmptyState title="No alerts">
+              Alerts are raised by <Link to="rules">rules</Link> when a thing's events meet their condition, and by
+              devices themselves; they are listed here, live, to be acknowledged and cleared.
+            </EmptyState>
+          )
         ) : (
           <AlertTable
             alerts={shown}

@@ -39,13 +39,19 @@ async function exportEvents(thingKey: string, format: Format, timestamps: Timest
   setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
 }
 
-/** What may be done to a thing, as its role allows: Edit, Delete, Export and Delete events. */
+/**
+ * What may be done to a thing, as its role allows: Edit, Delete, Export and Delete events (the last two
+ * once the thing has an event: before, there is nothing to export or delete).
+ */
 export function ThingActions({
   thing,
+  hasEvents,
   onChanged,
   onEventsDeleted,
 }: {
   thing: Thing;
+  /** Whether the thing has a stored event (its `last_event`). */
+  hasEvents: boolean;
   onChanged: () => void;
   /** Events of the thing were deleted: what the page shows of them is read again. */
   onEventsDeleted: () => void;
@@ -71,12 +77,12 @@ export function ThingActions({
             Edit
           </button>
         )}
-        {allows(caller, 'data', 'read') && (
+        {allows(caller, 'data', 'read') && (hasEvents || panel === 'export') && (
           <button type="button" class="secondary" aria-expanded={panel === 'export'} onClick={() => toggle('export')}>
             Export
           </button>
         )}
-        {allows(caller, 'data', 'delete') && (
+        {allows(caller, 'data', 'delete') && (hasEvents || panel === 'delete-events') && (
           <button
             type="button"
             class="secondary"

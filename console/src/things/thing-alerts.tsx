@@ -1,19 +1,28 @@
 import { useEffect } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
+import { useAllows } from '../caller.ts';
 import { type Alert, AlertTable } from '../components/alert-table.tsx';
 import { useLoad } from '../components/use-load.ts';
+import { countOf } from '../format.ts';
 import { realtime } from '../realtime.ts';
+import { Link } from '../router.tsx';
+
+/** The alerts the panel shows: the latest, as the page would be crowded by more. */
+const SHOWN = 20;
 
 /**
  * A thing's latest alerts, new and changed ones coming in live; read again once the subscription is
- * accepted (on opening as after a lost connection), as what happened before is not replayed.
+ * accepted (on opening as after a lost connection), as what happened before is not replayed. Under
+ * them, how many there are and a link to them all on the Alerts page, where they are acknowledged and
+ * cleared.
  */
 export function ThingAlerts({ thingKey }: { thingKey: string }) {
-  const alerts = useLoad(
-    async () =>
-      (await answer(api.GET('/api/v3/alerts', { params: { query: { thing_key: thingKey, per: 20 } } }))).alerts,
-    [thingKey],
-  );
+  const alerts = useLoad(async () => {
+    const answered = await answer(
+      api.GET('/api/v3/alerts', { params: { query: { thing_key: thingKey, per: SHOWN, order: 'desc' } } }),
+    );
+    return { list: answered.alerts, total: answered.total_count };
+  }, [thingKey]);
   useEffect(
     () =>
       realtime.subscribe(
@@ -22,12 +31,18 @@ export function ThingAlerts({ thingKey }: { thingKey: string }) {
         (message) => {
           if (message.type !== 'alert') return;
           const alert = message.alert as Alert;
-          alerts.set((list) => [alert, ...list.filter((a) => a.alert_key !== alert.alert_key)].slice(0, 20));
+          alerts.set(({ list, total }) => ({
+            list: [alert, ...list.filter((a) => a.alert_key !== alert.alert_key)].slice(0, SHOWN),
+            total: message.change === 'created' ? total + 1 : total,
+          }));
         },
         alerts.reloadSoon,
       ),
     [thingKey],
   );
+  const mayUpdate = useAllows('alert', 'update');
+  const shown = alerts.data?.list ?? [];
+  const total = alerts.data?.total ?? 0;
   return (
     <section class="panel" aria-labelledby="thing-alerts">
       <h2 id="thing-alerts">Alerts</h2>
@@ -36,7 +51,14 @@ export function ThingAlerts({ thingKey }: { thingKey: string }) {
           {alerts.error}
         </p>
       )}
-      {alerts.data && (alerts.data.length === 0 ? <p>No alerts.</p> : <AlertTable alerts={alerts.data} />)}
+      {alerts.data && (shown.length === 0 ? <p>No alerts.</p> : <AlertTable alerts={shown} />)}
+      {total > 0 && (
+        <p>
+          {total > shown.length ? `The latest ${shown.length} of ${countOf(total, 'alert')}. ` : ''}
+          <Link to={`alerts?thing=${encodeURIComponent(thingKey)}`}>All alerts of this thing</Link>
+          {mayUpdate ? ', to acknowledge and clear them.' : '.'}
+        </p>
+      )}
     </section>
   );
 }

@@ -88,7 +88,15 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
       (message) => {
         if (message.type === 'error') return setLiveRefused(String(message.message ?? message.code));
         if (message.type !== 'event') return;
-        thing.set((t) => ({ ...t, alive: true }));
+        // The first event also makes what needs one (Export, Delete events) offered.
+        thing.set((t) => ({
+          ...t,
+          alive: true,
+          last_event: t.last_event ?? {
+            timestamp: message.timestamp as number,
+            data: message.data as Record<string, unknown>,
+          },
+        }));
         setLatest((shown) => mergeLatest(shown, message.timestamp, message.data));
       },
       readRecent,
@@ -157,6 +165,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
       </p>
       <ThingActions
         thing={t}
+        hasEvents={t.last_event !== null}
         onChanged={thing.reload}
         onEventsDeleted={() => {
           setDeletions((n) => n + 1);
