@@ -135,7 +135,8 @@ export function refusePrivateUrl(url: unknown): void {
   } catch {
     return; // checkUrl says what is wrong with it.
   }
-  const named = host.toLowerCase();
+  // A name may end with the root's dot (`localhost.`): the same host.
+  const named = host.toLowerCase().replace(/\.$/, '');
   if (named === 'localhost' || named.endsWith('.localhost') || (isIP(host) !== 0 && isPrivateAddress(host))) {
     throw invalidParam(
       P('url'),

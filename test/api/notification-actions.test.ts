@@ -441,6 +441,7 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
     for (const url of [
       'http://127.0.0.1:9/hook',
       'http://localhost:8080/$THING$',
+      'http://LocalHost.:8080/x',
       'https://[::1]/x',
       'http://10.1.2.3/x',
       'http://192.168.0.7/x',

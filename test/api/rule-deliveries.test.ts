@@ -5,6 +5,7 @@ import { unique } from '../support/fixtures.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
 import { eventually, startHttpPeer, startSmtpPeer } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
+import { startServer } from '../support/server.ts';
 import { describeOnStores } from '../support/suites.ts';
 
 // Peers on loopback, shared by both stores' suites; each test looks only at what its own thing caused.
@@ -274,36 +275,60 @@ describeOnStores(
 describeOnStores(
   'outbound calls to private addresses',
   (ctx) => {
-    it('when an HTTP action targets a loopback or private host then it is refused and recorded, and the peer gets nothing', async () => {
-      const token = await ctx.api.adminToken();
-      const http = new Device(ctx.api.url, await createKeyPair(ctx.api, token));
-      const thingKey = unique('guard');
-      assert.equal((await http.register({ thing_key: thingKey })).status, 200);
-      const rule = await ctx.api.request('POST', '/api/v3/rules', {
-        token,
-        body: { rule: { name: unique('guard'), condition: 'level > 1', thing_keys: [thingKey], alert_type: 0 } },
+    it('when an HTTP action made where private hosts were allowed targets one then its delivery is refused and recorded, and the peer gets nothing', async (t) => {
+      // Made by a server that allowed private hosts (ALLOW_PRIVATE_WEBHOOKS), whose store this one,
+      // which does not, takes over: a URL naming such a host outright is refused when made here
+      // (notification-actions.test.ts), so its deliveries are what keeps it from being called.
+      const allowing = await startServer(ctx.store, {
+        storeSettings: ctx.api.storeSettings,
+        env: async () => ({ MQTT_PORT: String(await freePort()), ALLOW_PRIVATE_WEBHOOKS: 'true' }),
       });
-      assert.equal(rule.status, 200, rule.text);
-      const port = new URL(webhook.url).port;
+      const thingKey = unique('guard');
       const actionKeys: string[] = [];
-      for (const url of [
-        `${webhook.url}/direct`,
-        `http://localhost:${port}/named`,
-        `http://[::1]:${port}/v6`,
-        // 127.0.0.1 written as an IPv4-mapped IPv6 address reaches the same socket.
-        `http://[::ffff:127.0.0.1]:${port}/mapped`,
-      ]) {
-        const made = await ctx.api.request('POST', '/api/v3/notification_actions', {
+      try {
+        const token = await allowing.adminToken();
+        const http = new Device(allowing.url, await createKeyPair(allowing, token));
+        assert.equal((await http.register({ thing_key: thingKey })).status, 200);
+        const rule = await allowing.request('POST', '/api/v3/rules', {
           token,
-          body: {
-            notification_action: { type: 'CallHttpUrlAction', rule_key: rule.body.rule.rule_key, method: 'POST', url },
-          },
+          body: { rule: { name: unique('guard'), condition: 'level > 1', thing_keys: [thingKey], alert_type: 0 } },
         });
-        assert.equal(made.status, 200, made.text);
-        actionKeys.push(made.body.notification_action.notification_action_key);
+        assert.equal(rule.status, 200, rule.text);
+        const port = new URL(webhook.url).port;
+        for (const url of [
+          `${webhook.url}/direct`,
+          `http://localhost:${port}/named`,
+          `http://[::1]:${port}/v6`,
+          // 127.0.0.1 written as an IPv4-mapped IPv6 address reaches the same socket.
+          `http://[::ffff:127.0.0.1]:${port}/mapped`,
+        ]) {
+          const made = await allowing.request('POST', '/api/v3/notification_actions', {
+            token,
+            body: {
+              notification_action: {
+                type: 'CallHttpUrlAction',
+                rule_key: rule.body.rule.rule_key,
+                method: 'POST',
+                url,
+              },
+            },
+          });
+          assert.equal(made.status, 200, made.text);
+          actionKeys.push(made.body.notification_action.notification_action_key);
+        }
+      } finally {
+        await allowing.close();
       }
+      // The server that takes over, started after the actions were made, so that it reads them.
+      const taking = await startServer(ctx.store, {
+        storeSettings: ctx.api.storeSettings,
+        env: async () => ({ MQTT_PORT: String(await freePort()), DELIVERY_RETRY_BASE_MS: '100' }),
+      });
+      t.after(() => taking.close());
+      const token = await taking.adminToken();
+      const device = new Device(taking.url, await createKeyPair(taking, token));
       const before = webhook.received.length;
-      assert.equal((await http.event({ thing_key: thingKey, data: { level: 2 } })).status, 200);
+      assert.equal((await device.event({ thing_key: thingKey, data: { level: 2 } })).status, 200);
       for (const actionKey of actionKeys) {
         await eventually(async () => {
           const list = await ctx.api.request('GET', `/api/v3/notification_actions/${actionKey}/deliveries`, { token });
