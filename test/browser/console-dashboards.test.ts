@@ -167,6 +167,49 @@ for (const store of STORES) {
       await page.getByLabel('Time range', { exact: true }).waitFor();
     });
 
+    it("when a widget's metrics are typed then the templates' metrics are suggested, those a list names already left out", async () => {
+      const made = await api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: {
+          thing_template: {
+            name: 'Boilers',
+            metrics: [
+              { name: 'water.temperature', data_type: 'number' },
+              { name: 'pressure', data_type: 'number' },
+            ],
+          },
+        },
+      });
+      assert.equal(made.status, 200, made.text);
+      /** The values the browser may suggest for an input: its datalist's options. */
+      const suggested = async (input: Locator) => {
+        const list = await input.getAttribute('list');
+        assert.ok(list, 'the field has a list of suggestions');
+        return page
+          .locator(`datalist[id="${list}"] option`)
+          .evaluateAll((options) => options.map((option) => option.getAttribute('value') ?? ''));
+      };
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      await page.getByRole('button', { name: 'Add widget', exact: true }).click();
+      const form = page.getByRole('form', { name: 'Add widget' });
+      await form.getByLabel('Widget type', { exact: true }).selectOption('value');
+      const metric = form.getByLabel('Metric', { exact: true });
+      await until(
+        () => suggested(metric),
+        (values) => values.includes('water.temperature'),
+        "the Metric field's suggestions",
+      );
+      // The Default template's (learnt from the events sent) and the new template's, once each, sorted.
+      assert.deepEqual(await suggested(metric), ['pressure', 'temp', 'water.temperature']);
+      await form.getByLabel('Widget type', { exact: true }).selectOption('timeseries');
+      const metrics = form.getByLabel('Metrics', { exact: true });
+      await metrics.fill('temp, press');
+      assert.deepEqual(await suggested(metrics), ['temp, pressure', 'temp, water.temperature']);
+      await form.getByRole('button', { name: 'Cancel', exact: true }).click();
+      await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+      await page.getByRole('button', { name: 'Edit', exact: true }).waitFor();
+    });
+
     it('when a widget of every type is added and saved then the API keeps them and each is a region named by its title', async () => {
       await page.getByRole('button', { name: 'Edit', exact: true }).click();
       const things = [boiler.thing_key, pump.thing_key];

@@ -45,6 +45,8 @@ export function TextField(props: {
   /** A number's step: `any` takes decimals. */
   step?: 'any';
   autoComplete?: string;
+  /** The id of a `datalist` of values to suggest. */
+  list?: string;
 }) {
   return (
     <Field label={props.label} hint={props.hint} error={props.error}>
@@ -65,6 +67,7 @@ export function TextField(props: {
             min={props.min}
             step={props.step}
             autocomplete={props.autoComplete}
+            list={props.list}
           />
         ) : (
           <textarea {...shared} rows={props.rows} />

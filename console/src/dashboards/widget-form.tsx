@@ -10,6 +10,7 @@ import { Field, TextField } from '../components/field.tsx';
 import { loadGroups } from '../components/group-select.tsx';
 import { loadTemplates } from '../components/template-select.tsx';
 import { useLoad } from '../components/use-load.ts';
+import { nextMetrics } from './metric-suggestions.ts';
 import { WIDGET_TYPE_NAMES, WIDGET_TYPES, type Widget, type WidgetType } from './model.ts';
 import { ThingPicker } from './thing-picker.tsx';
 import {
@@ -40,15 +41,19 @@ const AGGREGATES: [string, string][] = [
   ['count', 'Count'],
 ];
 
-/** The organisation's groups and templates by name, to choose a widget's source from (the first 1,000 of each). */
+/**
+ * The organisation's groups and templates by name, to choose a widget's source from (the first 1,000 of
+ * each), and the metrics the templates declare.
+ */
 async function loadSources(
   withGroups: boolean,
   withTemplates: boolean,
-): Promise<Record<'group_key' | 'thing_template_key', { key: string; name: string }[]>> {
+): Promise<Record<'group_key' | 'thing_template_key', { key: string; name: string }[]> & { metrics: string[] }> {
   const [groups, templates] = await Promise.all([withGroups ? loadGroups() : [], withTemplates ? loadTemplates() : []]);
   return {
     group_key: groups.map((g) => ({ key: g.group_key, name: g.name })),
     thing_template_key: templates.map((t) => ({ key: t.thing_template_key, name: t.name })),
+    metrics: templates.flatMap((t) => t.metrics.map((m) => m.name)),
   };
 }
 
@@ -116,6 +121,7 @@ export function WidgetForm(props: {
     field: 'title' | 'metric' | 'metrics' | 'unit' | 'min' | 'max',
     hint?: string,
     kind: 'text' | 'number' = 'text',
+    list?: string,
   ) => (
     <TextField
       label={label}
@@ -125,8 +131,14 @@ export function WidgetForm(props: {
       value={draft[field]}
       onInput={(value) => update({ [field]: value })}
       error={problems[field]}
+      {...(list ? { list } : {})}
     />
   );
+  // The metrics the organisation's templates declare, suggested as a metric is typed (one may still
+  // name another: the Default template's things send what they like).
+  const known = [...new Set((sources.data?.metrics ?? []).filter((name) => name !== ''))].sort();
+  const metricList = `${headingId}-metric`;
+  const metricsList = `${headingId}-metrics`;
   const editing = props.widget !== undefined;
   const sourceOptions = draft.sourceKind === 'thing_keys' ? [] : (sources.data?.[draft.sourceKind] ?? []);
   return (
@@ -210,7 +222,12 @@ export function WidgetForm(props: {
             error={problems.thing}
             onChange={(thing) => update({ thing })}
           />
-          {input('Metric', 'metric', 'a name of the data, machine.temp for a nested one')}
+          {input('Metric', 'metric', 'a name of the data, machine.temp for a nested one', 'text', metricList)}
+          <datalist id={metricList}>
+            {known.map((name) => (
+              <option key={name} value={name} />
+            ))}
+          </datalist>
           {input('Unit', 'unit')}
         </>
       )}
@@ -227,8 +244,22 @@ export function WidgetForm(props: {
           onChange={(thresholds) => update({ thresholds })}
         />
       )}
-      {WITH_METRICS.includes(type) &&
-        input('Metrics', 'metrics', type === 'timeseries' ? 'comma-separated, 1 to 8' : 'comma-separated, up to 8')}
+      {WITH_METRICS.includes(type) && (
+        <>
+          {input(
+            'Metrics',
+            'metrics',
+            type === 'timeseries' ? 'comma-separated, 1 to 8' : 'comma-separated, up to 8',
+            'text',
+            metricsList,
+          )}
+          <datalist id={metricsList}>
+            {nextMetrics(draft.metrics, known).map((value) => (
+              <option key={value} value={value} />
+            ))}
+          </datalist>
+        </>
+      )}
       {type === 'timeseries' && (
         <Field label="Aggregate" hint="one line per metric across the things">
           {(id, describedBy) => (
