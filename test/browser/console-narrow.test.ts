@@ -413,6 +413,23 @@ describe('the console on a phone, 375 px wide', { skip: browserSkip || store.ski
     });
   }
 
+  it("when New role is open on a phone then the abilities' grid shows every column without scrolling", async () => {
+    await page.goto(`${api.url}/console/roles`);
+    await page.getByRole('button', { name: 'New role', exact: true }).click();
+    const form = page.getByRole('form', { name: 'New role', exact: true });
+    const grid = form.getByRole('region', { name: 'Abilities by class', exact: true });
+    const widths = await grid.evaluate((box) => ({ scroll: box.scrollWidth, client: box.clientWidth }));
+    assert.ok(widths.scroll <= widths.client + 1, `the grid is ${widths.scroll} px wide in a box of ${widths.client}`);
+    // The last column's checkbox of the longest class is in sight, and can be ticked where it is.
+    const last = form.getByRole('checkbox', { name: 'notification_action delete', exact: true });
+    const box = await last.boundingBox();
+    const viewport = page.viewportSize();
+    assert.ok(box && viewport && box.x + box.width <= viewport.width, 'the checkbox is inside the viewport');
+    await last.check();
+    assert.equal(await last.isChecked(), true);
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+  });
+
   it('when a dashboard is shown on a phone then its widgets stack in one column in reading order, each keeping its height or, a time series, at least it', async () => {
     await page.goto(`${api.url}/console/dashboards/${dashboardKey}`);
     await page.getByRole('heading', { level: 1, name: 'Plant room', exact: true }).waitFor();

@@ -7,6 +7,7 @@ import { Failure } from '../components/failure.tsx';
 import { TextField } from '../components/field.tsx';
 import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { FormActions } from '../components/form-actions.tsx';
+import { BreakableName } from '../components/name-breaks.tsx';
 import { ScrollBox } from '../components/scroll-box.tsx';
 import { ability, CLASSES, holds, OPERATIONS } from './abilities.ts';
 import { type Role, useRoles } from './use-roles.ts';
@@ -155,7 +156,9 @@ function RoleForm(props: { role: Role | undefined; onCancel: () => void; onSaved
             <tbody>
               {CLASSES.map(([cls, c]) => (
                 <tr key={cls}>
-                  <th scope="row">{cls}</th>
+                  <th scope="row">
+                    <BreakableName name={cls} />
+                  </th>
                   {OPERATIONS.map(([operation, o]) => (
                     <td key={operation}>
                       <input
