@@ -263,6 +263,44 @@ for (const store of STORES) {
       await page.getByText(/^Page 1 of 1 · (1 thing|([02-9]|\d\d+) things)$/).waitFor();
     });
 
+    it('when another order is chosen then the table is read in it from its first page, and the address keeps it', async () => {
+      const fleet = unique('valve');
+      // Created one after the other, in an order that is neither their names' nor their keys'.
+      for (const [key, name] of [
+        ['b', 'Charlie'],
+        ['c', 'Alpha'],
+        ['a', 'Bravo'],
+      ]) {
+        await createThing(api, token, { thing_key: `${fleet}-${key}`, name: `${fleet} ${name}` });
+        // Creation times a second apart, so that Newest first has one answer at any precision.
+        await new Promise((resolve) => setTimeout(resolve, 1100));
+      }
+      await showOnly(fleet, 3);
+      const names = async () =>
+        (await page.getByRole('table').getByRole('row').allTextContents()).slice(1).map((text) => text.split(fleet)[1]);
+      const sortBy = page.getByLabel('Sort by', { exact: true });
+      const shown = async (order: string, expected: string[]) => {
+        await sortBy.selectOption({ label: order });
+        await until(names, (got) => JSON.stringify(got) === JSON.stringify(expected.map((n) => ` ${n}`)), order);
+      };
+      assert.deepEqual(await names(), [' Alpha', ' Bravo', ' Charlie'], 'by name at first');
+      await shown('Name, Z to A', ['Charlie', 'Bravo', 'Alpha']);
+      assert.equal(new URL(page.url()).searchParams.get('sort'), '-name');
+      await shown('Key', ['Bravo', 'Charlie', 'Alpha']);
+      await shown('Newest first', ['Bravo', 'Alpha', 'Charlie']);
+      await shown('Oldest first', ['Charlie', 'Alpha', 'Bravo']);
+      await page.reload();
+      await until(
+        names,
+        (got) => JSON.stringify(got) === JSON.stringify([' Charlie', ' Alpha', ' Bravo']),
+        'after a reload',
+      );
+      assert.equal(await sortBy.inputValue(), 'created_at');
+      await sortBy.selectOption({ label: 'Name' });
+      await until(names, (got) => got[0] === ' Alpha', 'by name again');
+      assert.equal(new URL(page.url()).searchParams.get('sort'), null);
+    });
+
     it('when the path names no section then a page says it is not found', async () => {
       await page.goto(`${api.url}/console/alert`);
       await page.getByRole('heading', { level: 1, name: 'Page not found', exact: true }).waitFor();

@@ -18,9 +18,22 @@ import { ThingForm } from './thing-form.tsx';
 
 type ThingList = paths['/api/v3/things']['get']['responses'][200]['content']['application/json'];
 type Thing = ThingList['things'][number];
+type ThingsQuery = NonNullable<paths['/api/v3/things']['get']['parameters']['query']>;
 type Options = { key: string; name: string }[];
 
 const PER = 50;
+
+/** The orders the list may be read in (the API's `order_by` and `order`), the first by default. */
+const SORTS = [
+  ['name', 'Name'],
+  ['-name', 'Name, Z to A'],
+  ['thing_key', 'Key'],
+  ['-created_at', 'Newest first'],
+  ['created_at', 'Oldest first'],
+  ['-updated_at', 'Last changed first'],
+] as const;
+type Sort = (typeof SORTS)[number][0];
+const sortOf = (asked: string | null): Sort => SORTS.find(([value]) => value === asked)?.[0] ?? 'name';
 
 /** What a refused subscription (docs/realtime.md) leaves unfollowed, by topic. */
 const UNFOLLOWED: Record<string, string> = {
@@ -42,6 +55,7 @@ export function ThingsPage() {
   const [search, setSearch] = useState(opened.get('search') ?? '');
   const [chosenTemplate, setTemplate] = useState(opened.get('template') ?? '');
   const [chosenGroup, setGroup] = useState(opened.get('group') ?? '');
+  const [sort, setSort] = useState<Sort>(() => sortOf(opened.get('sort')));
   const caller = useCaller();
   // A filter the role may not choose (it may not read templates or groups) is not applied, nor kept in
   // the address, either: an address naming one would otherwise narrow the list with nothing on the
@@ -53,7 +67,7 @@ export function ThingsPage() {
   const mayReadData = mayRead(caller, 'data') !== false;
   const keywords = useDebounced(search.trim(), 250);
   // A new search or filter starts at its first page; the page the URL named holds for the ones it named.
-  const filters = JSON.stringify([keywords, template, group]);
+  const filters = JSON.stringify([keywords, template, group, sort]);
   const filtersShown = useRef(filters);
   useEffect(() => {
     if (filters === filtersShown.current) return;
@@ -61,8 +75,8 @@ export function ThingsPage() {
     setPage(1);
   }, [filters]);
   useEffect(
-    () => keepQuery({ search, template, group, page: page > 1 ? String(page) : '' }),
-    [search, template, group, page],
+    () => keepQuery({ search, template, group, sort: sort === 'name' ? '' : sort, page: page > 1 ? String(page) : '' }),
+    [search, template, group, sort, page],
   );
   const list = useLoad(
     () =>
@@ -72,8 +86,8 @@ export function ThingsPage() {
             query: {
               page,
               per: PER,
-              order_by: 'name',
-              order: 'asc',
+              order_by: sort.replace(/^-/, '') as ThingsQuery['order_by'],
+              order: sort.startsWith('-') ? 'desc' : 'asc',
               ...(keywords ? { search: keywords } : {}),
               ...(template ? { thing_template_key: template } : {}),
               ...(group ? { group_key: group } : {}),
@@ -81,7 +95,7 @@ export function ThingsPage() {
           },
         }),
       ),
-    [page, keywords, template, group],
+    [page, keywords, template, group, sort],
   );
   // Filtering by template or group is offered to a role that may read them, and only their lists are read.
   const mayFilterBy = {
@@ -233,6 +247,17 @@ export function ThingsPage() {
           {mayFilterBy.groups && (
             <Choice label="Group" value={group} onChange={setGroup} options={options.data?.groups} />
           )}
+          <Field label="Sort by">
+            {(id) => (
+              <select id={id} value={sort} onChange={(e) => setSort(sortOf(e.currentTarget.value))}>
+                {SORTS.map(([value, label]) => (
+                  <option key={value} value={value}>
+                    {label}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
         </div>
       )}
       <Failure message={list.error} retry={list.retry} />
