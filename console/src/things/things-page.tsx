@@ -5,7 +5,7 @@ import { allows, mayRead, useAllows, useCaller } from '../caller.ts';
 import { EmptyRow } from '../components/data-table.tsx';
 import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
-import { Field, SearchField } from '../components/field.tsx';
+import { Field, SearchField, SelectField } from '../components/field.tsx';
 import { loadGroups } from '../components/group-select.tsx';
 import { Pager } from '../components/pager.tsx';
 import { loadTemplates } from '../components/template-select.tsx';
@@ -247,17 +247,7 @@ export function ThingsPage() {
           {mayFilterBy.groups && (
             <Choice label="Group" value={group} onChange={setGroup} options={options.data?.groups} />
           )}
-          <Field label="Sort by">
-            {(id) => (
-              <select id={id} value={sort} onChange={(e) => setSort(sortOf(e.currentTarget.value))}>
-                {SORTS.map(([value, label]) => (
-                  <option key={value} value={value}>
-                    {label}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
+          <SelectField label="Sort by" value={sort} options={SORTS} onChange={(value) => setSort(sortOf(value))} />
         </div>
       )}
       <Failure message={list.error} retry={list.retry} />
