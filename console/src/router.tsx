@@ -4,7 +4,7 @@
  * search and page) live in the query string, so that coming back to it finds them again.
  */
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 
 export const BASE = '/console/';
 const listeners = new Set<() => void>();
@@ -33,15 +33,17 @@ export function readSegment(written: string): string {
 }
 
 /**
- * What to ask before the page is left while it holds unsaved work (useLeaveGuard), and the address it
- * has: Back, which the browser has already taken, is undone when the user stays.
+ * What to ask before the page is left while it holds unsaved work (useLeaveGuard), as the page last
+ * rendered it, and the address it has: Back, which the browser has already taken, is undone when the
+ * user stays.
  */
-let guard: { question: string; url: string } | undefined;
+let guard: { asked: { current: string | undefined }; url: string } | undefined;
 
 /** Whether the page may be left: always without a guard, else when the user says so. */
 function mayLeave(): boolean {
-  if (guard === undefined) return true;
-  if (!confirm(guard.question)) return false;
+  const question = guard?.asked.current;
+  if (question === undefined) return true;
+  if (!confirm(question)) return false;
   guard = undefined;
   return true;
 }
@@ -49,13 +51,19 @@ function mayLeave(): boolean {
 /**
  * While `question` is given (the page holds unsaved work), leaving it asks first: a link of the
  * console, Back and Forward (confirm), reloading or closing the tab (the browser's own question).
+ * The question is read as the page last rendered it: work just saved is not asked about, even before
+ * the effects of that render have run (a browser runs them after the next frame).
  */
 export function useLeaveGuard(question: string | undefined): void {
+  const asked = useRef(question);
+  asked.current = question;
   useEffect(() => {
     if (question === undefined) return;
-    const mine = { question, url: location.href };
+    const mine = { asked, url: location.href };
     guard = mine;
-    const onBeforeUnload = (event: BeforeUnloadEvent) => event.preventDefault();
+    const onBeforeUnload = (event: BeforeUnloadEvent) => {
+      if (asked.current !== undefined) event.preventDefault();
+    };
     addEventListener('beforeunload', onBeforeUnload);
     return () => {
       if (guard === mine) guard = undefined;
