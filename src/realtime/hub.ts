@@ -593,23 +593,24 @@ export class RealtimeHub {
       this.membersFirstWaiting = false;
       const organisations = new Set(this.membersFirstOf);
       this.membersFirstOf.clear();
-      for (const set of [...this.memberSets.values()]) {
-        if (!set.organisations.some((o) => organisations.has(o))) continue;
-        try {
-          replaceAll(set.members, await set.read());
-        } catch {
-          // Read again at the next change (membersChanged).
-        }
-      }
+      await this.readMemberSets(organisations);
     });
   }
 
   private async refreshMembers(): Promise<void> {
     const stale = new Set(this.membersStale);
     this.membersStale.clear();
-    const everywhere = stale.has('');
+    await this.readMemberSets(stale);
+  }
+
+  /**
+   * Reads again the member sets of these organisations (`''` among them: every set). A set that cannot
+   * be read keeps its members and is read again at the next change.
+   */
+  private async readMemberSets(organisations: ReadonlySet<string>): Promise<void> {
+    const everywhere = organisations.has('');
     for (const set of [...this.memberSets.values()]) {
-      if (!everywhere && !set.organisations.some((o) => stale.has(o))) continue;
+      if (!everywhere && !set.organisations.some((o) => organisations.has(o))) continue;
       try {
         replaceAll(set.members, await set.read());
       } catch {

@@ -168,19 +168,15 @@ for (const store of STORES) {
     });
 
     it("when a widget's metrics are typed then the templates' metrics are suggested, those a list names already left out", async () => {
-      const made = await api.request('POST', '/api/v3/thing_templates', {
-        token,
-        body: {
-          thing_template: {
-            name: 'Boilers',
-            metrics: [
-              { name: 'water.temperature', data_type: 'number' },
-              { name: 'pressure', data_type: 'number' },
-            ],
-          },
+      await postCreated(api, token, '/api/v3/thing_templates', {
+        thing_template: {
+          name: 'Boilers',
+          metrics: [
+            { name: 'water.temperature', data_type: 'number' },
+            { name: 'pressure', data_type: 'number' },
+          ],
         },
       });
-      assert.equal(made.status, 200, made.text);
       /** The values the browser may suggest for an input: its datalist's options. */
       const suggested = async (input: Locator) => {
         const list = await input.getAttribute('list');
