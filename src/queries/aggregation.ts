@@ -11,7 +11,7 @@ import { type EventTriple, eventChunks, firstKeptSlot, retentionCuts } from '../
 import { readPath } from '../expressions/index.ts';
 import type { Executor } from '../store/store.ts';
 import { readBound } from './thing-data.ts';
-import { namedThingKeys, type QueriedThing, queriedThings } from './things.ts';
+import { namedThingKeys, namedThingsParam, type QueriedThing, queriedThings } from './things.ts';
 import { MAX_BUCKETED_INSTANT, type TimeBuckets, type TimeGrouping, timeBuckets } from './time-buckets.ts';
 
 export type AggregateFunction = 'avg' | 'min' | 'max' | 'sum' | 'count';
@@ -348,7 +348,13 @@ export async function aggregatedData(
 ): Promise<JsonText> {
   const thingKeys = namedThingKeys(request.thingKeys, request.thingKey);
   const { from, to, buckets, functions } = aggregationRange(request, time);
-  const things = await queriedThings(db, request.organisationKeys, thingKeys);
+  const things = await queriedThings(
+    db,
+    request.organisationKeys,
+    thingKeys,
+    undefined,
+    namedThingsParam(request.thingKeys),
+  );
 
   const discovered = new Set<string>();
   for (const thing of things) for (const m of thing.metrics) if (m.data_type === 'number') discovered.add(m.name);

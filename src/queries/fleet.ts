@@ -27,7 +27,7 @@ import {
   Stats,
   statsOfThing,
 } from './aggregation.ts';
-import { checkOneChoice, namedThingKeys, type QueriedThing, queriedThings } from './things.ts';
+import { checkOneChoice, namedThingKeys, namedThingsParam, type QueriedThing, queriedThings } from './things.ts';
 import type { TimeGrouping } from './time-buckets.ts';
 
 export interface FleetRequest {
@@ -66,7 +66,13 @@ async function fleetThings(db: Executor, request: FleetRequest): Promise<Queried
     return queriedThings(db, organisations, undefined, request.thingTemplateKey);
   }
   const thingKeys = namedThingKeys(request.thingKeys, request.thingKey);
-  return queriedThings(db, organisations, thingKeys && [...new Set(thingKeys)]);
+  return queriedThings(
+    db,
+    organisations,
+    thingKeys && [...new Set(thingKeys)],
+    undefined,
+    namedThingsParam(request.thingKeys),
+  );
 }
 
 /**

@@ -40,12 +40,20 @@ export function namedThingKeys(thingKeys: string[] | undefined, thingKey: string
 /** Compiled once per number of organisations and things named (store/prepared.ts). */
 const statements = new QueryCache();
 
-/** The named things (each must be visible: else 404), or every visible thing (of a template, if named), by key. */
+/** The parameter a 404 for a named thing names: the list's, when the things came as `thing_keys`. */
+export const namedThingsParam = (thingKeys: string[] | undefined): string =>
+  thingKeys === undefined ? 'thing_key' : 'thing_keys';
+
+/**
+ * The named things (each must be visible: else a 404 naming `keysParam`), or every visible thing (of a
+ * template, if named), by key.
+ */
 export async function queriedThings(
   db: Executor,
   organisationKeys: string[],
   thingKeys?: string[],
   templateKey?: string,
+  keysParam = 'thing_key',
 ): Promise<QueriedThing[]> {
   const values = { organisations: organisationKeys, things: thingKeys, template: templateKey };
   const rows = await statements.execute(db, '', values, (v) => {
@@ -71,7 +79,7 @@ export async function queriedThings(
   if (thingKeys !== undefined) {
     const found = new Set(rows.map((r) => r.thing_key));
     const missing = thingKeys.find((k) => !found.has(k));
-    if (missing !== undefined) throw notFound(`thing ${missing}`, 'thing_key');
+    if (missing !== undefined) throw notFound(`thing ${missing}`, keysParam);
   }
   return rows.map((r) => ({
     ...r,

@@ -286,6 +286,14 @@ describeOnStores('dashboards', (ctx) => {
     assert.deepEqual([mixed.status, mixed.body.errors[0].param], [400, 'dashboard.time_range']);
     const reversed = await create(token, { name: 'bad', time_range: { from: 20, to: 10 } });
     assert.deepEqual([reversed.status, reversed.body.errors[0].param], [400, 'dashboard.time_range.from']);
+    // JSON null is not read as 0 (a range in 1970).
+    const nulls = await create(token, { name: 'bad', time_range: { from: null, to: null } });
+    assert.equal(nulls.status, 400, nulls.text);
+    assert.deepEqual(nulls.body.errors[0], {
+      code: 'invalid',
+      param: 'dashboard.time_range.from',
+      message: 'must be a number, not null',
+    });
     // Past what the queries read, no widget could be drawn.
     const far = await create(token, { name: 'bad', time_range: { from: 0, to: 9_007_199_254_740_991 } });
     assert.equal(far.status, 400, far.text);

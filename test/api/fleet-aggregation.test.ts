@@ -350,13 +350,18 @@ describeOnStores('fleet aggregation', (ctx) => {
       [both.status, both.body.errors[0].code, both.body.errors[0].param],
       [400, 'invalid', 'thing_template_key'],
     );
-    for (const body of [
-      { group_key: 'nogroup' },
-      { thing_template_key: 'notemplate' },
-      { thing_keys: ['nothing-here'] },
-    ]) {
+    for (const [body, param] of [
+      [{ group_key: 'nogroup' }, 'group_key'],
+      [{ thing_template_key: 'notemplate' }, 'thing_template_key'],
+      [{ thing_keys: ['nothing-here'] }, 'thing_keys'],
+      [{ thing_key: 'nothing-here' }, 'thing_key'],
+    ] as const) {
       const unknown = await query('fleet_aggregated_data', body);
-      assert.deepEqual([unknown.status, unknown.body.errors[0].code], [404, 'not_found'], JSON.stringify(body));
+      assert.deepEqual(
+        [unknown.status, unknown.body.errors[0].code, unknown.body.errors[0].param],
+        [404, 'not_found', param],
+        JSON.stringify(body),
+      );
     }
     const child = await childOrganisation(ctx.api, token);
     const childTemplate = (await fleet([eventsOf(8, 1)], child.token)).templateKey;

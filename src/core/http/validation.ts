@@ -12,6 +12,8 @@ import { patternMessage } from './pattern-messages.ts';
 
 /** The keyword `refusingBooleans` adds: a JSON true or false is refused where a number (or null) is declared. */
 const NOT_BOOLEAN = 'notBoolean';
+/** The keyword `refusingNull` adds: a JSON null is refused where a number is declared and null is not. */
+const NOT_NULL = 'notNull';
 
 // Text is coerced to the number or boolean declared, never a value to or from an array: a query string's
 // arrays are split above, and a JSON body's `["x"]` where text is declared is a 400, not "x".
@@ -19,6 +21,11 @@ const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true, str
 ajv.addKeyword({
   keyword: NOT_BOOLEAN,
   validate: (_: unknown, data: unknown) => typeof data !== 'boolean',
+  errors: false,
+});
+ajv.addKeyword({
+  keyword: NOT_NULL,
+  validate: (_: unknown, data: unknown) => data !== null,
   errors: false,
 });
 
@@ -87,7 +94,7 @@ type JsonSchema = { type?: unknown; properties?: Record<string, JsonSchema>; ite
 /** Compiles a params schema once; the returned function coerces in place and throws ApiError 400. */
 export function compileParams(schema: TObject): ParamValidator {
   const validate: ValidateFunction = ajv.compile(
-    readingNumbersAsText(readingDecimalText(refusingBooleans(withNumberBounds(schema)))) as TObject,
+    readingNumbersAsText(readingDecimalText(refusingBooleans(refusingNull(withNumberBounds(schema))))) as TObject,
   );
   const properties = (schema as JsonSchema).properties ?? {};
   const nullableNumbers = nullableNumberPaths(schema as JsonSchema, []);
@@ -228,6 +235,20 @@ function refusingBooleans(schema: unknown): unknown {
     if (!types.includes('boolean') && types.some((t) => t === 'integer' || t === 'number' || t === 'null')) {
       node.type = [...types, 'boolean'];
       node[NOT_BOOLEAN] = true;
+    }
+  });
+}
+
+/**
+ * The schema with JSON null refused where a number is declared and null is not: Ajv's coercion would
+ * read it as 0 (`"time_range": {"from": null}` as 1970). Each such schema admits null as a type, so
+ * that it is not coerced, and then refuses it.
+ */
+function refusingNull(schema: unknown): unknown {
+  return eachSchema(schema, (node, types) => {
+    if (!types.includes('null') && types.some((t) => t === 'integer' || t === 'number')) {
+      node.type = [...types, 'null'];
+      node[NOT_NULL] = true;
     }
   });
 }
@@ -379,6 +400,8 @@ function toErrorItem(error: ErrorObject): ErrorItem {
       };
     case NOT_BOOLEAN:
       return { code: 'invalid', param: base, message: 'must be a number, not true or false' };
+    case NOT_NULL:
+      return { code: 'invalid', param: base, message: 'must be a number, not null' };
     case DECIMAL_NUMBER:
       return { code: 'invalid', param: base, message: `must be a number in decimal notation (${DECIMAL_EXAMPLES})` };
     case EXACT_TEXT:
