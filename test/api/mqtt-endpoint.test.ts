@@ -13,7 +13,7 @@ import WebSocket from 'ws';
 import { createKeyPair, type KeyPair, sign } from '../support/device.ts';
 import { storedEventCount, unique } from '../support/fixtures.ts';
 import { type Ack, MqttDevice, signedEnvelope } from '../support/mqtt-device.ts';
-import { connectPacket, mqttPacket, parsePackets } from '../support/mqtt-packet.ts';
+import { connectPacket, mqttPacket, parsePackets, withConnectPropertyBytes } from '../support/mqtt-packet.ts';
 import { eventually } from '../support/peers.ts';
 import { freePort } from '../support/ports.ts';
 import { serveProcess, stopProcess } from '../support/process.ts';
@@ -533,6 +533,79 @@ describeOnStores(
         MqttDevice.connect(brokerUrl(), pair, { clientId, protocolVersion: 5 });
       assert.equal(await toldWhy(takeOver), 0x8e, 'another connection of the client id: session taken over');
       assert.equal(await toldWhy(() => undefined, 1), 0x8d, 'silent past its keep-alive: keep-alive timeout');
+    });
+
+    it('when a packet breaks MQTT’s rules on its properties, a will’s QoS, a DUP flag or an empty topic then that connection alone is closed, told why over MQTT 5', async () => {
+      const pair = await keyPair();
+      const bystander = await MqttDevice.connect(brokerUrl(), pair);
+      try {
+        /** The CONNACK's reason code for these CONNECT bytes, once the endpoint has closed the connection. */
+        const connackOf = async (bytes: Buffer, protocolVersion = 5) => {
+          const device = await rawConnection(protocolVersion);
+          device.socket.write(bytes);
+          assert.equal(await closedWithin(device, 5000), true, 'closed');
+          const connack = device.received.find((p) => p.cmd === 'connack');
+          return connack === undefined ? undefined : (connack.reasonCode ?? connack.returnCode);
+        };
+        const bare = () => connectPacket(unique('props'), pair, 60, { protocolVersion: 5 });
+        // Maximum Packet Size given twice (1000, then 2000): no limit the endpoint could keep to.
+        const twice = withConnectPropertyBytes(bare(), [0x27, 0, 0, 3, 232, 0x27, 0, 0, 7, 208]);
+        assert.equal(await connackOf(twice), 0x82, 'a property twice: protocol error');
+        const aliasInConnect = withConnectPropertyBytes(bare(), [0x23, 0, 1]);
+        assert.equal(await connackOf(aliasInConnect), 0x81, 'a Topic Alias in a CONNECT: malformed');
+        const willOfQos3 = (protocolVersion: 4 | 5) => {
+          const bytes = connectPacket(unique('will'), pair, 60, { protocolVersion, will: '{}' });
+          // The connect flags follow the fixed header, the protocol name (6 bytes) and level (1).
+          let flags = 1;
+          while ((bytes[flags] as number) & 0x80) flags++;
+          flags += 1 + 6 + 1;
+          bytes[flags] = (bytes[flags] as number) | 0x18;
+          return bytes;
+        };
+        assert.equal(await connackOf(willOfQos3(5), 5), 0x81, 'a will of QoS 3 over MQTT 5: malformed');
+        assert.equal(await connackOf(willOfQos3(4), 4), undefined, 'over MQTT 3.1.1: closed, unanswered');
+
+        /** What a signed-in device is told (MQTT 5) once it sent `bytes`, and that it was closed. */
+        const closedFor = async (bytes: (clientId: string) => Buffer, protocolVersion: 4 | 5 = 5) => {
+          const clientId = unique('rule');
+          const device = await rawConnection(protocolVersion);
+          device.socket.write(connectPacket(clientId, pair, 60, { protocolVersion }));
+          await eventually(() => device.received.some((p) => p.cmd === 'connack'), 'the CONNACK');
+          device.socket.write(bytes(clientId));
+          assert.equal(await closedWithin(device, 5000), true, 'closed');
+          return device.received.find((p) => p.cmd === 'disconnect')?.reasonCode;
+        };
+        const publish = (clientId: string, extra: Record<string, unknown>, protocolVersion = 5) =>
+          mqttPacket.generate(
+            {
+              cmd: 'publish',
+              topic: `Altizon/Datonis/${clientId}/event`,
+              payload: Buffer.from('{}'),
+              qos: 1,
+              messageId: 7,
+              retain: false,
+              dup: false,
+              ...extra,
+            },
+            { protocolVersion },
+          );
+        const withSubscriptionId = (clientId: string) =>
+          publish(clientId, { properties: { subscriptionIdentifier: 3 } });
+        assert.equal(await closedFor(withSubscriptionId), 0x82, 'a client’s PUBLISH with a Subscription Identifier');
+        const dupAtQos0 = (clientId: string) => publish(clientId, { qos: 0, messageId: undefined, dup: true });
+        assert.equal(await closedFor(dupAtQos0), 0x81, 'DUP set on a QoS 0 message: malformed');
+        assert.equal(await closedFor(dupAtQos0, 4), undefined, 'over MQTT 3.1.1 too');
+        assert.equal(
+          await closedFor((clientId) => publish(clientId, { topic: '' }, 4), 4),
+          undefined,
+          'an empty topic',
+        );
+
+        const key = unique('by');
+        assert.equal((await bystander.send('register', { thing_key: key })).http_code, 200, 'the others are served');
+      } finally {
+        await bystander.close();
+      }
     });
 
     it('when a connection sends a packet before CONNECT, or a second CONNECT, then it alone is closed', async () => {

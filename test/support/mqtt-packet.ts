@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import * as packets from 'mqtt-packet';
 import { sign } from './device.ts';
 
@@ -72,3 +73,31 @@ export const connectPacket = (
     },
     { protocolVersion: options.protocolVersion ?? 4 },
   );
+
+/**
+ * An MQTT 5 CONNECT (generated without properties) with these bytes as its properties, as they are: an
+ * identifier then its value each (MQTT 5 §2.2.2.2), so that one may be given twice, as mqtt-packet's
+ * generator never writes.
+ */
+export function withConnectPropertyBytes(connect: Buffer, properties: number[]): Buffer {
+  let at = 1;
+  while ((connect[at] as number) & 0x80) at++;
+  const body = connect.subarray(at + 1);
+  // The protocol name (2 + 4), level, flags and keep-alive come before the properties' length.
+  assert.equal(body[10], 0, 'a CONNECT generated without properties');
+  assert.ok(properties.length < 128, 'properties whose length is one byte');
+  const rest = Buffer.concat([
+    body.subarray(0, 10),
+    Buffer.from([properties.length, ...properties]),
+    body.subarray(11),
+  ]);
+  // The remaining length, seven bits a byte, least significant first (MQTT 5 §1.5.5).
+  const length: number[] = [];
+  for (let left = rest.length; ; ) {
+    const byte = left % 128;
+    left = Math.floor(left / 128);
+    length.push(left > 0 ? byte | 0x80 : byte);
+    if (left === 0) break;
+  }
+  return Buffer.concat([Buffer.from([0x10, ...length]), rest]);
+}

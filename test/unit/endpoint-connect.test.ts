@@ -7,8 +7,36 @@ import {
   refusalBeforeLogin,
 } from '../../src/mqtt/endpoint/connack.ts';
 import { storeFailure } from '../../src/mqtt/endpoint/device-messages.ts';
+import { propertiesFault } from '../../src/mqtt/endpoint/packet-checks.ts';
 import { TopicAliases } from '../../src/mqtt/endpoint/topic-aliases.ts';
-import { parsePackets } from '../support/mqtt-packet.ts';
+import { mqttPacket, parsePackets, withConnectPropertyBytes } from '../support/mqtt-packet.ts';
+
+/** An MQTT 5 CONNECT's bytes with these property bytes as they are, and a will with `willProperties` when given. */
+function connectWithProperties(properties: number[], willProperties?: Record<string, unknown>): Buffer {
+  const connect = mqttPacket.generate(
+    {
+      cmd: 'connect',
+      protocolId: 'MQTT',
+      protocolVersion: 5,
+      clean: true,
+      keepalive: 60,
+      clientId: 'client',
+      username: 'ak',
+      password: Buffer.from('p'),
+      ...(willProperties === undefined
+        ? {}
+        : { will: { topic: 't', payload: Buffer.alloc(0), qos: 1, retain: false, properties: willProperties } }),
+    },
+    { protocolVersion: 5 },
+  );
+  return withConnectPropertyBytes(connect, properties);
+}
+
+/** What refusalBeforeLogin says of a CONNECT, read from its bytes as the endpoint reads them. */
+const refusalOf = (bytes: Buffer) => {
+  const connect = parsePackets(bytes, 5)[0] as Parameters<typeof refusalBeforeLogin>[0];
+  return refusalBeforeLogin({ ...connect, protocolVersion: 5 });
+};
 
 function parseOne(bytes: Buffer, protocolVersion: number): Record<string, unknown> {
   const packets = parsePackets(bytes, protocolVersion);
@@ -34,6 +62,48 @@ describe('the device endpoint CONNECT answers', () => {
       'authentication',
       'no enhanced authentication',
     );
+  });
+
+  it('when an MQTT 5 CONNECT gives a property twice, or one it may not hold then it is a protocol error or malformed', () => {
+    assert.equal(refusalOf(connectWithProperties([0x21, 0, 10])), undefined, 'a Receive Maximum of 10');
+    assert.equal(
+      refusalOf(connectWithProperties([0x26, 0, 1, 97, 0, 1, 98, 0x26, 0, 1, 97, 0, 1, 99])),
+      undefined,
+      'a User Property twice',
+    );
+    // Maximum Packet Size twice, Session Expiry Interval twice, Receive Maximum twice.
+    assert.equal(refusalOf(connectWithProperties([0x27, 0, 0, 3, 232, 0x27, 0, 0, 7, 208])), 'protocolError');
+    assert.equal(refusalOf(connectWithProperties([0x11, 0, 0, 0, 10, 0x11, 0, 0, 0, 20])), 'protocolError');
+    assert.equal(refusalOf(connectWithProperties([0x21, 0, 10, 0x21, 0, 20])), 'protocolError');
+    // Authentication Data without its method.
+    assert.equal(refusalOf(connectWithProperties([0x16, 0, 1, 7])), 'protocolError');
+    // A Topic Alias in the CONNECT, and in its will's properties.
+    assert.equal(refusalOf(connectWithProperties([0x23, 0, 1])), 'malformed');
+    assert.equal(refusalOf(connectWithProperties([], { topicAlias: 1 })), 'malformed');
+    assert.equal(refusalOf(connectWithProperties([], { willDelayInterval: 5 })), undefined, 'a Will Delay Interval');
+  });
+
+  it('when an MQTT 5 packet of a connection holds a property it may not, or one twice, then that is told apart', () => {
+    assert.equal(propertiesFault('publish', { topicAlias: 1, userProperties: { a: ['1', '2'] } }), undefined);
+    assert.equal(propertiesFault('publish', { sessionExpiryInterval: 10 }), 'malformed');
+    assert.equal(propertiesFault('publish', { subscriptionIdentifier: 3 }), 'protocolError', '[MQTT-3.3.4-6]');
+    assert.equal(propertiesFault('publish', { topicAlias: [1, 2] }), 'protocolError');
+    assert.equal(propertiesFault('puback', { reasonString: 'ok' }), undefined);
+    assert.equal(propertiesFault('puback', { topicAlias: 1 }), 'malformed');
+    assert.equal(propertiesFault('subscribe', { subscriptionIdentifier: [1, 2] }), 'protocolError');
+    assert.equal(propertiesFault('disconnect', { sessionExpiryInterval: 0, reasonString: 'bye' }), undefined);
+    assert.equal(propertiesFault('disconnect', { receiveMaximum: 1 }), 'malformed');
+    assert.equal(propertiesFault('pingreq', undefined), undefined);
+  });
+
+  it('when a CONNECT sets a will of QoS 3 then it is malformed, whatever its protocol', () => {
+    const password = Buffer.from('p');
+    for (const protocolVersion of [4, 5]) {
+      assert.equal(
+        refusalBeforeLogin({ clientId: 'c', username: 'ak', password, protocolVersion, will: { qos: 3 } }),
+        'malformed',
+      );
+    }
   });
 
   it('when a login is refused over MQTT 3.1.1 then the CONNACK carries 5, 3 or 2; over MQTT 5 0x86, 0x89, 0x88 or 0x85 with a reason string', () => {

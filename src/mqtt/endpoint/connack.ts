@@ -5,7 +5,7 @@
  * or the Python SDK waits forever.
  */
 import { generate, type IConnackPacket } from 'mqtt-packet';
-import { clientIdIsUnfit } from './packet-checks.ts';
+import { clientIdIsUnfit, propertiesFault } from './packet-checks.ts';
 
 /** Why a CONNECT is refused. */
 export type ConnectRefusal =
@@ -16,6 +16,7 @@ export type ConnectRefusal =
   | 'busy'
   | 'protocol'
   | 'protocolError'
+  | 'malformed'
   | 'retain'
   | 'authentication';
 
@@ -27,6 +28,8 @@ const V3_CODES: Record<ConnectRefusal, number> = {
   protocol: 1,
   // Never sent: only MQTT 5's CONNECT has the properties that earn it.
   protocolError: 2,
+  // Never sent: over MQTT 3.x a malformed CONNECT closes the connection unanswered (connection.ts).
+  malformed: 2,
   retain: 2,
   identifier: 2,
   identifierCharacters: 2,
@@ -42,6 +45,7 @@ const V3_CODES: Record<ConnectRefusal, number> = {
 const V5_CODES: Record<ConnectRefusal, number> = {
   protocol: 0x84,
   protocolError: 0x82,
+  malformed: 0x81,
   retain: 0x9a,
   identifier: 0x85,
   identifierCharacters: 0x85,
@@ -53,7 +57,9 @@ const V5_CODES: Record<ConnectRefusal, number> = {
 
 const REASONS: Record<ConnectRefusal, string> = {
   protocol: 'the server speaks MQTT 3.1, 3.1.1 and 5',
-  protocolError: 'a Receive Maximum or Maximum Packet Size of 0 is a protocol error',
+  protocolError:
+    'a CONNECT property given twice, a Receive Maximum or Maximum Packet Size of 0, or Authentication Data without its method is a protocol error',
+  malformed: 'the CONNECT holds a property it may not, or a will of QoS 3',
   retain: 'the server keeps no retained messages, and a will may not be one',
   identifier: 'the client id is longer than the server takes',
   identifierCharacters: 'a client id names MQTT topics: it may not hold /, +, # or U+0000',
@@ -82,7 +88,9 @@ export interface ServerLimits {
  * name or password (there are no anonymous devices), an MQTT 5 authentication method (there is no
  * enhanced authentication), an MQTT 5 Receive Maximum or Maximum Packet Size of 0 (MQTT 5 §3.1.2.11
  * calls either a protocol error), or an MQTT 5 will to be retained (its CONNACK says retained messages
- * are not available, and MQTT 5 §3.1.2.7 asks such a server to refuse the CONNECT).
+ * are not available, and MQTT 5 §3.1.2.7 asks such a server to refuse the CONNECT). Before all of
+ * those, a malformed CONNECT (a will of QoS 3, or MQTT 5 properties the CONNECT or its will may not hold)
+ * and its properties' protocol errors (packet-checks.ts, propertiesFault).
  */
 export function refusalBeforeLogin(connect: {
   clientId: string;
@@ -90,7 +98,7 @@ export function refusalBeforeLogin(connect: {
   password?: Buffer | undefined;
   clean?: boolean | undefined;
   protocolVersion?: number | undefined;
-  will?: { retain?: boolean | undefined } | undefined;
+  will?: { retain?: boolean | undefined; qos?: number | undefined; properties?: object | undefined } | undefined;
   properties?:
     | {
         authenticationMethod?: string | undefined;
@@ -100,6 +108,14 @@ export function refusalBeforeLogin(connect: {
     | undefined;
 }): ConnectRefusal | undefined {
   const properties = connect.properties;
+  // MQTT 3.1.1 [MQTT-3.1.2-14], MQTT 5 [MQTT-3.1.2-12].
+  if (connect.will?.qos === 3) return 'malformed';
+  if (connect.protocolVersion === 5) {
+    const fault =
+      propertiesFault('connect', properties as Record<string, unknown> | undefined) ??
+      propertiesFault('will', connect.will?.properties as Record<string, unknown> | undefined);
+    if (fault) return fault;
+  }
   if (properties?.receiveMaximum === 0 || properties?.maximumPacketSize === 0) return 'protocolError';
   // MQTT 5 asks a server without the method a CONNECT names to close the connection.
   if (properties?.authenticationMethod !== undefined) return 'authentication';

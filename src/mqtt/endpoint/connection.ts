@@ -15,7 +15,7 @@ import { type ConnectRefusal, connackAccepted, connackRefused, refusalBeforeLogi
 import type { MessageSource } from './device-messages.ts';
 import { instructionPacket } from './instructions-out.ts';
 import { Outbox } from './outbox.ts';
-import { filterIsMalformed, topicNameFault } from './packet-checks.ts';
+import { filterIsMalformed, propertiesFault, topicNameFault } from './packet-checks.ts';
 import { DeviceParser, type PacketBounds, type PacketReader, PacketTooLargeError } from './packet-parser.ts';
 import type { OutgoingMessage, Session } from './sessions.ts';
 import { TopicAliases } from './topic-aliases.ts';
@@ -456,6 +456,10 @@ export class DeviceConnection implements MessageSource, PacketReader {
     }
     // A packet id of 0 is none (MQTT 3.1.1 §2.3.1, MQTT 5 §2.2.1).
     if ((packet as { messageId?: number }).messageId === 0) return this.destroy(ReasonCode.protocolError);
+    if (this.version === 5) {
+      const fault = propertiesFault(packet.cmd, (packet as { properties?: Record<string, unknown> }).properties);
+      if (fault) return this.destroy(ReasonCode[fault]);
+    }
     switch (packet.cmd) {
       case 'publish':
         return this.publish(packet);
@@ -537,7 +541,9 @@ export class DeviceConnection implements MessageSource, PacketReader {
     clearTimeout(this.connectDeadline);
     this.connectDeadline = undefined;
     this.version = packet.protocolVersion ?? 4;
-    if (this.version === 5) this.clientMaxPacketBytes = packet.properties?.maximumPacketSize;
+    // Given twice it is a list, and the CONNECT is refused (refusalBeforeLogin) in a CONNACK of no limit.
+    const clientMax = packet.properties?.maximumPacketSize;
+    if (this.version === 5 && typeof clientMax === 'number') this.clientMaxPacketBytes = clientMax;
     const early = refusalBeforeLogin({ ...packet, protocolVersion: this.version }) ?? this.host.admission();
     if (early) return this.refuse(early);
     this.state = 'login';
@@ -608,6 +614,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
   }
 
   private refuse(refusal: ConnectRefusal) {
+    // MQTT 3.x has no return code for a malformed CONNECT: the connection closes unanswered.
+    if (refusal === 'malformed' && this.version !== 5) return this.destroy();
     this.state = 'closed';
     this.socket.end(connackRefused(this.version, refusal, this.clientMaxPacketBytes));
     // Read again (what comes is dropped): a paused socket would never read the device's end, and stay.
@@ -617,6 +625,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
   private publish(packet: IPublishPacket) {
     // MQTT 5 §3.3.1.3: the CONNACK said retained messages are not available (connack.ts).
     if (packet.retain && this.version === 5) return this.destroy(ReasonCode.retainNotSupported);
+    // MQTT 3.1.1 [MQTT-3.3.1-2], MQTT 5 [MQTT-3.3.1-2]: a QoS 0 message is never sent again.
+    if (packet.qos === 0 && packet.dup) return this.destroy(ReasonCode.malformed);
     let name = packet.topic;
     if (this.aliases) {
       const resolved = this.aliases.resolve(name, packet.properties?.topicAlias);
@@ -625,6 +635,8 @@ export class DeviceConnection implements MessageSource, PacketReader {
       }
       name = resolved;
     }
+    // A topic name has a character at least ([MQTT-4.7.3-1]); MQTT 5's empty one names an alias above.
+    if (name === '') return this.destroy(ReasonCode.protocolError);
     // The topic it published to last was read whole before (topicOf).
     if (name !== this.lastTopic?.name) {
       const fault = topicNameFault(name);

@@ -29,3 +29,88 @@ export function filterIsMalformed(filter: string): boolean {
 
 /** Whether a client id holds what a topic may not, or what makes its device topics no device topics. */
 export const clientIdIsUnfit = (clientId: string): boolean => /[/+#\0\uFFFD]/.test(clientId);
+
+/** Where MQTT 5 properties are read: a packet's own, or a CONNECT's will's. */
+export type PropertiesPlace =
+  | 'connect'
+  | 'will'
+  | 'publish'
+  | 'puback'
+  | 'pubrec'
+  | 'pubrel'
+  | 'pubcomp'
+  | 'subscribe'
+  | 'unsubscribe'
+  | 'disconnect';
+
+const ACK_PROPERTIES = ['reasonString', 'userProperties'];
+/** The properties each packet a client sends may hold (MQTT 5 §2.2.2.2). */
+const ALLOWED: Record<PropertiesPlace, ReadonlySet<string>> = {
+  connect: new Set([
+    'sessionExpiryInterval',
+    'receiveMaximum',
+    'maximumPacketSize',
+    'topicAliasMaximum',
+    'requestResponseInformation',
+    'requestProblemInformation',
+    'userProperties',
+    'authenticationMethod',
+    'authenticationData',
+  ]),
+  will: new Set([
+    'willDelayInterval',
+    'payloadFormatIndicator',
+    'messageExpiryInterval',
+    'contentType',
+    'responseTopic',
+    'correlationData',
+    'userProperties',
+  ]),
+  // A client's PUBLISH may not hold a Subscription Identifier either ([MQTT-3.3.4-6]): told apart below.
+  publish: new Set([
+    'payloadFormatIndicator',
+    'messageExpiryInterval',
+    'topicAlias',
+    'responseTopic',
+    'correlationData',
+    'userProperties',
+    'contentType',
+  ]),
+  puback: new Set(ACK_PROPERTIES),
+  pubrec: new Set(ACK_PROPERTIES),
+  pubrel: new Set(ACK_PROPERTIES),
+  pubcomp: new Set(ACK_PROPERTIES),
+  subscribe: new Set(['subscriptionIdentifier', 'userProperties']),
+  unsubscribe: new Set(['userProperties']),
+  disconnect: new Set(['sessionExpiryInterval', 'reasonString', 'userProperties', 'serverReference']),
+};
+
+/**
+ * What is wrong with the MQTT 5 properties a client sent (as mqtt-packet reads them), or undefined:
+ * a property the packet may not hold is a malformed packet (MQTT 5 §2.2.2.2); one given twice (which
+ * mqtt-packet reads as a list; only User Properties may repeat), a Subscription Identifier in a client's
+ * PUBLISH or Authentication Data without its method is a protocol error. (mqtt-packet reads a flag such
+ * as Request Problem Information as a boolean: one of 2 is read as 1.)
+ */
+export function propertiesFault(
+  place: PropertiesPlace | string,
+  properties: Record<string, unknown> | undefined,
+): 'malformed' | 'protocolError' | undefined {
+  // Packets of other types hold no properties a client may send, and are refused whole (connection.ts).
+  const allowed = ALLOWED[place as PropertiesPlace] as ReadonlySet<string> | undefined;
+  if (properties === undefined || allowed === undefined) return undefined;
+  let fault: 'protocolError' | undefined;
+  for (const name in properties) {
+    if (name === 'subscriptionIdentifier' && place === 'publish') {
+      fault = 'protocolError';
+      continue;
+    }
+    if (!allowed.has(name)) return 'malformed';
+    const value = properties[name];
+    if (name !== 'userProperties' && Array.isArray(value)) fault = 'protocolError';
+  }
+  if (properties.authenticationData !== undefined && properties.authenticationMethod === undefined) {
+    fault = 'protocolError';
+  }
+  return fault;
+}
