@@ -58,9 +58,10 @@ async function connectFirst(
   withinMs: number,
   log: FastifyBaseLogger,
 ): Promise<MqttClient> {
-  const deadline = Date.now() + withinMs;
-  // Loaded here: a server on its own device endpoint never needs the MQTT client library.
+  // Loaded here: a server on its own device endpoint never needs the MQTT client library. The wait
+  // counts from its first try, however long loading it took on a busy machine.
   const { default: mqtt } = await import('mqtt');
+  const deadline = Date.now() + withinMs;
   for (;;) {
     try {
       return await mqtt.connectAsync(
