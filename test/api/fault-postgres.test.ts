@@ -2,7 +2,7 @@
  * A private PostgreSQL cluster under a running server crashes (`pg_ctl stop -m immediate`) or hangs
  * (its processes stopped) under a device load, then comes back (docs/operations.md, "When the
  * database fails"): the process stays up, device writes are refused with 503 and Retry-After within
- * two seconds, each MQTT message answered with its own hash (through the embedded broker, and through
+ * the store's bound, each MQTT message answered with its own hash (through the embedded broker, and through
  * an external one), /healthz answers at once and /readyz says why; the server answers again without a
  * restart once the database does, and every acknowledged event is stored once.
  */
@@ -25,10 +25,18 @@ import { freePort } from '../support/ports.ts';
 import { type ServerProcess, serveProcess, stopProcess } from '../support/process.ts';
 
 const ADMIN = { THINGBASE_ADMIN_EMAIL: 'ops@example.com', THINGBASE_ADMIN_PASSWORD: 'postgres fault password' };
-/** Device writes are answered within this while the database is down or hangs (ms). */
-const DEVICE_BOUND_MS = 2000;
-/** How long each fault lasts (ms). */
-const OUTAGE_MS = 4000;
+/**
+ * Device writes are answered within this while the database is down or hangs (ms): the store's bound
+ * (EVENT_WRITE_TIMEOUT_MS, 1.5 s) and room for a machine busy with other work, on which the server and
+ * this test's clients wait their turns for a core (a crash's refusals, 14 ms at p99 on a quiet machine,
+ * took 2.4 s on one running four other servers).
+ */
+const DEVICE_BOUND_MS = 3500;
+/**
+ * How long each fault lasts (ms): well past DEVICE_BOUND_MS, so that writes held until the database
+ * comes back would take longer than it.
+ */
+const OUTAGE_MS = 8000;
 
 async function until(what: string, check: () => Promise<boolean>, withinMs = 20_000): Promise<number> {
   const start = Date.now();
