@@ -16,6 +16,7 @@ import {
   keptApart,
 } from '../store/dialect.ts';
 import type { Executor } from '../store/store.ts';
+import { SLOT_MS } from './rollups.ts';
 import type { MetricStats } from './slot-stats.ts';
 
 export interface FleetSlot {
@@ -29,15 +30,71 @@ export interface FleetSlot {
 /** Metrics summed by one statement: five result columns each, well within SQLite's 2,000. */
 const METRICS_PER_STATEMENT = 100;
 
-/** The rollups of these things whose slot starts in [from, to), added up per slot, oldest first. */
+/**
+ * Rollups one statement reads at most (things times slots): about a tenth of a second of SQLite's time
+ * on a server of two cores. On SQLite a statement holds the process's one thread, and on PostgreSQL it
+ * runs under DATABASE_STATEMENT_TIMEOUT_MS: a month of 15-minute slots over 1,000 things (2.88 million
+ * rollups) in one statement held ingestion for 9 s on SQLite, and passed the bound on PostgreSQL.
+ */
+export const ROLLUPS_PER_STATEMENT = 50_000;
+
+/**
+ * The rollups of these things whose slot starts in [from, to), added up per slot, oldest first. Read in
+ * statements of at most `rollupsPerStatement` rollups (ROLLUPS_PER_STATEMENT), by things and by slots,
+ * each after the event loop's other work of the time: a long range over many things takes longer, but
+ * never holds the server (docs/storage.md, "Template rollups").
+ */
 export async function fleetRollups(
   db: Executor,
   thingIds: readonly number[],
   metrics: readonly string[],
   from: number,
   to: number,
+  rollupsPerStatement = ROLLUPS_PER_STATEMENT,
 ): Promise<FleetSlot[]> {
-  if (thingIds.length === 0) return [];
+  if (thingIds.length === 0 || to <= from) return [];
+  const slots = Math.ceil((to - from) / SLOT_MS);
+  const thingsAtOnce = Math.max(1, Math.min(thingIds.length, Math.floor(rollupsPerStatement / slots)));
+  const slotsAtOnce = Math.max(1, Math.floor(rollupsPerStatement / thingsAtOnce));
+  const bySlot = new Map<number, FleetSlot>();
+  let first = true;
+  for (let start = from; start < to; start += slotsAtOnce * SLOT_MS) {
+    const end = Math.min(to, start + slotsAtOnce * SLOT_MS);
+    for (let t = 0; t < thingIds.length; t += thingsAtOnce) {
+      if (!first) await new Promise((resolve) => setImmediate(resolve));
+      first = false;
+      const rows = await allMetricsSummed(db, thingIds.slice(t, t + thingsAtOnce), metrics, start, end);
+      for (const row of rows) {
+        const known = bySlot.get(row.slot);
+        if (known) addFleetSlot(known, row);
+        else bySlot.set(row.slot, row);
+      }
+    }
+  }
+  return [...bySlot.values()].sort((a, b) => a.slot - b.slot);
+}
+
+/** One slot's sums over some things added to its sums over others. */
+function addFleetSlot(into: FleetSlot, more: FleetSlot): void {
+  into.stats = into.stats.map((stats, m) => {
+    const [count, sum, min, max] = stats;
+    const [count2, sum2, min2, max2] = more.stats[m] as MetricStats;
+    const least = min === null ? min2 : min2 === null ? min : Math.min(min, min2);
+    const most = max === null ? max2 : max2 === null ? max : Math.max(max, max2);
+    // A sum past the largest double is null, as a slot's is (events/slot-stats.ts); adding one is too.
+    return [count + count2, sum === null || sum2 === null ? null : sum + sum2, least, most];
+  });
+  into.uncovered.push(...more.uncovered);
+}
+
+/** The rollups of these things in [from, to) added up per slot, every metric, in statements of METRICS_PER_STATEMENT. */
+async function allMetricsSummed(
+  db: Executor,
+  thingIds: readonly number[],
+  metrics: readonly string[],
+  from: number,
+  to: number,
+): Promise<FleetSlot[]> {
   const bySlot = new Map<number, FleetSlot>();
   for (let first = 0; first === 0 || first < metrics.length; first += METRICS_PER_STATEMENT) {
     const summed = metrics.slice(first, first + METRICS_PER_STATEMENT);

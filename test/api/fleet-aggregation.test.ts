@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { Kysely } from 'kysely';
+import { fleetRollups } from '../../src/events/fleet-rollups.ts';
 import { mergeSlotStats, parseSlotStats, type SlotStats } from '../../src/events/slot-stats.ts';
 import { up as templateRollupsMigration } from '../../src/store/migrations/019-template-rollups.ts';
 import { childOrganisation, createThing, storedEventCount, unique, userWithAbilities } from '../support/fixtures.ts';
@@ -212,6 +213,31 @@ describeOnStores('fleet aggregation', (ctx) => {
       Object.keys(str.body.time_grouped_result).includes('2024/03/04 00:15:00'),
       Object.keys(str.body.time_grouped_result)[1],
     );
+  });
+
+  it('when the things’ rollups are read in many short statements then the sums are those of one, and the server is not held in between', async () => {
+    const { thingKeys } = await fleet([eventsOf(1, 5), eventsOf(2, 3), [], eventsOf(4, 5, BASE + HOUR)]);
+    const db = ctx.api.server.store.db;
+    const ids = (await db.selectFrom('things').select('thing_id').where('thing_key', 'in', thingKeys).execute()).map(
+      (r) => Number(r.thing_id),
+    );
+    const from = BASE - HOUR;
+    const to = BASE + 7 * HOUR;
+    const whole = await fleetRollups(db, ids, ['n', 'm'], from, to);
+    assert.ok(whole.length >= 20, `${whole.length} slots`);
+    // Other work runs between the statements: on SQLite, whose statements hold the thread, only there.
+    let turns = 0;
+    let counting = true;
+    const count = () => {
+      turns++;
+      if (counting) setImmediate(count);
+    };
+    setImmediate(count);
+    // Three rollups a statement: a slot of two things, or three slots of one.
+    const pieces = await fleetRollups(db, ids, ['n', 'm'], from, to, 3);
+    counting = false;
+    assert.deepEqual(pieces, whole);
+    assert.ok(turns >= 10, `the event loop turned ${turns} times while the rollups were read`);
   });
 
   it('when sums pass the largest double, within a slot, across writes or across things, then they are null from rollups as from events', async () => {
