@@ -116,7 +116,13 @@ const fields = {
   name: Type.String({ minLength: 1, maxLength: MAX_DASHBOARD_NAME }),
   description: Nullable(Type.String({ maxLength: 2000 })),
   time_range: TimeRange,
-  variables: Type.Array(Variable, { maxItems: 20 }),
+  // Checked field by field by widgets.ts, which names the field of each mistake, as for widgets.
+  variables: Type.Array(
+    Type.Unsafe<Record<string, unknown>>({
+      description: 'a variable, an object: {"name", "thing_template_key"} (see the Dashboard schema)',
+    }),
+    { maxItems: 20 },
+  ),
   widgets: WidgetsInput,
 };
 

@@ -15,7 +15,7 @@ import { findTemplate } from '../templates/service.ts';
 import { findThingsOfOrganisation } from '../things/service.ts';
 import { presentDashboard, type TimeRange } from './presenter.ts';
 import * as dashboards from './repository.ts';
-import { checkVariables, DashboardChecker, MAX_DASHBOARD_NAME, type Reference, type Variable } from './widgets.ts';
+import { checkVariables, DashboardChecker, MAX_DASHBOARD_NAME, type Reference } from './widgets.ts';
 
 /** The most JSON text a dashboard may take. */
 export const MAX_DASHBOARD_BYTES = 256 * 1024;
@@ -25,7 +25,8 @@ export interface DashboardInput {
   name: string;
   description?: string | null | undefined;
   time_range?: TimeRange | undefined;
-  variables?: Variable[] | undefined;
+  /** Checked field by field (widgets.ts, checkVariables). */
+  variables?: Record<string, unknown>[] | undefined;
   widgets?: Record<string, unknown>[] | undefined;
 }
 
@@ -70,16 +71,15 @@ async function checkReferences(db: Executor, organisationKey: string, references
 async function checkedColumns(
   db: Executor,
   organisationKey: string,
-  variables: Variable[],
-  widgets: readonly unknown[],
-  given: { variables: boolean; widgets: boolean },
+  given: { variables: readonly unknown[]; widgets: readonly unknown[] },
+  changed: { variables: boolean; widgets: boolean },
 ): Promise<{ variables: string; widgets: string }> {
-  const variableReferences = checkVariables(variables, 'dashboard.variables');
+  const { variables, references: variableReferences } = checkVariables(given.variables, 'dashboard.variables');
   const checker = new DashboardChecker(new Set(variables.map((v) => v.name)));
-  const checked = checker.widgets(widgets, 'dashboard.widgets');
+  const checked = checker.widgets(given.widgets, 'dashboard.widgets');
   await checkReferences(db, organisationKey, [
-    ...(given.variables ? variableReferences : []),
-    ...(given.widgets ? checker.references : []),
+    ...(changed.variables ? variableReferences : []),
+    ...(changed.widgets ? checker.references : []),
   ]);
   return { variables: JSON.stringify(variables), widgets: JSON.stringify(checked) };
 }
@@ -152,10 +152,12 @@ export async function createDashboard(
   return store.transaction(async (tx) => {
     const now = Date.now();
     const name = options.distinctName ? await distinctName(tx, organisationKey, input.name) : input.name;
-    const columns = await checkedColumns(tx, organisationKey, input.variables ?? [], input.widgets ?? [], {
-      variables: true,
-      widgets: true,
-    });
+    const columns = await checkedColumns(
+      tx,
+      organisationKey,
+      { variables: input.variables ?? [], widgets: input.widgets ?? [] },
+      { variables: true, widgets: true },
+    );
     const row: DashboardRow = {
       dashboard_key: newKey(),
       organisation_key: organisationKey,
@@ -203,8 +205,10 @@ export async function updateDashboard(
     const columns = await checkedColumns(
       tx,
       before.organisation_key,
-      changes.variables ?? (JSON.parse(before.variables) as Variable[]),
-      changes.widgets ?? (JSON.parse(before.widgets) as unknown[]),
+      {
+        variables: changes.variables ?? (JSON.parse(before.variables) as unknown[]),
+        widgets: changes.widgets ?? (JSON.parse(before.widgets) as unknown[]),
+      },
       { variables: changes.variables !== undefined, widgets: changes.widgets !== undefined },
     );
     const after: DashboardRow = {

@@ -270,15 +270,31 @@ export class DashboardChecker {
   }
 }
 
-/** Variables checked: unique names, each naming a template (collected as a reference). */
-export function checkVariables(variables: readonly Variable[], param: string): Reference[] {
+/**
+ * Variables checked field by field, as widgets are (each an object of a `name`, unique, and the
+ * `thing_template_key` it chooses things of), with the templates they name (collected as references).
+ */
+export function checkVariables(
+  value: readonly unknown[],
+  param: string,
+): { variables: Variable[]; references: Reference[] } {
   const seen = new Set<string>();
-  return variables.map((v, i) => {
-    if (!VARIABLE_NAME_PATTERN.test(v.name)) {
-      throw invalid(`${param}[${i}].name`, 'must be a letter or _ then up to 63 letters, digits or _');
+  const variables: Variable[] = [];
+  const references: Reference[] = [];
+  value.forEach((v, i) => {
+    const at = `${param}[${i}]`;
+    if (!isObject(v)) throw invalid(at, 'must be an object: {"name", "thing_template_key"}');
+    onlyFields(v, ['name', 'thing_template_key'], at);
+    if (v.name === undefined) throw required(`${at}.name`);
+    if (typeof v.name !== 'string' || !VARIABLE_NAME_PATTERN.test(v.name)) {
+      throw invalid(`${at}.name`, 'must be a letter or _ then up to 63 letters, digits or _');
     }
-    if (seen.has(v.name)) throw invalid(`${param}[${i}].name`, 'is the name of another variable');
+    if (seen.has(v.name)) throw invalid(`${at}.name`, 'is the name of another variable');
     seen.add(v.name);
-    return { kind: 'thing_template' as const, key: v.thing_template_key, param: `${param}[${i}].thing_template_key` };
+    if (v.thing_template_key === undefined) throw required(`${at}.thing_template_key`);
+    const key = text(v.thing_template_key, `${at}.thing_template_key`, 64, 1);
+    variables.push({ name: v.name, thing_template_key: key });
+    references.push({ kind: 'thing_template', key, param: `${at}.thing_template_key` });
   });
+  return { variables, references };
 }

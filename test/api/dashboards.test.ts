@@ -360,6 +360,21 @@ describeOnStores('dashboards', (ctx) => {
       ],
     });
     assert.deepEqual([twice.status, twice.body.errors[0].param], [400, 'dashboard.variables[1].name']);
+    // Every mistake in a variable is named as widgets' are, counted from 0 in brackets.
+    for (const [variable, code, param] of [
+      [{ name: 'p' }, 'required', 'dashboard.variables[0].thing_template_key'],
+      [{ thing_template_key: templateKey }, 'required', 'dashboard.variables[0].name'],
+      [5, 'invalid', 'dashboard.variables[0]'],
+      [{ name: 'p', thing_template_key: templateKey, x: 1 }, 'unknown_field', 'dashboard.variables[0].x'],
+      [{ name: 'p', thing_template_key: 7 }, 'invalid', 'dashboard.variables[0].thing_template_key'],
+    ] as const) {
+      const refused = await create(token, { name: 'v', variables: [variable] });
+      assert.deepEqual(
+        [refused.status, refused.body.errors[0].code, refused.body.errors[0].param],
+        [400, code, param],
+        JSON.stringify(variable),
+      );
+    }
     const undeclared = await create(token, { name: 'v', widgets: [gauge] });
     assert.deepEqual([undeclared.status, undeclared.body.errors[0].param], [400, 'dashboard.widgets[0].thing_key']);
     const created = await create(token, {

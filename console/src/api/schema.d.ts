@@ -3800,12 +3800,7 @@ export interface operations {
                             /** @description epoch seconds, not before from */
                             to: number;
                         };
-                        variables?: {
-                            /** @description a letter or _, then letters, digits or _ */
-                            name: string;
-                            /** @description the template of the things the variable chooses from */
-                            thing_template_key: string;
-                        }[];
+                        variables?: unknown[];
                         /** @description at most 50; the whole dashboard at most 256 KiB of JSON */
                         widgets?: unknown[];
                     };
@@ -3998,12 +3993,7 @@ export interface operations {
                             /** @description epoch seconds, not before from */
                             to: number;
                         };
-                        variables?: {
-                            /** @description a letter or _, then letters, digits or _ */
-                            name: string;
-                            /** @description the template of the things the variable chooses from */
-                            thing_template_key: string;
-                        }[];
+                        variables?: unknown[];
                         /** @description at most 50; the whole dashboard at most 256 KiB of JSON */
                         widgets?: unknown[];
                     };
@@ -4207,12 +4197,7 @@ export interface operations {
                         };
                         /** @description not kept */
                         updated_at?: number | string;
-                        variables?: {
-                            /** @description a letter or _, then letters, digits or _ */
-                            name: string;
-                            /** @description the template of the things the variable chooses from */
-                            thing_template_key: string;
-                        }[];
+                        variables?: unknown[];
                         /** @description at most 50; the whole dashboard at most 256 KiB of JSON */
                         widgets?: unknown[];
                     };
