@@ -252,7 +252,11 @@ export class SessionService {
     let organisationKeyOfSession = user.organisation_key;
     let roleKey: string | null = null;
     let role = await findRole(this.store.db, [user.organisation_key], user.role_key);
-    if (organisationKey !== undefined && organisationKey !== user.organisation_key) {
+    if (organisationKey === user.organisation_key) {
+      // organisation_key is for entering a child organisation, and nothing else (docs/api.md, "Sessions").
+      throw forbidden('organisation_key names a child organisation to sign in to; leave it out to sign in to your own');
+    }
+    if (organisationKey !== undefined) {
       // An OEM organisation's account admin may act as account admin of one of its children.
       const own = await findOrganisation(this.store.db, user.organisation_key);
       const target = await findOrganisation(this.store.db, organisationKey);

@@ -217,6 +217,34 @@ describeOnStores('organisations, OEM access and tenant isolation', (ctx) => {
       body: { email: 'admin@example.com', password: 'correct horse battery', organisation_key: other.organisationKey },
     });
     assert.equal(own.status, 200, 'a child of its own is still entered');
+    // Nor is it a way to sign in to one's own organisation.
+    const itself = await ctx.api.request('POST', '/api_sign_in', {
+      body: { email: other.email, password: other.password, organisation_key: other.organisationKey },
+    });
+    assert.equal(itself.status, 403, itself.text);
+    assert.match(itself.body.message, /leave it out to sign in to your own/);
+  });
+
+  it('when is_oem is no boolean then it is a 400 naming it, also where the endpoint does not use it', async () => {
+    const token = await ctx.api.adminToken();
+    for (const [method, path] of [
+      ['GET', '/api/v3/organisations'],
+      ['POST', '/api/v3/organisations'],
+      ['GET', '/api/v3/roles'],
+    ] as const) {
+      const refused = await ctx.api.request(method, path, {
+        token,
+        query: { is_oem: 'maybe' },
+        ...(method === 'POST' ? { body: { organisation: { name: unique('maybe') } } } : {}),
+      });
+      assert.deepEqual(
+        [refused.status, refused.body.errors?.[0]?.param],
+        [400, 'is_oem'],
+        `${method} ${path}: ${refused.text}`,
+      );
+    }
+    const listed = await ctx.api.request('GET', '/api/v3/organisations', { token, query: { is_oem: 'false' } });
+    assert.equal(listed.status, 200, listed.text);
   });
 
   it('when the OEM admin signed in to a child is no longer an account admin then that session ends', async () => {

@@ -144,6 +144,9 @@ export const RATE_LIMIT_EXEMPT = 'x-rate-limit-exempt';
 
 export const defineRoute = <S extends TObject>(spec: RouteSpec<S>): AnyRoute => spec as unknown as AnyRoute;
 
+/** What `is_oem` may be as sent (read as a boolean where an endpoint declares it, as Ajv reads one). */
+const OEM_VALUES = new Set<unknown>([undefined, null, true, false, 'true', 'false', '', 1, 0]);
+
 const ANONYMOUS: Principal = {
   kind: 'user',
   userKey: null,
@@ -189,9 +192,11 @@ function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyR
       ...(request.params as Record<string, unknown>),
     };
     const params = validate(raw) as CommonParamValues;
-    // is_oem from a non-OEM organisation is a 403 wherever it is given, not only where it means something.
+    // is_oem from a non-OEM organisation is a 403 wherever it is given, not only where it means something;
+    // where the endpoint does not declare it, it is still refused when it is no boolean.
     const oem = params.is_oem ?? raw.is_oem;
     const signedIn = spec.access.kind !== 'public' && spec.access.kind !== 'device';
+    if (signedIn && !OEM_VALUES.has(oem)) throw invalidParam('is_oem', 'must be boolean');
     if ((oem === true || oem === 'true') && signedIn && !principal.organisationIsOem) {
       throw forbidden('is_oem is only for OEM organisations');
     }
