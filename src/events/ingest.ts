@@ -160,7 +160,15 @@ function metricCheckOf(metrics: MetricDefinition[]): MetricCheck {
   return check;
 }
 
-/** Adds to `discovered` every leaf of nested data (by dotted name) the template does not know yet. */
+/** The longest metric name a template may declare (templates/schemas.ts). */
+const MAX_METRIC_NAME = 200;
+
+/**
+ * Adds to `discovered` every leaf of nested data (by dotted name) the template does not know yet and
+ * could declare: a member whose own name is empty or holds a dot cannot be addressed by a dotted name
+ * (`{"a.b": 1}` is not the `b` of `a`), and a name past MAX_METRIC_NAME is one the template's own update
+ * would refuse; such values are stored with their event, and no metric is made of them.
+ */
 function discover(
   data: Record<string, unknown>,
   known: Set<string>,
@@ -169,8 +177,10 @@ function discover(
 ): MetricDefinition[] {
   for (const name in data) {
     if (!Object.hasOwn(data, name)) continue;
+    if (name === '' || name.includes('.')) continue;
     const value = data[name];
     const path = prefix === '' ? name : `${prefix}.${name}`;
+    if (path.length > MAX_METRIC_NAME) continue;
     if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
       discover(value as Record<string, unknown>, known, discovered, path);
       continue;

@@ -148,6 +148,44 @@ describeOnStores('event input', (ctx) => {
     assert.equal(wrong.status, 422, wrong.text);
   });
 
+  it('when a Default thing sends members no metric name can address then they are stored, and the template stays one its own update takes', async () => {
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, {});
+    const name = unique('ok').replaceAll('-', '_');
+    const odd = { '': 1, 'a.b': 2, ['k'.repeat(201)]: 3, deep: { ['d'.repeat(200)]: 4 } };
+    const sent = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+      token,
+      body: { events: [{ data: { ...odd, [name]: 5 } }] },
+    });
+    assert.equal(sent.status, 200, sent.text);
+    const templateKey = await defaultTemplateKey(ctx.api, token);
+    const template = await ctx.api.request('GET', `/api/v3/thing_templates/${templateKey}`, { token });
+    const metrics = template.body.thing_template.metrics as { name: string }[];
+    assert.ok(
+      metrics.some((m) => m.name === name),
+      'an addressable member is learnt',
+    );
+    for (const m of metrics) {
+      assert.ok(m.name.length >= 1 && m.name.length <= 200, `a metric name of ${m.name.length} characters`);
+    }
+    assert.equal(
+      metrics.some((m) => m.name === 'a.b'),
+      false,
+      'a member named a.b is not the b of a',
+    );
+    const again = await ctx.api.request('PUT', `/api/v3/thing_templates/${templateKey}`, {
+      token,
+      body: { thing_template: { metrics: template.body.thing_template.metrics } },
+    });
+    assert.equal(again.status, 200, again.text);
+    const stored = await ctx.api.request('POST', '/api/v3/query/thing_data', {
+      token,
+      query: { thing_key: thing.thing_key },
+    });
+    assert.equal(stored.status, 200, stored.text);
+    assert.deepEqual(stored.body[thing.thing_key]?.event_data?.[0]?.data?.['a.b'], 2, stored.text.slice(0, 300));
+  });
+
   it('when a device bulk holds more than 10,000 events then it is a 400 and nothing is stored', async () => {
     const thingKey = unique('many');
     assert.equal((await device.register({ thing_key: thingKey })).status, 200);
