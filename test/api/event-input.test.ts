@@ -186,6 +186,25 @@ describeOnStores('event input', (ctx) => {
     assert.deepEqual(stored.body[thing.thing_key]?.event_data?.[0]?.data?.['a.b'], 2, stored.text.slice(0, 300));
   });
 
+  it('when events come in the query string, as repeated keys of JSON text or one JSON array, then they are stored', async () => {
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, {});
+    const post = (events: string | string[]) =>
+      ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, { token, query: { events } });
+    const repeated = await post([
+      JSON.stringify({ timestamp: 1_700_000_000_000, data: { t: 1, u: 2 } }),
+      JSON.stringify({ timestamp: 1_700_000_001_000, data: { t: 3 } }),
+    ]);
+    assert.equal(repeated.status, 200, repeated.text);
+    const whole = await post(JSON.stringify([{ timestamp: 1_700_000_002_000, data: { t: 4, u: 5 } }]));
+    assert.equal(whole.status, 200, whole.text);
+    const one = await post(JSON.stringify({ timestamp: 1_700_000_003_000, data: { t: 6, u: 7 } }));
+    assert.equal(one.status, 200, one.text);
+    const broken = await post(['{"data": {"t": 1}', '{}']);
+    assert.deepEqual([broken.status, broken.body.errors?.[0]?.param], [400, 'events.0'], broken.text);
+    assert.equal(await storedEventCount(ctx.api, thing.thing_key), 4);
+  });
+
   it('when a device bulk holds more than 10,000 events then it is a 400 and nothing is stored', async () => {
     const thingKey = unique('many');
     assert.equal((await device.register({ thing_key: thingKey })).status, 200);

@@ -99,6 +99,7 @@ export function compileParams(schema: TObject): ParamValidator {
   const properties = (schema as JsonSchema).properties ?? {};
   const nullableNumbers = nullableNumberPaths(schema as JsonSchema, []);
   const arrays = Object.keys(properties).filter((k) => properties[k]?.type === 'array');
+  const objectArrays = new Set(arrays.filter((k) => properties[k]?.items?.type === 'object'));
   const objects = Object.keys(properties).filter((k) => properties[k]?.type === 'object');
   return (input) => {
     if (holdsBadValue(input, 0)) {
@@ -106,8 +107,11 @@ export function compileParams(schema: TObject): ParamValidator {
     }
     for (const name of arrays) {
       const value = input[name];
+      // A query string carries an array of objects as repeated keys of JSON text, or the whole array as
+      // JSON text; text holding JSON's commas is not split.
+      if (objectArrays.has(name)) input[name] = objectsFromText(name, value);
       // Query strings carry arrays as repeated keys or comma-separated text.
-      if (typeof value === 'string') input[name] = value === '' ? [] : value.split(',').map((s) => s.trim());
+      else if (typeof value === 'string') input[name] = value === '' ? [] : value.split(',').map((s) => s.trim());
     }
     for (const name of objects) {
       const value = input[name];
@@ -311,6 +315,22 @@ const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'defini
 
 const mapValues = (object: unknown, f: (value: unknown) => unknown) =>
   Object.fromEntries(Object.entries(object as Record<string, unknown>).map(([k, v]) => [k, f(v)]));
+
+/**
+ * An array of objects as a query string carries it: JSON text of the array, or of one object, or
+ * repeated keys each the JSON text of an object; anything else is left for the schema to refuse.
+ */
+function objectsFromText(name: string, value: unknown): unknown {
+  const isJsonText = (item: unknown): item is string => typeof item === 'string' && /^\s*[[{]/.test(item);
+  if (isJsonText(value)) {
+    const parsed = parseJsonObject(name, value);
+    return Array.isArray(parsed) ? parsed : [parsed];
+  }
+  if (!Array.isArray(value)) return value;
+  // A JSON body's objects, as nearly every request sends them, are kept as they are, without a copy.
+  if (!value.some((item) => typeof item === 'string')) return value;
+  return value.map((item, i) => (isJsonText(item) ? parseJsonObject(`${name}.${i}`, item) : item));
+}
 
 function parseJsonObject(name: string, text: string): unknown {
   try {
