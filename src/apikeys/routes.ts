@@ -81,7 +81,7 @@ export function apiKeyRoutes(store: Store): AnyRoute[] {
       unlimited: true,
       params: ApiKeyKeyParams,
       handler: async ({ params, principal, visibleOrganisations }) => {
-        await deleteApiKey(store, actorOf(principal), await visibleOrganisations(), params.api_key_key);
+        await deleteApiKey(store, actorOf(principal), principal, await visibleOrganisations(), params.api_key_key);
         return {};
       },
     }),

@@ -10,7 +10,14 @@ import { newKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import type { Principal } from '../core/principal.ts';
 import { STORED_TIME } from '../core/time.ts';
-import { findBuiltInRole, findRoleToAssign, grantedBy, requireGrantable } from '../roles/service.ts';
+import {
+  findBuiltInRole,
+  findRole,
+  findRoleToAssign,
+  grantedBy,
+  requireGrantable,
+  requireRevocable,
+} from '../roles/service.ts';
 import { hashToken, newToken } from '../sessions/tokens.ts';
 import type { Executor, Store } from '../store/store.ts';
 import type { ApiKeyRow } from '../store/tables.ts';
@@ -88,9 +95,20 @@ export async function requireApiKey(db: Executor, organisationKeys: string[], ke
   return row;
 }
 
-export async function deleteApiKey(store: Store, actor: Actor, organisationKeys: string[], key: string): Promise<void> {
+export async function deleteApiKey(
+  store: Store,
+  actor: Actor,
+  principal: Principal,
+  organisationKeys: string[],
+  key: string,
+): Promise<void> {
   await store.transaction(async (tx) => {
     const before = await requireApiKey(tx, organisationKeys, key);
+    // Another's key is deleted only by whoever could have given it its role.
+    if (before.created_by !== principal.userKey) {
+      const role = await findRole(tx, [before.organisation_key], before.role_key);
+      if (role) requireRevocable(principal, grantedBy(role), 'api_key_key');
+    }
     await apiKeys.deleteApiKey(tx, key);
     await recordChange(tx, actor, {
       organisationKey: before.organisation_key,

@@ -68,6 +68,19 @@ export function requireManageable(grantor: Grantor | undefined, role: GrantedRol
   });
 }
 
+/**
+ * Refuses (403) the revocation of another user's API key by a user who could not give the key its role
+ * (docs/api.md, "API keys"): a key acting for an account admin is not cut off by a user who may only
+ * manage keys.
+ */
+export function requireRevocable(grantor: Grantor | undefined, role: GrantedRole, param: string): void {
+  refuseBeyond(grantor, role, param, {
+    accountAdmin: "acts with the account admin role: only an account admin, or the key's maker, may delete it",
+    wider: (lacking) =>
+      `acts with a role with permissions you lack (${lacking}): only a user who holds them, or the key's maker, may delete it`,
+  });
+}
+
 /** The 403 naming what of `role` the grantor lacks, in the words of the check that asks; nothing when it lacks nothing. */
 function refuseBeyond(
   grantor: Grantor | undefined,

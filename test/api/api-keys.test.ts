@@ -72,6 +72,32 @@ describeOnStores('API keys', (ctx) => {
     assert.equal((await createKey(none.token, { name: 'x' })).status, 403);
   });
 
+  it('when a user who may delete keys deletes another’s key then it must be one it could have given', async () => {
+    const token = await ctx.api.adminToken();
+    const adminKey = (await createKey(token, { name: 'integration' })).body.api_key;
+    const keeper = await userWithAbilities(ctx.api, token, [11, 141, 142, 144]);
+    const refused = await ctx.api.request('DELETE', `/api/v3/api_keys/${adminKey.api_key_key}`, {
+      token: keeper.token,
+    });
+    assert.equal(refused.status, 403, refused.text);
+    assert.deepEqual([refused.body.errors[0].code, refused.body.errors[0].param], ['forbidden', 'api_key_key']);
+    assert.equal(
+      (await ctx.api.request('GET', '/api/v3/things', { token: adminKey.token })).status,
+      200,
+      'it works on',
+    );
+    // One acting with a role the keeper could give, made by another, and its own, are deleted.
+    const reader = await createRole(ctx.api, token, [11]);
+    const narrow = (await createKey(token, { name: 'reader', role_key: reader.role_key })).body.api_key;
+    const own = (await createKey(keeper.token, { name: 'mine' })).body.api_key;
+    for (const key of [narrow, own]) {
+      const deleted = await ctx.api.request('DELETE', `/api/v3/api_keys/${key.api_key_key}`, { token: keeper.token });
+      assert.equal(deleted.status, 200, deleted.text);
+    }
+    const byAdmin = await ctx.api.request('DELETE', `/api/v3/api_keys/${adminKey.api_key_key}`, { token });
+    assert.equal(byAdmin.status, 200, byAdmin.text);
+  });
+
   it('when the user who made a key loses permissions then the key loses them too', async () => {
     const token = await ctx.api.adminToken();
     const roles = await ctx.api.request('GET', '/api/v3/roles', { token, query: { per: 100 } });
