@@ -316,12 +316,14 @@ const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'defini
 const mapValues = (object: unknown, f: (value: unknown) => unknown) =>
   Object.fromEntries(Object.entries(object as Record<string, unknown>).map(([k, v]) => [k, f(v)]));
 
+/** Text that is JSON of an object or an array, as a query string carries one. */
+const isJsonText = (item: unknown): item is string => typeof item === 'string' && /^\s*[[{]/.test(item);
+
 /**
  * An array of objects as a query string carries it: JSON text of the array, or of one object, or
  * repeated keys each the JSON text of an object; anything else is left for the schema to refuse.
  */
 function objectsFromText(name: string, value: unknown): unknown {
-  const isJsonText = (item: unknown): item is string => typeof item === 'string' && /^\s*[[{]/.test(item);
   if (isJsonText(value)) {
     const parsed = parseJsonObject(name, value);
     return Array.isArray(parsed) ? parsed : [parsed];

@@ -93,11 +93,12 @@ const ALLOWED: Record<PropertiesPlace, ReadonlySet<string>> = {
  * as Request Problem Information as a boolean: one of 2 is read as 1.)
  */
 export function propertiesFault(
-  place: PropertiesPlace | string,
+  place: string,
   properties: Record<string, unknown> | undefined,
 ): 'malformed' | 'protocolError' | undefined {
-  // Packets of other types hold no properties a client may send, and are refused whole (connection.ts).
-  const allowed = ALLOWED[place as PropertiesPlace] as ReadonlySet<string> | undefined;
+  // Packets of other types (any `cmd`) hold no properties a client may send, and are refused whole
+  // (connection.ts).
+  const allowed = (ALLOWED as Record<string, ReadonlySet<string> | undefined>)[place];
   if (properties === undefined || allowed === undefined) return undefined;
   let fault: 'protocolError' | undefined;
   for (const name in properties) {
