@@ -535,7 +535,7 @@ describeOnStores(
       assert.equal(await toldWhy(() => undefined, 1), 0x8d, 'silent past its keep-alive: keep-alive timeout');
     });
 
-    it('when a packet breaks MQTT’s rules on its properties, a will’s QoS, a DUP flag or an empty topic then that connection alone is closed, told why over MQTT 5', async () => {
+    it('when a packet breaks MQTT’s rules on its properties, a will’s QoS, a DUP flag, an empty topic or its length then that connection alone is closed, told why over MQTT 5', async () => {
       const pair = await keyPair();
       const bystander = await MqttDevice.connect(brokerUrl(), pair);
       try {
@@ -553,6 +553,34 @@ describeOnStores(
         assert.equal(await connackOf(twice), 0x82, 'a property twice: protocol error');
         const aliasInConnect = withConnectPropertyBytes(bare(), [0x23, 0, 1]);
         assert.equal(await connackOf(aliasInConnect), 0x81, 'a Topic Alias in a CONNECT: malformed');
+        const problemInformation2 = withConnectPropertyBytes(bare(), [0x17, 2]);
+        assert.equal(await connackOf(problemInformation2), 0x82, 'a flag of 2: protocol error');
+        const trailing = connectPacket(unique('trail'), pair, 60, { protocolVersion: 5 });
+        trailing[1] = (trailing[1] as number) + 1;
+        assert.equal(
+          await connackOf(Buffer.concat([trailing, Buffer.from([0])])),
+          undefined,
+          'a byte after the CONNECT',
+        );
+        // mqtt-packet writes no MQTT 3.1 CONNECT without a client id: one of a character, cut out.
+        const mqtt31 = mqttPacket.generate(
+          {
+            cmd: 'connect',
+            protocolId: 'MQIsdp',
+            protocolVersion: 3,
+            clean: true,
+            keepalive: 60,
+            clientId: 'x',
+            username: pair.access_key,
+            password: Buffer.from(sign(pair.secret_key, pair.access_key)),
+          },
+          { protocolVersion: 3 },
+        );
+        // Fixed header (2 bytes: the packet is under 128), protocol name (8), level, flags, keep-alive (4).
+        assert.ok((mqtt31[1] as number) < 128);
+        const emptyMqtt31 = Buffer.concat([mqtt31.subarray(0, 14), Buffer.from([0, 0]), mqtt31.subarray(17)]);
+        emptyMqtt31[1] = (emptyMqtt31[1] as number) - 1;
+        assert.equal(await connackOf(emptyMqtt31, 3), 2, 'an empty client id over MQTT 3.1: identifier rejected');
         const willOfQos3 = (protocolVersion: 4 | 5) => {
           const bytes = connectPacket(unique('will'), pair, 60, { protocolVersion, will: '{}' });
           // The connect flags follow the fixed header, the protocol name (6 bytes) and level (1).
@@ -600,6 +628,12 @@ describeOnStores(
           undefined,
           'an empty topic',
         );
+        assert.equal(
+          await closedFor(() => Buffer.from([0x40, 3, 0, 1, 0]), 4),
+          undefined,
+          'an MQTT 3.1.1 PUBACK of three bytes',
+        );
+        assert.equal(await closedFor(() => Buffer.from([0xc0, 1, 0])), 0x81, 'a PINGREQ with a body');
 
         const key = unique('by');
         assert.equal((await bystander.send('register', { thing_key: key })).http_code, 200, 'the others are served');

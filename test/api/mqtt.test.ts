@@ -431,6 +431,11 @@ describeOnStores(
         assert.equal((await device.send('event', { thing_key: key, data: { temperature: 1 } })).http_code, 200);
         const removed = await ctx.api.request('DELETE', `/api/v3/key_pairs/${pair.key_pair_key}`, { token });
         assert.equal(removed.status, 200, removed.text);
+        // Over MQTT 5 the device is told why: not authorized.
+        let told: number | undefined;
+        device.client.once('disconnect', (packet: { reasonCode?: number }) => {
+          told = packet.reasonCode;
+        });
         const closed = new Promise<void>((resolve, reject) => {
           const timer = setTimeout(() => reject(new Error('the connection stayed open')), 5000);
           device.client.once('close', () => {
@@ -446,6 +451,7 @@ describeOnStores(
         assert.equal(ack.http_msg.errors?.[0]?.code, 'unauthorized');
         assert.equal(ack.context, /"hash":"([0-9a-f]+)"/.exec(text)?.[1]);
         await closed;
+        assert.equal(told, MQTT_VERSION === 5 ? 0x87 : undefined, 'the DISCONNECT reason code');
         // Anything still under way would be stored within this time.
         await new Promise((resolve) => setTimeout(resolve, 300));
         assert.equal(await storedCount(key), 1, 'nothing sent after the deletion is stored');

@@ -2,13 +2,15 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { Packet } from 'mqtt-packet';
+import { refusalBeforeLogin } from '../../src/mqtt/endpoint/connack.ts';
+import { propertiesFault } from '../../src/mqtt/endpoint/packet-checks.ts';
 import {
   DeviceParser,
   type PacketBounds,
   PartialPackets,
   useLeanBuffer,
 } from '../../src/mqtt/endpoint/packet-parser.ts';
-import { mqttPacket } from '../support/mqtt-packet.ts';
+import { mqttPacket, withConnectPropertyBytes } from '../support/mqtt-packet.ts';
 
 /** bl's stream is a readable-stream Duplex, not one of node:stream's. */
 const isStream = (list: object) => typeof (list as { pipe?: unknown }).pipe === 'function';
@@ -268,16 +270,14 @@ describe('the device endpoint packet parser: PUBLISH, PUBACK and PINGREQ read wi
           ...packets.map((p) => mqttPacket.generate(p as Record<string, unknown>, { protocolVersion: version })),
           junk,
         ]);
-        // mqtt-packet alone, all the bytes at once, up to its first error.
-        const reference = mqttPacket.parser();
-        (reference as unknown as { settings: object }).settings = { protocolVersion: version };
-        const expected: unknown[] = [];
-        let refused = false;
-        reference.on('packet', (p) => expected.push(seenAs(p)));
-        reference.on('error', () => {
-          refused = true;
-        });
-        reference.parse(all);
+        // The same parser not yet opened, which reads every packet with mqtt-packet (its length and
+        // disconnect checks too), all the bytes at once, up to its first refusal.
+        const reference = reading({ maxPacketBytes: 268_435_455, maxConnectPacketBytes: 268_435_455 });
+        reference.parser.parse(connectOf(version));
+        reference.seen.packets.length = 0;
+        reference.parser.parse(all);
+        const expected = reference.seen.packets.map((p) => seenAs(p as unknown as Record<string, unknown>));
+        const refused = reference.seen.malformed > 0;
         // A connection's parser, opened, the bytes in cuts of the seed's choosing.
         const { parser, seen } = reading({ maxPacketBytes: 268_435_455 });
         parser.parse(connectOf(version));
@@ -317,5 +317,105 @@ describe('the device endpoint packet parser: PUBLISH, PUBACK and PINGREQ read wi
       ],
     );
     assert.equal(seen.packets.at(-2)?.cmd === 'puback' && seen.packets.at(-2)?.messageId, 258);
+  });
+});
+
+describe('the device endpoint packet parser: packets whose fields do not fit their length, flags of other values', () => {
+  /** A parser of a connection opened with MQTT `version`, handed `bytes` in one read. */
+  const readOpen = (version: number, bytes: Buffer) => {
+    const { parser, seen } = reading();
+    parser.parse(connectOf(version));
+    parser.opened();
+    seen.packets.length = 0;
+    parser.parse(bytes);
+    return seen;
+  };
+  const ping = Buffer.from([0xc0, 0]);
+
+  it('when a packet is longer or shorter than its fields then the connection is told it is malformed, and the packets before it are read', () => {
+    const cases: [string, number, Buffer][] = [
+      ['an MQTT 3.1.1 PUBACK of three bytes', 4, Buffer.from([0x40, 3, 0, 1, 0])],
+      ['a PINGREQ with a body', 4, Buffer.from([0xc0, 1, 0])],
+      ['an MQTT 3.1.1 DISCONNECT with a body', 4, Buffer.from([0xe0, 1, 0])],
+      // A filter whose length (16) runs past its packet's 7 bytes, into the PINGREQ after it.
+      ['a SUBSCRIBE whose filter runs past it', 4, Buffer.from([0x82, 7, 0, 1, 0, 16, 0x61, 0x62, 0, 0xc0, 0])],
+      // A topic of 9 bytes in a PUBLISH of 4.
+      ['a PUBLISH whose topic runs past it', 4, Buffer.from([0x30, 4, 0, 9, 0x61, 0x62, 0xc0, 0, 0, 0, 0, 0])],
+      ['an MQTT 5 PUBACK with bytes after its properties', 5, Buffer.from([0x40, 5, 0, 1, 0, 0, 9])],
+    ];
+    for (const [what, version, bytes] of cases) {
+      const seen = readOpen(version, Buffer.concat([ping, bytes]));
+      assert.equal(seen.malformed, 1, what);
+      assert.deepEqual(
+        seen.packets.map((p) => p.cmd),
+        ['pingreq'],
+        `${what}: only the packet before it is read`,
+      );
+    }
+    // Lengths that fit are read as before.
+    const fine = readOpen(4, Buffer.from([0x40, 2, 0, 1, 0x62, 2, 0, 2, 0xe0, 0]));
+    assert.deepEqual(
+      fine.packets.map((p) => p.cmd),
+      ['puback', 'pubrel', 'disconnect'],
+    );
+    assert.equal(fine.malformed, 0);
+  });
+
+  it('when a CONNECT has bytes after its payload then it is malformed', () => {
+    const { parser, seen } = reading();
+    const connect = connectOf(4);
+    // One byte more in the remaining length (the packet is under 128 bytes), and the byte.
+    const longer = Buffer.concat([connect, Buffer.from([0])]);
+    longer[1] = (longer[1] as number) + 1;
+    parser.parse(longer);
+    assert.equal(seen.malformed, 1);
+    assert.equal(seen.packets.length, 0);
+  });
+
+  it('when an MQTT 5 DISCONNECT has no reason code and more packets follow in the same read then it is a normal one, with no properties', () => {
+    const publish5 = mqttPacket.generate(
+      { cmd: 'publish', topic: 'a/b', payload: Buffer.from('x'), qos: 0, retain: false, dup: false },
+      { protocolVersion: 5 },
+    );
+    // mqtt-packet would take the PUBLISH's first byte (0x30) for the reason code.
+    const seen = readOpen(5, Buffer.concat([Buffer.from([0xe0, 0]), publish5]));
+    assert.equal(seen.malformed, 0);
+    const [disconnect, next] = seen.packets;
+    assert.equal(disconnect?.cmd, 'disconnect');
+    assert.equal(disconnect?.cmd === 'disconnect' && disconnect.reasonCode, 0);
+    assert.equal(disconnect?.cmd === 'disconnect' && disconnect.properties, undefined);
+    assert.equal(next?.cmd === 'publish' && next.topic, 'a/b');
+  });
+
+  it('when an MQTT 5 CONNECT gives a flag a value other than 0 or 1 then it is refused as a protocol error; 0 and 1 are read as before', () => {
+    const connect5 = connectOf(5);
+    /** The refusal of a CONNECT with these property bytes, as the endpoint reads it. */
+    const refusalWith = (properties: number[]) => {
+      const { parser, seen } = reading();
+      parser.parse(withConnectPropertyBytes(connect5, properties));
+      assert.equal(seen.malformed, 0);
+      const packet = seen.packets[0] as Parameters<typeof refusalBeforeLogin>[0];
+      return refusalBeforeLogin({ ...packet, protocolVersion: 5 });
+    };
+    // Request Problem Information (0x17) and Request Response Information (0x19).
+    assert.equal(refusalWith([0x17, 2]), 'protocolError');
+    assert.equal(refusalWith([0x19, 0xff]), 'protocolError');
+    assert.equal(refusalWith([0x17, 1]), undefined);
+    assert.equal(refusalWith([0x17, 0, 0x19, 1]), undefined);
+    // A PUBLISH's Payload Format Indicator (0x01) of 2, read as a signed-in device's packet is.
+    const seen = readOpen(5, Buffer.from([0x30, 6, 0, 1, 0x61, 2, 0x01, 2]));
+    const [publish5] = seen.packets;
+    assert.equal(publish5?.cmd, 'publish');
+    assert.equal(
+      propertiesFault('publish', publish5?.cmd === 'publish' ? publish5.properties : undefined),
+      'protocolError',
+    );
+    assert.equal(propertiesFault('publish', { payloadFormatIndicator: true }), undefined);
+  });
+
+  it('when an MQTT 3.1 CONNECT has an empty client id then it is refused as an identifier MQTT 3.1 does not allow', () => {
+    const connect = { clientId: '', username: 'ak', password: Buffer.from('p'), clean: true };
+    assert.equal(refusalBeforeLogin({ ...connect, protocolVersion: 3 }), 'identifier');
+    assert.equal(refusalBeforeLogin({ ...connect, protocolVersion: 4 }), undefined);
   });
 });

@@ -84,8 +84,9 @@ export interface ServerLimits {
 
 /**
  * The refusal a CONNECT earns before its credentials are looked up, or undefined: a client id too long
- * or holding what its topics may not (`/`, `+`, `#`, U+0000, ill-formed UTF-8), an empty one with a session to keep over MQTT 3.1.1 (whose session could never be resumed), no user
- * name or password (there are no anonymous devices), an MQTT 5 authentication method (there is no
+ * or holding what its topics may not (`/`, `+`, `#`, U+0000, ill-formed UTF-8), an empty one over
+ * MQTT 3.1 (which asks for at least one character) or with a session to keep over MQTT 3.1.1 (whose
+ * session could never be resumed), no user name or password (there are no anonymous devices), an MQTT 5 authentication method (there is no
  * enhanced authentication), an MQTT 5 Receive Maximum or Maximum Packet Size of 0 (MQTT 5 §3.1.2.11
  * calls either a protocol error), or an MQTT 5 will to be retained (its CONNACK says retained messages
  * are not available, and MQTT 5 §3.1.2.7 asks such a server to refuse the CONNECT). Before all of
@@ -124,7 +125,12 @@ export function refusalBeforeLogin(connect: {
   // The device's topics hold its client id (Altizon/Datonis/<cid>/event): a level more, a wildcard or
   // ill-formed text would make them no device topic, or no topic MQTT allows.
   if (clientIdIsUnfit(connect.clientId)) return 'identifierCharacters';
-  if (connect.clientId === '' && connect.clean === false && connect.protocolVersion !== 5) return 'identifier';
+  if (
+    connect.clientId === '' &&
+    (connect.protocolVersion === 3 || (connect.clean === false && connect.protocolVersion !== 5))
+  ) {
+    return 'identifier';
+  }
   if (!connect.username || !connect.password) return 'credentials';
   return undefined;
 }

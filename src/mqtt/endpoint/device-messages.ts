@@ -19,6 +19,9 @@ import { type Ack, contextUnread, failure, isAck, readDeviceMessage, refusalOnCo
 import type { DeviceMessageKind, DeviceTopic } from '../topics.ts';
 import type { AnswerOrder } from './answer-order.ts';
 
+/** MQTT 5's DISCONNECT reason for a connection whose key pair is gone: not authorized. */
+const NOT_AUTHORIZED = 0x87;
+
 /** A signed-in connection as its messages need it. */
 export interface MessageSource {
   /** The endpoint's number of the connection. */
@@ -27,8 +30,11 @@ export interface MessageSource {
   readonly secretKey: string;
   /** Sends an answer on the connection's `httpAck` (nothing once it has closed). */
   answer(ack: Ack): void;
-  /** Closes the connection once its answers due are written. */
-  close(): void;
+  /**
+   * Closes the connection once its answers due are written; an MQTT 5 device is told why
+   * (`reasonCode`, a DISCONNECT's reason code).
+   */
+  close(reasonCode?: number): void;
   /** Reads no more of its messages after those read now, until `releaseReading` (when its socket can pause). */
   holdReading(): void;
   releaseReading(): void;
@@ -190,7 +196,7 @@ export class DeviceMessages {
         ]),
         read,
       );
-      return source.close();
+      return source.close(NOT_AUTHORIZED);
     }
     actOnDeviceMessage(this.devices, kind, text, credentials.principal, context, mqttSource(source)).then(
       (ack) => this.answer(source, number, ack, read),

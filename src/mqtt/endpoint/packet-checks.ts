@@ -85,12 +85,19 @@ const ALLOWED: Record<PropertiesPlace, ReadonlySet<string>> = {
   disconnect: new Set(['sessionExpiryInterval', 'reasonString', 'userProperties', 'serverReference']),
 };
 
+/** The properties a client may send whose value is a flag, 0 or 1 (MQTT 5 §3.1.2.11.6, §3.1.2.11.7, §3.3.2.3.2). */
+const FLAGS: ReadonlySet<string> = new Set([
+  'requestResponseInformation',
+  'requestProblemInformation',
+  'payloadFormatIndicator',
+]);
+
 /**
  * What is wrong with the MQTT 5 properties a client sent (as mqtt-packet reads them), or undefined:
  * a property the packet may not hold is a malformed packet (MQTT 5 §2.2.2.2); one given twice (which
  * mqtt-packet reads as a list; only User Properties may repeat), a Subscription Identifier in a client's
- * PUBLISH or Authentication Data without its method is a protocol error. (mqtt-packet reads a flag such
- * as Request Problem Information as a boolean: one of 2 is read as 1.)
+ * PUBLISH, Authentication Data without its method, or a flag of a value other than 0 or 1 (which
+ * packet-parser.ts leaves a number, where mqtt-packet reads a flag as a boolean) is a protocol error.
  */
 export function propertiesFault(
   place: string,
@@ -109,6 +116,7 @@ export function propertiesFault(
     if (!allowed.has(name)) return 'malformed';
     const value = properties[name];
     if (name !== 'userProperties' && Array.isArray(value)) fault = 'protocolError';
+    else if (FLAGS.has(name) && typeof value !== 'boolean') fault = 'protocolError';
   }
   if (properties.authenticationData !== undefined && properties.authenticationMethod === undefined) {
     fault = 'protocolError';

@@ -47,11 +47,22 @@ interface MqttParser {
   _parseLength(): boolean;
   /** Ends the parse with an error (emitted as `error`). */
   _emitError(error: Error): void;
+  /** Where in the packet being read the parse is (of its bytes after the fixed header). */
+  _pos: number;
+  /** Reads a property's value of a type (`byte`, `int16`, `string`...) at `_pos`. */
+  _parseByType(type: string): unknown;
+  /** Reads one byte at `_pos`; undefined past the bytes held. */
+  _parseByte(): number | undefined;
+  /** Reads a DISCONNECT's fields (`packet`). */
+  _parseDisconnect(): unknown;
 }
 
 const require = createRequire(import.meta.url);
 /** mqtt-packet's Parser class: the package's `parser()` makes one of these. */
 const Parser = require('mqtt-packet/parser.js') as new () => MqttParser;
+/** The reason codes of an MQTT 5 DISCONNECT, by code. */
+const DISCONNECT_CODES = (require('mqtt-packet/constants.js') as { MQTT5_DISCONNECT_CODES: Record<number, string> })
+  .MQTT5_DISCONNECT_CODES;
 /** mqtt-packet's steps, of which it makes each parser a new array: one for all. */
 const STEPS: readonly string[] = Object.freeze((new Parser().parser() as MqttParser)._states);
 /** The settings a parser keeps once its connection is open, one object for each protocol version. */
@@ -237,10 +248,43 @@ export class DeviceParser extends Parser {
     return read;
   }
 
-  /** mqtt-packet emits each packet read, and the error that ends a parse; they go to the reader. */
+  /**
+   * A property MQTT 5 allows only 0 or 1 for (Request Problem Information, Payload Format Indicator...)
+   * is read as mqtt-packet reads it (true for any byte but 0), except that another value stays a
+   * number, which packet-checks.ts `propertiesFault` calls a protocol error.
+   */
+  override _parseByType(type: string): unknown {
+    if (type !== 'byte') return super._parseByType(type);
+    const byte = this._parseByte();
+    return byte === undefined || byte <= 1 ? byte !== 0 : byte;
+  }
+
+  /**
+   * An MQTT 5 DISCONNECT of fewer than two bytes has no properties (MQTT 5 §3.14.2.2.1), and one of
+   * none reason code 0: mqtt-packet reads both from the bytes after it when it is not the last packet
+   * of a read (the reason code from the next packet's first byte).
+   */
+  override _parseDisconnect(): unknown {
+    const length = this.packet.length;
+    if (this.settings.protocolVersion !== 5 || length >= 2) return super._parseDisconnect();
+    const packet = this.packet as { reasonCode?: number };
+    packet.reasonCode = length === 0 ? 0 : this._parseByte();
+    if (DISCONNECT_CODES[packet.reasonCode as number] === undefined) {
+      this._emitError(new Error('Invalid disconnect reason code'));
+    }
+    return true;
+  }
+
+  /**
+   * mqtt-packet emits each packet read, and the error that ends a parse; they go to the reader. A
+   * packet whose fields do not end where its remaining length says is malformed (`lengthFault`).
+   */
   emit(event: string, value?: unknown): boolean {
-    if (event === 'packet') this.reader.parsed(value as Packet);
-    else if (event === 'error') this.reader.malformed(value as Error);
+    if (event === 'packet') {
+      const fault = lengthFault(value as Packet, this._pos);
+      if (fault === undefined) this.reader.parsed(value as Packet);
+      else this._emitError(new Error(fault));
+    } else if (event === 'error') this.reader.malformed(value as Error);
     return true;
   }
 
@@ -255,6 +299,36 @@ export class DeviceParser extends Parser {
     this.counted = 0;
     this.transportHeld = 0;
   }
+}
+
+/**
+ * Why a packet mqtt-packet read is malformed for its length, or undefined. mqtt-packet reads a packet's
+ * fields from the bytes it holds, which may run on into the next packet's, and never checks that they
+ * end where the packet does (`read`: the position its parse reached): bytes after a CONNECT's payload,
+ * an MQTT 3.1.1 PUBACK of three bytes, a PINGREQ with a body, a topic filter running past its SUBSCRIBE
+ * or a topic past its PUBLISH (whose payload is the rest) are malformed (MQTT 3.1.1 §4.8, MQTT 5
+ * §4.13).
+ */
+export function lengthFault(packet: Packet, read: number): string | undefined {
+  const length = (packet as { length?: number }).length ?? 0;
+  switch (packet.cmd) {
+    case 'publish':
+      return read > length ? `a PUBLISH whose topic runs past its ${length} bytes` : undefined;
+    case 'connect':
+    case 'disconnect':
+    case 'puback':
+    case 'pubrec':
+    case 'pubrel':
+    case 'pubcomp':
+    case 'subscribe':
+    case 'unsubscribe':
+    case 'pingreq':
+      break;
+    default:
+      // Packets only a server sends, and AUTH, are refused whole (connection.ts).
+      return undefined;
+  }
+  return read === length ? undefined : `a ${packet.cmd.toUpperCase()} of ${length} bytes whose fields take ${read}`;
 }
 
 /** The bytes of a whole packet whose remaining length is `remaining`: its type byte and length's bytes too. */
