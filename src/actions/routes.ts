@@ -195,6 +195,12 @@ function deliveriesRoute(store: Store): AnyRoute {
           error: r.error,
           at: time(r.at),
           duration_ms: r.duration_ms,
+          rule_key: r.rule_key,
+          rule_name: r.rule_name,
+          thing_key: r.thing_key,
+          thing_name: r.thing_name,
+          alert_key: r.alert_key,
+          message: r.message,
         })),
       );
     },

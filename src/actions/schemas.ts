@@ -125,6 +125,12 @@ export const DeliveryAttempt = Type.Object({
   error: Nullable(Type.String()),
   at: Timestamp,
   duration_ms: Type.Integer(),
+  rule_key: Nullable(Type.String({ description: 'the rule whose firing queued the delivery' })),
+  rule_name: Nullable(Type.String({ description: "the rule's name when it fired" })),
+  thing_key: Nullable(Type.String({ description: 'the thing whose event fired the rule' })),
+  thing_name: Nullable(Type.String({ description: "the thing's name when the rule fired" })),
+  alert_key: Nullable(Type.String({ description: 'the alert the firing raised, or null when it raised none' })),
+  message: Nullable(Type.String({ description: 'the message the delivery carried' })),
 });
 
 export const DeliveryList = ListResponse('deliveries', DeliveryAttempt);

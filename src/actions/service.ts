@@ -3,6 +3,7 @@
  * store serves both API versions; versions.ts maps their names. Each kind requires and allows its own
  * fields; a field of another kind is a 400 naming it.
  */
+import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { isIP } from 'node:net';
 import { type Actor, recordChange } from '../audit/recorder.ts';
 import { ApiError, invalidParam, notFound, requiredParam } from '../core/errors.ts';
@@ -151,11 +152,32 @@ function checkMethod(method: string): string {
   return upper;
 }
 
-function textMap(value: Record<string, unknown>, field: string): string {
+/**
+ * `headers` or `query` as stored: text values, a number or boolean as its text (as wherever text is
+ * declared, docs/api.md). Headers are checked as the HTTP client will send them (a name of token
+ * characters, a value without line breaks), so that no delivery fails for them later.
+ */
+function textMap(value: Record<string, unknown>, field: 'headers' | 'query'): string {
+  const texts: Record<string, string> = {};
   for (const [name, member] of Object.entries(value)) {
-    if (member !== null && typeof member === 'object') throw invalidParam(P(`${field}.${name}`), 'must be text');
+    const param = P(`${field}.${name}`);
+    if (member === null || typeof member === 'object') throw invalidParam(param, 'must be text');
+    const text = String(member);
+    if (field === 'headers') {
+      try {
+        validateHeaderName(name);
+      } catch {
+        throw invalidParam(param, "is no header name: letters, digits and !#$%&'*+-.^_`|~ only");
+      }
+      try {
+        validateHeaderValue(name, text);
+      } catch {
+        throw invalidParam(param, 'is no header value: one line of text');
+      }
+    }
+    texts[name] = text;
   }
-  return JSON.stringify(value);
+  return JSON.stringify(texts);
 }
 
 /** A property-setting body `{<member>: {...}}` of the version, stored in the v3 form. */

@@ -127,7 +127,9 @@ export async function receiveDeviceAlert(store: Store, principal: Principal, inp
   const organisations = [principal.organisationKey];
   const now = Date.now();
   const timestamp = readTimestamp(input.timestamp, now, 'alert.timestamp');
-  const sent = input.data ?? {};
+  // The members only the server puts there are not taken from a device: an alert it raises is no
+  // instruction's or rule's (docs/rules.md, "Alerts"), and one it updates keeps the server's own.
+  const { instruction: _instruction, rule_key: _ruleKey, rule_name: _ruleName, ...sent } = input.data ?? {};
   return store.transaction(async (tx) => {
     if (input.alert_key) {
       const existing = await alerts.findAlert(tx, organisations, input.alert_key);

@@ -183,6 +183,17 @@ export function listDeliveryAttempts(db: Executor, actionKey: string, list: List
   );
 }
 
+/** The payloads (JSON text) of these deliveries, by key: what each carries from the firing that queued it. */
+export async function payloadsOf(db: Executor, deliveryKeys: readonly string[]): Promise<Map<string, string>> {
+  if (deliveryKeys.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('deliveries')
+    .select(['delivery_key', 'payload'])
+    .where('delivery_key', 'in', [...new Set(deliveryKeys)])
+    .execute();
+  return new Map(rows.map((row) => [row.delivery_key, row.payload]));
+}
+
 /** Deliveries waiting to be made (due now or later), for metrics. */
 export async function queueDepth(db: Executor): Promise<number> {
   const row = await db

@@ -37,9 +37,47 @@ export async function queueDeliveries(db: Executor, deliveries: RuleDeliveries, 
   return deliveries.actionKeys.length;
 }
 
-/** A page of a notification action's delivery attempts. */
-export function listDeliveryAttempts(db: Executor, actionKey: string, list: ListQuery) {
-  return queue.listDeliveryAttempts(db, actionKey, list);
+/** What a delivery attempt was for: the rule that fired, its thing, the alert it raised and the message. */
+export interface DeliveryCause {
+  rule_key: string | null;
+  rule_name: string | null;
+  thing_key: string | null;
+  thing_name: string | null;
+  alert_key: string | null;
+  message: string | null;
+}
+
+const UNKNOWN_CAUSE: DeliveryCause = {
+  rule_key: null,
+  rule_name: null,
+  thing_key: null,
+  thing_name: null,
+  alert_key: null,
+  message: null,
+};
+
+/** The cause written in a delivery's payload; unknown parts are null. */
+function causeOf(payload: string | undefined): DeliveryCause {
+  if (payload === undefined) return UNKNOWN_CAUSE;
+  const carried = JSON.parse(payload) as Partial<DeliveryPayload>;
+  return {
+    rule_key: carried.rule?.rule_key ?? null,
+    rule_name: carried.rule?.name ?? null,
+    thing_key: carried.thing?.thing_key ?? null,
+    thing_name: carried.thing?.name ?? null,
+    alert_key: carried.alert?.alert_key ?? null,
+    message: carried.message ?? null,
+  };
+}
+
+/** A page of a notification action's delivery attempts, each with what it was for. */
+export async function listDeliveryAttempts(db: Executor, actionKey: string, list: ListQuery) {
+  const page = await queue.listDeliveryAttempts(db, actionKey, list);
+  const payloads = await queue.payloadsOf(
+    db,
+    page.rows.map((row) => row.delivery_key),
+  );
+  return { ...page, rows: page.rows.map((row) => ({ ...row, ...causeOf(payloads.get(row.delivery_key)) })) };
 }
 
 /** Deliveries waiting to be made, for metrics. */

@@ -33,7 +33,9 @@ export async function fire(
   const snapshot = thingSnapshot(thing);
   const message =
     rule.row.alert_message.trim() === ''
-      ? `${rule.row.name}: ${rule.row.condition} (${thing.name})`
+      ? rule.row.condition.trim() === ''
+        ? `${rule.row.name} (${thing.name})`
+        : `${rule.row.name}: ${rule.row.condition} (${thing.name})`
       : renderAlertMessage(rule.row.alert_message, candidate.event.data, snapshot);
   // The event's time stays epoch ms, as in every alert stored so far: alerts/presenter.ts presents it from ms.
   const event = { timestamp: candidate.event.timestamp, data: candidate.event.data };

@@ -35,7 +35,8 @@ describeOnStores(
         message: 'Pressure high',
         alert_type: 2,
         timestamp: 1_700_000_000_000,
-        data: { pressure: 9.5 },
+        // What only the server puts in an alert's data is not taken from a device.
+        data: { pressure: 9.5, instruction: { x: 1 }, rule_key: 'zz', rule_name: 'fake' },
       });
       assert.equal(raised.status, 200, raised.text);
       assert.deepEqual(raised.body, {});
@@ -58,6 +59,10 @@ describeOnStores(
       assert.equal(alert.data.thing.thing_key, key);
       assert.equal(alert.data.alert_type_string, 'Error');
       assert.equal(alert.data.pressure, 9.5);
+      assert.deepEqual(
+        [alert.data.instruction, alert.data.rule_key, alert.data.rule_name, alert.rule_key],
+        [undefined, undefined, undefined, null],
+      );
       assert.deepEqual(Object.keys(alert.data.thing).sort(), THING_FIELDS);
       const one = await ctx.api.request('GET', `/api/v3/alerts/${alert.alert_key}`, {
         token,

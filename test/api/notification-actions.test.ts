@@ -180,6 +180,23 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
         { type: 'CallHttpUrlAction', url: 'https://example.com', method: 'GET', query: { page: [1, 2] } },
         'notification_action.query.page',
       ],
+      // What the HTTP client would refuse to send, every delivery then failing.
+      [
+        { type: 'CallHttpUrlAction', url: 'https://example.com', method: 'GET', headers: { 'X-A': null } },
+        'notification_action.headers.X-A',
+      ],
+      [
+        { type: 'CallHttpUrlAction', url: 'https://example.com', method: 'GET', headers: { 'bad name': 'v' } },
+        'notification_action.headers.bad name',
+      ],
+      [
+        { type: 'CallHttpUrlAction', url: 'https://example.com', method: 'GET', headers: { 'X-A': 'v\r\nX-B: y' } },
+        'notification_action.headers.X-A',
+      ],
+      [
+        { type: 'CallHttpUrlAction', url: 'https://example.com', method: 'GET', query: { b: null } },
+        'notification_action.query.b',
+      ],
       [{ type: 'ThingUserDefinedPropertiesAction', body: 'state=on' }, 'notification_action.body'],
       [
         { type: 'ThingUserDefinedPropertiesAction', body: { user_defined_properties: { state: { on: true } } } },
@@ -201,6 +218,18 @@ describeOnStores('notification actions (v2 and v3)', (ctx) => {
       query: { rule_key: ruleKey },
     });
     assert.equal(listed.body.total_count, 0, 'nothing was written');
+    // A number or a boolean is its text, as wherever text is declared.
+    const texts = await create('v3', {
+      rule_key: ruleKey,
+      type: 'CallHttpUrlAction',
+      url: 'https://example.com',
+      method: 'GET',
+      headers: { 'X-N': 5 },
+      query: { a: 5, b: true },
+    });
+    assert.equal(texts.status, 200, texts.text);
+    assert.deepEqual(texts.body.notification_action.headers, { 'X-N': '5' });
+    assert.deepEqual(texts.body.notification_action.query, { a: '5', b: 'true' });
   });
 
   it('when actions are listed then rule_key is required, type filters per version, and search is ignored', async () => {

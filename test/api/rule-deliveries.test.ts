@@ -74,7 +74,7 @@ describeOnStores(
       const token = await ctx.api.adminToken();
       const list = await ctx.api.request('GET', '/api/v3/alerts', { token, query: { thing_key: thingKey } });
       assert.equal(list.status, 200, list.text);
-      return list.body.alerts as { message: string; alert_type: number; data: any }[];
+      return list.body.alerts as { alert_key: string; message: string; alert_type: number; data: any }[];
     }
 
     it('when a device reports a temperature over the limit then one e-mail with the alert goes out', async () => {
@@ -163,11 +163,19 @@ describeOnStores(
         });
         return attempts.status === 200 && attempts.body.total_count === 2;
       }, 'two recorded attempts');
+      // Each attempt says what it was for: the rule and thing, and no alert where the rule raises none.
+      const attempts = await ctx.api.request('GET', `/api/v3/notification_actions/${actionKey}/deliveries`, { token });
+      for (const attempt of attempts.body.deliveries) {
+        assert.equal(attempt.thing_key, thingKey);
+        assert.equal(attempt.thing_name, `Furnace ${thingKey}`);
+        assert.equal(attempt.rule_name, `Too hot ${thingKey}`);
+        assert.equal(attempt.alert_key, null);
+      }
     });
 
     it('when a peer fails then the delivery is retried with backoff and every attempt is recorded', async () => {
       let failures = 0;
-      const { thingKey, actionKey } = await thingWithRule(
+      const { thingKey, ruleKey, actionKey } = await thingWithRule(
         {},
         { type: 'CallHttpUrlAction', method: 'POST', url: `${webhook.url}/flaky/$THING$` },
       );
@@ -198,6 +206,19 @@ describeOnStores(
         const statuses = list.body.deliveries.map((d: { status: string }) => d.status);
         assert.deepEqual(statuses, ['delivered', 'failed', 'failed']);
         assert.match(list.body.deliveries[2].error, /503/);
+        // Every attempt names the firing's rule, thing, alert and message.
+        const [alert] = await alertsOf(thingKey);
+        assert.ok(alert);
+        for (const attempt of list.body.deliveries)
+          assert.deepEqual(
+            {
+              rule_key: attempt.rule_key,
+              thing_key: attempt.thing_key,
+              alert_key: attempt.alert_key,
+              message: attempt.message,
+            },
+            { rule_key: ruleKey, thing_key: thingKey, alert_key: alert.alert_key, message: alert.message },
+          );
       } finally {
         webhook.peer.answer = previous;
       }

@@ -324,10 +324,18 @@ describeOnStores(
         thing_keys: [thing.thing_key],
         alert_message: '{{thing.name}} is silent',
       });
+      // Without a message or a condition, the default message is the rule's name and the thing's.
+      const plain = await createRule(ctx.api, token, {
+        trigger: 'no_data',
+        for_seconds: 1,
+        thing_keys: [thing.thing_key],
+      });
       await sleep(2500);
       let alerts = await alertsOf(ctx.api, token, { rule_key: rule.rule_key });
       assert.equal(alerts.length, 1, 'once per silence');
       assert.equal(alerts[0]?.message, `${thing.name} is silent`);
+      const [plainAlert] = await alertsOf(ctx.api, token, { rule_key: plain.rule_key });
+      assert.equal(plainAlert?.message, `${plain.name} (${thing.name})`);
       assert.ok(alerts[0]?.timestamp * 1000 >= before + 1000 - 1000, 'fired when the silence had lasted');
       assert.equal(alerts[0]?.status, 'open');
       // The empty event at the firing time, in epoch seconds as the alert's own timestamp.
