@@ -29,6 +29,7 @@ export function dashboardRoutes(store: Store): AnyRoute[] {
     defineRoute({
       method: 'GET',
       url: '/api/v3/dashboards',
+      arrayIndexes: 'brackets',
       tags,
       summary: 'List dashboards',
       access: permission('dashboard', 'read'),
@@ -48,6 +49,7 @@ export function dashboardRoutes(store: Store): AnyRoute[] {
     defineRoute({
       method: 'GET',
       url: '/api/v3/dashboards/:dashboard_key',
+      arrayIndexes: 'brackets',
       tags,
       summary: 'Get a dashboard',
       access: permission('dashboard', 'read'),
@@ -63,6 +65,7 @@ export function dashboardRoutes(store: Store): AnyRoute[] {
     defineRoute({
       method: 'POST',
       url: '/api/v3/dashboards',
+      arrayIndexes: 'brackets',
       tags,
       summary: 'Create a dashboard',
       description:
@@ -78,6 +81,7 @@ export function dashboardRoutes(store: Store): AnyRoute[] {
     defineRoute({
       method: 'POST',
       url: '/api/v3/dashboards/import',
+      arrayIndexes: 'brackets',
       tags,
       summary: 'Import a dashboard',
       description:
@@ -93,6 +97,7 @@ export function dashboardRoutes(store: Store): AnyRoute[] {
     defineRoute({
       method: 'PUT',
       url: '/api/v3/dashboards/:dashboard_key',
+      arrayIndexes: 'brackets',
       tags,
       summary: 'Update a dashboard',
       description: 'Replaces the fields given (widgets and variables as whole arrays).',
@@ -113,6 +118,7 @@ export function dashboardRoutes(store: Store): AnyRoute[] {
     defineRoute({
       method: 'DELETE',
       url: '/api/v3/dashboards/:dashboard_key',
+      arrayIndexes: 'brackets',
       tags,
       summary: 'Delete a dashboard',
       access: permission('dashboard', 'delete'),

@@ -33,7 +33,10 @@ export const RegisterBody = Type.Object({
   device_key: DeviceKey,
   name: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 200 })),
   description: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], maxLength: 2000 })),
-  bi_directional: Type.Optional(Type.Unsafe<boolean | number | string>({ type: ['boolean', 'number', 'string'] })),
+  // null or empty text: as if absent (an SDK may send an unset flag so).
+  bi_directional: Type.Optional(
+    Type.Unsafe<boolean | number | string | null>({ type: ['boolean', 'number', 'string', 'null'] }),
+  ),
   timestamp: Timestamp,
 });
 

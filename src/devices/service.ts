@@ -138,7 +138,14 @@ export class DeviceService {
         ? input.events.map((e, i) => incomingEvent(e, thingKeyOf(e, `events.${i}.`)))
         : [incomingEvent(input, thingKeyOf(input))];
       return this.bounded(() =>
-        this.ingest.ingest(principal, incoming, input.events ? input.timestamp : undefined, '', transport, source),
+        this.ingest.ingest(
+          principal,
+          incoming,
+          input.events ? input.timestamp : undefined,
+          input.events !== undefined,
+          transport,
+          source,
+        ),
       );
     } catch (error) {
       return Promise.reject(error);

@@ -301,7 +301,8 @@ export class EventIngest {
     principal: Principal,
     incoming: IncomingEvent[],
     defaultTimestamp: unknown,
-    paramPrefix: string,
+    /** Whether the events came as a list (`events`), whose items' parameters are named `events.N.`, even for one. */
+    listed: boolean,
     transport: EventTransport,
     /** Who sent them, for fair shares of a busy writer (writer.ts, `source`). */
     source?: string,
@@ -309,7 +310,7 @@ export class EventIngest {
     try {
       if (incoming.length > MAX_BULK_EVENTS) throw invalidParam('events', `may hold at most ${MAX_BULK_EVENTS} events`);
       const limited = this.limits?.take(principal, incoming.length);
-      const request: IngestRequest = { principal, incoming, defaultTimestamp, paramPrefix, transport, source };
+      const request: IngestRequest = { principal, incoming, defaultTimestamp, listed, transport, source };
       return limited === undefined ? this.ingestAdmitted(request) : limited.then(() => this.ingestAdmitted(request));
     } catch (error) {
       return Promise.reject(error);
@@ -370,7 +371,7 @@ interface IngestRequest {
   principal: Principal;
   incoming: IncomingEvent[];
   defaultTimestamp: unknown;
-  paramPrefix: string;
+  listed: boolean;
   transport: EventTransport;
   source: string | undefined;
 }
@@ -386,8 +387,7 @@ class CheckedEvents {
 
   /** A parameter's name in an answer: only when something is wrong (building it for each event of a bulk costs). */
   private paramOf(index: number, name: string): string {
-    const { incoming, paramPrefix } = this.request;
-    return incoming.length === 1 && paramPrefix === '' ? name : `${paramPrefix}events.${index}.${name}`;
+    return this.request.listed ? `events.${index}.${name}` : name;
   }
 
   add(index: number, thing: ResolvedThing): void {

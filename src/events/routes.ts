@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { actorOf } from '../audit/recorder.ts';
-import { invalidParam, requiredParam } from '../core/errors.ts';
+import { ApiError, invalidParam, requiredParam } from '../core/errors.ts';
 import { BULK_BODY_LIMIT } from '../core/http/body.ts';
 import { type Admission, type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import { CommonParams, EmptyObject, Key, OemParams } from '../core/http/schema.ts';
@@ -65,6 +65,20 @@ const PostEventsParams = Type.Object({
   ),
 });
 
+/**
+ * Stores events a user sent: what the devices' interface answers 422 (a value the template refuses, a
+ * time more than a day ahead) is a 400 here, as for any value outside what the REST API allows
+ * (docs/api.md, "Errors").
+ */
+async function storeUserEvents(store: () => Promise<void>): Promise<void> {
+  try {
+    await store();
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 422) throw new ApiError(400, error.errors);
+    throw error;
+  }
+}
+
 export function eventRoutes(store: Store, ingest: EventIngest, admission?: Admission): AnyRoute[] {
   return [
     defineRoute({
@@ -79,14 +93,17 @@ export function eventRoutes(store: Store, ingest: EventIngest, admission?: Admis
       params: PostEventsParams,
       response: EmptyObject,
       handler: async ({ principal, params, visibleOrganisations }) => {
-        await ingest.ingest(
-          params.is_oem
-            ? await actingFor(store.db, principal, await visibleOrganisations(), params.thing_key)
-            : principal,
-          params.events.map((e) => ({ ...e, thingKey: params.thing_key })),
-          undefined,
-          '',
-          'api',
+        const sender = params.is_oem
+          ? await actingFor(store.db, principal, await visibleOrganisations(), params.thing_key)
+          : principal;
+        await storeUserEvents(() =>
+          ingest.ingest(
+            sender,
+            params.events.map((e) => ({ ...e, thingKey: params.thing_key })),
+            undefined,
+            true,
+            'api',
+          ),
         );
         return {};
       },

@@ -16,7 +16,7 @@ import { inOrganisations } from '../store/filters.ts';
 import { keywordFilter, searchPatterns } from '../store/paging.ts';
 import type { Executor } from '../store/store.ts';
 import type { GroupRow } from '../store/tables.ts';
-import { expressionViewOfThing } from '../things/presenter.ts';
+import { expressionViewOfThing, isAlive } from '../things/presenter.ts';
 import { listThings, THING_PAGING, type ThingFilter, type ThingWithTemplate } from '../things/service.ts';
 import { candidateCondition } from './candidates.ts';
 
@@ -85,7 +85,7 @@ async function scanMatches(
   const sortField = sortColumn.replace(/^t\./, '') as keyof ThingWithTemplate;
   const keyColumn = THING_PAGING.key;
   const skip = (list.page - 1) * list.per;
-  const now = Date.now();
+  const now = filter.now ?? Date.now();
   const matches = compileMatcher(expression);
   const templates = await templatesOf(db, filter.organisationKeys);
   const retention = await retentionOf(db, filter.organisationKeys);
@@ -120,6 +120,7 @@ async function scanMatches(
         heartbeat_interval: template?.heartbeat_interval ?? 60,
         retention_days: template?.retention_days ?? retention.get(thing.organisation_key) ?? null,
       };
+      if (filter.alive !== undefined && isAlive(row, now) !== filter.alive) continue;
       if (!matches(thingLookup(expressionViewOfThing(row, now)))) continue;
       total += 1;
       if (total > skip && page.length < list.per) page.push(row);

@@ -4,7 +4,7 @@ import { listAnswer, pickFields, requestedFields, toListQuery } from '../core/ht
 import { type AnyRoute, defineRoute, permission } from '../core/http/route.ts';
 import type { Store } from '../store/store.ts';
 import { presentThing } from '../things/presenter.ts';
-import { THING_LIST, ThingList } from '../things/schemas.ts';
+import { THING_LIST, ThingList, thingFilterOf } from '../things/schemas.ts';
 import { presentGroup } from './presenter.ts';
 import {
   CreateGroupParams,
@@ -79,14 +79,14 @@ export function groupRoutes(store: Store): AnyRoute[] {
       params: ListGroupThingsParams,
       response: ThingList,
       handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
+        const now = Date.now();
         const { total, rows } = await listThingsOfGroup(
           store.db,
           await visibleOrganisations(),
           params.group_key,
-          { thingTemplateKey: params.thing_template_key, biDirectional: params.bi_directional },
+          thingFilterOf(params, now),
           toListQuery(params, THING_LIST),
         );
-        const now = Date.now();
         return listAnswer(
           'things',
           total,

@@ -101,6 +101,7 @@ export const ListGroupThingsParams = Type.Object({
   ...listParams(THING_LIST),
   thing_template_key: ThingFilters.thing_template_key,
   bi_directional: ThingFilters.bi_directional,
+  alive: ThingFilters.alive,
   group_key: Key(),
 });
 

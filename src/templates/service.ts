@@ -61,12 +61,19 @@ const snapshot = (row: ThingTemplateRow) => presentTemplate(row, STORED_TIME);
 const nameTaken = (name: string) =>
   conflict('thing_template.name', `a thing template named "${name}" already exists in this organisation`);
 
-/** The metrics as stored; a name given twice is a 400 (which of the two was meant is not ours to guess). */
+/**
+ * The metrics as stored; a name given twice is a 400 (which of the two was meant is not ours to guess),
+ * and so is one no event could address.
+ */
 function normaliseMetrics(metrics: TemplateInput['metrics']): string {
   const seen = new Set<string>();
   const list: MetricDefinition[] = [];
   for (const m of metrics ?? []) {
     if (seen.has(m.name)) throw invalidParam('thing_template.metrics', `names the metric "${m.name}" more than once`);
+    // A dot steps into nested data: an empty step (`.a`, `a..b`, `a.`) names no member an event has.
+    if (m.name.split('.').includes('')) {
+      throw invalidParam('thing_template.metrics', `names the metric "${m.name}", with an empty part between dots`);
+    }
     seen.add(m.name);
     list.push({ name: m.name, data_type: m.data_type, unit: m.unit ?? '' });
   }

@@ -48,6 +48,10 @@ export interface ThingFilter {
   biDirectional?: boolean | undefined;
   /** Only these things (members of a static group). */
   staticGroupKey?: string | undefined;
+  /** Only things alive (true) or not (false) at `now` (presenter.ts, isAlive). */
+  alive?: boolean | undefined;
+  /** When `alive` is judged (ms); now when not given. */
+  now?: number | undefined;
 }
 
 /** A thing filter as query values (see store/prepared.ts): present filters become parameters. */
@@ -57,13 +61,25 @@ export function thingFilterValues(filter: ThingFilter): QueryValues {
     template: filter.thingTemplateKey,
     biDirectional: filter.biDirectional === undefined ? undefined : filter.biDirectional ? 1 : 0,
     staticGroup: filter.staticGroupKey,
+    alive: filter.alive === undefined ? undefined : filter.alive ? 1 : 0,
+    now: filter.alive === undefined ? undefined : (filter.now ?? Date.now()),
   };
+}
+
+/** Whether a thing (`t`, its template `tt`) was heard from within twice its heartbeat interval of `now` (ms): presenter.ts, isAlive. */
+function aliveAt(now: unknown) {
+  const heard = (column: 't.last_event_at' | 't.last_beat_at') =>
+    sql`(${sql.ref(column)} > 0 and ${sql.ref(column)} >= cast(${now} as bigint) - 2000 * tt.heartbeat_interval)`;
+  return sql`(${heard('t.last_event_at')} or ${heard('t.last_beat_at')})`;
 }
 
 export function filteredThings(db: Executor, values: QueryValues) {
   let query = selectThings(db).where(inOrganisations(values.organisations as string[], 't.organisation_key'));
   if (values.template !== undefined) query = query.where('t.thing_template_key', '=', values.template as string);
   if (values.biDirectional !== undefined) query = query.where('t.bi_directional', '=', values.biDirectional as number);
+  if (values.alive !== undefined) {
+    query = query.where(sql<boolean>`(case when ${aliveAt(values.now)} then 1 else 0 end) = ${values.alive}`);
+  }
   if (values.staticGroup !== undefined) {
     const groupKey = values.staticGroup as string;
     query = query.where('t.thing_key', 'in', (eb) =>
@@ -321,16 +337,12 @@ export async function thingCountsOfTemplates(db: Executor, templateKeys: string[
  * within twice its template's heartbeat interval), counted by the store in one pass.
  */
 export async function countAlive(db: Executor, organisationKey: string, now: number) {
-  const heard = (column: 't.last_event_at' | 't.last_beat_at') =>
-    sql`(${sql.ref(column)} > 0 and ${sql.ref(column)} >= cast(${now} as bigint) - 2000 * tt.heartbeat_interval)`;
   const row = await db
     .selectFrom('things as t')
     .innerJoin('thing_templates as tt', 'tt.thing_template_key', 't.thing_template_key')
     .select([
       sql<number>`count(*)`.as('things'),
-      sql<number>`coalesce(sum(case when ${heard('t.last_event_at')} or ${heard('t.last_beat_at')} then 1 else 0 end), 0)`.as(
-        'alive',
-      ),
+      sql<number>`coalesce(sum(case when ${aliveAt(now)} then 1 else 0 end), 0)`.as('alive'),
     ])
     .where('t.organisation_key', '=', organisationKey)
     .executeTakeFirstOrThrow();

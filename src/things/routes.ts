@@ -21,6 +21,7 @@ import {
   ThingKeyParams,
   ThingList,
   ThingOne,
+  thingFilterOf,
   UpdateThingParams,
 } from './schemas.ts';
 import { createThing, deleteThing, listThings, requireThing, updateThing } from './service.ts';
@@ -68,13 +69,13 @@ export function thingRoutes(store: Store): AnyRoute[] {
       response: ThingList,
       handler: async ({ params, time, pageEcho, visibleOrganisations }) => {
         const organisationKeys = await visibleOrganisations();
-        const filter = { thingTemplateKey: params.thing_template_key, biDirectional: params.bi_directional };
+        const now = Date.now();
+        const filter = thingFilterOf(params, now);
         const list = toListQuery(params, THING_LIST);
         const { total, rows } =
           params.group_key === undefined
             ? await listThings(store.db, { ...filter, organisationKeys }, list)
             : await listThingsOfGroup(store.db, organisationKeys, params.group_key, filter, list);
-        const now = Date.now();
         return listAnswer(
           'things',
           total,

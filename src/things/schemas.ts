@@ -96,7 +96,23 @@ export const ThingFilters = {
   thing_template_key: Type.Optional(Key('only things of this template')),
   group_key: Type.Optional(Key('only members of this group')),
   bi_directional: Type.Optional(Type.Boolean()),
+  alive: Type.Optional(
+    Type.Boolean({ description: "only things alive now (true) or not (false), as each one's alive says" }),
+  ),
 };
+
+/**
+ * The things' filter a list's parameters ask for (ThingFilters but the group), `alive` judged at `now`:
+ * the time the answer's `alive` is judged at too, so that a thing listed as alive says so.
+ */
+export const thingFilterOf = (
+  params: {
+    thing_template_key?: string | undefined;
+    bi_directional?: boolean | undefined;
+    alive?: boolean | undefined;
+  },
+  now: number,
+) => ({ thingTemplateKey: params.thing_template_key, biDirectional: params.bi_directional, alive: params.alive, now });
 
 export const ListThingsParams = Type.Object({
   ...CommonParams,

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
 import { createKeyPair, Device } from '../support/device.ts';
-import { unique } from '../support/fixtures.ts';
+import { createThing, unique } from '../support/fixtures.ts';
 import { rawRequest } from '../support/http.ts';
 import { MqttDevice } from '../support/mqtt-device.ts';
 import { freePort } from '../support/ports.ts';
@@ -149,6 +149,51 @@ describeOnStores(
       // A query string's single value still counts as a list of one.
       const trail = await ctx.api.request('GET', '/api/v3/audit_trails', { token, query: { entity_type: 'Role' } });
       assert.equal(trail.status, 200, trail.text);
+    });
+
+    it('when JSON null is given for a boolean, or text that may not be empty, then it is a 400 saying so; true or false for text that may be null is its text', async () => {
+      const created = await ctx.api.request('POST', '/api/v3/rules', {
+        token,
+        body: { rule: { name: unique('null'), condition: 'a > 1', enabled: null } },
+      });
+      assert.equal(created.status, 400, created.text);
+      assert.deepEqual(assertErrorShape(created.body, 'rule'), {
+        code: 'invalid',
+        param: 'rule.enabled',
+        message: 'must be true or false, not null',
+      });
+      const rule = await ctx.api.request('POST', '/api/v3/rules', {
+        token,
+        body: { rule: { name: unique('null'), condition: 'a > 1', enabled: true } },
+      });
+      assert.equal(rule.status, 200, rule.text);
+      const ruleKey = rule.body.rule.rule_key as string;
+      const update = await ctx.api.request('PUT', `/api/v3/rules/${ruleKey}`, {
+        token,
+        body: { rule: { enabled: null } },
+      });
+      assert.equal(update.status, 400, update.text);
+      const after = await ctx.api.request('GET', `/api/v3/rules/${ruleKey}`, { token });
+      assert.equal(after.body.rule.enabled, true, 'the rule was not disabled');
+      // Null for text that may not be empty: said so, not "fewer than 1 characters".
+      const unnamed = await ctx.api.request('POST', '/api/v3/dashboards', {
+        token,
+        body: { dashboard: { name: null } },
+      });
+      assert.equal(unnamed.status, 400, unnamed.text);
+      assert.deepEqual(assertErrorShape(unnamed.body, 'dashboard'), {
+        code: 'invalid',
+        param: 'dashboard.name',
+        message: 'must be text, not null',
+      });
+      // A comment is text or null: true is its text, as for any text (docs/api.md).
+      const thing = await createThing(ctx.api, token, { bi_directional: true });
+      const instruction = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/instructions`, {
+        token,
+        body: { instruction: { name: 'go', definition: {}, description: true } },
+      });
+      assert.equal(instruction.status, 200, instruction.text);
+      assert.equal(instruction.body.instruction.description, 'true');
     });
 
     it('when a JSON number past 2^53 is given where text is declared then it is a 400, not other digits', async () => {

@@ -284,6 +284,12 @@ describeOnStores('dashboards', (ctx) => {
     assert.deepEqual([range.status, range.body.errors[0].param], [400, 'dashboard.time_range.last']);
     const mixed = await create(token, { name: 'bad', time_range: { last: '1h', from: 10 } });
     assert.deepEqual([mixed.status, mixed.body.errors[0].param], [400, 'dashboard.time_range']);
+    // A member neither form has is named as unknown.
+    const extra = await create(token, { name: 'bad', time_range: { last: '1h', foo: 1 } });
+    assert.deepEqual(
+      [extra.status, extra.body.errors[0].code, extra.body.errors[0].param],
+      [400, 'unknown_field', 'dashboard.time_range.foo'],
+    );
     const reversed = await create(token, { name: 'bad', time_range: { from: 20, to: 10 } });
     assert.deepEqual([reversed.status, reversed.body.errors[0].param], [400, 'dashboard.time_range.from']);
     // JSON null is not read as 0 (a range in 1970).
@@ -294,6 +300,17 @@ describeOnStores('dashboards', (ctx) => {
       param: 'dashboard.time_range.from',
       message: 'must be a number, not null',
     });
+    // The checks of every request (NUL characters, numbers past a double, nesting) name a widget's
+    // fields as the dashboard's own checks do: in brackets.
+    const nul = await create(token, { name: 'bad', widgets: [{ ...ok, title: 'a\u0000' }] });
+    assert.deepEqual([nul.status, nul.body.errors[0].param], [400, 'dashboard.widgets[0].title']);
+    const huge = await ctx.api.request('POST', '/api/v3/dashboards', {
+      token,
+      rawBody: `{"dashboard":{"name":"bad","widgets":[${JSON.stringify(ok)},{"type":"text","title":"t","text":"x","extra":[[1e999]]}]}}`,
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.deepEqual([huge.status, huge.body.errors[0].param], [400, 'dashboard.widgets[1].extra[0][0]']);
+    assert.match(huge.body.message, /dashboard\.widgets\[1\]\.extra\[0\]\[0\]/);
     // Past what the queries read, no widget could be drawn.
     const far = await create(token, { name: 'bad', time_range: { from: 0, to: 9_007_199_254_740_991 } });
     assert.equal(far.status, 400, far.text);

@@ -45,6 +45,10 @@ describeOnStores('device HTTP interface', (ctx) => {
     const updated = (await ctx.api.request('GET', `/api/v3/things/${key}`, { token })).body.thing;
     assert.equal(updated.name, 'Compressor 2');
     assert.equal(updated.bi_directional, false);
+    // An unset flag sent as null leaves the thing as it is.
+    const unset = await d.register({ device_key: key, name: 'Compressor 2', bi_directional: null });
+    assert.equal(unset.status, 200, unset.text);
+    assert.equal((await ctx.api.request('GET', `/api/v3/things/${key}`, { token })).body.thing.bi_directional, false);
     const audit = await ctx.api.request('GET', '/api/v3/audit_trails', { token, query: { entity_key: key } });
     assert.equal(audit.body.total_count, 2);
     assert.match(audit.body.audit_trails[0].user_name, /^key pair /);

@@ -89,6 +89,33 @@ describeOnStores('event input', (ctx) => {
     assert.equal(await storedEventCount(ctx.api, thingKey), 0);
   });
 
+  it('when a list of one event is refused then its parameters are named in the list, as in a list of two, and a user is answered 400 where a device is 422', async () => {
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, {});
+    const user = (events: object[]) =>
+      ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, { token, body: { events } });
+    const refusedAs = async (answer: Promise<{ status: number; body: { errors: { param: string }[] } }>) => {
+      const { status, body } = await answer;
+      return [status, body.errors[0]?.param];
+    };
+    assert.deepEqual(await refusedAs(user([{ timestamp: 'x', data: { flow: 1 } }])), [400, 'events.0.timestamp']);
+    assert.deepEqual(await refusedAs(user([{ timestamp: 1767400000 }])), [400, 'events.0.data']);
+    assert.deepEqual(await refusedAs(user([{ data: { flow: 1 } }, { timestamp: 'x', data: {} }])), [
+      400,
+      'events.1.timestamp',
+    ]);
+    // A device's bulk of one is a list too; its single event is not.
+    const listed = device.event({ events: [{ thing_key: thing.thing_key, data: 'warm' }] });
+    assert.deepEqual(await refusedAs(listed), [400, 'events.0.data']);
+    assert.deepEqual(await refusedAs(device.event({ thing_key: thing.thing_key, data: 'warm' })), [400, 'data']);
+    // A time more than a day ahead: the devices' 422, the REST API's 400.
+    const ahead = Date.now() + 3 * 86_400_000;
+    assert.deepEqual(await refusedAs(user([{ timestamp: ahead, data: { flow: 1 } }])), [400, 'events.0.timestamp']);
+    const fromDevice = device.event({ thing_key: thing.thing_key, timestamp: ahead, data: { flow: 1 } });
+    assert.deepEqual(await refusedAs(fromDevice), [422, 'timestamp']);
+    assert.equal(await storedEventCount(ctx.api, thing.thing_key), 0);
+  });
+
   it('when a timestamp comes as decimal text then it is read as the number, in seconds or milliseconds', async () => {
     const token = await ctx.api.adminToken();
     const thing = await createThing(ctx.api, token, {});
@@ -118,7 +145,7 @@ describeOnStores('event input', (ctx) => {
         body: { events: [{ timestamp, data: { n: 3 } }] },
       });
       assert.equal(refused.status, 400, `${timestamp}: ${refused.text}`);
-      assert.equal(refused.body.errors[0].param, 'timestamp');
+      assert.equal(refused.body.errors[0].param, 'events.0.timestamp');
     }
   });
 
@@ -145,7 +172,9 @@ describeOnStores('event input', (ctx) => {
       token,
       body: { events: [{ data: { [name]: 'open' } }] },
     });
-    assert.equal(wrong.status, 422, wrong.text);
+    // A value the template refuses: a user's 400 (a device's 422).
+    assert.equal(wrong.status, 400, wrong.text);
+    assert.equal(wrong.body.errors[0].param, `events.0.data.${name}`);
   });
 
   it('when a Default thing sends members no metric name can address then they are stored, and the template stays one its own update takes', async () => {

@@ -536,6 +536,7 @@ describeOnStores('data queries', (ctx) => {
     const wrong = await query('thing_aggregated_data', { thing_keys: [key], idle_time_required: 'yes' });
     assert.equal(wrong.status, 400, wrong.text);
     assert.equal(wrong.body.errors[0].param, 'idle_time_required');
+    assert.equal(wrong.body.errors[0].message, 'must be true, false or a whole number (1 or 0)');
   });
 
   it('when a thing has more events than one read holds then aggregation still counts every one in order', async () => {

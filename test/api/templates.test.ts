@@ -80,6 +80,14 @@ describeOnStores('thing templates', (ctx) => {
     assert.equal(twice.status, 400, twice.text);
     assert.equal(twice.body.errors[0].param, 'thing_template.metrics');
     assert.match(twice.body.errors[0].message, /"pressure" more than once/);
+    for (const unaddressable of ['.a', 'a..b', 'a.']) {
+      const refused = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name, metrics: [{ name: unaddressable, data_type: 'number' }] } },
+      });
+      assert.equal(refused.status, 400, `${unaddressable}: ${refused.text}`);
+      assert.match(refused.body.errors[0].message, /empty part between dots/);
+    }
     const metrics = [
       { name: 'pressure', data_type: 'number', unit: 'bar' },
       { name: 'mode', data_type: 'string', unit: '' },

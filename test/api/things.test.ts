@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { createKeyPair, Device } from '../support/device.ts';
 import {
   childOrganisation,
   createThing,
   defaultTemplateKey,
+  postCreated,
   THING_FIELDS,
   unique,
   userWithAbilities,
@@ -243,5 +245,43 @@ describeOnStores('things', (ctx) => {
       body: { thing: { name: 'x', thing_template_key: 'y' } },
     });
     assert.equal(create.status, 403);
+  });
+
+  it('when a list asks for alive things, or things not alive, then it answers those alone, counted so, in a group too', async () => {
+    const token = await ctx.api.adminToken();
+    const created = await postCreated(ctx.api, token, '/api/v3/thing_templates', {
+      thing_template: { name: unique('fast'), heartbeat_interval: 1 },
+    });
+    const templateKey = created.thing_template.thing_template_key as string;
+    const heard = await createThing(ctx.api, token, { name: 'heard', thing_template_key: templateKey });
+    const silent = await createThing(ctx.api, token, { name: 'silent', thing_template_key: templateKey });
+    const fallen = await createThing(ctx.api, token, { name: 'fallen', thing_template_key: templateKey });
+    const device = new Device(ctx.api.url, await createKeyPair(ctx.api, token));
+    // Heard from once, then silent for more than twice its heartbeat interval.
+    assert.equal((await device.heartbeat({ thing_key: fallen.thing_key })).status, 200);
+    await new Promise((resolve) => setTimeout(resolve, 2300));
+    assert.equal((await device.event({ thing_key: heard.thing_key, data: { t: 1 } })).status, 200);
+    const dynamic = await postCreated(ctx.api, token, '/api/v3/groups', {
+      group: { name: unique('fast'), group_type: 2, thing_expression: `thing_template_key == '${templateKey}'` },
+    });
+    const groupKey = dynamic.group.group_key as string;
+    const keys = (body: { things: { thing_key: string; alive: boolean }[] }, alive: boolean) => {
+      for (const thing of body.things) assert.equal(thing.alive, alive, 'each thing listed says it');
+      return body.things.map((t) => t.thing_key).sort();
+    };
+    for (const path of [`/api/v3/things?thing_template_key=${templateKey}&`, `/api/v3/groups/${groupKey}/things?`]) {
+      const alive = await ctx.api.request('GET', `${path}alive=true`, { token });
+      assert.equal(alive.status, 200, alive.text);
+      assert.deepEqual(keys(alive.body, true), [heard.thing_key], path);
+      assert.equal(alive.body.total_count, 1);
+      const notAlive = await ctx.api.request('GET', `${path}alive=false`, { token });
+      assert.deepEqual(keys(notAlive.body, false), [fallen.thing_key, silent.thing_key].sort(), path);
+      assert.equal(notAlive.body.total_count, 2);
+      const all = await ctx.api.request('GET', path, { token });
+      assert.equal(all.body.total_count, 3, path);
+      const bad = await ctx.api.request('GET', `${path}alive=maybe`, { token });
+      assert.equal(bad.status, 400, path);
+      assert.equal(bad.body.errors[0].param, 'alive');
+    }
   });
 });

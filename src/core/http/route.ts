@@ -102,6 +102,11 @@ export interface RouteSpec<S extends TObject = TObject> {
    * through changes noted to the change feed.
    */
   cachedUntilChangeOf?: EntityType;
+  /**
+   * How an error names an item of an array: `widgets.0.title` (the API's way) or, for the dashboards,
+   * whose widgets are named so in docs/api.md, `widgets[0].title`.
+   */
+  arrayIndexes?: 'dots' | 'brackets';
   handler(call: RouteCall<Static<S>>): Promise<unknown> | unknown;
 }
 
@@ -176,7 +181,7 @@ export function registerRoutes(app: FastifyInstance, services: RouteServices, sp
 }
 
 function registerRoute(app: FastifyInstance, services: RouteServices, spec: AnyRoute): void {
-  const validate = compileParams(spec.params);
+  const validate = compileParams(spec.params, spec.arrayIndexes);
   const write = answerWriter(spec.method, spec.url, spec.response, services.checkAnswers);
   const pathNames = [...spec.url.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1] as string);
   const cached =

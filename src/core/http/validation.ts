@@ -12,8 +12,10 @@ import { patternMessage } from './pattern-messages.ts';
 
 /** The keyword `refusingBooleans` adds: a JSON true or false is refused where a number (or null) is declared. */
 const NOT_BOOLEAN = 'notBoolean';
-/** The keyword `refusingNull` adds: a JSON null is refused where a number is declared and null is not. */
+/** The keywords `refusingNull` adds: a JSON null is refused where a number, or a boolean, is declared and null is not. */
 const NOT_NULL = 'notNull';
+const NOT_NULL_BOOLEAN = 'notNullBoolean';
+const NOT_NULL_TEXT = 'notNullText';
 
 // Text is coerced to the number or boolean declared, never a value to or from an array: a query string's
 // arrays are split above, and a JSON body's `["x"]` where text is declared is a 400, not "x".
@@ -23,11 +25,9 @@ ajv.addKeyword({
   validate: (_: unknown, data: unknown) => typeof data !== 'boolean',
   errors: false,
 });
-ajv.addKeyword({
-  keyword: NOT_NULL,
-  validate: (_: unknown, data: unknown) => data !== null,
-  errors: false,
-});
+for (const keyword of [NOT_NULL, NOT_NULL_BOOLEAN, NOT_NULL_TEXT]) {
+  ajv.addKeyword({ keyword, validate: (_: unknown, data: unknown) => data !== null, errors: false });
+}
 
 /**
  * The keywords `readingDecimalText` adds: text where a number (or an integer) is declared is read as
@@ -37,23 +37,31 @@ ajv.addKeyword({
  */
 const DECIMAL_NUMBER = 'decimalNumber';
 const DECIMAL_INTEGER = 'decimalInteger';
-/** The keywords' value where the schema declares a boolean too: `true` and `false` text are read as booleans. */
-const OR_BOOLEAN = 'orBoolean';
+/** The same where the schema declares a boolean too: `true` and `false` text are read as booleans. */
+const DECIMAL_NUMBER_OR_BOOLEAN = 'decimalNumberOrBoolean';
+const DECIMAL_INTEGER_OR_BOOLEAN = 'decimalIntegerOrBoolean';
 /** Where a keyword's value sits (Ajv's DataValidationCxt, which its main module does not export). */
 type DataPlace = { parentData: Record<string | number, unknown>; parentDataProperty: string | number };
-for (const [keyword, integer] of [
-  [DECIMAL_NUMBER, false],
-  [DECIMAL_INTEGER, true],
+/** The keyword reading a number's or an integer's text, without and with a boolean declared beside it. */
+const DECIMAL_KEYWORDS = {
+  number: [DECIMAL_NUMBER, DECIMAL_NUMBER_OR_BOOLEAN],
+  integer: [DECIMAL_INTEGER, DECIMAL_INTEGER_OR_BOOLEAN],
+} as const;
+for (const [keyword, integer, orBoolean] of [
+  [DECIMAL_NUMBER, false, false],
+  [DECIMAL_INTEGER, true, false],
+  [DECIMAL_NUMBER_OR_BOOLEAN, false, true],
+  [DECIMAL_INTEGER_OR_BOOLEAN, true, true],
 ] as const) {
   ajv.addKeyword({
     keyword,
     before: 'const',
     modifying: true,
     errors: false,
-    validate: (orBoolean: unknown, data: unknown, _parent?: unknown, at?: DataPlace) => {
+    validate: (_: unknown, data: unknown, _parent?: unknown, at?: DataPlace) => {
       if (typeof data !== 'string') return true;
       // Where a boolean is declared too (`idle_time_required`: true, false, 1 or 0), its text is one.
-      if (orBoolean === OR_BOOLEAN && (data === 'true' || data === 'false') && at !== undefined) {
+      if (orBoolean && (data === 'true' || data === 'false') && at !== undefined) {
         at.parentData[at.parentDataProperty] = data === 'true';
         return true;
       }
@@ -91,8 +99,11 @@ export type ParamValidator = (input: Record<string, unknown>) => Record<string, 
 
 type JsonSchema = { type?: unknown; properties?: Record<string, JsonSchema>; items?: JsonSchema; anyOf?: JsonSchema[] };
 
-/** Compiles a params schema once; the returned function coerces in place and throws ApiError 400. */
-export function compileParams(schema: TObject): ParamValidator {
+/**
+ * Compiles a params schema once; the returned function coerces in place and throws ApiError 400, whose
+ * errors name an array's items `a.0.b`, or `a[0].b` with `arrayIndexes` 'brackets'.
+ */
+export function compileParams(schema: TObject, arrayIndexes: 'dots' | 'brackets' = 'dots'): ParamValidator {
   const validate: ValidateFunction = ajv.compile(
     readingNumbersAsText(readingDecimalText(refusingBooleans(refusingNull(withNumberBounds(schema))))) as TObject,
   );
@@ -101,7 +112,7 @@ export function compileParams(schema: TObject): ParamValidator {
   const arrays = Object.keys(properties).filter((k) => properties[k]?.type === 'array');
   const objectArrays = new Set(arrays.filter((k) => properties[k]?.items?.type === 'object'));
   const objects = Object.keys(properties).filter((k) => properties[k]?.type === 'object');
-  return (input) => {
+  const checked = (input: Record<string, unknown>) => {
     if (holdsBadValue(input, 0)) {
       throw new ApiError(400, [valueRefusal(input, []) ?? { code: 'invalid', message: 'is invalid' }]);
     }
@@ -124,7 +135,20 @@ export function compileParams(schema: TObject): ParamValidator {
     if (!validate(input)) throw new ApiError(400, toErrorItems(validate.errors ?? []));
     return input;
   };
+  if (arrayIndexes === 'dots') return checked;
+  return (input) => {
+    try {
+      return checked(input);
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      const errors = error.errors.map((e) => (e.param === undefined ? e : { ...e, param: withBrackets(e.param) }));
+      throw new ApiError(error.status, errors);
+    }
+  };
 }
+
+/** A parameter's name with its array indexes in brackets: `widgets.0.thresholds.1.from` as `widgets[0].thresholds[1].from`. */
+const withBrackets = (param: string): string => param.replace(/\.(\d+)(?=\.|$)/g, '[$1]');
 
 /**
  * Where a schema declares a number or null (at any depth of objects): empty text is not decimal, but
@@ -236,7 +260,9 @@ function withNumberBounds(schema: unknown, integersOnly = false): unknown {
  */
 function refusingBooleans(schema: unknown): unknown {
   return eachSchema(schema, (node, types) => {
-    if (!types.includes('boolean') && types.some((t) => t === 'integer' || t === 'number' || t === 'null')) {
+    const number = types.some((t) => t === 'integer' || t === 'number');
+    // Where text is declared (and no number), true and false are read as text (docs/api.md), null or not.
+    if (!types.includes('boolean') && (number || (types.includes('null') && !types.includes('string')))) {
       node.type = [...types, 'boolean'];
       node[NOT_BOOLEAN] = true;
     }
@@ -244,15 +270,24 @@ function refusingBooleans(schema: unknown): unknown {
 }
 
 /**
- * The schema with JSON null refused where a number is declared and null is not: Ajv's coercion would
- * read it as 0 (`"time_range": {"from": null}` as 1970). Each such schema admits null as a type, so
- * that it is not coerced, and then refuses it.
+ * The schema with JSON null refused where a number or a boolean is declared and null is not: Ajv's
+ * coercion would read it as 0 (`"time_range": {"from": null}` as 1970) or false (`"enabled": null`
+ * would disable a rule). Each such schema admits null as a type, so that it is not coerced, and then
+ * refuses it.
  */
 function refusingNull(schema: unknown): unknown {
   return eachSchema(schema, (node, types) => {
-    if (!types.includes('null') && types.some((t) => t === 'integer' || t === 'number')) {
+    if (types.includes('null')) return;
+    if (types.some((t) => t === 'integer' || t === 'number')) {
       node.type = [...types, 'null'];
       node[NOT_NULL] = true;
+    } else if (types.includes('boolean')) {
+      node.type = [...types, 'null'];
+      node[NOT_NULL_BOOLEAN] = true;
+    } else if (types.includes('string') && typeof node.minLength === 'number' && node.minLength >= 1) {
+      // Read as empty text it would be refused anyway, told "fewer than 1 characters".
+      node.type = [...types, 'null'];
+      node[NOT_NULL_TEXT] = true;
     }
   });
 }
@@ -269,7 +304,9 @@ function readingDecimalText(schema: unknown): unknown {
     const integer = types.includes('integer');
     if (types.includes('string') || !(integer || types.includes('number'))) return;
     node.type = [...types, 'string'];
-    node[integer ? DECIMAL_INTEGER : DECIMAL_NUMBER] = types.includes('boolean') ? OR_BOOLEAN : true;
+    // A boolean declared, not one admitted only to be refused (refusingBooleans).
+    const orBoolean = types.includes('boolean') && node[NOT_BOOLEAN] !== true;
+    node[DECIMAL_KEYWORDS[integer ? 'integer' : 'number'][orBoolean ? 1 : 0]] = true;
   });
 }
 
@@ -369,7 +406,7 @@ function toErrorItems(errors: ErrorObject[]): ErrorItem[] {
  * one "invalid" for the union itself. A branch has the value's shape when the value is of its type
  * (text too long is told its length, not "the wrong type"); of several such, the one whose errors all
  * lie inside the value (`time_range` `{"last": "5 minutes"}` is the `last` form, whose pattern failed,
- * not the `from`/`to` form, which misses both).
+ * not the `from`/`to` form, which misses both). A member no branch has is told before all of that.
  */
 function hiddenUnionErrors(errors: ErrorObject[]): Set<ErrorObject> {
   const hidden = new Set<ErrorObject>();
@@ -387,12 +424,31 @@ function hiddenUnionErrors(errors: ErrorObject[]): Set<ErrorObject> {
     let fitting = [...branches.values()].filter(
       (branch) => !branch.some((e) => e.keyword === 'type' && e.instancePath === at),
     );
-    if (fitting.length > 1) fitting = fitting.filter((branch) => branch.every(inside));
-    const told = fitting.length === 1 ? (fitting[0] ?? []) : [];
+    // A member no branch knows is told as such (`unknown_field`), whatever else is wrong.
+    const unknown = fitting.length > 1 ? unknownToAll(fitting, at) : [];
+    if (unknown.length === 0 && fitting.length > 1) fitting = fitting.filter((branch) => branch.every(inside));
+    const told = unknown.length > 0 ? unknown : fitting.length === 1 ? (fitting[0] ?? []) : [];
     if (told.length > 0) hidden.add(union);
     for (const branch of branches.values()) for (const error of branch) if (!told.includes(error)) hidden.add(error);
   }
   return hidden;
+}
+
+/**
+ * The `additionalProperties` errors, of the first branch, for members of the value at `at` that every
+ * branch calls unknown (`{"last": "1h", "foo": 1}`: `foo`), as opposed to a member only some branches
+ * lack (`{"last": "1h", "from": 10}` mixes two forms, said as the union's error).
+ */
+function unknownToAll(branches: ErrorObject[][], at: string): ErrorObject[] {
+  const unknownIn = (branch: ErrorObject[]) =>
+    branch.filter((e) => e.keyword === 'additionalProperties' && e.instancePath === at);
+  const [first, ...others] = branches;
+  if (first === undefined) return [];
+  return unknownIn(first).filter((error) =>
+    others.every((branch) =>
+      unknownIn(branch).some((e) => e.params.additionalProperty === error.params.additionalProperty),
+    ),
+  );
 }
 
 function toErrorItem(error: ErrorObject): ErrorItem {
@@ -424,6 +480,10 @@ function toErrorItem(error: ErrorObject): ErrorItem {
       return { code: 'invalid', param: base, message: 'must be a number, not true or false' };
     case NOT_NULL:
       return { code: 'invalid', param: base, message: 'must be a number, not null' };
+    case NOT_NULL_BOOLEAN:
+      return { code: 'invalid', param: base, message: 'must be true or false, not null' };
+    case NOT_NULL_TEXT:
+      return { code: 'invalid', param: base, message: 'must be text, not null' };
     case DECIMAL_NUMBER:
       return { code: 'invalid', param: base, message: `must be a number in decimal notation (${DECIMAL_EXAMPLES})` };
     case EXACT_TEXT:
@@ -434,6 +494,10 @@ function toErrorItem(error: ErrorObject): ErrorItem {
       };
     case DECIMAL_INTEGER:
       return { code: 'invalid', param: base, message: 'must be a whole number in decimal notation (12, -3, 1e3)' };
+    case DECIMAL_INTEGER_OR_BOOLEAN:
+      return { code: 'invalid', param: base, message: 'must be true, false or a whole number (1 or 0)' };
+    case DECIMAL_NUMBER_OR_BOOLEAN:
+      return { code: 'invalid', param: base, message: 'must be true, false or a number in decimal notation' };
     default:
       return { code: 'invalid', param: base, message: error.message ?? 'is invalid' };
   }
