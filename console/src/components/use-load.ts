@@ -28,31 +28,46 @@ const SOON = 1000;
 export const unreachable = (failure: unknown): boolean =>
   failure instanceof TypeError || (failure instanceof ApiFailure && [502, 503, 504].includes(failure.status));
 
+/** The most live updates kept for a read under way; past them the answer is read again instead. */
+const TOLD_WHILE_READING = 1000;
+
 /**
  * Runs `load` whenever a dependency changes, keeping only the latest answer. While the server cannot
  * be reached it tries again by itself (1 s, doubling up to 30 s, as the realtime connection does), so
  * the page recovers when the server is back.
+ *
+ * With `keepLive`, what `set` was told while a read was under way is applied to its answer too: an
+ * answer made before a live change (a reload the change feed asked for, landing after the thing's first
+ * event) would otherwise take the change back. The updates must then be ones that may be applied to
+ * data that already holds them (set a flag, keep the newer of two values), not counts.
  */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[], options: { keepLive?: boolean } = {}): Loaded<T> {
   const [data, setData] = useState<T | undefined>();
   const [error, setError] = useState<string | undefined>();
   const [refused, setRefused] = useState(false);
   const [round, setRound] = useState(0);
   const wait = useRef(1000);
   const soon = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  // The live updates told since the read under way began (keepLive); 'overflow' past the bound.
+  const told = useRef<((data: T) => T)[] | 'overflow' | undefined>(undefined);
   useEffect(() => {
     let current = true;
     let retry: ReturnType<typeof setTimeout> | undefined;
+    if (options.keepLive) told.current = [];
     load().then(
       (value) => {
         if (!current) return;
+        const updates = told.current;
+        told.current = undefined;
+        if (updates === 'overflow') return setRound((r) => r + 1);
         wait.current = 1000;
-        setData(value);
+        setData((updates ?? []).reduce((data, update) => update(data), value));
         setError(undefined);
         setRefused(false);
       },
       (failure) => {
         if (!current) return;
+        told.current = undefined;
         setRefused(failure instanceof ApiFailure && failure.status === 403);
         if (!unreachable(failure)) return setError(messageOf(failure));
         setError(UNREACHABLE);
@@ -69,7 +84,14 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   return {
     data,
     error,
-    set: (update) => setData((old) => (old === undefined ? old : update(old))),
+    set: (update) => {
+      const updates = told.current;
+      if (updates !== undefined && updates !== 'overflow') {
+        if (updates.length < TOLD_WHILE_READING) updates.push(update);
+        else told.current = 'overflow';
+      }
+      setData((old) => (old === undefined ? old : update(old)));
+    },
     reload: () => setRound((r) => r + 1),
     retry: refused ? undefined : () => setRound((r) => r + 1),
     refused,

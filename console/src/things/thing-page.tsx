@@ -28,6 +28,9 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
     async () =>
       (await answer(api.GET('/api/v3/things/{thing_key}', { params: { path: { thing_key: thingKey } } }))).thing,
     [thingKey],
+    // A read the change feed asked for may land after the thing's first event was shown live: the event
+    // still makes it online, with Export and Delete events offered.
+    { keepLive: true },
   );
   const [latest, setLatest] = useState<Latest>({});
   // Connect a device makes a key pair first: offered, as on Things, to a role that may make one.
