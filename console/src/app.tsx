@@ -38,6 +38,7 @@ function Shell({ session }: { session: Session }) {
   const fullScreen = !!section?.fullScreen?.(rest);
   const header = useHeaderHeight(fullScreen);
   usePageFocus(path, () => setMenuOpen(false));
+  useFocusKeeper();
   // The section's name on every change of page (a dashboard's list after a dashboard too); a page naming
   // one thing (a thing, a dashboard) puts its name there once read, in an effect, so after this one.
   useLayoutEffect(() => {
@@ -165,10 +166,8 @@ function focusPage(): void {
   if (!main) return;
   let focused: HTMLElement = main;
   const focusHeading = (preventScroll: boolean) => {
-    const heading = main.querySelector('h1');
-    if (heading) heading.tabIndex = -1;
+    const heading = focusHeadingOf(main, preventScroll);
     focused = heading ?? main;
-    focused.focus({ preventScroll });
     // The whole heading, not just a part of the region: a page scrolled down shows its top again.
     if (!preventScroll && heading) heading.scrollIntoView({ block: 'nearest' });
   };
@@ -220,6 +219,45 @@ function useHeaderHeight(fullScreen: boolean) {
  * the focus to the new page (focusPage). Before the browser paints, so nothing the user does first is
  * taken from them.
  */
+/** Focuses the page's first-level heading (focusable from script only), else `main`; answers the heading. */
+function focusHeadingOf(main: HTMLElement, preventScroll: boolean): HTMLElement | null {
+  const heading = main.querySelector<HTMLElement>('h1');
+  if (heading) heading.tabIndex = -1;
+  (heading ?? main).focus({ preventScroll });
+  return heading;
+}
+
+/**
+ * Keeps the keyboard's place when the control holding the focus goes away: `New thing` gives way to its
+ * form, `Acknowledge` to a list without the alert. The focus would fall to the page's body, so that a
+ * screen reader says nothing and Tab starts again from the top; it goes to the first field of a form
+ * that came in its place, else to the page's heading.
+ */
+function useFocusKeeper(): void {
+  useEffect(() => {
+    let held: Element | undefined;
+    const noted = (event: FocusEvent) => {
+      held = event.target instanceof Element ? event.target : undefined;
+    };
+    const observer = new MutationObserver((records) => {
+      if (!held || held.isConnected || (document.activeElement ?? document.body) !== document.body) return;
+      held = undefined;
+      const main = document.getElementById(MAIN_ID);
+      const added = records.flatMap((r) => [...r.addedNodes]).filter((n): n is Element => n instanceof Element);
+      const form = added.map((n) => (n.matches('form') ? n : n.querySelector('form'))).find((f) => f !== null);
+      const field = form?.querySelector<HTMLElement>('input:not([type="hidden"]), select, textarea');
+      if (field) return field.focus();
+      if (main) focusHeadingOf(main, true);
+    });
+    document.addEventListener('focusin', noted);
+    observer.observe(document.body, { childList: true, subtree: true });
+    return () => {
+      document.removeEventListener('focusin', noted);
+      observer.disconnect();
+    };
+  }, []);
+}
+
 function usePageFocus(path: string, onChange: () => void): void {
   const shown = useRef(path);
   useLayoutEffect(() => {

@@ -95,7 +95,7 @@ for (const store of STORES) {
       assert.equal(await page.getByRole('checkbox', { name: 'rule read', exact: true }).isChecked(), true);
       await button(page, 'Cancel').click();
 
-      await button(page, 'Edit Line viewers').click();
+      await page.getByRole('button', { name: 'Edit', exact: true, description: 'Line viewers' }).click();
       await page.getByRole('checkbox', { name: 'alert read', exact: true }).uncheck();
       await page.getByRole('checkbox', { name: 'thing_template update', exact: true }).check();
       await button(page, 'Save').click();
@@ -103,9 +103,13 @@ for (const store of STORES) {
         .getByRole('cell', { name: 'thing read, thing_template update', exact: true })
         .waitFor();
       assert.deepEqual((await roleNamed('Line viewers'))?.abilities, [11, 23]);
-      assert.equal(await button(page, 'Edit Account Admin').count(), 0, 'built-in roles are not offered for change');
+      assert.equal(
+        await row(page, 'Account Admin').getByRole('button', { name: 'Edit', exact: true }).count(),
+        0,
+        'built-in roles are not offered for change',
+      );
 
-      await button(page, 'Delete Line viewers').click();
+      await page.getByRole('button', { name: 'Delete', exact: true, description: 'Line viewers' }).click();
       const dialog = page.getByRole('dialog', { name: 'Delete the role Line viewers?', exact: true });
       await dialog.getByText(/The role Line viewers is deleted/).waitFor();
       await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
@@ -219,7 +223,7 @@ for (const store of STORES) {
       await shot(page, 'user-role-saved');
       await assertAccessible(page, 'the users page after a role change');
 
-      await button(page, `Delete ${email}`).click();
+      await page.getByRole('button', { name: 'Delete', exact: true, description: email }).click();
       const dialog = page.getByRole('dialog', { name: `Delete ${email}?`, exact: true });
       await dialog.getByText(`The user ${email} is deleted`, { exact: false }).waitFor();
       await shot(page, 'delete-user');
@@ -252,11 +256,11 @@ for (const store of STORES) {
       await row(page, 'Nightly export').waitFor();
       assert.equal(await page.getByText(keyToken).count(), 0, 'the token is gone');
 
-      await button(page, 'Delete Nightly export').click();
+      await page.getByRole('button', { name: 'Delete', exact: true, description: 'Nightly export' }).click();
       const dialog = page.getByRole('dialog', { name: 'Delete the API key Nightly export?', exact: true });
       await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
       assert.equal((await api.request('GET', '/api/v3/caller', { token: keyToken })).status, 200, 'Cancel keeps it');
-      await button(page, 'Delete Nightly export').click();
+      await page.getByRole('button', { name: 'Delete', exact: true, description: 'Nightly export' }).click();
       await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
       await row(page, 'Nightly export').waitFor({ state: 'detached' });
       assert.equal((await api.request('GET', '/api/v3/caller', { token: keyToken })).status, 401);

@@ -141,7 +141,9 @@ for (const store of STORES) {
     });
 
     it('when Edit changes an e-mail action then Save writes the change and keeps its type', async () => {
-      await page.getByRole('button', { name: 'Edit E-mail ops@example.com, night@example.com', exact: true }).click();
+      await page
+        .getByRole('button', { name: 'Edit', exact: true, description: 'E-mail ops@example.com, night@example.com' })
+        .click();
       assert.equal(await field('Subject').inputValue(), 'Kiln <i>hot</i>');
       await field('Subject').fill('Kiln too hot');
       await save('Edit E-mail action');
@@ -166,16 +168,26 @@ for (const store of STORES) {
       }
       await page.getByRole('button', { name: 'Deliveries of HTTP call http://127.0.0.1:9/hook', exact: true }).click();
       const deliveries = page.getByRole('region', { name: /^Deliveries of HTTP call/ });
-      await deliveries.getByRole('row').filter({ hasText: 'failed' }).first().waitFor();
+      const failed = deliveries.getByRole('row').filter({ hasText: 'failed' }).first();
+      await failed.waitFor();
+      // The attempt says what it was for: the thing whose event fired the rule, and the message.
+      await failed.getByRole('link', { name: 'Kiln', exact: true }).waitFor();
+      assert.equal(
+        await failed.getByRole('link', { name: 'Kiln', exact: true }).getAttribute('href'),
+        `/console/things/${thingKey}`,
+      );
+      await failed.getByRole('cell', { name: 'hot', exact: true }).waitFor();
       await shot('deliveries');
     });
 
     it('when Delete is confirmed then the dialog named the action and it is gone', async () => {
-      await page.getByRole('button', { name: 'Delete SMS +15550100', exact: true }).click();
+      await page.getByRole('button', { name: 'Delete', exact: true, description: 'SMS +15550100' }).click();
       const dialog = page.getByRole('dialog', { name: 'Delete SMS +15550100?', exact: true });
       await dialog.locator('strong').getByText('SMS +15550100', { exact: true }).waitFor();
       await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
-      await page.getByRole('button', { name: 'Delete SMS +15550100', exact: true }).waitFor({ state: 'detached' });
+      await page
+        .getByRole('button', { name: 'Delete', exact: true, description: 'SMS +15550100' })
+        .waitFor({ state: 'detached' });
       assert.equal((await storedActions()).filter((a) => a.type === 'SMSNotificationAction').length, 0);
     });
 

@@ -12,6 +12,7 @@ import { openConsole } from '../support/console-session.ts';
 import { createThing, postCreated, unique } from '../support/fixtures.ts';
 import { startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
+import { until } from './until.ts';
 
 const store = STORES.find((s) => s.name === 'sqlite');
 if (!store) throw new Error('no SQLite store case');
@@ -46,8 +47,11 @@ describe("the console's Audit trail page [sqlite]", { skip: browserSkip || store
     await page.waitForURL(/entity_type=Rule/);
     const rows = page.locator('main tbody tr');
     await rows.first().waitFor();
-    await page.waitForFunction(
-      `[...document.querySelectorAll('main td[data-label="Entity"]')].every((cell) => cell.textContent === 'Rule')`,
+    // The rows of the whole trail stay shown until the filtered read answers.
+    await until(
+      () => page.locator('main td[data-label="Entity"]').allTextContents(),
+      (entities) => entities.length > 0 && entities.every((entity) => entity === 'Rule'),
+      'only rules listed',
     );
     const action = (taken: string) => page.locator('td[data-label="Action"]', { hasText: new RegExp(`^${taken}$`) });
     const update = rows.filter({ has: action('update') }).filter({ hasText: name });

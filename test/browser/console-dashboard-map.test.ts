@@ -14,6 +14,7 @@ import { browserSkip, launchBrowser, screenshot, signedInTab } from '../support/
 import { createThing, defaultTemplateKey } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
+import { until } from './until.ts';
 
 /** A 1x1 light grey PNG: enough for the browser to draw a tile. */
 function tilePng(): Buffer {
@@ -116,8 +117,13 @@ describe('a dashboard map on the server’s tiles', { skip: browserSkip }, () =>
       `tiles asked for: ${asked.join(' ')}`,
     );
     assert.equal(await map.locator('.leaflet-control-attribution b').count(), 0, 'the attribution is text, not markup');
+    // The markers are drawn a frame after the map's figure is named.
     const markers = map.locator('path.leaflet-interactive');
-    assert.equal(await markers.count(), 2);
+    await until(
+      () => markers.count(),
+      (count) => count === 2,
+      'the markers drawn',
+    );
     const tooltips: string[] = [];
     for (const marker of await markers.all()) {
       await marker.hover({ force: true });

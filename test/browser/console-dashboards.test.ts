@@ -62,6 +62,12 @@ for (const store of STORES) {
       token = await api.adminToken();
       device = new Device(api.url, await createKeyPair(api, token));
       template = await defaultTemplateKey(api, token);
+      // The things stay online however long the tests before the map's take: an hour's heartbeat.
+      const slow = await api.request('PUT', `/api/v3/thing_templates/${template}`, {
+        token,
+        body: { thing_template: { heartbeat_interval: 3600 } },
+      });
+      assert.equal(slow.status, 200, slow.text);
       boiler = await createThing(api, token, { name: 'Boiler', coordinates: [52.52, 13.4] });
       pump = await createThing(api, token, { name: 'Pump', coordinates: [48.14, 11.58] });
       assert.equal((await device.event({ thing_key: boiler.thing_key, data: { temp: 20 } })).status, 200);
@@ -317,6 +323,8 @@ for (const store of STORES) {
       await region('Plant map').getByRole('figure', { name: 'Map of 3 things', exact: true }).waitFor();
       await markers('#6b7280').first().waitFor();
       assert.equal(await markers('#6b7280').count(), 1, 'the quiet boiler is offline on the map');
+      const quietMarker = region('Plant map').getByRole('img', { name: 'Quiet boiler: Offline', exact: true });
+      assert.equal(await quietMarker.getAttribute('fill'), '#6b7280', 'the marker is named for its thing and status');
       assert.equal((await device.event({ thing_key: boiler.thing_key, data: { temp: 61 } })).status, 200);
       const figure = region('Boiler temperature').locator('output');
       await figure.filter({ hasText: /^61$/ }).waitFor();
@@ -344,6 +352,7 @@ for (const store of STORES) {
         () => (globalThis as any).document.querySelectorAll('path.leaflet-interactive[fill="#6b7280"]').length === 0,
       );
       assert.equal(await markers('#15803d').count(), 3, 'every thing on the map is online');
+      await region('Plant map').getByRole('img', { name: 'Quiet boiler: Online', exact: true }).waitFor();
     });
 
     it('when a widget is moved and resized from the keyboard and saved then the API keeps the new layout', async () => {

@@ -96,7 +96,7 @@ for (const store of STORES) {
         1,
         'the list has a Role column',
       );
-      await page.getByRole('button', { name: 'Delete Meters line', exact: true }).click();
+      await page.getByRole('button', { name: 'Delete', exact: true, description: 'Meters line' }).click();
       const dialog = page.getByRole('dialog', { name: 'Delete the key pair Meters line?', exact: true });
       await dialog.waitFor();
       await screenshot(page, `${store.name}-key-pair-delete`);

@@ -145,8 +145,10 @@ for (const store of STORES) {
       assert.equal(made.status, 200, made.text);
       await page.goto(`${api.url}/console/templates`);
       const row = page.getByRole('table', { name: 'Templates' }).getByRole('row').filter({ hasText: 'Gas boilers' });
-      const edit = await row.getByRole('button', { name: 'Edit Boiler', exact: true }).boundingBox();
-      const remove = await row.getByRole('button', { name: 'Delete Boiler', exact: true }).boundingBox();
+      const edit = await row.getByRole('button', { name: 'Edit', exact: true, description: 'Boiler' }).boundingBox();
+      const remove = await row
+        .getByRole('button', { name: 'Delete', exact: true, description: 'Boiler' })
+        .boundingBox();
       assert.ok(edit && remove);
       assert.equal(remove.y, edit.y, 'Delete is beside Edit, not under it');
       // A column's heading breaks between words only, never inside one (`Actio` over `n`).

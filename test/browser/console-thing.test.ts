@@ -126,9 +126,16 @@ for (const store of STORES) {
       return createThing(api, token, { name, thing_template_key: made.body.thing_template.thing_template_key });
     }
 
-    /** The chart's y scales as it says it drew them: each one's metrics, axis and the values it spans. */
+    /**
+     * The chart's y scales as it says it drew them: each one's metrics, axis and the values it spans. Waited
+     * for: uPlot draws a frame after the caption above the chart is shown.
+     */
     async function scalesOf(chart: ReturnType<Page['getByRole']>) {
-      const described = await chart.locator('.chart').getAttribute('data-scales');
+      const described = await until(
+        () => chart.locator('.chart').getAttribute('data-scales'),
+        (text) => text !== null && text !== '[]',
+        "the chart's drawn scales",
+      );
       return JSON.parse(described ?? '[]') as { metrics: string[]; axis: string; min: number; max: number }[];
     }
 
@@ -255,7 +262,8 @@ for (const store of STORES) {
       await send({ thing_key: thing.thing_key, data: { temperature: 812.5, door: 'shut' } });
       await openThing(thing.thing_key, 'Kiln with units');
       const latest = page.getByRole('region', { name: 'Latest values', exact: true });
-      await latest.getByRole('definition').filter({ hasText: '812.5' }).waitFor();
+      // The value is shown once the thing is read, its unit once its template is.
+      await latest.getByRole('definition').filter({ hasText: '812.5 °C' }).waitFor();
       assert.deepEqual(await latest.getByRole('definition').allTextContents(), ['shut', '812.5 °C']);
     });
 
@@ -410,6 +418,12 @@ for (const store of STORES) {
       try {
         await chart.getByLabel('Range', { exact: true }).selectOption('Last 15 minutes');
         await chart.getByText('1 point · flow', { exact: true }).waitFor();
+        // The caption reads the same before the range's answer: the reads are what tell it was asked for.
+        await until(
+          async () => reads.length,
+          (count) => count >= 2,
+          "the range's reads",
+        );
         // Time for a subscription renewed to be accepted, and the read it would ask for.
         await new Promise((done) => setTimeout(done, 1500));
         assert.equal(accepted(), before, 'no subscription renewed');

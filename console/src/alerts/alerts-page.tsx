@@ -186,15 +186,25 @@ export function AlertsPage() {
             showThing
             actions={
               mayUpdate
-                ? (alert) => (
+                ? (alert, describedBy) => (
                     <>
                       {alert.status === 'open' && (
-                        <button type="button" class="secondary" onClick={() => act(alert, 'acknowledge')}>
+                        <button
+                          type="button"
+                          class="secondary"
+                          aria-describedby={describedBy}
+                          onClick={() => act(alert, 'acknowledge')}
+                        >
                           Acknowledge
                         </button>
                       )}{' '}
                       {alert.status !== 'cleared' && (
-                        <button type="button" class="secondary" onClick={() => act(alert, 'clear')}>
+                        <button
+                          type="button"
+                          class="secondary"
+                          aria-describedby={describedBy}
+                          onClick={() => act(alert, 'clear')}
+                        >
                           Clear
                         </button>
                       )}

@@ -91,7 +91,7 @@ export function ApiKeysPage() {
                     cell: (k: ApiKey) => (
                       <ConfirmButton
                         label="Delete"
-                        accessibleName={`Delete ${k.name}`}
+                        about={k.name}
                         title={`Delete the API key ${k.name}?`}
                         question={`The API key ${k.name} stops working at once, for every script that uses it.`}
                         onConfirm={async () => {

@@ -5992,6 +5992,8 @@ export interface operations {
     getGroupsByGroupKeyThings: {
         parameters: {
             query?: {
+                /** @description only things alive now (true) or not (false), as each one's alive says */
+                alive?: boolean;
                 bi_directional?: boolean;
                 /** @description include or act on child organisations of an OEM organisation */
                 is_oem?: boolean;
@@ -7005,6 +7007,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         deliveries: {
+                            /** @description the alert the firing raised, or null when it raised none */
+                            alert_key: string | null;
                             at: number | string;
                             /** @description 1 for the first attempt */
                             attempt: number;
@@ -7012,8 +7016,18 @@ export interface operations {
                             delivery_key: string;
                             duration_ms: number;
                             error: string | null;
+                            /** @description the message the delivery carried */
+                            message: string | null;
+                            /** @description the rule whose firing queued the delivery */
+                            rule_key: string | null;
+                            /** @description the rule's name when it fired */
+                            rule_name: string | null;
                             /** @description delivered or failed */
                             status: string;
+                            /** @description the thing whose event fired the rule */
+                            thing_key: string | null;
+                            /** @description the thing's name when the rule fired */
+                            thing_name: string | null;
                         }[];
                         page: number | string;
                         total_count: number;
@@ -9404,6 +9418,8 @@ export interface operations {
     getThings: {
         parameters: {
             query?: {
+                /** @description only things alive now (true) or not (false), as each one's alive says */
+                alive?: boolean;
                 bi_directional?: boolean;
                 /** @description only members of this group */
                 group_key?: string;
@@ -10888,7 +10904,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    bi_directional?: boolean | number | string;
+                    bi_directional?: boolean | number | string | null;
                     description?: string | null;
                     /** @description the thing key (device_key is a synonym) */
                     device_key?: string | null;

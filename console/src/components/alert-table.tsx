@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact';
+import { useId } from 'preact/hooks';
 import type { paths } from '../api/schema';
 import { useAllows } from '../caller.ts';
 import { showTime } from '../format.ts';
@@ -9,14 +10,17 @@ export type Alert = paths['/api/v3/alerts']['get']['responses'][200]['content'][
 /**
  * Alerts as rows: time, type, thing (a link to its page, for a role that may read things), message (text, never HTML) and status, with
  * who acknowledged and cleared the alert, when, and the comment given; `actions` adds a cell per alert.
- * On a phone each alert is a card (style.css, `table.cards`).
+ * On a phone each alert is a card (style.css, `table.cards`). The buttons of `actions` keep their short
+ * names (`Acknowledge`, the same on every row) and take `describedBy`, the ids of the row's thing, message
+ * and time, so that a screen reader tells one row's `Acknowledge` from the next.
  */
 export function AlertTable(props: {
   alerts: Alert[];
   showThing?: boolean;
-  actions?: (alert: Alert) => ComponentChildren;
+  actions?: (alert: Alert, describedBy: string) => ComponentChildren;
 }) {
   const mayOpenThings = useAllows('thing', 'read');
+  const id = useId();
   return (
     <table class="cards">
       <thead>
@@ -30,12 +34,14 @@ export function AlertTable(props: {
         </tr>
       </thead>
       <tbody>
-        {props.alerts.map((alert) => (
+        {props.alerts.map((alert, row) => (
           <tr key={alert.alert_key}>
-            <td data-label="Time">{showTime(alert.timestamp)}</td>
+            <td data-label="Time" id={`${id}-${row}-time`}>
+              {showTime(alert.timestamp)}
+            </td>
             <td data-label="Type">{alert.alert_type_string}</td>
             {props.showThing && (
-              <td data-label="Thing">
+              <td data-label="Thing" id={`${id}-${row}-thing`}>
                 {alert.thing_key && mayOpenThings ? (
                   <Link to={`things/${segment(alert.thing_key)}`}>{alert.thing_name ?? alert.thing_key}</Link>
                 ) : (
@@ -43,12 +49,23 @@ export function AlertTable(props: {
                 )}
               </td>
             )}
-            <td data-label="Message">{alert.message}</td>
+            <td data-label="Message" id={`${id}-${row}-message`}>
+              {alert.message}
+            </td>
             <td data-label="Status">
               {alert.status}
               <Handled alert={alert} />
             </td>
-            {props.actions && <td>{props.actions(alert)}</td>}
+            {props.actions && (
+              <td>
+                {props.actions(
+                  alert,
+                  [props.showThing && `${id}-${row}-thing`, `${id}-${row}-message`, `${id}-${row}-time`]
+                    .filter(Boolean)
+                    .join(' '),
+                )}
+              </td>
+            )}
           </tr>
         ))}
       </tbody>

@@ -10,8 +10,8 @@ import { Failure } from './failure.tsx';
  */
 export function ConfirmButton(props: {
   label: string;
-  /** The button's accessible name, when several on a page share a label (`Delete boiler-1`). */
-  accessibleName?: string;
+  /** What the button acts on, when several on a page share a label (`boiler-1`): its description. */
+  about?: string;
   title: string;
   question: ComponentChildren;
   confirmLabel?: string;
@@ -46,7 +46,7 @@ export function ConfirmButton(props: {
       <button
         type="button"
         class={props.class ?? 'danger'}
-        aria-label={props.accessibleName}
+        aria-description={props.about}
         onClick={() => {
           setError(undefined);
           setOpen(true);

@@ -1,8 +1,9 @@
 import type { ComponentChildren } from 'preact';
 import { ConfirmButton } from './confirm.tsx';
+import { RowButton } from './row-button.tsx';
 
 /**
- * A list row's `Edit` and `Delete`, each named for the row (`Edit Boilers`), each offered only when the
+ * A list row's `Edit` and `Delete`, each described by the row's name (`Boilers`), each offered only when the
  * role allows it; Delete asks first, naming what goes (`question`).
  */
 export function EditDelete(props: {
@@ -15,15 +16,11 @@ export function EditDelete(props: {
 }) {
   return (
     <>
-      {props.mayUpdate && (
-        <button type="button" class="secondary" aria-label={`Edit ${props.name}`} onClick={props.onEdit}>
-          Edit
-        </button>
-      )}
+      {props.mayUpdate && <RowButton label="Edit" about={props.name} onClick={props.onEdit} />}
       {props.mayDelete && (
         <ConfirmButton
           label="Delete"
-          accessibleName={`Delete ${props.name}`}
+          about={props.name}
           title={`Delete ${props.name}?`}
           question={props.question}
           onConfirm={props.onDelete}

@@ -113,7 +113,7 @@ function DashboardList() {
                       cell: (d: Dashboard) => (
                         <ConfirmButton
                           label="Delete"
-                          accessibleName={`Delete ${d.name}`}
+                          about={d.name}
                           title={`Delete the dashboard ${d.name}?`}
                           question={`The dashboard ${d.name} is deleted for everyone in the organisation.`}
                           onConfirm={async () => {

@@ -5,6 +5,10 @@ declare module 'leaflet' {
     addTo(target: Map | LayerGroup): this;
     bindTooltip(content: string | HTMLElement): this;
   }
+  interface Path extends Layer {
+    /** The marker's SVG shape, once it is on a map. */
+    getElement(): Element | undefined;
+  }
   interface LayerGroup extends Layer {
     clearLayers(): this;
   }
@@ -37,7 +41,7 @@ declare module 'leaflet' {
     ): Map;
     layerGroup(): LayerGroup;
     tileLayer(url: string, options?: { attribution?: string; maxZoom?: number }): Layer;
-    circleMarker(at: LatLng, options?: CircleMarkerOptions): Layer;
+    circleMarker(at: LatLng, options?: CircleMarkerOptions): Path;
     latLngBounds(points: LatLng[]): LatLngBounds;
   };
   export default L;

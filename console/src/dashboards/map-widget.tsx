@@ -66,8 +66,9 @@ export function MapWidget({ things }: { things: Thing[] }) {
     const group = layer.current;
     if (!group || !map.current) return;
     group.clearLayers();
-    for (const [thing, at] of placed)
-      L.circleMarker(at, {
+    for (const [thing, at] of placed) {
+      const named = `${thing.name}: ${thing.alive ? 'Online' : 'Offline'}`;
+      const marker = L.circleMarker(at, {
         radius: 8,
         color: '#111827',
         weight: 1,
@@ -75,8 +76,13 @@ export function MapWidget({ things }: { things: Thing[] }) {
         fillOpacity: 0.9,
       })
         // Leaflet shows text content as HTML: an element with the name as text shows it as it is.
-        .bindTooltip(tooltipOf(`${thing.name}: ${thing.alive ? 'Online' : 'Offline'}`))
+        .bindTooltip(tooltipOf(named))
         .addTo(group);
+      // The marker's shape is an image named for its thing and status, as its tooltip reads.
+      const shape = marker.getElement();
+      shape?.setAttribute('role', 'img');
+      shape?.setAttribute('aria-label', named);
+    }
     if (placed.length > 0)
       map.current.fitBounds(L.latLngBounds(placed.map(([, at]) => at)).pad(0.3), { maxZoom: 12, animate: false });
   }, [placed.map(([t, at]) => `${t.thing_key}:${t.alive}:${at}`).join('|')]);

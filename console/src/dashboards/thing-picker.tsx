@@ -5,6 +5,7 @@
  */
 import { answer, api } from '../api/client.ts';
 import { useMayRead } from '../caller.ts';
+import { RowButton } from '../components/row-button.tsx';
 import { type ThingChoice, ThingCombobox } from '../components/thing-combobox.tsx';
 import { useLoad } from '../components/use-load.ts';
 
@@ -53,14 +54,11 @@ export function ThingPicker(props: {
               <code>{thing.thing_key}</code>
               {nameOf(thing) === null && ' (not found, or not yours to read)'}{' '}
               {!single && (
-                <button
-                  type="button"
-                  class="secondary"
-                  aria-label={`Remove ${nameOf(thing) || thing.thing_key}`}
+                <RowButton
+                  label="Remove"
+                  about={nameOf(thing) || thing.thing_key}
                   onClick={() => props.onChange(chosen.filter((t) => t.thing_key !== thing.thing_key))}
-                >
-                  Remove
-                </button>
+                />
               )}
             </li>
           ))}

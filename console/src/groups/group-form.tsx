@@ -7,6 +7,7 @@ import { answerByField, useFieldSubmit } from '../components/field-errors.ts';
 import { FormButtons } from '../components/form-buttons.tsx';
 import type { Group } from '../components/group-select.tsx';
 import { Pager } from '../components/pager.tsx';
+import { RowButton } from '../components/row-button.tsx';
 import { type ThingChoice, ThingCombobox } from '../components/thing-combobox.tsx';
 import { loadMembers } from './group-members.tsx';
 
@@ -120,14 +121,11 @@ export function GroupForm({ group, onDone }: { group: Group | undefined; onDone:
               {shown.map((thing) => (
                 <li key={thing.thing_key}>
                   {thing.name} <code>{thing.thing_key}</code>{' '}
-                  <button
-                    type="button"
-                    class="secondary"
-                    aria-label={`Remove ${thing.name}`}
+                  <RowButton
+                    label="Remove"
+                    about={thing.name}
                     onClick={() => setMembers((list) => list?.filter((m) => m.thing_key !== thing.thing_key))}
-                  >
-                    Remove
-                  </button>
+                  />
                 </li>
               ))}
             </ul>

@@ -124,7 +124,7 @@ export function KeyPairsPage() {
                   <td>
                     <ConfirmButton
                       label="Delete"
-                      accessibleName={`Delete ${pair.name}`}
+                      about={pair.name}
                       title={`Delete the key pair ${pair.name}?`}
                       question={
                         <p>

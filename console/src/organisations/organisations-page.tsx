@@ -80,7 +80,7 @@ export function OrganisationsPage() {
                       />
                       <ConfirmButton
                         label="Delete"
-                        accessibleName={`Delete ${name}`}
+                        about={name}
                         title={`Delete the organisation ${name}?`}
                         question={`${name} is deleted with all its data: its users, roles, things, events, rules and alerts. This cannot be undone.`}
                         onConfirm={async () => {

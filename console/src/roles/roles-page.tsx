@@ -8,6 +8,7 @@ import { TextField } from '../components/field.tsx';
 import { answerByField, useFieldAction } from '../components/field-errors.ts';
 import { FormActions } from '../components/form-actions.tsx';
 import { BreakableName } from '../components/name-breaks.tsx';
+import { RowButton } from '../components/row-button.tsx';
 import { ScrollBox } from '../components/scroll-box.tsx';
 import { ability, CLASSES, holds, OPERATIONS } from './abilities.ts';
 import { type Role, useRoles } from './use-roles.ts';
@@ -68,20 +69,11 @@ export function RolesPage() {
                   'built in'
                 ) : (
                   <div class="actions">
-                    {mayUpdate && (
-                      <button
-                        type="button"
-                        class="secondary"
-                        aria-label={`Edit ${r.name}`}
-                        onClick={() => setEditing(r)}
-                      >
-                        Edit
-                      </button>
-                    )}
+                    {mayUpdate && <RowButton label="Edit" about={r.name} onClick={() => setEditing(r)} />}
                     {mayDelete && (
                       <ConfirmButton
                         label="Delete"
-                        accessibleName={`Delete ${r.name}`}
+                        about={r.name}
                         title={`Delete the role ${r.name}?`}
                         question={`The role ${r.name} is deleted. A role that users or key pairs hold cannot be.`}
                         onConfirm={async () => {

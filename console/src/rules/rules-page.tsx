@@ -10,6 +10,7 @@ import { Failure } from '../components/failure.tsx';
 import { Field } from '../components/field.tsx';
 import { answerByField, byField } from '../components/field-errors.ts';
 import { GroupSelect, loadGroups } from '../components/group-select.tsx';
+import { RowButton } from '../components/row-button.tsx';
 import { loadTemplates, TemplateSelect } from '../components/template-select.tsx';
 import { type ThingChoice, ThingCombobox } from '../components/thing-combobox.tsx';
 import { useLoad } from '../components/use-load.ts';
@@ -310,14 +311,11 @@ function RuleForm({ rule, onDone }: { rule: Rule | undefined; onDone: (saved: bo
             {things.map((thing) => (
               <li key={thing.thing_key}>
                 {thing.name} <code>{thing.thing_key}</code>{' '}
-                <button
-                  type="button"
-                  class="secondary"
-                  aria-label={`Remove ${thing.name || thing.thing_key}`}
+                <RowButton
+                  label="Remove"
+                  about={thing.name || thing.thing_key}
                   onClick={() => setThings((list) => list.filter((t) => t.thing_key !== thing.thing_key))}
-                >
-                  Remove
-                </button>
+                />
               </li>
             ))}
           </ul>

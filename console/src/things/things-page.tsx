@@ -33,7 +33,18 @@ const SORTS = [
   ['-updated_at', 'Last changed first'],
 ] as const;
 type Sort = (typeof SORTS)[number][0];
-const sortOf = (asked: string | null): Sort => SORTS.find(([value]) => value === asked)?.[0] ?? 'name';
+
+/** The things shown by whether they are alive now (the API's `alive`): all by default. */
+const STATUSES = [
+  ['', 'All'],
+  ['online', 'Online'],
+  ['offline', 'Offline'],
+] as const;
+type Status = (typeof STATUSES)[number][0];
+
+/** The choice `asked` names (from the address, or a select), else the first, the default. */
+const choiceOf = <C extends readonly (readonly [string, string])[]>(choices: C, asked: string | null): C[number][0] =>
+  choices.find(([value]) => value === asked)?.[0] ?? (choices[0] as C[number])[0];
 
 /** What a refused subscription (docs/realtime.md) leaves unfollowed, by topic. */
 const UNFOLLOWED: Record<string, string> = {
@@ -55,7 +66,12 @@ export function ThingsPage() {
   const [search, setSearch] = useState(opened.get('search') ?? '');
   const [chosenTemplate, setTemplate] = useState(opened.get('template') ?? '');
   const [chosenGroup, setGroup] = useState(opened.get('group') ?? '');
-  const [sort, setSort] = useState<Sort>(() => sortOf(opened.get('sort')));
+  const [sort, setSort] = useState<Sort>(() => choiceOf(SORTS, opened.get('sort')));
+  const [status, setStatus] = useState<Status>(() => choiceOf(STATUSES, opened.get('status')));
+  // Read by the things topic's handler, subscribed once: with a status chosen, a flip changes which
+  // things the page holds.
+  const statusShown = useRef(status);
+  statusShown.current = status;
   const caller = useCaller();
   // A filter the role may not choose (it may not read templates or groups) is not applied, nor kept in
   // the address, either: an address naming one would otherwise narrow the list with nothing on the
@@ -67,7 +83,7 @@ export function ThingsPage() {
   const mayReadData = mayRead(caller, 'data') !== false;
   const keywords = useDebounced(search.trim(), 250);
   // A new search or filter starts at its first page; the page the URL named holds for the ones it named.
-  const filters = JSON.stringify([keywords, template, group, sort]);
+  const filters = JSON.stringify([keywords, template, group, status, sort]);
   const filtersShown = useRef(filters);
   useEffect(() => {
     if (filters === filtersShown.current) return;
@@ -75,8 +91,16 @@ export function ThingsPage() {
     setPage(1);
   }, [filters]);
   useEffect(
-    () => keepQuery({ search, template, group, sort: sort === 'name' ? '' : sort, page: page > 1 ? String(page) : '' }),
-    [search, template, group, sort, page],
+    () =>
+      keepQuery({
+        search,
+        template,
+        group,
+        status,
+        sort: sort === 'name' ? '' : sort,
+        page: page > 1 ? String(page) : '',
+      }),
+    [search, template, group, status, sort, page],
   );
   const list = useLoad(
     () =>
@@ -91,11 +115,12 @@ export function ThingsPage() {
               ...(keywords ? { search: keywords } : {}),
               ...(template ? { thing_template_key: template } : {}),
               ...(group ? { group_key: group } : {}),
+              ...(status ? { alive: status === 'online' } : {}),
             },
           },
         }),
       ),
-    [page, keywords, template, group, sort],
+    [page, keywords, template, group, status, sort],
   );
   // Filtering by template or group is offered to a role that may read them, and only their lists are read.
   const mayFilterBy = {
@@ -127,7 +152,8 @@ export function ThingsPage() {
           if (message.type !== 'thing') return;
           // A new, deleted or changed thing (its name, tags, template) may change which things the page
           // shows: the page is read again, once for a whole burst of changes.
-          if (message.change !== 'alive') return list.reloadSoon();
+          // So does a flip while the page shows online or offline things only.
+          if (message.change !== 'alive' || statusShown.current !== '') return list.reloadSoon();
           const lastEvent = message.last_event as Thing['last_event'];
           list.set((data) => ({
             ...data,
@@ -179,7 +205,7 @@ export function ThingsPage() {
   const [panel, setPanel] = useState<'new' | 'import' | undefined>();
   // No things at all: the empty state alone. None that the search or filters match: said plainly, with no
   // table or pager of nothing.
-  const noThings = list.data?.total_count === 0 && keywords === '' && template === '' && group === '';
+  const noThings = list.data?.total_count === 0 && keywords === '' && template === '' && group === '' && status === '';
   const noMatch = list.data?.total_count === 0 && !noThings;
   const offers = mayCreate && panel === undefined && (
     <>
@@ -247,7 +273,18 @@ export function ThingsPage() {
           {mayFilterBy.groups && (
             <Choice label="Group" value={group} onChange={setGroup} options={options.data?.groups} />
           )}
-          <SelectField label="Sort by" value={sort} options={SORTS} onChange={(value) => setSort(sortOf(value))} />
+          <SelectField
+            label="Status"
+            value={status}
+            options={STATUSES}
+            onChange={(value) => setStatus(choiceOf(STATUSES, value))}
+          />
+          <SelectField
+            label="Sort by"
+            value={sort}
+            options={SORTS}
+            onChange={(value) => setSort(choiceOf(SORTS, value))}
+          />
         </div>
       )}
       <Failure message={list.error} retry={list.retry} />

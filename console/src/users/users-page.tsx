@@ -99,7 +99,7 @@ export function UsersPage() {
                     cell: (u: User) => (
                       <ConfirmButton
                         label="Delete"
-                        accessibleName={`Delete ${u.email}`}
+                        about={u.email}
                         title={`Delete ${u.email}?`}
                         question={`The user ${u.email} is deleted and can no longer sign in; the API keys they made stop working.`}
                         onConfirm={async () => {
