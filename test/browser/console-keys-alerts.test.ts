@@ -8,7 +8,14 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { browserSkip, launchBrowser, routeRealtime, screenshot, watchProblems } from '../support/browser.ts';
+import {
+  browserSkip,
+  holdNextRead,
+  launchBrowser,
+  routeRealtime,
+  screenshot,
+  watchProblems,
+} from '../support/browser.ts';
 import { createKeyPair, Device } from '../support/device.ts';
 import { createRole, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
@@ -333,6 +340,28 @@ for (const store of STORES) {
           .getByRole('row')
           .filter({ hasText: message });
         await own.getByText('Comment: Valve checked, <b>fine</b>', { exact: true }).waitFor();
+      });
+
+      it('when an alert is raised while the list is being read then it is listed and counted once the read lands', async (t) => {
+        const page = await open(`${api.url}/console/alerts`);
+        await page.getByText(/^Page 1 of 2 · \d+ alerts$/).waitFor();
+        await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+        const openBefore = (await api.request('GET', '/api/v3/alerts', { token, query: { status: 'open' } })).body
+          .total_count as number;
+        // The read that choosing Open asks for is answered by the server at once, and reaches the page
+        // only once the new alert has been told live: the answer does not hold it.
+        const read = await holdNextRead(t, page, (url) => url.pathname === '/api/v3/alerts');
+        await page.getByLabel('Status', { exact: true }).selectOption('Open');
+        await read.answered;
+        const sent = await api.request('POST', `/api/v3/things/${thingKey}/events`, {
+          token,
+          body: { events: [{ timestamp: Date.now(), data: { temperature: 555 } }] },
+        });
+        assert.equal(sent.status, 200, sent.text);
+        await row(page, 'Too hot 555').waitFor(WAIT);
+        read.release();
+        await page.getByText(new RegExp(`^Page 1 of \\d+ · ${openBefore + 1} alerts$`)).waitFor(WAIT);
+        await row(page, 'Too hot 555').waitFor(WAIT);
       });
     });
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { browserSkip, launchBrowser, screenshot } from '../support/browser.ts';
+import { browserSkip, holdNextRead, launchBrowser, screenshot } from '../support/browser.ts';
 import { type ConsolePage, expectReadOnly, openConsole } from '../support/console-session.ts';
 import { createThing, userWithAbilities } from '../support/fixtures.ts';
 import { startServer, type TestServer } from '../support/server.ts';
@@ -113,48 +113,30 @@ for (const store of STORES) {
       assert.equal((await storedThing('boiler-1')).body.thing.name, 'Boiler 1 (east)');
     });
 
-    it('when a read of the thing lands after its first event was shown live then Export and Delete events stay offered', async () => {
+    it('when a read of the thing lands after its first event was shown live then Export and Delete events stay offered', async (t) => {
       await createThing(api, token, { name: 'Meter 1', thing_key: 'meter-1' });
       await page.goto(`${api.url}/console/things/meter-1`);
       await page.getByRole('heading', { level: 1, name: 'Meter 1', exact: true }).waitFor();
       // The page's next read of the thing is answered by the server at once, and shown only once the
       // first event has reached the page live: the answer knows no event.
-      let release = () => {};
-      const held = new Promise<void>((resolve) => {
-        release = resolve;
+      const read = await holdNextRead(t, page, (url) => url.pathname === '/api/v3/things/meter-1');
+      const renamed = await api.request('PUT', '/api/v3/things/meter-1', {
+        token,
+        body: { thing: { name: 'Meter 2' } },
       });
-      let answered = () => {};
-      const read = new Promise<void>((resolve) => {
-        answered = resolve;
+      assert.equal(renamed.status, 200, renamed.text);
+      await read.answered;
+      const sent = await api.request('POST', '/api/v3/things/meter-1/events', {
+        token,
+        body: { events: [{ timestamp: Date.now(), data: { flow: 3.5 } }] },
       });
-      await page.route('**/api/v3/things/meter-1', async (route) => {
-        const response = await route.fetch();
-        answered();
-        await held;
-        await route.fulfill({ response });
-      });
-      try {
-        const renamed = await api.request('PUT', '/api/v3/things/meter-1', {
-          token,
-          body: { thing: { name: 'Meter 2' } },
-        });
-        assert.equal(renamed.status, 200, renamed.text);
-        await read;
-        const sent = await api.request('POST', '/api/v3/things/meter-1/events', {
-          token,
-          body: { events: [{ timestamp: Date.now(), data: { flow: 3.5 } }] },
-        });
-        assert.equal(sent.status, 200, sent.text);
-        await button('Export').waitFor();
-        release();
-        await page.getByRole('heading', { level: 1, name: 'Meter 2', exact: true }).waitFor();
-        assert.equal(await button('Export').count(), 1, 'Export is still offered');
-        assert.equal(await button('Delete events').count(), 1, 'Delete events is still offered');
-        assert.match((await page.locator('h1 + p').textContent()) ?? '', /· Online/);
-      } finally {
-        release();
-        await page.unroute('**/api/v3/things/meter-1');
-      }
+      assert.equal(sent.status, 200, sent.text);
+      await button('Export').waitFor();
+      read.release();
+      await page.getByRole('heading', { level: 1, name: 'Meter 2', exact: true }).waitFor();
+      assert.equal(await button('Export').count(), 1, 'Export is still offered');
+      assert.equal(await button('Delete events').count(), 1, 'Delete events is still offered');
+      assert.match((await page.locator('h1 + p').textContent()) ?? '', /· Online/);
       await page.goto(`${api.url}/console/things/boiler-1`);
       await page.getByRole('heading', { level: 1, name: 'Boiler 1 (east)', exact: true }).waitFor();
     });

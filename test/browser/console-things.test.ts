@@ -9,6 +9,7 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import type { Browser, Page, Request } from 'playwright-core';
 import {
   browserSkip,
+  holdNextRead,
   holdSubscriptions,
   launchBrowser,
   routeRealtime,
@@ -132,6 +133,32 @@ for (const store of STORES) {
       });
       assert.equal(renamed.status, 200, renamed.text);
       await page.getByRole('link', { name: `${thing.name} renamed`, exact: true }).waitFor();
+    });
+
+    it("when the list is read again as a thing's first event arrives then its row keeps what the event told", async (t) => {
+      const group = unique('Gauge');
+      const quiet = await createThing(api, token, { name: `${group} quiet` });
+      const other = await createThing(api, token, { name: `${group} other` });
+      await showOnly(group, 2);
+      await live().waitFor();
+      const lastEvent = row(quiet.thing_key).getByRole('cell').nth(3);
+      assert.equal(await lastEvent.textContent(), 'Never');
+      // The read that renaming the other thing asks for is answered by the server at once, and reaches
+      // the page only once the quiet thing's first event has been shown live: the answer knows no event.
+      const read = await holdNextRead(t, page, (url) => url.pathname === '/api/v3/things');
+      const renamed = await api.request('PUT', `/api/v3/things/${other.thing_key}`, {
+        token,
+        body: { thing: { name: `${other.name} renamed` } },
+      });
+      assert.equal(renamed.status, 200, renamed.text);
+      await read.answered;
+      assert.equal((await device.event({ thing_key: quiet.thing_key, data: { level: 4 } })).status, 200);
+      await row(quiet.thing_key).getByRole('cell', { name: 'Online', exact: true }).waitFor();
+      await lastEvent.filter({ hasText: /\d/ }).waitFor();
+      read.release();
+      await page.getByRole('link', { name: `${other.name} renamed`, exact: true }).waitFor();
+      assert.equal(await row(quiet.thing_key).getByRole('cell', { name: 'Online', exact: true }).count(), 1);
+      assert.notEqual(await lastEvent.textContent(), 'Never');
     });
 
     it('when a back-filled event arrives live then the Last event shown stays the newer one', async () => {

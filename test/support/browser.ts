@@ -274,3 +274,41 @@ export async function holdSubscriptions(
     release,
   };
 }
+
+/** A read held back by holdNextRead. */
+export interface HeldRead {
+  /** Settles once the server has answered the read (the page has not seen the answer). */
+  readonly answered: Promise<void>;
+  /** Lets the page have the answer. */
+  release(): void;
+}
+
+/**
+ * Holds the page's next request whose URL `picks` picks: the server answers it at once, and the page
+ * gets that answer only when the test releases it, or its end does. So an answer made before a live
+ * change can reach the page after the change was shown.
+ */
+export async function holdNextRead(t: Ending, page: Page, picks: (url: URL) => boolean): Promise<HeldRead> {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let answer = () => {};
+  const answered = new Promise<void>((resolve) => {
+    answer = resolve;
+  });
+  let holding = true;
+  t.after(async () => {
+    release();
+    await page.unroute(picks);
+  });
+  await page.route(picks, async (route) => {
+    if (!holding) return route.continue();
+    holding = false;
+    const response = await route.fetch();
+    answer();
+    await held;
+    await route.fulfill({ response });
+  });
+  return { answered, release };
+}

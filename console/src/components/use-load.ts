@@ -28,7 +28,7 @@ const SOON = 1000;
 export const unreachable = (failure: unknown): boolean =>
   failure instanceof TypeError || (failure instanceof ApiFailure && [502, 503, 504].includes(failure.status));
 
-/** The most live updates kept for a read under way; past them the answer is read again instead. */
+/** The most live updates kept for a read under way; past them the answer is read again a moment later. */
 const TOLD_WHILE_READING = 1000;
 
 /**
@@ -38,8 +38,9 @@ const TOLD_WHILE_READING = 1000;
  *
  * With `keepLive`, what `set` was told while a read was under way is applied to its answer too: an
  * answer made before a live change (a reload the change feed asked for, landing after the thing's first
- * event) would otherwise take the change back. The updates must then be ones that may be applied to
- * data that already holds them (set a flag, keep the newer of two values), not counts.
+ * event was shown) would otherwise take the change back. The updates must then be ones that may be
+ * applied to data already holding them (set a flag, keep the newer of two values, replace an item by its
+ * key), not counts. Past a bound of updates the answer is shown and read again a moment later.
  */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[], options: { keepLive?: boolean } = {}): Loaded<T> {
   const [data, setData] = useState<T | undefined>();
@@ -48,8 +49,8 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[], options: { k
   const [round, setRound] = useState(0);
   const wait = useRef(1000);
   const soon = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
-  // The live updates told since the read under way began (keepLive); 'overflow' past the bound.
-  const told = useRef<((data: T) => T)[] | 'overflow' | undefined>(undefined);
+  // The live updates told since the read under way began (keepLive); 'readAgain' past the bound.
+  const told = useRef<((data: T) => T)[] | 'readAgain' | undefined>(undefined);
   useEffect(() => {
     let current = true;
     let retry: ReturnType<typeof setTimeout> | undefined;
@@ -59,9 +60,11 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[], options: { k
         if (!current) return;
         const updates = told.current;
         told.current = undefined;
-        if (updates === 'overflow') return setRound((r) => r + 1);
         wait.current = 1000;
-        setData((updates ?? []).reduce((data, update) => update(data), value));
+        if (updates === 'readAgain') reloadSoon();
+        setData(
+          updates === undefined || updates === 'readAgain' ? value : updates.reduce((d, update) => update(d), value),
+        );
         setError(undefined);
         setRefused(false);
       },
@@ -81,27 +84,28 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[], options: { k
     };
   }, [...deps, round]);
   useEffect(() => () => clearTimeout(soon.current), []);
+  const reloadSoon = () => {
+    if (soon.current !== undefined) return;
+    soon.current = setTimeout(() => {
+      soon.current = undefined;
+      setRound((r) => r + 1);
+    }, SOON);
+  };
   return {
     data,
     error,
     set: (update) => {
       const updates = told.current;
-      if (updates !== undefined && updates !== 'overflow') {
+      if (updates !== undefined && updates !== 'readAgain') {
         if (updates.length < TOLD_WHILE_READING) updates.push(update);
-        else told.current = 'overflow';
+        else told.current = 'readAgain';
       }
       setData((old) => (old === undefined ? old : update(old)));
     },
     reload: () => setRound((r) => r + 1),
     retry: refused ? undefined : () => setRound((r) => r + 1),
     refused,
-    reloadSoon: () => {
-      if (soon.current !== undefined) return;
-      soon.current = setTimeout(() => {
-        soon.current = undefined;
-        setRound((r) => r + 1);
-      }, SOON);
-    },
+    reloadSoon,
   };
 }
 
