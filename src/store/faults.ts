@@ -71,7 +71,8 @@ export function storeFaultOf(error: unknown): StoreFault | undefined {
       /^57P0[1-3]$/.test(code) ||
       code === '57014' ||
       code === '53300' ||
-      code === 'SQLITE_BUSY' ||
+      // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_RECOVERY): another process holds the file.
+      code.startsWith('SQLITE_BUSY') ||
       UNAVAILABLE_CODES.has(code) ||
       UNAVAILABLE_MESSAGE.test(e.message)
     ) {

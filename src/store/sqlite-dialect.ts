@@ -159,8 +159,15 @@ export class SqliteDriver implements Driver {
     else this.busy = false;
   }
 
+  /**
+   * Takes the file's write lock at once (`begin immediate`), waiting for another process's writer
+   * (busy_timeout), and reads from then on: a transaction that read first and then wrote found the file
+   * changed by another process meanwhile (the command line, docs/architecture.md) and was refused with
+   * SQLITE_BUSY_SNAPSHOT, which no wait can mend. In the server the one connection runs one transaction
+   * at a time, so taking the lock first costs nothing there.
+   */
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin'));
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {

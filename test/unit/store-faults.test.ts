@@ -62,6 +62,12 @@ describe('connection failures', () => {
     });
   }
 
+  it('when another process holds the SQLite file (SQLITE_BUSY and its extended codes) then it is the database not answering', () => {
+    for (const code of ['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_RECOVERY', 'SQLITE_BUSY_TIMEOUT']) {
+      assert.equal(storeFaultOf(Object.assign(new Error('database is locked'), { code })), 'unavailable', code);
+    }
+  });
+
   it('when a statement fails otherwise then it is no store fault (a 500 says a bug)', () => {
     assert.equal(storeFaultOf(Object.assign(new Error('syntax error'), { code: '42601' })), undefined);
     assert.equal(storeFaultOf(Object.assign(new Error('no such file'), { code: 'ENOENT' })), undefined);

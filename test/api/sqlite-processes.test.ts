@@ -1,0 +1,54 @@
+/**
+ * A SQLite store written by two processes at once (docs/architecture.md, "The change feed": other
+ * processes on a SQLite file): the command line while the server runs, or a second server on the same
+ * file. SQLite lets one of them write at a time; a transaction that read before taking its turn to
+ * write found the file changed under it (SQLITE_BUSY_SNAPSHOT) and was refused, as a 503 or, for that
+ * code, a 500.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type ServerProcess, serveProcess, stopProcess } from '../support/process.ts';
+import { startServer, type TestServer } from '../support/server.ts';
+import { STORES, storeEnv } from '../support/stores.ts';
+
+const sqlite = STORES.find((store) => store.name === 'sqlite');
+
+describe('a SQLite store written by two processes', { skip: sqlite === undefined }, () => {
+  let api: TestServer;
+  let second: ServerProcess;
+  before(async () => {
+    api = await startServer(sqlite!);
+    second = await serveProcess(storeEnv(api.storeSettings));
+  });
+  after(async () => {
+    if (second) await stopProcess(second.child);
+    await api?.close();
+  });
+
+  it('when both create things at the same time then every creation is answered 200 and stored', async () => {
+    const token = await api.adminToken();
+    const templates = await api.request('GET', '/api/v3/thing_templates', { token });
+    const template = templates.body.thing_templates[0].thing_template_key as string;
+    const answers = new Map<number, number>();
+    const create = async (url: string, key: string) => {
+      const answered = await fetch(`${url}/api/v3/things`, {
+        method: 'POST',
+        headers: { 'x-auth-token': token, 'content-type': 'application/json' },
+        body: JSON.stringify({ thing: { name: key, thing_key: key, thing_template_key: template } }),
+      });
+      await answered.text();
+      answers.set(answered.status, (answers.get(answered.status) ?? 0) + 1);
+    };
+    for (let round = 0; round < 10; round++) {
+      await Promise.all(
+        Array.from({ length: 10 }, (_, i) => [
+          create(api.url, `first-${round}-${i}`),
+          create(second.url, `second-${round}-${i}`),
+        ]).flat(),
+      );
+    }
+    assert.deepEqual(Object.fromEntries(answers), { 200: 200 });
+    const listed = await api.request('GET', '/api/v3/things', { token, query: { per: 1 } });
+    assert.equal(listed.body.total_count, 200);
+  });
+});
