@@ -20,6 +20,7 @@ import { createKeyPair, Device } from '../support/device.ts';
 import { createRole, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
+import { until } from './until.ts';
 
 /** A name other than localhost for the loopback address: pages opened by it are not a secure context. */
 const PLAIN_HOST = 'thingbase.test';
@@ -345,7 +346,20 @@ for (const store of STORES) {
       it('when an alert is raised while the list is being read then it is listed and counted once the read lands', async (t) => {
         const page = await open(`${api.url}/console/alerts`);
         await page.getByText(/^Page 1 of 2 · \d+ alerts$/).waitFor();
+        // The page reads its list on opening and again a second after its subscription is accepted; the
+        // test begins once both are made, so that no read but the held one can show the new alert.
+        let reads = 0;
+        page.on('request', (request) => {
+          if (new URL(request.url()).pathname === '/api/v3/alerts') reads++;
+        });
+        await page.reload();
         await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+        await until(
+          async () => reads,
+          (n) => n >= 2,
+          'the read after the subscription was accepted',
+          10_000,
+        );
         const openBefore = (await api.request('GET', '/api/v3/alerts', { token, query: { status: 'open' } })).body
           .total_count as number;
         // The read that choosing Open asks for is answered by the server at once, and reaches the page

@@ -63,6 +63,9 @@ export function AlertsPage() {
         }),
       ),
     [page, status, thing],
+    // An alert told live while the page is read is counted in the total: the page is read again rather
+    // than the alert counted twice.
+    { keepLive: 'readAgain' },
   );
   // The page as last shown, for the live updates to tell which alerts it lists: one subscription serves
   // every filter and page.

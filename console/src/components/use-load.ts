@@ -36,25 +36,32 @@ const TOLD_WHILE_READING = 1000;
  * be reached it tries again by itself (1 s, doubling up to 30 s, as the realtime connection does), so
  * the page recovers when the server is back.
  *
- * With `keepLive`, what `set` was told while a read was under way is applied to its answer too: an
- * answer made before a live change (a reload the change feed asked for, landing after the thing's first
- * event was shown) would otherwise take the change back. The updates must then be ones that may be
- * applied to data already holding them (set a flag, keep the newer of two values, replace an item by its
- * key), not counts. Past a bound of updates the answer is shown and read again a moment later.
+ * A live change told (`set`) while a read is under way may be one the read's answer, made before it,
+ * does not hold: the answer would take it back (a reload the change feed asked for, landing after the
+ * thing's first event was shown). `keepLive` says what is done then: 'apply' applies what `set` was
+ * told to the answer too, for updates that may be applied to data already holding them (set a flag,
+ * keep the newer of two values, replace an item by its key); 'readAgain' shows the answer and reads
+ * again a moment later, for updates that count (an alert more in a total), as 'apply' does past a
+ * bound of updates.
  */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[], options: { keepLive?: boolean } = {}): Loaded<T> {
+export function useLoad<T>(
+  load: () => Promise<T>,
+  deps: unknown[],
+  options: { keepLive?: 'apply' | 'readAgain' } = {},
+): Loaded<T> {
   const [data, setData] = useState<T | undefined>();
   const [error, setError] = useState<string | undefined>();
   const [refused, setRefused] = useState(false);
   const [round, setRound] = useState(0);
   const wait = useRef(1000);
   const soon = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
-  // The live updates told since the read under way began (keepLive); 'readAgain' past the bound.
+  // The live updates told since the read under way began (keepLive 'apply'); 'readAgain' once one was
+  // told with keepLive 'readAgain', or past the bound.
   const told = useRef<((data: T) => T)[] | 'readAgain' | undefined>(undefined);
   useEffect(() => {
     let current = true;
     let retry: ReturnType<typeof setTimeout> | undefined;
-    if (options.keepLive) told.current = [];
+    if (options.keepLive !== undefined) told.current = [];
     load().then(
       (value) => {
         if (!current) return;
@@ -97,7 +104,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[], options: { k
     set: (update) => {
       const updates = told.current;
       if (updates !== undefined && updates !== 'readAgain') {
-        if (updates.length < TOLD_WHILE_READING) updates.push(update);
+        if (options.keepLive === 'apply' && updates.length < TOLD_WHILE_READING) updates.push(update);
         else told.current = 'readAgain';
       }
       setData((old) => (old === undefined ? old : update(old)));

@@ -25,7 +25,7 @@ export function Instructions({ thingKey }: { thingKey: string }) {
       ).instructions,
     [thingKey],
     // An instruction told live (sent, its status changed) is kept over a read that began before it.
-    { keepLive: true },
+    { keepLive: 'apply' },
   );
   const mayCreate = useAllows('instruction', 'create');
   const [open, setOpen] = useState(false);

@@ -30,7 +30,7 @@ export function ThingPage({ thingKey }: { thingKey: string }) {
     [thingKey],
     // A read the change feed asked for may land after the thing's first event was shown live: the event
     // still makes it online, with Export and Delete events offered.
-    { keepLive: true },
+    { keepLive: 'apply' },
   );
   const [latest, setLatest] = useState<Latest>({});
   // Connect a device makes a key pair first: offered, as on Things, to a role that may make one.

@@ -122,7 +122,7 @@ export function ThingsPage() {
       ),
     [page, keywords, template, group, status, sort],
     // A row's live changes (online, its last event) are kept over a read that began before them.
-    { keepLive: true },
+    { keepLive: 'apply' },
   );
   // Filtering by template or group is offered to a role that may read them, and only their lists are read.
   const mayFilterBy = {
