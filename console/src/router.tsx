@@ -92,6 +92,15 @@ addEventListener('popstate', () => {
 export const currentQuery = (): URLSearchParams => new URLSearchParams(location.search);
 
 /**
+ * The value among `choices` (value and label pairs, the first the default) that `asked` names, from the
+ * address: a value the page does not offer (an old link, `?status=all`) is the default.
+ */
+export const choiceOf = <C extends readonly (readonly [string, string])[]>(
+  choices: C,
+  asked: string | null,
+): C[number][0] => choices.find(([value]) => value === asked)?.[0] ?? (choices[0] as C[number])[0];
+
+/**
  * Writes the page's settings into its query string (empty ones left out) in place, without a new
  * history entry: the back button leaves the page, and returns to it as it was.
  */

@@ -41,19 +41,15 @@ describe("the console's numbers and row buttons in a browser [sqlite]", { skip: 
     });
     // Two more things, each with an alert of the same message: only the thing tells the rows apart.
     const device = new Device(api.url, await createKeyPair(api, token));
-    const rule = await api.request('POST', '/api/v3/rules', {
-      token,
-      body: {
-        rule: {
-          name: 'Hot',
-          condition: 'temperature > 40',
-          alert_type: 2,
-          alert_message: 'Too hot',
-          trigger: 'every_event',
-        },
+    await postCreated(api, token, '/api/v3/rules', {
+      rule: {
+        name: 'Hot',
+        condition: 'temperature > 40',
+        alert_type: 2,
+        alert_message: 'Too hot',
+        trigger: 'every_event',
       },
     });
-    assert.equal(rule.status, 200, rule.text);
     for (const [thing_key, name] of [
       ['kiln-a', 'Kiln A'],
       ['kiln-b', 'Kiln B'],

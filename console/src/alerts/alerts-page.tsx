@@ -9,7 +9,7 @@ import { Field, SelectField } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useLoad } from '../components/use-load.ts';
 import { realtime } from '../realtime.ts';
-import { currentQuery, keepQuery, Link } from '../router.tsx';
+import { choiceOf, currentQuery, keepQuery, Link } from '../router.tsx';
 
 type StatusFilter = NonNullable<NonNullable<paths['/api/v3/alerts']['get']['parameters']['query']>['status']>[number];
 
@@ -35,10 +35,7 @@ const byTime = (alerts: Alert[]) => [...alerts].sort((a, b) => Number(b.timestam
 export function AlertsPage() {
   // The filter and page live in the query string, so that Back (or a link: the overview's) finds them.
   // A status the list does not offer (`?status=all`, an old link) shows them all.
-  const [status, setStatus] = useState(() => {
-    const asked = currentQuery().get('status') ?? '';
-    return STATUSES.some(([value]) => value === asked) ? asked : '';
-  });
+  const [status, setStatus] = useState<string>(() => choiceOf(STATUSES, currentQuery().get('status')));
   // One thing's alerts (`?thing=<key>`, a thing's page links there), or every thing's.
   const [thing, setThing] = useState(() => currentQuery().get('thing') ?? '');
   // Acknowledge and Clear change the alert: offered to roles that may update alerts.

@@ -5,7 +5,7 @@ import { SearchField, SelectField } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useDebounced, useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
-import { currentQuery, keepQuery } from '../router.tsx';
+import { choiceOf, currentQuery, keepQuery } from '../router.tsx';
 import { changedFields } from './changes.ts';
 
 const PER = 50;
@@ -37,10 +37,7 @@ const ENTITY_TYPES = [
 export function AuditPage() {
   // The filters and page live in the query string, so that Back (or a link) finds them again.
   const [search, setSearch] = useState(() => currentQuery().get('search') ?? '');
-  const [entityType, setEntityType] = useState(() => {
-    const asked = currentQuery().get('entity_type') ?? '';
-    return ENTITY_TYPES.some(([value]) => value === asked) ? asked : '';
-  });
+  const [entityType, setEntityType] = useState<string>(() => choiceOf(ENTITY_TYPES, currentQuery().get('entity_type')));
   const [page, setPage] = useState(() => Math.max(1, Number(currentQuery().get('page')) || 1));
   useEffect(
     () => keepQuery({ search, entity_type: entityType, page: page > 1 ? String(page) : '' }),

@@ -12,7 +12,7 @@ import { loadTemplates } from '../components/template-select.tsx';
 import { useDebounced, useLoad } from '../components/use-load.ts';
 import { showTime } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
-import { currentQuery, keepQuery, Link, navigate, segment } from '../router.tsx';
+import { choiceOf, currentQuery, keepQuery, Link, navigate, segment } from '../router.tsx';
 import { ImportThings } from './import-things.tsx';
 import { ThingForm } from './thing-form.tsx';
 
@@ -41,10 +41,6 @@ const STATUSES = [
   ['offline', 'Offline'],
 ] as const;
 type Status = (typeof STATUSES)[number][0];
-
-/** The choice `asked` names (from the address, or a select), else the first, the default. */
-const choiceOf = <C extends readonly (readonly [string, string])[]>(choices: C, asked: string | null): C[number][0] =>
-  choices.find(([value]) => value === asked)?.[0] ?? (choices[0] as C[number])[0];
 
 /** What a refused subscription (docs/realtime.md) leaves unfollowed, by topic. */
 const UNFOLLOWED: Record<string, string> = {
