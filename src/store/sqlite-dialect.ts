@@ -20,6 +20,11 @@ import type { Executor } from './executor.ts';
 
 const STATEMENT_CACHE_SIZE = 500;
 
+/** How long a write waits for another process's write lock before it is refused as busy (ms). */
+export const BUSY_WAIT_MS = 5000;
+/** The longest pause between two tries of a transaction's begin while another process writes (ms). */
+const BEGIN_PAUSE_MAX_MS = 20;
+
 type RowMaker = (values: unknown[]) => Record<string, unknown>;
 const rowMakers = new WeakMap<BetterSqlite3.Statement, RowMaker>();
 
@@ -118,6 +123,32 @@ class SqliteConnection implements DatabaseConnection {
     throw new Error('streaming queries are not supported on SQLite here');
   }
 
+  /**
+   * Begins a transaction holding the file's write lock. SQLite's own wait for a lock another process
+   * holds (busy_timeout) blocks the thread, and with it every request, connection and timer of the
+   * server, for as long as that process writes: the begin asks without waiting, and while the lock is
+   * taken tries again after a pause that grows to BEGIN_PAUSE_MAX_MS, for BUSY_WAIT_MS in all, as
+   * busy_timeout would. Queries wait for the connection meanwhile; the rest of the server goes on.
+   */
+  async beginImmediate(): Promise<void> {
+    const giveUp = performance.now() + BUSY_WAIT_MS;
+    let pause = 1;
+    for (;;) {
+      this.prepare('pragma busy_timeout = 0').run();
+      try {
+        this.prepare('begin immediate').run();
+        return;
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (typeof code !== 'string' || !code.startsWith('SQLITE_BUSY') || performance.now() >= giveUp) throw error;
+      } finally {
+        this.prepare(`pragma busy_timeout = ${BUSY_WAIT_MS}`).run();
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      pause = Math.min(pause * 2, BEGIN_PAUSE_MAX_MS);
+    }
+  }
+
   /** Whether a transaction is open on the connection: SQLite ends one by itself on some errors. */
   get inTransaction(): boolean {
     return this.database.inTransaction;
@@ -160,14 +191,15 @@ export class SqliteDriver implements Driver {
   }
 
   /**
-   * Takes the file's write lock at once (`begin immediate`), waiting for another process's writer
-   * (busy_timeout), and reads from then on: a transaction that read first and then wrote found the file
-   * changed by another process meanwhile (the command line, docs/architecture.md) and was refused with
-   * SQLITE_BUSY_SNAPSHOT, which no wait can mend. In the server the one connection runs one transaction
-   * at a time, so taking the lock first costs nothing there.
+   * Takes the file's write lock at once (`begin immediate`), and reads from then on: a transaction
+   * that read first and then wrote found the file changed by another process meanwhile (the command
+   * line, docs/architecture.md) and was refused with SQLITE_BUSY_SNAPSHOT, which no wait can mend. In
+   * the server the one connection runs one transaction at a time, so taking the lock first costs
+   * nothing there. While another process holds the lock the wait is the connection's
+   * (`beginImmediate`), not the event loop's.
    */
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    await (connection as SqliteConnection).beginImmediate();
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {

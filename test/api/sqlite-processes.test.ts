@@ -7,6 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import BetterSqlite3 from 'better-sqlite3';
+import { sqlitePath } from '../../src/store/dialect.ts';
 import { type ServerProcess, serveProcess, stopProcess } from '../support/process.ts';
 import { startServer, type TestServer } from '../support/server.ts';
 import { STORES, storeEnv } from '../support/stores.ts';
@@ -50,5 +53,60 @@ describe('a SQLite store written by two processes', { skip: sqlite === undefined
     assert.deepEqual(Object.fromEntries(answers), { 200: 200 });
     const listed = await api.request('GET', '/api/v3/things', { token, query: { per: 1 } });
     assert.equal(listed.body.total_count, 200);
+  });
+
+  it('when another process holds the write lock then the server keeps answering while its write waits, and the write is stored once the lock is free', async () => {
+    const token = await api.adminToken();
+    const templates = await api.request('GET', '/api/v3/thing_templates', { token });
+    const template = templates.body.thing_templates[0].thing_template_key as string;
+    const holder = new BetterSqlite3(sqlitePath(api.storeSettings.databaseUrl));
+    try {
+      holder.exec('begin immediate');
+      const created = fetch(`${second.url}/api/v3/things`, {
+        method: 'POST',
+        headers: { 'x-auth-token': token, 'content-type': 'application/json' },
+        body: JSON.stringify({ thing: { name: 'waited', thing_key: 'waited-for-lock', thing_template_key: template } }),
+      });
+      // Time for the creation to reach its transaction's begin, where it waits for the lock.
+      await sleep(500);
+      // A server whose event loop waited in the begin would answer this only once the lock is free.
+      const health = await fetch(`${second.url}/healthz`, { signal: AbortSignal.timeout(3000) });
+      assert.equal(health.status, 200, 'the server answers while its write waits');
+      holder.exec('commit');
+      const answer = await created;
+      assert.equal(answer.status, 200, await answer.text());
+    } finally {
+      if (holder.inTransaction) holder.exec('rollback');
+      holder.close();
+    }
+    const thing = await api.request('GET', '/api/v3/things/waited-for-lock', { token });
+    assert.equal(thing.status, 200);
+  });
+
+  it('when another process holds the write lock longer than a write may wait then the write is refused 503 and nothing of it is stored', async () => {
+    const token = await api.adminToken();
+    const templates = await api.request('GET', '/api/v3/thing_templates', { token });
+    const template = templates.body.thing_templates[0].thing_template_key as string;
+    const holder = new BetterSqlite3(sqlitePath(api.storeSettings.databaseUrl));
+    let answer: Response;
+    try {
+      holder.exec('begin immediate');
+      answer = await fetch(`${second.url}/api/v3/things`, {
+        method: 'POST',
+        headers: { 'x-auth-token': token, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          thing: { name: 'refused', thing_key: 'refused-for-lock', thing_template_key: template },
+        }),
+      });
+    } finally {
+      holder.exec('rollback');
+      holder.close();
+    }
+    const body = (await answer.json()) as { errors: { code: string }[] };
+    assert.equal(answer.status, 503, JSON.stringify(body));
+    assert.ok(answer.headers.get('retry-after'), 'a busy store says when to try again');
+    assert.equal(body.errors[0].code, 'unavailable');
+    const thing = await api.request('GET', '/api/v3/things/refused-for-lock', { token });
+    assert.equal(thing.status, 404);
   });
 });
