@@ -27,7 +27,7 @@ import type { Executor } from './executor.ts';
 import { DEFAULT_CONNECT_TIMEOUT_MS, StoreTimeoutError, statementWaitMs } from './faults.ts';
 import { pgDriver } from './pg-driver.ts';
 import { runCompiled } from './prepared.ts';
-import { BUSY_WAIT_MS, EachRow, SqliteStoreDialect } from './sqlite-dialect.ts';
+import { EachRow, SqliteStoreDialect } from './sqlite-dialect.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -84,7 +84,9 @@ export function createDialect(
     // keeps commits safe when the process dies but not when the machine loses power, and saves a disk
     // flush per transaction.
     database.pragma(`synchronous = ${synchronous}`);
-    database.pragma(`busy_timeout = ${BUSY_WAIT_MS}`);
+    // No wait of SQLite's own for another process's lock: it would hold the thread. Queries wait
+    // between tries instead (sqlite-dialect.ts, SqliteConnection.executeQuery).
+    database.pragma('busy_timeout = 0');
     database.pragma('foreign_keys = ON');
     // Sorts and temporary indexes stay in memory instead of temporary files.
     database.pragma('temp_store = MEMORY');

@@ -21,9 +21,15 @@ import type { Executor } from './executor.ts';
 const STATEMENT_CACHE_SIZE = 500;
 
 /** How long a write waits for another process's write lock before it is refused as busy (ms). */
-export const BUSY_WAIT_MS = 5000;
-/** The longest pause between two tries of a transaction's begin while another process writes (ms). */
-const BEGIN_PAUSE_MAX_MS = 20;
+const BUSY_WAIT_MS = 5000;
+/** The longest pause between two tries of a query while another process writes (ms). */
+const BUSY_PAUSE_MAX_MS = 20;
+
+/** SQLITE_BUSY or one of its extended codes: the file is locked by another connection. */
+const isBusy = (error: unknown): boolean => {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+};
 
 type RowMaker = (values: unknown[]) => Record<string, unknown>;
 const rowMakers = new WeakMap<BetterSqlite3.Statement, RowMaker>();
@@ -84,8 +90,30 @@ class SqliteConnection implements DatabaseConnection {
     return statement;
   }
 
+  /**
+   * Runs a query; one outside a transaction that finds the file locked by another process's write
+   * (SQLITE_BUSY: the command line, a second server; docs/architecture.md) is tried again after a
+   * pause that grows to BUSY_PAUSE_MAX_MS, for BUSY_WAIT_MS in all, and then refused as busy. SQLite's
+   * own wait (busy_timeout, 0 here) would hold the thread, and every request, device connection and
+   * timer of the server with it, for as long as the other process writes; this wait holds only the
+   * connection. A transaction's `begin immediate` waits here, and then holds the lock to its end, so
+   * its own statements find the file free.
+   */
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    return this.executeNow(compiledQuery);
+    try {
+      return this.executeNow(compiledQuery);
+    } catch (error) {
+      if (this.database.inTransaction || !isBusy(error)) throw error;
+    }
+    const giveUp = performance.now() + BUSY_WAIT_MS;
+    for (let pause = 1; ; pause = Math.min(pause * 2, BUSY_PAUSE_MAX_MS)) {
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      try {
+        return this.executeNow(compiledQuery);
+      } catch (error) {
+        if (this.database.inTransaction || !isBusy(error) || performance.now() >= giveUp) throw error;
+      }
+    }
   }
 
   executeNow<R>(compiledQuery: CompiledQuery): QueryResult<R> {
@@ -121,32 +149,6 @@ class SqliteConnection implements DatabaseConnection {
   // biome-ignore lint/correctness/useYield: streaming is not offered on this store.
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming queries are not supported on SQLite here');
-  }
-
-  /**
-   * Begins a transaction holding the file's write lock. SQLite's own wait for a lock another process
-   * holds (busy_timeout) blocks the thread, and with it every request, connection and timer of the
-   * server, for as long as that process writes: the begin asks without waiting, and while the lock is
-   * taken tries again after a pause that grows to BEGIN_PAUSE_MAX_MS, for BUSY_WAIT_MS in all, as
-   * busy_timeout would. Queries wait for the connection meanwhile; the rest of the server goes on.
-   */
-  async beginImmediate(): Promise<void> {
-    const giveUp = performance.now() + BUSY_WAIT_MS;
-    let pause = 1;
-    for (;;) {
-      this.prepare('pragma busy_timeout = 0').run();
-      try {
-        this.prepare('begin immediate').run();
-        return;
-      } catch (error) {
-        const code = (error as { code?: unknown }).code;
-        if (typeof code !== 'string' || !code.startsWith('SQLITE_BUSY') || performance.now() >= giveUp) throw error;
-      } finally {
-        this.prepare(`pragma busy_timeout = ${BUSY_WAIT_MS}`).run();
-      }
-      await new Promise((resolve) => setTimeout(resolve, pause));
-      pause = Math.min(pause * 2, BEGIN_PAUSE_MAX_MS);
-    }
   }
 
   /** Whether a transaction is open on the connection: SQLite ends one by itself on some errors. */
@@ -196,10 +198,10 @@ export class SqliteDriver implements Driver {
    * line, docs/architecture.md) and was refused with SQLITE_BUSY_SNAPSHOT, which no wait can mend. In
    * the server the one connection runs one transaction at a time, so taking the lock first costs
    * nothing there. While another process holds the lock the wait is the connection's
-   * (`beginImmediate`), not the event loop's.
+   * (SqliteConnection.executeQuery), not the event loop's.
    */
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await (connection as SqliteConnection).beginImmediate();
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
