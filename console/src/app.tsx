@@ -229,9 +229,10 @@ function focusHeadingOf(main: HTMLElement, preventScroll: boolean): HTMLElement 
 
 /**
  * Keeps the keyboard's place when the control holding the focus goes away: `New thing` gives way to its
- * form, `Acknowledge` to a list without the alert. The focus would fall to the page's body, so that a
- * screen reader says nothing and Tab starts again from the top; it goes to the first field of a form
- * that came in its place, else to the page's heading.
+ * form, the form to `New thing` again, `Acknowledge` to a list without the alert. The focus would fall
+ * to the page's body, so that a screen reader says nothing and Tab starts again from the top; it goes
+ * to the first field of a form that came in its place, or from a form that went to a button that came
+ * in its place, else to the page's heading.
  */
 function useFocusKeeper(): void {
   useEffect(() => {
@@ -241,12 +242,18 @@ function useFocusKeeper(): void {
     };
     const observer = new MutationObserver((records) => {
       if (!held || held.isConnected || (document.activeElement ?? document.body) !== document.body) return;
+      const was = held;
       held = undefined;
       const main = document.getElementById(MAIN_ID);
       const added = records.flatMap((r) => [...r.addedNodes]).filter((n): n is Element => n instanceof Element);
       const form = added.map((n) => (n.matches('form') ? n : n.querySelector('form'))).find((f) => f !== null);
       const field = form?.querySelector<HTMLElement>('input:not([type="hidden"]), select, textarea');
       if (field) return field.focus();
+      // A form that went (Cancel, Escape, Save) hands it to the button back in its place (`New thing`).
+      const button = was.closest('form')
+        ? added.map((n) => (n.matches('button') ? n : n.querySelector('button'))).find((b) => b !== null)
+        : undefined;
+      if (button instanceof HTMLElement) return button.focus();
       if (main) focusHeadingOf(main, true);
     });
     document.addEventListener('focusin', noted);

@@ -138,6 +138,25 @@ for (const store of STORES) {
       await shot(page, 'list');
     });
 
+    it('when Escape is pressed in Add thing with its suggestions open then only they close, and a second Escape leaves the form with the group unchanged', async () => {
+      const group = await groupNamed('Boilers');
+      const members = await memberKeys(group.group_key);
+      await page.getByRole('button', { name: 'Edit', exact: true, description: 'Boilers' }).click();
+      const form = page.getByRole('form', { name: 'Edit Boilers', exact: true });
+      await form.waitFor();
+      await page.getByRole('button', { name: 'Remove', exact: true, description: 'Boiler west' }).click();
+      const box = page.getByRole('combobox', { name: 'Add thing', exact: true });
+      await box.fill('pump');
+      const option = page.getByRole('option', { name: /^Pump north/ });
+      await option.waitFor();
+      await box.press('Escape');
+      await option.waitFor({ state: 'detached' });
+      assert.equal(await form.count(), 1, 'the first Escape closed only the suggestions');
+      await box.press('Escape');
+      await form.waitFor({ state: 'detached' });
+      assert.deepEqual(await memberKeys(group.group_key), members, 'nothing was saved');
+    });
+
     it('when Groups lists its groups then every member count comes in one request, not one per row', async () => {
       const asked: string[] = [];
       const watch = (r: { url: () => string }) => {

@@ -371,6 +371,38 @@ for (const store of STORES) {
       await page.getByRole('button', { name: 'Cancel', exact: true }).click();
     });
 
+    it('when Escape is pressed in the New thing form then the form goes without creating anything and New thing has the focus again', async () => {
+      await go('Things');
+      const before = await api.request('GET', '/api/v3/things', { token, query: { per: 1 } });
+      const create = page.getByRole('button', { name: 'New thing', exact: true });
+      await create.focus();
+      await page.keyboard.press('Enter');
+      const form = page.getByRole('form', { name: 'New thing', exact: true });
+      await form.waitFor();
+      const name = page.getByLabel('Name', { exact: true });
+      await until(
+        () => name.evaluate((input) => input === input.ownerDocument.activeElement),
+        (focused) => focused,
+        'the focus on Name',
+      );
+      await page.keyboard.type('Left by Escape');
+      await page.keyboard.press('Escape');
+      await form.waitFor({ state: 'detached' });
+      await until(
+        () => create.evaluate((button) => button === button.ownerDocument.activeElement),
+        (focused) => focused,
+        'the focus on New thing',
+      );
+      const after = await api.request('GET', '/api/v3/things', { token, query: { per: 1 } });
+      assert.equal(after.body.total_count, before.body.total_count, 'nothing was created');
+      // The form opens empty again: what was typed went with it.
+      await page.keyboard.press('Enter');
+      await form.waitFor();
+      assert.equal(await name.inputValue(), '');
+      await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+      await form.waitFor({ state: 'detached' });
+    });
+
     it('when the path names no section then a page says it is not found', async () => {
       await page.goto(`${api.url}/console/alert`);
       await page.getByRole('heading', { level: 1, name: 'Page not found', exact: true }).waitFor();

@@ -5,6 +5,7 @@
  */
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { allows, useCaller } from '../caller.ts';
+import { useEscapeCancels } from '../components/escape-cancels.ts';
 import { Failure } from '../components/failure.tsx';
 import { Field, TextField } from '../components/field.tsx';
 import { loadGroups } from '../components/group-select.tsx';
@@ -78,6 +79,7 @@ export function WidgetForm(props: {
   // Each check moves the focus to the first field marked (or, on opening, the form's first field).
   const [checks, setChecks] = useState(0);
   const form = useRef<HTMLFormElement>(null);
+  useEscapeCancels(form, props.onCancel);
   const headingId = useId();
   useEffect(() => {
     const root = form.current;
