@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it, type TestContext } from 'node:test';
-import type { Browser, Page, Request } from 'playwright-core';
+import type { Browser, Locator, Page, Request } from 'playwright-core';
 import {
   browserSkip,
   holdNextRead,
@@ -31,6 +31,13 @@ for (const store of STORES) {
     let token: string;
     let device: Device;
     const shot = (name: string) => screenshot(page, `things-${store.name}-${name}`);
+    /** Waits for `control` to hold the keyboard's focus. */
+    const focusOn = (control: Locator, what: string) =>
+      until(
+        () => control.evaluate((element) => element === element.ownerDocument.activeElement),
+        (focused) => focused,
+        `the focus on ${what}`,
+      );
 
     before(async () => {
       [api, browser] = await Promise.all([startServer(store), launchBrowser()]);
@@ -361,11 +368,7 @@ for (const store of STORES) {
       await page.keyboard.press('Enter');
       await page.getByRole('form', { name: 'New thing', exact: true }).waitFor();
       const name = page.getByLabel('Name', { exact: true });
-      await until(
-        () => name.evaluate((input) => input === input.ownerDocument.activeElement),
-        (focused) => focused,
-        'the focus on Name',
-      );
+      await focusOn(name, 'Name');
       await page.keyboard.type('Typed at once');
       assert.equal(await name.inputValue(), 'Typed at once');
       await page.getByRole('button', { name: 'Cancel', exact: true }).click();
@@ -380,19 +383,11 @@ for (const store of STORES) {
       const form = page.getByRole('form', { name: 'New thing', exact: true });
       await form.waitFor();
       const name = page.getByLabel('Name', { exact: true });
-      await until(
-        () => name.evaluate((input) => input === input.ownerDocument.activeElement),
-        (focused) => focused,
-        'the focus on Name',
-      );
+      await focusOn(name, 'Name');
       await page.keyboard.type('Left by Escape');
       await page.keyboard.press('Escape');
       await form.waitFor({ state: 'detached' });
-      await until(
-        () => create.evaluate((button) => button === button.ownerDocument.activeElement),
-        (focused) => focused,
-        'the focus on New thing',
-      );
+      await focusOn(create, 'New thing');
       const after = await api.request('GET', '/api/v3/things', { token, query: { per: 1 } });
       assert.equal(after.body.total_count, before.body.total_count, 'nothing was created');
       // The form opens empty again: what was typed went with it.
