@@ -76,4 +76,15 @@ describe("the console's Audit trail page [sqlite]", { skip: browserSkip || store
     await page.getByRole('heading', { level: 1, name: 'Audit trail', exact: true }).waitFor();
     assert.equal(await page.getByLabel('Entity type', { exact: true }).inputValue(), 'Rule');
   });
+
+  it('when the search matches no change then the page says so, with no table or pager of nothing', async () => {
+    ({ page } = await openConsole(browser, api.url, 'audit-trail?search=no-such-change-anywhere', 'Audit trail'));
+    await page.getByRole('status').filter({ hasText: 'No change matches the search and entity type.' }).waitFor();
+    assert.equal(await page.locator('main table').count(), 0, 'no table');
+    assert.equal(await page.getByText(/0 changes/).count(), 0, 'no pager');
+    await assertAccessible(page, 'the audit trail matching nothing');
+    await screenshot(page, 'sqlite-audit-no-match');
+    await page.getByLabel('Search the audit trail', { exact: true }).fill('');
+    await page.locator('main tbody tr').first().waitFor();
+  });
 });

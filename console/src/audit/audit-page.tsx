@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { answer, api } from '../api/client.ts';
+import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
 import { SearchField, SelectField } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
@@ -84,7 +85,17 @@ export function AuditPage() {
         />
       </div>
       <Failure message={list.error} />
-      {list.data && (
+      {/* No changes at all: the empty state alone; none the search or entity type match: said plainly. */}
+      {list.data?.total_count === 0 &&
+        (keywords === '' && entityType === '' ? (
+          <EmptyState title="No changes yet">
+            Every change made to this organisation's things, templates, rules, users and the rest is listed here, with
+            who made it and what it changed.
+          </EmptyState>
+        ) : (
+          <p role="status">No change matches the search and entity type.</p>
+        ))}
+      {list.data && list.data.total_count > 0 && (
         <table class="cards">
           <thead>
             <tr>
@@ -119,7 +130,9 @@ export function AuditPage() {
           </tbody>
         </table>
       )}
-      {list.data && <Pager page={page} per={PER} total={list.data.total_count} noun="changes" onPage={setPage} />}
+      {list.data && list.data.total_count > 0 && (
+        <Pager page={page} per={PER} total={list.data.total_count} noun="changes" onPage={setPage} />
+      )}
     </section>
   );
 }
