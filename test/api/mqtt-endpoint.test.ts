@@ -1126,11 +1126,14 @@ describeOnStores(
       const thing = await instructedThing(pair);
       const device = await rawConnection();
       device.socket.write(connectPacket(unique('quiet'), pair, 2));
+      // Its last word: the server reads it after this time, and counts its silence from then. (Taken when
+      // the SUBACK is seen, the time came up to a poll and a busy machine's turn later, and the silence
+      // measured from it came short of the server's.)
+      const spokeAt = Date.now();
       device.socket.write(
         mqttPacket.generate({ cmd: 'subscribe', messageId: 1, subscriptions: [{ topic: thing.topic, qos: 0 }] }),
       );
       await eventually(() => device.received.some((p) => p.cmd === 'suback'), 'the SUBACK');
-      const spokeAt = Date.now();
       // Silent for 3 s at most (a keep-alive of 2 s); an instruction every 2.5 s. Each write puts a
       // timeout that counts any activity off by 3 s: the device would be closed, if at all, only when an
       // instruction finds it silent too long (5 s).
