@@ -9,6 +9,15 @@ export function showValue(value: unknown): string {
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 
+/** Keys up to this long are never broken across lines (the server generates keys of 10 characters). */
+const SHORT_KEY = 16;
+
+/**
+ * The class of a cell or `code` holding a key: `key` (never broken across lines, style.css) for one
+ * short enough to be read and copied whole, as generated keys are; a long key of the user's may break.
+ */
+export const keyClass = (key: string): string | undefined => (key.length <= SHORT_KEY ? 'key' : undefined);
+
 /** Epoch seconds (the API's default timestamp format) in the browser's time zone. */
 export function showTime(seconds: number | string | null | undefined): string {
   if (seconds === null || seconds === undefined || seconds === '') return '';

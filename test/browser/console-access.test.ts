@@ -445,7 +445,8 @@ for (const store of STORES) {
       assert.equal(await writeControls().count(), 0);
       await navigation.getByRole('link', { name: 'API keys', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'API keys', exact: true }).waitFor();
-      await page.getByRole('table', { name: 'API keys' }).waitFor();
+      await page.getByRole('heading', { name: 'No API keys yet', exact: true }).waitFor();
+      assert.equal(await page.getByRole('table', { name: 'API keys' }).count(), 0, 'no table of nothing');
       assert.equal(await writeControls().count(), 0);
       await shot(page, 'read-only-api-keys');
 

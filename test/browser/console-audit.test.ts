@@ -87,4 +87,13 @@ describe("the console's Audit trail page [sqlite]", { skip: browserSkip || store
     await page.getByLabel('Search the audit trail', { exact: true }).fill('');
     await page.locator('main tbody tr').first().waitFor();
   });
+
+  it('when a template is made then its row names the entity in words, as the navigation does', async () => {
+    const name = unique('Kiln');
+    await postCreated(api, token, '/api/v3/thing_templates', { thing_template: { name } });
+    ({ page } = await openConsole(browser, api.url, 'audit-trail?entity_type=ThingTemplate', 'Audit trail'));
+    const made = page.locator('main tbody tr').filter({ hasText: name });
+    await made.waitFor();
+    assert.equal(await made.locator('td[data-label="Entity"]').textContent(), 'Template');
+  });
 });

@@ -60,6 +60,11 @@ for (const store of STORES) {
           .filter({ has: page.getByRole('heading', { name: title, exact: true }) });
         await empty.getByRole(next === 'New rule' ? 'button' : 'link', { name: next, exact: true }).waitFor();
       }
+      // Nothing to page through or to comment on.
+      assert.equal(await page.getByText(/ · 0 alerts$/).count(), 0, 'no pager of no alerts');
+      assert.equal(await page.getByLabel('Comment', { exact: true }).count(), 0, 'no comment without alerts');
+      await page.getByLabel('Status', { exact: true }).selectOption({ label: 'Open' });
+      await page.getByRole('heading', { name: 'No open alerts', exact: true }).waitFor();
       await page.context().close();
     });
 

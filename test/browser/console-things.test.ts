@@ -418,8 +418,12 @@ for (const store of STORES) {
         200,
       );
       await page.getByRole('link', { name: thing.name, exact: true }).click();
-      await page.getByRole('region', { name: 'Latest values' }).getByText('y'.repeat(100)).waitFor();
+      const latest = page.getByRole('region', { name: 'Latest values' });
+      await latest.getByText('y'.repeat(100)).waitFor();
       assert.ok((await width()) <= 0, `the thing page is ${await width()} px too wide`);
+      // Shown cut, saying so: the whole value would push the rest of the page thousands of pixels down.
+      assert.equal(await latest.getByText('y'.repeat(300)).count(), 0, 'the value is cut');
+      await latest.getByText(`(the first 300 of ${(20_000).toLocaleString('en-US')} characters)`).waitFor();
       await shot('long-value');
     });
 

@@ -141,7 +141,8 @@ export function AlertsPage() {
             setPage(1);
           }}
         />
-        {mayUpdate && (
+        {/* Beside alerts to act on; kept while it holds text, should they go live as it is typed. */}
+        {mayUpdate && (shown.length > 0 || comment !== '') && (
           <Field label="Comment" hint="optional: kept with the next Acknowledge or Clear">
             {(id, describedBy) => (
               <input
@@ -175,7 +176,7 @@ export function AlertsPage() {
           thing ? (
             <p>No alerts of this thing{status ? ' with this status' : ''}.</p>
           ) : (
-            <EmptyState title="No alerts">
+            <EmptyState title={status ? `No ${status} alerts` : 'No alerts'}>
               Alerts are raised by <Link to="rules">rules</Link> when a thing's events meet their condition, and by
               devices themselves; they are listed here, live, to be acknowledged and cleared.
             </EmptyState>
@@ -214,7 +215,9 @@ export function AlertsPage() {
             }
           />
         ))}
-      {list.data && <Pager page={page} per={PER} total={list.data.total_count} noun="alerts" onPage={setPage} />}
+      {list.data && list.data.total_count > 0 && (
+        <Pager page={page} per={PER} total={list.data.total_count} noun="alerts" onPage={setPage} />
+      )}
     </section>
   );
 }

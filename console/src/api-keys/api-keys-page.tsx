@@ -5,6 +5,7 @@ import { useAllows } from '../caller.ts';
 import { ConfirmButton } from '../components/confirm.tsx';
 import { Copyable } from '../components/copyable.tsx';
 import { DataTable } from '../components/data-table.tsx';
+import { EmptyState } from '../components/empty-state.tsx';
 import { Failure } from '../components/failure.tsx';
 import { Field, TextField } from '../components/field.tsx';
 import { answerByField, useFieldAction } from '../components/field-errors.ts';
@@ -73,7 +74,14 @@ export function ApiKeysPage() {
         </div>
       )}
       <Failure message={keys.error} />
-      {keys.data && (
+      {keys.data?.api_keys.length === 0 && (
+        <EmptyState title="No API keys yet">
+          {mayCreate
+            ? 'Make one for each script or integration with New API key: each can then be given a role of its own, and be deleted without stopping the others.'
+            : 'A user whose role may make API keys makes them here, one for each script or integration.'}
+        </EmptyState>
+      )}
+      {keys.data && keys.data.api_keys.length > 0 && (
         <DataTable<ApiKey>
           label="API keys"
           rows={keys.data.api_keys}

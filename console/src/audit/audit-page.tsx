@@ -5,14 +5,11 @@ import { Failure } from '../components/failure.tsx';
 import { SearchField, SelectField } from '../components/field.tsx';
 import { Pager } from '../components/pager.tsx';
 import { useDebounced, useLoad } from '../components/use-load.ts';
-import { showTime } from '../format.ts';
+import { keyClass, showTime } from '../format.ts';
 import { choiceOf, currentQuery, keepQuery } from '../router.tsx';
 import { changedFields } from './changes.ts';
 
 const PER = 50;
-
-/** Keys up to this long are never broken across lines (the server generates keys of 10 characters). */
-const SHORT_KEY = 16;
 
 /** The kinds of entity the API audits, as its `entity_type` names them, with their names in words. */
 const ENTITY_TYPES = [
@@ -33,6 +30,14 @@ const ENTITY_TYPES = [
   ['Role', 'Roles'],
   ['Organisation', 'Organisations'],
 ] as const;
+
+/** One entity of each kind in words, as the navigation names its pages (the API's `ThingTemplate`: Template). */
+const ENTITY_NAMES: Record<string, string> = {
+  ThingTemplate: 'Template',
+  NotificationAction: 'Notification action',
+  KeyPair: 'Key pair',
+  ApiKey: 'API key',
+};
 
 /** Who changed what, newest first (the audit trails written with every change). */
 export function AuditPage() {
@@ -116,10 +121,10 @@ export function AuditPage() {
                   {trail.user_name} <small>({trail.role_name})</small>
                 </td>
                 <td data-label="Action">{trail.action_taken}</td>
-                <td data-label="Entity">{trail.entity_type}</td>
+                <td data-label="Entity">{ENTITY_NAMES[trail.entity_type] ?? trail.entity_type}</td>
                 <td data-label="Name">{trail.entity_name ?? ''}</td>
                 {/* A generated key (10 characters) is read and copied whole; a long key of the user's may break. */}
-                <td data-label="Key" class={trail.entity_key.length <= SHORT_KEY ? 'key' : undefined}>
+                <td data-label="Key" class={keyClass(trail.entity_key)}>
                   <code>{trail.entity_key}</code>
                 </td>
                 <td data-label="Changes">

@@ -36,7 +36,7 @@ export function AlertTable(props: {
       <tbody>
         {props.alerts.map((alert, row) => (
           <tr key={alert.alert_key}>
-            <td data-label="Time" id={`${id}-${row}-time`}>
+            <td data-label="Time" id={`${id}-${row}-time`} class="when">
               {showTime(alert.timestamp)}
             </td>
             <td data-label="Type">{alert.alert_type_string}</td>
@@ -57,7 +57,7 @@ export function AlertTable(props: {
               <Handled alert={alert} />
             </td>
             {props.actions && (
-              <td>
+              <td class="row-actions">
                 {props.actions(
                   alert,
                   [props.showThing && `${id}-${row}-thing`, `${id}-${row}-message`, `${id}-${row}-time`]

@@ -58,7 +58,7 @@ export function OrganisationsPage() {
             rowKey={(o) => o.organisation_key}
             columns={[
               { header: 'Name', cell: (o) => o.name ?? '' },
-              { header: 'Key', cell: (o) => <code>{o.organisation_key}</code> },
+              { header: 'Key', cell: (o) => <code class="key">{o.organisation_key}</code> },
               { header: 'OEM', cell: (o) => (o.is_oem ? 'Yes' : 'No') },
               {
                 header: 'Retention',

@@ -11,6 +11,18 @@ export const LATEST_EVENTS = 1_000;
 /** thing_data's answer in the default format: the events of each thing. */
 export type EventsAnswer = Record<string, { event_data: { timestamp: number; data: Record<string, unknown> }[] }>;
 
+/**
+ * A value longer than this is shown cut, with how long it is: a device's log line of 20,000 characters
+ * would push the chart and alerts pages down. The events' export and the API have it whole.
+ */
+const LONGEST_SHOWN = 300;
+
+/** A value as shown, and its whole length in characters when it was cut. */
+function shownValue(value: unknown): { text: string; cut?: number } {
+  const text = showValue(value);
+  return text.length > LONGEST_SHOWN ? { text: `${text.slice(0, LONGEST_SHOWN - 1)}…`, cut: text.length } : { text };
+}
+
 /** The newest value of each (top-level) metric, with the time of the event that carried it. */
 export type Latest = Record<string, { value: unknown; timestamp: number }>;
 
@@ -52,14 +64,21 @@ export function LatestValues({
           <dl class="values">
             {names.map((name) => {
               const shown = latest[name];
+              const value = shownValue(shown?.value);
               return (
                 <>
                   <dt>
                     <BreakableName name={name} />
                   </dt>
                   <dd>
-                    <span>{showValue(shown?.value)}</span>
+                    <span>{value.text}</span>
                     {units[name] && <span class="unit"> {units[name]}</span>}
+                    {value.cut !== undefined && (
+                      <small class="muted">
+                        {' '}
+                        (the first {LONGEST_SHOWN} of {value.cut.toLocaleString()} characters)
+                      </small>
+                    )}
                     {/* A metric the newest event did not carry says when it was sent. */}
                     {shown && shown.timestamp !== newest && <small> at {showTime(shown.timestamp)}</small>}
                   </dd>

@@ -10,7 +10,7 @@ import { loadGroups } from '../components/group-select.tsx';
 import { Pager } from '../components/pager.tsx';
 import { loadTemplates } from '../components/template-select.tsx';
 import { useDebounced, useLoad } from '../components/use-load.ts';
-import { showTime } from '../format.ts';
+import { keyClass, showTime } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
 import { choiceOf, currentQuery, keepQuery, Link, navigate, segment } from '../router.tsx';
 import { ImportThings } from './import-things.tsx';
@@ -319,7 +319,7 @@ export function ThingsPage() {
                   <Link to={`things/${segment(thing.thing_key)}`}>{thing.name}</Link>
                 </td>
                 <td class="hide-narrow">
-                  <code>{thing.thing_key}</code>
+                  <code class={keyClass(thing.thing_key)}>{thing.thing_key}</code>
                 </td>
                 <td class={thing.alive ? 'online' : 'offline'}>{thing.alive ? 'Online' : 'Offline'}</td>
                 <td>{thing.last_event ? showTime(thing.last_event.timestamp) : <span class="muted">Never</span>}</td>
