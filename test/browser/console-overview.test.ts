@@ -13,6 +13,7 @@ import { createThing, unique, userWithAbilities } from '../support/fixtures.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer, type TestServer } from '../support/server.ts';
 import { STORES } from '../support/stores.ts';
 import { inkAtRightEdge } from './chart-canvas.ts';
+import { until } from './until.ts';
 
 const FIGURES = ['Things', 'Online', 'Offline', 'Open alerts', 'Events in the last hour'] as const;
 
@@ -89,8 +90,22 @@ for (const store of STORES) {
         [shown.Things, shown.Online, shown.Offline, shown['Events in the last hour'], shown['Open alerts']],
         ['2', '1', '1', '2', '1'],
       );
-      await page.getByRole('img', { name: /^Events received per minute, the last hour: 2 in all$/ }).waitFor();
+      const events = page.getByRole('img', { name: /^Events received per minute, the last hour: 2 in all$/ });
+      await events.waitFor();
       await page.locator('.chart canvas').first().waitFor();
+      // Counts are marked in whole numbers: no 0.5 event a minute.
+      const marks = await until(
+        async () =>
+          (
+            JSON.parse((await events.locator('.chart').getAttribute('data-scales')) ?? '[]') as { marks?: string[] }[]
+          )[0]?.marks ?? [],
+        (drawn) => drawn.length >= 2,
+        'the events axis laid out',
+      );
+      assert.ok(
+        marks.every((mark) => /^\d+$/.test(mark)),
+        `the events axis is marked ${marks.join(', ')}`,
+      );
       // The alert's message is text, never HTML.
       await page.getByRole('cell', { name: 'Press <b>hot</b>: 95', exact: true }).waitFor();
       assert.equal(page.url(), `${api.url}/console/`);

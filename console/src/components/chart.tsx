@@ -6,6 +6,7 @@
 import { useEffect, useMemo, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { showShortTime } from '../format.ts';
 import { type Columns, labelOf, legendNumber, listOf, type Scale, scalesOf } from './chart-scales.ts';
 import { breakAtWords } from './name-breaks.tsx';
 
@@ -57,6 +58,9 @@ const ySize = (least: number) => (plot: uPlot, labels: string[] | null, axis: nu
 /** The room for an axis' own label (its unit or names) across the axis: the bold 12-pixel text and a gap. */
 const Y_LABEL = 20;
 
+/** The steps between a count axis' marks: whole numbers, 1, 2 or 5 times a power of ten. */
+const WHOLE_STEPS = Array.from({ length: 10 }, (_, power) => [1, 2, 5].map((step) => step * 10 ** power)).flat();
+
 function fewPoints(plot: uPlot, series: number, first: number, last: number): boolean {
   const ys = plot.data[series] ?? [];
   let seen = 0;
@@ -89,6 +93,8 @@ export function Chart(props: {
    * docs/console.md): `time`, its time axis (the range is said above it); `axes`, its axes and legend too.
    */
   leaveOut?: 'time' | 'axes';
+  /** The values are whole counts (events a minute): the y axis marks whole numbers only, not 0.5. */
+  counts?: boolean;
 }) {
   const box = useRef<HTMLDivElement>(null);
   const made = useRef<uPlot | undefined>(undefined);
@@ -124,13 +130,16 @@ export function Chart(props: {
     const byName = [...columns.metrics].sort();
     // A chart of one scale is labelled only with a unit; one of two names what each axis measures.
     const axisLabel = (scale: Scale) => (scale.unit || scales.length > 1 ? labelOf(scale, columns.metrics) : undefined);
+    // The marks each y axis was last laid out with, as written beside its ticks.
+    const marks: string[][] = [];
     // The scales as drawn, for tests (uPlot draws its axes on the canvas): each with its metrics, its
-    // axis (left, right or none) and label, and the values it spans.
+    // axis (left, right or none), label and marks, and the values it spans.
     const describeScales = (drawn: uPlot) => {
       const described = scales.map((scale, i) => ({
         metrics: scale.metrics.map((m) => columns.metrics[m]),
         axis: ['left', 'right'][i] ?? 'none',
         label: i < 2 ? axisLabel(scale) : undefined,
+        marks: marks[i],
         min: drawn.scales[scaleKey(i)]?.min,
         max: drawn.scales[scaleKey(i)]?.max,
       }));
@@ -168,7 +177,9 @@ export function Chart(props: {
           null,
         ],
         series: [
-          {},
+          // The legend's time as the console writes times elsewhere (`2:05:03 PM`, `Nov 29, 6:25 PM`),
+          // not uPlot's own `2026-11-29 6:25pm`.
+          { value: (_shown: uPlot, seconds: number | null) => (seconds == null ? '' : showShortTime(seconds)) },
           ...columns.metrics.map((label, i) => ({
             label,
             scale: scaleKey(scales.findIndex((scale) => scale.metrics.includes(i))),
@@ -197,8 +208,12 @@ export function Chart(props: {
             scale: scaleKey(i),
             show: leaveOut !== 'axes',
             space: ySpace,
-            size: ySize(scales.length > 1 ? 30 : 50),
+            size: (shown: uPlot, labels: string[] | null, axis: number) => {
+              if (labels) marks[i] = labels;
+              return ySize(scales.length > 1 ? 30 : 50)(shown, labels, axis);
+            },
             ...(axisLabel(scale) ? { label: axisLabel(scale), labelSize: Y_LABEL } : {}),
+            ...(props.counts ? { incrs: WHOLE_STEPS } : {}),
             ...(i === 1 ? { side: 1, grid: { show: false } } : {}),
           })),
         ],

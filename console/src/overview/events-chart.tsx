@@ -14,7 +14,7 @@ export function EventsChart({ minutes }: { minutes: { minute: number | string; e
       role="img"
       aria-label={`Events received per minute, the last hour: ${minutes.reduce((s, m) => s + m.events, 0)} in all`}
     >
-      <Chart columns={columns.current} handle={handle} height={200} />
+      <Chart columns={columns.current} handle={handle} height={200} counts />
     </div>
   );
 }
