@@ -299,7 +299,7 @@ for (const store of STORES) {
       }
       await openThing(thingKey, 'Fast sensor');
       const chart = page.getByRole('region', { name: 'Telemetry', exact: true });
-      await chart.getByText(/^\d+ buckets · flow$/).waitFor();
+      await chart.getByText(/^\d+ averages of 1 min · flow$/).waitFor();
       const buckets = Number((await chart.locator('.chart-caption').textContent())?.split(' ')[0]);
       // Every minute of the hour, empty ones too, not an event each.
       assert.ok(buckets >= 60 && buckets <= 62, `buckets: ${buckets}`);

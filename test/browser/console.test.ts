@@ -152,7 +152,7 @@ for (const store of STORES) {
       await latest.getByText('41.7', { exact: true }).waitFor();
       await shot('thing-live');
       await chart.getByLabel('Range', { exact: true }).selectOption('Last 24 hours');
-      await chart.getByText(/\d+ buckets · pressure, temperature/).waitFor();
+      await chart.getByText(/^\d+ averages of 5 min · pressure, temperature$/).waitFor();
       await shot('thing-24-hours');
     });
 

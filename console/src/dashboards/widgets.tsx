@@ -12,7 +12,7 @@ import { unitsOfMetrics } from '../components/chart-scales.ts';
 import { Failure } from '../components/failure.tsx';
 import { BreakableName } from '../components/name-breaks.tsx';
 import { unreachable, useLoad } from '../components/use-load.ts';
-import { countOf, showShortTime, showTime, showValue } from '../format.ts';
+import { countOf, showDuration, showShortTime, showTime, showValue } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
 import { Link, segment } from '../router.tsx';
 import { onSessionChange } from '../session.ts';
@@ -57,6 +57,12 @@ function Missing({ keys }: { keys: string[] }) {
   if (keys.length === 0) return null;
   return <p class="notice">Missing (not found, or not yours to read): {keys.join(', ')}</p>;
 }
+
+/** The seconds one bucket of `buckets` covers. */
+const bucketSeconds = (range: [number, number]): number => {
+  const { time_grouping, time_grouping_value } = buckets(range);
+  return time_grouping_value * (time_grouping === 'hour' ? 3600 : 60);
+};
 
 /** Seconds between buckets for a range: a few hundred points at most. */
 function buckets(range: [number, number]): { time_grouping: 'minute' | 'hour'; time_grouping_value: number } {
@@ -263,7 +269,8 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
   // Live points are added without a render: the caption's count is written in place, and so after
   // each read (were it rendered, a read after live points would leave the count they wrote).
   const showCount = () => {
-    if (caption.current && live.current) caption.current.textContent = pointsCaption(live.current.x.length, aggregate);
+    if (caption.current && live.current)
+      caption.current.textContent = pointsCaption(live.current.x.length, aggregate, range);
   };
   useLayoutEffect(showCount, [columns, leaveOut]);
   useEffect(() => {
@@ -322,8 +329,20 @@ function TimeseriesWidget({ widget, range, rolling, chosen }: WidgetProps) {
   );
 }
 
-/** How many points a chart draws: events, or the fleet's buckets. */
-const pointsCaption = (count: number, aggregate: string | undefined) => countOf(count, aggregate ? 'bucket' : 'point');
+/** What one of the fleet's buckets holds, by the aggregate drawn (`3 averages of 15 min`). */
+const AGGREGATE_NOUNS: Record<string, string> = {
+  avg: 'average',
+  min: 'minimum',
+  max: 'maximum',
+  sum: 'sum',
+  count: 'count',
+};
+
+/** How many points a chart draws: events, or the fleet's buckets, each the aggregate of a stretch of the range. */
+const pointsCaption = (count: number, aggregate: string | undefined, range: [number, number]) =>
+  aggregate
+    ? `${countOf(count, AGGREGATE_NOUNS[aggregate] ?? 'bucket')} of ${showDuration(bucketSeconds(range))}`
+    : countOf(count, 'point');
 
 /** The latest value of one thing's metric, and live ones. */
 function useLatest(widget: Widget, chosen: Record<string, string>) {

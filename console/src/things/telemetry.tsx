@@ -7,7 +7,7 @@ import { answer, api, messageOf } from '../api/client.ts';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { Field } from '../components/field.tsx';
 import { holdsPoint } from '../components/points.ts';
-import { countOf } from '../format.ts';
+import { countOf, showDuration } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
 
 /**
@@ -87,6 +87,8 @@ export function Telemetry({
   const [range, setRange] = useState<Range>(FIRST_RANGE);
   const [columns, setColumns] = useState<Columns | undefined>();
   const [grouped, setGrouped] = useState(false);
+  // Seconds each average of a grouped range covers, for its caption.
+  const [averagedOver, setAveragedOver] = useState(0);
   const [error, setError] = useState<string | undefined>();
   const [count, setCount] = useState(0);
   // The time axis spans the whole range asked for (epoch seconds), not only the events in it.
@@ -231,6 +233,7 @@ export function Telemetry({
           setSpan([now - range.seconds, now]);
           setColumns(history.columns);
           setGrouped(history.grouped);
+          setAveragedOver(history.averagedOver);
           setCount(history.columns.x.length);
           setError(undefined);
           const loaded = history.columns;
@@ -301,7 +304,7 @@ export function Telemetry({
         <p class="chart-caption">
           {columns.metrics.length === 0
             ? 'No numeric values in this range.'
-            : `${countOf(count, grouped ? 'bucket' : 'point')} · ${columns.metrics.join(', ')}`}
+            : `${grouped ? `${countOf(count, 'average')} of ${showDuration(averagedOver)}` : countOf(count, 'point')} · ${columns.metrics.join(', ')}`}
         </p>
       )}
     </section>
@@ -329,18 +332,20 @@ function insertEvent(columns: Columns, timestamp: number, values: Record<string,
 /**
  * The range's columns: every event of a raw range from thing_data, or averages per bucket from
  * thing_aggregated_data for the long ranges and for a raw range of more than MAX_POINTS events
- * (`grouped`, with the time the averages were read up to: later live events are added to them).
+ * (`grouped`, with the seconds each average covers and the time the averages were read up to: later
+ * live events are added to them).
  */
 async function loadColumns(
   thingKey: string,
   range: Range,
-): Promise<{ columns: Columns | Averages; grouped: boolean; readUntil: number }> {
+): Promise<{ columns: Columns | Averages; grouped: boolean; averagedOver: number; readUntil: number }> {
   const to = Math.floor(Date.now() / 1000);
   const from = to - range.seconds;
   if ('grouping' in range) {
     return {
       columns: await loadAverages(thingKey, from, to, range.grouping, range.every),
       grouped: true,
+      averagedOver: range.every * (range.grouping === 'hour' ? 3600 : 60),
       readUntil: to,
     };
   }
@@ -355,7 +360,12 @@ async function loadColumns(
   };
   // The count first (a page of one), so that a crowded range is never read event by event.
   if ((await page(1)).total_event_count > MAX_POINTS) {
-    return { columns: await loadAverages(thingKey, from, to, 'minute', 1), grouped: true, readUntil: to };
+    return {
+      columns: await loadAverages(thingKey, from, to, 'minute', 1),
+      grouped: true,
+      averagedOver: 60,
+      readUntil: to,
+    };
   }
   const block = await page(MAX_POINTS);
   const metrics = block.metrics.filter((_, i) => block.event_data.some((row) => typeof row[i + 1] === 'number'));
@@ -366,7 +376,12 @@ async function loadColumns(
       return typeof value === 'number' ? value : null;
     }),
   );
-  return { columns: { metrics, x: block.event_data.map((row) => row[0]), ys }, grouped: false, readUntil: to };
+  return {
+    columns: { metrics, x: block.event_data.map((row) => row[0]), ys },
+    grouped: false,
+    averagedOver: 0,
+    readUntil: to,
+  };
 }
 
 async function loadAverages(
