@@ -263,7 +263,10 @@ export function WidgetForm(props: {
         </>
       )}
       {type === 'timeseries' && (
-        <Field label="Aggregate" hint="one line per metric across the things">
+        <Field
+          label="Aggregate"
+          hint={draft.aggregate ? 'one line per metric across the things' : 'a line per thing and metric'}
+        >
           {(id, describedBy) => (
             <select
               id={id}

@@ -26,7 +26,7 @@ type Refusal = ReturnType<typeof byField>;
 /** The rule's triggers in words (docs/rules.md, "Rule timing"). */
 const TRIGGERS: [Trigger, string][] = [
   ['on_enter', 'When the condition turns true'],
-  ['every_event', 'On every event it holds for'],
+  ['every_event', 'On every event that meets the condition'],
   ['no_data', 'When a thing sends nothing'],
 ];
 
@@ -36,7 +36,7 @@ const TRIGGERS: [Trigger, string][] = [
  */
 function timingOf(rule: { trigger: string; for_seconds: number }): string | undefined {
   if (rule.trigger === 'no_data') return `Nothing sent for ${showDuration(rule.for_seconds)}`;
-  if (rule.trigger === 'every_event') return 'On every event it holds for';
+  if (rule.trigger === 'every_event') return 'On every event that meets the condition';
   return rule.for_seconds > 0 ? `Held for ${showDuration(rule.for_seconds)}` : undefined;
 }
 

@@ -35,8 +35,11 @@ export function DeleteEvents({
     <section class="panel" aria-label="Delete events">
       <h2>Delete events</h2>
       <p class="muted">Times are in your time zone ({Intl.DateTimeFormat().resolvedOptions().timeZone}).</p>
-      <TextField label="From" type="datetime-local" value={from} onInput={setFrom} />
-      <TextField label="To" type="datetime-local" value={to} onInput={setTo} />
+      {/* Side by side, apart, as a list's filters are: the panel is no form to space its fields. */}
+      <div class="filters">
+        <TextField label="From" type="datetime-local" value={from} onInput={setFrom} />
+        <TextField label="To" type="datetime-local" value={to} onInput={setTo} />
+      </div>
       {deleted !== undefined && <p role="status">{countOf(deleted, 'event')} deleted.</p>}
       <div class="actions">
         {ready ? (
