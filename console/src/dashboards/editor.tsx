@@ -17,16 +17,27 @@ export function leastHeight(type: Widget['type']): number {
 }
 
 /** The layout steps the buttons take, each kept on the grid, no shorter than `least` rows (or than it is). */
-const STEPS: { label: string; step: (l: Layout, least: number) => Layout }[] = [
-  { label: 'Move left', step: (l) => ({ ...l, x: Math.max(0, l.x - 1) }) },
-  { label: 'Move right', step: (l) => ({ ...l, x: Math.min(COLUMNS - l.w, l.x + 1) }) },
-  { label: 'Move up', step: (l) => ({ ...l, y: Math.max(0, l.y - 1) }) },
-  { label: 'Move down', step: (l) => ({ ...l, y: l.y + 1 }) },
-  { label: 'Narrower', step: (l) => ({ ...l, w: Math.max(1, l.w - 1) }) },
-  { label: 'Wider', step: (l) => ({ ...l, w: Math.min(COLUMNS - l.x, l.w + 1) }) },
-  { label: 'Shorter', step: (l, least) => ({ ...l, h: Math.max(Math.min(least, l.h), l.h - 1) }) },
-  { label: 'Taller', step: (l) => ({ ...l, h: Math.min(100, l.h + 1) }) },
+/**
+ * A widget's layout steps: each button is named in words (`Move left`) and shows a sign under the
+ * word of its group (Move, Width, Height), so that the eight fit on one line above the widget's
+ * content rather than taking a third of a small widget while it is edited.
+ */
+const STEPS: { label: string; sign: string; group: string; step: (l: Layout, least: number) => Layout }[] = [
+  { label: 'Move left', sign: '←', group: 'Move', step: (l) => ({ ...l, x: Math.max(0, l.x - 1) }) },
+  { label: 'Move right', sign: '→', group: 'Move', step: (l) => ({ ...l, x: Math.min(COLUMNS - l.w, l.x + 1) }) },
+  { label: 'Move up', sign: '↑', group: 'Move', step: (l) => ({ ...l, y: Math.max(0, l.y - 1) }) },
+  { label: 'Move down', sign: '↓', group: 'Move', step: (l) => ({ ...l, y: l.y + 1 }) },
+  { label: 'Narrower', sign: '−', group: 'Width', step: (l) => ({ ...l, w: Math.max(1, l.w - 1) }) },
+  { label: 'Wider', sign: '+', group: 'Width', step: (l) => ({ ...l, w: Math.min(COLUMNS - l.x, l.w + 1) }) },
+  {
+    label: 'Shorter',
+    sign: '−',
+    group: 'Height',
+    step: (l, least) => ({ ...l, h: Math.max(Math.min(least, l.h), l.h - 1) }),
+  },
+  { label: 'Taller', sign: '+', group: 'Height', step: (l) => ({ ...l, h: Math.min(100, l.h + 1) }) },
 ];
+const STEP_GROUPS = [...new Set(STEPS.map((s) => s.group))];
 
 const overlap = (a: Layout, b: Layout): boolean =>
   a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
@@ -84,15 +95,22 @@ export function LayoutControls(props: { widget: Widget; change: (widget: Widget)
   const { x, y, w, h } = widget.layout;
   return (
     <fieldset class="layout-controls" aria-label={`Layout of ${widget.title}`}>
-      {STEPS.map(({ label, step }) => (
-        <button
-          key={label}
-          type="button"
-          class="secondary"
-          onClick={() => props.change({ ...widget, layout: step(widget.layout, leastHeight(widget.type)) })}
-        >
-          {label}
-        </button>
+      {STEP_GROUPS.map((group) => (
+        <span key={group} class="layout-steps">
+          <span class="muted">{group}</span>
+          {STEPS.filter((s) => s.group === group).map(({ label, sign, step }) => (
+            <button
+              key={label}
+              type="button"
+              class="secondary"
+              aria-label={label}
+              title={label}
+              onClick={() => props.change({ ...widget, layout: step(widget.layout, leastHeight(widget.type)) })}
+            >
+              {sign}
+            </button>
+          ))}
+        </span>
       ))}
       <small class="hint">
         Column {x + 1}, row {y + 1}, {w} wide, {h} high
