@@ -445,6 +445,8 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
 
   it("when a things table is half the dashboard's width then each last event's date keeps to one line", async () => {
     await region('Machines').getByRole('cell', { name: '1450', exact: true }).waitFor();
+    // The boiler's template gives its temperature a unit; the pump's Default template gives none.
+    await region('Machines').getByRole('cell', { name: '20.1 °C', exact: true }).waitFor();
     await shot('things');
     // The lines of text each date cell takes: the rows its text's boxes start on.
     const lines =

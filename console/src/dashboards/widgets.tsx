@@ -123,7 +123,10 @@ function templateUnits(thing_template_key: string): Promise<Record<string, strin
  * Each metric's unit as the templates give it (the first that does), read as the thing page reads its
  * template's (docs/console.md, "Pages"); a template the role may not read gives none.
  */
-async function unitsOfTemplates(templateKeys: (string | undefined)[]): Promise<Map<string, Record<string, string>>> {
+/** A template's metrics' units by name. */
+type Units = Record<string, string>;
+
+async function unitsOfTemplates(templateKeys: (string | undefined)[]): Promise<Map<string, Units>> {
   const keys = [...new Set(templateKeys.filter((key): key is string => !!key))];
   const read = await Promise.all(keys.map(templateUnits));
   return new Map(keys.map((key, i) => [key, read[i] ?? {}]));
@@ -517,6 +520,17 @@ function LastEvent({ seconds }: { seconds: number | string | null | undefined })
 function ThingsWidget({ widget, chosen }: WidgetProps) {
   const { source, things } = useLiveThings(widget, chosen);
   const metrics = widget.metrics ?? [];
+  // Each value with its metric's unit from its thing's template, as a time series takes it: things of
+  // several templates may measure one metric in different units. Not asked by a role that may not read
+  // templates.
+  const mayReadTemplates = useMayRead('thing_template');
+  const templates = [...new Set(things.map(templateOf))].sort().join(',');
+  const units = useLoad(
+    async () =>
+      mayReadTemplates && metrics.length > 0 ? unitsOfTemplates(templates.split(',')) : new Map<string, Units>(),
+    [templates, mayReadTemplates, metrics.length > 0],
+  );
+  const unitOf = (thing: Thing, metric: string) => units.data?.get(templateOf(thing) ?? '')?.[metric];
   return (
     <>
       <Failure message={source.error} />
@@ -544,9 +558,16 @@ function ThingsWidget({ widget, chosen }: WidgetProps) {
               </td>
               <td class={t.alive ? 'online' : 'offline'}>{t.alive ? 'Online' : 'Offline'}</td>
               <td style={{ whiteSpace: 'nowrap' }}>{t.last_event && <LastEvent seconds={t.last_event.timestamp} />}</td>
-              {metrics.map((m) => (
-                <td key={m}>{showValue(t.last_event ? pick(t.last_event.data, m) : undefined)}</td>
-              ))}
+              {metrics.map((m) => {
+                const value = showValue(t.last_event ? pick(t.last_event.data, m) : undefined);
+                const unit = value === '' ? undefined : unitOf(t, m);
+                return (
+                  <td key={m}>
+                    {value}
+                    {unit && <span class="unit"> {unit}</span>}
+                  </td>
+                );
+              })}
             </tr>
           ))}
         </tbody>
