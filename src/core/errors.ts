@@ -88,3 +88,6 @@ export const rateLimited = (retryAfterSeconds: number, message = 'too many reque
 /** 503: the server cannot take this now; the client sends it again after a second. */
 export const sendAgainLater = (message: string): ApiError =>
   new ApiError(503, [{ code: 'unavailable', message }], undefined, { 'retry-after': '1' });
+
+/** Why a caller who is not an account admin is refused what only one may do. */
+export const ONLY_ACCOUNT_ADMINS = 'only an account admin may do this';

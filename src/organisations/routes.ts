@@ -49,7 +49,7 @@ export function organisationRoutes(store: Store): AnyRoute[] {
       url: '/api/v3/organisations/:organisation_key',
       tags,
       summary: 'Get the own organisation (any account admin) or a child organisation (an OEM account admin)',
-      access: { kind: 'signed_in' },
+      access: { kind: 'account_admin' },
       params: OrganisationKeyParams,
       response: OrganisationOne,
       handler: async ({ params, principal, time }) => ({
@@ -82,7 +82,7 @@ export function organisationRoutes(store: Store): AnyRoute[] {
       summary: 'Update the own organisation (any account admin) or a child organisation (an OEM account admin)',
       description:
         'retention_days and rollup_retention_days: whole days from 1 to 36500, or null for ever (docs/storage.md). is_oem and events_per_second (events a second, beyond which 429; null: the server default; 0: no limit; docs/operations.md) are set by the parent only.',
-      access: { kind: 'signed_in' },
+      access: { kind: 'account_admin' },
       params: UpdateOrganisationParams,
       response: OrganisationOne,
       handler: async ({ params, principal, time }) => {

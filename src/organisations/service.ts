@@ -5,7 +5,7 @@
  * capabilities register).
  */
 import { type Actor, recordChange } from '../audit/recorder.ts';
-import { conflict, forbidden, notFound } from '../core/errors.ts';
+import { conflict, forbidden, notFound, ONLY_ACCOUNT_ADMINS } from '../core/errors.ts';
 import { newKey, newSecretKey } from '../core/keys.ts';
 import type { ListQuery } from '../core/list-query.ts';
 import type { BuiltInRole } from '../core/permissions.ts';
@@ -119,7 +119,7 @@ async function requireChild(db: Executor, parentKey: string, key: string): Promi
  * its OEM organisation. Anyone else is refused (403); another organisation is not found (404).
  */
 async function requireManaged(db: Executor, principal: Principal, key: string): Promise<OrganisationRow> {
-  if (!principal.accountAdmin) throw forbidden('only an account admin may do this');
+  if (!principal.accountAdmin) throw forbidden(ONLY_ACCOUNT_ADMINS);
   if (key === principal.organisationKey) return requireVisibleOrganisation(db, key, key);
   if (!principal.organisationIsOem) throw notFound('organisation', 'organisation_key');
   return requireChild(db, principal.organisationKey, key);

@@ -225,6 +225,23 @@ describeOnStores('organisations, OEM access and tenant isolation', (ctx) => {
     assert.match(itself.body.message, /leave it out to sign in to your own/);
   });
 
+  it('when a user who is no account admin reads or changes an organisation then it is a 403, whatever the input', async () => {
+    const adminToken = await ctx.api.adminToken();
+    const plain = await userWithAbilities(ctx.api, adminToken, [995]);
+    const own = (await ctx.api.request('GET', '/api/v3/caller', { token: plain.token })).body.caller
+      .organisation_key as string;
+    for (const body of [{ organisation: { retention_days: 30 } }, { organisation: { retention_days: 'many' } }, {}]) {
+      const put = await ctx.api.request('PUT', `/api/v3/organisations/${own}`, { token: plain.token, body });
+      assert.equal(put.status, 403, `${JSON.stringify(body)}: ${put.text}`);
+      assert.equal(put.body.errors[0].code, 'forbidden');
+    }
+    const get = await ctx.api.request('GET', `/api/v3/organisations/${own}`, {
+      token: plain.token,
+      query: { time_zone: 'Nowhere/Else' },
+    });
+    assert.equal(get.status, 403, get.text);
+  });
+
   it('when is_oem is no boolean then it is a 400 naming it, also where the endpoint does not use it', async () => {
     const token = await ctx.api.adminToken();
     for (const [method, path] of [

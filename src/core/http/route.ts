@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ChangeFeed, EntityType } from '../change-feed.ts';
-import { ApiError, forbidden, invalidParam, unauthorized, unknownReference } from '../errors.ts';
+import { ApiError, forbidden, invalidParam, ONLY_ACCOUNT_ADMINS, unauthorized, unknownReference } from '../errors.ts';
 import { grants, type Operation, type PermissionClass } from '../permissions.ts';
 import type { Principal } from '../principal.ts';
 import { resolveTimeZone, type TimeFormatter, type TimestampFormat, timeFormatter } from '../time.ts';
@@ -43,6 +43,11 @@ export type Access =
   | { kind: 'signed_in' }
   /** A signed-in user whose role grants this permission (docs/api.md, "Permissions"). */
   | { kind: 'permission'; class: PermissionClass; operation: Operation }
+  /**
+   * The account admin of any organisation (its own organisation's settings; the handler checks what
+   * else, such as an OEM organisation's children): refused before the request's input is checked.
+   */
+  | { kind: 'account_admin' }
   /** The account admin of an OEM organisation (managing child organisations). */
   | { kind: 'oem_admin' }
   /** A device signing its request with a key pair (docs/devices.md, "HTTP"); the handler checks what it may do. */
@@ -377,6 +382,7 @@ async function authorise(
   if (access.kind === 'permission' && !grants(principal.abilities, access.class, access.operation)) {
     throw forbidden(`your role lacks the permission to ${access.operation} ${access.class}`);
   }
+  if (access.kind === 'account_admin' && !principal.accountAdmin) throw forbidden(ONLY_ACCOUNT_ADMINS);
   if (access.kind === 'oem_admin' && !(principal.accountAdmin && principal.organisationIsOem)) {
     throw forbidden('only the account admin of an OEM organisation may do this');
   }
