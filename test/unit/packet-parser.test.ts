@@ -318,6 +318,31 @@ describe('the device endpoint packet parser: PUBLISH, PUBACK and PINGREQ read wi
     );
     assert.equal(seen.packets.at(-2)?.cmd === 'puback' && seen.packets.at(-2)?.messageId, 258);
   });
+
+  it("when a read ends right after a packet's fixed header then its body, in the next read, is read as that packet, not as packets of its own", () => {
+    const { parser, seen } = reading();
+    parser.parse(connect);
+    parser.opened();
+    seen.packets.length = 0;
+    const subscribe = mqttPacket.generate({
+      cmd: 'subscribe',
+      messageId: 0x8001,
+      subscriptions: [{ topic: 'Altizon/Datonis/device-0001/executeInstruction', qos: 2 }],
+    });
+    // Its fixed header (type and remaining length) alone: mqtt-packet takes those bytes and holds none.
+    parser.parse(subscribe.subarray(0, 2));
+    assert.equal(parser.holdsPartialPacket(), true, 'a packet is begun');
+    // Its body, beginning 0x80 0x01 0x00 0x2e: read alone, a PUBLISH of a wrong topic.
+    parser.parse(Buffer.concat([subscribe.subarray(2), Buffer.from([0xc0, 0])]));
+    assert.deepEqual(
+      seen.packets.map((p) => [p.cmd, p.messageId]),
+      [
+        ['subscribe', 0x8001],
+        ['pingreq', undefined],
+      ],
+    );
+    assert.equal(parser.holdsPartialPacket(), false);
+  });
 });
 
 describe('the device endpoint packet parser: packets whose fields do not fit their length, flags of other values', () => {

@@ -31,6 +31,11 @@ interface BufferListLike {
 interface MqttParser {
   /** The bytes of the packet being read that are not consumed yet. */
   _list: BufferListLike & { constructor: { BufferList?: new () => BufferListLike } };
+  /**
+   * Which of its steps (`_states`) comes next: 0 at the start of a packet. Past its fixed header it
+   * has consumed those bytes, so its list may be empty in the middle of a packet.
+   */
+  _stateCounter: number;
   /** The packet being read; its length (the remaining length of its header) once that is read, else -1. */
   packet: { length: number };
   /** What the parser knows of its connection: the CONNECT packet, once it has read one. */
@@ -133,7 +138,9 @@ export class DeviceParser extends Parser {
    * holds after each parse, and a connection that takes the total past the budget is refused.
    */
   override parse(buf: Buffer): number {
-    const plain = this.lean && this._list.length === 0 ? this.parseLean(buf) : 0;
+    // Only at the start of a packet: mqtt-packet, having read a packet's fixed header, holds none of its
+    // bytes until the rest arrives, and those are no packet of their own.
+    const plain = this.lean && this._list.length === 0 && this._stateCounter === 0 ? this.parseLean(buf) : 0;
     const result = plain === buf.length ? 0 : super.parse(plain === 0 ? buf : buf.subarray(plain));
     this.count();
     return result;
@@ -290,7 +297,7 @@ export class DeviceParser extends Parser {
 
   /** Whether it holds bytes of a packet begun and not yet complete. */
   holdsPartialPacket(): boolean {
-    return this._list.length > 0;
+    return this._list.length > 0 || this._stateCounter !== 0;
   }
 
   /** Its connection has closed: the bytes it holds leave the budget. */
