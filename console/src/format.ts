@@ -59,3 +59,14 @@ export function showDuration(seconds: number): string {
   if (seconds > 0 && seconds % 60 === 0) return `${seconds / 60} min`;
   return `${seconds} s`;
 }
+
+/**
+ * Text longer than `longest` characters, cut to that many with an ellipsis as the last: a value of a
+ * device's or an audit trail's that would take a page is shown in part (the API has it whole).
+ */
+export const cutText = (text: string, longest: number): string =>
+  text.length > longest ? `${text.slice(0, longest - 1)}…` : text;
+
+/** The seconds one bucket of a `time_grouping` and `time_grouping_value` covers (`minute`, 5: 300). */
+export const groupingSeconds = (grouping: 'minute' | 'hour', every: number): number =>
+  every * (grouping === 'hour' ? 3600 : 60);

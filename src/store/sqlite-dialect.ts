@@ -100,19 +100,17 @@ class SqliteConnection implements DatabaseConnection {
    * its own statements find the file free.
    */
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    try {
-      return this.executeNow(compiledQuery);
-    } catch (error) {
-      if (this.database.inTransaction || !isBusy(error)) throw error;
-    }
-    const giveUp = performance.now() + BUSY_WAIT_MS;
+    // The clock is read only once the file is found locked: most queries never are.
+    let giveUp: number | undefined;
     for (let pause = 1; ; pause = Math.min(pause * 2, BUSY_PAUSE_MAX_MS)) {
-      await new Promise((resolve) => setTimeout(resolve, pause));
       try {
         return this.executeNow(compiledQuery);
       } catch (error) {
-        if (this.database.inTransaction || !isBusy(error) || performance.now() >= giveUp) throw error;
+        if (this.database.inTransaction || !isBusy(error)) throw error;
+        giveUp ??= performance.now() + BUSY_WAIT_MS;
+        if (performance.now() >= giveUp) throw error;
       }
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
 

@@ -4,6 +4,8 @@
  * text. A create has no before and a delete no after: every field of the other side is listed.
  */
 
+import { cutText } from '../format.ts';
+
 /** One field a change touched; `before`/`after` undefined where that side has no such field. */
 export interface FieldChange {
   field: string;
@@ -24,7 +26,7 @@ const TIME_FIELD = /(^|_)(at|timestamp)$/;
 export function valueText(value: unknown, field = '', time?: (seconds: number) => string): string {
   if (time && typeof value === 'number' && TIME_FIELD.test(field)) return time(value);
   const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return text.length > MAX_VALUE ? `${text.slice(0, MAX_VALUE - 1)}…` : text;
+  return cutText(text, MAX_VALUE);
 }
 
 const isEmpty = (value: unknown) => value === null || value === undefined || value === '';

@@ -12,7 +12,7 @@ import { unitsOfMetrics } from '../components/chart-scales.ts';
 import { Failure } from '../components/failure.tsx';
 import { BreakableName } from '../components/name-breaks.tsx';
 import { unreachable, useLoad } from '../components/use-load.ts';
-import { countOf, showDuration, showShortTime, showTime, showValue } from '../format.ts';
+import { countOf, groupingSeconds, showDuration, showShortTime, showTime, showValue } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
 import { Link, segment } from '../router.tsx';
 import { onSessionChange } from '../session.ts';
@@ -61,7 +61,7 @@ function Missing({ keys }: { keys: string[] }) {
 /** The seconds one bucket of `buckets` covers. */
 const bucketSeconds = (range: [number, number]): number => {
   const { time_grouping, time_grouping_value } = buckets(range);
-  return time_grouping_value * (time_grouping === 'hour' ? 3600 : 60);
+  return groupingSeconds(time_grouping, time_grouping_value);
 };
 
 /** Seconds between buckets for a range: a few hundred points at most. */
@@ -557,7 +557,7 @@ function ThingsWidget({ widget, chosen }: WidgetProps) {
                 </Link>
               </td>
               <td class={t.alive ? 'online' : 'offline'}>{t.alive ? 'Online' : 'Offline'}</td>
-              <td style={{ whiteSpace: 'nowrap' }}>{t.last_event && <LastEvent seconds={t.last_event.timestamp} />}</td>
+              <td class="when">{t.last_event && <LastEvent seconds={t.last_event.timestamp} />}</td>
               {metrics.map((m) => {
                 const value = showValue(t.last_event ? pick(t.last_event.data, m) : undefined);
                 const unit = value === '' ? undefined : unitOf(t, m);

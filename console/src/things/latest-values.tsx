@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { BreakableName } from '../components/name-breaks.tsx';
-import { showTime, showValue } from '../format.ts';
+import { cutText, showTime, showValue } from '../format.ts';
 
 /**
  * Events of the last hour read for the latest values: enough for every metric a device sends along,
@@ -20,7 +20,7 @@ const LONGEST_SHOWN = 300;
 /** A value as shown, and its whole length in characters when it was cut. */
 function shownValue(value: unknown): { text: string; cut?: number } {
   const text = showValue(value);
-  return text.length > LONGEST_SHOWN ? { text: `${text.slice(0, LONGEST_SHOWN - 1)}…`, cut: text.length } : { text };
+  return text.length > LONGEST_SHOWN ? { text: cutText(text, LONGEST_SHOWN), cut: text.length } : { text };
 }
 
 /** The newest value of each (top-level) metric, with the time of the event that carried it. */

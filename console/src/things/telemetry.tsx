@@ -7,7 +7,7 @@ import { answer, api, messageOf } from '../api/client.ts';
 import { Chart, type ChartHandle, type Columns } from '../components/chart.tsx';
 import { Field } from '../components/field.tsx';
 import { holdsPoint } from '../components/points.ts';
-import { countOf, showDuration } from '../format.ts';
+import { countOf, groupingSeconds, showDuration } from '../format.ts';
 import { type Message, realtime } from '../realtime.ts';
 
 /**
@@ -345,7 +345,7 @@ async function loadColumns(
     return {
       columns: await loadAverages(thingKey, from, to, range.grouping, range.every),
       grouped: true,
-      averagedOver: range.every * (range.grouping === 'hour' ? 3600 : 60),
+      averagedOver: groupingSeconds(range.grouping, range.every),
       readUntil: to,
     };
   }
