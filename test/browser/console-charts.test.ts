@@ -219,7 +219,7 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
     await assertAccessible(page, 'a time series of two units');
   });
 
-  it('when a value carries float noise then the legend shows it readably', async () => {
+  it('when a value carries float noise then the legend shows it readably, with its unit', async () => {
     await page.mouse.move(0, 0);
     const values = region('Boiler').locator('.u-legend .u-series .u-value');
     const shown = await until(
@@ -227,7 +227,7 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
       (texts) => texts.length === 2 && texts[1] !== '',
       'the legend',
     );
-    assert.deepEqual(shown, ['20.1', '1.6']);
+    assert.deepEqual(shown, ['20.1 °C', '1.6 bar']);
     await shot('legend');
   });
 
@@ -353,7 +353,7 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
       );
       assert.equal(two.legendScrolls, false, JSON.stringify(two));
       const values = region('Two rows').locator('.u-legend .u-series:not(:first-child) .u-value');
-      assert.deepEqual(await values.allTextContents(), ['20.1', '1.6']);
+      assert.deepEqual(await values.allTextContents(), ['20.1 °C', '1.6 bar']);
       // One row is the lines alone: no axis or legend takes its little room.
       assert.equal(await region('One row').locator('.u-legend').count(), 0, 'no legend in one row');
     } finally {

@@ -41,6 +41,10 @@ const showLegendNumber = legendNumber();
 /** A value in the legend: blank where a line has none. */
 const showLegendValue = (value: number | null): string => (value == null ? '' : showLegendNumber(value));
 
+/** A value shown with its unit, if it has one; a blank stays blank. */
+const withUnit = (shown: string, unit: string | undefined): string =>
+  shown !== '' && unit ? `${shown} ${unit}` : shown;
+
 /** Keys of the scales, the first being uPlot's own `y`, so that a chart of one scale is as uPlot draws it. */
 const scaleKey = (index: number) => (index === 0 ? 'y' : `y${index}`);
 
@@ -188,9 +192,10 @@ export function Chart(props: {
             spanGaps: true,
             // Dots where a line has few points (a lone one draws no line), none where it is dense.
             points: { size: 5, show: fewPoints },
-            // The legend shows values readably (docs/console.md), not with an answer's float noise.
+            // The legend shows values readably (docs/console.md), not with an answer's float noise, and
+            // with their unit, as the value widget and the axes give it.
             value: (shown: uPlot, value: number | null, series: number) =>
-              showLegendValue(value ?? (shown.cursor.idx == null ? latestOf(series) : null)),
+              withUnit(showLegendValue(value ?? (shown.cursor.idx == null ? latestOf(series) : null)), units[label]),
           })),
         ],
         // A short plot (a small dashboard widget) keeps labels on its y axis: uPlot's 30 pixels between
@@ -268,7 +273,7 @@ export function Chart(props: {
       const latest = columns.metrics.map((metric, i) => {
         const value = latestOf(i + 1);
         const unit = units[metric];
-        return value == null ? `${metric}, no value` : `${metric} ${showLegendValue(value)}${unit ? ` ${unit}` : ''}`;
+        return value == null ? `${metric}, no value` : `${metric} ${withUnit(showLegendValue(value), unit)}`;
       });
       element.setAttribute('role', 'img');
       element.setAttribute('aria-label', `Latest values: ${latest.join('; ')}`);
