@@ -219,6 +219,20 @@ describe('charts in a browser', { skip: browserSkip || store.skip }, () => {
     await assertAccessible(page, 'a time series of two units');
   });
 
+  it('when a chart spans minutes then its time axis writes times as the legend does, with the day under the first', async () => {
+    const chart = region('Boiler').locator('[data-x]');
+    const marks = await until(
+      async () => (JSON.parse((await chart.getAttribute('data-x')) ?? '{}') as { marks?: string[] }).marks ?? [],
+      (drawn) => drawn.length >= 2,
+      'the time axis marked',
+    );
+    // `5:20 PM` (the browser's language, en-US here), not uPlot's own `5:20pm` over `12/3/26`.
+    const [first, ...rest] = marks;
+    assert.match(first ?? '', /^\d{1,2}:\d{2}\s[AP]M\n[A-Z][a-z]{2} \d{1,2}$/, JSON.stringify(marks));
+    for (const mark of rest)
+      assert.match(mark, /^\d{1,2}:\d{2}\s[AP]M(\n[A-Z][a-z]{2} \d{1,2})?$/, JSON.stringify(marks));
+  });
+
   it('when a value carries float noise then the legend shows it readably, with its unit', async () => {
     await page.mouse.move(0, 0);
     const values = region('Boiler').locator('.u-legend .u-series .u-value');

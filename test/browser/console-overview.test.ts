@@ -117,7 +117,7 @@ for (const store of STORES) {
 
     it("when the hour's last minute stands on a labelled tick then the chart's last time label is drawn whole, inside the canvas", async () => {
       // The minutes are the API's, moved to end at midnight (UTC): the last tick, at the chart's right
-      // edge, is the widest label of the axis, `12:00am` over the new day's date.
+      // edge, is the widest label of the axis, `12:00 AM` over the new day's date.
       const end = Date.UTC(2026, 11, 1) / 1000;
       const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, timezoneId: 'UTC' });
       const page = await context.newPage();

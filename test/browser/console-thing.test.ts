@@ -620,7 +620,7 @@ for (const store of STORES) {
 
     it("when the range ends on a labelled tick then the chart's last time label is drawn whole, inside the canvas", async () => {
       // The browser's clock stands at the last midnight (UTC): the range ends on the tick labelled
-      // `12:00am` over the new day's date, the widest of the axis, at the plot's right edge.
+      // `12:00 AM` over the new day's date, the widest of the axis, at the plot's right edge.
       const midnight = Math.floor(Date.now() / 86_400_000) * 86_400_000;
       const thingKey = unique('midnight');
       assert.equal((await device.register({ thing_key: thingKey, name: 'Night boiler' })).status, 200);

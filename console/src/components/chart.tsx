@@ -9,6 +9,7 @@ import 'uplot/dist/uPlot.min.css';
 import { showShortTime } from '../format.ts';
 import { type Columns, labelOf, legendNumber, listOf, type Scale, scalesOf } from './chart-scales.ts';
 import { breakAtWords } from './name-breaks.tsx';
+import { timeMarks } from './time-marks.ts';
 
 export type { Columns };
 
@@ -24,7 +25,7 @@ function textWidth(plot: uPlot, axis: number, text: string): number {
   return plot.ctx.measureText(text).width / uPlot.pxRatio;
 }
 
-/** The widest line of an axis' labels (a time label may have two: `12:00am` over the new day's date). */
+/** The widest line of an axis' labels (a time label may have two: `12:00 AM` over the new day's date). */
 const widestLabel = (plot: uPlot, axis: number, labels: string[] | null): number =>
   Math.max(
     0,
@@ -134,8 +135,9 @@ export function Chart(props: {
     const byName = [...columns.metrics].sort();
     // A chart of one scale is labelled only with a unit; one of two names what each axis measures.
     const axisLabel = (scale: Scale) => (scale.unit || scales.length > 1 ? labelOf(scale, columns.metrics) : undefined);
-    // The marks each y axis was last laid out with, as written beside its ticks.
+    // The marks each y axis was last laid out with, as written beside its ticks; the time axis' too.
     const marks: string[][] = [];
+    let timeMarksDrawn: string[] | undefined;
     // The scales as drawn, for tests (uPlot draws its axes on the canvas): each with its metrics, its
     // axis (left, right or none), label and marks, and the values it spans.
     const describeScales = (drawn: uPlot) => {
@@ -149,8 +151,8 @@ export function Chart(props: {
       }));
       const text = JSON.stringify(described);
       if (element.dataset.scales !== text) element.dataset.scales = text;
-      // And the time axis' span, which a live range slides.
-      const time = JSON.stringify({ min: drawn.scales.x?.min, max: drawn.scales.x?.max });
+      // And the time axis' span, which a live range slides, and its marks.
+      const time = JSON.stringify({ min: drawn.scales.x?.min, max: drawn.scales.x?.max, marks: timeMarksDrawn });
       if (element.dataset.x !== time) element.dataset.x = time;
     };
     // Declared before the plot, whose first cursor hook may run while it is made.
@@ -167,7 +169,7 @@ export function Chart(props: {
     };
     // The time labels are centred on their ticks, and the last tick may stand at the plot's right edge:
     // without an axis on the right, the plot leaves room there for half the widest time label (uPlot
-    // leaves 25 pixels, which cut `12:00am`), measured each time the axis is laid out; none without them.
+    // leaves 25 pixels, which cut `12:00 AM`), measured each time the axis is laid out; none without them.
     let halfTimeLabel = 0;
     plot = new uPlot(
       {
@@ -204,8 +206,14 @@ export function Chart(props: {
         axes: [
           {
             show: !leaveOut,
+            // Times as the legend and the console's tables write them (`5:20 PM`, `Dec 3`), not uPlot's `5:20pm`.
+            values: (_shown: uPlot, splits: number[], _axis: number, _space: number, step: number) =>
+              timeMarks(splits, step),
             size: (shown: uPlot, labels: string[] | null, axis: number) => {
-              if (labels) halfTimeLabel = widestLabel(shown, axis, labels) / 2;
+              if (labels) {
+                halfTimeLabel = widestLabel(shown, axis, labels) / 2;
+                timeMarksDrawn = labels;
+              }
               return 50;
             },
           },
