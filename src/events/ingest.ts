@@ -10,7 +10,7 @@ import type { Principal } from '../core/principal.ts';
 import { readPath } from '../expressions/index.ts';
 import { compiledQuery } from '../store/prepared.ts';
 import type { Executor, Store } from '../store/store.ts';
-import type { MetricDefinition } from '../templates/presenter.ts';
+import { holdersOf, type MetricDefinition } from '../templates/presenter.ts';
 import { growTemplateMetrics } from '../templates/service.ts';
 import type { EventLimits } from './event-limits.ts';
 import { type EventWriter, type IngestBatch, type NewEvent, StaleSubjectError } from './writer.ts';
@@ -144,6 +144,8 @@ function typeOf(value: unknown): MetricDefinition['data_type'] | undefined {
 interface MetricCheck {
   metrics: { definition: MetricDefinition; path: string[] }[];
   known: Set<string>;
+  /** The names that hold known metrics (`m` for `m.x`): a value there is not a metric to learn. */
+  holders: Set<string>;
 }
 
 const metricChecks = new WeakMap<MetricDefinition[], MetricCheck>();
@@ -154,6 +156,7 @@ function metricCheckOf(metrics: MetricDefinition[]): MetricCheck {
     check = {
       metrics: metrics.map((definition) => ({ definition, path: definition.name.split('.') })),
       known: new Set(metrics.map((m) => m.name)),
+      holders: holdersOf(metrics.map((m) => m.name)),
     };
     metricChecks.set(metrics, check);
   }
@@ -167,11 +170,12 @@ const MAX_METRIC_NAME = 200;
  * Adds to `discovered` every leaf of nested data (by dotted name) the template does not know yet and
  * could declare: a member whose own name is empty or holds a dot cannot be addressed by a dotted name
  * (`{"a.b": 1}` is not the `b` of `a`), and a name past MAX_METRIC_NAME is one the template's own update
- * would refuse; such values are stored with their event, and no metric is made of them.
+ * would refuse; nor is a value where the template has metrics inside it (a number at `m` when `m.x` is
+ * a metric). Such values are stored with their event, and no metric is made of them.
  */
 function discover(
   data: Record<string, unknown>,
-  known: Set<string>,
+  check: MetricCheck,
   discovered: MetricDefinition[],
   prefix: string,
 ): MetricDefinition[] {
@@ -182,11 +186,13 @@ function discover(
     const path = prefix === '' ? name : `${prefix}.${name}`;
     if (path.length > MAX_METRIC_NAME) continue;
     if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      discover(value as Record<string, unknown>, known, discovered, path);
+      discover(value as Record<string, unknown>, check, discovered, path);
       continue;
     }
     const dataType = typeOf(value);
-    if (dataType && !known.has(path)) discovered.push({ name: path, data_type: dataType, unit: '' });
+    if (dataType && !check.known.has(path) && !check.holders.has(path)) {
+      discovered.push({ name: path, data_type: dataType, unit: '' });
+    }
   }
   return discovered;
 }
@@ -208,7 +214,7 @@ function checkData(
       );
     }
   }
-  return discover(data, check.known, [], '');
+  return discover(data, check, [], '');
 }
 
 export interface IncomingEvent {

@@ -12,7 +12,7 @@ import { onOrganisationProvisioned } from '../organisations/service.ts';
 import { uniqueOr } from '../store/dialect.ts';
 import { type Executor, noteChange, type Store, type Tx } from '../store/store.ts';
 import type { ThingTemplateRow } from '../store/tables.ts';
-import { type MetricDefinition, presentTemplate } from './presenter.ts';
+import { holderIn, holdersOf, type MetricDefinition, presentTemplate } from './presenter.ts';
 import * as templates from './repository.ts';
 
 export const DEFAULT_TEMPLATE_NAME = 'Default';
@@ -32,7 +32,17 @@ export async function growTemplateMetrics(
     if (text === undefined) continue;
     const current = JSON.parse(text) as MetricDefinition[];
     const known = new Set(current.map((m) => m.name));
-    const added = [...metrics.values()].filter((m) => !known.has(m.name));
+    // A metric inside another, or holding one, is not learnt: events of one bulk (or one that came
+    // before) may give `m` a number and `m.x` a value, and the template would refuse every event of
+    // one shape from then on. The first learnt stays; the others' values are stored with their events.
+    const holders = holdersOf(known);
+    const added: MetricDefinition[] = [];
+    for (const metric of metrics.values()) {
+      if (known.has(metric.name) || holders.has(metric.name) || holderIn(metric.name, known) !== undefined) continue;
+      known.add(metric.name);
+      for (const holder of holdersOf([metric.name])) holders.add(holder);
+      added.push(metric);
+    }
     if (added.length === 0) continue;
     await templates.updateTemplate(tx, templateKey, { metrics: JSON.stringify([...current, ...added]) });
     await noteChange(tx, { entityType: 'ThingTemplate', organisationKey, entityKey: templateKey, action: 'update' });
@@ -76,6 +86,15 @@ function normaliseMetrics(metrics: TemplateInput['metrics']): string {
     }
     seen.add(m.name);
     list.push({ name: m.name, data_type: m.data_type, unit: m.unit ?? '' });
+  }
+  for (const name of seen) {
+    const holder = holderIn(name, seen);
+    if (holder !== undefined) {
+      throw invalidParam(
+        'thing_template.metrics',
+        `names the metric "${name}" inside the metric "${holder}": a value holds either a metric or metrics, not both`,
+      );
+    }
   }
   return JSON.stringify(list);
 }

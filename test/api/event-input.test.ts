@@ -177,6 +177,50 @@ describeOnStores('event input', (ctx) => {
     assert.equal(wrong.body.errors[0].param, `events.0.data.${name}`);
   });
 
+  it('when a Default thing sends a value where the template has metrics inside it then it is stored, and no metric holding another is learnt', async () => {
+    const token = await ctx.api.adminToken();
+    const thing = await createThing(ctx.api, token, {});
+    const name = unique('motor').replaceAll('-', '_');
+    const send = (data: object) =>
+      ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, { token, body: { events: [{ data }] } });
+    const metricNames = async () => {
+      const template = await ctx.api.request(
+        'GET',
+        `/api/v3/thing_templates/${await defaultTemplateKey(ctx.api, token)}`,
+        {
+          token,
+        },
+      );
+      return (template.body.thing_template.metrics as { name: string }[])
+        .map((m) => m.name)
+        .filter((n) => n.startsWith(name));
+    };
+    assert.equal((await send({ [name]: { speed: 1 } })).status, 200);
+    assert.deepEqual(await metricNames(), [`${name}.speed`]);
+    // A stray number where the metrics' object goes: stored as sent, and not made a metric, which
+    // would have the template refuse every later event of the object's shape.
+    const stray = await send({ [name]: 5 });
+    assert.equal(stray.status, 200, stray.text);
+    assert.deepEqual(await metricNames(), [`${name}.speed`]);
+    const again = await send({ [name]: { speed: 2 } });
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(
+      (await storedEvents(thing.thing_key)).map((e) => JSON.parse(e.data)[name]),
+      [{ speed: 1 }, 5, { speed: 2 }],
+    );
+    // Both shapes new in one bulk: the first is learnt, the other is not.
+    const other = `${name}_b`;
+    const bulk = await ctx.api.request('POST', `/api/v3/things/${thing.thing_key}/events`, {
+      token,
+      body: { events: [{ data: { [other]: 1 } }, { data: { [other]: { x: 1 } } }] },
+    });
+    assert.equal(bulk.status, 200, bulk.text);
+    assert.deepEqual(
+      (await metricNames()).filter((n) => n.startsWith(other)),
+      [other],
+    );
+  });
+
   it('when a Default thing sends members no metric name can address then they are stored, and the template stays one its own update takes', async () => {
     const token = await ctx.api.adminToken();
     const thing = await createThing(ctx.api, token, {});

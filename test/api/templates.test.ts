@@ -80,6 +80,25 @@ describeOnStores('thing templates', (ctx) => {
     assert.equal(twice.status, 400, twice.text);
     assert.equal(twice.body.errors[0].param, 'thing_template.metrics');
     assert.match(twice.body.errors[0].message, /"pressure" more than once/);
+    // A metric inside another: `m` a number and `m.x` a value of it cannot both be, in either order.
+    for (const inside of [
+      [
+        { name: 'motor', data_type: 'number' },
+        { name: 'motor.speed', data_type: 'number' },
+      ],
+      [
+        { name: 'motor.speed.max', data_type: 'number' },
+        { name: 'motor', data_type: 'string' },
+      ],
+    ]) {
+      const refused = await ctx.api.request('POST', '/api/v3/thing_templates', {
+        token,
+        body: { thing_template: { name, metrics: inside } },
+      });
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal(refused.body.errors[0].param, 'thing_template.metrics');
+      assert.match(refused.body.errors[0].message, /"motor\.speed(\.max)?" inside the metric "motor"/);
+    }
     for (const unaddressable of ['.a', 'a..b', 'a.']) {
       const refused = await ctx.api.request('POST', '/api/v3/thing_templates', {
         token,
