@@ -10,28 +10,6 @@ export interface MetricDefinition {
 export const metricsOf = (row: Pick<ThingTemplateRow, 'metrics'>): MetricDefinition[] =>
   JSON.parse(row.metrics) as MetricDefinition[];
 
-/**
- * The names that hold other metrics of `names` (`m` for `m.x`): a value is either a metric's or an
- * object of metrics, never both, so a template declares no metric inside another (docs/api.md,
- * "Thing templates").
- */
-export function holdersOf(names: Iterable<string>): Set<string> {
-  const holders = new Set<string>();
-  for (const name of names) {
-    for (let dot = name.indexOf('.'); dot >= 0; dot = name.indexOf('.', dot + 1)) holders.add(name.slice(0, dot));
-  }
-  return holders;
-}
-
-/** The metric of `known` that `name` lies inside (`m` for `m.x`), if any. */
-export function holderIn(name: string, known: ReadonlySet<string>): string | undefined {
-  for (let dot = name.indexOf('.'); dot >= 0; dot = name.indexOf('.', dot + 1)) {
-    const holder = name.slice(0, dot);
-    if (known.has(holder)) return holder;
-  }
-  return undefined;
-}
-
 export function presentTemplate(row: ThingTemplateRow, time: TimeFormatter) {
   return {
     thing_template_key: row.thing_template_key,

@@ -12,7 +12,8 @@ import { onOrganisationProvisioned } from '../organisations/service.ts';
 import { uniqueOr } from '../store/dialect.ts';
 import { type Executor, noteChange, type Store, type Tx } from '../store/store.ts';
 import type { ThingTemplateRow } from '../store/tables.ts';
-import { holderIn, holdersOf, type MetricDefinition, presentTemplate } from './presenter.ts';
+import { holderIn, holdersOf, holdersOfName } from './metric-names.ts';
+import { type MetricDefinition, presentTemplate } from './presenter.ts';
 import * as templates from './repository.ts';
 
 export const DEFAULT_TEMPLATE_NAME = 'Default';
@@ -40,7 +41,7 @@ export async function growTemplateMetrics(
     for (const metric of metrics.values()) {
       if (known.has(metric.name) || holders.has(metric.name) || holderIn(metric.name, known) !== undefined) continue;
       known.add(metric.name);
-      for (const holder of holdersOf([metric.name])) holders.add(holder);
+      for (const holder of holdersOfName(metric.name)) holders.add(holder);
       added.push(metric);
     }
     if (added.length === 0) continue;

@@ -48,20 +48,17 @@ export function timeMarks(splits: readonly number[], step: number, now = new Dat
   const formats = formatsOf(locale);
   const thisYear = now.getFullYear();
   const dayOf = (at: Date) => (at.getFullYear() === thisYear ? formats.day : formats.dayOfYear).format(at);
-  let before: Date | undefined;
-  return splits.map((seconds) => {
+  return splits.map((seconds, i) => {
     const at = new Date(seconds * 1000);
-    const previous = before;
-    before = at;
-    const newYear = previous === undefined || previous.getFullYear() !== at.getFullYear();
+    const previous = i === 0 ? undefined : new Date((splits[i - 1] as number) * 1000);
     if (step >= 365 * DAY) return formats.year.format(at);
-    if (step >= MONTH)
-      return newYear ? `${formats.month.format(at)}\n${formats.year.format(at)}` : formats.month.format(at);
+    if (step >= MONTH) {
+      const month = formats.month.format(at);
+      return previous?.getFullYear() === at.getFullYear() ? month : `${month}\n${formats.year.format(at)}`;
+    }
     if (step >= DAY) return dayOf(at);
-    const time = (
-      step >= 3600 && step % 3600 === 0 ? formats.hour : step >= 60 ? formats.minute : formats.second
-    ).format(at);
-    const newDay = previous === undefined || previous.toDateString() !== at.toDateString();
-    return newDay ? `${time}\n${dayOf(at)}` : time;
+    const clock = step >= 3600 && step % 3600 === 0 ? formats.hour : step >= 60 ? formats.minute : formats.second;
+    const time = clock.format(at);
+    return previous?.toDateString() === at.toDateString() ? time : `${time}\n${dayOf(at)}`;
   });
 }
