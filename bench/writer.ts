@@ -14,10 +14,7 @@
  * kernel's work for it included) per event, each round's and the medians, and Thingbase's as a ratio.
  * A wait for `fsync` is not CPU and does not count.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openFloorStore } from './servers/floor-store.ts';
 import { fillableStore, readings } from './storage.ts';
 import { benchStore, describeMachine, median, option, table } from './support.ts';
 
@@ -26,21 +23,6 @@ const cpuMicros = (): number => {
   const { user, system } = process.cpuUsage();
   return user + system;
 };
-
-/** The floor's store: a batch of rows a transaction, as bench/servers/mqtt-floor.ts stores them. */
-function floorStore(): (rows: [string, number, string][]) => void {
-  const db = new Database(join(mkdtempSync(join(tmpdir(), 'thingbase-floor-')), 'floor.db'));
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
-  db.exec(
-    'create table events (id integer primary key, thing text not null, timestamp integer not null, data text not null)',
-  );
-  db.exec('create index events_by_thing on events (thing, timestamp)');
-  const insert = db.prepare('insert into events (thing, timestamp, data) values (?, ?, ?)');
-  return db.transaction((rows: [string, number, string][]) => {
-    for (const row of rows) insert.run(row);
-  });
-}
 
 export async function run(args: string[]): Promise<void> {
   const thingCount = Number(option(args, 'things', '5000'));
@@ -71,13 +53,13 @@ export async function run(args: string[]): Promise<void> {
     }
     return Promise.all(writes);
   };
-  const store = floorStore();
+  const floorStore = openFloorStore();
   const floorTurn = async () => {
     const rows: [string, number, string][] = [];
     for (let k = 0; k < per; k++, next++) {
       rows.push([`thing-${next % thingCount}`, Date.now(), JSON.stringify(readings(next))]);
     }
-    store(rows);
+    floorStore.store(rows);
     // A turn of the event loop a transaction, as the floor server stores once a turn.
     await new Promise((resolve) => setImmediate(resolve));
   };
@@ -110,4 +92,5 @@ export async function run(args: string[]): Promise<void> {
     ]),
   );
   await filled.store.close();
+  floorStore.close();
 }

@@ -8,29 +8,15 @@
  * store. What this costs on a machine is what any server on Node would spend on the same load there.
  */
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { CONNECT, PacketReader, PUBACK, PUBLISH, packet, packetId, SUBACK, SUBSCRIBE, text } from '../mqtt-load.ts';
+import { openFloorStore } from './floor-store.ts';
 
 const PINGREQ = 0xc0;
 const secret = process.env.FLOOR_SECRET_KEY ?? '';
 const useStore = process.env.FLOOR_STORE !== 'none';
 
-const dir = mkdtempSync(join(tmpdir(), 'thingbase-floor-'));
-const db = new Database(join(dir, 'floor.db'));
-db.pragma('journal_mode = WAL');
-db.pragma('synchronous = FULL');
-db.exec(
-  'create table events (id integer primary key, thing text not null, timestamp integer not null, data text not null)',
-);
-db.exec('create index events_by_thing on events (thing, timestamp)');
-const insert = db.prepare('insert into events (thing, timestamp, data) values (?, ?, ?)');
-const store = db.transaction((rows: [string, number, string][]) => {
-  for (const row of rows) insert.run(row);
-});
+const { store, close } = openFloorStore();
 
 interface Device {
   socket: Socket;
@@ -117,7 +103,6 @@ server.listen({ port: Number(process.env.MQTT_PORT), host: '127.0.0.1', backlog:
 });
 process.on('SIGTERM', () => {
   server.close();
-  db.close();
-  rmSync(dir, { recursive: true, force: true });
+  close();
   process.exit(0);
 });
