@@ -1,14 +1,13 @@
 /**
  * `npm run bench -- writer [--things 5000] [--per 10] [--transactions 3000] [--rounds 3]`
  * The CPU a stored event costs in the event writer alone, without devices, sockets or answers, next to
- * the floor's store (bench/servers/mqtt-floor.ts) in the same run. Each transaction holds `--per`
+ * the fleet floor's store (bench/servers/floor-store.ts) in the same run. Each transaction holds `--per`
  * events of as many things, one event each, as the steady fleet's 10 ms ticks bring (5,000 devices at
  * 1,000 events a second: 10 a tick); both stores are SQLite in WAL with `synchronous = FULL`.
  * - Thingbase: the server's event writer (events/writer.ts) on a store opened and migrated as the
  *   server opens it, with `--things` things of a template of 3 numeric metrics: each event stored
  *   with its thing's rollup, its template's rollup and its last event, after the staleness check.
- * - the floor: one prepared insert per event into a table of (id, thing, time, data) with an index on
- *   (thing, time), and a transaction per batch.
+ * - the floor: its store as the floor server uses it, a transaction a turn of the event loop.
  * Rounds alternate the two, each writing `--transactions` transactions after a first unmeasured round
  * of each (V8 compiling the code). Reported: microseconds of the process's CPU (every thread, the
  * kernel's work for it included) per event, each round's and the medians, and Thingbase's as a ratio.
@@ -17,12 +16,6 @@
 import { openFloorStore } from './servers/floor-store.ts';
 import { fillableStore, readings } from './storage.ts';
 import { benchStore, describeMachine, median, option, table } from './support.ts';
-
-/** Microseconds of the process's CPU so far. */
-const cpuMicros = (): number => {
-  const { user, system } = process.cpuUsage();
-  return user + system;
-};
 
 export async function run(args: string[]): Promise<void> {
   const thingCount = Number(option(args, 'things', '5000'));
@@ -35,15 +28,13 @@ export async function run(args: string[]): Promise<void> {
   console.log(describeMachine());
 
   const filled = await fillableStore(benchStore('sqlite'), thingCount);
-  const ids = [...filled.things.keys()];
+  const things = [...filled.things];
   let next = 0;
   /** One transaction's worth of single-event batches through the writer, as the device endpoint writes them. */
   const thingbaseTurn = () => {
     const writes: Promise<number>[] = [];
     for (let k = 0; k < per; k++, next++) {
-      const thingId = ids[next % ids.length] as number;
-      const thing = filled.things.get(thingId);
-      if (!thing) throw new Error(`no thing ${thingId}`);
+      const [thingId, thing] = things[next % things.length] as (typeof things)[number];
       writes.push(
         filled.writer.write({
           events: [{ thingId, timestamp: Date.now(), data: readings(next), waypoint: null }],
@@ -65,9 +56,10 @@ export async function run(args: string[]): Promise<void> {
   };
   /** CPU microseconds per event of `transactions` turns. */
   const measure = async (turn: () => Promise<unknown>) => {
-    const started = cpuMicros();
+    const started = process.cpuUsage();
     for (let t = 0; t < transactions; t++) await turn();
-    return (cpuMicros() - started) / (transactions * per);
+    const { user, system } = process.cpuUsage(started);
+    return (user + system) / (transactions * per);
   };
 
   await measure(floorTurn);
